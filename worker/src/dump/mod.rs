@@ -1,0 +1,260 @@
+//! The `Dump` model: one description of a crashed process, whatever file it came from.
+//!
+//! Readers (`elf_core`, later `minidump`) parse untrusted bytes into this model; the walker
+//! and symbolizer only ever see the model. Memory is borrowed from the dump bytes (never
+//! copied) and read through [`MemoryMap`], which answers `None` for bytes the dump lacks, so a
+//! truncated dump is simply a dump with less memory.
+
+pub mod elf_core;
+mod error;
+mod memory;
+mod registers;
+
+use std::collections::BTreeMap;
+
+pub use error::DumpError;
+pub use memory::MemoryMap;
+pub use registers::{RegisterSet, X86_64_REGISTER_NAMES};
+
+/// The CPU architecture of a dump or binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+    X86,
+    Arm,
+}
+
+impl Arch {
+    /// The name used in reports (`x86_64`, `aarch64`, `x86`, `arm`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+            Arch::X86 => "x86",
+            Arch::Arm => "arm",
+        }
+    }
+    /// Pointer size in bytes.
+    pub fn pointer_size(self) -> u64 {
+        match self {
+            Arch::X86_64 | Arch::Aarch64 => 8,
+            Arch::X86 | Arch::Arm => 4,
+        }
+    }
+}
+
+/// Which file format a dump came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpFormat {
+    ElfCore,
+    Minidump,
+}
+
+impl DumpFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DumpFormat::ElfCore => "elf-core",
+            DumpFormat::Minidump => "minidump",
+        }
+    }
+}
+
+/// The operating system, as far as the dump proves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    Android,
+    Macos,
+    Ios,
+    Windows,
+    Unknown,
+}
+
+impl Os {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Android => "android",
+            Os::Macos => "macos",
+            Os::Ios => "ios",
+            Os::Windows => "windows",
+            Os::Unknown => "unknown",
+        }
+    }
+}
+
+/// One thread of the crashed process.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub tid: u32,
+    pub name: Option<String>,
+    /// The full register context as recorded (for the crashed thread: at the fault).
+    pub registers: RegisterSet,
+}
+
+/// How a module's identity was established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity {
+    /// The build-id (or debug-id) was read from the dump itself.
+    BuildId,
+    /// The dump holds no build-id for it; files can only be matched by path.
+    Path,
+    /// Nothing identifies it.
+    None,
+}
+
+/// One mapping of a module's file into the address space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    /// Offset in the file of `start`.
+    pub file_offset: u64,
+    /// Whether the mapping is executable, when the dump says (`None`: unknown).
+    pub executable: Option<bool>,
+}
+
+/// A mapped binary (executable, shared object, vdso).
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// File name (`libc.so.6`).
+    pub name: String,
+    /// Path in the crashed process.
+    pub path: Option<String>,
+    /// Lowest mapped address.
+    pub base: u64,
+    /// One past the highest mapped address.
+    pub end: u64,
+    /// The run-time address of the binary's link-time base (lowest `PT_LOAD` vaddr rounded
+    /// down to the page): `runtime = svma - link_base + load_base`. Usually equal to `base`.
+    pub load_base: u64,
+    /// GNU build-id bytes.
+    pub build_id: Option<Vec<u8>>,
+    /// Breakpad-style debug identifier, where the dump records one (minidumps).
+    pub debug_id: Option<String>,
+    /// Code identifier as minidumps record it.
+    pub code_id: Option<String>,
+    pub identity: Identity,
+    /// The main executable.
+    pub main: bool,
+    pub mappings: Vec<Mapping>,
+}
+
+impl Module {
+    /// Build-id as lower-case hex, as `readelf -n` prints it.
+    pub fn build_id_hex(&self) -> Option<String> {
+        self.build_id.as_deref().map(hex)
+    }
+    /// Whether `addr` falls inside one of the module's executable mappings (or inside the
+    /// module at all where the dump does not say which mappings are executable).
+    pub fn contains_code(&self, addr: u64) -> bool {
+        if addr < self.base || addr >= self.end {
+            return false;
+        }
+        if self.mappings.is_empty() {
+            return true;
+        }
+        self.mappings
+            .iter()
+            .any(|m| addr >= m.start && addr < m.end && m.executable != Some(false))
+    }
+}
+
+/// A module the dump says was loaded once and unloaded since.
+#[derive(Debug, Clone)]
+pub struct UnloadedModule {
+    pub name: String,
+    pub base: u64,
+    pub end: u64,
+    pub build_id: Option<Vec<u8>>,
+    pub debug_id: Option<String>,
+}
+
+/// Why the process died.
+#[derive(Debug, Clone, Default)]
+pub struct CrashInfo {
+    /// Thread id of the crashed thread.
+    pub tid: u32,
+    pub signal: Option<u32>,
+    pub code: Option<i32>,
+    /// Fault address (`si_addr`).
+    pub address: Option<u64>,
+    /// Windows/macOS exception: (code, name, flags).
+    pub exception: Option<ExceptionInfo>,
+    pub assertion: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExceptionInfo {
+    pub code: u64,
+    pub name: String,
+    pub flags: u64,
+}
+
+/// Something a reader noticed that does not stop the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpWarning {
+    /// Stable kebab-case code (`truncated-dump`, `memory-missing`, …).
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// A crashed process, as read from a dump.
+#[derive(Debug, Clone)]
+pub struct Dump<'d> {
+    pub format: DumpFormat,
+    pub arch: Arch,
+    pub os: Os,
+    /// What wrote the dump when it tells (`linux-kernel`, `gcore`, `qemu-user`, …).
+    pub writer: Option<String>,
+    pub pid: Option<u32>,
+    pub executable: Option<String>,
+    pub command_line: Option<String>,
+    /// RFC 3339 time recorded in the dump itself.
+    pub created: Option<String>,
+    /// In dump order.
+    pub threads: Vec<Thread>,
+    /// Sorted by `base`.
+    pub modules: Vec<Module>,
+    pub unloaded_modules: Vec<UnloadedModule>,
+    pub memory: MemoryMap<'d>,
+    pub crash: Option<CrashInfo>,
+    pub annotations: BTreeMap<String, String>,
+    pub warnings: Vec<DumpWarning>,
+    /// aarch64 pointer-authentication mask (NT_ARM_PAC_MASK), when recorded.
+    pub pac_mask: Option<u64>,
+}
+
+impl Dump<'_> {
+    /// The module containing `addr`, by index.
+    pub fn module_index_for(&self, addr: u64) -> Option<usize> {
+        // modules are sorted by base: last module whose base <= addr
+        let i = self.modules.partition_point(|m| m.base <= addr);
+        let idx = i.checked_sub(1)?;
+        (addr < self.modules[idx].end).then_some(idx)
+    }
+}
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Reads a dump of any supported format, told apart by its magic bytes.
+pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
+    if bytes.starts_with(b"\x7fELF") {
+        elf_core::read(bytes)
+    } else if bytes.starts_with(b"MDMP") {
+        Err(DumpError::Unsupported(
+            "minidumps are not supported yet".into(),
+        ))
+    } else {
+        Err(DumpError::NotADump)
+    }
+}

@@ -1,0 +1,1 @@
+//! process (in progress)

@@ -1,0 +1,270 @@
+//! Builds unwind tables from DWARF CFI: `.eh_frame` and `.debug_frame`, through gimli.
+//!
+//! Every FDE's CFI program is evaluated once with one reused `UnwindContext`; each row
+//! becomes a [`RuleRecord`]. Expressions (PLT entries, glibc's `__restore_rt`) are copied
+//! into the table's expression area. A bad FDE is skipped and counted, never fatal:
+//! the rest of the binary still unwinds.
+
+use std::collections::HashMap;
+
+use gimli::{
+    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, Reader,
+    RegisterRule, UnwindContext, UnwindSection,
+};
+use object::{Object, ObjectSection};
+use rustc_hash::FxBuildHasher;
+
+use super::{BuiltTable, TableWriter};
+use crate::binary;
+use crate::dump::Arch;
+use crate::unwind::error::UnwindError;
+use crate::unwind::rule::{RuleRecord, Slot, UnwindSource, FLAG_RA_SIGNED, FLAG_SIGNAL_FRAME};
+
+type R<'a> = EndianSlice<'a, LittleEndian>;
+
+/// DWARF number of the aarch64 RA_SIGN_STATE pseudo-register.
+const AARCH64_RA_SIGN_STATE: u16 = 34;
+
+/// Builds the unwind table of one ELF binary from its `.eh_frame` and `.debug_frame`,
+/// plus the `.debug_frame` of any separate debug files in `extra` (same build-id).
+pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, UnwindError> {
+    let file = object::File::parse(data).map_err(|e| UnwindError::Object(e.to_string()))?;
+    let arch = binary::arch_of(&file)
+        .ok_or_else(|| UnwindError::UnsupportedArch(format!("{:?}", file.architecture())))?;
+    let mut w = TableWriter::new(arch);
+    add_elf_sections(&mut w, &file, true)?;
+    for extra in extra {
+        if let Ok(f) = object::File::parse(*extra) {
+            if binary::arch_of(&f) == Some(arch) {
+                add_elf_sections(&mut w, &f, false)?;
+            }
+        }
+    }
+    Ok(w.finish())
+}
+
+/// Adds `.eh_frame` (priority 0) and `.debug_frame` (priority 1) rows of one file.
+pub fn add_elf_sections(
+    w: &mut TableWriter,
+    file: &object::File<'_>,
+    with_eh_frame: bool,
+) -> Result<(), UnwindError> {
+    if !file.is_little_endian() {
+        return Err(UnwindError::UnsupportedArch("big-endian".into()));
+    }
+    let link_base = binary::link_base(file);
+    let address_size = if file.is_64() { 8 } else { 4 };
+    let section_addr = |name: &str| file.section_by_name(name).map(|s| s.address());
+    if with_eh_frame {
+        if let Some(sec) = file.section_by_name(".eh_frame") {
+            if let Ok(data) = sec.uncompressed_data() {
+                let data: &[u8] = &data;
+                if !data.is_empty() {
+                    w.stats.source_bytes += data.len();
+                    w.note_source(UnwindSource::EhFrame);
+                    let mut eh = EhFrame::new(data, LittleEndian);
+                    eh.set_address_size(address_size);
+                    if w.arch() == Arch::Aarch64 {
+                        eh.set_vendor(gimli::Vendor::AArch64);
+                    }
+                    let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
+                    if let Some(a) = section_addr(".text") {
+                        bases = bases.set_text(a);
+                    }
+                    if let Some(a) = section_addr(".got") {
+                        bases = bases.set_got(a);
+                    }
+                    if let Some(a) = section_addr(".eh_frame_hdr") {
+                        bases = bases.set_eh_frame_hdr(a);
+                    }
+                    add_section(w, &eh, &bases, link_base, UnwindSource::EhFrame, 0);
+                }
+            }
+        }
+    }
+    if let Some(sec) = file.section_by_name(".debug_frame") {
+        if let Ok(data) = sec.uncompressed_data() {
+            let data: &[u8] = &data;
+            if !data.is_empty() {
+                w.stats.source_bytes += data.len();
+                w.note_source(UnwindSource::DebugFrame);
+                let mut df = DebugFrame::new(data, LittleEndian);
+                df.set_address_size(address_size);
+                if w.arch() == Arch::Aarch64 {
+                    df.set_vendor(gimli::Vendor::AArch64);
+                }
+                add_section(
+                    w,
+                    &df,
+                    &BaseAddresses::default(),
+                    link_base,
+                    UnwindSource::DebugFrame,
+                    1,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads every FDE of one section and pushes its rows.
+fn add_section<'a, S: UnwindSection<R<'a>>>(
+    w: &mut TableWriter,
+    section: &S,
+    bases: &BaseAddresses,
+    link_base: u64,
+    source: UnwindSource,
+    priority: u8,
+) {
+    let mut ctx: Box<UnwindContext<usize>> = Box::new(UnwindContext::new());
+    let mut cies: HashMap<usize, gimli::CommonInformationEntry<R<'a>>, FxBuildHasher> =
+        HashMap::default();
+    let mut entries = section.entries(bases);
+    let section_name = match source {
+        UnwindSource::DebugFrame => ".debug_frame",
+        _ => ".eh_frame",
+    };
+    loop {
+        let entry = match entries.next() {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(e) => {
+                // the entry's length is unusable: nothing after it can be found
+                w.stats.skip(|| format!("{section_name}: {e}"));
+                break;
+            }
+        };
+        let partial = match entry {
+            CieOrFde::Cie(_) => continue,
+            CieOrFde::Fde(p) => p,
+        };
+        let fde = partial.parse(|section, bases, offset| {
+            let key: usize = gimli::UnwindOffset::into(offset);
+            if let Some(cie) = cies.get(&key) {
+                return Ok(cie.clone());
+            }
+            let cie = section.cie_from_offset(bases, offset)?;
+            cies.insert(key, cie.clone());
+            Ok(cie)
+        });
+        let fde = match fde {
+            Ok(f) => f,
+            Err(e) => {
+                w.stats.skip(|| format!("{section_name}: FDE: {e}"));
+                continue;
+            }
+        };
+        match add_fde(
+            w, section, bases, &mut ctx, &fde, link_base, source, priority,
+        ) {
+            Ok(()) => w.stats.entries += 1,
+            Err(e) => w
+                .stats
+                .skip(|| format!("{section_name}: FDE for {:#x}: {e}", fde.initial_address())),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_fde<'a, S: UnwindSection<R<'a>>>(
+    w: &mut TableWriter,
+    section: &S,
+    bases: &BaseAddresses,
+    ctx: &mut UnwindContext<usize>,
+    fde: &gimli::FrameDescriptionEntry<R<'a>>,
+    link_base: u64,
+    source: UnwindSource,
+    priority: u8,
+) -> gimli::Result<()> {
+    if fde.len() == 0 {
+        return Ok(());
+    }
+    let arch = w.arch();
+    let ra_reg = fde.cie().return_address_register().0;
+    let signal = fde.cie().is_signal_trampoline();
+    let mut table = fde.rows(section, bases, ctx)?;
+    // Rows are pushed once the whole FDE evaluated, so a failure midway drops it whole.
+    let mut rows: Vec<(u64, u64, RuleRecord)> = Vec::new();
+    while let Some(row) = table.next_row()? {
+        let (Some(start), Some(end)) = (
+            binary::svma_to_offset(row.start_address(), link_base),
+            binary::svma_to_offset(row.end_address(), link_base),
+        ) else {
+            continue;
+        };
+        let rule = translate_row(w, section, arch, ra_reg, signal, source, row);
+        rows.push((start, end, rule));
+    }
+    for (start, end, rule) in rows {
+        w.push(start, end, &rule, priority);
+    }
+    Ok(())
+}
+
+fn translate_row<'a, S: UnwindSection<R<'a>>>(
+    w: &mut TableWriter,
+    section: &S,
+    arch: Arch,
+    ra_reg: u16,
+    signal: bool,
+    source: UnwindSource,
+    row: &gimli::UnwindTableRow<usize>,
+) -> RuleRecord {
+    let expr_slot = |w: &mut TableWriter, e: &gimli::UnwindExpression<usize>, val: bool| {
+        let expr = e.get(section).ok()?;
+        let (off, len) = w.add_expression(expr.0.slice())?;
+        Some(Slot::expression(val, off, len))
+    };
+    let cfa = match row.cfa() {
+        CfaRule::RegisterAndOffset { register, offset } => {
+            match (u8::try_from(register.0), i32::try_from(*offset)) {
+                (Ok(r), Ok(o)) => Slot::offset(r, o),
+                _ => return RuleRecord::NONE,
+            }
+        }
+        CfaRule::Expression(e) => match expr_slot(w, e, true) {
+            Some(s) => s,
+            None => return RuleRecord::NONE,
+        },
+    };
+    let mut rec = RuleRecord::new(source, cfa, Slot::UNCHANGED);
+    if signal {
+        rec.flags |= FLAG_SIGNAL_FRAME;
+    }
+    for (reg, rule) in row.registers() {
+        let reg = reg.0;
+        if arch == Arch::Aarch64 && reg == AARCH64_RA_SIGN_STATE {
+            if let RegisterRule::Constant(v) = rule {
+                if v & 1 != 0 {
+                    rec.flags |= FLAG_RA_SIGNED;
+                }
+            }
+            continue;
+        }
+        let slot = match rule {
+            RegisterRule::Undefined => Slot::UNDEFINED,
+            RegisterRule::SameValue => Slot::UNCHANGED,
+            RegisterRule::Offset(n) => match i32::try_from(*n) {
+                Ok(n) => Slot::offset(0, n),
+                Err(_) => Slot::UNDEFINED,
+            },
+            RegisterRule::ValOffset(n) => match i32::try_from(*n) {
+                Ok(n) => Slot::val_offset(n),
+                Err(_) => Slot::UNDEFINED,
+            },
+            RegisterRule::Register(r) => match u8::try_from(r.0) {
+                Ok(r) => Slot::register(r),
+                Err(_) => Slot::UNDEFINED,
+            },
+            RegisterRule::Expression(e) => expr_slot(w, e, false).unwrap_or(Slot::UNDEFINED),
+            RegisterRule::ValExpression(e) => expr_slot(w, e, true).unwrap_or(Slot::UNDEFINED),
+            RegisterRule::Architectural | RegisterRule::Constant(_) => Slot::UNDEFINED,
+        };
+        if reg == ra_reg {
+            rec.ra = slot;
+        } else {
+            rec.set_reg(arch, reg, slot);
+        }
+    }
+    rec
+}
