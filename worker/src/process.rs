@@ -3,12 +3,58 @@
 //! The engine never opens files or databases: callers (the CLI, the service's jobs)
 //! implement [`TableProvider`] to hand over the unwind and symbol table bytes of each
 //! module, built once per build-id with [`build_tables`] and cached however they like.
-//!
-//! STATUS: interface fixed; implementation in progress by the lead.
+//! The vdso, whose image lives in the dump's own memory, is handled here.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::dump::{Dump, Module};
+use object::{Object, ObjectSegment};
+use sha2::{Digest, Sha256};
+
+use crate::binary;
+use crate::dump::{self, Dump, DumpError, Identity, Module};
+use crate::report::{self, hex_addr, signals, Report};
+use crate::symbols::{self, SymbolFrame, SymbolTable};
+use crate::unwind::{self, UnwindTable};
+use crate::walk::{self, CodeReader, WalkFrame, WalkOptions};
+
+/// Code bytes of a binary file, addressed by offset from its link base, for the
+/// stack scanner's call-site check.
+#[derive(Debug, Clone)]
+pub struct CodeImage {
+    data: Arc<[u8]>,
+    /// (start, end, file offset) of each loadable segment, as link-base offsets.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl CodeImage {
+    /// Maps the loadable segments of an ELF/Mach-O file.
+    pub fn new(data: Arc<[u8]>) -> Option<CodeImage> {
+        let file = object::File::parse(&*data).ok()?;
+        let link_base = binary::link_base(&file);
+        let segments = file
+            .segments()
+            .filter_map(|s| {
+                let (off, size) = s.file_range();
+                let start = binary::svma_to_offset(s.address(), link_base)?;
+                Some((start, start.checked_add(size)?, off))
+            })
+            .collect();
+        drop(file);
+        Some(CodeImage { data, segments })
+    }
+
+    /// Up to `len` bytes ending right before link-base offset `rel`.
+    pub fn bytes_before(&self, rel: u64, len: usize) -> Option<&[u8]> {
+        let &(start, _, off) = self
+            .segments
+            .iter()
+            .find(|&&(s, e, _)| rel > s && rel <= e)?;
+        let end = usize::try_from(off.checked_add(rel - start)?).ok()?;
+        let begin = end.saturating_sub(len).max(usize::try_from(off).ok()?);
+        self.data.get(begin..end)
+    }
+}
 
 /// The tables one module's files produced (see [`build_tables`]).
 #[derive(Debug, Clone, Default)]
@@ -17,6 +63,8 @@ pub struct ModuleTables {
     pub unwind: Option<Arc<[u8]>>,
     /// Serialized symbol table (`symbols::format`), if any symbols were found.
     pub symbols: Option<Arc<[u8]>>,
+    /// Code bytes for call-site checks while scanning (optional).
+    pub code: Option<CodeImage>,
     /// Whether the file's build-id equals the dump's (false for a match by path).
     pub verified: bool,
     /// Problems met while building (`unwind-table-corrupt`, `symbols-corrupt`): (code, message).
@@ -28,4 +76,490 @@ pub trait TableProvider {
     /// The tables for `module` of `dump`, or `None` when no file describes it (the
     /// report then marks the module `missing`).
     fn tables(&self, dump: &Dump<'_>, module: &Module) -> Option<ModuleTables>;
+}
+
+/// A provider that knows no files: every module but the vdso is `missing`.
+pub struct NoTables;
+
+impl TableProvider for NoTables {
+    fn tables(&self, _dump: &Dump<'_>, _module: &Module) -> Option<ModuleTables> {
+        None
+    }
+}
+
+/// Builds the unwind and symbol tables of one binary (and its separate debug files).
+/// Either may be absent; failures become warnings, never errors.
+pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTables {
+    let mut t = ModuleTables {
+        verified: true,
+        ..ModuleTables::default()
+    };
+    let unwind_src = binary.or_else(|| debug_files.first().copied());
+    if let Some(data) = unwind_src {
+        let extra: Vec<&[u8]> = if binary.is_some() {
+            debug_files.to_vec()
+        } else {
+            debug_files.get(1..).unwrap_or(&[]).to_vec()
+        };
+        match unwind::build_from_elf(data, &extra) {
+            Ok(built) => {
+                if built.stats.entries_skipped > 0 {
+                    t.warnings.push((
+                        "unwind-table-corrupt",
+                        format!(
+                            "{} unwind entries could not be read and were skipped (first: {})",
+                            built.stats.entries_skipped,
+                            built.stats.first_error.as_deref().unwrap_or("?")
+                        ),
+                    ));
+                }
+                if built.stats.rows > 0 {
+                    t.unwind = Some(built.bytes.into());
+                }
+            }
+            Err(e) => t.warnings.push((e.code(), e.to_string())),
+        }
+    }
+    match symbols::build_symbol_table(binary, debug_files) {
+        Ok(built) => t.symbols = Some(built.bytes.into()),
+        Err(e) => t
+            .warnings
+            .push(("symbols-corrupt", format!("symbols unavailable: {e}"))),
+    }
+    t
+}
+
+/// Options of one processing run.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ProcessOptions {
+    pub walk: WalkOptions,
+}
+
+/// Reads the dump, walks and symbolizes every thread, and assembles the report.
+pub fn process_dump(
+    dump_bytes: &[u8],
+    provider: &dyn TableProvider,
+    options: &ProcessOptions,
+) -> Result<Report, DumpError> {
+    let dump = dump::read_dump(dump_bytes)?;
+    Ok(process(&dump, dump_bytes, provider, options))
+}
+
+/// Where a module's tables came from, for the report.
+struct Loaded {
+    tables: Option<ModuleTables>,
+    from_memory: bool,
+}
+
+/// The vdso's whole image is in the dump: its tables come from there.
+fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
+    let is_vdso = m.path.is_none()
+        && (m.name.contains("vdso") || m.name.contains("linux-gate") || m.name == "[vdso]");
+    if !is_vdso {
+        return None;
+    }
+    let len = usize::try_from(m.end.checked_sub(m.base)?).ok()?;
+    let image = dump.memory.read_bytes(m.base, len)?;
+    let mut t = build_tables(Some(image), &[]);
+    t.verified = m.build_id.is_some();
+    Some(t)
+}
+
+struct Code<'a> {
+    modules: &'a [Module],
+    code: &'a [Option<CodeImage>],
+    memory: &'a dump::MemoryMap<'a>,
+}
+
+impl CodeReader for Code<'_> {
+    fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        if let Some(start) = addr.checked_sub(len as u64) {
+            if let Some(b) = self.memory.read_bytes(start, len) {
+                return Some(b.to_vec());
+            }
+        }
+        let i = self
+            .modules
+            .partition_point(|m| m.base <= addr)
+            .checked_sub(1)?;
+        let m = self.modules.get(i)?;
+        let img = self.code.get(i)?.as_ref()?;
+        img.bytes_before(addr.checked_sub(m.load_base)?, len)
+            .map(<[u8]>::to_vec)
+    }
+}
+
+/// Assembles the report of an already-read dump.
+pub fn process(
+    dump: &Dump<'_>,
+    dump_bytes: &[u8],
+    provider: &dyn TableProvider,
+    options: &ProcessOptions,
+) -> Report {
+    let mut warnings: Vec<report::Warning> = dump
+        .warnings
+        .iter()
+        .map(|w| report::Warning {
+            code: w.code.to_string(),
+            message: w.message.clone(),
+            thread: None,
+            module: None,
+        })
+        .collect();
+    let loaded: Vec<Loaded> = dump
+        .modules
+        .iter()
+        .map(|m| match provider.tables(dump, m) {
+            Some(t) => Loaded {
+                tables: Some(t),
+                from_memory: false,
+            },
+            None => match tables_from_memory(dump, m) {
+                Some(t) => Loaded {
+                    tables: Some(t),
+                    from_memory: true,
+                },
+                None => Loaded {
+                    tables: None,
+                    from_memory: false,
+                },
+            },
+        })
+        .collect();
+    let unwind_tables: Vec<Option<UnwindTable<'_>>> = loaded
+        .iter()
+        .map(|l| {
+            l.tables
+                .as_ref()
+                .and_then(|t| t.unwind.as_deref())
+                .and_then(|b| UnwindTable::open(b).ok())
+        })
+        .collect();
+    let symbol_tables: Vec<Option<SymbolTable<'_>>> = loaded
+        .iter()
+        .map(|l| {
+            l.tables
+                .as_ref()
+                .and_then(|t| t.symbols.as_deref())
+                .and_then(|b| SymbolTable::open(b).ok())
+        })
+        .collect();
+    let code_images: Vec<Option<CodeImage>> = loaded
+        .iter()
+        .map(|l| l.tables.as_ref().and_then(|t| t.code.clone()))
+        .collect();
+
+    // modules
+    let mut modules = Vec::with_capacity(dump.modules.len());
+    for (i, (m, l)) in dump.modules.iter().zip(&loaded).enumerate() {
+        let verified = l.tables.as_ref().is_some_and(|t| t.verified);
+        let has_tables = unwind_tables[i].is_some() || symbol_tables[i].is_some();
+        let mut unwind_sources: Vec<String> = unwind_tables[i]
+            .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
+            .unwrap_or_default();
+        if l.from_memory && unwind_tables[i].is_some() {
+            unwind_sources = vec!["dump-memory".to_string()];
+        }
+        let symbol_sources: Vec<String> = symbol_tables[i]
+            .as_ref()
+            .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
+            .unwrap_or_default();
+        if let Some(t) = &l.tables {
+            for (code, msg) in &t.warnings {
+                warnings.push(report::Warning {
+                    code: code.to_string(),
+                    message: format!("{}: {msg}", m.name),
+                    thread: None,
+                    module: Some(i),
+                });
+            }
+        }
+        let status = match &l.tables {
+            None => {
+                warnings.push(report::Warning {
+                    code: "module-missing".into(),
+                    message: match m.build_id_hex() {
+                        Some(id) => format!(
+                            "no file for {} (build-id {id}): upload it to symbolize its frames",
+                            m.name
+                        ),
+                        None => format!("no file for {}, which has no build-id", m.name),
+                    },
+                    thread: None,
+                    module: Some(i),
+                });
+                "missing"
+            }
+            Some(_) if !has_tables => "corrupt",
+            Some(_) if !verified => {
+                warnings.push(report::Warning {
+                    code: "module-unverified".into(),
+                    message: format!(
+                        "{} was matched by path only; its symbols may not be the crashed build",
+                        m.name
+                    ),
+                    thread: None,
+                    module: Some(i),
+                });
+                "unverified"
+            }
+            Some(_) => "ok",
+        };
+        modules.push(report::Module {
+            index: i,
+            name: m.name.clone(),
+            path: m.path.clone(),
+            base: hex_addr(m.base),
+            end: hex_addr(m.end),
+            build_id: m.build_id_hex(),
+            debug_id: m.debug_id.clone(),
+            code_id: m.code_id.clone(),
+            identity: match m.identity {
+                Identity::BuildId => "build-id",
+                Identity::Path => "path",
+                Identity::None => "none",
+            }
+            .to_string(),
+            verified,
+            main: m.main,
+            status: status.to_string(),
+            unwind: unwind_sources,
+            symbols: symbol_sources,
+        });
+    }
+
+    // threads: crashed first, then dump order
+    let crashed_tid = dump.crash.as_ref().map(|c| c.tid);
+    let mut order: Vec<usize> = (0..dump.threads.len()).collect();
+    if let Some(tid) = crashed_tid {
+        if let Some(pos) = dump.threads.iter().position(|t| t.tid == tid) {
+            order.remove(pos);
+            order.insert(0, pos);
+        }
+    }
+    let code = Code {
+        modules: &dump.modules,
+        code: &code_images,
+        memory: &dump.memory,
+    };
+    let pac_mask = dump.pac_mask.unwrap_or(0);
+    let ctx = walk::WalkContext {
+        memory: &dump.memory,
+        modules: &dump.modules,
+        tables: &unwind_tables,
+        code: &code,
+        options: &options.walk,
+        pac_mask,
+    };
+    let walker = walk::arch::walker_for(dump.arch);
+    if walker.is_none() {
+        warnings.push(report::Warning {
+            code: "unsupported-arch".into(),
+            message: format!(
+                "stack walking is not supported for {} yet: only frame 0 is shown",
+                dump.arch.as_str()
+            ),
+            thread: None,
+            module: None,
+        });
+    }
+    let back = match dump.arch {
+        dump::Arch::Aarch64 | dump::Arch::Arm => 4,
+        _ => 1,
+    };
+    let mut threads = Vec::with_capacity(order.len());
+    let mut scratch: Vec<SymbolFrame<'_>> = Vec::new();
+    for (index, &ti) in order.iter().enumerate() {
+        let t = &dump.threads[ti];
+        let result = match walker {
+            Some(w) => walk::walk_thread(w, &ctx, &t.registers),
+            None => walk::WalkResult {
+                frames: t
+                    .registers
+                    .pc()
+                    .map(|pc| WalkFrame {
+                        pc,
+                        sp: t.registers.sp(),
+                        trust: walk::Trust::Context,
+                        unwind_source: None,
+                        module: dump.module_index_for(pc),
+                        exact_pc: true,
+                        registers: t.registers.clone(),
+                    })
+                    .into_iter()
+                    .collect(),
+                end: walk::EndReason::UnwindError,
+                end_detail: Some("no walker for this architecture".into()),
+            },
+        };
+        if result.end == walk::EndReason::FrameLimit {
+            warnings.push(report::Warning {
+                code: "frame-limit".into(),
+                message: format!("thread {} has more frames than the limit", t.tid),
+                thread: Some(index),
+                module: None,
+            });
+        }
+        let mut frames = Vec::with_capacity(result.frames.len());
+        for wf in &result.frames {
+            symbolize_frame(dump, &symbol_tables, wf, back, &mut scratch, &mut frames);
+        }
+        threads.push(report::Thread {
+            index,
+            tid: t.tid,
+            name: t.name.clone(),
+            crashed: Some(t.tid) == crashed_tid && index == 0,
+            registers: t
+                .registers
+                .named()
+                .map(|(n, v)| (n.to_string(), hex_addr(v)))
+                .collect(),
+            frames,
+            end: result.end.as_str().to_string(),
+            end_detail: result.end_detail,
+        });
+    }
+
+    let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
+    let sha = Sha256::digest(dump_bytes);
+    Report {
+        schema: report::SCHEMA.to_string(),
+        processor: report::Processor {
+            name: "postmortem".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            unwind_table_version: unwind::UNWIND_TABLE_VERSION,
+            symbol_table_version: symbols::SYMBOL_TABLE_VERSION,
+        },
+        dump: report::DumpInfo {
+            format: dump.format.as_str().into(),
+            sha256: dump::hex(&sha),
+            size: dump_bytes.len() as u64,
+            os: dump.os.as_str().into(),
+            arch: dump.arch.as_str().into(),
+            writer: dump.writer.clone(),
+            pid: dump.pid,
+            executable: dump.executable.clone(),
+            command_line: dump.command_line.clone(),
+            created: dump.created.clone(),
+        },
+        crash,
+        threads,
+        modules,
+        unloaded_modules: dump
+            .unloaded_modules
+            .iter()
+            .map(|u| report::UnloadedModule {
+                name: u.name.clone(),
+                base: hex_addr(u.base),
+                end: hex_addr(u.end),
+                build_id: u.build_id.as_deref().map(dump::hex),
+                debug_id: u.debug_id.clone(),
+            })
+            .collect(),
+        annotations: dump
+            .annotations
+            .clone()
+            .into_iter()
+            .collect::<BTreeMap<_, _>>(),
+        signature: None,
+        warnings,
+    }
+}
+
+/// Appends the report frames of one physical frame: its inlined functions first.
+fn symbolize_frame<'t>(
+    dump: &Dump<'_>,
+    symbol_tables: &[Option<SymbolTable<'t>>],
+    wf: &WalkFrame,
+    back: u64,
+    scratch: &mut Vec<SymbolFrame<'t>>,
+    out: &mut Vec<report::Frame>,
+) {
+    let module = wf.module.and_then(|i| dump.modules.get(i).map(|m| (i, m)));
+    let lookup = wf.address_for_lookup(back);
+    scratch.clear();
+    if let Some((i, m)) = module {
+        if let (Some(Some(st)), Some(rel)) = (symbol_tables.get(i), lookup.checked_sub(m.load_base))
+        {
+            st.lookup(rel, scratch);
+        }
+    }
+    let base = |inlined: bool| report::Frame {
+        index: 0,
+        pc: hex_addr(wf.pc),
+        sp: wf.sp.map(hex_addr),
+        trust: wf.trust.as_str().into(),
+        unwind_source: wf.unwind_source.map(|s| s.as_str().to_string()),
+        module: module.map(|(_, m)| m.name.clone()),
+        module_index: module.map(|(i, _)| i),
+        module_offset: module.map(|(_, m)| hex_addr(wf.pc.wrapping_sub(m.base))),
+        function: None,
+        function_offset: None,
+        file: None,
+        line: None,
+        column: None,
+        inlined,
+        symbol_source: None,
+    };
+    if scratch.is_empty() {
+        let mut f = base(false);
+        f.index = out.len();
+        out.push(f);
+        return;
+    }
+    for sf in scratch.iter() {
+        let mut f = base(sf.inlined);
+        f.index = out.len();
+        f.function = sf.function.map(str::to_string);
+        f.file = sf.file.map(str::to_string);
+        f.line = sf.line;
+        f.column = sf.column;
+        f.symbol_source = Some(sf.source.as_str().to_string());
+        if !sf.inlined {
+            if let (Some(start), Some((_, m))) = (sf.function_start, module) {
+                let start = m.load_base.wrapping_add(start);
+                f.function_offset = wf.pc.checked_sub(start).map(hex_addr);
+            }
+        }
+        out.push(f);
+    }
+}
+
+fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
+    let signal_name = c.signal.and_then(signals::signal_name).map(str::to_string);
+    let code_name = match (c.signal, c.code) {
+        (Some(s), Some(code)) => signals::code_name(s, code).map(str::to_string),
+        _ => None,
+    };
+    let address = c.address.map(hex_addr);
+    let mut reason = match (&signal_name, c.signal, &c.exception) {
+        (Some(n), _, _) => n.clone(),
+        (None, Some(s), _) => format!("signal {s}"),
+        (None, None, Some(e)) => e.name.clone(),
+        _ => "unknown".to_string(),
+    };
+    if let Some(cn) = &code_name {
+        reason = format!("{reason} / {cn}");
+    }
+    let show_addr = c.signal.is_none_or(signals::has_fault_address);
+    if let (true, Some(a)) = (show_addr, &address) {
+        reason = format!("{reason} at {a}");
+    }
+    report::Crash {
+        thread: 0,
+        tid: threads.first().map(|t| t.tid).unwrap_or(c.tid),
+        reason,
+        signal: c.signal,
+        signal_name,
+        code: c.code,
+        code_name,
+        address,
+        exception: c.exception.as_ref().map(|e| report::Exception {
+            code: hex_addr(e.code),
+            name: e.name.clone(),
+            flags: hex_addr(e.flags),
+        }),
+        assertion: c.assertion.clone(),
+    }
 }

@@ -1,1 +1,372 @@
-//! walk (in progress)
+//! The stack walker: from a thread's registers to its frames, innermost first.
+//!
+//! One loop for every architecture ([`walk_thread`]): given frame N's registers, find frame
+//! N+1 by the first strategy that yields a valid caller — the unwind table rule (`cfi`), the
+//! frame-pointer chain (`fp`), then a stack scan (`scan`). A caller is valid when its stack
+//! pointer moves toward the stack base, its pc lies in executable code of a mapped module
+//! (or is the outermost 0), and it does not repeat a frame. What differs per architecture
+//! (registers, frame records, call-site decoding, pointer authentication) lives behind
+//! [`arch::ArchWalker`]. The walker reads memory only through the dump's bounds-checked
+//! [`MemoryMap`] and never allocates per lookup beyond the frames it returns.
+
+pub mod arch;
+mod cfi;
+pub mod eval;
+mod scan;
+pub mod x86_64;
+
+use crate::dump::{MemoryMap, Module, RegisterSet};
+use crate::unwind::{UnwindSource, UnwindTable};
+
+pub use arch::ArchWalker;
+
+/// How a frame was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// Registers from the dump (frame 0).
+    Context,
+    /// An unwind table rule.
+    Cfi,
+    /// The frame-pointer chain.
+    Fp,
+    /// A return-address candidate found by scanning the stack.
+    Scan,
+}
+
+impl Trust {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Context => "context",
+            Trust::Cfi => "cfi",
+            Trust::Fp => "fp",
+            Trust::Scan => "scan",
+        }
+    }
+}
+
+/// Why a walk stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The unwind rules say so (return address undefined).
+    Outermost,
+    PcZero,
+    /// The next frame would leave the stack.
+    StackEnd,
+    FrameLimit,
+    /// A caller repeated a frame.
+    Loop,
+    /// No strategy found a valid caller.
+    NoCaller,
+    /// The dump lacks the bytes needed.
+    MemoryMissing,
+    UnwindError,
+}
+
+impl EndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Outermost => "outermost",
+            EndReason::PcZero => "pc-zero",
+            EndReason::StackEnd => "stack-end",
+            EndReason::FrameLimit => "frame-limit",
+            EndReason::Loop => "loop",
+            EndReason::NoCaller => "no-caller",
+            EndReason::MemoryMissing => "memory-missing",
+            EndReason::UnwindError => "unwind-error",
+        }
+    }
+}
+
+/// One physical frame found by the walker.
+#[derive(Debug, Clone)]
+pub struct WalkFrame {
+    /// Frame 0 / signal-interrupted frame: the instruction pointer; otherwise the return
+    /// address (pointer-authentication bits stripped).
+    pub pc: u64,
+    /// The frame's stack pointer.
+    pub sp: Option<u64>,
+    pub trust: Trust,
+    pub unwind_source: Option<UnwindSource>,
+    /// Index into the dump's modules.
+    pub module: Option<usize>,
+    /// True when `pc` is an exact instruction address (frame 0, a frame interrupted by a
+    /// signal, a signal trampoline): symbols and rules are looked up at `pc`, not `pc - 1`.
+    pub exact_pc: bool,
+    /// The registers recovered for this frame.
+    pub registers: RegisterSet,
+}
+
+impl WalkFrame {
+    /// The address whose rule and symbol describe this frame: the call instruction for a
+    /// return address (`pc - 1` on x86_64, `pc - 4` on aarch64), `pc` itself when exact.
+    /// (A noreturn call can be a function's last instruction, so its return address may
+    /// already belong to the next function: only `pc - 1` is inside the caller.)
+    pub fn address_for_lookup(&self, back: u64) -> u64 {
+        if self.exact_pc {
+            self.pc
+        } else {
+            self.pc.saturating_sub(back)
+        }
+    }
+}
+
+/// The result of walking one thread.
+#[derive(Debug, Clone)]
+pub struct WalkResult {
+    pub frames: Vec<WalkFrame>,
+    pub end: EndReason,
+    pub end_detail: Option<String>,
+}
+
+/// Walker options (heuristics are runtime options, not cargo features).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WalkOptions {
+    /// Most frames returned per thread.
+    pub max_frames: usize,
+    /// Words scanned above the stack pointer when looking for a return address.
+    pub scan_words: usize,
+    /// Words scanned for frame 0's caller (a leaf may keep much on its stack).
+    pub scan_words_first: usize,
+    pub enable_fp: bool,
+    pub enable_scan: bool,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            max_frames: 8192,
+            scan_words: 64,
+            scan_words_first: 256,
+            enable_fp: true,
+            enable_scan: true,
+        }
+    }
+}
+
+/// Reads code bytes of a module at a run-time address (from the binary file or the dump).
+pub trait CodeReader {
+    /// Up to `len` bytes ending right before `addr` (for call-site checks), or `None` when
+    /// the code is not available.
+    fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>>;
+}
+
+/// Everything the walker needs besides the registers.
+pub struct WalkContext<'a, 'd> {
+    pub memory: &'a MemoryMap<'d>,
+    pub modules: &'a [Module],
+    /// Unwind table of each module (same index as `modules`).
+    pub tables: &'a [Option<UnwindTable<'a>>],
+    pub code: &'a dyn CodeReader,
+    pub options: &'a WalkOptions,
+    /// aarch64 pointer-authentication mask for return addresses (0 when none).
+    pub pac_mask: u64,
+}
+
+impl WalkContext<'_, '_> {
+    /// The module containing `addr`.
+    pub fn module_for(&self, addr: u64) -> Option<usize> {
+        let i = self.modules.partition_point(|m| m.base <= addr);
+        let idx = i.checked_sub(1)?;
+        (addr < self.modules[idx].end).then_some(idx)
+    }
+    /// Whether `addr` is in executable code of a mapped module.
+    pub fn is_code(&self, addr: u64) -> bool {
+        self.module_for(addr)
+            .is_some_and(|i| self.modules[i].contains_code(addr))
+    }
+}
+
+/// A caller candidate proposed by one strategy.
+pub struct Caller {
+    pub regs: RegisterSet,
+    pub trust: Trust,
+    pub source: Option<UnwindSource>,
+    /// The caller's pc is exact (the callee was a signal trampoline).
+    pub exact_pc: bool,
+}
+
+/// What the CFI step concluded.
+pub enum CfiOutcome {
+    Caller(Box<Caller>),
+    /// The rule says this is the outermost frame.
+    Outermost,
+    /// A rule exists but the dump lacks the memory it needs.
+    MemoryMissing,
+    /// No rule for this pc (or the rule could not be applied): try other strategies.
+    NoRule,
+}
+
+/// Walks one thread from its context registers.
+pub fn walk_thread(
+    arch: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    registers: &RegisterSet,
+) -> WalkResult {
+    let mut frames: Vec<WalkFrame> = Vec::new();
+    let Some(pc0) = registers.pc() else {
+        return WalkResult {
+            frames,
+            end: EndReason::UnwindError,
+            end_detail: Some("the thread's context has no instruction pointer".into()),
+        };
+    };
+    let stack_range = registers.sp().and_then(|sp| ctx.memory.range_of(sp));
+    frames.push(WalkFrame {
+        pc: pc0,
+        sp: registers.sp(),
+        trust: Trust::Context,
+        unwind_source: None,
+        module: ctx.module_for(pc0),
+        exact_pc: true,
+        registers: registers.clone(),
+    });
+    let end = |end: EndReason, detail: Option<String>, frames: Vec<WalkFrame>| WalkResult {
+        frames,
+        end,
+        end_detail: detail,
+    };
+    loop {
+        if frames.len() >= ctx.options.max_frames {
+            let n = frames.len();
+            return end(
+                EndReason::FrameLimit,
+                Some(format!("stopped after {n} frames (the frame limit)")),
+                frames,
+            );
+        }
+        let Some(callee) = frames.last() else {
+            break;
+        };
+        let first = frames.len() == 1;
+        let mut memory_missing = false;
+        let mut caller: Option<Caller> = None;
+        // 1. CFI
+        match cfi::caller_by_cfi(arch, ctx, callee) {
+            CfiOutcome::Caller(c) => {
+                let c = *c;
+                if c.regs.pc() == Some(0) {
+                    return end(
+                        EndReason::PcZero,
+                        Some("the return address is 0".into()),
+                        frames,
+                    );
+                }
+                if is_valid_caller(arch, ctx, callee, &c, stack_range) {
+                    caller = Some(c);
+                }
+            }
+            CfiOutcome::Outermost => return end(EndReason::Outermost, None, frames),
+            CfiOutcome::MemoryMissing => memory_missing = true,
+            CfiOutcome::NoRule => {}
+        }
+        // 2. frame pointer
+        if caller.is_none() && ctx.options.enable_fp {
+            if let Some(c) = arch.caller_by_fp(ctx, callee, first) {
+                if is_valid_caller(arch, ctx, callee, &c, stack_range) {
+                    caller = Some(c);
+                }
+            }
+        }
+        // 3. scan
+        if caller.is_none() && ctx.options.enable_scan {
+            let words = if first {
+                ctx.options.scan_words_first
+            } else {
+                ctx.options.scan_words
+            };
+            if let Some(c) = scan::caller_by_scan(arch, ctx, callee, words, stack_range) {
+                if is_valid_caller(arch, ctx, callee, &c, stack_range) {
+                    caller = Some(c);
+                }
+            }
+        }
+        let Some(c) = caller else {
+            if memory_missing {
+                return end(
+                    EndReason::MemoryMissing,
+                    Some(format!(
+                        "the dump lacks the stack memory needed to unwind the frame at {:#x}",
+                        callee.pc
+                    )),
+                    frames,
+                );
+            }
+            let (reason, detail) = if stack_range.is_some_and(|(_, hi)| {
+                callee
+                    .sp
+                    .is_some_and(|sp| sp.saturating_add(arch.pointer_size()) >= hi)
+            }) {
+                (
+                    EndReason::StackEnd,
+                    "the next frame would leave the stack".to_string(),
+                )
+            } else {
+                (
+                    EndReason::NoCaller,
+                    format!(
+                        "no strategy found a valid caller of the frame at {:#x}",
+                        callee.pc
+                    ),
+                )
+            };
+            return end(reason, Some(detail), frames);
+        };
+        if c.exact_pc {
+            // The callee is a signal trampoline: its pc is where the handler returns to,
+            // the trampoline's first instruction, so it is symbolized exactly too.
+            if let Some(callee) = frames.last_mut() {
+                callee.exact_pc = true;
+            }
+        }
+        let pc = c.regs.pc().unwrap_or(0);
+        frames.push(WalkFrame {
+            pc,
+            sp: c.regs.sp(),
+            trust: c.trust,
+            unwind_source: c.source,
+            module: ctx.module_for(pc),
+            exact_pc: c.exact_pc,
+            registers: c.regs,
+        });
+    }
+    end(EndReason::UnwindError, None, frames)
+}
+
+/// The validity checks every caller passes, whatever strategy proposed it.
+fn is_valid_caller(
+    arch: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    callee: &WalkFrame,
+    caller: &Caller,
+    stack_range: Option<(u64, u64)>,
+) -> bool {
+    let (Some(pc), Some(sp)) = (caller.regs.pc(), caller.regs.sp()) else {
+        return false;
+    };
+    if !ctx.is_code(pc) {
+        return false;
+    }
+    let callee_sp = callee.sp.unwrap_or(0);
+    // The stack grows down: a caller's sp is above its callee's. A signal handler may
+    // run on an alternate stack, so the frame a signal interrupted is exempt.
+    if caller.exact_pc {
+        if sp == callee_sp && pc == callee.pc {
+            return false;
+        }
+    } else if sp <= callee_sp && !(sp == callee_sp && arch.allows_same_sp(callee)) {
+        return false;
+    }
+    if !caller.exact_pc {
+        if let Some((lo, hi)) = stack_range {
+            if sp < lo || sp > hi {
+                return false;
+            }
+        }
+    }
+    // no repeated frame
+    if sp == callee_sp && pc == callee.pc {
+        return false;
+    }
+    true
+}

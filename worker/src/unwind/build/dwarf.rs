@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 
 use gimli::{
-    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, Reader,
-    RegisterRule, UnwindContext, UnwindSection,
+    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, RegisterRule,
+    UnwindContext, UnwindSection,
 };
 use object::{Object, ObjectSection};
 use rustc_hash::FxBuildHasher;
@@ -61,6 +61,8 @@ pub fn add_elf_sections(
                 let data: &[u8] = &data;
                 if !data.is_empty() {
                     w.stats.source_bytes += data.len();
+                    // about one row per 5 bytes of CFI in real binaries
+                    w.reserve(data.len() / 5);
                     w.note_source(UnwindSource::EhFrame);
                     let mut eh = EhFrame::new(data, LittleEndian);
                     eh.set_address_size(address_size);
@@ -183,9 +185,17 @@ fn add_fde<'a, S: UnwindSection<R<'a>>>(
     let ra_reg = fde.cie().return_address_register().0;
     let signal = fde.cie().is_signal_trampoline();
     let mut table = fde.rows(section, bases, ctx)?;
-    // Rows are pushed once the whole FDE evaluated, so a failure midway drops it whole.
-    let mut rows: Vec<(u64, u64, RuleRecord)> = Vec::new();
-    while let Some(row) = table.next_row()? {
+    // A failure midway drops the whole FDE: truncate back to where it started.
+    let mark = w.range_count();
+    loop {
+        let row = match table.next_row() {
+            Ok(Some(row)) => row,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                w.truncate(mark);
+                return Err(e);
+            }
+        };
         let (Some(start), Some(end)) = (
             binary::svma_to_offset(row.start_address(), link_base),
             binary::svma_to_offset(row.end_address(), link_base),
@@ -193,12 +203,8 @@ fn add_fde<'a, S: UnwindSection<R<'a>>>(
             continue;
         };
         let rule = translate_row(w, section, arch, ra_reg, signal, source, row);
-        rows.push((start, end, rule));
-    }
-    for (start, end, rule) in rows {
         w.push(start, end, &rule, priority);
     }
-    Ok(())
 }
 
 fn translate_row<'a, S: UnwindSection<R<'a>>>(

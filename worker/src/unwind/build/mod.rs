@@ -56,6 +56,58 @@ pub struct BuiltTable {
     pub stats: BuildStats,
 }
 
+/// Sorts ranges by (priority, start, end). Builders push each entry's rows as an
+/// ascending, gap-free run, so sorting the runs (one per FDE) and concatenating them is an order of
+/// magnitude cheaper than sorting every row; interleaved runs fall back to a full sort.
+fn sort_ranges(ranges: &mut Vec<Range>) {
+    let key = |r: &Range| (r.priority, r.start, r.end);
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut begin = 0;
+    for i in 1..=ranges.len() {
+        // a run is a gap-free block of rows: blocks never interleave unless they overlap
+        if i == ranges.len()
+            || ranges[i].start != ranges[i - 1].end
+            || ranges[i].priority != ranges[i - 1].priority
+        {
+            runs.push((begin, i));
+            begin = i;
+        }
+    }
+    if runs.len() <= 1 {
+        return;
+    }
+    runs.sort_unstable_by_key(|&(b, _)| key(&ranges[b]));
+    let mut out = Vec::with_capacity(ranges.len());
+    for (b, e) in runs {
+        out.extend_from_slice(&ranges[b..e]);
+    }
+    if !out.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+        out.sort_unstable_by_key(key);
+    }
+    *ranges = out;
+}
+
+const RECENT_SLOTS: usize = 1024;
+
+/// The front-cache slot of a record: mixes CFA, return address and the first registers.
+fn recent_slot(r: &RuleRecord) -> usize {
+    let mix = |s: &super::rule::Slot| -> u64 {
+        u64::from(s.kind) | u64::from(s.reg) << 8 | (s.value as u32 as u64) << 16
+    };
+    let h = mix(&r.cfa)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(mix(&r.ra))
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(mix(&r.regs[0]) ^ mix(&r.regs[1]).rotate_left(29) ^ u64::from(r.flags))
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 54) as usize % RECENT_SLOTS
+}
+
+/// The palette key of a record: its 120 bytes as 15 words.
+fn record_key(rule: &RuleRecord) -> [u64; 15] {
+    bytemuck::pod_read_unaligned(bytemuck::bytes_of(rule))
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Range {
     start: u64,
@@ -68,7 +120,12 @@ struct Range {
 pub struct TableWriter {
     arch: Arch,
     palette: Vec<RuleRecord>,
-    palette_index: HashMap<RuleRecord, u32, FxBuildHasher>,
+    /// Keyed by the record's bytes as 15 words: hashing and comparing 15 u64s is several
+    /// times faster than the derived field-by-field `Hash` of 30 small fields.
+    palette_index: HashMap<[u64; 15], u32, FxBuildHasher>,
+    /// Direct-mapped front cache of palette indices keyed by a cheap mix of the fields
+    /// that usually differ (a real binary has a few hundred hot rules).
+    recent: [u32; RECENT_SLOTS],
     expressions: Vec<u8>,
     expression_index: HashMap<Vec<u8>, u32, FxBuildHasher>,
     ranges: Vec<Range>,
@@ -79,11 +136,12 @@ pub struct TableWriter {
 impl TableWriter {
     pub fn new(arch: Arch) -> Self {
         let mut palette_index = HashMap::with_hasher(FxBuildHasher);
-        palette_index.insert(RuleRecord::NONE, 0);
+        palette_index.insert(record_key(&RuleRecord::NONE), 0);
         TableWriter {
             arch,
             palette: vec![RuleRecord::NONE],
             palette_index,
+            recent: [0; RECENT_SLOTS],
             expressions: Vec::new(),
             expression_index: HashMap::with_hasher(FxBuildHasher),
             ranges: Vec::new(),
@@ -115,13 +173,42 @@ impl TableWriter {
 
     /// The palette index of `rule`, adding it if new.
     pub fn intern(&mut self, rule: &RuleRecord) -> u32 {
-        if let Some(&i) = self.palette_index.get(rule) {
+        let slot = recent_slot(rule);
+        let cached = self.recent[slot];
+        if cached != 0 && self.palette.get(cached as usize) == Some(rule) {
+            return cached;
+        }
+        let i = self.intern_slow(rule);
+        self.recent[slot] = i;
+        i
+    }
+
+    fn intern_slow(&mut self, rule: &RuleRecord) -> u32 {
+        let key = record_key(rule);
+        if let Some(&i) = self.palette_index.get(&key) {
             return i;
         }
         let i = self.palette.len() as u32;
         self.palette.push(*rule);
-        self.palette_index.insert(*rule, i);
+        self.palette_index.insert(key, i);
         i
+    }
+
+    /// Reserves room for about `n` more ranges (builders estimate from section sizes, so
+    /// the range vector does not grow by doubling through a large binary).
+    pub fn reserve(&mut self, n: usize) {
+        self.ranges.reserve(n);
+    }
+
+    /// Number of ranges pushed so far (a builder can [`Self::truncate`] back to it when an
+    /// entry fails midway, so a half-evaluated entry leaves nothing behind).
+    pub fn range_count(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Drops ranges pushed after `len`.
+    pub fn truncate(&mut self, len: usize) {
+        self.ranges.truncate(len);
     }
 
     /// Describes `[start, end)` (offsets from the link base) with `rule`. Lower `priority`
@@ -138,10 +225,22 @@ impl TableWriter {
         if let Some(src) = rule.source() {
             self.sources |= src.bit();
         }
+        let end = end.min(MAX_ADDRESS);
+        // Consecutive rows often repeat the previous rule (e.g. after a restore_state):
+        // extend the previous range instead of interning and pushing again.
+        if let Some(last) = self.ranges.last_mut() {
+            if last.end == start
+                && last.priority == priority
+                && self.palette.get(last.rule as usize) == Some(rule)
+            {
+                last.end = end;
+                return;
+            }
+        }
         let rule = self.intern(rule);
         self.ranges.push(Range {
             start,
-            end: end.min(MAX_ADDRESS),
+            end,
             rule,
             priority,
         });
@@ -155,16 +254,40 @@ impl TableWriter {
     /// Resolves overlaps, inserts no-rule rows at gaps, merges equal neighbours and writes.
     pub fn finish(mut self) -> BuiltTable {
         let mut ranges = std::mem::take(&mut self.ranges);
-        ranges.sort_unstable_by_key(|r| (r.priority, r.start, r.end));
+        sort_ranges(&mut ranges);
+        // The first (highest-priority) group is trimmed in place: within one priority the
+        // range that starts first keeps an overlap.
+        let first_end = match ranges.first() {
+            Some(f) => {
+                let p = f.priority;
+                ranges.partition_point(|r| r.priority == p)
+            }
+            None => 0,
+        };
+        let mut kept = 0usize;
+        let mut covered_until = 0u64;
+        for i in 0..first_end {
+            let mut r = ranges[i];
+            r.start = r.start.max(covered_until);
+            if r.start >= r.end {
+                self.stats.ranges_dropped += 1;
+                continue;
+            }
+            covered_until = r.end;
+            ranges[kept] = r;
+            kept += 1;
+        }
+        let rest = ranges.split_off(first_end);
+        ranges.truncate(kept);
         // accepted: disjoint, sorted by start
-        let mut accepted: Vec<Range> = Vec::with_capacity(ranges.len());
+        let mut accepted = ranges;
         let mut i = 0;
-        while i < ranges.len() {
-            let prio = ranges[i].priority;
-            let group_end = i + ranges[i..].partition_point(|r| r.priority == prio);
+        while i < rest.len() {
+            let prio = rest[i].priority;
+            let group_end = i + rest[i..].partition_point(|r| r.priority == prio);
             let mut pieces: Vec<Range> = Vec::new();
             let mut covered_until = 0u64; // within this group
-            for r in &ranges[i..group_end] {
+            for r in &rest[i..group_end] {
                 let mut start = r.start.max(covered_until);
                 if start >= r.end {
                     self.stats.ranges_dropped += 1;
@@ -193,9 +316,7 @@ impl TableWriter {
                     }
                 }
             }
-            if accepted.is_empty() {
-                accepted = pieces;
-            } else if !pieces.is_empty() {
+            if !pieces.is_empty() {
                 accepted.extend(pieces);
                 accepted.sort_unstable_by_key(|r| r.start);
             }

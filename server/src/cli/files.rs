@@ -1,0 +1,187 @@
+//! Finds the files that describe a dump's modules on this machine: `--symbols`
+//! directories indexed by build-id, the paths the dump records, and the system's
+//! `/usr/lib/debug/.build-id` tree — and builds each module's tables once.
+//!
+//! A file whose build-id differs from the dump's is never used. A module without a
+//! build-id in the dump may be matched by path, and is then marked unverified.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use object::{Object, ObjectSection, SectionKind};
+use worker::dump::{hex, Dump, Module};
+use worker::process::{build_tables, CodeImage, ModuleTables, TableProvider};
+
+/// Bound on files looked at while indexing directories.
+const MAX_INDEXED_FILES: usize = 200_000;
+/// Bound on directory depth while indexing.
+const MAX_DEPTH: usize = 12;
+
+/// The build-id of an ELF/Mach-O file, read lazily (no whole-file read).
+pub fn file_build_id(path: &Path) -> Option<Vec<u8>> {
+    let f = fs::File::open(path).ok()?;
+    let cache = object::read::ReadCache::new(f);
+    let obj = object::File::parse(&cache).ok()?;
+    if let Ok(Some(id)) = obj.build_id() {
+        return Some(id.to_vec());
+    }
+    obj.mach_uuid().ok().flatten().map(|u| u.to_vec())
+}
+
+/// Whether a file is a separate debug file (its code sections hold no bytes).
+fn is_debug_only(data: &[u8]) -> bool {
+    let Ok(obj) = object::File::parse(data) else {
+        return false;
+    };
+    match obj.section_by_name(".text") {
+        Some(s) => s.kind() == SectionKind::UninitializedData || s.file_range().is_none(),
+        None => obj.section_by_name(".debug_info").is_some(),
+    }
+}
+
+fn has_dwarf(data: &[u8]) -> bool {
+    object::File::parse(data)
+        .ok()
+        .and_then(|o| o.section_by_name(".debug_info").map(|s| s.size() > 0))
+        .unwrap_or(false)
+}
+
+/// Files on this machine, indexed by build-id.
+pub struct FileProvider {
+    by_build_id: HashMap<Vec<u8>, Vec<PathBuf>>,
+    debug_roots: Vec<PathBuf>,
+    built: Mutex<HashMap<String, Option<ModuleTables>>>,
+}
+
+impl FileProvider {
+    /// Indexes every ELF file under `dirs` by build-id.
+    pub fn new(dirs: &[PathBuf], system_debug: bool) -> Self {
+        let mut by_build_id: HashMap<Vec<u8>, Vec<PathBuf>> = HashMap::new();
+        let mut seen = 0usize;
+        for d in dirs {
+            index_dir(d, 0, &mut seen, &mut by_build_id);
+        }
+        let mut debug_roots: Vec<PathBuf> = dirs.iter().map(|d| d.join(".build-id")).collect();
+        if system_debug {
+            debug_roots.push(PathBuf::from("/usr/lib/debug/.build-id"));
+        }
+        FileProvider {
+            by_build_id,
+            debug_roots,
+            built: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn candidates(&self, m: &Module) -> (Vec<PathBuf>, bool) {
+        let mut out: Vec<PathBuf> = Vec::new();
+        let mut verified = true;
+        match &m.build_id {
+            Some(id) => {
+                if let Some(paths) = self.by_build_id.get(id) {
+                    out.extend(paths.iter().cloned());
+                }
+                if let Some(p) = &m.path {
+                    let p = PathBuf::from(p);
+                    if p.is_file() && file_build_id(&p).as_deref() == Some(id.as_slice()) {
+                        out.push(p);
+                    }
+                }
+                let h = hex(id);
+                if h.len() > 2 {
+                    for root in &self.debug_roots {
+                        let p = root.join(&h[..2]).join(format!("{}.debug", &h[2..]));
+                        if p.is_file() && file_build_id(&p).as_deref() == Some(id.as_slice()) {
+                            out.push(p);
+                        }
+                    }
+                }
+            }
+            None => {
+                if let Some(p) = &m.path {
+                    let p = PathBuf::from(p);
+                    if p.is_file() {
+                        out.push(p);
+                        verified = false;
+                    }
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|p| seen.insert(fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+        (out, verified)
+    }
+}
+
+fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut HashMap<Vec<u8>, Vec<PathBuf>>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        if dir.is_file() {
+            if let Some(id) = file_build_id(dir) {
+                out.entry(id).or_default().push(dir.to_path_buf());
+            }
+        }
+        return;
+    };
+    for e in entries.flatten() {
+        if *seen >= MAX_INDEXED_FILES {
+            return;
+        }
+        let Ok(ft) = e.file_type() else { continue };
+        let path = e.path();
+        if ft.is_dir() {
+            index_dir(&path, depth + 1, seen, out);
+        } else if ft.is_file() || ft.is_symlink() {
+            *seen += 1;
+            let mut magic = [0u8; 4];
+            let ok = fs::File::open(&path)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+                .is_ok();
+            if ok && &magic == b"\x7fELF" {
+                if let Some(id) = file_build_id(&path) {
+                    out.entry(id).or_default().push(path);
+                }
+            }
+        }
+    }
+}
+
+impl TableProvider for FileProvider {
+    fn tables(&self, _dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
+        let key = m
+            .build_id_hex()
+            .unwrap_or_else(|| format!("path:{}", m.path.as_deref().unwrap_or(&m.name)));
+        if let Ok(cache) = self.built.lock() {
+            if let Some(t) = cache.get(&key) {
+                return t.clone();
+            }
+        }
+        let (paths, verified) = self.candidates(m);
+        let files: Vec<Arc<[u8]>> = paths
+            .iter()
+            .filter_map(|p| fs::read(p).ok().map(Arc::from))
+            .collect();
+        let result = if files.is_empty() {
+            None
+        } else {
+            let binary = files.iter().find(|d| !is_debug_only(d)).cloned();
+            let debug: Vec<&[u8]> = files
+                .iter()
+                .filter(|d| Some(Arc::as_ptr(d)) != binary.as_ref().map(Arc::as_ptr))
+                .filter(|d| has_dwarf(d))
+                .map(|d| &**d)
+                .collect();
+            let mut t = build_tables(binary.as_deref(), &debug);
+            t.verified = verified;
+            t.code = binary.and_then(CodeImage::new);
+            Some(t)
+        };
+        if let Ok(mut cache) = self.built.lock() {
+            cache.insert(key, result.clone());
+        }
+        result
+    }
+}

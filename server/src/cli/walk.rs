@@ -1,0 +1,72 @@
+//! `postmortem walk`: a dump and the files on this machine in, a report out.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use worker::process::{process_dump, ProcessOptions};
+
+use super::files::FileProvider;
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Text,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct WalkArgs {
+    /// The crash dump: an ELF core file or a minidump.
+    pub dump: PathBuf,
+    /// Directories (or files) with binaries and debug files, matched by build-id.
+    #[arg(long = "symbols", value_name = "DIR")]
+    pub symbols: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
+    /// Write the report here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Do not look in /usr/lib/debug/.build-id.
+    #[arg(long)]
+    pub no_system_debug: bool,
+}
+
+pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
+    let bytes = match std::fs::read(&args.dump) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("postmortem: cannot read {}: {e}", args.dump.display());
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let provider = FileProvider::new(&args.symbols, !args.no_system_debug);
+    let report = match process_dump(&bytes, &provider, &ProcessOptions::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("postmortem: {}: {e}", args.dump.display());
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let text = match args.format {
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&report).context("serializing the report")?;
+            s.push('\n');
+            s
+        }
+        Format::Text => worker::report::text::render(&report),
+    };
+    match &args.output {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(text.as_bytes()) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

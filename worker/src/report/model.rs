@@ -1,0 +1,137 @@
+//! Serde types of `postmortem.report/1`, field for field as `report-format.md` lists them.
+//!
+//! Every documented field is always present (`null` when unknown), so nothing here uses
+//! `skip_serializing_if`. Addresses are `String`s of lower-case hex (see [`super::hex_addr`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    pub schema: String,
+    pub processor: Processor,
+    pub dump: DumpInfo,
+    pub crash: Option<Crash>,
+    pub threads: Vec<Thread>,
+    pub modules: Vec<Module>,
+    pub unloaded_modules: Vec<UnloadedModule>,
+    pub annotations: BTreeMap<String, String>,
+    pub signature: Option<Signature>,
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Processor {
+    pub name: String,
+    pub version: String,
+    pub unwind_table_version: u32,
+    pub symbol_table_version: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DumpInfo {
+    pub format: String,
+    pub sha256: String,
+    pub size: u64,
+    pub os: String,
+    pub arch: String,
+    pub writer: Option<String>,
+    pub pid: Option<u32>,
+    pub executable: Option<String>,
+    pub command_line: Option<String>,
+    pub created: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Crash {
+    pub thread: usize,
+    pub tid: u32,
+    pub reason: String,
+    pub signal: Option<u32>,
+    pub signal_name: Option<String>,
+    pub code: Option<i32>,
+    pub code_name: Option<String>,
+    pub address: Option<String>,
+    pub exception: Option<Exception>,
+    pub assertion: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Exception {
+    pub code: String,
+    pub name: String,
+    pub flags: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Thread {
+    pub index: usize,
+    pub tid: u32,
+    pub name: Option<String>,
+    pub crashed: bool,
+    pub registers: BTreeMap<String, String>,
+    pub frames: Vec<Frame>,
+    pub end: String,
+    pub end_detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Frame {
+    pub index: usize,
+    pub pc: String,
+    pub sp: Option<String>,
+    pub trust: String,
+    pub unwind_source: Option<String>,
+    pub module: Option<String>,
+    pub module_index: Option<usize>,
+    pub module_offset: Option<String>,
+    pub function: Option<String>,
+    pub function_offset: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub inlined: bool,
+    pub symbol_source: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Module {
+    pub index: usize,
+    pub name: String,
+    pub path: Option<String>,
+    pub base: String,
+    pub end: String,
+    pub build_id: Option<String>,
+    pub debug_id: Option<String>,
+    pub code_id: Option<String>,
+    pub identity: String,
+    pub verified: bool,
+    pub main: bool,
+    pub status: String,
+    pub unwind: Vec<String>,
+    pub symbols: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UnloadedModule {
+    pub name: String,
+    pub base: String,
+    pub end: String,
+    pub build_id: Option<String>,
+    pub debug_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Signature {
+    pub text: String,
+    pub frames: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Warning {
+    pub code: String,
+    pub message: String,
+    pub thread: Option<usize>,
+    pub module: Option<usize>,
+}

@@ -1,0 +1,103 @@
+//! The text view: a gdb-like rendering of a report for a terminal.
+//!
+//! It renders only what the JSON document holds, so the two can never disagree.
+
+use std::fmt::Write;
+
+use super::Report;
+
+/// Renders `report` for people: the crash line, every thread's frames, modules, warnings.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let d = &report.dump;
+    let _ = writeln!(
+        out,
+        "{} {} dump ({}, {} bytes){}",
+        d.os,
+        d.arch,
+        d.format,
+        d.size,
+        d.executable
+            .as_deref()
+            .map(|e| format!(" of {e}"))
+            .unwrap_or_default()
+    );
+    match &report.crash {
+        Some(c) => {
+            let _ = writeln!(
+                out,
+                "Crash: {} in thread {} (tid {})",
+                c.reason, c.thread, c.tid
+            );
+        }
+        None => {
+            let _ = writeln!(out, "No crash: a dump of a live process");
+        }
+    }
+    if let Some(sig) = &report.signature {
+        let _ = writeln!(out, "Signature: {}", sig.text);
+    }
+    for t in &report.threads {
+        let _ = writeln!(
+            out,
+            "\nThread {} (tid {}{}){}:",
+            t.index,
+            t.tid,
+            t.name
+                .as_deref()
+                .map(|n| format!(", \"{n}\""))
+                .unwrap_or_default(),
+            if t.crashed { " crashed" } else { "" }
+        );
+        for f in &t.frames {
+            let what = match (&f.function, &f.module, &f.module_offset) {
+                (Some(func), _, _) => format!("{func} ()"),
+                (None, Some(m), Some(off)) => format!("{m}+{off}"),
+                _ => "??".to_string(),
+            };
+            let at = match (&f.file, f.line) {
+                (Some(file), Some(line)) => format!(" at {file}:{line}"),
+                (Some(file), None) => format!(" at {file}"),
+                _ => match (&f.module, &f.function) {
+                    (Some(m), Some(_)) => format!(" from {m}"),
+                    _ => String::new(),
+                },
+            };
+            if f.inlined {
+                let _ = writeln!(out, "#{:<3} [inlined] {what}{at}", f.index);
+            } else {
+                let _ = writeln!(out, "#{:<3} {} in {what}{at}  [{}]", f.index, f.pc, f.trust);
+            }
+        }
+        if t.end != "outermost" {
+            let _ = writeln!(
+                out,
+                "     (walk ended: {}{})",
+                t.end,
+                t.end_detail
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let _ = writeln!(out, "\nModules:");
+    for m in &report.modules {
+        let _ = writeln!(
+            out,
+            "  {:>18}-{:<18} {:<28} {:<10} {}",
+            m.base,
+            m.end,
+            m.name,
+            m.status,
+            m.build_id.as_deref().unwrap_or("-")
+        );
+    }
+    if !report.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:");
+        for w in &report.warnings {
+            let _ = writeln!(out, "  [{}] {}", w.code, w.message);
+        }
+    }
+    out
+}

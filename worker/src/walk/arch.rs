@@ -1,0 +1,55 @@
+//! What differs per architecture in the walk, behind one trait.
+
+use super::{Caller, WalkContext, WalkFrame};
+use crate::dump::Arch;
+
+/// One architecture's part of the walk: registers, frame records, call-site decoding.
+pub trait ArchWalker {
+    fn arch(&self) -> Arch;
+    fn pointer_size(&self) -> u64 {
+        self.arch().pointer_size()
+    }
+    /// DWARF number of the column holding the return address in unwind rules.
+    fn return_address_register(&self) -> u16;
+    /// How far before a return address the call instruction's last byte lies (1 on
+    /// x86_64, 4 on aarch64): the lookup address of a caller frame is `pc - back`.
+    fn lookup_back(&self) -> u64;
+    /// The caller's stack pointer when the rules give a CFA: on both x86_64 and aarch64
+    /// the caller's sp is the CFA.
+    fn sp_from_cfa(&self, cfa: u64) -> u64 {
+        cfa
+    }
+    /// Removes pointer-authentication bits from a recovered return address.
+    fn strip_pac(&self, ctx: &WalkContext<'_, '_>, addr: u64) -> u64 {
+        let _ = ctx;
+        addr
+    }
+    /// The frame-pointer strategy.
+    fn caller_by_fp(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+        first: bool,
+    ) -> Option<Caller>;
+    /// Whether the bytes just before a return address decode as a call instruction.
+    fn is_call_before(&self, code: &[u8]) -> bool;
+    /// How many code bytes [`Self::is_call_before`] wants.
+    fn call_check_len(&self) -> usize;
+    /// Whether a caller may keep the callee's sp (aarch64 leaf frames may).
+    fn allows_same_sp(&self, callee: &WalkFrame) -> bool {
+        let _ = callee;
+        false
+    }
+    /// Registers a caller inherits unchanged when no rule mentions them (callee-saved).
+    fn callee_saved(&self) -> &'static [u16] {
+        crate::unwind::rule::callee_saved(self.arch())
+    }
+}
+
+/// The walker for an architecture, if we walk it.
+pub fn walker_for(arch: Arch) -> Option<&'static dyn ArchWalker> {
+    match arch {
+        Arch::X86_64 => Some(&super::x86_64::X86_64),
+        _ => None,
+    }
+}

@@ -1,0 +1,132 @@
+//! The `cfi` strategy: apply the unwind table's rule for a frame's pc.
+//!
+//! CFA first (register + offset, dereferenced register + offset, or an expression), then
+//! the return address and every callee-saved register from their slots. A register whose
+//! rule cannot be applied (memory missing, unknown base register) becomes unknown for the
+//! caller — never guessed.
+
+use super::arch::ArchWalker;
+use super::eval;
+use super::{Caller, CfiOutcome, Trust, WalkContext, WalkFrame};
+use crate::dump::RegisterSet;
+use crate::unwind::rule::{Slot, SlotKind};
+use crate::unwind::Rule;
+
+pub(crate) fn caller_by_cfi(
+    arch: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    callee: &WalkFrame,
+) -> CfiOutcome {
+    let Some(module_index) = callee.module else {
+        return CfiOutcome::NoRule;
+    };
+    let Some(Some(table)) = ctx.tables.get(module_index) else {
+        return CfiOutcome::NoRule;
+    };
+    let module = &ctx.modules[module_index];
+    let lookup = callee.address_for_lookup(arch.lookup_back());
+    let Some(rel) = lookup.checked_sub(module.load_base) else {
+        return CfiOutcome::NoRule;
+    };
+    let Some(rule) = table.find(rel) else {
+        return CfiOutcome::NoRule;
+    };
+    apply_rule(arch, ctx, callee, &rule)
+}
+
+/// Applies one rule to the callee's registers.
+pub(crate) fn apply_rule(
+    arch: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    callee: &WalkFrame,
+    rule: &Rule<'_>,
+) -> CfiOutcome {
+    let rec = &rule.record;
+    let regs = &callee.registers;
+    let addr_size = arch.pointer_size() as u8;
+    let read = |addr: u64| -> Option<u64> {
+        if addr_size == 8 {
+            ctx.memory.read_u64(addr)
+        } else {
+            ctx.memory.read_u32(addr).map(u64::from)
+        }
+    };
+    // For expressions that read the pc register, give the frame's real pc.
+    let cfa = match rec.cfa.kind() {
+        Some(SlotKind::Offset) => match regs.get(u16::from(rec.cfa.reg)) {
+            Some(base) => base.wrapping_add(rec.cfa.value as i64 as u64),
+            None => return CfiOutcome::NoRule,
+        },
+        Some(SlotKind::DerefOffset) => match regs.get(u16::from(rec.cfa.reg)) {
+            Some(base) => match read(base.wrapping_add(rec.cfa.value as i64 as u64)) {
+                Some(v) => v,
+                None => return CfiOutcome::MemoryMissing,
+            },
+            None => return CfiOutcome::NoRule,
+        },
+        Some(SlotKind::Expression) | Some(SlotKind::ValExpression) => {
+            let Some(expr) = rule.expression(rec.cfa) else {
+                return CfiOutcome::NoRule;
+            };
+            match eval::evaluate(expr, addr_size, None, regs, ctx.memory) {
+                Some(v) => v,
+                None => return CfiOutcome::MemoryMissing,
+            }
+        }
+        _ => return CfiOutcome::NoRule,
+    };
+    let ra_reg = arch.return_address_register();
+    // Recover one slot's value: Ok(Some(v)) known, Ok(None) unknown, Err(()) memory missing.
+    let recover = |slot: Slot, own_reg: u16| -> Result<Option<u64>, ()> {
+        match slot.kind() {
+            Some(SlotKind::Unchanged) => Ok(regs.get(own_reg)),
+            Some(SlotKind::Undefined) | None => Ok(None),
+            Some(SlotKind::Offset) => read(cfa.wrapping_add(slot.value as i64 as u64))
+                .map(Some)
+                .ok_or(()),
+            Some(SlotKind::ValOffset) => Ok(Some(cfa.wrapping_add(slot.value as i64 as u64))),
+            Some(SlotKind::Register) => Ok(regs.get(u16::from(slot.reg))),
+            Some(SlotKind::Expression) => {
+                let Some(expr) = rule.expression(slot) else {
+                    return Ok(None);
+                };
+                let addr = eval::evaluate(expr, addr_size, Some(cfa), regs, ctx.memory);
+                match addr {
+                    Some(a) => read(a).map(Some).ok_or(()),
+                    None => Err(()),
+                }
+            }
+            Some(SlotKind::ValExpression) => {
+                let Some(expr) = rule.expression(slot) else {
+                    return Ok(None);
+                };
+                Ok(eval::evaluate(expr, addr_size, Some(cfa), regs, ctx.memory))
+            }
+            Some(SlotKind::DerefOffset) => Ok(None),
+        }
+    };
+    if rec.ra.kind() == Some(SlotKind::Undefined) {
+        return CfiOutcome::Outermost;
+    }
+    let ra = match recover(rec.ra, ra_reg) {
+        Ok(Some(v)) => v,
+        Ok(None) => return CfiOutcome::NoRule,
+        Err(()) => return CfiOutcome::MemoryMissing,
+    };
+    let ra = arch.strip_pac(ctx, ra);
+    let mut caller = RegisterSet::new(regs.arch());
+    caller.set(caller.pc_reg(), ra);
+    caller.set(caller.sp_reg(), arch.sp_from_cfa(cfa));
+    for (i, &reg) in arch.callee_saved().iter().enumerate() {
+        let slot = rec.regs.get(i).copied().unwrap_or(Slot::UNCHANGED);
+        if let Ok(Some(v)) = recover(slot, reg) {
+            caller.set(reg, v);
+        }
+    }
+    CfiOutcome::Caller(Box::new(Caller {
+        regs: caller,
+        trust: Trust::Cfi,
+        source: rule.source(),
+        exact_pc: rec.is_signal_frame(),
+    }))
+}
