@@ -514,15 +514,15 @@ fn module_of(
         .map(|maps| {
             maps.iter()
                 .filter_map(|info| {
-                    let range = info.memory_range()?;
-                    (range.start >= base && range.end <= end && range.start < range.end).then(
-                        || Mapping {
-                            start: range.start,
-                            end: range.end,
-                            file_offset: info.map.offset,
-                            executable: Some(info.is_executable()),
-                        },
-                    )
+                    // `/proc/self/maps` ranges, end exclusive (the crate's `memory_range`
+                    // is inclusive, so the raw pair is used).
+                    let (start, map_end) = info.map.address;
+                    (start >= base && map_end <= end && start < map_end).then(|| Mapping {
+                        start,
+                        end: map_end,
+                        file_offset: info.map.offset,
+                        executable: Some(info.is_executable()),
+                    })
                 })
                 .collect()
         })
