@@ -1,6 +1,6 @@
 //! The `Dump` model: one description of a crashed process, whatever file it came from.
 //!
-//! Readers (`elf_core`, later `minidump`) parse untrusted bytes into this model; the walker
+//! Readers (`elf_core`, `minidump`) parse untrusted bytes into this model; the walker
 //! and symbolizer only ever see the model. Memory is borrowed from the dump bytes (never
 //! copied) and read through [`MemoryMap`], which answers `None` for bytes the dump lacks, so a
 //! truncated dump is simply a dump with less memory.
@@ -8,6 +8,7 @@
 pub mod elf_core;
 mod error;
 mod memory;
+pub mod minidump;
 mod registers;
 
 use std::collections::BTreeMap;
@@ -251,9 +252,7 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     if bytes.starts_with(b"\x7fELF") {
         elf_core::read(bytes)
     } else if bytes.starts_with(b"MDMP") {
-        Err(DumpError::Unsupported(
-            "minidumps are not supported yet".into(),
-        ))
+        minidump::read(bytes)
     } else {
         Err(DumpError::NotADump)
     }

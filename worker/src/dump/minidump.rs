@@ -1,0 +1,811 @@
+//! Minidump reader: turns a Breakpad/Crashpad/minidump-writer minidump into the [`Dump`] model.
+//!
+//! The `minidump` crate parses the streams (system info, threads, contexts, modules,
+//! exception, Crashpad info, Linux `/proc` copies); this module translates them into the
+//! same model core files produce, so the walker never knows which format a crash came in.
+//!
+//! Memory is the exception: the memory lists are read here, straight from the directory,
+//! so that every range is a slice of the caller's bytes (the crate's slices only live as
+//! long as its `Minidump` value) and so that a truncated file keeps the part of its memory
+//! that survived, instead of losing a whole stream. Counts in those lists come from the file
+//! and are never used to size an allocation: only entries that fit in the stream are read.
+//!
+//! What is not an error: a missing or unreadable optional stream (no thread names, no
+//! module list, no exception), a truncated memory range. Those become warnings or less
+//! data. What is: no minidump header, no stream directory, no system info (without it the
+//! architecture is unknown and no register context can be read), an unsupported CPU.
+
+use std::collections::BTreeMap;
+
+use minidump::format::MINIDUMP_STREAM_TYPE;
+use minidump::system_info::{Cpu, Os as MdOs};
+use minidump::{
+    CodeView, Minidump, MinidumpAssertion, MinidumpContext, MinidumpCrashpadInfo,
+    MinidumpException, MinidumpLinuxMaps, MinidumpLinuxProcStatus, MinidumpMiscInfo,
+    MinidumpModule, MinidumpModuleList, MinidumpRawContext, MinidumpSystemInfo, MinidumpThreadList,
+    MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
+};
+
+use super::{
+    Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, ExceptionInfo, Identity, Mapping,
+    MemoryMap, Module, Os, RegisterSet, Thread, UnloadedModule,
+};
+
+/// `exception_code` Breakpad and minidump-writer use for a dump that was requested, not
+/// caused by a signal (`MD_EXCEPTION_CODE_LIN_DUMP_REQUESTED`).
+const LINUX_DUMP_REQUESTED: u32 = 0xFFFF_FFFF;
+
+/// Size of a `MINIDUMP_MEMORY_DESCRIPTOR` (u64 start, u32 size, u32 rva).
+const MEMORY_DESCRIPTOR_SIZE: usize = 16;
+/// Size of a `MINIDUMP_MEMORY_DESCRIPTOR64` (u64 start, u64 size).
+const MEMORY_DESCRIPTOR64_SIZE: usize = 16;
+
+/// Reads a minidump. Every slice of process memory in the result borrows `bytes`.
+pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
+    let md = Minidump::read(bytes).map_err(header_error)?;
+    let mut warnings = Vec::new();
+
+    let system_info: MinidumpSystemInfo = md.get_stream().map_err(|e| {
+        DumpError::Malformed(format!(
+            "the minidump has no readable system info stream ({}), so its CPU is unknown",
+            e.name()
+        ))
+    })?;
+    let arch = arch_of(system_info.cpu)?;
+    let os = os_of(system_info.os);
+    let misc: Option<MinidumpMiscInfo> = md.get_stream().ok();
+
+    // Threads, with the exception context replacing the crashed thread's own context.
+    let exception: Option<MinidumpException> = md.get_stream().ok();
+    let names: Option<MinidumpThreadNames> = md.get_stream().ok();
+    let thread_list: Option<MinidumpThreadList> = match md.get_stream() {
+        Ok(list) => Some(list),
+        Err(e) => {
+            warnings.push(DumpWarning {
+                code: "truncated-dump",
+                message: format!(
+                    "the minidump's thread list could not be read ({}); no thread can be walked",
+                    e.name()
+                ),
+            });
+            None
+        }
+    };
+    let exception_context = exception
+        .as_ref()
+        .and_then(|e| e.context(&system_info, misc.as_ref()))
+        .map(|c| registers_of(arch, &c));
+    let crashed_tid = exception.as_ref().map(|e| e.get_crashing_thread_id());
+
+    let mut threads = Vec::new();
+    let mut stack_ranges = Vec::new();
+    if let Some(list) = &thread_list {
+        for t in &list.threads {
+            let tid = t.raw.thread_id;
+            let own = t
+                .context(&system_info, misc.as_ref())
+                .map(|c| registers_of(arch, &c));
+            let registers = match (&exception_context, crashed_tid == Some(tid)) {
+                (Some(ctx), true) => ctx.clone(),
+                _ => own.unwrap_or_else(|| {
+                    warnings.push(DumpWarning {
+                        code: "memory-missing",
+                        message: format!("thread {tid} has no readable register context"),
+                    });
+                    RegisterSet::new(arch)
+                }),
+            };
+            let name = names
+                .as_ref()
+                .and_then(|n| n.get_name(tid))
+                .map(|s| s.into_owned())
+                .filter(|s| !s.is_empty());
+            threads.push(Thread {
+                tid,
+                name,
+                registers,
+            });
+            let stack = &t.raw.stack;
+            stack_ranges.push((
+                stack.start_of_memory_range,
+                u64::from(stack.memory.rva),
+                u64::from(stack.memory.data_size),
+            ));
+        }
+    }
+
+    // Memory: thread stacks, the memory list and the Memory64 list, all borrowed.
+    let mut ranges: Vec<(u64, &[u8])> = Vec::new();
+    for &(addr, rva, size) in &stack_ranges {
+        if let Some(b) = file_slice(bytes, rva, size) {
+            ranges.push((addr, b));
+        }
+    }
+    let mut truncated_memory = false;
+    for dir in md.all_streams() {
+        let stream = file_slice(
+            bytes,
+            u64::from(dir.location.rva),
+            u64::from(dir.location.data_size),
+        )
+        .unwrap_or(&[]);
+        if dir.stream_type == MINIDUMP_STREAM_TYPE::MemoryListStream as u32 {
+            truncated_memory |= memory_list(bytes, stream, &mut ranges);
+        } else if dir.stream_type == MINIDUMP_STREAM_TYPE::Memory64ListStream as u32 {
+            truncated_memory |= memory64_list(bytes, stream, &mut ranges);
+        }
+    }
+    if truncated_memory {
+        warnings.push(DumpWarning {
+            code: "truncated-dump",
+            message: "the minidump ends before some of the memory it lists; those bytes are \
+                      missing"
+                .into(),
+        });
+    }
+    let memory = MemoryMap::new(ranges);
+
+    // Modules.
+    let maps: Option<MinidumpLinuxMaps> = md.get_stream().ok();
+    let mut modules = Vec::new();
+    if let Ok(list) = md.get_stream::<MinidumpModuleList>() {
+        for (i, m) in list.iter().enumerate() {
+            modules.push(module_of(m, i == 0, maps.as_ref(), &memory));
+        }
+    }
+    modules.sort_by_key(|m: &Module| m.base);
+    let unloaded_modules = md
+        .get_stream::<MinidumpUnloadedModuleList>()
+        .map(|list| {
+            list.iter()
+                .map(|m| UnloadedModule {
+                    name: file_name(&m.name).to_owned(),
+                    base: m.raw.base_of_image,
+                    end: m
+                        .raw
+                        .base_of_image
+                        .saturating_add(u64::from(m.raw.size_of_image)),
+                    build_id: None,
+                    debug_id: None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+
+    // Crash.
+    let assertion = md
+        .get_stream::<MinidumpAssertion>()
+        .ok()
+        .and_then(|a| assertion_text(&a));
+    let crash = exception
+        .as_ref()
+        .and_then(|e| crash_of(e, &system_info, os, assertion.clone()))
+        .or_else(|| {
+            // An assertion without an exception stream still says why the process died.
+            assertion.map(|a| CrashInfo {
+                tid: crashed_tid.unwrap_or(0),
+                assertion: Some(a),
+                ..CrashInfo::default()
+            })
+        });
+
+    // Process facts.
+    let crashpad: Option<MinidumpCrashpadInfo> = md.get_stream().ok();
+    let mut annotations = BTreeMap::new();
+    if let Some(info) = &crashpad {
+        for (k, v) in &info.simple_annotations {
+            annotations.insert(k.clone(), v.clone());
+        }
+        for module_info in &info.module_list {
+            for (k, v) in &module_info.simple_annotations {
+                annotations.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            for (k, v) in &module_info.annotation_objects {
+                if let minidump::MinidumpAnnotation::String(s) = v {
+                    annotations.entry(k.clone()).or_insert_with(|| s.clone());
+                }
+            }
+        }
+    }
+    let writer = writer_of(&md, crashpad.is_some());
+    let pid = misc
+        .as_ref()
+        .and_then(|m| m.raw.process_id().copied())
+        .or_else(|| {
+            md.get_stream::<MinidumpLinuxProcStatus>()
+                .ok()
+                .and_then(|s| linux_status_pid(&s))
+        });
+    let command_line = md
+        .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxCmdLine as u32)
+        .ok()
+        .and_then(command_line_of);
+    let executable = modules.iter().find(|m| m.main).and_then(|m| m.path.clone());
+    let created = rfc3339_utc(u64::from(md.header.time_date_stamp));
+
+    Ok(Dump {
+        format: DumpFormat::Minidump,
+        arch,
+        os,
+        writer,
+        pid,
+        executable,
+        command_line,
+        created,
+        threads,
+        modules,
+        unloaded_modules,
+        memory,
+        crash,
+        annotations,
+        warnings,
+        pac_mask: None,
+    })
+}
+
+/// Maps the crate's error for an unreadable header or directory to ours.
+fn header_error(e: minidump::Error) -> DumpError {
+    match e {
+        minidump::Error::HeaderMismatch => DumpError::NotADump,
+        minidump::Error::MissingHeader => {
+            DumpError::Truncated("the file ends inside the minidump header".into())
+        }
+        minidump::Error::MissingDirectory => {
+            DumpError::Truncated("the file ends inside the minidump's stream directory".into())
+        }
+        minidump::Error::VersionMismatch => {
+            DumpError::Unsupported("the minidump header has an unknown version".into())
+        }
+        other => DumpError::Malformed(format!("minidump: {}", other.name())),
+    }
+}
+
+fn arch_of(cpu: Cpu) -> Result<Arch, DumpError> {
+    match cpu {
+        Cpu::X86_64 => Ok(Arch::X86_64),
+        // Cpu::Arm64 covers both the Windows ARM64 id and Breakpad's old ARM64 id.
+        Cpu::Arm64 => Ok(Arch::Aarch64),
+        Cpu::X86 => Ok(Arch::X86),
+        Cpu::Arm => Ok(Arch::Arm),
+        other => Err(DumpError::UnsupportedArch(format!("minidump CPU {other}"))),
+    }
+}
+
+fn os_of(os: MdOs) -> Os {
+    match os {
+        MdOs::Linux => Os::Linux,
+        MdOs::Android => Os::Android,
+        MdOs::MacOs => Os::Macos,
+        MdOs::Ios => Os::Ios,
+        MdOs::Windows => Os::Windows,
+        _ => Os::Unknown,
+    }
+}
+
+/// The slice `[rva, rva + size)` of the file, cut at the end of the file (a truncated
+/// minidump keeps what it has); `None` when not even the first byte is present.
+fn file_slice(bytes: &[u8], rva: u64, size: u64) -> Option<&[u8]> {
+    let start = usize::try_from(rva).ok()?;
+    let rest = bytes.get(start..)?;
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let slice = &rest[..rest.len().min(size)];
+    (!slice.is_empty()).then_some(slice)
+}
+
+fn le_u32(b: &[u8], at: usize) -> Option<u32> {
+    let s = b.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes(s.try_into().ok()?))
+}
+
+fn le_u64(b: &[u8], at: usize) -> Option<u64> {
+    let s = b.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(s.try_into().ok()?))
+}
+
+/// Adds the ranges of a `MINIDUMP_MEMORY_LIST` stream. Only descriptors that lie inside the
+/// stream are read, whatever count it claims. Returns whether anything was cut short.
+fn memory_list<'d>(bytes: &'d [u8], stream: &[u8], out: &mut Vec<(u64, &'d [u8])>) -> bool {
+    let Some(count) = le_u32(stream, 0) else {
+        return !stream.is_empty();
+    };
+    let present = (stream.len() - 4) / MEMORY_DESCRIPTOR_SIZE;
+    let mut truncated = usize::try_from(count).map_or(true, |c| c > present);
+    for i in 0..present.min(usize::try_from(count).unwrap_or(usize::MAX)) {
+        let at = 4 + i * MEMORY_DESCRIPTOR_SIZE;
+        let (Some(addr), Some(size), Some(rva)) = (
+            le_u64(stream, at),
+            le_u32(stream, at + 8),
+            le_u32(stream, at + 12),
+        ) else {
+            break;
+        };
+        match file_slice(bytes, u64::from(rva), u64::from(size)) {
+            Some(b) => {
+                truncated |= (b.len() as u64) < u64::from(size);
+                out.push((addr, b));
+            }
+            None => truncated |= size > 0,
+        }
+    }
+    truncated
+}
+
+/// Adds the ranges of a `MINIDUMP_MEMORY64_LIST` stream (full dumps): the ranges' bytes are
+/// consecutive from one base offset. Returns whether anything was cut short.
+fn memory64_list<'d>(bytes: &'d [u8], stream: &[u8], out: &mut Vec<(u64, &'d [u8])>) -> bool {
+    let (Some(count), Some(mut rva)) = (le_u64(stream, 0), le_u64(stream, 8)) else {
+        return !stream.is_empty();
+    };
+    let present = (stream.len() - 16) / MEMORY_DESCRIPTOR64_SIZE;
+    let wanted = usize::try_from(count).unwrap_or(usize::MAX);
+    let mut truncated = wanted > present;
+    for i in 0..present.min(wanted) {
+        let at = 16 + i * MEMORY_DESCRIPTOR64_SIZE;
+        let (Some(addr), Some(size)) = (le_u64(stream, at), le_u64(stream, at + 8)) else {
+            break;
+        };
+        match file_slice(bytes, rva, size) {
+            Some(b) => {
+                truncated |= (b.len() as u64) < size;
+                out.push((addr, b));
+            }
+            None => truncated |= size > 0,
+        }
+        let Some(next) = rva.checked_add(size) else {
+            return true;
+        };
+        rva = next;
+    }
+    truncated
+}
+
+/// Converts a minidump CPU context into registers by DWARF number. Only the register groups
+/// the context's flags declare present become known.
+fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
+    // Windows CONTEXT flag groups, shared by every architecture's context.
+    const CONTROL: u64 = 0x1;
+    const INTEGER: u64 = 0x2;
+    const SEGMENTS: u64 = 0x4;
+    let mut r = RegisterSet::new(arch);
+    match &ctx.raw {
+        MinidumpRawContext::Amd64(c) if arch == Arch::X86_64 => {
+            let flags = u64::from(c.context_flags);
+            if flags & INTEGER != 0 {
+                for (reg, v) in [
+                    (0, c.rax),
+                    (1, c.rdx),
+                    (2, c.rcx),
+                    (3, c.rbx),
+                    (4, c.rsi),
+                    (5, c.rdi),
+                    (6, c.rbp),
+                    (8, c.r8),
+                    (9, c.r9),
+                    (10, c.r10),
+                    (11, c.r11),
+                    (12, c.r12),
+                    (13, c.r13),
+                    (14, c.r14),
+                    (15, c.r15),
+                ] {
+                    r.set(reg, v);
+                }
+            }
+            if flags & CONTROL != 0 {
+                r.set(7, c.rsp);
+                r.set(16, c.rip);
+                r.set(49, u64::from(c.eflags));
+                r.set(51, u64::from(c.cs));
+                r.set(52, u64::from(c.ss));
+            }
+            if flags & SEGMENTS != 0 {
+                r.set(50, u64::from(c.es));
+                r.set(53, u64::from(c.ds));
+                r.set(54, u64::from(c.fs));
+                r.set(55, u64::from(c.gs));
+            }
+        }
+        MinidumpRawContext::Arm64(c) if arch == Arch::Aarch64 => {
+            arm64(
+                &mut r,
+                u64::from(c.context_flags),
+                &c.iregs,
+                c.sp,
+                c.pc,
+                c.cpsr,
+            );
+        }
+        MinidumpRawContext::OldArm64(c) if arch == Arch::Aarch64 => {
+            arm64(&mut r, c.context_flags, &c.iregs, c.sp, c.pc, c.cpsr);
+        }
+        MinidumpRawContext::X86(c) if arch == Arch::X86 => {
+            let flags = u64::from(c.context_flags);
+            if flags & INTEGER != 0 {
+                for (reg, v) in [
+                    (0, c.eax),
+                    (1, c.ecx),
+                    (2, c.edx),
+                    (3, c.ebx),
+                    (6, c.esi),
+                    (7, c.edi),
+                ] {
+                    r.set(reg, u64::from(v));
+                }
+            }
+            if flags & CONTROL != 0 {
+                r.set(4, u64::from(c.esp));
+                r.set(5, u64::from(c.ebp));
+                r.set(8, u64::from(c.eip));
+                r.set(9, u64::from(c.eflags));
+            }
+        }
+        // ARM contexts keep r0–r15 (sp, lr, pc included) in the integer group.
+        MinidumpRawContext::Arm(c)
+            if arch == Arch::Arm && u64::from(c.context_flags) & INTEGER != 0 =>
+        {
+            for (reg, v) in (0u16..).zip(c.iregs.iter()) {
+                r.set(reg, u64::from(*v));
+            }
+        }
+        // A context of another CPU than the system info says: nothing is trusted.
+        _ => {}
+    }
+    r
+}
+
+/// aarch64: x0–x28 in the integer group; fp, lr, sp, pc and pstate in the control group.
+fn arm64(r: &mut RegisterSet, flags: u64, iregs: &[u64; 31], sp: u64, pc: u64, cpsr: u32) {
+    const CONTROL: u64 = 0x1;
+    const INTEGER: u64 = 0x2;
+    for (reg, v) in (0u16..).zip(iregs.iter()) {
+        let group = if reg >= 29 { CONTROL } else { INTEGER };
+        if flags & group != 0 {
+            r.set(reg, *v);
+        }
+    }
+    if flags & CONTROL != 0 {
+        r.set(31, sp);
+        r.set(32, pc);
+        r.set(33, u64::from(cpsr));
+    }
+}
+
+/// The last component of a path, Unix or Windows.
+fn file_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+fn module_of(
+    m: &MinidumpModule,
+    first: bool,
+    maps: Option<&MinidumpLinuxMaps>,
+    memory: &MemoryMap<'_>,
+) -> Module {
+    let base = m.raw.base_of_image;
+    let end = base.saturating_add(u64::from(m.raw.size_of_image));
+    let path = (!m.name.is_empty()).then(|| m.name.clone());
+    let mut build_id = match &m.codeview_info {
+        Some(CodeView::Elf(elf)) if elf.build_id.iter().any(|&b| b != 0) => {
+            Some(elf.build_id.clone())
+        }
+        _ => None,
+    };
+    if build_id.is_none() && !matches!(m.codeview_info, Some(CodeView::Pdb70(_))) {
+        // No build-id record: the dump may still hold the module's first pages (the vdso
+        // always; others when the writer captured them), whose notes carry the build-id.
+        build_id = build_id_from_memory(memory, base, end);
+    }
+    let debug_id = m
+        .debug_identifier()
+        .map(|d| d.breakpad().to_string())
+        .or_else(|| build_id.as_deref().map(breakpad_debug_id_from_build_id));
+    let code_id = m
+        .code_identifier()
+        .map(|c| c.to_string())
+        .or_else(|| build_id.as_deref().map(super::hex));
+    let identity = if build_id.is_some() || debug_id.is_some() {
+        Identity::BuildId
+    } else if path.is_some() {
+        Identity::Path
+    } else {
+        Identity::None
+    };
+    let mappings = maps
+        .map(|maps| {
+            maps.iter()
+                .filter_map(|info| {
+                    // `/proc/self/maps` ranges, end exclusive (the crate's `memory_range`
+                    // is inclusive, so the raw pair is used).
+                    let (start, map_end) = info.map.address;
+                    (start >= base && map_end <= end && start < map_end).then(|| Mapping {
+                        start,
+                        end: map_end,
+                        file_offset: info.map.offset,
+                        executable: Some(info.is_executable()),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Module {
+        name: file_name(&m.name).to_owned(),
+        path,
+        base,
+        end,
+        // Minidumps record where the module's first byte is mapped, which for ELF is the
+        // link-time base (first PT_LOAD, page-aligned) after relocation.
+        load_base: base,
+        build_id,
+        debug_id,
+        code_id,
+        identity,
+        main: first,
+        mappings,
+    }
+}
+
+/// Breakpad's debug id for an ELF build-id: its first 16 bytes read as a little-endian
+/// GUID, upper-case, followed by age 0.
+fn breakpad_debug_id_from_build_id(build_id: &[u8]) -> String {
+    let mut g = [0u8; 16];
+    for (d, s) in g.iter_mut().zip(build_id) {
+        *d = *s;
+    }
+    let order = [3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15];
+    let mut s: String = order.iter().map(|&i| format!("{:02X}", g[i])).collect();
+    s.push('0');
+    s
+}
+
+/// Reads the GNU build-id from an ELF image mapped at `base`, when the dump holds its
+/// headers and notes. Every offset comes from the image and is bounds-checked.
+fn build_id_from_memory(memory: &MemoryMap<'_>, base: u64, end: u64) -> Option<Vec<u8>> {
+    let ehdr = memory.read_bytes(base, 64)?;
+    if ehdr.get(..4)? != b"\x7fELF" || *ehdr.get(5)? != 1 {
+        return None; // not ELF, or not little-endian
+    }
+    let is64 = match ehdr.get(4)? {
+        2 => true,
+        1 => false,
+        _ => return None,
+    };
+    let u16_at = |b: &[u8], at: usize| -> Option<u64> {
+        Some(u64::from(u16::from_le_bytes(
+            b.get(at..at + 2)?.try_into().ok()?,
+        )))
+    };
+    let word = |b: &[u8], at: usize| -> Option<u64> {
+        if is64 {
+            le_u64(b, at)
+        } else {
+            le_u32(b, at).map(u64::from)
+        }
+    };
+    let (phoff, phentsize, phnum) = if is64 {
+        (le_u64(ehdr, 32)?, u16_at(ehdr, 54)?, u16_at(ehdr, 56)?)
+    } else {
+        (
+            u64::from(le_u32(ehdr, 28)?),
+            u16_at(ehdr, 42)?,
+            u16_at(ehdr, 44)?,
+        )
+    };
+    let ph_size = if is64 { 56 } else { 32 };
+    if phentsize < ph_size {
+        return None;
+    }
+    let mut phdrs = Vec::new();
+    for i in 0..phnum {
+        let at = base
+            .checked_add(phoff)?
+            .checked_add(i.checked_mul(phentsize)?)?;
+        let Some(ph) = memory.read_bytes(at, usize::try_from(ph_size).ok()?) else {
+            break;
+        };
+        let p_type = le_u32(ph, 0)?;
+        let (vaddr, filesz) = if is64 {
+            (word(ph, 16)?, word(ph, 32)?)
+        } else {
+            (word(ph, 8)?, word(ph, 16)?)
+        };
+        phdrs.push((p_type, vaddr, filesz));
+    }
+    const PT_LOAD: u32 = 1;
+    const PT_NOTE: u32 = 4;
+    let link_base = phdrs
+        .iter()
+        .filter(|p| p.0 == PT_LOAD)
+        .map(|p| p.1 & !0xfff)
+        .min()?;
+    for &(_, vaddr, filesz) in phdrs.iter().filter(|p| p.0 == PT_NOTE) {
+        let start = base.checked_add(vaddr.checked_sub(link_base)?)?;
+        if start >= end {
+            continue;
+        }
+        let notes = memory.read_bytes(start, usize::try_from(filesz).ok()?)?;
+        let mut off = 0usize;
+        while off + 12 <= notes.len() {
+            let namesz = usize::try_from(le_u32(notes, off)?).ok()?;
+            let descsz = usize::try_from(le_u32(notes, off + 4)?).ok()?;
+            let ntype = le_u32(notes, off + 8)?;
+            let name_at = off + 12;
+            let desc_at = name_at.checked_add(namesz.checked_add(3)? & !3)?;
+            let next = desc_at.checked_add(descsz.checked_add(3)? & !3)?;
+            const NT_GNU_BUILD_ID: u32 = 3;
+            if ntype == NT_GNU_BUILD_ID && notes.get(name_at..name_at + namesz)? == b"GNU\0" {
+                return notes.get(desc_at..desc_at + descsz).map(<[u8]>::to_vec);
+            }
+            off = next;
+        }
+    }
+    None
+}
+
+fn crash_of(
+    e: &MinidumpException,
+    system_info: &MinidumpSystemInfo,
+    os: Os,
+    assertion: Option<String>,
+) -> Option<CrashInfo> {
+    let record = &e.raw.exception_record;
+    let address = Some(e.get_crash_address(system_info.os, system_info.cpu));
+    let tid = e.get_crashing_thread_id();
+    match os {
+        Os::Linux | Os::Android => {
+            // Breakpad, Crashpad and minidump-writer store the signal number in
+            // exception_code and si_code in exception_flags.
+            if record.exception_code == LINUX_DUMP_REQUESTED {
+                return assertion.map(|a| CrashInfo {
+                    tid,
+                    assertion: Some(a),
+                    ..CrashInfo::default()
+                });
+            }
+            Some(CrashInfo {
+                tid,
+                signal: Some(record.exception_code),
+                code: Some(record.exception_flags as i32),
+                address,
+                exception: None,
+                assertion,
+            })
+        }
+        _ => Some(CrashInfo {
+            tid,
+            signal: None,
+            code: None,
+            address,
+            exception: Some(ExceptionInfo {
+                code: u64::from(record.exception_code),
+                name: e
+                    .get_crash_reason(system_info.os, system_info.cpu)
+                    .to_string(),
+                flags: u64::from(record.exception_flags),
+            }),
+            assertion,
+        }),
+    }
+}
+
+fn assertion_text(a: &MinidumpAssertion) -> Option<String> {
+    let expr = a.expression().filter(|s| !s.is_empty());
+    let function = a.function().filter(|s| !s.is_empty());
+    let file = a.file().filter(|s| !s.is_empty());
+    if expr.is_none() && function.is_none() && file.is_none() {
+        return None;
+    }
+    let mut s = expr.unwrap_or_else(|| "assertion failed".into());
+    match (function, file) {
+        (Some(f), Some(file)) => s.push_str(&format!(" in {f} at {file}:{}", a.raw.line)),
+        (Some(f), None) => s.push_str(&format!(" in {f}")),
+        (None, Some(file)) => s.push_str(&format!(" at {file}:{}", a.raw.line)),
+        (None, None) => {}
+    }
+    Some(s)
+}
+
+/// Which program wrote the dump, when a stream says so: Crashpad writes its info stream,
+/// minidump-writer its `Moz*` streams, Breakpad its Breakpad-info stream.
+fn writer_of(md: &Minidump<'_, &[u8]>, has_crashpad_info: bool) -> Option<String> {
+    let has = |t: MINIDUMP_STREAM_TYPE| md.all_streams().any(|d| d.stream_type == t as u32);
+    if has_crashpad_info {
+        Some("crashpad".into())
+    } else if has(MINIDUMP_STREAM_TYPE::MozSoftErrors) || has(MINIDUMP_STREAM_TYPE::MozLinuxLimits)
+    {
+        Some("minidump-writer".into())
+    } else if has(MINIDUMP_STREAM_TYPE::BreakpadInfoStream) {
+        Some("breakpad".into())
+    } else {
+        None
+    }
+}
+
+fn linux_status_pid(status: &MinidumpLinuxProcStatus) -> Option<u32> {
+    status.iter().find_map(|(k, v)| {
+        (k.as_bytes() == b"Tgid" || k.as_bytes() == b"Pid")
+            .then(|| std::str::from_utf8(v.as_bytes()).ok()?.trim().parse().ok())
+            .flatten()
+    })
+}
+
+/// `/proc/self/cmdline`: NUL-separated arguments, joined by spaces.
+fn command_line_of(raw: &[u8]) -> Option<String> {
+    let args: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    (!args.is_empty()).then(|| args.join(" "))
+}
+
+/// Seconds since the epoch as RFC 3339 UTC (`2024-05-01T12:00:00Z`); `None` for 0, which
+/// writers use for "not recorded".
+fn rfc3339_utc(secs: u64) -> Option<String> {
+    if secs == 0 {
+        return None;
+    }
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm), for days since 1970-01-01.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    Some(format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339_utc(0), None);
+        assert_eq!(rfc3339_utc(1).as_deref(), Some("1970-01-01T00:00:01Z"));
+        // `date -u -d @951782400` = 2000-02-29 00:00:00 (a leap day)
+        assert_eq!(
+            rfc3339_utc(951_782_400).as_deref(),
+            Some("2000-02-29T00:00:00Z")
+        );
+        // `date -u -d @4294967295` = 2106-02-07 06:28:15 (largest u32 timestamp)
+        assert_eq!(
+            rfc3339_utc(4_294_967_295).as_deref(),
+            Some("2106-02-07T06:28:15Z")
+        );
+    }
+
+    #[test]
+    fn breakpad_debug_id_swaps_guid_fields() {
+        // Breakpad's dump_syms prints this debug id for build-id 000102…0f…
+        let id: Vec<u8> = (0u8..20).collect();
+        assert_eq!(
+            breakpad_debug_id_from_build_id(&id),
+            "030201000504070608090A0B0C0D0E0F0"
+        );
+    }
+
+    #[test]
+    fn file_slice_cuts_at_end_of_file() {
+        let b = [1u8, 2, 3, 4];
+        assert_eq!(file_slice(&b, 2, 10), Some(&b[2..]));
+        assert_eq!(file_slice(&b, 4, 1), None);
+        assert_eq!(file_slice(&b, u64::MAX, u64::MAX), None);
+    }
+
+    #[test]
+    fn file_names() {
+        assert_eq!(file_name("/usr/lib/libc.so.6"), "libc.so.6");
+        assert_eq!(file_name("C:\\Windows\\ntdll.dll"), "ntdll.dll");
+        assert_eq!(file_name("plain"), "plain");
+    }
+}
