@@ -52,6 +52,9 @@ pub enum SframeError {
     /// `SFRAME_F_FDE_SORTED` is set but FDE `index` starts before FDE `index - 1`.
     #[error("sframe: FDEs marked sorted are not: FDE {index} starts before its predecessor")]
     FdesNotSorted { index: usize },
+    /// The section's ABI is not the binary's architecture (or one we unwind).
+    #[error("sframe: ABI/arch {abi} does not match the binary's architecture")]
+    AbiMismatch { abi: u8 },
     /// Two FDEs describe overlapping address ranges.
     #[error("sframe: FDE {second} overlaps FDE {first}")]
     FdesOverlap { first: usize, second: usize },
@@ -72,6 +75,7 @@ impl SframeError {
             SframeError::UnknownFdeType { .. } => "sframe-unknown-fde-type",
             SframeError::FdesNotSorted { .. } => "sframe-fdes-not-sorted",
             SframeError::FdesOverlap { .. } => "sframe-fdes-overlap",
+            SframeError::AbiMismatch { .. } => "sframe-abi-mismatch",
         }
     }
 }

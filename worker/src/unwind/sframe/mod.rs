@@ -693,3 +693,6 @@ fn decode_fres(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod build_tests;
