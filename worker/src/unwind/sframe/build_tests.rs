@@ -379,3 +379,42 @@ fn hostile_sections_never_panic_or_explode() {
         }
     }
 }
+
+/// Without a `.sframe` section header (renamed in `.shstrtab`), the rows come from the
+/// `PT_GNU_SFRAME` segment and are the same.
+#[test]
+fn pt_gnu_sframe_segment_is_used_without_the_section() {
+    let m: serde_json::Value = serde_json::from_slice(&fixture("manifest.json")).expect("json");
+    let mut checked = 0;
+    for (name, elf, _) in elf_vectors() {
+        let v = m["vectors"]
+            .as_array()
+            .and_then(|a| a.iter().find(|v| v["name"] == name.as_str()))
+            .expect("vector");
+        if v["pt_gnu_sframe"] != true {
+            continue;
+        }
+        let data = fixture(&elf);
+        let file = object::File::parse(&*data).expect("elf");
+        let (off, size) = file
+            .section_by_name(".shstrtab")
+            .and_then(|s| s.file_range())
+            .expect("shstrtab");
+        let mut renamed = data.clone();
+        let strtab = &mut renamed[off as usize..(off + size) as usize];
+        let at = strtab
+            .windows(8)
+            .position(|w| w == b".sframe\0")
+            .expect(".sframe name");
+        strtab[at + 1] = b'x';
+        let f2 = object::File::parse(&*renamed).expect("elf");
+        assert!(f2.section_by_name(".sframe").is_none());
+        assert_eq!(
+            table_from(&renamed, false, true),
+            table_from(&data, false, true),
+            "{name}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked}");
+}
