@@ -185,15 +185,7 @@ fn known_difference(
         return Some("gas 2.44 mis-encodes an RA held in a register");
     }
     if version == 2 && eh.signal && !sf.signal {
-        let mut sf2 = Comparable {
-            signal: true,
-            cfa: sf.cfa.clone(),
-            ra: sf.ra.clone(),
-            fp: sf.fp.clone(),
-            ra_signed: sf.ra_signed,
-        };
-        sf2.signal = true;
-        if &sf2 == eh {
+        if (&eh.cfa, &eh.ra, &eh.fp) == (&sf.cfa, &sf.ra, &sf.fp) && eh.ra_signed == sf.ra_signed {
             // v2 has no signal-frame bit.
             return Some("v2 cannot mark signal frames");
         }
