@@ -184,11 +184,14 @@ fn known_difference(
         // (fixtures README: "ra-in-register-misrepresented").
         return Some("gas 2.44 mis-encodes an RA held in a register");
     }
-    if version == 2 && eh.signal && !sf.signal {
-        if (&eh.cfa, &eh.ra, &eh.fp) == (&sf.cfa, &sf.ra, &sf.fp) && eh.ra_signed == sf.ra_signed {
-            // v2 has no signal-frame bit.
-            return Some("v2 cannot mark signal frames");
-        }
+    if version == 2
+        && eh.signal
+        && !sf.signal
+        && (&eh.cfa, &eh.ra, &eh.fp) == (&sf.cfa, &sf.ra, &sf.fp)
+        && eh.ra_signed == sf.ra_signed
+    {
+        // v2 has no signal-frame bit.
+        return Some("v2 cannot mark signal frames");
     }
     None
 }
