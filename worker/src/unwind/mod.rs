@@ -11,6 +11,7 @@ mod error;
 pub mod format;
 pub mod lookup;
 pub mod rule;
+pub mod sframe;
 
 pub use build::{build_from_elf, BuildStats, BuiltTable, TableWriter};
 pub use error::UnwindError;

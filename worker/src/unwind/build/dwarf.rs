@@ -25,7 +25,8 @@ type R<'a> = EndianSlice<'a, LittleEndian>;
 /// DWARF number of the aarch64 RA_SIGN_STATE pseudo-register.
 const AARCH64_RA_SIGN_STATE: u16 = 34;
 
-/// Builds the unwind table of one ELF binary from its `.eh_frame` and `.debug_frame`,
+/// Builds the unwind table of one ELF binary from its `.eh_frame`, `.debug_frame` and
+/// `.sframe` (see [`super::sframe`]),
 /// plus the `.debug_frame` of any separate debug files in `extra` (same build-id).
 pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, UnwindError> {
     let file = object::File::parse(data).map_err(|e| UnwindError::Object(e.to_string()))?;
@@ -33,6 +34,7 @@ pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, Unwind
         .ok_or_else(|| UnwindError::UnsupportedArch(format!("{:?}", file.architecture())))?;
     let mut w = TableWriter::new(arch);
     add_elf_sections(&mut w, &file, true)?;
+    super::sframe::add_elf_sframe(&mut w, &file, data);
     for extra in extra {
         if let Ok(f) = object::File::parse(*extra) {
             if binary::arch_of(&f) == Some(arch) {

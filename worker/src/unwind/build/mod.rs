@@ -6,6 +6,7 @@
 //! own tables before Breakpad's). The writer does everything else once, for all formats.
 
 pub mod dwarf;
+pub mod sframe;
 
 use std::collections::HashMap;
 
