@@ -1,1 +1,47 @@
-fn main() {}
+//! `postmortem`: walk a dump on the command line, or run the crash service (API and
+//! in-process workers), standalone workers, or database migrations.
+//!
+//! This file parses the command line, initializes tracing and dispatches; the work is in
+//! `cli/`.
+
+mod api;
+mod cli;
+
+use clap::{Parser, Subcommand};
+
+/// Post-mortem crash symbolizer.
+#[derive(Debug, Parser)]
+#[command(name = "postmortem", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Walk the stacks of a dump and print the report.
+    Walk(cli::walk::WalkArgs),
+    /// Run the HTTP API with in-process workers.
+    Serve(cli::serve::ServeArgs),
+    /// Run workers only, sharing the queue of a PostgreSQL database.
+    Worker(cli::worker::WorkerArgs),
+    /// Apply the database migrations and exit.
+    Migrate(cli::migrate::MigrateArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Command::Walk(args) => cli::walk::run(args),
+        Command::Serve(args) => cli::runtime()?.block_on(cli::serve::run(args)),
+        Command::Worker(args) => cli::runtime()?.block_on(cli::worker::run(args)),
+        Command::Migrate(args) => cli::runtime()?.block_on(cli::migrate::run(args)),
+    }
+}
