@@ -21,7 +21,11 @@ impl TestDb {
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
         let db = Db::connect(&url).await.expect("sqlite connect");
         db.migrate().await.expect("sqlite migrate");
-        TestDb { db, pg_name: None, _dir: Some(dir) }
+        TestDb {
+            db,
+            pg_name: None,
+            _dir: Some(dir),
+        }
     }
 
     async fn postgres() -> Option<TestDb> {
@@ -36,7 +40,9 @@ impl TestDb {
             }
         };
         let name = format!("pm_test_{}", crashes::new_id());
-        let worker::store::Backend::Postgres(pool) = admin.backend() else { unreachable!() };
+        let worker::store::Backend::Postgres(pool) = admin.backend() else {
+            unreachable!()
+        };
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(pool)
             .await
@@ -46,18 +52,26 @@ impl TestDb {
             .await
             .expect("pg connect");
         db.migrate().await.expect("pg migrate");
-        Some(TestDb { db, pg_name: Some(name), _dir: None })
+        Some(TestDb {
+            db,
+            pg_name: Some(name),
+            _dir: None,
+        })
     }
 
     async fn finish(self) {
         self.db.close().await;
         if let Some(name) = self.pg_name {
             let admin = Db::connect(PG_ADMIN_URL).await.expect("pg admin");
-            let worker::store::Backend::Postgres(pool) = admin.backend() else { unreachable!() };
-            sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-                .execute(pool)
-                .await
-                .expect("drop database");
+            let worker::store::Backend::Postgres(pool) = admin.backend() else {
+                unreachable!()
+            };
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(pool)
+            .await
+            .expect("drop database");
             admin.close().await;
         }
     }
@@ -74,7 +88,9 @@ macro_rules! both {
         }
         #[tokio::test]
         async fn $pg() {
-            let Some(t) = TestDb::postgres().await else { return };
+            let Some(t) = TestDb::postgres().await else {
+                return;
+            };
             $body(&t.db).await;
             t.finish().await;
         }
@@ -94,30 +110,71 @@ fn crash(id: &str, at: i64) -> NewCrash {
 
 async fn lease_and_finish(db: &Db) {
     crashes::insert(db, &crash("c1", 1000)).await.unwrap();
-    let l = crashes::lease(db, "w1", 5000, 60_000, 3).await.unwrap().expect("a job");
+    let l = crashes::lease(db, "w1", 5000, 60_000, 3)
+        .await
+        .unwrap()
+        .expect("a job");
     assert_eq!((l.id.as_str(), l.attempts), ("c1", 1));
-    assert!(crashes::lease(db, "w2", 5000, 60_000, 3).await.unwrap().is_none(), "leased twice");
-    let done = Outcome::Done { report: "{}".into(), signature: Some("sig".into()) };
+    assert!(
+        crashes::lease(db, "w2", 5000, 60_000, 3)
+            .await
+            .unwrap()
+            .is_none(),
+        "leased twice"
+    );
+    let done = Outcome::Done {
+        report: "{}".into(),
+        signature: Some("sig".into()),
+    };
     assert!(crashes::finish(db, &l, "w1", 6000, 3, &done).await.unwrap());
     let row = crashes::get(db, "c1").await.unwrap().unwrap();
     assert_eq!(row.status, "done");
     assert_eq!(row.processing_ms, Some(1000));
     assert_eq!(row.signature.as_deref(), Some("sig"));
 }
-both!(lease_and_finish_sqlite, lease_and_finish_postgres, lease_and_finish);
+both!(
+    lease_and_finish_sqlite,
+    lease_and_finish_postgres,
+    lease_and_finish
+);
 
 /// A job leased by a worker that died is picked up again once the lease expires, and
 /// the dead worker can no longer finish it.
 async fn lease_expiry(db: &Db) {
     crashes::insert(db, &crash("c1", 1000)).await.unwrap();
-    let dead = crashes::lease(db, "dead", 5000, 1000, 3).await.unwrap().expect("a job");
-    assert!(crashes::lease(db, "alive", 5500, 1000, 3).await.unwrap().is_none(), "lease not yet expired");
-    let again = crashes::lease(db, "alive", 7000, 1000, 3).await.unwrap().expect("expired lease returns");
+    let dead = crashes::lease(db, "dead", 5000, 1000, 3)
+        .await
+        .unwrap()
+        .expect("a job");
+    assert!(
+        crashes::lease(db, "alive", 5500, 1000, 3)
+            .await
+            .unwrap()
+            .is_none(),
+        "lease not yet expired"
+    );
+    let again = crashes::lease(db, "alive", 7000, 1000, 3)
+        .await
+        .unwrap()
+        .expect("expired lease returns");
     assert_eq!((again.id.as_str(), again.attempts), ("c1", 2));
-    let done = Outcome::Done { report: "{}".into(), signature: None };
-    assert!(!crashes::finish(db, &dead, "dead", 7100, 3, &done).await.unwrap(), "a lost lease must not finish");
-    assert!(crashes::finish(db, &again, "alive", 7200, 3, &done).await.unwrap());
-    assert_eq!(crashes::get(db, "c1").await.unwrap().unwrap().status, "done");
+    let done = Outcome::Done {
+        report: "{}".into(),
+        signature: None,
+    };
+    assert!(
+        !crashes::finish(db, &dead, "dead", 7100, 3, &done)
+            .await
+            .unwrap(),
+        "a lost lease must not finish"
+    );
+    assert!(crashes::finish(db, &again, "alive", 7200, 3, &done)
+        .await
+        .unwrap());
+    assert_eq!(
+        crashes::get(db, "c1").await.unwrap().unwrap().status,
+        "done"
+    );
 }
 both!(lease_expiry_sqlite, lease_expiry_postgres, lease_expiry);
 
@@ -126,11 +183,17 @@ async fn attempts_bounded(db: &Db) {
     crashes::insert(db, &crash("c1", 1000)).await.unwrap();
     let mut now = 2000;
     for attempt in 1..=2 {
-        let l = crashes::lease(db, "w", now, 100, 2).await.unwrap().expect("a job");
+        let l = crashes::lease(db, "w", now, 100, 2)
+            .await
+            .unwrap()
+            .expect("a job");
         assert_eq!(l.attempts, attempt);
         now += 1000;
     }
-    assert!(crashes::lease(db, "w", now, 100, 2).await.unwrap().is_none());
+    assert!(crashes::lease(db, "w", now, 100, 2)
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(crashes::fail_exhausted(db, now, 2).await.unwrap(), 1);
     let row = crashes::get(db, "c1").await.unwrap().unwrap();
     assert_eq!(row.status, "failed");
@@ -138,17 +201,31 @@ async fn attempts_bounded(db: &Db) {
     // A transient failure on the last attempt fails too; earlier ones requeue.
     crashes::insert(db, &crash("c2", 1000)).await.unwrap();
     let l = crashes::lease(db, "w", now, 100, 2).await.unwrap().unwrap();
-    let retry = Outcome::Retry { reason: "db hiccup".into() };
+    let retry = Outcome::Retry {
+        reason: "db hiccup".into(),
+    };
     assert!(crashes::finish(db, &l, "w", now, 2, &retry).await.unwrap());
-    assert_eq!(crashes::get(db, "c2").await.unwrap().unwrap().status, "pending");
+    assert_eq!(
+        crashes::get(db, "c2").await.unwrap().unwrap().status,
+        "pending"
+    );
 }
-both!(attempts_bounded_sqlite, attempts_bounded_postgres, attempts_bounded);
+both!(
+    attempts_bounded_sqlite,
+    attempts_bounded_postgres,
+    attempts_bounded
+);
 
 async fn keyset_listing(db: &Db) {
     for i in 0..5 {
-        crashes::insert(db, &crash(&format!("c{i}"), 1000 + i64::from(i / 2))).await.unwrap();
+        crashes::insert(db, &crash(&format!("c{i}"), 1000 + i64::from(i / 2)))
+            .await
+            .unwrap();
     }
-    let mut q = ListQuery { limit: 2, ..Default::default() };
+    let mut q = ListQuery {
+        limit: 2,
+        ..Default::default()
+    };
     let mut seen = Vec::new();
     loop {
         let page = crashes::list(db, &q).await.unwrap();
@@ -160,13 +237,27 @@ async fn keyset_listing(db: &Db) {
         seen.extend(page.into_iter().map(|r| r.id));
     }
     assert_eq!(seen, ["c4", "c3", "c2", "c1", "c0"]);
-    let q = ListQuery { since: Some(1001), until: Some(1002), limit: 10, ..Default::default() };
-    let ids: Vec<_> = crashes::list(db, &q).await.unwrap().into_iter().map(|r| r.id).collect();
+    let q = ListQuery {
+        since: Some(1001),
+        until: Some(1002),
+        limit: 10,
+        ..Default::default()
+    };
+    let ids: Vec<_> = crashes::list(db, &q)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(ids, ["c3", "c2"]);
     let counts = crashes::count_by_status(db).await.unwrap();
     assert_eq!(counts, vec![("pending".to_string(), 5)]);
 }
-both!(keyset_listing_sqlite, keyset_listing_postgres, keyset_listing);
+both!(
+    keyset_listing_sqlite,
+    keyset_listing_postgres,
+    keyset_listing
+);
 
 async fn binaries_tables_missing(db: &Db) {
     let row = BinaryRow {
@@ -187,23 +278,52 @@ async fn binaries_tables_missing(db: &Db) {
     assert_eq!(binaries::by_build_id(db, "abcd").await.unwrap().len(), 1);
 
     tables::put(db, "abcd", "unwind", 1, b"v1").await.unwrap();
-    assert_eq!(tables::get(db, "abcd", "unwind", 1).await.unwrap().as_deref(), Some(&b"v1"[..]));
-    assert!(tables::get(db, "abcd", "unwind", 2).await.unwrap().is_none(), "a version bump must miss");
+    assert_eq!(
+        tables::get(db, "abcd", "unwind", 1)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(&b"v1"[..])
+    );
+    assert!(
+        tables::get(db, "abcd", "unwind", 2)
+            .await
+            .unwrap()
+            .is_none(),
+        "a version bump must miss"
+    );
     tables::put(db, "abcd", "unwind", 1, b"v1b").await.unwrap();
     assert_eq!(tables::invalidate(db, "abcd").await.unwrap(), 1);
 
     crashes::insert(db, &crash("c1", 1)).await.unwrap();
     crashes::insert(db, &crash("c2", 2)).await.unwrap();
     let l = crashes::lease(db, "w", 10, 1000, 3).await.unwrap().unwrap();
-    missing::record(db, "beef", &l.id, "libfoo.so").await.unwrap();
-    missing::record(db, "beef", &l.id, "libfoo.so").await.unwrap();
-    let done = Outcome::Done { report: "{}".into(), signature: None };
+    missing::record(db, "beef", &l.id, "libfoo.so")
+        .await
+        .unwrap();
+    missing::record(db, "beef", &l.id, "libfoo.so")
+        .await
+        .unwrap();
+    let done = Outcome::Done {
+        report: "{}".into(),
+        signature: None,
+    };
     crashes::finish(db, &l, "w", 20, 3, &done).await.unwrap();
     let list = missing::list(db, 10).await.unwrap();
     assert_eq!(list.len(), 1);
-    assert_eq!((list[0].build_id.as_str(), list[0].crash_count), ("beef", 1));
+    assert_eq!(
+        (list[0].build_id.as_str(), list[0].crash_count),
+        ("beef", 1)
+    );
     assert_eq!(missing::requeue_for(db, "beef").await.unwrap(), 1);
-    assert_eq!(crashes::get(db, &l.id).await.unwrap().unwrap().status, "pending");
+    assert_eq!(
+        crashes::get(db, &l.id).await.unwrap().unwrap().status,
+        "pending"
+    );
     assert!(missing::list(db, 10).await.unwrap().is_empty());
 }
-both!(binaries_tables_missing_sqlite, binaries_tables_missing_postgres, binaries_tables_missing);
+both!(
+    binaries_tables_missing_sqlite,
+    binaries_tables_missing_postgres,
+    binaries_tables_missing
+);
