@@ -2,6 +2,8 @@
 //! dir), with real HTTP requests: binaries, a real core from a crashed C program, Crashpad
 //! gzip multipart, bad uploads, tokens.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -2,6 +2,8 @@
 //! created on 127.0.0.1:5432 and dropped afterwards). Without PostgreSQL the tests fail,
 //! saying why, unless `POSTMORTEM_SKIP_PG=1`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
 use worker::store::binaries::{self, BinaryRow};
 use worker::store::crashes::{self, ListQuery, NewCrash, Outcome};
 use worker::store::{missing, tables, Db};
