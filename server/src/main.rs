@@ -1,37 +1,59 @@
-//! `postmortem`: the post-mortem crash symbolizer's command line.
+//! `postmortem`: walk a dump on the command line, or run the crash service (API and
+//! in-process workers), standalone workers, or database migrations.
 //!
-//! Parses the command line, sets up logging and dispatches to one subcommand in `cli/`.
+//! This file parses the command line, initializes tracing and dispatches; the work is in
+//! `cli/`.
 
+mod api;
 mod cli;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-#[derive(Parser)]
-#[command(name = "postmortem", version, about = "Post-mortem crash symbolizer")]
+/// Post-mortem crash symbolizer.
+#[derive(Debug, Parser)]
+#[command(name = "postmortem", version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Subcommand)]
+#[derive(Debug, Subcommand)]
 enum Command {
-    /// Walk and symbolize every thread of a crash dump (ELF core or minidump).
+    /// Walk the stacks of a dump and print the report.
     Walk(cli::walk::WalkArgs),
-    /// Measure table builds, lookups and warm walks.
+    /// Run the HTTP API with in-process workers.
+    Serve(cli::serve::ServeArgs),
+    /// Run workers only, sharing the queue of a PostgreSQL database.
+    Worker(cli::worker::WorkerArgs),
+    /// Apply the database migrations and exit.
+    Migrate(cli::migrate::MigrateArgs),
+    /// Measure table builds, lookups and warm walks (the README's figures).
     Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::WARN)
-        .init();
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let result = match cli.command {
         Command::Walk(args) => cli::walk::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Serve(args) => {
+            cli::runtime().and_then(|rt| rt.block_on(cli::serve::run(args)).map(|()| ExitCode::SUCCESS))
+        }
+        Command::Worker(args) => {
+            cli::runtime().and_then(|rt| rt.block_on(cli::worker::run(args)).map(|()| ExitCode::SUCCESS))
+        }
+        Command::Migrate(args) => {
+            cli::runtime().and_then(|rt| rt.block_on(cli::migrate::run(args)).map(|()| ExitCode::SUCCESS))
+        }
     };
     match result {
         Ok(code) => code,

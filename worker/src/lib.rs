@@ -21,3 +21,7 @@ pub mod report;
 pub mod symbols;
 pub mod unwind;
 pub mod walk;
+// Service side: I/O lives here, never in the engine modules above.
+pub mod cache;
+pub mod jobs;
+pub mod store;

@@ -1,5 +1,142 @@
-//! One module per subcommand.
+//! One file per subcommand, plus the options they share.
 
 pub mod bench;
 pub mod files;
+pub mod migrate;
+pub mod serve;
 pub mod walk;
+pub mod worker;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ::worker::jobs::JobConfig;
+use ::worker::store::{Blobs, Db};
+use anyhow::Context;
+
+/// A multi-threaded tokio runtime.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")
+}
+
+/// Where the data lives: shared by `serve`, `worker` and `migrate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StorageArgs {
+    /// Directory for the default SQLite database and the blobs.
+    #[arg(long, default_value = "postmortem-data")]
+    pub data_dir: PathBuf,
+    /// Database URL (`sqlite://PATH` or `postgres://…`). Default: SQLite in the data dir.
+    #[arg(long, env = "POSTMORTEM_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Blob store URL (`file:///dir`). Default: `blobs/` in the data dir.
+    #[arg(long, env = "POSTMORTEM_BLOB_URL")]
+    pub blob_url: Option<String>,
+}
+
+impl StorageArgs {
+    /// Connects to the database (creating the data dir for the SQLite default).
+    pub async fn db(&self) -> anyhow::Result<Db> {
+        let url = match &self.database_url {
+            Some(u) => u.clone(),
+            None => {
+                std::fs::create_dir_all(&self.data_dir).with_context(|| {
+                    format!("creating the data directory {}", self.data_dir.display())
+                })?;
+                format!("sqlite://{}", self.data_dir.join("postmortem.db").display())
+            }
+        };
+        Db::connect(&url)
+            .await
+            .with_context(|| format!("connecting to the database {}", redact(&url)))
+    }
+
+    /// Opens the blob store.
+    pub fn blobs(&self) -> anyhow::Result<Blobs> {
+        match &self.blob_url {
+            Some(u) => Blobs::from_url(u).context("opening the blob store"),
+            None => Blobs::local(&self.data_dir.join("blobs")).context("opening the blob store"),
+        }
+    }
+}
+
+/// Options of the job runners.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobArgs {
+    /// Worker tasks in this process.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Memory for cached unwind and symbol tables, MiB.
+    #[arg(long, default_value_t = 256)]
+    pub cache_mb: u64,
+    /// Time limit of one job, seconds.
+    #[arg(long, default_value_t = 30)]
+    pub job_timeout_secs: u64,
+    /// Lease length, seconds: a job held by a dead worker returns to the queue after it.
+    #[arg(long, default_value_t = 60)]
+    pub lease_secs: u64,
+    /// Leases per job before it is marked failed.
+    #[arg(long, default_value_t = 3)]
+    pub max_attempts: i32,
+}
+
+impl JobArgs {
+    /// The runner configuration.
+    pub fn config(&self) -> JobConfig {
+        JobConfig {
+            lease: Duration::from_secs(self.lease_secs.max(1)),
+            max_attempts: self.max_attempts.max(1),
+            time_limit: Duration::from_secs(self.job_timeout_secs.max(1)),
+            ..JobConfig::default()
+        }
+    }
+}
+
+/// A database URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Resolves when the process is asked to stop (Ctrl-C or SIGTERM).
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+/// A lease-holder name unique across processes and machines.
+pub fn worker_name(i: usize) -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_string());
+    let nonce = uuid_like();
+    format!("{host}-{}-{nonce}-{i}", std::process::id())
+}
+
+fn uuid_like() -> String {
+    // Time-ordered and random enough to tell restarts of the same pid apart.
+    ::worker::store::crashes::new_id()[20..].to_string()
+}

@@ -1,0 +1,337 @@
+//! `POST /api/v1/crashes` (Crashpad/Breakpad multipart, raw dumps, gzip/zstd bodies),
+//! `GET /api/v1/crashes/{id}`, `GET /api/v1/crashes` (keyset pagination, newest first).
+//!
+//! Nothing is parsed on the request path beyond the magic bytes and the header fields
+//! that say whether the file is complete enough to be a dump at all.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
+use worker::store::now_ms;
+
+use super::extract::{authorize, multipart_boundary, parse_multipart, read_body};
+use super::health::parse_limit;
+use super::problem::ApiError;
+use super::state::{AppState, Scope};
+
+/// Most parts (dump + annotations) in one Crashpad upload.
+const MAX_PARTS: usize = 1024;
+/// Longest `?wait=`.
+const MAX_WAIT_SECS: u64 = 60;
+
+/// The routes of this module.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/crashes", get(list).post(upload))
+        .route("/api/v1/crashes/{id}", get(get_one))
+}
+
+/// The dump format, from the magic bytes and header completeness.
+fn check_dump(b: &[u8]) -> Result<&'static str, ApiError> {
+    let truncated = |what: &str| ApiError::Unprocessable {
+        code: "truncated-dump",
+        detail: format!("the dump is truncated: {what} (received {} bytes)", b.len()),
+    };
+    let u16_at = |o: usize, le: bool| -> Option<u64> {
+        let s: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
+        Some(u64::from(if le {
+            u16::from_le_bytes(s)
+        } else {
+            u16::from_be_bytes(s)
+        }))
+    };
+    let u32_at = |o: usize, le: bool| -> Option<u64> {
+        let s: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
+        Some(u64::from(if le {
+            u32::from_le_bytes(s)
+        } else {
+            u32::from_be_bytes(s)
+        }))
+    };
+    let u64_at = |o: usize, le: bool| -> Option<u64> {
+        let s: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
+        Some(if le {
+            u64::from_le_bytes(s)
+        } else {
+            u64::from_be_bytes(s)
+        })
+    };
+    if b.starts_with(b"\x7fELF") {
+        let is64 = match b.get(4) {
+            Some(2) => true,
+            Some(1) => false,
+            Some(_) => {
+                return Err(ApiError::Unprocessable {
+                    code: "not-a-dump",
+                    detail: "not a crash dump: unknown ELF class".into(),
+                })
+            }
+            None => return Err(truncated("the ELF header is incomplete")),
+        };
+        let le = b.get(5) != Some(&2);
+        let header_len = if is64 { 64 } else { 52 };
+        if b.len() < header_len {
+            return Err(truncated("the ELF header is incomplete"));
+        }
+        let e_type = u16_at(16, le).ok_or_else(|| truncated("the ELF header is incomplete"))?;
+        if e_type != 4 {
+            return Err(ApiError::Unprocessable {
+                code: "not-a-core",
+                detail: format!("this ELF file is not a core dump (e_type {e_type}: an executable or library?); binaries go to /api/v1/binaries"),
+            });
+        }
+        let (phoff, entsize, num) = if is64 {
+            (u64_at(32, le), u16_at(54, le), u16_at(56, le))
+        } else {
+            (u32_at(28, le), u16_at(42, le), u16_at(44, le))
+        };
+        let end = match (phoff, entsize, num) {
+            (Some(o), Some(e), Some(n)) => e.checked_mul(n).and_then(|x| x.checked_add(o)),
+            _ => None,
+        };
+        if end.is_none_or(|end| end > b.len() as u64) || num == Some(0) {
+            return Err(truncated(
+                "the program headers run past the end of the file",
+            ));
+        }
+        Ok("elf-core")
+    } else if b.starts_with(b"MDMP") {
+        let (Some(count), Some(rva)) = (u32_at(8, true), u32_at(12, true)) else {
+            return Err(truncated("the minidump header is incomplete"));
+        };
+        if count
+            .checked_mul(12)
+            .and_then(|x| x.checked_add(rva))
+            .is_none_or(|end| end > b.len() as u64)
+        {
+            return Err(truncated(
+                "the stream directory runs past the end of the file",
+            ));
+        }
+        Ok("minidump")
+    } else if b.is_empty() {
+        Err(ApiError::Unprocessable {
+            code: "not-a-dump",
+            detail: "the upload is empty".into(),
+        })
+    } else {
+        Err(ApiError::Unprocessable {
+            code: "not-a-dump",
+            detail: "not a crash dump: the file starts with neither an ELF nor a minidump magic"
+                .into(),
+        })
+    }
+}
+
+fn summary(row: &CrashRow) -> Value {
+    let annotations: Value = serde_json::from_str(&row.annotations).unwrap_or_else(|_| json!({}));
+    json!({
+        "id": row.id, "status": row.status, "received_at": row.received_at,
+        "dump": { "sha256": row.dump_sha256, "size": row.dump_size, "format": row.dump_format },
+        "attempts": row.attempts, "error": row.error, "signature": row.signature,
+        "annotations": annotations, "finished_at": row.finished_at,
+        "processing_ms": row.processing_ms,
+    })
+}
+
+fn full(row: &CrashRow) -> Value {
+    let mut v = summary(row);
+    let report = row
+        .report
+        .as_deref()
+        .and_then(|r| serde_json::from_str::<Value>(r).ok())
+        .unwrap_or(Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("report".into(), report);
+    }
+    v
+}
+
+async fn upload(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    authorize(&s, &headers, Scope::Ingest)?;
+    let result = upload_inner(&s, &headers, &q, body).await;
+    if result.is_err() {
+        s.metrics.rejected_uploads.fetch_add(1, Ordering::Relaxed);
+    }
+    result
+}
+
+async fn upload_inner(
+    s: &AppState,
+    headers: &HeaderMap,
+    q: &HashMap<String, String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let wait = match q.get("wait") {
+        None => 0,
+        Some(w) => w
+            .parse::<u64>()
+            .ok()
+            .filter(|w| *w <= MAX_WAIT_SECS)
+            .ok_or_else(|| ApiError::BadRequest {
+                code: "bad-request",
+                detail: format!(
+                    "wait must be a number of seconds from 0 to {MAX_WAIT_SECS}, not {w:?}"
+                ),
+            })?,
+    };
+    let bytes = read_body(body, s.config.max_decompressed_bytes).await?;
+    let mut annotations = BTreeMap::new();
+    let (dump, crashpad): (Bytes, bool) = match multipart_boundary(headers)? {
+        Some(boundary) => {
+            let mut dump = None;
+            for part in parse_multipart(bytes, boundary, MAX_PARTS).await? {
+                if part.name == "upload_file_minidump" {
+                    dump = Some(part.bytes);
+                } else if part.file_name.is_none() {
+                    let value = String::from_utf8_lossy(&part.bytes).into_owned();
+                    annotations.insert(part.name, value);
+                }
+            }
+            let dump = dump.ok_or_else(|| ApiError::BadRequest {
+                code: "missing-minidump",
+                detail: "the multipart upload has no `upload_file_minidump` part".into(),
+            })?;
+            (dump, true)
+        }
+        None => (bytes, false),
+    };
+    let format = check_dump(&dump)?;
+    let size = i64::try_from(dump.len()).unwrap_or(i64::MAX);
+    let sha256 = s.blobs.put(dump).await?;
+    let id = crashes::new_id();
+    crashes::insert(
+        &s.db,
+        &NewCrash {
+            id: id.clone(),
+            received_at: now_ms(),
+            dump_sha256: sha256,
+            dump_size: size,
+            dump_format: format.to_string(),
+            annotations: serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into()),
+        },
+    )
+    .await?;
+    s.metrics.crash_uploads.fetch_add(1, Ordering::Relaxed);
+    s.wake.notify_one();
+    tracing::info!(crash_id = %id, format, size, "crash queued");
+
+    if crashpad {
+        // Crashpad and Breakpad clients read the report id from a plain-text body.
+        return Ok((
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("{id}\n"),
+        )
+            .into_response());
+    }
+    if wait > 0 {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
+        loop {
+            if let Some(row) = crashes::get(&s.db, &id).await? {
+                if row.status == "done" || row.status == "failed" {
+                    return Ok((StatusCode::OK, Json(full(&row))).into_response());
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "id": id, "status": "pending" })),
+    )
+        .into_response())
+}
+
+async fn get_one(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, Scope::Admin)?;
+    let row = crashes::get(&s.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    Ok(Json(full(&row)))
+}
+
+fn bad(detail: String) -> ApiError {
+    ApiError::BadRequest {
+        code: "bad-request",
+        detail,
+    }
+}
+
+fn parse_ms(q: &HashMap<String, String>, key: &str) -> Result<Option<i64>, ApiError> {
+    q.get(key)
+        .map(|v| {
+            v.parse::<i64>()
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| bad(format!("{key} must be Unix milliseconds, not {v:?}")))
+        })
+        .transpose()
+}
+
+async fn list(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, Scope::Admin)?;
+    let limit = parse_limit(&q, 50)?;
+    let status = q.get("status").cloned();
+    if let Some(st) = &status {
+        if !matches!(st.as_str(), "pending" | "processing" | "done" | "failed") {
+            return Err(bad(format!(
+                "status must be pending, processing, done or failed, not {st:?}"
+            )));
+        }
+    }
+    let after = match q.get("cursor") {
+        None => None,
+        Some(c) => {
+            let (ms, id) = c
+                .split_once('_')
+                .ok_or_else(|| bad(format!("bad cursor {c:?}")))?;
+            let ms = ms
+                .parse::<i64>()
+                .map_err(|_| bad(format!("bad cursor {c:?}")))?;
+            Some((ms, id.to_string()))
+        }
+    };
+    let query = ListQuery {
+        signature: q.get("signature").cloned(),
+        status,
+        since: parse_ms(&q, "since")?,
+        until: parse_ms(&q, "until")?,
+        after,
+        limit: limit + 1,
+    };
+    let mut rows = crashes::list(&s.db, &query).await?;
+    let next = if rows.len() > usize::try_from(limit).unwrap_or(usize::MAX) {
+        rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        rows.last().map(|r| format!("{}_{}", r.received_at, r.id))
+    } else {
+        None
+    };
+    let items: Vec<Value> = rows.iter().map(summary).collect();
+    Ok(Json(json!({ "crashes": items, "next_cursor": next })))
+}

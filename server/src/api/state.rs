@@ -1,0 +1,87 @@
+//! `AppState`: what every handler shares. Clone is cheap (handles and `Arc`s).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use worker::cache::TablesCache;
+use worker::jobs::JobMetrics;
+use worker::store::{Blobs, Db};
+
+/// What a bearer token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Upload crashes.
+    Ingest,
+    /// Upload and read binaries.
+    Symbols,
+    /// Everything, including reading crashes.
+    Admin,
+}
+
+impl Scope {
+    /// From `ingest`, `symbols`, `admin`.
+    pub fn parse(s: &str) -> Option<Scope> {
+        match s {
+            "ingest" => Some(Scope::Ingest),
+            "symbols" => Some(Scope::Symbols),
+            "admin" => Some(Scope::Admin),
+            _ => None,
+        }
+    }
+    /// The scope's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Ingest => "ingest",
+            Scope::Symbols => "symbols",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+/// A configured bearer token.
+#[derive(Clone)]
+pub struct Token {
+    pub secret: String,
+    pub scopes: Vec<Scope>,
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Token")
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Server configuration fixed at start.
+#[derive(Debug)]
+pub struct Config {
+    /// Empty: no authentication (loopback only).
+    pub tokens: Vec<Token>,
+    /// Largest body accepted on the wire (Content-Length).
+    pub max_body_bytes: u64,
+    /// Largest body after decompression.
+    pub max_decompressed_bytes: u64,
+}
+
+/// Counters of the API, read by `/metrics`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub crash_uploads: AtomicU64,
+    pub binary_uploads: AtomicU64,
+    pub rejected_uploads: AtomicU64,
+}
+
+/// Shared by every handler.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub db: Db,
+    pub blobs: Blobs,
+    pub cache: TablesCache,
+    pub metrics: Arc<Metrics>,
+    pub job_metrics: Arc<JobMetrics>,
+    /// Wakes this process's workers when a crash is queued.
+    pub wake: Arc<Notify>,
+}

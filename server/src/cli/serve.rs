@@ -1,0 +1,126 @@
+//! `postmortem serve`: the HTTP API plus in-process workers. With no options it runs on a
+//! fresh machine: SQLite (WAL) and blobs under `./postmortem-data`, 127.0.0.1:8080.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::sync::{watch, Notify};
+use worker::cache::TablesCache;
+use worker::jobs::{JobMetrics, Runner};
+
+use super::{JobArgs, StorageArgs};
+use crate::api::state::{AppState, Config, Metrics, Scope, Token};
+
+/// Arguments of `postmortem serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub storage: StorageArgs,
+    #[command(flatten)]
+    pub jobs: JobArgs,
+    /// Address to listen on (port 0 picks a free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// A bearer token and its scopes, `TOKEN:ingest,symbols,admin`. Repeatable. Without
+    /// any, every request is accepted and the server listens on loopback only.
+    #[arg(long = "token", env = "POSTMORTEM_TOKENS", value_delimiter = ' ')]
+    pub tokens: Vec<String>,
+    /// Largest request body accepted on the wire, MiB.
+    #[arg(long, default_value_t = 512)]
+    pub max_body_mb: u64,
+    /// Largest body after decompression, MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub max_decompressed_mb: u64,
+}
+
+/// Parses `TOKEN:scope,scope`.
+fn parse_token(s: &str) -> anyhow::Result<Token> {
+    let (token, scopes) = s
+        .rsplit_once(':')
+        .with_context(|| "a token is TOKEN:SCOPES, e.g. s3cret:ingest,symbols".to_string())?;
+    anyhow::ensure!(!token.is_empty(), "empty token in --token");
+    let scopes = scopes
+        .split(',')
+        .map(|sc| {
+            Scope::parse(sc.trim())
+                .with_context(|| format!("unknown scope {sc:?} (ingest, symbols, admin)"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(Token {
+        secret: token.to_string(),
+        scopes,
+    })
+}
+
+/// Runs the server until SIGTERM/Ctrl-C.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let tokens = args
+        .tokens
+        .iter()
+        .filter(|t| !t.is_empty())
+        .map(|t| parse_token(t))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if tokens.is_empty() {
+        anyhow::ensure!(
+            args.listen.ip().is_loopback(),
+            "refusing to listen on {} without tokens: pass --token TOKEN:SCOPES, or listen on a loopback address",
+            args.listen
+        );
+        tracing::warn!("no --token configured: every request is accepted, so the server listens on loopback only");
+    }
+
+    let db = args.storage.db().await?;
+    db.migrate().await.context("migrating the database")?;
+    let blobs = args.storage.blobs()?;
+    let cache = TablesCache::new(args.jobs.cache_mb.saturating_mul(1 << 20));
+    let job_metrics = Arc::new(JobMetrics::default());
+    let wake = Arc::new(Notify::new());
+    let runner = Runner {
+        db: db.clone(),
+        blobs: blobs.clone(),
+        cache: cache.clone(),
+        config: args.jobs.config(),
+        metrics: job_metrics.clone(),
+        wake: wake.clone(),
+    };
+    let state = AppState {
+        config: Arc::new(Config {
+            tokens,
+            max_body_bytes: args.max_body_mb.saturating_mul(1 << 20),
+            max_decompressed_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
+        }),
+        db: db.clone(),
+        blobs,
+        cache,
+        metrics: Arc::new(Metrics::default()),
+        job_metrics,
+        wake,
+    };
+
+    let (stop, stopped) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for i in 0..args.jobs.workers {
+        tasks.push(tokio::spawn(
+            runner.clone().run(super::worker_name(i), stopped.clone()),
+        ));
+    }
+
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    tracing::info!(%addr, backend = db.kind(), workers = tasks.len(), "serving");
+    // Tests and scripts read this line to learn the port when listening on port 0.
+    println!("postmortem listening on http://{addr}");
+    axum::serve(listener, crate::api::router(state))
+        .with_graceful_shutdown(super::shutdown_signal())
+        .await
+        .context("serving HTTP")?;
+    let _ = stop.send(true);
+    for t in tasks {
+        let _ = t.await;
+    }
+    db.close().await;
+    Ok(())
+}

@@ -1,0 +1,580 @@
+//! API tests against the real `postmortem serve` binary on a free port (SQLite in a temp
+//! dir), with real HTTP requests: binaries, a real core from a crashed C program, Crashpad
+//! gzip multipart, bad uploads, tokens.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test: `POSTMORTEM_BIN` when set (a copy taken right after the build,
+/// for target dirs shared between branches), else the one cargo built for this test.
+fn bin() -> PathBuf {
+    std::env::var_os("POSTMORTEM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_postmortem")))
+}
+
+/// A running server; killed on drop.
+struct Server {
+    child: Child,
+    base: String,
+    dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn postmortem serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let base = line
+            .trim()
+            .strip_prefix("postmortem listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Server { child, base, dir }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("client")
+}
+
+/// Compiles `src` with gcc (with a build-id) into `dir/name`.
+fn compile(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).expect("write C source");
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-g", "-O0", "-Wl,--build-id", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .expect("gcc must be installed");
+    assert!(st.success(), "gcc failed");
+    out
+}
+
+const CRASHER: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) void crash(volatile int *p) { *p = 42; }
+__attribute__((noinline)) void middle(volatile int *p) { crash(p); puts(""); }
+int main(void) { middle((volatile int *)0); return 0; }
+"#;
+
+/// Runs the crasher with core dumps on and returns the core's bytes.
+fn make_core(dir: &Path, prog: &Path) -> Vec<u8> {
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -c unlimited; exec {}", prog.display()))
+        .current_dir(dir)
+        .status()
+        .expect("run crasher");
+    assert!(!st.success(), "the crasher did not crash");
+    let core = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == "core" || n.starts_with("core."))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no core file written in {} (check /proc/sys/kernel/core_pattern)",
+                dir.display()
+            )
+        });
+    std::fs::read(core).expect("read core")
+}
+
+async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v: Value = c
+            .get(s.url(&format!("/api/v1/crashes/{id}")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let st = v["status"].as_str().unwrap_or_default().to_string();
+        if st == "done" || st == "failed" {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "crash {id} still {st} after 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Until the engine's ELF core reader lands on this branch, the adapter's `read_dump`
+/// refuses cores as "not supported yet": accept exactly that failure, nothing else.
+// ENGINE HOOK: once merged with the engine, require `done` unconditionally.
+fn assert_processed(v: &Value) {
+    if v["status"] == "failed" {
+        let err = v["error"].as_str().unwrap_or_default();
+        assert!(err.contains("unsupported dump"), "job failed: {err}");
+        eprintln!("NOTE: engine not merged yet; job failed with {err:?}");
+        return;
+    }
+    assert_eq!(v["status"], "done", "{v}");
+    assert_eq!(v["report"]["schema"], "postmortem.report/1");
+}
+
+#[tokio::test]
+async fn binary_upload_is_idempotent() {
+    let s = Server::start(&[]);
+    let c = client();
+    let prog = compile(s.dir.path(), "prog", CRASHER);
+    let bytes = std::fs::read(&prog).unwrap();
+    let r1 = c
+        .post(s.url("/api/v1/binaries"))
+        .header("x-file-name", "prog")
+        .body(bytes.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r1.status(), 201);
+    let v1: Value = r1.json().await.unwrap();
+    let b = &v1["binaries"][0];
+    assert_eq!(b["kind"], "executable");
+    assert_eq!(b["arch"], "x86_64");
+    assert_eq!(b["created"], true);
+    assert!(b["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s == "eh_frame"));
+    assert!(b["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s == "debug_info"));
+    let build_id = b["build_id"].as_str().unwrap().to_string();
+
+    let r2 = c
+        .post(s.url("/api/v1/binaries"))
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r2.status(), 200);
+    let v2: Value = r2.json().await.unwrap();
+    assert_eq!(v2["binaries"][0]["created"], false);
+    assert_eq!(v2["binaries"][0]["sha256"], b["sha256"]);
+
+    let got: Value = c
+        .get(s.url(&format!("/api/v1/binaries/{build_id}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["binaries"].as_array().unwrap().len(), 1);
+    let q: Value = c
+        .get(s.url(&format!("/api/v1/binaries?build_id={build_id}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(q["binaries"].as_array().unwrap().len(), 1);
+    let nf = c.get(s.url("/api/v1/binaries/00ff")).send().await.unwrap();
+    assert_eq!(nf.status(), 404);
+    assert_eq!(nf.headers()["content-type"], "application/problem+json");
+
+    // Multipart with two files: one known (200 alone), one new → 201.
+    let lib = compile(s.dir.path(), "other", "int main(void){return 1;}");
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "a",
+            reqwest::multipart::Part::bytes(std::fs::read(&prog).unwrap()).file_name("prog"),
+        )
+        .part(
+            "b",
+            reqwest::multipart::Part::bytes(std::fs::read(&lib).unwrap()).file_name("other"),
+        );
+    let r3 = c
+        .post(s.url("/api/v1/binaries"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r3.status(), 201);
+    let v3: Value = r3.json().await.unwrap();
+    assert_eq!(v3["binaries"][0]["created"], false);
+    assert_eq!(v3["binaries"][1]["created"], true);
+
+    // Not a binary; a core file as a binary.
+    let r = c
+        .post(s.url("/api/v1/binaries"))
+        .body("hello")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["code"], "not-a-binary");
+}
+
+#[tokio::test]
+async fn core_upload_is_processed() {
+    let s = Server::start(&[]);
+    let c = client();
+    let work = tempfile::tempdir().unwrap();
+    let prog = compile(work.path(), "prog", CRASHER);
+    let core = make_core(work.path(), &prog);
+    let r = c
+        .post(s.url("/api/v1/binaries"))
+        .body(std::fs::read(&prog).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+
+    let r = c
+        .post(s.url("/api/v1/crashes"))
+        .body(core.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["status"], "pending");
+    let id = v["id"].as_str().unwrap().to_string();
+    let done = poll_done(&c, &s, &id).await;
+    assert_processed(&done);
+    assert_eq!(done["dump"]["format"], "elf-core");
+    assert_eq!(done["dump"]["size"], core.len());
+
+    // ?wait= answers with the finished crash.
+    let r = c
+        .post(s.url("/api/v1/crashes?wait=30"))
+        .body(core.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_processed(&v);
+
+    // Crashpad: gzip-encoded multipart with annotations → plain-text id.
+    let boundary = "----pmtestboundary";
+    let mut mp = Vec::new();
+    for (k, val) in [("prod", "myapp"), ("ver", "1.2.3")] {
+        write!(
+            mp,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{val}\r\n"
+        )
+        .unwrap();
+    }
+    write!(mp, "--{boundary}\r\nContent-Disposition: form-data; name=\"upload_file_minidump\"; filename=\"dump\"\r\nContent-Type: application/octet-stream\r\n\r\n").unwrap();
+    mp.extend_from_slice(&core);
+    write!(mp, "\r\n--{boundary}--\r\n").unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&mp).unwrap();
+    let body = gz.finish().unwrap();
+    let r = c
+        .post(s.url("/api/v1/crashes"))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .header("content-encoding", "gzip")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let id = r.text().await.unwrap().trim().to_string();
+    let v = poll_done(&c, &s, &id).await;
+    assert_eq!(v["annotations"]["prod"], "myapp");
+    assert_eq!(v["annotations"]["ver"], "1.2.3");
+    assert_eq!(v["dump"]["size"], core.len());
+
+    // Listing, newest first, keyset pages of one.
+    let page: Value = c
+        .get(s.url("/api/v1/crashes?limit=1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["crashes"][0]["id"], id);
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let page2: Value = c
+        .get(s.url(&format!("/api/v1/crashes?limit=5&cursor={cursor}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page2["crashes"].as_array().unwrap().len(), 2);
+    assert!(page2["next_cursor"].is_null());
+
+    let metrics = c
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("postmortem_uploads_total{kind=\"crash\"} 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("postmortem_processing_seconds_count"),
+        "{metrics}"
+    );
+    let spec = c
+        .get(s.url("/api/v1/openapi.yaml"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(spec.starts_with("openapi: 3.1.0"));
+}
+
+/// Sends a request by hand (for a Content-Length the body does not have) and returns the
+/// status line and body.
+fn raw_request(addr: &str, head: &str, body: &[u8]) -> (String, String) {
+    let mut sock = std::net::TcpStream::connect(addr).expect("connect");
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    sock.write_all(head.as_bytes()).unwrap();
+    let _ = sock.write_all(body);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+        if out.windows(4).any(|w| w == b"\r\n\r\n") && out.ends_with(b"}") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.lines().next().unwrap_or_default().to_string();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test]
+async fn bad_uploads_are_refused_and_store_nothing() {
+    let s = Server::start(&["--max-body-mb", "16", "--max-decompressed-mb", "4"]);
+    let c = client();
+    let work = tempfile::tempdir().unwrap();
+    let prog = compile(work.path(), "prog", CRASHER);
+    let core = make_core(work.path(), &prog);
+
+    let check = |status: u16, code: &'static str| {
+        move |(st, v): (u16, Value)| {
+            assert_eq!(st, status, "{v}");
+            assert_eq!(v["code"], code, "{v}");
+            assert!(!v["detail"].as_str().unwrap_or_default().is_empty());
+            v
+        }
+    };
+    async fn post(
+        c: &reqwest::Client,
+        url: String,
+        rb: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> (u16, Value) {
+        let r = rb(c.post(url)).send().await.unwrap();
+        let st = r.status().as_u16();
+        assert_eq!(r.headers()["content-type"], "application/problem+json");
+        (st, r.json().await.unwrap())
+    }
+    let url = s.url("/api/v1/crashes");
+    check(422, "not-a-dump")(post(&c, url.clone(), |r| r.body("this is not a dump")).await);
+    check(422, "not-a-core")(
+        post(&c, url.clone(), |r| r.body(std::fs::read(&prog).unwrap())).await,
+    );
+    let v =
+        check(422, "truncated-dump")(post(&c, url.clone(), |r| r.body(core[..100].to_vec())).await);
+    assert!(v["detail"].as_str().unwrap().contains("truncated"));
+    // A truncated gzip stream.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&core).unwrap();
+    let gz = gz.finish().unwrap();
+    check(400, "bad-encoding")(
+        post(&c, url.clone(), |r| {
+            r.header("content-encoding", "gzip")
+                .body(gz[..gz.len() / 2].to_vec())
+        })
+        .await,
+    );
+    check(415, "unsupported-encoding")(
+        post(&c, url.clone(), |r| {
+            r.header("content-encoding", "br").body(core.clone())
+        })
+        .await,
+    );
+    // A multipart upload without the dump part.
+    let form = reqwest::multipart::Form::new().text("prod", "x");
+    check(400, "missing-minidump")(post(&c, url.clone(), |r| r.multipart(form)).await);
+
+    // A gzip bomb: 64 MiB of zeros in ~64 KiB, against a 4 MiB decompressed limit.
+    let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..64 {
+        bomb.write_all(&zeros).unwrap();
+    }
+    let bomb = bomb.finish().unwrap();
+    assert!(bomb.len() < 1 << 20);
+    // The server answers as soon as the limit is passed, possibly before the client has
+    // sent everything, so this goes over a raw socket that ignores a closed write side.
+    let head = format!(
+        "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        s.addr(),
+        bomb.len()
+    );
+    let (status, body) = raw_request(&s.addr(), &head, &bomb);
+    assert!(status.contains("413"), "{status} {body}");
+    assert!(
+        body.contains("decompressed-too-large") && body.contains(&(4u64 << 20).to_string()),
+        "{body}"
+    );
+
+    // 10 GB claimed: refused before the body is read.
+    let head = format!(
+        "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: 10737418240\r\nConnection: close\r\n\r\n",
+        s.addr()
+    );
+    let (status, body) = raw_request(&s.addr(), &head, b"MDMP");
+    assert!(status.contains("413"), "{status} {body}");
+    assert!(
+        body.contains("body-too-large") && body.contains(&(16u64 << 20).to_string()),
+        "{body}"
+    );
+
+    // Nothing was stored: no crash rows, no dump blobs.
+    let list: Value = c
+        .get(s.url("/api/v1/crashes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["crashes"].as_array().unwrap().len(), 0, "{list}");
+    let blobs = s.dir.path().join("data/blobs");
+    let stored = walk_files(&blobs);
+    assert!(stored.is_empty(), "blobs stored: {stored:?}");
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn tokens_and_scopes() {
+    let s = Server::start(&["--token", "ing:ingest", "--token", "adm:admin"]);
+    let c = client();
+    let r = c.get(s.url("/api/v1/crashes")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = c
+        .get(s.url("/api/v1/crashes"))
+        .bearer_auth("ing")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = c
+        .get(s.url("/api/v1/crashes"))
+        .bearer_auth("adm")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = c
+        .post(s.url("/api/v1/binaries"))
+        .bearer_auth("ing")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(c.get(s.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(c.get(s.url("/readyz")).send().await.unwrap().status(), 200);
+}
+
+#[test]
+fn no_tokens_refuses_non_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without tokens"), "{err}");
+}

@@ -1,0 +1,331 @@
+//! Store tests, each run on SQLite and on PostgreSQL (a fresh, uniquely named database
+//! created on 127.0.0.1:5432 and dropped afterwards). Without PostgreSQL the tests fail,
+//! saying why, unless `POSTMORTEM_SKIP_PG=1`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use worker::store::binaries::{self, BinaryRow};
+use worker::store::crashes::{self, ListQuery, NewCrash, Outcome};
+use worker::store::{missing, tables, Db};
+
+const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A database for one test; the PostgreSQL one is dropped by `finish`.
+struct TestDb {
+    db: Db,
+    pg_name: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    async fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let db = Db::connect(&url).await.expect("sqlite connect");
+        db.migrate().await.expect("sqlite migrate");
+        TestDb {
+            db,
+            pg_name: None,
+            _dir: Some(dir),
+        }
+    }
+
+    async fn postgres() -> Option<TestDb> {
+        let admin = match Db::connect(PG_ADMIN_URL).await {
+            Ok(db) => db,
+            Err(e) => {
+                if std::env::var("POSTMORTEM_SKIP_PG").as_deref() == Ok("1") {
+                    eprintln!("PostgreSQL unreachable at {PG_ADMIN_URL} ({e}); skipped (POSTMORTEM_SKIP_PG=1)");
+                    return None;
+                }
+                panic!("PostgreSQL unreachable at {PG_ADMIN_URL}: {e}. Start it, or set POSTMORTEM_SKIP_PG=1 to skip");
+            }
+        };
+        let name = format!("pm_test_{}", crashes::new_id());
+        let worker::store::Backend::Postgres(pool) = admin.backend() else {
+            unreachable!()
+        };
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(pool)
+            .await
+            .expect("create database");
+        admin.close().await;
+        let db = Db::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+            .await
+            .expect("pg connect");
+        db.migrate().await.expect("pg migrate");
+        Some(TestDb {
+            db,
+            pg_name: Some(name),
+            _dir: None,
+        })
+    }
+
+    async fn finish(self) {
+        self.db.close().await;
+        if let Some(name) = self.pg_name {
+            let admin = Db::connect(PG_ADMIN_URL).await.expect("pg admin");
+            let worker::store::Backend::Postgres(pool) = admin.backend() else {
+                unreachable!()
+            };
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(pool)
+            .await
+            .expect("drop database");
+            admin.close().await;
+        }
+    }
+}
+
+/// Runs `$body` (an async fn taking `&Db`) on both backends.
+macro_rules! both {
+    ($sqlite:ident, $pg:ident, $body:path) => {
+        #[tokio::test]
+        async fn $sqlite() {
+            let t = TestDb::sqlite().await;
+            $body(&t.db).await;
+            t.finish().await;
+        }
+        #[tokio::test]
+        async fn $pg() {
+            let Some(t) = TestDb::postgres().await else {
+                return;
+            };
+            $body(&t.db).await;
+            t.finish().await;
+        }
+    };
+}
+
+fn crash(id: &str, at: i64) -> NewCrash {
+    NewCrash {
+        id: id.into(),
+        received_at: at,
+        dump_sha256: "ab".repeat(32),
+        dump_size: 10,
+        dump_format: "elf-core".into(),
+        annotations: r#"{"prod":"x"}"#.into(),
+    }
+}
+
+async fn lease_and_finish(db: &Db) {
+    crashes::insert(db, &crash("c1", 1000)).await.unwrap();
+    let l = crashes::lease(db, "w1", 5000, 60_000, 3)
+        .await
+        .unwrap()
+        .expect("a job");
+    assert_eq!((l.id.as_str(), l.attempts), ("c1", 1));
+    assert!(
+        crashes::lease(db, "w2", 5000, 60_000, 3)
+            .await
+            .unwrap()
+            .is_none(),
+        "leased twice"
+    );
+    let done = Outcome::Done {
+        report: "{}".into(),
+        signature: Some("sig".into()),
+    };
+    assert!(crashes::finish(db, &l, "w1", 6000, 3, &done).await.unwrap());
+    let row = crashes::get(db, "c1").await.unwrap().unwrap();
+    assert_eq!(row.status, "done");
+    assert_eq!(row.processing_ms, Some(1000));
+    assert_eq!(row.signature.as_deref(), Some("sig"));
+}
+both!(
+    lease_and_finish_sqlite,
+    lease_and_finish_postgres,
+    lease_and_finish
+);
+
+/// A job leased by a worker that died is picked up again once the lease expires, and
+/// the dead worker can no longer finish it.
+async fn lease_expiry(db: &Db) {
+    crashes::insert(db, &crash("c1", 1000)).await.unwrap();
+    let dead = crashes::lease(db, "dead", 5000, 1000, 3)
+        .await
+        .unwrap()
+        .expect("a job");
+    assert!(
+        crashes::lease(db, "alive", 5500, 1000, 3)
+            .await
+            .unwrap()
+            .is_none(),
+        "lease not yet expired"
+    );
+    let again = crashes::lease(db, "alive", 7000, 1000, 3)
+        .await
+        .unwrap()
+        .expect("expired lease returns");
+    assert_eq!((again.id.as_str(), again.attempts), ("c1", 2));
+    let done = Outcome::Done {
+        report: "{}".into(),
+        signature: None,
+    };
+    assert!(
+        !crashes::finish(db, &dead, "dead", 7100, 3, &done)
+            .await
+            .unwrap(),
+        "a lost lease must not finish"
+    );
+    assert!(crashes::finish(db, &again, "alive", 7200, 3, &done)
+        .await
+        .unwrap());
+    assert_eq!(
+        crashes::get(db, "c1").await.unwrap().unwrap().status,
+        "done"
+    );
+}
+both!(lease_expiry_sqlite, lease_expiry_postgres, lease_expiry);
+
+/// Attempts are bounded: after the last expired lease the job ends failed with a reason.
+async fn attempts_bounded(db: &Db) {
+    crashes::insert(db, &crash("c1", 1000)).await.unwrap();
+    let mut now = 2000;
+    for attempt in 1..=2 {
+        let l = crashes::lease(db, "w", now, 100, 2)
+            .await
+            .unwrap()
+            .expect("a job");
+        assert_eq!(l.attempts, attempt);
+        now += 1000;
+    }
+    assert!(crashes::lease(db, "w", now, 100, 2)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(crashes::fail_exhausted(db, now, 2).await.unwrap(), 1);
+    let row = crashes::get(db, "c1").await.unwrap().unwrap();
+    assert_eq!(row.status, "failed");
+    assert!(row.error.unwrap().contains("gave up after 2 attempts"));
+    // A transient failure on the last attempt fails too; earlier ones requeue.
+    crashes::insert(db, &crash("c2", 1000)).await.unwrap();
+    let l = crashes::lease(db, "w", now, 100, 2).await.unwrap().unwrap();
+    let retry = Outcome::Retry {
+        reason: "db hiccup".into(),
+    };
+    assert!(crashes::finish(db, &l, "w", now, 2, &retry).await.unwrap());
+    assert_eq!(
+        crashes::get(db, "c2").await.unwrap().unwrap().status,
+        "pending"
+    );
+}
+both!(
+    attempts_bounded_sqlite,
+    attempts_bounded_postgres,
+    attempts_bounded
+);
+
+async fn keyset_listing(db: &Db) {
+    for i in 0..5 {
+        crashes::insert(db, &crash(&format!("c{i}"), 1000 + i64::from(i / 2)))
+            .await
+            .unwrap();
+    }
+    let mut q = ListQuery {
+        limit: 2,
+        ..Default::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = crashes::list(db, &q).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        let last = page.last().unwrap();
+        q.after = Some((last.received_at, last.id.clone()));
+        seen.extend(page.into_iter().map(|r| r.id));
+    }
+    assert_eq!(seen, ["c4", "c3", "c2", "c1", "c0"]);
+    let q = ListQuery {
+        since: Some(1001),
+        until: Some(1002),
+        limit: 10,
+        ..Default::default()
+    };
+    let ids: Vec<_> = crashes::list(db, &q)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["c3", "c2"]);
+    let counts = crashes::count_by_status(db).await.unwrap();
+    assert_eq!(counts, vec![("pending".to_string(), 5)]);
+}
+both!(
+    keyset_listing_sqlite,
+    keyset_listing_postgres,
+    keyset_listing
+);
+
+async fn binaries_tables_missing(db: &Db) {
+    let row = BinaryRow {
+        sha256: "cd".repeat(32),
+        build_id: "abcd".into(),
+        arch: Some("x86_64".into()),
+        kind: "executable".into(),
+        file_name: Some("prog".into()),
+        size: 5,
+        sections: "eh_frame,symtab".into(),
+        uploaded_at: 1,
+    };
+    let (_, created) = binaries::insert(db, &row).await.unwrap();
+    assert!(created);
+    let (stored, created) = binaries::insert(db, &row).await.unwrap();
+    assert!(!created);
+    assert_eq!(stored, row);
+    assert_eq!(binaries::by_build_id(db, "abcd").await.unwrap().len(), 1);
+
+    tables::put(db, "abcd", "unwind", 1, b"v1").await.unwrap();
+    assert_eq!(
+        tables::get(db, "abcd", "unwind", 1)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(&b"v1"[..])
+    );
+    assert!(
+        tables::get(db, "abcd", "unwind", 2)
+            .await
+            .unwrap()
+            .is_none(),
+        "a version bump must miss"
+    );
+    tables::put(db, "abcd", "unwind", 1, b"v1b").await.unwrap();
+    assert_eq!(tables::invalidate(db, "abcd").await.unwrap(), 1);
+
+    crashes::insert(db, &crash("c1", 1)).await.unwrap();
+    crashes::insert(db, &crash("c2", 2)).await.unwrap();
+    let l = crashes::lease(db, "w", 10, 1000, 3).await.unwrap().unwrap();
+    missing::record(db, "beef", &l.id, "libfoo.so")
+        .await
+        .unwrap();
+    missing::record(db, "beef", &l.id, "libfoo.so")
+        .await
+        .unwrap();
+    let done = Outcome::Done {
+        report: "{}".into(),
+        signature: None,
+    };
+    crashes::finish(db, &l, "w", 20, 3, &done).await.unwrap();
+    let list = missing::list(db, 10).await.unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(
+        (list[0].build_id.as_str(), list[0].crash_count),
+        ("beef", 1)
+    );
+    assert_eq!(missing::requeue_for(db, "beef").await.unwrap(), 1);
+    assert_eq!(
+        crashes::get(db, &l.id).await.unwrap().unwrap().status,
+        "pending"
+    );
+    assert!(missing::list(db, 10).await.unwrap().is_empty());
+}
+both!(
+    binaries_tables_missing_sqlite,
+    binaries_tables_missing_postgres,
+    binaries_tables_missing
+);

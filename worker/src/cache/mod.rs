@@ -1,0 +1,112 @@
+//! The in-memory tables cache: moka, weighted by bytes, in front of the `tables` rows.
+//!
+//! Keyed by (build-id, table kind, format version) like the database, so a table of an
+//! older format is never served after a version bump. Hits, misses and tables built are
+//! counted for `/metrics`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Which table of a build-id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TableKind {
+    Unwind,
+    Symbols,
+}
+
+impl TableKind {
+    /// The name stored in the database (`unwind`, `symbols`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TableKind::Unwind => "unwind",
+            TableKind::Symbols => "symbols",
+        }
+    }
+}
+
+/// A cache key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TableKey {
+    pub build_id: String,
+    pub kind: TableKind,
+    pub version: u32,
+}
+
+/// Counters, read by `/metrics`.
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    /// Tables built from binaries (not found in cache or database).
+    pub built: AtomicU64,
+}
+
+/// The shared tables cache. Cheap to clone.
+#[derive(Clone)]
+pub struct TablesCache {
+    inner: moka::future::Cache<TableKey, Arc<[u8]>>,
+    stats: Arc<CacheStats>,
+}
+
+impl std::fmt::Debug for TablesCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TablesCache")
+            .field("entries", &self.inner.entry_count())
+            .field("bytes", &self.inner.weighted_size())
+            .finish()
+    }
+}
+
+impl TablesCache {
+    /// A cache holding at most `max_bytes` of table bytes.
+    pub fn new(max_bytes: u64) -> TablesCache {
+        let inner = moka::future::Cache::builder()
+            .max_capacity(max_bytes)
+            .weigher(|k: &TableKey, v: &Arc<[u8]>| {
+                u32::try_from(v.len() + k.build_id.len()).unwrap_or(u32::MAX)
+            })
+            .support_invalidation_closures()
+            .build();
+        TablesCache {
+            inner,
+            stats: Arc::new(CacheStats::default()),
+        }
+    }
+
+    /// The cached bytes, counting a hit or a miss.
+    pub async fn get(&self, key: &TableKey) -> Option<Arc<[u8]>> {
+        let got = self.inner.get(key).await;
+        let counter = if got.is_some() {
+            &self.stats.hits
+        } else {
+            &self.stats.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        got
+    }
+
+    /// Caches `bytes` under `key`.
+    pub async fn insert(&self, key: TableKey, bytes: Arc<[u8]>) {
+        self.inner.insert(key, bytes).await;
+    }
+
+    /// Forgets every table of a build-id (a new file for it arrived).
+    pub fn invalidate_build_id(&self, build_id: &str) {
+        let id = build_id.to_string();
+        // Only fails when closures were not enabled on the builder, which `new` does.
+        let _ = self
+            .inner
+            .invalidate_entries_if(move |k, _| k.build_id == id);
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &CacheStats {
+        &self.stats
+    }
+
+    /// Bytes currently held (after pending maintenance).
+    pub async fn weighted_bytes(&self) -> u64 {
+        self.inner.run_pending_tasks().await;
+        self.inner.weighted_size()
+    }
+}

@@ -1,0 +1,85 @@
+//! The `binaries` table: uploaded binaries and debug files, indexed by build-id.
+
+use super::{Db, StoreError};
+
+/// One stored binary file.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct BinaryRow {
+    pub sha256: String,
+    pub build_id: String,
+    pub arch: Option<String>,
+    pub kind: String,
+    pub file_name: Option<String>,
+    pub size: i64,
+    /// Comma-separated section names (see [`BinaryRow::section_list`]).
+    pub sections: String,
+    pub uploaded_at: i64,
+}
+
+impl BinaryRow {
+    /// The sections as a list.
+    pub fn section_list(&self) -> Vec<&str> {
+        self.sections.split(',').filter(|s| !s.is_empty()).collect()
+    }
+}
+
+const COLUMNS: &str = "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at";
+
+/// Inserts `row` unless a binary with the same sha256 exists. Returns the stored row
+/// and whether it was created by this call.
+pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), StoreError> {
+    let sql = format!(
+        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+         ON CONFLICT (sha256) DO NOTHING"
+    );
+    let done = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&row.sha256)
+        .bind(&row.build_id)
+        .bind(&row.arch)
+        .bind(&row.kind)
+        .bind(&row.file_name)
+        .bind(row.size)
+        .bind(&row.sections)
+        .bind(row.uploaded_at)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    let stored = by_sha256(db, &row.sha256)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt(format!("binary {} vanished", row.sha256)))?;
+    Ok((stored, done == 1))
+}
+
+/// The binary with this content hash.
+pub async fn by_sha256(db: &Db, sha256: &str) -> Result<Option<BinaryRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM binaries WHERE sha256 = $1");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(sha256)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// Every file uploaded for a build-id, oldest first.
+pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM binaries WHERE build_id = $1 ORDER BY uploaded_at, sha256");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(build_id)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
+/// The most recent binaries, newest first (listing without a filter).
+pub async fn recent(db: &Db, limit: i64) -> Result<Vec<BinaryRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM binaries ORDER BY uploaded_at DESC, sha256 LIMIT $1");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(limit)
+        .fetch_all(p)
+        .await)?,
+    )
+}

@@ -1,0 +1,274 @@
+//! The `crashes` table, which is also the job queue.
+//!
+//! A job is a row with `status = 'pending'`. A worker leases it (`processing`, with
+//! `lease_until` and `leased_by`), and finishes it only while the lease is still its own
+//! (same `leased_by` and `attempts`), so a worker that lost its lease can never overwrite
+//! the work of the one that took over. An expired lease makes the row leasable again;
+//! after `max_attempts` leases it ends `failed` instead.
+
+use super::{Backend, Db, StoreError};
+
+/// One crash as stored.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CrashRow {
+    pub id: String,
+    /// `pending`, `processing`, `done` or `failed`.
+    pub status: String,
+    pub received_at: i64,
+    pub dump_sha256: String,
+    pub dump_size: i64,
+    /// `elf-core` or `minidump` (from the magic bytes).
+    pub dump_format: String,
+    /// JSON object of string → string.
+    pub annotations: String,
+    pub attempts: i32,
+    pub lease_until: Option<i64>,
+    pub leased_by: Option<String>,
+    pub error: Option<String>,
+    /// The `postmortem.report/1` JSON document, once done.
+    pub report: Option<String>,
+    pub signature: Option<String>,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    pub processing_ms: Option<i64>,
+}
+
+const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
+    annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
+    finished_at, processing_ms";
+
+/// A crash about to be inserted.
+#[derive(Debug, Clone)]
+pub struct NewCrash {
+    pub id: String,
+    pub received_at: i64,
+    pub dump_sha256: String,
+    pub dump_size: i64,
+    pub dump_format: String,
+    pub annotations: String,
+}
+
+/// A new, time-ordered crash id (UUIDv7, hyphenless).
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+/// Inserts a pending crash.
+pub async fn insert(db: &Db, c: &NewCrash) -> Result<(), StoreError> {
+    let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
+               dump_format, annotations, attempts) VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0)";
+    crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(&c.id)
+        .bind(c.received_at)
+        .bind(&c.dump_sha256)
+        .bind(c.dump_size)
+        .bind(&c.dump_format)
+        .bind(&c.annotations)
+        .execute(p)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// One crash by id.
+pub async fn get(db: &Db, id: &str) -> Result<Option<CrashRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM crashes WHERE id = $1");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(id)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// Filters and the keyset position of a listing (newest first).
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub signature: Option<String>,
+    pub status: Option<String>,
+    /// Inclusive lower bound on `received_at`.
+    pub since: Option<i64>,
+    /// Exclusive upper bound on `received_at`.
+    pub until: Option<i64>,
+    /// Continue after this (received_at, id).
+    pub after: Option<(i64, String)>,
+    pub limit: i64,
+}
+
+/// Crashes matching `q`, newest first, at most `q.limit`.
+pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM crashes WHERE \
+         ($1 IS NULL OR signature = $1) AND ($2 IS NULL OR status = $2) AND \
+         ($3 IS NULL OR received_at >= $3) AND ($4 IS NULL OR received_at < $4) AND \
+         ($5 IS NULL OR received_at < $5 OR (received_at = $5 AND id < $6)) \
+         ORDER BY received_at DESC, id DESC LIMIT $7"
+    );
+    let (after_ms, after_id) = match &q.after {
+        Some((ms, id)) => (Some(*ms), Some(id.clone())),
+        None => (None, None),
+    };
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&q.signature)
+        .bind(&q.status)
+        .bind(q.since)
+        .bind(q.until)
+        .bind(after_ms)
+        .bind(&after_id)
+        .bind(q.limit)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
+/// Number of crashes per status (for `/metrics`).
+pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, StoreError> {
+    let sql = "SELECT status, COUNT(*) FROM crashes GROUP BY status ORDER BY status";
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, (String, i64)>(sql)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
+/// A leased job: what the worker needs, and the lease it must present to finish it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Lease {
+    pub id: String,
+    pub attempts: i32,
+    pub dump_sha256: String,
+    pub annotations: String,
+}
+
+/// Fails every job whose lease expired after its last allowed attempt. Returns how many.
+pub async fn fail_exhausted(db: &Db, now: i64, max_attempts: i32) -> Result<u64, StoreError> {
+    let sql = "UPDATE crashes SET status = 'failed', lease_until = NULL, finished_at = $1, \
+               error = 'gave up after ' || CAST(attempts AS TEXT) || \
+               ' attempts: the lease expired each time (the worker died or the job outlived its lease)' \
+               WHERE status = 'processing' AND lease_until < $1 AND attempts >= $2";
+    let n = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(now)
+        .bind(max_attempts)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(n)
+}
+
+/// Leases the oldest job that is pending or whose lease expired (with attempts left),
+/// for `lease_ms`, to `worker`.
+pub async fn lease(
+    db: &Db,
+    worker: &str,
+    now: i64,
+    lease_ms: i64,
+    max_attempts: i32,
+) -> Result<Option<Lease>, StoreError> {
+    // The claim is one statement on both databases. PostgreSQL: concurrent workers skip
+    // rows another transaction has locked instead of waiting on them. SQLite: a single
+    // writer, so the UPDATE with its subquery is atomic already.
+    let pick = "SELECT id FROM crashes WHERE status = 'pending' \
+                OR (status = 'processing' AND lease_until < $3 AND attempts < $4) \
+                ORDER BY received_at, id LIMIT 1";
+    let sql = match db.backend() {
+        Backend::Postgres(_) => format!(
+            "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
+             lease_until = $1, leased_by = $2, started_at = $3 \
+             WHERE id = ({pick} FOR UPDATE SKIP LOCKED) \
+             RETURNING id, attempts, dump_sha256, annotations"
+        ),
+        Backend::Sqlite(_) => format!(
+            "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
+             lease_until = $1, leased_by = $2, started_at = $3 \
+             WHERE id = ({pick}) \
+             RETURNING id, attempts, dump_sha256, annotations"
+        ),
+    };
+    let until = now.saturating_add(lease_ms);
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, Lease>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(until)
+        .bind(worker)
+        .bind(now)
+        .bind(max_attempts)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// Extends a lease still held (a long job keeps its claim). False if it was lost.
+pub async fn renew(db: &Db, lease: &Lease, worker: &str, until: i64) -> Result<bool, StoreError> {
+    let sql = "UPDATE crashes SET lease_until = $1 WHERE id = $2 AND leased_by = $3 \
+               AND attempts = $4 AND status = 'processing'";
+    let n = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(until)
+        .bind(&lease.id)
+        .bind(worker)
+        .bind(lease.attempts)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(n == 1)
+}
+
+/// How a job ended.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The report, and its signature text if any.
+    Done {
+        report: String,
+        signature: Option<String>,
+    },
+    /// A permanent failure (the dump cannot be read, the engine panicked or timed out).
+    Failed { reason: String },
+    /// A transient failure: back to the queue if attempts remain, else failed.
+    Retry { reason: String },
+}
+
+/// Finishes a leased job, only if the lease is still ours. False if it was lost (another
+/// worker took the job over after our lease expired; its result wins).
+pub async fn finish(
+    db: &Db,
+    lease: &Lease,
+    worker: &str,
+    now: i64,
+    max_attempts: i32,
+    outcome: &Outcome,
+) -> Result<bool, StoreError> {
+    let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
+    let n = match outcome {
+        Outcome::Done { report, signature } => {
+            let sql = format!(
+                "UPDATE crashes SET status = 'done', report = $4, signature = $5, error = NULL, \
+                 lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at {guard}"
+            );
+            crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(&lease.id).bind(worker).bind(lease.attempts)
+                .bind(report).bind(signature).bind(now)
+                .execute(p).await.map(|r| r.rows_affected()))?
+        }
+        Outcome::Failed { reason } => {
+            let sql = format!(
+                "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
+                 finished_at = $5, processing_ms = $5 - started_at {guard}"
+            );
+            crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(&lease.id).bind(worker).bind(lease.attempts)
+                .bind(reason).bind(now)
+                .execute(p).await.map(|r| r.rows_affected()))?
+        }
+        Outcome::Retry { reason } => {
+            let sql = format!(
+                "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
+                 error = $4, lease_until = NULL, leased_by = NULL, \
+                 finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
+            );
+            crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(&lease.id).bind(worker).bind(lease.attempts)
+                .bind(reason).bind(max_attempts).bind(now)
+                .execute(p).await.map(|r| r.rows_affected()))?
+        }
+    };
+    Ok(n == 1)
+}

@@ -1,0 +1,112 @@
+//! The database handle: a SQLite or PostgreSQL pool, opened and migrated.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+
+use super::StoreError;
+
+/// Both migration directories, embedded at compile time.
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Which database a [`Db`] talks to.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// A cheap-to-clone database handle.
+#[derive(Debug, Clone)]
+pub struct Db {
+    backend: Backend,
+}
+
+/// Runs one expression against whichever pool `$db` holds: the same query text and binds
+/// are compiled once per backend.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! on_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db.backend() {
+            $crate::store::Backend::Sqlite($pool) => $body,
+            $crate::store::Backend::Postgres($pool) => $body,
+        }
+    };
+}
+
+impl Db {
+    /// Connects to `url` (`sqlite://path` — created if missing, WAL mode — or
+    /// `postgres://…`). Does not migrate: see [`Db::migrate`].
+    pub async fn connect(url: &str) -> Result<Db, StoreError> {
+        let backend = if url.starts_with("sqlite:") {
+            let opts = SqliteConnectOptions::from_str(url)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(opts)
+                .await?;
+            Backend::Sqlite(pool)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(url)
+                .await?;
+            Backend::Postgres(pool)
+        } else {
+            return Err(StoreError::UnsupportedUrl(url.to_string()));
+        };
+        Ok(Db { backend })
+    }
+
+    /// Applies the embedded migrations of this backend's dialect.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(p) => SQLITE_MIGRATIONS.run(p).await?,
+            Backend::Postgres(p) => POSTGRES_MIGRATIONS.run(p).await?,
+        }
+        Ok(())
+    }
+
+    /// The pool, for the query modules.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn kind(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Whether the database answers (`GET /readyz`).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        on_pool!(self, p => sqlx::query("SELECT 1").execute(p).await.map(|_| ()))?;
+        Ok(())
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(p) => p.close().await,
+            Backend::Postgres(p) => p.close().await,
+        }
+    }
+}
+
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

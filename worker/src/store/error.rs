@@ -1,0 +1,34 @@
+//! Errors of the store: the database or the blob store failed, or a blob is missing.
+
+/// Why a store operation failed. None of these are the client's fault; the API maps
+/// them to 500/503 and logs the detail.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("unsupported database URL {0:?}: use sqlite://PATH or postgres://…")]
+    UnsupportedUrl(String),
+    #[error("blob store error: {0}")]
+    Blob(#[from] object_store::Error),
+    #[error("unsupported blob URL {url:?}: {reason}")]
+    BlobUrl { url: String, reason: String },
+    #[error("stored data is inconsistent: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    /// A stable kebab-case name for logs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Database(_) => "database-error",
+            StoreError::Migrate(_) => "migration-error",
+            StoreError::UnsupportedUrl(_) => "unsupported-database-url",
+            StoreError::Blob(_) => "blob-error",
+            StoreError::BlobUrl { .. } => "unsupported-blob-url",
+            StoreError::Corrupt(_) => "store-corrupt",
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Database and blob access for the service: crashes (which are also the job queue),
+//! binaries, cached tables and the missing-modules index.
+//!
+//! One [`Db`] handle speaks SQLite or PostgreSQL; each query is written once with `$N`
+//! placeholders (both dialects accept them) and compiled for both pools by [`on_pool!`].
+//! SQL differs per dialect only where the databases differ (leasing a job). Queries are
+//! runtime `query_as` + `FromRow`, not `query!`, because `query!` checks against a single
+//! database and we ship two (style.md 2.13). Times are Unix milliseconds.
+
+pub mod binaries;
+pub mod blobs;
+pub mod crashes;
+mod db;
+mod error;
+pub mod identify;
+pub mod missing;
+pub mod tables;
+
+pub use blobs::Blobs;
+pub use db::{now_ms, Backend, Db};
+pub use error::StoreError;

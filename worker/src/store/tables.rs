@@ -1,0 +1,57 @@
+//! The `tables` table: built unwind and symbol tables, keyed by (build-id, kind, format
+//! version). A format-version bump simply misses here, so the table is rebuilt.
+
+use super::{now_ms, Db, StoreError};
+
+/// The stored bytes of one table, if built already.
+pub async fn get(
+    db: &Db,
+    build_id: &str,
+    kind: &str,
+    version: u32,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let sql = "SELECT bytes FROM tables WHERE build_id = $1 AND kind = $2 AND version = $3";
+    let row: Option<(Vec<u8>,)> = crate::on_pool!(db, p => sqlx::query_as(sql)
+        .bind(build_id)
+        .bind(kind)
+        .bind(i64::from(version))
+        .fetch_optional(p)
+        .await)?;
+    Ok(row.map(|(b,)| b))
+}
+
+/// Stores a built table (replacing one of the same key: two workers may race to build it,
+/// and both built the same bytes from the same files).
+pub async fn put(
+    db: &Db,
+    build_id: &str,
+    kind: &str,
+    version: u32,
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    let sql = "INSERT INTO tables (build_id, kind, version, bytes, created_at) \
+               VALUES ($1, $2, $3, $4, $5) \
+               ON CONFLICT (build_id, kind, version) DO UPDATE SET bytes = excluded.bytes, \
+               created_at = excluded.created_at";
+    crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(build_id)
+        .bind(kind)
+        .bind(i64::from(version))
+        .bind(bytes)
+        .bind(now_ms())
+        .execute(p)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// Drops every table of a build-id (a new file for it arrived: the tables must be rebuilt
+/// from all its files).
+pub async fn invalidate(db: &Db, build_id: &str) -> Result<u64, StoreError> {
+    let n = crate::on_pool!(db, p => sqlx::query("DELETE FROM tables WHERE build_id = $1")
+        .bind(build_id)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(n)
+}
