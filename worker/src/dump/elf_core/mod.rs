@@ -13,6 +13,10 @@ mod notes;
 mod parse;
 #[cfg(test)]
 mod real_tests;
+#[cfg(test)]
+mod synth;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 
