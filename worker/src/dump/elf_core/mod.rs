@@ -20,7 +20,7 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use self::modules::CoreLoad;
+use self::modules::{CoreLoad, LoadIndex};
 use self::notes::{
     auxv_get, FileMapping, PrPsInfo, SigInfo, AT_EXECFN, NT_ARM_PAC_MASK, NT_AUXV, NT_FILE,
     NT_PRPSINFO, NT_PRSTATUS, NT_SIGINFO,
@@ -170,6 +170,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         });
     }
     let memory = MemoryMap::new(ranges);
+    let loads = LoadIndex::new(&loads);
 
     let execfn = auxv_get(notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(&memory, a));
     let mut modules_list = match &notes.files {

@@ -6,7 +6,7 @@
 //! build-ids are read without the binary files. Nothing here opens files: paths are only
 //! recorded. Every walk over memory is bounded (header counts, note sizes, chain length).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::notes::{auxv_get, FileMapping, AT_BASE, AT_ENTRY, AT_PHDR, AT_PHNUM, AT_SYSINFO_EHDR};
 use super::parse::{
@@ -156,16 +156,57 @@ pub(super) struct CoreLoad {
     pub executable: bool,
 }
 
-/// Whether the core's PT_LOADs mark `[start, end)` executable (`None`: not covered).
-fn executable(loads: &[CoreLoad], start: u64, end: u64) -> Option<bool> {
-    let mut covered = false;
-    for l in loads.iter().filter(|l| l.start < end && start < l.end) {
-        covered = true;
-        if l.executable {
-            return Some(true);
+/// The core's PT_LOAD ranges merged into sorted, disjoint intervals (all of them, and the
+/// executable ones), so each "is this range executable" question is two binary searches
+/// however many segments and mappings a hostile core declares.
+pub(super) struct LoadIndex {
+    all: Vec<(u64, u64)>,
+    exec: Vec<(u64, u64)>,
+}
+
+impl LoadIndex {
+    pub fn new(loads: &[CoreLoad]) -> Self {
+        let merge = |mut v: Vec<(u64, u64)>| {
+            v.sort_unstable();
+            let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+            for (s, e) in v {
+                match out.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => out.push((s, e)),
+                }
+            }
+            out
+        };
+        let ranges = |exec_only: bool| {
+            loads
+                .iter()
+                .filter(|l| l.start < l.end && (!exec_only || l.executable))
+                .map(|l| (l.start, l.end))
+                .collect::<Vec<_>>()
+        };
+        LoadIndex {
+            all: merge(ranges(false)),
+            exec: merge(ranges(true)),
         }
     }
-    covered.then_some(false)
+
+    /// Whether `[start, end)` overlaps one of the disjoint sorted intervals.
+    fn overlaps(intervals: &[(u64, u64)], start: u64, end: u64) -> bool {
+        // The first interval ending after `start` is the only candidate.
+        let i = intervals.partition_point(|&(_, e)| e <= start);
+        intervals.get(i).is_some_and(|&(s, _)| s < end)
+    }
+
+    /// Whether the core's PT_LOADs mark `[start, end)` executable (`None`: not covered).
+    fn executable(&self, start: u64, end: u64) -> Option<bool> {
+        if Self::overlaps(&self.exec, start, end) {
+            Some(true)
+        } else if Self::overlaps(&self.all, start, end) {
+            Some(false)
+        } else {
+            None
+        }
+    }
 }
 
 /// The last component of a path.
@@ -209,14 +250,22 @@ fn module_from_image(
 /// an ELF header) and files with an executable mapping are kept.
 pub(super) fn from_nt_file(
     files: &[FileMapping],
-    loads: &[CoreLoad],
+    loads: &LoadIndex,
     mem: &MemoryMap<'_>,
 ) -> Vec<Module> {
     let mut groups: Vec<(&str, Vec<&FileMapping>)> = Vec::new();
+    let mut by_path: HashMap<&str, usize> = HashMap::new();
     for f in files {
-        match groups.iter_mut().find(|(p, _)| *p == f.path) {
-            Some((_, v)) => v.push(f),
-            None => groups.push((&f.path, vec![f])),
+        match by_path.get(f.path.as_str()) {
+            Some(&i) => {
+                if let Some(group) = groups.get_mut(i) {
+                    group.1.push(f);
+                }
+            }
+            None => {
+                by_path.insert(&f.path, groups.len());
+                groups.push((&f.path, vec![f]));
+            }
         }
     }
     let mut out = Vec::new();
@@ -235,7 +284,8 @@ pub(super) fn from_nt_file(
                 file_offset: m.file_offset,
                 // gcore leaves out unwritten file-backed text entirely, so the core may not
                 // cover a mapping; the image's own segment flags then say.
-                executable: executable(loads, m.start, m.end)
+                executable: loads
+                    .executable(m.start, m.end)
                     .or_else(|| image.as_ref()?.executable_at_offset(m.file_offset)),
             })
             .collect();
@@ -279,13 +329,13 @@ pub(super) fn from_nt_file(
 }
 
 /// The vdso, whose whole image is in the core's memory.
-pub(super) fn vdso(auxv: &[u8], loads: &[CoreLoad], mem: &MemoryMap<'_>) -> Option<Module> {
+pub(super) fn vdso(auxv: &[u8], loads: &LoadIndex, mem: &MemoryMap<'_>) -> Option<Module> {
     let addr = auxv_get(auxv, AT_SYSINFO_EHDR).filter(|&a| a != 0)?;
     let image = image_at(mem, addr)?;
     let mut m = module_from_image(VDSO_NAME.to_string(), None, addr, image, mem)?;
     // The vdso's own headers may mark text executable; the core's PT_LOAD is the truth.
     for map in &mut m.mappings {
-        if let Some(x) = executable(loads, map.start, map.end) {
+        if let Some(x) = loads.executable(map.start, map.end) {
             map.executable = Some(x);
         }
     }

@@ -334,3 +334,33 @@ fn link_map_loop_is_bounded() {
     assert!(d.modules[0].main);
     assert_eq!(d.modules[0].base, EXE_BASE);
 }
+
+#[test]
+fn mutated_cores_never_panic() {
+    let base = sample().build();
+    // Headers and notes end before the first segment's data; most mutations land there.
+    let meta_end = 64 + 56 * 8 + 1600;
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..3000 {
+        let mut b = base.clone();
+        for _ in 0..1 + next() % 8 {
+            let range = if next() % 5 == 0 { b.len() } else { meta_end };
+            let i = (next() % range as u64) as usize;
+            b[i] = next() as u8;
+        }
+        if let Ok(d) = read(&b) {
+            assert!(!d.threads.is_empty());
+            for t in &d.threads {
+                if let Some(sp) = t.registers.sp() {
+                    let _ = d.memory.read_u64(sp);
+                }
+            }
+        }
+    }
+}
