@@ -116,7 +116,7 @@ fn check_modules(dump: &Dump<'_>, exe: &Path) {
             .is_some_and(|p| p.starts_with("/dev/") || p.contains("locale-archive"))),
         "no device or locale mappings as modules"
     );
-    // The text of the main module around the saved pc of some thread is readable.
+    // The executable path is the main module's NT_FILE / link_map path.
     assert_eq!(dump.executable.as_deref(), main.path.as_deref());
 }
 
