@@ -1,0 +1,256 @@
+//! ELF core reader: turns a Linux core file (kernel, gcore, qemu-user) into the [`Dump`] model.
+//!
+//! A core holds threads in NT_PRSTATUS notes, process facts in NT_PRPSINFO / NT_SIGINFO /
+//! NT_AUXV, mapped files in NT_FILE and memory in PT_LOAD segments. Memory is borrowed from
+//! the core's bytes, never copied. Everything from the file is untrusted: reads are bounds
+//! checked, counts are checked against the bytes before allocating, and a truncated core is
+//! read as far as it goes (warning `truncated-dump`). Not handled: 32-bit and big-endian
+//! cores and architectures other than x86_64 and aarch64 (refused with `UnsupportedArch`),
+//! floating-point and vector registers.
+
+mod modules;
+mod notes;
+mod parse;
+#[cfg(test)]
+mod real_tests;
+#[cfg(test)]
+mod synth;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use self::modules::{CoreLoad, LoadIndex};
+use self::notes::{
+    auxv_get, FileMapping, PrPsInfo, SigInfo, AT_EXECFN, NT_ARM_PAC_MASK, NT_AUXV, NT_FILE,
+    NT_PRPSINFO, NT_PRSTATUS, NT_SIGINFO,
+};
+use self::parse::{Header, NoteIter, EM_AARCH64, PF_X, PT_LOAD, PT_NOTE};
+use super::{Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, MemoryMap, Os, Thread};
+
+pub use self::notes::signal_name;
+
+/// What the notes of a core say, gathered in one pass.
+#[derive(Default)]
+struct Notes<'a> {
+    threads: Vec<Thread>,
+    /// `pr_cursig` of the first NT_PRSTATUS (the thread the kernel writes first).
+    first_cursig: Option<u16>,
+    siginfo: Option<SigInfo>,
+    prpsinfo: Option<PrPsInfo>,
+    auxv: &'a [u8],
+    files: Option<Vec<FileMapping>>,
+    pac_mask: Option<u64>,
+    /// A note only gdb writes (owner `GDB`, e.g. the target description).
+    gdb_note: bool,
+    /// Notes that could not be decoded.
+    bad: usize,
+}
+
+impl<'a> Notes<'a> {
+    fn add(&mut self, note: parse::Note<'a>, arch: Arch) {
+        if note.name == b"GDB" {
+            self.gdb_note = true;
+            return;
+        }
+        if note.name != b"CORE" && note.name != b"LINUX" {
+            return;
+        }
+        let ok = match note.n_type {
+            NT_PRSTATUS => match notes::prstatus(note.desc, arch) {
+                Some(s) => {
+                    if self.threads.is_empty() {
+                        self.first_cursig = Some(s.cursig);
+                    }
+                    self.threads.push(Thread {
+                        tid: s.tid,
+                        name: None,
+                        registers: s.registers,
+                    });
+                    true
+                }
+                None => false,
+            },
+            NT_PRPSINFO if self.prpsinfo.is_none() => {
+                self.prpsinfo = notes::prpsinfo(note.desc);
+                self.prpsinfo.is_some()
+            }
+            // gcore writes one NT_SIGINFO per thread; the first one is the process's.
+            NT_SIGINFO if self.siginfo.is_none() => {
+                self.siginfo = notes::siginfo(note.desc);
+                self.siginfo.is_some()
+            }
+            NT_AUXV if self.auxv.is_empty() => {
+                self.auxv = note.desc;
+                true
+            }
+            NT_FILE if self.files.is_none() => {
+                self.files = notes::nt_file(note.desc);
+                self.files.is_some()
+            }
+            NT_ARM_PAC_MASK if arch == Arch::Aarch64 => {
+                self.pac_mask = notes::pac_mask(note.desc);
+                self.pac_mask.is_some()
+            }
+            _ => true,
+        };
+        if !ok {
+            self.bad += 1;
+        }
+    }
+}
+
+/// Reads an ELF core file.
+pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
+    let header = Header::parse(bytes)?;
+    let arch = if header.machine == EM_AARCH64 {
+        Arch::Aarch64
+    } else {
+        Arch::X86_64
+    };
+    let mut warnings = Vec::new();
+    let (phdrs, mut truncated) = parse::program_headers(bytes, &header)?;
+
+    let mut ranges = Vec::new();
+    let mut loads = Vec::new();
+    let mut notes = Notes::default();
+    for p in &phdrs {
+        match p.p_type {
+            PT_LOAD => {
+                if let Some(end) = p.vaddr.checked_add(p.memsz) {
+                    loads.push(CoreLoad {
+                        start: p.vaddr,
+                        end,
+                        executable: p.flags & PF_X != 0,
+                    });
+                }
+                if p.filesz > 0 {
+                    let (seg, clamped) = parse::clamp(bytes, p.offset, p.filesz);
+                    truncated |= clamped;
+                    // Memory past the address space's end cannot be addressed; drop it.
+                    let room = u64::MAX - p.vaddr;
+                    let keep = usize::try_from(room).unwrap_or(usize::MAX).min(seg.len());
+                    ranges.push((p.vaddr, &seg[..keep]));
+                }
+            }
+            PT_NOTE => {
+                let (seg, clamped) = parse::clamp(bytes, p.offset, p.filesz);
+                truncated |= clamped;
+                let mut it = NoteIter::new(seg, 4);
+                for note in it.by_ref() {
+                    notes.add(note, arch);
+                }
+                if it.cut_short() && !clamped {
+                    notes.bad += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    if notes.threads.is_empty() {
+        return Err(if truncated {
+            DumpError::Truncated("no thread (NT_PRSTATUS) survives in the truncated core".into())
+        } else {
+            DumpError::Malformed("the core has no thread (no NT_PRSTATUS note)".into())
+        });
+    }
+    if truncated {
+        warnings.push(DumpWarning {
+            code: "truncated-dump",
+            message: format!(
+                "the core is truncated ({} bytes): memory and notes past the end are missing",
+                bytes.len()
+            ),
+        });
+    }
+    if notes.bad > 0 {
+        warnings.push(DumpWarning {
+            code: "notes-malformed",
+            message: format!("{} note(s) of the core could not be decoded", notes.bad),
+        });
+    }
+    let memory = MemoryMap::new(ranges);
+    let loads = LoadIndex::new(&loads);
+
+    let execfn = auxv_get(notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(&memory, a));
+    let mut modules_list = match &notes.files {
+        Some(files) => modules::from_nt_file(files, &loads, &memory),
+        None => modules::from_link_map(notes.auxv, execfn.clone(), &memory, &mut warnings),
+    };
+    if let Some(v) = modules::vdso(notes.auxv, &loads, &memory) {
+        if !modules_list.iter().any(|m| m.base == v.base) {
+            modules_list.push(v);
+        }
+    }
+    modules_list.sort_by_key(|m| m.base);
+    modules::mark_main(&mut modules_list, notes.auxv);
+    let executable = modules_list
+        .iter()
+        .find(|m| m.main)
+        .and_then(|m| m.path.clone())
+        .or(execfn);
+
+    let crash = crash_info(&notes);
+    let writer = if header.shnum > 0 || header.shoff != 0 || notes.gdb_note {
+        Some("gcore")
+    } else if notes.files.is_some() || notes.siginfo.is_some() {
+        Some("linux-kernel")
+    } else if !notes.auxv.is_empty() {
+        // QEMU's user-mode emulator writes PRSTATUS, PRPSINFO and AUXV only.
+        Some("qemu-user")
+    } else {
+        None
+    };
+    let (pid, command_line) = match &notes.prpsinfo {
+        Some(p) => {
+            let cmd = if p.psargs.is_empty() {
+                &p.fname
+            } else {
+                &p.psargs
+            };
+            (Some(p.pid), (!cmd.is_empty()).then(|| cmd.clone()))
+        }
+        None => (None, None),
+    };
+
+    Ok(Dump {
+        format: DumpFormat::ElfCore,
+        arch,
+        os: Os::Linux,
+        writer: writer.map(str::to_string),
+        pid,
+        executable,
+        command_line,
+        created: None,
+        threads: notes.threads,
+        modules: modules_list,
+        unloaded_modules: Vec::new(),
+        memory,
+        crash,
+        annotations: BTreeMap::new(),
+        warnings,
+        pac_mask: notes.pac_mask,
+    })
+}
+
+/// The crash, when the first thread has a current signal. The kernel writes the thread that
+/// took the fatal signal first, with `pr_cursig` set; gcore writes 0 there (its NT_SIGINFO
+/// holds the SIGSTOP gdb used to stop the process, which is no crash).
+fn crash_info(notes: &Notes<'_>) -> Option<CrashInfo> {
+    let cursig = notes.first_cursig.filter(|&s| s != 0)?;
+    let tid = notes.threads.first()?.tid;
+    let info = notes
+        .siginfo
+        .filter(|si| u32::try_from(si.signo).ok() == Some(u32::from(cursig)));
+    let signal = u32::from(cursig);
+    Some(CrashInfo {
+        tid,
+        signal: Some(signal),
+        code: info.map(|si| si.code),
+        address: info
+            .filter(|_| notes::signal_has_address(signal))
+            .map(|si| si.addr),
+        exception: None,
+        assertion: None,
+    })
+}

@@ -1,0 +1,492 @@
+//! The modules of a core: from NT_FILE where present, else from the dynamic linker's
+//! `link_map` list in the core's memory (as gdb does), plus the vdso.
+//!
+//! A module's identity comes from its own ELF header, program headers and PT_NOTE as found
+//! in the core's memory (the kernel dumps the first page of every ELF mapping by default), so
+//! build-ids are read without the binary files. Nothing here opens files: paths are only
+//! recorded. Every walk over memory is bounded (header counts, note sizes, chain length).
+
+use std::collections::{HashMap, HashSet};
+
+use super::notes::{auxv_get, FileMapping, AT_BASE, AT_ENTRY, AT_PHDR, AT_PHNUM, AT_SYSINFO_EHDR};
+use super::parse::{
+    c_str, u16_at, u64_at, NoteIter, Phdr, EHDR_SIZE, PF_X, PHDR_SIZE, PT_DYNAMIC, PT_INTERP,
+    PT_LOAD, PT_NOTE, PT_PHDR,
+};
+use crate::dump::{DumpWarning, Identity, Mapping, MemoryMap, Module};
+
+/// Page granularity of link bases, as `binary::link_base` computes them.
+const PAGE_MASK: u64 = !0xfff;
+/// At most this many program headers are read from a module's image in memory.
+const MAX_IMAGE_PHDRS: usize = 256;
+/// At most this many bytes of a PT_NOTE segment are scanned for the build-id.
+const MAX_NOTE_BYTES: usize = 64 * 1024;
+/// Build-ids are 16–20 bytes in practice; longer descriptors are not believed.
+const MAX_BUILD_ID: usize = 64;
+/// At most this many `link_map` entries are followed.
+const MAX_LINK_MAP: usize = 4096;
+/// At most this many dynamic entries are scanned for DT_DEBUG.
+const MAX_DYN_ENTRIES: usize = 4096;
+/// Longest path read from process memory.
+const MAX_PATH: usize = 4096;
+const DT_NULL: u64 = 0;
+const DT_DEBUG: u64 = 21;
+/// Name glibc gives the vdso in `link_map` and in backtraces.
+pub(super) const VDSO_NAME: &str = "linux-vdso.so.1";
+
+/// What a module's ELF image in memory says about itself.
+#[derive(Debug, Clone)]
+pub(super) struct Image {
+    /// Lowest PT_LOAD vaddr, page-aligned: the link-time address of the first page.
+    pub link_base: u64,
+    /// One past the highest PT_LOAD byte, relative to `link_base`, page-rounded.
+    pub extent: u64,
+    pub build_id: Option<Vec<u8>>,
+    pub phdrs: Vec<Phdr>,
+}
+
+/// Reads the program headers at `addr` (count bounded by [`MAX_IMAGE_PHDRS`]).
+fn phdrs_at(mem: &MemoryMap<'_>, addr: u64, count: usize) -> Option<Vec<Phdr>> {
+    if count == 0 || count > MAX_IMAGE_PHDRS {
+        return None;
+    }
+    let bytes = mem.read_bytes(addr, count.checked_mul(PHDR_SIZE)?)?;
+    bytes.chunks_exact(PHDR_SIZE).map(Phdr::parse).collect()
+}
+
+/// Reads the ELF image whose header is at `ehdr_addr` in the process.
+pub(super) fn image_at(mem: &MemoryMap<'_>, ehdr_addr: u64) -> Option<Image> {
+    let eh = mem.read_bytes(ehdr_addr, EHDR_SIZE)?;
+    if !eh.starts_with(b"\x7fELF") || eh.get(4) != Some(&2) || eh.get(5) != Some(&1) {
+        return None;
+    }
+    let phoff = u64_at(eh, 32)?;
+    if usize::from(u16_at(eh, 54)?) != PHDR_SIZE {
+        return None;
+    }
+    let phnum = usize::from(u16_at(eh, 56)?);
+    let phdrs = phdrs_at(mem, ehdr_addr.checked_add(phoff)?, phnum)?;
+    image_from_phdrs(phdrs)
+}
+
+/// Completes an [`Image`] from its program headers (the build-id is read later, once the
+/// load base is known).
+fn image_from_phdrs(phdrs: Vec<Phdr>) -> Option<Image> {
+    let loads = || phdrs.iter().filter(|p| p.p_type == PT_LOAD);
+    let link_base = loads().map(|p| p.vaddr).min()? & PAGE_MASK;
+    let top = loads().filter_map(|p| p.vaddr.checked_add(p.memsz)).max()?;
+    let extent = top.checked_sub(link_base)?.checked_add(0xfff)? & PAGE_MASK;
+    Some(Image {
+        link_base,
+        extent,
+        build_id: None,
+        phdrs,
+    })
+}
+
+impl Image {
+    /// The run-time address of link-time address `svma`, for an image whose first page is at
+    /// `load_base`.
+    fn runtime(&self, load_base: u64, svma: u64) -> Option<u64> {
+        svma.checked_sub(self.link_base)?.checked_add(load_base)
+    }
+
+    /// Fills `build_id` from the image's PT_NOTE segments in memory.
+    fn read_build_id(&mut self, mem: &MemoryMap<'_>, load_base: u64) {
+        for p in self.phdrs.iter().filter(|p| p.p_type == PT_NOTE) {
+            let Some(addr) = self.runtime(load_base, p.vaddr) else {
+                continue;
+            };
+            let Some(avail) = mem.read_to_range_end(addr) else {
+                continue;
+            };
+            let want = usize::try_from(p.filesz)
+                .unwrap_or(usize::MAX)
+                .min(MAX_NOTE_BYTES);
+            let seg = &avail[..want.min(avail.len())];
+            for note in NoteIter::new(seg, p.align) {
+                if note.n_type == 3 && note.name == b"GNU" && !note.desc.is_empty() {
+                    if note.desc.len() <= MAX_BUILD_ID {
+                        self.build_id = Some(note.desc.to_vec());
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Whether the PT_LOAD holding file offset `offset` is executable.
+    fn executable_at_offset(&self, offset: u64) -> Option<bool> {
+        self.phdrs
+            .iter()
+            .filter(|p| p.p_type == PT_LOAD)
+            .find(|p| {
+                let start = p.offset & PAGE_MASK;
+                offset >= start && p.offset.checked_add(p.filesz).is_some_and(|e| offset < e)
+            })
+            .map(|p| p.flags & PF_X != 0)
+    }
+
+    /// The image's mappings at `load_base`, from its own PT_LOAD headers.
+    fn mappings(&self, load_base: u64) -> Vec<Mapping> {
+        self.phdrs
+            .iter()
+            .filter(|p| p.p_type == PT_LOAD && p.memsz > 0)
+            .filter_map(|p| {
+                let start = self.runtime(load_base, p.vaddr & PAGE_MASK)?;
+                let end = self
+                    .runtime(load_base, p.vaddr.checked_add(p.memsz)?.checked_add(0xfff)?)?
+                    & PAGE_MASK;
+                Some(Mapping {
+                    start,
+                    end,
+                    file_offset: p.offset & PAGE_MASK,
+                    executable: Some(p.flags & PF_X != 0),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A core PT_LOAD: the address range and whether it was executable.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CoreLoad {
+    pub start: u64,
+    pub end: u64,
+    pub executable: bool,
+}
+
+/// The core's PT_LOAD ranges merged into sorted, disjoint intervals (all of them, and the
+/// executable ones), so each "is this range executable" question is two binary searches
+/// however many segments and mappings a hostile core declares.
+pub(super) struct LoadIndex {
+    all: Vec<(u64, u64)>,
+    exec: Vec<(u64, u64)>,
+}
+
+impl LoadIndex {
+    pub fn new(loads: &[CoreLoad]) -> Self {
+        let merge = |mut v: Vec<(u64, u64)>| {
+            v.sort_unstable();
+            let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+            for (s, e) in v {
+                match out.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => out.push((s, e)),
+                }
+            }
+            out
+        };
+        let ranges = |exec_only: bool| {
+            loads
+                .iter()
+                .filter(|l| l.start < l.end && (!exec_only || l.executable))
+                .map(|l| (l.start, l.end))
+                .collect::<Vec<_>>()
+        };
+        LoadIndex {
+            all: merge(ranges(false)),
+            exec: merge(ranges(true)),
+        }
+    }
+
+    /// Whether `[start, end)` overlaps one of the disjoint sorted intervals.
+    fn overlaps(intervals: &[(u64, u64)], start: u64, end: u64) -> bool {
+        // The first interval ending after `start` is the only candidate.
+        let i = intervals.partition_point(|&(_, e)| e <= start);
+        intervals.get(i).is_some_and(|&(s, _)| s < end)
+    }
+
+    /// Whether the core's PT_LOADs mark `[start, end)` executable (`None`: not covered).
+    fn executable(&self, start: u64, end: u64) -> Option<bool> {
+        if Self::overlaps(&self.exec, start, end) {
+            Some(true)
+        } else if Self::overlaps(&self.all, start, end) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+/// The last component of a path.
+fn file_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+/// A module from an image found in memory.
+fn module_from_image(
+    name: String,
+    path: Option<String>,
+    load_base: u64,
+    mut image: Image,
+    mem: &MemoryMap<'_>,
+) -> Option<Module> {
+    image.read_build_id(mem, load_base);
+    let end = load_base.checked_add(image.extent)?;
+    let identity = if image.build_id.is_some() {
+        Identity::BuildId
+    } else if path.is_some() {
+        Identity::Path
+    } else {
+        Identity::None
+    };
+    Some(Module {
+        name,
+        path,
+        base: load_base,
+        end,
+        load_base,
+        mappings: image.mappings(load_base),
+        build_id: image.build_id,
+        debug_id: None,
+        code_id: None,
+        identity,
+        main: false,
+    })
+}
+
+/// Modules from NT_FILE: mappings grouped by path. Only ELF files (first page in memory is
+/// an ELF header) and files with an executable mapping are kept.
+pub(super) fn from_nt_file(
+    files: &[FileMapping],
+    loads: &LoadIndex,
+    mem: &MemoryMap<'_>,
+) -> Vec<Module> {
+    let mut groups: Vec<(&str, Vec<&FileMapping>)> = Vec::new();
+    let mut by_path: HashMap<&str, usize> = HashMap::new();
+    for f in files {
+        match by_path.get(f.path.as_str()) {
+            Some(&i) => {
+                if let Some(group) = groups.get_mut(i) {
+                    group.1.push(f);
+                }
+            }
+            None => {
+                by_path.insert(&f.path, groups.len());
+                groups.push((&f.path, vec![f]));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (path, mut maps) in groups {
+        if path.starts_with("/dev/") {
+            continue;
+        }
+        maps.sort_by_key(|m| m.start);
+        let header = maps.iter().find(|m| m.file_offset == 0).map(|m| m.start);
+        let mut image = header.and_then(|a| image_at(mem, a));
+        let mappings: Vec<Mapping> = maps
+            .iter()
+            .map(|m| Mapping {
+                start: m.start,
+                end: m.end,
+                file_offset: m.file_offset,
+                // gcore leaves out unwritten file-backed text entirely, so the core may not
+                // cover a mapping; the image's own segment flags then say.
+                executable: loads
+                    .executable(m.start, m.end)
+                    .or_else(|| image.as_ref()?.executable_at_offset(m.file_offset)),
+            })
+            .collect();
+        let any_exec = mappings.iter().any(|m| m.executable == Some(true));
+        if image.is_none() && !any_exec {
+            continue;
+        }
+        let (Some(base), Some(mut end)) = (
+            maps.iter().map(|m| m.start).min(),
+            maps.iter().map(|m| m.end).max(),
+        ) else {
+            continue;
+        };
+        let load_base = header.unwrap_or(base);
+        if let Some(img) = image.as_mut() {
+            img.read_build_id(mem, load_base);
+            if let Some(img_end) = load_base.checked_add(img.extent) {
+                end = end.max(img_end);
+            }
+        }
+        let build_id = image.and_then(|i| i.build_id);
+        out.push(Module {
+            name: file_name(path),
+            path: Some(path.to_string()),
+            base: base.min(load_base),
+            end,
+            load_base,
+            identity: if build_id.is_some() {
+                Identity::BuildId
+            } else {
+                Identity::Path
+            },
+            build_id,
+            debug_id: None,
+            code_id: None,
+            main: false,
+            mappings,
+        });
+    }
+    out
+}
+
+/// The vdso, whose whole image is in the core's memory.
+pub(super) fn vdso(auxv: &[u8], loads: &LoadIndex, mem: &MemoryMap<'_>) -> Option<Module> {
+    let addr = auxv_get(auxv, AT_SYSINFO_EHDR).filter(|&a| a != 0)?;
+    let image = image_at(mem, addr)?;
+    let mut m = module_from_image(VDSO_NAME.to_string(), None, addr, image, mem)?;
+    // The vdso's own headers may mark text executable; the core's PT_LOAD is the truth.
+    for map in &mut m.mappings {
+        if let Some(x) = loads.executable(map.start, map.end) {
+            map.executable = Some(x);
+        }
+    }
+    Some(m)
+}
+
+/// A NUL-terminated string from process memory, at most [`MAX_PATH`] bytes.
+pub(super) fn read_c_string(mem: &MemoryMap<'_>, addr: u64) -> Option<String> {
+    let avail = mem.read_to_range_end(addr)?;
+    let b = &avail[..avail.len().min(MAX_PATH)];
+    let s = c_str(b);
+    (s.len() < b.len() || s.len() == avail.len()).then(|| String::from_utf8_lossy(s).into_owned())
+}
+
+/// Modules from the dynamic linker's list, for cores without NT_FILE: the executable (found
+/// by AT_PHDR), every `link_map` entry reachable from its DT_DEBUG `r_debug`, and the
+/// interpreter at AT_BASE. The vdso is added by the caller.
+pub(super) fn from_link_map(
+    auxv: &[u8],
+    exe_path: Option<String>,
+    mem: &MemoryMap<'_>,
+    warnings: &mut Vec<DumpWarning>,
+) -> Vec<Module> {
+    let mut out = Vec::new();
+    let vdso_addr = auxv_get(auxv, AT_SYSINFO_EHDR).unwrap_or(0);
+    let mut interp_path = None;
+    let mut r_debug = None;
+    // The executable: its program headers are at AT_PHDR.
+    let exe = (|| {
+        let phdr_addr = auxv_get(auxv, AT_PHDR)?;
+        let phnum = usize::try_from(auxv_get(auxv, AT_PHNUM)?).ok()?;
+        let phdrs = phdrs_at(mem, phdr_addr, phnum)?;
+        let image = image_from_phdrs(phdrs)?;
+        // Load bias from PT_PHDR when present, else assume the headers follow the ELF
+        // header at the start of the first page (what every linker does).
+        let bias = match image.phdrs.iter().find(|p| p.p_type == PT_PHDR) {
+            Some(p) => phdr_addr.checked_sub(p.vaddr)?,
+            None => phdr_addr
+                .checked_sub(EHDR_SIZE as u64)?
+                .checked_sub(image.link_base)?,
+        };
+        let load_base = bias.checked_add(image.link_base)?;
+        for p in &image.phdrs {
+            let Some(addr) = p.vaddr.checked_add(bias) else {
+                continue;
+            };
+            if p.p_type == PT_INTERP {
+                interp_path = read_c_string(mem, addr);
+            }
+            if p.p_type == PT_DYNAMIC {
+                r_debug = find_r_debug(mem, addr, p.memsz);
+            }
+        }
+        Some((load_base, image))
+    })();
+    let mut seen_bases = HashSet::new();
+    if let Some((load_base, image)) = exe {
+        let name = exe_path.as_deref().map(file_name).unwrap_or_default();
+        if let Some(m) = module_from_image(name, exe_path, load_base, image, mem) {
+            seen_bases.insert(m.base);
+            out.push(m);
+        }
+    } else {
+        warnings.push(DumpWarning {
+            code: "modules-incomplete",
+            message: "the core has no NT_FILE note and the executable's program headers \
+                      (AT_PHDR) are not in its memory, so modules are missing"
+                .into(),
+        });
+    }
+    // The link_map chain.
+    let mut seen = HashSet::new();
+    let mut lm = r_debug
+        .and_then(|r| mem.read_u64(r.checked_add(8)?))
+        .unwrap_or(0);
+    while lm != 0 {
+        if seen.len() >= MAX_LINK_MAP || !seen.insert(lm) {
+            warnings.push(DumpWarning {
+                code: "link-map-loop",
+                message: "the dynamic linker's module list loops or is too long; \
+                          the modules after the loop are not listed"
+                    .into(),
+            });
+            break;
+        }
+        let (Some(l_addr), Some(l_name), Some(next)) = (
+            mem.read_u64(lm),
+            mem.read_u64(lm.wrapping_add(8)),
+            mem.read_u64(lm.wrapping_add(24)),
+        ) else {
+            break;
+        };
+        lm = next;
+        let name = read_c_string(mem, l_name).unwrap_or_default();
+        if name.is_empty() || name == VDSO_NAME || l_addr == vdso_addr {
+            continue;
+        }
+        // For shared objects the link base is 0, so the header is at the load bias.
+        let Some(image) = image_at(mem, l_addr) else {
+            continue;
+        };
+        let Some(load_base) = l_addr.checked_add(image.link_base) else {
+            continue;
+        };
+        if !seen_bases.insert(load_base) {
+            continue;
+        }
+        if let Some(m) = module_from_image(file_name(&name), Some(name), load_base, image, mem) {
+            out.push(m);
+        }
+    }
+    // The interpreter, when the chain did not list it (static-pie, or no DT_DEBUG).
+    if let Some(base) = auxv_get(auxv, AT_BASE).filter(|&b| b != 0) {
+        if !seen_bases.contains(&base) {
+            if let Some(image) = image_at(mem, base) {
+                let name = interp_path
+                    .as_deref()
+                    .map(file_name)
+                    .unwrap_or_else(|| "ld.so".into());
+                if let Some(m) = module_from_image(name, interp_path.clone(), base, image, mem) {
+                    out.push(m);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `r_debug` address from the executable's dynamic section (DT_DEBUG), if set.
+fn find_r_debug(mem: &MemoryMap<'_>, dynamic: u64, size: u64) -> Option<u64> {
+    let entries = usize::try_from(size / 16).ok()?.min(MAX_DYN_ENTRIES);
+    for i in 0..entries {
+        let at = dynamic.checked_add(u64::try_from(i).ok()?.checked_mul(16)?)?;
+        let tag = mem.read_u64(at)?;
+        if tag == DT_NULL {
+            return None;
+        }
+        if tag == DT_DEBUG {
+            return mem.read_u64(at.checked_add(8)?).filter(|&r| r != 0);
+        }
+    }
+    None
+}
+
+/// Marks the main executable: the module containing AT_PHDR or AT_ENTRY.
+pub(super) fn mark_main(modules: &mut [Module], auxv: &[u8]) {
+    let keys = [auxv_get(auxv, AT_PHDR), auxv_get(auxv, AT_ENTRY)];
+    for key in keys.into_iter().flatten() {
+        if let Some(m) = modules.iter_mut().find(|m| key >= m.base && key < m.end) {
+            m.main = true;
+            return;
+        }
+    }
+}

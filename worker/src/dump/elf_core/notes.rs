@@ -1,0 +1,245 @@
+//! Decoders for the Linux core notes: NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_AUXV, NT_FILE,
+//! NT_ARM_PAC_MASK.
+//!
+//! Each decoder takes one note's descriptor bytes and answers `None` when they are too short
+//! for the structure, so one bad note costs that note only. Layouts are those of the 64-bit
+//! Linux ABI (`struct elf_prstatus`, `struct elf_prpsinfo`, `siginfo_t`), written out as
+//! offsets; floating-point and vector state (NT_FPREGSET, NT_X86_XSTATE) are not read.
+
+use super::parse::{c_str, i32_at, u16_at, u32_at, u64_at};
+use crate::dump::{Arch, RegisterSet};
+
+pub(super) const NT_PRSTATUS: u32 = 1;
+pub(super) const NT_PRPSINFO: u32 = 3;
+pub(super) const NT_AUXV: u32 = 6;
+pub(super) const NT_SIGINFO: u32 = 0x5349_4749;
+pub(super) const NT_FILE: u32 = 0x4649_4c45;
+pub(super) const NT_ARM_PAC_MASK: u32 = 0x406;
+
+pub(super) const AT_NULL: u64 = 0;
+pub(super) const AT_PHDR: u64 = 3;
+pub(super) const AT_PHNUM: u64 = 5;
+pub(super) const AT_BASE: u64 = 7;
+pub(super) const AT_ENTRY: u64 = 9;
+pub(super) const AT_EXECFN: u64 = 31;
+pub(super) const AT_SYSINFO_EHDR: u64 = 33;
+
+/// Offset of `pr_reg` in `struct elf_prstatus` (64-bit): siginfo (12), cursig (2) + pad,
+/// sigpend, sighold, pid, ppid, pgrp, sid, four timevals.
+const PR_REG_OFFSET: usize = 112;
+
+/// x86_64 `user_regs_struct` order, as DWARF register numbers.
+const X86_64_PR_REG_DWARF: [u16; 27] = [
+    15,       // r15
+    14,       // r14
+    13,       // r13
+    12,       // r12
+    6,        // rbp
+    3,        // rbx
+    11,       // r11
+    10,       // r10
+    9,        // r9
+    8,        // r8
+    0,        // rax
+    2,        // rcx
+    1,        // rdx
+    4,        // rsi
+    5,        // rdi
+    u16::MAX, // orig_rax: no DWARF number
+    16,       // rip
+    51,       // cs
+    49,       // eflags
+    7,        // rsp
+    52,       // ss
+    58,       // fs_base
+    59,       // gs_base
+    53,       // ds
+    50,       // es
+    54,       // fs
+    55,       // gs
+];
+
+/// One thread's NT_PRSTATUS.
+#[derive(Debug, Clone)]
+pub(super) struct PrStatus {
+    pub tid: u32,
+    pub cursig: u16,
+    pub registers: RegisterSet,
+}
+
+/// Decodes NT_PRSTATUS: the thread id and the general registers.
+pub(super) fn prstatus(desc: &[u8], arch: Arch) -> Option<PrStatus> {
+    let cursig = u16_at(desc, 12)?;
+    let tid = u32_at(desc, 32)?;
+    let mut registers = RegisterSet::new(arch);
+    let reg = |i: usize| u64_at(desc, PR_REG_OFFSET.checked_add(i.checked_mul(8)?)?);
+    match arch {
+        Arch::X86_64 => {
+            for (i, &dwarf) in X86_64_PR_REG_DWARF.iter().enumerate() {
+                registers.set(dwarf, reg(i)?);
+            }
+        }
+        Arch::Aarch64 => {
+            // x0..x30, sp, pc, pstate: DWARF 0..=32, pstate kept in slot 33.
+            for i in 0..34u16 {
+                registers.set(i, reg(usize::from(i))?);
+            }
+        }
+        Arch::X86 | Arch::Arm => return None,
+    }
+    Some(PrStatus {
+        tid,
+        cursig,
+        registers,
+    })
+}
+
+/// NT_PRPSINFO: process id, short name and argument string.
+#[derive(Debug, Clone)]
+pub(super) struct PrPsInfo {
+    pub pid: u32,
+    pub fname: String,
+    pub psargs: String,
+}
+
+/// Decodes NT_PRPSINFO (64-bit `struct elf_prpsinfo`, 136 bytes).
+pub(super) fn prpsinfo(desc: &[u8]) -> Option<PrPsInfo> {
+    let pid = u32_at(desc, 24)?;
+    let fname = desc.get(40..56)?;
+    let psargs = desc.get(56..136)?;
+    let text = |b: &[u8]| {
+        String::from_utf8_lossy(c_str(b))
+            .trim_end_matches([' ', '\0'])
+            .to_string()
+    };
+    Some(PrPsInfo {
+        pid,
+        fname: text(fname),
+        psargs: text(psargs),
+    })
+}
+
+/// The fields of NT_SIGINFO the report uses.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SigInfo {
+    pub signo: i32,
+    pub code: i32,
+    /// `si_addr`, meaningful for fault signals only.
+    pub addr: u64,
+}
+
+/// Decodes NT_SIGINFO (`siginfo_t`: signo, errno, code, then the union at 16).
+pub(super) fn siginfo(desc: &[u8]) -> Option<SigInfo> {
+    Some(SigInfo {
+        signo: i32_at(desc, 0)?,
+        code: i32_at(desc, 8)?,
+        addr: u64_at(desc, 16)?,
+    })
+}
+
+/// The value of auxv entry `key`, from NT_AUXV bytes.
+pub(super) fn auxv_get(auxv: &[u8], key: u64) -> Option<u64> {
+    for pair in auxv.chunks_exact(16) {
+        let k = u64_at(pair, 0)?;
+        if k == AT_NULL {
+            return None;
+        }
+        if k == key {
+            return u64_at(pair, 8);
+        }
+    }
+    None
+}
+
+/// One NT_FILE entry: a file-backed mapping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct FileMapping {
+    pub start: u64,
+    pub end: u64,
+    /// Byte offset in the file (NT_FILE stores it in pages).
+    pub file_offset: u64,
+    pub path: String,
+}
+
+/// Size of one NT_FILE (start, end, page offset) record.
+const FILE_RECORD: usize = 24;
+
+/// Decodes NT_FILE: `count`, `page_size`, `count` records, then `count` NUL-terminated paths.
+/// A count larger than the note can hold is clamped to what it holds; entries with
+/// nonsensical ranges are dropped.
+pub(super) fn nt_file(desc: &[u8]) -> Option<Vec<FileMapping>> {
+    let count = u64_at(desc, 0)?;
+    let page_size = u64_at(desc, 8)?;
+    let records = desc.get(16..)?;
+    // The count comes from the file: at most as many records as the bytes can hold.
+    let fits = records.len() / FILE_RECORD;
+    let count = usize::try_from(count).unwrap_or(usize::MAX).min(fits);
+    let names_start = count.checked_mul(FILE_RECORD)?;
+    let mut names = records.get(names_start..)?.split(|&b| b == 0);
+    let mut out = Vec::with_capacity(count);
+    for rec in records.chunks_exact(FILE_RECORD).take(count) {
+        let (start, end, pgoff) = (u64_at(rec, 0)?, u64_at(rec, 8)?, u64_at(rec, 16)?);
+        let Some(name) = names.next() else { break };
+        let Some(file_offset) = pgoff.checked_mul(page_size) else {
+            continue;
+        };
+        if end <= start || name.is_empty() {
+            continue;
+        }
+        out.push(FileMapping {
+            start,
+            end,
+            file_offset,
+            path: String::from_utf8_lossy(name).into_owned(),
+        });
+    }
+    Some(out)
+}
+
+/// Decodes NT_ARM_PAC_MASK: the data mask (the insn mask follows and is the same on Linux).
+pub(super) fn pac_mask(desc: &[u8]) -> Option<u64> {
+    u64_at(desc, 0)
+}
+
+/// The conventional name of a signal number (Linux numbering, x86_64 and aarch64 agree).
+pub fn signal_name(signo: u32) -> Option<&'static str> {
+    Some(match signo {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        16 => "SIGSTKFLT",
+        17 => "SIGCHLD",
+        18 => "SIGCONT",
+        19 => "SIGSTOP",
+        20 => "SIGTSTP",
+        21 => "SIGTTIN",
+        22 => "SIGTTOU",
+        23 => "SIGURG",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        26 => "SIGVTALRM",
+        27 => "SIGPROF",
+        28 => "SIGWINCH",
+        29 => "SIGIO",
+        30 => "SIGPWR",
+        31 => "SIGSYS",
+        _ => return None,
+    })
+}
+
+/// Whether `si_addr` is meaningful for this signal (a fault address).
+pub(super) fn signal_has_address(signo: u32) -> bool {
+    matches!(signo, 4 | 5 | 7 | 8 | 11)
+}
