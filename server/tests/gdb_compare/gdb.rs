@@ -24,8 +24,6 @@ pub struct GdbFrame {
     pub name: Option<String>,
     /// `NORMAL`, `INLINE`, `TAILCALL`, `SIGTRAMP`, …
     pub kind: String,
-    /// `frame.function().print_name`, where gdb has a symbol.
-    pub function: Option<String>,
     /// `symtab.filename` of `frame.find_sal()`, as the debug info records it.
     pub file: Option<String>,
     /// `symtab.fullname()`: the file joined to its compilation directory.
@@ -117,7 +115,6 @@ fn parse(doc: &Value) -> GdbCore {
                     pc: f["pc"].as_u64().expect("pc"),
                     name: text(&f["name"]),
                     kind: text(&f["type"]).expect("frame type"),
-                    function: text(&f["function"]),
                     file: text(&f["file"]),
                     fullname: text(&f["fullname"]),
                     line: f["line"].as_u64(),
