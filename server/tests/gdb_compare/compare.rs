@@ -342,3 +342,109 @@ mod tests {
         assert!(!same_file(Some("/a/b.c"), None));
     }
 }
+
+#[cfg(test)]
+mod comparison_tests {
+    //! The comparison itself must be able to fail: a synthetic gdb view against
+    //! hand-written reports.
+
+    use serde_json::json;
+
+    use super::assert_same_stacks;
+    use crate::gdb::{GdbCore, GdbFrame, GdbThread};
+
+    fn frame(pc: u64, name: &str, kind: &str, line: u64) -> GdbFrame {
+        GdbFrame {
+            pc,
+            name: Some(name.to_owned()),
+            kind: kind.to_owned(),
+            file: Some("a.c".to_owned()),
+            fullname: Some("/src/a.c".to_owned()),
+            line: Some(line),
+        }
+    }
+
+    fn gdb() -> GdbCore {
+        GdbCore {
+            crashed_lwp: Some(7),
+            signal: Some(11),
+            threads: vec![GdbThread {
+                lwp: 7,
+                frames: vec![
+                    frame(0x1010, "leaf", "INLINE", 3),
+                    frame(0x1010, "outer", "NORMAL", 9),
+                    frame(0x2000, "tail", "TAILCALL", 12),
+                    frame(0x3004, "main", "NORMAL", 20),
+                ],
+                complete: true,
+                stop: "outermost".to_owned(),
+            }],
+        }
+    }
+
+    fn ours(frames: serde_json::Value) -> serde_json::Value {
+        json!({ "threads": [ { "tid": 7, "end": "outermost", "frames": frames } ] })
+    }
+
+    fn f(pc: &str, function: &str, inlined: bool, line: u64) -> serde_json::Value {
+        json!({ "pc": pc, "function": function, "inlined": inlined, "file": "/src/a.c", "line": line, "trust": "cfi" })
+    }
+
+    fn fails(report: serde_json::Value) -> bool {
+        std::panic::catch_unwind(|| assert_same_stacks(&gdb(), &report)).is_err()
+    }
+
+    #[test]
+    fn equal_stacks_pass_and_tailcall_frames_are_skipped() {
+        assert!(!fails(ours(json!([
+            f("0x1010", "leaf", true, 3),
+            f("0x1010", "outer", false, 9),
+            f("0x3004", "main", false, 20)
+        ]))));
+    }
+
+    #[test]
+    fn any_difference_fails() {
+        let wrong_pc = ours(json!([
+            f("0x1010", "leaf", true, 3),
+            f("0x1010", "outer", false, 9),
+            f("0x3005", "main", false, 20)
+        ]));
+        let wrong_name = ours(json!([
+            f("0x1010", "leaf", true, 3),
+            f("0x1010", "outr", false, 9),
+            f("0x3004", "main", false, 20)
+        ]));
+        let not_inlined = ours(json!([
+            f("0x1010", "leaf", false, 3),
+            f("0x1010", "outer", false, 9),
+            f("0x3004", "main", false, 20)
+        ]));
+        let wrong_line = ours(json!([
+            f("0x1010", "leaf", true, 4),
+            f("0x1010", "outer", false, 9),
+            f("0x3004", "main", false, 20)
+        ]));
+        let extra = ours(json!([
+            f("0x1010", "leaf", true, 3),
+            f("0x1010", "outer", false, 9),
+            f("0x3004", "main", false, 20),
+            f("0x4000", "beyond", false, 1)
+        ]));
+        let missing = ours(json!([
+            f("0x1010", "leaf", true, 3),
+            f("0x1010", "outer", false, 9)
+        ]));
+        for (what, report) in [
+            ("pc", wrong_pc),
+            ("name", wrong_name),
+            ("inlined", not_inlined),
+            ("line", wrong_line),
+            ("extra frame", extra),
+            ("missing frame", missing),
+        ] {
+            assert!(fails(report), "a wrong {what} passed");
+        }
+        assert!(fails(json!({ "threads": [] })), "a missing thread passed");
+    }
+}

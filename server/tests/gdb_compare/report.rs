@@ -68,3 +68,94 @@ pub fn assert_valid(report: &Value) {
         errors.join("\n")
     );
 }
+
+#[cfg(test)]
+mod tests {
+    //! The schema accepts a report written by hand from report-format.md and rejects
+    //! documented violations.
+
+    use serde_json::{json, Value};
+
+    fn sample() -> Value {
+        json!({
+            "schema": "postmortem.report/1",
+            "processor": { "name": "postmortem", "version": "0.1.0", "unwind_table_version": 1, "symbol_table_version": 1 },
+            "dump": {
+                "format": "elf-core", "sha256": "0".repeat(64), "size": 4096, "os": "linux", "arch": "x86_64",
+                "writer": "linux-kernel", "pid": 42, "executable": "/bin/x", "command_line": "x", "created": null
+            },
+            "crash": {
+                "thread": 0, "tid": 42, "reason": "SIGSEGV / SEGV_MAPERR at 0x0", "signal": 11, "signal_name": "SIGSEGV",
+                "code": 1, "code_name": "SEGV_MAPERR", "address": "0x0", "exception": null, "assertion": null
+            },
+            "threads": [{
+                "index": 0, "tid": 42, "name": "x", "crashed": true,
+                "registers": { "rip": "0x401000", "rsp": "0x7ffc0000" },
+                "frames": [{
+                    "index": 0, "pc": "0x401000", "sp": "0x7ffc0000", "trust": "context", "unwind_source": null,
+                    "module": "x", "module_index": 0, "module_offset": "0x1000", "function": "crash_here",
+                    "function_offset": "0x4", "file": "/src/a.c", "line": 8, "column": 5, "inlined": false,
+                    "symbol_source": "dwarf"
+                }],
+                "end": "outermost", "end_detail": null
+            }],
+            "modules": [{
+                "index": 0, "name": "x", "path": "/bin/x", "base": "0x400000", "end": "0x402000",
+                "build_id": "0123abcd", "debug_id": "CDAB23010000000000000000000000000", "code_id": null,
+                "identity": "build-id", "verified": true, "main": true, "status": "ok",
+                "unwind": ["eh_frame"], "symbols": ["dwarf", "symtab"]
+            }],
+            "unloaded_modules": [],
+            "annotations": {},
+            "signature": null,
+            "warnings": [{ "code": "memory-missing", "message": "Stack memory is missing.", "thread": 0, "module": null }]
+        })
+    }
+
+    fn valid(report: &Value) -> bool {
+        super::validator().is_valid(report)
+    }
+
+    #[test]
+    fn schema_accepts_a_documented_report() {
+        super::assert_valid(&sample());
+    }
+
+    #[test]
+    fn schema_rejects_violations() {
+        let mut padded = sample();
+        padded["threads"][0]["frames"][0]["pc"] = json!("0x0401000");
+        let mut upper = sample();
+        upper["modules"][0]["base"] = json!("0x40000A");
+        let mut number = sample();
+        number["crash"]["address"] = json!(0);
+        let mut missing = sample();
+        missing["threads"][0]["frames"][0]
+            .as_object_mut()
+            .expect("frame object")
+            .remove("column");
+        let mut extra = sample();
+        extra["dump"]["extra"] = json!(1);
+        let mut trust = sample();
+        trust["threads"][0]["frames"][0]["trust"] = json!("guess");
+        let mut end = sample();
+        end["threads"][0]["end"] = json!("done");
+        let mut code = sample();
+        code["warnings"][0]["code"] = json!("Memory Missing");
+        for (what, report) in [
+            ("zero-padded hex", padded),
+            ("upper-case hex", upper),
+            ("numeric address", number),
+            ("missing field", missing),
+            ("unknown field", extra),
+            ("unknown trust", trust),
+            ("unknown end", end),
+            ("non-kebab warning code", code),
+        ] {
+            assert!(
+                !valid(&report),
+                "the schema accepted a report with a {what}"
+            );
+        }
+    }
+}
