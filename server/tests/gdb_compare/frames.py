@@ -59,6 +59,11 @@ def main():
     inferior = gdb.selected_inferior()
     selected = gdb.selected_thread()
     crashed_lwp = selected.ptid[1] if selected is not None else None
+    # Read while the crashed thread is still selected: the siginfo is per thread.
+    try:
+        signal = int(gdb.parse_and_eval("$_siginfo.si_signo"))
+    except gdb.error:
+        signal = None
     threads = []
     for thread in sorted(inferior.threads(), key=lambda t: t.num):
         frames, stop, error = walk_thread(thread)
@@ -69,10 +74,6 @@ def main():
             "stop": stop,
             "error": error,
         })
-    try:
-        signal = int(gdb.parse_and_eval("$_siginfo.si_signo"))
-    except gdb.error:
-        signal = None
     print("=== gdb-frames-json ===")
     print(json.dumps({"crashed_lwp": crashed_lwp, "signal": signal, "threads": threads}))
     print("=== end ===")
