@@ -1,0 +1,82 @@
+# Prints, as one JSON document on stdout, every thread of the loaded core and every frame
+# gdb shows for it, innermost first. Run by the gdb_compare test as
+#   gdb -batch -nx -ex 'set pagination off' ... -x frames.py PROGRAM CORE
+# The document is framed by two marker lines so gdb's own chatter cannot corrupt it.
+import json
+
+import gdb
+
+FRAME_TYPES = {}
+for _name in ("NORMAL_FRAME", "DUMMY_FRAME", "INLINE_FRAME", "TAILCALL_FRAME",
+              "SIGTRAMP_FRAME", "ARCH_FRAME", "SENTINEL_FRAME"):
+    if hasattr(gdb, _name):
+        FRAME_TYPES[getattr(gdb, _name)] = _name[: -len("_FRAME")]
+
+
+def describe(frame):
+    function = frame.function()
+    sal = frame.find_sal()
+    symtab = sal.symtab
+    return {
+        "pc": frame.pc(),
+        "name": frame.name(),
+        "type": FRAME_TYPES.get(frame.type(), str(frame.type())),
+        "function": function.print_name if function is not None else None,
+        "file": symtab.filename if symtab is not None else None,
+        "fullname": symtab.fullname() if symtab is not None else None,
+        "line": sal.line if symtab is not None and sal.line > 0 else None,
+    }
+
+
+def walk_thread(thread):
+    thread.switch()
+    frames = []
+    stop = None
+    error = None
+    try:
+        frame = gdb.newest_frame()
+    except gdb.error as e:
+        return frames, None, str(e)
+    while frame is not None:
+        frames.append(describe(frame))
+        try:
+            older = frame.older()
+        except gdb.error as e:
+            error = str(e)
+            break
+        if older is None:
+            reason = frame.unwind_stop_reason()
+            stop = {
+                "code": reason,
+                "outermost": reason in (gdb.FRAME_UNWIND_OUTERMOST, gdb.FRAME_UNWIND_NO_REASON),
+                "text": gdb.frame_stop_reason_string(reason),
+            }
+        frame = older
+    return frames, stop, error
+
+
+def main():
+    inferior = gdb.selected_inferior()
+    selected = gdb.selected_thread()
+    crashed_lwp = selected.ptid[1] if selected is not None else None
+    # Read while the crashed thread is still selected: the siginfo is per thread.
+    try:
+        signal = int(gdb.parse_and_eval("$_siginfo.si_signo"))
+    except gdb.error:
+        signal = None
+    threads = []
+    for thread in sorted(inferior.threads(), key=lambda t: t.num):
+        frames, stop, error = walk_thread(thread)
+        threads.append({
+            "num": thread.num,
+            "lwp": thread.ptid[1],
+            "frames": frames,
+            "stop": stop,
+            "error": error,
+        })
+    print("=== gdb-frames-json ===")
+    print(json.dumps({"crashed_lwp": crashed_lwp, "signal": signal, "threads": threads}))
+    print("=== end ===")
+
+
+main()

@@ -1,0 +1,396 @@
+//! Compares `postmortem walk` with gdb on crash programs compiled at test time.
+//!
+//! Each case compiles a program from `tests/crashers` in a temporary directory, takes a
+//! core of it (the kernel's, or `gcore`'s for a live process), asks gdb for every thread's
+//! frames (`frames.py`) and runs `postmortem walk CORE --symbols DIR --format json`. The
+//! report must follow `report.schema.json`, and its stacks must equal gdb's frame by frame
+//! (see `compare`). gdb is the reference: no expected value comes from postmortem itself.
+//!
+//! Needs gdb, gcc, g++, clang and rustc on the PATH, libc6-dbg for libc's names, and a
+//! `core_pattern` that writes `core` into the working directory; `test.sh` sets all of
+//! that up.
+
+mod cli_errors;
+mod compare;
+mod gdb;
+mod program;
+mod report;
+
+use std::path::PathBuf;
+
+use gdb::GdbCore;
+use program::Workdir;
+
+/// A compiled crash program and its core.
+struct Crashed {
+    work: Workdir,
+    exe: PathBuf,
+    core: PathBuf,
+    /// Whether the core is a live process's (`gcore`), which has no crash.
+    live: bool,
+}
+
+impl Crashed {
+    /// Compiles `sources` with `compiler` and `flags` and crashes the program.
+    fn c(case: &str, compiler: &str, flags: &[&str], sources: &[&str]) -> Crashed {
+        let work = Workdir::new(case);
+        let exe = work.compile(compiler, flags, sources, case);
+        let core = work.crash(&exe);
+        Crashed {
+            work,
+            exe,
+            core,
+            live: false,
+        }
+    }
+}
+
+/// gdb's frames of the core, checked first against what the crash program is known to
+/// do (so a broken program or gdb setup cannot make a case pass vacuously), then the
+/// report, then the comparison.
+fn check(crashed: &Crashed, expect: impl Fn(&GdbCore)) {
+    let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
+    expect(&gdb);
+    let report = report::walk_report(&crashed.core, crashed.work.path());
+    if crashed.live {
+        assert!(
+            report["crash"].is_null(),
+            "a gcore of a live process has no crash: {}",
+            report["crash"]
+        );
+    } else {
+        let crash = &report["crash"];
+        assert_eq!(crash["tid"].as_u64(), gdb.crashed_lwp, "crashed thread");
+        assert_eq!(
+            report["threads"][0]["tid"].as_u64(),
+            gdb.crashed_lwp,
+            "the crashed thread comes first"
+        );
+        assert_eq!(report["threads"][0]["crashed"].as_bool(), Some(true));
+        assert_eq!(
+            crash["signal"].as_u64(),
+            gdb.signal,
+            "signal number ($_siginfo.si_signo)"
+        );
+    }
+    compare::assert_same_stacks(&gdb, &report);
+}
+
+/// gdb's names for the crashed thread's frames, innermost first.
+fn crashed_names(gdb: &GdbCore) -> Vec<String> {
+    gdb.crashed()
+        .frames
+        .iter()
+        .map(|f| f.name.clone().unwrap_or_else(|| "??".to_owned()))
+        .collect()
+}
+
+/// Asserts that `names` appear in gdb's crashed stack in this order (innermost first),
+/// the first of them in frame 0.
+fn expect_stack(gdb: &GdbCore, names: &[&str]) {
+    let stack = crashed_names(gdb);
+    assert_eq!(
+        stack.first().map(String::as_str),
+        names.first().copied(),
+        "gdb's frame 0: {stack:?}"
+    );
+    let mut rest = stack.iter();
+    for name in names {
+        assert!(
+            rest.any(|s| s == name),
+            "gdb's crashed stack lacks {name} in order: {stack:?}"
+        );
+    }
+}
+
+const SIGSEGV: u64 = 11;
+const SIGABRT: u64 = 6;
+
+fn basic(case: &str, compiler: &str, flags: &[&str]) {
+    let crashed = Crashed::c(case, compiler, flags, &["basic.c"]);
+    check(&crashed, |gdb| {
+        assert_eq!(gdb.signal, Some(SIGSEGV));
+        expect_stack(gdb, &["crash_here", "middle", "outer", "main", "_start"]);
+    });
+}
+
+#[test]
+fn gdb_harness_sees_the_crash() {
+    // The reference side alone, without postmortem: the program crashes where it should
+    // and gdb, with libc's debug info, names every frame down to _start.
+    let crashed = Crashed::c("harness", "gcc", &["-O0"], &["basic.c"]);
+    let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
+    assert_eq!(gdb.signal, Some(SIGSEGV));
+    assert_eq!(gdb.threads.len(), 1);
+    let thread = gdb.crashed();
+    assert!(thread.complete, "gdb stopped on an error: {}", thread.stop);
+    let frame0 = &thread.frames[0];
+    assert_eq!(frame0.name.as_deref(), Some("crash_here"));
+    assert!(frame0
+        .file
+        .as_deref()
+        .is_some_and(|f| f.ends_with("basic.c")));
+    let source =
+        std::fs::read_to_string(program::crashers_dir().join("basic.c")).expect("read basic.c");
+    let fault_line = source
+        .lines()
+        .position(|l| l.contains("SIGSEGV: p is null"))
+        .expect("marker")
+        + 1;
+    assert_eq!(frame0.line, Some(fault_line as u64));
+    expect_stack(
+        &gdb,
+        &[
+            "crash_here",
+            "middle",
+            "outer",
+            "main",
+            "__libc_start_call_main",
+            "_start",
+        ],
+    );
+}
+
+#[test]
+fn c_o0_gcc() {
+    basic("c_o0_gcc", "gcc", &["-O0"]);
+}
+
+#[test]
+fn c_o0_clang() {
+    basic("c_o0_clang", "clang", &["-O0"]);
+}
+
+#[test]
+fn c_o2_omit_frame_pointer() {
+    basic("c_o2_omit_fp", "gcc", &["-O2", "-fomit-frame-pointer"]);
+}
+
+#[test]
+fn c_o2_no_omit_frame_pointer() {
+    basic(
+        "c_o2_no_omit_fp",
+        "gcc",
+        &["-O2", "-fno-omit-frame-pointer"],
+    );
+}
+
+#[test]
+fn c_o3_inlined_functions() {
+    let crashed = Crashed::c("c_o3_inline", "gcc", &["-O3"], &["inline.c"]);
+    check(&crashed, |gdb| {
+        expect_stack(
+            gdb,
+            &[
+                "store_value",
+                "scale_and_store",
+                "prepare",
+                "compute",
+                "main",
+            ],
+        );
+        let kinds: Vec<&str> = gdb
+            .crashed()
+            .frames
+            .iter()
+            .take(4)
+            .map(|f| f.kind.as_str())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["INLINE", "INLINE", "INLINE", "NORMAL"],
+            "gdb's inline frames"
+        );
+    });
+}
+
+fn cpp_virtual(case: &str, compiler: &str) {
+    let crashed = Crashed::c(case, compiler, &["-O0"], &["virtual.cpp"]);
+    check(&crashed, |gdb| {
+        expect_stack(gdb, &["shapes::Square::area", "shapes::total_area", "main"]);
+    });
+}
+
+#[test]
+fn cpp_virtual_method_gxx() {
+    cpp_virtual("cpp_virtual_gxx", "g++");
+}
+
+#[test]
+fn cpp_virtual_method_clangxx() {
+    cpp_virtual("cpp_virtual_clangxx", "clang++");
+}
+
+#[test]
+fn abort_from_failed_assert() {
+    let crashed = Crashed::c("assert_abort", "gcc", &["-O0"], &["assert.c"]);
+    check(&crashed, |gdb| {
+        assert_eq!(gdb.signal, Some(SIGABRT));
+        expect_stack(
+            gdb,
+            &[
+                "__pthread_kill_implementation",
+                "__GI_raise",
+                "__GI_abort",
+                "check_invariant",
+                "main",
+            ],
+        );
+    });
+}
+
+#[test]
+fn threads_blocked_in_syscalls() {
+    let crashed = Crashed::c("threads", "gcc", &["-O0", "-pthread"], &["threads.c"]);
+    check(&crashed, |gdb| {
+        assert_eq!(
+            gdb.threads.len(),
+            5,
+            "main, three parked threads and the crasher"
+        );
+        expect_stack(gdb, &["fault", "crasher", "start_thread"]);
+        for parked in ["wait_on_cond", "sleep_long", "read_pipe", "main"] {
+            assert!(
+                gdb.threads
+                    .iter()
+                    .any(|t| t.frames.iter().any(|f| f.name.as_deref() == Some(parked))),
+                "gdb sees no thread in {parked}"
+            );
+        }
+    });
+}
+
+#[test]
+fn deep_recursion() {
+    let crashed = Crashed::c("recursion", "gcc", &["-O0"], &["recursion.c"]);
+    check(&crashed, |gdb| {
+        let depth = crashed_names(gdb)
+            .iter()
+            .filter(|n| *n == "recurse")
+            .count();
+        assert_eq!(depth, 251, "gdb's recursion depth");
+    });
+}
+
+#[test]
+fn crash_in_own_shared_library_through_plt() {
+    let work = Workdir::new("plt");
+    work.source("plt_lib.c");
+    work.source("plt_main.c");
+    work.run_tool(
+        "gcc",
+        &[
+            "-g",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            "plt_lib.c",
+            "-o",
+            "libcrashlib.so",
+        ],
+    );
+    work.run_tool(
+        "gcc",
+        &[
+            "-g",
+            "-O0",
+            "plt_main.c",
+            "-o",
+            "plt",
+            "-L.",
+            "-lcrashlib",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let exe = work.path().join("plt");
+    let core = work.crash(&exe);
+    let crashed = Crashed {
+        work,
+        exe,
+        core,
+        live: false,
+    };
+    check(&crashed, |gdb| {
+        expect_stack(gdb, &["lib_store", "lib_entry", "call_library", "main"]);
+    });
+}
+
+#[test]
+fn crash_inside_signal_handler() {
+    let crashed = Crashed::c("sighandler", "gcc", &["-O0"], &["sighandler.c"]);
+    check(&crashed, |gdb| {
+        expect_stack(
+            gdb,
+            &["handler_fault", "on_segv", "__restore_rt", "victim", "main"],
+        );
+        assert!(
+            gdb.crashed().frames.iter().any(|f| f.kind == "SIGTRAMP"),
+            "gdb sees the signal frame"
+        );
+    });
+}
+
+#[test]
+fn rust_panic_abort() {
+    let work = Workdir::new("rust");
+    work.source("rust_panic.rs");
+    work.run_tool(
+        "rustc",
+        &[
+            "-g",
+            "-C",
+            "panic=abort",
+            "-C",
+            "opt-level=0",
+            "rust_panic.rs",
+            "-o",
+            "rust_panic",
+        ],
+    );
+    let exe = work.path().join("rust_panic");
+    let core = work.crash(&exe);
+    let crashed = Crashed {
+        work,
+        exe,
+        core,
+        live: false,
+    };
+    check(&crashed, |gdb| {
+        assert_eq!(gdb.signal, Some(SIGABRT));
+        expect_stack(
+            gdb,
+            &[
+                "__pthread_kill_implementation",
+                "__GI_abort",
+                "rust_panic::validate",
+                "rust_panic::parse_config",
+                "rust_panic::main",
+                "main",
+            ],
+        );
+    });
+}
+
+#[test]
+fn gcore_of_live_multithreaded_process() {
+    let work = Workdir::new("live");
+    let exe = work.compile("gcc", &["-O0", "-pthread"], &["live.c"], "live");
+    let core = work.gcore_live(&exe);
+    let crashed = Crashed {
+        work,
+        exe,
+        core,
+        live: true,
+    };
+    check(&crashed, |gdb| {
+        assert_eq!(gdb.threads.len(), 4, "main and three parked threads");
+        for parked in ["wait_on_cond", "sleep_long", "read_pipe", "main"] {
+            assert!(
+                gdb.threads
+                    .iter()
+                    .any(|t| t.frames.iter().any(|f| f.name.as_deref() == Some(parked))),
+                "gdb sees no thread in {parked}"
+            );
+        }
+    });
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs the whole test suite of postmortem on a fresh Debian 12 machine (as root):
+# installs what the tests need, then formatting, lints and every test.
+# Honours CARGO_TARGET_DIR when it is set.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+section() { printf '\n==== %s ====\n' "$*"; }
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+        echo "test.sh: not root and no sudo: cannot install packages" >&2; exit 1
+    fi
+fi
+
+section "System packages"
+# gdb and libc6-dbg: the reference debugger and libc's debug info (so libc frames have
+# names on both sides); compilers for the crash programs compiled at test time.
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update
+$SUDO apt-get install -y --no-install-recommends \
+    gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 \
+    libc6-dev libstdc++-12-dev pkg-config ca-certificates
+
+section "Core dumps"
+# The gdb comparison tests crash programs and read the core the kernel writes into the
+# working directory, so core_pattern must be a plain file name.
+pattern="$(cat /proc/sys/kernel/core_pattern)"
+case "$pattern" in
+    core*) echo "core_pattern: $pattern" ;;
+    *)
+        echo "core_pattern is '$pattern'; setting it to 'core'"
+        if ! echo core | $SUDO tee /proc/sys/kernel/core_pattern >/dev/null; then
+            echo "test.sh: cannot set /proc/sys/kernel/core_pattern; the gdb comparison tests will fail" >&2
+        fi
+        ;;
+esac
+
+section "Rust toolchain"
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "test.sh: cargo is not installed (install Rust with rustup first)" >&2
+    exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+    installed="$(rustup component list --installed)"
+    for component in clippy rustfmt; do
+        if ! grep -q "^$component" <<<"$installed"; then
+            rustup component add "$component"
+        fi
+    done
+fi
+cargo --version
+rustc --version
+gdb --version | head -n 1
+
+section "cargo fmt --check"
+cargo fmt --all --check
+
+section "cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+section "cargo test"
+cargo test --workspace
+
+section "All tests passed"
