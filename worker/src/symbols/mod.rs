@@ -1,1 +1,90 @@
-//! symbols (in progress)
+//! The symbol table: function names, source lines and inline stacks for a binary's addresses.
+//!
+//! [`build_symbol_table`] reads a binary and its separate debug file(s) once — DWARF for
+//! functions, line rows and inlined calls, `.symtab`/`.dynsym` for the addresses DWARF does
+//! not cover — and writes one versioned byte table ([`format`]) keyed by offsets from the
+//! binary's link base. [`SymbolTable`] answers lookups straight from those bytes, which are
+//! what the service stores and caches. Split DWARF (`.dwo`/`.dwp`) and Breakpad input are
+//! not read here yet; the format already records which source each function came from.
+
+mod build;
+mod demangle;
+mod error;
+pub mod format;
+mod lookup;
+
+pub use build::{build_symbol_table, BuiltSymbols};
+pub use demangle::demangle;
+pub use error::SymbolsError;
+pub use format::SYMBOL_TABLE_VERSION;
+pub use lookup::SymbolTable;
+
+/// Where a function's name came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SymbolSource {
+    Dwarf,
+    Symtab,
+    Dynsym,
+    Breakpad,
+    Exports,
+}
+
+impl SymbolSource {
+    /// Every source, in code order.
+    pub const ALL: [SymbolSource; 5] = [
+        SymbolSource::Dwarf,
+        SymbolSource::Symtab,
+        SymbolSource::Dynsym,
+        SymbolSource::Breakpad,
+        SymbolSource::Exports,
+    ];
+
+    /// The name used in reports (`symbol_source`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymbolSource::Dwarf => "dwarf",
+            SymbolSource::Symtab => "symtab",
+            SymbolSource::Dynsym => "dynsym",
+            SymbolSource::Breakpad => "breakpad",
+            SymbolSource::Exports => "exports",
+        }
+    }
+
+    /// The code stored in the table (part of the format: never renumber).
+    pub fn code(self) -> u32 {
+        match self {
+            SymbolSource::Dwarf => 1,
+            SymbolSource::Symtab => 2,
+            SymbolSource::Dynsym => 3,
+            SymbolSource::Breakpad => 4,
+            SymbolSource::Exports => 5,
+        }
+    }
+
+    pub fn from_code(code: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// The bit of this source in the header's source mask.
+    pub fn bit(self) -> u32 {
+        1 << self.code()
+    }
+}
+
+/// One entry of the inline stack at an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SymbolFrame<'a> {
+    /// Demangled, without parameter list or return type.
+    pub function: Option<&'a str>,
+    /// Offset of the function's start from the link base; outermost entry only.
+    pub function_start: Option<u64>,
+    /// Innermost entry: the line row's file; outer entries: the call site's.
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub inlined: bool,
+    pub source: SymbolSource,
+}
+
+#[cfg(test)]
+mod tests;
