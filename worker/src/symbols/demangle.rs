@@ -10,22 +10,37 @@ use std::borrow::Cow;
 
 /// The backtrace form of a (possibly mangled) symbol name.
 pub fn demangle(name: &str) -> Cow<'_, str> {
+    match try_demangle(name) {
+        Some(d) => Cow::Owned(d),
+        None => Cow::Borrowed(name),
+    }
+}
+
+/// The backtrace form of a mangled name; `None` if it is not one we can demangle.
+pub fn try_demangle(name: &str) -> Option<String> {
     // Rust first: legacy Rust symbols are valid Itanium names too, but only
     // rustc-demangle knows to drop the hash.
     if let Ok(d) = rustc_demangle::try_demangle(name) {
-        return Cow::Owned(format!("{d:#}"));
+        return Some(format!("{d:#}"));
     }
     if name.starts_with("_Z") {
         if let Ok(sym) = cpp_demangle::Symbol::new(name) {
             let options = cpp_demangle::DemangleOptions::new()
                 .no_params()
                 .no_return_type();
-            if let Ok(d) = sym.demangle_with_options(&options) {
-                return Cow::Owned(d);
+            if let Ok(mut d) = sym.demangle_with_options(&options) {
+                // A method's qualifiers belong to its (dropped) parameter list.
+                while let Some(stripped) = [" const", " volatile", " &&", " &"]
+                    .iter()
+                    .find_map(|q| d.strip_suffix(q))
+                {
+                    d.truncate(stripped.len());
+                }
+                return Some(d);
             }
         }
     }
-    Cow::Borrowed(name)
+    None
 }
 
 #[cfg(test)]

@@ -232,7 +232,12 @@ impl<'a> SymbolTable<'a> {
         let nonzero = |v: u32| (v != 0).then_some(v);
         // Location of the innermost entry: the line row.
         let (mut file, mut line_no, mut column) = match line {
-            Some(l) => (self.file(l.file), nonzero(l.line), nonzero(l.column)),
+            // A column means nothing without a line.
+            Some(l) => (
+                self.file(l.file),
+                nonzero(l.line),
+                nonzero(l.column).filter(|_| l.line != 0),
+            ),
             None => (None, None, None),
         };
         // Inline chain, outermost first: find its length, then emit innermost first.

@@ -16,7 +16,7 @@ use object::{Object, ObjectSection};
 use rustc_hash::FxHashMap;
 
 use super::{Collector, RawFunction};
-use crate::symbols::demangle::demangle;
+use crate::symbols::demangle::try_demangle;
 use crate::symbols::format::{InlineRecord, LineRecord, NONE};
 use crate::symbols::SymbolSource;
 
@@ -209,15 +209,14 @@ fn read_lines(
             if let Some(start) = start.filter(|&s| s != 0 && s < end) {
                 let end_off = c.range(start, end).map(|(_, e)| e);
                 if let Some(end_off) = end_off {
-                    if rows_of.len() == rows_of.iter().filter(|r| r.address < end_off).count() {
-                        c.lines.extend(rows_of);
-                        c.lines.push(LineRecord {
-                            address: end_off,
-                            file: NONE,
-                            line: 0,
-                            column: 0,
-                        });
-                    }
+                    c.lines
+                        .extend(rows_of.into_iter().filter(|r| r.address < end_off));
+                    c.lines.push(LineRecord {
+                        address: end_off,
+                        file: NONE,
+                        line: 0,
+                        column: 0,
+                    });
                 }
             }
             continue;
@@ -410,8 +409,9 @@ fn read_dies<'d>(
 fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
     for _ in 0..MAX_NAME_HOPS {
         let n = pass.names.get(&die)?;
-        if let Some(linkage) = n.linkage {
-            return Some(demangle(&String::from_utf8_lossy(linkage)).into_owned());
+        let linkage = n.linkage.map(String::from_utf8_lossy);
+        if let Some(d) = linkage.as_deref().and_then(try_demangle) {
+            return Some(d);
         }
         if let Some(name) = n.name {
             let name = String::from_utf8_lossy(name);
@@ -421,6 +421,10 @@ fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
             } else {
                 format!("{scope}::{name}")
             });
+        }
+        if let Some(raw) = linkage {
+            // Not demangleable and no DW_AT_name: the raw name beats none.
+            return Some(raw.into_owned());
         }
         die = n.next?;
     }

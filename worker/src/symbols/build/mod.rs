@@ -192,9 +192,17 @@ struct Finished {
 }
 
 /// Makes sorted ranges disjoint: where one overlaps the next, it is cut at the next's start;
-/// a range starting where the previous one starts is dropped.
-fn make_disjoint(ranges: &mut Vec<RawFunction>) {
-    ranges.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end)));
+/// of ranges starting at one address (aliases) the longest wins, then the shortest name
+/// (`__sigsetjmp` over `__GI___sigsetjmp`), then the first string.
+fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
+    let name_len = |id: u32| {
+        let at = id as usize;
+        strings
+            .get(at..at.saturating_add(4))
+            .and_then(|b| b.try_into().ok())
+            .map_or(u32::MAX, u32::from_le_bytes)
+    };
+    ranges.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end), name_len(f.name), f.name));
     ranges.dedup_by_key(|f| f.start);
     for i in 1..ranges.len() {
         let next_start = ranges[i].start;
@@ -209,8 +217,8 @@ fn make_disjoint(ranges: &mut Vec<RawFunction>) {
 /// line rows and inline records.
 fn finish(mut c: Collector, mut symbols: Vec<RawFunction>) -> Result<Finished, SymbolsError> {
     let mut functions = std::mem::take(&mut c.functions);
-    make_disjoint(&mut functions);
-    make_disjoint(&mut symbols);
+    make_disjoint(&mut functions, &c.strings);
+    make_disjoint(&mut symbols, &c.strings);
     let dwarf_count = functions.len();
     for s in symbols {
         // First DWARF function starting after s.start, and whether the one before covers it.
