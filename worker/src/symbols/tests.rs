@@ -668,3 +668,61 @@ fn garbage_input_is_an_error_not_a_panic() {
         Err("no-input")
     );
 }
+
+/// Measurements for the report (run in release: `cargo test --release -p postmortem-worker
+/// --lib symbols::tests::measure_libc -- --ignored --nocapture`).
+#[test]
+#[ignore = "measurement, not a check"]
+fn measure_libc() {
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    let Ok(bytes) = std::fs::read(libc) else {
+        return;
+    };
+    let Some(id) = object::File::parse(&*bytes)
+        .ok()
+        .and_then(|f| f.build_id().ok().flatten().map(<[u8]>::to_vec))
+    else {
+        return;
+    };
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let path = format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..]);
+    let Ok(debug) = std::fs::read(&path) else {
+        return;
+    };
+    let t = std::time::Instant::now();
+    let built = build_symbol_table(Some(&bytes), &[&debug]).expect("builds");
+    let build_time = t.elapsed();
+    let dbg = object::File::parse(&*debug).expect("parses");
+    let dwarf_size: usize = [".debug_info", ".debug_line"]
+        .iter()
+        .filter_map(|n| {
+            use object::ObjectSection;
+            dbg.section_by_name(n)
+                .and_then(|s| s.uncompressed_data().ok().map(|d| d.len()))
+        })
+        .sum();
+    let table = SymbolTable::open(&built.bytes).expect("opens");
+    let addrs: Vec<u64> = table
+        .functions()
+        .flat_map(|f| [f.0, (f.0 + f.1) / 2])
+        .collect();
+    let mut out = Vec::with_capacity(64);
+    let t = std::time::Instant::now();
+    let mut found = 0usize;
+    for _ in 0..20 {
+        for &a in &addrs {
+            out.clear();
+            found += usize::from(table.lookup(a, &mut out));
+        }
+    }
+    let per = t.elapsed() / (20 * addrs.len() as u32);
+    eprintln!(
+        "libc: build {build_time:?}; table {} bytes vs .debug_info+.debug_line {dwarf_size} bytes \
+         (uncompressed); {} functions, {} rows, {} inlines; lookup {per:?} per address \
+         ({found} found)",
+        built.bytes.len(),
+        built.functions,
+        built.line_rows,
+        built.inline_records
+    );
+}
