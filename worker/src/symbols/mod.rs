@@ -1,7 +1,26 @@
-//! Symbol tables (placeholder until the symbols branch lands; same API).
+//! The symbol table: function names, source lines and inline stacks for a binary's addresses.
+//!
+//! [`build_symbol_table`] reads a binary and its separate debug file(s) once — DWARF for
+//! functions, line rows and inlined calls, `.symtab`/`.dynsym` for the addresses DWARF does
+//! not cover — and writes one versioned byte table ([`format`]) keyed by offsets from the
+//! binary's link base. [`SymbolTable`] answers lookups straight from those bytes, which are
+//! what the service stores and caches. Split DWARF (`.dwo`/`.dwp`) and Breakpad input are
+//! not read here yet; the format already records which source each function came from.
 
-/// Where a symbol came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+mod build;
+mod demangle;
+mod error;
+pub mod format;
+mod lookup;
+
+pub use build::{build_symbol_table, BuiltSymbols};
+pub use demangle::demangle;
+pub use error::SymbolsError;
+pub use format::SYMBOL_TABLE_VERSION;
+pub use lookup::SymbolTable;
+
+/// Where a function's name came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SymbolSource {
     Dwarf,
     Symtab,
@@ -11,6 +30,16 @@ pub enum SymbolSource {
 }
 
 impl SymbolSource {
+    /// Every source, in code order.
+    pub const ALL: [SymbolSource; 5] = [
+        SymbolSource::Dwarf,
+        SymbolSource::Symtab,
+        SymbolSource::Dynsym,
+        SymbolSource::Breakpad,
+        SymbolSource::Exports,
+    ];
+
+    /// The name used in reports (`symbol_source`).
     pub fn as_str(self) -> &'static str {
         match self {
             SymbolSource::Dwarf => "dwarf",
@@ -20,30 +49,36 @@ impl SymbolSource {
             SymbolSource::Exports => "exports",
         }
     }
+
+    /// The code stored in the table (part of the format: never renumber).
+    pub fn code(self) -> u32 {
+        match self {
+            SymbolSource::Dwarf => 1,
+            SymbolSource::Symtab => 2,
+            SymbolSource::Dynsym => 3,
+            SymbolSource::Breakpad => 4,
+            SymbolSource::Exports => 5,
+        }
+    }
+
+    pub fn from_code(code: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// The bit of this source in the header's source mask.
+    pub fn bit(self) -> u32 {
+        1 << self.code()
+    }
 }
 
-pub const SYMBOL_TABLE_VERSION: u32 = 0;
-
-#[derive(Debug, thiserror::Error)]
-#[error("symbols not implemented yet")]
-pub struct SymbolsError;
-
-pub struct BuiltSymbols {
-    pub bytes: Vec<u8>,
-    pub sources: Vec<SymbolSource>,
-}
-
-pub fn build_symbol_table(
-    _binary: Option<&[u8]>,
-    _debug_files: &[&[u8]],
-) -> Result<BuiltSymbols, SymbolsError> {
-    Err(SymbolsError)
-}
-
-#[derive(Debug, Clone)]
+/// One entry of the inline stack at an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SymbolFrame<'a> {
+    /// Demangled, without parameter list or return type.
     pub function: Option<&'a str>,
+    /// Offset of the function's start from the link base; outermost entry only.
     pub function_start: Option<u64>,
+    /// Innermost entry: the line row's file; outer entries: the call site's.
     pub file: Option<&'a str>,
     pub line: Option<u32>,
     pub column: Option<u32>,
@@ -51,18 +86,5 @@ pub struct SymbolFrame<'a> {
     pub source: SymbolSource,
 }
 
-pub struct SymbolTable<'a> {
-    _b: &'a [u8],
-}
-
-impl<'a> SymbolTable<'a> {
-    pub fn open(_bytes: &'a [u8]) -> Result<Self, SymbolsError> {
-        Err(SymbolsError)
-    }
-    pub fn lookup(&self, _offset: u64, _out: &mut Vec<SymbolFrame<'a>>) -> bool {
-        false
-    }
-    pub fn sources(&self) -> Vec<SymbolSource> {
-        vec![]
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,467 @@
+//! DWARF → functions, line rows and inline records (DWARF 2–5, zlib/zstd-compressed
+//! sections; not split DWARF).
+//!
+//! One pass over each unit's DIE tree records every `DW_TAG_subprogram` and
+//! `DW_TAG_inlined_subroutine` with its ranges, naming attributes and enclosing scope
+//! (namespaces, classes); names are resolved afterwards, when every unit has been seen, so
+//! `DW_AT_abstract_origin`/`DW_AT_specification` may point anywhere in `.debug_info`. The
+//! semantics follow the `addr2line` crate (which the tests compare against): a name is the
+//! demangled linkage name if the DIE or one it refers to has one, else the `DW_AT_name`
+//! qualified by its parents; an inlined call's depth counts enclosing inlined calls up to
+//! the nearest subprogram.
+
+use std::borrow::Cow;
+
+use object::{Object, ObjectSection};
+use rustc_hash::FxHashMap;
+
+use super::{Collector, RawFunction};
+use crate::symbols::demangle::try_demangle;
+use crate::symbols::format::{InlineRecord, LineRecord, NONE};
+use crate::symbols::SymbolSource;
+
+type R<'d> = gimli::EndianSlice<'d, gimli::RunTimeEndian>;
+
+/// File index meaning "the row has a line but its file is unknown" (never a real index:
+/// the file table cannot hold that many entries). Distinct from [`NONE`], which marks an
+/// end-of-sequence row.
+const UNKNOWN_FILE: u32 = NONE - 1;
+
+/// Bound on following `DW_AT_abstract_origin`/`DW_AT_specification` chains.
+const MAX_NAME_HOPS: usize = 16;
+
+/// The naming attributes of one subprogram or inlined-subroutine DIE.
+struct DieName<'d> {
+    linkage: Option<&'d [u8]>,
+    name: Option<&'d [u8]>,
+    /// Index into `Pass::scopes`.
+    scope: u32,
+    /// `.debug_info` offset of the DIE named by abstract_origin / specification.
+    next: Option<usize>,
+}
+
+struct PendingInline {
+    start: u32,
+    end: u32,
+    die: usize,
+    depth: u32,
+    call_file: u32,
+    call_line: u32,
+    call_column: u32,
+}
+
+struct Pass<'d> {
+    names: FxHashMap<usize, DieName<'d>>,
+    /// Qualified scope prefixes; 0 is the empty (global) scope.
+    scopes: Vec<String>,
+    functions: Vec<(u32, u32, usize)>,
+    inlines: Vec<PendingInline>,
+}
+
+fn section_data<'d>(file: &object::File<'d>, name: &str, c: &mut Collector) -> Cow<'d, [u8]> {
+    let Some(section) = file.section_by_name(name) else {
+        return Cow::Borrowed(&[]);
+    };
+    match section.uncompressed_data() {
+        Ok(data) => data,
+        Err(e) => {
+            c.warn(format!("section {name} unreadable: {e}"));
+            Cow::Borrowed(&[])
+        }
+    }
+}
+
+/// Reads the DWARF of `file` into `c`.
+pub(super) fn collect(file: &object::File<'_>, c: &mut Collector) {
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let sections: gimli::DwarfSections<Cow<'_, [u8]>> =
+        match gimli::DwarfSections::load(|id| -> Result<_, gimli::Error> {
+            Ok(section_data(file, id.name(), c))
+        }) {
+            Ok(s) => s,
+            Err(e) => {
+                c.warn(format!("DWARF sections unreadable: {e}"));
+                return;
+            }
+        };
+    let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
+    let mut pass = Pass {
+        names: FxHashMap::default(),
+        scopes: vec![String::new()],
+        functions: Vec::new(),
+        inlines: Vec::new(),
+    };
+    let mut units = dwarf.units();
+    loop {
+        let header = match units.next() {
+            Ok(Some(h)) => h,
+            Ok(None) => break,
+            Err(e) => {
+                c.warn(format!("unit headers unreadable: {e}"));
+                break;
+            }
+        };
+        let at = header.offset();
+        let unit = match dwarf.unit(header) {
+            Ok(u) => u,
+            Err(e) => {
+                c.warn(format!("unit at {at:?} skipped: {e}"));
+                continue;
+            }
+        };
+        let unit = unit.unit_ref(&dwarf);
+        let files = match read_lines(unit, c) {
+            Ok(f) => f,
+            Err(e) => {
+                c.warn(format!("line program of unit at {at:?} skipped: {e}"));
+                Vec::new()
+            }
+        };
+        if let Err(e) = read_dies(unit, &files, &mut pass, c) {
+            c.warn(format!("DIEs of unit at {at:?} partly skipped: {e}"));
+        }
+    }
+    resolve(pass, c);
+}
+
+/// Renders a line-program file entry as addr2line does: comp_dir, directory, name.
+fn render_file<'d>(
+    unit: gimli::UnitRef<'_, R<'d>>,
+    file: &gimli::FileEntry<R<'d>>,
+    header: &gimli::LineProgramHeader<R<'d>>,
+) -> Result<String, gimli::Error> {
+    let mut path = match unit.comp_dir {
+        Some(dir) => dir.to_string_lossy().into_owned(),
+        None => String::new(),
+    };
+    if file.directory_index() != 0 {
+        if let Some(dir) = file.directory(header) {
+            path_push(&mut path, &unit.attr_string(dir)?.to_string_lossy());
+        }
+    }
+    path_push(
+        &mut path,
+        &unit.attr_string(file.path_name())?.to_string_lossy(),
+    );
+    Ok(path)
+}
+
+fn path_push(path: &mut String, p: &str) {
+    let rooted = |s: &str| {
+        s.starts_with('/')
+            || s.starts_with('\\')
+            || s.get(1..3) == Some(":/")
+            || s.get(1..3) == Some(":\\")
+    };
+    if rooted(p) {
+        *path = p.to_string();
+    } else {
+        let sep = if path.starts_with('\\') || path.get(1..3) == Some(":\\") {
+            '\\'
+        } else {
+            '/'
+        };
+        if !path.is_empty() && !path.ends_with(sep) {
+            path.push(sep);
+        }
+        path.push_str(p);
+    }
+}
+
+/// Reads a unit's line program into `c.lines`; returns the unit's file index → file-table
+/// index map (for call files).
+fn read_lines(
+    unit: gimli::UnitRef<'_, R<'_>>,
+    c: &mut Collector,
+) -> Result<Vec<u32>, gimli::Error> {
+    let Some(program) = unit.line_program.clone() else {
+        return Ok(Vec::new());
+    };
+    let mut files = Vec::new();
+    {
+        let header = program.header();
+        let mut index = 0u64;
+        loop {
+            match header.file(index) {
+                Some(f) => {
+                    let path = render_file(unit, f, header)?;
+                    files.push(c.file(&path));
+                }
+                None if index == 0 => files.push(UNKNOWN_FILE),
+                None => break,
+            }
+            index += 1;
+        }
+    }
+    let mut rows = program.rows();
+    let mut sequence: Vec<LineRecord> = Vec::new();
+    let mut start_svma = None;
+    while let Some((_, row)) = rows.next_row()? {
+        if row.end_sequence() {
+            let end = row.address();
+            let start = start_svma.take();
+            let rows_of = std::mem::take(&mut sequence);
+            // Sequences at 0 are code the linker discarded.
+            if let Some(start) = start.filter(|&s| s != 0 && s < end) {
+                let end_off = c.range(start, end).map(|(_, e)| e);
+                if let Some(end_off) = end_off {
+                    c.lines
+                        .extend(rows_of.into_iter().filter(|r| r.address < end_off));
+                    c.lines.push(LineRecord {
+                        address: end_off,
+                        file: NONE,
+                        line: 0,
+                        column: 0,
+                    });
+                }
+            }
+            continue;
+        }
+        let svma = row.address();
+        if start_svma.is_none() {
+            start_svma = Some(svma);
+        }
+        let Some(address) = c.offset(svma) else {
+            continue;
+        };
+        let file = usize::try_from(row.file_index())
+            .ok()
+            .and_then(|i| files.get(i).copied())
+            .unwrap_or(UNKNOWN_FILE);
+        let line = row
+            .line()
+            .map_or(0, |l| u32::try_from(l.get()).unwrap_or(0));
+        let column = match row.column() {
+            gimli::ColumnType::LeftEdge => 0,
+            gimli::ColumnType::Column(x) => u32::try_from(x.get()).unwrap_or(0),
+        };
+        let rec = LineRecord {
+            address,
+            file,
+            line,
+            column,
+        };
+        match sequence.last_mut() {
+            Some(last) if last.address == address => *last = rec,
+            _ => sequence.push(rec),
+        }
+    }
+    Ok(files)
+}
+
+fn global_offset(unit: gimli::UnitRef<'_, R<'_>>, offset: gimli::UnitOffset) -> Option<usize> {
+    offset.to_debug_info_offset(&unit.header).map(|o| o.0)
+}
+
+/// One pass over a unit's DIEs.
+fn read_dies<'d>(
+    unit: gimli::UnitRef<'_, R<'d>>,
+    files: &[u32],
+    pass: &mut Pass<'d>,
+    c: &mut Collector,
+) -> Result<(), gimli::Error> {
+    // (depth, scope index) of enclosing namespaces/types; (depth, is_inlined) of
+    // enclosing subprograms and inlined calls.
+    let mut scopes: Vec<(isize, u32)> = Vec::new();
+    let mut code: Vec<(isize, bool)> = Vec::new();
+    let mut entries = unit.entries();
+    while let Some(entry) = entries.next_dfs()? {
+        let depth = entry.depth();
+        while scopes.last().is_some_and(|&(d, _)| d >= depth) {
+            scopes.pop();
+        }
+        while code.last().is_some_and(|&(d, _)| d >= depth) {
+            code.pop();
+        }
+        let scope = scopes.last().map_or(0, |&(_, s)| s);
+        let tag = entry.tag();
+        match tag {
+            gimli::DW_TAG_namespace
+            | gimli::DW_TAG_class_type
+            | gimli::DW_TAG_structure_type
+            | gimli::DW_TAG_union_type
+            | gimli::DW_TAG_interface_type => {
+                let name = match entry.attr_value(gimli::DW_AT_name) {
+                    Some(v) => unit
+                        .attr_string(v)
+                        .ok()
+                        .map(|s| s.to_string_lossy().into_owned()),
+                    None => None,
+                };
+                let name = match name {
+                    Some(n) => n,
+                    None if tag == gimli::DW_TAG_namespace => "(anonymous namespace)".into(),
+                    None => continue,
+                };
+                let parent = &pass.scopes[scope as usize];
+                let qualified = if parent.is_empty() {
+                    name
+                } else {
+                    format!("{parent}::{name}")
+                };
+                let Ok(id) = u32::try_from(pass.scopes.len()) else {
+                    continue;
+                };
+                pass.scopes.push(qualified);
+                scopes.push((depth, id));
+            }
+            gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine => {
+                let Some(die) = global_offset(unit, entry.offset()) else {
+                    continue;
+                };
+                let mut name = DieName {
+                    linkage: None,
+                    name: None,
+                    scope,
+                    next: None,
+                };
+                let mut call = (UNKNOWN_FILE, 0u32, 0u32);
+                for attr in entry.attrs() {
+                    match attr.name() {
+                        gimli::DW_AT_linkage_name | gimli::DW_AT_MIPS_linkage_name => {
+                            name.linkage = unit.attr_string(attr.value()).ok().map(|s| s.slice());
+                        }
+                        gimli::DW_AT_name => {
+                            name.name = unit.attr_string(attr.value()).ok().map(|s| s.slice());
+                        }
+                        gimli::DW_AT_abstract_origin | gimli::DW_AT_specification => {
+                            name.next = match attr.value() {
+                                gimli::AttributeValue::UnitRef(o) => global_offset(unit, o),
+                                gimli::AttributeValue::DebugInfoRef(o) => Some(o.0),
+                                _ => None,
+                            };
+                        }
+                        gimli::DW_AT_call_file => {
+                            if let gimli::AttributeValue::FileIndex(fi) = attr.value() {
+                                if fi > 0 || unit.header.version() >= 5 {
+                                    call.0 = usize::try_from(fi)
+                                        .ok()
+                                        .and_then(|i| files.get(i).copied())
+                                        .unwrap_or(UNKNOWN_FILE);
+                                }
+                            }
+                        }
+                        gimli::DW_AT_call_line => {
+                            call.1 = attr
+                                .udata_value()
+                                .and_then(|v| u32::try_from(v).ok())
+                                .unwrap_or(0);
+                        }
+                        gimli::DW_AT_call_column => {
+                            call.2 = attr
+                                .udata_value()
+                                .and_then(|v| u32::try_from(v).ok())
+                                .unwrap_or(0);
+                        }
+                        _ => {}
+                    }
+                }
+                pass.names.insert(die, name);
+                let inlined = tag == gimli::DW_TAG_inlined_subroutine;
+                // Inline depth: inlined calls enclosing this one up to the nearest subprogram.
+                let inline_depth = code.iter().rev().take_while(|&&(_, i)| i).count();
+                // An inlined call outside any subprogram has nothing to attach to.
+                let attached = !inlined || !code.is_empty();
+                code.push((depth, inlined));
+                if !attached {
+                    continue;
+                }
+                let mut ranges = match unit.die_ranges(entry) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        c.warn(format!("ranges of DIE at {die:#x} unreadable: {e}"));
+                        continue;
+                    }
+                };
+                while let Some(r) = ranges.next()? {
+                    if r.begin == 0 {
+                        continue; // discarded by the linker
+                    }
+                    let Some((start, end)) = c.range(r.begin, r.end) else {
+                        continue;
+                    };
+                    if inlined {
+                        pass.inlines.push(PendingInline {
+                            start,
+                            end,
+                            die,
+                            depth: u32::try_from(inline_depth).unwrap_or(u32::MAX),
+                            call_file: call.0,
+                            call_line: call.1,
+                            call_column: call.2,
+                        });
+                    } else {
+                        pass.functions.push((start, end, die));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The display name of a DIE, following abstract_origin/specification.
+fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
+    for _ in 0..MAX_NAME_HOPS {
+        let n = pass.names.get(&die)?;
+        let linkage = n.linkage.map(String::from_utf8_lossy);
+        if let Some(d) = linkage.as_deref().and_then(try_demangle) {
+            return Some(d);
+        }
+        if let Some(name) = n.name {
+            let name = String::from_utf8_lossy(name);
+            let scope = pass.scopes.get(n.scope as usize).map_or("", String::as_str);
+            return Some(if scope.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{scope}::{name}")
+            });
+        }
+        if let Some(raw) = linkage {
+            // Not demangleable and no DW_AT_name: the raw name beats none.
+            return Some(raw.into_owned());
+        }
+        die = n.next?;
+    }
+    None
+}
+
+fn resolve(pass: Pass<'_>, c: &mut Collector) {
+    let mut memo: FxHashMap<usize, u32> = FxHashMap::default();
+    let mut name_id = |die: usize, c: &mut Collector| -> u32 {
+        if let Some(&id) = memo.get(&die) {
+            return id;
+        }
+        let id = name_of(&pass, die).map_or(NONE, |n| c.string(&n));
+        memo.insert(die, id);
+        id
+    };
+    for &(start, end, die) in &pass.functions {
+        let name = name_id(die, c);
+        c.functions.push(RawFunction {
+            start,
+            end,
+            name,
+            source: SymbolSource::Dwarf,
+        });
+    }
+    for i in &pass.inlines {
+        let name = name_id(i.die, c);
+        c.inlines.push((
+            i.depth,
+            InlineRecord {
+                start: i.start,
+                end: i.end,
+                name,
+                call_file: i.call_file,
+                call_line: i.call_line,
+                call_column: i.call_column,
+            },
+        ));
+    }
+}

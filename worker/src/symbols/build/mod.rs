@@ -1,0 +1,305 @@
+//! Building a symbol table from a binary and its debug files.
+//!
+//! [`dwarf`] contributes functions, line rows and inline records; [`symtab`] contributes
+//! `.symtab` then `.dynsym` functions for the addresses DWARF leaves uncovered. This module
+//! holds the shared [`Collector`] (string and file interning, address conversion) and the
+//! final merge that makes function ranges disjoint and sorts everything for [`format`].
+//! A bad unit or symbol is skipped with a warning, never fatal.
+
+mod dwarf;
+mod symtab;
+
+use rustc_hash::FxHashMap;
+
+use super::format::{self, FunctionRecord, InlineRecord, LineRecord, TableParts, MAX_ADDRESS};
+use super::{SymbolSource, SymbolsError};
+use crate::binary;
+
+/// A built table and what went into it.
+#[derive(Debug, Clone)]
+pub struct BuiltSymbols {
+    /// The serialized table, to open with [`super::SymbolTable::open`].
+    pub bytes: Vec<u8>,
+    /// The sources that contributed at least one function.
+    pub sources: Vec<SymbolSource>,
+    pub functions: usize,
+    pub line_rows: usize,
+    pub inline_records: usize,
+    /// Skipped units, sections and ranges, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// At most this many warnings are kept; further ones are only counted.
+const MAX_WARNINGS: usize = 64;
+
+/// A function range before the final merge.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawFunction {
+    pub start: u32,
+    pub end: u32,
+    pub name: u32,
+    pub source: SymbolSource,
+}
+
+/// Accumulates the parts of a table while the sources are read.
+pub(crate) struct Collector {
+    link_base: u64,
+    strings: Vec<u8>,
+    string_ids: FxHashMap<Box<str>, u32>,
+    files: Vec<u32>,
+    file_ids: FxHashMap<u32, u32>,
+    pub functions: Vec<RawFunction>,
+    pub lines: Vec<LineRecord>,
+    /// (depth, record)
+    pub inlines: Vec<(u32, InlineRecord)>,
+    warnings: Vec<String>,
+    dropped_warnings: usize,
+    too_large: bool,
+}
+
+impl Collector {
+    fn new(link_base: u64) -> Self {
+        Collector {
+            link_base,
+            strings: Vec::new(),
+            string_ids: FxHashMap::default(),
+            files: Vec::new(),
+            file_ids: FxHashMap::default(),
+            functions: Vec::new(),
+            lines: Vec::new(),
+            inlines: Vec::new(),
+            warnings: Vec::new(),
+            dropped_warnings: 0,
+            too_large: false,
+        }
+    }
+
+    pub fn warn(&mut self, message: String) {
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(message);
+        } else {
+            self.dropped_warnings += 1;
+        }
+    }
+
+    /// A file address as a table address (offset from the link base), if representable.
+    pub fn offset(&self, svma: u64) -> Option<u32> {
+        let off = binary::svma_to_offset(svma, self.link_base)?;
+        if off >= MAX_ADDRESS {
+            return None;
+        }
+        u32::try_from(off).ok()
+    }
+
+    /// A range of file addresses as table addresses; `end` may equal [`MAX_ADDRESS`].
+    pub fn range(&self, begin: u64, end: u64) -> Option<(u32, u32)> {
+        let start = self.offset(begin)?;
+        let end = binary::svma_to_offset(end, self.link_base)?;
+        let end = u32::try_from(end.min(MAX_ADDRESS - 1)).ok()?;
+        (start < end).then_some((start, end))
+    }
+
+    /// The string offset of `s`, interned.
+    pub fn string(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.string_ids.get(s) {
+            return id;
+        }
+        let (Ok(id), Ok(len)) = (u32::try_from(self.strings.len()), u32::try_from(s.len())) else {
+            self.too_large = true;
+            return format::NONE;
+        };
+        if id == format::NONE {
+            self.too_large = true;
+            return format::NONE;
+        }
+        self.strings.extend_from_slice(&len.to_le_bytes());
+        self.strings.extend_from_slice(s.as_bytes());
+        self.string_ids.insert(s.into(), id);
+        id
+    }
+
+    /// The file-table index of a path, interned.
+    pub fn file(&mut self, path: &str) -> u32 {
+        let s = self.string(path);
+        if let Some(&id) = self.file_ids.get(&s) {
+            return id;
+        }
+        let Ok(id) = u32::try_from(self.files.len()) else {
+            self.too_large = true;
+            return format::NONE;
+        };
+        self.files.push(s);
+        self.file_ids.insert(s, id);
+        id
+    }
+}
+
+fn parse(data: &[u8]) -> Result<object::File<'_>, SymbolsError> {
+    object::File::parse(data).map_err(|e| SymbolsError::Object(e.to_string()))
+}
+
+/// Builds the symbol table of a binary from the binary itself (its `.symtab`, `.dynsym`
+/// and DWARF, if not stripped) and its separate debug files (DWARF and `.symtab`). DWARF is
+/// read from the first debug file that has `.debug_info`, else from the binary.
+pub fn build_symbol_table(
+    binary: Option<&[u8]>,
+    debug_files: &[&[u8]],
+) -> Result<BuiltSymbols, SymbolsError> {
+    let binary = binary.map(parse).transpose()?;
+    let debug = debug_files
+        .iter()
+        .map(|d| parse(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(first) = binary.as_ref().or(debug.first()) else {
+        return Err(SymbolsError::NoInput);
+    };
+    let mut c = Collector::new(binary::link_base(first));
+
+    // DWARF: the first debug file that has it, else the binary.
+    let has_dwarf = |f: &object::File<'_>| {
+        use object::Object;
+        f.section_by_name(".debug_info").is_some()
+    };
+    if let Some(f) = debug.iter().chain(binary.iter()).find(|f| has_dwarf(f)) {
+        dwarf::collect(f, &mut c);
+    }
+    let all: Vec<&object::File<'_>> = binary.iter().chain(debug.iter()).collect();
+    let symbols = symtab::collect(&all, &mut c);
+
+    let Finished { table, warnings } = finish(c, symbols)?;
+    let mut sources: Vec<SymbolSource> = table
+        .functions
+        .iter()
+        .filter_map(|f| SymbolSource::from_code(f.source))
+        .collect();
+    sources.sort();
+    sources.dedup();
+    let (functions, line_rows) = (table.functions.len(), table.lines.len());
+    let inline_records = table.inlines.iter().map(Vec::len).sum();
+    Ok(BuiltSymbols {
+        bytes: format::write(&table)?,
+        sources,
+        functions,
+        line_rows,
+        inline_records,
+        warnings,
+    })
+}
+
+struct Finished {
+    table: TableParts,
+    warnings: Vec<String>,
+}
+
+/// Makes sorted ranges disjoint: where one overlaps the next, it is cut at the next's start;
+/// of ranges starting at one address (aliases) the longest wins, then the shortest name
+/// (`__sigsetjmp` over `__GI___sigsetjmp`), then the first string.
+fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
+    let name_len = |id: u32| {
+        let at = id as usize;
+        strings
+            .get(at..at.saturating_add(4))
+            .and_then(|b| b.try_into().ok())
+            .map_or(u32::MAX, u32::from_le_bytes)
+    };
+    ranges.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end), name_len(f.name), f.name));
+    ranges.dedup_by_key(|f| f.start);
+    for i in 1..ranges.len() {
+        let next_start = ranges[i].start;
+        let prev = &mut ranges[i - 1];
+        if prev.end > next_start {
+            prev.end = next_start;
+        }
+    }
+}
+
+/// Merges DWARF functions with symbol-table ones (which only fill DWARF's gaps), sorts
+/// line rows and inline records.
+fn finish(mut c: Collector, mut symbols: Vec<RawFunction>) -> Result<Finished, SymbolsError> {
+    let mut functions = std::mem::take(&mut c.functions);
+    make_disjoint(&mut functions, &c.strings);
+    make_disjoint(&mut symbols, &c.strings);
+    let dwarf_count = functions.len();
+    for s in symbols {
+        // First DWARF function starting after s.start, and whether the one before covers it.
+        let i = functions[..dwarf_count].partition_point(|f| f.start <= s.start);
+        if i > 0 && functions[i - 1].end > s.start {
+            continue;
+        }
+        let end = functions[..dwarf_count]
+            .get(i)
+            .map_or(s.end, |next| s.end.min(next.start));
+        if s.start < end {
+            functions.push(RawFunction { end, ..s });
+        }
+    }
+    functions.sort_by_key(|f| f.start);
+    let functions: Vec<FunctionRecord> = functions
+        .into_iter()
+        .map(|f| FunctionRecord {
+            start: f.start,
+            end: f.end,
+            name: f.name,
+            source: f.source.code(),
+        })
+        .collect();
+
+    // Line rows: end-of-sequence rows first at an address, so a real row there wins.
+    let mut lines = std::mem::take(&mut c.lines);
+    lines.sort_by_key(|l| (l.address, l.file != format::NONE));
+    let mut deduped: Vec<LineRecord> = Vec::with_capacity(lines.len());
+    for l in lines {
+        match deduped.last_mut() {
+            Some(last) if last.address == l.address => *last = l,
+            _ => deduped.push(l),
+        }
+    }
+    // Merge equal neighbours (same file, line, column): the first covers both.
+    deduped.dedup_by(|b, a| a.file == b.file && a.line == b.line && a.column == b.column);
+
+    let mut inlines: Vec<Vec<InlineRecord>> = Vec::new();
+    for (depth, r) in std::mem::take(&mut c.inlines) {
+        let d = depth as usize;
+        if d >= inlines.len() {
+            inlines.resize_with(d + 1, Vec::new);
+        }
+        inlines[d].push(r);
+    }
+    for level in &mut inlines {
+        level.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+        level.dedup_by_key(|r| r.start);
+        for i in 1..level.len() {
+            let next_start = level[i].start;
+            if level[i - 1].end > next_start {
+                level[i - 1].end = next_start;
+            }
+        }
+    }
+    // An empty depth would end every chain early; the builder never skips one, but
+    // trailing empties are harmless to drop.
+    while inlines.last().is_some_and(Vec::is_empty) {
+        inlines.pop();
+    }
+    if c.too_large {
+        return Err(SymbolsError::TooLarge("strings or files"));
+    }
+    let mut warnings = std::mem::take(&mut c.warnings);
+    if c.dropped_warnings > 0 {
+        warnings.push(format!("{} more warnings", c.dropped_warnings));
+    }
+    let sources = functions
+        .iter()
+        .filter_map(|f| SymbolSource::from_code(f.source))
+        .fold(0u32, |m, s| m | s.bit());
+    Ok(Finished {
+        table: TableParts {
+            sources,
+            functions,
+            lines: deduped,
+            inlines,
+            files: c.files,
+            strings: c.strings,
+        },
+        warnings,
+    })
+}

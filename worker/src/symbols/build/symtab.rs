@@ -1,0 +1,113 @@
+//! `.symtab` and `.dynsym` → function ranges, for the addresses DWARF does not cover.
+//!
+//! Text symbols of every given file are read, `.symtab` first (it is the more complete
+//! table; a debug file's `.symtab` counts too), then `.dynsym` for addresses no `.symtab`
+//! symbol starts at. Of several symbols at one address the global one wins, then the
+//! shortest name (so `malloc` over `__libc_malloc`). A zero-size symbol extends to the next
+//! symbol's start, bounded by the end of its section. Names are demangled.
+
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+
+use super::{Collector, RawFunction};
+use crate::symbols::demangle::demangle;
+use crate::symbols::SymbolSource;
+
+struct Candidate<'d> {
+    start: u32,
+    /// 0 = unknown (zero size)
+    end: u32,
+    section_end: u32,
+    name: &'d str,
+    global: bool,
+    source: SymbolSource,
+}
+
+/// Reads the text symbols of `files`; the result may overlap and is made disjoint by the
+/// caller.
+pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<RawFunction> {
+    let mut candidates: Vec<Candidate<'_>> = Vec::new();
+    for (source, dynamic) in [(SymbolSource::Symtab, false), (SymbolSource::Dynsym, true)] {
+        for file in files {
+            let symbols = if dynamic {
+                file.dynamic_symbols()
+            } else {
+                file.symbols()
+            };
+            for sym in symbols {
+                if sym.kind() != SymbolKind::Text || !sym.is_definition() || sym.address() == 0 {
+                    continue;
+                }
+                let Ok(name) = sym.name() else { continue };
+                if name.is_empty() {
+                    continue;
+                }
+                let Some(start) = c.offset(sym.address()) else {
+                    continue;
+                };
+                let section_end = sym
+                    .section_index()
+                    .and_then(|i| file.section_by_index(i).ok())
+                    .and_then(|s| c.range(s.address(), s.address().saturating_add(s.size())))
+                    .map_or(start.saturating_add(1), |(_, e)| e);
+                let end = if sym.size() == 0 {
+                    0
+                } else {
+                    c.range(sym.address(), sym.address().saturating_add(sym.size()))
+                        .map_or(0, |(_, e)| e)
+                };
+                candidates.push(Candidate {
+                    start,
+                    end,
+                    section_end,
+                    name,
+                    global: sym.is_global(),
+                    source,
+                });
+            }
+        }
+    }
+    // Per address: .symtab before .dynsym, global before local, shorter names first.
+    candidates.sort_by(|a, b| {
+        (a.start, a.source, !a.global, a.name.len(), a.name).cmp(&(
+            b.start,
+            b.source,
+            !b.global,
+            b.name.len(),
+            b.name,
+        ))
+    });
+    // A sized symbol's end is kept even if an alias at the same address has none.
+    let mut best: Vec<Candidate<'_>> = Vec::with_capacity(candidates.len());
+    for cand in candidates {
+        match best.last_mut() {
+            Some(last) if last.start == cand.start => {
+                if last.end == 0 {
+                    last.end = cand.end;
+                }
+            }
+            _ => best.push(cand),
+        }
+    }
+    let mut out = Vec::with_capacity(best.len());
+    for i in 0..best.len() {
+        let b = &best[i];
+        let next = best.get(i + 1).map_or(u32::MAX, |n| n.start);
+        let end = if b.end == 0 {
+            next.min(b.section_end)
+        } else {
+            b.end
+        };
+        if end <= b.start {
+            continue;
+        }
+        let name = demangle(b.name);
+        let name = c.string(&name);
+        out.push(RawFunction {
+            start: b.start,
+            end,
+            name,
+            source: b.source,
+        });
+    }
+    out
+}

@@ -1,0 +1,79 @@
+//! Demangling symbol names the way debuggers print them in a backtrace.
+//!
+//! C++ (`_Z…`) through cpp_demangle without parameter list or return type
+//! (`Widget::paint`, `std::vector<int, std::allocator<int> >::at`); Rust (legacy `_ZN…h…E`
+//! and v0 `_R…`) through rustc-demangle in its alternate form, which drops the hash
+//! (`core::option::unwrap_failed`). Anything else — C names, already demangled names — is
+//! returned unchanged. Never fails: a name that does not demangle stays as it is.
+
+use std::borrow::Cow;
+
+/// The backtrace form of a (possibly mangled) symbol name.
+pub fn demangle(name: &str) -> Cow<'_, str> {
+    match try_demangle(name) {
+        Some(d) => Cow::Owned(d),
+        None => Cow::Borrowed(name),
+    }
+}
+
+/// The backtrace form of a mangled name; `None` if it is not one we can demangle.
+pub fn try_demangle(name: &str) -> Option<String> {
+    // Rust first: legacy Rust symbols are valid Itanium names too, but only
+    // rustc-demangle knows to drop the hash.
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return Some(format!("{d:#}"));
+    }
+    if name.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
+            let options = cpp_demangle::DemangleOptions::new()
+                .no_params()
+                .no_return_type();
+            if let Ok(mut d) = sym.demangle_with_options(&options) {
+                // A method's qualifiers belong to its (dropped) parameter list.
+                while let Some(stripped) = [" const", " volatile", " &&", " &"]
+                    .iter()
+                    .find_map(|q| d.strip_suffix(q))
+                {
+                    d.truncate(stripped.len());
+                }
+                return Some(d);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    #[test]
+    fn cpp_names_lose_parameters_and_return_type() {
+        // Names produced by g++ for: ns::Widget::paint(int) const, a template member,
+        // an operator and a lambda's call operator.
+        assert_eq!(demangle("_ZNK2ns6Widget5paintEi"), "ns::Widget::paint");
+        assert_eq!(
+            demangle("_ZNSt6vectorIiSaIiEE2atEm"),
+            "std::vector<int, std::allocator<int> >::at"
+        );
+        assert_eq!(demangle("_ZN2nsplERKNS_1VES2_"), "ns::operator+");
+        assert_eq!(
+            demangle("_ZZ4mainENKUliE_clEi"),
+            "main::{lambda(int)#1}::operator()"
+        );
+    }
+
+    #[test]
+    fn rust_names_lose_the_hash() {
+        assert_eq!(
+            demangle("_ZN4core6option13unwrap_failed17h0123456789abcdefE"),
+            "core::option::unwrap_failed"
+        );
+    }
+
+    #[test]
+    fn c_names_are_unchanged() {
+        assert_eq!(demangle("main"), "main");
+        assert_eq!(demangle("_Zbogus"), "_Zbogus");
+    }
+}
