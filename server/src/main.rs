@@ -45,15 +45,18 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Walk(args) => cli::walk::run(args),
         Command::Bench(args) => cli::bench::run(args),
-        Command::Serve(args) => {
-            cli::runtime().and_then(|rt| rt.block_on(cli::serve::run(args)).map(|()| ExitCode::SUCCESS))
-        }
-        Command::Worker(args) => {
-            cli::runtime().and_then(|rt| rt.block_on(cli::worker::run(args)).map(|()| ExitCode::SUCCESS))
-        }
-        Command::Migrate(args) => {
-            cli::runtime().and_then(|rt| rt.block_on(cli::migrate::run(args)).map(|()| ExitCode::SUCCESS))
-        }
+        Command::Serve(args) => cli::runtime().and_then(|rt| {
+            rt.block_on(cli::serve::run(args))
+                .map(|()| ExitCode::SUCCESS)
+        }),
+        Command::Worker(args) => cli::runtime().and_then(|rt| {
+            rt.block_on(cli::worker::run(args))
+                .map(|()| ExitCode::SUCCESS)
+        }),
+        Command::Migrate(args) => cli::runtime().and_then(|rt| {
+            rt.block_on(cli::migrate::run(args))
+                .map(|()| ExitCode::SUCCESS)
+        }),
     };
     match result {
         Ok(code) => code,

@@ -24,6 +24,9 @@ pub struct Frame {
     /// gdb: a `TAILCALL_FRAME`, synthesized from `DW_TAG_call_site` records.
     pub tailcall: bool,
     pub file: Option<String>,
+    /// gdb only: the file name as the debug info records it, before gdb resolves it
+    /// against its source path (see [`same_file`]).
+    pub recorded_file: Option<String>,
     pub line: Option<u64>,
     /// Only for the table: gdb's frame type or our trust.
     pub note: String,
@@ -37,6 +40,7 @@ impl Frame {
             inlined: f.kind == "INLINE",
             tailcall: f.kind == "TAILCALL",
             file: f.fullname.clone().or_else(|| f.file.clone()),
+            recorded_file: f.file.clone(),
             line: f.line,
             note: f.kind.to_lowercase(),
         }
@@ -53,6 +57,7 @@ impl Frame {
             inlined: f["inlined"].as_bool().unwrap_or(false),
             tailcall: false,
             file: f["file"].as_str().map(str::to_owned),
+            recorded_file: None,
             line: f["line"].as_u64(),
             note: f["trust"].as_str().unwrap_or("?").to_owned(),
         }
@@ -78,7 +83,12 @@ pub fn parse_hex(s: &str) -> Option<u64> {
 ///    Both name the same function. C and C++ names are compared as they are.
 /// 3. Paths are compared after lexical clean-up (`a/./b` → `a/b`, `a/../b` → `b`):
 ///    gdb's `fullname()` joins the compilation directory and the file name without
-///    cleaning them (`./nptl/./nptl/pthread_kill.c`).
+///    cleaning them (`./nptl/./nptl/pthread_kill.c`). Where the debug info records a
+///    relative path, gdb's `fullname()` may resolve it to an unrelated file of the same
+///    name in its working directory (libc's `assert/assert.c` became the test's own
+///    `assert.c`), so the path as recorded (`symtab.filename`) counts as well.
+/// 4. Empty path segments left by removing a turbofish (`begin_panic::<&str>::{closure}`
+///    → `begin_panic::{closure}`) are dropped.
 ///
 /// gdb's frame names need no other mapping: its Python `frame.name()` already gives the
 /// signal trampoline's symbol (`__restore_rt`) rather than `<signal handler called>`,
@@ -96,6 +106,7 @@ pub fn normalize(frame: Frame, rust: bool) -> Option<Frame> {
             }
         }),
         file: frame.file.map(|file| clean_path(&file)),
+        recorded_file: frame.recorded_file.map(|file| clean_path(&file)),
         ..frame
     })
 }
@@ -113,7 +124,7 @@ fn rust_canonical_name(name: &str) -> String {
         }
     }
     let mut result = String::with_capacity(out.len());
-    for segment in out.split("::") {
+    for segment in out.split("::").filter(|s| !s.is_empty()) {
         if !result.is_empty() {
             result.push_str("::");
         }
@@ -172,7 +183,9 @@ fn frames_match(g: &Frame, o: &Frame) -> bool {
         && g.function == o.function
         && g.inlined == o.inlined
         && g.line == o.line
-        && same_file(g.file.as_deref(), o.file.as_deref())
+        && (same_file(g.file.as_deref(), o.file.as_deref())
+            || (g.recorded_file.is_some()
+                && same_file(g.recorded_file.as_deref(), o.file.as_deref())))
 }
 
 /// Is this thread's code Rust? Decided from gdb's view: any frame from a `.rs` file.

@@ -223,10 +223,7 @@ impl TableProvider for FetchedTables {
 /// Runs the engine on one dump with the tables fetched for it.
 fn run_engine(dump: &[u8], tables: HashMap<String, ModuleTables>) -> Result<Value, JobError> {
     let provider = FetchedTables(tables);
-    let report = crate::process::process_dump(
-        dump,
-        &provider,
-        &crate::process::ProcessOptions::default(),
-    )?;
+    let report =
+        crate::process::process_dump(dump, &provider, &crate::process::ProcessOptions::default())?;
     serde_json::to_value(&report).map_err(|e| JobError::Serialize(e.to_string()))
 }

@@ -38,6 +38,10 @@ struct DieName<'d> {
     scope: u32,
     /// `.debug_info` offset of the DIE named by abstract_origin / specification.
     next: Option<usize>,
+    /// The DIE's unit is Rust: debuggers name Rust functions by their qualified
+    /// `DW_AT_name` (`std::rt::__rust_abort`), not the linkage name's path
+    /// (`__rustc::__rust_abort`).
+    rust: bool,
 }
 
 struct PendingInline {
@@ -257,6 +261,18 @@ fn global_offset(unit: gimli::UnitRef<'_, R<'_>>, offset: gimli::UnitOffset) -> 
     offset.to_debug_info_offset(&unit.header).map(|o| o.0)
 }
 
+/// Whether the unit's `DW_AT_language` is Rust.
+fn unit_is_rust(unit: gimli::UnitRef<'_, R<'_>>) -> bool {
+    let mut entries = unit.entries();
+    let Ok(Some(root)) = entries.next_dfs() else {
+        return false;
+    };
+    matches!(
+        root.attr_value(gimli::DW_AT_language),
+        Some(gimli::AttributeValue::Language(gimli::DW_LANG_Rust))
+    )
+}
+
 /// One pass over a unit's DIEs.
 fn read_dies<'d>(
     unit: gimli::UnitRef<'_, R<'d>>,
@@ -268,6 +284,7 @@ fn read_dies<'d>(
     // enclosing subprograms and inlined calls.
     let mut scopes: Vec<(isize, u32)> = Vec::new();
     let mut code: Vec<(isize, bool)> = Vec::new();
+    let rust = unit_is_rust(unit);
     let mut entries = unit.entries();
     while let Some(entry) = entries.next_dfs()? {
         let depth = entry.depth();
@@ -318,6 +335,7 @@ fn read_dies<'d>(
                     name: None,
                     scope,
                     next: None,
+                    rust,
                 };
                 let mut call = (UNKNOWN_FILE, 0u32, 0u32);
                 for attr in entry.attrs() {
@@ -409,9 +427,21 @@ fn read_dies<'d>(
 fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
     for _ in 0..MAX_NAME_HOPS {
         let n = pass.names.get(&die)?;
+        if let (true, Some(name)) = (n.rust, n.name) {
+            let name = String::from_utf8_lossy(name);
+            let scope = pass.scopes.get(n.scope as usize).map_or("", String::as_str);
+            return Some(if scope.is_empty() {
+                name.into_owned()
+            } else {
+                format!("{scope}::{name}")
+            });
+        }
         let linkage = n.linkage.map(String::from_utf8_lossy);
-        if let Some(d) = linkage.as_deref().and_then(try_demangle) {
-            return Some(d);
+        if let Some(raw) = linkage {
+            // Debuggers print the linkage name: demangled where it is mangled, as it is
+            // otherwise (glibc's asm labels: gdb shows `__GI___clock_nanosleep`, not the
+            // DW_AT_name `__clock_nanosleep`).
+            return Some(try_demangle(&raw).unwrap_or_else(|| raw.into_owned()));
         }
         if let Some(name) = n.name {
             let name = String::from_utf8_lossy(name);
@@ -421,10 +451,6 @@ fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
             } else {
                 format!("{scope}::{name}")
             });
-        }
-        if let Some(raw) = linkage {
-            // Not demangleable and no DW_AT_name: the raw name beats none.
-            return Some(raw.into_owned());
         }
         die = n.next?;
     }
