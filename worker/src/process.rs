@@ -134,6 +134,9 @@ pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTable
 #[non_exhaustive]
 pub struct ProcessOptions {
     pub walk: WalkOptions,
+    /// The dump's sha256 (lower-case hex) when the caller already knows it — the service
+    /// stores dumps content-addressed — so hashing a large core is not repeated.
+    pub dump_sha256: Option<String>,
 }
 
 /// Reads the dump, walks and symbolizes every thread, and assembles the report.
@@ -422,7 +425,10 @@ pub fn process(
     }
 
     let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
-    let sha = Sha256::digest(dump_bytes);
+    let sha256 = options
+        .dump_sha256
+        .clone()
+        .unwrap_or_else(|| dump::hex(&Sha256::digest(dump_bytes)));
     Report {
         schema: report::SCHEMA.to_string(),
         processor: report::Processor {
@@ -433,7 +439,7 @@ pub fn process(
         },
         dump: report::DumpInfo {
             format: dump.format.as_str().into(),
-            sha256: dump::hex(&sha),
+            sha256,
             size: dump_bytes.len() as u64,
             os: dump.os.as_str().into(),
             arch: dump.arch.as_str().into(),

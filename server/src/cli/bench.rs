@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use object::{Object, ObjectSection};
+use sha2::Digest;
 use worker::dump::read_dump;
 use worker::process::{process, ModuleTables, ProcessOptions, TableProvider};
 use worker::unwind::{build_from_elf, UnwindTable};
@@ -231,7 +232,9 @@ fn bench_walk(path: &PathBuf, symbols: &[PathBuf], runs: usize) -> anyhow::Resul
             .collect(),
     );
     let cold = t.elapsed();
-    let opts = ProcessOptions::default();
+    // The service knows a dump's sha256 from its content-addressed blob key.
+    let mut opts = ProcessOptions::default();
+    opts.dump_sha256 = Some(worker::dump::hex(&sha2::Sha256::digest(&bytes)));
     let mut times = Vec::new();
     let mut frames = 0usize;
     for _ in 0..runs {
