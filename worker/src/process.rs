@@ -139,6 +139,14 @@ pub struct ProcessOptions {
     pub dump_sha256: Option<String>,
 }
 
+impl ProcessOptions {
+    /// The same options with the dump's sha256 already known.
+    pub fn with_dump_sha256(mut self, sha256: String) -> Self {
+        self.dump_sha256 = Some(sha256);
+        self
+    }
+}
+
 /// Reads the dump, walks and symbolizes every thread, and assembles the report.
 pub fn process_dump(
     dump_bytes: &[u8],

@@ -229,8 +229,7 @@ fn run_engine(
 ) -> Result<Value, JobError> {
     let provider = FetchedTables(tables);
     // The blob key is the sha256 of exactly these bytes: no need to hash them again.
-    let mut options = crate::process::ProcessOptions::default();
-    options.dump_sha256 = Some(dump_sha256);
+    let options = crate::process::ProcessOptions::default().with_dump_sha256(dump_sha256);
     let report = crate::process::process_dump(dump, &provider, &options)?;
     serde_json::to_value(&report).map_err(|e| JobError::Serialize(e.to_string()))
 }
