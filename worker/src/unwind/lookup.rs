@@ -26,6 +26,16 @@ pub struct UnwindTable<'a> {
     row_rules: &'a [u8],
     palette: &'a [u8],
     expressions: &'a [u8],
+    /// Typed views of the sections when the bytes are suitably aligned on a
+    /// little-endian host (the usual case: a heap buffer); lookups then search native
+    /// slices. Otherwise every read goes through the bounds-checked byte path.
+    fast: Option<FastView<'a>>,
+}
+
+#[derive(Clone, Copy)]
+struct FastView<'a> {
+    page_index: &'a [u32],
+    row_offsets: &'a [u16],
 }
 
 impl std::fmt::Debug for UnwindTable<'_> {
@@ -109,7 +119,22 @@ impl<'a> UnwindTable<'a> {
         if !rest.is_empty() {
             return Err(UnwindError::TableCorrupt("trailing bytes"));
         }
+        let fast = if cfg!(target_endian = "little") {
+            match (
+                bytemuck::try_cast_slice::<u8, u32>(page_index),
+                bytemuck::try_cast_slice::<u8, u16>(row_offsets),
+            ) {
+                (Ok(page_index), Ok(row_offsets)) => Some(FastView {
+                    page_index,
+                    row_offsets,
+                }),
+                _ => None,
+            }
+        } else {
+            None
+        };
         Ok(UnwindTable {
+            fast,
             arch,
             sources: header.sources,
             row_count,
@@ -149,9 +174,17 @@ impl<'a> UnwindTable<'a> {
             // our builder) covers it.
             return self.row_count.checked_sub(1);
         }
+        let within = (addr & 0xffff) as u16;
+        if let Some(f) = &self.fast {
+            let lo = *f.page_index.get(page)? as usize;
+            let hi = (*f.page_index.get(page + 1)? as usize).min(self.row_count);
+            let rows = f.row_offsets.get(lo.min(hi)..hi)?;
+            // last row in the page whose offset <= within; none: the previous page's last
+            let n = rows.partition_point(|&o| o <= within);
+            return (lo.min(hi) + n).checked_sub(1);
+        }
         let lo = u32_at(self.page_index, page)? as usize;
         let hi = (u32_at(self.page_index, page + 1)? as usize).min(self.row_count);
-        let within = (addr & 0xffff) as u16;
         // first row in [lo, hi) whose offset > within
         let (mut l, mut h) = (lo.min(hi), hi);
         while l < h {

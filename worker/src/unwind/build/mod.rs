@@ -424,6 +424,17 @@ mod tests {
         }
         let built = w.finish();
         let t = UnwindTable::open(&built.bytes).expect("open");
+        // The same bytes at an odd address take the unaligned byte path: same answers.
+        let mut shifted = vec![0u8; built.bytes.len() + 1];
+        shifted[1..].copy_from_slice(&built.bytes);
+        let odd = UnwindTable::open(&shifted[1..]).expect("open unaligned");
+        for a in (0..1000u64 * 0x1234 + 0x2000).step_by(0x101) {
+            assert_eq!(
+                t.find(a).map(|r| r.record),
+                odd.find(a).map(|r| r.record),
+                "{a:#x}"
+            );
+        }
         for i in 0..1000u64 {
             let start = i * 0x1234;
             let want = Some(i as i32 % 7 + 1);
