@@ -96,3 +96,50 @@ fn check_truncated(core: &Path, symbols: &Path) {
         other => panic!("walk on a truncated core exited {other:?}:\n{stderr}"),
     }
 }
+
+/// A binary whose `.eh_frame` has one corrupt FDE (its CIE pointer points nowhere): the
+/// walk still reports, with an `unwind-table-corrupt` warning naming the module, and the
+/// crashed thread is still symbolized.
+#[test]
+fn walk_reports_a_corrupt_eh_frame() {
+    use object::{Object, ObjectSection};
+    let work = Workdir::new("corrupt-eh-frame");
+    let exe = work.compile("gcc", &["-O2", "-g"], &["basic.c"], "basic");
+    let core = work.crash(&exe);
+    let mut bytes = std::fs::read(&exe).expect("read the executable");
+    let (start, size) = {
+        let file = object::File::parse(&*bytes).expect("parse the executable");
+        let eh = file.section_by_name(".eh_frame").expect(".eh_frame");
+        eh.file_range().expect(".eh_frame has file bytes")
+    };
+    let start = usize::try_from(start).expect("offset");
+    let size = usize::try_from(size).expect("size");
+    // Entry 0 is a CIE; entry 1 is an FDE: overwrite its CIE pointer (bytes 4..8).
+    let cie_len = u32::from_le_bytes(bytes[start..start + 4].try_into().expect("4 bytes"));
+    let fde = start + 4 + cie_len as usize;
+    assert!(fde + 8 <= start + size, "the executable has an FDE");
+    bytes[fde + 4..fde + 8].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+    std::fs::write(&exe, &bytes).expect("write the corrupted executable");
+
+    let out = report::walk(&core, work.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("report JSON");
+    report::assert_valid(&report);
+    let corrupt: Vec<&serde_json::Value> = report["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter(|w| w["code"] == "unwind-table-corrupt")
+        .collect();
+    assert_eq!(corrupt.len(), 1, "{}", report["warnings"]);
+    let module = corrupt[0]["module"]
+        .as_u64()
+        .expect("the warning names a module") as usize;
+    assert_eq!(report["modules"][module]["name"], "basic");
+    assert_eq!(
+        report["threads"][0]["frames"][0]["function"], "crash_here",
+        "{}",
+        report["threads"][0]
+    );
+}
