@@ -261,6 +261,11 @@ fn global_offset(unit: gimli::UnitRef<'_, R<'_>>, offset: gimli::UnitOffset) -> 
     offset.to_debug_info_offset(&unit.header).map(|o| o.0)
 }
 
+/// Whether a linkage name is in a mangling scheme (Itanium C++ `_Z`, Rust v0 `_R`).
+fn is_mangled(name: &str) -> bool {
+    name.starts_with("_Z") || name.starts_with("_R") || name.starts_with("__Z")
+}
+
 /// Whether the unit's `DW_AT_language` is Rust.
 fn unit_is_rust(unit: gimli::UnitRef<'_, R<'_>>) -> bool {
     let mut entries = unit.entries();
@@ -439,9 +444,15 @@ fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
         let linkage = n.linkage.map(String::from_utf8_lossy);
         if let Some(raw) = linkage {
             // Debuggers print the linkage name: demangled where it is mangled, as it is
-            // otherwise (glibc's asm labels: gdb shows `__GI___clock_nanosleep`, not the
-            // DW_AT_name `__clock_nanosleep`).
-            return Some(try_demangle(&raw).unwrap_or_else(|| raw.into_owned()));
+            // where it is not mangled at all (glibc's asm labels: gdb shows
+            // `__GI___clock_nanosleep`, not the DW_AT_name `__clock_nanosleep`). A
+            // mangled name the demangler cannot read falls through to DW_AT_name.
+            if let Some(d) = try_demangle(&raw) {
+                return Some(d);
+            }
+            if !is_mangled(&raw) {
+                return Some(raw.into_owned());
+            }
         }
         if let Some(name) = n.name {
             let name = String::from_utf8_lossy(name);
