@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::binary;
 use crate::dump::{self, Dump, DumpError, Identity, Module};
+use crate::report::signature::SignatureRules;
 use crate::report::{self, hex_addr, signals, Report};
 use crate::symbols::{self, SymbolFrame, SymbolTable};
 use crate::unwind::{self, UnwindTable};
@@ -134,6 +135,8 @@ pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTable
 #[non_exhaustive]
 pub struct ProcessOptions {
     pub walk: WalkOptions,
+    /// How the crash signature is made (`--signature-rules`; built-in by default).
+    pub signature_rules: Arc<SignatureRules>,
 }
 
 /// Reads the dump, walks and symbolizes every thread, and assembles the report.
@@ -422,6 +425,12 @@ pub fn process(
     }
 
     let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
+    // The signature comes from the crashed thread (first by the ordering rule); a dump of
+    // a live process has none.
+    let signature = threads
+        .iter()
+        .find(|t| t.crashed)
+        .and_then(|t| options.signature_rules.signature_of(t));
     let sha = Sha256::digest(dump_bytes);
     Report {
         schema: report::SCHEMA.to_string(),
@@ -462,7 +471,7 @@ pub fn process(
             .clone()
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
-        signature: None,
+        signature,
         warnings,
     }
 }

@@ -63,7 +63,8 @@ pub async fn process_job(
 
     // 3. The report.
     let bytes = dump.clone();
-    let mut report = run_guarded(limit, move || run_engine(&bytes, found))
+    let options = runner.config.process.clone();
+    let mut report = run_guarded(limit, move || run_engine(&bytes, found, &options))
         .instrument(info_span!("engine"))
         .await?;
 
@@ -221,9 +222,12 @@ impl TableProvider for FetchedTables {
 }
 
 /// Runs the engine on one dump with the tables fetched for it.
-fn run_engine(dump: &[u8], tables: HashMap<String, ModuleTables>) -> Result<Value, JobError> {
+fn run_engine(
+    dump: &[u8],
+    tables: HashMap<String, ModuleTables>,
+    options: &crate::process::ProcessOptions,
+) -> Result<Value, JobError> {
     let provider = FetchedTables(tables);
-    let report =
-        crate::process::process_dump(dump, &provider, &crate::process::ProcessOptions::default())?;
+    let report = crate::process::process_dump(dump, &provider, options)?;
     serde_json::to_value(&report).map_err(|e| JobError::Serialize(e.to_string()))
 }
