@@ -74,14 +74,23 @@ impl Drop for Server {
     }
 }
 
-/// The crashing store is on line 4 (`crasher.c:4`), in `store_answer`.
+/// The crashing store is on line 5 (`crasher.c:5`), in `store_answer`; a second thread
+/// sleeps, so the page has another thread to fold away.
 const CRASHER: &str = "#include <stdio.h>
-__attribute__((noinline)) void store_answer(volatile int *p)
-{
+#include <pthread.h>
+#include <unistd.h>
+__attribute__((noinline)) void store_answer(volatile int *p) {
     *p = 42;
 }
 __attribute__((noinline)) void middle_layer(volatile int *p) { store_answer(p); puts(\"\"); }
-int main(void) { middle_layer((volatile int *)0); return 0; }
+static void *sleeper(void *arg) { (void)arg; for (;;) sleep(1); return 0; }
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, 0, sleeper, 0);
+    usleep(100000);
+    middle_layer((volatile int *)0);
+    return 0;
+}
 ";
 
 fn compile(dir: &Path) -> PathBuf {
@@ -89,7 +98,7 @@ fn compile(dir: &Path) -> PathBuf {
     std::fs::write(&c, CRASHER).expect("write C source");
     let out = dir.join("crasher");
     let st = Command::new("gcc")
-        .args(["-g", "-O0", "-Wl,--build-id", "-o"])
+        .args(["-g", "-O0", "-pthread", "-Wl,--build-id", "-o"])
         .arg(&out)
         .arg(&c)
         .status()
@@ -124,16 +133,11 @@ fn make_core(dir: &Path, prog: &Path) -> Vec<u8> {
     std::fs::read(core).expect("read core")
 }
 
-/// Where screenshots go: `<target dir>/dashboard-screenshots` (the test binary lives in
-/// `<target dir>/<profile>/deps/`).
+/// Where screenshots go: `dashboard-screenshots/` in the cargo target directory (the
+/// parent of the `CARGO_TARGET_TMPDIR` cargo gives integration tests).
 fn screenshot_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = target.join("dashboard-screenshots");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp.parent().unwrap_or(tmp).join("dashboard-screenshots");
     std::fs::create_dir_all(&dir).expect("create screenshot dir");
     dir
 }
@@ -306,7 +310,7 @@ async fn dashboard_in_chromium() {
         crashed.contains(">store_answer</td>"),
         "crashing function missing: {crashed}"
     );
-    assert!(crashed.contains("crasher.c:4</td>"), "file:line: {crashed}");
+    assert!(crashed.contains("crasher.c:5</td>"), "file:line: {crashed}");
     assert!(crashed.contains(">middle_layer</td>"), "{crashed}");
     assert!(crashed.contains(">main</td>"), "{crashed}");
     assert!(detail.contains("<details"), "other threads: {detail}");

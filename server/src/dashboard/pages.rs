@@ -232,20 +232,19 @@ fn upload_command(host: &str, name: &str, with_token: bool) -> String {
 fn frame_row(f: &Frame, signature_frames: &[usize]) -> Markup {
     // Scanned frames are guesses: the row is greyed.
     let weak = f.trust == "scan";
-    let mut class = String::new();
-    if weak {
-        class.push_str("weak ");
-    }
-    if f.inlined {
-        class.push_str("inl");
-    }
+    let class = match (weak, f.inlined) {
+        (true, true) => Some("weak inl"),
+        (true, false) => Some("weak"),
+        (false, true) => Some("inl"),
+        (false, false) => None,
+    };
     let location = match (&f.file, f.line) {
         (Some(file), Some(line)) => format!("{file}:{line}"),
         (Some(file), None) => file.clone(),
         _ => String::new(),
     };
     html! {
-        tr class=(class.trim()) {
+        tr class=[class] {
             td { (f.index) @if signature_frames.contains(&f.index) { " ★" } }
             td.mono { (f.module.as_deref().unwrap_or("?")) }
             td.fn.mono { (f.function.as_deref().unwrap_or("")) }
@@ -312,6 +311,7 @@ pub fn crash_detail(
                     }
                 }
                 h2 { "Other threads" }
+                @if r.threads.iter().all(|t| t.crashed) { p.muted { "None." } }
                 @for t in r.threads.iter().filter(|t| !t.crashed) {
                     details {
                         summary { "Thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } " — " (t.frames.len()) " frames" }
