@@ -351,6 +351,10 @@ async fn dashboard_in_chromium() {
         !missing.contains(">crasher</td>"),
         "uploaded module listed: {missing}"
     );
+    assert!(
+        !missing.contains("vdso"),
+        "the vdso comes from the dump: {missing}"
+    );
     screenshot(
         profile.path(),
         &s.url("/missing"),

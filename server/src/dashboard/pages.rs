@@ -278,7 +278,7 @@ pub fn crash_detail(
         h1 { "Crash " span.mono { (row.id) } " " (status_pill(&row.status)) }
         p {
             a href={ "/crashes/" (id) "/report.json" } { "Raw report JSON" } " · "
-            a href={ "/api/v1/crashes/" (id) "/dump" } { "Download dump" } " · "
+            a href={ "/api/v1/crashes/" (id) "/dump" } { "Download dump" }
         }
         form method="post" action={ "/crashes/" (id) "/reprocess" } {
             button type="submit" { "Reprocess" }
@@ -302,6 +302,7 @@ pub fn crash_detail(
                     @if t.crashed {
                         h2 #crashed { "Crashed thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } }
                         (frames_table(t, &sig_frames))
+                        p.muted { "★ frames that make the signature · grey italic rows were found by stack scanning and may be wrong · ↳ inlined" }
                         h2 { "Registers of the crashing frame" }
                         table.regs.mono { tbody {
                             @for chunk in t.registers.iter().collect::<Vec<_>>().chunks(4) {
@@ -409,8 +410,12 @@ pub fn binaries(rows: &[BinaryRow]) -> Markup {
 pub fn jobs(counts: &[(String, i64)], failures: &[Failure]) -> Markup {
     let body = html! {
         h1 { "Jobs" }
+        h2 { "Queue" }
         table #queue.kv {
-            @for (status, n) in counts { tr { td { (status_pill(status)) } td { (n) } } }
+            @for status in ["pending", "processing", "done", "failed"] {
+                @let n = counts.iter().find(|(s, _)| s == status).map_or(0, |c| c.1);
+                tr { td { (status_pill(status)) } td { (n) } }
+            }
         }
         h2 { "Failures" }
         @if failures.is_empty() { p.muted { "No failed jobs." } } @else {
