@@ -400,3 +400,67 @@ async fn dashboard_in_chromium() {
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+/// `--signature-rules` replaces the built-in rules for `walk`, and `serve` refuses a
+/// rules file it cannot read.
+#[test]
+fn signature_rules_flag() {
+    let work = tempfile::tempdir().unwrap();
+    let prog = compile(work.path());
+    let core = make_core(work.path(), &prog);
+    let core_path = work.path().join("the.core");
+    std::fs::write(&core_path, core).unwrap();
+    let symbols = work.path().join("symbols");
+    std::fs::create_dir(&symbols).unwrap();
+    std::fs::copy(&prog, symbols.join("crasher")).unwrap();
+    let walk = |extra: &[&Path]| -> Value {
+        let mut cmd = Command::new(bin());
+        cmd.arg("walk")
+            .arg(&core_path)
+            .arg("--symbols")
+            .arg(&symbols);
+        if let Some(rules) = extra.first() {
+            cmd.arg("--signature-rules").arg(rules);
+        }
+        let out = cmd.output().expect("run walk");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("report JSON")
+    };
+    let builtin = walk(&[]);
+    assert!(
+        builtin["signature"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("store_answer | middle_layer | main"),
+        "{}",
+        builtin["signature"]
+    );
+    assert_eq!(builtin["signature"]["frames"], serde_json::json!([0, 1, 2]));
+
+    let rules = work.path().join("rules.txt");
+    std::fs::write(
+        &rules,
+        "# one frame, and the store is never the culprit\nframes 1\nskip store_*\n",
+    )
+    .unwrap();
+    let custom = walk(&[&rules]);
+    assert_eq!(custom["signature"]["text"], "middle_layer");
+    assert_eq!(custom["signature"]["frames"], serde_json::json!([1]));
+
+    let bad = work.path().join("bad.txt");
+    std::fs::write(&bad, "skip a\nfrobnicate b\n").unwrap();
+    let out = Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(work.path().join("data"))
+        .arg("--signature-rules")
+        .arg(&bad)
+        .output()
+        .expect("run serve");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2"), "{err}");
+}
