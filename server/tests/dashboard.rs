@@ -35,11 +35,12 @@ struct Server {
 }
 
 impl Server {
-    fn start() -> Server {
+    fn start(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut child = Command::new(bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path().join("data"))
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -232,7 +233,7 @@ async fn dashboard_in_chromium() {
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: apt-get install -y chromium chromium-driver (test.sh does)"
     );
-    let s = Server::start();
+    let s = Server::start(&[]);
     let c = reqwest::Client::new();
     let work = tempfile::tempdir().unwrap();
     let prog = compile(work.path());
@@ -463,4 +464,64 @@ fn signature_rules_flag() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 2"), "{err}");
+}
+
+/// With tokens, a browser gets a Basic-auth challenge and may use the admin token as the
+/// password; a token without `admin` is refused; a cross-site Reprocess POST is refused.
+#[tokio::test]
+async fn tokens_and_basic_auth() {
+    let s = Server::start(&["--token", "s3cret:admin", "--token", "up:ingest"]);
+    let c = reqwest::Client::new();
+    let r = c.get(s.url("/")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let challenge = r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(challenge.starts_with("Basic "), "{challenge}");
+    for page in ["/", "/crashes", "/missing", "/binaries", "/jobs"] {
+        let r = c
+            .get(s.url(page))
+            .basic_auth("anyone", Some("s3cret"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{page}");
+        let r = c
+            .get(s.url(page))
+            .bearer_auth("s3cret")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{page}");
+    }
+    let r = c
+        .get(s.url("/"))
+        .basic_auth("anyone", Some("wrong"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = c
+        .get(s.url("/"))
+        .basic_auth("anyone", Some("up"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = c
+        .post(s.url("/crashes/x/reprocess"))
+        .basic_auth("anyone", Some("s3cret"))
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = c
+        .post(s.url("/crashes/x/reprocess"))
+        .basic_auth("anyone", Some("s3cret"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
 }

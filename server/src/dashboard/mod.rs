@@ -10,8 +10,10 @@
 //!
 //! Every string that comes from a report (function names, paths, annotations) is
 //! attacker-controlled: maud escapes everything spliced with `(…)`, and nothing here uses
-//! `PreEscaped` on such data. Pages need the `admin` scope when tokens are configured
-//! (a bearer token), like the API's read routes.
+//! `PreEscaped` on such data. Pages need the `admin` scope when tokens are configured,
+//! like the API's read routes: a bearer token, or for a browser HTTP Basic auth with the
+//! token as password (any user name). Since a browser then sends credentials on its own,
+//! the Reprocess POST is refused unless it comes from the dashboard's own origin.
 
 mod pages;
 mod time;
@@ -75,8 +77,8 @@ async fn groups(
     State(s): State<AppState>,
     headers: HeaderMap,
     Query(params): Params,
-) -> Result<Html<String>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
     let now = worker::store::now_ms();
     let days = match param(&params, "days") {
         Some("all") => None,
@@ -130,8 +132,8 @@ async fn crash_list(
     State(s): State<AppState>,
     headers: HeaderMap,
     Query(params): Params,
-) -> Result<Html<String>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
     let after = match param(&params, "after") {
         Some(a) => {
             let (ms, id) = a
@@ -176,8 +178,8 @@ async fn crash_detail(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Html<String>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
     let row = crashes::get(&s.db, &id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
@@ -213,10 +215,11 @@ async fn reprocess(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
+    same_origin(&headers)?;
     if crashes::get(&s.db, &id).await?.is_none() {
-        return Err(ApiError::NotFound(format!("no crash with id {id:?}")));
+        return Err(ApiError::NotFound(format!("no crash with id {id:?}")).into());
     }
     if q::requeue(&s.db, &id).await? {
         s.wake.notify_one();
@@ -229,8 +232,8 @@ async fn report_json(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
     let row = crashes::get(&s.db, &id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
@@ -244,8 +247,8 @@ async fn dump(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
     let row = crashes::get(&s.db, &id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
@@ -274,8 +277,8 @@ async fn dump(
 async fn missing_page(
     State(s): State<AppState>,
     headers: HeaderMap,
-) -> Result<Html<String>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
     let rows = missing::list(&s.db, 200).await?;
     Ok(Html(
         pages::missing(&rows, &host(&headers), !s.config.tokens.is_empty()).into_string(),
@@ -285,8 +288,8 @@ async fn missing_page(
 async fn binaries_page(
     State(s): State<AppState>,
     headers: HeaderMap,
-) -> Result<Html<String>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
     let rows = binaries::recent(&s.db, 200).await?;
     Ok(Html(pages::binaries(&rows).into_string()))
 }
@@ -294,11 +297,116 @@ async fn binaries_page(
 async fn jobs_page(
     State(s): State<AppState>,
     headers: HeaderMap,
-) -> Result<Html<String>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
     let counts = crashes::count_by_status(&s.db).await?;
     let failures = q::failures(&s.db, PAGE).await?;
     Ok(Html(pages::jobs(&counts, &failures).into_string()))
+}
+
+/// The `admin` scope from a bearer token or from HTTP Basic auth (password = token).
+/// Without configured tokens every request passes (the server is on loopback then).
+fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashError> {
+    let basic = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b64| decode_base64(b64.trim()))
+        .and_then(|raw| String::from_utf8(raw).ok())
+        .and_then(|up| up.split_once(':').map(|(_, pw)| pw.to_string()));
+    let result = match basic {
+        Some(token) => {
+            let mut h = HeaderMap::new();
+            let value = format!("Bearer {token}")
+                .parse()
+                .map_err(|_| DashError(ApiError::Unauthorized))?;
+            h.insert(header::AUTHORIZATION, value);
+            authorize(s, &h, Scope::Admin)
+        }
+        None => authorize(s, headers, Scope::Admin),
+    };
+    result.map_err(DashError)
+}
+
+/// An API error, answered with a Basic-auth challenge when credentials are missing so
+/// that a browser asks for them.
+pub struct DashError(ApiError);
+
+impl From<ApiError> for DashError {
+    fn from(e: ApiError) -> Self {
+        DashError(e)
+    }
+}
+
+impl From<worker::store::StoreError> for DashError {
+    fn from(e: worker::store::StoreError) -> Self {
+        DashError(ApiError::Store(e))
+    }
+}
+
+impl IntoResponse for DashError {
+    fn into_response(self) -> Response {
+        let challenge = matches!(self.0, ApiError::Unauthorized);
+        let mut r = self.0.into_response();
+        if challenge {
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Basic realm=\"postmortem\", charset=\"UTF-8\""),
+            );
+        }
+        r
+    }
+}
+
+/// Refuses a state-changing request sent from another site (the browser would attach
+/// Basic credentials to it): `Sec-Fetch-Site`, else `Origin`, must be this host.
+fn same_origin(headers: &HeaderMap) -> Result<(), DashError> {
+    let forbidden = || DashError(ApiError::Forbidden("same-origin"));
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return match site.to_str().unwrap_or("") {
+            "same-origin" | "none" => Ok(()),
+            _ => Err(forbidden()),
+        };
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        let bare = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .unwrap_or("");
+        if host.is_empty() || bare != host {
+            return Err(forbidden());
+        }
+    }
+    Ok(())
+}
+
+/// Standard base64 (with or without padding); `None` on any other byte.
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in s.bytes().take_while(|&c| c != b'=') {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
 }
 
 fn bad(detail: String) -> ApiError {
@@ -319,4 +427,36 @@ pub fn url_component(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64() {
+        assert_eq!(
+            decode_base64("dTpzM2NyZXQ=").as_deref(),
+            Some(&b"u:s3cret"[..])
+        );
+        assert_eq!(decode_base64("YWJj").as_deref(), Some(&b"abc"[..]));
+        assert_eq!(decode_base64("YQ").as_deref(), Some(&b"a"[..]));
+        assert_eq!(decode_base64("a b"), None);
+    }
+
+    #[test]
+    fn cross_site_posts_are_refused() {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+        assert!(same_origin(&h).is_ok(), "curl sends neither header");
+        h.insert(header::ORIGIN, "http://127.0.0.1:8080".parse().unwrap());
+        assert!(same_origin(&h).is_ok());
+        h.insert(header::ORIGIN, "http://evil.example".parse().unwrap());
+        assert!(same_origin(&h).is_err());
+        h.insert("sec-fetch-site", "cross-site".parse().unwrap());
+        assert!(same_origin(&h).is_err());
+        h.insert("sec-fetch-site", "same-origin".parse().unwrap());
+        assert!(same_origin(&h).is_ok());
+    }
 }
