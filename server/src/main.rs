@@ -6,6 +6,7 @@
 
 mod api;
 mod cli;
+mod dashboard;
 
 use std::process::ExitCode;
 

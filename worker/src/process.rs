@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::binary;
 use crate::dump::{self, Dump, DumpError, Identity, Module};
+use crate::report::signature::SignatureRules;
 use crate::report::{self, hex_addr, signals, Report};
 use crate::symbols::{self, SymbolFrame, SymbolTable};
 use crate::unwind::{self, UnwindTable};
@@ -137,6 +138,8 @@ pub struct ProcessOptions {
     /// The dump's sha256 (lower-case hex) when the caller already knows it — the service
     /// stores dumps content-addressed — so hashing a large core is not repeated.
     pub dump_sha256: Option<String>,
+    /// How the crash signature is made (`--signature-rules`; built-in by default).
+    pub signature_rules: Arc<SignatureRules>,
 }
 
 impl ProcessOptions {
@@ -433,6 +436,12 @@ pub fn process(
     }
 
     let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
+    // The signature comes from the crashed thread (first by the ordering rule); a dump of
+    // a live process has none.
+    let signature = threads
+        .iter()
+        .find(|t| t.crashed)
+        .and_then(|t| options.signature_rules.signature_of(t));
     let sha256 = options
         .dump_sha256
         .clone()
@@ -476,7 +485,7 @@ pub fn process(
             .clone()
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
-        signature: None,
+        signature,
         warnings,
     }
 }

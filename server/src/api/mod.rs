@@ -8,7 +8,7 @@
 
 mod binaries;
 mod crashes;
-mod extract;
+pub(crate) mod extract;
 mod health;
 pub mod problem;
 pub mod state;
@@ -26,6 +26,7 @@ pub fn router(state: AppState) -> Router {
         .merge(binaries::router())
         .merge(crashes::router())
         .merge(health::router())
+        .merge(crate::dashboard::router())
         .layer(RequestDecompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ::worker::jobs::JobConfig;
+use ::worker::report::signature::SignatureRules;
 use ::worker::store::{Blobs, Db};
 use anyhow::Context;
 
@@ -80,18 +81,37 @@ pub struct JobArgs {
     /// Leases per job before it is marked failed.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: i32,
+    /// Crash signature rules file (`skip GLOB`, `skip-module GLOB`, `frames N`),
+    /// replacing the built-in rules.
+    #[arg(long)]
+    pub signature_rules: Option<PathBuf>,
 }
 
 impl JobArgs {
-    /// The runner configuration.
-    pub fn config(&self) -> JobConfig {
-        JobConfig {
+    /// The runner configuration (reads the signature rules file, if any).
+    pub fn config(&self) -> anyhow::Result<JobConfig> {
+        let mut config = JobConfig {
             lease: Duration::from_secs(self.lease_secs.max(1)),
             max_attempts: self.max_attempts.max(1),
             time_limit: Duration::from_secs(self.job_timeout_secs.max(1)),
             ..JobConfig::default()
-        }
+        };
+        config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;
+        Ok(config)
     }
+}
+
+/// The signature rules of `--signature-rules FILE`, or the built-in ones.
+pub fn signature_rules(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<std::sync::Arc<SignatureRules>> {
+    let Some(path) = path else {
+        return Ok(std::sync::Arc::new(SignatureRules::default()));
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading signature rules {}", path.display()))?;
+    let rules = SignatureRules::parse(&text).with_context(|| format!("in {}", path.display()))?;
+    Ok(std::sync::Arc::new(rules))
 }
 
 /// A database URL without its password, for messages.

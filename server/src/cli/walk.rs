@@ -30,6 +30,9 @@ pub struct WalkArgs {
     /// Do not look in /usr/lib/debug/.build-id.
     #[arg(long)]
     pub no_system_debug: bool,
+    /// Crash signature rules file, replacing the built-in rules.
+    #[arg(long)]
+    pub signature_rules: Option<PathBuf>,
 }
 
 pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
@@ -41,7 +44,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let provider = FileProvider::new(&args.symbols, !args.no_system_debug);
-    let report = match process_dump(&bytes, &provider, &ProcessOptions::default()) {
+    let mut options = ProcessOptions::default();
+    options.signature_rules = super::signature_rules(args.signature_rules.as_deref())?;
+    let report = match process_dump(&bytes, &provider, &options) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("postmortem: {}: {e}", args.dump.display());

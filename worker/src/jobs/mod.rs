@@ -63,6 +63,8 @@ pub struct JobConfig {
     /// How long an idle worker waits before looking at the queue again (it is also
     /// woken at once by an in-process upload).
     pub poll_interval: Duration,
+    /// Engine options (signature rules, walker heuristics).
+    pub process: crate::process::ProcessOptions,
 }
 
 impl Default for JobConfig {
@@ -72,6 +74,7 @@ impl Default for JobConfig {
             max_attempts: 3,
             time_limit: Duration::from_secs(30),
             poll_interval: Duration::from_millis(500),
+            process: crate::process::ProcessOptions::default(),
         }
     }
 }

@@ -50,7 +50,8 @@ pub async fn process_job(
     missing::clear_crash(&runner.db, &lease.id).await?;
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
     for (build_id, name) in needed {
-        if found.contains_key(&build_id) {
+        if found.contains_key(&build_id) || is_vdso(&name) {
+            // The vdso's tables come from the dump's own memory: nobody uploads it.
             continue;
         }
         match module_tables(runner, &build_id).await? {
@@ -63,8 +64,13 @@ pub async fn process_job(
 
     // 3. The report.
     let bytes = dump.clone();
-    let sha256 = lease.dump_sha256.clone();
-    let mut report = run_guarded(limit, move || run_engine(&bytes, found, sha256))
+    // The blob key is the sha256 of exactly these bytes: no need to hash them again.
+    let options = runner
+        .config
+        .process
+        .clone()
+        .with_dump_sha256(lease.dump_sha256.clone());
+    let mut report = run_guarded(limit, move || run_engine(&bytes, found, &options))
         .instrument(info_span!("engine"))
         .await?;
 
@@ -221,15 +227,18 @@ impl TableProvider for FetchedTables {
     }
 }
 
+/// The kernel's vdso (by the names the dump readers give it), whose image is in the dump.
+fn is_vdso(name: &str) -> bool {
+    name.contains("vdso") || name.contains("linux-gate")
+}
+
 /// Runs the engine on one dump with the tables fetched for it.
 fn run_engine(
     dump: &[u8],
     tables: HashMap<String, ModuleTables>,
-    dump_sha256: String,
+    options: &crate::process::ProcessOptions,
 ) -> Result<Value, JobError> {
     let provider = FetchedTables(tables);
-    // The blob key is the sha256 of exactly these bytes: no need to hash them again.
-    let options = crate::process::ProcessOptions::default().with_dump_sha256(dump_sha256);
-    let report = crate::process::process_dump(dump, &provider, &options)?;
+    let report = crate::process::process_dump(dump, &provider, options)?;
     serde_json::to_value(&report).map_err(|e| JobError::Serialize(e.to_string()))
 }

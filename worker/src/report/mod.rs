@@ -5,6 +5,7 @@
 
 mod model;
 pub mod signals;
+pub mod signature;
 pub mod text;
 
 pub use model::*;

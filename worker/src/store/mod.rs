@@ -10,6 +10,7 @@
 pub mod binaries;
 pub mod blobs;
 pub mod crashes;
+pub mod dashboard;
 mod db;
 mod error;
 pub mod identify;

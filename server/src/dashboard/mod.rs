@@ -1,0 +1,462 @@
+//! The dashboard: server-rendered HTML pages (maud, no JavaScript) over the same store
+//! the API reads.
+//!
+//! - `/`: crash groups, one row per signature, with a crashes-per-day chart;
+//! - `/crashes`, `/crashes/{id}`: the crash list and one crash's report, with a
+//!   Reprocess form (`POST /crashes/{id}/reprocess`);
+//! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload, uploaded files,
+//!   the queue;
+//! - `/crashes/{id}/report.json` and `/api/v1/crashes/{id}/dump`: the raw report and dump.
+//!
+//! Every string that comes from a report (function names, paths, annotations) is
+//! attacker-controlled: maud escapes everything spliced with `(…)`, and nothing here uses
+//! `PreEscaped` on such data. Pages need the `admin` scope when tokens are configured,
+//! like the API's read routes: a bearer token, or for a browser HTTP Basic auth with the
+//! token as password (any user name). Since a browser then sends credentials on its own,
+//! the Reprocess POST is refused unless it comes from the dashboard's own origin.
+
+mod pages;
+mod time;
+
+use std::collections::HashMap;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use worker::report::Report;
+use worker::store::{binaries, crashes, dashboard as q, missing};
+
+use crate::api::extract::authorize;
+use crate::api::problem::ApiError;
+use crate::api::state::{AppState, Scope};
+
+/// Rows per page of every listing.
+const PAGE: i64 = 50;
+/// Days shown by a group's chart.
+const CHART_DAYS: i64 = 14;
+const DAY_MS: i64 = 86_400_000;
+
+/// The dashboard's routes (merged into the API router, which adds the layers and state).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(groups))
+        .route("/crashes", get(crash_list))
+        .route("/crashes/{id}", get(crash_detail))
+        .route("/crashes/{id}/reprocess", post(reprocess))
+        .route("/crashes/{id}/report.json", get(report_json))
+        .route("/api/v1/crashes/{id}/dump", get(dump))
+        .route("/missing", get(missing_page))
+        .route("/binaries", get(binaries_page))
+        .route("/jobs", get(jobs_page))
+}
+
+type Params = Query<HashMap<String, String>>;
+
+/// A query parameter, `None` when absent or empty (an empty form field means "any").
+fn param<'a>(q: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
+    q.get(key).map(|s| s.trim()).filter(|s| !s.is_empty())
+}
+
+/// `curl` host for upload commands: the request's Host header, else a placeholder.
+fn host(headers: &HeaderMap) -> String {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            h.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        })
+        .unwrap_or("HOST:PORT")
+        .to_string()
+}
+
+async fn groups(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Params,
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
+    let now = worker::store::now_ms();
+    let days = match param(&params, "days") {
+        Some("all") => None,
+        Some(d) => Some(
+            d.parse::<i64>()
+                .ok()
+                .filter(|d| (1..=3650).contains(d))
+                .ok_or_else(|| bad(format!("days must be 1 to 3650 or all, not {d:?}")))?,
+        ),
+        None => Some(30),
+    };
+    let query = q::GroupQuery {
+        since: days.map(|d| now.saturating_sub(d.saturating_mul(DAY_MS))),
+        until: None,
+        product: param(&params, "product").map(str::to_string),
+        version: param(&params, "version").map(str::to_string),
+        after: param(&params, "after").map(str::to_string),
+        limit: PAGE,
+    };
+    let rows = q::groups(&s.db, &query).await?;
+    let today = now.div_euclid(DAY_MS);
+    let chart_since = (today - CHART_DAYS + 1) * DAY_MS;
+    let mut groups = Vec::with_capacity(rows.len());
+    for g in rows {
+        let per_day = q::group_days(&s.db, &g.signature, chart_since, now + DAY_MS).await?;
+        let mut counts = vec![0i64; CHART_DAYS as usize];
+        for d in &per_day {
+            let i = d.day - (today - CHART_DAYS + 1);
+            if let Some(c) = usize::try_from(i).ok().and_then(|i| counts.get_mut(i)) {
+                *c += d.count;
+            }
+        }
+        let products = q::group_products(&s.db, &g.signature, 6).await?;
+        groups.push(pages::GroupView {
+            group: g,
+            per_day: counts,
+            products,
+        });
+    }
+    let next = if groups.len() as i64 == PAGE {
+        groups.last().map(|g| g.group.signature.clone())
+    } else {
+        None
+    };
+    Ok(Html(
+        pages::groups(&groups, &params, days, next.as_deref(), today).into_string(),
+    ))
+}
+
+async fn crash_list(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(params): Params,
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
+    let after = match param(&params, "after") {
+        Some(a) => {
+            let (ms, id) = a
+                .split_once(':')
+                .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())))
+                .ok_or_else(|| bad(format!("after must be MS:ID, not {a:?}")))?;
+            Some((ms, id))
+        }
+        None => None,
+    };
+    let date = |key: &str| -> Result<Option<i64>, ApiError> {
+        param(&params, key)
+            .map(|d| {
+                time::parse_date(d)
+                    .ok_or_else(|| bad(format!("{key} must be a date YYYY-MM-DD, not {d:?}")))
+            })
+            .transpose()
+    };
+    let since = date("from")?;
+    // `to` is inclusive: the whole day.
+    let until = date("to")?.map(|d| d.saturating_add(DAY_MS));
+    let query = crashes::ListQuery {
+        signature: param(&params, "signature").map(str::to_string),
+        status: param(&params, "status").map(str::to_string),
+        since,
+        until,
+        after,
+        limit: PAGE,
+    };
+    let rows = crashes::list(&s.db, &query).await?;
+    let next = if rows.len() as i64 == PAGE {
+        rows.last().map(|r| format!("{}:{}", r.received_at, r.id))
+    } else {
+        None
+    };
+    Ok(Html(
+        pages::crash_list(&rows, &params, next.as_deref()).into_string(),
+    ))
+}
+
+async fn crash_detail(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
+    let row = crashes::get(&s.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    // A report that does not parse (an older, newer or damaged document) still shows the
+    // crash row and the raw JSON link.
+    let report: Option<Report> = row
+        .report
+        .as_deref()
+        .and_then(|r| serde_json::from_str(r).ok());
+    let uploaded: Vec<(String, bool)> = match &report {
+        Some(r) => {
+            let mut v = Vec::new();
+            for m in &r.modules {
+                let up = match &m.build_id {
+                    Some(b) => !binaries::by_build_id(&s.db, b).await?.is_empty(),
+                    None => false,
+                };
+                v.push((m.name.clone(), up));
+            }
+            v
+        }
+        None => Vec::new(),
+    };
+    let upload_host = host(&headers);
+    let with_token = !s.config.tokens.is_empty();
+    Ok(Html(
+        pages::crash_detail(&row, report.as_ref(), &uploaded, &upload_host, with_token)
+            .into_string(),
+    ))
+}
+
+async fn reprocess(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
+    same_origin(&headers)?;
+    if crashes::get(&s.db, &id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no crash with id {id:?}")).into());
+    }
+    if q::requeue(&s.db, &id).await? {
+        s.wake.notify_one();
+    }
+    // 303: the browser follows with a GET of the detail page, which shows the new status.
+    Ok(Redirect::to(&format!("/crashes/{}", url_component(&id))).into_response())
+}
+
+async fn report_json(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
+    let row = crashes::get(&s.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    let report = row
+        .report
+        .ok_or_else(|| ApiError::NotFound(format!("crash {id} has no report yet")))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], report).into_response())
+}
+
+async fn dump(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
+    let row = crashes::get(&s.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    let bytes = s.blobs.get(&row.dump_sha256).await?;
+    let ext = if row.dump_format == "minidump" {
+        "dmp"
+    } else {
+        "core"
+    };
+    // The id is ours (hex), but it came through the URL: keep the header value plain.
+    let safe: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{safe}.{ext}\""),
+            ),
+        ],
+        Body::from(bytes),
+    )
+        .into_response())
+}
+
+async fn missing_page(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
+    let rows = missing::list(&s.db, 200).await?;
+    Ok(Html(
+        pages::missing(&rows, &host(&headers), !s.config.tokens.is_empty()).into_string(),
+    ))
+}
+
+async fn binaries_page(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
+    let rows = binaries::recent(&s.db, 200).await?;
+    Ok(Html(pages::binaries(&rows).into_string()))
+}
+
+async fn jobs_page(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Html<String>, DashError> {
+    dash_auth(&s, &headers)?;
+    let counts = crashes::count_by_status(&s.db).await?;
+    let failures = q::failures(&s.db, PAGE).await?;
+    Ok(Html(pages::jobs(&counts, &failures).into_string()))
+}
+
+/// The `admin` scope from a bearer token or from HTTP Basic auth (password = token).
+/// Without configured tokens every request passes (the server is on loopback then).
+fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashError> {
+    let basic = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b64| decode_base64(b64.trim()))
+        .and_then(|raw| String::from_utf8(raw).ok())
+        .and_then(|up| up.split_once(':').map(|(_, pw)| pw.to_string()));
+    let result = match basic {
+        Some(token) => {
+            let mut h = HeaderMap::new();
+            let value = format!("Bearer {token}")
+                .parse()
+                .map_err(|_| DashError(ApiError::Unauthorized))?;
+            h.insert(header::AUTHORIZATION, value);
+            authorize(s, &h, Scope::Admin)
+        }
+        None => authorize(s, headers, Scope::Admin),
+    };
+    result.map_err(DashError)
+}
+
+/// An API error, answered with a Basic-auth challenge when credentials are missing so
+/// that a browser asks for them.
+pub struct DashError(ApiError);
+
+impl From<ApiError> for DashError {
+    fn from(e: ApiError) -> Self {
+        DashError(e)
+    }
+}
+
+impl From<worker::store::StoreError> for DashError {
+    fn from(e: worker::store::StoreError) -> Self {
+        DashError(ApiError::Store(e))
+    }
+}
+
+impl IntoResponse for DashError {
+    fn into_response(self) -> Response {
+        let challenge = matches!(self.0, ApiError::Unauthorized);
+        let mut r = self.0.into_response();
+        if challenge {
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Basic realm=\"postmortem\", charset=\"UTF-8\""),
+            );
+        }
+        r
+    }
+}
+
+/// Refuses a state-changing request sent from another site (the browser would attach
+/// Basic credentials to it): `Sec-Fetch-Site`, else `Origin`, must be this host.
+fn same_origin(headers: &HeaderMap) -> Result<(), DashError> {
+    let forbidden = || DashError(ApiError::Forbidden("same-origin"));
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return match site.to_str().unwrap_or("") {
+            "same-origin" | "none" => Ok(()),
+            _ => Err(forbidden()),
+        };
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        let bare = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .unwrap_or("");
+        if host.is_empty() || bare != host {
+            return Err(forbidden());
+        }
+    }
+    Ok(())
+}
+
+/// Standard base64 (with or without padding); `None` on any other byte.
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in s.bytes().take_while(|&c| c != b'=') {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+fn bad(detail: String) -> ApiError {
+    ApiError::BadRequest {
+        code: "bad-request",
+        detail,
+    }
+}
+
+/// Percent-encodes a path or query component (everything but unreserved characters).
+pub fn url_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64() {
+        assert_eq!(
+            decode_base64("dTpzM2NyZXQ=").as_deref(),
+            Some(&b"u:s3cret"[..])
+        );
+        assert_eq!(decode_base64("YWJj").as_deref(), Some(&b"abc"[..]));
+        assert_eq!(decode_base64("YQ").as_deref(), Some(&b"a"[..]));
+        assert_eq!(decode_base64("a b"), None);
+    }
+
+    #[test]
+    fn cross_site_posts_are_refused() {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, "127.0.0.1:8080".parse().unwrap());
+        assert!(same_origin(&h).is_ok(), "curl sends neither header");
+        h.insert(header::ORIGIN, "http://127.0.0.1:8080".parse().unwrap());
+        assert!(same_origin(&h).is_ok());
+        h.insert(header::ORIGIN, "http://evil.example".parse().unwrap());
+        assert!(same_origin(&h).is_err());
+        h.insert("sec-fetch-site", "cross-site".parse().unwrap());
+        assert!(same_origin(&h).is_err());
+        h.insert("sec-fetch-site", "same-origin".parse().unwrap());
+        assert!(same_origin(&h).is_ok());
+    }
+}

@@ -1,0 +1,457 @@
+//! The dashboard's HTML, one function per page (maud). maud escapes every `(value)`
+//! spliced into the markup; `PreEscaped` is used only for the fixed style sheet.
+
+use std::collections::HashMap;
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use worker::report::{Frame, Report, Thread};
+use worker::store::binaries::BinaryRow;
+use worker::store::crashes::CrashRow;
+use worker::store::dashboard::{Failure, Group};
+use worker::store::missing::MissingModule;
+
+use super::time::{format_day, format_ms};
+use super::url_component;
+
+const STYLE: &str = r#"
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:baseline}
+header a{color:#cfd8ea;text-decoration:none}header a:hover{color:#fff}
+header .brand{font-weight:700;color:#fff;font-size:1.1em}
+main{padding:1em 1.4em;max-width:1400px}
+h1{font-size:1.35em;margin:.3em 0 .6em}h2{font-size:1.1em;margin:1.3em 0 .5em}
+table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1em}
+th,td{border-bottom:1px solid #e3e6eb;padding:.3em .5em;text-align:left;vertical-align:top}
+th{background:#eef0f4;font-weight:600;font-size:.92em}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
+.sig{font-family:ui-monospace,monospace;word-break:break-all}
+form.filters{display:flex;gap:.8em;flex-wrap:wrap;align-items:end;margin-bottom:1em}
+form.filters label{display:flex;flex-direction:column;font-size:.85em;color:#555}
+.pill{display:inline-block;padding:0 .45em;border-radius:.6em;font-size:.85em;background:#e3e6eb}
+.s-done{background:#d6f0dc}.s-failed{background:#f8d4d4}.s-pending,.s-processing{background:#fbeec8}
+tr.weak td{color:#8a90a0}tr.weak td.trust{font-style:italic}
+tr.inl td.fn{padding-left:2.2em}tr.inl td.fn:before{content:"↳ ";color:#8a90a0}
+tr.missing{background:#fff1f1}
+.status-missing{color:#b00020;font-weight:700}
+.status-ok{color:#1a7f37}
+details{background:#fff;border:1px solid #e3e6eb;margin:.4em 0;padding:.3em .6em}
+summary{cursor:pointer;font-weight:600}
+.kv td:first-child{font-weight:600;width:12em}
+.warn{background:#fff8e1;border-left:4px solid #f0b400;padding:.3em .6em;margin:.3em 0}
+pre.cmd{background:#1d2330;color:#e8ecf4;padding:.4em .6em;white-space:pre-wrap;word-break:break-all;margin:.2em 0}
+button{background:#2f5bd3;color:#fff;border:0;padding:.4em 1em;border-radius:3px;cursor:pointer}
+svg.chart rect{fill:#2f5bd3}svg.chart{background:#f0f2f7}
+.muted{color:#8a90a0}
+"#;
+
+fn layout(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) " — postmortem" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    a.brand href="/" { "postmortem" }
+                    a href="/" { "Crash groups" }
+                    a href="/crashes" { "Crashes" }
+                    a href="/missing" { "Missing symbols" }
+                    a href="/binaries" { "Binaries" }
+                    a href="/jobs" { "Jobs" }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+fn status_pill(status: &str) -> Markup {
+    let class = match status {
+        "done" => "pill s-done",
+        "failed" => "pill s-failed",
+        "pending" => "pill s-pending",
+        "processing" => "pill s-processing",
+        _ => "pill",
+    };
+    html! { span class=(class) { (status) } }
+}
+
+/// A group row's data.
+pub struct GroupView {
+    pub group: Group,
+    /// Crashes per day, oldest first, the last entry today.
+    pub per_day: Vec<i64>,
+    pub products: Vec<(Option<String>, Option<String>)>,
+}
+
+/// A small bar chart of crashes per day.
+fn chart(per_day: &[i64], today: i64) -> Markup {
+    let max = per_day.iter().copied().max().unwrap_or(0).max(1);
+    let (w, h, bar) = (per_day.len() as i64 * 8, 28i64, 6i64);
+    let first = today - per_day.len() as i64 + 1;
+    html! {
+        svg.chart width=(w) height=(h) viewBox={"0 0 " (w) " " (h)} role="img"
+            aria-label="crashes per day" {
+            @for (i, &c) in per_day.iter().enumerate() {
+                @let bh = if c > 0 { (c * (h - 2) / max).max(2) } else { 0 };
+                rect x=(i as i64 * 8 + 1) y=(h - bh) width=(bar) height=(bh) {
+                    title { (format_day(first + i as i64)) ": " (c) }
+                }
+            }
+        }
+    }
+}
+
+fn query_string(params: &[(&str, &str)]) -> String {
+    params
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", url_component(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Home: crash groups.
+pub fn groups(
+    groups: &[GroupView],
+    params: &HashMap<String, String>,
+    days: Option<i64>,
+    next: Option<&str>,
+    today: i64,
+) -> Markup {
+    let get = |k: &str| params.get(k).map(String::as_str).unwrap_or("");
+    let days_s = days.map_or("all".to_string(), |d| d.to_string());
+    let body = html! {
+        h1 { "Crash groups" }
+        form.filters method="get" action="/" {
+            label { "Time range"
+                select name="days" {
+                    @for (v, label) in [("1", "last day"), ("7", "last 7 days"), ("30", "last 30 days"), ("90", "last 90 days"), ("all", "all time")] {
+                        option value=(v) selected[days_s == v] { (label) }
+                    }
+                }
+            }
+            label { "Product" input name="product" value=(get("product")); }
+            label { "Version" input name="version" value=(get("version")); }
+            button type="submit" { "Filter" }
+        }
+        @if groups.is_empty() {
+            p.muted { "No processed crashes match." }
+        } @else {
+            table #groups {
+                thead { tr {
+                    th { "Signature" } th { "Crashes" } th { "First seen" } th { "Last seen" }
+                    th { "Products / versions" } th { "Last " (groups.first().map_or(0, |g| g.per_day.len())) " days" }
+                } }
+                tbody {
+                    @for g in groups {
+                        tr {
+                            td.sig { a href={ "/crashes?" (query_string(&[("signature", &g.group.signature)])) } { (g.group.signature) } }
+                            td { (g.group.count) }
+                            td.mono { (format_ms(g.group.first_seen)) }
+                            td.mono { (format_ms(g.group.last_seen)) }
+                            td {
+                                @for (p, v) in &g.products {
+                                    span.pill { (p.as_deref().unwrap_or("?")) " " (v.as_deref().unwrap_or("")) } " "
+                                }
+                            }
+                            td { (chart(&g.per_day, today)) }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(after) = next {
+            a href={ "/?" (query_string(&[("days", &days_s), ("product", get("product")), ("version", get("version")), ("after", after)])) } { "Next page →" }
+        }
+    };
+    layout("Crash groups", body)
+}
+
+/// The crash list.
+pub fn crash_list(
+    rows: &[CrashRow],
+    params: &HashMap<String, String>,
+    next: Option<&str>,
+) -> Markup {
+    let get = |k: &str| params.get(k).map(String::as_str).unwrap_or("");
+    let body = html! {
+        h1 { "Crashes" }
+        form.filters method="get" action="/crashes" {
+            label { "Signature" input name="signature" size="50" value=(get("signature")); }
+            label { "Status"
+                select name="status" {
+                    @for v in ["", "pending", "processing", "done", "failed"] {
+                        option value=(v) selected[get("status") == v] { @if v.is_empty() { "any" } @else { (v) } }
+                    }
+                }
+            }
+            label { "From" input type="date" name="from" value=(get("from")); }
+            label { "To" input type="date" name="to" value=(get("to")); }
+            button type="submit" { "Filter" }
+        }
+        @if rows.is_empty() {
+            p.muted { "No crashes match." }
+        } @else {
+            table #crashes {
+                thead { tr { th { "Received" } th { "Crash" } th { "Status" } th { "Signature" } th { "Format" } } }
+                tbody {
+                    @for r in rows {
+                        tr {
+                            td.mono { (format_ms(r.received_at)) }
+                            td.mono { a href={ "/crashes/" (url_component(&r.id)) } { (r.id) } }
+                            td { (status_pill(&r.status)) }
+                            td.sig { (r.signature.as_deref().unwrap_or("")) }
+                            td { (r.dump_format) }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(after) = next {
+            a href={ "/crashes?" (query_string(&[("signature", get("signature")), ("status", get("status")), ("from", get("from")), ("to", get("to")), ("after", after)])) } { "Next page →" }
+        }
+    };
+    layout("Crashes", body)
+}
+
+fn upload_command(host: &str, name: &str, with_token: bool) -> String {
+    let auth = if with_token {
+        "-H \"Authorization: Bearer $TOKEN\" "
+    } else {
+        ""
+    };
+    // The module name is shell-quoted for the copy-paste, and escaped by maud for HTML.
+    let quoted = format!("'{}'", name.replace('\'', "'\\''"));
+    format!("curl {auth}-F file=@{quoted} http://{host}/api/v1/binaries")
+}
+
+fn frame_row(f: &Frame, signature_frames: &[usize]) -> Markup {
+    // Scanned frames are guesses: the row is greyed.
+    let weak = f.trust == "scan";
+    let class = match (weak, f.inlined) {
+        (true, true) => Some("weak inl"),
+        (true, false) => Some("weak"),
+        (false, true) => Some("inl"),
+        (false, false) => None,
+    };
+    let location = match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        (Some(file), None) => file.clone(),
+        _ => String::new(),
+    };
+    html! {
+        tr class=[class] {
+            td { (f.index) @if signature_frames.contains(&f.index) { " ★" } }
+            td.mono { (f.module.as_deref().unwrap_or("?")) }
+            td.fn.mono { (f.function.as_deref().unwrap_or("")) }
+            td.mono.loc { (location) }
+            td.mono { (f.module_offset.as_deref().unwrap_or(&f.pc)) }
+            td.trust { (f.trust) @if f.inlined { " (inlined)" } }
+        }
+    }
+}
+
+fn frames_table(t: &Thread, signature_frames: &[usize]) -> Markup {
+    html! {
+        table.frames {
+            thead { tr { th { "#" } th { "Module" } th { "Function" } th { "File:line" } th { "Offset" } th { "Trust" } } }
+            tbody { @for f in &t.frames { (frame_row(f, signature_frames)) } }
+        }
+        p.muted { "Walk ended: " (t.end) @if let Some(d) = &t.end_detail { " — " (d) } }
+    }
+}
+
+/// One crash.
+pub fn crash_detail(
+    row: &CrashRow,
+    report: Option<&Report>,
+    uploaded: &[(String, bool)],
+    host: &str,
+    with_token: bool,
+) -> Markup {
+    let id = url_component(&row.id);
+    let body = html! {
+        h1 { "Crash " span.mono { (row.id) } " " (status_pill(&row.status)) }
+        p {
+            a href={ "/crashes/" (id) "/report.json" } { "Raw report JSON" } " · "
+            a href={ "/api/v1/crashes/" (id) "/dump" } { "Download dump" }
+        }
+        form method="post" action={ "/crashes/" (id) "/reprocess" } {
+            button type="submit" { "Reprocess" }
+        }
+        @if let Some(e) = &row.error { div.warn { "Error: " (e) } }
+        @match report {
+            None => { p.muted { "No report yet." } }
+            Some(r) => {
+                table.kv {
+                    @if let Some(s) = &r.signature { tr { td { "Signature" } td.sig {
+                        a href={ "/crashes?signature=" (url_component(&s.text)) } { (s.text) } } } }
+                    @if let Some(c) = &r.crash { tr { td { "Reason" } td { (c.reason) } }
+                        @if let Some(a) = &c.assertion { tr { td { "Assertion" } td { (a) } } } }
+                    tr { td { "Executable" } td.mono { (r.dump.executable.as_deref().unwrap_or("?")) } }
+                    tr { td { "Dump" } td { (r.dump.format) ", " (r.dump.os) "/" (r.dump.arch) ", " (r.dump.size) " bytes" } }
+                    tr { td { "Received" } td.mono { (format_ms(row.received_at)) } }
+                }
+                @for w in &r.warnings { div.warn { code { (w.code) } " " (w.message) } }
+                @let sig_frames = r.signature.as_ref().map(|s| s.frames.clone()).unwrap_or_default();
+                @for t in &r.threads {
+                    @if t.crashed {
+                        h2 #crashed { "Crashed thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } }
+                        (frames_table(t, &sig_frames))
+                        p.muted { "★ frames that make the signature · grey italic rows were found by stack scanning and may be wrong · ↳ inlined" }
+                        h2 { "Registers of the crashing frame" }
+                        table.regs.mono { tbody {
+                            @for chunk in t.registers.iter().collect::<Vec<_>>().chunks(4) {
+                                tr { @for (k, v) in chunk { td { b { (k) } } td { (v) } } }
+                            }
+                        } }
+                    }
+                }
+                h2 { "Other threads" }
+                @if r.threads.iter().all(|t| t.crashed) { p.muted { "None." } }
+                @for t in r.threads.iter().filter(|t| !t.crashed) {
+                    details {
+                        summary { "Thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } " — " (t.frames.len()) " frames" }
+                        (frames_table(t, &[]))
+                    }
+                }
+                h2 { "Modules" }
+                table #modules {
+                    thead { tr { th { "Name" } th { "Build-id" } th { "Base" } th { "Status" } th { "Unwind" } th { "Symbols" } } }
+                    tbody {
+                        @for (i, m) in r.modules.iter().enumerate() {
+                            @let missing = m.status == "missing";
+                            @let is_uploaded = uploaded.get(i).is_some_and(|u| u.1);
+                            tr class=[missing.then_some("missing")] {
+                                td.mono { (m.name) }
+                                td.mono { (m.build_id.as_deref().unwrap_or("—")) }
+                                td.mono { (m.base) }
+                                td class={ "status-" (m.status) } {
+                                    (m.status)
+                                    @if missing && is_uploaded { " (uploaded since: reprocess)" }
+                                }
+                                td { (m.unwind.join(", ")) }
+                                td { (m.symbols.join(", ")) }
+                            }
+                            @if missing && m.build_id.is_some() && !is_uploaded {
+                                tr.missing { td colspan="6" {
+                                    "Upload it: " pre.cmd { (upload_command(host, m.path.as_deref().unwrap_or(&m.name), with_token)) }
+                                } }
+                            }
+                        }
+                    }
+                }
+                h2 { "Annotations" }
+                @if r.annotations.is_empty() { p.muted { "None." } } @else {
+                    table.kv { @for (k, v) in &r.annotations { tr { td { (k) } td { (v) } } } }
+                }
+            }
+        }
+    };
+    layout(&format!("Crash {}", row.id), body)
+}
+
+/// Build-ids needed by crashes and never uploaded.
+pub fn missing(rows: &[MissingModule], host: &str, with_token: bool) -> Markup {
+    let body = html! {
+        h1 { "Missing symbols" }
+        p { "Build-ids that crashes needed and no binary was uploaded for, most-needed first. Uploading one reprocesses the crashes that missed it." }
+        @if rows.is_empty() { p.muted { "Nothing is missing." } } @else {
+            table #missing {
+                thead { tr { th { "Module" } th { "Build-id" } th { "Crashes" } th { "Last seen" } th { "Upload command" } } }
+                tbody {
+                    @for m in rows {
+                        tr {
+                            td.mono { (m.module_name) }
+                            td.mono { (m.build_id) }
+                            td { (m.crash_count) }
+                            td.mono { (format_ms(m.last_seen)) }
+                            td { pre.cmd { (upload_command(host, &m.module_name, with_token)) } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout("Missing symbols", body)
+}
+
+/// Uploaded binaries, newest first.
+pub fn binaries(rows: &[BinaryRow]) -> Markup {
+    let body = html! {
+        h1 { "Binaries" }
+        @if rows.is_empty() { p.muted { "No binaries uploaded." } } @else {
+            table #binaries {
+                thead { tr { th { "File" } th { "Build-id" } th { "Kind" } th { "Arch" } th { "Size" } th { "Sections" } th { "Uploaded" } } }
+                tbody {
+                    @for b in rows {
+                        tr {
+                            td.mono { (b.file_name.as_deref().unwrap_or("?")) }
+                            td.mono { (b.build_id) }
+                            td { (b.kind) }
+                            td { (b.arch.as_deref().unwrap_or("?")) }
+                            td { (b.size) }
+                            td.mono { (b.section_list().join(" ")) }
+                            td.mono { (format_ms(b.uploaded_at)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout("Binaries", body)
+}
+
+/// Queue depth by status and the latest failures.
+pub fn jobs(counts: &[(String, i64)], failures: &[Failure]) -> Markup {
+    let body = html! {
+        h1 { "Jobs" }
+        h2 { "Queue" }
+        table #queue.kv {
+            @for status in ["pending", "processing", "done", "failed"] {
+                @let n = counts.iter().find(|(s, _)| s == status).map_or(0, |c| c.1);
+                tr { td { (status_pill(status)) } td { (n) } }
+            }
+        }
+        h2 { "Failures" }
+        @if failures.is_empty() { p.muted { "No failed jobs." } } @else {
+            table #failures {
+                thead { tr { th { "Received" } th { "Crash" } th { "Attempts" } th { "Reason" } } }
+                tbody {
+                    @for f in failures {
+                        tr {
+                            td.mono { (format_ms(f.received_at)) }
+                            td.mono { a href={ "/crashes/" (url_component(&f.id)) } { (f.id) } }
+                            td { (f.attempts) }
+                            td { (f.error.as_deref().unwrap_or("")) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout("Jobs", body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_names_are_escaped() {
+        let m = MissingModule {
+            build_id: "ab<cd".into(),
+            module_name: "<script>alert(1)</script>'x".into(),
+            crash_count: 1,
+            last_seen: 0,
+        };
+        let html = missing(&[m], "h:1", false).into_string();
+        assert!(!html.contains("<script>alert"));
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains("ab&lt;cd"));
+    }
+}
