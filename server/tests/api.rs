@@ -453,9 +453,12 @@ async fn bad_uploads_are_refused_and_store_nothing() {
         })
         .await,
     );
+    // Refused from the headers alone, before the body is read: a small body, so the
+    // server can drain it and keep the connection (a large unread body makes it close
+    // the connection mid-upload, and the client may lose the answer to the reset).
     check(415, "unsupported-encoding")(
         post(&c, url.clone(), |r| {
-            r.header("content-encoding", "br").body(core.clone())
+            r.header("content-encoding", "br").body(core[..1024].to_vec())
         })
         .await,
     );
