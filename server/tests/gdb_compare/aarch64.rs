@@ -130,9 +130,16 @@ fn walk_report(core: &Path, workdir: &Path) -> Value {
 
 /// Compiles `sources` with the cross compiler (`-g -no-pie` + `flags`), crashes the
 /// program under QEMU, and compares gdb-multiarch's stacks with postmortem's.
-fn case(name: &str, flags: &[&str], sources: &[&str], signal: u64, expect: impl Fn(&GdbCore)) {
+/// Returns the report, or `None` when the tools are absent and the case was skipped.
+fn case(
+    name: &str,
+    flags: &[&str],
+    sources: &[&str],
+    signal: u64,
+    expect: impl Fn(&GdbCore),
+) -> Option<Value> {
     if !tools_present() {
-        return;
+        return None;
     }
     let work = Workdir::new(name);
     let mut all_flags = vec!["-no-pie"];
@@ -164,6 +171,7 @@ fn case(name: &str, flags: &[&str], sources: &[&str], signal: u64, expect: impl 
             thread["tid"], thread["end_detail"]
         );
     }
+    Some(report)
 }
 
 /// gdb's names for the crashed thread's frames.
@@ -213,14 +221,57 @@ fn aarch64_c_o2_no_omit_frame_pointer() {
     basic("a64_o2_no_omit_fp", &["-O2", "-fno-omit-frame-pointer"]);
 }
 
+/// Signed return addresses: without the core's PAC mask gdb cannot strip them and stops
+/// after frame 0 (which shows the return addresses really were signed); only that frame
+/// is compared, and our stack must name every caller down to `_start` by itself.
+fn pac(name: &str, flags: &[&str]) {
+    let ours = case(name, flags, &["basic.c"], SIGSEGV, |gdb| {
+        let stack = names(gdb);
+        assert_eq!(
+            stack.first().map(String::as_str),
+            Some("crash_here"),
+            "gdb's frame 0: {stack:?}"
+        );
+        assert!(
+            !stack.iter().any(|n| n == "main"),
+            "gdb unwound past a signed return address without a PAC mask: {stack:?}"
+        );
+    });
+    let Some(report) = ours else { return };
+    let frames = report["threads"][0]["frames"].as_array().expect("frames");
+    let functions: Vec<&str> = frames
+        .iter()
+        .map(|f| f["function"].as_str().unwrap_or("??"))
+        .collect();
+    for (i, expected) in ["crash_here", "middle"].iter().enumerate() {
+        assert_eq!(functions.get(i), Some(expected), "our stack: {functions:?}");
+    }
+    assert!(
+        functions.contains(&"main"),
+        "our stack lacks main: {functions:?}"
+    );
+    assert_eq!(
+        functions.last(),
+        Some(&"_start"),
+        "our stack: {functions:?}"
+    );
+    for f in frames {
+        let pc = f["pc"]
+            .as_str()
+            .and_then(compare::parse_hex)
+            .expect("hex pc");
+        assert!(pc < 1 << 48, "a pc kept its PAC bits: {pc:#x}");
+    }
+}
+
 #[test]
 fn aarch64_pac_ret_key_a() {
-    basic("a64_pac_ret", &["-O2", "-mbranch-protection=pac-ret"]);
+    pac("a64_pac_ret", &["-O2", "-mbranch-protection=pac-ret"]);
 }
 
 #[test]
 fn aarch64_pac_ret_key_b() {
-    basic(
+    pac(
         "a64_pac_ret_b",
         &["-O2", "-mbranch-protection=pac-ret+b-key"],
     );
@@ -228,7 +279,7 @@ fn aarch64_pac_ret_key_b() {
 
 #[test]
 fn aarch64_pac_ret_o0_frame_records() {
-    basic(
+    pac(
         "a64_pac_ret_o0",
         &["-O0", "-mbranch-protection=pac-ret+leaf"],
     );
