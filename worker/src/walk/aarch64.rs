@@ -62,7 +62,7 @@ impl Aarch64 {
         fp: u64,
     ) -> Option<Caller> {
         let sp = callee.sp?;
-        if fp < sp || fp % 8 != 0 {
+        if fp < sp || !fp.is_multiple_of(8) {
             return None;
         }
         let caller_fp = ctx.memory.read_u64(fp)?;

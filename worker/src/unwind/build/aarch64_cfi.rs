@@ -376,7 +376,7 @@ mod tests {
         cie.extend_from_slice(&[4, 0x78, 30]); // code align 4, data align -8, ra x30
         cie.extend_from_slice(&[1, 0x1b]); // augmentation data: R = pcrel|sdata4
         cie.extend_from_slice(&[0x0c, 31, 0]); // def_cfa sp+0
-        while (cie.len() + 4) % 8 != 0 {
+        while !(cie.len() + 4).is_multiple_of(8) {
             cie.push(0);
         }
         let mut out = (cie.len() as u32).to_le_bytes().to_vec();
@@ -387,7 +387,7 @@ mod tests {
         fde.extend_from_slice(&0x40u32.to_le_bytes()); // pc range
         fde.push(0); // augmentation data length
         fde.extend_from_slice(insns);
-        while (fde.len() + 4) % 8 != 0 {
+        while !(fde.len() + 4).is_multiple_of(8) {
             fde.push(0);
         }
         out.extend_from_slice(&(fde.len() as u32).to_le_bytes());
