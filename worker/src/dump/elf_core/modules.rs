@@ -606,3 +606,54 @@ pub(super) fn mark_main(modules: &mut [Module], auxv: &[u8]) {
         }
     }
 }
+
+#[cfg(test)]
+mod qemu_tests {
+    //! The fallbacks for cores without module headers in memory (QEMU user mode).
+
+    use super::*;
+
+    fn load(start: u64, end: u64, executable: bool) -> CoreLoad {
+        CoreLoad {
+            start,
+            end,
+            executable,
+        }
+    }
+
+    #[test]
+    fn module_spans_text_then_data_and_stops_at_the_next_text() {
+        let loads = [
+            load(0x5000, 0x6000, true),  // libfoo text
+            load(0x6000, 0x8000, false), // guard
+            load(0x8000, 0x9000, false), // data
+            load(0x9000, 0xa000, true),  // someone else's text
+            load(0x20000, 0x21000, true),
+        ];
+        let m = module_from_core_loads(Some("/lib/libfoo.so".into()), 0x5000, &loads, &[])
+            .expect("module");
+        assert_eq!((m.base, m.end, m.load_base), (0x5000, 0x9000, 0x5000));
+        assert_eq!(m.name, "libfoo.so");
+        assert_eq!(m.identity, Identity::Path);
+        assert_eq!(m.mappings.len(), 3);
+        assert!(m.contains_code(0x5800));
+        assert!(!m.contains_code(0x8800));
+        // another module's base stops it; no load at the base: no module
+        let m = module_from_core_loads(None, 0x5000, &loads, &[0x8000]).expect("module");
+        assert_eq!(m.end, 0x8000);
+        assert!(module_from_core_loads(None, 0x5800, &loads, &[]).is_none());
+    }
+
+    #[test]
+    fn r_debug_is_found_by_its_shape() {
+        let ld_base = 0x10_0000u64;
+        let mut words = vec![7u64, 1, 0, 0, 0, 0x999];
+        // r_debug at index 6: version 1, r_map, r_brk, RT_CONSISTENT, r_ldbase
+        words.extend_from_slice(&[1, 0x10_2000, 0x10_0500, 0, ld_base]);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mem = MemoryMap::new(vec![(ld_base + 0x1000, &bytes[..])]);
+        assert_eq!(scan_r_debug(&mem, ld_base), Some(ld_base + 0x1000 + 48));
+        assert_eq!(scan_r_debug(&mem, ld_base + 0x1000_0000), None);
+        assert_eq!(scan_r_debug(&MemoryMap::default(), ld_base), None);
+    }
+}
