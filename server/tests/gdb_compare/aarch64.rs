@@ -158,6 +158,15 @@ fn case(
     let report = walk_report(&core, work.path());
     assert_eq!(report["dump"]["arch"], "aarch64");
     assert_eq!(report["dump"]["writer"], "qemu-user");
+    assert!(
+        report["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .any(|w| w["code"] == "pac-mask-inferred"),
+        "QEMU cores carry no PAC mask: {}",
+        report["warnings"]
+    );
     let crash = &report["crash"];
     assert_eq!(crash["signal"].as_u64(), Some(signal), "signal");
     assert_eq!(crash["tid"].as_u64(), gdb.crashed_lwp, "crashed thread");
