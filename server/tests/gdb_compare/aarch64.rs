@@ -264,6 +264,13 @@ fn pac(name: &str, flags: &[&str]) {
         Some(&"_start"),
         "our stack: {functions:?}"
     );
+    // The callers were found by their CFI, which gimli reads only once the aarch64 pass
+    // has made the `B` augmentation (key B) readable.
+    for f in frames.iter().skip(1) {
+        if matches!(f["function"].as_str(), Some("middle" | "main")) {
+            assert_eq!(f["trust"], "cfi", "frame {f}");
+        }
+    }
     for f in frames {
         let pc = f["pc"]
             .as_str()
