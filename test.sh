@@ -16,13 +16,16 @@ fi
 
 section "System packages"
 # gdb and libc6-dbg: the reference debugger and libc's debug info (so libc frames have
-# names on both sides); compilers for the crash programs compiled at test time; headless
-# Chromium for the dashboard test (server/tests/dashboard.rs).
+# names on both sides); compilers for the crash programs compiled at test time; the
+# aarch64 cross compiler, QEMU user-mode and gdb-multiarch for the aarch64 comparison
+# (Debian has no debug package for the cross libc: its frames are named from .dynsym);
+# headless Chromium for the dashboard test (server/tests/dashboard.rs).
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 \
-    libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver
+    libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
+    gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch
 
 section "Core dumps"
 # The gdb comparison tests crash programs and read the core the kernel writes into the

@@ -358,6 +358,18 @@ pub fn process(
         memory: &dump.memory,
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
+    if dump.arch == dump::Arch::Aarch64 && pac_mask == 0 {
+        // The walker then derives the mask from the address space (see walk::aarch64).
+        warnings.push(report::Warning {
+            code: "pac-mask-inferred".into(),
+            message: "the dump records no pointer-authentication mask (NT_ARM_PAC_MASK): \
+                      return addresses were stripped to the address space's significant \
+                      bits (at least 48)"
+                .into(),
+            thread: None,
+            module: None,
+        });
+    }
     let ctx = walk::WalkContext {
         memory: &dump.memory,
         modules: &dump.modules,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, SectionKind};
-use worker::dump::{hex, Dump, Module};
+use worker::dump::{hex, Arch, Dump, Module};
 use worker::process::{build_tables, CodeImage, ModuleTables, TableProvider};
 
 /// Bound on files looked at while indexing directories.
@@ -28,6 +28,25 @@ pub fn file_build_id(path: &Path) -> Option<Vec<u8>> {
         return Some(id.to_vec());
     }
     obj.mach_uuid().ok().flatten().map(|u| u.to_vec())
+}
+
+/// Whether the ELF file at `path` is for `arch` (a file matched by path or name only
+/// may be the host's own library of the same name).
+fn same_arch(path: &Path, arch: Arch) -> bool {
+    let Ok(f) = fs::File::open(path) else {
+        return false;
+    };
+    let cache = object::read::ReadCache::new(f);
+    let Ok(obj) = object::File::parse(&cache) else {
+        return false;
+    };
+    matches!(
+        (obj.architecture(), arch),
+        (object::Architecture::X86_64, Arch::X86_64)
+            | (object::Architecture::Aarch64, Arch::Aarch64)
+            | (object::Architecture::I386, Arch::X86)
+            | (object::Architecture::Arm, Arch::Arm)
+    )
 }
 
 /// Whether a file is a separate debug file (its code sections hold no bytes).
@@ -51,6 +70,9 @@ fn has_dwarf(data: &[u8]) -> bool {
 /// Files on this machine, indexed by build-id.
 pub struct FileProvider {
     by_build_id: HashMap<Vec<u8>, Vec<PathBuf>>,
+    /// ELF files under the `--symbols` directories by file name, for modules the dump
+    /// names without a build-id (QEMU cores): matched by name, never verified.
+    by_name: HashMap<String, Vec<PathBuf>>,
     debug_roots: Vec<PathBuf>,
     built: Mutex<HashMap<String, Option<ModuleTables>>>,
 }
@@ -59,9 +81,18 @@ impl FileProvider {
     /// Indexes every ELF file under `dirs` by build-id.
     pub fn new(dirs: &[PathBuf], system_debug: bool) -> Self {
         let mut by_build_id: HashMap<Vec<u8>, Vec<PathBuf>> = HashMap::new();
+        let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
         let mut seen = 0usize;
         for d in dirs {
             index_dir(d, 0, &mut seen, &mut by_build_id);
+        }
+        for path in by_build_id.values().flatten() {
+            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                by_name
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(path.clone());
+            }
         }
         let mut debug_roots: Vec<PathBuf> = dirs.iter().map(|d| d.join(".build-id")).collect();
         if system_debug {
@@ -69,12 +100,13 @@ impl FileProvider {
         }
         FileProvider {
             by_build_id,
+            by_name,
             debug_roots,
             built: Mutex::new(HashMap::new()),
         }
     }
 
-    fn candidates(&self, m: &Module) -> (Vec<PathBuf>, bool) {
+    fn candidates(&self, m: &Module, arch: Arch) -> (Vec<PathBuf>, bool) {
         let mut out: Vec<PathBuf> = Vec::new();
         let mut verified = true;
         match &m.build_id {
@@ -99,11 +131,19 @@ impl FileProvider {
                 }
             }
             None => {
+                verified = false;
                 if let Some(p) = &m.path {
                     let p = PathBuf::from(p);
-                    if p.is_file() {
+                    if p.is_file() && same_arch(&p, arch) {
                         out.push(p);
-                        verified = false;
+                    }
+                }
+                // The path is the crashed machine's (for QEMU the guest's): else a file
+                // of the same name under --symbols.
+                if out.is_empty() {
+                    if let Some(paths) = self.by_name.get(&m.name) {
+                        out.extend(paths.iter().filter(|p| same_arch(p, arch)).cloned());
+                        out.truncate(1);
                     }
                 }
             }
@@ -150,7 +190,7 @@ fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut HashMap<Vec<u
 }
 
 impl TableProvider for FileProvider {
-    fn tables(&self, _dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
+    fn tables(&self, dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
         let key = m
             .build_id_hex()
             .unwrap_or_else(|| format!("path:{}", m.path.as_deref().unwrap_or(&m.name)));
@@ -159,7 +199,7 @@ impl TableProvider for FileProvider {
                 return t.clone();
             }
         }
-        let (paths, verified) = self.candidates(m);
+        let (paths, verified) = self.candidates(m, dump.arch);
         let files: Vec<Arc<[u8]>> = paths
             .iter()
             .filter_map(|p| fs::read(p).ok().map(Arc::from))

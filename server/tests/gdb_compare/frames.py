@@ -38,7 +38,12 @@ def walk_thread(thread):
     except gdb.error as e:
         return frames, None, str(e)
     while frame is not None:
-        frames.append(describe(frame))
+        try:
+            frames.append(describe(frame))
+        except gdb.error as e:
+            # e.g. "PC not available": a frame gdb could not unwind to
+            error = str(e)
+            break
         try:
             older = frame.older()
         except gdb.error as e:

@@ -67,10 +67,20 @@ impl GdbCore {
 
 /// Runs gdb in batch mode on `exe` and `core` and returns its frames.
 pub fn frames(workdir: &Path, exe: &Path, core: &Path) -> GdbCore {
+    frames_with("gdb", &[], workdir, exe, core)
+}
+
+/// [`frames`] with another gdb (`gdb-multiarch`) and extra commands run first
+/// (`set sysroot …`).
+pub fn frames_with(gdb: &str, setup: &[&str], workdir: &Path, exe: &Path, core: &Path) -> GdbCore {
     let script = workdir.join("gdb_frames.py");
     std::fs::write(&script, SCRIPT).expect("write the gdb script");
-    let out = Command::new("gdb")
-        .args(["-batch", "-nx"])
+    let mut command = Command::new(gdb);
+    command.args(["-batch", "-nx"]);
+    for cmd in setup {
+        command.args(["-ex", cmd]);
+    }
+    let out = command
         .args(["-ex", "set pagination off"])
         .args(["-ex", "set debuginfod enabled off"])
         .args(["-ex", "set backtrace past-main on"])

@@ -10,6 +10,7 @@
 //! `core_pattern` that writes `core` into the working directory; `test.sh` sets all of
 //! that up.
 
+mod aarch64;
 mod cli_errors;
 mod compare;
 mod gdb;

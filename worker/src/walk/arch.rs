@@ -50,6 +50,7 @@ pub trait ArchWalker {
 pub fn walker_for(arch: Arch) -> Option<&'static dyn ArchWalker> {
     match arch {
         Arch::X86_64 => Some(&super::x86_64::X86_64),
+        Arch::Aarch64 => Some(&super::aarch64::Aarch64),
         _ => None,
     }
 }

@@ -9,6 +9,7 @@
 //! [`arch::ArchWalker`]. The walker reads memory only through the dump's bounds-checked
 //! [`MemoryMap`] and never allocates per lookup beyond the frames it returns.
 
+pub mod aarch64;
 pub mod arch;
 mod cfi;
 pub mod eval;

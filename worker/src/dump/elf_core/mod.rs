@@ -170,12 +170,20 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         });
     }
     let memory = MemoryMap::new(ranges);
-    let loads = LoadIndex::new(&loads);
+    let core_loads = loads;
+    let loads = LoadIndex::new(&core_loads);
 
     let execfn = auxv_get(notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(&memory, a));
     let mut modules_list = match &notes.files {
         Some(files) => modules::from_nt_file(files, &loads, &memory),
-        None => modules::from_link_map(notes.auxv, execfn.clone(), &memory, &mut warnings),
+        None => modules::from_link_map(
+            notes.auxv,
+            execfn.clone(),
+            &memory,
+            &core_loads,
+            arch,
+            &mut warnings,
+        ),
     };
     if let Some(v) = modules::vdso(notes.auxv, &loads, &memory) {
         if !modules_list.iter().any(|m| m.base == v.base) {

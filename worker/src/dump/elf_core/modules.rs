@@ -13,7 +13,7 @@ use super::parse::{
     c_str, u16_at, u64_at, NoteIter, Phdr, EHDR_SIZE, PF_X, PHDR_SIZE, PT_DYNAMIC, PT_INTERP,
     PT_LOAD, PT_NOTE, PT_PHDR,
 };
-use crate::dump::{DumpWarning, Identity, Mapping, MemoryMap, Module};
+use crate::dump::{Arch, DumpWarning, Identity, Mapping, MemoryMap, Module};
 
 /// Page granularity of link bases, as `binary::link_base` computes them.
 const PAGE_MASK: u64 = !0xfff;
@@ -357,6 +357,8 @@ pub(super) fn from_link_map(
     auxv: &[u8],
     exe_path: Option<String>,
     mem: &MemoryMap<'_>,
+    core_loads: &[CoreLoad],
+    arch: Arch,
     warnings: &mut Vec<DumpWarning>,
 ) -> Vec<Module> {
     let mut out = Vec::new();
@@ -392,12 +394,35 @@ pub(super) fn from_link_map(
         Some((load_base, image))
     })();
     let mut seen_bases = HashSet::new();
+    let at_base = auxv_get(auxv, AT_BASE).filter(|&b| b != 0);
     if let Some((load_base, image)) = exe {
         let name = exe_path.as_deref().map(file_name).unwrap_or_default();
         if let Some(m) = module_from_image(name, exe_path, load_base, image, mem) {
             seen_bases.insert(m.base);
             out.push(m);
         }
+    } else if let Some(m) = auxv_get(auxv, AT_PHDR)
+        .and_then(|phdr| core_loads.iter().find(|l| l.start <= phdr && phdr < l.end))
+        .and_then(|l| module_from_core_loads(exe_path.clone(), l.start, core_loads, &[]))
+    {
+        // QEMU's user-mode cores leave out every read-only file mapping, headers included:
+        // the executable is the core mapping holding AT_PHDR, and `r_debug` is found
+        // in the dynamic linker's data by its signature.
+        r_debug = at_base.and_then(|b| scan_r_debug(mem, b));
+        // The dynamic linker's `l_name` points at the executable's PT_INTERP string, which
+        // is not in the core either: glibc's standard interpreter path stands in for it
+        // (the module stays identified by path only, so the report marks it unverified).
+        interp_path = Some(
+            match arch {
+                Arch::Aarch64 => "/lib/ld-linux-aarch64.so.1",
+                Arch::X86_64 => "/lib64/ld-linux-x86-64.so.2",
+                Arch::X86 => "/lib/ld-linux.so.2",
+                Arch::Arm => "/lib/ld-linux-armhf.so.3",
+            }
+            .to_string(),
+        );
+        seen_bases.insert(m.base);
+        out.push(m);
     } else {
         warnings.push(DumpWarning {
             code: "modules-incomplete",
@@ -429,12 +454,24 @@ pub(super) fn from_link_map(
             break;
         };
         lm = next;
-        let name = read_c_string(mem, l_name).unwrap_or_default();
+        let name = read_c_string(mem, l_name)
+            .filter(|n| !n.is_empty())
+            .or_else(|| interp_path.clone().filter(|_| Some(l_addr) == at_base))
+            .unwrap_or_default();
         if name.is_empty() || name == VDSO_NAME || l_addr == vdso_addr {
             continue;
         }
         // For shared objects the link base is 0, so the header is at the load bias.
         let Some(image) = image_at(mem, l_addr) else {
+            // Headers not in the core (QEMU): the core's own mappings from l_addr.
+            if seen_bases.contains(&l_addr) {
+                continue;
+            }
+            let stops: Vec<u64> = seen_bases.iter().copied().chain([vdso_addr]).collect();
+            if let Some(m) = module_from_core_loads(Some(name), l_addr, core_loads, &stops) {
+                seen_bases.insert(m.base);
+                out.push(m);
+            }
             continue;
         };
         let Some(load_base) = l_addr.checked_add(image.link_base) else {
@@ -464,6 +501,85 @@ pub(super) fn from_link_map(
     out
 }
 
+/// At most this many bytes above the dynamic linker's base are scanned for `r_debug`.
+const MAX_R_DEBUG_SCAN: u64 = 64 << 20;
+
+/// Finds glibc's `_r_debug` in the dynamic linker's data by its shape: `r_version` 1,
+/// a non-null `r_map`, `r_state` RT_CONSISTENT (0) and `r_ldbase` equal to AT_BASE.
+fn scan_r_debug(mem: &MemoryMap<'_>, ld_base: u64) -> Option<u64> {
+    let limit = ld_base.saturating_add(MAX_R_DEBUG_SCAN);
+    for &(start, bytes) in mem.ranges() {
+        let end = start.saturating_add(bytes.len() as u64);
+        if end <= ld_base || start >= limit {
+            continue;
+        }
+        for (i, chunk) in bytes.chunks_exact(8).enumerate() {
+            if u64::from_le_bytes(chunk.try_into().ok()?) != 1 {
+                continue;
+            }
+            let at = start.checked_add(u64::try_from(i).ok()?.checked_mul(8)?)?;
+            let word = |k: u64| mem.read_u64(at.checked_add(k * 8)?);
+            if word(4) == Some(ld_base) && word(3) == Some(0) && word(1).is_some_and(|m| m != 0) {
+                return Some(at);
+            }
+        }
+    }
+    None
+}
+
+/// A module whose headers the core lacks, from the core's own mappings: the contiguous
+/// PT_LOADs from `base` — text, then data — up to a gap, the next text after data, or
+/// another module's base (`stops`). Identified by path only.
+fn module_from_core_loads(
+    path: Option<String>,
+    base: u64,
+    core_loads: &[CoreLoad],
+    stops: &[u64],
+) -> Option<Module> {
+    let mut loads: Vec<&CoreLoad> = core_loads.iter().filter(|l| l.start >= base).collect();
+    loads.sort_by_key(|l| l.start);
+    let first = loads.first().filter(|l| l.start == base)?;
+    let mut end = first.end;
+    let mut mappings = vec![Mapping {
+        start: first.start,
+        end: first.end,
+        file_offset: 0,
+        executable: Some(first.executable),
+    }];
+    let mut seen_data = !first.executable;
+    for l in loads.iter().skip(1) {
+        if l.start != end || stops.contains(&l.start) || (seen_data && l.executable) {
+            break;
+        }
+        seen_data |= !l.executable;
+        end = l.end;
+        mappings.push(Mapping {
+            start: l.start,
+            end: l.end,
+            file_offset: l.start - base,
+            executable: Some(l.executable),
+        });
+    }
+    let name = path.as_deref().map(file_name).unwrap_or_default();
+    Some(Module {
+        name,
+        identity: if path.is_some() {
+            Identity::Path
+        } else {
+            Identity::None
+        },
+        path,
+        base,
+        end,
+        load_base: base,
+        build_id: None,
+        debug_id: None,
+        code_id: None,
+        main: false,
+        mappings,
+    })
+}
+
 /// The `r_debug` address from the executable's dynamic section (DT_DEBUG), if set.
 fn find_r_debug(mem: &MemoryMap<'_>, dynamic: u64, size: u64) -> Option<u64> {
     let entries = usize::try_from(size / 16).ok()?.min(MAX_DYN_ENTRIES);
@@ -488,5 +604,56 @@ pub(super) fn mark_main(modules: &mut [Module], auxv: &[u8]) {
             m.main = true;
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod qemu_tests {
+    //! The fallbacks for cores without module headers in memory (QEMU user mode).
+
+    use super::*;
+
+    fn load(start: u64, end: u64, executable: bool) -> CoreLoad {
+        CoreLoad {
+            start,
+            end,
+            executable,
+        }
+    }
+
+    #[test]
+    fn module_spans_text_then_data_and_stops_at_the_next_text() {
+        let loads = [
+            load(0x5000, 0x6000, true),  // libfoo text
+            load(0x6000, 0x8000, false), // guard
+            load(0x8000, 0x9000, false), // data
+            load(0x9000, 0xa000, true),  // someone else's text
+            load(0x20000, 0x21000, true),
+        ];
+        let m = module_from_core_loads(Some("/lib/libfoo.so".into()), 0x5000, &loads, &[])
+            .expect("module");
+        assert_eq!((m.base, m.end, m.load_base), (0x5000, 0x9000, 0x5000));
+        assert_eq!(m.name, "libfoo.so");
+        assert_eq!(m.identity, Identity::Path);
+        assert_eq!(m.mappings.len(), 3);
+        assert!(m.contains_code(0x5800));
+        assert!(!m.contains_code(0x8800));
+        // another module's base stops it; no load at the base: no module
+        let m = module_from_core_loads(None, 0x5000, &loads, &[0x8000]).expect("module");
+        assert_eq!(m.end, 0x8000);
+        assert!(module_from_core_loads(None, 0x5800, &loads, &[]).is_none());
+    }
+
+    #[test]
+    fn r_debug_is_found_by_its_shape() {
+        let ld_base = 0x10_0000u64;
+        let mut words = vec![7u64, 1, 0, 0, 0, 0x999];
+        // r_debug at index 6: version 1, r_map, r_brk, RT_CONSISTENT, r_ldbase
+        words.extend_from_slice(&[1, 0x10_2000, 0x10_0500, 0, ld_base]);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mem = MemoryMap::new(vec![(ld_base + 0x1000, &bytes[..])]);
+        assert_eq!(scan_r_debug(&mem, ld_base), Some(ld_base + 0x1000 + 48));
+        assert_eq!(scan_r_debug(&mem, ld_base + 0x1000_0000), None);
+        assert_eq!(scan_r_debug(&MemoryMap::default(), ld_base), None);
     }
 }

@@ -4,6 +4,13 @@
 //! becomes a [`RuleRecord`]. Expressions (PLT entries, glibc's `__restore_rt`) are copied
 //! into the table's expression area. A bad FDE is skipped and counted, never fatal:
 //! the rest of the binary still unwinds.
+//!
+//! On aarch64 the sections first pass through [`super::aarch64_cfi::prepare`], which
+//! makes the ABI's vendor extensions gimli does not know (`DW_CFA_AARCH64_negate_ra_state_with_pc`,
+//! the `B` and `G` augmentations) readable. The RA_SIGN_STATE pseudo-register becomes
+//! [`FLAG_RA_SIGNED`] (and [`FLAG_RA_KEY_B`] for a `B` CIE). As the ABI asks of consumers,
+//! a register a CIE does not mention defaults to same-value: callee-saved registers stay
+//! unchanged, and x30 with no rule is the leaf's live link register.
 
 use std::collections::HashMap;
 
@@ -14,11 +21,14 @@ use gimli::{
 use object::{Object, ObjectSection};
 use rustc_hash::FxBuildHasher;
 
+use super::aarch64_cfi::{self, CieFlags};
 use super::{BuiltTable, TableWriter};
 use crate::binary;
 use crate::dump::Arch;
 use crate::unwind::error::UnwindError;
-use crate::unwind::rule::{RuleRecord, Slot, UnwindSource, FLAG_RA_SIGNED, FLAG_SIGNAL_FRAME};
+use crate::unwind::rule::{
+    RuleRecord, Slot, UnwindSource, FLAG_RA_KEY_B, FLAG_RA_SIGNED, FLAG_SIGNAL_FRAME,
+};
 
 type R<'a> = EndianSlice<'a, LittleEndian>;
 
@@ -63,6 +73,8 @@ pub fn add_elf_sections(
                 let data: &[u8] = &data;
                 if !data.is_empty() {
                     w.stats.source_bytes += data.len();
+                    let prepared = prepare(w.arch(), data, true, address_size);
+                    let data: &[u8] = &prepared.data;
                     // about one row per 5 bytes of CFI in real binaries
                     w.reserve(data.len() / 5);
                     w.note_source(UnwindSource::EhFrame);
@@ -81,7 +93,15 @@ pub fn add_elf_sections(
                     if let Some(a) = section_addr(".eh_frame_hdr") {
                         bases = bases.set_eh_frame_hdr(a);
                     }
-                    add_section(w, &eh, &bases, link_base, UnwindSource::EhFrame, 0);
+                    add_section(
+                        w,
+                        &eh,
+                        &bases,
+                        link_base,
+                        UnwindSource::EhFrame,
+                        0,
+                        &prepared.cies,
+                    );
                 }
             }
         }
@@ -92,6 +112,8 @@ pub fn add_elf_sections(
             if !data.is_empty() {
                 w.stats.source_bytes += data.len();
                 w.note_source(UnwindSource::DebugFrame);
+                let prepared = prepare(w.arch(), data, false, address_size);
+                let data: &[u8] = &prepared.data;
                 let mut df = DebugFrame::new(data, LittleEndian);
                 df.set_address_size(address_size);
                 if w.arch() == Arch::Aarch64 {
@@ -104,6 +126,7 @@ pub fn add_elf_sections(
                     link_base,
                     UnwindSource::DebugFrame,
                     1,
+                    &prepared.cies,
                 );
             }
         }
@@ -111,7 +134,21 @@ pub fn add_elf_sections(
     Ok(())
 }
 
-/// Reads every FDE of one section and pushes its rows.
+/// The section as gimli should read it: on aarch64 through [`aarch64_cfi::prepare`].
+fn prepare(arch: Arch, data: &[u8], eh: bool, address_size: u8) -> aarch64_cfi::Prepared<'_> {
+    if arch == Arch::Aarch64 {
+        aarch64_cfi::prepare(data, eh, address_size)
+    } else {
+        aarch64_cfi::Prepared {
+            data: std::borrow::Cow::Borrowed(data),
+            cies: HashMap::new(),
+        }
+    }
+}
+
+/// Reads every FDE of one section and pushes its rows. `cie_flags`: the real flags of
+/// the CIEs whose augmentation the aarch64 pass rewrote.
+#[allow(clippy::too_many_arguments)]
 fn add_section<'a, S: UnwindSection<R<'a>>>(
     w: &mut TableWriter,
     section: &S,
@@ -119,6 +156,7 @@ fn add_section<'a, S: UnwindSection<R<'a>>>(
     link_base: u64,
     source: UnwindSource,
     priority: u8,
+    cie_flags: &HashMap<usize, CieFlags>,
 ) {
     let mut ctx: Box<UnwindContext<usize>> = Box::new(UnwindContext::new());
     let mut cies: HashMap<usize, gimli::CommonInformationEntry<R<'a>>, FxBuildHasher> =
@@ -158,8 +196,9 @@ fn add_section<'a, S: UnwindSection<R<'a>>>(
                 continue;
             }
         };
+        let flags = cie_flags.get(&fde.cie().offset()).copied();
         match add_fde(
-            w, section, bases, &mut ctx, &fde, link_base, source, priority,
+            w, section, bases, &mut ctx, &fde, link_base, source, priority, flags,
         ) {
             Ok(()) => w.stats.entries += 1,
             Err(e) => w
@@ -179,13 +218,19 @@ fn add_fde<'a, S: UnwindSection<R<'a>>>(
     link_base: u64,
     source: UnwindSource,
     priority: u8,
+    cie_flags: Option<CieFlags>,
 ) -> gimli::Result<()> {
     if fde.len() == 0 {
         return Ok(());
     }
     let arch = w.arch();
     let ra_reg = fde.cie().return_address_register().0;
-    let signal = fde.cie().is_signal_trampoline();
+    // A rewritten CIE's `S` may stand for `B`/`G`: its real flags say.
+    let signal = match cie_flags {
+        Some(f) => f.signal,
+        None => fde.cie().is_signal_trampoline(),
+    };
+    let key_b = cie_flags.is_some_and(|f| f.key_b);
     let mut table = fde.rows(section, bases, ctx)?;
     // A failure midway drops the whole FDE: truncate back to where it started.
     let mark = w.range_count();
@@ -204,7 +249,10 @@ fn add_fde<'a, S: UnwindSection<R<'a>>>(
         ) else {
             continue;
         };
-        let rule = translate_row(w, section, arch, ra_reg, signal, source, row);
+        let mut rule = translate_row(w, section, arch, ra_reg, signal, source, row);
+        if key_b && rule.ra_signed() {
+            rule.flags |= FLAG_RA_KEY_B;
+        }
         w.push(start, end, &rule, priority);
     }
 }

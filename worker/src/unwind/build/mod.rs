@@ -5,6 +5,7 @@
 //! two sources describe the same address: `.eh_frame` before `.debug_frame`, the binary's
 //! own tables before Breakpad's). The writer does everything else once, for all formats.
 
+mod aarch64_cfi;
 pub mod dwarf;
 pub mod sframe;
 

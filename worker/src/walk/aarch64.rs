@@ -1,0 +1,466 @@
+//! aarch64: frame records, the link register of a leaf, call decoding and pointer
+//! authentication.
+//!
+//! What differs from x86_64: the return address arrives in a register (x30, the link
+//! register) and stays there until a non-leaf function saves it, so the innermost frame
+//! may still hold its caller's pc in x30 — only frame 0 may use it, every later frame's
+//! x30 is unknown. Frame records are `[x29] = caller x29`, `[x29 + 8] = caller pc`, and the
+//! caller's sp is `x29 + 16`. Return addresses may carry a pointer-authentication code in
+//! their top bits (`-mbranch-protection=pac-ret`); every recovered return address and
+//! every scanned candidate is stripped ([`Aarch64::strip_pac`]) before it is used or
+//! reported.
+
+use super::arch::ArchWalker;
+use super::{Caller, Trust, WalkContext, WalkFrame};
+use crate::dump::{Arch, RegisterSet};
+
+/// DWARF numbers of the frame pointer, the link register and the stack pointer.
+const X29: u16 = 29;
+const X30: u16 = 30;
+const SP: u16 = 31;
+/// User-space addresses have at least this many significant bits (48-bit VA, 4 KiB pages).
+const MIN_VA_BITS: u32 = 48;
+
+/// The aarch64 walker.
+pub struct Aarch64;
+
+/// The bits of a user-space code address that can hold a PAC when the dump records no
+/// mask: everything above the larger of 48 bits and the bit length of the highest mapped
+/// module's last address (a 52-bit address space shows itself in its mappings).
+fn inferred_pac_mask(ctx: &WalkContext<'_, '_>) -> u64 {
+    let top = ctx
+        .modules
+        .iter()
+        .map(|m| m.end.saturating_sub(1))
+        .max()
+        .unwrap_or(0);
+    let bits = (64 - top.leading_zeros()).max(MIN_VA_BITS);
+    if bits >= 64 {
+        0
+    } else {
+        !((1u64 << bits) - 1)
+    }
+}
+
+impl Aarch64 {
+    /// The callee-saved registers (x19–x28) the caller inherits when a frame record,
+    /// not a rule, found it: they hold the caller's values unless the callee saved and
+    /// reused them, which only its CFI could tell.
+    fn inherit_callee_saved(callee: &RegisterSet, caller: &mut RegisterSet) {
+        for r in 19u16..=28 {
+            if let Some(v) = callee.get(r) {
+                caller.set(r, v);
+            }
+        }
+    }
+
+    /// The caller from the frame record at `fp`: `(sp, x29, pc) = (fp + 16, *fp, *(fp + 8))`.
+    fn caller_from_record(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+        fp: u64,
+    ) -> Option<Caller> {
+        let sp = callee.sp?;
+        if fp < sp || !fp.is_multiple_of(8) {
+            return None;
+        }
+        let caller_fp = ctx.memory.read_u64(fp)?;
+        let ra = ctx.memory.read_u64(fp.checked_add(8)?)?;
+        let mut regs = RegisterSet::new(Arch::Aarch64);
+        regs.set(32, self.strip_pac(ctx, ra));
+        regs.set(SP, fp.checked_add(16)?);
+        regs.set(X29, caller_fp);
+        Self::inherit_callee_saved(&callee.registers, &mut regs);
+        Some(Caller {
+            regs,
+            trust: Trust::Fp,
+            source: None,
+            exact_pc: false,
+        })
+    }
+
+    /// Frame 0 without a rule: a frameless leaf's caller is in x30, with the same sp and
+    /// every callee-saved register (x29 included) unchanged. x30 itself is not passed on:
+    /// the caller's own link register is unknown.
+    fn caller_from_link_register(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+    ) -> Option<Caller> {
+        let lr = self.strip_pac(ctx, callee.registers.get(X30)?);
+        let sp = callee.sp?;
+        if !ctx.is_code(lr) {
+            return None;
+        }
+        if let Some(code) = ctx.code.bytes_before(lr, self.call_check_len()) {
+            if !self.is_call_before(&code) {
+                return None;
+            }
+        }
+        let mut regs = RegisterSet::new(Arch::Aarch64);
+        regs.set(32, lr);
+        regs.set(SP, sp);
+        if let Some(fp) = callee.registers.get(X29) {
+            regs.set(X29, fp);
+        }
+        Self::inherit_callee_saved(&callee.registers, &mut regs);
+        Some(Caller {
+            regs,
+            trust: Trust::Fp,
+            source: None,
+            exact_pc: false,
+        })
+    }
+}
+
+impl ArchWalker for Aarch64 {
+    fn arch(&self) -> Arch {
+        Arch::Aarch64
+    }
+    fn return_address_register(&self) -> u16 {
+        X30
+    }
+    fn lookup_back(&self) -> u64 {
+        4
+    }
+
+    /// Clears the pointer-authentication bits: with the dump's mask (NT_ARM_PAC_MASK) where
+    /// it has one, else with the mask inferred from the address space. As the kernel and
+    /// gdb do, an address with bit 55 set (the upper, kernel half) gets the bits set instead.
+    fn strip_pac(&self, ctx: &WalkContext<'_, '_>, addr: u64) -> u64 {
+        let mask = if ctx.pac_mask != 0 {
+            ctx.pac_mask
+        } else {
+            inferred_pac_mask(ctx)
+        };
+        if ctx.pac_mask != 0 && addr & (1 << 55) != 0 {
+            addr | mask
+        } else {
+            addr & !mask
+        }
+    }
+
+    /// Frame 0 may be a frameless leaf whose caller is still in x30; its frame record, if
+    /// it built one, holds the same address. Every other frame follows the record at x29.
+    fn caller_by_fp(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+        first: bool,
+    ) -> Option<Caller> {
+        let record = callee
+            .registers
+            .get(X29)
+            .and_then(|fp| self.caller_from_record(ctx, callee, fp));
+        if first && callee.trust == Trust::Context {
+            if let Some(leaf) = self.caller_from_link_register(ctx, callee) {
+                // The leaf's own record (if it already pushed one) agrees with x30 and
+                // gives the better sp; otherwise x29 is the caller's record and following
+                // it would skip the caller.
+                return match record {
+                    Some(r) if r.regs.pc() == leaf.regs.pc() => Some(r),
+                    _ => Some(leaf),
+                };
+            }
+        }
+        record
+    }
+
+    fn call_check_len(&self) -> usize {
+        4
+    }
+
+    /// `BL imm26`, `BLR Xn`, or the authenticating `BLRAA`/`BLRAB`(`Z`) forms, in the 4
+    /// bytes before the return address.
+    fn is_call_before(&self, code: &[u8]) -> bool {
+        let Some(last) = code.len().checked_sub(4).and_then(|i| code.get(i..)) else {
+            return false;
+        };
+        let Ok(bytes) = <[u8; 4]>::try_from(last) else {
+            return false;
+        };
+        let insn = u32::from_le_bytes(bytes);
+        insn >> 26 == 0b100101 // BL
+            || insn & 0xffff_fc1f == 0xd63f_0000 // BLR
+            || insn & 0xfeff_f800 == 0xd63f_0800 // BLRAA, BLRAAZ, BLRAB, BLRABZ
+    }
+
+    /// A leaf (frame 0) keeps its caller's sp: it may not have moved sp at all.
+    fn allows_same_sp(&self, callee: &WalkFrame) -> bool {
+        callee.trust == Trust::Context
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dump::{MemoryMap, Module};
+    use crate::walk::{walk_thread, CodeReader, EndReason, WalkOptions};
+
+    /// Code bytes: every address's preceding 4 bytes are a `BL`.
+    struct AllCalls;
+    impl CodeReader for AllCalls {
+        fn bytes_before(&self, _addr: u64, _len: usize) -> Option<Vec<u8>> {
+            Some(0x9400_0010u32.to_le_bytes().to_vec())
+        }
+    }
+
+    /// Code bytes: nothing before any address is a call.
+    struct NoCalls;
+    impl CodeReader for NoCalls {
+        fn bytes_before(&self, _addr: u64, _len: usize) -> Option<Vec<u8>> {
+            Some(0xd503_201fu32.to_le_bytes().to_vec()) // NOP
+        }
+    }
+
+    fn module(base: u64, end: u64) -> Module {
+        Module {
+            name: "m".into(),
+            path: None,
+            base,
+            end,
+            load_base: base,
+            build_id: None,
+            debug_id: None,
+            code_id: None,
+            identity: crate::dump::Identity::None,
+            main: true,
+            mappings: vec![],
+        }
+    }
+
+    fn stack_bytes(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    fn regs(pc: u64, sp: u64, fp: u64, lr: Option<u64>) -> RegisterSet {
+        let mut r = RegisterSet::new(Arch::Aarch64);
+        r.set(32, pc);
+        r.set(SP, sp);
+        r.set(X29, fp);
+        if let Some(lr) = lr {
+            r.set(X30, lr);
+        }
+        r
+    }
+
+    fn walk(
+        stack_base: u64,
+        words: &[u64],
+        regs: &RegisterSet,
+        pac_mask: u64,
+        code: &dyn CodeReader,
+    ) -> crate::walk::WalkResult {
+        let bytes = stack_bytes(words);
+        let mem = MemoryMap::new(vec![(stack_base, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let tables = vec![None];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code,
+            options: &opts,
+            pac_mask,
+        };
+        walk_thread(&Aarch64, &ctx, regs)
+    }
+
+    #[test]
+    fn call_decoding() {
+        let a = Aarch64;
+        let le = |i: u32| i.to_le_bytes().to_vec();
+        assert!(a.is_call_before(&le(0x97ff_fff0))); // bl -64
+        assert!(a.is_call_before(&le(0x9400_0001))); // bl +4
+        assert!(a.is_call_before(&le(0xd63f_0020))); // blr x1
+        assert!(a.is_call_before(&le(0xd63f_03c0))); // blr x30
+        assert!(a.is_call_before(&le(0xd73f_0a21))); // blraa x17, x1
+        assert!(a.is_call_before(&le(0xd63f_0c3f))); // blrabz x1
+        assert!(!a.is_call_before(&le(0x1400_0001))); // b +4
+        assert!(!a.is_call_before(&le(0xd61f_0020))); // br x1
+        assert!(!a.is_call_before(&le(0xd65f_03c0))); // ret
+        assert!(!a.is_call_before(&[0x01, 0x00, 0x00]));
+        assert!(!a.is_call_before(&[]));
+        let mut longer = vec![0u8; 4];
+        longer.extend(le(0xd63f_0020));
+        assert!(a.is_call_before(&longer));
+    }
+
+    #[test]
+    fn frame_record_chain() {
+        // Frame 0 is not a leaf (x30 holds an address inside itself, already reused), so
+        // its record at x29 = 0x1010 is followed: [0x1030, ra1]; then [0x1050, ra2];
+        // then [0, 0]: pc zero ends the walk.
+        let words = [
+            0, 0, //          0x1000
+            0x1030, 0x40_1234, // 0x1010: frame 0's record
+            0, 0, //          0x1020
+            0x1050, 0x40_2000, // 0x1030: frame 1's record
+            0, 0, //          0x1040
+            0, 0, //          0x1050: frame 2's record: outermost
+        ];
+        let r = walk(
+            0x1000,
+            &words,
+            &regs(0x40_1000, 0x1000, 0x1010, None),
+            0,
+            &AllCalls,
+        );
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, 0x40_1234, 0x40_2000]);
+        let sps: Vec<Option<u64>> = r.frames.iter().map(|f| f.sp).collect();
+        assert_eq!(sps, vec![Some(0x1000), Some(0x1020), Some(0x1040)]);
+        assert_eq!(r.frames[1].trust, Trust::Fp);
+        assert_eq!(r.frames[2].registers.get(X29), Some(0x1050));
+        // frame 2's record holds a zero return address
+        assert_eq!(r.end, EndReason::NoCaller);
+    }
+
+    #[test]
+    fn leaf_returns_through_x30_and_only_frame_0_uses_it() {
+        // A frameless leaf: sp = 0x1000, x29 = 0x1010 is its caller's record,
+        // x30 = 0x40_1500 the caller's pc. The caller's record gives the caller's caller.
+        let words = [
+            0, 0, //               0x1000
+            0x1030, 0x40_2000, //  0x1010: the caller's record
+            0, 0, 0, 0, //         0x1020
+        ];
+        let r = walk(
+            0x1000,
+            &words,
+            &regs(0x40_1000, 0x1000, 0x1010, Some(0x40_1500)),
+            0,
+            &AllCalls,
+        );
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, 0x40_1500, 0x40_2000]);
+        // the leaf's caller keeps the leaf's sp
+        assert_eq!(r.frames[1].sp, Some(0x1000));
+        assert_eq!(r.frames[1].registers.get(X30), None, "x30 is not inherited");
+        assert_eq!(r.frames[2].sp, Some(0x1020));
+
+        // The same registers, but x30 does not follow a call: it is not a return
+        // address, and the record at x29 is used instead.
+        let r = walk(
+            0x1000,
+            &words,
+            &regs(0x40_1000, 0x1000, 0x1010, Some(0x40_1500)),
+            0,
+            &NoCalls,
+        );
+        assert_eq!(r.frames.get(1).map(|f| f.pc), Some(0x40_2000));
+    }
+
+    #[test]
+    fn leaf_with_own_record_uses_the_record() {
+        // Frame 0 already pushed its record (x29 = sp), holding x30: same pc either way,
+        // and the record gives the caller's real sp.
+        let words = [0x1030, 0x40_1500, 0, 0, 0, 0, 0, 0];
+        let r = walk(
+            0x1000,
+            &words,
+            &regs(0x40_1000, 0x1000, 0x1000, Some(0x40_1500)),
+            0,
+            &AllCalls,
+        );
+        assert_eq!(r.frames[1].pc, 0x40_1500);
+        assert_eq!(r.frames[1].sp, Some(0x1010));
+    }
+
+    #[test]
+    fn pac_signed_return_addresses_are_stripped() {
+        // Signed return addresses: PAC bits in 48..=54 and 56..=63.
+        let signed1 = 0x003a_0000_0040_1234u64;
+        let signed2 = 0x7f12_0000_0040_2000u64;
+        let words = [0, 0, 0x1030, signed1, 0, 0, 0x1050, signed2, 0, 0, 0, 0];
+        let expect = vec![0x40_1000, 0x40_1234, 0x40_2000];
+        // inferred mask (the dump has none)
+        let r = walk(
+            0x1000,
+            &words,
+            &regs(0x40_1000, 0x1000, 0x1010, None),
+            0,
+            &AllCalls,
+        );
+        assert_eq!(r.frames.iter().map(|f| f.pc).collect::<Vec<_>>(), expect);
+        // the dump's mask
+        let r = walk(
+            0x1000,
+            &words,
+            &regs(0x40_1000, 0x1000, 0x1010, None),
+            0xff7f_0000_0000_0000,
+            &AllCalls,
+        );
+        assert_eq!(r.frames.iter().map(|f| f.pc).collect::<Vec<_>>(), expect);
+        // a signed x30 in a leaf
+        let r = walk(
+            0x1000,
+            &[0; 8],
+            &regs(0x40_1000, 0x1000, 0, Some(0x0055_0000_0040_1500)),
+            0,
+            &AllCalls,
+        );
+        assert_eq!(r.frames.get(1).map(|f| f.pc), Some(0x40_1500));
+    }
+
+    #[test]
+    fn inferred_mask_follows_the_highest_module() {
+        let mem = MemoryMap::default();
+        let opts = WalkOptions::default();
+        let tables = vec![None, None];
+        let modules = vec![
+            module(0x40_0000, 0x50_0000),
+            module(0x000f_0000_0000_0000, 0x000f_0000_0010_0000),
+        ];
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &AllCalls,
+            options: &opts,
+            pac_mask: 0,
+        };
+        // 52 significant bits: bits 52.. are PAC
+        assert_eq!(inferred_pac_mask(&ctx), 0xfff0_0000_0000_0000);
+        assert_eq!(
+            Aarch64.strip_pac(&ctx, 0x123f_0000_0000_1000),
+            0x000f_0000_0000_1000
+        );
+        let ctx = WalkContext {
+            modules: &modules[..1],
+            ..ctx
+        };
+        assert_eq!(inferred_pac_mask(&ctx), 0xffff_0000_0000_0000);
+    }
+
+    #[test]
+    fn hostile_registers_do_not_panic() {
+        let bytes = stack_bytes(&[u64::MAX; 8]);
+        let mem = MemoryMap::new(vec![(u64::MAX - 63, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let tables = vec![None];
+        let opts = WalkOptions::default();
+        for pac_mask in [0, u64::MAX] {
+            let ctx = WalkContext {
+                memory: &mem,
+                modules: &modules,
+                tables: &tables,
+                code: &AllCalls,
+                options: &opts,
+                pac_mask,
+            };
+            let mut r = RegisterSet::new(Arch::Aarch64);
+            r.set(32, u64::MAX);
+            r.set(SP, u64::MAX - 7);
+            r.set(X29, u64::MAX - 7);
+            r.set(X30, u64::MAX);
+            let w = walk_thread(&Aarch64, &ctx, &r);
+            assert_eq!(w.frames.len(), 1);
+        }
+    }
+}
