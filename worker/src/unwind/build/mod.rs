@@ -5,6 +5,7 @@
 //! two sources describe the same address: `.eh_frame` before `.debug_frame`, the binary's
 //! own tables before Breakpad's). The writer does everything else once, for all formats.
 
+pub mod breakpad;
 pub mod dwarf;
 pub mod sframe;
 
@@ -16,6 +17,7 @@ use super::format::{self, MAX_ADDRESS};
 use super::rule::{RuleRecord, UnwindSource};
 use crate::dump::Arch;
 
+pub use breakpad::build_from_breakpad;
 pub use dwarf::build_from_elf;
 
 /// What a build saw, for warnings and benchmarks.
