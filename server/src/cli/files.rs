@@ -68,7 +68,9 @@ impl Index {
             }
         } else if magic == b"MODU" {
             if let Some(id) = sym_debug_id(path) {
-                self.by_debug_id.entry(id).or_insert_with(|| path.to_path_buf());
+                self.by_debug_id
+                    .entry(id)
+                    .or_insert_with(|| path.to_path_buf());
             }
         }
     }

@@ -59,10 +59,41 @@ fn compile(case: &str, compiler: &str, flags: &[&str], source: &str) -> Recorded
     record(work, exe)
 }
 
+/// The CLI under test: `POSTMORTEM_BIN` when set (a copy kept out of a target directory
+/// that other builds share), else the one cargo built for this test binary.
+fn postmortem() -> PathBuf {
+    std::env::var_os("POSTMORTEM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(report::POSTMORTEM))
+}
+
+/// Runs `postmortem walk DUMP --symbols DIR [extra…] --format json`, requires exit 0 and
+/// a report valid against the schema.
+fn walk(dump: &std::path::Path, symbols: &std::path::Path, extra: &[&str]) -> Value {
+    let out = std::process::Command::new(postmortem())
+        .arg("walk")
+        .arg(dump)
+        .arg("--symbols")
+        .arg(symbols)
+        .args(extra)
+        .args(["--format", "json"])
+        .output()
+        .expect("run postmortem");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "postmortem walk failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    report::assert_valid(&report);
+    report
+}
+
 /// Walks the minidump with the work directory as `--symbols`, checks the crash facts
 /// against gdb's, then the stacks.
 fn check(r: &Recorded) -> Value {
-    let report = report::walk_report(&r.minidump, r.work.path());
+    let report = walk(&r.minidump, r.work.path(), &[]);
     assert_eq!(report["dump"]["format"], "minidump");
     let crash = &report["crash"];
     assert_eq!(crash["tid"].as_u64(), r.gdb.crashed_lwp, "crashed thread");
@@ -131,4 +162,121 @@ fn minidump_threads_blocked_in_syscalls() {
         );
     }
     check(&r);
+}
+
+fn walk_no_system_debug(dump: &std::path::Path, symbols: &std::path::Path) -> Value {
+    walk(dump, symbols, &["--no-system-debug"])
+}
+
+/// Writes `dump_syms BINARY` into `DIR/<name>/<DEBUG_ID>/<name>.sym` (Breakpad's symbol
+/// store layout) and returns the `.sym` path.
+fn dump_syms(binary: &std::path::Path, dir: &std::path::Path) -> PathBuf {
+    let out = std::process::Command::new("dump_syms")
+        .arg(binary)
+        .output()
+        .expect("run dump_syms (cargo install --locked dump_syms; see test.sh)");
+    assert!(
+        out.status.success(),
+        "dump_syms failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("a .sym file is text");
+    let module = text.lines().next().expect("MODULE line");
+    let fields: Vec<&str> = module.split(' ').collect();
+    assert_eq!(fields.first(), Some(&"MODULE"), "{module}");
+    let (id, name) = (fields[3], fields[4]);
+    let path = dir.join(name).join(id).join(format!("{name}.sym"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The crash program's frames walked with only its Breakpad `.sym` file (the binary moved
+/// away, so the path in the dump does not resolve) equal the walk with the binary: same
+/// frames (pc, sp) on every thread, and in the program's own frames the same function,
+/// file and line, with the unwind rules taken from the `.sym` file's `STACK CFI`.
+fn breakpad_equals_binary(case: &str, flags: &[&str], source: &str) {
+    let r = compile(case, "gcc", flags, source);
+    let with_binary = check(&r);
+    let with_binary_nosys = walk_no_system_debug(&r.minidump, r.work.path());
+    let syms = tempfile::tempdir().unwrap();
+    let sym = dump_syms(&r.exe, syms.path());
+    let text = std::fs::read_to_string(&sym).unwrap();
+    assert!(text.contains("\nSTACK CFI INIT "), "the .sym has CFI");
+    let moved = r.work.path().join("moved-away");
+    std::fs::rename(&r.exe, &moved).unwrap();
+    let with_sym = walk_no_system_debug(&r.minidump, syms.path());
+    std::fs::rename(&moved, &r.exe).unwrap();
+
+    let exe_name = r.exe.file_name().unwrap().to_str().unwrap();
+    let module = with_sym["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == exe_name)
+        .expect("the program's module");
+    assert_eq!(module["status"], "ok", "{module}");
+    assert_eq!(module["unwind"], serde_json::json!(["breakpad"]));
+    assert_eq!(module["symbols"], serde_json::json!(["breakpad"]));
+    assert_eq!(module["verified"], true);
+
+    let threads_a = with_binary_nosys["threads"].as_array().unwrap();
+    let threads_b = with_sym["threads"].as_array().unwrap();
+    assert_eq!(threads_a.len(), threads_b.len());
+    assert_eq!(
+        with_binary["threads"].as_array().unwrap().len(),
+        threads_a.len()
+    );
+    let mut breakpad_cfi_frames = 0;
+    for (a, b) in threads_a.iter().zip(threads_b) {
+        let fa = a["frames"].as_array().unwrap();
+        let fb = b["frames"].as_array().unwrap();
+        let show = || {
+            let row = |f: &Value| {
+                format!(
+                    "{} {} {} {}",
+                    f["pc"], f["trust"], f["unwind_source"], f["function"]
+                )
+            };
+            format!(
+                "binary:\n{}\n.sym:\n{}",
+                fa.iter().map(row).collect::<Vec<_>>().join("\n"),
+                fb.iter().map(row).collect::<Vec<_>>().join("\n")
+            )
+        };
+        assert_eq!(fa.len(), fb.len(), "thread {}: {}", a["tid"], show());
+        assert_eq!(a["end"], b["end"], "thread {}", a["tid"]);
+        for (x, y) in fa.iter().zip(fb) {
+            assert_eq!(x["pc"], y["pc"], "thread {}: {}", a["tid"], show());
+            assert_eq!(x["sp"], y["sp"], "thread {}: {}", a["tid"], show());
+            if x["module"] == exe_name {
+                for key in ["function", "file", "line", "inlined", "function_offset"] {
+                    assert_eq!(x[key], y[key], "{key} of {x} vs {y}");
+                }
+                assert_eq!(y["symbol_source"], "breakpad");
+            }
+        }
+        // frames found by the program's .sym CFI: the callers of its frames
+        for (callee, caller) in fb.iter().zip(fb.iter().skip(1)) {
+            if callee["module"] == exe_name && !caller["inlined"].as_bool().unwrap() {
+                if caller["unwind_source"] == "breakpad" {
+                    breakpad_cfi_frames += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        breakpad_cfi_frames >= 2,
+        "the .sym file's CFI found the program's callers ({breakpad_cfi_frames})"
+    );
+}
+
+#[test]
+fn breakpad_sym_walk_equals_binary_walk_o2_omit_fp() {
+    breakpad_equals_binary("bp_o2", &["-O2", "-fomit-frame-pointer"], "basic.c");
+}
+
+#[test]
+fn breakpad_sym_walk_equals_binary_walk_threads() {
+    breakpad_equals_binary("bp_threads", &["-O0", "-pthread"], "md_threads.c");
 }

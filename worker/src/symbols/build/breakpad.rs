@@ -69,7 +69,11 @@ pub fn strip_parameters(name: &str) -> &str {
                 if depth == 0 {
                     let head = &s[..i];
                     // `(anonymous namespace)` or a bare `(...)`: nothing to strip
-                    return if head.is_empty() { name.trim_end() } else { head };
+                    return if head.is_empty() {
+                        name.trim_end()
+                    } else {
+                        head
+                    };
                 }
             }
             _ => {}
@@ -122,9 +126,12 @@ pub fn build_symbol_table_breakpad(text: &[u8]) -> Result<BuiltSymbols, SymbolsE
                 continue;
             }
             let mut it = line.split(' ');
-            let (Some(addr), Some(size), Some(no), Some(f)) =
-                (hex(it.next()), hex(it.next()), dec(it.next()), dec(it.next()))
-            else {
+            let (Some(addr), Some(size), Some(no), Some(f)) = (
+                hex(it.next()),
+                hex(it.next()),
+                dec(it.next()),
+                dec(it.next()),
+            ) else {
                 skipped += 1;
                 continue;
             };
@@ -197,9 +204,12 @@ pub fn build_symbol_table_breakpad(text: &[u8]) -> Result<BuiltSymbols, SymbolsE
             "INLINE" => {
                 // INLINE depth call_line call_file origin (addr size)+
                 let mut it = rest.split(' ');
-                let (Some(depth), Some(call_line), Some(call_file), Some(origin)) =
-                    (dec(it.next()), dec(it.next()), dec(it.next()), dec(it.next()))
-                else {
+                let (Some(depth), Some(call_line), Some(call_file), Some(origin)) = (
+                    dec(it.next()),
+                    dec(it.next()),
+                    dec(it.next()),
+                    dec(it.next()),
+                ) else {
                     skipped += 1;
                     continue;
                 };
@@ -225,8 +235,7 @@ pub fn build_symbol_table_breakpad(text: &[u8]) -> Result<BuiltSymbols, SymbolsE
                         skipped += 1;
                         break;
                     };
-                    let Some((start, end)) =
-                        addr.checked_add(size).and_then(|e| c.range(addr, e))
+                    let Some((start, end)) = addr.checked_add(size).and_then(|e| c.range(addr, e))
                     else {
                         skipped += 1;
                         continue;
@@ -263,7 +272,9 @@ pub fn build_symbol_table_breakpad(text: &[u8]) -> Result<BuiltSymbols, SymbolsE
         }
     }
     if skipped > 0 {
-        c.warn(format!("{skipped} Breakpad records could not be read and were skipped"));
+        c.warn(format!(
+            "{skipped} Breakpad records could not be read and were skipped"
+        ));
     }
     // PUBLIC symbols last until the next symbol or function start.
     let mut starts: Vec<u32> = publics
@@ -357,7 +368,10 @@ STACK CFI INIT 1000 40 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
         assert_eq!(out[0].source, SymbolSource::Breakpad);
         out.clear();
         t.lookup(0x1012, &mut out);
-        let names: Vec<_> = out.iter().map(|f| (f.function, f.line, f.inlined)).collect();
+        let names: Vec<_> = out
+            .iter()
+            .map(|f| (f.function, f.line, f.inlined))
+            .collect();
         assert_eq!(
             names,
             vec![

@@ -7,7 +7,9 @@
 //! - `.cfa: $reg N +` (or `-`) → CFA = reg + N;
 //! - `.ra: .cfa N + ^` and `$reg: .cfa N + ^` → saved at CFA + N;
 //! - `$reg: .cfa N +` → the value CFA + N; `$reg: $other` → in another register;
-//!   `$reg: $reg` → unchanged.
+//!   `$reg: $reg` → unchanged;
+//! - no `.ra` rule at all → the return address is undefined: the outermost frame
+//!   (dump_syms omits registers DWARF marks `DW_CFA_undefined`, as for `_start`).
 //!
 //! A range whose rules use anything else (deref'd CFAs, arithmetic on several registers)
 //! gets no row, so the walker falls back to frame pointers and scanning there; it is
@@ -110,7 +112,10 @@ enum Target {
 #[derive(Debug, Clone)]
 struct State {
     cfa: Option<Slot>,
-    ra: Option<Slot>,
+    /// `None` until a `.ra` rule is given: a rule set without one (dump_syms writes
+    /// `_start`'s as `.cfa: $rsp 8 +`) comes from DWARF's `DW_CFA_undefined` for the
+    /// return address, so the frame is the outermost one.
+    ra: Option<Option<Slot>>,
     /// (DWARF register, slot or None when untranslatable)
     regs: Vec<(u16, Option<Slot>)>,
 }
@@ -127,7 +132,7 @@ impl State {
     fn set(&mut self, target: Target, slot: Option<Slot>) {
         match target {
             Target::Cfa => self.cfa = slot,
-            Target::Ra => self.ra = slot,
+            Target::Ra => self.ra = Some(slot),
             Target::Reg(r) => match self.regs.iter_mut().find(|(reg, _)| *reg == r) {
                 Some(e) => e.1 = slot,
                 None => self.regs.push((r, slot)),
@@ -138,7 +143,8 @@ impl State {
     /// The record of this state, if every rule it holds is representable and the CFA and
     /// return address are known.
     fn record(&self, arch: Arch) -> Option<RuleRecord> {
-        let mut r = RuleRecord::new(UnwindSource::Breakpad, self.cfa?, self.ra?);
+        let ra = self.ra.unwrap_or(Some(Slot::UNDEFINED))?;
+        let mut r = RuleRecord::new(UnwindSource::Breakpad, self.cfa?, ra);
         let sp = sp_reg(arch);
         for &(reg, slot) in &self.regs {
             let slot = slot?;
@@ -197,7 +203,10 @@ fn translate(arch: Arch, target: Target, expr: &[&str]) -> Option<Slot> {
 /// Applies a rule set (`.cfa: $rsp 16 + $rbp: .cfa -16 + ^`) to `state`. Returns false
 /// when the text is malformed (then nothing after the error is applied).
 fn apply(arch: Arch, rules: &str, state: &mut State) -> bool {
-    let tokens: Vec<&str> = rules.split_ascii_whitespace().take(MAX_TOKENS + 1).collect();
+    let tokens: Vec<&str> = rules
+        .split_ascii_whitespace()
+        .take(MAX_TOKENS + 1)
+        .collect();
     if tokens.len() > MAX_TOKENS {
         return false;
     }
@@ -256,7 +265,9 @@ struct Open {
 /// counted in the stats.
 pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
     let mut lines = text.split(|&b| b == b'\n');
-    let first = lines.next().map(|l| String::from_utf8_lossy(l).into_owned());
+    let first = lines
+        .next()
+        .map(|l| String::from_utf8_lossy(l).into_owned());
     let arch_name = first
         .as_deref()
         .and_then(|l| l.trim_end().strip_prefix("MODULE "))
@@ -298,7 +309,8 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
             let mut it = init.splitn(3, ' ');
             let (Some(addr), Some(size), rules) = (hex(it.next()), hex(it.next()), it.next())
             else {
-                w.stats.skip(|| "a STACK CFI INIT record is malformed".into());
+                w.stats
+                    .skip(|| "a STACK CFI INIT record is malformed".into());
                 continue;
             };
             let Some(end) = addr.checked_add(size) else {
@@ -326,7 +338,8 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
                 continue;
             };
             let Some(o) = open.as_mut() else {
-                w.stats.skip(|| "a STACK CFI record outside any INIT".into());
+                w.stats
+                    .skip(|| "a STACK CFI record outside any INIT".into());
                 continue;
             };
             if addr < o.row_start || addr >= o.end {
@@ -370,6 +383,7 @@ STACK CFI 1001 .cfa: $rsp 16 + $rbp: .cfa -16 + ^\n\
 STACK CFI 1004 .cfa: $rbp 16 +\n\
 STACK CFI INIT 2000 10 .cfa: $rsp 8 + .ra: .cfa 8 - ^ $rbx: $rbx\n\
 STACK CFI 2004 .cfa: $rsp 8 + ^ .ra: .cfa -8 + ^\n\
+STACK CFI INIT 3000 10 .cfa: $rsp 8 +\n\
 STACK WIN 4 1000 10 0 0 0 0 0 0 1 $eip 4 + ^ =\n";
 
     #[test]
@@ -389,12 +403,17 @@ STACK WIN 4 1000 10 0 0 0 0 0 0 1 $eip 4 + ^ =\n";
         assert_eq!(r.ra, Slot::offset(0, -8), "rules accumulate");
         assert_eq!(r.reg(Arch::X86_64, 6), Some(Slot::offset(0, -16)));
         assert!(at(0x1020).is_none(), "the INIT range ends at 0x1020");
+        let r = at(0x3000).expect("_start's row");
+        assert_eq!(r.ra.kind(), Some(SlotKind::Undefined), "no .ra: outermost");
         let r = at(0x2000).expect("row");
         assert_eq!(r.ra, Slot::offset(0, -8));
-        assert_eq!(r.reg(Arch::X86_64, 3).and_then(|s| s.kind()), Some(SlotKind::Unchanged));
+        assert_eq!(
+            r.reg(Arch::X86_64, 3).and_then(|s| s.kind()),
+            Some(SlotKind::Unchanged)
+        );
         // a deref'd CFA cannot be represented: no row, the walker falls back
         assert!(at(0x2004).is_none());
-        assert_eq!(built.stats.entries, 2);
+        assert_eq!(built.stats.entries, 3);
         assert_eq!(built.stats.entries_skipped, 1);
         assert_eq!(t.sources(), vec![UnwindSource::Breakpad]);
     }
@@ -418,6 +437,9 @@ STACK CFI 208 .cfa: $rsp 8 -\n";
         let built = build_from_breakpad(hostile.as_bytes()).expect("module line is fine");
         let t = UnwindTable::open(&built.bytes).expect("open");
         assert!(t.find(0x200).is_some());
-        assert_eq!(t.find(0x208).map(|r| r.record.cfa), Some(Slot::offset(7, -8)));
+        assert_eq!(
+            t.find(0x208).map(|r| r.record.cfa),
+            Some(Slot::offset(7, -8))
+        );
     }
 }
