@@ -258,10 +258,11 @@ fn breakpad_equals_binary(case: &str, flags: &[&str], source: &str) {
         }
         // frames found by the program's .sym CFI: the callers of its frames
         for (callee, caller) in fb.iter().zip(fb.iter().skip(1)) {
-            if callee["module"] == exe_name && !caller["inlined"].as_bool().unwrap() {
-                if caller["unwind_source"] == "breakpad" {
-                    breakpad_cfi_frames += 1;
-                }
+            if callee["module"] == exe_name
+                && !caller["inlined"].as_bool().unwrap()
+                && caller["unwind_source"] == "breakpad"
+            {
+                breakpad_cfi_frames += 1;
             }
         }
     }
