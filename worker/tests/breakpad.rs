@@ -92,7 +92,10 @@ fn compare_cfi(binary: &Path) -> (usize, usize) {
 fn libc_breakpad_cfi_equals_its_eh_frame() {
     let libc = own_libc();
     let (compared, untranslated) = compare_cfi(&libc);
-    eprintln!("{}: {compared} rows equal, {untranslated} untranslated", libc.display());
+    eprintln!(
+        "{}: {compared} rows equal, {untranslated} untranslated",
+        libc.display()
+    );
     // libc's few CFA expressions (PLT, signal trampoline) have no Breakpad translation
     assert!(
         compared > 1000 && untranslated * 100 < compared,
@@ -145,5 +148,8 @@ fn program_breakpad_symbols_equal_its_dwarf() {
             checked += 1;
         }
     }
-    assert!(checked >= 12, "main and three functions, three addresses each: {checked}");
+    assert!(
+        checked >= 12,
+        "main and three functions, three addresses each: {checked}"
+    );
 }

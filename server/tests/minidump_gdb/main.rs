@@ -281,3 +281,77 @@ fn breakpad_sym_walk_equals_binary_walk_o2_omit_fp() {
 fn breakpad_sym_walk_equals_binary_walk_threads() {
     breakpad_equals_binary("bp_threads", &["-O0", "-pthread"], "md_threads.c");
 }
+
+/// minidump-stackwalk (rust-minidump) on the same minidump and `.sym` files: where its
+/// walk has frames, their addresses must be gdb's; prints both tools' wall times (median
+/// of 5 runs, the first run separately as "cold") for the README.
+/// Needs `cargo install --locked minidump-stackwalk`; run with `--ignored`.
+#[test]
+#[ignore = "needs minidump-stackwalk (cargo install --locked minidump-stackwalk)"]
+fn minidump_stackwalk_frames_and_timing() {
+    let r = compile("stackwalk", "gcc", &["-O2", "-pthread"], "md_threads.c");
+    check(&r);
+    let syms = tempfile::tempdir().unwrap();
+    dump_syms(&r.exe, syms.path());
+    let run_stackwalk = || {
+        let out = std::process::Command::new("minidump-stackwalk")
+            .args(["--json", "--symbols-path"])
+            .arg(syms.path())
+            .arg(&r.minidump)
+            .output()
+            .expect("run minidump-stackwalk");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let theirs: Value = serde_json::from_slice(&run_stackwalk()).unwrap();
+    let mut compared = 0;
+    for t in theirs["threads"].as_array().unwrap() {
+        let tid = t["thread_id"].as_u64().unwrap();
+        let gdb = r.gdb.thread(tid).expect("gdb has the thread");
+        let pcs: Vec<u64> = t["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| compare::parse_hex(f["offset"].as_str().unwrap()).unwrap())
+            .collect();
+        let gdb_pcs: Vec<u64> = gdb
+            .frames
+            .iter()
+            .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
+            .map(|f| f.pc)
+            .collect();
+        eprintln!("thread {tid}: minidump-stackwalk {pcs:x?}\n              gdb {gdb_pcs:x?}");
+        for (a, b) in pcs.iter().zip(&gdb_pcs) {
+            assert_eq!(a, b, "thread {tid}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 0);
+
+    let time = |f: &dyn Fn()| {
+        let mut runs: Vec<std::time::Duration> = (0..6)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed()
+            })
+            .collect();
+        let cold = runs.remove(0);
+        runs.sort();
+        (cold, runs[runs.len() / 2])
+    };
+    let ours = time(&|| {
+        walk(&r.minidump, syms.path(), &["--no-system-debug"]);
+    });
+    let theirs = time(&|| {
+        run_stackwalk();
+    });
+    eprintln!(
+        "postmortem walk: first {:?}, median {:?}; minidump-stackwalk: first {:?}, median {:?}",
+        ours.0, ours.1, theirs.0, theirs.1
+    );
+}
