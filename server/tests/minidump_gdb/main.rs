@@ -195,7 +195,8 @@ fn dump_syms(binary: &std::path::Path, dir: &std::path::Path) -> PathBuf {
 /// away, so the path in the dump does not resolve) equal the walk with the binary: same
 /// frames (pc, sp) on every thread, and in the program's own frames the same function,
 /// file and line, with the unwind rules taken from the `.sym` file's `STACK CFI`.
-fn breakpad_equals_binary(case: &str, flags: &[&str], source: &str) {
+/// With `direct`, `--symbols` names the `.sym` file itself rather than the store.
+fn breakpad_equals_binary(case: &str, flags: &[&str], source: &str, direct: bool) {
     let r = compile(case, "gcc", flags, source);
     let with_binary = check(&r);
     let with_binary_nosys = walk_no_system_debug(&r.minidump, r.work.path());
@@ -205,7 +206,7 @@ fn breakpad_equals_binary(case: &str, flags: &[&str], source: &str) {
     assert!(text.contains("\nSTACK CFI INIT "), "the .sym has CFI");
     let moved = r.work.path().join("moved-away");
     std::fs::rename(&r.exe, &moved).unwrap();
-    let with_sym = walk_no_system_debug(&r.minidump, syms.path());
+    let with_sym = walk_no_system_debug(&r.minidump, if direct { &sym } else { syms.path() });
     std::fs::rename(&moved, &r.exe).unwrap();
 
     let exe_name = r.exe.file_name().unwrap().to_str().unwrap();
@@ -274,12 +275,12 @@ fn breakpad_equals_binary(case: &str, flags: &[&str], source: &str) {
 
 #[test]
 fn breakpad_sym_walk_equals_binary_walk_o2_omit_fp() {
-    breakpad_equals_binary("bp_o2", &["-O2", "-fomit-frame-pointer"], "basic.c");
+    breakpad_equals_binary("bp_o2", &["-O2", "-fomit-frame-pointer"], "basic.c", false);
 }
 
 #[test]
 fn breakpad_sym_walk_equals_binary_walk_threads() {
-    breakpad_equals_binary("bp_threads", &["-O0", "-pthread"], "md_threads.c");
+    breakpad_equals_binary("bp_threads", &["-O0", "-pthread"], "md_threads.c", true);
 }
 
 /// minidump-stackwalk (rust-minidump) on the same minidump and `.sym` files: where its
