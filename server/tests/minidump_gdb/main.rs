@@ -313,11 +313,21 @@ fn minidump_stackwalk_frames_and_timing() {
     for t in theirs["threads"].as_array().unwrap() {
         let tid = t["thread_id"].as_u64().unwrap();
         let gdb = r.gdb.thread(tid).expect("gdb has the thread");
+        // its `offset` of a caller frame is the lookup address, return address - 1; only
+        // the frames its CFI found are compared (without libc's .sym it scans beyond)
         let pcs: Vec<u64> = t["frames"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|f| compare::parse_hex(f["offset"].as_str().unwrap()).unwrap())
+            .take_while(|f| f["trust"] == "context" || f["trust"] == "cfi")
+            .map(|f| {
+                let pc = compare::parse_hex(f["offset"].as_str().unwrap()).unwrap();
+                if f["trust"] == "context" {
+                    pc
+                } else {
+                    pc + 1
+                }
+            })
             .collect();
         let gdb_pcs: Vec<u64> = gdb
             .frames
