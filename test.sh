@@ -58,6 +58,14 @@ cargo --version
 rustc --version
 gdb --version | head -n 1
 
+section "Reference tools"
+# dump_syms writes the Breakpad .sym files the minidump tests walk with (idempotent:
+# installed once, skipped when present).
+if ! command -v dump_syms >/dev/null 2>&1; then
+    cargo install --locked dump_syms
+fi
+dump_syms --version || true
+
 section "cargo fmt --check"
 cargo fmt --all --check
 

@@ -130,6 +130,30 @@ pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTable
     t
 }
 
+/// Builds the unwind and symbol tables of a module from its Breakpad `.sym` file (used
+/// when no binary of the module is available: a binary's own tables win). Failures become
+/// warnings, never errors.
+pub fn build_tables_from_breakpad(sym: &[u8]) -> ModuleTables {
+    let mut t = ModuleTables {
+        verified: true,
+        ..ModuleTables::default()
+    };
+    // Rules Breakpad's postfix language can say but our rules cannot (a dereferenced CFA)
+    // are not corruption: those ranges simply fall back to frame pointers and scanning.
+    match unwind::build_from_breakpad(sym) {
+        Ok(built) if built.stats.rows > 0 => t.unwind = Some(built.bytes.into()),
+        Ok(_) => {}
+        Err(e) => t.warnings.push((e.code(), e.to_string())),
+    }
+    match symbols::build_symbol_table_breakpad(sym) {
+        Ok(built) => t.symbols = Some(built.bytes.into()),
+        Err(e) => t
+            .warnings
+            .push(("symbols-corrupt", format!("symbols unavailable: {e}"))),
+    }
+    t
+}
+
 /// Options of one processing run.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]

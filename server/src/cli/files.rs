@@ -4,6 +4,12 @@
 //!
 //! A file whose build-id differs from the dump's is never used. A module without a
 //! build-id in the dump may be matched by path, and is then marked unverified.
+//!
+//! Breakpad `.sym` files (in a `<debug_file>/<DEBUG_ID>/<name>.sym` layout or given
+//! directly) are indexed by the debug id of their `MODULE` line and matched with the
+//! module's debug id (the dump's, or for ELF the one Breakpad derives from the build-id).
+//! They are used only for modules no binary or debug file describes: a binary's own
+//! tables win.
 
 use std::collections::HashMap;
 use std::fs;
@@ -11,13 +17,72 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, SectionKind};
+use worker::dump::minidump::breakpad_debug_id_from_build_id;
 use worker::dump::{hex, Arch, Dump, Module};
-use worker::process::{build_tables, CodeImage, ModuleTables, TableProvider};
+use worker::process::{
+    build_tables, build_tables_from_breakpad, CodeImage, ModuleTables, TableProvider,
+};
+use worker::symbols::parse_module_line;
 
 /// Bound on files looked at while indexing directories.
 const MAX_INDEXED_FILES: usize = 200_000;
 /// Bound on directory depth while indexing.
 const MAX_DEPTH: usize = 12;
+/// Bytes read from a `.sym` file to find its `MODULE` line.
+const SYM_HEAD: u64 = 4096;
+
+/// The debug id of a `.sym` file's `MODULE` line (upper-case), read from its first bytes.
+fn sym_debug_id(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = fs::File::open(path).ok()?;
+    let mut head = Vec::new();
+    f.take(SYM_HEAD).read_to_end(&mut head).ok()?;
+    parse_module_line(&head).map(|m| m.debug_id)
+}
+
+/// The Breakpad debug id of a module, upper-case: the dump's, else derived from the
+/// build-id as Breakpad does.
+fn module_debug_id(m: &Module) -> Option<String> {
+    m.debug_id
+        .as_ref()
+        .map(|d| d.to_ascii_uppercase())
+        .or_else(|| m.build_id.as_deref().map(breakpad_debug_id_from_build_id))
+}
+
+/// Files found under the `--symbols` paths.
+#[derive(Default)]
+struct Index {
+    by_build_id: HashMap<Vec<u8>, Vec<PathBuf>>,
+    /// `.sym` files by the debug id of their `MODULE` line.
+    by_debug_id: HashMap<String, PathBuf>,
+}
+
+impl Index {
+    fn add(&mut self, path: &Path, magic: &[u8; 4]) {
+        if magic == b"\x7fELF" {
+            if let Some(id) = file_build_id(path) {
+                self.by_build_id
+                    .entry(id)
+                    .or_default()
+                    .push(path.to_path_buf());
+            }
+        } else if magic == b"MODU" {
+            if let Some(id) = sym_debug_id(path) {
+                self.by_debug_id
+                    .entry(id)
+                    .or_insert_with(|| path.to_path_buf());
+            }
+        }
+    }
+}
+
+fn magic_of(path: &Path) -> Option<[u8; 4]> {
+    let mut magic = [0u8; 4];
+    fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .ok()?;
+    Some(magic)
+}
 
 /// The build-id of an ELF/Mach-O file, read lazily (no whole-file read).
 pub fn file_build_id(path: &Path) -> Option<Vec<u8>> {
@@ -73,6 +138,7 @@ pub struct FileProvider {
     /// ELF files under the `--symbols` directories by file name, for modules the dump
     /// names without a build-id (QEMU cores): matched by name, never verified.
     by_name: HashMap<String, Vec<PathBuf>>,
+    by_debug_id: HashMap<String, PathBuf>,
     debug_roots: Vec<PathBuf>,
     built: Mutex<HashMap<String, Option<ModuleTables>>>,
 }
@@ -80,12 +146,16 @@ pub struct FileProvider {
 impl FileProvider {
     /// Indexes every ELF file under `dirs` by build-id.
     pub fn new(dirs: &[PathBuf], system_debug: bool) -> Self {
-        let mut by_build_id: HashMap<Vec<u8>, Vec<PathBuf>> = HashMap::new();
-        let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
+        let mut index = Index::default();
         let mut seen = 0usize;
         for d in dirs {
-            index_dir(d, 0, &mut seen, &mut by_build_id);
+            index_dir(d, 0, &mut seen, &mut index);
         }
+        let Index {
+            by_build_id,
+            by_debug_id,
+        } = index;
+        let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for path in by_build_id.values().flatten() {
             if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
                 by_name
@@ -101,6 +171,7 @@ impl FileProvider {
         FileProvider {
             by_build_id,
             by_name,
+            by_debug_id,
             debug_roots,
             built: Mutex::new(HashMap::new()),
         }
@@ -154,14 +225,14 @@ impl FileProvider {
     }
 }
 
-fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut HashMap<Vec<u8>, Vec<PathBuf>>) {
+fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut Index) {
     if depth > MAX_DEPTH {
         return;
     }
     let Ok(entries) = fs::read_dir(dir) else {
         if dir.is_file() {
-            if let Some(id) = file_build_id(dir) {
-                out.entry(id).or_default().push(dir.to_path_buf());
+            if let Some(magic) = magic_of(dir) {
+                out.add(dir, &magic);
             }
         }
         return;
@@ -176,14 +247,8 @@ fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut HashMap<Vec<u
             index_dir(&path, depth + 1, seen, out);
         } else if ft.is_file() || ft.is_symlink() {
             *seen += 1;
-            let mut magic = [0u8; 4];
-            let ok = fs::File::open(&path)
-                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-                .is_ok();
-            if ok && &magic == b"\x7fELF" {
-                if let Some(id) = file_build_id(&path) {
-                    out.entry(id).or_default().push(path);
-                }
+            if let Some(magic) = magic_of(&path) {
+                out.add(&path, &magic);
             }
         }
     }
@@ -204,8 +269,13 @@ impl TableProvider for FileProvider {
             .iter()
             .filter_map(|p| fs::read(p).ok().map(Arc::from))
             .collect();
+        let sym = || {
+            let id = module_debug_id(m)?;
+            let path = self.by_debug_id.get(&id)?;
+            fs::read(path).ok()
+        };
         let result = if files.is_empty() {
-            None
+            sym().map(|text| build_tables_from_breakpad(&text))
         } else {
             let binary = files.iter().find(|d| !is_debug_only(d)).cloned();
             let debug: Vec<&[u8]> = files

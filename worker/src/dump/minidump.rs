@@ -546,7 +546,7 @@ fn module_of(
 
 /// Breakpad's debug id for an ELF build-id: its first 16 bytes read as a little-endian
 /// GUID, upper-case, followed by age 0.
-fn breakpad_debug_id_from_build_id(build_id: &[u8]) -> String {
+pub fn breakpad_debug_id_from_build_id(build_id: &[u8]) -> String {
     let mut g = [0u8; 16];
     for (d, s) in g.iter_mut().zip(build_id) {
         *d = *s;

@@ -242,7 +242,7 @@ impl<'a> SymbolTable<'a> {
         };
         // Inline chain, outermost first: find its length, then emit innermost first.
         let mut depth = 0usize;
-        if source == SymbolSource::Dwarf {
+        if matches!(source, SymbolSource::Dwarf | SymbolSource::Breakpad) {
             while depth < self.depth_count() && self.inline_at(depth, addr).is_some() {
                 depth += 1;
             }

@@ -4,8 +4,9 @@
 //! functions, line rows and inlined calls, `.symtab`/`.dynsym` for the addresses DWARF does
 //! not cover — and writes one versioned byte table ([`format`]) keyed by offsets from the
 //! binary's link base. [`SymbolTable`] answers lookups straight from those bytes, which are
-//! what the service stores and caches. Split DWARF (`.dwo`/`.dwp`) and Breakpad input are
-//! not read here yet; the format already records which source each function came from.
+//! what the service stores and caches. Breakpad `.sym` files are read by
+//! [`build_symbol_table_breakpad`] into the same format. Split DWARF (`.dwo`/`.dwp`) is
+//! not read yet.
 
 mod build;
 mod demangle;
@@ -13,6 +14,9 @@ mod error;
 pub mod format;
 mod lookup;
 
+pub use build::breakpad::{
+    build_symbol_table_breakpad, parse_module_line, strip_parameters, BreakpadModule,
+};
 pub use build::{build_symbol_table, BuiltSymbols};
 pub use demangle::demangle;
 pub use error::SymbolsError;

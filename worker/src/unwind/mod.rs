@@ -13,7 +13,7 @@ pub mod lookup;
 pub mod rule;
 pub mod sframe;
 
-pub use build::{build_from_elf, BuildStats, BuiltTable, TableWriter};
+pub use build::{build_from_breakpad, build_from_elf, BuildStats, BuiltTable, TableWriter};
 pub use error::UnwindError;
 pub use format::UNWIND_TABLE_VERSION;
 pub use lookup::{Rule, UnwindTable};

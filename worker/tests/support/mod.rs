@@ -56,9 +56,10 @@ fn tool_works(tool: &str, args: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
-/// The directory of this file, for the C sources beside it.
+/// The directory of this file, for the C sources beside it (also when the server's
+/// tests include this module by path).
 pub fn support_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../worker/tests/support")
 }
 
 /// Compiles C `source` into `out` with gcc and `args`; panics with gcc's output on failure.

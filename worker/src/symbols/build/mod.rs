@@ -6,6 +6,7 @@
 //! final merge that makes function ranges disjoint and sorts everything for [`format`].
 //! A bad unit or symbol is skipped with a warning, never fatal.
 
+pub mod breakpad;
 mod dwarf;
 mod symtab;
 

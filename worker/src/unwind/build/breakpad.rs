@@ -1,0 +1,445 @@
+//! Breakpad `STACK CFI` records → unwind table rows.
+//!
+//! A `.sym` file's `STACK CFI INIT addr size rules` opens a function's rules; each later
+//! `STACK CFI addr rules` changes some of them from `addr` on (the rules accumulate until
+//! the next `INIT`). Rules are postfix expressions; the ones compilers' CFI produces are
+//! translated into [`RuleRecord`]s once, here — never kept as text:
+//! - `.cfa: $reg N +` (or `-`) → CFA = reg + N;
+//! - `.ra: .cfa N + ^` and `$reg: .cfa N + ^` → saved at CFA + N;
+//! - `$reg: .cfa N +` → the value CFA + N; `$reg: $other` → in another register;
+//!   `$reg: $reg` → unchanged;
+//! - no `.ra` rule at all → the return address is undefined: the outermost frame
+//!   (dump_syms omits registers DWARF marks `DW_CFA_undefined`, as for `_start`).
+//!
+//! A range whose rules use anything else (deref'd CFAs, arithmetic on several registers)
+//! gets no row, so the walker falls back to frame pointers and scanning there; it is
+//! counted as a skipped entry. `STACK WIN` (Windows) records are skipped. Addresses in a
+//! `.sym` file are offsets from the module's load address, which for ELF is the lowest
+//! `PT_LOAD` address — our link base — so they are used as they are. Breakpad rows are
+//! pushed at [`BREAKPAD_PRIORITY`], below any table read from the binary itself.
+
+use super::{BuiltTable, TableWriter};
+use crate::dump::Arch;
+use crate::unwind::rule::{RuleRecord, Slot, UnwindSource};
+use crate::unwind::UnwindError;
+
+/// Priority of Breakpad rows: every binary-derived source wins over them.
+pub const BREAKPAD_PRIORITY: u8 = 10;
+
+/// Bound on tokens in one rule set (a real one has under 20).
+const MAX_TOKENS: usize = 256;
+
+/// The architecture named on a `.sym` file's `MODULE` line.
+pub fn breakpad_arch(name: &str) -> Option<Arch> {
+    Some(match name {
+        "x86_64" | "amd64" => Arch::X86_64,
+        "arm64" | "aarch64" | "arm64e" => Arch::Aarch64,
+        "x86" | "i386" | "i686" => Arch::X86,
+        "arm" | "armv7" => Arch::Arm,
+        _ => return None,
+    })
+}
+
+/// The DWARF number of a Breakpad register name (`$rsp`, `x29`, …).
+fn dwarf_reg(arch: Arch, name: &str) -> Option<u16> {
+    let n = name.strip_prefix('$').unwrap_or(name);
+    let num = |prefix: &str, max: u16| {
+        n.strip_prefix(prefix)
+            .and_then(|d| d.parse::<u16>().ok())
+            .filter(|&d| d <= max)
+    };
+    match arch {
+        Arch::X86_64 => Some(match n {
+            "rax" => 0,
+            "rdx" => 1,
+            "rcx" => 2,
+            "rbx" => 3,
+            "rsi" => 4,
+            "rdi" => 5,
+            "rbp" => 6,
+            "rsp" => 7,
+            "rip" => 16,
+            _ => return num("r", 15).filter(|&d| d >= 8),
+        }),
+        Arch::Aarch64 => match n {
+            "sp" => Some(31),
+            "fp" => Some(29),
+            "lr" => Some(30),
+            "pc" => Some(32),
+            _ => num("x", 30),
+        },
+        Arch::X86 => Some(match n {
+            "eax" => 0,
+            "ecx" => 1,
+            "edx" => 2,
+            "ebx" => 3,
+            "esp" => 4,
+            "ebp" => 5,
+            "esi" => 6,
+            "edi" => 7,
+            "eip" => 8,
+            _ => return None,
+        }),
+        Arch::Arm => match n {
+            "sp" => Some(13),
+            "lr" => Some(14),
+            "pc" => Some(15),
+            "fp" => Some(11),
+            _ => num("r", 15),
+        },
+    }
+}
+
+/// The register the CFA is usually based on (the stack pointer).
+fn sp_reg(arch: Arch) -> u16 {
+    match arch {
+        Arch::X86_64 => 7,
+        Arch::Aarch64 => 31,
+        Arch::X86 => 4,
+        Arch::Arm => 13,
+    }
+}
+
+/// One translated rule of a rule set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Cfa,
+    Ra,
+    Reg(u16),
+}
+
+/// The rules in force, as slots; `None` for a rule that could not be translated.
+#[derive(Debug, Clone)]
+struct State {
+    cfa: Option<Slot>,
+    /// `None` until a `.ra` rule is given: a rule set without one (dump_syms writes
+    /// `_start`'s as `.cfa: $rsp 8 +`) comes from DWARF's `DW_CFA_undefined` for the
+    /// return address, so the frame is the outermost one.
+    ra: Option<Option<Slot>>,
+    /// (DWARF register, slot or None when untranslatable)
+    regs: Vec<(u16, Option<Slot>)>,
+}
+
+impl State {
+    fn new() -> Self {
+        State {
+            cfa: None,
+            ra: None,
+            regs: Vec::new(),
+        }
+    }
+
+    fn set(&mut self, target: Target, slot: Option<Slot>) {
+        match target {
+            Target::Cfa => self.cfa = slot,
+            Target::Ra => self.ra = Some(slot),
+            Target::Reg(r) => match self.regs.iter_mut().find(|(reg, _)| *reg == r) {
+                Some(e) => e.1 = slot,
+                None => self.regs.push((r, slot)),
+            },
+        }
+    }
+
+    /// The record of this state, if every rule it holds is representable and the CFA and
+    /// return address are known.
+    fn record(&self, arch: Arch) -> Option<RuleRecord> {
+        let ra = self.ra.unwrap_or(Some(Slot::UNDEFINED))?;
+        let mut r = RuleRecord::new(UnwindSource::Breakpad, self.cfa?, ra);
+        let sp = sp_reg(arch);
+        for &(reg, slot) in &self.regs {
+            let slot = slot?;
+            if reg == sp {
+                // the caller's stack pointer is the CFA by definition
+                continue;
+            }
+            // registers the record does not track are simply not recovered
+            r.set_reg(arch, reg, slot);
+        }
+        Some(r)
+    }
+}
+
+/// Parses a signed integer token (decimal; Breakpad writes no other base in CFI).
+fn int(tok: &str) -> Option<i64> {
+    tok.parse::<i64>().ok()
+}
+
+/// Translates one postfix expression.
+fn translate(arch: Arch, target: Target, expr: &[&str]) -> Option<Slot> {
+    let off32 = |n: i64, op: &str| -> Option<i32> {
+        let n = match op {
+            "+" => n,
+            "-" => n.checked_neg()?,
+            _ => return None,
+        };
+        i32::try_from(n).ok()
+    };
+    match (target, expr) {
+        (Target::Cfa, [reg, n, op]) => {
+            let reg = u8::try_from(dwarf_reg(arch, reg)?).ok()?;
+            Some(Slot::offset(reg, off32(int(n)?, op)?))
+        }
+        (Target::Cfa, [reg]) => {
+            let reg = u8::try_from(dwarf_reg(arch, reg)?).ok()?;
+            Some(Slot::offset(reg, 0))
+        }
+        (_, [".cfa", n, op, "^"]) => Some(Slot::offset(0, off32(int(n)?, op)?)),
+        (_, [".cfa", "^"]) => Some(Slot::offset(0, 0)),
+        (Target::Reg(_), [".cfa", n, op]) => Some(Slot::val_offset(off32(int(n)?, op)?)),
+        (Target::Reg(_), [".cfa"]) => Some(Slot::val_offset(0)),
+        (Target::Reg(r), [other]) => {
+            let other = dwarf_reg(arch, other)?;
+            if other == r {
+                Some(Slot::UNCHANGED)
+            } else {
+                Some(Slot::register(u8::try_from(other).ok()?))
+            }
+        }
+        (Target::Ra, [other]) => Some(Slot::register(u8::try_from(dwarf_reg(arch, other)?).ok()?)),
+        _ => None,
+    }
+}
+
+/// Applies a rule set (`.cfa: $rsp 16 + $rbp: .cfa -16 + ^`) to `state`. Returns false
+/// when the text is malformed (then nothing after the error is applied).
+fn apply(arch: Arch, rules: &str, state: &mut State) -> bool {
+    let tokens: Vec<&str> = rules
+        .split_ascii_whitespace()
+        .take(MAX_TOKENS + 1)
+        .collect();
+    if tokens.len() > MAX_TOKENS {
+        return false;
+    }
+    let mut i = 0;
+    while i < tokens.len() {
+        let Some(name) = tokens[i].strip_suffix(':') else {
+            return false;
+        };
+        let target = match name {
+            ".cfa" => Target::Cfa,
+            ".ra" => Target::Ra,
+            reg => match dwarf_reg(arch, reg) {
+                Some(r) => Target::Reg(r),
+                None => {
+                    // an unknown register (a vector register, say): skip its expression
+                    i += 1;
+                    while i < tokens.len() && !tokens[i].ends_with(':') {
+                        i += 1;
+                    }
+                    continue;
+                }
+            },
+        };
+        let start = i + 1;
+        let mut end = start;
+        while end < tokens.len() && !tokens[end].ends_with(':') {
+            end += 1;
+        }
+        let Some(expr) = tokens.get(start..end) else {
+            return false;
+        };
+        if expr.is_empty() {
+            return false;
+        }
+        let slot = translate(arch, target, expr);
+        state.set(target, slot);
+        i = end;
+    }
+    true
+}
+
+fn hex(tok: Option<&str>) -> Option<u64> {
+    u64::from_str_radix(tok?, 16).ok()
+}
+
+/// The open `STACK CFI INIT` block: its range and the rule state so far.
+struct Open {
+    end: u64,
+    row_start: u64,
+    state: State,
+    ok: bool,
+}
+
+/// Builds an unwind table from the `STACK CFI` records of a Breakpad `.sym` file.
+/// Errors only when the text has no usable `MODULE` line; bad records are skipped and
+/// counted in the stats.
+pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
+    let mut lines = text.split(|&b| b == b'\n');
+    let first = lines
+        .next()
+        .map(|l| String::from_utf8_lossy(l).into_owned());
+    let arch_name = first
+        .as_deref()
+        .and_then(|l| l.trim_end().strip_prefix("MODULE "))
+        .and_then(|rest| rest.split_ascii_whitespace().nth(1))
+        .ok_or_else(|| UnwindError::Object("not a Breakpad .sym file (no MODULE line)".into()))?;
+    let arch = breakpad_arch(arch_name)
+        .ok_or_else(|| UnwindError::UnsupportedArch(arch_name.chars().take(32).collect()))?;
+    let mut w = TableWriter::new(arch);
+    w.note_source(UnwindSource::Breakpad);
+    w.stats.source_bytes = text.len();
+    let mut open: Option<Open> = None;
+    let close = |w: &mut TableWriter, o: &Open, until: u64| {
+        if !o.ok {
+            return;
+        }
+        match o.state.record(arch) {
+            Some(rule) => w.push(o.row_start, until.min(o.end), &rule, BREAKPAD_PRIORITY),
+            None => w.stats.skip(|| {
+                format!(
+                    "STACK CFI at {:#x}: rules that cannot be represented",
+                    o.row_start
+                )
+            }),
+        }
+    };
+    for raw in lines {
+        let Some(rest) = raw.strip_prefix(b"STACK ") else {
+            continue;
+        };
+        let Ok(rest) = std::str::from_utf8(rest) else {
+            w.stats.skip(|| "a STACK record is not UTF-8".into());
+            continue;
+        };
+        let rest = rest.trim_end();
+        if let Some(init) = rest.strip_prefix("CFI INIT ") {
+            if let Some(o) = open.take() {
+                close(&mut w, &o, o.end);
+            }
+            let mut it = init.splitn(3, ' ');
+            let (Some(addr), Some(size), rules) = (hex(it.next()), hex(it.next()), it.next())
+            else {
+                w.stats
+                    .skip(|| "a STACK CFI INIT record is malformed".into());
+                continue;
+            };
+            let Some(end) = addr.checked_add(size) else {
+                w.stats.skip(|| "a STACK CFI INIT range overflows".into());
+                continue;
+            };
+            let mut state = State::new();
+            let ok = apply(arch, rules.unwrap_or(""), &mut state);
+            if ok {
+                w.stats.entries += 1;
+            } else {
+                w.stats
+                    .skip(|| format!("STACK CFI INIT at {addr:#x}: malformed rules"));
+            }
+            open = Some(Open {
+                end,
+                row_start: addr,
+                state,
+                ok,
+            });
+        } else if let Some(delta) = rest.strip_prefix("CFI ") {
+            let mut it = delta.splitn(2, ' ');
+            let (Some(addr), rules) = (hex(it.next()), it.next()) else {
+                w.stats.skip(|| "a STACK CFI record is malformed".into());
+                continue;
+            };
+            let Some(o) = open.as_mut() else {
+                w.stats
+                    .skip(|| "a STACK CFI record outside any INIT".into());
+                continue;
+            };
+            if addr < o.row_start || addr >= o.end {
+                o.ok = false;
+                w.stats
+                    .skip(|| format!("STACK CFI at {addr:#x} lies outside its INIT range"));
+                continue;
+            }
+            let snapshot = Open {
+                end: o.end,
+                row_start: o.row_start,
+                state: o.state.clone(),
+                ok: o.ok,
+            };
+            close(&mut w, &snapshot, addr);
+            o.row_start = addr;
+            if !apply(arch, rules.unwrap_or(""), &mut o.state) {
+                o.ok = false;
+                w.stats
+                    .skip(|| format!("STACK CFI at {addr:#x}: malformed rules"));
+            }
+        }
+        // STACK WIN and anything else: not used on the platforms we walk
+    }
+    if let Some(o) = open.take() {
+        close(&mut w, &o, o.end);
+    }
+    Ok(w.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::unwind::lookup::UnwindTable;
+    use crate::unwind::rule::SlotKind;
+
+    const SYM: &str = "MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 crash\n\
+FILE 0 crash.c\n\
+STACK CFI INIT 1000 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n\
+STACK CFI 1001 .cfa: $rsp 16 + $rbp: .cfa -16 + ^\n\
+STACK CFI 1004 .cfa: $rbp 16 +\n\
+STACK CFI INIT 2000 10 .cfa: $rsp 8 + .ra: .cfa 8 - ^ $rbx: $rbx\n\
+STACK CFI 2004 .cfa: $rsp 8 + ^ .ra: .cfa -8 + ^\n\
+STACK CFI INIT 3000 10 .cfa: $rsp 8 +\n\
+STACK WIN 4 1000 10 0 0 0 0 0 0 1 $eip 4 + ^ =\n";
+
+    #[test]
+    fn cfi_records_become_rows() {
+        let built = build_from_breakpad(SYM.as_bytes()).expect("build");
+        let t = UnwindTable::open(&built.bytes).expect("open");
+        let at = |a: u64| t.find(a).map(|r| r.record);
+        let r = at(0x1000).expect("row at INIT");
+        assert_eq!(r.cfa, Slot::offset(7, 8));
+        assert_eq!(r.ra, Slot::offset(0, -8));
+        assert_eq!(r.source(), Some(UnwindSource::Breakpad));
+        let r = at(0x1002).expect("row after the first delta");
+        assert_eq!(r.cfa, Slot::offset(7, 16));
+        assert_eq!(r.reg(Arch::X86_64, 6), Some(Slot::offset(0, -16)));
+        let r = at(0x101f).expect("row after the second delta");
+        assert_eq!(r.cfa, Slot::offset(6, 16));
+        assert_eq!(r.ra, Slot::offset(0, -8), "rules accumulate");
+        assert_eq!(r.reg(Arch::X86_64, 6), Some(Slot::offset(0, -16)));
+        assert!(at(0x1020).is_none(), "the INIT range ends at 0x1020");
+        let r = at(0x3000).expect("_start's row");
+        assert_eq!(r.ra.kind(), Some(SlotKind::Undefined), "no .ra: outermost");
+        let r = at(0x2000).expect("row");
+        assert_eq!(r.ra, Slot::offset(0, -8));
+        assert_eq!(
+            r.reg(Arch::X86_64, 3).and_then(|s| s.kind()),
+            Some(SlotKind::Unchanged)
+        );
+        // a deref'd CFA cannot be represented: no row, the walker falls back
+        assert!(at(0x2004).is_none());
+        assert_eq!(built.stats.entries, 3);
+        assert_eq!(built.stats.entries_skipped, 1);
+        assert_eq!(t.sources(), vec![UnwindSource::Breakpad]);
+    }
+
+    #[test]
+    fn hostile_text_never_panics() {
+        assert!(build_from_breakpad(b"").is_err());
+        assert!(build_from_breakpad(b"MODULE Linux sparc 00 x\n").is_err());
+        let base = SYM.as_bytes();
+        for cut in 0..base.len() {
+            let _ = build_from_breakpad(&base[..cut]);
+        }
+        let hostile = "MODULE Linux x86_64 00 x\n\
+STACK CFI 10 .cfa: $rsp 8 +\n\
+STACK CFI INIT ffffffffffffffff 10 .cfa: $rsp 8 +\n\
+STACK CFI INIT 10 ffffffffffffff00 .cfa: $rsp 99999999999999999999 + .ra: .cfa -8 + ^\n\
+STACK CFI 5 .ra:\n\
+STACK CFI INIT 100 10 .cfa: .ra: : :: $rsp\n\
+STACK CFI INIT 200 10 .cfa: $rsp 8 + .ra: .cfa -8 + ^ $xmm0: $rsp\n\
+STACK CFI 208 .cfa: $rsp 8 -\n";
+        let built = build_from_breakpad(hostile.as_bytes()).expect("module line is fine");
+        let t = UnwindTable::open(&built.bytes).expect("open");
+        assert!(t.find(0x200).is_some());
+        assert_eq!(
+            t.find(0x208).map(|r| r.record.cfa),
+            Some(Slot::offset(7, -8))
+        );
+    }
+}
