@@ -458,7 +458,8 @@ async fn bad_uploads_are_refused_and_store_nothing() {
     // the connection mid-upload, and the client may lose the answer to the reset).
     check(415, "unsupported-encoding")(
         post(&c, url.clone(), |r| {
-            r.header("content-encoding", "br").body(core[..1024].to_vec())
+            r.header("content-encoding", "br")
+                .body(core[..1024].to_vec())
         })
         .await,
     );
