@@ -486,7 +486,7 @@ async fn scale_out_survives_killed_workers() {
     let mut rng = Lcg(seed);
     let deadline = Instant::now() + Duration::from_secs(150);
     let mut kills = 0;
-    let mut next_kill = Instant::now() + Duration::from_secs(2);
+    let mut next_kill = Instant::now() + Duration::from_millis(1500);
     let (mut done, mut failed);
     loop {
         let m = metrics(&c, &s).await;
@@ -512,7 +512,7 @@ async fn scale_out_survives_killed_workers() {
             let _ = workers[i].0.wait();
             workers[i] = spawn_worker(&db_url, &data);
             kills += 1;
-            next_kill = Instant::now() + Duration::from_millis(2000 + rng.next(2000));
+            next_kill = Instant::now() + Duration::from_millis(1500 + rng.next(1500));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
