@@ -23,6 +23,13 @@ $SUDO apt-get install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates
 
+section "Python tools"
+# schemathesis: the API is fuzzed against openapi.yaml (server/tests/service.rs).
+if ! command -v schemathesis >/dev/null 2>&1; then
+    python3 -m pip install --quiet schemathesis
+fi
+schemathesis --version
+
 section "Core dumps"
 # The gdb comparison tests crash programs and read the core the kernel writes into the
 # working directory, so core_pattern must be a plain file name.
