@@ -27,6 +27,13 @@ $SUDO apt-get install -y --no-install-recommends \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch
 
+section "Python tools"
+# schemathesis: the API is fuzzed against openapi.yaml (server/tests/service.rs).
+if ! command -v schemathesis >/dev/null 2>&1; then
+    python3 -m pip install --quiet schemathesis
+fi
+schemathesis --version
+
 section "Core dumps"
 # The gdb comparison tests crash programs and read the core the kernel writes into the
 # working directory, so core_pattern must be a plain file name.

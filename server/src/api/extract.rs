@@ -14,7 +14,11 @@ use super::state::{AppState, Scope};
 
 /// Outermost guard: refuses a body whose declared length exceeds the wire limit before a
 /// byte of it is read, and an encoding we cannot decode.
-pub async fn guard_wire_body(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn guard_wire_body(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let limit = state.config.max_body_bytes;
     if let Some(len) = req.headers().get(header::CONTENT_LENGTH) {
         let declared = len.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok());
@@ -26,6 +30,11 @@ pub async fn guard_wire_body(State(state): State<AppState>, req: Request, next: 
         let enc = enc.to_str().unwrap_or("").trim().to_ascii_lowercase();
         if !matches!(enc.as_str(), "gzip" | "x-gzip" | "zstd" | "identity" | "") {
             return ApiError::UnsupportedEncoding(enc).into_response();
+        }
+        // No encoding at all: the decompression layer answers an empty or `identity`
+        // header with a bare 415, so it never sees one.
+        if matches!(enc.as_str(), "identity" | "") {
+            req.headers_mut().remove(header::CONTENT_ENCODING);
         }
     }
     next.run(req).await

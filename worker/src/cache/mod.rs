@@ -2,7 +2,9 @@
 //!
 //! Keyed by (build-id, table kind, format version) like the database, so a table of an
 //! older format is never served after a version bump. Hits, misses and tables built are
-//! counted for `/metrics`.
+//! counted for `/metrics`. Beside the tables it keeps each build-id's main binary (its
+//! code bytes let the stack scan check call sites, as `postmortem walk` does), under the
+//! same byte budget.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -45,6 +47,8 @@ pub struct CacheStats {
 #[derive(Clone)]
 pub struct TablesCache {
     inner: moka::future::Cache<TableKey, Arc<[u8]>>,
+    /// Build-id → the bytes of its main (non-debug) file.
+    code: moka::future::Cache<String, Arc<[u8]>>,
     stats: Arc<CacheStats>,
 }
 
@@ -67,8 +71,17 @@ impl TablesCache {
             })
             .support_invalidation_closures()
             .build();
+        // Binaries are few and large; they get a quarter of the budget.
+        let code = moka::future::Cache::builder()
+            .max_capacity(max_bytes / 4)
+            .weigher(|k: &String, v: &Arc<[u8]>| {
+                u32::try_from(v.len() + k.len()).unwrap_or(u32::MAX)
+            })
+            .support_invalidation_closures()
+            .build();
         TablesCache {
             inner,
+            code,
             stats: Arc::new(CacheStats::default()),
         }
     }
@@ -90,9 +103,23 @@ impl TablesCache {
         self.inner.insert(key, bytes).await;
     }
 
+    /// The cached main binary of a build-id.
+    pub async fn code(&self, build_id: &str) -> Option<Arc<[u8]>> {
+        self.code.get(build_id).await
+    }
+
+    /// Caches the main binary of a build-id.
+    pub async fn insert_code(&self, build_id: &str, bytes: Arc<[u8]>) {
+        self.code.insert(build_id.to_string(), bytes).await;
+    }
+
     /// Forgets every table of a build-id (a new file for it arrived).
     pub fn invalidate_build_id(&self, build_id: &str) {
         let id = build_id.to_string();
+        let _ = self.code.invalidate_entries_if({
+            let id = id.clone();
+            move |k, _| *k == id
+        });
         // Only fails when closures were not enabled on the builder, which `new` does.
         let _ = self
             .inner

@@ -19,7 +19,7 @@ use tracing::{info_span, instrument, Instrument};
 use super::{JobError, Runner};
 use crate::cache::{TableKey, TableKind};
 use crate::dump::{Dump, Module};
-use crate::process::{ModuleTables, TableProvider};
+use crate::process::{CodeImage, ModuleTables, TableProvider};
 use crate::store::{binaries, crashes, missing, tables};
 
 /// Format version of the symbol tables.
@@ -153,7 +153,9 @@ async fn module_tables(runner: &Runner, build_id: &str) -> Result<Option<ModuleT
     }
     if got.iter().all(Option::is_some) {
         let mut it = got.into_iter().flatten();
-        return Ok(Some(tables_from(it.next(), it.next(), Vec::new())));
+        let mut t = tables_from(it.next(), it.next(), Vec::new());
+        t.code = code_image(runner, build_id, &files).await?;
+        return Ok(Some(t));
     }
 
     // Build from every file of the build-id: the main file first (executable or shared
@@ -196,7 +198,28 @@ async fn module_tables(runner: &Runner, build_id: &str) -> Result<Option<ModuleT
             .await;
     }
     runner.cache.stats().built.fetch_add(1, Ordering::Relaxed);
+    let mut built = built;
+    built.code = code_image(runner, build_id, &files).await?;
     Ok(Some(built))
+}
+
+/// The code bytes of a build-id's main (non-debug) file, which the stack scan uses to
+/// check that a candidate return address follows a call, as `postmortem walk` does with
+/// the file it found. Cached in memory; `None` when only debug files were uploaded.
+async fn code_image(
+    runner: &Runner,
+    build_id: &str,
+    files: &[binaries::BinaryRow],
+) -> Result<Option<CodeImage>, JobError> {
+    if let Some(b) = runner.cache.code(build_id).await {
+        return Ok(CodeImage::new(b));
+    }
+    let Some(main) = files.iter().find(|f| f.kind != "debug") else {
+        return Ok(None);
+    };
+    let bytes: Arc<[u8]> = Arc::from(&runner.blobs.get(&main.sha256).await?[..]);
+    runner.cache.insert_code(build_id, bytes.clone()).await;
+    Ok(CodeImage::new(bytes))
 }
 
 fn tables_from(

@@ -227,7 +227,9 @@ pub enum Outcome {
 }
 
 /// Finishes a leased job, only if the lease is still ours. False if it was lost (another
-/// worker took the job over after our lease expired; its result wins).
+/// worker took the job over after our lease expired; its result wins). A `done` finish
+/// adds one to the row's `completions`, so the database itself shows that no job was
+/// completed twice.
 pub async fn finish(
     db: &Db,
     lease: &Lease,
@@ -241,7 +243,8 @@ pub async fn finish(
         Outcome::Done { report, signature } => {
             let sql = format!(
                 "UPDATE crashes SET status = 'done', report = $4, signature = $5, error = NULL, \
-                 lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at {guard}"
+                 lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at, \
+                 completions = completions + 1 {guard}"
             );
             crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Measures the crash service on this machine: sustained ingest (HTTP requests/s, latency
+# p50/p99, measured by `hey`) and processing with warm tables (crashes/s, per-crash
+# processing time p50/p99 from the stored `processing_ms`), on SQLite and on PostgreSQL.
+#
+# Usage: bench/service.sh [BACKEND...]        BACKEND: sqlite, postgres (default: both)
+# Environment:
+#   POSTMORTEM_BIN   the binary (default: target/release/postmortem under CARGO_TARGET_DIR)
+#   INGEST_REQUESTS  crashes uploaded per backend (default 3000)
+#   CONCURRENCY      concurrent HTTP clients (default 16)
+#   WORKERS          in-process worker tasks while processing (default 2)
+#   PG_URL           PostgreSQL server (default postgres://postgres@127.0.0.1:5432); a
+#                    database is created for the run and dropped after it
+# Needs: gcc, hey (apt-get install hey), curl, jq, python3, psql for PostgreSQL; and a
+# core_pattern that is a plain file name (the crash program's core is written to cwd).
+#
+# Phases per backend: (1) `serve --workers 0`, upload the binaries, then INGEST_REQUESTS
+# raw core uploads with hey: only ingest runs, so this is the ingest figure. (2) Restart
+# as `serve --workers $WORKERS` on the same data: it drains the queue; the tables were
+# built and stored by a warm-up crash before phase 1, so every job finds them (database,
+# then memory). Crashes/s = crashes done / time to drain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BACKENDS=("$@")
+[ ${#BACKENDS[@]} -gt 0 ] || BACKENDS=(sqlite postgres)
+N="${INGEST_REQUESTS:-3000}"
+C="${CONCURRENCY:-16}"
+WORKERS="${WORKERS:-2}"
+PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432}"
+BIN="${POSTMORTEM_BIN:-${CARGO_TARGET_DIR:-target}/release/postmortem}"
+[ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release -p postmortem" >&2; exit 1; }
+for tool in gcc hey curl jq python3; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
+done
+
+WORK="$(mktemp -d -t pm-bench-XXXXXX)"
+SERVER_PID=""
+PG_DB=""
+cleanup() {
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    [ -n "$PG_DB" ] && psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# The crash program of server/tests/service.rs: it dies in a comparator called by
+# libc's qsort, so its stack runs through libc.
+mkdir -p "$WORK/sym" "$WORK/core"
+cat >"$WORK/prog.c" <<'EOF'
+#include <stdlib.h>
+#include <stdio.h>
+static volatile int *target;
+__attribute__((noinline)) static int cmp(const void *a, const void *b) {
+    *target = *(const int *)a - *(const int *)b;
+    return 0;
+}
+__attribute__((noinline)) void sort_them(int *v, size_t n) { qsort(v, n, sizeof *v, cmp); puts(""); }
+int main(void) { int v[4] = {4, 3, 2, 1}; sort_them(v, 4); return 0; }
+EOF
+gcc -g -O0 -Wl,--build-id -o "$WORK/sym/prog" "$WORK/prog.c"
+(cd "$WORK/core" && ulimit -c unlimited && { "$WORK/sym/prog" || true; }) 2>/dev/null
+CORE="$(ls "$WORK"/core/core* | head -n 1)"
+[ -f "$CORE" ] || { echo "bench: no core written (core_pattern?)" >&2; exit 1; }
+
+# Every module file the core names that exists here, and its debug file.
+FILES=("$WORK/sym/prog")
+while IFS=$'\t' read -r path id; do
+    [ -f "$path" ] && FILES+=("$path")
+    dbg="/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug"
+    [ -f "$dbg" ] && FILES+=("$dbg")
+done < <("$BIN" walk "$CORE" --no-system-debug --format json |
+    jq -r '.modules[] | select(.path != null and .build_id != null and .main == false) | [.path, .build_id] | @tsv')
+
+start_server() { # data_dir workers [extra args...]
+    local data="$1" workers="$2"; shift 2
+    STARTS=$((${STARTS:-0} + 1))
+    local out="$WORK/server-$STARTS.out"
+    "$BIN" serve --listen 127.0.0.1:0 --data-dir "$data" --workers "$workers" \
+        --cache-mb 256 "$@" >"$out" 2>"$WORK/server.err" &
+    SERVER_PID=$!
+    for _ in $(seq 100); do
+        BASE="$(sed -n 's/^postmortem listening on //p' "$out")"
+        [ -n "$BASE" ] && return 0
+        sleep 0.1
+    done
+    echo "bench: the server did not start:" >&2; cat "$WORK/server.err" >&2; exit 1
+}
+stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
+jobs_in() { curl -sf "$BASE/metrics" | sed -n "s/^postmortem_jobs{state=\"$1\"} //p"; }
+
+echo "postmortem service bench: $(nproc) cores, $N crashes of $(stat -c %s "$CORE") bytes, $C clients, $WORKERS workers"
+echo "files: ${FILES[*]##*/}"
+for backend in "${BACKENDS[@]}"; do
+    data="$WORK/data-$backend"
+    extra=()
+    if [ "$backend" = postgres ]; then
+        PG_DB="pm_bench_$$_$(date +%s)"
+        psql "$PG_URL/postgres" -qc "CREATE DATABASE $PG_DB" >/dev/null
+        extra=(--database-url "$PG_URL/$PG_DB")
+    fi
+
+    # Warm-up: binaries, then one crash processed so every table is built and stored.
+    start_server "$data" 1 "${extra[@]}"
+    for f in "${FILES[@]}"; do
+        curl -sf -o /dev/null -H "x-file-name: ${f##*/}" --data-binary "@$f" "$BASE/api/v1/binaries"
+    done
+    status="$(curl -sf --data-binary "@$CORE" "$BASE/api/v1/crashes?wait=60" | jq -r .status)"
+    [ "$status" = done ] || { echo "bench: warm-up crash ended $status" >&2; exit 1; }
+    stop_server
+
+    # Phase 1: ingest only.
+    start_server "$data" 0 "${extra[@]}"
+    hey -n "$N" -c "$C" -m POST -T application/octet-stream -D "$CORE" \
+        "$BASE/api/v1/crashes" >"$WORK/hey.txt"
+    rps="$(sed -n 's/^ *Requests\/sec: *//p' "$WORK/hey.txt")"
+    p50="$(awk '/ 50% in /{print $3}' "$WORK/hey.txt")"
+    p99="$(awk '/ 99% in /{print $3}' "$WORK/hey.txt")"
+    codes="$(sed -n '/Status code distribution/,/^$/p' "$WORK/hey.txt" | tr -s ' \n' ' ')"
+    pending="$(jobs_in pending)"
+    stop_server
+
+    # Phase 2: drain the queue with warm tables.
+    t0="$(date +%s.%N)"
+    start_server "$data" "$WORKERS" "${extra[@]}"
+    while :; do
+        left=$(( $(jobs_in pending) + $(jobs_in processing) ))
+        [ "$left" -eq 0 ] && break
+        sleep 0.2
+    done
+    t1="$(date +%s.%N)"
+    done_n="$(jobs_in done)"; failed_n="$(jobs_in failed)"
+    # Per-crash processing time, from every stored crash (keyset pages of 1000).
+    : >"$WORK/ms.txt"; cursor=""
+    while :; do
+        page="$(curl -sf "$BASE/api/v1/crashes?status=done&limit=1000${cursor:+&cursor=$cursor}")"
+        jq -r '.crashes[].processing_ms' <<<"$page" >>"$WORK/ms.txt"
+        cursor="$(jq -r '.next_cursor // empty' <<<"$page")"
+        [ -n "$cursor" ] || break
+    done
+    stop_server
+    python3 - "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" "$done_n" "$failed_n" "$WORK/ms.txt" <<'EOF'
+import sys
+backend, rps, p50, p99, codes, pending, t0, t1, done, failed, msf = sys.argv[1:]
+ms = sorted(int(x) for x in open(msf).read().split() if x != "null")
+pct = lambda q: ms[min(len(ms) - 1, int(q * len(ms)))]
+drain = float(t1) - float(t0)
+print(f"{backend}: ingest {float(rps):.0f} req/s, latency p50 {float(p50)*1000:.1f} ms, p99 {float(p99)*1000:.1f} ms ({codes.strip()}; {pending} queued)")
+print(f"{backend}: processing {int(pending)/drain:.0f} crashes/s ({pending} in {drain:.1f} s incl. start-up; {done} done, {failed} failed), per crash p50 {pct(0.5)} ms, p99 {pct(0.99)} ms")
+EOF
+    if [ -n "$PG_DB" ]; then
+        psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null
+        PG_DB=""
+    fi
+done
