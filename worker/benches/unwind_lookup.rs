@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindContext};
+use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindContext, UnwindSection};
 use object::{Object, ObjectSection};
 use std::hint::black_box;
 use worker::unwind::{build_from_elf, UnwindTable};

@@ -92,7 +92,7 @@ impl EhFrameBytes {
     fn entry(&mut self, body: Vec<u8>) -> usize {
         let at = self.bytes.len();
         let mut body = body;
-        while (4 + body.len()) % 8 != 0 {
+        while !(4 + body.len()).is_multiple_of(8) {
             body.push(0); // DW_CFA_nop
         }
         self.bytes
