@@ -16,6 +16,9 @@ pub mod eval;
 mod scan;
 pub mod x86_64;
 
+#[cfg(test)]
+mod tests;
+
 use crate::dump::{MemoryMap, Module, RegisterSet};
 use crate::unwind::{UnwindSource, UnwindTable};
 
@@ -227,6 +230,7 @@ pub fn walk_thread(
         end,
         end_detail: detail,
     };
+    let mut sp_went_down = false;
     loop {
         if frames.len() >= ctx.options.max_frames {
             let n = frames.len();
@@ -241,6 +245,8 @@ pub fn walk_thread(
         };
         let first = frames.len() == 1;
         let mut memory_missing = false;
+        // The rules name the callee itself as its caller.
+        let mut repeated = false;
         let mut caller: Option<Caller> = None;
         // 1. CFI
         match cfi::caller_by_cfi(arch, ctx, callee) {
@@ -255,6 +261,8 @@ pub fn walk_thread(
                 }
                 if is_valid_caller(arch, ctx, callee, &c, stack_range) {
                     caller = Some(c);
+                } else if c.regs.pc() == Some(callee.pc) && c.regs.sp() == callee.sp {
+                    repeated = true;
                 }
             }
             CfiOutcome::Outermost => return end(EndReason::Outermost, None, frames),
@@ -293,6 +301,16 @@ pub fn walk_thread(
                     frames,
                 );
             }
+            if repeated {
+                return end(
+                    EndReason::Loop,
+                    Some(format!(
+                        "the unwind rule of the frame at {:#x} names that frame as its own caller",
+                        callee.pc
+                    )),
+                    frames,
+                );
+            }
             let (reason, detail) = if stack_range.is_some_and(|(_, hi)| {
                 callee
                     .sp
@@ -313,6 +331,23 @@ pub fn walk_thread(
             };
             return end(reason, Some(detail), frames);
         };
+        let pc = c.regs.pc().unwrap_or(0);
+        let sp = c.regs.sp();
+        if c.exact_pc && sp < callee.sp {
+            sp_went_down = true;
+        }
+        // Stack pointers only grow, so frames cannot repeat, until a signal frame moves
+        // the stack pointer down (an alternate signal stack, or a forged ucontext): from
+        // then on a frame seen before means the walk would go round forever.
+        if sp_went_down && frames.iter().any(|f| f.pc == pc && f.sp == sp) {
+            return end(
+                EndReason::Loop,
+                Some(format!(
+                    "the caller at {pc:#x} repeats an earlier frame (the stack loops)"
+                )),
+                frames,
+            );
+        }
         if c.exact_pc {
             // The callee is a signal trampoline: its pc is where the handler returns to,
             // the trampoline's first instruction, so it is symbolized exactly too.
@@ -320,10 +355,9 @@ pub fn walk_thread(
                 callee.exact_pc = true;
             }
         }
-        let pc = c.regs.pc().unwrap_or(0);
         frames.push(WalkFrame {
             pc,
-            sp: c.regs.sp(),
+            sp,
             trust: c.trust,
             unwind_source: c.source,
             module: ctx.module_for(pc),

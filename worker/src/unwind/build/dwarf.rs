@@ -70,39 +70,17 @@ pub fn add_elf_sections(
     if with_eh_frame {
         if let Some(sec) = file.section_by_name(".eh_frame") {
             if let Ok(data) = sec.uncompressed_data() {
-                let data: &[u8] = &data;
-                if !data.is_empty() {
-                    w.stats.source_bytes += data.len();
-                    let prepared = prepare(w.arch(), data, true, address_size);
-                    let data: &[u8] = &prepared.data;
-                    // about one row per 5 bytes of CFI in real binaries
-                    w.reserve(data.len() / 5);
-                    w.note_source(UnwindSource::EhFrame);
-                    let mut eh = EhFrame::new(data, LittleEndian);
-                    eh.set_address_size(address_size);
-                    if w.arch() == Arch::Aarch64 {
-                        eh.set_vendor(gimli::Vendor::AArch64);
-                    }
-                    let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
-                    if let Some(a) = section_addr(".text") {
-                        bases = bases.set_text(a);
-                    }
-                    if let Some(a) = section_addr(".got") {
-                        bases = bases.set_got(a);
-                    }
-                    if let Some(a) = section_addr(".eh_frame_hdr") {
-                        bases = bases.set_eh_frame_hdr(a);
-                    }
-                    add_section(
-                        w,
-                        &eh,
-                        &bases,
-                        link_base,
-                        UnwindSource::EhFrame,
-                        0,
-                        &prepared.cies,
-                    );
+                let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
+                if let Some(a) = section_addr(".text") {
+                    bases = bases.set_text(a);
                 }
+                if let Some(a) = section_addr(".got") {
+                    bases = bases.set_got(a);
+                }
+                if let Some(a) = section_addr(".eh_frame_hdr") {
+                    bases = bases.set_eh_frame_hdr(a);
+                }
+                add_eh_frame(w, &data, address_size, &bases, link_base);
             }
         }
     }
@@ -132,6 +110,48 @@ pub fn add_elf_sections(
         }
     }
     Ok(())
+}
+
+/// Adds the rows of one `.eh_frame` section given as bytes (priority 0): `section_addr` is
+/// the section's file address (the base of `DW_EH_PE_pcrel` pointers) and `link_base` the
+/// binary's link base. The entry point for tests and fuzzing that have section bytes but no
+/// ELF file around them; [`build_from_elf`] goes through the same path.
+pub fn add_eh_frame_section(w: &mut TableWriter, data: &[u8], section_addr: u64, link_base: u64) {
+    let address_size = w.arch().pointer_size() as u8;
+    let bases = BaseAddresses::default().set_eh_frame(section_addr);
+    add_eh_frame(w, data, address_size, &bases, link_base);
+}
+
+fn add_eh_frame(
+    w: &mut TableWriter,
+    data: &[u8],
+    address_size: u8,
+    bases: &BaseAddresses,
+    link_base: u64,
+) {
+    if data.is_empty() {
+        return;
+    }
+    w.stats.source_bytes += data.len();
+    let prepared = prepare(w.arch(), data, true, address_size);
+    let data: &[u8] = &prepared.data;
+    // about one row per 5 bytes of CFI in real binaries
+    w.reserve(data.len() / 5);
+    w.note_source(UnwindSource::EhFrame);
+    let mut eh = EhFrame::new(data, LittleEndian);
+    eh.set_address_size(address_size);
+    if w.arch() == Arch::Aarch64 {
+        eh.set_vendor(gimli::Vendor::AArch64);
+    }
+    add_section(
+        w,
+        &eh,
+        bases,
+        link_base,
+        UnwindSource::EhFrame,
+        0,
+        &prepared.cies,
+    );
 }
 
 /// The section as gimli should read it: on aarch64 through [`aarch64_cfi::prepare`].
@@ -233,13 +253,13 @@ fn add_fde<'a, S: UnwindSection<R<'a>>>(
     let key_b = cie_flags.is_some_and(|f| f.key_b);
     let mut table = fde.rows(section, bases, ctx)?;
     // A failure midway drops the whole FDE: truncate back to where it started.
-    let mark = w.range_count();
+    let mark = w.mark();
     loop {
         let row = match table.next_row() {
             Ok(Some(row)) => row,
             Ok(None) => return Ok(()),
             Err(e) => {
-                w.truncate(mark);
+                w.rewind(mark);
                 return Err(e);
             }
         };
@@ -324,3 +344,7 @@ fn translate_row<'a, S: UnwindSection<R<'a>>>(
     }
     rec
 }
+
+#[cfg(test)]
+#[path = "dwarf_tests.rs"]
+mod tests;

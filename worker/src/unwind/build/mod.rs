@@ -112,6 +112,13 @@ fn record_key(rule: &RuleRecord) -> [u64; 15] {
     bytemuck::pod_read_unaligned(bytemuck::bytes_of(rule))
 }
 
+/// A point in a [`TableWriter`]'s ranges to [`TableWriter::rewind`] to.
+#[derive(Debug, Clone, Copy)]
+pub struct RangeMark {
+    len: usize,
+    last_end: Option<u64>,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Range {
     start: u64,
@@ -204,15 +211,23 @@ impl TableWriter {
         self.ranges.reserve(n);
     }
 
-    /// Number of ranges pushed so far (a builder can [`Self::truncate`] back to it when an
-    /// entry fails midway, so a half-evaluated entry leaves nothing behind).
-    pub fn range_count(&self) -> usize {
-        self.ranges.len()
+    /// Where the ranges stand now: a builder can [`Self::rewind`] back to it when an entry
+    /// fails midway, so a half-evaluated entry leaves nothing behind.
+    pub fn mark(&self) -> RangeMark {
+        RangeMark {
+            len: self.ranges.len(),
+            last_end: self.ranges.last().map(|r| r.end),
+        }
     }
 
-    /// Drops ranges pushed after `len`.
-    pub fn truncate(&mut self, len: usize) {
-        self.ranges.truncate(len);
+    /// Drops what was pushed after `mark`, including the extension of the range that was
+    /// last at the mark ([`Self::push`] extends it when the next range continues it with
+    /// an equal rule, so dropping later ranges alone would keep part of a failed entry).
+    pub fn rewind(&mut self, mark: RangeMark) {
+        self.ranges.truncate(mark.len);
+        if let (Some(last), Some(end)) = (self.ranges.last_mut(), mark.last_end) {
+            last.end = end;
+        }
     }
 
     /// Describes `[start, end)` (offsets from the link base) with `rule`. Lower `priority`
