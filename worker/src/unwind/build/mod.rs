@@ -5,6 +5,7 @@
 //! two sources describe the same address: `.eh_frame` before `.debug_frame`, the binary's
 //! own tables before Breakpad's). The writer does everything else once, for all formats.
 
+pub mod compact_unwind;
 pub mod dwarf;
 pub mod sframe;
 
