@@ -137,8 +137,8 @@ pub fn add_unwind_info(
             w.stats.ranges_dropped += 1;
             continue;
         };
-        // the function's first byte, as an SVMA (validated above)
-        let func = ctx.image_base + u64::from(e.start);
+        // the function's first byte, as an SVMA (its computation was checked above)
+        let func = ctx.image_base.wrapping_add(u64::from(e.start));
         let rule = match arch {
             Arch::X86_64 => match X86_64Opcode::decode(e.opcode) {
                 X86_64Opcode::Null => Ok(None),
@@ -227,7 +227,10 @@ pub fn x86_64_rule(
                 if r == 0 {
                     continue;
                 }
-                let reg = X86_64_REGS[usize::from(r) - 1];
+                // decode() only yields 1..=5 here; a hand-made opcode gets an error
+                let Some(&reg) = X86_64_REGS.get(usize::from(r).wrapping_sub(1)) else {
+                    return Err(format!("register number {r} in an rbp frame"));
+                };
                 rec.set_reg(arch, reg, Slot::offset(0, base + 8 * i as i32));
             }
             Ok(rec)
