@@ -1002,3 +1002,92 @@ fn opcode_rules() {
         (Some(-24), Some(-32), Some(-40), Some(-48), Some(0))
     );
 }
+
+/// Build speed and size of the same program's unwind info as Mach-O `__unwind_info` and
+/// as ELF `.eh_frame`. Not a correctness test: run with
+/// `cargo test --release -p postmortem-worker --lib compact_vs_eh_frame_figures -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn compact_vs_eh_frame_figures() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path();
+    let mut src = String::from("long sink(long);\n");
+    let n = 4000;
+    for i in 0..n {
+        src += &match i % 4 {
+            0 => format!("__attribute__((noinline)) long f{i}(long a, long b) {{ return a * {i} + b; }}\n"),
+            1 => format!("__attribute__((noinline)) long f{i}(long a, long b, long c, long d, long e) {{ long x = sink(a), y = sink(b), z = sink(c), w = sink(d), v = sink(e); return sink(x + y) + sink(z + w) + v + a + b + c + d + e + {i}; }}\n"),
+            2 => format!("__attribute__((noinline)) long f{i}(long n) {{ volatile char buf[{}]; long r = sink(n); buf[r & 63] = 1; return buf[n & 31] + sink(r) + {i}; }}\n", [64, 512, 5000, 70000][i % 7 % 4]),
+            _ => format!("__attribute__((noinline)) long f{i}(long a) {{ long x = sink(a); return sink(x + {i}) + a; }}\n"),
+        };
+    }
+    src += "long sink(long x) { __asm__ volatile(\"\" : \"+r\"(x)); return x; }\nint main(void) { long s = 0;\n";
+    for i in 0..n {
+        src += &format!(" s += (long)f{i};\n");
+    }
+    src += " return (int)s; }\n";
+    std::fs::write(dir.join("big.c"), src).expect("write");
+    let f = "-O2 -fno-stack-protector -fomit-frame-pointer";
+    let flags: Vec<&str> = f.split(' ').collect();
+    let mut a = vec![
+        "--target=x86_64-apple-macos11",
+        "-c",
+        "big.c",
+        "-o",
+        "big.o",
+    ];
+    a.extend(&flags);
+    run("clang", &a, dir);
+    run(
+        "llvm-objcopy",
+        &["--remove-section", "__TEXT,__eh_frame", "big.o", "big.s.o"],
+        dir,
+    );
+    run(
+        "clang",
+        &[
+            "--target=x86_64-apple-macos11",
+            "-fuse-ld=lld",
+            "-nostdlib",
+            "-Wl,-e,_main",
+            "big.s.o",
+            "-o",
+            "big.macho",
+        ],
+        dir,
+    );
+    let mut a = vec![
+        "--target=x86_64-linux-gnu",
+        "-fuse-ld=lld",
+        "-nostdlib",
+        "-static",
+        "-Wl,-e,main",
+        "big.c",
+        "-o",
+        "big.elf",
+    ];
+    a.extend(&flags);
+    run("clang", &a, dir);
+    for name in ["big.macho", "big.elf"] {
+        let data = std::fs::read(dir.join(name)).expect("read");
+        let mut times = Vec::new();
+        let mut built = None;
+        for _ in 0..21 {
+            let t = std::time::Instant::now();
+            built = Some(build_from_elf(&data, &[]).expect("build"));
+            times.push(t.elapsed());
+        }
+        times.sort();
+        let b = built.expect("built");
+        println!(
+            "{name}: source {} bytes, {} entries ({} skipped), table {} bytes, {} rows, {} rules, median build {:.3} ms",
+            b.stats.source_bytes,
+            b.stats.entries,
+            b.stats.entries_skipped,
+            b.stats.table_bytes,
+            b.stats.rows,
+            b.stats.palette,
+            times[times.len() / 2].as_secs_f64() * 1e3
+        );
+    }
+}
