@@ -24,6 +24,13 @@ pub fn arch_of(file: &object::File<'_>) -> Option<Arch> {
 /// The link base: the lowest loadable segment address, rounded down to 4 KiB (the
 /// address the file's first page is mapped at, minus the load bias). Mach-O: `__TEXT`'s.
 pub fn link_base(file: &object::File<'_>) -> u64 {
+    // Mach-O executables start with `__PAGEZERO` (address 0, no file content, 4 GiB):
+    // the image base every Mach-O address is relative to is `__TEXT`'s.
+    if file.format() == object::BinaryFormat::MachO {
+        if let Some(text) = file.segments().find(|s| s.name() == Ok(Some("__TEXT"))) {
+            return text.address();
+        }
+    }
     file.segments()
         .filter(|s| s.size() > 0 || s.file_range().1 > 0)
         .map(|s| s.address())

@@ -7,6 +7,7 @@
 //! The same bytes are what the service stores in its database and caches.
 
 pub mod build;
+pub mod compact;
 mod error;
 pub mod format;
 pub mod lookup;

@@ -45,6 +45,9 @@ pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, Unwind
     let mut w = TableWriter::new(arch);
     add_elf_sections(&mut w, &file, true)?;
     super::sframe::add_elf_sframe(&mut w, &file, data);
+    if file.format() == object::BinaryFormat::MachO {
+        super::compact_unwind::add_macho_compact_unwind(&mut w, &file);
+    }
     for extra in extra {
         if let Ok(f) = object::File::parse(*extra) {
             if binary::arch_of(&f) == Some(arch) {

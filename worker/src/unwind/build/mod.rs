@@ -7,6 +7,7 @@
 
 mod aarch64_cfi;
 pub mod breakpad;
+pub mod compact_unwind;
 pub mod dwarf;
 pub mod sframe;
 
