@@ -82,4 +82,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 section "cargo test"
 cargo test --workspace
 
+section "fuzz targets compile"
+# The cargo-fuzz crate has its own workspace; checking it keeps every target building
+# (run one with: cd worker/fuzz && cargo +nightly fuzz run elf_core).
+cargo check --manifest-path worker/fuzz/Cargo.toml --bins
+
 section "All tests passed"
