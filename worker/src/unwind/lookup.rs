@@ -7,7 +7,7 @@
 //! table) make lookups answer `None`, never panic.
 
 use super::error::UnwindError;
-use super::format::{self, Header, HEADER_SIZE, PAGE_SHIFT};
+use super::format::{self, Header, HEADER_SIZE, PAGE_MASK, PAGE_SHIFT};
 use super::rule::{RuleRecord, Slot, UnwindSource};
 use crate::dump::Arch;
 
@@ -174,7 +174,7 @@ impl<'a> UnwindTable<'a> {
             // our builder) covers it.
             return self.row_count.checked_sub(1);
         }
-        let within = (addr & 0xffff) as u16;
+        let within = (addr & PAGE_MASK) as u16;
         if let Some(f) = &self.fast {
             let lo = *f.page_index.get(page)? as usize;
             let hi = (*f.page_index.get(page + 1)? as usize).min(self.row_count);
