@@ -20,6 +20,30 @@ use worker::unwind::{build_from_elf, UnwindTable};
 
 use super::files::FileProvider;
 
+/// Bench output goes to a buffer written once at the end, so a closed pipe
+/// (`postmortem bench … | head`) ends the command quietly instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        OUT.with(|o| {
+            use std::fmt::Write as _;
+            let _ = writeln!(o.borrow_mut(), $($arg)*);
+        })
+    };
+}
+
+thread_local! {
+    static OUT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn flush_output() -> anyhow::Result<()> {
+    use std::io::Write;
+    let text = OUT.with(|o| std::mem::take(&mut *o.borrow_mut()));
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     #[command(subcommand)]
@@ -51,6 +75,12 @@ pub enum What {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let result = run_bench(args);
+    flush_output()?;
+    result
+}
+
+fn run_bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.what {
         What::Unwind {
             file,
@@ -96,25 +126,28 @@ fn bench_unwind(path: &PathBuf, builds: usize, lookups: usize) -> anyhow::Result
     };
     let build_time = median(times);
     let src = built.stats.source_bytes as f64;
-    println!("file: {}", path.display());
-    println!(
+    outln!("file: {}", path.display());
+    outln!(
         "source: {:.1} MB of unwind sections, {} FDEs ({} skipped)",
         src / 1e6,
         built.stats.entries,
         built.stats.entries_skipped
     );
-    println!(
+    if let Some(e) = &built.stats.first_error {
+        outln!("first skipped entry: {e}");
+    }
+    outln!(
         "table: {} rows, {} distinct rules, {:.1} MB",
         built.stats.rows,
         built.stats.palette,
         built.stats.table_bytes as f64 / 1e6
     );
-    println!(
+    outln!(
         "build: median {:.1} ms over {builds} builds = {:.0} MB/s",
         build_time.as_secs_f64() * 1e3,
         src / 1e6 / build_time.as_secs_f64()
     );
-    println!(
+    outln!(
         "size: table bytes / unwind section bytes = {:.3}",
         built.stats.table_bytes as f64 / src
     );
@@ -152,7 +185,7 @@ fn bench_unwind(path: &PathBuf, builds: usize, lookups: usize) -> anyhow::Result
 
     // gimli: eh_frame_hdr binary search + CFI evaluation, the same addresses
     let gimli_time = gimli_lookups(&file, link_base, &addrs)?;
-    println!(
+    outln!(
         "lookup: median {:.0} ns (postmortem table, {found}/{} found) vs {:.0} ns (gimli UnwindTable evaluation)",
         ours.as_nanos() as f64,
         addrs.len(),
@@ -244,16 +277,16 @@ fn bench_walk(path: &PathBuf, symbols: &[PathBuf], runs: usize) -> anyhow::Resul
         times.push(t.elapsed());
         frames = report.threads.iter().map(|t| t.frames.len()).sum();
     }
-    println!(
+    outln!(
         "dump: {} ({} threads, {frames} frames)",
         path.display(),
         dump.threads.len()
     );
-    println!(
+    outln!(
         "tables: built in {:.1} ms (cold, once)",
         cold.as_secs_f64() * 1e3
     );
-    println!(
+    outln!(
         "walk+symbolize with warm tables: median {:.3} ms over {runs} runs",
         median(times).as_secs_f64() * 1e3
     );

@@ -47,7 +47,11 @@ pub fn add_elf_sframe(w: &mut TableWriter, file: &object::File<'_>, data: &[u8])
             .ok()
             .map(|d| (d.to_vec(), sec.address()))
             .filter(|(d, _)| !d.is_empty()),
-        None => sframe_segment(file, data).map(|(d, a)| (d.to_vec(), a)),
+        // An empty segment (left behind when `objcopy --remove-section .sframe` drops
+        // the section) means "no SFrame data", not a corrupt section.
+        None => sframe_segment(file, data)
+            .filter(|(d, _)| !d.is_empty())
+            .map(|(d, a)| (d.to_vec(), a)),
     };
     let Some((bytes, addr)) = found else {
         return;
