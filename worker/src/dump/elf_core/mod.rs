@@ -28,8 +28,6 @@ use self::notes::{
 use self::parse::{Header, NoteIter, EM_AARCH64, PF_X, PT_LOAD, PT_NOTE};
 use super::{Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, MemoryMap, Os, Thread};
 
-pub use self::notes::signal_name;
-
 /// What the notes of a core say, gathered in one pass.
 #[derive(Default)]
 struct Notes<'a> {
@@ -256,7 +254,7 @@ fn crash_info(notes: &Notes<'_>) -> Option<CrashInfo> {
         signal: Some(signal),
         code: info.map(|si| si.code),
         address: info
-            .filter(|_| notes::signal_has_address(signal))
+            .filter(|_| crate::report::signals::has_fault_address(signal))
             .map(|si| si.addr),
         exception: None,
         assertion: None,
