@@ -204,13 +204,39 @@ fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
     Some(t)
 }
 
-struct Code<'a> {
+struct Code<'a, 't> {
     modules: &'a [Module],
     code: &'a [Option<CodeImage>],
     memory: &'a dump::MemoryMap<'a>,
+    symbols: &'a [Option<SymbolTable<'t>>],
 }
 
-impl CodeReader for Code<'_> {
+impl CodeReader for Code<'_, '_> {
+    fn is_entry_function(&self, addr: u64) -> bool {
+        let Some(i) = self
+            .modules
+            .partition_point(|m| m.base <= addr)
+            .checked_sub(1)
+        else {
+            return false;
+        };
+        let (Some(m), Some(Some(st))) = (self.modules.get(i), self.symbols.get(i)) else {
+            return false;
+        };
+        if !m.main || addr >= m.end {
+            return false;
+        }
+        let Some(rel) = addr.checked_sub(m.load_base) else {
+            return false;
+        };
+        let mut frames = Vec::new();
+        st.lookup(rel, &mut frames);
+        frames
+            .last()
+            .and_then(|f| f.function)
+            .is_some_and(|name| name == "_start")
+    }
+
     fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
         if let Some(start) = addr.checked_sub(len as u64) {
             if let Some(b) = self.memory.read_bytes(start, len) {
@@ -380,6 +406,7 @@ pub fn process(
         modules: &dump.modules,
         code: &code_images,
         memory: &dump.memory,
+        symbols: &symbol_tables,
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
     if dump.arch == dump::Arch::Aarch64 && pac_mask == 0 {

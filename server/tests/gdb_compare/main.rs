@@ -16,6 +16,7 @@ mod compare;
 mod gdb;
 mod program;
 mod report;
+mod sframe;
 
 use std::path::PathBuf;
 

@@ -153,6 +153,16 @@ pub trait CodeReader {
     /// Up to `len` bytes ending right before `addr` (for call-site checks), or `None` when
     /// the code is not available.
     fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>>;
+
+    /// Whether `addr` lies in the executable's entry-point function (`_start`). Like gdb
+    /// (`backtrace past-entry off`), the walk ends there when no unwind rule says more:
+    /// `_start` usually marks its return address undefined, but a binary whose unwind
+    /// information lacks crt1's code (an `.sframe`-only build) would otherwise scan past
+    /// it into garbage.
+    fn is_entry_function(&self, addr: u64) -> bool {
+        let _ = addr;
+        false
+    }
 }
 
 /// Everything the walker needs besides the registers.
@@ -267,7 +277,14 @@ pub fn walk_thread(
             }
             CfiOutcome::Outermost => return end(EndReason::Outermost, None, frames),
             CfiOutcome::MemoryMissing => memory_missing = true,
-            CfiOutcome::NoRule => {}
+            CfiOutcome::NoRule => {
+                if ctx
+                    .code
+                    .is_entry_function(callee.address_for_lookup(arch.lookup_back()))
+                {
+                    return end(EndReason::Outermost, None, frames);
+                }
+            }
         }
         // 2. frame pointer
         if caller.is_none() && ctx.options.enable_fp {
