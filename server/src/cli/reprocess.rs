@@ -66,7 +66,11 @@ fn parse_time(s: &str) -> Result<i64, String> {
         Some('d') => 86_400_000,
         Some('h') => 3_600_000,
         Some('m') => 60_000,
-        _ => return Err(format!("{s:?}: expected Unix ms or a duration like 7d, 12h, 30m")),
+        _ => {
+            return Err(format!(
+                "{s:?}: expected Unix ms or a duration like 7d, 12h, 30m"
+            ))
+        }
     };
     let n: i64 = s[..s.len() - 1]
         .parse()
@@ -148,7 +152,10 @@ pub async fn run(args: ReprocessArgs) -> anyhow::Result<()> {
     } else {
         0.0
     };
-    println!("run {}: {} crashes reprocessed ({} failed)", run.id, s.finished, s.failed);
+    println!(
+        "run {}: {} crashes reprocessed ({} failed)",
+        run.id, s.finished, s.failed
+    );
     println!("this process followed {processed} crashes in {secs:.1} s: {rate:.1} crashes/s");
     println!("signature changed: {}", s.signature_changed);
     println!("gained symbolized frames: {}", s.gained_frames);
@@ -174,14 +181,12 @@ async fn follow(
 ) -> anyhow::Result<(u64, Duration)> {
     let remaining = reprocess::count_remaining(db, run, filter).await?;
     let (queued, finished0) = reprocess::progress(db, run).await?;
-    let total = u64::try_from(remaining.saturating_add(queued).saturating_add(finished0))
-        .unwrap_or(0);
+    let total =
+        u64::try_from(remaining.saturating_add(queued).saturating_add(finished0)).unwrap_or(0);
     let bar = ProgressBar::new(total);
     bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} crashes  {per_sec}  ETA {eta}  {msg}",
-        )
-        .context("progress bar template")?,
+        ProgressStyle::with_template("{bar:40} {pos}/{len} crashes  {per_sec}  ETA {eta}  {msg}")
+            .context("progress bar template")?,
     );
     bar.set_position(u64::try_from(finished0).unwrap_or(0));
     bar.reset_eta();
