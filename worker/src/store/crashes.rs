@@ -31,11 +31,13 @@ pub struct CrashRow {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
+    /// The signature before the crash was last queued again (reprocessing).
+    pub previous_signature: Option<String>,
 }
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
-    finished_at, processing_ms";
+    finished_at, processing_ms, previous_signature";
 
 /// A crash about to be inserted.
 #[derive(Debug, Clone)]
