@@ -3,14 +3,20 @@
 //! every crash ends `done`, each was completed exactly once (the `completions` counter
 //! the lease guard keeps) and carries the run id, and the summary and rate are printed.
 //!
+//! `missing_binary_upload_reprocesses_affected_crashes`: the automatic path through a real
+//! `postmortem serve`: crashes of a program whose binary is missing are reprocessed when
+//! it is uploaded, a crash of another program is left alone; then `POST
+//! /api/v1/reprocess` queues by signature.
+//!
 //! `seed_for_benchmark` (ignored) fills a data dir for the throughput figure in the
 //! README: `POSTMORTEM_SEED_DIR=DIR POSTMORTEM_SEED_N=10000 cargo test -p postmortem
 //! --test reprocess -- --ignored`, then `postmortem reprocess --data-dir DIR --all --process`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use worker::store::crashes::{self, NewCrash};
@@ -30,8 +36,14 @@ int main(void) { boom((int *)0); return 0; }
 
 /// Compiles and crashes a small program in `work`; returns the core's bytes.
 fn core_bytes(work: &Path) -> Vec<u8> {
+    crash(work, CRASHER).1
+}
+
+/// Compiles `source` into `work/prog`, crashes it in `work`; returns the program's path
+/// and the core's bytes.
+fn crash(work: &Path, source: &str) -> (PathBuf, Vec<u8>) {
     let src = work.join("prog.c");
-    std::fs::write(&src, CRASHER).unwrap();
+    std::fs::write(&src, source).unwrap();
     let prog = work.join("prog");
     let st = Command::new("gcc")
         .args(["-g", "-O0", "-Wl,--build-id", "-o"])
@@ -57,7 +69,7 @@ fn core_bytes(work: &Path) -> Vec<u8> {
                 .is_some_and(|n| n == "core" || n.starts_with("core."))
         })
         .expect("no core written (core_pattern must be a plain file name, see test.sh)");
-    std::fs::read(core).unwrap()
+    (prog, std::fs::read(core).unwrap())
 }
 
 fn pool(db: &Db) -> &sqlx::SqlitePool {
@@ -225,4 +237,173 @@ async fn seed_for_benchmark() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(10_000);
     seed(&dir, n).await;
+}
+
+const OTHER: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) void other_crash(volatile int *p) { puts(""); *p = 2; }
+int main(void) { other_crash((volatile int *)8); return 0; }
+"#;
+
+/// A `postmortem serve` killed on drop.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(data: &Path) -> Server {
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("postmortem listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Server { child, base }
+    }
+}
+
+async fn crash_json(c: &reqwest::Client, s: &Server, id: &str) -> serde_json::Value {
+    c.get(format!("{}/api/v1/crashes/{id}", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Polls crash `id` until `done` and `ok(report)` holds.
+async fn wait_for(
+    c: &reqwest::Client,
+    s: &Server,
+    id: &str,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let v = crash_json(c, s, id).await;
+        if v["status"] == "done" && ok(&v) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "crash {id} never got there: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Frames of the crashing thread in module `prog`, and how many have a function name.
+fn prog_frames(v: &serde_json::Value) -> (usize, usize) {
+    let frames: Vec<&serde_json::Value> = v["report"]["threads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["crashed"] == true)
+        .flat_map(|t| t["frames"].as_array().into_iter().flatten())
+        .filter(|f| f["module"].as_str().is_some_and(|m| m.ends_with("prog")))
+        .collect();
+    let named = frames.iter().filter(|f| !f["function"].is_null()).count();
+    (frames.len(), named)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_binary_upload_reprocesses_affected_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a_dir).unwrap();
+    std::fs::create_dir_all(&b_dir).unwrap();
+    let (prog_a, core_a) = crash(&a_dir, CRASHER);
+    let (_prog_b, core_b) = crash(&b_dir, OTHER);
+    let s = Server::start(&dir.path().join("data"));
+    let c = reqwest::Client::new();
+    let upload = |core: Vec<u8>| {
+        let (c, url) = (c.clone(), format!("{}/api/v1/crashes", s.base));
+        async move {
+            let r = c.post(url).body(core).send().await.unwrap();
+            assert_eq!(r.status(), 202);
+            let v: serde_json::Value = r.json().await.unwrap();
+            v["id"].as_str().unwrap().to_string()
+        }
+    };
+    let mut affected = Vec::new();
+    for _ in 0..3 {
+        affected.push(upload(core_a.clone()).await);
+    }
+    let other = upload(core_b.clone()).await;
+
+    // Before: prog's frames have no function names (its binary is missing).
+    let mut before = Vec::new();
+    for id in &affected {
+        let v = wait_for(&c, &s, id, |_| true).await;
+        let (n, named) = prog_frames(&v);
+        assert!(n > 0, "no frame in prog: {v}");
+        assert_eq!(named, 0, "prog frames named without its binary: {v}");
+        before.push(v);
+    }
+    let other_before = wait_for(&c, &s, &other, |_| true).await;
+    let missing: serde_json::Value = c
+        .get(format!("{}/api/v1/modules/missing", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(missing.to_string().contains("prog"), "{missing}");
+
+    // Upload prog A's binary: its crashes are reprocessed automatically.
+    let r = c
+        .post(format!("{}/api/v1/binaries", s.base))
+        .header("x-file-name", "prog")
+        .body(std::fs::read(&prog_a).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    for (id, old) in affected.iter().zip(&before) {
+        let v = wait_for(&c, &s, id, |v| prog_frames(v).1 > 0).await;
+        assert!(
+            v["report"].to_string().contains("\"boom\""),
+            "no `boom` frame after the upload: {v}"
+        );
+        assert_ne!(v["signature"], old["signature"], "signature unchanged");
+    }
+    // The other program's crash is untouched.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let other_after = crash_json(&c, &s, &other).await;
+    assert_eq!(other_after["finished_at"], other_before["finished_at"]);
+    assert_eq!(other_after["attempts"], other_before["attempts"]);
+    assert_eq!(other_after["report"], other_before["report"]);
+
+    // POST /api/v1/reprocess: an empty filter is refused, a signature filter queues one.
+    let post = |body: serde_json::Value| {
+        let (c, url) = (c.clone(), format!("{}/api/v1/reprocess", s.base));
+        async move { c.post(url).json(&body).send().await.unwrap() }
+    };
+    assert_eq!(post(serde_json::json!({})).await.status(), 400);
+    let r = post(serde_json::json!({ "signature": other_before["signature"] })).await;
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["queued"], 1, "{v}");
+    wait_for(&c, &s, &other, |v| {
+        v["finished_at"] != other_before["finished_at"]
+    })
+    .await;
 }
