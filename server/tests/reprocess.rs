@@ -160,13 +160,13 @@ async fn reprocess_all_killed_and_resumed() {
         )
         .await;
         if done >= N / 4 {
-            child.kill().unwrap(); // SIGKILL
-            let _ = child.wait();
             killed_at = Some(done);
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
     let killed_at = killed_at.expect("the first run never got a quarter done");
     let done = scalar(
         &db,
