@@ -384,7 +384,36 @@ async fn missing_binary_upload_reprocesses_affected_crashes() {
             "no `boom` frame after the upload: {v}"
         );
         assert_ne!(v["signature"], old["signature"], "signature unchanged");
+        // The dashboard's crash page shows the change and the old signature.
+        let page = c
+            .get(format!("{}/crashes/{id}", s.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            page.contains("Signature changed"),
+            "no marker on the crash page"
+        );
+        assert!(
+            page.contains(old["signature"].as_str().unwrap()),
+            "the previous signature is not shown"
+        );
     }
+    let page = c
+        .get(format!("{}/crashes/{other}", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !page.contains("Signature changed"),
+        "marker on an unchanged crash"
+    );
     // The other program's crash is untouched.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let other_after = crash_json(&c, &s, &other).await;
