@@ -185,8 +185,14 @@ async fn follow(
         u64::try_from(remaining.saturating_add(queued).saturating_add(finished0)).unwrap_or(0);
     let bar = ProgressBar::new(total);
     bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} crashes  {per_sec}  ETA {eta}  {msg}")
-            .context("progress bar template")?,
+        ProgressStyle::with_template("{bar:40} {pos}/{len} crashes  {rate}  ETA {eta}  {msg}")
+            .context("progress bar template")?
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.1} crashes/s", state.per_sec());
+                },
+            ),
     );
     bar.set_position(u64::try_from(finished0).unwrap_or(0));
     bar.reset_eta();
