@@ -30,6 +30,8 @@ enum Command {
     Worker(cli::worker::WorkerArgs),
     /// Apply the database migrations and exit.
     Migrate(cli::migrate::MigrateArgs),
+    /// Queue finished crashes again (after new binaries or rules) and follow the run.
+    Reprocess(cli::reprocess::ReprocessArgs),
     /// Measure table builds, lookups and warm walks (the README's figures).
     Bench(cli::bench::BenchArgs),
 }
@@ -52,6 +54,10 @@ fn main() -> ExitCode {
         }),
         Command::Worker(args) => cli::runtime().and_then(|rt| {
             rt.block_on(cli::worker::run(args))
+                .map(|()| ExitCode::SUCCESS)
+        }),
+        Command::Reprocess(args) => cli::runtime().and_then(|rt| {
+            rt.block_on(cli::reprocess::run(args))
                 .map(|()| ExitCode::SUCCESS)
         }),
         Command::Migrate(args) => cli::runtime().and_then(|rt| {

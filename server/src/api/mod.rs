@@ -3,6 +3,7 @@
 //! - `binaries`: upload and look up binaries by build-id;
 //! - `crashes`: upload crashes, read them and their reports, list them;
 //! - `health`: `/healthz`, `/readyz`, `/metrics`, `/api/v1/openapi.yaml`, missing modules;
+//! - `reprocess`: queue finished crashes matching a filter again;
 //! - `extract`: body reading under limits, bearer-token scopes;
 //! - `problem`: every error as `application/problem+json` — the only place errors meet HTTP.
 
@@ -11,6 +12,7 @@ mod crashes;
 pub(crate) mod extract;
 mod health;
 pub mod problem;
+mod reprocess;
 pub mod state;
 
 use axum::Router;
@@ -26,6 +28,7 @@ pub fn router(state: AppState) -> Router {
         .merge(binaries::router())
         .merge(crashes::router())
         .merge(health::router())
+        .merge(reprocess::router())
         .merge(crate::dashboard::router())
         .layer(RequestDecompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(

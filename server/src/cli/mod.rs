@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod files;
 pub mod migrate;
+pub mod reprocess;
 pub mod serve;
 pub mod walk;
 pub mod worker;

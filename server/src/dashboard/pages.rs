@@ -290,6 +290,8 @@ pub fn crash_detail(
                 table.kv {
                     @if let Some(s) = &r.signature { tr { td { "Signature" } td.sig {
                         a href={ "/crashes?signature=" (url_component(&s.text)) } { (s.text) } } } }
+                    @if let Some(prev) = row.previous_signature.as_deref().filter(|p| Some(*p) != row.signature.as_deref()) {
+                        tr.sig-changed { td { "Signature changed" } td.sig { "was " (prev) } } }
                     @if let Some(c) = &r.crash { tr { td { "Reason" } td { (c.reason) } }
                         @if let Some(a) = &c.assertion { tr { td { "Assertion" } td { (a) } } } }
                     tr { td { "Executable" } td.mono { (r.dump.executable.as_deref().unwrap_or("?")) } }

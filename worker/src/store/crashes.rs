@@ -31,11 +31,13 @@ pub struct CrashRow {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
+    /// The signature before the crash was last queued again (reprocessing).
+    pub previous_signature: Option<String>,
 }
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
-    finished_at, processing_ms";
+    finished_at, processing_ms, previous_signature";
 
 /// A crash about to be inserted.
 #[derive(Debug, Clone)]
@@ -244,11 +246,12 @@ pub async fn finish(
             let sql = format!(
                 "UPDATE crashes SET status = 'done', report = $4, signature = $5, error = NULL, \
                  lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at, \
-                 completions = completions + 1 {guard}"
+                 completions = completions + 1, function_frames = $7 {guard}"
             );
+            let named = function_frames(report);
             crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(report).bind(signature).bind(now)
+                .bind(report).bind(signature).bind(now).bind(named)
                 .execute(p).await.map(|r| r.rows_affected()))?
         }
         Outcome::Failed { reason } => {
@@ -274,4 +277,18 @@ pub async fn finish(
         }
     };
     Ok(n == 1)
+}
+
+/// How many frames of a report (all threads) have a function name: what a reprocess run
+/// compares before and after. `None` if the text is not a report.
+pub fn function_frames(report: &str) -> Option<i64> {
+    let v: serde_json::Value = serde_json::from_str(report).ok()?;
+    let threads = v.get("threads")?.as_array()?;
+    let n = threads
+        .iter()
+        .filter_map(|t| t.get("frames").and_then(|f| f.as_array()))
+        .flatten()
+        .filter(|f| f.get("function").is_some_and(|n| !n.is_null()))
+        .count();
+    i64::try_from(n).ok()
 }

@@ -54,7 +54,8 @@ pub async fn list(db: &Db, limit: i64) -> Result<Vec<MissingModule>, StoreError>
 /// queue and empties its index entry. Returns how many crashes were requeued.
 pub async fn requeue_for(db: &Db, build_id: &str) -> Result<u64, StoreError> {
     let sql = "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
-               leased_by = NULL, error = NULL \
+               leased_by = NULL, error = NULL, previous_signature = signature, \
+               previous_function_frames = function_frames \
                WHERE status IN ('done', 'failed') AND id IN \
                (SELECT crash_id FROM missing_modules WHERE build_id = $1)";
     let n = crate::on_pool!(db, p => sqlx::query(sql)

@@ -15,6 +15,7 @@ mod db;
 mod error;
 pub mod identify;
 pub mod missing;
+pub mod reprocess;
 pub mod tables;
 
 pub use blobs::Blobs;

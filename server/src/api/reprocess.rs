@@ -1,0 +1,56 @@
+//! `POST /api/v1/reprocess` (admin): queues the finished crashes matching a filter again,
+//! the same filter as `postmortem reprocess`, and returns how many were queued.
+//!
+//! The crashes are queued in batches of [`BATCH`] under one run id (see
+//! `worker::store::reprocess`); the workers of every process sharing the queue take them.
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use worker::store::reprocess::{self, Filter};
+
+use super::extract::authorize;
+use super::problem::ApiError;
+use super::state::{AppState, Scope};
+
+/// Crashes queued per statement.
+const BATCH: i64 = 1000;
+
+/// The routes of this module.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/v1/reprocess", post(start))
+}
+
+async fn start(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, Scope::Admin)?;
+    let bad = |detail: String| ApiError::BadRequest {
+        code: "bad-request",
+        detail,
+    };
+    let filter: Filter = serde_json::from_slice(&body)
+        .map_err(|e| bad(format!("the body is not a reprocess filter: {e}")))?;
+    filter.check().map_err(bad)?;
+    let run = reprocess::start_run(&s.db, &filter).await?;
+    let mut queued: u64 = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let (n, last) =
+            reprocess::enqueue_batch(&s.db, &run.id, &filter, cursor.as_deref(), BATCH).await?;
+        if n == 0 {
+            break;
+        }
+        queued = queued.saturating_add(n);
+        cursor = last;
+        s.wake.notify_waiters();
+    }
+    // Everything is queued: the run is complete as far as queuing goes.
+    reprocess::finish_run(&s.db, &run.id).await?;
+    Ok(Json(json!({ "run_id": run.id, "queued": queued })))
+}
