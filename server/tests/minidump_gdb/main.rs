@@ -338,6 +338,9 @@ fn bare_function(name: &str) -> &str {
     }
 }
 
+/// A thread of one tool's walk: tid, and its physical frames' (pc, function).
+type ToolThread = (u64, Vec<(u64, Option<String>)>);
+
 /// One tool's walk compared with gdb's physical frames of the core, thread by thread and
 /// position by position.
 #[derive(Default)]
@@ -354,7 +357,7 @@ struct Counts {
     renamed: Vec<(String, String)>,
 }
 
-fn count_matching(gdb: &gdb::GdbCore, threads: &[(u64, Vec<(u64, Option<String>)>)]) -> Counts {
+fn count_matching(gdb: &gdb::GdbCore, threads: &[ToolThread]) -> Counts {
     let mut c = Counts::default();
     for g in &gdb.threads {
         let want: Vec<(u64, Option<&str>)> = g
@@ -445,7 +448,7 @@ fn minidump_stackwalk_side_by_side() {
                 assert_eq!(m["symbols"], serde_json::json!(["breakpad"]), "{m}");
             }
         }
-        let our_threads: Vec<(u64, Vec<(u64, Option<String>)>)> = ours["threads"]
+        let our_threads: Vec<ToolThread> = ours["threads"]
             .as_array()
             .unwrap()
             .iter()
@@ -479,7 +482,7 @@ fn minidump_stackwalk_side_by_side() {
         );
         let theirs: Value = serde_json::from_slice(&sw.stdout).unwrap();
         // its `offset` of a caller frame is the lookup address, return address - 1
-        let their_threads: Vec<(u64, Vec<(u64, Option<String>)>)> = theirs["threads"]
+        let their_threads: Vec<ToolThread> = theirs["threads"]
             .as_array()
             .unwrap()
             .iter()
