@@ -71,6 +71,12 @@ pub enum What {
         /// Repetitions (the median is reported).
         #[arg(long, default_value_t = 50)]
         runs: usize,
+        /// Do not look in /usr/lib/debug/.build-id.
+        #[arg(long)]
+        no_system_debug: bool,
+        /// Do not open the module paths recorded in the dump.
+        #[arg(long)]
+        no_dump_paths: bool,
     },
 }
 
@@ -91,7 +97,15 @@ fn run_bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             dump,
             symbols,
             runs,
-        } => bench_walk(&dump, &symbols, runs.max(1)),
+            no_system_debug,
+            no_dump_paths,
+        } => {
+            let mut files = FileProvider::new(&symbols, !no_system_debug);
+            if no_dump_paths {
+                files = files.without_dump_paths();
+            }
+            bench_walk(&dump, files, runs.max(1))
+        }
     }
 }
 
@@ -253,9 +267,8 @@ impl TableProvider for Warm {
     }
 }
 
-fn bench_walk(path: &PathBuf, symbols: &[PathBuf], runs: usize) -> anyhow::Result<ExitCode> {
+fn bench_walk(path: &PathBuf, files: FileProvider, runs: usize) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let files = FileProvider::new(symbols, true);
     let t = Instant::now();
     let dump = read_dump(&bytes).context("reading the dump")?;
     let warm = Warm(

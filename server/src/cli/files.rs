@@ -140,6 +140,8 @@ pub struct FileProvider {
     by_name: HashMap<String, Vec<PathBuf>>,
     by_debug_id: HashMap<String, PathBuf>,
     debug_roots: Vec<PathBuf>,
+    /// Whether a module's path recorded in the dump is tried on this machine.
+    dump_paths: bool,
     built: Mutex<HashMap<String, Option<ModuleTables>>>,
 }
 
@@ -173,8 +175,17 @@ impl FileProvider {
             by_name,
             by_debug_id,
             debug_roots,
+            dump_paths: true,
             built: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Never opens the paths the dump records for its modules, only files found by
+    /// build-id or debug id under the given directories (and the system debug root):
+    /// e.g. to walk with exactly the `.sym` files another tool is given.
+    pub fn without_dump_paths(mut self) -> Self {
+        self.dump_paths = false;
+        self
     }
 
     fn candidates(&self, m: &Module, arch: Arch) -> (Vec<PathBuf>, bool) {
@@ -185,7 +196,7 @@ impl FileProvider {
                 if let Some(paths) = self.by_build_id.get(id) {
                     out.extend(paths.iter().cloned());
                 }
-                if let Some(p) = &m.path {
+                if let Some(p) = m.path.as_ref().filter(|_| self.dump_paths) {
                     let p = PathBuf::from(p);
                     if p.is_file() && file_build_id(&p).as_deref() == Some(id.as_slice()) {
                         out.push(p);
@@ -203,7 +214,7 @@ impl FileProvider {
             }
             None => {
                 verified = false;
-                if let Some(p) = &m.path {
+                if let Some(p) = m.path.as_ref().filter(|_| self.dump_paths) {
                     let p = PathBuf::from(p);
                     if p.is_file() && same_arch(&p, arch) {
                         out.push(p);

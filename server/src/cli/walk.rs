@@ -30,6 +30,10 @@ pub struct WalkArgs {
     /// Do not look in /usr/lib/debug/.build-id.
     #[arg(long)]
     pub no_system_debug: bool,
+    /// Do not open the module paths recorded in the dump: only files under --symbols
+    /// (and the system debug root) are used.
+    #[arg(long)]
+    pub no_dump_paths: bool,
     /// Crash signature rules file, replacing the built-in rules.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
@@ -43,7 +47,10 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let provider = FileProvider::new(&args.symbols, !args.no_system_debug);
+    let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug);
+    if args.no_dump_paths {
+        provider = provider.without_dump_paths();
+    }
     let mut options = ProcessOptions::default();
     options.signature_rules = super::signature_rules(args.signature_rules.as_deref())?;
     let report = match process_dump(&bytes, &provider, &options) {

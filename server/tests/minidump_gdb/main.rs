@@ -283,86 +283,267 @@ fn breakpad_sym_walk_equals_binary_walk_threads() {
     breakpad_equals_binary("bp_threads", &["-O0", "-pthread"], "md_threads.c", true);
 }
 
-/// minidump-stackwalk (rust-minidump) on the same minidump and `.sym` files: where its
-/// walk has frames, their addresses must be gdb's; prints both tools' wall times (median
-/// of 5 runs, the first run separately as "cold") for the README.
-/// Needs `cargo install --locked minidump-stackwalk`; run with `--ignored`.
+/// `dump_syms` of a shared library the dump loaded, into the store: when the system has
+/// its separate debug file (`/usr/lib/debug/.build-id/xx/yyyy.debug`, e.g. libc6-dbg) the
+/// `.sym` has that file's functions and lines plus the library's own `STACK CFI` (the
+/// debug file has no `.eh_frame`), under the library's name; else only the library's.
+fn dump_syms_library(library: &std::path::Path, dir: &std::path::Path) -> PathBuf {
+    let sym = dump_syms(library, dir);
+    let own = std::fs::read_to_string(&sym).unwrap();
+    let Some(build_id) = own
+        .lines()
+        .find_map(|l| l.strip_prefix("INFO CODE_ID "))
+        .map(str::to_lowercase)
+    else {
+        return sym;
+    };
+    let debug = PathBuf::from(format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        &build_id[..2],
+        &build_id[2..]
+    ));
+    if !debug.is_file() {
+        return sym;
+    }
+    let out = std::process::Command::new("dump_syms")
+        .arg(&debug)
+        .output()
+        .expect("run dump_syms");
+    assert!(out.status.success(), "dump_syms {}", debug.display());
+    let debug_text = String::from_utf8(out.stdout).unwrap();
+    let mut merged = String::new();
+    for (n, line) in debug_text.lines().enumerate() {
+        if n == 0 {
+            merged.push_str(own.lines().next().unwrap());
+        } else if !line.starts_with("STACK ") {
+            merged.push_str(line);
+        } else {
+            continue;
+        }
+        merged.push('\n');
+    }
+    for line in own.lines().filter(|l| l.starts_with("STACK ")) {
+        merged.push_str(line);
+        merged.push('\n');
+    }
+    std::fs::write(&sym, merged).unwrap();
+    sym
+}
+
+/// A function name without its parameter list (Breakpad's C++ names have one, gdb's not).
+fn bare_function(name: &str) -> &str {
+    match name.find('(') {
+        Some(i) if i > 0 => &name[..i],
+        _ => name,
+    }
+}
+
+/// A thread of one tool's walk: tid, and its physical frames' (pc, function).
+type ToolThread = (u64, Vec<(u64, Option<String>)>);
+
+/// One tool's walk compared with gdb's physical frames of the core, thread by thread and
+/// position by position.
+#[derive(Default)]
+struct Counts {
+    gdb: usize,
+    tool: usize,
+    /// Same pc as gdb's frame at that position.
+    pc: usize,
+    /// Same pc and same function name (parameter lists dropped).
+    pc_function: usize,
+    /// Frames after the last one of a thread gdb walked to its end.
+    extra: usize,
+    /// (gdb's name, the tool's name) where the pc matches and the names do not.
+    renamed: Vec<(String, String)>,
+}
+
+fn count_matching(gdb: &gdb::GdbCore, threads: &[ToolThread]) -> Counts {
+    let mut c = Counts::default();
+    for g in &gdb.threads {
+        let want: Vec<(u64, Option<&str>)> = g
+            .frames
+            .iter()
+            .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
+            .map(|f| (f.pc, f.name.as_deref().map(bare_function)))
+            .collect();
+        c.gdb += want.len();
+        let Some((_, have)) = threads.iter().find(|(tid, _)| *tid == g.lwp) else {
+            continue;
+        };
+        c.tool += have.len();
+        if g.complete {
+            c.extra += have.len().saturating_sub(want.len());
+        }
+        for (w, h) in want.iter().zip(have) {
+            if w.0 != h.0 {
+                continue;
+            }
+            c.pc += 1;
+            let theirs = h.1.as_deref().map(bare_function);
+            if w.1.is_some() && w.1 == theirs {
+                c.pc_function += 1;
+            } else {
+                c.renamed.push((
+                    w.1.unwrap_or("??").to_owned(),
+                    theirs.unwrap_or("??").to_owned(),
+                ));
+            }
+        }
+    }
+    c
+}
+
+/// Side by side with minidump-stackwalk (rust-minidump), for `bench/minidump-stackwalk.sh`:
+/// each crash program of this suite is recorded (minidump + core), its `.sym` file and
+/// libc's (with libc6-dbg's functions and lines) written into one Breakpad symbol store,
+/// and both tools walk the minidump with exactly that store (postmortem with
+/// `--no-system-debug --no-dump-paths`). Per case, the physical frames equal to gdb's on
+/// the core (pc and function, from the top of each thread) are counted for both tools.
+/// With `MDBENCH_OUT=DIR` the minidumps, cores, store and the counts (`frames.tsv`) are
+/// kept in DIR for timing. Needs `cargo install --locked minidump-stackwalk dump_syms`.
 #[test]
 #[ignore = "needs minidump-stackwalk (cargo install --locked minidump-stackwalk)"]
-fn minidump_stackwalk_frames_and_timing() {
-    let r = compile("stackwalk", "gcc", &["-O2", "-pthread"], "md_threads.c");
-    check(&r);
-    let syms = tempfile::tempdir().unwrap();
-    dump_syms(&r.exe, syms.path());
-    let run_stackwalk = || {
-        let out = std::process::Command::new("minidump-stackwalk")
+fn minidump_stackwalk_side_by_side() {
+    let keep = std::env::var_os("MDBENCH_OUT").map(PathBuf::from);
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let store = out_dir.join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let cases: [(&str, &str, &[&str], &str); 4] = [
+        ("c_o0", "gcc", &["-O0"], "basic.c"),
+        (
+            "c_o2_omit_fp",
+            "gcc",
+            &["-O2", "-fomit-frame-pointer"],
+            "basic.c",
+        ),
+        ("threads", "gcc", &["-O0", "-pthread"], "md_threads.c"),
+        ("cpp_virtual", "g++", &["-O0"], "virtual.cpp"),
+    ];
+    let mut table = String::from(
+        "case\ttool\tgdb_frames\tframes\tpc_match\tpc_function_match\textra_after_gdb_end\tnames_differing(gdb/tool)\n",
+    );
+    for (case, compiler, flags, source) in cases {
+        let r = compile(case, compiler, flags, source);
+        let dir = out_dir.join(case);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&r.minidump, dir.join("minidump.dmp")).unwrap();
+        std::fs::copy(&r.core, dir.join("core")).unwrap();
+        dump_syms(&r.exe, &store);
+        let with_paths = walk(&r.minidump, r.work.path(), &[]);
+        for m in with_paths["modules"].as_array().unwrap() {
+            if m["name"] == "libc.so.6" {
+                dump_syms_library(std::path::Path::new(m["path"].as_str().unwrap()), &store);
+            }
+        }
+
+        let ours = walk(
+            &r.minidump,
+            &store,
+            &["--no-system-debug", "--no-dump-paths"],
+        );
+        for m in ours["modules"].as_array().unwrap() {
+            let name = m["name"].as_str().unwrap();
+            if name == "libc.so.6" || r.exe.ends_with(name) {
+                assert_eq!(m["symbols"], serde_json::json!(["breakpad"]), "{m}");
+            }
+        }
+        let our_threads: Vec<ToolThread> = ours["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let frames = t["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|f| !f["inlined"].as_bool().unwrap_or(false))
+                    .map(|f| {
+                        (
+                            compare::parse_hex(f["pc"].as_str().unwrap()).unwrap(),
+                            f["function"].as_str().map(str::to_owned),
+                        )
+                    })
+                    .collect();
+                (t["tid"].as_u64().unwrap(), frames)
+            })
+            .collect();
+
+        let sw = std::process::Command::new("minidump-stackwalk")
             .args(["--json", "--symbols-path"])
-            .arg(syms.path())
+            .arg(&store)
             .arg(&r.minidump)
             .output()
             .expect("run minidump-stackwalk");
         assert!(
-            out.status.success(),
+            sw.status.success(),
             "{}",
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&sw.stderr)
         );
-        out.stdout
-    };
-    let theirs: Value = serde_json::from_slice(&run_stackwalk()).unwrap();
-    let mut compared = 0;
-    for t in theirs["threads"].as_array().unwrap() {
-        let tid = t["thread_id"].as_u64().unwrap();
-        let gdb = r.gdb.thread(tid).expect("gdb has the thread");
-        // its `offset` of a caller frame is the lookup address, return address - 1; only
-        // the frames its CFI found are compared (without libc's .sym it scans beyond)
-        let pcs: Vec<u64> = t["frames"]
+        let theirs: Value = serde_json::from_slice(&sw.stdout).unwrap();
+        // its `offset` of a caller frame is the lookup address, return address - 1
+        let their_threads: Vec<ToolThread> = theirs["threads"]
             .as_array()
             .unwrap()
             .iter()
-            .take_while(|f| f["trust"] == "context" || f["trust"] == "cfi")
-            .map(|f| {
-                let pc = compare::parse_hex(f["offset"].as_str().unwrap()).unwrap();
-                if f["trust"] == "context" {
-                    pc
-                } else {
-                    pc + 1
-                }
+            .map(|t| {
+                let frames = t["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| {
+                        let pc = compare::parse_hex(f["offset"].as_str().unwrap()).unwrap();
+                        let pc = if f["trust"] == "context" { pc } else { pc + 1 };
+                        (pc, f["function"].as_str().map(str::to_owned))
+                    })
+                    .collect();
+                (t["thread_id"].as_u64().unwrap(), frames)
             })
             .collect();
-        let gdb_pcs: Vec<u64> = gdb
-            .frames
-            .iter()
-            .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
-            .map(|f| f.pc)
-            .collect();
-        eprintln!("thread {tid}: minidump-stackwalk {pcs:x?}\n              gdb {gdb_pcs:x?}");
-        for (a, b) in pcs.iter().zip(&gdb_pcs) {
-            assert_eq!(a, b, "thread {tid}");
-            compared += 1;
+
+        for (tool, threads) in [
+            ("postmortem", &our_threads),
+            ("minidump-stackwalk", &their_threads),
+        ] {
+            for (tid, frames) in threads {
+                let gdb_frames: Vec<String> = r
+                    .gdb
+                    .thread(*tid)
+                    .map(|t| {
+                        t.frames
+                            .iter()
+                            .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
+                            .map(|f| format!("{:#x} {}", f.pc, f.name.as_deref().unwrap_or("??")))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let tool_frames: Vec<String> = frames
+                    .iter()
+                    .map(|(pc, f)| format!("{pc:#x} {}", f.as_deref().unwrap_or("??")))
+                    .collect();
+                eprintln!(
+                    "{case} {tool} thread {tid}:\n  tool {tool_frames:?}\n  gdb  {gdb_frames:?}"
+                );
+            }
+        }
+        for (tool, threads) in [
+            ("postmortem", &our_threads),
+            ("minidump-stackwalk", &their_threads),
+        ] {
+            let c = count_matching(&r.gdb, threads);
+            assert!(c.pc > 0, "{tool} found none of gdb's frames");
+            let renamed: Vec<String> = c.renamed.iter().map(|(g, t)| format!("{g}/{t}")).collect();
+            table.push_str(&format!(
+                "{case}\t{tool}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                c.gdb,
+                c.tool,
+                c.pc,
+                c.pc_function,
+                c.extra,
+                renamed.join(" ")
+            ));
         }
     }
-    assert!(compared > 0);
-
-    let time = |f: &dyn Fn()| {
-        let mut runs: Vec<std::time::Duration> = (0..6)
-            .map(|_| {
-                let t = std::time::Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect();
-        let cold = runs.remove(0);
-        runs.sort();
-        (cold, runs[runs.len() / 2])
-    };
-    let ours = time(&|| {
-        walk(&r.minidump, syms.path(), &["--no-system-debug"]);
-    });
-    let theirs = time(&|| {
-        run_stackwalk();
-    });
-    eprintln!(
-        "postmortem walk: first {:?}, median {:?}; minidump-stackwalk: first {:?}, median {:?}",
-        ours.0, ours.1, theirs.0, theirs.1
-    );
+    eprint!("{table}");
+    std::fs::write(out_dir.join("frames.tsv"), &table).unwrap();
 }

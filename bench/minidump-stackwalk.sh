@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Side by side with minidump-stackwalk (rust-minidump) on the same minidumps and the same
+# Breakpad .sym files: wall time per dump, and frames equal to gdb's on the core of the
+# same crash.
+#
+# Usage: bench/minidump-stackwalk.sh [OUT_DIR]      (default: a new temporary directory)
+# Environment:
+#   POSTMORTEM_BIN  the binary (default: target/release/postmortem under CARGO_TARGET_DIR,
+#                   built by this script)
+#   RUNS            hyperfine runs per command (default 20, at least 10)
+#   WARM_RUNS       repetitions of `postmortem bench walk` (default 200)
+# Needs: gcc, g++, gdb, libc6-dbg, hyperfine, jq, a plain core_pattern, and
+#   cargo install --locked minidump-stackwalk dump_syms
+#
+# Steps:
+# 1. The ignored test `minidump_stackwalk_side_by_side` (server/tests/minidump_gdb) compiles
+#    each crash program of the minidump suite (C -O0, C -O2 -fomit-frame-pointer, the
+#    threads program, the C++ virtual call), records each crash as a minidump and a kernel
+#    core (worker/tests/support), writes the program's .sym (dump_syms) and libc.so.6's
+#    (dump_syms of libc with the functions and lines of its libc6-dbg debug file) into one
+#    Breakpad symbol store OUT/store/NAME/ID/NAME.sym, walks every minidump with both tools
+#    on that store and counts per case the frames equal to gdb's on the core
+#    (OUT/frames.tsv). The programs' work directories are removed afterwards, so the paths
+#    in the dumps no longer resolve.
+# 2. Times, per dump, with hyperfine (median):
+#    - minidump-stackwalk --json --symbols-path STORE DUMP   (parses the .sym files each run)
+#    - postmortem walk DUMP --symbols STORE --no-system-debug --no-dump-paths
+#      (builds its tables from the same .sym files each run: "cold")
+#    and `postmortem bench walk` with the same inputs: the median walk + symbolize time with
+#    the tables built once ("warm", as in the service). minidump-stackwalk has no warm mode:
+#    its per-dump time is the comparison point for both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT="${1:-$(mktemp -d -t pm-mdbench-XXXXXX)}"
+RUNS="${RUNS:-20}"
+WARM_RUNS="${WARM_RUNS:-200}"
+TARGET="${CARGO_TARGET_DIR:-target}"
+
+for tool in minidump-stackwalk dump_syms hyperfine jq gdb gcc g++; do
+    command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
+done
+
+if [ -z "${POSTMORTEM_BIN:-}" ]; then
+    cargo build --release -p postmortem >&2
+    POSTMORTEM_BIN="$TARGET/release/postmortem"
+fi
+POSTMORTEM_BIN="$(realpath "$POSTMORTEM_BIN")"
+export POSTMORTEM_BIN
+
+mkdir -p "$OUT"
+rm -rf "${OUT:?}/store"
+MDBENCH_OUT="$(realpath "$OUT")" cargo test -p postmortem --test minidump_gdb -- \
+    --ignored --exact minidump_stackwalk_side_by_side >&2
+OUT="$(realpath "$OUT")"
+STORE="$OUT/store"
+
+echo "postmortem: $("$POSTMORTEM_BIN" --version 2>/dev/null || echo "$POSTMORTEM_BIN")"
+echo "minidump-stackwalk: $(minidump-stackwalk --version)"
+echo "dump_syms: $(dump_syms --version)"
+echo "machine: $(nproc) cores, $(uname -sr)"
+echo
+
+printf '%-14s %12s %12s %12s %10s %10s\n' case stackwalk_ms pm_cold_ms pm_warm_ms cold_x warm_x
+for dir in "$OUT"/*/; do
+    dump="$dir/minidump.dmp"
+    [ -f "$dump" ] || continue
+    case_name="$(basename "$dir")"
+    hyperfine --style none --warmup 2 --runs "$RUNS" --export-json "$dir/hyperfine.json" \
+        -n stackwalk "minidump-stackwalk --json --symbols-path $STORE $dump" \
+        -n cold "$POSTMORTEM_BIN walk $dump --symbols $STORE --no-system-debug --no-dump-paths" \
+        >/dev/null
+    sw=$(jq '.results[] | select(.command == "stackwalk") | .median * 1000' "$dir/hyperfine.json")
+    cold=$(jq '.results[] | select(.command == "cold") | .median * 1000' "$dir/hyperfine.json")
+    "$POSTMORTEM_BIN" bench walk "$dump" --symbols "$STORE" --no-system-debug --no-dump-paths \
+        --runs "$WARM_RUNS" >"$dir/bench-walk.txt"
+    warm=$(sed -n 's/.*warm tables: median \([0-9.]*\) ms.*/\1/p' "$dir/bench-walk.txt")
+    awk -v c="$case_name" -v sw="$sw" -v cold="$cold" -v warm="$warm" 'BEGIN {
+        printf "%-14s %12.2f %12.2f %12.3f %9.1fx %9.0fx\n", c, sw, cold, warm, sw / cold, sw / warm
+    }'
+done
+echo
+echo "frames compared with gdb on the core (physical frames, position by position):"
+column -t -s $'\t' "$OUT/frames.tsv"
+echo
+echo "files kept in $OUT"
