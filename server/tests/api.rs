@@ -4,24 +4,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The binary under test: `POSTMORTEM_BIN` when set (a copy taken right after the build,
-/// for target dirs shared between branches), else the one cargo built for this test.
-fn bin() -> PathBuf {
-    std::env::var_os("POSTMORTEM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_postmortem")))
-}
+mod common;
+use common::{bin, client, start_serve, Proc};
 
 /// A running server; killed on drop.
 struct Server {
-    child: Child,
+    _proc: Proc,
     base: String,
     dir: tempfile::TempDir,
 }
@@ -29,26 +24,15 @@ struct Server {
 impl Server {
     fn start(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn postmortem serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let base = line
-            .trim()
-            .strip_prefix("postmortem listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Server { child, base, dir }
+        let data = dir.path().join("data");
+        let mut args = vec!["--data-dir", data.to_str().expect("utf-8 temp path")];
+        args.extend_from_slice(extra);
+        let (proc, base) = start_serve(&args);
+        Server {
+            _proc: proc,
+            base,
+            dir,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -58,20 +42,6 @@ impl Server {
     fn addr(&self) -> String {
         self.base.trim_start_matches("http://").to_string()
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .expect("client")
 }
 
 /// Compiles `src` with gcc (with a build-id) into `dir/name`.

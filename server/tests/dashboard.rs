@@ -11,25 +11,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The binary under test: `POSTMORTEM_BIN` when set, else the one cargo built.
-fn bin() -> PathBuf {
-    std::env::var_os("POSTMORTEM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_postmortem")))
-}
+mod common;
+use common::{bin, start_serve, Proc};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// A running server; killed on drop.
 struct Server {
-    child: Child,
+    _proc: Proc,
     base: String,
     _dir: tempfile::TempDir,
 }
@@ -37,27 +32,12 @@ struct Server {
 impl Server {
     fn start(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn postmortem serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let base = line
-            .trim()
-            .strip_prefix("postmortem listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
+        let data = dir.path().join("data");
+        let mut args = vec!["--data-dir", data.to_str().expect("utf-8 temp path")];
+        args.extend_from_slice(extra);
+        let (proc, base) = start_serve(&args);
         Server {
-            child,
+            _proc: proc,
             base,
             _dir: dir,
         }
@@ -65,13 +45,6 @@ impl Server {
 
     fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

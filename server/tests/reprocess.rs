@@ -22,11 +22,8 @@ use std::time::{Duration, Instant};
 use worker::store::crashes::{self, NewCrash};
 use worker::store::{Backend, Blobs, Db};
 
-fn bin() -> PathBuf {
-    std::env::var_os("POSTMORTEM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_postmortem")))
-}
+mod common;
+use common::bin;
 
 const CRASHER: &str = r#"
 #include <stdio.h>

@@ -16,30 +16,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The binary under test: `POSTMORTEM_BIN` when set (a copy taken right after the build,
-/// for target dirs shared between branches), else the one cargo built for this test.
-fn bin() -> PathBuf {
-    std::env::var_os("POSTMORTEM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_postmortem")))
-}
-
-/// A child process killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{bin, client, start_serve, Proc};
 
 /// A running `postmortem serve`.
 struct Server {
@@ -51,40 +35,13 @@ impl Server {
     /// Starts `postmortem serve` on a free loopback port with `args` and waits for its
     /// listening line.
     fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn postmortem serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let base = line
-            .trim()
-            .strip_prefix("postmortem listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Server {
-            _proc: Proc(child),
-            base,
-        }
+        let (proc, base) = start_serve(args);
+        Server { _proc: proc, base }
     }
 
     fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .expect("client")
 }
 
 /// Crashes inside a comparator called by libc's `qsort`, so the stack runs through libc
