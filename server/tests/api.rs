@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{bin, client, start_serve, Proc};
+use common::{bin, client, make_core, start_serve, Proc};
 
 /// A running server; killed on drop.
 struct Server {
@@ -65,33 +65,6 @@ __attribute__((noinline)) void crash(volatile int *p) { *p = 42; }
 __attribute__((noinline)) void middle(volatile int *p) { crash(p); puts(""); }
 int main(void) { middle((volatile int *)0); return 0; }
 "#;
-
-/// Runs the crasher with core dumps on and returns the core's bytes.
-fn make_core(dir: &Path, prog: &Path) -> Vec<u8> {
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -c unlimited; exec {}", prog.display()))
-        .current_dir(dir)
-        .status()
-        .expect("run crasher");
-    assert!(!st.success(), "the crasher did not crash");
-    let core = std::fs::read_dir(dir)
-        .expect("read dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n == "core" || n.starts_with("core."))
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "no core file written in {} (check /proc/sys/kernel/core_pattern)",
-                dir.display()
-            )
-        });
-    std::fs::read(core).expect("read core")
-}
 
 async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);

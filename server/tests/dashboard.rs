@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{bin, start_serve, Proc};
+use common::{bin, make_core, start_serve, Proc};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
@@ -79,32 +79,6 @@ fn compile(dir: &Path) -> PathBuf {
         .expect("gcc must be installed");
     assert!(st.success(), "gcc failed");
     out
-}
-
-fn make_core(dir: &Path, prog: &Path) -> Vec<u8> {
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -c unlimited; exec {}", prog.display()))
-        .current_dir(dir)
-        .status()
-        .expect("run crasher");
-    assert!(!st.success(), "the crasher did not crash");
-    let core = std::fs::read_dir(dir)
-        .expect("read dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n == "core" || n.starts_with("core."))
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "no core file written in {} (check /proc/sys/kernel/core_pattern)",
-                dir.display()
-            )
-        });
-    std::fs::read(core).expect("read core")
 }
 
 /// Where screenshots go: `dashboard-screenshots/` in the cargo target directory (the

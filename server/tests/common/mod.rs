@@ -6,7 +6,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -59,4 +59,32 @@ pub fn client() -> reqwest::Client {
         .timeout(Duration::from_secs(60))
         .build()
         .expect("client")
+}
+
+/// Runs the crash program `prog` in `dir` with core dumps on and returns the core's bytes
+/// (this machine's `core_pattern` writes `core` or `core.PID` to the working directory).
+pub fn make_core(dir: &Path, prog: &Path) -> Vec<u8> {
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -c unlimited; exec {}", prog.display()))
+        .current_dir(dir)
+        .status()
+        .expect("run crasher");
+    assert!(!st.success(), "the crasher did not crash");
+    let core = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == "core" || n.starts_with("core."))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no core file written in {} (check /proc/sys/kernel/core_pattern)",
+                dir.display()
+            )
+        });
+    std::fs::read(core).expect("read core")
 }
