@@ -464,11 +464,12 @@ async fn service_minidump_report_equals_cli() {
 /// the crash, uploaded first, misses its modules; each `.sym` upload is identified by its
 /// debug-id and build-id, and requeues the crash, whose report then equals
 /// `postmortem walk DUMP --symbols STORE --no-dump-paths` (the CLI with the same `.sym`
-/// files and no binaries). A re-upload answers 200 with the same record.
+/// files and no binaries). A re-upload answers 200 with the same record. Once the
+/// binaries are uploaded as well, their tables win, as in the CLI given both.
 #[tokio::test]
 async fn service_breakpad_symbols_report_equals_cli() {
     let work = tempfile::tempdir().unwrap();
-    let (minidump, _symbols, files) = record_minidump(work.path());
+    let (minidump, symbols, files) = record_minidump(work.path());
     let store = work.path().join("store");
     let syms: Vec<PathBuf> = files
         .iter()
@@ -584,6 +585,37 @@ async fn service_breakpad_symbols_report_equals_cli() {
         metrics(&c, &s).await["postmortem_tables_built_total"],
         built
     );
+
+    // The binaries too: theirs are the tables used, as by the CLI given both.
+    for f in &files {
+        upload_file(&c, &s, f).await;
+    }
+    let both = with_annotations(
+        cli_walk(
+            &minidump,
+            &[
+                "--symbols".as_ref(),
+                symbols.as_os_str(),
+                "--symbols".as_ref(),
+                store.as_os_str(),
+            ],
+        ),
+        &fields,
+    );
+    let prog = both["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "prog")
+        .unwrap();
+    assert!(
+        !prog["symbols"].as_array().unwrap().is_empty()
+            && prog["symbols"] != serde_json::json!(["breakpad"]),
+        "{prog}"
+    );
+    let id3 = upload_crashpad(&c, &s, &dump, &fields).await;
+    let third = poll_done(&c, &s, &id3).await;
+    assert_same_report(&third["report"], &both);
 }
 
 /// A binary with one corrupt FDE: the first build warns `unwind-table-corrupt`, and the
