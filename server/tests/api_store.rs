@@ -6,7 +6,7 @@
 
 use worker::store::binaries::{self, BinaryRow};
 use worker::store::crashes::{self, ListQuery, NewCrash, Outcome};
-use worker::store::{missing, tables, Db};
+use worker::store::{breakpad_used, missing, tables, Db};
 
 const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -429,6 +429,41 @@ async fn debug_ids_and_requeue(db: &Db) {
     let left = missing::list(db, 10).await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].build_id, "other");
+
+    // A crash whose module had only a .sym file: its binary (build-id) requeues it; a
+    // cleared entry requeues nothing.
+    // (The two requeued crashes are processed again first.)
+    while let Some(again) = crashes::lease(db, "w", 10, 1000, 3).await.unwrap() {
+        crashes::finish(db, &again, "w", 30, 3, &done)
+            .await
+            .unwrap();
+    }
+    breakpad_used::record(
+        db,
+        "beef",
+        Some("EFBE00000000000000000000000000000"),
+        &leases[0].id,
+    )
+    .await
+    .unwrap();
+    breakpad_used::record(db, "beef", None, &leases[1].id)
+        .await
+        .unwrap();
+    breakpad_used::clear_crash(db, &leases[1].id).await.unwrap();
+    assert_eq!(
+        breakpad_used::requeue_for_ids(db, Some("beef"), None)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(status(0).await, "pending");
+    assert_eq!(status(1).await, "done");
+    assert_eq!(
+        breakpad_used::requeue_for_ids(db, Some("beef"), None)
+            .await
+            .unwrap(),
+        0
+    );
 }
 both!(
     debug_ids_and_requeue_sqlite,

@@ -465,7 +465,8 @@ async fn service_minidump_report_equals_cli() {
 /// debug-id and build-id, and requeues the crash, whose report then equals
 /// `postmortem walk DUMP --symbols STORE --no-dump-paths` (the CLI with the same `.sym`
 /// files and no binaries). A re-upload answers 200 with the same record. Once the
-/// binaries are uploaded as well, their tables win, as in the CLI given both.
+/// binaries are uploaded as well, their tables win, as in the CLI given both: in the first
+/// crash, which that upload requeues, and in a new one.
 #[tokio::test]
 async fn service_breakpad_symbols_report_equals_cli() {
     let work = tempfile::tempdir().unwrap();
@@ -586,10 +587,24 @@ async fn service_breakpad_symbols_report_equals_cli() {
         built
     );
 
-    // The binaries too: theirs are the tables used, as by the CLI given both.
-    for f in &files {
-        upload_file(&c, &s, f).await;
+    // The binaries too, in one request: theirs are the tables used, as by the CLI given
+    // both, for a new crash and for the first one, which had only `.sym` files and is
+    // requeued by the upload.
+    let mut form = reqwest::multipart::Form::new();
+    for (i, f) in files.iter().enumerate() {
+        let name = f.file_name().unwrap().to_str().unwrap().to_string();
+        form = form.part(
+            format!("file{i}"),
+            reqwest::multipart::Part::bytes(std::fs::read(f).unwrap()).file_name(name),
+        );
     }
+    let r = c
+        .post(s.url("/api/v1/binaries"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
     let both = with_annotations(
         cli_walk(
             &minidump,
@@ -613,6 +628,8 @@ async fn service_breakpad_symbols_report_equals_cli() {
             && prog["symbols"] != serde_json::json!(["breakpad"]),
         "{prog}"
     );
+    let requeued = poll_done(&c, &s, &id).await;
+    assert_same_report(&requeued["report"], &both);
     let id3 = upload_crashpad(&c, &s, &dump, &fields).await;
     let third = poll_done(&c, &s, &id3).await;
     assert_same_report(&third["report"], &both);

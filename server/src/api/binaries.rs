@@ -2,7 +2,8 @@
 //! `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`.
 //!
 //! A new file invalidates the tables it changes (a binary's: its build-id's; a `.sym`
-//! file's: its debug-id's) and requeues the crashes that missed its module.
+//! file's: its debug-id's) and requeues the crashes that missed its module or had only a
+//! `.sym` file for it.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 use worker::jobs::process::breakpad_table_key;
 use worker::store::binaries::{self, BinaryRow};
 use worker::store::identify::{identify, KIND_BREAKPAD};
-use worker::store::{missing, now_ms, tables};
+use worker::store::{breakpad_used, missing, now_ms, tables};
 
 use super::extract::{authorize, multipart_boundary, parse_multipart, read_body};
 use super::health::parse_limit;
@@ -105,7 +106,7 @@ async fn upload_inner(
         identified.push((name, bytes, info));
     }
     let mut out = Vec::new();
-    let mut any_created = false;
+    let mut created_infos = Vec::new();
     for (name, bytes, info) in identified {
         let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
         let sha256 = s.blobs.put(bytes).await?;
@@ -123,27 +124,34 @@ async fn upload_inner(
         };
         let (stored, created) = binaries::insert(&s.db, &row).await?;
         if created {
-            any_created = true;
             s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
-            // New file for this module: the tables it feeds must be rebuilt from all the
-            // module's files, and the crashes that missed it processed again.
-            let table_key = match (&info.debug_id, info.kind) {
-                (Some(d), KIND_BREAKPAD) => Some(breakpad_table_key(d)),
-                _ => info.build_id.clone(),
-            };
-            if let Some(key) = table_key {
-                tables::invalidate(&s.db, &key).await?;
-                s.cache.invalidate_build_id(&key);
-            }
-            let requeued =
-                missing::requeue_for_ids(&s.db, info.build_id.as_deref(), info.debug_id.as_deref())
-                    .await?;
-            if requeued > 0 {
-                tracing::info!(build_id = ?info.build_id, debug_id = ?info.debug_id, requeued, "crashes requeued");
-                s.wake.notify_waiters();
-            }
+            created_infos.push(info);
         }
         out.push(to_json(&stored, Some(created)));
+    }
+    // Only once every file of the request is stored, so that a crash requeued for one of
+    // them is not processed before the others (a binary and its debug file) are there.
+    let any_created = !created_infos.is_empty();
+    for info in created_infos {
+        // New file for this module: the tables it feeds must be rebuilt from all the
+        // module's files, and the crashes that missed it processed again.
+        let table_key = match (&info.debug_id, info.kind) {
+            (Some(d), KIND_BREAKPAD) => Some(breakpad_table_key(d)),
+            _ => info.build_id.clone(),
+        };
+        if let Some(key) = table_key {
+            tables::invalidate(&s.db, &key).await?;
+            s.cache.invalidate_build_id(&key);
+        }
+        // And the crashes whose module had only a `.sym` file: a binary's tables win, a
+        // newer `.sym` replaces the older.
+        let (b, d) = (info.build_id.as_deref(), info.debug_id.as_deref());
+        let requeued = missing::requeue_for_ids(&s.db, b, d).await?
+            + breakpad_used::requeue_for_ids(&s.db, b, d).await?;
+        if requeued > 0 {
+            tracing::info!(build_id = ?b, debug_id = ?d, requeued, "crashes requeued");
+            s.wake.notify_waiters();
+        }
     }
     let status = if any_created {
         StatusCode::CREATED

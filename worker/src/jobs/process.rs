@@ -22,7 +22,7 @@ use super::{JobError, Runner};
 use crate::cache::{TableKey, TableKind};
 use crate::dump::{Dump, Module};
 use crate::process::{CodeImage, ModuleTables, TableProvider};
-use crate::store::{binaries, crashes, missing, tables};
+use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 
 /// Format version of the symbol tables.
 /// The symbol table format version the cached tables are keyed by.
@@ -57,6 +57,7 @@ pub async fn process_job(
 
     // 2. Their tables, recording the ones nobody uploaded.
     missing::clear_crash(&runner.db, &lease.id).await?;
+    breakpad_used::clear_crash(&runner.db, &lease.id).await?;
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
     for n in needed {
         if found.contains_key(&n.key) || is_vdso(&n.name) {
@@ -64,7 +65,11 @@ pub async fn process_job(
             continue;
         }
         match module_tables(runner, n.build_id.as_deref(), n.debug_id.as_deref()).await? {
-            Some(t) => {
+            Some((t, from_sym)) => {
+                if from_sym {
+                    breakpad_used::record(&runner.db, &n.key, n.debug_id.as_deref(), &lease.id)
+                        .await?;
+                }
                 found.insert(n.key, t);
             }
             None => {
@@ -168,16 +173,16 @@ const KINDS: [(TableKind, u32); 3] = [
 /// build-id (their own tables win over any `.sym`), else a binary whose debug-id it is (a
 /// Mach-O named by a minidump), else the newest Breakpad `.sym` of its debug-id. Each
 /// comes from moka → `tables` rows → built from the uploaded files (and stored). `None`
-/// when no file was uploaded for it.
+/// when no file was uploaded for it; else the tables and whether they are a `.sym` file's.
 async fn module_tables(
     runner: &Runner,
     build_id: Option<&str>,
     debug_id: Option<&str>,
-) -> Result<Option<ModuleTables>, JobError> {
+) -> Result<Option<(ModuleTables, bool)>, JobError> {
     if let Some(id) = build_id {
         let files = binary_files(runner, id).await?;
         if !files.is_empty() {
-            return binary_tables(runner, id, &files).await.map(Some);
+            return Ok(Some((binary_tables(runner, id, &files).await?, false)));
         }
     }
     let Some(debug_id) = debug_id else {
@@ -191,11 +196,11 @@ async fn module_tables(
     if let Some(id) = binary_id {
         let files = binary_files(runner, &id).await?;
         if !files.is_empty() {
-            return binary_tables(runner, &id, &files).await.map(Some);
+            return Ok(Some((binary_tables(runner, &id, &files).await?, false)));
         }
     }
     match rows.iter().rev().find(|f| f.is_breakpad()) {
-        Some(sym) => sym_tables(runner, debug_id, sym).await.map(Some),
+        Some(sym) => Ok(Some((sym_tables(runner, debug_id, sym).await?, true))),
         None => Ok(None),
     }
 }

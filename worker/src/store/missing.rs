@@ -86,6 +86,18 @@ pub async fn requeue_for_ids(
     build_id: Option<&str>,
     debug_id: Option<&str>,
 ) -> Result<u64, StoreError> {
+    requeue_indexed(db, "missing_modules", build_id, debug_id).await
+}
+
+/// Requeues the crashes that `table` (`missing_modules` or `breakpad_modules`: both have
+/// `build_id`, `debug_id` and `crash_id` columns) lists for a module of either identifier,
+/// and empties those entries.
+pub(super) async fn requeue_indexed(
+    db: &Db,
+    table: &'static str,
+    build_id: Option<&str>,
+    debug_id: Option<&str>,
+) -> Result<u64, StoreError> {
     if build_id.is_none() && debug_id.is_none() {
         return Ok(0);
     }
@@ -95,7 +107,7 @@ pub async fn requeue_for_ids(
          leased_by = NULL, error = NULL, previous_signature = signature, \
          previous_function_frames = function_frames \
          WHERE status IN ('done', 'failed', 'processing') AND id IN \
-         (SELECT crash_id FROM missing_modules WHERE {matching})"
+         (SELECT crash_id FROM {table} WHERE {matching})"
     );
     let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
@@ -103,7 +115,7 @@ pub async fn requeue_for_ids(
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
-    let sql = format!("DELETE FROM missing_modules WHERE {matching}");
+    let sql = format!("DELETE FROM {table} WHERE {matching}");
     crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
         .bind(debug_id)
