@@ -1,26 +1,36 @@
 //! Dashboard test in a real browser: starts `postmortem serve` (SQLite in a temp dir),
-//! uploads the binary of a C program compiled here with `gcc -g` and a real core of it
-//! (crashed under `ulimit -c unlimited`; core_pattern must be a plain file name), waits
-//! for the report, then loads the pages in headless Chromium (`--dump-dom` for the DOM
-//! as the browser built it, `--screenshot` for a picture): home → group → crash detail,
-//! the missing-symbols page, the jobs and binaries pages, and the Reprocess form.
+//! uploads the binaries of two C programs compiled here with `gcc -g` and real cores of
+//! them (crashed under `ulimit -c unlimited`; core_pattern must be a plain file name),
+//! waits for the reports, then drives headless Chromium through chromedriver (WebDriver,
+//! the `fantoccini` client) the way a person would: home → sort the groups by a column
+//! header → type a product into the filter form and submit (the list narrows, and widens
+//! back when the field is cleared) → click a group → filter the crash list → click a
+//! crash → its frame rows are the frames gdb prints for the same core (function and
+//! file:line) → click Reprocess and watch the page until the crash was processed again →
+//! the jobs, missing-symbols and binaries pages through the header links. No page has a
+//! script: everything works without JavaScript.
 //!
-//! Needs `/usr/bin/chromium` (`apt-get install chromium chromium-driver`; test.sh does).
-//! Screenshots are written under the cargo target directory, in `dashboard-screenshots/`,
-//! and their paths printed.
+//! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (`apt-get install chromium
+//! chromium-driver`; test.sh does) and gdb. chromedriver is started on a free port and
+//! killed at the end. Screenshots of every page are written under the cargo target
+//! directory, in `dashboard-screenshots/`, and their paths printed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
 
 mod common;
 use common::{bin, make_core, start_serve, Proc};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// A running server; killed on drop.
 struct Server {
@@ -67,10 +77,17 @@ int main(void) {
 }
 ";
 
-fn compile(dir: &Path) -> PathBuf {
-    let c = dir.join("crasher.c");
-    std::fs::write(&c, CRASHER).expect("write C source");
-    let out = dir.join("crasher");
+/// A second program, so that there are two crash groups to sort and filter.
+const OTHER: &str = "#include <stdio.h>
+__attribute__((noinline)) void parse_header(volatile char *p) { puts(\"\"); p[3] = 1; }
+int main(void) { parse_header((volatile char *)0); return 0; }
+";
+
+/// Compiles `source` into `dir/name` (with `dir/name.c`).
+fn compile(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, source).expect("write C source");
+    let out = dir.join(name);
     let st = Command::new("gcc")
         .args(["-g", "-O0", "-pthread", "-Wl,--build-id", "-o"])
         .arg(&out)
@@ -90,65 +107,214 @@ fn screenshot_dir() -> PathBuf {
     dir
 }
 
-/// Headless Chromium with a throwaway profile and nothing talking to the network.
-fn chromium(profile: &Path) -> Command {
-    let mut c = Command::new(CHROMIUM);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .stdin(Stdio::null());
-    c
-}
-
-/// The DOM Chromium built for `url`.
-fn dump_dom(profile: &Path, url: &str) -> String {
-    let out = chromium(profile)
-        .arg("--dump-dom")
-        .arg(url)
-        .stderr(Stdio::null())
+/// The frames gdb prints for the crashing thread of `core` that have a source line:
+/// (function, `file-name:line`).
+fn gdb_frames(prog: &Path, core: &Path) -> Vec<(String, String)> {
+    let out = Command::new("gdb")
+        .args(["-batch", "-nx", "-ex", "bt"])
+        .arg(prog)
+        .arg(core)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {CHROMIUM} ({e}): apt-get install chromium"));
-    assert!(out.status.success(), "chromium --dump-dom {url} failed");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .expect("gdb must be installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // gdb shows frame #0 once when it loads the core, then the whole backtrace: the
+    // backtrace's lines win (keyed by frame number).
+    let mut frames = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with('#')) {
+        // `#1  0x… in middle_layer (p=0x0) at /dir/crasher.c:7` (frame 0 may lack `0x… in`).
+        let (number, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let Ok(number) = number[1..].parse::<usize>() else {
+            continue;
+        };
+        let rest = rest.trim();
+        let rest = match rest.split_once(" in ") {
+            Some((pc, r)) if pc.starts_with("0x") => r,
+            _ => rest,
+        };
+        let (Some((function, _)), Some((_, at))) =
+            (rest.split_once(" ("), rest.rsplit_once(" at "))
+        else {
+            continue;
+        };
+        let at = at.rsplit('/').next().unwrap_or(at).to_string();
+        frames.insert(number, (function.to_string(), at));
+    }
+    assert!(!frames.is_empty(), "no gdb frame with a line:\n{text}");
+    frames.into_values().collect()
 }
 
-/// A full-page-width screenshot of `url` into `file`; returns its path.
-fn screenshot(profile: &Path, url: &str, file: &Path) -> PathBuf {
-    let _ = std::fs::remove_file(file);
-    let st = chromium(profile)
-        .arg(format!("--screenshot={}", file.display()))
-        .arg("--window-size=1400,1600")
-        .arg("--hide-scrollbars")
-        .arg(url)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run chromium");
-    assert!(st.success(), "chromium --screenshot {url} failed");
-    let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-    assert!(len > 1000, "screenshot {} is empty", file.display());
-    println!("screenshot: {}", file.display());
-    file.to_path_buf()
+/// chromedriver on a free loopback port, killed on drop.
+struct Driver {
+    _proc: Proc,
+    url: String,
 }
 
-/// The first `href` in `dom` that starts with `prefix`, HTML entities of `&` undone.
-fn first_href(dom: &str, prefix: &str) -> String {
-    let needle = format!("href=\"{prefix}");
-    let start = dom
-        .find(&needle)
-        .unwrap_or_else(|| panic!("no link starting {prefix:?} in:\n{dom}"))
-        + "href=\"".len();
-    let end = start + dom[start..].find('"').expect("closing quote");
-    dom[start..end].replace("&amp;", "&")
+impl Driver {
+    fn start() -> Driver {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {CHROMEDRIVER} ({e}): apt-get install chromium-driver")
+            });
+        let proc = Proc(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Driver {
+            _proc: proc,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// A headless Chromium session with a throwaway profile.
+    async fn session(&self, profile: &Path) -> Client {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--disable-quic", "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                    "--window-size=1400,1600",
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            }),
+        );
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&self.url)
+            .await
+            .expect("a chromedriver session")
+    }
+}
+
+/// The browser, with the helpers the walk-through needs.
+struct Browser {
+    c: Client,
+    shots: PathBuf,
+}
+
+impl Browser {
+    async fn find(&self, css: &str) -> Element {
+        match self.c.find(Locator::Css(css)).await {
+            Ok(e) => e,
+            Err(e) => panic!("no {css:?} on {}: {e}", self.url().await),
+        }
+    }
+
+    async fn all(&self, css: &str) -> Vec<Element> {
+        self.c.find_all(Locator::Css(css)).await.unwrap()
+    }
+
+    async fn url(&self) -> String {
+        self.c.current_url().await.unwrap().to_string()
+    }
+
+    async fn texts(&self, css: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in self.all(css).await {
+            out.push(e.text().await.unwrap());
+        }
+        out
+    }
+
+    /// Clicks the first element matching `css` (a link or a submit button) and waits for
+    /// the next page to load.
+    async fn click(&self, css: &str) {
+        self.find(css).await.click().await.unwrap();
+        self.loaded().await;
+    }
+
+    async fn loaded(&self) {
+        self.c
+            .wait()
+            .at_most(Duration::from_secs(20))
+            .for_element(Locator::Css("header a.brand"))
+            .await
+            .unwrap();
+        // Server-rendered and script-free.
+        assert!(
+            self.all("script").await.is_empty(),
+            "{} has a script",
+            self.url().await
+        );
+    }
+
+    /// Saves a screenshot of the page as `name`.png.
+    async fn shot(&self, name: &str) {
+        let png = self.c.screenshot().await.unwrap();
+        assert!(png.len() > 1000, "screenshot {name} is empty");
+        let file = self.shots.join(format!("{name}.png"));
+        std::fs::write(&file, png).unwrap();
+        println!("screenshot: {}", file.display());
+    }
+
+    /// Signatures of the groups page's rows, in order.
+    async fn group_rows(&self) -> Vec<(String, String)> {
+        let mut rows = Vec::new();
+        for tr in self.all("#groups tbody tr").await {
+            let sig = tr.find(Locator::Css("td.sig")).await.unwrap();
+            let count = tr.find(Locator::Css("td:nth-child(2)")).await.unwrap();
+            rows.push((sig.text().await.unwrap(), count.text().await.unwrap()));
+        }
+        rows
+    }
+}
+
+async fn upload_core(
+    c: &reqwest::Client,
+    s: &Server,
+    core: &[u8],
+    prod: &str,
+    ver: &str,
+) -> String {
+    let form = reqwest::multipart::Form::new()
+        .text("prod", prod.to_string())
+        .text("ver", ver.to_string())
+        .part(
+            "upload_file_minidump",
+            reqwest::multipart::Part::bytes(core.to_vec()).file_name("core"),
+        );
+    let r = c
+        .post(s.url("/api/v1/crashes"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let id = r.text().await.unwrap();
+    serde_json::from_str::<Value>(&id)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(str::to_string))
+        .unwrap_or(id)
+        .trim()
+        .to_string()
+}
+
+async fn upload_binary(c: &reqwest::Client, s: &Server, prog: &Path, name: &str) {
+    let r = c
+        .post(s.url("/api/v1/binaries"))
+        .body(std::fs::read(prog).unwrap())
+        .header("x-file-name", name)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
 }
 
 async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
@@ -176,99 +342,186 @@ async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn dashboard_in_chromium() {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: apt-get install -y chromium chromium-driver (test.sh does)"
-    );
+    for tool in [CHROMIUM, CHROMEDRIVER] {
+        assert!(
+            Path::new(tool).exists(),
+            "{tool} is missing: apt-get install -y chromium chromium-driver (test.sh does)"
+        );
+    }
     let s = Server::start(&[]);
     let c = reqwest::Client::new();
     let work = tempfile::tempdir().unwrap();
-    let prog = compile(work.path());
-    let core = make_core(work.path(), &prog);
+    let (dir_a, dir_b) = (work.path().join("a"), work.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    std::fs::create_dir_all(&dir_b).unwrap();
+    let prog = compile(&dir_a, "crasher", CRASHER);
+    let core = make_core(&dir_a, &prog);
+    let core_path = work.path().join("crasher.core");
+    std::fs::write(&core_path, &core).unwrap();
+    let other = compile(&dir_b, "other", OTHER);
+    let other_core = make_core(&dir_b, &other);
+    let expected_frames = gdb_frames(&prog, &core_path);
 
-    // The program's binary is uploaded; libc is not, so it must show up as missing.
-    let r = c
-        .post(s.url("/api/v1/binaries"))
-        .body(std::fs::read(&prog).unwrap())
-        .header("x-file-name", "crasher")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let form = reqwest::multipart::Form::new()
-        .text("prod", "crashtest<app>")
-        .text("ver", "9.8.7")
-        .part(
-            "upload_file_minidump",
-            reqwest::multipart::Part::bytes(core).file_name("core"),
-        );
-    let r = c
-        .post(s.url("/api/v1/crashes"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
-    let id = r.text().await.unwrap();
-    let id = serde_json::from_str::<Value>(&id)
-        .ok()
-        .and_then(|v| v["id"].as_str().map(str::to_string))
-        .unwrap_or(id)
-        .trim()
-        .to_string();
+    // Both programs' binaries are uploaded; libc is not, so it must show up as missing.
+    upload_binary(&c, &s, &prog, "crasher").await;
+    upload_binary(&c, &s, &other, "other").await;
+    // Two crashes of the first program (two products), one of the second.
+    let id = upload_core(&c, &s, &core, "crashtest<app>", "9.8.7").await;
+    let id2 = upload_core(&c, &s, &core, "othertool", "1.0").await;
+    let id3 = upload_core(&c, &s, &other_core, "crashtest<app>", "9.8.7").await;
     let done = poll_done(&c, &s, &id).await;
     assert_eq!(done["status"], "done", "{done}");
     let sig = done["report"]["signature"]["text"]
         .as_str()
-        .unwrap_or_else(|| panic!("no signature: {}", done["report"]["signature"]));
+        .unwrap_or_else(|| panic!("no signature: {}", done["report"]["signature"]))
+        .to_string();
     assert!(
         sig.starts_with("store_answer | middle_layer | main"),
         "signature {sig:?}"
     );
+    assert_eq!(poll_done(&c, &s, &id2).await["status"], "done");
+    let done3 = poll_done(&c, &s, &id3).await;
+    let sig3 = done3["report"]["signature"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        sig3.starts_with("parse_header | main"),
+        "signature {sig3:?}"
+    );
 
+    let driver = Driver::start();
     let profile = tempfile::tempdir().unwrap();
-    let shots = screenshot_dir();
+    let b = Browser {
+        c: driver.session(profile.path()).await,
+        shots: screenshot_dir(),
+    };
 
-    // Home: one group, with the product from the annotations (escaped) and a chart.
-    let home = dump_dom(profile.path(), &s.url("/"));
-    assert!(
-        home.contains("store_answer | middle_layer | main"),
-        "{home}"
+    // Home: two groups, most crashes first, with products (from the annotations, shown
+    // as text, not markup) and a chart each.
+    b.c.goto(&s.url("/")).await.unwrap();
+    b.loaded().await;
+    assert_eq!(
+        b.group_rows().await,
+        [(sig.clone(), "2".into()), (sig3.clone(), "1".into())]
     );
-    assert!(home.contains("crashtest&lt;app&gt; 9.8.7"), "{home}");
-    assert!(home.contains("<svg"), "no chart: {home}");
-    screenshot(profile.path(), &s.url("/"), &shots.join("home.png"));
+    let products = b.texts("#groups tbody tr:first-child .pill").await;
+    assert!(
+        products.contains(&"crashtest<app> 9.8.7".to_string())
+            && products.contains(&"othertool 1.0".to_string()),
+        "{products:?}"
+    );
+    assert_eq!(b.all("#groups svg.chart").await.len(), 2);
+    b.shot("home").await;
 
-    // The group's crash list, then the crash.
-    let group_url = s.url(&first_href(&home, "/crashes?signature="));
-    let list = dump_dom(profile.path(), &group_url);
-    assert!(list.contains(&id), "{list}");
-    screenshot(profile.path(), &group_url, &shots.join("group.png"));
-    let detail_href = first_href(&list, "/crashes/");
-    assert_eq!(detail_href, format!("/crashes/{id}"));
-    let detail_url = s.url(&detail_href);
-    let detail = dump_dom(profile.path(), &detail_url);
-    // The crashed thread's frames, symbolized from the uploaded binary's DWARF.
-    let crashed = detail
-        .split("id=\"crashed\"")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no crashed thread section: {detail}"));
-    let crashed = crashed.split("Registers").next().unwrap_or_default();
-    assert!(
-        crashed.contains(">store_answer</td>"),
-        "crashing function missing: {crashed}"
+    // Sorting: the Crashes header flips the order, the Signature header sorts by name.
+    b.click("#groups a.sort[data-sort=count]").await;
+    assert_eq!(
+        b.group_rows().await,
+        [(sig3.clone(), "1".into()), (sig.clone(), "2".into())]
     );
-    assert!(crashed.contains("crasher.c:5</td>"), "file:line: {crashed}");
-    assert!(crashed.contains(">middle_layer</td>"), "{crashed}");
-    assert!(crashed.contains(">main</td>"), "{crashed}");
-    assert!(detail.contains("<details"), "other threads: {detail}");
-    assert!(detail.contains("status-missing"), "libc missing: {detail}");
+    b.click("#groups a.sort[data-sort=signature]").await;
+    assert_eq!(b.group_rows().await[0].0, sig3, "parse_… < store_…");
+    b.click("#groups a.sort[data-sort=signature]").await;
+    assert_eq!(b.group_rows().await[0].0, sig);
+    b.shot("home-sorted").await;
+
+    // The filter form: a product narrows the groups to the one crash of that product…
+    let product = b.find("form.filters input[name=product]").await;
+    product.send_keys("othertool").await.unwrap();
+    b.find("form.filters select[name=days]")
+        .await
+        .select_by_value("all")
+        .await
+        .unwrap();
+    b.click("form.filters button[type=submit]").await;
     assert!(
-        detail.contains("/api/v1/binaries"),
-        "upload command: {detail}"
+        b.url().await.contains("product=othertool"),
+        "{}",
+        b.url().await
     );
-    assert!(detail.contains("Reprocess"), "{detail}");
-    screenshot(profile.path(), &detail_url, &shots.join("crash.png"));
+    assert_eq!(b.group_rows().await, [(sig.clone(), "1".into())]);
+    b.shot("home-filtered").await;
+    // …and clearing the field widens it back.
+    b.find("form.filters input[name=product]")
+        .await
+        .clear()
+        .await
+        .unwrap();
+    b.click("form.filters button[type=submit]").await;
+    assert_eq!(b.group_rows().await.len(), 2);
+
+    // A group: its crash list.
+    b.click("#groups td.sig a[href*=store_answer]").await;
+    let ids = b.texts("#crashes tbody td:nth-child(2)").await;
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&id) && ids.contains(&id2), "{ids:?}");
+    b.shot("group").await;
+
+    // The crash list's filter form: all three, narrowed by signature and by status.
+    b.click("header a[href='/crashes']").await;
+    assert_eq!(b.all("#crashes tbody tr").await.len(), 3);
+    b.find("form.filters input[name=signature]")
+        .await
+        .send_keys(&sig3)
+        .await
+        .unwrap();
+    b.click("form.filters button[type=submit]").await;
+    assert_eq!(
+        b.texts("#crashes tbody td:nth-child(2)").await,
+        std::slice::from_ref(&id3)
+    );
+    b.find("form.filters select[name=status]")
+        .await
+        .select_by_value("failed")
+        .await
+        .unwrap();
+    b.click("form.filters button[type=submit]").await;
+    assert!(b.all("#crashes tbody tr").await.is_empty());
+    b.find("form.filters input[name=signature]")
+        .await
+        .clear()
+        .await
+        .unwrap();
+    b.find("form.filters select[name=status]")
+        .await
+        .select_by_value("")
+        .await
+        .unwrap();
+    b.click("form.filters button[type=submit]").await;
+    assert_eq!(b.all("#crashes tbody tr").await.len(), 3);
+    b.shot("crashes").await;
+
+    // The crash: the crashed thread's frames are gdb's, function and file:line.
+    b.click(&format!("#crashes a[href='/crashes/{id}']")).await;
+    let mut rows = Vec::new();
+    for tr in b.all("#crashed + table.frames tbody tr").await {
+        let function = tr.find(Locator::Css("td.fn")).await.unwrap();
+        let loc = tr.find(Locator::Css("td.loc")).await.unwrap();
+        rows.push((function.text().await.unwrap(), loc.text().await.unwrap()));
+    }
+    assert!(rows.len() >= expected_frames.len(), "{rows:?}");
+    for (i, ((function, loc), (gdb_function, gdb_loc))) in
+        rows.iter().zip(&expected_frames).enumerate()
+    {
+        assert_eq!(
+            function, gdb_function,
+            "frame {i}: {rows:?} vs gdb {expected_frames:?}"
+        );
+        assert!(
+            loc.ends_with(&format!("/{gdb_loc}")) || loc == gdb_loc,
+            "frame {i}: {loc} vs gdb {gdb_loc}"
+        );
+    }
+    assert_eq!(rows[0], ("store_answer".to_string(), rows[0].1.clone()));
+    assert!(rows[0].1.ends_with("crasher.c:5"), "{rows:?}");
+    assert!(!b.all("details").await.is_empty(), "other threads folded");
+    let missing_rows = b.texts("#modules tr.missing").await.join("\n");
+    assert!(missing_rows.contains("libc.so"), "{missing_rows}");
+    assert!(missing_rows.contains("/api/v1/binaries"), "{missing_rows}");
+    let processed = b.find("#processed").await.text().await.unwrap();
+    assert!(processed.ends_with("1 time"), "{processed}");
+    b.shot("crash").await;
 
     // Raw report and dump links work.
     let raw: Value = c
@@ -291,56 +544,77 @@ async fn dashboard_in_chromium() {
         done["dump"]["size"]
     );
 
-    // Missing symbols: libc (not uploaded) with its upload command; the program is not.
-    let missing = dump_dom(profile.path(), &s.url("/missing"));
-    assert!(missing.contains("libc.so"), "{missing}");
-    assert!(missing.contains("curl"), "{missing}");
+    // Reprocess: the button queues the crash, the page comes back; reloading it shows the
+    // crash processed a second time.
+    b.click("form[action$='/reprocess'] button").await;
     assert!(
-        !missing.contains(">crasher</td>"),
-        "uploaded module listed: {missing}"
+        b.url().await.ends_with(&format!("/crashes/{id}")),
+        "{}",
+        b.url().await
     );
-    assert!(
-        !missing.contains("vdso"),
-        "the vdso comes from the dump: {missing}"
-    );
-    screenshot(
-        profile.path(),
-        &s.url("/missing"),
-        &shots.join("missing.png"),
-    );
-
-    let jobs = dump_dom(profile.path(), &s.url("/jobs"));
-    assert!(jobs.contains("done"), "{jobs}");
-    screenshot(profile.path(), &s.url("/jobs"), &shots.join("jobs.png"));
-    let bins = dump_dom(profile.path(), &s.url("/binaries"));
-    assert!(bins.contains("crasher"), "{bins}");
-    screenshot(
-        profile.path(),
-        &s.url("/binaries"),
-        &shots.join("binaries.png"),
-    );
-
-    // Reprocess (the form's POST): the crash is queued again and processed again.
-    let no_redirect = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let r = no_redirect
-        .post(s.url(&format!("/crashes/{id}/reprocess")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 303);
-    assert_eq!(
-        r.headers()["location"].to_str().unwrap(),
-        format!("/crashes/{id}")
-    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = b.find("h1 .pill").await.text().await.unwrap();
+        let processed = match b.c.find(Locator::Css("#processed")).await {
+            Ok(e) => e.text().await.unwrap(),
+            Err(_) => String::new(),
+        };
+        if status == "done" && processed.ends_with("2 times") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not reprocessed: {status} {processed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        b.c.refresh().await.unwrap();
+        b.loaded().await;
+    }
+    b.shot("crash-reprocessed").await;
     let again = poll_done(&c, &s, &id).await;
-    assert_eq!(again["status"], "done");
+    assert_ne!(again["finished_at"], done["finished_at"]);
     assert_eq!(
         again["report"], done["report"],
         "reprocessing is deterministic"
     );
+
+    // Jobs: three crashes done, none failed.
+    b.click("header a[href='/jobs']").await;
+    let queue = b.texts("#queue tr").await;
+    assert!(queue.contains(&"done 3".to_string()), "{queue:?}");
+    assert!(queue.contains(&"failed 0".to_string()), "{queue:?}");
+    b.shot("jobs").await;
+
+    // Missing symbols: libc (not uploaded) with its upload command; the programs are not.
+    b.click("header a[href='/missing']").await;
+    let modules = b.texts("#missing tbody td:first-child").await;
+    assert!(modules.iter().any(|m| m.contains("libc.so")), "{modules:?}");
+    assert!(
+        !modules
+            .iter()
+            .any(|m| m.ends_with("crasher") || m.ends_with("other")),
+        "uploaded module listed: {modules:?}"
+    );
+    assert!(
+        !modules.iter().any(|m| m.contains("vdso")),
+        "the vdso comes from the dump: {modules:?}"
+    );
+    let commands = b.texts("#missing pre.cmd").await;
+    assert!(
+        commands.iter().all(|c| c.starts_with("curl ")),
+        "{commands:?}"
+    );
+    b.shot("missing").await;
+
+    b.click("header a[href='/binaries']").await;
+    let files = b.texts("#binaries tbody td:first-child").await;
+    assert!(files.contains(&"crasher".to_string()), "{files:?}");
+    b.shot("binaries").await;
+
+    b.c.close().await.unwrap();
+    drop(driver);
+
+    // An unknown crash cannot be reprocessed.
     let r = c
         .post(s.url("/crashes/nope/reprocess"))
         .send()
@@ -354,7 +628,7 @@ async fn dashboard_in_chromium() {
 #[test]
 fn signature_rules_flag() {
     let work = tempfile::tempdir().unwrap();
-    let prog = compile(work.path());
+    let prog = compile(work.path(), "crasher", CRASHER);
     let core = make_core(work.path(), &prog);
     let core_path = work.path().join("the.core");
     std::fs::write(&core_path, core).unwrap();

@@ -1,12 +1,16 @@
 //! The dashboard's store queries (migration 0002), each run on SQLite and on PostgreSQL
 //! (a fresh database on 127.0.0.1:5432, dropped afterwards; `POSTMORTEM_SKIP_PG=1` skips
 //! it when PostgreSQL is absent): groups by signature with keyset pages and filters,
-//! product/version filled from annotations by the trigger, daily counts, requeue.
+//! product/version filled from annotations by the trigger, daily counts, requeue; and the
+//! aggregate group rows of migration 0006: every sort order in both directions walked in
+//! keyset pages against the order computed here from the crashes inserted, with and
+//! without filters, and the rows still equal to a GROUP BY over the crashes after
+//! reprocessing moved crashes between groups and a crash was deleted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use worker::store::crashes::{self, NewCrash, Outcome};
-use worker::store::dashboard::{self as q, GroupQuery};
+use worker::store::dashboard::{self as q, Group, GroupQuery, GroupSort};
 use worker::store::Db;
 
 const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -96,6 +100,7 @@ async fn groups_and_requeue(db: &Db) {
 
     // All groups, in signature order, in pages of 2: keyset continues after the last.
     let mut query = GroupQuery {
+        sort: GroupSort::Signature,
         limit: 2,
         ..GroupQuery::default()
     };
@@ -108,13 +113,13 @@ async fn groups_and_requeue(db: &Db) {
         (p1[0].count, p1[0].first_seen, p1[0].last_seen),
         (3, t0, t0 + 2 * DAY)
     );
-    query.after = Some(p1[1].signature.clone());
+    query.after = Some((0, p1[1].signature.clone()));
     let p2 = q::groups(db, &query).await.unwrap();
     assert_eq!(
         p2.iter().map(|g| g.signature.as_str()).collect::<Vec<_>>(),
         ["c", "d"]
     );
-    query.after = Some("d".into());
+    query.after = Some((0, "d".into()));
     assert!(q::groups(db, &query).await.unwrap().is_empty());
 
     // Filters: product and version (from either annotation spelling), time range.
@@ -122,6 +127,7 @@ async fn groups_and_requeue(db: &Db) {
         product: product.map(str::to_string),
         version: version.map(str::to_string),
         since,
+        sort: GroupSort::Signature,
         limit: 10,
         ..GroupQuery::default()
     };
@@ -176,6 +182,235 @@ async fn groups_and_requeue(db: &Db) {
     // Already pending: nothing to do; unknown id: false.
     assert!(!q::requeue(db, &failed).await.unwrap());
     assert!(!q::requeue(db, "nope").await.unwrap());
+}
+
+/// Every group in `q`'s order, read in keyset pages of 2.
+async fn walk(db: &Db, q: &GroupQuery) -> Vec<Group> {
+    let mut q = GroupQuery {
+        limit: 2,
+        after: None,
+        ..q.clone()
+    };
+    let mut all = Vec::new();
+    loop {
+        let page = q::groups(db, &q).await.unwrap();
+        assert!(page.len() <= 2);
+        let Some(last) = page.last() else { break };
+        q.after = Some((q.sort.key(last), last.signature.clone()));
+        all.extend(page);
+    }
+    all
+}
+
+/// The groups of `crashes` (signature, received_at, product), computed here, in order.
+fn expected(
+    crashes: &[(&str, i64, &str)],
+    keep: impl Fn(i64, &str) -> bool,
+    sort: GroupSort,
+    descending: bool,
+) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for &(sig, at, _) in crashes.iter().filter(|c| keep(c.1, c.2)) {
+        match groups.iter_mut().find(|g| g.signature == sig) {
+            Some(g) => {
+                g.count += 1;
+                g.first_seen = g.first_seen.min(at);
+                g.last_seen = g.last_seen.max(at);
+            }
+            None => groups.push(Group {
+                signature: sig.into(),
+                count: 1,
+                first_seen: at,
+                last_seen: at,
+            }),
+        }
+    }
+    groups.sort_by(|a, b| {
+        let key = |g: &Group| match sort {
+            GroupSort::Count => g.count,
+            GroupSort::FirstSeen => g.first_seen,
+            GroupSort::LastSeen => g.last_seen,
+            GroupSort::Signature => 0,
+        };
+        let o = key(a).cmp(&key(b)).then(a.signature.cmp(&b.signature));
+        if descending {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    groups
+}
+
+/// The aggregate rows and the same numbers computed from the crashes table.
+async fn rows_and_truth(db: &Db) -> (Vec<(String, i64, i64, i64)>, Vec<(String, i64, i64, i64)>) {
+    let rows =
+        "SELECT signature, count, first_seen, last_seen FROM crash_groups ORDER BY signature";
+    let truth = "SELECT signature, COUNT(*), MIN(received_at), MAX(received_at) FROM crashes \
+                 WHERE signature IS NOT NULL AND signature <> '' GROUP BY signature ORDER BY signature";
+    match db.backend() {
+        worker::store::Backend::Sqlite(p) => (
+            sqlx::query_as(rows).fetch_all(p).await.unwrap(),
+            sqlx::query_as(truth).fetch_all(p).await.unwrap(),
+        ),
+        worker::store::Backend::Postgres(p) => (
+            sqlx::query_as(rows).fetch_all(p).await.unwrap(),
+            sqlx::query_as(truth).fetch_all(p).await.unwrap(),
+        ),
+    }
+}
+
+async fn order_and_pages(db: &Db) {
+    let t0 = 1_700_000_000_000i64 / DAY * DAY;
+    let h = 3_600_000;
+    // (signature, received_at, product): counts 4, 3, 2, 2 (a tie), 1.
+    let mut model: Vec<(&str, i64, &str)> = vec![
+        ("s1", t0 + h, "app"),
+        ("s1", t0 + DAY, "app"),
+        ("s1", t0 + 2 * DAY, "app"),
+        ("s1", t0 + 3 * DAY + h, "app"),
+        ("s5", t0 + 2 * DAY + 2 * h, "other"),
+        ("s5", t0 + 2 * DAY + 3 * h, "other"),
+        ("s5", t0 + 7 * DAY, "other"),
+        ("s2", t0 + 5 * DAY, "app"),
+        ("s2", t0 + 6 * DAY, "other"),
+        ("s3", t0 + DAY + 5 * h, "app"),
+        ("s3", t0 + 9 * DAY, "app"),
+        ("s4", t0 + 4 * DAY, "app"),
+    ];
+    let mut ids = Vec::new();
+    for &(sig, at, product) in &model {
+        let ann = format!(r#"{{"prod":"{product}","ver":"1"}}"#);
+        ids.push(crash(db, at, &ann, Some(sig)).await);
+    }
+    let sorts = [
+        GroupSort::Count,
+        GroupSort::FirstSeen,
+        GroupSort::LastSeen,
+        GroupSort::Signature,
+    ];
+    let check = |model: Vec<(&'static str, i64, &'static str)>| async move {
+        for sort in sorts {
+            for descending in [true, false] {
+                let all = GroupQuery {
+                    sort,
+                    descending,
+                    ..GroupQuery::default()
+                };
+                assert_eq!(
+                    walk(db, &all).await,
+                    expected(&model, |_, _| true, sort, descending),
+                    "{sort:?} descending={descending}"
+                );
+                // Filtered: from day 2 on (day granularity), product `app`.
+                let filtered = GroupQuery {
+                    since: Some(t0 + 2 * DAY + h),
+                    product: Some("app".into()),
+                    ..all.clone()
+                };
+                assert_eq!(
+                    walk(db, &filtered).await,
+                    expected(
+                        &model,
+                        |at, p| at >= t0 + 2 * DAY && p == "app",
+                        sort,
+                        descending
+                    ),
+                    "filtered {sort:?} descending={descending}"
+                );
+                let window = GroupQuery {
+                    since: Some(t0 + DAY),
+                    until: Some(t0 + 5 * DAY),
+                    ..all.clone()
+                };
+                assert_eq!(
+                    walk(db, &window).await,
+                    expected(
+                        &model,
+                        |at, _| at >= t0 + DAY && at < t0 + 5 * DAY,
+                        sort,
+                        descending
+                    ),
+                    "window {sort:?} descending={descending}"
+                );
+            }
+        }
+        let (rows, truth) = rows_and_truth(db).await;
+        assert_eq!(rows, truth);
+    };
+    check(model.clone()).await;
+    // The default order is most crashes first.
+    let first = GroupQuery {
+        descending: GroupSort::default().default_descending(),
+        limit: 1,
+        ..GroupQuery::default()
+    };
+    let default = q::groups(db, &first).await.unwrap();
+    assert_eq!(default[0].signature, "s1");
+
+    // Reprocessing moves crashes between groups: s1's first crash (its first_seen) and
+    // s4's only one (the group goes) become s3 and s1.
+    for (i, new) in [(0usize, "s3"), (11, "s1")] {
+        assert!(q::requeue(db, &ids[i]).await.unwrap());
+        let lease = crashes::lease(db, "w", t0 + 20 * DAY, 60_000, 3)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(lease.id, ids[i]);
+        let done = Outcome::Done {
+            report: "{}".into(),
+            signature: Some(new.into()),
+        };
+        assert!(crashes::finish(db, &lease, "w", t0 + 20 * DAY, 3, &done)
+            .await
+            .unwrap());
+        model[i].0 = new;
+    }
+    assert!(model.iter().all(|c| c.0 != "s4"));
+    check(model.clone()).await;
+    let days = q::group_days(db, "s1", t0, t0 + 10 * DAY).await.unwrap();
+    assert_eq!(
+        days.iter()
+            .map(|d| (d.day - t0 / DAY, d.count))
+            .collect::<Vec<_>>(),
+        [(1, 1), (2, 1), (3, 1), (4, 1)]
+    );
+
+    // A deleted crash leaves its group (s5's last one: last_seen goes back).
+    let sql = "DELETE FROM crashes WHERE id = $1";
+    match db.backend() {
+        worker::store::Backend::Sqlite(p) => {
+            sqlx::query(sql).bind(&ids[6]).execute(p).await.map(|_| ())
+        }
+        worker::store::Backend::Postgres(p) => {
+            sqlx::query(sql).bind(&ids[6]).execute(p).await.map(|_| ())
+        }
+    }
+    .unwrap();
+    model.remove(6);
+    check(model).await;
+}
+
+#[tokio::test]
+async fn order_and_pages_sqlite() {
+    let (db, _dir) = sqlite().await;
+    order_and_pages(&db).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn order_and_pages_postgres() {
+    let name = format!("pm_dash_{}", crashes::new_id());
+    if !pg_exec(format!("CREATE DATABASE {name}")).await {
+        return;
+    }
+    let db = Db::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+        .await
+        .expect("pg connect");
+    db.migrate().await.expect("pg migrate");
+    order_and_pages(&db).await;
+    db.close().await;
+    pg_exec(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! The dashboard: server-rendered HTML pages (maud, no JavaScript) over the same store
 //! the API reads.
 //!
-//! - `/`: crash groups, one row per signature, with a crashes-per-day chart;
+//! - `/`: crash groups, one row per signature, with a crashes-per-day chart, sortable by
+//!   count, first seen, last seen or signature (column headers or the form);
 //! - `/crashes`, `/crashes/{id}`: the crash list and one crash's report, with a
 //!   Reprocess form (`POST /crashes/{id}/reprocess`);
 //! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload, uploaded files,
@@ -90,12 +91,37 @@ async fn groups(
         ),
         None => Some(30),
     };
+    let sort = match param(&params, "sort") {
+        Some(v) => q::GroupSort::parse(v).ok_or_else(|| {
+            bad(format!(
+                "sort must be count, first_seen, last_seen or signature, not {v:?}"
+            ))
+        })?,
+        None => q::GroupSort::default(),
+    };
+    let descending = match param(&params, "dir") {
+        Some("asc") => false,
+        Some("desc") => true,
+        Some(d) => return Err(bad(format!("dir must be asc or desc, not {d:?}")).into()),
+        None => sort.default_descending(),
+    };
+    // The cursor is `KEY:SIGNATURE` (the key is a number, so the first colon ends it).
+    let after = match param(&params, "after") {
+        Some(a) => Some(
+            a.split_once(':')
+                .and_then(|(k, sig)| Some((k.parse::<i64>().ok()?, sig.to_string())))
+                .ok_or_else(|| bad(format!("after must be KEY:SIGNATURE, not {a:?}")))?,
+        ),
+        None => None,
+    };
     let query = q::GroupQuery {
         since: days.map(|d| now.saturating_sub(d.saturating_mul(DAY_MS))),
         until: None,
         product: param(&params, "product").map(str::to_string),
         version: param(&params, "version").map(str::to_string),
-        after: param(&params, "after").map(str::to_string),
+        sort,
+        descending,
+        after,
         limit: PAGE,
     };
     let rows = q::groups(&s.db, &query).await?;
@@ -119,12 +145,15 @@ async fn groups(
         });
     }
     let next = if groups.len() as i64 == PAGE {
-        groups.last().map(|g| g.group.signature.clone())
+        groups
+            .last()
+            .map(|g| format!("{}:{}", sort.key(&g.group), g.group.signature))
     } else {
         None
     };
+    let order = pages::GroupOrder { sort, descending };
     Ok(Html(
-        pages::groups(&groups, &params, days, next.as_deref(), today).into_string(),
+        pages::groups(&groups, &params, days, order, next.as_deref(), today).into_string(),
     ))
 }
 

@@ -7,7 +7,7 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 use worker::report::{Frame, Report, Thread};
 use worker::store::binaries::BinaryRow;
 use worker::store::crashes::CrashRow;
-use worker::store::dashboard::{Failure, Group};
+use worker::store::dashboard::{Failure, Group, GroupSort};
 use worker::store::missing::MissingModule;
 
 use super::time::{format_day, format_ms};
@@ -16,7 +16,7 @@ use super::url_component;
 const STYLE: &str = r#"
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:baseline}
-header a{color:#cfd8ea;text-decoration:none}header a:hover{color:#fff}
+header a{color:#cfd8ea;text-decoration:none}th a.sort{color:inherit;text-decoration:none}header a:hover{color:#fff}
 header .brand{font-weight:700;color:#fff;font-size:1.1em}
 main{padding:1em 1.4em;max-width:1400px}
 h1{font-size:1.35em;margin:.3em 0 .6em}h2{font-size:1.1em;margin:1.3em 0 .5em}
@@ -114,16 +114,49 @@ fn query_string(params: &[(&str, &str)]) -> String {
         .join("&")
 }
 
+/// The order of the groups page.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupOrder {
+    pub sort: GroupSort,
+    pub descending: bool,
+}
+
 /// Home: crash groups.
 pub fn groups(
     groups: &[GroupView],
     params: &HashMap<String, String>,
     days: Option<i64>,
+    order: GroupOrder,
     next: Option<&str>,
     today: i64,
 ) -> Markup {
     let get = |k: &str| params.get(k).map(String::as_str).unwrap_or("");
     let days_s = days.map_or("all".to_string(), |d| d.to_string());
+    let dir = |descending: bool| if descending { "desc" } else { "asc" };
+    // A column header sorts by its column; on the current one it flips the direction.
+    let header = |label: &str, sort: GroupSort| {
+        let descending = if sort == order.sort {
+            !order.descending
+        } else {
+            sort.default_descending()
+        };
+        let href = format!(
+            "/?{}",
+            query_string(&[
+                ("days", &days_s),
+                ("product", get("product")),
+                ("version", get("version")),
+                ("sort", sort.name()),
+                ("dir", dir(descending)),
+            ])
+        );
+        let arrow = match (sort == order.sort, order.descending) {
+            (false, _) => "",
+            (true, true) => " ▼",
+            (true, false) => " ▲",
+        };
+        html! { a.sort href=(href) data-sort=(sort.name()) { (label) (arrow) } }
+    };
     let body = html! {
         h1 { "Crash groups" }
         form.filters method="get" action="/" {
@@ -136,6 +169,19 @@ pub fn groups(
             }
             label { "Product" input name="product" value=(get("product")); }
             label { "Version" input name="version" value=(get("version")); }
+            label { "Sort by"
+                select name="sort" {
+                    @for (v, label) in [(GroupSort::Count, "crashes"), (GroupSort::LastSeen, "last seen"), (GroupSort::FirstSeen, "first seen"), (GroupSort::Signature, "signature")] {
+                        option value=(v.name()) selected[order.sort == v] { (label) }
+                    }
+                }
+            }
+            label { "Order"
+                select name="dir" {
+                    option value="desc" selected[order.descending] { "descending" }
+                    option value="asc" selected[!order.descending] { "ascending" }
+                }
+            }
             button type="submit" { "Filter" }
         }
         @if groups.is_empty() {
@@ -143,7 +189,8 @@ pub fn groups(
         } @else {
             table #groups {
                 thead { tr {
-                    th { "Signature" } th { "Crashes" } th { "First seen" } th { "Last seen" }
+                    th { (header("Signature", GroupSort::Signature)) } th { (header("Crashes", GroupSort::Count)) }
+                    th { (header("First seen", GroupSort::FirstSeen)) } th { (header("Last seen", GroupSort::LastSeen)) }
                     th { "Products / versions" } th { "Last " (groups.first().map_or(0, |g| g.per_day.len())) " days" }
                 } }
                 tbody {
@@ -165,7 +212,7 @@ pub fn groups(
             }
         }
         @if let Some(after) = next {
-            a href={ "/?" (query_string(&[("days", &days_s), ("product", get("product")), ("version", get("version")), ("after", after)])) } { "Next page →" }
+            a #next href={ "/?" (query_string(&[("days", &days_s), ("product", get("product")), ("version", get("version")), ("sort", order.sort.name()), ("dir", dir(order.descending)), ("after", after)])) } { "Next page →" }
         }
     };
     layout("Crash groups", body)
@@ -297,6 +344,12 @@ pub fn crash_detail(
                     tr { td { "Executable" } td.mono { (r.dump.executable.as_deref().unwrap_or("?")) } }
                     tr { td { "Dump" } td { (r.dump.format) ", " (r.dump.os) "/" (r.dump.arch) ", " (r.dump.size) " bytes" } }
                     tr { td { "Received" } td.mono { (format_ms(row.received_at)) } }
+                    @if let Some(t) = row.finished_at {
+                        tr #processed { td { "Processed" } td {
+                            span.mono { (format_ms(t)) }
+                            " · " (row.completions) @if row.completions == 1 { " time" } @else { " times" }
+                        } }
+                    }
                 }
                 @for w in &r.warnings { div.warn { code { (w.code) } " " (w.message) } }
                 @let sig_frames = r.signature.as_ref().map(|s| s.frames.clone()).unwrap_or_default();

@@ -33,11 +33,13 @@ pub struct CrashRow {
     pub processing_ms: Option<i64>,
     /// The signature before the crash was last queued again (reprocessing).
     pub previous_signature: Option<String>,
+    /// How many times the crash was finished `done` (1, plus one per reprocessing).
+    pub completions: i32,
 }
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
-    finished_at, processing_ms, previous_signature";
+    finished_at, processing_ms, previous_signature, completions";
 
 /// A crash about to be inserted.
 #[derive(Debug, Clone)]

@@ -1,15 +1,20 @@
 //! Queries of the dashboard: crash groups (one per signature), their daily counts and
 //! products, failed jobs, and re-queuing one crash.
 //!
-//! Every listing is a keyset page read through an index of migration 0002: the groups
-//! page walks `crashes_groups (signature, received_at)` (or `crashes_product_groups`
-//! within a product) from the last signature of the previous page and stops after one
-//! page of groups, so a page never scans the whole table. Filter SQL is assembled from
-//! fixed fragments only; every value is a bound parameter.
+//! Groups are read from the aggregate rows of migration 0006, which triggers keep in step
+//! with the crashes table: `crash_groups` (one row per signature) serves the unfiltered
+//! page as a keyset walk of the index of the chosen sort order, so a page reads one page
+//! of rows whatever the number of crashes; with a time range, product or version filter
+//! the page sums the matching `crash_group_days` rows (one per signature, UTC day,
+//! product and version: far fewer than crashes) and then sorts. Time filters therefore
+//! have day granularity. Filter SQL is assembled from fixed fragments only; every value
+//! is a bound parameter.
 
 use super::{Db, StoreError};
 
-/// One crash group: every processed crash with the same signature.
+const DAY_MS: i64 = 86_400_000;
+
+/// One crash group: every crash with the same signature.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Group {
     pub signature: String,
@@ -18,59 +23,161 @@ pub struct Group {
     pub last_seen: i64,
 }
 
-/// Filters and keyset position of the groups page.
+/// The order of the groups page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GroupSort {
+    /// Most crashes first (or fewest, ascending).
+    #[default]
+    Count,
+    FirstSeen,
+    LastSeen,
+    /// Alphabetical (byte order).
+    Signature,
+}
+
+impl GroupSort {
+    /// The name used in URLs: `count`, `first_seen`, `last_seen`, `signature`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupSort::Count => "count",
+            GroupSort::FirstSeen => "first_seen",
+            GroupSort::LastSeen => "last_seen",
+            GroupSort::Signature => "signature",
+        }
+    }
+
+    /// Parses [`GroupSort::name`].
+    pub fn parse(s: &str) -> Option<GroupSort> {
+        [
+            GroupSort::Count,
+            GroupSort::FirstSeen,
+            GroupSort::LastSeen,
+            GroupSort::Signature,
+        ]
+        .into_iter()
+        .find(|g| g.name() == s)
+    }
+
+    /// The natural direction: descending for numbers (biggest, newest first), ascending
+    /// for signatures.
+    pub fn default_descending(self) -> bool {
+        self != GroupSort::Signature
+    }
+
+    /// The sort key of `g` (0 for [`GroupSort::Signature`], whose key is the signature).
+    pub fn key(self, g: &Group) -> i64 {
+        match self {
+            GroupSort::Count => g.count,
+            GroupSort::FirstSeen => g.first_seen,
+            GroupSort::LastSeen => g.last_seen,
+            GroupSort::Signature => 0,
+        }
+    }
+
+    /// The column holding the key; a fixed identifier, never input.
+    fn column(self) -> Option<&'static str> {
+        match self {
+            GroupSort::Count => Some("count"),
+            GroupSort::FirstSeen => Some("first_seen"),
+            GroupSort::LastSeen => Some("last_seen"),
+            GroupSort::Signature => None,
+        }
+    }
+}
+
+/// Filters, order and keyset position of the groups page.
 #[derive(Debug, Clone, Default)]
 pub struct GroupQuery {
-    /// Inclusive lower bound on `received_at`.
+    /// Inclusive lower bound on `received_at`, rounded down to its UTC day.
     pub since: Option<i64>,
-    /// Exclusive upper bound on `received_at`.
+    /// Exclusive upper bound on `received_at`, rounded up to a UTC day.
     pub until: Option<i64>,
     pub product: Option<String>,
     pub version: Option<String>,
-    /// Continue after this signature (signature order).
-    pub after: Option<String>,
+    pub sort: GroupSort,
+    pub descending: bool,
+    /// Continue after the group with this (sort key, signature): see [`GroupSort::key`].
+    pub after: Option<(i64, String)>,
     pub limit: i64,
 }
 
-/// One page of crash groups in signature order.
+/// One page of crash groups in the order of `q.sort` (ties broken by signature in the
+/// same direction).
 pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
-    // `signature > $1` with '' for the first page keeps the condition a plain index range
-    // (an `$1 IS NULL OR …` would hide it from the planner).
-    let mut sql = String::from(
-        "SELECT signature, COUNT(*) AS count, MIN(received_at) AS first_seen, \
-         MAX(received_at) AS last_seen FROM crashes WHERE signature > $1",
-    );
-    let mut n = 1;
-    let mut next = |sql: &mut String, frag: &str| {
-        n += 1;
-        sql.push_str(&frag.replace('?', &format!("${n}")));
+    let filtered =
+        q.since.is_some() || q.until.is_some() || q.product.is_some() || q.version.is_some();
+    let (cmp, dir) = if q.descending {
+        ("<", "DESC")
+    } else {
+        (">", "ASC")
     };
-    if q.since.is_some() {
-        next(&mut sql, " AND received_at >= ?");
+    let mut n = 0;
+    let mut arg = || {
+        n += 1;
+        format!("${n}")
+    };
+    let mut sql = if filtered {
+        let mut inner = String::from(
+            "SELECT signature, CAST(SUM(count) AS BIGINT) AS count, \
+             MIN(first_seen) AS first_seen, MAX(last_seen) AS last_seen \
+             FROM crash_group_days WHERE 1 = 1",
+        );
+        if q.since.is_some() {
+            inner.push_str(&format!(" AND day >= {}", arg()));
+        }
+        if q.until.is_some() {
+            inner.push_str(&format!(" AND day < {}", arg()));
+        }
+        if q.product.is_some() {
+            inner.push_str(&format!(" AND product = {}", arg()));
+        }
+        if q.version.is_some() {
+            inner.push_str(&format!(" AND version = {}", arg()));
+        }
+        format!(
+            "SELECT signature, count, first_seen, last_seen FROM ({inner} GROUP BY signature) g"
+        )
+    } else {
+        String::from("SELECT signature, count, first_seen, last_seen FROM crash_groups g")
+    };
+    if q.after.is_some() {
+        match q.sort.column() {
+            Some(col) => {
+                let (k, s) = (arg(), arg());
+                sql.push_str(&format!(" WHERE (g.{col}, g.signature) {cmp} ({k}, {s})"));
+            }
+            None => sql.push_str(&format!(" WHERE g.signature {cmp} {}", arg())),
+        }
     }
-    if q.until.is_some() {
-        next(&mut sql, " AND received_at < ?");
+    match q.sort.column() {
+        Some(col) => sql.push_str(&format!(" ORDER BY g.{col} {dir}, g.signature {dir}")),
+        None => sql.push_str(&format!(" ORDER BY g.signature {dir}")),
     }
-    if q.product.is_some() {
-        next(&mut sql, " AND product = ?");
-    }
-    if q.version.is_some() {
-        next(&mut sql, " AND version = ?");
-    }
-    next(&mut sql, " GROUP BY signature ORDER BY signature LIMIT ?");
-    let after = q.after.clone().unwrap_or_default();
+    sql.push_str(&format!(" LIMIT {}", arg()));
+    let since_day = q.since.map(|t| t.div_euclid(DAY_MS));
+    // Exclusive: a bound inside a day keeps that day.
+    let until_day = q
+        .until
+        .map(|t| t.div_euclid(DAY_MS) + i64::from(t.rem_euclid(DAY_MS) != 0));
+    let keyed = q.sort.column().is_some();
     Ok(crate::on_pool!(db, p => {
-        let mut query = sqlx::query_as::<_, Group>(sqlx::AssertSqlSafe(sql.as_str())).bind(&after);
-        if let Some(v) = q.since { query = query.bind(v); }
-        if let Some(v) = q.until { query = query.bind(v); }
-        if let Some(v) = &q.product { query = query.bind(v); }
-        if let Some(v) = &q.version { query = query.bind(v); }
+        let mut query = sqlx::query_as::<_, Group>(sqlx::AssertSqlSafe(sql.as_str()));
+        if filtered {
+            if let Some(v) = since_day { query = query.bind(v); }
+            if let Some(v) = until_day { query = query.bind(v); }
+            if let Some(v) = &q.product { query = query.bind(v); }
+            if let Some(v) = &q.version { query = query.bind(v); }
+        }
+        if let Some((key, sig)) = &q.after {
+            if keyed { query = query.bind(*key); }
+            query = query.bind(sig);
+        }
         query.bind(q.limit).fetch_all(p).await
     })?)
 }
 
-/// Crashes of one group per (UTC day, product, version) since `since`: the chart and the
-/// products column of a group row. Reads the group's `crashes_groups` index range.
+/// Crashes of one group per (UTC day, product, version): the chart and the products
+/// column of a group row. Reads the group's `crash_group_days` rows.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct GroupDay {
     /// Days since the Unix epoch (UTC).
@@ -80,20 +187,21 @@ pub struct GroupDay {
     pub count: i64,
 }
 
-/// Daily counts of one signature in `[since, until)`.
+/// Daily counts of one signature for the UTC days that overlap `[since, until)`.
 pub async fn group_days(
     db: &Db,
     signature: &str,
     since: i64,
     until: i64,
 ) -> Result<Vec<GroupDay>, StoreError> {
-    let sql = "SELECT received_at / 86400000 AS day, product, version, COUNT(*) AS count \
-               FROM crashes WHERE signature = $1 AND received_at >= $2 AND received_at < $3 \
-               GROUP BY received_at / 86400000, product, version ORDER BY day";
+    let sql = "SELECT day, NULLIF(product, '') AS product, NULLIF(version, '') AS version, \
+               count FROM crash_group_days WHERE signature = $1 AND day >= $2 AND day < $3 \
+               ORDER BY day, product, version";
+    let last = until.div_euclid(DAY_MS) + i64::from(until.rem_euclid(DAY_MS) != 0);
     Ok(crate::on_pool!(db, p => sqlx::query_as::<_, GroupDay>(sql)
         .bind(signature)
-        .bind(since)
-        .bind(until)
+        .bind(since.div_euclid(DAY_MS))
+        .bind(last)
         .fetch_all(p)
         .await)?)
 }
@@ -104,9 +212,9 @@ pub async fn group_products(
     signature: &str,
     limit: i64,
 ) -> Result<Vec<(Option<String>, Option<String>)>, StoreError> {
-    let sql = "SELECT DISTINCT product, version FROM crashes WHERE signature = $1 \
-               AND (product IS NOT NULL OR version IS NOT NULL) \
-               ORDER BY product, version LIMIT $2";
+    let sql = "SELECT DISTINCT NULLIF(product, ''), NULLIF(version, '') FROM crash_group_days \
+               WHERE signature = $1 AND (product <> '' OR version <> '') \
+               ORDER BY 1, 2 LIMIT $2";
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, (Option<String>, Option<String>)>(sql)
         .bind(signature)
