@@ -255,6 +255,187 @@ async fn keyset_listing(db: &Db) {
     let counts = crashes::count_by_status(db).await.unwrap();
     assert_eq!(counts, vec![("pending".to_string(), 5)]);
 }
+/// The crash list's product, version, module and function filters, each alone and
+/// combined, on reports stored by finishing leased jobs; a reprocessed crash is found by
+/// its new frames only.
+async fn list_filters(db: &Db) {
+    let reports = [
+        (
+            "a",
+            r#"{"prod":"app","ver":"1.0"}"#,
+            "crash_here",
+            "libfoo.so",
+        ),
+        (
+            "b",
+            r#"{"prod":"app","ver":"2.0"}"#,
+            "ns::Widget::paint",
+            "libc.so.6",
+        ),
+        (
+            "c",
+            r#"{"product":"tool","version":"2.0"}"#,
+            "Paint_100%",
+            "libc.so.6",
+        ),
+    ];
+    for (i, (id, annotations, function, module)) in reports.iter().enumerate() {
+        let mut c = crash(id, 1000 + i as i64);
+        c.annotations = (*annotations).into();
+        crashes::insert(db, &c).await.unwrap();
+        let l = crashes::lease(db, "w", 5000, 60_000, 3)
+            .await
+            .unwrap()
+            .expect("a job");
+        let report = serde_json::json!({
+            "modules": [{ "name": format!("/usr/lib/{module}") }, { "name": "/bin/app" }],
+            "threads": [{ "frames": [{ "function": function }, { "function": "main" }] }],
+        })
+        .to_string();
+        let done = Outcome::Done {
+            report,
+            signature: Some((*function).into()),
+        };
+        assert!(crashes::finish(db, &l, "w", 6000, 3, &done).await.unwrap());
+    }
+    let ids = |q: ListQuery| async move {
+        crashes::list(db, &ListQuery { limit: 10, ..q })
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect::<Vec<_>>()
+    };
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(ids(ListQuery::default()).await, ["c", "b", "a"]);
+    assert_eq!(
+        ids(ListQuery {
+            product: s("app"),
+            ..Default::default()
+        })
+        .await,
+        ["b", "a"]
+    );
+    assert_eq!(
+        ids(ListQuery {
+            version: s("2.0"),
+            ..Default::default()
+        })
+        .await,
+        ["c", "b"]
+    );
+    assert_eq!(
+        ids(ListQuery {
+            module: s("libc.so.6"),
+            ..Default::default()
+        })
+        .await,
+        ["c", "b"]
+    );
+    assert_eq!(
+        ids(ListQuery {
+            module: s("app"),
+            ..Default::default()
+        })
+        .await,
+        ["c", "b", "a"]
+    );
+    assert!(ids(ListQuery {
+        module: s("libc"),
+        ..Default::default()
+    })
+    .await
+    .is_empty());
+    // contains, case-insensitive; LIKE wildcards in the text are literal
+    assert_eq!(
+        ids(ListQuery {
+            function: s("paint"),
+            ..Default::default()
+        })
+        .await,
+        ["c", "b"]
+    );
+    assert_eq!(
+        ids(ListQuery {
+            function: s("widget::"),
+            ..Default::default()
+        })
+        .await,
+        ["b"]
+    );
+    assert_eq!(
+        ids(ListQuery {
+            function: s("_100%"),
+            ..Default::default()
+        })
+        .await,
+        ["c"]
+    );
+    assert!(ids(ListQuery {
+        function: s("_1%0"),
+        ..Default::default()
+    })
+    .await
+    .is_empty());
+    assert_eq!(
+        ids(ListQuery {
+            function: s("MAIN"),
+            ..Default::default()
+        })
+        .await,
+        ["c", "b", "a"]
+    );
+    assert_eq!(
+        ids(ListQuery {
+            product: s("app"),
+            function: s("paint"),
+            ..Default::default()
+        })
+        .await,
+        ["b"]
+    );
+    // A second report for "a" replaces its terms.
+    worker::store::dashboard::requeue(db, "a").await.unwrap();
+    let l = crashes::lease(db, "w", 7000, 60_000, 3)
+        .await
+        .unwrap()
+        .expect("requeued");
+    assert_eq!(l.id, "a");
+    let report = serde_json::json!({
+        "modules": [{ "name": "/bin/app" }],
+        "threads": [{ "frames": [{ "function": "Repainted" }] }],
+    })
+    .to_string();
+    let done = Outcome::Done {
+        report,
+        signature: None,
+    };
+    assert!(crashes::finish(db, &l, "w", 8000, 3, &done).await.unwrap());
+    assert_eq!(
+        ids(ListQuery {
+            function: s("paint"),
+            ..Default::default()
+        })
+        .await,
+        ["c", "b", "a"]
+    );
+    assert!(ids(ListQuery {
+        function: s("crash_here"),
+        ..Default::default()
+    })
+    .await
+    .is_empty());
+    assert_eq!(
+        ids(ListQuery {
+            module: s("libfoo.so"),
+            ..Default::default()
+        })
+        .await,
+        Vec::<String>::new()
+    );
+}
+both!(list_filters_sqlite, list_filters_postgres, list_filters);
+
 both!(
     keyset_listing_sqlite,
     keyset_listing_postgres,

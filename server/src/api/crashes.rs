@@ -322,6 +322,10 @@ async fn list(
         status,
         since: parse_ms(&q, "since")?,
         until: parse_ms(&q, "until")?,
+        product: q.get("product").cloned(),
+        version: q.get("version").cloned(),
+        module: q.get("module").cloned(),
+        function: q.get("function").cloned(),
         after,
         limit: limit + 1,
     };

@@ -189,6 +189,10 @@ async fn crash_list(
         status: param(&params, "status").map(str::to_string),
         since,
         until,
+        product: param(&params, "product").map(str::to_string),
+        version: param(&params, "version").map(str::to_string),
+        module: param(&params, "module").map(str::to_string),
+        function: param(&params, "function").map(str::to_string),
         after,
         limit: PAGE,
     };

@@ -236,6 +236,10 @@ pub fn crash_list(
                     }
                 }
             }
+            label { "Product" input name="product" size="12" value=(get("product")); }
+            label { "Version" input name="version" size="10" value=(get("version")); }
+            label { "Module" input name="module" size="16" placeholder="libc.so.6" value=(get("module")); }
+            label { "Function contains" input name="function" size="20" value=(get("function")); }
             label { "From" input type="date" name="from" value=(get("from")); }
             label { "To" input type="date" name="to" value=(get("to")); }
             button type="submit" { "Filter" }
@@ -259,7 +263,7 @@ pub fn crash_list(
             }
         }
         @if let Some(after) = next {
-            a href={ "/crashes?" (query_string(&[("signature", get("signature")), ("status", get("status")), ("from", get("from")), ("to", get("to")), ("after", after)])) } { "Next page →" }
+            a href={ "/crashes?" (query_string(&[("signature", get("signature")), ("status", get("status")), ("product", get("product")), ("version", get("version")), ("module", get("module")), ("function", get("function")), ("from", get("from")), ("to", get("to")), ("after", after)])) } { "Next page →" }
         }
     };
     layout("Crashes", body)

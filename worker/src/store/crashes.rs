@@ -94,6 +94,14 @@ pub struct ListQuery {
     pub since: Option<i64>,
     /// Exclusive upper bound on `received_at`.
     pub until: Option<i64>,
+    /// The `prod`/`product` annotation.
+    pub product: Option<String>,
+    /// The `ver`/`version` annotation.
+    pub version: Option<String>,
+    /// A module (file name, e.g. `libc.so.6`) in the crash's report.
+    pub module: Option<String>,
+    /// Text contained in a function name of any frame (case-insensitive).
+    pub function: Option<String>,
     /// Continue after this (received_at, id).
     pub after: Option<(i64, String)>,
     pub limit: i64,
@@ -105,9 +113,17 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
         "SELECT {COLUMNS} FROM crashes WHERE \
          ($1 IS NULL OR signature = $1) AND ($2 IS NULL OR status = $2) AND \
          ($3 IS NULL OR received_at >= $3) AND ($4 IS NULL OR received_at < $4) AND \
-         ($5 IS NULL OR received_at < $5 OR (received_at = $5 AND id < $6)) \
+         ($5 IS NULL OR received_at < $5 OR (received_at = $5 AND id < $6)) AND \
+         ($8 IS NULL OR product = $8) AND ($9 IS NULL OR version = $9) AND \
+         ($10 IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
+             JOIN search_terms st ON st.id = ct.term_id \
+             WHERE st.kind = 'module' AND st.term = $10)) AND \
+         ($11 IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
+             JOIN search_terms st ON st.id = ct.term_id \
+             WHERE st.kind = 'function' AND lower(st.term) LIKE $11 ESCAPE '\\')) \
          ORDER BY received_at DESC, id DESC LIMIT $7"
     );
+    let function = q.function.as_deref().map(super::search::contains_pattern);
     let (after_ms, after_id) = match &q.after {
         Some((ms, id)) => (Some(*ms), Some(id.clone())),
         None => (None, None),
@@ -121,6 +137,10 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
         .bind(after_ms)
         .bind(&after_id)
         .bind(q.limit)
+        .bind(&q.product)
+        .bind(&q.version)
+        .bind(&q.module)
+        .bind(&function)
         .fetch_all(p)
         .await)?,
     )
@@ -251,10 +271,14 @@ pub async fn finish(
                  completions = completions + 1, function_frames = $7 {guard}"
             );
             let named = function_frames(report);
-            crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+            let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
                 .bind(report).bind(signature).bind(now).bind(named)
-                .execute(p).await.map(|r| r.rows_affected()))?
+                .execute(p).await.map(|r| r.rows_affected()))?;
+            if n == 1 {
+                super::search::index_report(db, &lease.id, report).await?;
+            }
+            n
         }
         Outcome::Failed { reason } => {
             let sql = format!(

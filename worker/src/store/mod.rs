@@ -18,6 +18,7 @@ mod error;
 pub mod identify;
 pub mod missing;
 pub mod reprocess;
+pub mod search;
 pub mod tables;
 
 pub use blobs::Blobs;
