@@ -551,6 +551,41 @@ mod tests {
     }
 
     #[test]
+    fn a_handler_on_an_alternate_stack_returns_to_the_thread_stack() {
+        // The handler runs on a signal stack at 0x9000; the interrupted frame (not a leaf:
+        // x30 already reused) has sp 0x1000 on the thread's stack, and its record at
+        // x29 = 0x1010 leads to 0x40_3000, whose record ends the walk.
+        let alt = 0x9000u64;
+        let mut alt_words = vec![0u64; 0x200 / 8 + 40];
+        let at = (SIGFRAME_REGS / 8) as usize;
+        alt_words[at + 29] = 0x1010;
+        // x30 = 0: already reused, not a return address
+        alt_words[at + 31] = 0x1000;
+        alt_words[at + 32] = 0x40_2000;
+        let alt_bytes = stack_bytes(&alt_words);
+        let thread_bytes = stack_bytes(&[0, 0, 0x1030, 0x40_3000, 0, 0, 0, 0]);
+        let mem = MemoryMap::new(vec![(0x1000, &thread_bytes[..]), (alt, &alt_bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let tables = vec![None];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &WithTrampoline,
+            options: &opts,
+            pac_mask: 0,
+        };
+        let r = walk_thread(&Aarch64, &ctx, &regs(0x40_1000, alt, 0, Some(TRAMP)));
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, TRAMP, 0x40_2000, 0x40_3000]);
+        assert_eq!(r.frames[3].sp, Some(0x1020));
+    }
+
+    #[test]
     fn inferred_mask_follows_the_highest_module() {
         let mem = MemoryMap::default();
         let opts = WalkOptions::default();

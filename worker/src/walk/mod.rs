@@ -225,7 +225,7 @@ pub fn walk_thread(
             end_detail: Some("the thread's context has no instruction pointer".into()),
         };
     };
-    let stack_range = registers.sp().and_then(|sp| ctx.memory.range_of(sp));
+    let mut stack_range = registers.sp().and_then(|sp| ctx.memory.range_of(sp));
     frames.push(WalkFrame {
         pc: pc0,
         sp: registers.sp(),
@@ -379,6 +379,11 @@ pub fn walk_thread(
             // the trampoline's first instruction, so it is symbolized exactly too.
             if let Some(callee) = frames.last_mut() {
                 callee.exact_pc = true;
+            }
+            // A handler on an alternate signal stack: the interrupted frame and its
+            // callers are on the thread's own stack.
+            if let Some(range) = sp.and_then(|sp| ctx.memory.range_of(sp)) {
+                stack_range = Some(range);
             }
         }
         frames.push(WalkFrame {
