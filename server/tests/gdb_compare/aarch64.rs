@@ -47,6 +47,8 @@ const CPU: &str = "max";
 const CPU_NO_PAC: &str = "max,pauth=off";
 /// The same CPU without SVE, for gdb's reference of signal frames.
 const CPU_NO_SVE: &str = "max,sve=off";
+/// Both: gdb's reference of signal frames in PAC builds.
+const CPU_NO_SVE_NO_PAC: &str = "max,sve=off,pauth=off";
 const SIGSEGV: u64 = 11;
 const SIGABRT: u64 = 6;
 
@@ -458,15 +460,16 @@ fn aarch64_threads_blocked_in_syscalls() {
 
 /// A crash in a signal handler: the walk goes through QEMU's sigreturn trampoline (an
 /// anonymous page, no symbol: gdb shows a nameless `SIGTRAMP` frame) to the frame the
-/// signal interrupted, at the interrupted instruction.
-fn signal_case(name: &str, flags: &[&str], source: &str, expected: &[&str]) {
+/// signal interrupted, at the interrupted instruction. gdb reads a core of
+/// `reference_cpu` ([`CPU_NO_SVE`], or [`CPU_NO_SVE_NO_PAC`] for PAC builds).
+fn signal_case(name: &str, flags: &[&str], source: &str, reference_cpu: &str, expected: &[&str]) {
     let ran = Case {
         name,
         compiler: CC,
         flags,
         sources: &[source],
         signal: SIGSEGV,
-        reference_cpu: CPU_NO_SVE,
+        reference_cpu,
     }
     .run(|gdb| {
         expect_stack(gdb, expected);
@@ -503,6 +506,7 @@ fn aarch64_crash_inside_sigsegv_handler() {
         "a64_sighandler",
         &["-O0"],
         "sighandler.c",
+        CPU_NO_SVE,
         &["handler_fault", "on_segv", "??", "victim", "main", "_start"],
     );
 }
@@ -513,6 +517,7 @@ fn aarch64_sigsegv_while_handling_sigusr1() {
         "a64_sigusr1",
         &["-O0"],
         "sigusr1.c",
+        CPU_NO_SVE,
         &[
             "handler_store",
             "on_usr1",
@@ -531,6 +536,7 @@ fn aarch64_sigsegv_while_handling_sigusr1_o2() {
         "a64_sigusr1_o2",
         &["-O2", "-fomit-frame-pointer"],
         "sigusr1.c",
+        CPU_NO_SVE,
         &[
             "handler_store",
             "??",
@@ -538,6 +544,81 @@ fn aarch64_sigsegv_while_handling_sigusr1_o2() {
             "send_signal",
             "main",
             "_start",
+        ],
+    );
+}
+
+#[test]
+fn aarch64_sigsegv_while_handling_sigusr1_pac_ret() {
+    signal_case(
+        "a64_sigusr1_pac",
+        &["-O2", "-mbranch-protection=pac-ret+leaf"],
+        "sigusr1.c",
+        CPU_NO_SVE_NO_PAC,
+        &[
+            "handler_store",
+            "??",
+            "raise",
+            "send_signal",
+            "main",
+            "_start",
+        ],
+    );
+}
+
+#[test]
+fn aarch64_handler_on_alternate_signal_stack() {
+    signal_case(
+        "a64_sigaltstack",
+        &["-O0"],
+        "sigaltstack.c",
+        CPU_NO_SVE,
+        &[
+            "deep_in_handler",
+            "on_segv",
+            "??",
+            "victim",
+            "main",
+            "_start",
+        ],
+    );
+}
+
+#[test]
+fn aarch64_handler_on_alternate_signal_stack_pac_b_key() {
+    signal_case(
+        "a64_sigaltstack_pac_b",
+        &["-O2", "-mbranch-protection=pac-ret+b-key"],
+        "sigaltstack.c",
+        CPU_NO_SVE_NO_PAC,
+        &["deep_in_handler", "on_segv", "??", "main", "_start"],
+    );
+}
+
+#[test]
+fn aarch64_frameless_leaf_handler() {
+    signal_case(
+        "a64_leaf_handler",
+        &["-O2"],
+        "leaf_handler.c",
+        CPU_NO_SVE,
+        &["on_segv", "??", "victim", "caller", "main", "_start"],
+    );
+}
+
+#[test]
+fn aarch64_handler_faults_on_a_thread_interrupted_in_read() {
+    signal_case(
+        "a64_thread_signal",
+        &["-O0", "-pthread"],
+        "thread_signal.c",
+        CPU_NO_SVE,
+        &[
+            "fault_in_handler",
+            "on_usr1",
+            "??",
+            "read",
+            "blocked_reader",
         ],
     );
 }
@@ -618,6 +699,37 @@ fn aarch64_cpp_throw_terminate_abort() {
             ],
         );
     });
+}
+
+/// A destructor that faults while an exception unwinds through its frame: the C++
+/// unwinder's cleanup phase resumes `io::fill` at its landing pad, which calls it (the
+/// unwinder's own frames are gone by then), so the caller's pc is in landing-pad code.
+fn cpp_dtor_during_unwind(name: &str, flags: &[&str], reference_cpu: &str) {
+    Case {
+        name,
+        compiler: CXX,
+        flags,
+        sources: &["dtor_throw.cpp"],
+        signal: SIGSEGV,
+        reference_cpu,
+    }
+    .run(|gdb| {
+        expect_stack(gdb, &["io::Buffer::~Buffer", "io::fill", "main", "_start"]);
+    });
+}
+
+#[test]
+fn aarch64_cpp_destructor_faults_during_unwinding() {
+    cpp_dtor_during_unwind("a64_dtor_throw", &["-O0"], CPU);
+}
+
+#[test]
+fn aarch64_cpp_destructor_faults_during_unwinding_o2_pac_ret() {
+    cpp_dtor_during_unwind(
+        "a64_dtor_throw_pac",
+        &["-O2", "-mbranch-protection=pac-ret"],
+        CPU_NO_PAC,
+    );
 }
 
 /// clang for aarch64: `--target` alone finds Debian's cross gcc installation (crt files,
