@@ -585,6 +585,68 @@ mod tests {
         assert_eq!(r.frames[3].sp, Some(0x1020));
     }
 
+    /// Code bytes: none at all (a dump without the vDSO's pages).
+    struct NoCode;
+    impl CodeReader for NoCode {
+        fn bytes_before(&self, _addr: u64, _len: usize) -> Option<Vec<u8>> {
+            None
+        }
+    }
+
+    #[test]
+    fn vdso_sigreturn_is_recognised_by_its_signal_frame_rule_without_code() {
+        use crate::unwind::rule::{RuleRecord, Slot, UnwindSource, FLAG_SIGNAL_FRAME};
+        use crate::unwind::{TableWriter, UnwindTable};
+        // The vDSO at 0x5000_0000: `__kernel_rt_sigreturn` at +0x800, its FDE (a signal
+        // frame: CFA = x29, x29 and x30 from the frame record) from the nop at +0x7fc.
+        // Its code is not in the dump. Following that rule would give the interrupted
+        // function's caller (x30 of the record); the sigcontext gives the interrupted
+        // frame itself.
+        let vdso = 0x5000_0000u64;
+        let mut w = TableWriter::new(Arch::Aarch64);
+        let mut rec = RuleRecord::new(
+            UnwindSource::EhFrame,
+            Slot::offset(29, 0),
+            Slot::offset(0, 8),
+        );
+        rec.flags |= FLAG_SIGNAL_FRAME;
+        rec.set_reg(Arch::Aarch64, 29, Slot::offset(0, 0));
+        w.push(0x7fc, 0x808, &rec, 0);
+        let table = w.finish().bytes;
+        let sp = 0x1000u64;
+        let mut words = vec![0u64; 0x200 / 8 + 40];
+        let at = (SIGFRAME_REGS / 8) as usize;
+        words[at + 29] = 0x1400;
+        words[at + 30] = 0x40_3000;
+        words[at + 31] = 0x1300;
+        words[at + 32] = 0x40_2000;
+        words.resize(((0x1400 - sp) / 8) as usize + 2, 0);
+        let bytes = stack_bytes(&words);
+        let mem = MemoryMap::new(vec![(sp, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000), module(vdso, vdso + 0x2000)];
+        let tables = vec![None, Some(UnwindTable::open(&table).unwrap())];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &NoCode,
+            options: &opts,
+            pac_mask: 0,
+        };
+        let r = walk_thread(
+            &Aarch64,
+            &ctx,
+            &regs(0x40_1000, sp, 0x1800, Some(vdso + 0x800)),
+        );
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, vdso + 0x800, 0x40_2000, 0x40_3000]);
+        assert_eq!(r.frames[2].trust, Trust::Context);
+    }
+
     #[test]
     fn inferred_mask_follows_the_highest_module() {
         let mem = MemoryMap::default();
