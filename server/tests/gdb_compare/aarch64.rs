@@ -21,7 +21,8 @@
 //!   our walk of the signed core must show exactly those frames;
 //! - gdb 13 never returns from a signal frame of a core taken with SVE enabled (its
 //!   reader of the signal frame's SVE record loops), so signal cases give gdb a core of
-//!   `-cpu max,sve=off` and ours are compared with it on both cores.
+//!   `-cpu max,sve=off` and ours are compared with it on both cores (on the second core,
+//!   the crashed thread only: other threads may be caught elsewhere in another run).
 //!
 //! Skipped, with the reason printed, when the cross tools are absent (`test.sh` installs
 //! them).
@@ -128,12 +129,14 @@ fn crash(work: &Workdir, exe: &Path, cpu: &str) -> PathBuf {
     renamed
 }
 
-/// gdb-multiarch's frames of a QEMU core.
+/// gdb-multiarch's frames of a QEMU core. gdb looks for shared libraries under the
+/// sysroot, and for the test's own ones in the work directory.
 fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
     let sysroot = format!("set sysroot {SYSROOT}");
+    let search = format!("set solib-search-path {}", work.path().display());
     gdb::frames_with(
         GDB,
-        &[&sysroot, "set architecture aarch64"],
+        &[&sysroot, &search, "set architecture aarch64"],
         work.path(),
         exe,
         core,
@@ -219,6 +222,18 @@ fn renamed_to(gdb: &GdbCore, report: &Value) -> GdbCore {
     renamed
 }
 
+/// Only the crashed thread of both sides: in a second run the other threads of a
+/// multithreaded program may be caught elsewhere (a thread that sent the signal may or
+/// may not have reached `pthread_join`), so only the crashed thread's stack is the same.
+fn crashed_threads(gdb: &GdbCore, report: &Value) -> (GdbCore, Value) {
+    let mut gdb = gdb.clone();
+    gdb.threads.retain(|t| Some(t.lwp) == gdb.crashed_lwp);
+    let mut report = report.clone();
+    let crashed = report["threads"][0].clone();
+    report["threads"] = Value::Array(vec![crashed]);
+    (gdb, report)
+}
+
 /// One aarch64 case: how the program is built and which core gdb reads.
 struct Case<'a> {
     name: &'a str,
@@ -252,6 +267,12 @@ impl Case<'_> {
         let mut flags = vec!["-no-pie"];
         flags.extend_from_slice(self.flags);
         let exe = work.compile(self.compiler, &flags, self.sources, self.name);
+        Some(self.run_built(work, exe, expect))
+    }
+
+    /// [`Case::run`] for a program already built in `work` (`compiler`, `flags` and
+    /// `sources` are not used).
+    fn run_built(&self, work: Workdir, exe: PathBuf, expect: impl Fn(&GdbCore)) -> Ran {
         let symbols = [work.path(), &Path::new(SYSROOT).join("lib")];
         let reference = crash(&work, &exe, self.reference_cpu);
         let gdb = gdb_frames(&work, &exe, &reference);
@@ -265,23 +286,24 @@ impl Case<'_> {
         );
         compare::assert_same_stacks(&gdb, &report);
         if self.reference_cpu == CPU {
-            return Some(Ran {
+            return Ran {
                 work,
                 exe,
                 core: reference,
                 report,
-            });
+            };
         }
         let core = crash(&work, &exe, CPU);
         let report = walk_report(&core, &symbols, &[]);
         check_report(&report, self.signal);
-        compare::assert_same_stacks(&renamed_to(&gdb, &report), &report);
-        Some(Ran {
+        let (gdb, ours) = crashed_threads(&renamed_to(&gdb, &report), &report);
+        compare::assert_same_stacks(&gdb, &ours);
+        Ran {
             work,
             exe,
             core,
             report,
-        })
+        }
     }
 }
 
@@ -787,6 +809,136 @@ fn aarch64_clangxx_virtual_method_o2_pac_ret_b_key() {
             "_start",
         ],
     );
+}
+
+#[test]
+fn aarch64_static_glibc_pac_ret() {
+    pac(
+        "a64_static_pac",
+        CC,
+        &["-O2", "-static", "-mbranch-protection=pac-ret"],
+        &["basic.c"],
+        BASIC_STACK,
+    );
+}
+
+#[test]
+fn aarch64_c_o3_inlined_functions() {
+    case("a64_o3_inline", &["-O3"], &["inline.c"], SIGSEGV, |gdb| {
+        expect_stack(
+            gdb,
+            &[
+                "store_value",
+                "scale_and_store",
+                "prepare",
+                "compute",
+                "main",
+            ],
+        );
+        assert!(
+            gdb.crashed().frames.iter().any(|f| f.kind == "INLINE"),
+            "gdb shows inline frames"
+        );
+    });
+}
+
+#[test]
+fn aarch64_deep_recursion() {
+    case(
+        "a64_recursion",
+        &["-O0"],
+        &["recursion.c"],
+        SIGSEGV,
+        |gdb| {
+            let depth = names(gdb).iter().filter(|n| *n == "recurse").count();
+            assert_eq!(depth, 251, "gdb's recursion depth");
+        },
+    );
+}
+
+#[test]
+fn aarch64_clang_os_omit_frame_pointer() {
+    let flags = clang_flags(&["-Os", "-fomit-frame-pointer"]);
+    Case {
+        name: "a64_clang_os",
+        compiler: CLANG,
+        flags: &flags,
+        sources: &["basic.c"],
+        signal: SIGSEGV,
+        reference_cpu: CPU,
+    }
+    .run(|gdb| expect_stack(gdb, BASIC_STACK));
+}
+
+#[test]
+fn aarch64_clang_threads_o2() {
+    let flags = clang_flags(&["-O2", "-pthread"]);
+    Case {
+        name: "a64_clang_threads",
+        compiler: CLANG,
+        flags: &flags,
+        sources: &["threads.c"],
+        signal: SIGSEGV,
+        reference_cpu: CPU,
+    }
+    .run(|gdb| {
+        assert_eq!(gdb.threads.len(), 5, "main, three parked threads, crasher");
+        expect_stack(gdb, &["fault", "crasher"]);
+    });
+}
+
+/// A crash in the test's own shared library (signed return addresses), called through
+/// the PLT.
+#[test]
+fn aarch64_crash_in_own_shared_library_pac_ret() {
+    if !tools_present(CC) {
+        return;
+    }
+    let work = Workdir::new("a64_plt");
+    work.source("plt_lib.c");
+    work.source("plt_main.c");
+    work.run_tool(
+        CC,
+        &[
+            "-g",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            "-mbranch-protection=pac-ret",
+            "plt_lib.c",
+            "-o",
+            "libcrashlib.so",
+        ],
+    );
+    work.run_tool(
+        CC,
+        &[
+            "-g",
+            "-O0",
+            "-no-pie",
+            "plt_main.c",
+            "-o",
+            "plt",
+            "-L.",
+            "-lcrashlib",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let exe = work.path().join("plt");
+    Case {
+        name: "a64_plt",
+        compiler: CC,
+        flags: &[],
+        sources: &[],
+        signal: SIGSEGV,
+        reference_cpu: CPU_NO_PAC,
+    }
+    .run_built(work, exe, |gdb| {
+        expect_stack(
+            gdb,
+            &["lib_store", "lib_entry", "call_library", "main", "_start"],
+        );
+    });
 }
 
 /// (pc, function) of every frame of every thread.
