@@ -624,7 +624,10 @@ mod tests {
         let bytes = stack_bytes(&words);
         let mem = MemoryMap::new(vec![(sp, &bytes[..])]);
         let modules = vec![module(0x40_0000, 0x50_0000), module(vdso, vdso + 0x2000)];
-        let tables = vec![None, Some(UnwindTable::open(&table).unwrap())];
+        let tables = vec![
+            None,
+            Some(UnwindTable::open(&table).expect("the table just written opens")),
+        ];
         let opts = WalkOptions {
             enable_scan: false,
             ..WalkOptions::default()
