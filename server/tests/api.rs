@@ -195,6 +195,138 @@ async fn binary_upload_is_idempotent() {
     assert_eq!(p["code"], "not-a-binary");
 }
 
+/// Runs `tool ARGS` in `dir`; panics with its stderr on failure; returns its stdout.
+fn run_tool(dir: &Path, tool: &str, args: &[&str]) -> String {
+    let out = Command::new(tool)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("run {tool} (see test.sh): {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Mach-O uploads: a thin executable (clang + ld64.lld) is stored with its LC_UUID, as
+/// llvm-objdump prints it, as build-id and (upper-case, age 0) as debug-id, and found by
+/// either; a universal (fat) file is refused with a reason and stores nothing.
+#[tokio::test]
+async fn macho_upload_is_identified_by_its_uuid() {
+    let s = Server::start(&[]);
+    let c = client();
+    let dir = s.dir.path();
+    std::fs::write(dir.join("m.c"), "int main(void) { return 0; }\n").unwrap();
+    for (target, out) in [
+        ("--target=x86_64-apple-macos11", "m.x86_64"),
+        ("--target=arm64-apple-macos11", "m.arm64"),
+    ] {
+        run_tool(
+            dir,
+            "clang",
+            &[
+                target,
+                "-fuse-ld=lld",
+                "-nostdlib",
+                "-Wl,-e,_main",
+                "m.c",
+                "-o",
+                out,
+            ],
+        );
+    }
+    let headers = run_tool(
+        dir,
+        "llvm-objdump",
+        &["--macho", "--private-headers", "m.x86_64"],
+    );
+    let uuid = headers
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("uuid "))
+        .unwrap()
+        .replace('-', "");
+    let r = c
+        .post(s.url("/api/v1/binaries"))
+        .header("x-file-name", "m")
+        .body(std::fs::read(dir.join("m.x86_64")).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    let b = &v["binaries"][0];
+    assert_eq!(b["format"], "macho");
+    assert_eq!(b["arch"], "x86_64");
+    assert_eq!(b["kind"], "executable");
+    assert_eq!(b["build_id"], uuid.to_lowercase());
+    let debug_id = format!("{}0", uuid.to_uppercase());
+    assert_eq!(b["debug_id"], debug_id.as_str());
+    let sections = b["sections"].as_array().unwrap();
+    assert!(
+        sections.iter().any(|x| x == "compact_unwind") && sections.iter().any(|x| x == "symtab"),
+        "{b}"
+    );
+    let by_debug: Value = c
+        .get(s.url(&format!(
+            "/api/v1/binaries?debug_id={}",
+            debug_id.to_lowercase()
+        )))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(by_debug["binaries"][0]["sha256"], b["sha256"]);
+
+    // The universal file as lipo lays it out: a big-endian fat header, then each slice
+    // at a 2^14-aligned offset.
+    let slices = [
+        (
+            0x0100_0007u32,
+            3u32,
+            std::fs::read(dir.join("m.x86_64")).unwrap(),
+        ),
+        (0x0100_000c, 0, std::fs::read(dir.join("m.arm64")).unwrap()),
+    ];
+    let mut fat = Vec::new();
+    fat.extend_from_slice(&0xcafe_babeu32.to_be_bytes());
+    fat.extend_from_slice(&2u32.to_be_bytes());
+    let mut offset = 1u32 << 14;
+    let mut body = Vec::new();
+    for (cpu, sub, bytes) in &slices {
+        for v in [*cpu, *sub, offset, bytes.len() as u32, 14] {
+            fat.extend_from_slice(&v.to_be_bytes());
+        }
+        body.resize((offset - (1 << 14)) as usize, 0);
+        body.extend_from_slice(bytes);
+        offset = ((1 << 14) + body.len() as u32).next_multiple_of(1 << 14);
+    }
+    fat.resize(1 << 14, 0);
+    fat.extend_from_slice(&body);
+    let r = c
+        .post(s.url("/api/v1/binaries"))
+        .body(fat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["code"], "universal-macho");
+    assert!(p["detail"].as_str().unwrap().contains("lipo -thin"), "{p}");
+    let all: Value = c
+        .get(s.url("/api/v1/binaries"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(all["binaries"].as_array().unwrap().len(), 1, "{all}");
+}
+
 #[tokio::test]
 async fn core_upload_is_processed() {
     let s = Server::start(&[]);

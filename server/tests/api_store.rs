@@ -6,7 +6,7 @@
 
 use worker::store::binaries::{self, BinaryRow};
 use worker::store::crashes::{self, ListQuery, NewCrash, Outcome};
-use worker::store::{missing, tables, Db};
+use worker::store::{breakpad_used, missing, tables, Db};
 
 const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -271,6 +271,8 @@ async fn binaries_tables_missing(db: &Db) {
         size: 5,
         sections: "eh_frame,symtab".into(),
         uploaded_at: 1,
+        debug_id: None,
+        format: "elf".into(),
     };
     let (_, created) = binaries::insert(db, &row).await.unwrap();
     assert!(created);
@@ -328,4 +330,143 @@ both!(
     binaries_tables_missing_sqlite,
     binaries_tables_missing_postgres,
     binaries_tables_missing
+);
+
+/// `.sym` rows are found by debug-id (and by build-id when they have one), and a `.sym`
+/// upload's identifiers requeue the crashes that missed its module: one keyed by
+/// build-id (a Linux module) and one keyed by debug-id alone (a Windows module).
+async fn debug_ids_and_requeue(db: &Db) {
+    let sym = |sha: &str, build_id: &str, debug_id: &str| BinaryRow {
+        sha256: sha.repeat(32),
+        build_id: build_id.into(),
+        arch: Some("x86_64".into()),
+        kind: "breakpad-sym".into(),
+        file_name: Some("m.sym".into()),
+        size: 5,
+        sections: "func,stack_cfi".into(),
+        uploaded_at: 1,
+        debug_id: Some(debug_id.into()),
+        format: "breakpad".into(),
+    };
+    let linux = sym("e1", "beef", "EFBE00000000000000000000000000000");
+    let windows = sym("e2", "", "ABCDEF0123456789ABCDEF01234567891");
+    binaries::insert(db, &linux).await.unwrap();
+    let (stored, created) = binaries::insert(db, &windows).await.unwrap();
+    assert!(created);
+    assert_eq!(stored, windows);
+    assert_eq!(stored.build_id(), None);
+    assert!(stored.is_breakpad());
+    assert_eq!(
+        binaries::by_debug_id(db, "ABCDEF0123456789ABCDEF01234567891")
+            .await
+            .unwrap(),
+        vec![windows.clone()]
+    );
+    assert_eq!(
+        binaries::by_build_id(db, "beef").await.unwrap(),
+        vec![linux]
+    );
+
+    for (id, at) in [("d1", 1), ("d2", 2), ("d3", 3)] {
+        crashes::insert(db, &crash(id, at)).await.unwrap();
+    }
+    let mut leases = Vec::new();
+    while let Some(l) = crashes::lease(db, "w", 10, 1000, 3).await.unwrap() {
+        leases.push(l);
+    }
+    assert_eq!(leases.len(), 3);
+    missing::record_module(
+        db,
+        "beef",
+        Some("EFBE00000000000000000000000000000"),
+        &leases[0].id,
+        "libm.so",
+    )
+    .await
+    .unwrap();
+    missing::record_module(
+        db,
+        "ABCDEF0123456789ABCDEF01234567891",
+        Some("ABCDEF0123456789ABCDEF01234567891"),
+        &leases[1].id,
+        "app.dll",
+    )
+    .await
+    .unwrap();
+    missing::record(db, "other", &leases[2].id, "libo.so")
+        .await
+        .unwrap();
+    let done = Outcome::Done {
+        report: "{}".into(),
+        signature: None,
+    };
+    for l in &leases {
+        crashes::finish(db, l, "w", 20, 3, &done).await.unwrap();
+    }
+    let status = |i: usize| {
+        let id = leases[i].id.clone();
+        async move { crashes::get(db, &id).await.unwrap().unwrap().status }
+    };
+    // The Linux .sym: found by its debug-id even without its build-id.
+    assert_eq!(
+        missing::requeue_for_ids(db, None, Some("EFBE00000000000000000000000000000"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(status(0).await, "pending");
+    assert_eq!(status(1).await, "done");
+    // The Windows .sym: no build-id.
+    assert_eq!(
+        missing::requeue_for_ids(db, None, Some("ABCDEF0123456789ABCDEF01234567891"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(status(1).await, "pending");
+    assert_eq!(status(2).await, "done");
+    assert_eq!(missing::requeue_for_ids(db, None, None).await.unwrap(), 0);
+    let left = missing::list(db, 10).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].build_id, "other");
+
+    // A crash whose module had only a .sym file: its binary (build-id) requeues it; a
+    // cleared entry requeues nothing.
+    // (The two requeued crashes are processed again first.)
+    while let Some(again) = crashes::lease(db, "w", 10, 1000, 3).await.unwrap() {
+        crashes::finish(db, &again, "w", 30, 3, &done)
+            .await
+            .unwrap();
+    }
+    breakpad_used::record(
+        db,
+        "beef",
+        Some("EFBE00000000000000000000000000000"),
+        &leases[0].id,
+    )
+    .await
+    .unwrap();
+    breakpad_used::record(db, "beef", None, &leases[1].id)
+        .await
+        .unwrap();
+    breakpad_used::clear_crash(db, &leases[1].id).await.unwrap();
+    assert_eq!(
+        breakpad_used::requeue_for_ids(db, Some("beef"), None)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(status(0).await, "pending");
+    assert_eq!(status(1).await, "done");
+    assert_eq!(
+        breakpad_used::requeue_for_ids(db, Some("beef"), None)
+            .await
+            .unwrap(),
+        0
+    );
+}
+both!(
+    debug_ids_and_requeue_sqlite,
+    debug_ids_and_requeue_postgres,
+    debug_ids_and_requeue
 );

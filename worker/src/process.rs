@@ -68,8 +68,9 @@ pub struct ModuleTables {
     pub code: Option<CodeImage>,
     /// Whether the file's build-id equals the dump's (false for a match by path).
     pub verified: bool,
-    /// Problems met while building (`unwind-table-corrupt`, `symbols-corrupt`): (code, message).
-    pub warnings: Vec<(&'static str, String)>,
+    /// Problems met while building (`unwind-table-corrupt`, `symbols-corrupt`): (code,
+    /// message). Owned, so that a cache can store and replay them with the tables.
+    pub warnings: Vec<(String, String)>,
 }
 
 /// Supplies tables for the modules of a dump.
@@ -106,7 +107,7 @@ pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTable
             Ok(built) => {
                 if built.stats.entries_skipped > 0 {
                     t.warnings.push((
-                        "unwind-table-corrupt",
+                        "unwind-table-corrupt".into(),
                         format!(
                             "{} unwind entries could not be read and were skipped (first: {})",
                             built.stats.entries_skipped,
@@ -118,14 +119,15 @@ pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTable
                     t.unwind = Some(built.bytes.into());
                 }
             }
-            Err(e) => t.warnings.push((e.code(), e.to_string())),
+            Err(e) => t.warnings.push((e.code().into(), e.to_string())),
         }
     }
     match symbols::build_symbol_table(binary, debug_files) {
         Ok(built) => t.symbols = Some(built.bytes.into()),
-        Err(e) => t
-            .warnings
-            .push(("symbols-corrupt", format!("symbols unavailable: {e}"))),
+        Err(e) => t.warnings.push((
+            "symbols-corrupt".into(),
+            format!("symbols unavailable: {e}"),
+        )),
     }
     t
 }
@@ -143,13 +145,14 @@ pub fn build_tables_from_breakpad(sym: &[u8]) -> ModuleTables {
     match unwind::build_from_breakpad(sym) {
         Ok(built) if built.stats.rows > 0 => t.unwind = Some(built.bytes.into()),
         Ok(_) => {}
-        Err(e) => t.warnings.push((e.code(), e.to_string())),
+        Err(e) => t.warnings.push((e.code().into(), e.to_string())),
     }
     match symbols::build_symbol_table_breakpad(sym) {
         Ok(built) => t.symbols = Some(built.bytes.into()),
-        Err(e) => t
-            .warnings
-            .push(("symbols-corrupt", format!("symbols unavailable: {e}"))),
+        Err(e) => t.warnings.push((
+            "symbols-corrupt".into(),
+            format!("symbols unavailable: {e}"),
+        )),
     }
     t
 }
@@ -332,7 +335,7 @@ pub fn process(
         if let Some(t) = &l.tables {
             for (code, msg) in &t.warnings {
                 warnings.push(report::Warning {
-                    code: code.to_string(),
+                    code: code.clone(),
                     message: format!("{}: {msg}", m.name),
                     thread: None,
                     module: Some(i),

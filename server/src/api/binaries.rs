@@ -1,5 +1,9 @@
-//! `POST /api/v1/binaries` (raw or multipart, one or many files), `GET /api/v1/binaries`,
-//! `GET /api/v1/binaries/{build_id}`.
+//! `POST /api/v1/binaries` (raw or multipart, one or many files: ELF, Mach-O, Breakpad
+//! `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`.
+//!
+//! A new file invalidates the tables it changes (a binary's: its build-id's; a `.sym`
+//! file's: its debug-id's) and requeues the crashes that missed its module or had only a
+//! `.sym` file for it.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -11,9 +15,10 @@ use axum::routing::get;
 use axum::{Json, Router};
 use bytes::Bytes;
 use serde_json::{json, Value};
+use worker::jobs::process::breakpad_table_key;
 use worker::store::binaries::{self, BinaryRow};
-use worker::store::identify::identify;
-use worker::store::{missing, now_ms, tables};
+use worker::store::identify::{identify, KIND_BREAKPAD};
+use worker::store::{breakpad_used, missing, now_ms, tables};
 
 use super::extract::{authorize, multipart_boundary, parse_multipart, read_body};
 use super::health::parse_limit;
@@ -32,7 +37,8 @@ pub fn router() -> Router<AppState> {
 
 fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
     let mut v = json!({
-        "build_id": row.build_id, "sha256": row.sha256, "arch": row.arch, "kind": row.kind,
+        "build_id": row.build_id(), "debug_id": row.debug_id, "format": row.format,
+        "sha256": row.sha256, "arch": row.arch, "kind": row.kind,
         "file_name": row.file_name, "size": row.size, "sections": row.section_list(),
         "uploaded_at": row.uploaded_at,
     });
@@ -100,35 +106,52 @@ async fn upload_inner(
         identified.push((name, bytes, info));
     }
     let mut out = Vec::new();
-    let mut any_created = false;
+    let mut created_infos = Vec::new();
     for (name, bytes, info) in identified {
         let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
         let sha256 = s.blobs.put(bytes).await?;
         let row = BinaryRow {
             sha256,
-            build_id: info.build_id.clone(),
+            build_id: info.build_id.clone().unwrap_or_default(),
             arch: info.arch.map(str::to_string),
             kind: info.kind.to_string(),
             file_name: name,
             size,
             sections: info.sections.join(","),
             uploaded_at: now_ms(),
+            debug_id: info.debug_id.clone(),
+            format: info.format.to_string(),
         };
         let (stored, created) = binaries::insert(&s.db, &row).await?;
         if created {
-            any_created = true;
             s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
-            // New file for this build-id: its tables must be rebuilt from all its files,
-            // and the crashes that missed it processed again.
-            tables::invalidate(&s.db, &info.build_id).await?;
-            s.cache.invalidate_build_id(&info.build_id);
-            let requeued = missing::requeue_for(&s.db, &info.build_id).await?;
-            if requeued > 0 {
-                tracing::info!(build_id = %info.build_id, requeued, "crashes requeued");
-                s.wake.notify_waiters();
-            }
+            created_infos.push(info);
         }
         out.push(to_json(&stored, Some(created)));
+    }
+    // Only once every file of the request is stored, so that a crash requeued for one of
+    // them is not processed before the others (a binary and its debug file) are there.
+    let any_created = !created_infos.is_empty();
+    for info in created_infos {
+        // New file for this module: the tables it feeds must be rebuilt from all the
+        // module's files, and the crashes that missed it processed again.
+        let table_key = match (&info.debug_id, info.kind) {
+            (Some(d), KIND_BREAKPAD) => Some(breakpad_table_key(d)),
+            _ => info.build_id.clone(),
+        };
+        if let Some(key) = table_key {
+            tables::invalidate(&s.db, &key).await?;
+            s.cache.invalidate_build_id(&key);
+        }
+        // And the crashes whose module had only a `.sym` file: a binary's tables win, a
+        // newer `.sym` replaces the older.
+        let (b, d) = (info.build_id.as_deref(), info.debug_id.as_deref());
+        let requeued = missing::requeue_for_ids(&s.db, b, d).await?
+            + breakpad_used::requeue_for_ids(&s.db, b, d).await?;
+        if requeued > 0 {
+            tracing::info!(build_id = ?b, debug_id = ?d, requeued, "crashes requeued");
+            s.wake.notify_waiters();
+        }
     }
     let status = if any_created {
         StatusCode::CREATED
@@ -149,6 +172,17 @@ fn check_build_id(id: &str) -> Result<String, ApiError> {
     Ok(id.to_ascii_lowercase())
 }
 
+fn check_debug_id(id: &str) -> Result<String, ApiError> {
+    let ok = (2..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit());
+    if !ok {
+        return Err(ApiError::BadRequest {
+            code: "bad-request",
+            detail: format!("debug_id must be 2 to 64 hex digits, not {id:?}"),
+        });
+    }
+    Ok(id.to_ascii_uppercase())
+}
+
 async fn list(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -156,9 +190,16 @@ async fn list(
 ) -> Result<Json<Value>, ApiError> {
     authorize(&s, &headers, Scope::Symbols)?;
     let limit = parse_limit(&q, 100)?;
-    let rows = match q.get("build_id") {
-        Some(id) => binaries::by_build_id(&s.db, &check_build_id(id)?).await?,
-        None => binaries::recent(&s.db, limit).await?,
+    let rows = match (q.get("build_id"), q.get("debug_id")) {
+        (Some(id), None) => binaries::by_build_id(&s.db, &check_build_id(id)?).await?,
+        (None, Some(id)) => binaries::by_debug_id(&s.db, &check_debug_id(id)?).await?,
+        (Some(b), Some(d)) => {
+            let (b, d) = (check_build_id(b)?, check_debug_id(d)?);
+            let mut rows = binaries::by_build_id(&s.db, &b).await?;
+            rows.retain(|r| r.debug_id.as_deref() == Some(d.as_str()));
+            rows
+        }
+        (None, None) => binaries::recent(&s.db, limit).await?,
     };
     let items: Vec<Value> = rows.iter().map(|r| to_json(r, None)).collect();
     Ok(Json(json!({ "binaries": items })))

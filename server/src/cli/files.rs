@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, SectionKind};
-use worker::dump::minidump::breakpad_debug_id_from_build_id;
 use worker::dump::{hex, Arch, Dump, Module};
 use worker::process::{
     build_tables, build_tables_from_breakpad, CodeImage, ModuleTables, TableProvider,
@@ -38,15 +37,6 @@ fn sym_debug_id(path: &Path) -> Option<String> {
     let mut head = Vec::new();
     f.take(SYM_HEAD).read_to_end(&mut head).ok()?;
     parse_module_line(&head).map(|m| m.debug_id)
-}
-
-/// The Breakpad debug id of a module, upper-case: the dump's, else derived from the
-/// build-id as Breakpad does.
-fn module_debug_id(m: &Module) -> Option<String> {
-    m.debug_id
-        .as_ref()
-        .map(|d| d.to_ascii_uppercase())
-        .or_else(|| m.build_id.as_deref().map(breakpad_debug_id_from_build_id))
 }
 
 /// Files found under the `--symbols` paths.
@@ -281,7 +271,7 @@ impl TableProvider for FileProvider {
             .filter_map(|p| fs::read(p).ok().map(Arc::from))
             .collect();
         let sym = || {
-            let id = module_debug_id(m)?;
+            let id = m.breakpad_debug_id()?;
             let path = self.by_debug_id.get(&id)?;
             fs::read(path).ok()
         };

@@ -36,7 +36,15 @@ impl Frame {
     fn from_gdb(f: &GdbFrame) -> Frame {
         Frame {
             pc: f.pc,
-            function: f.name.clone(),
+            // gdb prints names from ELF symbols (no debug info: no file) demangled with
+            // their parameter list; the report format names functions without it.
+            function: f.name.as_deref().map(|n| {
+                if f.file.is_none() {
+                    without_parameter_list(n)
+                } else {
+                    n.to_owned()
+                }
+            }),
             inlined: f.kind == "INLINE",
             tailcall: f.kind == "TAILCALL",
             file: f.fullname.clone().or_else(|| f.file.clone()),
@@ -117,6 +125,34 @@ pub fn normalize(frame: Frame, rust: bool) -> Option<Frame> {
         recorded_file: frame.recorded_file.map(|file| clean_path(&file)),
         ..frame
     })
+}
+
+/// `std::terminate()` → `std::terminate`, `ns::W::f(int) const` → `ns::W::f`; a name
+/// without a trailing parameter list is returned as it is.
+fn without_parameter_list(name: &str) -> String {
+    let mut end = name.trim_end();
+    for q in [" const", " volatile", " &&", " &"] {
+        if let Some(s) = end.strip_suffix(q) {
+            end = s;
+        }
+    }
+    if !end.ends_with(')') {
+        return name.to_owned();
+    }
+    let mut depth = 0usize;
+    for (i, c) in end.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return end[..i].to_owned();
+                }
+            }
+            _ => {}
+        }
+    }
+    name.to_owned()
 }
 
 /// `a::b::{closure#0}<T>::c<U, V>` → `a::b::{closure}::c`.
@@ -350,6 +386,16 @@ fn side_by_side(gdb: &[Frame], ours: &[Frame]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn symbol_names_lose_their_parameter_list() {
+        assert_eq!(without_parameter_list("std::terminate()"), "std::terminate");
+        assert_eq!(
+            without_parameter_list("ns::W::f(std::pair<int, int>, void (*)(int)) const"),
+            "ns::W::f"
+        );
+        assert_eq!(without_parameter_list("__cxa_throw"), "__cxa_throw");
+    }
 
     #[test]
     fn rust_names_lose_generics_and_disambiguators() {

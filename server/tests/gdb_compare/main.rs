@@ -17,6 +17,7 @@ mod gdb;
 mod program;
 mod report;
 mod sframe;
+mod unusual;
 
 use std::path::PathBuf;
 

@@ -14,14 +14,17 @@ use std::sync::Arc;
 pub enum TableKind {
     Unwind,
     Symbols,
+    /// The warnings the build met (JSON), replayed with the tables.
+    Warnings,
 }
 
 impl TableKind {
-    /// The name stored in the database (`unwind`, `symbols`).
+    /// The name stored in the database (`unwind`, `symbols`, `warnings`).
     pub fn as_str(self) -> &'static str {
         match self {
             TableKind::Unwind => "unwind",
             TableKind::Symbols => "symbols",
+            TableKind::Warnings => "warnings",
         }
     }
 }

@@ -147,6 +147,18 @@ impl Module {
     pub fn build_id_hex(&self) -> Option<String> {
         self.build_id.as_deref().map(hex)
     }
+    /// The Breakpad debug-id, upper-case: the dump's, else for an ELF module the one
+    /// Breakpad derives from the build-id (what a `.sym` file's `MODULE` line names).
+    pub fn breakpad_debug_id(&self) -> Option<String> {
+        self.debug_id
+            .as_ref()
+            .map(|d| d.to_ascii_uppercase())
+            .or_else(|| {
+                self.build_id
+                    .as_deref()
+                    .map(minidump::breakpad_debug_id_from_build_id)
+            })
+    }
     /// Whether `addr` falls inside one of the module's executable mappings (or inside the
     /// module at all where the dump does not say which mappings are executable).
     pub fn contains_code(&self, addr: u64) -> bool {

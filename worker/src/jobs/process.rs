@@ -1,5 +1,7 @@
 //! One crash → one report: fetch the dump, find its modules' tables (cache → database →
-//! build from the uploaded binaries), run the engine, record what was missing.
+//! build from the uploaded binaries or Breakpad `.sym` files), run the engine, record what
+//! was missing. The warnings a table build met are stored and cached with the tables, so
+//! a report made from cached tables says what the first build said.
 //!
 //! Engine calls happen on a blocking thread with a time limit and `catch_unwind`
 //! ([`run_guarded`]), so neither a panic nor an endless loop in a parser takes the worker
@@ -20,7 +22,7 @@ use super::{JobError, Runner};
 use crate::cache::{TableKey, TableKind};
 use crate::dump::{Dump, Module};
 use crate::process::{CodeImage, ModuleTables, TableProvider};
-use crate::store::{binaries, crashes, missing, tables};
+use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 
 /// Format version of the symbol tables.
 /// The symbol table format version the cached tables are keyed by.
@@ -35,30 +37,51 @@ pub async fn process_job(
     let limit = runner.config.time_limit;
     let dump = runner.blobs.get(&lease.dump_sha256).await?;
 
-    // 1. Which build-ids does the dump need?
+    // 1. Which modules does the dump need, by build-id and debug-id?
     let bytes = dump.clone();
-    let needed: Vec<(String, String)> = run_guarded(limit, move || {
+    let needed: Vec<Needed> = run_guarded(limit, move || {
         let d = crate::dump::read_dump(&bytes)?;
         Ok(d.modules
             .iter()
-            .filter_map(|m| Some((m.build_id_hex()?, m.name.clone())))
+            .filter_map(|m| {
+                Some(Needed {
+                    key: module_key(m)?,
+                    build_id: m.build_id_hex(),
+                    debug_id: m.breakpad_debug_id(),
+                    name: m.name.clone(),
+                })
+            })
             .collect())
     })
     .await?;
 
     // 2. Their tables, recording the ones nobody uploaded.
     missing::clear_crash(&runner.db, &lease.id).await?;
+    breakpad_used::clear_crash(&runner.db, &lease.id).await?;
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
-    for (build_id, name) in needed {
-        if found.contains_key(&build_id) || is_vdso(&name) {
+    for n in needed {
+        if found.contains_key(&n.key) || is_vdso(&n.name) {
             // The vdso's tables come from the dump's own memory: nobody uploads it.
             continue;
         }
-        match module_tables(runner, &build_id).await? {
-            Some(t) => {
-                found.insert(build_id, t);
+        match module_tables(runner, n.build_id.as_deref(), n.debug_id.as_deref()).await? {
+            Some((t, from_sym)) => {
+                if from_sym {
+                    breakpad_used::record(&runner.db, &n.key, n.debug_id.as_deref(), &lease.id)
+                        .await?;
+                }
+                found.insert(n.key, t);
             }
-            None => missing::record(&runner.db, &build_id, &lease.id, &name).await?,
+            None => {
+                missing::record_module(
+                    &runner.db,
+                    &n.key,
+                    n.debug_id.as_deref(),
+                    &lease.id,
+                    &n.name,
+                )
+                .await?
+            }
         }
     }
 
@@ -120,76 +143,138 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// The tables of one build-id: moka → `tables` rows → built from the uploaded files (and
-/// stored). `None` when no file was uploaded for it.
-async fn module_tables(runner: &Runner, build_id: &str) -> Result<Option<ModuleTables>, JobError> {
-    let files = binaries::by_build_id(&runner.db, build_id).await?;
-    if files.is_empty() {
-        return Ok(None);
+/// How a dump names one module it needs.
+struct Needed {
+    /// What its tables are handed to the engine by ([`module_key`]).
+    key: String,
+    build_id: Option<String>,
+    /// Upper-case Breakpad debug-id (the dump's, or derived from the build-id).
+    debug_id: Option<String>,
+    name: String,
+}
+
+/// A module's key among the fetched tables: its build-id (lower-case hex), else its
+/// debug-id (upper-case, so never equal to a build-id).
+fn module_key(m: &Module) -> Option<String> {
+    m.build_id_hex().or_else(|| m.breakpad_debug_id())
+}
+
+/// Format version of the stored build warnings (a JSON list of `[code, message]`).
+const WARNINGS_VERSION: u32 = 1;
+
+/// The three rows a build stores, with their format versions.
+const KINDS: [(TableKind, u32); 3] = [
+    (TableKind::Unwind, crate::unwind::UNWIND_TABLE_VERSION),
+    (TableKind::Symbols, SYMBOL_TABLE_VERSION),
+    (TableKind::Warnings, WARNINGS_VERSION),
+];
+
+/// The tables of one module, as `postmortem walk` chooses its files: the binaries of its
+/// build-id (their own tables win over any `.sym`), else a binary whose debug-id it is (a
+/// Mach-O named by a minidump), else the newest Breakpad `.sym` of its debug-id. Each
+/// comes from moka → `tables` rows → built from the uploaded files (and stored). `None`
+/// when no file was uploaded for it; else the tables and whether they are a `.sym` file's.
+async fn module_tables(
+    runner: &Runner,
+    build_id: Option<&str>,
+    debug_id: Option<&str>,
+) -> Result<Option<(ModuleTables, bool)>, JobError> {
+    if let Some(id) = build_id {
+        let files = binary_files(runner, id).await?;
+        if !files.is_empty() {
+            return Ok(Some((binary_tables(runner, id, &files).await?, false)));
+        }
     }
-    let kinds = [
-        (TableKind::Unwind, crate::unwind::UNWIND_TABLE_VERSION),
-        (TableKind::Symbols, SYMBOL_TABLE_VERSION),
-    ];
-    let mut got: Vec<Option<Arc<[u8]>>> = Vec::new();
-    for (kind, version) in kinds {
-        let key = TableKey {
-            build_id: build_id.to_string(),
+    let Some(debug_id) = debug_id else {
+        return Ok(None);
+    };
+    let rows = binaries::by_debug_id(&runner.db, debug_id).await?;
+    let binary_id = rows
+        .iter()
+        .filter(|f| !f.is_breakpad())
+        .find_map(|f| f.build_id().map(str::to_string));
+    if let Some(id) = binary_id {
+        let files = binary_files(runner, &id).await?;
+        if !files.is_empty() {
+            return Ok(Some((binary_tables(runner, &id, &files).await?, false)));
+        }
+    }
+    match rows.iter().rev().find(|f| f.is_breakpad()) {
+        Some(sym) => Ok(Some((sym_tables(runner, debug_id, sym).await?, true))),
+        None => Ok(None),
+    }
+}
+
+/// The binaries and debug files (not `.sym` files) of a build-id.
+async fn binary_files(
+    runner: &Runner,
+    build_id: &str,
+) -> Result<Vec<binaries::BinaryRow>, JobError> {
+    let mut files = binaries::by_build_id(&runner.db, build_id).await?;
+    files.retain(|f| !f.is_breakpad());
+    Ok(files)
+}
+
+/// The key the tables of a `.sym` file are stored under: never a build-id.
+pub fn breakpad_table_key(debug_id: &str) -> String {
+    format!("breakpad:{debug_id}")
+}
+
+/// The tables stored under `key` (moka, then the database), with the warnings their build
+/// met; `None` unless all three rows are there.
+async fn cached_tables(runner: &Runner, key: &str) -> Result<Option<ModuleTables>, JobError> {
+    let mut got: Vec<Arc<[u8]>> = Vec::new();
+    for (kind, version) in KINDS {
+        let cache_key = TableKey {
+            build_id: key.to_string(),
             kind,
             version,
         };
-        if let Some(b) = runner.cache.get(&key).await {
-            got.push(Some(b));
+        if let Some(b) = runner.cache.get(&cache_key).await {
+            got.push(b);
             continue;
         }
-        match tables::get(&runner.db, build_id, kind.as_str(), version).await? {
+        match tables::get(&runner.db, key, kind.as_str(), version).await? {
             Some(b) => {
                 let b: Arc<[u8]> = b.into();
-                runner.cache.insert(key, b.clone()).await;
-                got.push(Some(b));
+                runner.cache.insert(cache_key, b.clone()).await;
+                got.push(b);
             }
-            None => got.push(None),
+            None => return Ok(None),
         }
     }
-    if got.iter().all(Option::is_some) {
-        let mut it = got.into_iter().flatten();
-        let mut t = tables_from(it.next(), it.next(), Vec::new());
-        t.code = code_image(runner, build_id, &files).await?;
-        return Ok(Some(t));
-    }
+    let [unwind, symbols, warnings] = <[Arc<[u8]>; 3]>::try_from(got)
+        .map_err(|_| JobError::Panic("three table kinds expected".into()))?;
+    // Unreadable warnings (never written so by us): rebuild rather than lose them.
+    let Ok(warnings) = serde_json::from_slice::<Vec<(String, String)>>(&warnings) else {
+        return Ok(None);
+    };
+    Ok(Some(tables_from(Some(unwind), Some(symbols), warnings)))
+}
 
-    // Build from every file of the build-id: the main file first (executable or shared
-    // object), debug files as extras.
-    let mut blobs: Vec<(bool, Bytes)> = Vec::new();
-    for f in &files {
-        blobs.push((f.kind == "debug", runner.blobs.get(&f.sha256).await?));
-    }
-    blobs.sort_by_key(|(debug, _)| *debug);
-    let id = build_id.to_string();
-    let built = run_guarded(runner.config.time_limit, move || {
-        let mut it = blobs.into_iter().map(|(_, b)| b);
-        let Some(main) = it.next() else {
-            return Ok(ModuleTables::default());
+/// Stores freshly built tables under `key` (database and moka) and counts the build.
+async fn store_tables(runner: &Runner, key: &str, built: &ModuleTables) -> Result<(), JobError> {
+    let warnings = serde_json::to_vec(&built.warnings)
+        .map_err(|e| JobError::Serialize(format!("table warnings: {e}")))?;
+    for (kind, version) in KINDS {
+        let bytes: Arc<[u8]> = match kind {
+            // An empty row means "built; the files hold no such table", so it is not rebuilt.
+            TableKind::Unwind => built
+                .unwind
+                .clone()
+                .unwrap_or_else(|| Arc::from(Vec::new())),
+            TableKind::Symbols => built
+                .symbols
+                .clone()
+                .unwrap_or_else(|| Arc::from(Vec::new())),
+            TableKind::Warnings => Arc::from(warnings.as_slice()),
         };
-        let extra: Vec<Bytes> = it.collect();
-        let extra: Vec<&[u8]> = extra.iter().map(|b| &b[..]).collect();
-        Ok(build_tables(&main, &extra))
-    })
-    .instrument(info_span!("build_tables", build_id = %id))
-    .await?;
-    for (kind, version) in kinds {
-        let bytes = match kind {
-            TableKind::Unwind => built.unwind.clone(),
-            TableKind::Symbols => built.symbols.clone(),
-        };
-        // An empty row means "built; the files hold no such table", so it is not rebuilt.
-        let bytes: Arc<[u8]> = bytes.unwrap_or_else(|| Arc::from(Vec::new()));
-        tables::put(&runner.db, build_id, kind.as_str(), version, &bytes).await?;
+        tables::put(&runner.db, key, kind.as_str(), version, &bytes).await?;
         runner
             .cache
             .insert(
                 TableKey {
-                    build_id: build_id.to_string(),
+                    build_id: key.to_string(),
                     kind,
                     version,
                 },
@@ -198,9 +283,62 @@ async fn module_tables(runner: &Runner, build_id: &str) -> Result<Option<ModuleT
             .await;
     }
     runner.cache.stats().built.fetch_add(1, Ordering::Relaxed);
-    let mut built = built;
-    built.code = code_image(runner, build_id, &files).await?;
-    Ok(Some(built))
+    Ok(())
+}
+
+/// The tables of a build-id's binaries: cached, else built from every file of the
+/// build-id (the main file first, debug files as extras).
+async fn binary_tables(
+    runner: &Runner,
+    build_id: &str,
+    files: &[binaries::BinaryRow],
+) -> Result<ModuleTables, JobError> {
+    let mut t = match cached_tables(runner, build_id).await? {
+        Some(t) => t,
+        None => {
+            let mut blobs: Vec<(bool, Bytes)> = Vec::new();
+            for f in files {
+                blobs.push((f.kind == "debug", runner.blobs.get(&f.sha256).await?));
+            }
+            blobs.sort_by_key(|(debug, _)| *debug);
+            let built = run_guarded(runner.config.time_limit, move || {
+                let mut it = blobs.into_iter().map(|(_, b)| b);
+                let Some(main) = it.next() else {
+                    return Ok(ModuleTables::default());
+                };
+                let extra: Vec<Bytes> = it.collect();
+                let extra: Vec<&[u8]> = extra.iter().map(|b| &b[..]).collect();
+                Ok(build_tables(&main, &extra))
+            })
+            .instrument(info_span!("build_tables", build_id = %build_id))
+            .await?;
+            store_tables(runner, build_id, &built).await?;
+            // As read back from the cache: an empty table is no table.
+            tables_from(built.unwind, built.symbols, built.warnings)
+        }
+    };
+    t.code = code_image(runner, build_id, files).await?;
+    Ok(t)
+}
+
+/// The tables of a module's Breakpad `.sym` file: cached, else built from it.
+async fn sym_tables(
+    runner: &Runner,
+    debug_id: &str,
+    sym: &binaries::BinaryRow,
+) -> Result<ModuleTables, JobError> {
+    let key = breakpad_table_key(debug_id);
+    if let Some(t) = cached_tables(runner, &key).await? {
+        return Ok(t);
+    }
+    let text = runner.blobs.get(&sym.sha256).await?;
+    let built = run_guarded(runner.config.time_limit, move || {
+        Ok(crate::process::build_tables_from_breakpad(&text))
+    })
+    .instrument(info_span!("build_tables_breakpad", debug_id = %debug_id))
+    .await?;
+    store_tables(runner, &key, &built).await?;
+    Ok(tables_from(built.unwind, built.symbols, built.warnings))
 }
 
 /// The code bytes of a build-id's main (non-debug) file, which the stack scan uses to
@@ -225,7 +363,7 @@ async fn code_image(
 fn tables_from(
     unwind: Option<Arc<[u8]>>,
     symbols: Option<Arc<[u8]>>,
-    warnings: Vec<(&'static str, String)>,
+    warnings: Vec<(String, String)>,
 ) -> ModuleTables {
     ModuleTables {
         unwind: unwind.filter(|b| !b.is_empty()),
@@ -241,12 +379,12 @@ fn build_tables(binary: &[u8], debug_files: &[&[u8]]) -> ModuleTables {
     crate::process::build_tables(Some(binary), debug_files)
 }
 
-/// Hands the fetched tables to the engine, by build-id.
+/// Hands the fetched tables to the engine, by [`module_key`].
 struct FetchedTables(HashMap<String, ModuleTables>);
 
 impl TableProvider for FetchedTables {
     fn tables(&self, _dump: &Dump<'_>, module: &Module) -> Option<ModuleTables> {
-        self.0.get(&module.build_id_hex()?).cloned()
+        self.0.get(&module_key(module)?).cloned()
     }
 }
 

@@ -1,4 +1,5 @@
-//! The `binaries` table: uploaded binaries and debug files, indexed by build-id.
+//! The `binaries` table: uploaded binaries, debug files and Breakpad `.sym` files, indexed
+//! by build-id and by debug-id.
 
 use super::{Db, StoreError};
 
@@ -6,6 +7,7 @@ use super::{Db, StoreError};
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct BinaryRow {
     pub sha256: String,
+    /// Lower-case hex; empty for a file without one (see [`BinaryRow::build_id`]).
     pub build_id: String,
     pub arch: Option<String>,
     pub kind: String,
@@ -14,6 +16,10 @@ pub struct BinaryRow {
     /// Comma-separated section names (see [`BinaryRow::section_list`]).
     pub sections: String,
     pub uploaded_at: i64,
+    /// Breakpad debug-id, upper-case (`.sym` and Mach-O files).
+    pub debug_id: Option<String>,
+    /// `elf`, `macho` or `breakpad`.
+    pub format: String,
 }
 
 impl BinaryRow {
@@ -21,15 +27,26 @@ impl BinaryRow {
     pub fn section_list(&self) -> Vec<&str> {
         self.sections.split(',').filter(|s| !s.is_empty()).collect()
     }
+
+    /// The build-id, if the file has one.
+    pub fn build_id(&self) -> Option<&str> {
+        Some(self.build_id.as_str()).filter(|s| !s.is_empty())
+    }
+
+    /// Whether this is a Breakpad `.sym` file (not a binary).
+    pub fn is_breakpad(&self) -> bool {
+        self.kind == super::identify::KIND_BREAKPAD
+    }
 }
 
-const COLUMNS: &str = "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at";
+const COLUMNS: &str =
+    "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at, debug_id, format";
 
 /// Inserts `row` unless a binary with the same sha256 exists. Returns the stored row
 /// and whether it was created by this call.
 pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), StoreError> {
     let sql = format!(
-        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
          ON CONFLICT (sha256) DO NOTHING"
     );
     let done = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
@@ -41,6 +58,8 @@ pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), Store
         .bind(row.size)
         .bind(&row.sections)
         .bind(row.uploaded_at)
+        .bind(&row.debug_id)
+        .bind(&row.format)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
@@ -68,6 +87,18 @@ pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, Stor
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
+/// Every file uploaded for a debug-id (upper-case), oldest first.
+pub async fn by_debug_id(db: &Db, debug_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM binaries WHERE debug_id = $1 ORDER BY uploaded_at, sha256");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(debug_id)
         .fetch_all(p)
         .await)?,
     )

@@ -1,11 +1,16 @@
 //! The missing-modules index: build-id → the crashes that needed it and had no file,
 //! so that an upload of that build-id reprocesses exactly those crashes.
+//!
+//! A module is keyed by its build-id, or by its Breakpad debug-id when it has none
+//! (minidump modules of Windows and macOS processes); its debug-id is kept beside the key
+//! so that a `.sym` upload, which names the debug-id, finds the crashes too.
 
 use super::{now_ms, Db, StoreError};
 
 /// One build-id nobody has uploaded yet, with the crashes waiting for it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct MissingModule {
+    /// The module's build-id (lower-case), or its debug-id (upper-case) when it has none.
     pub build_id: String,
     pub module_name: String,
     pub crash_count: i64,
@@ -14,13 +19,26 @@ pub struct MissingModule {
 
 /// Records that `crash_id` needed `build_id` (module `name`) and had no file for it.
 pub async fn record(db: &Db, build_id: &str, crash_id: &str, name: &str) -> Result<(), StoreError> {
-    let sql = "INSERT INTO missing_modules (build_id, crash_id, module_name, recorded_at) \
-               VALUES ($1, $2, $3, $4) ON CONFLICT (build_id, crash_id) DO NOTHING";
+    record_module(db, build_id, None, crash_id, name).await
+}
+
+/// Records that `crash_id` needed the module keyed `key` (its build-id, else its
+/// debug-id), with debug-id `debug_id`, and had no file for it.
+pub async fn record_module(
+    db: &Db,
+    key: &str,
+    debug_id: Option<&str>,
+    crash_id: &str,
+    name: &str,
+) -> Result<(), StoreError> {
+    let sql = "INSERT INTO missing_modules (build_id, crash_id, module_name, recorded_at, \
+               debug_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (build_id, crash_id) DO NOTHING";
     crate::on_pool!(db, p => sqlx::query(sql)
-        .bind(build_id)
+        .bind(key)
         .bind(crash_id)
         .bind(name)
         .bind(now_ms())
+        .bind(debug_id)
         .execute(p)
         .await
         .map(|_| ()))?;
@@ -52,19 +70,55 @@ pub async fn list(db: &Db, limit: i64) -> Result<Vec<MissingModule>, StoreError>
 
 /// A file for `build_id` arrived: puts every finished crash that missed it back in the
 /// queue and empties its index entry. Returns how many crashes were requeued.
+///
+/// A crash being processed is requeued too: its worker may have looked for the file
+/// before it arrived, and the lease guard of `crashes::finish` then drops that worker's
+/// stale result, so the crash is processed again with the file.
 pub async fn requeue_for(db: &Db, build_id: &str) -> Result<u64, StoreError> {
-    let sql = "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
-               leased_by = NULL, error = NULL, previous_signature = signature, \
-               previous_function_frames = function_frames \
-               WHERE status IN ('done', 'failed') AND id IN \
-               (SELECT crash_id FROM missing_modules WHERE build_id = $1)";
-    let n = crate::on_pool!(db, p => sqlx::query(sql)
+    requeue_for_ids(db, Some(build_id), None).await
+}
+
+/// A file for `build_id` and/or `debug_id` arrived (a Mach-O binary has both, a `.sym`
+/// file a debug-id and maybe a build-id): as [`requeue_for`], for the crashes that missed
+/// a module of either identifier.
+pub async fn requeue_for_ids(
+    db: &Db,
+    build_id: Option<&str>,
+    debug_id: Option<&str>,
+) -> Result<u64, StoreError> {
+    requeue_indexed(db, "missing_modules", build_id, debug_id).await
+}
+
+/// Requeues the crashes that `table` (`missing_modules` or `breakpad_modules`: both have
+/// `build_id`, `debug_id` and `crash_id` columns) lists for a module of either identifier,
+/// and empties those entries.
+pub(super) async fn requeue_indexed(
+    db: &Db,
+    table: &'static str,
+    build_id: Option<&str>,
+    debug_id: Option<&str>,
+) -> Result<u64, StoreError> {
+    if build_id.is_none() && debug_id.is_none() {
+        return Ok(0);
+    }
+    let matching = "(build_id = $1 OR debug_id = $2 OR build_id = $2)";
+    let sql = format!(
+        "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
+         leased_by = NULL, error = NULL, previous_signature = signature, \
+         previous_function_frames = function_frames \
+         WHERE status IN ('done', 'failed', 'processing') AND id IN \
+         (SELECT crash_id FROM {table} WHERE {matching})"
+    );
+    let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
+        .bind(debug_id)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
-    crate::on_pool!(db, p => sqlx::query("DELETE FROM missing_modules WHERE build_id = $1")
+    let sql = format!("DELETE FROM {table} WHERE {matching}");
+    crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
+        .bind(debug_id)
         .execute(p)
         .await
         .map(|_| ()))?;

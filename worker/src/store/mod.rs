@@ -1,5 +1,6 @@
 //! Database and blob access for the service: crashes (which are also the job queue),
-//! binaries, cached tables and the missing-modules index.
+//! binaries, cached tables, the missing-modules index and the index of modules described
+//! by a `.sym` file alone.
 //!
 //! One [`Db`] handle speaks SQLite or PostgreSQL; each query is written once with `$N`
 //! placeholders (both dialects accept them) and compiled for both pools by [`on_pool!`].
@@ -9,6 +10,7 @@
 
 pub mod binaries;
 pub mod blobs;
+pub mod breakpad_used;
 pub mod crashes;
 pub mod dashboard;
 mod db;

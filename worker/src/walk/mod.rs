@@ -380,8 +380,8 @@ pub fn walk_thread(
             if let Some(callee) = frames.last_mut() {
                 callee.exact_pc = true;
             }
-            // A handler on an alternate signal stack: the interrupted frame and its
-            // callers are on the thread's own stack.
+            // A handler on an alternate signal stack returns to the interrupted frame on
+            // the thread's own stack: from here on, that stack bounds the walk.
             if let Some(range) = sp.and_then(|sp| ctx.memory.range_of(sp)) {
                 stack_range = Some(range);
             }

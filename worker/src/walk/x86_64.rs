@@ -25,8 +25,17 @@ impl ArchWalker for X86_64 {
         &self,
         ctx: &WalkContext<'_, '_>,
         callee: &WalkFrame,
-        _first: bool,
+        first: bool,
     ) -> Option<Caller> {
+        // A call into nowhere (a null or stale function pointer): the crashing pc is in no
+        // module's code, the callee never ran a prologue, and the return address the call
+        // pushed is on top of the stack. rbp still belongs to the caller, so following it
+        // would skip the caller; take [rsp] when it is a return address after a call.
+        if first && callee.trust == Trust::Context && !ctx.is_code(callee.pc) {
+            if let Some(c) = super::scan::caller_by_scan(self, ctx, callee, 1, None) {
+                return Some(c);
+            }
+        }
         let rbp = callee.registers.get(RBP)?;
         let sp = callee.sp?;
         if rbp < sp || rbp % 8 != 0 {

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use gimli::{
-    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, RegisterRule,
+    BaseAddresses, CfaRule, DebugFrame, EhFrame, EndianSlice, LittleEndian, RegisterRule,
     UnwindContext, UnwindSection,
 };
 use object::{Object, ObjectSection};
@@ -184,38 +184,54 @@ fn add_section<'a, S: UnwindSection<R<'a>>>(
     let mut ctx: Box<UnwindContext<usize>> = Box::new(UnwindContext::new());
     let mut cies: HashMap<usize, gimli::CommonInformationEntry<R<'a>>, FxBuildHasher> =
         HashMap::default();
-    let mut entries = section.entries(bases);
-    let section_name = match source {
-        UnwindSource::DebugFrame => ".debug_frame",
-        _ => ".eh_frame",
+    let debug_frame = matches!(source, UnwindSource::DebugFrame);
+    let section_name = if debug_frame {
+        ".debug_frame"
+    } else {
+        ".eh_frame"
     };
-    loop {
-        let entry = match entries.next() {
-            Ok(Some(e)) => e,
-            Ok(None) => break,
-            Err(e) => {
+    // Entries are framed here, not by gimli's iterator: that iterator gives up on the
+    // whole rest of the section at the first FDE whose CIE pointer is unusable, while
+    // the entry's own length still says where the next one starts.
+    let data: &[u8] = section.section().slice();
+    let mut off = 0usize;
+    while off < data.len() {
+        let (fde_at, next) = match frame_entry(data, off, debug_frame) {
+            Framed::Fde { next } => (off, next),
+            Framed::Cie { next } => {
+                off = next;
+                continue;
+            }
+            Framed::End => break,
+            Framed::Skip { next, why } => {
+                w.stats
+                    .skip(|| format!("{section_name}: entry at {off:#x}: {why}"));
+                off = next;
+                continue;
+            }
+            Framed::Bad(why) => {
                 // the entry's length is unusable: nothing after it can be found
-                w.stats.skip(|| format!("{section_name}: {e}"));
+                w.stats
+                    .skip(|| format!("{section_name}: entry at {off:#x}: {why}"));
                 break;
             }
         };
-        let partial = match entry {
-            CieOrFde::Cie(_) => continue,
-            CieOrFde::Fde(p) => p,
-        };
-        let fde = partial.parse(|section, bases, offset| {
-            let key: usize = gimli::UnwindOffset::into(offset);
-            if let Some(cie) = cies.get(&key) {
-                return Ok(cie.clone());
-            }
-            let cie = section.cie_from_offset(bases, offset)?;
-            cies.insert(key, cie.clone());
-            Ok(cie)
-        });
+        off = next;
+        let fde =
+            section.fde_from_offset(bases, S::Offset::from(fde_at), |section, bases, offset| {
+                let key: usize = gimli::UnwindOffset::into(offset);
+                if let Some(cie) = cies.get(&key) {
+                    return Ok(cie.clone());
+                }
+                let cie = section.cie_from_offset(bases, offset)?;
+                cies.insert(key, cie.clone());
+                Ok(cie)
+            });
         let fde = match fde {
             Ok(f) => f,
             Err(e) => {
-                w.stats.skip(|| format!("{section_name}: FDE: {e}"));
+                w.stats
+                    .skip(|| format!("{section_name}: FDE at {fde_at:#x}: {e}"));
                 continue;
             }
         };
@@ -228,6 +244,97 @@ fn add_section<'a, S: UnwindSection<R<'a>>>(
                 .stats
                 .skip(|| format!("{section_name}: FDE for {:#x}: {e}", fde.initial_address())),
         }
+    }
+}
+
+/// What the entry at one offset of a CFI section is, read from its framing alone.
+#[derive(Debug, PartialEq, Eq)]
+enum Framed {
+    Cie {
+        next: usize,
+    },
+    Fde {
+        next: usize,
+    },
+    /// The `.eh_frame` terminator (a zero length), or the end of the bytes.
+    End,
+    /// An entry too short to hold its id: skipped, framing goes on at `next`.
+    Skip {
+        next: usize,
+        why: &'static str,
+    },
+    /// The length runs past the section: nothing after it can be framed.
+    Bad(&'static str),
+}
+
+/// Reads the length and CIE id/pointer of the entry at `off` (32- and 64-bit DWARF).
+/// `.debug_frame` marks CIEs with an all-ones id, `.eh_frame` with zero.
+fn frame_entry(data: &[u8], off: usize, debug_frame: bool) -> Framed {
+    let u32_at = |at: usize| -> Option<u32> {
+        let b = data.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let u64_at = |at: usize| -> Option<u64> {
+        let b = data.get(at..at.checked_add(8)?)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Some(u64::from_le_bytes(a))
+    };
+    let Some(len32) = u32_at(off) else {
+        return if off >= data.len() {
+            Framed::End
+        } else {
+            Framed::Bad("truncated length")
+        };
+    };
+    let (header, length, dwarf64) = if len32 == 0xffff_ffff {
+        match u64_at(off + 4) {
+            Some(l) => (12usize, l, true),
+            None => return Framed::Bad("truncated 64-bit length"),
+        }
+    } else {
+        (4usize, u64::from(len32), false)
+    };
+    if length == 0 {
+        if debug_frame {
+            // an empty entry: padding, not an end marker, in .debug_frame
+            return Framed::Cie { next: off + header };
+        }
+        return Framed::End;
+    }
+    let Some(next) = usize::try_from(length)
+        .ok()
+        .and_then(|l| (off + header).checked_add(l))
+        .filter(|&n| n <= data.len())
+    else {
+        return Framed::Bad("length runs past the section");
+    };
+    let id_at = off + header;
+    let is_cie = if dwarf64 {
+        match u64_at(id_at) {
+            Some(id) if id_at + 8 <= next => id == if debug_frame { u64::MAX } else { 0 },
+            _ => {
+                return Framed::Skip {
+                    next,
+                    why: "entry too short for its id",
+                }
+            }
+        }
+    } else {
+        match u32_at(id_at) {
+            Some(id) if id_at + 4 <= next => id == if debug_frame { u32::MAX } else { 0 },
+            _ => {
+                return Framed::Skip {
+                    next,
+                    why: "entry too short for its id",
+                }
+            }
+        }
+    };
+    if is_cie {
+        Framed::Cie { next }
+    } else {
+        Framed::Fde { next }
     }
 }
 

@@ -542,6 +542,43 @@ fn corrupt_fdes_are_skipped_and_counted_while_the_others_build() {
     assert_eq!(compare_with_gimli(&section, &t), 0x20);
 }
 
+/// An FDE whose CIE pointer leads before the section start (or past its end) loses only
+/// itself: the FDEs after it are still found by their lengths.
+#[test]
+fn fdes_after_an_out_of_section_cie_pointer_still_build() {
+    let (a, b, c) = (0x40_6000u64, 0x40_6010u64, 0x40_6020u64);
+    let mut s = EhFrameBytes::default();
+    let cie = s.cie(false, &standard_initial());
+    s.fde(cie, a, 0x10, &[ADVANCE_LOC | 1, DEF_CFA_OFFSET, 16]);
+    // b: CIE pointer larger than its own offset, i.e. before the section start
+    let mut body = 0x7fff_0000u32.to_le_bytes().to_vec();
+    body.extend_from_slice(&b.to_le_bytes());
+    body.extend_from_slice(&0x10u64.to_le_bytes());
+    body.extend(uleb(0));
+    s.entry(body);
+    // b2: CIE pointer "negative", i.e. past the section end
+    let mut body = 0xffff_fff0u32.to_le_bytes().to_vec();
+    body.extend_from_slice(&(b + 8).to_le_bytes());
+    body.extend_from_slice(&0x8u64.to_le_bytes());
+    body.extend(uleb(0));
+    s.entry(body);
+    s.fde(cie, c, 0x10, &[ADVANCE_LOC | 2, DEF_CFA_OFFSET, 24]);
+    let section = s.finish();
+    let built = build(&section);
+    assert_eq!(built.stats.entries, 2, "{:?}", built.stats);
+    assert_eq!(built.stats.entries_skipped, 2, "{:?}", built.stats);
+    let t = UnwindTable::open(&built.bytes).unwrap();
+    assert!(find(&t, b + 1).is_none());
+    assert_eq!(
+        cfa(&find(&t, c + 3).unwrap()),
+        (Some(SlotKind::Offset), RSP, 24)
+    );
+    assert_eq!(
+        cfa(&find(&t, a + 1).unwrap()),
+        (Some(SlotKind::Offset), RSP, 16)
+    );
+}
+
 #[test]
 fn truncated_sections_never_panic() {
     let mut s = EhFrameBytes::default();

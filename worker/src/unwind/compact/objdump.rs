@@ -72,6 +72,19 @@ pub fn format(info: &UnwindInfo<'_>) -> Result<String, CompactUnwindError> {
             ix.page_offset, ix.first_address
         );
         let page = info.page(p)?;
+        // A compressed page's local palette continues the global one's numbering;
+        // llvm-objdump lists it only when the page has one.
+        if !page.local_opcodes.is_empty() {
+            let _ = writeln!(
+                s,
+                "      Page encodings: (count = {})",
+                page.local_opcodes.len()
+            );
+            let first = info.global_opcodes.len();
+            for (i, op) in page.local_opcodes.iter().enumerate() {
+                let _ = writeln!(s, "        encoding[{}]: 0x{op:08x}", first + i);
+            }
+        }
         for (i, e) in page.entries.iter().enumerate() {
             match (page.kind, e.opcode_index) {
                 (PAGE_REGULAR, _) | (_, None) => {

@@ -1,0 +1,47 @@
+//! The Breakpad-only index: which crashes had a module's tables from a `.sym` file alone,
+//! so that an upload of that module's binary (whose own tables win) or of a newer `.sym`
+//! file processes exactly those crashes again, as a missing module's upload does.
+
+use super::{now_ms, Db, StoreError};
+
+/// Records that `crash_id` used only a `.sym` file for the module keyed `key` (its
+/// build-id, else its debug-id), whose debug-id is `debug_id`.
+pub async fn record(
+    db: &Db,
+    key: &str,
+    debug_id: Option<&str>,
+    crash_id: &str,
+) -> Result<(), StoreError> {
+    let sql = "INSERT INTO breakpad_modules (build_id, crash_id, debug_id, recorded_at) \
+               VALUES ($1, $2, $3, $4) ON CONFLICT (build_id, crash_id) DO NOTHING";
+    crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(key)
+        .bind(crash_id)
+        .bind(debug_id)
+        .bind(now_ms())
+        .execute(p)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// Forgets what one crash used (before it is processed again).
+pub async fn clear_crash(db: &Db, crash_id: &str) -> Result<(), StoreError> {
+    crate::on_pool!(db, p => sqlx::query("DELETE FROM breakpad_modules WHERE crash_id = $1")
+        .bind(crash_id)
+        .execute(p)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// A binary or `.sym` file for `build_id` and/or `debug_id` arrived: requeues the
+/// finished (or running) crashes whose module of either identifier had only a `.sym`
+/// file. Returns how many crashes were requeued.
+pub async fn requeue_for_ids(
+    db: &Db,
+    build_id: Option<&str>,
+    debug_id: Option<&str>,
+) -> Result<u64, StoreError> {
+    super::missing::requeue_indexed(db, "breakpad_modules", build_id, debug_id).await
+}
