@@ -36,15 +36,7 @@ impl Frame {
     fn from_gdb(f: &GdbFrame) -> Frame {
         Frame {
             pc: f.pc,
-            // gdb prints names from ELF symbols (no debug info: no file) demangled with
-            // their parameter list; the report format names functions without it.
-            function: f.name.as_deref().map(|n| {
-                if f.file.is_none() {
-                    without_parameter_list(n)
-                } else {
-                    n.to_owned()
-                }
-            }),
+            function: f.name.clone(),
             inlined: f.kind == "INLINE",
             tailcall: f.kind == "TAILCALL",
             file: f.fullname.clone().or_else(|| f.file.clone()),
@@ -98,6 +90,11 @@ pub fn parse_hex(s: &str) -> Option<u64> {
 /// 4. Empty path segments left by removing a turbofish (`begin_panic::<&str>::{closure}`
 ///    → `begin_panic::{closure}`) are dropped.
 ///
+/// 5. A C++ function named from the symbol table alone (no debug info: the cross libc,
+///    libstdc++) is printed by gdb with its demangled parameter list
+///    (`__gnu_cxx::__verbose_terminate_handler()`); the report's names never have one.
+///    The list is dropped from gdb's names of frames without a source file.
+///
 /// gdb's frame names need no other mapping: its Python `frame.name()` already gives the
 /// signal trampoline's symbol (`__restore_rt`) rather than `<signal handler called>`,
 /// and None where `bt` prints `??`, as the report's null.
@@ -105,10 +102,13 @@ pub fn normalize(frame: Frame, rust: bool) -> Option<Frame> {
     if frame.tailcall {
         return None;
     }
+    let from_symbol_table = frame.file.is_none();
     Some(Frame {
         function: frame.function.map(|name| {
             if rust {
                 rust_canonical_name(&name)
+            } else if from_symbol_table {
+                without_parameters(&name).to_owned()
             } else {
                 name
             }
@@ -117,34 +117,6 @@ pub fn normalize(frame: Frame, rust: bool) -> Option<Frame> {
         recorded_file: frame.recorded_file.map(|file| clean_path(&file)),
         ..frame
     })
-}
-
-/// `std::terminate()` → `std::terminate`, `ns::W::f(int) const` → `ns::W::f`; a name
-/// without a trailing parameter list is returned as it is.
-fn without_parameter_list(name: &str) -> String {
-    let mut end = name.trim_end();
-    for q in [" const", " volatile", " &&", " &"] {
-        if let Some(s) = end.strip_suffix(q) {
-            end = s;
-        }
-    }
-    if !end.ends_with(')') {
-        return name.to_owned();
-    }
-    let mut depth = 0usize;
-    for (i, c) in end.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth -= 1;
-                if depth == 0 {
-                    return end[..i].to_owned();
-                }
-            }
-            _ => {}
-        }
-    }
-    name.to_owned()
 }
 
 /// `a::b::{closure#0}<T>::c<U, V>` → `a::b::{closure}::c`.
@@ -175,6 +147,37 @@ fn rust_canonical_name(name: &str) -> String {
         }
     }
     result
+}
+
+/// `ns::f(int, char const*) const` → `ns::f`; `S::operator()(int)` → `S::operator()`;
+/// a name without a parameter list is returned as it is.
+fn without_parameters(name: &str) -> &str {
+    let trimmed = name
+        .trim_end_matches(" const")
+        .trim_end_matches(" volatile");
+    let trimmed = trimmed.trim_end_matches(['&', ' ']);
+    if !trimmed.ends_with(')') {
+        return name;
+    }
+    let mut depth = 0usize;
+    for (i, c) in trimmed.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    let head = &trimmed[..i];
+                    return if head.is_empty() || head.ends_with("operator") {
+                        name
+                    } else {
+                        head
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    name
 }
 
 /// Removes `.` components and folds `x/..` lexically (no file system access).
@@ -349,16 +352,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn symbol_names_lose_their_parameter_list() {
-        assert_eq!(without_parameter_list("std::terminate()"), "std::terminate");
-        assert_eq!(
-            without_parameter_list("ns::W::f(std::pair<int, int>, void (*)(int)) const"),
-            "ns::W::f"
-        );
-        assert_eq!(without_parameter_list("__cxa_throw"), "__cxa_throw");
-    }
-
-    #[test]
     fn rust_names_lose_generics_and_disambiguators() {
         assert_eq!(
             rust_canonical_name("std::rt::lang_start::{closure#0}<()>"),
@@ -376,6 +369,25 @@ mod tests {
             rust_canonical_name("rust_panic::validate"),
             "rust_panic::validate"
         );
+    }
+
+    #[test]
+    fn symbol_table_names_lose_their_parameter_list() {
+        assert_eq!(
+            without_parameters("__gnu_cxx::__verbose_terminate_handler()"),
+            "__gnu_cxx::__verbose_terminate_handler"
+        );
+        assert_eq!(
+            without_parameters("std::string::size(char const*) const"),
+            "std::string::size"
+        );
+        assert_eq!(
+            without_parameters("Fn::operator()(std::pair<int, int>) &&"),
+            "Fn::operator()"
+        );
+        assert_eq!(without_parameters("operator()"), "operator()");
+        assert_eq!(without_parameters("raise"), "raise");
+        assert_eq!(without_parameters("__libc_start_main"), "__libc_start_main");
     }
 
     #[test]

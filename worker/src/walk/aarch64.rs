@@ -9,6 +9,14 @@
 //! their top bits (`-mbranch-protection=pac-ret`); every recovered return address and
 //! every scanned candidate is stripped ([`Aarch64::strip_pac`]) before it is used or
 //! reported.
+//!
+//! Signal frames: a handler returns to a sigreturn trampoline, `mov x8, #139; svc #0` —
+//! the vDSO's `__kernel_rt_sigreturn` on a real kernel, a page of QEMU's own under its
+//! user-mode emulator (outside every module). The trampoline is recognised by those two
+//! instructions (or, where its code is not available, by a signal-frame unwind rule),
+//! and the interrupted frame's registers are read from the `struct rt_sigframe` at the
+//! trampoline's sp, as gdb does: the vDSO's own CFI only follows the frame record to the
+//! interrupted function's caller, skipping the frame the signal interrupted.
 
 use super::arch::ArchWalker;
 use super::{Caller, Trust, WalkContext, WalkFrame};
@@ -18,6 +26,14 @@ use crate::dump::{Arch, RegisterSet};
 const X29: u16 = 29;
 const X30: u16 = 30;
 const SP: u16 = 31;
+/// `mov x8, #139` (`__NR_rt_sigreturn`), `svc #0`: the sigreturn trampoline.
+const SIGRETURN_CODE: [u32; 2] = [0xd280_1168, 0xd400_0001];
+/// Offset of the interrupted registers from the sp of a sigreturn trampoline: `struct
+/// rt_sigframe` starts at sp with a `siginfo_t` (128 bytes), then the `ucontext`, whose
+/// `uc_mcontext` (`struct sigcontext`) is 176 bytes in (uc_flags, uc_link, uc_stack,
+/// uc_sigmask padded to 1024 bits, 16-byte alignment); the sigcontext's `fault_address`
+/// (8 bytes) comes before `regs[31]`, `sp`, `pc`.
+const SIGFRAME_REGS: u64 = 128 + 176 + 8;
 /// User-space addresses have at least this many significant bits (48-bit VA, 4 KiB pages).
 const MIN_VA_BITS: u32 = 48;
 
@@ -90,12 +106,15 @@ impl Aarch64 {
     ) -> Option<Caller> {
         let lr = self.strip_pac(ctx, callee.registers.get(X30)?);
         let sp = callee.sp?;
-        if !ctx.is_code(lr) {
-            return None;
-        }
-        if let Some(code) = ctx.code.bytes_before(lr, self.call_check_len()) {
-            if !self.is_call_before(&code) {
+        // A signal handler's x30 is the sigreturn trampoline, which no call precedes.
+        if !self.is_signal_trampoline(ctx, lr) {
+            if !ctx.is_code(lr) {
                 return None;
+            }
+            if let Some(code) = ctx.code.bytes_before(lr, self.call_check_len()) {
+                if !self.is_call_before(&code) {
+                    return None;
+                }
             }
         }
         let mut regs = RegisterSet::new(Arch::Aarch64);
@@ -141,19 +160,22 @@ impl ArchWalker for Aarch64 {
         }
     }
 
-    /// Frame 0 may be a frameless leaf whose caller is still in x30; its frame record, if
-    /// it built one, holds the same address. Every other frame follows the record at x29.
+    /// Frame 0 (and a frame a signal interrupted) may be a frameless leaf whose caller is
+    /// still in x30; its frame record, if it built one, holds the same address. Every
+    /// other frame follows the record at x29.
     fn caller_by_fp(
         &self,
         ctx: &WalkContext<'_, '_>,
         callee: &WalkFrame,
-        first: bool,
+        _first: bool,
     ) -> Option<Caller> {
         let record = callee
             .registers
             .get(X29)
             .and_then(|fp| self.caller_from_record(ctx, callee, fp));
-        if first && callee.trust == Trust::Context {
+        // Frame 0 and a frame a signal interrupted: their registers, x30 included, are
+        // the saved context.
+        if callee.trust == Trust::Context {
             if let Some(leaf) = self.caller_from_link_register(ctx, callee) {
                 // The leaf's own record (if it already pushed one) agrees with x30 and
                 // gives the better sp; otherwise x29 is the caller's record and following
@@ -169,6 +191,58 @@ impl ArchWalker for Aarch64 {
 
     fn call_check_len(&self) -> usize {
         4
+    }
+
+    fn is_signal_trampoline(&self, ctx: &WalkContext<'_, '_>, pc: u64) -> bool {
+        let code = pc
+            .checked_add(8)
+            .and_then(|end| ctx.code.bytes_before(end, 8));
+        match code {
+            Some(code) => {
+                let expected: Vec<u8> = SIGRETURN_CODE
+                    .iter()
+                    .flat_map(|i| i.to_le_bytes())
+                    .collect();
+                code == expected
+            }
+            // The vDSO's FDE for `__kernel_rt_sigreturn` is a signal frame and starts at
+            // the nop before it, where a return-address lookup (`pc - 4`) lands.
+            None => {
+                super::cfi::is_signal_frame_rule(ctx, pc)
+                    || pc
+                        .checked_sub(4)
+                        .is_some_and(|a| super::cfi::is_signal_frame_rule(ctx, a))
+            }
+        }
+    }
+
+    /// The interrupted frame: x0–x30, sp and pc from the sigcontext. Its pc is exact (the
+    /// instruction the signal interrupted) and, like frame 0, it may be a leaf whose
+    /// caller is still in x30.
+    fn caller_from_signal_frame(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+    ) -> Option<Caller> {
+        if !self.is_signal_trampoline(ctx, callee.pc) {
+            return None;
+        }
+        let base = callee.sp?.checked_add(SIGFRAME_REGS)?;
+        let slot = |i: u64| base.checked_add(i * 8).and_then(|a| ctx.memory.read_u64(a));
+        let mut regs = RegisterSet::new(Arch::Aarch64);
+        for r in 0u16..=30 {
+            if let Some(v) = slot(u64::from(r)) {
+                regs.set(r, v);
+            }
+        }
+        regs.set(SP, slot(31)?);
+        regs.set(32, slot(32)?);
+        Some(Caller {
+            regs,
+            trust: Trust::Context,
+            source: None,
+            exact_pc: true,
+        })
     }
 
     /// `BL imm26`, `BLR Xn`, or the authenticating `BLRAA`/`BLRAB`(`Z`) forms, in the 4
@@ -406,6 +480,174 @@ mod tests {
             &AllCalls,
         );
         assert_eq!(r.frames.get(1).map(|f| f.pc), Some(0x40_1500));
+    }
+
+    /// Code bytes: the sigreturn trampoline in the page at `TRAMP`, a `BL` before every
+    /// other address.
+    struct WithTrampoline;
+    const TRAMP: u64 = 0x7000_0000;
+    impl CodeReader for WithTrampoline {
+        fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+            if addr == TRAMP + 8 && len == 8 {
+                return Some(
+                    SIGRETURN_CODE
+                        .iter()
+                        .flat_map(|i| i.to_le_bytes())
+                        .collect(),
+                );
+            }
+            if (TRAMP..TRAMP + 0x1000).contains(&addr) {
+                return Some(vec![0; len]);
+            }
+            AllCalls.bytes_before(addr, len)
+        }
+    }
+
+    #[test]
+    fn signal_frame_restores_the_interrupted_registers() {
+        // A frameless handler (frame 0) returns through x30 to the trampoline; the
+        // rt_sigframe at its sp holds the interrupted frame: a leaf at 0x40_2000 whose
+        // caller 0x40_3000 is still in its x30, with its caller's record at x29.
+        let sp = 0x1000u64;
+        let mut words = vec![0u64; 0x200 / 8 + 40];
+        let regs_at = (SIGFRAME_REGS / 8) as usize;
+        words[regs_at + 19] = 0x1919; // x19
+        words[regs_at + 29] = 0x1400; // x29
+        words[regs_at + 30] = 0x0012_0000_0040_3000; // x30, signed
+        words[regs_at + 31] = 0x1300; // sp
+        words[regs_at + 32] = 0x40_2000; // pc
+        let mut stack = words;
+        // the interrupted leaf's caller's record at 0x1400: [0, 0] (outermost)
+        stack.resize(((0x1400 - sp) / 8) as usize + 2, 0);
+        let r = walk(
+            sp,
+            &stack,
+            &regs(0x40_1000, sp, 0x1800, Some(TRAMP)),
+            0,
+            &WithTrampoline,
+        );
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, TRAMP, 0x40_2000, 0x40_3000]);
+        let interrupted = &r.frames[2];
+        assert_eq!(interrupted.trust, Trust::Context);
+        assert!(interrupted.exact_pc, "the interrupted pc is exact");
+        assert!(
+            r.frames[1].exact_pc,
+            "the trampoline is symbolized at its pc"
+        );
+        assert_eq!(interrupted.sp, Some(0x1300));
+        assert_eq!(interrupted.registers.get(19), Some(0x1919));
+        assert_eq!(r.frames[3].registers.get(19), Some(0x1919));
+
+        // The same stack, but the code at x30 is not the trampoline: no signal frame.
+        let r = walk(
+            sp,
+            &stack,
+            &regs(0x40_1000, sp, 0x1800, Some(TRAMP)),
+            0,
+            &AllCalls,
+        );
+        assert!(r.frames.iter().all(|f| f.pc != 0x40_2000), "{:?}", r.frames);
+    }
+
+    #[test]
+    fn a_handler_on_an_alternate_stack_returns_to_the_thread_stack() {
+        // The handler runs on a signal stack at 0x9000; the interrupted frame (not a leaf:
+        // x30 already reused) has sp 0x1000 on the thread's stack, and its record at
+        // x29 = 0x1010 leads to 0x40_3000, whose record ends the walk.
+        let alt = 0x9000u64;
+        let mut alt_words = vec![0u64; 0x200 / 8 + 40];
+        let at = (SIGFRAME_REGS / 8) as usize;
+        alt_words[at + 29] = 0x1010;
+        // x30 = 0: already reused, not a return address
+        alt_words[at + 31] = 0x1000;
+        alt_words[at + 32] = 0x40_2000;
+        let alt_bytes = stack_bytes(&alt_words);
+        let thread_bytes = stack_bytes(&[0, 0, 0x1030, 0x40_3000, 0, 0, 0, 0]);
+        let mem = MemoryMap::new(vec![(0x1000, &thread_bytes[..]), (alt, &alt_bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let tables = vec![None];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &WithTrampoline,
+            options: &opts,
+            pac_mask: 0,
+        };
+        let r = walk_thread(&Aarch64, &ctx, &regs(0x40_1000, alt, 0, Some(TRAMP)));
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, TRAMP, 0x40_2000, 0x40_3000]);
+        assert_eq!(r.frames[3].sp, Some(0x1020));
+    }
+
+    /// Code bytes: none at all (a dump without the vDSO's pages).
+    struct NoCode;
+    impl CodeReader for NoCode {
+        fn bytes_before(&self, _addr: u64, _len: usize) -> Option<Vec<u8>> {
+            None
+        }
+    }
+
+    #[test]
+    fn vdso_sigreturn_is_recognised_by_its_signal_frame_rule_without_code() {
+        use crate::unwind::rule::{RuleRecord, Slot, UnwindSource, FLAG_SIGNAL_FRAME};
+        use crate::unwind::{TableWriter, UnwindTable};
+        // The vDSO at 0x5000_0000: `__kernel_rt_sigreturn` at +0x800, its FDE (a signal
+        // frame: CFA = x29, x29 and x30 from the frame record) from the nop at +0x7fc.
+        // Its code is not in the dump. Following that rule would give the interrupted
+        // function's caller (x30 of the record); the sigcontext gives the interrupted
+        // frame itself.
+        let vdso = 0x5000_0000u64;
+        let mut w = TableWriter::new(Arch::Aarch64);
+        let mut rec = RuleRecord::new(
+            UnwindSource::EhFrame,
+            Slot::offset(29, 0),
+            Slot::offset(0, 8),
+        );
+        rec.flags |= FLAG_SIGNAL_FRAME;
+        rec.set_reg(Arch::Aarch64, 29, Slot::offset(0, 0));
+        w.push(0x7fc, 0x808, &rec, 0);
+        let table = w.finish().bytes;
+        let sp = 0x1000u64;
+        let mut words = vec![0u64; 0x200 / 8 + 40];
+        let at = (SIGFRAME_REGS / 8) as usize;
+        words[at + 29] = 0x1400;
+        words[at + 30] = 0x40_3000;
+        words[at + 31] = 0x1300;
+        words[at + 32] = 0x40_2000;
+        words.resize(((0x1400 - sp) / 8) as usize + 2, 0);
+        let bytes = stack_bytes(&words);
+        let mem = MemoryMap::new(vec![(sp, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000), module(vdso, vdso + 0x2000)];
+        let tables = vec![
+            None,
+            Some(UnwindTable::open(&table).expect("the table just written opens")),
+        ];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &NoCode,
+            options: &opts,
+            pac_mask: 0,
+        };
+        let r = walk_thread(
+            &Aarch64,
+            &ctx,
+            &regs(0x40_1000, sp, 0x1800, Some(vdso + 0x800)),
+        );
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, vdso + 0x800, 0x40_2000, 0x40_3000]);
+        assert_eq!(r.frames[2].trust, Trust::Context);
     }
 
     #[test]

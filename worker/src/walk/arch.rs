@@ -40,6 +40,23 @@ pub trait ArchWalker {
         let _ = callee;
         false
     }
+    /// Whether `pc` is the first instruction of a sigreturn trampoline (a signal handler
+    /// returns there). Such a pc is a valid caller even outside every module: QEMU's
+    /// user-mode emulator keeps its trampoline in an anonymous page.
+    fn is_signal_trampoline(&self, ctx: &WalkContext<'_, '_>, pc: u64) -> bool {
+        let _ = (ctx, pc);
+        false
+    }
+    /// The frame a signal interrupted, when `callee` is a sigreturn trampoline whose
+    /// signal frame the architecture knows how to read (tried before the unwind rules).
+    fn caller_from_signal_frame(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+    ) -> Option<Caller> {
+        let _ = (ctx, callee);
+        None
+    }
     /// Registers a caller inherits unchanged when no rule mentions them (callee-saved).
     fn callee_saved(&self) -> &'static [u16] {
         crate::unwind::rule::callee_saved(self.arch())

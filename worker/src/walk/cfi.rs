@@ -34,6 +34,20 @@ pub(crate) fn caller_by_cfi(
     apply_rule(arch, ctx, callee, &rule)
 }
 
+/// Whether the unwind rule describing `addr` (a lookup address) marks a signal
+/// trampoline (the CIE's `S` augmentation, SFrame's signal bit).
+pub(crate) fn is_signal_frame_rule(ctx: &WalkContext<'_, '_>, addr: u64) -> bool {
+    let Some(i) = ctx.module_for(addr) else {
+        return false;
+    };
+    let Some(Some(table)) = ctx.tables.get(i) else {
+        return false;
+    };
+    addr.checked_sub(ctx.modules[i].load_base)
+        .and_then(|rel| table.find(rel))
+        .is_some_and(|rule| rule.record.is_signal_frame())
+}
+
 /// Applies one rule to the callee's registers.
 pub(crate) fn apply_rule(
     arch: &dyn ArchWalker,

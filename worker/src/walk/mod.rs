@@ -258,31 +258,40 @@ pub fn walk_thread(
         // The rules name the callee itself as its caller.
         let mut repeated = false;
         let mut caller: Option<Caller> = None;
-        // 1. CFI
-        match cfi::caller_by_cfi(arch, ctx, callee) {
-            CfiOutcome::Caller(c) => {
-                let c = *c;
-                if c.regs.pc() == Some(0) {
-                    return end(
-                        EndReason::PcZero,
-                        Some("the return address is 0".into()),
-                        frames,
-                    );
-                }
-                if is_valid_caller(arch, ctx, callee, &c, stack_range) {
-                    caller = Some(c);
-                } else if c.regs.pc() == Some(callee.pc) && c.regs.sp() == callee.sp {
-                    repeated = true;
-                }
+        // 0. a sigreturn trampoline whose signal frame the architecture reads itself
+        // (aarch64: its vDSO's CFI would skip the interrupted frame, QEMU's has none)
+        if let Some(c) = arch.caller_from_signal_frame(ctx, callee) {
+            if is_valid_caller(arch, ctx, callee, &c, stack_range) {
+                caller = Some(c);
             }
-            CfiOutcome::Outermost => return end(EndReason::Outermost, None, frames),
-            CfiOutcome::MemoryMissing => memory_missing = true,
-            CfiOutcome::NoRule => {
-                if ctx
-                    .code
-                    .is_entry_function(callee.address_for_lookup(arch.lookup_back()))
-                {
-                    return end(EndReason::Outermost, None, frames);
+        }
+        // 1. CFI
+        if caller.is_none() {
+            match cfi::caller_by_cfi(arch, ctx, callee) {
+                CfiOutcome::Caller(c) => {
+                    let c = *c;
+                    if c.regs.pc() == Some(0) {
+                        return end(
+                            EndReason::PcZero,
+                            Some("the return address is 0".into()),
+                            frames,
+                        );
+                    }
+                    if is_valid_caller(arch, ctx, callee, &c, stack_range) {
+                        caller = Some(c);
+                    } else if c.regs.pc() == Some(callee.pc) && c.regs.sp() == callee.sp {
+                        repeated = true;
+                    }
+                }
+                CfiOutcome::Outermost => return end(EndReason::Outermost, None, frames),
+                CfiOutcome::MemoryMissing => memory_missing = true,
+                CfiOutcome::NoRule => {
+                    if ctx
+                        .code
+                        .is_entry_function(callee.address_for_lookup(arch.lookup_back()))
+                    {
+                        return end(EndReason::Outermost, None, frames);
+                    }
                 }
             }
         }
@@ -401,7 +410,7 @@ fn is_valid_caller(
     let (Some(pc), Some(sp)) = (caller.regs.pc(), caller.regs.sp()) else {
         return false;
     };
-    if !ctx.is_code(pc) {
+    if !ctx.is_code(pc) && !arch.is_signal_trampoline(ctx, pc) {
         return false;
     }
     let callee_sp = callee.sp.unwrap_or(0);

@@ -2,9 +2,12 @@
 //!
 //! Text symbols of every given file are read, `.symtab` first (it is the more complete
 //! table; a debug file's `.symtab` counts too), then `.dynsym` for addresses no `.symtab`
-//! symbol starts at. Of several symbols at one address the global one wins, then the
-//! shortest name (so `malloc` over `__libc_malloc`). A zero-size symbol extends to the next
-//! symbol's start, bounded by the end of its section. Names are demangled.
+//! symbol starts at. Of several symbols at one address the choice is gdb's, so that a
+//! frame named from the symbol table reads as in gdb: a sized symbol over a zero-size
+//! one, a global over a local, then the greatest (mangled) name in byte order (`malloc`
+//! over `__libc_malloc`, `__libc_start_main_impl` over `__libc_start_main`: gdb sorts
+//! the aliases of an address by name and takes the last). A zero-size symbol extends to
+//! the next symbol's start, bounded by the end of its section. Names are demangled.
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
@@ -66,15 +69,12 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
             }
         }
     }
-    // Per address: .symtab before .dynsym, global before local, shorter names first.
+    // Per address: .symtab before .dynsym, sized before zero-size, global before local,
+    // then the greatest name first.
     candidates.sort_by(|a, b| {
-        (a.start, a.source, !a.global, a.name.len(), a.name).cmp(&(
-            b.start,
-            b.source,
-            !b.global,
-            b.name.len(),
-            b.name,
-        ))
+        (a.start, a.source, a.end == 0, !a.global)
+            .cmp(&(b.start, b.source, b.end == 0, !b.global))
+            .then_with(|| b.name.cmp(a.name))
     });
     // A sized symbol's end is kept even if an alias at the same address has none.
     let mut best: Vec<Candidate<'_>> = Vec::with_capacity(candidates.len());
