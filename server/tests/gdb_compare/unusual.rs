@@ -58,10 +58,10 @@ fn fault_in_handler_on_alternate_signal_stack() {
 #[test]
 fn fault_in_callback_called_by_libc_qsort() {
     for (case, flags) in [("qsort_o0", &["-O0"][..]), ("qsort_o2", &["-O2"][..])] {
-        let crashed = Crashed::c(case, "gcc", flags, &["qsortcmp.c"]);
+        let crashed = Crashed::c(case, "gcc", flags, &["qsort_cmp.c"]);
         check(&crashed, |gdb| {
             assert_eq!(gdb.signal, Some(SIGSEGV));
-            expect_stack(gdb, &["compare", "msort_with_tmp", "main"]);
+            expect_stack(gdb, &["by_weight", "msort_with_tmp", "main"]);
         });
     }
 }
