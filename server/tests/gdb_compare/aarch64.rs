@@ -21,85 +21,22 @@
 //! Skipped, with the reason printed, when the cross tools are absent (`test.sh` installs
 //! them).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::gdb::{self, GdbCore};
 use crate::program::Workdir;
+use crate::qemu::{tools_present, CC, GDB, SYSROOT};
 use crate::{compare, report};
 
-const CC: &str = "aarch64-linux-gnu-gcc";
-const QEMU: &str = "qemu-aarch64-static";
-const GDB: &str = "gdb-multiarch";
-/// The cross libc: QEMU's `-L` prefix, gdb's sysroot.
-const SYSROOT: &str = "/usr/aarch64-linux-gnu";
 const SIGSEGV: u64 = 11;
 const SIGABRT: u64 = 6;
 
-/// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
-fn tools_present() -> bool {
-    for tool in [CC, QEMU, GDB] {
-        let ok = Command::new(tool)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipping the aarch64 gdb comparison: {tool} is not installed (see test.sh)");
-            return false;
-        }
-    }
-    if !Path::new(SYSROOT).join("lib/libc.so.6").is_file() {
-        eprintln!("skipping the aarch64 gdb comparison: no cross libc under {SYSROOT}");
-        return false;
-    }
-    true
-}
-
-/// Runs `exe` under QEMU until it dies and returns QEMU's core. The host kernel may dump
-/// QEMU itself as `core` too; that file is removed.
-fn crash(work: &Workdir, exe: &Path) -> PathBuf {
-    let script = format!(
-        "ulimit -c unlimited; exec {QEMU} -cpu max -L {SYSROOT} '{}'",
-        exe.display()
-    );
-    let out = Command::new("sh")
-        .args(["-c", &script])
-        .current_dir(work.path())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run qemu");
-    assert!(
-        !out.status.success(),
-        "{} did not crash:\n{}",
-        exe.display(),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let mut core = None;
-    for entry in std::fs::read_dir(work.path()).expect("read the work directory") {
-        let path = entry.expect("directory entry").path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        if name.starts_with("qemu_") && name.ends_with(".core") {
-            core = Some(path);
-        } else if name == "core" || name.starts_with("core.") {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-    core.unwrap_or_else(|| {
-        panic!(
-            "{} died ({}) under qemu but left no qemu_*.core in {}",
-            exe.display(),
-            out.status,
-            work.path().display()
-        )
-    })
+/// Runs `exe` under QEMU until it dies and returns QEMU's core (see `qemu::crash`).
+fn crash(work: &Workdir, exe: &Path) -> std::path::PathBuf {
+    crate::qemu::crash(work.path(), exe)
 }
 
 /// `postmortem walk CORE --symbols WORKDIR --symbols SYSROOT/lib --format json`, checked

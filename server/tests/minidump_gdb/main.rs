@@ -10,10 +10,14 @@
 //!
 //! The recording tool needs the crash on the main thread. Needs what `test.sh` installs
 //! (gdb, gcc, g++, libc6-dbg) and a plain `core_pattern`.
+//!
+//! aarch64 crashes run under QEMU, which ptrace does not reach: `aarch64` converts QEMU's
+//! core of the crash into the minidump instead and compares with gdb-multiarch.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+mod aarch64;
 #[path = "../gdb_compare/compare.rs"]
 mod compare;
 #[path = "../gdb_compare/gdb.rs"]

@@ -13,6 +13,9 @@
 //! Limits: x86_64 Linux; the crash must happen on the main thread (only it is traced).
 #![allow(dead_code)]
 
+pub mod core_to_minidump;
+pub mod qemu;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
