@@ -215,6 +215,7 @@ fn sym_cfi_records(text: &str) -> Vec<(u64, u64, bool)> {
 /// The pc ranges of the binary's FDEs that sign their return address
 /// (`DW_CFA_AARCH64_negate_ra_state`), as `aarch64-linux-gnu-readelf` prints them.
 fn signing_fdes(binary: &Path) -> Vec<(u64, u64)> {
+    // readelf prints link-time addresses.
     let out = std::process::Command::new("aarch64-linux-gnu-readelf")
         .arg("--debug-dump=frames")
         .arg(binary)
@@ -241,11 +242,67 @@ fn signing_fdes(binary: &Path) -> Vec<(u64, u64)> {
     ranges
 }
 
-/// The walk with the program's `dump_syms` `.sym` file instead of the binary (moved
-/// away) equals the walk with the binary on every frame the `.sym` CFI can find: same pc
-/// and sp on every frame of every thread, the same function, file and line in the
-/// program's frames, and at least `min_cfi` callers found by the `.sym` file's
-/// `STACK CFI`.
+/// What a `.sym` file and its binary say about one module's CFI, for
+/// [`breakpad_equals_binary`]. Addresses are relative to the link-time base, as in `.sym`
+/// files.
+struct SymCfi {
+    name: String,
+    base: u64,
+    records: Vec<(u64, u64, bool)>,
+    signing: Vec<(u64, u64)>,
+}
+
+impl SymCfi {
+    /// Reads the `.sym` written for `binary` and the binary's signing FDEs; `base` is
+    /// where the walk says the module is loaded.
+    fn new(name: &str, base: u64, binary: &Path, sym: &Path) -> SymCfi {
+        use object::{Object, ObjectSegment};
+        let text = std::fs::read_to_string(sym).expect("read the .sym");
+        assert!(
+            text.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("MODULE Linux arm64 ")),
+            "an arm64 .sym: {}",
+            text.lines().next().unwrap_or_default()
+        );
+        assert!(text.contains("\nSTACK CFI INIT "), "{name}'s .sym has CFI");
+        let data = std::fs::read(binary).expect("read the binary");
+        let file = object::File::parse(&*data).expect("an ELF file");
+        let link_base = file
+            .segments()
+            .map(|s| s.address() & !0xfff)
+            .min()
+            .expect("PT_LOAD segments");
+        let signing = signing_fdes(binary)
+            .into_iter()
+            .map(|(lo, hi)| (lo - link_base, hi - link_base))
+            .collect();
+        SymCfi {
+            name: name.to_owned(),
+            base,
+            records: sym_cfi_records(&text),
+            signing,
+        }
+    }
+
+    /// Whether `pc` (a frame's lookup address) lies in a function that signs its return
+    /// address, past its entry, where the .sym has no rule or only the entry rule.
+    fn lacks_cfi(&self, pc: u64) -> bool {
+        let rel = pc.wrapping_sub(self.base);
+        let missing_or_entry_only = self
+            .records
+            .iter()
+            .find(|(start, size, _)| *start <= rel && rel < start + size)
+            .is_none_or(|(start, _, rows)| !rows && rel > *start);
+        missing_or_entry_only && self.signing.iter().any(|&(lo, hi)| lo <= rel && rel < hi)
+    }
+}
+
+/// The walk with only `dump_syms` `.sym` files (of the program, the dynamic linker and
+/// libc; the program moved away and the sysroot not given) equals the walk with the
+/// binaries on every frame the `.sym` CFI can find: same pc and sp on every frame of
+/// every thread, the same function, file and line in the program's frames, and at least
+/// `min_cfi` callers of the program's frames found by its `.sym` file's `STACK CFI`.
 ///
 /// dump_syms 2.3 does not read the CFI of functions that sign their return address
 /// (`pac-ret`): with key A it drops the rest of the FDE from
@@ -257,47 +314,40 @@ fn signing_fdes(binary: &Path) -> Vec<(u64, u64)> {
 fn breakpad_equals_binary(r: &Recorded, min_cfi: usize) {
     let with_binary = walk_minidump(r, r.work.path(), &["--no-system-debug"]);
     let syms = tempfile::tempdir().expect("temporary directory");
-    let sym = dump_syms(&r.exe, syms.path());
-    let text = std::fs::read_to_string(&sym).expect("read the .sym");
-    assert!(
-        text.lines()
-            .next()
-            .is_some_and(|l| l.starts_with("MODULE Linux arm64 ")),
-        "an arm64 .sym: {}",
-        text.lines().next().unwrap_or_default()
-    );
-    assert!(text.contains("\nSTACK CFI INIT "), "the .sym has CFI");
-    let cfi = sym_cfi_records(&text);
-    let signing = signing_fdes(&r.exe);
+    let mut modules = Vec::new();
+    for m in with_binary["modules"].as_array().expect("modules") {
+        let name = m["name"].as_str().expect("module name");
+        let path = m["path"].as_str().expect("module path");
+        let base = m["base"]
+            .as_str()
+            .and_then(compare::parse_hex)
+            .expect("module base");
+        let binary =
+            qemu::module_file(r.work.path(), path).unwrap_or_else(|| panic!("no file for {path}"));
+        let sym = dump_syms(&binary, syms.path());
+        modules.push(SymCfi::new(name, base, &binary, &sym));
+    }
     let moved = r.work.path().join("moved-away");
     std::fs::rename(&r.exe, &moved).expect("move the binary away");
-    let with_sym = walk_minidump(r, syms.path(), &["--no-system-debug"]);
+    let with_sym = walk(
+        &r.minidump,
+        syms.path(),
+        &["--no-system-debug", "--no-dump-paths"],
+    );
     std::fs::rename(&moved, &r.exe).expect("move the binary back");
 
     let exe_name = r.exe.file_name().and_then(|n| n.to_str()).expect("name");
-    let module = with_sym["modules"]
-        .as_array()
-        .expect("modules")
-        .iter()
-        .find(|m| m["name"] == exe_name)
-        .expect("the program's module");
-    assert_eq!(module["status"], "ok", "{module}");
-    assert_eq!(module["unwind"], serde_json::json!(["breakpad"]));
-    assert_eq!(module["symbols"], serde_json::json!(["breakpad"]));
-    assert_eq!(module["verified"], true);
-    let base = module["base"]
-        .as_str()
-        .and_then(compare::parse_hex)
-        .expect("module base");
-    // Whether `pc` (a frame's lookup address) is past the entry of a function that signs
-    // its return address and has only its entry rule in the .sym.
-    let sym_lacks_cfi = |pc: u64| {
-        let rel = pc.wrapping_sub(base);
-        let missing_or_entry_only = cfi
+    for m in with_sym["modules"].as_array().expect("modules") {
+        assert_eq!(m["status"], "ok", "{m}");
+        assert_eq!(m["unwind"], serde_json::json!(["breakpad"]), "{m}");
+        assert_eq!(m["symbols"], serde_json::json!(["breakpad"]), "{m}");
+        assert_eq!(m["verified"], true, "{m}");
+    }
+    let sym_lacks_cfi = |module: &Value, pc: u64| {
+        modules
             .iter()
-            .find(|(start, size, _)| *start <= rel && rel < start + size)
-            .is_none_or(|(start, _, rows)| !rows && rel > *start);
-        missing_or_entry_only && signing.iter().any(|&(lo, hi)| lo <= pc && pc < hi)
+            .find(|m| *module == m.name.as_str())
+            .is_some_and(|m| m.lacks_cfi(pc))
     };
 
     let threads_a = with_binary["threads"].as_array().expect("threads");
@@ -329,9 +379,8 @@ fn breakpad_equals_binary(r: &Recorded, min_cfi: usize) {
                 .and_then(compare::parse_hex)
                 .expect("pc");
             let lookup = if i == 1 { pc } else { pc - 1 };
-            if callee["module"] == exe_name
-                && !fb[i]["inlined"].as_bool().unwrap_or(false)
-                && sym_lacks_cfi(lookup)
+            if !fb[i]["inlined"].as_bool().unwrap_or(false)
+                && sym_lacks_cfi(&callee["module"], lookup)
             {
                 compared = i;
                 cut_short += 1;
