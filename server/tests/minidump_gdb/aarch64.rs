@@ -603,3 +603,94 @@ fn minidump_aarch64_threads_blocked_in_syscalls() {
 fn minidump_aarch64_breakpad_old_context_layout() {
     threads("a64_threads_old", Arm64Layout::BreakpadOld);
 }
+
+/// Side by side with minidump-stackwalk on the aarch64 cases: each case's minidump (made
+/// from its QEMU core) is walked by both tools with one Breakpad store holding the `.sym`
+/// files of the program, the dynamic linker and libc (postmortem with
+/// `--no-system-debug --no-dump-paths`), and each tool's physical frames equal to
+/// gdb-multiarch's on the core (pc and function) are counted per case. With
+/// `MDBENCH_OUT=DIR` the minidumps, the store and the counts (`frames-aarch64.tsv`) are
+/// kept in DIR. Needs `cargo install --locked minidump-stackwalk dump_syms`.
+#[test]
+#[ignore = "needs minidump-stackwalk (cargo install --locked minidump-stackwalk)"]
+fn minidump_stackwalk_side_by_side_aarch64() {
+    if !qemu::tools_present() {
+        return;
+    }
+    let keep = std::env::var_os("MDBENCH_OUT").map(PathBuf::from);
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let out_dir = keep.unwrap_or_else(|| tmp.path().to_path_buf());
+    let store = out_dir.join("store-aarch64");
+    std::fs::create_dir_all(&store).expect("create the store");
+    let cases: [(&str, &[&str], &str, u64); 8] = [
+        ("a64_o0", &["-O0"], "basic.c", SIGSEGV),
+        (
+            "a64_o2_omit_fp",
+            &["-O2", "-fomit-frame-pointer"],
+            "basic.c",
+            SIGSEGV,
+        ),
+        (
+            "a64_o2_no_omit_fp",
+            &["-O2", "-fno-omit-frame-pointer"],
+            "basic.c",
+            SIGSEGV,
+        ),
+        (
+            "a64_pac_ret",
+            &["-O2", "-mbranch-protection=pac-ret"],
+            "basic.c",
+            SIGSEGV,
+        ),
+        (
+            "a64_pac_ret_b",
+            &["-O2", "-mbranch-protection=pac-ret+b-key"],
+            "basic.c",
+            SIGSEGV,
+        ),
+        (
+            "a64_pac_ret_o0",
+            &["-O0", "-mbranch-protection=pac-ret+leaf"],
+            "basic.c",
+            SIGSEGV,
+        ),
+        ("a64_assert", &["-O0"], "assert.c", SIGABRT),
+        ("a64_threads", &["-O0", "-pthread"], "threads.c", SIGSEGV),
+    ];
+    let mut table = String::from(
+        "case\ttool\tgdb_frames\tframes\tpc_match\tpc_function_match\textra_after_gdb_end\tnames_differing(gdb/tool)\n",
+    );
+    for (case, flags, source, signal) in cases {
+        let r = record(case, flags, &[source], signal, Arm64Layout::Current, |_| {})
+            .expect("the tools are present");
+        let with_paths = walk_minidump(&r, r.work.path(), &[]);
+        for m in with_paths["modules"].as_array().expect("modules") {
+            let path = m["path"].as_str().expect("module path");
+            let binary = qemu::module_file(r.work.path(), path)
+                .unwrap_or_else(|| panic!("no file for {path}"));
+            dump_syms(&binary, &store);
+        }
+        let dir = out_dir.join(case);
+        std::fs::create_dir_all(&dir).expect("create the case directory");
+        std::fs::copy(&r.minidump, dir.join("minidump.dmp")).expect("keep the minidump");
+
+        let ours = walk(
+            &r.minidump,
+            &store,
+            &["--no-system-debug", "--no-dump-paths"],
+        );
+        for m in ours["modules"].as_array().expect("modules") {
+            assert_eq!(m["symbols"], serde_json::json!(["breakpad"]), "{m}");
+        }
+        let our_threads = crate::physical_threads(&ours);
+        let their_threads = crate::stackwalk_threads(&store, &r.minidump, 4);
+        table.push_str(&crate::side_by_side_rows(
+            case,
+            &r.gdb,
+            &our_threads,
+            &their_threads,
+        ));
+    }
+    eprint!("{table}");
+    std::fs::write(out_dir.join("frames-aarch64.tsv"), &table).expect("write the counts");
+}
