@@ -9,6 +9,13 @@
 #                   built by this script)
 #   RUNS            hyperfine runs per command (default 20, at least 10)
 #   WARM_RUNS       repetitions of `postmortem bench walk` (default 200)
+#   ARCH            x86_64 (default) or aarch64: the aarch64 cases of the suite instead
+#                   (test `minidump_stackwalk_side_by_side_aarch64`: programs crashed under
+#                   QEMU, minidumps converted from QEMU's cores, the store OUT/store-aarch64
+#                   with the program's, ld.so's and the cross libc's .sym, counts against
+#                   gdb-multiarch in OUT/frames-aarch64.tsv; needs what test.sh installs
+#                   for the aarch64 comparison). Use a separate OUT_DIR per ARCH: every
+#                   OUT_DIR/*/minidump.dmp is timed.
 # Needs: gcc, g++, gdb, libc6-dbg, hyperfine, jq, a plain core_pattern, and
 #   cargo install --locked minidump-stackwalk dump_syms
 #
@@ -49,11 +56,19 @@ POSTMORTEM_BIN="$(realpath "$POSTMORTEM_BIN")"
 export POSTMORTEM_BIN
 
 mkdir -p "$OUT"
-rm -rf "${OUT:?}/store"
+case "${ARCH:-x86_64}" in
+    x86_64) TEST=minidump_stackwalk_side_by_side STORE_NAME=store FRAMES=frames.tsv ;;
+    aarch64)
+        TEST=aarch64::minidump_stackwalk_side_by_side_aarch64
+        STORE_NAME=store-aarch64 FRAMES=frames-aarch64.tsv
+        ;;
+    *) echo "ARCH must be x86_64 or aarch64" >&2; exit 2 ;;
+esac
+rm -rf "${OUT:?}/$STORE_NAME"
 MDBENCH_OUT="$(realpath "$OUT")" cargo test -p postmortem --test minidump_gdb -- \
-    --ignored --exact minidump_stackwalk_side_by_side >&2
+    --ignored --exact "$TEST" >&2
 OUT="$(realpath "$OUT")"
-STORE="$OUT/store"
+STORE="$OUT/$STORE_NAME"
 
 echo "postmortem: $("$POSTMORTEM_BIN" --version 2>/dev/null || echo "$POSTMORTEM_BIN")"
 echo "minidump-stackwalk: $(minidump-stackwalk --version)"
@@ -81,6 +96,6 @@ for dir in "$OUT"/*/; do
 done
 echo
 echo "frames compared with gdb on the core (physical frames, position by position):"
-column -t -s $'\t' "$OUT/frames.tsv"
+column -t -s $'\t' "$OUT/$FRAMES"
 echo
 echo "files kept in $OUT"

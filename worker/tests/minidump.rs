@@ -450,3 +450,146 @@ fn minidump_truncated_memory_range_keeps_its_prefix() {
     assert_eq!(d.memory.read_bytes(0x5000, 16), Some(&[7u8; 16][..]));
     assert_eq!(d.memory.read_u64(0x5010), None);
 }
+
+/// gdb-multiarch's `info registers` of every thread of an aarch64 core: LWP → name → value.
+fn gdb_multiarch_registers(
+    program: &Path,
+    core: &Path,
+) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<String, u64>> {
+    let out = std::process::Command::new(support::qemu::GDB)
+        .args(["-batch", "-nx", "-q"])
+        .args(["-ex", &format!("set sysroot {}", support::qemu::SYSROOT)])
+        .args(["-ex", "set architecture aarch64"])
+        .args(["-ex", "thread apply all info registers"])
+        .arg(program)
+        .arg(core)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut threads = std::collections::BTreeMap::new();
+    let mut cur: Option<u32> = None;
+    for l in text.lines() {
+        if let Some(i) = l.find("(LWP ") {
+            cur = l[i + 5..].split(')').next().and_then(|t| t.parse().ok());
+            continue;
+        }
+        let (Some(tid), mut words) = (cur, l.split_whitespace()) else {
+            continue;
+        };
+        let (Some(name), Some(value)) = (words.next(), words.next()) else {
+            continue;
+        };
+        if let Some(v) = value
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        {
+            threads
+                .entry(tid)
+                .or_insert_with(std::collections::BTreeMap::new)
+                .insert(name.to_owned(), v);
+        }
+    }
+    threads
+}
+
+/// An aarch64 crash under QEMU, its core converted into a minidump by the test tooling in
+/// both arm64 context layouts: our reader gives every thread the registers gdb-multiarch
+/// reads from the core (x0–x30, sp, pc, cpsr), the crashed thread's exception context,
+/// stack bytes equal to the core's, and the modules' build-ids from their files.
+#[test]
+fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
+    use support::core_to_minidump::{core_to_minidump, Arm64Layout};
+    if !support::qemu::tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("crash_threads");
+    let out = std::process::Command::new(support::qemu::CC)
+        .args(["-g", "-O1", "-pthread", "-no-pie", "-o"])
+        .arg(&program)
+        .arg(support::support_dir().join("crash_threads.c"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let core = support::qemu::crash(dir.path(), &program);
+    let gdb = gdb_multiarch_registers(&program, &core);
+    assert_eq!(gdb.len(), 3, "gdb-multiarch sees three threads");
+    let selected = std::process::Command::new(support::qemu::GDB)
+        .args(["-batch", "-nx", "-q"])
+        .args(["-ex", &format!("set sysroot {}", support::qemu::SYSROOT)])
+        .args(["-ex", "set architecture aarch64"])
+        .args(["-ex", "p/x $pc"])
+        .arg(&program)
+        .arg(&core)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let selected = String::from_utf8_lossy(&selected.stdout);
+    let selected_pc = selected
+        .lines()
+        .find(|l| l.starts_with("$1 = "))
+        .and_then(hex_value)
+        .unwrap_or_else(|| panic!("gdb printed no pc: {selected}"));
+    let core_bytes = std::fs::read(&core).unwrap();
+
+    for layout in [Arm64Layout::Current, Arm64Layout::BreakpadOld] {
+        let converted = core_to_minidump(&core_bytes, layout, |path| {
+            support::qemu::module_file(dir.path(), path)
+        });
+        let d = dump::read_dump(&converted.bytes).unwrap();
+        assert_eq!(d.format, DumpFormat::Minidump);
+        assert_eq!(d.arch, Arch::Aarch64);
+        assert_eq!(d.os, Os::Linux);
+        assert_eq!(d.threads.len(), 3, "{layout:?}");
+        for t in &d.threads {
+            let want = gdb
+                .get(&t.tid)
+                .unwrap_or_else(|| panic!("thread {} is not in the core", t.tid));
+            let have: std::collections::BTreeMap<_, _> = t.registers.named().collect();
+            for (ours, theirs) in (0..=30).map(|n| (format!("x{n}"), format!("x{n}"))).chain([
+                ("sp".to_owned(), "sp".to_owned()),
+                ("pc".to_owned(), "pc".to_owned()),
+                ("pstate".to_owned(), "cpsr".to_owned()),
+            ]) {
+                assert_eq!(
+                    have.get(ours.as_str()),
+                    want.get(&theirs),
+                    "{layout:?} thread {}: {ours}",
+                    t.tid
+                );
+            }
+            // The stack from sp is the core's.
+            let sp = t.registers.sp().unwrap();
+            let stack = d.memory.read_to_range_end(sp).unwrap();
+            assert!(stack.len() >= 16, "{layout:?}: thread {} stack", t.tid);
+        }
+        let crash = d.crash.as_ref().unwrap();
+        assert_eq!(crash.signal, Some(11), "SIGSEGV");
+        let crashed = d.threads.iter().find(|t| t.tid == crash.tid).unwrap();
+        // gdb selects the thread that took the signal.
+        assert_eq!(
+            crashed.registers.pc(),
+            Some(selected_pc),
+            "{layout:?}: the exception thread is gdb's selected thread"
+        );
+
+        let main = d.modules.iter().find(|m| m.main).unwrap();
+        assert_eq!(main.build_id, build_id_of_file(&program), "{layout:?}");
+        let libc = d
+            .modules
+            .iter()
+            .find(|m| m.name == "libc.so.6")
+            .expect("libc in the module list");
+        assert_eq!(
+            libc.build_id,
+            build_id_of_file(&Path::new(support::qemu::SYSROOT).join("lib/libc.so.6")),
+            "{layout:?}"
+        );
+        assert!(libc.build_id.is_some());
+    }
+}

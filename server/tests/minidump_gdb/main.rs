@@ -10,10 +10,14 @@
 //!
 //! The recording tool needs the crash on the main thread. Needs what `test.sh` installs
 //! (gdb, gcc, g++, libc6-dbg) and a plain `core_pattern`.
+//!
+//! aarch64 crashes run under QEMU, which ptrace does not reach: `aarch64` converts QEMU's
+//! core of the crash into the minidump instead and compares with gdb-multiarch.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+mod aarch64;
 #[path = "../gdb_compare/compare.rs"]
 mod compare;
 #[path = "../gdb_compare/gdb.rs"]
@@ -393,6 +397,124 @@ fn count_matching(gdb: &gdb::GdbCore, threads: &[ToolThread]) -> Counts {
     c
 }
 
+/// A report's threads as (tid, physical frames' (pc, function)).
+fn physical_threads(report: &Value) -> Vec<ToolThread> {
+    report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let frames = t["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| !f["inlined"].as_bool().unwrap_or(false))
+                .map(|f| {
+                    (
+                        compare::parse_hex(f["pc"].as_str().unwrap()).unwrap(),
+                        f["function"].as_str().map(str::to_owned),
+                    )
+                })
+                .collect();
+            (t["tid"].as_u64().unwrap(), frames)
+        })
+        .collect()
+}
+
+/// `minidump-stackwalk --json --symbols-path STORE MINIDUMP`'s threads. Its `offset` of a
+/// caller frame is the lookup address, the return address minus `caller_offset` (1 on
+/// x86_64, one instruction, 4, on arm64), which is added back.
+fn stackwalk_threads(
+    store: &std::path::Path,
+    minidump: &std::path::Path,
+    caller_offset: u64,
+) -> Vec<ToolThread> {
+    let sw = std::process::Command::new("minidump-stackwalk")
+        .args(["--json", "--symbols-path"])
+        .arg(store)
+        .arg(minidump)
+        .output()
+        .expect("run minidump-stackwalk");
+    assert!(
+        sw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sw.stderr)
+    );
+    let theirs: Value = serde_json::from_slice(&sw.stdout).unwrap();
+    theirs["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let frames = t["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    let pc = compare::parse_hex(f["offset"].as_str().unwrap()).unwrap();
+                    let pc = if f["trust"] == "context" {
+                        pc
+                    } else {
+                        pc + caller_offset
+                    };
+                    (pc, f["function"].as_str().map(str::to_owned))
+                })
+                .collect();
+            (t["thread_id"].as_u64().unwrap(), frames)
+        })
+        .collect()
+}
+
+/// Prints both tools' frames beside gdb's and returns the case's two `frames.tsv` rows.
+fn side_by_side_rows(
+    case: &str,
+    gdb: &gdb::GdbCore,
+    our_threads: &[ToolThread],
+    their_threads: &[ToolThread],
+) -> String {
+    let mut table = String::new();
+    for (tool, threads) in [
+        ("postmortem", our_threads),
+        ("minidump-stackwalk", their_threads),
+    ] {
+        for (tid, frames) in threads {
+            let gdb_frames: Vec<String> = gdb
+                .thread(*tid)
+                .map(|t| {
+                    t.frames
+                        .iter()
+                        .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
+                        .map(|f| format!("{:#x} {}", f.pc, f.name.as_deref().unwrap_or("??")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let tool_frames: Vec<String> = frames
+                .iter()
+                .map(|(pc, f)| format!("{pc:#x} {}", f.as_deref().unwrap_or("??")))
+                .collect();
+            eprintln!("{case} {tool} thread {tid}:\n  tool {tool_frames:?}\n  gdb  {gdb_frames:?}");
+        }
+    }
+    for (tool, threads) in [
+        ("postmortem", our_threads),
+        ("minidump-stackwalk", their_threads),
+    ] {
+        let c = count_matching(gdb, threads);
+        assert!(c.pc > 0, "{tool} found none of gdb's frames");
+        let renamed: Vec<String> = c.renamed.iter().map(|(g, t)| format!("{g}/{t}")).collect();
+        table.push_str(&format!(
+            "{case}\t{tool}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+            c.gdb,
+            c.tool,
+            c.pc,
+            c.pc_function,
+            c.extra,
+            renamed.join(" ")
+        ));
+    }
+    table
+}
+
 /// Side by side with minidump-stackwalk (rust-minidump), for `bench/minidump-stackwalk.sh`:
 /// each crash program of this suite is recorded (minidump + core), its `.sym` file and
 /// libc's (with libc6-dbg's functions and lines) written into one Breakpad symbol store,
@@ -448,101 +570,16 @@ fn minidump_stackwalk_side_by_side() {
                 assert_eq!(m["symbols"], serde_json::json!(["breakpad"]), "{m}");
             }
         }
-        let our_threads: Vec<ToolThread> = ours["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                let frames = t["frames"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|f| !f["inlined"].as_bool().unwrap_or(false))
-                    .map(|f| {
-                        (
-                            compare::parse_hex(f["pc"].as_str().unwrap()).unwrap(),
-                            f["function"].as_str().map(str::to_owned),
-                        )
-                    })
-                    .collect();
-                (t["tid"].as_u64().unwrap(), frames)
-            })
-            .collect();
+        let our_threads = physical_threads(&ours);
 
-        let sw = std::process::Command::new("minidump-stackwalk")
-            .args(["--json", "--symbols-path"])
-            .arg(&store)
-            .arg(&r.minidump)
-            .output()
-            .expect("run minidump-stackwalk");
-        assert!(
-            sw.status.success(),
-            "{}",
-            String::from_utf8_lossy(&sw.stderr)
-        );
-        let theirs: Value = serde_json::from_slice(&sw.stdout).unwrap();
-        // its `offset` of a caller frame is the lookup address, return address - 1
-        let their_threads: Vec<ToolThread> = theirs["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                let frames = t["frames"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|f| {
-                        let pc = compare::parse_hex(f["offset"].as_str().unwrap()).unwrap();
-                        let pc = if f["trust"] == "context" { pc } else { pc + 1 };
-                        (pc, f["function"].as_str().map(str::to_owned))
-                    })
-                    .collect();
-                (t["thread_id"].as_u64().unwrap(), frames)
-            })
-            .collect();
+        let their_threads = stackwalk_threads(&store, &r.minidump, 1);
 
-        for (tool, threads) in [
-            ("postmortem", &our_threads),
-            ("minidump-stackwalk", &their_threads),
-        ] {
-            for (tid, frames) in threads {
-                let gdb_frames: Vec<String> = r
-                    .gdb
-                    .thread(*tid)
-                    .map(|t| {
-                        t.frames
-                            .iter()
-                            .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
-                            .map(|f| format!("{:#x} {}", f.pc, f.name.as_deref().unwrap_or("??")))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let tool_frames: Vec<String> = frames
-                    .iter()
-                    .map(|(pc, f)| format!("{pc:#x} {}", f.as_deref().unwrap_or("??")))
-                    .collect();
-                eprintln!(
-                    "{case} {tool} thread {tid}:\n  tool {tool_frames:?}\n  gdb  {gdb_frames:?}"
-                );
-            }
-        }
-        for (tool, threads) in [
-            ("postmortem", &our_threads),
-            ("minidump-stackwalk", &their_threads),
-        ] {
-            let c = count_matching(&r.gdb, threads);
-            assert!(c.pc > 0, "{tool} found none of gdb's frames");
-            let renamed: Vec<String> = c.renamed.iter().map(|(g, t)| format!("{g}/{t}")).collect();
-            table.push_str(&format!(
-                "{case}\t{tool}\t{}\t{}\t{}\t{}\t{}\t{}\n",
-                c.gdb,
-                c.tool,
-                c.pc,
-                c.pc_function,
-                c.extra,
-                renamed.join(" ")
-            ));
-        }
+        table.push_str(&side_by_side_rows(
+            case,
+            &r.gdb,
+            &our_threads,
+            &their_threads,
+        ));
     }
     eprint!("{table}");
     std::fs::write(out_dir.join("frames.tsv"), &table).unwrap();

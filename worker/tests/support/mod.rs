@@ -11,7 +11,12 @@
 //! can compare what the minidump reader says with what gdb says about the core.
 //!
 //! Limits: x86_64 Linux; the crash must happen on the main thread (only it is traced).
+//! aarch64 crashes run under QEMU, which ptrace does not reach: [`qemu`] crashes them and
+//! takes QEMU's core, [`core_to_minidump`] writes the minidump from that core.
 #![allow(dead_code)]
+
+pub mod core_to_minidump;
+pub mod qemu;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,97 @@
+//! Test support: aarch64 crash programs run under QEMU's user-mode emulator.
+//!
+//! Programs are cross-compiled with `aarch64-linux-gnu-gcc` and run under
+//! `qemu-aarch64-static -cpu max` (which implements pointer authentication) against the
+//! cross libc in [`SYSROOT`]; QEMU writes its own core of the crash
+//! (`qemu_PROG_TIME_PID.core`, in the working directory), which `gdb-multiarch` reads.
+//! Shared by the ELF-core comparison (`server/tests/gdb_compare/aarch64.rs`) and the
+//! minidump comparison (`server/tests/minidump_gdb`), which converts the same core into a
+//! minidump (`core_to_minidump`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub const CC: &str = "aarch64-linux-gnu-gcc";
+pub const QEMU: &str = "qemu-aarch64-static";
+pub const GDB: &str = "gdb-multiarch";
+/// The cross libc: QEMU's `-L` prefix, gdb's sysroot.
+pub const SYSROOT: &str = "/usr/aarch64-linux-gnu";
+
+/// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
+pub fn tools_present() -> bool {
+    for tool in [CC, QEMU, GDB] {
+        let ok = Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipping the aarch64 gdb comparison: {tool} is not installed (see test.sh)");
+            return false;
+        }
+    }
+    if !Path::new(SYSROOT).join("lib/libc.so.6").is_file() {
+        eprintln!("skipping the aarch64 gdb comparison: no cross libc under {SYSROOT}");
+        return false;
+    }
+    true
+}
+
+/// Runs `exe` under QEMU in `dir` until it dies and returns QEMU's core. The host kernel
+/// may dump QEMU itself as `core` too; that file is removed.
+pub fn crash(dir: &Path, exe: &Path) -> PathBuf {
+    let script = format!(
+        "ulimit -c unlimited; exec {QEMU} -cpu max -L {SYSROOT} '{}'",
+        exe.display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run qemu");
+    assert!(
+        !out.status.success(),
+        "{} did not crash:\n{}",
+        exe.display(),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let mut core = None;
+    for entry in std::fs::read_dir(dir).expect("read the work directory") {
+        let path = entry.expect("directory entry").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if name.starts_with("qemu_") && name.ends_with(".core") {
+            core = Some(path);
+        } else if name == "core" || name.starts_with("core.") {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    core.unwrap_or_else(|| {
+        panic!(
+            "{} died ({}) but left no qemu_*.core in {}",
+            exe.display(),
+            out.status,
+            dir.display()
+        )
+    })
+}
+
+/// The file on this machine of a module the crashed program loaded from `path`: the
+/// program's own directory `dir` first, then the path under [`SYSROOT`] (where QEMU's
+/// `-L` found it), then the sysroot's `lib/` by file name.
+pub fn module_file(dir: &Path, path: &str) -> Option<PathBuf> {
+    let name = Path::new(path).file_name()?;
+    [
+        dir.join(name),
+        Path::new(SYSROOT).join(path.trim_start_matches('/')),
+        Path::new(SYSROOT).join("lib").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
