@@ -16,8 +16,10 @@ mod error;
 pub mod identify;
 pub mod missing;
 pub mod reprocess;
+pub mod staged;
 pub mod tables;
 
 pub use blobs::Blobs;
 pub use db::{now_ms, Backend, Db};
 pub use error::StoreError;
+pub use staged::{StagedBlob, Staging};
