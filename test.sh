@@ -33,6 +33,11 @@ if ! command -v schemathesis >/dev/null 2>&1; then
     python3 -m pip install --quiet schemathesis
 fi
 schemathesis --version
+# moto_server: an S3-compatible server for the S3 blob store test (server/tests/blobs_s3.rs).
+if ! command -v moto_server >/dev/null 2>&1; then
+    python3 -m pip install --quiet 'moto[server]'
+fi
+python3 -m pip show moto | sed -n 's/^Version: /moto /p'
 
 section "Core dumps"
 # The gdb comparison tests crash programs and read the core the kernel writes into the

@@ -564,6 +564,32 @@ async fn bad_uploads_are_refused_and_store_nothing() {
         "{body}"
     );
 
+    // The same bomb inside a Crashpad multipart body: cut off at the limit too.
+    let boundary = "----pmbombboundary";
+    let mut mp = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    write!(
+        mp,
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"prod\"\r\n\r\nx\r\n"
+    )
+    .unwrap();
+    write!(mp, "--{boundary}\r\nContent-Disposition: form-data; name=\"upload_file_minidump\"; filename=\"dump\"\r\n\r\nMDMP").unwrap();
+    for _ in 0..64 {
+        mp.write_all(&zeros).unwrap();
+    }
+    write!(mp, "\r\n--{boundary}--\r\n").unwrap();
+    let mp = mp.finish().unwrap();
+    let head = format!(
+        "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        s.addr(),
+        mp.len()
+    );
+    let (status, body) = raw_request(&s.addr(), &head, &mp);
+    assert!(status.contains("413"), "{status} {body}");
+    assert!(
+        body.contains("decompressed-too-large") && body.contains(&(4u64 << 20).to_string()),
+        "{body}"
+    );
+
     // 10 GB claimed: refused before the body is read.
     let head = format!(
         "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: 10737418240\r\nConnection: close\r\n\r\n",
@@ -589,6 +615,9 @@ async fn bad_uploads_are_refused_and_store_nothing() {
     let blobs = s.dir.path().join("data/blobs");
     let stored = walk_files(&blobs);
     assert!(stored.is_empty(), "blobs stored: {stored:?}");
+    // Nor staging files: each refused upload's file was removed with the refusal.
+    let staged = walk_files(&s.dir.path().join("data/tmp"));
+    assert!(staged.is_empty(), "staging files left: {staged:?}");
 }
 
 fn walk_files(dir: &Path) -> Vec<PathBuf> {

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{bin, client, start_serve, Proc};
+use common::{bin, client, drop_db, pg_database, start_serve, Proc};
 #[path = "../../worker/tests/support/mod.rs"]
 mod support;
 
@@ -703,46 +703,6 @@ async fn table_warnings_survive_the_cache() {
     assert_eq!(metrics(&c, &s).await["postmortem_tables_built_total"], 0.0);
 }
 
-const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-/// A fresh PostgreSQL database for one test, dropped on `drop_db`. `None` (skip) only
-/// when PostgreSQL is unreachable and `POSTMORTEM_SKIP_PG=1`.
-async fn pg_database() -> Option<(String, String)> {
-    use sqlx::Connection;
-    let mut admin = match sqlx::PgConnection::connect(PG_ADMIN_URL).await {
-        Ok(c) => c,
-        Err(e) => {
-            if std::env::var("POSTMORTEM_SKIP_PG").as_deref() == Ok("1") {
-                eprintln!("PostgreSQL unreachable at {PG_ADMIN_URL} ({e}); skipped (POSTMORTEM_SKIP_PG=1)");
-                return None;
-            }
-            panic!("PostgreSQL unreachable at {PG_ADMIN_URL}: {e}. Start it, or set POSTMORTEM_SKIP_PG=1 to skip");
-        }
-    };
-    let name = format!("pm_svc_{}", worker::store::crashes::new_id());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut admin)
-        .await
-        .expect("create database");
-    let _ = admin.close().await;
-    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    Some((name, url))
-}
-
-async fn drop_db(name: &str) {
-    use sqlx::Connection;
-    let mut admin = sqlx::PgConnection::connect(PG_ADMIN_URL)
-        .await
-        .expect("pg admin");
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(&mut admin)
-    .await
-    .expect("drop database");
-    let _ = admin.close().await;
-}
-
 /// Starts one `postmortem worker` process on the shared database and blob dir.
 fn spawn_worker(db_url: &str, data: &Path) -> Proc {
     let child = Command::new(bin())
@@ -783,7 +743,7 @@ const SCALE_CRASHES: usize = 500;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_out_survives_killed_workers() {
-    let Some((db_name, db_url)) = pg_database().await else {
+    let Some((db_name, db_url)) = pg_database("pm_svc").await else {
         return;
     };
     let work = tempfile::tempdir().unwrap();

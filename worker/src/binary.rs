@@ -11,7 +11,7 @@ use object::{Object, ObjectSegment};
 use crate::dump::Arch;
 
 /// The architecture of a parsed binary, if it is one we handle.
-pub fn arch_of(file: &object::File<'_>) -> Option<Arch> {
+pub fn arch_of<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Option<Arch> {
     match file.architecture() {
         object::Architecture::X86_64 => Some(Arch::X86_64),
         object::Architecture::Aarch64 => Some(Arch::Aarch64),
@@ -40,7 +40,9 @@ pub fn link_base(file: &object::File<'_>) -> u64 {
 }
 
 /// The GNU build-id note of an ELF file (or LC_UUID of Mach-O), if present.
-pub fn build_id(file: &object::File<'_>) -> Option<Vec<u8>> {
+pub fn build_id<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Option<Vec<u8>> {
     if let Ok(Some(id)) = file.build_id() {
         return Some(id.to_vec());
     }

@@ -13,14 +13,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, Router};
-use bytes::Bytes;
 use serde_json::{json, Value};
 use worker::jobs::process::breakpad_table_key;
 use worker::store::binaries::{self, BinaryRow};
-use worker::store::identify::{identify, KIND_BREAKPAD};
-use worker::store::{breakpad_used, missing, now_ms, tables};
+use worker::store::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
+use worker::store::{breakpad_used, missing, now_ms, tables, StagedBlob, StoreError};
 
-use super::extract::{authorize, multipart_boundary, parse_multipart, read_body};
+use super::extract::{authorize, multipart_boundary, read_multipart, stage_body, Keep, PartData};
 use super::health::parse_limit;
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
@@ -66,28 +65,29 @@ async fn upload_inner(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let bytes = read_body(body, s.config.max_decompressed_bytes).await?;
-    let files: Vec<(Option<String>, Bytes)> = match multipart_boundary(headers)? {
-        Some(boundary) => parse_multipart(bytes, boundary, MAX_FILES)
-            .await?
-            .into_iter()
-            .filter(|p| !p.bytes.is_empty())
-            .map(|p| {
-                (
-                    p.file_name.or(Some(p.name)).filter(|n| !n.is_empty()),
-                    p.bytes,
-                )
-            })
-            .collect(),
+    let limit = s.config.max_decompressed_bytes;
+    let files: Vec<(Option<String>, StagedBlob)> = match multipart_boundary(headers)? {
+        Some(boundary) => read_multipart(body, boundary, limit, MAX_FILES, &s.staging, |_, _| {
+            Keep::File
+        })
+        .await?
+        .into_iter()
+        .filter_map(|p| match p.data {
+            PartData::File(f) if !f.is_empty() => {
+                Some((p.file_name.or(Some(p.name)).filter(|n| !n.is_empty()), f))
+            }
+            _ => None,
+        })
+        .collect(),
         None => {
             let name = headers
                 .get("x-file-name")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            vec![(name, bytes)]
+            vec![(name, stage_body(body, limit, &s.staging).await?)]
         }
     };
-    if files.is_empty() || files.iter().all(|(_, b)| b.is_empty()) {
+    if files.is_empty() || files.iter().all(|(_, f)| f.is_empty()) {
         return Err(ApiError::BadRequest {
             code: "empty-upload",
             detail: "the upload holds no file".into(),
@@ -95,21 +95,21 @@ async fn upload_inner(
     }
     // Identify every file before storing any, so a bad file stores nothing.
     let mut identified = Vec::new();
-    for (name, bytes) in files {
-        let info = identify(&bytes).map_err(|e| match &name {
+    for (name, staged) in files {
+        let info = identify_staged(&staged).await?.map_err(|e| match &name {
             Some(n) => ApiError::Unprocessable {
                 code: e.code(),
                 detail: format!("{n}: {e}"),
             },
             None => ApiError::Identify(e),
         })?;
-        identified.push((name, bytes, info));
+        identified.push((name, staged, info));
     }
     let mut out = Vec::new();
     let mut created_infos = Vec::new();
-    for (name, bytes, info) in identified {
-        let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
-        let sha256 = s.blobs.put(bytes).await?;
+    for (name, staged, info) in identified {
+        let size = i64::try_from(staged.size()).unwrap_or(i64::MAX);
+        let sha256 = s.blobs.put_staged(&staged).await?;
         let row = BinaryRow {
             sha256,
             build_id: info.build_id.clone().unwrap_or_default(),
@@ -159,6 +159,22 @@ async fn upload_inner(
         StatusCode::OK
     };
     Ok((status, Json(json!({ "binaries": out }))))
+}
+
+/// Identifies a staged upload from its file, on the blocking pool (it reads headers
+/// from disk).
+async fn identify_staged(
+    staged: &StagedBlob,
+) -> Result<Result<BinaryInfo, IdentifyError>, ApiError> {
+    let file = staged.open()?;
+    tokio::task::spawn_blocking(move || identify_file(&file))
+        .await
+        .map_err(|e| {
+            ApiError::Store(StoreError::Staging {
+                path: staged.path().display().to_string(),
+                source: std::io::Error::other(e),
+            })
+        })
 }
 
 fn check_build_id(id: &str) -> Result<String, ApiError> {

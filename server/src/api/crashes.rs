@@ -14,12 +14,11 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use bytes::Bytes;
 use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
-use worker::store::now_ms;
+use worker::store::{now_ms, StagedBlob};
 
-use super::extract::{authorize, multipart_boundary, parse_multipart, read_body};
+use super::extract::{authorize, multipart_boundary, read_multipart, stage_body, Keep, PartData};
 use super::health::parse_limit;
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
@@ -36,11 +35,15 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/crashes/{id}", get(get_one))
 }
 
-/// The dump format, from the magic bytes and header completeness.
-fn check_dump(b: &[u8]) -> Result<&'static str, ApiError> {
+/// Bytes of a dump's start that [`check_dump`] reads: the largest header it checks.
+const HEAD_BYTES: usize = 64;
+
+/// The dump format, from the magic bytes and header completeness: `b` is the start of
+/// the dump (up to [`HEAD_BYTES`]), `len` its whole size.
+fn check_dump(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
     let truncated = |what: &str| ApiError::Unprocessable {
         code: "truncated-dump",
-        detail: format!("the dump is truncated: {what} (received {} bytes)", b.len()),
+        detail: format!("the dump is truncated: {what} (received {len} bytes)"),
     };
     let u16_at = |o: usize, le: bool| -> Option<u64> {
         let s: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
@@ -80,7 +83,7 @@ fn check_dump(b: &[u8]) -> Result<&'static str, ApiError> {
         };
         let le = b.get(5) != Some(&2);
         let header_len = if is64 { 64 } else { 52 };
-        if b.len() < header_len {
+        if len < header_len {
             return Err(truncated("the ELF header is incomplete"));
         }
         let e_type = u16_at(16, le).ok_or_else(|| truncated("the ELF header is incomplete"))?;
@@ -99,7 +102,7 @@ fn check_dump(b: &[u8]) -> Result<&'static str, ApiError> {
             (Some(o), Some(e), Some(n)) => e.checked_mul(n).and_then(|x| x.checked_add(o)),
             _ => None,
         };
-        if end.is_none_or(|end| end > b.len() as u64) || num == Some(0) {
+        if end.is_none_or(|end| end > len) || num == Some(0) {
             return Err(truncated(
                 "the program headers run past the end of the file",
             ));
@@ -112,14 +115,14 @@ fn check_dump(b: &[u8]) -> Result<&'static str, ApiError> {
         if count
             .checked_mul(12)
             .and_then(|x| x.checked_add(rva))
-            .is_none_or(|end| end > b.len() as u64)
+            .is_none_or(|end| end > len)
         {
             return Err(truncated(
                 "the stream directory runs past the end of the file",
             ));
         }
         Ok("minidump")
-    } else if b.is_empty() {
+    } else if len == 0 {
         Err(ApiError::Unprocessable {
             code: "not-a-dump",
             detail: "the upload is empty".into(),
@@ -190,17 +193,35 @@ async fn upload_inner(
                 ),
             })?,
     };
-    let bytes = read_body(body, s.config.max_decompressed_bytes).await?;
+    let limit = s.config.max_decompressed_bytes;
     let mut annotations = BTreeMap::new();
-    let (dump, crashpad): (Bytes, bool) = match multipart_boundary(headers)? {
+    let (dump, crashpad): (StagedBlob, bool) = match multipart_boundary(headers)? {
         Some(boundary) => {
+            let parts = read_multipart(
+                body,
+                boundary,
+                limit,
+                MAX_PARTS,
+                &s.staging,
+                |name, file| {
+                    match (name, file) {
+                        ("upload_file_minidump", _) => Keep::File,
+                        (_, None) => Keep::Text,
+                        // Other attached files are not kept.
+                        (_, Some(_)) => Keep::Drop,
+                    }
+                },
+            )
+            .await?;
             let mut dump = None;
-            for part in parse_multipart(bytes, boundary, MAX_PARTS).await? {
-                if part.name == "upload_file_minidump" {
-                    dump = Some(part.bytes);
-                } else if part.file_name.is_none() {
-                    let value = String::from_utf8_lossy(&part.bytes).into_owned();
-                    annotations.insert(part.name, value);
+            for part in parts {
+                match part.data {
+                    PartData::File(file) => dump = Some(file),
+                    PartData::Text(text) => {
+                        let value = String::from_utf8_lossy(&text).into_owned();
+                        annotations.insert(part.name, value);
+                    }
+                    PartData::Dropped => {}
                 }
             }
             let dump = dump.ok_or_else(|| ApiError::BadRequest {
@@ -209,11 +230,13 @@ async fn upload_inner(
             })?;
             (dump, true)
         }
-        None => (bytes, false),
+        None => (stage_body(body, limit, &s.staging).await?, false),
     };
-    let format = check_dump(&dump)?;
-    let size = i64::try_from(dump.len()).unwrap_or(i64::MAX);
-    let sha256 = s.blobs.put(dump).await?;
+    let head = dump.read_at(0, HEAD_BYTES).await?;
+    let format = check_dump(&head, dump.size())?;
+    let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
+    let sha256 = s.blobs.put_staged(&dump).await?;
+    drop(dump);
     let id = crashes::new_id();
     crashes::insert(
         &s.db,

@@ -1,5 +1,8 @@
-//! Request plumbing shared by the handlers: the wire-size/encoding guard, body reading
-//! under the decompressed-size limit, multipart parsing, and bearer-token scopes.
+//! Request plumbing shared by the handlers: the wire-size/encoding guard, streaming the
+//! body (raw or multipart) into staging files under the decompressed-size limit, and
+//! bearer-token scopes. No upload is held whole in memory.
+
+use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -7,7 +10,8 @@ use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use futures::StreamExt;
+use worker::store::{StagedBlob, Staging};
 
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
@@ -40,28 +44,27 @@ pub async fn guard_wire_body(
     next.run(req).await
 }
 
-/// Reads the (already decompressing) body, failing as soon as it passes `limit` bytes: a
-/// gzip bomb is inflated at most `limit` bytes into memory.
-pub async fn read_body(body: Body, limit: u64) -> Result<Bytes, ApiError> {
-    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
-    match Limited::new(body, cap).collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            Err(ApiError::DecompressedTooLarge { limit })
+/// Streams the (already decompressing) body into a staging file while hashing it,
+/// failing as soon as it passes `limit` bytes: a gzip bomb is inflated at most `limit`
+/// bytes, onto disk, and the file is removed with the error.
+pub async fn stage_body(body: Body, limit: u64, staging: &Staging) -> Result<StagedBlob, ApiError> {
+    let mut file = staging.create()?;
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| undecodable(&e))?;
+        if file.size().saturating_add(chunk.len() as u64) > limit {
+            return Err(ApiError::DecompressedTooLarge { limit });
         }
-        Err(e) => Err(ApiError::BadRequest {
-            code: "bad-encoding",
-            detail: format!("the request body could not be read or decoded: {e}"),
-        }),
+        file.write(&chunk).await?;
     }
+    Ok(file.finish().await?)
 }
 
-/// One part of a multipart body.
-#[derive(Debug)]
-pub struct Part {
-    pub name: String,
-    pub file_name: Option<String>,
-    pub bytes: Bytes,
+fn undecodable(e: &dyn std::fmt::Display) -> ApiError {
+    ApiError::BadRequest {
+        code: "bad-encoding",
+        detail: format!("the request body could not be read or decoded: {e}"),
+    }
 }
 
 /// The multipart boundary if the request is `multipart/form-data`.
@@ -83,20 +86,93 @@ pub fn multipart_boundary(headers: &HeaderMap) -> Result<Option<String>, ApiErro
         })
 }
 
-/// Splits an in-memory multipart body into parts (at most `max_parts`).
-pub async fn parse_multipart(
-    body: Bytes,
+/// What to do with one multipart field, decided from its name and file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Stream it into a staging file.
+    File,
+    /// Keep it in memory (a short text field; all of them together at most
+    /// [`MAX_TEXT_BYTES`]).
+    Text,
+    /// Read past it.
+    Drop,
+}
+
+/// The content of one multipart field.
+#[derive(Debug)]
+pub enum PartData {
+    File(StagedBlob),
+    Text(Bytes),
+    Dropped,
+}
+
+/// One field of a multipart body.
+#[derive(Debug)]
+pub struct Part {
+    pub name: String,
+    pub file_name: Option<String>,
+    pub data: PartData,
+}
+
+/// Most bytes of in-memory text fields in one multipart request.
+pub const MAX_TEXT_BYTES: usize = 1 << 20;
+
+/// Why the body stream under the multipart parser stopped, so the parser's error can be
+/// answered with the real reason.
+#[derive(Debug)]
+enum BodyFailure {
+    TooLarge,
+    Undecodable(String),
+}
+
+/// Streams a multipart body (at most `max_parts` fields, `limit` bytes after
+/// decompression): file fields into staging files, text fields into memory, as `keep`
+/// says per field. On any error every staged file is removed.
+pub async fn read_multipart(
+    body: Body,
     boundary: String,
+    limit: u64,
     max_parts: usize,
+    staging: &Staging,
+    keep: impl Fn(&str, Option<&str>) -> Keep,
 ) -> Result<Vec<Part>, ApiError> {
-    let stream = futures::stream::once(async move { Ok::<_, std::convert::Infallible>(body) });
+    let failure = Arc::new(Mutex::new(None::<BodyFailure>));
+    let seen = failure.clone();
+    let mut total = 0u64;
+    let stream = body.into_data_stream().map(move |chunk| {
+        let fail = |why: BodyFailure| {
+            if let Ok(mut slot) = seen.lock() {
+                slot.get_or_insert(why);
+            }
+            Err(std::io::Error::other("the request body stopped"))
+        };
+        match chunk {
+            Ok(c) => {
+                total = total.saturating_add(c.len() as u64);
+                if total > limit {
+                    fail(BodyFailure::TooLarge)
+                } else {
+                    Ok(c)
+                }
+            }
+            Err(e) => fail(BodyFailure::Undecodable(e.to_string())),
+        }
+    });
     let mut mp = multer::Multipart::new(stream, boundary);
-    let bad = |e: multer::Error| ApiError::BadRequest {
-        code: "bad-multipart",
-        detail: format!("the multipart body is malformed: {e}"),
+    let bad = |e: multer::Error| {
+        let why = failure.lock().ok().and_then(|mut slot| slot.take());
+        match why {
+            Some(BodyFailure::TooLarge) => ApiError::DecompressedTooLarge { limit },
+            Some(BodyFailure::Undecodable(e)) => undecodable(&e),
+            None => ApiError::BadRequest {
+                code: "bad-multipart",
+                detail: format!("the multipart body is malformed: {e}"),
+            },
+        }
     };
     let mut parts = Vec::new();
-    while let Some(field) = mp.next_field().await.map_err(bad)? {
+    let mut text_bytes = 0usize;
+    while let Some(mut field) = mp.next_field().await.map_err(bad)? {
         if parts.len() >= max_parts {
             return Err(ApiError::BadRequest {
                 code: "bad-multipart",
@@ -105,11 +181,36 @@ pub async fn parse_multipart(
         }
         let name = field.name().unwrap_or("").to_string();
         let file_name = field.file_name().map(str::to_string);
-        let bytes = field.bytes().await.map_err(bad)?;
+        let data = match keep(&name, file_name.as_deref()) {
+            Keep::File => {
+                let mut file = staging.create()?;
+                while let Some(chunk) = field.chunk().await.map_err(bad)? {
+                    file.write(&chunk).await?;
+                }
+                PartData::File(file.finish().await?)
+            }
+            Keep::Text => {
+                let mut text = Vec::new();
+                while let Some(chunk) = field.chunk().await.map_err(bad)? {
+                    text_bytes = text_bytes.saturating_add(chunk.len());
+                    if text_bytes > MAX_TEXT_BYTES {
+                        return Err(ApiError::FieldsTooLarge {
+                            limit: MAX_TEXT_BYTES as u64,
+                        });
+                    }
+                    text.extend_from_slice(&chunk);
+                }
+                PartData::Text(Bytes::from(text))
+            }
+            Keep::Drop => {
+                while field.chunk().await.map_err(bad)?.is_some() {}
+                PartData::Dropped
+            }
+        };
         parts.push(Part {
             name,
             file_name,
-            bytes,
+            data,
         });
     }
     Ok(parts)

@@ -23,6 +23,8 @@ pub enum ApiError {
     BodyTooLarge { limit: u64 },
     #[error("the decompressed request body is larger than the limit of {limit} bytes")]
     DecompressedTooLarge { limit: u64 },
+    #[error("the multipart text fields are larger than the limit of {limit} bytes")]
+    FieldsTooLarge { limit: u64 },
     #[error("unsupported Content-Encoding {0:?}: use gzip, zstd or none")]
     UnsupportedEncoding(String),
     #[error("{detail}")]
@@ -46,6 +48,7 @@ impl ApiError {
             ApiError::DecompressedTooLarge { .. } => {
                 (StatusCode::PAYLOAD_TOO_LARGE, "decompressed-too-large")
             }
+            ApiError::FieldsTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "fields-too-large"),
             ApiError::UnsupportedEncoding(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-encoding")
             }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use worker::cache::TablesCache;
 use worker::jobs::JobMetrics;
-use worker::store::{Blobs, Db};
+use worker::store::{Blobs, Db, Staging};
 
 /// What a bearer token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +79,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub db: Db,
     pub blobs: Blobs,
+    /// Where uploads are streamed before they are checked and stored.
+    pub staging: Staging,
     pub cache: TablesCache,
     pub metrics: Arc<Metrics>,
     pub job_metrics: Arc<JobMetrics>,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use ::worker::jobs::JobConfig;
 use ::worker::report::signature::SignatureRules;
-use ::worker::store::{Blobs, Db};
+use ::worker::store::{Blobs, Db, Staging};
 use anyhow::Context;
 
 /// A multi-threaded tokio runtime.
@@ -27,13 +27,17 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// Where the data lives: shared by `serve`, `worker` and `migrate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StorageArgs {
-    /// Directory for the default SQLite database and the blobs.
+    /// Directory for the default SQLite database, the default blob store and the staging
+    /// files of uploads in progress (`tmp/`).
     #[arg(long, default_value = "postmortem-data")]
     pub data_dir: PathBuf,
     /// Database URL (`sqlite://PATH` or `postgres://…`). Default: SQLite in the data dir.
     #[arg(long, env = "POSTMORTEM_DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Blob store URL (`file:///dir`). Default: `blobs/` in the data dir.
+    /// Blob store URL: `file:///DIR`, or `s3://BUCKET[/PREFIX]` for S3 or an S3-compatible
+    /// server, configured by the AWS_* environment variables (AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP). Default:
+    /// `blobs/` in the data dir.
     #[arg(long, env = "POSTMORTEM_BLOB_URL")]
     pub blob_url: Option<String>,
 }
@@ -61,6 +65,12 @@ impl StorageArgs {
             Some(u) => Blobs::from_url(u).context("opening the blob store"),
             None => Blobs::local(&self.data_dir.join("blobs")).context("opening the blob store"),
         }
+    }
+
+    /// The staging directory of uploads (`tmp/` in the data dir), on local disk whatever
+    /// the blob store is.
+    pub fn staging(&self) -> anyhow::Result<Staging> {
+        Staging::new(&self.data_dir.join("tmp")).context("creating the upload staging directory")
     }
 }
 

@@ -73,6 +73,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let db = args.storage.db().await?;
     db.migrate().await.context("migrating the database")?;
     let blobs = args.storage.blobs()?;
+    let staging = args.storage.staging()?;
     let cache = TablesCache::new(args.jobs.cache_mb.saturating_mul(1 << 20));
     let job_metrics = Arc::new(JobMetrics::default());
     let wake = Arc::new(Notify::new());
@@ -92,6 +93,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }),
         db: db.clone(),
         blobs,
+        staging,
         cache,
         metrics: Arc::new(Metrics::default()),
         job_metrics,

@@ -1,5 +1,6 @@
 //! What the integration tests that run the real `postmortem` binary share: which binary,
-//! starting `postmortem serve` on a free loopback port, and an HTTP client.
+//! starting `postmortem serve` on a free loopback port, an HTTP client, crashing a
+//! program for its core, and scratch PostgreSQL databases.
 //!
 //! Each test binary uses part of it, hence the `dead_code` allowance.
 
@@ -31,9 +32,15 @@ impl Drop for Proc {
 /// Starts `postmortem serve --listen 127.0.0.1:0 ARGS…` and waits for its
 /// `postmortem listening on URL` line; returns the process and the base URL.
 pub fn start_serve(args: &[&str]) -> (Proc, String) {
+    start_serve_env(args, &[])
+}
+
+/// [`start_serve`] with extra environment variables.
+pub fn start_serve_env(args: &[&str], env: &[(&str, &str)]) -> (Proc, String) {
     let mut child = Command::new(bin())
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
+        .envs(env.iter().copied())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -87,4 +94,47 @@ pub fn make_core(dir: &Path, prog: &Path) -> Vec<u8> {
             )
         });
     std::fs::read(core).expect("read core")
+}
+
+/// The database PostgreSQL tests connect to, to create and drop their own.
+const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A fresh PostgreSQL database for one test, named `PREFIX_<id>`, dropped by
+/// [`drop_db`]; returns its name and URL. `None` (skip) only when PostgreSQL is
+/// unreachable and `POSTMORTEM_SKIP_PG=1`.
+pub async fn pg_database(prefix: &str) -> Option<(String, String)> {
+    use sqlx::Connection;
+    let mut admin = match sqlx::PgConnection::connect(PG_ADMIN_URL).await {
+        Ok(c) => c,
+        Err(e) => {
+            if std::env::var("POSTMORTEM_SKIP_PG").as_deref() == Ok("1") {
+                eprintln!("PostgreSQL unreachable at {PG_ADMIN_URL} ({e}); skipped (POSTMORTEM_SKIP_PG=1)");
+                return None;
+            }
+            panic!("PostgreSQL unreachable at {PG_ADMIN_URL}: {e}. Start it, or set POSTMORTEM_SKIP_PG=1 to skip");
+        }
+    };
+    let name = format!("{prefix}_{}", worker::store::crashes::new_id());
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create database");
+    let _ = admin.close().await;
+    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+    Some((name, url))
+}
+
+/// Drops a database made by [`pg_database`].
+pub async fn drop_db(name: &str) {
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(PG_ADMIN_URL)
+        .await
+        .expect("pg admin");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&mut admin)
+    .await
+    .expect("drop database");
+    let _ = admin.close().await;
 }

@@ -1,18 +1,34 @@
 //! Content-addressed blob storage (dumps and binaries) through `object_store`: a local
-//! directory by default, any `object_store` URL by configuration.
+//! directory by default, `file:///dir` or an S3-compatible bucket (`s3://bucket[/prefix]`)
+//! by configuration.
 //!
 //! A blob's key is `sha256/ab/cd/<hex>` of its bytes, so storing the same bytes twice is
-//! one object and a key never names different content.
+//! one object and a key never names different content. Uploads arrive as staged files
+//! ([`super::staged`]) and are copied in bounded pieces (a multipart upload for large
+//! files), never held whole in memory.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use object_store::aws::AmazonS3Builder;
+use object_store::buffered::BufWriter;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
+use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, PutPayload};
 use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
 
-use super::StoreError;
+use super::{StagedBlob, StoreError};
+
+/// Size of one piece of a copy into the store: the part size of a multipart upload (S3
+/// wants at least 5 MiB) and the largest file stored with a single `put`.
+const PART_BYTES: usize = 8 << 20;
+/// Parts in flight at once; with the piece being filled, memory stays near
+/// `(PART_CONCURRENCY + 1) * PART_BYTES` per upload.
+const PART_CONCURRENCY: usize = 2;
+/// Read buffer over a staged file.
+const READ_BUFFER: usize = 1 << 20;
 
 /// The blob store handle: cheap to clone.
 #[derive(Debug, Clone)]
@@ -51,28 +67,45 @@ impl Blobs {
         })
     }
 
-    /// Blobs at an `object_store` URL: `file:///dir`. (`s3://…` needs the crate's `aws`
-    /// feature, which this build does not enable yet; it is refused with that reason.)
+    /// Blobs at a URL: `file:///dir`, or `s3://bucket[/prefix]` for Amazon S3 or any
+    /// S3-compatible server. S3 is configured from the standard environment variables
+    /// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
+    /// `AWS_ENDPOINT_URL` or `AWS_ENDPOINT` for another server, `AWS_ALLOW_HTTP=true` for
+    /// a plain-HTTP endpoint); the bucket and key prefix come from the URL.
     pub fn from_url(url: &str) -> Result<Blobs, StoreError> {
-        let parsed = url::Url::parse(url).map_err(|e| StoreError::BlobUrl {
+        let refuse = |reason: String| StoreError::BlobUrl {
             url: url.to_string(),
-            reason: e.to_string(),
-        })?;
-        if parsed.scheme() == "file" {
-            let dir = parsed.to_file_path().map_err(|()| StoreError::BlobUrl {
-                url: url.to_string(),
-                reason: "not a local path".into(),
-            })?;
-            return Blobs::local(&dir);
+            reason,
+        };
+        let parsed = url::Url::parse(url).map_err(|e| refuse(e.to_string()))?;
+        match parsed.scheme() {
+            "file" => {
+                let dir = parsed
+                    .to_file_path()
+                    .map_err(|()| refuse("not a local path".into()))?;
+                Blobs::local(&dir)
+            }
+            "s3" | "s3a" => {
+                let bucket = parsed
+                    .host_str()
+                    .filter(|b| !b.is_empty())
+                    .ok_or_else(|| refuse("no bucket: use s3://BUCKET[/PREFIX]".into()))?;
+                let s3 = AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .build()
+                    .map_err(|e| refuse(e.to_string()))?;
+                let prefix = parsed.path().trim_matches('/');
+                let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
+                    Arc::new(s3)
+                } else {
+                    Arc::new(PrefixStore::new(s3, prefix))
+                };
+                Ok(Blobs { store })
+            }
+            other => Err(refuse(format!(
+                "unsupported scheme {other:?}: use file:///DIR or s3://BUCKET[/PREFIX]"
+            ))),
         }
-        let (store, _prefix) =
-            object_store::parse_url(&parsed).map_err(|e| StoreError::BlobUrl {
-                url: url.to_string(),
-                reason: e.to_string(),
-            })?;
-        Ok(Blobs {
-            store: Arc::from(store),
-        })
     }
 
     /// Stores `bytes` under their sha256 and returns it. Idempotent.
@@ -85,6 +118,36 @@ impl Blobs {
         }
         self.store.put(&path, PutPayload::from(bytes)).await?;
         Ok(sha)
+    }
+
+    /// Stores a staged upload under its sha256 and returns it. Idempotent. The file is
+    /// copied in [`PART_BYTES`] pieces: one `put` for a small file, a multipart upload
+    /// (aborted on failure, so no partial object is left) for a large one.
+    pub async fn put_staged(&self, staged: &StagedBlob) -> Result<String, StoreError> {
+        let sha = staged.sha256().to_string();
+        let path = key(&sha)?;
+        if self.store.head(&path).await.is_ok() {
+            return Ok(sha);
+        }
+        let file = tokio::fs::File::open(staged.path())
+            .await
+            .map_err(StoreError::BlobCopy)?;
+        let mut reader = tokio::io::BufReader::with_capacity(READ_BUFFER, file);
+        let mut writer = BufWriter::with_capacity(self.store.clone(), path, PART_BYTES)
+            .with_max_concurrency(PART_CONCURRENCY);
+        let copied = match tokio::io::copy_buf(&mut reader, &mut writer).await {
+            Ok(_) => writer.shutdown().await,
+            Err(e) => Err(e),
+        };
+        match copied {
+            Ok(()) => Ok(sha),
+            Err(e) => {
+                if let Err(abort) = writer.abort().await {
+                    tracing::warn!(error = %abort, "aborting a failed blob upload");
+                }
+                Err(StoreError::BlobCopy(e))
+            }
+        }
     }
 
     /// The bytes stored under `sha256`.

@@ -15,6 +15,14 @@ pub enum StoreError {
     Blob(#[from] object_store::Error),
     #[error("unsupported blob URL {url:?}: {reason}")]
     BlobUrl { url: String, reason: String },
+    #[error("staging an upload in {path} failed: {source}")]
+    Staging {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("copying a staged upload into the blob store failed: {0}")]
+    BlobCopy(#[source] std::io::Error),
     #[error("stored data is inconsistent: {0}")]
     Corrupt(String),
 }
@@ -28,6 +36,8 @@ impl StoreError {
             StoreError::UnsupportedUrl(_) => "unsupported-database-url",
             StoreError::Blob(_) => "blob-error",
             StoreError::BlobUrl { .. } => "unsupported-blob-url",
+            StoreError::Staging { .. } => "staging-error",
+            StoreError::BlobCopy(_) => "blob-error",
             StoreError::Corrupt(_) => "store-corrupt",
         }
     }

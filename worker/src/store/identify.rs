@@ -123,6 +123,48 @@ pub fn identify(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
 
 fn identify_elf(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     let file = object::File::parse(bytes).map_err(|e| IdentifyError::Malformed(e.to_string()))?;
+    describe(&file)
+}
+
+/// How much of a file that is not ELF is read to tell whether it is a format at all.
+const SNIFF_BYTES: usize = 64 << 10;
+
+/// Identifies an uploaded binary stored in `file`. An ELF file is read through a cache of
+/// the ranges the parser asks for (headers, section table, notes), never whole, so
+/// memory stays small whatever the file's size. Another file is first judged from its
+/// start, and read whole only when that start is a format [`identify`] knows.
+pub fn identify_file(file: &std::fs::File) -> Result<BinaryInfo, IdentifyError> {
+    use object::ReadRef;
+    use std::io::{Read, Seek};
+
+    let cache = object::ReadCache::new(file);
+    let data = &cache;
+    if data.read_bytes_at(0, 4).ok() == Some(b"\x7fELF".as_slice()) {
+        let parsed =
+            object::File::parse(data).map_err(|e| IdentifyError::Malformed(e.to_string()))?;
+        return describe(&parsed);
+    }
+    let io = |e: std::io::Error| IdentifyError::Malformed(format!("reading the upload: {e}"));
+    let mut reader = cache.into_inner();
+    reader.rewind().map_err(io)?;
+    let mut start = Vec::with_capacity(SNIFF_BYTES);
+    reader
+        .by_ref()
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut start)
+        .map_err(io)?;
+    let judged = identify(&start);
+    if matches!(judged, Err(IdentifyError::NotABinary)) || start.len() < SNIFF_BYTES {
+        return judged;
+    }
+    reader.read_to_end(&mut start).map_err(io)?;
+    identify(&start)
+}
+
+/// The facts `identify` reports, from a parsed object file.
+fn describe<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Result<BinaryInfo, IdentifyError> {
     if file.kind() == ObjectKind::Core {
         return Err(IdentifyError::CoreDump);
     }
@@ -130,7 +172,7 @@ fn identify_elf(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         Ok(Some(id)) if !id.is_empty() => id.to_vec(),
         _ => return Err(IdentifyError::NoBuildId),
     };
-    let arch = crate::binary::arch_of(&file).map(|a| a.as_str());
+    let arch = crate::binary::arch_of(file).map(|a| a.as_str());
 
     let mut sections: Vec<&'static str> = Vec::new();
     for section in file.sections() {

@@ -19,8 +19,10 @@ pub mod identify;
 pub mod missing;
 pub mod reprocess;
 pub mod search;
+pub mod staged;
 pub mod tables;
 
 pub use blobs::Blobs;
 pub use db::{now_ms, Backend, Db};
 pub use error::StoreError;
+pub use staged::{StagedBlob, Staging};

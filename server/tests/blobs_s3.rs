@@ -1,0 +1,317 @@
+//! Blobs in an S3-compatible bucket (`--blob-url s3://bucket/prefix`), against a real S3
+//! server: moto's `moto_server` (PyPI `moto[server]`, installed by test.sh) on a free
+//! port, configured the way a deployment would be, through the AWS_* environment.
+//!
+//! - `serve_keeps_blobs_in_s3`: `postmortem serve` with SQLite uploads a binary and a
+//!   core; the report is symbolized, and both files are objects in the bucket under the
+//!   prefix and their content address — and nowhere under the data dir;
+//! - `workers_read_blobs_from_s3`: PostgreSQL, `serve --workers 0` and a `postmortem
+//!   worker` with its own, separate data dir: the worker can only find the dump and the
+//!   binary in the bucket.
+//!
+//! Set `POSTMORTEM_SKIP_S3=1` to skip where `moto_server` is not installed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+mod common;
+use common::{bin, client, drop_db, make_core, pg_database, start_serve_env, Proc};
+
+const BUCKET: &str = "crash-blobs";
+const PREFIX: &str = "team/prod";
+
+/// A running `moto_server` with one bucket.
+struct S3 {
+    _proc: Proc,
+    endpoint: String,
+}
+
+impl S3 {
+    /// Starts `moto_server` on a free port and creates [`BUCKET`]; `None` (skip) only
+    /// when it is not installed and `POSTMORTEM_SKIP_S3=1`.
+    async fn start() -> Option<S3> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                if std::env::var("POSTMORTEM_SKIP_S3").as_deref() == Ok("1") {
+                    eprintln!("moto_server not runnable ({e}); skipped (POSTMORTEM_SKIP_S3=1)");
+                    return None;
+                }
+                panic!("moto_server not runnable: {e}. Install it with `python3 -m pip install 'moto[server]'` (test.sh does), or set POSTMORTEM_SKIP_S3=1");
+            }
+        };
+        let s3 = S3 {
+            _proc: Proc(child),
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        let c = client();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            // Creating the bucket doubles as the readiness probe.
+            match c.put(format!("{}/{BUCKET}", s3.endpoint)).send().await {
+                Ok(r) if r.status().is_success() => break,
+                Ok(r) => panic!("creating the bucket: {}", r.status()),
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await
+                }
+                Err(e) => panic!("moto_server did not start: {e}"),
+            }
+        }
+        Some(s3)
+    }
+
+    /// The environment a deployment sets to reach this server.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+        ]
+    }
+
+    /// Every object in the bucket, key → size, from the server's own listing
+    /// (ListObjectsV2, one page is plenty here).
+    async fn objects(&self) -> Vec<(String, u64)> {
+        let xml = client()
+            .get(format!("{}/{BUCKET}?list-type=2", self.endpoint))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(xml.contains("<IsTruncated>false</IsTruncated>"), "{xml}");
+        xml.split("<Contents>")
+            .skip(1)
+            .map(|c| {
+                let field = |tag: &str| {
+                    let open = format!("<{tag}>");
+                    let start = c.find(&open).unwrap() + open.len();
+                    let end = c[start..].find('<').unwrap() + start;
+                    c[start..end].to_string()
+                };
+                (field("Key"), field("Size").parse().unwrap())
+            })
+            .collect()
+    }
+}
+
+fn compile(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).expect("write C source");
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-g", "-O0", "-Wl,--build-id", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .expect("gcc must be installed");
+    assert!(st.success(), "gcc failed");
+    out
+}
+
+const CRASHER: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) void crash(volatile int *p) { *p = 42; }
+__attribute__((noinline)) void middle(volatile int *p) { crash(p); puts(""); }
+int main(void) { middle((volatile int *)0); return 0; }
+"#;
+
+/// Where a blob with this content lives in the bucket.
+fn object_key(bytes: &[u8]) -> String {
+    let sha = hex::encode(Sha256::digest(bytes));
+    format!("{PREFIX}/sha256/{}/{}/{sha}", &sha[..2], &sha[2..4])
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Uploads the program and its core to `base`, waits for the report and checks it names
+/// the program's functions (from the source above, not from our own output).
+async fn upload_and_check(base: &str, prog: &[u8], core: &[u8]) {
+    let c = client();
+    let r = c
+        .post(format!("{base}/api/v1/binaries"))
+        .header("x-file-name", "prog")
+        .body(prog.to_vec())
+        .send()
+        .await
+        .unwrap();
+    let st = r.status();
+    assert_eq!(st, 201, "{}", r.text().await.unwrap());
+    let r = c
+        .post(format!("{base}/api/v1/crashes"))
+        .body(core.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    let id = v["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let done = loop {
+        let v: Value = c
+            .get(format!("{base}/api/v1/crashes/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["status"] == "done" || v["status"] == "failed" {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "crash {id} still {}",
+            v["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["status"], "done", "{done}");
+    let functions: Vec<&str> = done["report"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["frames"].as_array().into_iter().flatten())
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    for f in ["crash", "middle", "main"] {
+        assert!(functions.contains(&f), "{f} missing from {functions:?}");
+    }
+}
+
+/// Both files are objects under the prefix and their content address, with their sizes.
+async fn assert_in_bucket(s3: &S3, prog: &[u8], core: &[u8]) {
+    let objects = s3.objects().await;
+    for (what, bytes) in [("binary", prog), ("core", core)] {
+        let key = object_key(bytes);
+        assert!(
+            objects.contains(&(key.clone(), bytes.len() as u64)),
+            "{what} not in the bucket as {key} ({} bytes): {objects:?}",
+            bytes.len()
+        );
+    }
+    assert_eq!(objects.len(), 2, "{objects:?}");
+}
+
+#[tokio::test]
+async fn serve_keeps_blobs_in_s3() {
+    let Some(s3) = S3::start().await else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let prog = compile(work.path(), "prog", CRASHER);
+    let core = make_core(work.path(), &prog);
+    let prog = std::fs::read(&prog).unwrap();
+    let data = work.path().join("data");
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let blob_url = format!("s3://{BUCKET}/{PREFIX}");
+    let (_serve, base) = start_serve_env(
+        &[
+            "--workers",
+            "1",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--blob-url",
+            &blob_url,
+        ],
+        &env,
+    );
+    upload_and_check(&base, &prog, &core).await;
+    assert_in_bucket(&s3, &prog, &core).await;
+    // Nothing under the data dir but the database: no blobs, no staging leftovers.
+    let local: Vec<PathBuf> = files_under(&data)
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("postmortem.db"))
+        })
+        .collect();
+    assert!(local.is_empty(), "files under the data dir: {local:?}");
+}
+
+#[tokio::test]
+async fn workers_read_blobs_from_s3() {
+    let Some(s3) = S3::start().await else {
+        return;
+    };
+    let Some((db_name, db_url)) = pg_database("pm_s3").await else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let prog = compile(work.path(), "prog", CRASHER);
+    let core = make_core(work.path(), &prog);
+    let prog = std::fs::read(&prog).unwrap();
+    let env = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let blob_url = format!("s3://{BUCKET}/{PREFIX}");
+    // Separate data dirs: the worker shares nothing local with the API process.
+    let api_data = work.path().join("api-data");
+    let worker_data = work.path().join("worker-data");
+    let (_serve, base) = start_serve_env(
+        &[
+            "--workers",
+            "0",
+            "--data-dir",
+            api_data.to_str().unwrap(),
+            "--database-url",
+            &db_url,
+            "--blob-url",
+            &blob_url,
+        ],
+        &env,
+    );
+    let worker = Command::new(bin())
+        .args(["worker", "--workers", "1", "--data-dir"])
+        .arg(&worker_data)
+        .args(["--database-url", &db_url, "--blob-url", &blob_url])
+        .envs(env.iter().copied())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn postmortem worker");
+    let worker = Proc(worker);
+    upload_and_check(&base, &prog, &core).await;
+    assert_in_bucket(&s3, &prog, &core).await;
+    for dir in [&api_data, &worker_data] {
+        let local = files_under(dir);
+        assert!(local.is_empty(), "files under {}: {local:?}", dir.display());
+    }
+    drop(worker);
+    drop_db(&db_name).await;
+}

@@ -1,0 +1,194 @@
+//! A blob being received: an upload is streamed into a temporary file under the data
+//! directory while its sha256 is computed, so a large upload never sits in memory, and a
+//! rejected one leaves nothing behind (the file is removed when the value is dropped,
+//! whatever the reason the upload stopped).
+//!
+//! The staged file is then checked from disk (magic bytes, headers) and copied into the
+//! blob store under its content address by [`super::Blobs::put_staged`].
+
+use std::io::SeekFrom;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tempfile::TempPath;
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+
+use super::StoreError;
+
+/// Write buffer of a staging file: few, large writes on the blocking pool.
+const WRITE_BUFFER: usize = 256 << 10;
+
+/// Where uploads are staged: one directory, created at start.
+#[derive(Debug, Clone)]
+pub struct Staging {
+    dir: PathBuf,
+}
+
+impl Staging {
+    /// Stages uploads in `dir` (created if missing).
+    pub fn new(dir: &Path) -> Result<Staging, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Staging {
+            path: dir.display().to_string(),
+            source: e,
+        })?;
+        Ok(Staging {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// The staging directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new, empty staging file.
+    pub fn create(&self) -> Result<StagingWriter, StoreError> {
+        let io = |e| StoreError::Staging {
+            path: self.dir.display().to_string(),
+            source: e,
+        };
+        let (file, path) = tempfile::Builder::new()
+            .prefix("upload-")
+            .tempfile_in(&self.dir)
+            .map_err(io)?
+            .into_parts();
+        Ok(StagingWriter {
+            file: tokio::io::BufWriter::with_capacity(
+                WRITE_BUFFER,
+                tokio::fs::File::from_std(file),
+            ),
+            path,
+            hasher: Sha256::new(),
+            size: 0,
+        })
+    }
+}
+
+/// A staging file being written: bytes go to disk and into the hash.
+#[derive(Debug)]
+pub struct StagingWriter {
+    file: tokio::io::BufWriter<tokio::fs::File>,
+    path: TempPath,
+    hasher: Sha256,
+    size: u64,
+}
+
+impl StagingWriter {
+    /// Bytes written so far.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends `chunk`.
+    pub async fn write(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
+        self.hasher.update(chunk);
+        self.size += chunk.len() as u64;
+        self.file
+            .write_all(chunk)
+            .await
+            .map_err(|e| staging_error(&self.path, e))
+    }
+
+    /// Flushes and closes the file: the staged blob, with its sha256 and size.
+    pub async fn finish(mut self) -> Result<StagedBlob, StoreError> {
+        self.file
+            .flush()
+            .await
+            .map_err(|e| staging_error(&self.path, e))?;
+        Ok(StagedBlob {
+            sha256: hex::encode(self.hasher.finalize()),
+            size: self.size,
+            path: self.path,
+        })
+    }
+}
+
+fn staging_error(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Staging {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// A complete staged upload. Dropping it removes the file.
+#[derive(Debug)]
+pub struct StagedBlob {
+    path: TempPath,
+    sha256: String,
+    size: u64,
+}
+
+impl StagedBlob {
+    /// Lower-case hex sha256 of the content: its address in the blob store.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether the upload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The file on disk.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens the file for reading (blocking I/O: call it off the async threads for
+    /// anything more than a few headers).
+    pub fn open(&self) -> Result<std::fs::File, StoreError> {
+        std::fs::File::open(&self.path).map_err(|e| staging_error(&self.path, e))
+    }
+
+    /// Up to `n` bytes from `offset` (fewer at the end of the file).
+    pub async fn read_at(&self, offset: u64, n: usize) -> Result<Vec<u8>, StoreError> {
+        let io = |e| staging_error(&self.path, e);
+        let mut file = tokio::fs::File::open(&self.path).await.map_err(io)?;
+        file.seek(SeekFrom::Start(offset)).await.map_err(io)?;
+        let mut out = Vec::with_capacity(n.min(1 << 20));
+        file.take(n as u64)
+            .read_to_end(&mut out)
+            .await
+            .map_err(io)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn staged_file_is_hashed_and_removed_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = Staging::new(&dir.path().join("tmp")).unwrap();
+        let mut w = staging.create().unwrap();
+        w.write(b"hello ").await.unwrap();
+        w.write(b"world").await.unwrap();
+        let blob = w.finish().await.unwrap();
+        assert_eq!(blob.size(), 11);
+        // sha256("hello world") as `printf 'hello world' | sha256sum` prints it.
+        assert_eq!(
+            blob.sha256(),
+            "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
+        );
+        assert_eq!(blob.read_at(6, 100).await.unwrap(), b"world");
+        assert_eq!(std::fs::read(blob.path()).unwrap(), b"hello world");
+        let path = blob.path().to_path_buf();
+        assert!(path.exists());
+        drop(blob);
+        assert!(!path.exists());
+        // A writer dropped half-way leaves nothing either.
+        let mut w = staging.create().unwrap();
+        w.write(b"partial").await.unwrap();
+        drop(w);
+        assert_eq!(std::fs::read_dir(staging.dir()).unwrap().count(), 0);
+    }
+}
