@@ -28,13 +28,24 @@ pub(crate) fn for_each_line<'a>(text: &'a [u8], mut f: impl FnMut(Result<&'a str
     f(s.get(start..).ok_or(&[]));
 }
 
+/// The value of each byte as a digit, 0xff for a byte that is no digit of any radix.
+const DIGITS: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut b = 0usize;
+    while b < 256 {
+        t[b] = match b as u8 {
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'z' => c - b'a' + 10,
+            c @ b'A'..=b'Z' => c - b'A' + 10,
+            _ => 0xff,
+        };
+        b += 1;
+    }
+    t
+};
+
 fn digit(b: u8, radix: u32) -> Option<u64> {
-    let d = match b {
-        b'0'..=b'9' => b - b'0',
-        b'a'..=b'z' => b - b'a' + 10,
-        b'A'..=b'Z' => b - b'A' + 10,
-        _ => return None,
-    };
+    let d = DIGITS[usize::from(b)];
     (u32::from(d) < radix).then_some(u64::from(d))
 }
 
@@ -43,7 +54,16 @@ fn magnitude(digits: &[u8], radix: u32) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }
+    // Up to 15 hex or 19 decimal digits cannot overflow: no checked arithmetic (the
+    // common case, and most of a `.sym` file's parsing time).
+    let safe = if radix == 16 { 15 } else { 19 };
     let mut v = 0u64;
+    if digits.len() <= safe && radix <= 16 {
+        for &b in digits {
+            v = v * u64::from(radix) + digit(b, radix)?;
+        }
+        return Some(v);
+    }
     for &b in digits {
         v = v
             .checked_mul(u64::from(radix))?
@@ -99,7 +119,8 @@ impl<'a> Iterator for Fields<'a> {
 
     fn next(&mut self) -> Option<&'a str> {
         let s = self.rest?;
-        match memchr::memchr(b' ', s.as_bytes()) {
+        // fields are a few bytes long: a plain scan beats setting up a vector search
+        match s.bytes().position(|b| b == b' ') {
             Some(i) => {
                 self.rest = s.get(i + 1..);
                 s.get(..i)
