@@ -140,14 +140,25 @@ pub fn build_tables_from_breakpad(sym: &[u8]) -> ModuleTables {
         verified: true,
         ..ModuleTables::default()
     };
+    // The two tables come from disjoint records of one text: build them side by side (a
+    // large `.sym` takes milliseconds each, and `postmortem walk` builds them per run).
+    let (unwind_built, symbols_built) = std::thread::scope(|s| {
+        let unwind = s.spawn(|| unwind::build_from_breakpad(sym));
+        let symbols = symbols::build_symbol_table_breakpad(sym);
+        // a panic in the builder stays a panic, as if it had run on this thread
+        let unwind = unwind
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (unwind, symbols)
+    });
     // Rules Breakpad's postfix language can say but our rules cannot (a dereferenced CFA)
     // are not corruption: those ranges simply fall back to frame pointers and scanning.
-    match unwind::build_from_breakpad(sym) {
+    match unwind_built {
         Ok(built) if built.stats.rows > 0 => t.unwind = Some(built.bytes.into()),
         Ok(_) => {}
         Err(e) => t.warnings.push((e.code().into(), e.to_string())),
     }
-    match symbols::build_symbol_table_breakpad(sym) {
+    match symbols_built {
         Ok(built) => t.symbols = Some(built.bytes.into()),
         Err(e) => t.warnings.push((
             "symbols-corrupt".into(),

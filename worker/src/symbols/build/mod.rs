@@ -7,6 +7,8 @@
 //! A bad unit or symbol is skipped with a warning, never fatal.
 
 pub mod breakpad;
+#[cfg(test)]
+mod breakpad_reference;
 mod dwarf;
 mod symtab;
 

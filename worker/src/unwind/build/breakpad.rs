@@ -19,6 +19,7 @@
 //! pushed at [`BREAKPAD_PRIORITY`], below any table read from the binary itself.
 
 use super::{BuiltTable, TableWriter};
+use crate::breakpad_text::{for_each_line, parse_i64, parse_u64};
 use crate::dump::Arch;
 use crate::unwind::rule::{RuleRecord, Slot, UnwindSource};
 use crate::unwind::UnwindError;
@@ -27,7 +28,7 @@ use crate::unwind::UnwindError;
 pub const BREAKPAD_PRIORITY: u8 = 10;
 
 /// Bound on tokens in one rule set (a real one has under 20).
-const MAX_TOKENS: usize = 256;
+pub(super) const MAX_TOKENS: usize = 256;
 
 /// The architecture named on a `.sym` file's `MODULE` line.
 pub fn breakpad_arch(name: &str) -> Option<Arch> {
@@ -41,7 +42,7 @@ pub fn breakpad_arch(name: &str) -> Option<Arch> {
 }
 
 /// The DWARF number of a Breakpad register name (`$rsp`, `x29`, …).
-fn dwarf_reg(arch: Arch, name: &str) -> Option<u16> {
+pub(super) fn dwarf_reg(arch: Arch, name: &str) -> Option<u16> {
     let n = name.strip_prefix('$').unwrap_or(name);
     let num = |prefix: &str, max: u16| {
         n.strip_prefix(prefix)
@@ -102,7 +103,7 @@ fn sp_reg(arch: Arch) -> u16 {
 
 /// One translated rule of a rule set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
+pub(super) enum Target {
     Cfa,
     Ra,
     Reg(u16),
@@ -110,7 +111,7 @@ enum Target {
 
 /// The rules in force, as slots; `None` for a rule that could not be translated.
 #[derive(Debug, Clone)]
-struct State {
+pub(super) struct State {
     cfa: Option<Slot>,
     /// `None` until a `.ra` rule is given: a rule set without one (dump_syms writes
     /// `_start`'s as `.cfa: $rsp 8 +`) comes from DWARF's `DW_CFA_undefined` for the
@@ -121,7 +122,7 @@ struct State {
 }
 
 impl State {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         State {
             cfa: None,
             ra: None,
@@ -129,7 +130,7 @@ impl State {
         }
     }
 
-    fn set(&mut self, target: Target, slot: Option<Slot>) {
+    pub(super) fn set(&mut self, target: Target, slot: Option<Slot>) {
         match target {
             Target::Cfa => self.cfa = slot,
             Target::Ra => self.ra = Some(slot),
@@ -142,7 +143,7 @@ impl State {
 
     /// The record of this state, if every rule it holds is representable and the CFA and
     /// return address are known.
-    fn record(&self, arch: Arch) -> Option<RuleRecord> {
+    pub(super) fn record(&self, arch: Arch) -> Option<RuleRecord> {
         let ra = self.ra.unwrap_or(Some(Slot::UNDEFINED))?;
         let mut r = RuleRecord::new(UnwindSource::Breakpad, self.cfa?, ra);
         let sp = sp_reg(arch);
@@ -161,11 +162,11 @@ impl State {
 
 /// Parses a signed integer token (decimal; Breakpad writes no other base in CFI).
 fn int(tok: &str) -> Option<i64> {
-    tok.parse::<i64>().ok()
+    parse_i64(tok.as_bytes())
 }
 
 /// Translates one postfix expression.
-fn translate(arch: Arch, target: Target, expr: &[&str]) -> Option<Slot> {
+pub(super) fn translate(arch: Arch, target: Target, expr: &[&str]) -> Option<Slot> {
     let off32 = |n: i64, op: &str| -> Option<i32> {
         let n = match op {
             "+" => n,
@@ -201,12 +202,11 @@ fn translate(arch: Arch, target: Target, expr: &[&str]) -> Option<Slot> {
 }
 
 /// Applies a rule set (`.cfa: $rsp 16 + $rbp: .cfa -16 + ^`) to `state`. Returns false
-/// when the text is malformed (then nothing after the error is applied).
-fn apply(arch: Arch, rules: &str, state: &mut State) -> bool {
-    let tokens: Vec<&str> = rules
-        .split_ascii_whitespace()
-        .take(MAX_TOKENS + 1)
-        .collect();
+/// when the text is malformed (then nothing after the error is applied). `tokens` is
+/// scratch space, reused from record to record.
+fn apply<'a>(arch: Arch, rules: &'a str, state: &mut State, tokens: &mut Vec<&'a str>) -> bool {
+    tokens.clear();
+    tokens.extend(rules.split_ascii_whitespace().take(MAX_TOKENS + 1));
     if tokens.len() > MAX_TOKENS {
         return false;
     }
@@ -249,7 +249,7 @@ fn apply(arch: Arch, rules: &str, state: &mut State) -> bool {
 }
 
 fn hex(tok: Option<&str>) -> Option<u64> {
-    u64::from_str_radix(tok?, 16).ok()
+    parse_u64(tok?.as_bytes(), 16)
 }
 
 /// The open `STACK CFI INIT` block: its range and the rule state so far.
@@ -264,8 +264,8 @@ struct Open {
 /// Errors only when the text has no usable `MODULE` line; bad records are skipped and
 /// counted in the stats.
 pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
-    let mut lines = text.split(|&b| b == b'\n');
-    let first = lines
+    let first = text
+        .split(|&b| b == b'\n')
         .next()
         .map(|l| String::from_utf8_lossy(l).into_owned());
     let arch_name = first
@@ -293,13 +293,23 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
             }),
         }
     };
-    for raw in lines {
-        let Some(rest) = raw.strip_prefix(b"STACK ") else {
-            continue;
-        };
-        let Ok(rest) = std::str::from_utf8(rest) else {
-            w.stats.skip(|| "a STACK record is not UTF-8".into());
-            continue;
+    // the records after the MODULE line
+    let rest_of_text = memchr::memchr(b'\n', text)
+        .and_then(|i| text.get(i + 1..))
+        .unwrap_or(&[]);
+    let mut tokens: Vec<&str> = Vec::with_capacity(32);
+    for_each_line(rest_of_text, |line| {
+        let rest = match line {
+            Ok(l) => match l.strip_prefix("STACK ") {
+                Some(rest) => rest,
+                None => return,
+            },
+            Err(raw) => {
+                if raw.starts_with(b"STACK ") {
+                    w.stats.skip(|| "a STACK record is not UTF-8".into());
+                }
+                return;
+            }
         };
         let rest = rest.trim_end();
         if let Some(init) = rest.strip_prefix("CFI INIT ") {
@@ -311,14 +321,14 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
             else {
                 w.stats
                     .skip(|| "a STACK CFI INIT record is malformed".into());
-                continue;
+                return;
             };
             let Some(end) = addr.checked_add(size) else {
                 w.stats.skip(|| "a STACK CFI INIT range overflows".into());
-                continue;
+                return;
             };
             let mut state = State::new();
-            let ok = apply(arch, rules.unwrap_or(""), &mut state);
+            let ok = apply(arch, rules.unwrap_or(""), &mut state, &mut tokens);
             if ok {
                 w.stats.entries += 1;
             } else {
@@ -335,35 +345,29 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
             let mut it = delta.splitn(2, ' ');
             let (Some(addr), rules) = (hex(it.next()), it.next()) else {
                 w.stats.skip(|| "a STACK CFI record is malformed".into());
-                continue;
+                return;
             };
             let Some(o) = open.as_mut() else {
                 w.stats
                     .skip(|| "a STACK CFI record outside any INIT".into());
-                continue;
+                return;
             };
             if addr < o.row_start || addr >= o.end {
                 o.ok = false;
                 w.stats
                     .skip(|| format!("STACK CFI at {addr:#x} lies outside its INIT range"));
-                continue;
+                return;
             }
-            let snapshot = Open {
-                end: o.end,
-                row_start: o.row_start,
-                state: o.state.clone(),
-                ok: o.ok,
-            };
-            close(&mut w, &snapshot, addr);
+            close(&mut w, o, addr);
             o.row_start = addr;
-            if !apply(arch, rules.unwrap_or(""), &mut o.state) {
+            if !apply(arch, rules.unwrap_or(""), &mut o.state, &mut tokens) {
                 o.ok = false;
                 w.stats
                     .skip(|| format!("STACK CFI at {addr:#x}: malformed rules"));
             }
         }
         // STACK WIN and anything else: not used on the platforms we walk
-    }
+    });
     if let Some(o) = open.take() {
         close(&mut w, &o, o.end);
     }
@@ -441,5 +445,72 @@ STACK CFI 208 .cfa: $rsp 8 -\n";
             t.find(0x208).map(|r| r.record.cfa),
             Some(Slot::offset(7, -8))
         );
+    }
+
+    /// The fast builder writes exactly the reference builder's table and stats.
+    fn same_as_reference(text: &[u8]) {
+        use super::super::breakpad_reference::build_from_breakpad_reference as reference;
+        match (build_from_breakpad(text), reference(text)) {
+            (Ok(fast), Ok(slow)) => {
+                assert!(
+                    fast.bytes == slow.bytes,
+                    "tables differ for {:?}",
+                    String::from_utf8_lossy(text)
+                );
+                assert_eq!(fast.stats, slow.stats);
+            }
+            (Err(fast), Err(slow)) => assert_eq!(fast.to_string(), slow.to_string()),
+            (fast, slow) => panic!(
+                "one builder failed: fast {:?}, reference {:?}",
+                fast.err(),
+                slow.err()
+            ),
+        }
+    }
+
+    #[test]
+    fn fast_builder_equals_reference_on_hand_written_text() {
+        same_as_reference(SYM.as_bytes());
+        for cut in 0..SYM.len() {
+            same_as_reference(&SYM.as_bytes()[..cut]);
+        }
+        let hostile = "MODULE Linux x86_64 00 x\n\
+STACK CFI 10 .cfa: $rsp 8 +\n\
+STACK CFI INIT +10 +20 .cfa: $rsp +8 + .ra: .cfa -8 + ^\n\
+STACK CFI 18 .cfa: $rsp -16 -\r\n\
+STACK CFI  18 .cfa: $rsp 16 +\n\
+STACK CFI INIT 100 10 .cfa: .ra: : :: $rsp\n\
+STACK CFI INIT 200 10 .cfa: $rsp 8 + .ra: .cfa -8 + ^ $xmm0: $rsp\n\
+STACK CFI 208 .cfa: $rsp 8 -\n\
+STACK \u{ff}\n\
+STACK CFI 20c .cfa: $rsp 9223372036854775808 +\n\
+STACK CFI INIT 300 10 .cfa: $rsp -9223372036854775808 - .ra: .cfa -8 + ^\n\
+STACK CFI INIT 300 8 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
+        same_as_reference(hostile.as_bytes());
+        let mut with_bad_utf8 = hostile.as_bytes().to_vec();
+        with_bad_utf8.extend_from_slice(b"STACK CFI 304 \xff\nFUNC \xfe\n");
+        same_as_reference(&with_bad_utf8);
+    }
+
+    #[test]
+    fn fast_builder_equals_reference_on_libc_and_damaged_pieces() {
+        use crate::breakpad_text::test_texts::{damaged, libc_sym, Rng};
+        let sym = libc_sym();
+        same_as_reference(sym.as_bytes());
+        let lines: Vec<&str> = sym.lines().collect();
+        let module = lines
+            .first()
+            .copied()
+            .unwrap_or("MODULE Linux x86_64 00 libc.so.6");
+        let stack: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with("STACK "))
+            .collect();
+        let mut rng = Rng::new(0x5eed_0006);
+        for _ in 0..400 {
+            let len = 20 + rng.below(200);
+            same_as_reference(&damaged(module, &stack, &mut rng, len));
+        }
     }
 }

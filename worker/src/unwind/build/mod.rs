@@ -7,6 +7,8 @@
 
 mod aarch64_cfi;
 pub mod breakpad;
+#[cfg(test)]
+mod breakpad_reference;
 pub mod compact_unwind;
 pub mod dwarf;
 pub mod sframe;
