@@ -44,14 +44,18 @@ fn stack_overflow_on_a_small_thread_stack() {
 
 #[test]
 fn fault_in_handler_on_alternate_signal_stack() {
-    let crashed = Crashed::c("altstack", "gcc", &["-O0"], &["altstack.c"]);
+    let crashed = Crashed::c("altstack", "gcc", &["-O0"], &["sigaltstack.c"]);
     check(&crashed, |gdb| {
         expect_stack(
             gdb,
-            &["handler_fault", "on_segv", "__restore_rt", "victim", "main"],
+            &[
+                "deep_in_handler",
+                "on_segv",
+                "__restore_rt",
+                "victim",
+                "main",
+            ],
         );
-        let victims = crashed_names(gdb).iter().filter(|n| *n == "victim").count();
-        assert_eq!(victims, 4, "gdb follows the interrupted stack");
     });
 }
 
@@ -77,20 +81,16 @@ fn division_by_zero_in_inlined_helper() {
 
 #[test]
 fn uncaught_cpp_exception() {
-    let crashed = Crashed::c("uncaught", "g++", &["-O0"], &["uncaught.cpp"]);
+    let crashed = Crashed::c("uncaught", "g++", &["-O0"], &["terminate.cpp"]);
     check(&crashed, |gdb| {
         assert_eq!(gdb.signal, Some(SIGABRT));
-        let names = crashed_names(gdb);
-        assert!(
-            names.iter().any(|n| n.contains("__cxa_throw")),
-            "gdb shows the throw: {names:?}"
-        );
         expect_stack(
             gdb,
             &[
                 "__pthread_kill_implementation",
-                "store::load",
-                "store::lookup",
+                "__cxa_throw",
+                "config::parse_setting",
+                "config::load_config",
                 "main",
             ],
         );
