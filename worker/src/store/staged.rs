@@ -18,6 +18,10 @@ use super::StoreError;
 /// Write buffer of a staging file: few, large writes on the blocking pool.
 const WRITE_BUFFER: usize = 256 << 10;
 
+/// A staging file untouched for this long belongs to no upload in progress (a live one is
+/// written continuously): it was left by a process that was killed mid-upload.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Where uploads are staged: one directory, created at start.
 #[derive(Debug, Clone)]
 pub struct Staging {
@@ -25,15 +29,45 @@ pub struct Staging {
 }
 
 impl Staging {
-    /// Stages uploads in `dir` (created if missing).
+    /// Stages uploads in `dir` (created if missing), removing the staging files that
+    /// killed processes left behind (see [`Staging::sweep`]).
     pub fn new(dir: &Path) -> Result<Staging, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::Staging {
             path: dir.display().to_string(),
             source: e,
         })?;
-        Ok(Staging {
+        let staging = Staging {
             dir: dir.to_path_buf(),
-        })
+        };
+        let removed = staging.sweep(ABANDONED_AFTER);
+        if removed > 0 {
+            tracing::info!(removed, dir = %dir.display(), "removed abandoned staging files");
+        }
+        Ok(staging)
+    }
+
+    /// Removes `upload-*` files not modified for `age`; several servers may share the
+    /// directory, and their uploads in progress are younger. Returns how many went.
+    pub fn sweep(&self, age: std::time::Duration) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let now = std::time::SystemTime::now();
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let is_upload = entry.file_name().to_string_lossy().starts_with("upload-");
+            let old = entry
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| now.duration_since(t).ok())
+                .is_some_and(|d| d >= age);
+            if is_upload && old && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     /// The staging directory.
@@ -190,5 +224,39 @@ mod tests {
         w.write(b"partial").await.unwrap();
         drop(w);
         assert_eq!(std::fs::read_dir(staging.dir()).unwrap().count(), 0);
+    }
+
+    /// Files a killed upload left behind go at the next start; a file still being
+    /// written (young) and files that are not staging files stay.
+    #[tokio::test]
+    async fn abandoned_staging_files_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        let staging = Staging::new(&tmp).unwrap();
+        let mut live = staging.create().unwrap();
+        live.write(b"in progress").await.unwrap();
+        let abandoned = tmp.join("upload-left-by-a-killed-server");
+        std::fs::write(&abandoned, b"old").unwrap();
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::options()
+            .write(true)
+            .open(&abandoned)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+        let other = tmp.join("not-a-staging-file");
+        std::fs::write(&other, b"x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&other)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+        let again = Staging::new(&tmp).unwrap();
+        assert!(!abandoned.exists(), "the abandoned upload is removed");
+        assert!(other.exists(), "only upload-* files are swept");
+        assert_eq!(again.sweep(ABANDONED_AFTER), 0);
+        let blob = live.finish().await.unwrap();
+        assert!(blob.path().exists(), "an upload in progress survives");
     }
 }
