@@ -82,44 +82,7 @@ fn tools_present(compiler: &str) -> bool {
 /// CPU so that several runs can share a work directory. The host kernel may dump QEMU
 /// itself as `core` too; that file is removed.
 fn crash(work: &Workdir, exe: &Path, cpu: &str) -> PathBuf {
-    let script = format!(
-        "ulimit -c unlimited; exec {QEMU} -cpu {cpu} -L {SYSROOT} '{}'",
-        exe.display()
-    );
-    let out = Command::new("sh")
-        .args(["-c", &script])
-        .current_dir(work.path())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run qemu");
-    assert!(
-        !out.status.success(),
-        "{} did not crash:\n{}",
-        exe.display(),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let mut core = None;
-    for entry in std::fs::read_dir(work.path()).expect("read the work directory") {
-        let path = entry.expect("directory entry").path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        if name.starts_with("qemu_") && name.ends_with(".core") {
-            core = Some(path);
-        } else if name == "core" || name.starts_with("core.") {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-    let core = core.unwrap_or_else(|| {
-        panic!(
-            "{} died ({}) under qemu but left no qemu_*.core in {}",
-            exe.display(),
-            out.status,
-            work.path().display()
-        )
-    });
+    let core = crate::qemu::crash_on(work.path(), exe, cpu);
     let tag: String = cpu
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })

@@ -15,6 +15,8 @@ mod cli_errors;
 mod compare;
 mod gdb;
 mod program;
+#[path = "../../../worker/tests/support/qemu.rs"]
+mod qemu;
 mod report;
 mod sframe;
 mod unusual;

@@ -39,11 +39,16 @@ pub fn tools_present() -> bool {
     true
 }
 
-/// Runs `exe` under QEMU in `dir` until it dies and returns QEMU's core. The host kernel
-/// may dump QEMU itself as `core` too; that file is removed.
+/// Runs `exe` under QEMU's `-cpu max` in `dir` until it dies and returns QEMU's core.
 pub fn crash(dir: &Path, exe: &Path) -> PathBuf {
+    crash_on(dir, exe, "max")
+}
+
+/// Runs `exe` under QEMU's `cpu` (e.g. `max,pauth=off`) in `dir` until it dies and returns
+/// QEMU's core. The host kernel may dump QEMU itself as `core` too; that file is removed.
+pub fn crash_on(dir: &Path, exe: &Path, cpu: &str) -> PathBuf {
     let script = format!(
-        "ulimit -c unlimited; exec {QEMU} -cpu max -L {SYSROOT} '{}'",
+        "ulimit -c unlimited; exec {QEMU} -cpu {cpu} -L {SYSROOT} '{}'",
         exe.display()
     );
     let out = Command::new("sh")
