@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{bin, client, make_core, start_serve, Proc};
+use common::{bin, client, compile, make_core, start_serve, Proc, CRASHER};
 
 /// A running server; killed on drop.
 struct Server {
@@ -43,28 +43,6 @@ impl Server {
         self.base.trim_start_matches("http://").to_string()
     }
 }
-
-/// Compiles `src` with gcc (with a build-id) into `dir/name`.
-fn compile(dir: &Path, name: &str, src: &str) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).expect("write C source");
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args(["-g", "-O0", "-Wl,--build-id", "-o"])
-        .arg(&out)
-        .arg(&c)
-        .status()
-        .expect("gcc must be installed");
-    assert!(st.success(), "gcc failed");
-    out
-}
-
-const CRASHER: &str = r#"
-#include <stdio.h>
-__attribute__((noinline)) void crash(volatile int *p) { *p = 42; }
-__attribute__((noinline)) void middle(volatile int *p) { crash(p); puts(""); }
-int main(void) { middle((volatile int *)0); return 0; }
-"#;
 
 async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -21,7 +21,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::{bin, client, drop_db, make_core, pg_database, start_serve_env, Proc};
+use common::{
+    bin, client, compile, drop_db, make_core, pg_database, start_serve_env, Proc, CRASHER,
+};
 
 const BUCKET: &str = "crash-blobs";
 const PREFIX: &str = "team/prod";
@@ -113,27 +115,6 @@ impl S3 {
             .collect()
     }
 }
-
-fn compile(dir: &Path, name: &str, src: &str) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).expect("write C source");
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args(["-g", "-O0", "-Wl,--build-id", "-o"])
-        .arg(&out)
-        .arg(&c)
-        .status()
-        .expect("gcc must be installed");
-    assert!(st.success(), "gcc failed");
-    out
-}
-
-const CRASHER: &str = r#"
-#include <stdio.h>
-__attribute__((noinline)) void crash(volatile int *p) { *p = 42; }
-__attribute__((noinline)) void middle(volatile int *p) { crash(p); puts(""); }
-int main(void) { middle((volatile int *)0); return 0; }
-"#;
 
 /// Where a blob with this content lives in the bucket.
 fn object_key(bytes: &[u8]) -> String {

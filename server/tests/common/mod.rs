@@ -138,3 +138,26 @@ pub async fn drop_db(name: &str) {
     .expect("drop database");
     let _ = admin.close().await;
 }
+
+/// Compiles `src` with gcc (with a build-id) into `dir/name`.
+pub fn compile(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).expect("write C source");
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-g", "-O0", "-Wl,--build-id", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .expect("gcc must be installed");
+    assert!(st.success(), "gcc failed");
+    out
+}
+
+/// A program that dies of SIGSEGV in `crash`, called from `middle`, called from `main`.
+pub const CRASHER: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) void crash(volatile int *p) { *p = 42; }
+__attribute__((noinline)) void middle(volatile int *p) { crash(p); puts(""); }
+int main(void) { middle((volatile int *)0); return 0; }
+"#;
