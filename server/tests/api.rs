@@ -7,12 +7,12 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 mod common;
-use common::{bin, client, compile, make_core, start_serve, Proc, CRASHER};
+use common::{bin, client, compile, make_core, poll_done, start_serve, Proc, CRASHER};
 
 /// A running server; killed on drop.
 struct Server {
@@ -41,29 +41,6 @@ impl Server {
 
     fn addr(&self) -> String {
         self.base.trim_start_matches("http://").to_string()
-    }
-}
-
-async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let v: Value = c
-            .get(s.url(&format!("/api/v1/crashes/{id}")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let st = v["status"].as_str().unwrap_or_default().to_string();
-        if st == "done" || st == "failed" {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "crash {id} still {st} after 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -330,7 +307,7 @@ async fn core_upload_is_processed() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["status"], "pending");
     let id = v["id"].as_str().unwrap().to_string();
-    let done = poll_done(&c, &s, &id).await;
+    let done = poll_done(&c, &s.base, &id).await;
     assert_processed(&done);
     assert_eq!(done["dump"]["format"], "elf-core");
     assert_eq!(done["dump"]["size"], core.len());
@@ -379,7 +356,7 @@ async fn core_upload_is_processed() {
         .unwrap()
         .starts_with("text/plain"));
     let id = r.text().await.unwrap().trim().to_string();
-    let v = poll_done(&c, &s, &id).await;
+    let v = poll_done(&c, &s.base, &id).await;
     assert_eq!(v["annotations"]["prod"], "myapp");
     assert_eq!(v["annotations"]["ver"], "1.2.3");
     assert_eq!(v["dump"]["size"], core.len());

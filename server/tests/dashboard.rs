@@ -27,7 +27,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
 mod common;
-use common::{bin, make_core, start_serve, Proc};
+use common::{bin, make_core, poll_done, start_serve, Proc};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -317,29 +317,6 @@ async fn upload_binary(c: &reqwest::Client, s: &Server, prog: &Path, name: &str)
     assert_eq!(r.status(), 201);
 }
 
-async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let v: Value = c
-            .get(s.url(&format!("/api/v1/crashes/{id}")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let st = v["status"].as_str().unwrap_or_default().to_string();
-        if st == "done" || st == "failed" {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "crash {id} still {st} after 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn dashboard_in_chromium() {
     for tool in [CHROMIUM, CHROMEDRIVER] {
@@ -369,7 +346,7 @@ async fn dashboard_in_chromium() {
     let id = upload_core(&c, &s, &core, "crashtest<app>", "9.8.7").await;
     let id2 = upload_core(&c, &s, &core, "othertool", "1.0").await;
     let id3 = upload_core(&c, &s, &other_core, "crashtest<app>", "9.8.7").await;
-    let done = poll_done(&c, &s, &id).await;
+    let done = poll_done(&c, &s.base, &id).await;
     assert_eq!(done["status"], "done", "{done}");
     let sig = done["report"]["signature"]["text"]
         .as_str()
@@ -379,8 +356,8 @@ async fn dashboard_in_chromium() {
         sig.starts_with("store_answer | middle_layer | main"),
         "signature {sig:?}"
     );
-    assert_eq!(poll_done(&c, &s, &id2).await["status"], "done");
-    let done3 = poll_done(&c, &s, &id3).await;
+    assert_eq!(poll_done(&c, &s.base, &id2).await["status"], "done");
+    let done3 = poll_done(&c, &s.base, &id3).await;
     let sig3 = done3["report"]["signature"]["text"]
         .as_str()
         .unwrap_or_default()
@@ -571,7 +548,7 @@ async fn dashboard_in_chromium() {
         b.loaded().await;
     }
     b.shot("crash-reprocessed").await;
-    let again = poll_done(&c, &s, &id).await;
+    let again = poll_done(&c, &s.base, &id).await;
     assert_ne!(again["finished_at"], done["finished_at"]);
     assert_eq!(
         again["report"], done["report"],

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{bin, client, drop_db, pg_database, start_serve, Proc};
+use common::{bin, client, drop_db, pg_database, poll_done, start_serve, Proc};
 #[path = "../../worker/tests/support/mod.rs"]
 mod support;
 
@@ -190,19 +190,6 @@ async fn get_json(c: &reqwest::Client, url: String) -> Value {
     c.get(url).send().await.unwrap().json().await.unwrap()
 }
 
-async fn poll_done(c: &reqwest::Client, s: &Server, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let v = get_json(c, s.url(&format!("/api/v1/crashes/{id}"))).await;
-        let st = v["status"].as_str().unwrap_or_default().to_string();
-        if st == "done" || st == "failed" {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "crash {id} still {st}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// The counters of `/metrics`, by full series name (`name{labels}`).
 async fn metrics(c: &reqwest::Client, s: &Server) -> BTreeMap<String, f64> {
     let text = c
@@ -282,7 +269,7 @@ async fn service_report_equals_cli() {
     }
     let core = std::fs::read(&core_path).unwrap();
     let id = upload_crash(&c, &s, &core).await;
-    let done = poll_done(&c, &s, &id).await;
+    let done = poll_done(&c, &s.base, &id).await;
     assert_eq!(done["status"], "done", "{done}");
     let report = &done["report"];
     if let Some(d) = first_difference(report, &expected, "report") {
@@ -296,7 +283,7 @@ async fn service_report_equals_cli() {
     assert!(built >= 2.0, "tables built: {built}");
     let id2 = upload_crash(&c, &s, &core).await;
     assert_ne!(id, id2);
-    let again = poll_done(&c, &s, &id2).await;
+    let again = poll_done(&c, &s.base, &id2).await;
     assert_eq!(again["status"], "done", "{again}");
     assert_eq!(&again["report"], &expected);
     let after = metrics(&c, &s).await;
@@ -445,13 +432,13 @@ async fn service_minidump_report_equals_cli() {
     }
     let dump = std::fs::read(&minidump).unwrap();
     let id = upload_crashpad(&c, &s, &dump, &fields).await;
-    let done = poll_done(&c, &s, &id).await;
+    let done = poll_done(&c, &s.base, &id).await;
     assert_eq!(done["status"], "done", "{done}");
     assert_same_report(&done["report"], &expected);
 
     let built = metrics(&c, &s).await["postmortem_tables_built_total"];
     let id2 = upload_crashpad(&c, &s, &dump, &fields).await;
-    let again = poll_done(&c, &s, &id2).await;
+    let again = poll_done(&c, &s.base, &id2).await;
     assert_same_report(&again["report"], &expected);
     assert_eq!(
         metrics(&c, &s).await["postmortem_tables_built_total"],
@@ -507,7 +494,7 @@ async fn service_breakpad_symbols_report_equals_cli() {
     let c = client();
     let dump = std::fs::read(&minidump).unwrap();
     let id = upload_crashpad(&c, &s, &dump, &fields).await;
-    let first = poll_done(&c, &s, &id).await;
+    let first = poll_done(&c, &s.base, &id).await;
     assert_eq!(first["status"], "done", "{first}");
     let missing = get_json(&c, s.url("/api/v1/modules/missing")).await;
     let prog_build_id = prog["build_id"].as_str().unwrap();
@@ -570,7 +557,7 @@ async fn service_breakpad_symbols_report_equals_cli() {
     assert_eq!(by_build["binaries"], by_debug["binaries"]);
 
     // The uploads requeued the crash.
-    let requeued = poll_done(&c, &s, &id).await;
+    let requeued = poll_done(&c, &s.base, &id).await;
     assert_eq!(requeued["status"], "done", "{requeued}");
     assert_same_report(&requeued["report"], &expected);
     let missing = get_json(&c, s.url("/api/v1/modules/missing")).await;
@@ -580,7 +567,7 @@ async fn service_breakpad_symbols_report_equals_cli() {
     let built = metrics(&c, &s).await["postmortem_tables_built_total"];
     assert!(built >= 2.0, "tables built: {built}");
     let id2 = upload_crashpad(&c, &s, &dump, &fields).await;
-    let again = poll_done(&c, &s, &id2).await;
+    let again = poll_done(&c, &s.base, &id2).await;
     assert_same_report(&again["report"], &expected);
     assert_eq!(
         metrics(&c, &s).await["postmortem_tables_built_total"],
@@ -628,10 +615,10 @@ async fn service_breakpad_symbols_report_equals_cli() {
             && prog["symbols"] != serde_json::json!(["breakpad"]),
         "{prog}"
     );
-    let requeued = poll_done(&c, &s, &id).await;
+    let requeued = poll_done(&c, &s.base, &id).await;
     assert_same_report(&requeued["report"], &both);
     let id3 = upload_crashpad(&c, &s, &dump, &fields).await;
-    let third = poll_done(&c, &s, &id3).await;
+    let third = poll_done(&c, &s.base, &id3).await;
     assert_same_report(&third["report"], &both);
 }
 
@@ -687,7 +674,7 @@ async fn table_warnings_survive_the_cache() {
         upload_file(&c, &s, &prog).await;
         for round in ["built", "from the in-memory cache"] {
             let id = upload_crash(&c, &s, &core).await;
-            let done = poll_done(&c, &s, &id).await;
+            let done = poll_done(&c, &s.base, &id).await;
             assert_eq!(done["status"], "done", "{round}: {done}");
             if let Some(d) = first_difference(&done["report"], &expected, "report") {
                 panic!("{round}: service and CLI reports differ at {d}");
@@ -698,7 +685,7 @@ async fn table_warnings_survive_the_cache() {
     // A new process: the tables (and their warnings) come from the database.
     let s = Server::start(&args);
     let id = upload_crash(&c, &s, &core).await;
-    let done = poll_done(&c, &s, &id).await;
+    let done = poll_done(&c, &s.base, &id).await;
     assert_same_report(&done["report"], &expected);
     assert_eq!(metrics(&c, &s).await["postmortem_tables_built_total"], 0.0);
 }

@@ -161,3 +161,28 @@ __attribute__((noinline)) void crash(volatile int *p) { *p = 42; }
 __attribute__((noinline)) void middle(volatile int *p) { crash(p); puts(""); }
 int main(void) { middle((volatile int *)0); return 0; }
 "#;
+
+/// Polls `GET {base}/api/v1/crashes/{id}` until the crash is `done` or `failed` (at most
+/// 90 s) and returns the record.
+pub async fn poll_done(c: &reqwest::Client, base: &str, id: &str) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let v: serde_json::Value = c
+            .get(format!("{base}/api/v1/crashes/{id}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let st = v["status"].as_str().unwrap_or_default().to_string();
+        if st == "done" || st == "failed" {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "crash {id} still {st} after 90 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
