@@ -9,11 +9,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+mod common;
+
 use worker::store::crashes::{self, NewCrash, Outcome};
 use worker::store::dashboard::{self as q, Group, GroupQuery, GroupSort};
 use worker::store::Db;
 
-const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 const DAY: i64 = 86_400_000;
 
 async fn sqlite() -> (Db, tempfile::TempDir) {
@@ -23,30 +24,6 @@ async fn sqlite() -> (Db, tempfile::TempDir) {
         .expect("sqlite connect");
     db.migrate().await.expect("sqlite migrate");
     (db, dir)
-}
-
-async fn pg_exec(sql: String) -> bool {
-    let admin = match Db::connect(PG_ADMIN_URL).await {
-        Ok(db) => db,
-        Err(e) => {
-            if std::env::var("POSTMORTEM_SKIP_PG").as_deref() == Ok("1") {
-                eprintln!("PostgreSQL unreachable ({e}); skipped (POSTMORTEM_SKIP_PG=1)");
-                return false;
-            }
-            panic!(
-                "PostgreSQL unreachable at {PG_ADMIN_URL}: {e}. Set POSTMORTEM_SKIP_PG=1 to skip"
-            );
-        }
-    };
-    let worker::store::Backend::Postgres(pool) = admin.backend() else {
-        unreachable!()
-    };
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(pool)
-        .await
-        .expect("admin statement");
-    admin.close().await;
-    true
 }
 
 /// Inserts a crash received at `at` with annotations and finishes it with `signature`.
@@ -400,17 +377,12 @@ async fn order_and_pages_sqlite() {
 
 #[tokio::test]
 async fn order_and_pages_postgres() {
-    let name = format!("pm_dash_{}", crashes::new_id());
-    if !pg_exec(format!("CREATE DATABASE {name}")).await {
+    let Some((name, db)) = common::pg_migrated("pm_dash").await else {
         return;
-    }
-    let db = Db::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
-        .await
-        .expect("pg connect");
-    db.migrate().await.expect("pg migrate");
+    };
     order_and_pages(&db).await;
     db.close().await;
-    pg_exec(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    common::drop_db(&name).await;
 }
 
 #[tokio::test]
@@ -422,15 +394,10 @@ async fn groups_and_requeue_sqlite() {
 
 #[tokio::test]
 async fn groups_and_requeue_postgres() {
-    let name = format!("pm_dash_{}", crashes::new_id());
-    if !pg_exec(format!("CREATE DATABASE {name}")).await {
+    let Some((name, db)) = common::pg_migrated("pm_dash").await else {
         return;
-    }
-    let db = Db::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
-        .await
-        .expect("pg connect");
-    db.migrate().await.expect("pg migrate");
+    };
     groups_and_requeue(&db).await;
     db.close().await;
-    pg_exec(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    common::drop_db(&name).await;
 }

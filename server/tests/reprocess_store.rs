@@ -4,35 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+mod common;
+
 use worker::store::crashes::{self, NewCrash, Outcome};
 use worker::store::reprocess::{self, Filter};
 use worker::store::{missing, Db};
-
-const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-async fn pg_exec(sql: String) -> bool {
-    let admin = match Db::connect(PG_ADMIN_URL).await {
-        Ok(db) => db,
-        Err(e) => {
-            if std::env::var("POSTMORTEM_SKIP_PG").as_deref() == Ok("1") {
-                eprintln!("PostgreSQL unreachable ({e}); skipped (POSTMORTEM_SKIP_PG=1)");
-                return false;
-            }
-            panic!(
-                "PostgreSQL unreachable at {PG_ADMIN_URL}: {e}. Set POSTMORTEM_SKIP_PG=1 to skip"
-            );
-        }
-    };
-    let worker::store::Backend::Postgres(pool) = admin.backend() else {
-        unreachable!()
-    };
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .execute(pool)
-        .await
-        .expect("admin statement");
-    admin.close().await;
-    true
-}
 
 /// A report with `named` of its 3 frames named.
 fn report(named: usize) -> String {
@@ -210,15 +186,10 @@ async fn reprocess_store_sqlite() {
 
 #[tokio::test]
 async fn reprocess_store_postgres() {
-    let name = format!("pm_reprocess_{}", crashes::new_id());
-    if !pg_exec(format!("CREATE DATABASE {name}")).await {
+    let Some((name, db)) = common::pg_migrated("pm_reprocess").await else {
         return;
-    }
-    let db = Db::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
-        .await
-        .expect("pg connect");
-    db.migrate().await.expect("pg migrate");
+    };
     scenario(&db).await;
     db.close().await;
-    pg_exec(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    common::drop_db(&name).await;
 }

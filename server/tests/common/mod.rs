@@ -186,3 +186,12 @@ pub async fn poll_done(c: &reqwest::Client, base: &str, id: &str) -> serde_json:
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A fresh, migrated PostgreSQL database for a store test (see [`pg_database`]); returns
+/// its name (for [`drop_db`]) and the connection.
+pub async fn pg_migrated(prefix: &str) -> Option<(String, worker::store::Db)> {
+    let (name, url) = pg_database(prefix).await?;
+    let db = worker::store::Db::connect(&url).await.expect("pg connect");
+    db.migrate().await.expect("pg migrate");
+    Some((name, db))
+}
