@@ -269,7 +269,8 @@ impl ArchWalker for Aarch64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dump::{MemoryMap, Module};
+    use crate::dump::MemoryMap;
+    use crate::walk::tests::{module_at as module, stack_bytes};
     use crate::walk::{walk_thread, CodeReader, EndReason, WalkOptions};
 
     /// Code bytes: every address's preceding 4 bytes are a `BL`.
@@ -286,26 +287,6 @@ mod tests {
         fn bytes_before(&self, _addr: u64, _len: usize) -> Option<Vec<u8>> {
             Some(0xd503_201fu32.to_le_bytes().to_vec()) // NOP
         }
-    }
-
-    fn module(base: u64, end: u64) -> Module {
-        Module {
-            name: "m".into(),
-            path: None,
-            base,
-            end,
-            load_base: base,
-            build_id: None,
-            debug_id: None,
-            code_id: None,
-            identity: crate::dump::Identity::None,
-            main: true,
-            mappings: vec![],
-        }
-    }
-
-    fn stack_bytes(words: &[u64]) -> Vec<u8> {
-        words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 
     fn regs(pc: u64, sp: u64, fp: u64, lr: Option<u64>) -> RegisterSet {

@@ -24,12 +24,18 @@ const RIP: u16 = 16;
 const OUTERMOST: u64 = 0x300;
 
 fn module() -> Module {
+    module_at(BASE, BASE + 0x10_0000)
+}
+
+/// A main module `m` over `[base, end)` with no identity: what the per-architecture
+/// walker tests map their code into.
+pub(crate) fn module_at(base: u64, end: u64) -> Module {
     Module {
         name: "m".into(),
         path: None,
-        base: BASE,
-        end: BASE + 0x10_0000,
-        load_base: BASE,
+        base,
+        end,
+        load_base: base,
         build_id: None,
         debug_id: None,
         code_id: None,
@@ -37,6 +43,11 @@ fn module() -> Module {
         main: true,
         mappings: vec![],
     }
+}
+
+/// Little-endian bytes of stack words.
+pub(crate) fn stack_bytes(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
 fn words(w: &[u64]) -> Vec<u8> {
