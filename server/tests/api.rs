@@ -12,37 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 mod common;
-use common::{bin, client, compile, make_core, poll_done, start_serve, Proc, CRASHER};
-
-/// A running server; killed on drop.
-struct Server {
-    _proc: Proc,
-    base: String,
-    dir: tempfile::TempDir,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let data = dir.path().join("data");
-        let mut args = vec!["--data-dir", data.to_str().expect("utf-8 temp path")];
-        args.extend_from_slice(extra);
-        let (proc, base) = start_serve(&args);
-        Server {
-            _proc: proc,
-            base,
-            dir,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
-    }
-
-    fn addr(&self) -> String {
-        self.base.trim_start_matches("http://").to_string()
-    }
-}
+use common::{bin, client, compile, make_core, poll_done, TempServer as Server, CRASHER};
 
 /// Until the engine's ELF core reader lands on this branch, the adapter's `read_dump`
 /// refuses cores as "not supported yet": accept exactly that failure, nothing else.

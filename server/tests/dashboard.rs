@@ -27,36 +27,10 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
 mod common;
-use common::{bin, make_core, poll_done, start_serve, Proc};
+use common::{bin, make_core, poll_done, Proc, TempServer as Server};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-
-/// A running server; killed on drop.
-struct Server {
-    _proc: Proc,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let data = dir.path().join("data");
-        let mut args = vec!["--data-dir", data.to_str().expect("utf-8 temp path")];
-        args.extend_from_slice(extra);
-        let (proc, base) = start_serve(&args);
-        Server {
-            _proc: proc,
-            base,
-            _dir: dir,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
-    }
-}
 
 /// The crashing store is on line 5 (`crasher.c:5`), in `store_answer`; a second thread
 /// sleeps, so the page has another thread to fold away.

@@ -195,3 +195,37 @@ pub async fn pg_migrated(prefix: &str) -> Option<(String, worker::store::Db)> {
     db.migrate().await.expect("pg migrate");
     Some((name, db))
 }
+
+/// `postmortem serve` with its data dir in a fresh temporary directory (`dir/data`);
+/// killed, and the directory removed, on drop.
+pub struct TempServer {
+    _proc: Proc,
+    pub base: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl TempServer {
+    /// Starts the server with `extra` arguments after `--data-dir`.
+    pub fn start(extra: &[&str]) -> TempServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        let mut args = vec!["--data-dir", data.to_str().expect("utf-8 temp path")];
+        args.extend_from_slice(extra);
+        let (proc, base) = start_serve(&args);
+        TempServer {
+            _proc: proc,
+            base,
+            dir,
+        }
+    }
+
+    /// The URL of `path` on this server.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_string()
+    }
+}
