@@ -15,6 +15,7 @@
 //! which is what makes every parser fuzzable and testable with literal bytes.
 
 pub mod binary;
+pub mod breakpad_index;
 mod breakpad_text;
 pub mod dump;
 pub mod process;

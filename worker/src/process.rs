@@ -12,12 +12,13 @@ use object::{Object, ObjectSegment};
 use sha2::{Digest, Sha256};
 
 use crate::binary;
+use crate::breakpad_index::BreakpadIndex;
 use crate::dump::{self, Dump, DumpError, Identity, Module};
 use crate::report::signature::SignatureRules;
 use crate::report::{self, hex_addr, signals, Report};
 use crate::symbols::{self, SymbolFrame, SymbolTable};
 use crate::unwind::{self, UnwindTable};
-use crate::walk::{self, CodeReader, WalkFrame, WalkOptions};
+use crate::walk::{self, CodeReader, ModuleUnwind, WalkFrame, WalkOptions};
 
 /// Code bytes of a binary file, addressed by offset from its link base, for the
 /// stack scanner's call-site check.
@@ -71,6 +72,10 @@ pub struct ModuleTables {
     /// Problems met while building (`unwind-table-corrupt`, `symbols-corrupt`): (code,
     /// message). Owned, so that a cache can store and replay them with the tables.
     pub warnings: Vec<(String, String)>,
+    /// A Breakpad file indexed instead of built (one-shot walks, see
+    /// [`index_breakpad`]): `unwind` and `symbols` are then `None` and the tables are built
+    /// where the walk looks.
+    pub breakpad: Option<Arc<BreakpadIndex>>,
 }
 
 /// Supplies tables for the modules of a dump.
@@ -168,6 +173,16 @@ pub fn build_tables_from_breakpad(sym: &[u8]) -> ModuleTables {
     t
 }
 
+/// The tables of an indexed Breakpad `.sym` file, built where one walk looks
+/// ([`crate::breakpad_index`]); the report is the same as with [`build_tables_from_breakpad`].
+pub fn indexed_breakpad_tables(index: BreakpadIndex) -> ModuleTables {
+    ModuleTables {
+        verified: true,
+        breakpad: Some(Arc::new(index)),
+        ..ModuleTables::default()
+    }
+}
+
 /// Options of one processing run.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -223,6 +238,8 @@ struct Code<'a, 't> {
     code: &'a [Option<CodeImage>],
     memory: &'a dump::MemoryMap<'a>,
     symbols: &'a [Option<SymbolTable<'t>>],
+    /// Indexed Breakpad files, for modules without a built symbol table.
+    breakpad: &'a [Option<&'a BreakpadIndex>],
 }
 
 impl CodeReader for Code<'_, '_> {
@@ -234,21 +251,35 @@ impl CodeReader for Code<'_, '_> {
         else {
             return false;
         };
-        let (Some(m), Some(Some(st))) = (self.modules.get(i), self.symbols.get(i)) else {
+        let Some(m) = self.modules.get(i) else {
             return false;
         };
         if !m.main || addr >= m.end {
             return false;
         }
+        let Some(Some(st)) = self.symbols.get(i) else {
+            // an indexed .sym file: a table for just this address
+            let (Some(Some(index)), Some(rel)) =
+                (self.breakpad.get(i), addr.checked_sub(m.load_base))
+            else {
+                return false;
+            };
+            let Ok(built) = index.symbols_for(&[rel]) else {
+                return false;
+            };
+            let Ok(st) = SymbolTable::open(&built.bytes) else {
+                return false;
+            };
+            let mut frames = Vec::new();
+            st.lookup(rel, &mut frames);
+            return is_start(&frames);
+        };
         let Some(rel) = addr.checked_sub(m.load_base) else {
             return false;
         };
         let mut frames = Vec::new();
         st.lookup(rel, &mut frames);
-        frames
-            .last()
-            .and_then(|f| f.function)
-            .is_some_and(|name| name == "_start")
+        is_start(&frames)
     }
 
     fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
@@ -266,6 +297,14 @@ impl CodeReader for Code<'_, '_> {
         img.bytes_before(addr.checked_sub(m.load_base)?, len)
             .map(<[u8]>::to_vec)
     }
+}
+
+/// Whether the outermost function of a lookup is the entry point.
+fn is_start(frames: &[SymbolFrame<'_>]) -> bool {
+    frames
+        .last()
+        .and_then(|f| f.function)
+        .is_some_and(|name| name == "_start")
 }
 
 /// Assembles the report of an already-read dump.
@@ -305,13 +344,21 @@ pub fn process(
             },
         })
         .collect();
-    let unwind_tables: Vec<Option<UnwindTable<'_>>> = loaded
+    let breakpad: Vec<Option<&BreakpadIndex>> = loaded
         .iter()
-        .map(|l| {
-            l.tables
+        .map(|l| l.tables.as_ref().and_then(|t| t.breakpad.as_deref()))
+        .collect();
+    let unwind_tables: Vec<Option<ModuleUnwind<'_>>> = loaded
+        .iter()
+        .zip(&breakpad)
+        .map(|(l, index)| {
+            let table = l
+                .tables
                 .as_ref()
                 .and_then(|t| t.unwind.as_deref())
                 .and_then(|b| UnwindTable::open(b).ok())
+                .map(ModuleUnwind::Table);
+            table.or_else(|| index.filter(|i| i.has_unwind()).map(ModuleUnwind::Breakpad))
         })
         .collect();
     let symbol_tables: Vec<Option<SymbolTable<'_>>> = loaded
@@ -332,17 +379,22 @@ pub fn process(
     let mut modules = Vec::with_capacity(dump.modules.len());
     for (i, (m, l)) in dump.modules.iter().zip(&loaded).enumerate() {
         let verified = l.tables.as_ref().is_some_and(|t| t.verified);
-        let has_tables = unwind_tables[i].is_some() || symbol_tables[i].is_some();
+        let indexed_symbols = breakpad[i].is_some_and(BreakpadIndex::has_symbols);
+        let has_tables =
+            unwind_tables[i].is_some() || symbol_tables[i].is_some() || indexed_symbols;
         let mut unwind_sources: Vec<String> = unwind_tables[i]
             .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
             .unwrap_or_default();
         if l.from_memory && unwind_tables[i].is_some() {
             unwind_sources = vec!["dump-memory".to_string()];
         }
-        let symbol_sources: Vec<String> = symbol_tables[i]
+        let mut symbol_sources: Vec<String> = symbol_tables[i]
             .as_ref()
             .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
             .unwrap_or_default();
+        if indexed_symbols && symbol_tables[i].is_none() {
+            symbol_sources = vec![symbols::SymbolSource::Breakpad.as_str().to_string()];
+        }
         if let Some(t) = &l.tables {
             for (code, msg) in &t.warnings {
                 warnings.push(report::Warning {
@@ -421,6 +473,7 @@ pub fn process(
         code: &code_images,
         memory: &dump.memory,
         symbols: &symbol_tables,
+        breakpad: &breakpad,
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
     if dump.arch == dump::Arch::Aarch64 && pac_mask == 0 {
@@ -459,8 +512,9 @@ pub fn process(
         dump::Arch::Aarch64 | dump::Arch::Arm => 4,
         _ => 1,
     };
-    let mut threads = Vec::with_capacity(order.len());
-    let mut scratch: Vec<SymbolFrame<'_>> = Vec::new();
+    // Walk every thread first, then symbolize: an indexed .sym file builds its symbols
+    // once for all the addresses the walks need.
+    let mut results = Vec::with_capacity(order.len());
     for (index, &ti) in order.iter().enumerate() {
         let t = &dump.threads[ti];
         let result = match walker {
@@ -492,6 +546,18 @@ pub fn process(
                 module: None,
             });
         }
+        results.push(result);
+    }
+    let indexed_symbols = symbols_from_indexes(dump, &breakpad, &symbol_tables, &results, back);
+    let symbol_tables: Vec<Option<SymbolTable<'_>>> = symbol_tables
+        .into_iter()
+        .zip(&indexed_symbols)
+        .map(|(table, built)| table.or_else(|| SymbolTable::open(built.as_deref()?).ok()))
+        .collect();
+    let mut threads = Vec::with_capacity(order.len());
+    let mut scratch: Vec<SymbolFrame<'_>> = Vec::new();
+    for (index, (&ti, result)) in order.iter().zip(results).enumerate() {
+        let t = &dump.threads[ti];
         let mut frames = Vec::with_capacity(result.frames.len());
         for wf in &result.frames {
             symbolize_frame(dump, &symbol_tables, wf, back, &mut scratch, &mut frames);
@@ -565,6 +631,38 @@ pub fn process(
         signature,
         warnings,
     }
+}
+
+/// For each module with an indexed `.sym` file and no built symbol table, the table of the
+/// addresses the walks' frames look up there.
+fn symbols_from_indexes(
+    dump: &Dump<'_>,
+    breakpad: &[Option<&BreakpadIndex>],
+    built: &[Option<SymbolTable<'_>>],
+    results: &[walk::WalkResult],
+    back: u64,
+) -> Vec<Option<Vec<u8>>> {
+    let mut rels: Vec<Vec<u64>> = vec![Vec::new(); dump.modules.len()];
+    for wf in results.iter().flat_map(|r| &r.frames) {
+        let Some(i) = wf.module else { continue };
+        let (Some(m), Some(list)) = (dump.modules.get(i), rels.get_mut(i)) else {
+            continue;
+        };
+        if let Some(rel) = wf.address_for_lookup(back).checked_sub(m.load_base) {
+            list.push(rel);
+        }
+    }
+    breakpad
+        .iter()
+        .zip(built)
+        .zip(&mut rels)
+        .map(|((index, table), rels)| {
+            let index = (*index).filter(|_| table.is_none() && !rels.is_empty())?;
+            rels.sort_unstable();
+            rels.dedup();
+            index.symbols_for(rels).ok().map(|b| b.bytes)
+        })
+        .collect()
 }
 
 /// Appends the report frames of one physical frame: its inlined functions first.

@@ -17,9 +17,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, SectionKind};
+use worker::breakpad_index::BreakpadIndex;
 use worker::dump::{hex, Arch, Dump, Module};
 use worker::process::{
-    build_tables, build_tables_from_breakpad, CodeImage, ModuleTables, TableProvider,
+    build_tables, build_tables_from_breakpad, indexed_breakpad_tables, CodeImage, ModuleTables,
+    TableProvider,
 };
 use worker::symbols::parse_module_line;
 
@@ -132,6 +134,9 @@ pub struct FileProvider {
     debug_roots: Vec<PathBuf>,
     /// Whether a module's path recorded in the dump is tried on this machine.
     dump_paths: bool,
+    /// Whether `.sym` files are indexed and built only where the walk looks (one walk per
+    /// run) rather than built whole (tables kept for many walks).
+    index_sym: bool,
     built: Mutex<HashMap<String, Option<ModuleTables>>>,
 }
 
@@ -166,6 +171,7 @@ impl FileProvider {
             by_debug_id,
             debug_roots,
             dump_paths: true,
+            index_sym: false,
             built: Mutex::new(HashMap::new()),
         }
     }
@@ -175,6 +181,14 @@ impl FileProvider {
     /// e.g. to walk with exactly the `.sym` files another tool is given.
     pub fn without_dump_paths(mut self) -> Self {
         self.dump_paths = false;
+        self
+    }
+
+    /// Indexes `.sym` files and builds only the records the walk needs (see
+    /// `worker::breakpad_index`): for a single walk, where building whole tables would
+    /// cost more than the walk. The report is the same.
+    pub fn indexing_sym_files(mut self) -> Self {
+        self.index_sym = true;
         self
     }
 
@@ -273,10 +287,19 @@ impl TableProvider for FileProvider {
         let sym = || {
             let id = m.breakpad_debug_id()?;
             let path = self.by_debug_id.get(&id)?;
-            fs::read(path).ok()
+            if self.index_sym {
+                // a file the index declines is built whole below
+                let index = fs::File::open(path).ok().map(BreakpadIndex::from_file);
+                if let Some(Ok(index)) = index {
+                    return Some(indexed_breakpad_tables(index));
+                }
+            }
+            fs::read(path)
+                .ok()
+                .map(|text| build_tables_from_breakpad(&text))
         };
         let result = if files.is_empty() {
-            sym().map(|text| build_tables_from_breakpad(&text))
+            sym()
         } else {
             let binary = files.iter().find(|d| !is_debug_only(d)).cloned();
             let debug: Vec<&[u8]> = files

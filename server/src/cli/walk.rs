@@ -34,6 +34,10 @@ pub struct WalkArgs {
     /// (and the system debug root) are used.
     #[arg(long)]
     pub no_dump_paths: bool,
+    /// Build every Breakpad .sym file's tables whole, as the service does, instead of only
+    /// the records this walk needs (slower; the report is the same).
+    #[arg(long)]
+    pub whole_tables: bool,
     /// Crash signature rules file, replacing the built-in rules.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
@@ -50,6 +54,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug);
     if args.no_dump_paths {
         provider = provider.without_dump_paths();
+    }
+    if !args.whole_tables {
+        provider = provider.indexing_sym_files();
     }
     let mut options = ProcessOptions::default();
     options.signature_rules = super::signature_rules(args.signature_rules.as_deref())?;

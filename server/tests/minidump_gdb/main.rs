@@ -210,7 +210,16 @@ fn breakpad_equals_binary(case: &str, flags: &[&str], source: &str, direct: bool
     assert!(text.contains("\nSTACK CFI INIT "), "the .sym has CFI");
     let moved = r.work.path().join("moved-away");
     std::fs::rename(&r.exe, &moved).unwrap();
-    let with_sym = walk_no_system_debug(&r.minidump, if direct { &sym } else { syms.path() });
+    let sym_path = if direct { &sym } else { syms.path() };
+    let with_sym = walk_no_system_debug(&r.minidump, sym_path);
+    // only the records the walk needs are built from the .sym: the report is the same as
+    // with the whole tables the service builds
+    let whole = walk(
+        &r.minidump,
+        sym_path,
+        &["--no-system-debug", "--whole-tables"],
+    );
+    assert_eq!(with_sym, whole, "report with whole .sym tables");
     std::fs::rename(&moved, &r.exe).unwrap();
 
     let exe_name = r.exe.file_name().unwrap().to_str().unwrap();
@@ -285,6 +294,60 @@ fn breakpad_sym_walk_equals_binary_walk_o2_omit_fp() {
 #[test]
 fn breakpad_sym_walk_equals_binary_walk_threads() {
     breakpad_equals_binary("bp_threads", &["-O0", "-pthread"], "md_threads.c", true);
+}
+
+/// `postmortem walk` builds only the `.sym` records its walk needs
+/// (`worker::breakpad_index`): with the program's and libc's `.sym` files (libc's with
+/// libc6-dbg's functions, lines and inlines when installed) the report equals the one from
+/// the whole tables the service builds, byte for byte.
+#[test]
+fn indexed_sym_files_give_the_whole_tables_report() {
+    let cases: [(&str, &str, &[&str], &str); 3] = [
+        ("ix_o2", "gcc", &["-O2", "-fomit-frame-pointer"], "basic.c"),
+        ("ix_threads", "gcc", &["-O0", "-pthread"], "md_threads.c"),
+        ("ix_cpp", "g++", &["-O2"], "virtual.cpp"),
+    ];
+    for (case, compiler, flags, source) in cases {
+        let r = compile(case, compiler, flags, source);
+        let store = tempfile::tempdir().unwrap();
+        dump_syms(&r.exe, store.path());
+        let with_paths = walk(&r.minidump, r.work.path(), &[]);
+        for m in with_paths["modules"].as_array().unwrap() {
+            if m["name"] == "libc.so.6" {
+                dump_syms_library(
+                    std::path::Path::new(m["path"].as_str().unwrap()),
+                    store.path(),
+                );
+            }
+        }
+        let args = ["--no-system-debug", "--no-dump-paths"];
+        let indexed = walk(&r.minidump, store.path(), &args);
+        let whole = walk(
+            &r.minidump,
+            store.path(),
+            &[&args[..], &["--whole-tables"]].concat(),
+        );
+        let libc = indexed["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "libc.so.6")
+            .expect("libc in the dump");
+        assert_eq!(libc["symbols"], serde_json::json!(["breakpad"]), "{libc}");
+        assert_eq!(libc["unwind"], serde_json::json!(["breakpad"]), "{libc}");
+        let libc_frames = indexed["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["frames"].as_array().unwrap())
+            .filter(|f| f["module"] == "libc.so.6" && f["function"].is_string())
+            .count();
+        assert!(
+            libc_frames > 0,
+            "{case}: libc frames are symbolized from its .sym"
+        );
+        assert_eq!(indexed, whole, "{case}: report with whole .sym tables");
+    }
 }
 
 /// `dump_syms` of a shared library the dump loaded, into the store: when the system has

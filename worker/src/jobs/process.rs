@@ -371,6 +371,7 @@ fn tables_from(
         code: None,
         verified: true,
         warnings,
+        breakpad: None,
     }
 }
 

@@ -92,3 +92,12 @@ pub struct SymbolFrame<'a> {
 
 #[cfg(test)]
 mod tests;
+
+/// Table offsets and ranges computed exactly as the Breakpad builder computes them (for
+/// [`crate::breakpad_index`], which must skip the records the builder skips).
+pub(crate) fn breakpad_ranges() -> BreakpadRanges {
+    build::Collector::new(0)
+}
+
+/// See [`breakpad_ranges`].
+pub(crate) type BreakpadRanges = build::Collector;

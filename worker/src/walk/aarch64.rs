@@ -607,7 +607,9 @@ mod tests {
         let modules = vec![module(0x40_0000, 0x50_0000), module(vdso, vdso + 0x2000)];
         let tables = vec![
             None,
-            Some(UnwindTable::open(&table).expect("the table just written opens")),
+            Some(crate::walk::ModuleUnwind::Table(
+                UnwindTable::open(&table).expect("the table just written opens"),
+            )),
         ];
         let opts = WalkOptions {
             enable_scan: false,

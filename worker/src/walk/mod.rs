@@ -19,8 +19,9 @@ pub mod x86_64;
 #[cfg(test)]
 mod tests;
 
+use crate::breakpad_index::BreakpadIndex;
 use crate::dump::{MemoryMap, Module, RegisterSet};
-use crate::unwind::{UnwindSource, UnwindTable};
+use crate::unwind::{Rule, UnwindSource, UnwindTable};
 
 pub use arch::ArchWalker;
 
@@ -165,12 +166,40 @@ pub trait CodeReader {
     }
 }
 
+/// Where the walker finds one module's unwind rules.
+#[derive(Debug, Clone, Copy)]
+pub enum ModuleUnwind<'a> {
+    /// A built table.
+    Table(UnwindTable<'a>),
+    /// A Breakpad file whose rules are built block by block as the walk reaches them
+    /// (`postmortem walk`; see [`crate::breakpad_index`]).
+    Breakpad(&'a BreakpadIndex),
+}
+
+impl<'a> ModuleUnwind<'a> {
+    /// The rule for table offset `rel`.
+    pub fn find(&self, rel: u64) -> Option<Rule<'a>> {
+        match self {
+            ModuleUnwind::Table(t) => t.find(rel),
+            ModuleUnwind::Breakpad(index) => index.find_rule(rel),
+        }
+    }
+
+    /// The unwind sources the rules come from.
+    pub fn sources(&self) -> Vec<UnwindSource> {
+        match self {
+            ModuleUnwind::Table(t) => t.sources(),
+            ModuleUnwind::Breakpad(_) => vec![UnwindSource::Breakpad],
+        }
+    }
+}
+
 /// Everything the walker needs besides the registers.
 pub struct WalkContext<'a, 'd> {
     pub memory: &'a MemoryMap<'d>,
     pub modules: &'a [Module],
     /// Unwind table of each module (same index as `modules`).
-    pub tables: &'a [Option<UnwindTable<'a>>],
+    pub tables: &'a [Option<ModuleUnwind<'a>>],
     pub code: &'a dyn CodeReader,
     pub options: &'a WalkOptions,
     /// aarch64 pointer-authentication mask for return addresses (0 when none).

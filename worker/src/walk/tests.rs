@@ -138,7 +138,8 @@ fn walk(
     regs: &RegisterSet,
 ) -> WalkResult {
     let modules = vec![module()];
-    let tables = vec![table_bytes.map(|b| UnwindTable::open(b).unwrap())];
+    let tables =
+        vec![table_bytes.map(|b| super::ModuleUnwind::Table(UnwindTable::open(b).unwrap()))];
     let ctx = WalkContext {
         memory,
         modules: &modules,

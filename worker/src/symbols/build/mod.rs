@@ -61,7 +61,7 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    fn new(link_base: u64) -> Self {
+    pub(crate) fn new(link_base: u64) -> Self {
         Collector {
             link_base,
             strings: Vec::new(),

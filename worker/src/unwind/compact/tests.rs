@@ -576,7 +576,7 @@ fn walk(
         main: true,
         mappings: vec![],
     }];
-    let tables = vec![Some(table)];
+    let tables = vec![Some(crate::walk::ModuleUnwind::Table(table))];
     let opts = WalkOptions {
         enable_scan: false,
         enable_fp: fp,

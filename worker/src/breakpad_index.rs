@@ -1,0 +1,655 @@
+//! A Breakpad `.sym` file indexed for one walk: its tables built only where the walk looks.
+//!
+//! `postmortem walk` builds a module's tables, walks one dump and exits. For a libc-sized
+//! `.sym` file (3 MB, 10^5 records) building the two whole tables costs several times the
+//! walk itself, while the walk visits a few dozen functions. [`BreakpadIndex::new`] reads
+//! the text once and cheaply — each record's kind, address and extent; no rules, names or
+//! lines — and then:
+//! - [`BreakpadIndex::find_rule`] builds the unwind rows of one `STACK CFI INIT` block (the
+//!   `INIT` line and every line up to the next `INIT`) the first time the walk looks inside
+//!   it, with the whole-file builder ([`crate::unwind::build_from_breakpad`]), and keeps
+//!   them;
+//! - [`BreakpadIndex::symbols_for`] builds a symbol table from the records the walk's
+//!   addresses need — per address, the `FUNC` block with the greatest start at or before
+//!   it and the ones around the nearest `PUBLIC` symbol before it (they decide where
+//!   that symbol starts and ends), plus every `FILE`,
+//!   `INLINE_ORIGIN` and `PUBLIC` line, in file order — with the whole-file builder
+//!   ([`crate::symbols::build_symbol_table_breakpad`]).
+//!
+//! Both equal the whole-file tables at every address asked about when the file is laid out
+//! as `dump_syms` writes it: the `MODULE` line first, the whole text UTF-8, `FUNC` ranges
+//! disjoint and `STACK CFI INIT` ranges disjoint (records the builder cannot read are
+//! skipped here exactly as there). For any other file `new` declines and the caller builds the whole tables, so
+//! unusual input costs time, never a different answer. The service keeps building whole
+//! tables: it caches them and walks many dumps with them.
+
+use std::borrow::Cow;
+use std::io::Read;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, OnceLock};
+
+use crate::dump::Arch;
+use crate::symbols::{self, BuiltSymbols, SymbolsError};
+use crate::unwind::build::breakpad::breakpad_arch;
+use crate::unwind::{self, Rule, UnwindTable};
+
+/// Bytes read from a file at a time while indexing: a buffer this size is reused, so a
+/// large file costs no page faults for a copy of itself.
+const CHUNK: usize = 256 * 1024;
+
+/// A contiguous stretch of records with the address range its header gives.
+#[derive(Debug, Clone)]
+struct Span {
+    start: u64,
+    end: u64,
+    text: Range<usize>,
+}
+
+/// Why a file is not indexed (the caller then builds whole tables).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declined(pub &'static str);
+
+impl std::fmt::Display for Declined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// Where the text is: in memory, or in a file whose pieces are read when needed.
+enum Source {
+    Bytes(Arc<Vec<u8>>),
+    File(std::fs::File),
+}
+
+impl Source {
+    /// The bytes of `range` (a range the index found in this source).
+    fn read(&self, range: Range<usize>) -> Option<Cow<'_, [u8]>> {
+        match self {
+            Source::Bytes(b) => b.get(range).map(Cow::Borrowed),
+            Source::File(f) => {
+                let mut buf = vec![0u8; range.len()];
+                f.read_exact_at(&mut buf, u64::try_from(range.start).ok()?)
+                    .ok()?;
+                Some(Cow::Owned(buf))
+            }
+        }
+    }
+}
+
+/// See the module documentation.
+pub struct BreakpadIndex {
+    source: Source,
+    arch: Arch,
+    /// The `MODULE` line, ending in a newline.
+    module_line: Vec<u8>,
+    /// `STACK CFI INIT` blocks with a non-empty range: sorted by start, disjoint.
+    blocks: Vec<Span>,
+    /// Each block's serialized unwind table, built on first use.
+    built: Vec<OnceLock<Option<Box<[u8]>>>>,
+    /// `FUNC` blocks with a readable range: sorted by start, disjoint.
+    funcs: Vec<Span>,
+    /// Table offsets of the readable `PUBLIC` symbols, sorted.
+    publics: Vec<u64>,
+    /// `FILE`, `INLINE_ORIGIN` and `PUBLIC` lines, kept: stretches of whole lines as
+    /// (offset in the file, range in `shared_text`), in file order.
+    shared: Vec<(usize, Range<usize>)>,
+    shared_text: Vec<u8>,
+}
+
+impl std::fmt::Debug for BreakpadIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BreakpadIndex")
+            .field("arch", &self.arch)
+            .field("cfi_blocks", &self.blocks.len())
+            .field("funcs", &self.funcs.len())
+            .field("publics", &self.publics.len())
+            .finish()
+    }
+}
+
+/// The part of a symbol record's line after its kind, and the kind (`FUNC`, `FILE`, …) —
+/// `None` for a line record (it starts with a hex digit), read as the symbol builder
+/// reads it.
+fn symbol_kind(line: &str) -> Option<(&str, &str)> {
+    let first = line.bytes().next()?;
+    if first.is_ascii_hexdigit() && !line.starts_with("FUNC ") && !line.starts_with("FILE ") {
+        return None;
+    }
+    Some(line.split_once(' ').unwrap_or((line, "")))
+}
+
+fn hex(tok: Option<&str>) -> Option<u64> {
+    crate::breakpad_text::parse_u64(tok?.as_bytes(), 16)
+}
+
+/// Sorts spans by start; whether they are then disjoint.
+fn sort_disjoint(spans: &mut [Span]) -> bool {
+    spans.sort_by_key(|s| s.start);
+    spans.windows(2).all(|w| w[0].end <= w[1].start)
+}
+
+/// The state of one pass over the lines.
+struct Scan {
+    ranges: symbols::BreakpadRanges,
+    module_line: Option<Vec<u8>>,
+    /// (offset of the line, its range when readable): an unreadable `INIT` still ends
+    /// the block before it.
+    block_starts: Vec<(usize, Option<(u64, u64)>)>,
+    funcs: Vec<Span>,
+    open_func: Option<(u64, u64, usize)>,
+    publics: Vec<u64>,
+    shared: Vec<(usize, Range<usize>)>,
+    shared_text: Vec<u8>,
+}
+
+impl Scan {
+    fn new() -> Self {
+        Scan {
+            ranges: symbols::breakpad_ranges(),
+            module_line: None,
+            block_starts: Vec::new(),
+            funcs: Vec::new(),
+            open_func: None,
+            publics: Vec::new(),
+            shared: Vec::new(),
+            shared_text: Vec::new(),
+        }
+    }
+
+    fn close_func(&mut self, at: usize) {
+        if let Some((s, e, from)) = self.open_func.take() {
+            self.funcs.push(Span {
+                start: s,
+                end: e,
+                text: from..at,
+            });
+        }
+    }
+
+    fn keep(&mut self, offset: usize, line: &[u8]) {
+        let at = self.shared_text.len();
+        self.shared_text.extend_from_slice(line);
+        match self.shared.last_mut() {
+            Some((o, r)) if *o + r.len() == offset => r.end = self.shared_text.len(),
+            _ => self.shared.push((offset, at..self.shared_text.len())),
+        }
+    }
+
+    /// The complete lines of `text` (each ending in a newline, but perhaps the file's
+    /// last), which starts at file offset `base`.
+    fn lines(&mut self, base: usize, text: &[u8]) -> Result<(), Declined> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let s = std::str::from_utf8(text).map_err(|_| Declined("the text is not UTF-8"))?;
+        let mut start = 0usize;
+        let ends = memchr::memchr_iter(b'\n', text).map(|nl| nl + 1);
+        let last = (text.last() != Some(&b'\n')).then_some(text.len());
+        for end in ends.chain(last) {
+            let range = start..end;
+            start = end;
+            let offset = base + range.start;
+            let bytes = text.get(range.clone()).unwrap_or(&[]);
+            if self.module_line.is_none() {
+                self.module_line = Some(bytes.to_vec());
+                continue;
+            }
+            // Most lines are a FUNC's line records (a hex digit first: trimming the end
+            // cannot change that) or STACK CFI deltas (which end an open FUNC block):
+            // settled from their first bytes.
+            match bytes.first() {
+                None | Some(b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'E') => continue,
+                Some(b'S')
+                    if bytes.starts_with(b"STACK CFI ")
+                        && !bytes.starts_with(b"STACK CFI INIT ") =>
+                {
+                    self.close_func(offset);
+                    continue;
+                }
+                _ => {}
+            }
+            let line = s.get(range).unwrap_or("").trim_end();
+            self.record(offset, bytes, line);
+        }
+        Ok(())
+    }
+
+    /// One line that is not a line record, read as the two builders read it.
+    fn record(&mut self, offset: usize, bytes: &[u8], line: &str) {
+        let Some((kind, rest)) = symbol_kind(line) else {
+            return;
+        };
+        if kind == "INLINE" {
+            return;
+        }
+        self.close_func(offset);
+        match kind {
+            "FUNC" => {
+                // a FUNC the builder cannot read opens nothing: its lines are ignored
+                let rest = rest.strip_prefix("m ").unwrap_or(rest);
+                let mut it = rest.splitn(4, ' ');
+                if let (Some(addr), Some(size), Some(_params)) =
+                    (hex(it.next()), hex(it.next()), it.next())
+                {
+                    if let Some((s, e)) = addr
+                        .checked_add(size)
+                        .and_then(|e| self.ranges.range(addr, e))
+                    {
+                        self.open_func = Some((u64::from(s), u64::from(e), offset));
+                    }
+                }
+            }
+            "FILE" | "INLINE_ORIGIN" => self.keep(offset, bytes),
+            "PUBLIC" => {
+                // one the builder cannot read is skipped there too
+                let rest = rest.strip_prefix("m ").unwrap_or(rest);
+                let mut it = rest.splitn(3, ' ');
+                if let (Some(addr), Some(_params)) = (hex(it.next()), it.next()) {
+                    if let Some(table_offset) = self.ranges.offset(addr) {
+                        self.publics.push(u64::from(table_offset));
+                        self.keep(offset, bytes);
+                    }
+                }
+            }
+            "STACK" => {
+                // read as the unwind builder reads it
+                let init = line
+                    .strip_prefix("STACK ")
+                    .and_then(|r| r.strip_prefix("CFI INIT "));
+                if let Some(init) = init {
+                    let mut it = init.splitn(3, ' ');
+                    let range = match (hex(it.next()), hex(it.next())) {
+                        (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
+                        _ => None,
+                    };
+                    self.block_starts.push((offset, range));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(mut self, source: Source, len: usize) -> Result<BreakpadIndex, Declined> {
+        let mut module_line = self.module_line.take().ok_or(Declined("no MODULE line"))?;
+        let module = symbols::parse_module_line(&module_line).ok_or(Declined("no MODULE line"))?;
+        let arch = breakpad_arch(&module.arch).ok_or(Declined("an architecture we do not walk"))?;
+        if !module_line.ends_with(b"\n") {
+            module_line.push(b'\n');
+        }
+        self.close_func(len);
+        let mut blocks: Vec<Span> = Vec::new();
+        for (i, &(from, range)) in self.block_starts.iter().enumerate() {
+            let to = self.block_starts.get(i + 1).map_or(len, |b| b.0);
+            // empty or unreadable: no rows, but the block before ends here
+            if let Some((a, e)) = range.filter(|(a, e)| a < e) {
+                blocks.push(Span {
+                    start: a,
+                    end: e,
+                    text: from..to,
+                });
+            }
+        }
+        if !sort_disjoint(&mut blocks) {
+            return Err(Declined("STACK CFI INIT ranges overlap"));
+        }
+        if !sort_disjoint(&mut self.funcs) {
+            return Err(Declined("FUNC ranges overlap"));
+        }
+        self.publics.sort_unstable();
+        let built = blocks.iter().map(|_| OnceLock::new()).collect();
+        Ok(BreakpadIndex {
+            source,
+            arch,
+            module_line,
+            blocks,
+            built,
+            funcs: self.funcs,
+            publics: self.publics,
+            shared: self.shared,
+            shared_text: self.shared_text,
+        })
+    }
+}
+
+impl BreakpadIndex {
+    /// Indexes `text`, or declines (see the module documentation).
+    pub fn new(text: Arc<Vec<u8>>) -> Result<Self, Declined> {
+        let mut scan = Scan::new();
+        scan.lines(0, &text)?;
+        let len = text.len();
+        scan.finish(Source::Bytes(text), len)
+    }
+
+    /// Indexes the file read from `file` a piece at a time, keeping it open to read the
+    /// records a walk needs; declines like [`BreakpadIndex::new`], and on read errors.
+    pub fn from_file(mut file: std::fs::File) -> Result<Self, Declined> {
+        let mut scan = Scan::new();
+        let mut buf = vec![0u8; CHUNK];
+        // buf[..filled] holds the bytes from file offset `base` not yet indexed
+        let (mut base, mut filled) = (0usize, 0usize);
+        loop {
+            if filled == buf.len() {
+                // one line longer than the buffer
+                buf.resize(buf.len() * 2, 0);
+            }
+            let n = file
+                .read(&mut buf[filled..])
+                .map_err(|_| Declined("the file could not be read"))?;
+            if n == 0 {
+                scan.lines(base, &buf[..filled])?;
+                base += filled;
+                break;
+            }
+            filled += n;
+            let Some(nl) = memchr::memrchr(b'\n', &buf[..filled]) else {
+                continue;
+            };
+            let done = nl + 1;
+            scan.lines(base, &buf[..done])?;
+            buf.copy_within(done..filled, 0);
+            base += done;
+            filled -= done;
+        }
+        scan.finish(Source::File(file), base)
+    }
+
+    /// The architecture of the `MODULE` line.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// Whether the file has unwind rules (a `STACK CFI INIT` block with a range).
+    pub fn has_unwind(&self) -> bool {
+        !self.blocks.is_empty()
+    }
+
+    /// Whether the file has symbols (a `FUNC` or `PUBLIC` record).
+    pub fn has_symbols(&self) -> bool {
+        !self.funcs.is_empty() || !self.publics.is_empty()
+    }
+
+    /// The rule for table offset `rel`: the one the whole-file table gives there.
+    pub fn find_rule(&self, rel: u64) -> Option<Rule<'_>> {
+        let i = self
+            .blocks
+            .partition_point(|b| b.start <= rel)
+            .checked_sub(1)?;
+        let block = self.blocks.get(i)?;
+        if rel >= block.end {
+            return None;
+        }
+        let bytes = self.built.get(i)?.get_or_init(|| {
+            let mut text = self.module_line.clone();
+            text.extend_from_slice(&self.source.read(block.text.clone())?);
+            unwind::build_from_breakpad(&text)
+                .ok()
+                .map(|b| b.bytes.into_boxed_slice())
+        });
+        UnwindTable::open(bytes.as_deref()?).ok()?.find(rel)
+    }
+
+    /// The text a symbol table for the table offsets `rels` is built from: the `MODULE`
+    /// line, the `FILE`, `INLINE_ORIGIN` and `PUBLIC` lines and the `FUNC` blocks the
+    /// offsets need, in file order.
+    pub fn symbol_text_for(&self, rels: &[u64]) -> Vec<u8> {
+        let before = |addr: u64| {
+            self.funcs
+                .partition_point(|f| f.start <= addr)
+                .checked_sub(1)
+        };
+        let mut chosen: Vec<usize> = Vec::with_capacity(rels.len() * 2);
+        for &rel in rels {
+            // the function at or before the address (it contains it, if any does) …
+            chosen.extend(before(rel));
+            // … and, for the PUBLIC symbol there, the function that may cover its start and
+            // the one after it, which may end its extent
+            let p = self.publics.partition_point(|&p| p <= rel);
+            if let Some(&public) = p.checked_sub(1).and_then(|i| self.publics.get(i)) {
+                let next = self.funcs.partition_point(|f| f.start <= public);
+                chosen.extend(next.checked_sub(1));
+                chosen.push(next);
+            }
+        }
+        chosen.sort_unstable();
+        chosen.dedup();
+        // (offset in the file, bytes)
+        let mut pieces: Vec<(usize, Cow<'_, [u8]>)> = self
+            .shared
+            .iter()
+            .filter_map(|(o, r)| Some((*o, Cow::Borrowed(self.shared_text.get(r.clone())?))))
+            .collect();
+        pieces.extend(
+            chosen
+                .iter()
+                .filter_map(|&i| self.funcs.get(i))
+                .filter_map(|f| Some((f.text.start, self.source.read(f.text.clone())?))),
+        );
+        pieces.sort_unstable_by_key(|p| p.0);
+        let mut out = self.module_line.clone();
+        for (_, bytes) in pieces {
+            out.extend_from_slice(&bytes);
+            if !out.ends_with(b"\n") {
+                out.push(b'\n');
+            }
+        }
+        out
+    }
+
+    /// A symbol table that answers like the whole file's at every offset in `rels`.
+    pub fn symbols_for(&self, rels: &[u64]) -> Result<BuiltSymbols, SymbolsError> {
+        symbols::build_symbol_table_breakpad(&self.symbol_text_for(rels))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breakpad_text::test_texts::{damaged, libc_sym, Rng};
+    use crate::symbols::SymbolTable;
+
+    /// Addresses worth asking about: every record's start, end and neighbours, and
+    /// random ones across the file's range.
+    fn probes(index: &BreakpadIndex, rng: &mut Rng, random: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        for s in index.funcs.iter().chain(&index.blocks) {
+            for a in [
+                s.start,
+                s.start + 1,
+                s.start + (s.end - s.start) / 2,
+                s.end - 1,
+                s.end,
+            ] {
+                out.push(a);
+            }
+            out.push(s.start.saturating_sub(1));
+        }
+        for &p in &index.publics {
+            out.extend([p, p + 1, p.saturating_sub(1)]);
+        }
+        let top = out.iter().copied().max().unwrap_or(0x1000) + 0x100;
+        out.extend((0..random).map(|_| rng.below(top as usize) as u64));
+        out
+    }
+
+    /// The index answers exactly as the whole-file tables at every probe: unwind rules one
+    /// by one, symbols from tables built for batches of probes.
+    fn same_as_whole(text: &[u8], rng: &mut Rng, random: usize) -> bool {
+        let Ok(index) = BreakpadIndex::new(Arc::new(text.to_vec())) else {
+            return false;
+        };
+        let whole_unwind = unwind::build_from_breakpad(text).expect("the MODULE line was read");
+        let whole_unwind = UnwindTable::open(&whole_unwind.bytes).expect("open");
+        let whole_symbols = symbols::build_symbol_table_breakpad(text).expect("build");
+        let whole_symbols = SymbolTable::open(&whole_symbols.bytes).expect("open");
+        let mut probes = probes(&index, rng, random);
+        for &a in &probes {
+            let whole = whole_unwind.find(a);
+            let indexed = index.find_rule(a);
+            assert_eq!(
+                whole.map(|r| r.record),
+                indexed.map(|r| r.record),
+                "unwind rule at {a:#x}"
+            );
+        }
+        // in file order and shuffled, in batches
+        for round in 0..2 {
+            if round == 1 {
+                for i in (1..probes.len()).rev() {
+                    probes.swap(i, rng.below(i + 1));
+                }
+            }
+            for batch in probes.chunks(64) {
+                let mut rels = batch.to_vec();
+                rels.sort_unstable();
+                rels.dedup();
+                let built = index.symbols_for(&rels).expect("build");
+                let table = SymbolTable::open(&built.bytes).expect("open");
+                for &a in &rels {
+                    let (mut whole, mut indexed) = (Vec::new(), Vec::new());
+                    whole_symbols.lookup(a, &mut whole);
+                    table.lookup(a, &mut indexed);
+                    assert_eq!(whole, indexed, "symbols at {a:#x}");
+                }
+            }
+        }
+        assert_eq!(index.has_symbols(), !whole_symbols.sources().is_empty());
+        true
+    }
+
+    #[test]
+    fn libc_sym_is_indexed_and_answers_like_the_whole_tables() {
+        let sym = libc_sym();
+        let mut rng = Rng::new(0x1dec_5eed);
+        assert!(
+            same_as_whole(sym.as_bytes(), &mut rng, 5000),
+            "dump_syms output is indexed: {:?}",
+            BreakpadIndex::new(Arc::new(sym.as_bytes().to_vec())).err()
+        );
+    }
+
+    #[test]
+    fn damaged_pieces_answer_like_the_whole_tables_or_are_declined() {
+        let sym = libc_sym();
+        let lines: Vec<&str> = sym.lines().collect();
+        let module = lines
+            .first()
+            .copied()
+            .unwrap_or("MODULE Linux x86_64 00 libc.so.6");
+        let body: Vec<&str> = lines.iter().skip(1).copied().collect();
+        let mut rng = Rng::new(0x5eed_1dec);
+        let mut indexed = 0;
+        for _ in 0..300 {
+            let len = 20 + rng.below(200);
+            let text = damaged(module, &body, &mut rng, len);
+            if same_as_whole(&text, &mut rng, 50) {
+                indexed += 1;
+            }
+        }
+        assert!(
+            indexed > 100,
+            "most damaged pieces are still indexed ({indexed})"
+        );
+    }
+
+    #[test]
+    fn unusual_files_are_declined() {
+        let overlap = "MODULE Linux x86_64 00 x\nFUNC 10 20 0 f\nFUNC 20 8 0 g\n";
+        assert!(BreakpadIndex::new(Arc::new(overlap.as_bytes().to_vec())).is_err());
+        let overlap_cfi = "MODULE Linux x86_64 00 x\n\
+STACK CFI INIT 10 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n\
+STACK CFI INIT 18 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
+        assert!(BreakpadIndex::new(Arc::new(overlap_cfi.as_bytes().to_vec())).is_err());
+        let not_utf8 = b"MODULE Linux x86_64 00 x\nFUNC 10 20 0 \xff\n";
+        assert!(BreakpadIndex::new(Arc::new(not_utf8.to_vec())).is_err());
+        assert!(BreakpadIndex::new(Arc::new(b"FUNC 10 20 0 f\n".to_vec())).is_err());
+        assert!(BreakpadIndex::new(Arc::new(b"MODULE Linux sparc 00 x\n".to_vec())).is_err());
+    }
+
+    #[test]
+    fn hand_written_records_answer_like_the_whole_tables() {
+        // a FUNC the builder skips, lines without a FUNC, a malformed INIT ending a block,
+        // CFI lines after other records, PUBLIC symbols inside and between functions
+        let text = "MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 crash\n\
+FILE 0 a.c\n\
+INLINE_ORIGIN 0 inl()\n\
+FUNC 1000 0 0 empty\n\
+1000 10 1 0\n\
+FUNC 1000 40 0 f(int)\n\
+1000 10 2 0\n\
+INLINE 0 3 0 0 1008 8\n\
+1010 30 4 0\n\
+PUBLIC 1020 0 inside\n\
+PUBLIC 1050 0 between\n\
+FUNC m 1060 20 0 g\n\
+1060 20 5 0\n\
+INFO x\n\
+1070 4 6 0\n\
+PUBLIC 1100 0 after\n\
+STACK CFI INIT 1000 40 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n\
+STACK CFI 1001 .cfa: $rsp 16 +\n\
+STACK CFI INIT zz 10 .cfa: $rsp 8 +\n\
+STACK CFI 1020 .cfa: $rsp 32 +\n\
+STACK CFI INIT 1060 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n\
+FUNC 2000 10 0 late\n\
+STACK CFI 1064 .cfa: $rsp 24 +\n\
+STACK CFI INIT 1080 0 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
+        let mut rng = Rng::new(7);
+        assert!(same_as_whole(text.as_bytes(), &mut rng, 200));
+        let index = BreakpadIndex::new(Arc::new(text.as_bytes().to_vec())).expect("indexed");
+        assert_eq!(
+            index.blocks.len(),
+            2,
+            "the zero-sized and unreadable INITs hold no rows"
+        );
+        let rule = index.find_rule(0x1068).expect("a rule after the FUNC line");
+        assert_eq!(rule.record.cfa, crate::unwind::Slot::offset(7, 24));
+    }
+}
+
+#[cfg(test)]
+mod file_tests {
+    use super::*;
+    use crate::breakpad_text::test_texts::libc_sym;
+
+    /// The index read from a file a piece at a time equals the one of the same bytes in
+    /// memory: same records found, same pieces read back.
+    fn same_from_file(text: &[u8]) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("x.sym");
+        std::fs::write(&path, text).expect("write");
+        let file = std::fs::File::open(&path).expect("open");
+        let a = BreakpadIndex::new(Arc::new(text.to_vec())).expect("indexed");
+        let b = BreakpadIndex::from_file(file).expect("indexed from the file");
+        let spans = |i: &BreakpadIndex| {
+            i.funcs
+                .iter()
+                .chain(&i.blocks)
+                .map(|s| (s.start, s.end, s.text.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(spans(&a), spans(&b));
+        assert_eq!(a.publics, b.publics);
+        assert_eq!(a.shared, b.shared);
+        assert_eq!(a.shared_text, b.shared_text);
+        let rels: Vec<u64> = a.funcs.iter().map(|f| f.start).step_by(7).collect();
+        assert_eq!(a.symbol_text_for(&rels), b.symbol_text_for(&rels));
+        for blk in a.blocks.iter().step_by(11) {
+            let (x, y) = (a.find_rule(blk.start), b.find_rule(blk.start));
+            assert_eq!(x.map(|r| r.record), y.map(|r| r.record));
+        }
+    }
+
+    #[test]
+    fn file_index_equals_memory_index() {
+        // libc's .sym spans many read pieces
+        same_from_file(libc_sym().as_bytes());
+        // a line longer than the read buffer, and no newline at the end
+        let long = format!(
+            "MODULE Linux x86_64 00 x\nFILE 0 a.c\nFUNC 10 20 0 {}\n10 20 1 0\nPUBLIC 40 0 p\n\
+STACK CFI INIT 10 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^",
+            "n".repeat(CHUNK + 100)
+        );
+        same_from_file(long.as_bytes());
+    }
+}
