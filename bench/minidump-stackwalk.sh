@@ -11,7 +11,9 @@
 #   WARM_RUNS       repetitions of `postmortem bench walk` (default 200)
 #   ARCH            x86_64 (default) or aarch64: the aarch64 cases of the suite instead
 #                   (test `minidump_stackwalk_side_by_side_aarch64`: programs crashed under
-#                   QEMU, minidumps converted from QEMU's cores, the store OUT/store-aarch64
+#                   QEMU, minidumps converted from QEMU's cores with the thread stacks as
+#                   a client writes them (not all of the core's memory), the store
+#                   OUT/store-aarch64
 #                   with the program's, ld.so's and the cross libc's .sym, counts against
 #                   gdb-multiarch in OUT/frames-aarch64.tsv; needs what test.sh installs
 #                   for the aarch64 comparison). Use a separate OUT_DIR per ARCH: every
@@ -32,7 +34,7 @@
 # 2. Times, per dump, with hyperfine (median):
 #    - minidump-stackwalk --json --symbols-path STORE DUMP   (parses the .sym files each run)
 #    - postmortem walk DUMP --symbols STORE --no-system-debug --no-dump-paths
-#      (builds its tables from the same .sym files each run: "cold")
+#      (reads the same .sym files each run and builds the records the walk needs: "cold")
 #    and `postmortem bench walk` with the same inputs: the median walk + symbolize time with
 #    the tables built once ("warm", as in the service). minidump-stackwalk has no warm mode:
 #    its per-dump time is the comparison point for both.
@@ -81,7 +83,8 @@ for dir in "$OUT"/*/; do
     dump="$dir/minidump.dmp"
     [ -f "$dump" ] || continue
     case_name="$(basename "$dir")"
-    hyperfine --style none --warmup 2 --runs "$RUNS" --export-json "$dir/hyperfine.json" \
+    # -N: no shell between hyperfine and the tools (its start-up would count for both)
+    hyperfine -N --style none --warmup 2 --runs "$RUNS" --export-json "$dir/hyperfine.json" \
         -n stackwalk "minidump-stackwalk --json --symbols-path $STORE $dump" \
         -n cold "$POSTMORTEM_BIN walk $dump --symbols $STORE --no-system-debug --no-dump-paths" \
         >/dev/null

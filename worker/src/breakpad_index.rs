@@ -89,12 +89,24 @@ pub struct BreakpadIndex {
     built: Vec<OnceLock<Option<Box<[u8]>>>>,
     /// `FUNC` blocks with a readable range: sorted by start, disjoint.
     funcs: Vec<Span>,
-    /// Table offsets of the readable `PUBLIC` symbols, sorted.
-    publics: Vec<u64>,
-    /// `FILE`, `INLINE_ORIGIN` and `PUBLIC` lines, kept: stretches of whole lines as
-    /// (offset in the file, range in `shared_text`), in file order.
+    /// The readable `PUBLIC` symbols, sorted by address; their lines in `public_text`.
+    publics: Vec<Public>,
+    public_text: Vec<u8>,
+    /// `FILE` and `INLINE_ORIGIN` lines, kept: stretches of whole lines as (offset in the
+    /// file, range in `shared_text`), in file order.
     shared: Vec<(usize, Range<usize>)>,
     shared_text: Vec<u8>,
+}
+
+/// A `PUBLIC` line the builder reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Public {
+    /// Its table offset.
+    at: u64,
+    /// Where the line is in the file.
+    offset: usize,
+    /// The line, in `public_text`.
+    text: Range<usize>,
 }
 
 impl std::fmt::Debug for BreakpadIndex {
@@ -116,7 +128,38 @@ fn symbol_kind(line: &str) -> Option<(&str, &str)> {
     if first.is_ascii_hexdigit() && !line.starts_with("FUNC ") && !line.starts_with("FILE ") {
         return None;
     }
-    Some(line.split_once(' ').unwrap_or((line, "")))
+    Some(split_space(line).unwrap_or((line, "")))
+}
+
+/// `s.split_once(' ')` without the searcher's set-up cost (tokens here are short).
+fn split_space(s: &str) -> Option<(&str, &str)> {
+    let i = s.bytes().position(|b| b == b' ')?;
+    Some((s.get(..i)?, s.get(i + 1..)?))
+}
+
+/// The first `N - 1` space-separated fields of `s` and the rest, as `s.splitn(N, ' ')`
+/// yields them (`None` where that yields nothing).
+fn fields<const N: usize>(s: &str) -> [Option<&str>; N] {
+    let mut out = [None; N];
+    let mut rest = Some(s);
+    for (i, slot) in out.iter_mut().enumerate() {
+        let Some(r) = rest else { break };
+        if i + 1 == N {
+            *slot = Some(r);
+            break;
+        }
+        match split_space(r) {
+            Some((head, tail)) => {
+                *slot = Some(head);
+                rest = Some(tail);
+            }
+            None => {
+                *slot = Some(r);
+                rest = None;
+            }
+        }
+    }
+    out
 }
 
 fn hex(tok: Option<&str>) -> Option<u64> {
@@ -125,7 +168,9 @@ fn hex(tok: Option<&str>) -> Option<u64> {
 
 /// Sorts spans by start; whether they are then disjoint.
 fn sort_disjoint(spans: &mut [Span]) -> bool {
-    spans.sort_by_key(|s| s.start);
+    if !spans.is_sorted_by_key(|s| s.start) {
+        spans.sort_by_key(|s| s.start);
+    }
     spans.windows(2).all(|w| w[0].end <= w[1].start)
 }
 
@@ -138,7 +183,8 @@ struct Scan {
     block_starts: Vec<(usize, Option<(u64, u64)>)>,
     funcs: Vec<Span>,
     open_func: Option<(u64, u64, usize)>,
-    publics: Vec<u64>,
+    publics: Vec<Public>,
+    public_text: Vec<u8>,
     shared: Vec<(usize, Range<usize>)>,
     shared_text: Vec<u8>,
 }
@@ -152,6 +198,7 @@ impl Scan {
             funcs: Vec::new(),
             open_func: None,
             publics: Vec::new(),
+            public_text: Vec::new(),
             shared: Vec::new(),
             shared_text: Vec::new(),
         }
@@ -228,10 +275,8 @@ impl Scan {
             "FUNC" => {
                 // a FUNC the builder cannot read opens nothing: its lines are ignored
                 let rest = rest.strip_prefix("m ").unwrap_or(rest);
-                let mut it = rest.splitn(4, ' ');
-                if let (Some(addr), Some(size), Some(_params)) =
-                    (hex(it.next()), hex(it.next()), it.next())
-                {
+                let [addr, size, params, _] = fields::<4>(rest);
+                if let (Some(addr), Some(size), Some(_params)) = (hex(addr), hex(size), params) {
                     if let Some((s, e)) = addr
                         .checked_add(size)
                         .and_then(|e| self.ranges.range(addr, e))
@@ -244,11 +289,16 @@ impl Scan {
             "PUBLIC" => {
                 // one the builder cannot read is skipped there too
                 let rest = rest.strip_prefix("m ").unwrap_or(rest);
-                let mut it = rest.splitn(3, ' ');
-                if let (Some(addr), Some(_params)) = (hex(it.next()), it.next()) {
+                let [addr, params, _] = fields::<3>(rest);
+                if let (Some(addr), Some(_params)) = (hex(addr), params) {
                     if let Some(table_offset) = self.ranges.offset(addr) {
-                        self.publics.push(u64::from(table_offset));
-                        self.keep(offset, bytes);
+                        let at = self.public_text.len();
+                        self.public_text.extend_from_slice(bytes);
+                        self.publics.push(Public {
+                            at: u64::from(table_offset),
+                            offset,
+                            text: at..self.public_text.len(),
+                        });
                     }
                 }
             }
@@ -258,8 +308,8 @@ impl Scan {
                     .strip_prefix("STACK ")
                     .and_then(|r| r.strip_prefix("CFI INIT "));
                 if let Some(init) = init {
-                    let mut it = init.splitn(3, ' ');
-                    let range = match (hex(it.next()), hex(it.next())) {
+                    let [addr, size, _] = fields::<3>(init);
+                    let range = match (hex(addr), hex(size)) {
                         (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
                         _ => None,
                     };
@@ -296,7 +346,10 @@ impl Scan {
         if !sort_disjoint(&mut self.funcs) {
             return Err(Declined("FUNC ranges overlap"));
         }
-        self.publics.sort_unstable();
+        // stable: aliases keep their file order
+        if !self.publics.is_sorted_by_key(|p| p.at) {
+            self.publics.sort_by_key(|p| p.at);
+        }
         let built = blocks.iter().map(|_| OnceLock::new()).collect();
         Ok(BreakpadIndex {
             source,
@@ -306,6 +359,7 @@ impl Scan {
             built,
             funcs: self.funcs,
             publics: self.publics,
+            public_text: self.public_text,
             shared: self.shared,
             shared_text: self.shared_text,
         })
@@ -399,26 +453,43 @@ impl BreakpadIndex {
                 .checked_sub(1)
         };
         let mut chosen: Vec<usize> = Vec::with_capacity(rels.len() * 2);
+        // PUBLIC lines by index: those at the symbol's address and at the next one
+        let mut publics: Vec<usize> = Vec::new();
         for &rel in rels {
             // the function at or before the address (it contains it, if any does) …
             chosen.extend(before(rel));
-            // … and, for the PUBLIC symbol there, the function that may cover its start and
-            // the one after it, which may end its extent
-            let p = self.publics.partition_point(|&p| p <= rel);
-            if let Some(&public) = p.checked_sub(1).and_then(|i| self.publics.get(i)) {
-                let next = self.funcs.partition_point(|f| f.start <= public);
-                chosen.extend(next.checked_sub(1));
-                chosen.push(next);
-            }
+            // … and, for the PUBLIC symbol there, the functions around its start (one may
+            // cover it, the next may end it), its aliases, and the symbols at the next
+            // address (they end it)
+            let p = self.publics.partition_point(|p| p.at <= rel);
+            let Some(public) = p.checked_sub(1).and_then(|i| self.publics.get(i)) else {
+                continue;
+            };
+            let next = self.funcs.partition_point(|f| f.start <= public.at);
+            chosen.extend(next.checked_sub(1));
+            chosen.push(next);
+            let first = self.publics.partition_point(|q| q.at < public.at);
+            let next_at = self.publics.get(p).map(|q| q.at);
+            let last = next_at.map_or(p, |at| self.publics.partition_point(|q| q.at <= at));
+            publics.extend(first..last);
         }
         chosen.sort_unstable();
         chosen.dedup();
+        publics.sort_unstable();
+        publics.dedup();
         // (offset in the file, bytes)
         let mut pieces: Vec<(usize, Cow<'_, [u8]>)> = self
             .shared
             .iter()
             .filter_map(|(o, r)| Some((*o, Cow::Borrowed(self.shared_text.get(r.clone())?))))
             .collect();
+        pieces.extend(publics.iter().filter_map(|&i| {
+            let p = self.publics.get(i)?;
+            Some((
+                p.offset,
+                Cow::Borrowed(self.public_text.get(p.text.clone())?),
+            ))
+        }));
         pieces.extend(
             chosen
                 .iter()
@@ -464,7 +535,7 @@ mod tests {
             }
             out.push(s.start.saturating_sub(1));
         }
-        for &p in &index.publics {
+        for p in index.publics.iter().map(|p| p.at) {
             out.extend([p, p + 1, p.saturating_sub(1)]);
         }
         let top = out.iter().copied().max().unwrap_or(0x1000) + 0x100;
@@ -553,6 +624,39 @@ mod tests {
     }
 
     #[test]
+    fn public_symbols_with_aliases_answer_like_the_whole_tables() {
+        // a library without debug info: mostly PUBLIC symbols (as for a cross libc), some
+        // at one address (aliases), a few FUNCs among them, in shuffled order
+        let mut rng = Rng::new(0xa11a5);
+        let mut lines = Vec::new();
+        let mut addr = 0x100u64;
+        for i in 0..400 {
+            // FUNCs stay disjoint: at most 0xf bytes from addr + 2
+            addr += 0x11 + rng.below(0x80) as u64;
+            lines.push(format!("PUBLIC {addr:x} 0 sym{i}"));
+            if rng.below(5) == 0 {
+                lines.push(format!("PUBLIC m {addr:x} 0 alias{i}"));
+            }
+            if rng.below(7) == 0 {
+                let size = 1 + rng.below(0xe);
+                lines.push(format!(
+                    "FUNC {:x} {size:x} 0 f{i}\n{:x} {size:x} {i} 0",
+                    addr + 2,
+                    addr + 2
+                ));
+            }
+        }
+        for i in (1..lines.len()).rev() {
+            lines.swap(i, rng.below(i + 1));
+        }
+        let text = format!(
+            "MODULE Linux arm64 0123456789ABCDEF0123456789ABCDEF0 libc.so.6\nFILE 0 a.c\n{}\n",
+            lines.join("\n")
+        );
+        assert!(same_as_whole(text.as_bytes(), &mut rng, 3000));
+    }
+
+    #[test]
     fn unusual_files_are_declined() {
         let overlap = "MODULE Linux x86_64 00 x\nFUNC 10 20 0 f\nFUNC 20 8 0 g\n";
         assert!(BreakpadIndex::new(Arc::new(overlap.as_bytes().to_vec())).is_err());
@@ -630,6 +734,7 @@ mod file_tests {
         };
         assert_eq!(spans(&a), spans(&b));
         assert_eq!(a.publics, b.publics);
+        assert_eq!(a.public_text, b.public_text);
         assert_eq!(a.shared, b.shared);
         assert_eq!(a.shared_text, b.shared_text);
         let rels: Vec<u64> = a.funcs.iter().map(|f| f.start).step_by(7).collect();

@@ -97,7 +97,7 @@ fuzz_target!(|data: &[u8]| {
         main: true,
         mappings: vec![],
     }];
-    let tables = vec![Some(t)];
+    let tables = vec![Some(worker::walk::ModuleUnwind::Table(t))];
     let memory = MemoryMap::new(vec![(STACK, stack)]);
     let mut options = WalkOptions::default();
     options.max_frames = 256;

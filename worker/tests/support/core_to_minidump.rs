@@ -38,6 +38,17 @@ pub enum Arm64Layout {
     /// `0x8000_0000`, 33 integer registers, then cpsr; CPU id `0x8003`), with only the
     /// stacks in a `MemoryList`, as old Breakpad clients wrote them.
     BreakpadOld,
+    /// Today's context layout with only the thread stacks (from `sp` to the end of the
+    /// stack's range) in a `MemoryList`: what minidump-writer and Breakpad's Linux client
+    /// write for a crash, and what the x86_64 cases record with minidump-writer itself.
+    Client,
+}
+
+impl Arm64Layout {
+    /// Whether every byte of the core is written (else only the stacks).
+    fn all_memory(self) -> bool {
+        self == Arm64Layout::Current
+    }
 }
 
 const STREAM_THREAD_LIST: u32 = 3;
@@ -120,7 +131,7 @@ fn context(layout: Arm64Layout, regs: &dump::RegisterSet) -> Vec<u8> {
     let reg = |n: u16| regs.get(n).unwrap_or(0);
     let mut c = Out::default();
     match layout {
-        Arm64Layout::Current => {
+        Arm64Layout::Current | Arm64Layout::Client => {
             // ContextFlags, Cpsr, X0–X28 Fp Lr, Sp, Pc, V[32], Fpcr, Fpsr, Bcr[8], Bvr[8],
             // Wcr[2], Wvr[2]: 912 bytes.
             c.u32(CONTEXT_ARM64_CONTROL_INTEGER);
@@ -200,7 +211,7 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
     // stacks can point into them; in the old one, each stack on its own.
     let ranges = d.memory.ranges();
     let mut range_rva: Vec<u64> = Vec::new();
-    if layout == Arm64Layout::Current {
+    if layout.all_memory() {
         o.align(8);
         let base = u64::from(o.pos());
         let mut at = base;
@@ -234,13 +245,14 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
         let off = usize::try_from(sp - start).expect("offset");
         let stack = &bytes[off..];
         let size = u32::try_from(stack.len()).expect("stack under 4 GiB");
-        let rva = match layout {
-            Arm64Layout::Current => u32::try_from(range_rva[i] + off as u64).expect("rva"),
-            Arm64Layout::BreakpadOld => o.blob(stack).0,
+        let rva = if layout.all_memory() {
+            u32::try_from(range_rva[i] + off as u64).expect("rva")
+        } else {
+            o.blob(stack).0
         };
         stacks.push((sp, rva, size));
     }
-    if layout == Arm64Layout::BreakpadOld {
+    if !layout.all_memory() {
         o.align(4);
         let list_rva = o.pos();
         o.u32(u32::try_from(stacks.len()).expect("thread count"));
@@ -344,7 +356,7 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
     o.align(4);
     let rva = o.pos();
     o.u16(match layout {
-        Arm64Layout::Current => PROCESSOR_ARCHITECTURE_ARM64,
+        Arm64Layout::Current | Arm64Layout::Client => PROCESSOR_ARCHITECTURE_ARM64,
         Arm64Layout::BreakpadOld => PROCESSOR_ARCHITECTURE_ARM64_OLD,
     });
     o.u16(0); // level
