@@ -516,7 +516,7 @@ impl BreakpadIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breakpad_text::test_texts::{damaged, libc_sym, Rng};
+    use crate::breakpad_text::test_texts::{for_damaged_pieces, libc_sym, Rng};
     use crate::symbols::SymbolTable;
 
     /// Addresses worth asking about: every record's start, end and neighbours, and
@@ -601,22 +601,18 @@ mod tests {
 
     #[test]
     fn damaged_pieces_answer_like_the_whole_tables_or_are_declined() {
-        let sym = libc_sym();
-        let lines: Vec<&str> = sym.lines().collect();
-        let module = lines
-            .first()
-            .copied()
-            .unwrap_or("MODULE Linux x86_64 00 libc.so.6");
-        let body: Vec<&str> = lines.iter().skip(1).copied().collect();
-        let mut rng = Rng::new(0x5eed_1dec);
         let mut indexed = 0;
-        for _ in 0..300 {
-            let len = 20 + rng.below(200);
-            let text = damaged(module, &body, &mut rng, len);
-            if same_as_whole(&text, &mut rng, 50) {
-                indexed += 1;
-            }
-        }
+        for_damaged_pieces(
+            &libc_sym(),
+            |_| true,
+            0x5eed_1dec,
+            300,
+            |text, rng| {
+                if same_as_whole(text, rng, 50) {
+                    indexed += 1;
+                }
+            },
+        );
         assert!(
             indexed > 100,
             "most damaged pieces are still indexed ({indexed})"

@@ -350,6 +350,29 @@ pub(crate) mod test_texts {
 
     /// `count` damaged copies of `lines[from..from + len]` under `module`: lines swapped,
     /// duplicated, dropped, and space-separated fields replaced by hostile tokens.
+    /// Calls `f` with `count` damaged pieces of the records of `sym` that `keep` selects,
+    /// each under `sym`'s `MODULE` line, and the generator (for more randomness).
+    pub(crate) fn for_damaged_pieces(
+        sym: &str,
+        keep: impl Fn(&str) -> bool,
+        seed: u64,
+        count: usize,
+        mut f: impl FnMut(&[u8], &mut Rng),
+    ) {
+        let lines: Vec<&str> = sym.lines().collect();
+        let module = lines
+            .first()
+            .copied()
+            .unwrap_or("MODULE Linux x86_64 00 libc.so.6");
+        let body: Vec<&str> = lines.iter().skip(1).copied().filter(|l| keep(l)).collect();
+        let mut rng = Rng::new(seed);
+        for _ in 0..count {
+            let len = 20 + rng.below(200);
+            let piece = damaged(module, &body, &mut rng, len);
+            f(&piece, &mut rng);
+        }
+    }
+
     pub(crate) fn damaged(module: &str, lines: &[&str], rng: &mut Rng, len: usize) -> Vec<u8> {
         let from = rng.below(lines.len().saturating_sub(len));
         let mut piece: Vec<Vec<u8>> = lines

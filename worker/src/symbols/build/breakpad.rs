@@ -507,19 +507,15 @@ FUNC 40 10 0 h\n\
 
     #[test]
     fn fast_builder_equals_reference_on_libc_and_damaged_pieces() {
-        use crate::breakpad_text::test_texts::{damaged, libc_sym, Rng};
+        use crate::breakpad_text::test_texts::{for_damaged_pieces, libc_sym};
         let sym = libc_sym();
         same_as_reference(sym.as_bytes());
-        let lines: Vec<&str> = sym.lines().collect();
-        let module = lines
-            .first()
-            .copied()
-            .unwrap_or("MODULE Linux x86_64 00 libc.so.6");
-        let body: Vec<&str> = lines.iter().skip(1).copied().collect();
-        let mut rng = Rng::new(0x5eed_0005);
-        for _ in 0..400 {
-            let len = 20 + rng.below(200);
-            same_as_reference(&damaged(module, &body, &mut rng, len));
-        }
+        for_damaged_pieces(
+            &sym,
+            |_| true,
+            0x5eed_0005,
+            400,
+            |piece, _| same_as_reference(piece),
+        );
     }
 }

@@ -494,23 +494,12 @@ STACK CFI INIT 300 8 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
 
     #[test]
     fn fast_builder_equals_reference_on_libc_and_damaged_pieces() {
-        use crate::breakpad_text::test_texts::{damaged, libc_sym, Rng};
+        use crate::breakpad_text::test_texts::{for_damaged_pieces, libc_sym};
         let sym = libc_sym();
         same_as_reference(sym.as_bytes());
-        let lines: Vec<&str> = sym.lines().collect();
-        let module = lines
-            .first()
-            .copied()
-            .unwrap_or("MODULE Linux x86_64 00 libc.so.6");
-        let stack: Vec<&str> = lines
-            .iter()
-            .copied()
-            .filter(|l| l.starts_with("STACK "))
-            .collect();
-        let mut rng = Rng::new(0x5eed_0006);
-        for _ in 0..400 {
-            let len = 20 + rng.below(200);
-            same_as_reference(&damaged(module, &stack, &mut rng, len));
-        }
+        let stack = |l: &str| l.starts_with("STACK ");
+        for_damaged_pieces(&sym, stack, 0x5eed_0006, 400, |piece, _| {
+            same_as_reference(piece)
+        });
     }
 }
