@@ -27,7 +27,9 @@ use std::borrow::Cow;
 use std::io::Read;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
 
 use crate::dump::Arch;
 use crate::symbols::{self, BuiltSymbols, SymbolsError};
@@ -35,8 +37,9 @@ use crate::unwind::build::breakpad::breakpad_arch;
 use crate::unwind::{self, Rule, UnwindTable};
 
 /// Bytes read from a file at a time while indexing: a buffer this size is reused, so a
-/// large file costs no page faults for a copy of itself.
-const CHUNK: usize = 256 * 1024;
+/// large file costs no page faults for a copy of itself (each fresh page costs several
+/// microseconds on a virtual machine: for a one-shot walk they were most of the cost).
+const CHUNK: usize = 32 * 1024;
 
 /// A contiguous stretch of records with the address range its header gives.
 #[derive(Debug, Clone)]
@@ -85,13 +88,14 @@ pub struct BreakpadIndex {
     module_line: Vec<u8>,
     /// `STACK CFI INIT` blocks with a non-empty range: sorted by start, disjoint.
     blocks: Vec<Span>,
-    /// Each block's serialized unwind table, built on first use.
-    built: Vec<OnceLock<Option<Box<[u8]>>>>,
+    /// Serialized unwind tables of the blocks looked into, by block index (`None`: the
+    /// block builds no table).
+    built: Mutex<FxHashMap<usize, Option<Box<[u8]>>>>,
     /// `FUNC` blocks with a readable range: sorted by start, disjoint.
     funcs: Vec<Span>,
-    /// The readable `PUBLIC` symbols, sorted by address; their lines in `public_text`.
+    /// The readable `PUBLIC` symbols, sorted by address (their lines are read back when
+    /// needed).
     publics: Vec<Public>,
-    public_text: Vec<u8>,
     /// `FILE` and `INLINE_ORIGIN` lines, kept: stretches of whole lines as (offset in the
     /// file, range in `shared_text`), in file order.
     shared: Vec<(usize, Range<usize>)>,
@@ -103,9 +107,7 @@ pub struct BreakpadIndex {
 struct Public {
     /// Its table offset.
     at: u64,
-    /// Where the line is in the file.
-    offset: usize,
-    /// The line, in `public_text`.
+    /// The line, in the file.
     text: Range<usize>,
 }
 
@@ -168,8 +170,9 @@ fn hex(tok: Option<&str>) -> Option<u64> {
 
 /// Sorts spans by start; whether they are then disjoint.
 fn sort_disjoint(spans: &mut [Span]) -> bool {
+    // unstable: spans with one start overlap (they are not empty) and are declined
     if !spans.is_sorted_by_key(|s| s.start) {
-        spans.sort_by_key(|s| s.start);
+        spans.sort_unstable_by_key(|s| s.start);
     }
     spans.windows(2).all(|w| w[0].end <= w[1].start)
 }
@@ -178,27 +181,30 @@ fn sort_disjoint(spans: &mut [Span]) -> bool {
 struct Scan {
     ranges: symbols::BreakpadRanges,
     module_line: Option<Vec<u8>>,
-    /// (offset of the line, its range when readable): an unreadable `INIT` still ends
-    /// the block before it.
-    block_starts: Vec<(usize, Option<(u64, u64)>)>,
+    blocks: Vec<Span>,
+    /// The open `INIT` block: its range when readable, and where it starts (an
+    /// unreadable `INIT` still ends the block before it).
+    open_block: Option<(Option<(u64, u64)>, usize)>,
     funcs: Vec<Span>,
     open_func: Option<(u64, u64, usize)>,
     publics: Vec<Public>,
-    public_text: Vec<u8>,
     shared: Vec<(usize, Range<usize>)>,
     shared_text: Vec<u8>,
 }
 
 impl Scan {
-    fn new() -> Self {
+    /// For a file of about `len` bytes: the lists are given room for the records such a
+    /// file usually has up front (untouched room costs no memory; growing by copying
+    /// touches every page twice).
+    fn new(len: usize) -> Self {
         Scan {
             ranges: symbols::breakpad_ranges(),
             module_line: None,
-            block_starts: Vec::new(),
-            funcs: Vec::new(),
+            blocks: Vec::with_capacity(len / 128),
+            open_block: None,
+            funcs: Vec::with_capacity(len / 512),
             open_func: None,
-            publics: Vec::new(),
-            public_text: Vec::new(),
+            publics: Vec::with_capacity(len / 256),
             shared: Vec::new(),
             shared_text: Vec::new(),
         }
@@ -211,6 +217,19 @@ impl Scan {
                 end: e,
                 text: from..at,
             });
+        }
+    }
+
+    fn close_block(&mut self, at: usize) {
+        // empty or unreadable: no rows, but the block before ends here
+        if let Some((Some((start, end)), from)) = self.open_block.take() {
+            if start < end {
+                self.blocks.push(Span {
+                    start,
+                    end,
+                    text: from..at,
+                });
+            }
         }
     }
 
@@ -292,12 +311,9 @@ impl Scan {
                 let [addr, params, _] = fields::<3>(rest);
                 if let (Some(addr), Some(_params)) = (hex(addr), params) {
                     if let Some(table_offset) = self.ranges.offset(addr) {
-                        let at = self.public_text.len();
-                        self.public_text.extend_from_slice(bytes);
                         self.publics.push(Public {
                             at: u64::from(table_offset),
-                            offset,
-                            text: at..self.public_text.len(),
+                            text: offset..offset + bytes.len(),
                         });
                     }
                 }
@@ -313,7 +329,8 @@ impl Scan {
                         (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
                         _ => None,
                     };
-                    self.block_starts.push((offset, range));
+                    self.close_block(offset);
+                    self.open_block = Some((range, offset));
                 }
             }
             _ => {}
@@ -328,38 +345,26 @@ impl Scan {
             module_line.push(b'\n');
         }
         self.close_func(len);
-        let mut blocks: Vec<Span> = Vec::new();
-        for (i, &(from, range)) in self.block_starts.iter().enumerate() {
-            let to = self.block_starts.get(i + 1).map_or(len, |b| b.0);
-            // empty or unreadable: no rows, but the block before ends here
-            if let Some((a, e)) = range.filter(|(a, e)| a < e) {
-                blocks.push(Span {
-                    start: a,
-                    end: e,
-                    text: from..to,
-                });
-            }
-        }
+        self.close_block(len);
+        let mut blocks = std::mem::take(&mut self.blocks);
         if !sort_disjoint(&mut blocks) {
             return Err(Declined("STACK CFI INIT ranges overlap"));
         }
         if !sort_disjoint(&mut self.funcs) {
             return Err(Declined("FUNC ranges overlap"));
         }
-        // stable: aliases keep their file order
+        // aliases are taken as a group, in file order
         if !self.publics.is_sorted_by_key(|p| p.at) {
-            self.publics.sort_by_key(|p| p.at);
+            self.publics.sort_unstable_by_key(|p| p.at);
         }
-        let built = blocks.iter().map(|_| OnceLock::new()).collect();
         Ok(BreakpadIndex {
             source,
             arch,
             module_line,
             blocks,
-            built,
+            built: Mutex::new(FxHashMap::default()),
             funcs: self.funcs,
             publics: self.publics,
-            public_text: self.public_text,
             shared: self.shared,
             shared_text: self.shared_text,
         })
@@ -369,7 +374,7 @@ impl Scan {
 impl BreakpadIndex {
     /// Indexes `text`, or declines (see the module documentation).
     pub fn new(text: Arc<Vec<u8>>) -> Result<Self, Declined> {
-        let mut scan = Scan::new();
+        let mut scan = Scan::new(text.len());
         scan.lines(0, &text)?;
         let len = text.len();
         scan.finish(Source::Bytes(text), len)
@@ -378,7 +383,8 @@ impl BreakpadIndex {
     /// Indexes the file read from `file` a piece at a time, keeping it open to read the
     /// records a walk needs; declines like [`BreakpadIndex::new`], and on read errors.
     pub fn from_file(mut file: std::fs::File) -> Result<Self, Declined> {
-        let mut scan = Scan::new();
+        let len = file.metadata().map_or(0, |m| m.len());
+        let mut scan = Scan::new(usize::try_from(len).unwrap_or(0));
         let mut buf = vec![0u8; CHUNK];
         // buf[..filled] holds the bytes from file offset `base` not yet indexed
         let (mut base, mut filled) = (0usize, 0usize);
@@ -424,7 +430,7 @@ impl BreakpadIndex {
     }
 
     /// The rule for table offset `rel`: the one the whole-file table gives there.
-    pub fn find_rule(&self, rel: u64) -> Option<Rule<'_>> {
+    pub fn find_rule(&self, rel: u64) -> Option<Rule<'static>> {
         let i = self
             .blocks
             .partition_point(|b| b.start <= rel)
@@ -433,14 +439,17 @@ impl BreakpadIndex {
         if rel >= block.end {
             return None;
         }
-        let bytes = self.built.get(i)?.get_or_init(|| {
+        let mut built = self.built.lock().ok()?;
+        let bytes = built.entry(i).or_insert_with(|| {
             let mut text = self.module_line.clone();
             text.extend_from_slice(&self.source.read(block.text.clone())?);
             unwind::build_from_breakpad(&text)
                 .ok()
                 .map(|b| b.bytes.into_boxed_slice())
         });
-        UnwindTable::open(bytes.as_deref()?).ok()?.find(rel)
+        // Breakpad rules never refer to expressions: the rule needs nothing of the table
+        let rule = UnwindTable::open(bytes.as_deref()?).ok()?.find(rel)?;
+        Some(Rule::without_expressions(rule.record))
     }
 
     /// The text a symbol table for the table offsets `rels` is built from: the `MODULE`
@@ -485,10 +494,7 @@ impl BreakpadIndex {
             .collect();
         pieces.extend(publics.iter().filter_map(|&i| {
             let p = self.publics.get(i)?;
-            Some((
-                p.offset,
-                Cow::Borrowed(self.public_text.get(p.text.clone())?),
-            ))
+            Some((p.text.start, self.source.read(p.text.clone())?))
         }));
         pieces.extend(
             chosen
@@ -730,7 +736,6 @@ mod file_tests {
         };
         assert_eq!(spans(&a), spans(&b));
         assert_eq!(a.publics, b.publics);
-        assert_eq!(a.public_text, b.public_text);
         assert_eq!(a.shared, b.shared);
         assert_eq!(a.shared_text, b.shared_text);
         let rels: Vec<u64> = a.funcs.iter().map(|f| f.start).step_by(7).collect();

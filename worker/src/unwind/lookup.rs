@@ -55,6 +55,16 @@ pub struct Rule<'a> {
     expressions: &'a [u8],
 }
 
+impl Rule<'static> {
+    /// A rule whose slots refer to no expression (Breakpad's, say), owning nothing.
+    pub fn without_expressions(record: RuleRecord) -> Self {
+        Rule {
+            record,
+            expressions: &[],
+        }
+    }
+}
+
 impl<'a> Rule<'a> {
     /// The bytes of the expression a slot refers to, if they lie inside the table.
     pub fn expression(&self, slot: Slot) -> Option<&'a [u8]> {
