@@ -11,17 +11,21 @@
 //!   them;
 //! - [`BreakpadIndex::symbols_for`] builds a symbol table from the records the walk's
 //!   addresses need — per address, the `FUNC` block with the greatest start at or before
-//!   it and the ones around the nearest `PUBLIC` symbol before it (they decide where
-//!   that symbol starts and ends), plus every `FILE`,
-//!   `INLINE_ORIGIN` and `PUBLIC` line, in file order — with the whole-file builder
-//!   ([`crate::symbols::build_symbol_table_breakpad`]).
+//!   it, and for the nearest `PUBLIC` symbol before it that symbol with its aliases, the
+//!   symbols at the next address and the `FUNC` blocks around it (together they decide
+//!   where it starts and ends) — plus every `FILE` and `INLINE_ORIGIN` line, in file
+//!   order, with the whole-file builder ([`crate::symbols::build_symbol_table_breakpad`]).
+//!
+//! [`BreakpadIndex::from_file`] reads a file in small pieces and keeps it open: the lines
+//! needed later are read back by offset, so no copy of the file is held (on a virtual
+//! machine the page faults of such a copy cost more than the indexing).
 //!
 //! Both equal the whole-file tables at every address asked about when the file is laid out
 //! as `dump_syms` writes it: the `MODULE` line first, the whole text UTF-8, `FUNC` ranges
 //! disjoint and `STACK CFI INIT` ranges disjoint (records the builder cannot read are
-//! skipped here exactly as there). For any other file `new` declines and the caller builds the whole tables, so
-//! unusual input costs time, never a different answer. The service keeps building whole
-//! tables: it caches them and walks many dumps with them.
+//! skipped here exactly as there). For any other file the index declines and the caller
+//! builds the whole tables, so unusual input costs time, never a different answer. The
+//! service keeps building whole tables: it caches them and walks many dumps with them.
 
 use std::borrow::Cow;
 use std::io::Read;
