@@ -345,6 +345,11 @@ impl Scan {
         let mut module_line = self.module_line.take().ok_or(Declined("no MODULE line"))?;
         let module = symbols::parse_module_line(&module_line).ok_or(Declined("no MODULE line"))?;
         let arch = breakpad_arch(&module.arch).ok_or(Declined("an architecture we do not walk"))?;
+        // The unwind builder reads the line its own way (any whitespace between fields):
+        // where it fails on the whole file, every block would fail too, with no warning.
+        if unwind::build_from_breakpad(&module_line).is_err() {
+            return Err(Declined("the unwind builder cannot read the MODULE line"));
+        }
         if !module_line.ends_with(b"\n") {
             module_line.push(b'\n');
         }
@@ -674,6 +679,10 @@ STACK CFI INIT 18 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
         assert!(BreakpadIndex::new(Arc::new(not_utf8.to_vec())).is_err());
         assert!(BreakpadIndex::new(Arc::new(b"FUNC 10 20 0 f\n".to_vec())).is_err());
         assert!(BreakpadIndex::new(Arc::new(b"MODULE Linux sparc 00 x\n".to_vec())).is_err());
+        // found by the fuzz target: the symbol builder reads `x86_64` as the architecture
+        // here, the unwind builder `E`; both builders must accept the line
+        let two_spaces = b"MODULE  x86_64 E sao\nSTACK CFI INIT 10 20 .cfa: $rsp 8 +\n";
+        assert!(BreakpadIndex::new(Arc::new(two_spaces.to_vec())).is_err());
     }
 
     #[test]
