@@ -22,9 +22,12 @@
 //!
 //! Both equal the whole-file tables at every address asked about when the file is laid out
 //! as `dump_syms` writes it: the `MODULE` line first, the whole text UTF-8, `FUNC` ranges
-//! disjoint and `STACK CFI INIT` ranges disjoint (records the builder cannot read are
-//! skipped here exactly as there). For any other file the index declines and the caller
-//! builds the whole tables, so unusual input costs time, never a different answer. The
+//! disjoint, `STACK CFI INIT` ranges disjoint (records the builder cannot read are skipped
+//! here exactly as there) and each `FUNC`'s line and `INLINE` records inside it. The index
+//! declines files that break the first three and the caller builds the whole tables. The
+//! last is not checked (it would mean parsing every line record, the cost this module
+//! avoids): a line record spilling past its function gives a line to addresses beyond it
+//! in the whole table and not here (both answers are garbage from such a file). The
 //! service keeps building whole tables: it caches them and walks many dumps with them.
 
 use std::borrow::Cow;
@@ -665,6 +668,19 @@ mod tests {
             lines.join("\n")
         );
         assert!(same_as_whole(text.as_bytes(), &mut rng, 3000));
+    }
+
+    #[test]
+    fn a_range_past_the_table_format_answers_like_the_whole_table() {
+        // found by the fuzz target: the whole table clips a range at 2^32 and used to
+        // answer for every address beyond it
+        let text = "MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 x\n\
+STACK CFI INIT 610 32c625c40 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
+        let mut rng = Rng::new(3);
+        assert!(same_as_whole(text.as_bytes(), &mut rng, 100));
+        let index = BreakpadIndex::new(Arc::new(text.as_bytes().to_vec())).expect("indexed");
+        assert!(index.find_rule(u64::MAX).is_none());
+        assert!(index.find_rule(0x1_0000_0000).is_none());
     }
 
     #[test]

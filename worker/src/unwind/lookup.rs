@@ -178,6 +178,11 @@ impl<'a> UnwindTable<'a> {
     /// The index of the row covering `addr` (offset from the link base).
     /// # Bounded time, no allocation
     fn row_for(&self, addr: u64) -> Option<usize> {
+        // Tables describe [0, MAX_ADDRESS): a range clipped there has no terminator row,
+        // and must not answer for addresses past the format's reach.
+        if addr >= format::MAX_ADDRESS {
+            return None;
+        }
         let page = usize::try_from(addr >> PAGE_SHIFT).ok()?;
         if page >= self.page_count {
             // Past the last row's page: the last row (always a no-rule terminator from
