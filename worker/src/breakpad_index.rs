@@ -684,6 +684,18 @@ STACK CFI INIT 610 32c625c40 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
     }
 
     #[test]
+    fn aliases_of_one_length_are_chosen_as_in_the_whole_table() {
+        // found by the fuzz target: the tie between `_fini` and `xzzzi` was broken by
+        // which name the builder met first, and the whole file met `_fini` at 0x797
+        let text = "MODULE Linux arm64 0123456789ABCDEF0123456789ABCDEF0 x\n\
+PUBLIC 797 0 _fini\n\
+PUBLIC 798 0 xzzzi\n\
+PUBLIC 798 0 _fini\n";
+        let mut rng = Rng::new(5);
+        assert!(same_as_whole(text.as_bytes(), &mut rng, 100));
+    }
+
+    #[test]
     fn unusual_files_are_declined() {
         let overlap = "MODULE Linux x86_64 00 x\nFUNC 10 20 0 f\nFUNC 20 8 0 g\n";
         assert!(BreakpadIndex::new(Arc::new(overlap.as_bytes().to_vec())).is_err());

@@ -205,7 +205,27 @@ fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
             .and_then(|b| b.try_into().ok())
             .map_or(u32::MAX, u32::from_le_bytes)
     };
-    ranges.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end), name_len(f.name), f.name));
+    let name = |id: u32| {
+        let at = (id as usize).saturating_add(4);
+        strings.get(at..at.saturating_add(name_len(id) as usize))
+    };
+    // Ties between names of one length go to the smaller name, not the one interned first:
+    // the choice must not depend on which other records the text holds (a table built
+    // from part of a .sym file, see breakpad_index, chooses as the whole one does).
+    ranges.sort_by(|a, b| {
+        (
+            a.start,
+            std::cmp::Reverse(a.end),
+            name_len(a.name),
+            name(a.name),
+        )
+            .cmp(&(
+                b.start,
+                std::cmp::Reverse(b.end),
+                name_len(b.name),
+                name(b.name),
+            ))
+    });
     ranges.dedup_by_key(|f| f.start);
     for i in 1..ranges.len() {
         let next_start = ranges[i].start;
