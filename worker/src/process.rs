@@ -240,6 +240,9 @@ struct Code<'a, 't> {
     symbols: &'a [Option<SymbolTable<'t>>],
     /// Indexed Breakpad files, for modules without a built symbol table.
     breakpad: &'a [Option<&'a BreakpadIndex>],
+    /// Answers already found from an indexed file, by address (each costs a small
+    /// table build, and a deep recursion asks about one address many times).
+    entry_answers: std::cell::RefCell<rustc_hash::FxHashMap<u64, bool>>,
 }
 
 impl CodeReader for Code<'_, '_> {
@@ -264,15 +267,16 @@ impl CodeReader for Code<'_, '_> {
             else {
                 return false;
             };
-            let Ok(built) = index.symbols_for(&[rel]) else {
-                return false;
-            };
-            let Ok(st) = SymbolTable::open(&built.bytes) else {
-                return false;
-            };
-            let mut frames = Vec::new();
-            st.lookup(rel, &mut frames);
-            return is_start(&frames);
+            if let Some(&known) = self.entry_answers.borrow().get(&addr) {
+                return known;
+            }
+            let answer = index.symbols_for(&[rel]).ok().is_some_and(|built| {
+                let mut frames = Vec::new();
+                SymbolTable::open(&built.bytes).is_ok_and(|st| st.lookup(rel, &mut frames))
+                    && is_start(&frames)
+            });
+            self.entry_answers.borrow_mut().insert(addr, answer);
+            return answer;
         };
         let Some(rel) = addr.checked_sub(m.load_base) else {
             return false;
@@ -474,6 +478,7 @@ pub fn process(
         memory: &dump.memory,
         symbols: &symbol_tables,
         breakpad: &breakpad,
+        entry_answers: Default::default(),
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
     if dump.arch == dump::Arch::Aarch64 && pac_mask == 0 {
