@@ -175,6 +175,20 @@ fn hex(tok: Option<&str>) -> Option<u64> {
     crate::breakpad_text::parse_u64(tok?.as_bytes(), 16)
 }
 
+/// `s.splitn(3, ' ')`'s first two fields, the first as a hex number (`None` for the second
+/// when there is no space).
+fn two(rest: &[u8]) -> (Option<u64>, Option<&[u8]>) {
+    let hex = |tok: &[u8]| crate::breakpad_text::parse_u64(tok, 16);
+    match rest.iter().position(|&b| b == b' ') {
+        Some(i) => {
+            let after = rest.get(i + 1..).unwrap_or(&[]);
+            let end = after.iter().position(|&b| b == b' ').unwrap_or(after.len());
+            (hex(rest.get(..i).unwrap_or(&[])), after.get(..end))
+        }
+        None => (hex(rest), None),
+    }
+}
+
 /// Sorts spans by start; whether they are then disjoint.
 fn sort_disjoint(spans: &mut [Span]) -> bool {
     // unstable: spans with one start overlap (they are not empty) and are declined
@@ -282,10 +296,49 @@ impl Scan {
                 }
                 _ => {}
             }
+            // INIT and PUBLIC lines with nothing to trim are read from their bytes
+            if self.simple_record(offset, bytes) {
+                continue;
+            }
             let line = s.get(range).unwrap_or("").trim_end();
             self.record(offset, bytes, line);
         }
         Ok(())
+    }
+
+    /// A `STACK CFI INIT` or `PUBLIC` line whose end needs no trimming, read from its bytes
+    /// exactly as [`Scan::record`] reads it; false for any other line.
+    fn simple_record(&mut self, offset: usize, bytes: &[u8]) -> bool {
+        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        if !body.last().is_some_and(u8::is_ascii_graphic) {
+            return false;
+        }
+        let hex = |tok: &[u8]| crate::breakpad_text::parse_u64(tok, 16);
+        if let Some(init) = body.strip_prefix(b"STACK CFI INIT ") {
+            self.close_func(offset);
+            let (addr, size) = two(init);
+            let range = match (addr, size.and_then(hex)) {
+                (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
+                _ => None,
+            };
+            self.close_block(offset);
+            self.open_block = Some((range, offset));
+            return true;
+        }
+        if let Some(rest) = body.strip_prefix(b"PUBLIC ") {
+            self.close_func(offset);
+            let rest = rest.strip_prefix(b"m ").unwrap_or(rest);
+            if let (Some(addr), Some(_params)) = two(rest) {
+                if let Some(table_offset) = self.ranges.offset(addr) {
+                    self.publics.push(Public {
+                        at: u64::from(table_offset),
+                        text: offset..offset + bytes.len(),
+                    });
+                }
+            }
+            return true;
+        }
+        false
     }
 
     /// One line that is not a line record, read as the two builders read it.
