@@ -172,20 +172,23 @@ fn fields<const N: usize>(s: &str) -> [Option<&str>; N] {
 }
 
 fn hex(tok: Option<&str>) -> Option<u64> {
-    crate::breakpad_text::parse_u64(tok?.as_bytes(), 16)
+    hex_bytes(tok?.as_bytes())
+}
+
+fn hex_bytes(tok: &[u8]) -> Option<u64> {
+    crate::breakpad_text::parse_u64(tok, 16)
 }
 
 /// `s.splitn(3, ' ')`'s first two fields, the first as a hex number (`None` for the second
 /// when there is no space).
 fn two(rest: &[u8]) -> (Option<u64>, Option<&[u8]>) {
-    let hex = |tok: &[u8]| crate::breakpad_text::parse_u64(tok, 16);
     match rest.iter().position(|&b| b == b' ') {
         Some(i) => {
             let after = rest.get(i + 1..).unwrap_or(&[]);
             let end = after.iter().position(|&b| b == b' ').unwrap_or(after.len());
-            (hex(rest.get(..i).unwrap_or(&[])), after.get(..end))
+            (hex_bytes(rest.get(..i).unwrap_or(&[])), after.get(..end))
         }
-        None => (hex(rest), None),
+        None => (hex_bytes(rest), None),
     }
 }
 
@@ -313,32 +316,43 @@ impl Scan {
         if !body.last().is_some_and(u8::is_ascii_graphic) {
             return false;
         }
-        let hex = |tok: &[u8]| crate::breakpad_text::parse_u64(tok, 16);
         if let Some(init) = body.strip_prefix(b"STACK CFI INIT ") {
             self.close_func(offset);
-            let (addr, size) = two(init);
-            let range = match (addr, size.and_then(hex)) {
-                (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
-                _ => None,
-            };
-            self.close_block(offset);
-            self.open_block = Some((range, offset));
+            self.init(offset, init);
             return true;
         }
         if let Some(rest) = body.strip_prefix(b"PUBLIC ") {
             self.close_func(offset);
-            let rest = rest.strip_prefix(b"m ").unwrap_or(rest);
-            if let (Some(addr), Some(_params)) = two(rest) {
-                if let Some(table_offset) = self.ranges.offset(addr) {
-                    self.publics.push(Public {
-                        at: u64::from(table_offset),
-                        text: offset..offset + bytes.len(),
-                    });
-                }
-            }
+            self.public(offset, rest, bytes.len());
             return true;
         }
         false
+    }
+
+    /// A `STACK CFI INIT` line at `offset`, given what follows `STACK CFI INIT `: it ends
+    /// the open block and opens one (with no rows when its range is unreadable).
+    fn init(&mut self, offset: usize, fields: &[u8]) {
+        let (addr, size) = two(fields);
+        let range = match (addr, size.and_then(hex_bytes)) {
+            (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
+            _ => None,
+        };
+        self.close_block(offset);
+        self.open_block = Some((range, offset));
+    }
+
+    /// A `PUBLIC` line at `offset`, `len` bytes long, given what follows `PUBLIC `; one
+    /// the builder cannot read is skipped here too.
+    fn public(&mut self, offset: usize, rest: &[u8], len: usize) {
+        let rest = rest.strip_prefix(b"m ").unwrap_or(rest);
+        if let (Some(addr), Some(_params)) = two(rest) {
+            if let Some(table_offset) = self.ranges.offset(addr) {
+                self.publics.push(Public {
+                    at: u64::from(table_offset),
+                    text: offset..offset + len,
+                });
+            }
+        }
     }
 
     /// One line that is not a line record, read as the two builders read it.
@@ -365,32 +379,14 @@ impl Scan {
                 }
             }
             "FILE" | "INLINE_ORIGIN" => self.keep(offset, bytes),
-            "PUBLIC" => {
-                // one the builder cannot read is skipped there too
-                let rest = rest.strip_prefix("m ").unwrap_or(rest);
-                let [addr, params, _] = fields::<3>(rest);
-                if let (Some(addr), Some(_params)) = (hex(addr), params) {
-                    if let Some(table_offset) = self.ranges.offset(addr) {
-                        self.publics.push(Public {
-                            at: u64::from(table_offset),
-                            text: offset..offset + bytes.len(),
-                        });
-                    }
-                }
-            }
+            "PUBLIC" => self.public(offset, rest.as_bytes(), bytes.len()),
             "STACK" => {
                 // read as the unwind builder reads it
                 let init = line
                     .strip_prefix("STACK ")
                     .and_then(|r| r.strip_prefix("CFI INIT "));
                 if let Some(init) = init {
-                    let [addr, size, _] = fields::<3>(init);
-                    let range = match (hex(addr), hex(size)) {
-                        (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
-                        _ => None,
-                    };
-                    self.close_block(offset);
-                    self.open_block = Some((range, offset));
+                    self.init(offset, init.as_bytes());
                 }
             }
             _ => {}

@@ -73,8 +73,8 @@ pub struct ModuleTables {
     /// message). Owned, so that a cache can store and replay them with the tables.
     pub warnings: Vec<(String, String)>,
     /// A Breakpad file indexed instead of built (one-shot walks, see
-    /// [`index_breakpad`]): `unwind` and `symbols` are then `None` and the tables are built
-    /// where the walk looks.
+    /// [`indexed_breakpad_tables`]): `unwind` and `symbols` are then `None` and the tables
+    /// are built where the walk looks.
     pub breakpad: Option<Arc<BreakpadIndex>>,
 }
 

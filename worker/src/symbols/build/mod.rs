@@ -212,19 +212,13 @@ fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
     // Ties between names of one length go to the smaller name, not the one interned first:
     // the choice must not depend on which other records the text holds (a table built
     // from part of a .sym file, see breakpad_index, chooses as the whole one does).
-    ranges.sort_by(|a, b| {
+    ranges.sort_by_key(|f| {
         (
-            a.start,
-            std::cmp::Reverse(a.end),
-            name_len(a.name),
-            name(a.name),
+            f.start,
+            std::cmp::Reverse(f.end),
+            name_len(f.name),
+            name(f.name),
         )
-            .cmp(&(
-                b.start,
-                std::cmp::Reverse(b.end),
-                name_len(b.name),
-                name(b.name),
-            ))
     });
     ranges.dedup_by_key(|f| f.start);
     for i in 1..ranges.len() {
