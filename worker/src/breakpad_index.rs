@@ -48,12 +48,36 @@ use crate::unwind::{self, Rule, UnwindTable};
 /// microseconds on a virtual machine: for a one-shot walk they were most of the cost).
 const CHUNK: usize = 32 * 1024;
 
+/// Where the `N` of `INIT` is in `"\nSTACK CFI INIT "`.
+const INIT_N: usize = 12;
+
+/// Where some lines are in the file (files past 4 GiB are declined): small, as the index
+/// holds one per record it keeps, and fresh memory costs page faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Extent {
+    at: u32,
+    len: u32,
+}
+
+impl Extent {
+    fn new(range: Range<usize>) -> Self {
+        let at = u32::try_from(range.start).unwrap_or(u32::MAX);
+        let len = u32::try_from(range.len()).unwrap_or(u32::MAX);
+        Extent { at, len }
+    }
+
+    fn range(self) -> Range<usize> {
+        let at = self.at as usize;
+        at..at + self.len as usize
+    }
+}
+
 /// A contiguous stretch of records with the address range its header gives.
 #[derive(Debug, Clone)]
 struct Span {
     start: u64,
     end: u64,
-    text: Range<usize>,
+    text: Extent,
 }
 
 /// Why a file is not indexed (the caller then builds whole tables).
@@ -113,9 +137,9 @@ pub struct BreakpadIndex {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Public {
     /// Its table offset.
-    at: u64,
+    at: u32,
     /// The line, in the file.
-    text: Range<usize>,
+    text: Extent,
 }
 
 impl std::fmt::Debug for BreakpadIndex {
@@ -192,11 +216,67 @@ fn two(rest: &[u8]) -> (Option<u64>, Option<&[u8]>) {
     }
 }
 
+/// Whether every newline of `region` but a last one is followed by `S`: compared 64
+/// bytes at a time with no early exit inside a block, so the compiler makes vector code of
+/// it (a search per line, or an iterator chain, cost several times more).
+fn only_s_lines(region: &[u8]) -> bool {
+    let (Some(firsts), Some(seconds)) = (
+        region.get(..region.len().saturating_sub(1)),
+        region.get(1..),
+    ) else {
+        return true;
+    };
+    let mut a = firsts.chunks_exact(64);
+    let mut b = seconds.chunks_exact(64);
+    let clean = |x: &[u8; 64], y: &[u8; 64]| {
+        let mut bad = 0u8;
+        for i in 0..64 {
+            bad |= u8::from(x[i] == b'\n') & u8::from(y[i] != b'S');
+        }
+        bad == 0
+    };
+    for (x, y) in a.by_ref().zip(b.by_ref()) {
+        let (Ok(x), Ok(y)) = (<&[u8; 64]>::try_from(x), <&[u8; 64]>::try_from(y)) else {
+            return false;
+        };
+        if !clean(x, y) {
+            return false;
+        }
+    }
+    // the rest, padded with bytes that pass
+    let (mut x, mut y) = ([0u8; 64], [b'S'; 64]);
+    let (ra, rb) = (a.remainder(), b.remainder());
+    if let (Some(dx), Some(dy)) = (x.get_mut(..ra.len()), y.get_mut(..rb.len())) {
+        dx.copy_from_slice(ra);
+        dy.copy_from_slice(rb);
+    }
+    clean(&x, &y)
+}
+
 /// Sorts spans by start; whether they are then disjoint.
-fn sort_disjoint(spans: &mut [Span]) -> bool {
-    // unstable: spans with one start overlap (they are not empty) and are declined
+fn sort_disjoint(spans: &mut Vec<Span>) -> bool {
+    // dump_syms writes STACK CFI INIT records in .eh_frame order, not by address
     if !spans.is_sorted_by_key(|s| s.start) {
-        spans.sort_unstable_by_key(|s| s.start);
+        // sorted as plain integers `start << INDEX_BITS | index` (several times faster
+        // than sorting the records), else as records; spans with one start overlap (they
+        // are not empty) and are declined whatever their order
+        const INDEX_BITS: u32 = 24;
+        let fits =
+            spans.len() < 1 << INDEX_BITS && spans.iter().all(|s| s.start < 1 << (64 - INDEX_BITS));
+        if fits {
+            let mut keys: Vec<u64> = (0u64..)
+                .zip(spans.iter())
+                .map(|(i, s)| s.start << INDEX_BITS | i)
+                .collect();
+            keys.sort_unstable();
+            let index = |k: u64| usize::try_from(k & ((1 << INDEX_BITS) - 1)).ok();
+            *spans = keys
+                .iter()
+                .filter_map(|&k| spans.get(index(k)?).cloned())
+                .collect();
+        } else {
+            spans.sort_unstable_by_key(|s| s.start);
+        }
     }
     spans.windows(2).all(|w| w[0].end <= w[1].start)
 }
@@ -239,7 +319,7 @@ impl Scan {
             self.funcs.push(Span {
                 start: s,
                 end: e,
-                text: from..at,
+                text: Extent::new(from..at),
             });
         }
     }
@@ -251,7 +331,7 @@ impl Scan {
                 self.blocks.push(Span {
                     start,
                     end,
-                    text: from..at,
+                    text: Extent::new(from..at),
                 });
             }
         }
@@ -273,10 +353,12 @@ impl Scan {
             return Ok(());
         }
         let s = std::str::from_utf8(text).map_err(|_| Declined("the text is not UTF-8"))?;
+        // no skipping before this offset in `text` (a skip that failed looked up to it)
+        let mut no_skip_until = 0usize;
         let mut start = 0usize;
-        let ends = memchr::memchr_iter(b'\n', text).map(|nl| nl + 1);
-        let last = (text.last() != Some(&b'\n')).then_some(text.len());
-        for end in ends.chain(last) {
+        while start < text.len() {
+            let rest = text.get(start..).unwrap_or(&[]);
+            let end = memchr::memchr(b'\n', rest).map_or(text.len(), |nl| start + nl + 1);
             let range = start..end;
             start = end;
             let offset = base + range.start;
@@ -295,18 +377,56 @@ impl Scan {
                         && !bytes.starts_with(b"STACK CFI INIT ") =>
                 {
                     self.close_func(offset);
-                    continue;
                 }
-                _ => {}
+                _ => {
+                    // INIT and PUBLIC lines with nothing to trim are read from their bytes
+                    if !self.simple_record(offset, bytes) {
+                        let line = s.get(range).unwrap_or("").trim_end();
+                        self.record(offset, bytes, line);
+                    }
+                    if !bytes.starts_with(b"STACK CFI INIT ") {
+                        continue;
+                    }
+                }
             }
-            // INIT and PUBLIC lines with nothing to trim are read from their bytes
-            if self.simple_record(offset, bytes) {
-                continue;
+            // After a STACK CFI line: on to the next INIT line if every line before it
+            // starts with `S` (they change nothing: no FUNC is open)
+            if end > no_skip_until {
+                match self.stack_cfi_skip(text, end) {
+                    Ok(next) => start = next,
+                    Err(looked) => no_skip_until = looked,
+                }
             }
-            let line = s.get(range).unwrap_or("").trim_end();
-            self.record(offset, bytes, line);
         }
         Ok(())
+    }
+
+    /// From `at` (a line's start, just after a newline) in `text`: the start of the next
+    /// `STACK CFI INIT` line (or the end of `text`) when every line before it starts with
+    /// `S`; else how far it looked. Such lines (STACK CFI deltas, in dump_syms output)
+    /// can only end an open FUNC block, and none is open after a STACK CFI line: so they
+    /// need not be looked at one by one, which was most of the indexing's cost.
+    fn stack_cfi_skip(&self, text: &[u8], at: usize) -> Result<usize, usize> {
+        let from = at.saturating_sub(1);
+        // the newline before the next INIT line: the next `N` (rare in STACK CFI
+        // deltas, which hold hex digits and register names) that ends such a prefix
+        let mut to = text.len();
+        let mut look = from;
+        while let Some(n) = memchr::memchr(b'N', text.get(look..).unwrap_or(&[])) {
+            let n = look + n;
+            let line = n.checked_sub(INIT_N).and_then(|l| text.get(l..));
+            if line.is_some_and(|l| l.starts_with(b"\nSTACK CFI INIT ")) {
+                to = n - INIT_N + 1;
+                break;
+            }
+            look = n + 1;
+        }
+        let region = text.get(from..to).unwrap_or(&[]);
+        if only_s_lines(region) {
+            Ok(to)
+        } else {
+            Err(to)
+        }
     }
 
     /// A `STACK CFI INIT` or `PUBLIC` line whose end needs no trimming, read from its bytes
@@ -348,8 +468,8 @@ impl Scan {
         if let (Some(addr), Some(_params)) = two(rest) {
             if let Some(table_offset) = self.ranges.offset(addr) {
                 self.publics.push(Public {
-                    at: u64::from(table_offset),
-                    text: offset..offset + len,
+                    at: table_offset,
+                    text: Extent::new(offset..offset + len),
                 });
             }
         }
@@ -394,6 +514,9 @@ impl Scan {
     }
 
     fn finish(mut self, source: Source, len: usize) -> Result<BreakpadIndex, Declined> {
+        if u32::try_from(len).is_err() {
+            return Err(Declined("the file is larger than 4 GiB"));
+        }
         let mut module_line = self.module_line.take().ok_or(Declined("no MODULE line"))?;
         let module = symbols::parse_module_line(&module_line).ok_or(Declined("no MODULE line"))?;
         let arch = breakpad_arch(&module.arch).ok_or(Declined("an architecture we do not walk"))?;
@@ -503,7 +626,7 @@ impl BreakpadIndex {
         let mut built = self.built.lock().ok()?;
         let bytes = built.entry(i).or_insert_with(|| {
             let mut text = self.module_line.clone();
-            text.extend_from_slice(&self.source.read(block.text.clone())?);
+            text.extend_from_slice(&self.source.read(block.text.range())?);
             unwind::build_from_breakpad(&text)
                 .ok()
                 .map(|b| b.bytes.into_boxed_slice())
@@ -531,11 +654,13 @@ impl BreakpadIndex {
             // … and, for the PUBLIC symbol there, the functions around its start (one may
             // cover it, the next may end it), its aliases, and the symbols at the next
             // address (they end it)
-            let p = self.publics.partition_point(|p| p.at <= rel);
+            let p = self.publics.partition_point(|p| u64::from(p.at) <= rel);
             let Some(public) = p.checked_sub(1).and_then(|i| self.publics.get(i)) else {
                 continue;
             };
-            let next = self.funcs.partition_point(|f| f.start <= public.at);
+            let next = self
+                .funcs
+                .partition_point(|f| f.start <= u64::from(public.at));
             chosen.extend(next.checked_sub(1));
             chosen.push(next);
             let first = self.publics.partition_point(|q| q.at < public.at);
@@ -555,13 +680,13 @@ impl BreakpadIndex {
             .collect();
         pieces.extend(publics.iter().filter_map(|&i| {
             let p = self.publics.get(i)?;
-            Some((p.text.start, self.source.read(p.text.clone())?))
+            Some((p.text.range().start, self.source.read(p.text.range())?))
         }));
         pieces.extend(
             chosen
                 .iter()
                 .filter_map(|&i| self.funcs.get(i))
-                .filter_map(|f| Some((f.text.start, self.source.read(f.text.clone())?))),
+                .filter_map(|f| Some((f.text.range().start, self.source.read(f.text.range())?))),
         );
         pieces.sort_unstable_by_key(|p| p.0);
         let mut out = self.module_line.clone();
@@ -602,7 +727,7 @@ mod tests {
             }
             out.push(s.start.saturating_sub(1));
         }
-        for p in index.publics.iter().map(|p| p.at) {
+        for p in index.publics.iter().map(|p| u64::from(p.at)) {
             out.extend([p, p + 1, p.saturating_sub(1)]);
         }
         let top = out.iter().copied().max().unwrap_or(0x1000) + 0x100;
@@ -745,6 +870,59 @@ PUBLIC 798 0 _fini\n";
     }
 
     #[test]
+    fn records_among_stack_cfi_lines_answer_like_the_whole_tables() {
+        // The indexer passes over runs of lines that all start with `S` after a STACK CFI
+        // line: every other kind of line among them (FUNC blocks, PUBLIC, FILE, line
+        // records, blank lines, INITs with trailing blanks, `N` inside deltas) must be
+        // read as the whole-file builders read it, at any place in a 64-byte block.
+        let templates: &[&str] = &[
+            "STACK CFI {a} .cfa: $rsp 16 + .ra: .cfa -8 + ^",
+            "STACK CFI {a} .cfa: $rsp {n} +",
+            "STACK CFI {a} $rbx: .cfa -24 + ^ NaN",
+            "STACK CFI INIT {a} {s} .cfa: $rsp 8 + .ra: .cfa -8 + ^",
+            "STACK CFI INIT {a} {s} .cfa: $rsp 8 + .ra: .cfa -8 + ^ ",
+            "STACK CFI INIT {a} 0 .cfa: $rsp 8 + .ra: .cfa -8 + ^",
+            "STACK WIN 4 {a} {s} 0 0 0 0 0 0 1 $eip",
+            "STACK CFI INITIAL {a}",
+            "SOMETHING ELSE",
+            "FUNC {a} {s} 0 f{n}",
+            "{a} {s} {n} 0",
+            "PUBLIC {a} 0 p{n}",
+            "FILE {n} f{n}.c",
+            "INLINE_ORIGIN {n} g{n}",
+            "INFO x",
+            "",
+            " STACK CFI INIT {a} {s} .cfa: $rsp 8 +",
+        ];
+        let mut rng = Rng::new(0x057a_ccf1);
+        let mut indexed = 0;
+        for _ in 0..150 {
+            let mut text =
+                String::from("MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 x\n");
+            let mut addr = 0x1000u64;
+            for _ in 0..(50 + rng.below(250)) {
+                // mostly deltas, as in dump_syms output, so long runs are passed over
+                let t = if rng.below(3) == 0 {
+                    templates[rng.below(templates.len())]
+                } else {
+                    templates[rng.below(2)]
+                };
+                addr += rng.below(0x40) as u64;
+                let line = t
+                    .replace("{a}", &format!("{addr:x}"))
+                    .replace("{s}", &format!("{:x}", 1 + rng.below(0x30)))
+                    .replace("{n}", &rng.below(40).to_string());
+                text.push_str(&line);
+                text.push('\n');
+            }
+            if same_as_whole(text.as_bytes(), &mut rng, 200) {
+                indexed += 1;
+            }
+        }
+        assert!(indexed > 50, "most such files are indexed ({indexed})");
+    }
+
+    #[test]
     fn unusual_files_are_declined() {
         let overlap = "MODULE Linux x86_64 00 x\nFUNC 10 20 0 f\nFUNC 20 8 0 g\n";
         assert!(BreakpadIndex::new(Arc::new(overlap.as_bytes().to_vec())).is_err());
@@ -821,7 +999,7 @@ mod file_tests {
             i.funcs
                 .iter()
                 .chain(&i.blocks)
-                .map(|s| (s.start, s.end, s.text.clone()))
+                .map(|s| (s.start, s.end, s.text))
                 .collect::<Vec<_>>()
         };
         assert_eq!(spans(&a), spans(&b));

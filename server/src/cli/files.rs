@@ -29,17 +29,8 @@ use worker::symbols::parse_module_line;
 const MAX_INDEXED_FILES: usize = 200_000;
 /// Bound on directory depth while indexing.
 const MAX_DEPTH: usize = 12;
-/// Bytes read from a `.sym` file to find its `MODULE` line.
-const SYM_HEAD: u64 = 4096;
-
-/// The debug id of a `.sym` file's `MODULE` line (upper-case), read from its first bytes.
-fn sym_debug_id(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let f = fs::File::open(path).ok()?;
-    let mut head = Vec::new();
-    f.take(SYM_HEAD).read_to_end(&mut head).ok()?;
-    parse_module_line(&head).map(|m| m.debug_id)
-}
+/// Bytes read from a file to tell what it is (and a `.sym` file's `MODULE` line).
+const SYM_HEAD: usize = 4096;
 
 /// Files found under the `--symbols` paths.
 #[derive(Default)]
@@ -50,35 +41,48 @@ struct Index {
 }
 
 impl Index {
-    fn add(&mut self, path: &Path, magic: &[u8; 4]) {
-        if magic == b"\x7fELF" {
-            if let Some(id) = file_build_id(path) {
+    /// Indexes the file at `path` if it is an ELF file with a build-id or a `.sym` file
+    /// with a `MODULE` line: opened once, its first bytes read with one call (a symbol
+    /// store holds many files, and each system call counts in a one-shot walk).
+    fn add(&mut self, path: &Path) {
+        use std::io::Read;
+        let Ok(mut f) = fs::File::open(path) else {
+            return;
+        };
+        let mut head = [0u8; SYM_HEAD];
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+        let head = &head[..n];
+        if head.starts_with(b"\x7fELF") {
+            if let Some(id) = build_id_of(f) {
                 self.by_build_id
                     .entry(id)
                     .or_default()
                     .push(path.to_path_buf());
             }
-        } else if magic == b"MODU" {
-            if let Some(id) = sym_debug_id(path) {
+        } else if head.starts_with(b"MODU") {
+            if let Some(m) = parse_module_line(head) {
                 self.by_debug_id
-                    .entry(id)
+                    .entry(m.debug_id)
                     .or_insert_with(|| path.to_path_buf());
             }
         }
     }
 }
 
-fn magic_of(path: &Path) -> Option<[u8; 4]> {
-    let mut magic = [0u8; 4];
-    fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .ok()?;
-    Some(magic)
-}
-
 /// The build-id of an ELF/Mach-O file, read lazily (no whole-file read).
 pub fn file_build_id(path: &Path) -> Option<Vec<u8>> {
-    let f = fs::File::open(path).ok()?;
+    build_id_of(fs::File::open(path).ok()?)
+}
+
+fn build_id_of(f: fs::File) -> Option<Vec<u8>> {
     let cache = object::read::ReadCache::new(f);
     let obj = object::File::parse(&cache).ok()?;
     if let Ok(Some(id)) = obj.build_id() {
@@ -246,9 +250,7 @@ fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut Index) {
     }
     let Ok(entries) = fs::read_dir(dir) else {
         if dir.is_file() {
-            if let Some(magic) = magic_of(dir) {
-                out.add(dir, &magic);
-            }
+            out.add(dir);
         }
         return;
     };
@@ -262,9 +264,7 @@ fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut Index) {
             index_dir(&path, depth + 1, seen, out);
         } else if ft.is_file() || ft.is_symlink() {
             *seen += 1;
-            if let Some(magic) = magic_of(&path) {
-                out.add(&path, &magic);
-            }
+            out.add(&path);
         }
     }
 }
