@@ -254,7 +254,7 @@ fn only_s_lines(region: &[u8]) -> bool {
 }
 
 /// Sorts spans by start; whether they are then disjoint.
-fn sort_disjoint(spans: &mut Vec<Span>) -> bool {
+fn sort_disjoint(spans: &mut [Span]) -> bool {
     // dump_syms writes STACK CFI INIT records in .eh_frame order, not by address
     if !spans.is_sorted_by_key(|s| s.start) {
         // sorted as plain integers `start << INDEX_BITS | index` (several times faster
@@ -269,11 +269,19 @@ fn sort_disjoint(spans: &mut Vec<Span>) -> bool {
                 .map(|(i, s)| s.start << INDEX_BITS | i)
                 .collect();
             keys.sort_unstable();
-            let index = |k: u64| usize::try_from(k & ((1 << INDEX_BITS) - 1)).ok();
-            *spans = keys
-                .iter()
-                .filter_map(|&k| spans.get(index(k)?).cloned())
-                .collect();
+            // keys[i]'s index is the span that belongs at i: moved there cycle by cycle,
+            // in place (a sorted copy would be fresh memory, i.e. page faults)
+            let index = |k: u64| (k & ((1 << INDEX_BITS) - 1)) as usize;
+            for start in 0..keys.len() {
+                let mut at = start;
+                while index(keys[at]) != start {
+                    let from = index(keys[at]);
+                    spans.swap(at, from);
+                    keys[at] = keys[at] & !((1 << INDEX_BITS) - 1) | at as u64;
+                    at = from;
+                }
+                keys[at] = keys[at] & !((1 << INDEX_BITS) - 1) | at as u64;
+            }
         } else {
             spans.sort_unstable_by_key(|s| s.start);
         }
