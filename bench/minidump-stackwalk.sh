@@ -7,7 +7,9 @@
 # Environment:
 #   POSTMORTEM_BIN  the binary (default: target/release/postmortem under CARGO_TARGET_DIR,
 #                   built by this script)
-#   RUNS            hyperfine runs per command (default 20, at least 10)
+#   POSTMORTEM_WALK_BIN  the walk-only binary (default: postmortem-walk beside it)
+#   RUNS            hyperfine runs per command (default 20), in ROUNDS
+#                   rounds (default 5; at least 2 runs a round) of the three in turn
 #   WARM_RUNS       repetitions of `postmortem bench walk` (default 200)
 #   ARCH            x86_64 (default) or aarch64: the aarch64 cases of the suite instead
 #                   (test `minidump_stackwalk_side_by_side_aarch64`: programs crashed under
@@ -33,8 +35,10 @@
 #    in the dumps no longer resolve.
 # 2. Times, per dump, with hyperfine (median):
 #    - minidump-stackwalk --json --symbols-path STORE DUMP   (parses the .sym files each run)
-#    - postmortem walk DUMP --symbols STORE --no-system-debug --no-dump-paths
+#    - postmortem-walk DUMP --symbols STORE --no-system-debug --no-dump-paths
 #      (reads the same .sym files each run and builds the records the walk needs: "cold")
+#    - postmortem walk DUMP … (the same walk from the all-in-one binary that also runs the
+#      service: "cold_all"; it costs more to start)
 #    and `postmortem bench walk` with the same inputs: the median walk + symbolize time with
 #    the tables built once ("warm", as in the service). minidump-stackwalk has no warm mode:
 #    its per-dump time is the comparison point for both.
@@ -43,6 +47,7 @@ cd "$(dirname "$0")/.."
 
 OUT="${1:-$(mktemp -d -t pm-mdbench-XXXXXX)}"
 RUNS="${RUNS:-20}"
+ROUNDS="${ROUNDS:-5}"
 WARM_RUNS="${WARM_RUNS:-200}"
 TARGET="${CARGO_TARGET_DIR:-target}"
 
@@ -56,6 +61,7 @@ if [ -z "${POSTMORTEM_BIN:-}" ]; then
 fi
 POSTMORTEM_BIN="$(realpath "$POSTMORTEM_BIN")"
 export POSTMORTEM_BIN
+POSTMORTEM_WALK_BIN="$(realpath "${POSTMORTEM_WALK_BIN:-$(dirname "$POSTMORTEM_BIN")/postmortem-walk}")"
 
 mkdir -p "$OUT"
 case "${ARCH:-x86_64}" in
@@ -73,28 +79,43 @@ OUT="$(realpath "$OUT")"
 STORE="$OUT/$STORE_NAME"
 
 echo "postmortem: $("$POSTMORTEM_BIN" --version 2>/dev/null || echo "$POSTMORTEM_BIN")"
+echo "postmortem-walk: $("$POSTMORTEM_WALK_BIN" --version 2>/dev/null || echo "$POSTMORTEM_WALK_BIN")"
 echo "minidump-stackwalk: $(minidump-stackwalk --version)"
 echo "dump_syms: $(dump_syms --version)"
 echo "machine: $(nproc) cores, $(uname -sr)"
 echo
 
-printf '%-14s %12s %12s %12s %10s %10s\n' case stackwalk_ms pm_cold_ms pm_warm_ms cold_x warm_x
+printf '%-18s %12s %12s %12s %12s %8s %8s\n' \
+    case stackwalk_ms cold_ms cold_all_ms warm_ms cold_x warm_x
+median() { # the median of the "cold" etc. run times of every round, in ms
+    jq -s --arg n "$1" '[.[].results[] | select(.command == $n) | .times[]] | sort
+        | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) * 1000' \
+        "$2"/hyperfine-*.json
+}
 for dir in "$OUT"/*/; do
     dump="$dir/minidump.dmp"
     [ -f "$dump" ] || continue
     case_name="$(basename "$dir")"
-    # -N: no shell between hyperfine and the tools (its start-up would count for both)
-    hyperfine -N --style none --warmup 2 --runs "$RUNS" --export-json "$dir/hyperfine.json" \
-        -n stackwalk "minidump-stackwalk --json --symbols-path $STORE $dump" \
-        -n cold "$POSTMORTEM_BIN walk $dump --symbols $STORE --no-system-debug --no-dump-paths" \
-        >/dev/null
-    sw=$(jq '.results[] | select(.command == "stackwalk") | .median * 1000' "$dir/hyperfine.json")
-    cold=$(jq '.results[] | select(.command == "cold") | .median * 1000' "$dir/hyperfine.json")
+    rm -f "$dir"/hyperfine-*.json
+    # -N: no shell between hyperfine and the tools (its start-up would count for both).
+    # Rounds of the three commands in turn: this machine's speed drifts over seconds,
+    # and one long run per command would compare different moments.
+    for round in $(seq "$ROUNDS"); do
+        hyperfine -N --style none --warmup 2 --runs "$((RUNS / ROUNDS))" \
+            --export-json "$dir/hyperfine-$round.json" \
+            -n stackwalk "minidump-stackwalk --json --symbols-path $STORE $dump" \
+            -n cold "$POSTMORTEM_WALK_BIN $dump --symbols $STORE --no-system-debug --no-dump-paths" \
+            -n cold_all "$POSTMORTEM_BIN walk $dump --symbols $STORE --no-system-debug --no-dump-paths" \
+            >/dev/null
+    done
+    sw=$(median stackwalk "$dir")
+    cold=$(median cold "$dir")
+    cold_all=$(median cold_all "$dir")
     "$POSTMORTEM_BIN" bench walk "$dump" --symbols "$STORE" --no-system-debug --no-dump-paths \
         --runs "$WARM_RUNS" >"$dir/bench-walk.txt"
     warm=$(sed -n 's/.*warm tables: median \([0-9.]*\) ms.*/\1/p' "$dir/bench-walk.txt")
-    awk -v c="$case_name" -v sw="$sw" -v cold="$cold" -v warm="$warm" 'BEGIN {
-        printf "%-14s %12.2f %12.2f %12.3f %9.1fx %9.0fx\n", c, sw, cold, warm, sw / cold, sw / warm
+    awk -v c="$case_name" -v sw="$sw" -v cold="$cold" -v all="$cold_all" -v warm="$warm" 'BEGIN {
+        printf "%-18s %12.2f %12.2f %12.2f %12.3f %7.1fx %7.0fx\n", c, sw, cold, all, warm, sw / cold, sw / warm
     }'
 done
 echo

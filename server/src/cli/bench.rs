@@ -18,7 +18,7 @@ use worker::dump::read_dump;
 use worker::process::{process, ModuleTables, ProcessOptions, TableProvider};
 use worker::unwind::{build_from_elf, UnwindTable};
 
-use super::files::FileProvider;
+use postmortem_cli::files::FileProvider;
 
 /// Bench output goes to a buffer written once at the end, so a closed pipe
 /// (`postmortem bench … | head`) ends the command quietly instead of panicking.

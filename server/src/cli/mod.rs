@@ -1,20 +1,18 @@
 //! One file per subcommand, plus the options they share.
 
 pub mod bench;
-pub mod files;
 pub mod migrate;
 pub mod reprocess;
 pub mod serve;
-pub mod walk;
 pub mod worker;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use ::worker::jobs::JobConfig;
-use ::worker::report::signature::SignatureRules;
 use ::worker::store::{Blobs, Db, Staging};
 use anyhow::Context;
+pub use postmortem_cli::signature_rules;
 
 /// A multi-threaded tokio runtime.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -110,19 +108,6 @@ impl JobArgs {
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;
         Ok(config)
     }
-}
-
-/// The signature rules of `--signature-rules FILE`, or the built-in ones.
-pub fn signature_rules(
-    path: Option<&std::path::Path>,
-) -> anyhow::Result<std::sync::Arc<SignatureRules>> {
-    let Some(path) = path else {
-        return Ok(std::sync::Arc::new(SignatureRules::default()));
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading signature rules {}", path.display()))?;
-    let rules = SignatureRules::parse(&text).with_context(|| format!("in {}", path.display()))?;
-    Ok(std::sync::Arc::new(rules))
 }
 
 /// A database URL without its password, for messages.

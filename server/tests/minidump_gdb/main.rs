@@ -299,7 +299,7 @@ fn breakpad_sym_walk_equals_binary_walk_threads() {
 /// `postmortem walk` builds only the `.sym` records its walk needs
 /// (`worker::breakpad_index`): with the program's and libc's `.sym` files (libc's with
 /// libc6-dbg's functions, lines and inlines when installed) the report equals the one from
-/// the whole tables the service builds, byte for byte.
+/// the whole tables the service builds, and the one of `postmortem-walk`.
 #[test]
 fn indexed_sym_files_give_the_whole_tables_report() {
     let cases: [(&str, &str, &[&str], &str); 3] = [
@@ -347,6 +347,22 @@ fn indexed_sym_files_give_the_whole_tables_report() {
             "{case}: libc frames are symbolized from its .sym"
         );
         assert_eq!(indexed, whole, "{case}: report with whole .sym tables");
+        // the walk-only binary gives the same report
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_postmortem-walk"))
+            .arg(&r.minidump)
+            .arg("--symbols")
+            .arg(store.path())
+            .args(args)
+            .output()
+            .expect("run postmortem-walk");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let alone: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+        assert_eq!(indexed, alone, "{case}: report of postmortem-walk");
     }
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use worker::process::{process_dump, ProcessOptions};
 
-use super::files::FileProvider;
+use crate::files::FileProvider;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
@@ -59,7 +59,7 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         provider = provider.indexing_sym_files();
     }
     let mut options = ProcessOptions::default();
-    options.signature_rules = super::signature_rules(args.signature_rules.as_deref())?;
+    options.signature_rules = crate::signature_rules(args.signature_rules.as_deref())?;
     let report = match process_dump(&bytes, &provider, &options) {
         Ok(r) => r,
         Err(e) => {

@@ -9,12 +9,14 @@
 //! directly) are indexed by the debug id of their `MODULE` line and matched with the
 //! module's debug id (the dump's, or for ELF the one Breakpad derives from the build-id).
 //! They are used only for modules no binary or debug file describes: a binary's own
-//! tables win.
+//! tables win. A `.sym` file in a directory named like a debug id is not opened while
+//! indexing (a symbol store holds many, a walk needs a few): its `MODULE` line is read
+//! when that id is looked up, and only if it says another id are the others read.
 
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use object::{Object, ObjectSection, SectionKind};
 use worker::breakpad_index::BreakpadIndex;
@@ -38,27 +40,64 @@ struct Index {
     by_build_id: HashMap<Vec<u8>, Vec<PathBuf>>,
     /// `.sym` files by the debug id of their `MODULE` line.
     by_debug_id: HashMap<String, PathBuf>,
+    /// `.sym` files not yet opened, by the debug id their directory is named after.
+    by_dir_id: HashMap<String, Vec<PathBuf>>,
+}
+
+/// The first bytes of an open file (up to [`SYM_HEAD`]), read without moving its cursor.
+fn head_of(f: &fs::File, head: &mut [u8; SYM_HEAD]) -> Option<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut n = 0;
+    while n < head.len() {
+        match f.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(n)
+}
+
+/// The debug id a directory of a Breakpad symbol store is named after (upper-case): hex
+/// digits, at least a GUID's worth.
+fn dir_debug_id(sym_path: &Path) -> Option<String> {
+    let dir = sym_path.parent()?.file_name()?.to_str()?;
+    (dir.len() >= 32 && dir.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| dir.to_ascii_uppercase())
+}
+
+/// The `.sym` file at `path` opened, if its `MODULE` line says debug id `id`.
+fn open_sym_with_id(path: &Path, id: &str) -> Option<fs::File> {
+    let f = fs::File::open(path).ok()?;
+    let mut head = [0u8; SYM_HEAD];
+    let n = head_of(&f, &mut head)?;
+    let module = parse_module_line(head.get(..n)?)?;
+    (module.debug_id == id).then_some(f)
 }
 
 impl Index {
     /// Indexes the file at `path` if it is an ELF file with a build-id or a `.sym` file
     /// with a `MODULE` line: opened once, its first bytes read with one call (a symbol
-    /// store holds many files, and each system call counts in a one-shot walk).
+    /// store holds many files, and each system call counts in a one-shot walk) — or, for
+    /// a `.sym` file in a directory named like a debug id, not opened at all.
     fn add(&mut self, path: &Path) {
-        use std::io::Read;
-        let Ok(mut f) = fs::File::open(path) else {
+        if path.extension().is_some_and(|e| e == "sym") {
+            if let Some(id) = dir_debug_id(path) {
+                self.by_dir_id
+                    .entry(id)
+                    .or_default()
+                    .push(path.to_path_buf());
+                return;
+            }
+        }
+        let Ok(f) = fs::File::open(path) else {
             return;
         };
         let mut head = [0u8; SYM_HEAD];
-        let mut n = 0;
-        while n < head.len() {
-            match f.read(&mut head[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return,
-            }
-        }
+        let Some(n) = head_of(&f, &mut head) else {
+            return;
+        };
         let head = &head[..n];
         if head.starts_with(b"\x7fELF") {
             if let Some(id) = build_id_of(f) {
@@ -135,6 +174,10 @@ pub struct FileProvider {
     /// names without a build-id (QEMU cores): matched by name, never verified.
     by_name: HashMap<String, Vec<PathBuf>>,
     by_debug_id: HashMap<String, PathBuf>,
+    by_dir_id: HashMap<String, Vec<PathBuf>>,
+    /// The `.sym` files of `by_dir_id` by the debug id of their `MODULE` line: read only
+    /// when a lookup by directory name finds no file that says the id.
+    dir_syms_read: OnceLock<HashMap<String, PathBuf>>,
     debug_roots: Vec<PathBuf>,
     /// Whether a module's path recorded in the dump is tried on this machine.
     dump_paths: bool,
@@ -155,6 +198,7 @@ impl FileProvider {
         let Index {
             by_build_id,
             by_debug_id,
+            by_dir_id,
         } = index;
         let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for path in by_build_id.values().flatten() {
@@ -173,6 +217,8 @@ impl FileProvider {
             by_build_id,
             by_name,
             by_debug_id,
+            by_dir_id,
+            dir_syms_read: OnceLock::new(),
             debug_roots,
             dump_paths: true,
             index_sym: false,
@@ -194,6 +240,37 @@ impl FileProvider {
     pub fn indexing_sym_files(mut self) -> Self {
         self.index_sym = true;
         self
+    }
+
+    /// The `.sym` file with debug id `id` (upper-case), opened, and its path.
+    fn open_sym(&self, id: &str) -> Option<(fs::File, PathBuf)> {
+        if let Some(p) = self.by_debug_id.get(id) {
+            return fs::File::open(p).ok().map(|f| (f, p.clone()));
+        }
+        let named = self.by_dir_id.get(id).into_iter().flatten();
+        if let Some(found) = named
+            .filter_map(|p| Some((open_sym_with_id(p, id)?, p.clone())))
+            .next()
+        {
+            return Some(found);
+        }
+        // a file under another id's name: read them all, once
+        let read = self.dir_syms_read.get_or_init(|| {
+            let mut out = HashMap::new();
+            for p in self.by_dir_id.values().flatten() {
+                let Ok(f) = fs::File::open(p) else { continue };
+                let mut head = [0u8; SYM_HEAD];
+                let module = head_of(&f, &mut head)
+                    .and_then(|n| head.get(..n))
+                    .and_then(parse_module_line);
+                if let Some(m) = module {
+                    out.entry(m.debug_id).or_insert_with(|| p.clone());
+                }
+            }
+            out
+        });
+        let p = read.get(id)?;
+        fs::File::open(p).ok().map(|f| (f, p.clone()))
     }
 
     fn candidates(&self, m: &Module, arch: Arch) -> (Vec<PathBuf>, bool) {
@@ -286,11 +363,10 @@ impl TableProvider for FileProvider {
             .collect();
         let sym = || {
             let id = m.breakpad_debug_id()?;
-            let path = self.by_debug_id.get(&id)?;
+            let (file, path) = self.open_sym(&id)?;
             if self.index_sym {
                 // a file the index declines is built whole below
-                let index = fs::File::open(path).ok().map(BreakpadIndex::from_file);
-                if let Some(Ok(index)) = index {
+                if let Ok(index) = BreakpadIndex::from_file(file) {
                     return Some(indexed_breakpad_tables(index));
                 }
             }
@@ -317,5 +393,47 @@ impl TableProvider for FileProvider {
             cache.insert(key, result.clone());
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID_A: &str = "0123456789ABCDEF0123456789ABCDEF0";
+    const ID_B: &str = "FEDCBA9876543210FEDCBA98765432100";
+    const ID_C: &str = "00112233445566778899AABBCCDDEEFF0";
+
+    fn sym(dir: &Path, rel: &str, id: &str, name: &str) -> PathBuf {
+        let path = dir.join(rel);
+        fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        fs::write(
+            &path,
+            format!("MODULE Linux x86_64 {id} {name}\nPUBLIC 10 0 f\n"),
+        )
+        .expect("write");
+        path
+    }
+
+    #[test]
+    fn sym_files_are_found_by_the_id_their_module_line_says() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let d = dir.path();
+        // in the store layout, under its own id
+        let a = sym(d, &format!("a.so/{ID_A}/a.so.sym"), ID_A, "a.so");
+        // in the store layout, under another id's name (copied by hand)
+        let b = sym(d, &format!("b.so/{ID_C}/b.so.sym"), ID_B, "b.so");
+        // outside the layout
+        let c = sym(d, "loose/c.sym", ID_C, "c.so");
+        let provider = FileProvider::new(&[d.to_path_buf()], false);
+        let found = |id: &str| provider.open_sym(id).map(|(_, p)| p);
+        assert_eq!(found(ID_A), Some(a));
+        assert_eq!(found(ID_B), Some(b), "read when no file is named after it");
+        assert_eq!(
+            found(ID_C),
+            Some(c),
+            "the file that says the id, not the name"
+        );
+        assert_eq!(found("0000000000000000000000000000000A0"), None);
     }
 }

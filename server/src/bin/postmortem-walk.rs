@@ -1,0 +1,27 @@
+//! `postmortem-walk DUMP [--symbols DIR]…`: `postmortem walk` as a program of its own —
+//! the same options and the same report, from a binary that links only the engine, so a
+//! crash handler or a pipeline that walks one dump per process does not pay for loading
+//! the service (see the crate documentation).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use postmortem_cli::walk::{run, WalkArgs};
+
+/// Walk the stacks of a crash dump (ELF core file or minidump) and print the report.
+#[derive(Debug, Parser)]
+#[command(name = "postmortem-walk", version, about)]
+struct Cli {
+    #[command(flatten)]
+    args: WalkArgs,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse().args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("postmortem-walk: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

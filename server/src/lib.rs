@@ -1,0 +1,27 @@
+//! What the two command-line programs share: `postmortem walk` (in the all-in-one
+//! `postmortem` binary, which also runs the service) and `postmortem-walk` (the walk
+//! alone, a drop-in for `minidump-stackwalk` in crash handlers and pipelines).
+//!
+//! A one-shot walk of a small dump takes a few milliseconds, and starting a process is a
+//! good part of that: the service's dependencies (HTTP, databases, S3) give the
+//! `postmortem` binary five times the code and nine times the relocations the loader
+//! applies before `main`. `postmortem-walk` links the engine and this crate only.
+
+pub mod files;
+pub mod walk;
+
+use anyhow::Context;
+use worker::report::signature::SignatureRules;
+
+/// The signature rules of `--signature-rules FILE`, or the built-in ones.
+pub fn signature_rules(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<std::sync::Arc<SignatureRules>> {
+    let Some(path) = path else {
+        return Ok(std::sync::Arc::new(SignatureRules::default()));
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading signature rules {}", path.display()))?;
+    let rules = SignatureRules::parse(&text).with_context(|| format!("in {}", path.display()))?;
+    Ok(std::sync::Arc::new(rules))
+}
