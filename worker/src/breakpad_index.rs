@@ -206,6 +206,22 @@ fn hex_bytes(tok: &[u8]) -> Option<u64> {
 /// `s.splitn(3, ' ')`'s first two fields, the first as a hex number (`None` for the second
 /// when there is no space).
 fn two(rest: &[u8]) -> (Option<u64>, Option<&[u8]>) {
+    // the usual first field, up to 15 hex digits and a space, in one pass (an `INIT` or
+    // `PUBLIC` line per function: this was a tenth of the indexing)
+    let mut v = 0u64;
+    let mut i = 0;
+    while let Some(d) = rest
+        .get(i)
+        .and_then(|&b| crate::breakpad_text::hex_digit(b))
+    {
+        v = v << 4 | d;
+        i += 1;
+    }
+    if (1..=15).contains(&i) && rest.get(i) == Some(&b' ') {
+        let after = rest.get(i + 1..).unwrap_or(&[]);
+        let end = after.iter().position(|&b| b == b' ').unwrap_or(after.len());
+        return (Some(v), after.get(..end));
+    }
     match rest.iter().position(|&b| b == b' ') {
         Some(i) => {
             let after = rest.get(i + 1..).unwrap_or(&[]);

@@ -44,6 +44,12 @@ const DIGITS: [u8; 256] = {
     t
 };
 
+/// The value of a hex digit.
+#[inline]
+pub(crate) fn hex_digit(b: u8) -> Option<u64> {
+    digit(b, 16)
+}
+
 #[inline]
 fn digit(b: u8, radix: u32) -> Option<u64> {
     let d = DIGITS[usize::from(b)];
