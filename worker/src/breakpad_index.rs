@@ -591,9 +591,15 @@ impl BreakpadIndex {
     /// Indexes the file read from `file` a piece at a time, keeping it open to read the
     /// records a walk needs; declines like [`BreakpadIndex::new`], and on read errors.
     pub fn from_file(mut file: std::fs::File) -> Result<Self, Declined> {
-        let len = file.metadata().map_or(0, |m| m.len());
-        let mut scan = Scan::new(usize::try_from(len).unwrap_or(0));
-        let mut buf = vec![0u8; CHUNK];
+        let len = file
+            .metadata()
+            .ok()
+            .and_then(|m| usize::try_from(m.len()).ok())
+            .unwrap_or(0);
+        let mut scan = Scan::new(len);
+        // no larger than the file: zeroing pages the file does not fill would fault them
+        // in for nothing (for a small file, most of its cost)
+        let mut buf = vec![0u8; CHUNK.min(len.saturating_add(1)).max(64)];
         // buf[..filled] holds the bytes from file offset `base` not yet indexed
         let (mut base, mut filled) = (0usize, 0usize);
         loop {
