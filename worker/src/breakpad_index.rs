@@ -323,12 +323,14 @@ struct Scan {
 impl Scan {
     /// For a file of about `len` bytes: the lists are given room for the records such a
     /// file usually has up front (untouched room costs no memory; growing by copying
-    /// touches every page twice).
+    /// touches every page twice), but for a libc-sized file less than glibc's 128 KiB
+    /// threshold for giving an allocation a mapping of its own (a system call to make and
+    /// one to unmap).
     fn new(len: usize) -> Self {
         Scan {
             ranges: symbols::breakpad_ranges(),
             module_line: None,
-            blocks: Vec::with_capacity(len / 128),
+            blocks: Vec::with_capacity(len / 192),
             open_block: None,
             funcs: Vec::with_capacity(len / 512),
             open_func: None,
