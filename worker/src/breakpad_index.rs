@@ -48,6 +48,9 @@ use crate::unwind::{self, Rule, UnwindTable};
 /// microseconds on a virtual machine: for a one-shot walk they were most of the cost).
 const CHUNK: usize = 32 * 1024;
 
+/// Lines the symbol table needs that are at most this far apart are read at once.
+const READ_GAP: usize = 4096;
+
 /// Where the `N` of `INIT` is in `"\nSTACK CFI INIT "`.
 const INIT_N: usize = 12;
 
@@ -704,26 +707,52 @@ impl BreakpadIndex {
         chosen.dedup();
         publics.sort_unstable();
         publics.dedup();
+        let mut wanted: Vec<Range<usize>> = publics
+            .iter()
+            .filter_map(|&i| self.publics.get(i))
+            .map(|p| p.text.range())
+            .chain(
+                chosen
+                    .iter()
+                    .filter_map(|&i| self.funcs.get(i))
+                    .map(|f| f.text.range()),
+            )
+            .collect();
+        wanted.sort_unstable_by_key(|r| r.start);
+        // pieces near each other are read at once: a system call each cost more than
+        // reading the lines between them
+        let mut runs: Vec<(Range<usize>, Cow<'_, [u8]>)> = Vec::new();
+        let mut i = 0;
+        while let Some(first) = wanted.get(i) {
+            let mut run = first.clone();
+            i += 1;
+            while let Some(r) = wanted.get(i).filter(|r| r.start <= run.end + READ_GAP) {
+                run.end = run.end.max(r.end);
+                i += 1;
+            }
+            if let Some(bytes) = self.source.read(run.clone()) {
+                runs.push((run, bytes));
+            }
+        }
         // (offset in the file, bytes)
-        let mut pieces: Vec<(usize, Cow<'_, [u8]>)> = self
+        let mut pieces: Vec<(usize, &[u8])> = self
             .shared
             .iter()
-            .filter_map(|(o, r)| Some((*o, Cow::Borrowed(self.shared_text.get(r.clone())?))))
+            .filter_map(|(o, r)| Some((*o, self.shared_text.get(r.clone())?)))
             .collect();
-        pieces.extend(publics.iter().filter_map(|&i| {
-            let p = self.publics.get(i)?;
-            Some((p.text.range().start, self.source.read(p.text.range())?))
+        pieces.extend(wanted.iter().filter_map(|r| {
+            let (run, bytes) = runs.get(
+                runs.partition_point(|(run, _)| run.start <= r.start)
+                    .checked_sub(1)?,
+            )?;
+            let piece =
+                bytes.get(r.start.checked_sub(run.start)?..r.end.checked_sub(run.start)?)?;
+            Some((r.start, piece))
         }));
-        pieces.extend(
-            chosen
-                .iter()
-                .filter_map(|&i| self.funcs.get(i))
-                .filter_map(|f| Some((f.text.range().start, self.source.read(f.text.range())?))),
-        );
         pieces.sort_unstable_by_key(|p| p.0);
         let mut out = self.module_line.clone();
         for (_, bytes) in pieces {
-            out.extend_from_slice(&bytes);
+            out.extend_from_slice(bytes);
             if !out.ends_with(b"\n") {
                 out.push(b'\n');
             }
