@@ -74,19 +74,24 @@ fn postmortem() -> PathBuf {
 /// Runs `postmortem walk DUMP --symbols DIR [extra…] --format json`, requires exit 0 and
 /// a report valid against the schema.
 fn walk(dump: &std::path::Path, symbols: &std::path::Path, extra: &[&str]) -> Value {
-    let out = std::process::Command::new(postmortem())
-        .arg("walk")
-        .arg(dump)
-        .arg("--symbols")
-        .arg(symbols)
-        .args(extra)
-        .args(["--format", "json"])
-        .output()
-        .expect("run postmortem");
+    report_of(
+        std::process::Command::new(postmortem())
+            .arg("walk")
+            .arg(dump)
+            .arg("--symbols")
+            .arg(symbols)
+            .args(extra)
+            .args(["--format", "json"]),
+    )
+}
+
+/// The JSON report a walk command prints (it must succeed and the report be valid).
+fn report_of(command: &mut std::process::Command) -> Value {
+    let out = command.output().expect("run the walk");
     assert_eq!(
         out.status.code(),
         Some(0),
-        "postmortem walk failed:\n{}",
+        "the walk failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
@@ -348,20 +353,13 @@ fn indexed_sym_files_give_the_whole_tables_report() {
         );
         assert_eq!(indexed, whole, "{case}: report with whole .sym tables");
         // the walk-only binary gives the same report
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_postmortem-walk"))
-            .arg(&r.minidump)
-            .arg("--symbols")
-            .arg(store.path())
-            .args(args)
-            .output()
-            .expect("run postmortem-walk");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let alone = report_of(
+            std::process::Command::new(env!("CARGO_BIN_EXE_postmortem-walk"))
+                .arg(&r.minidump)
+                .arg("--symbols")
+                .arg(store.path())
+                .args(args),
         );
-        let alone: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
         assert_eq!(indexed, alone, "{case}: report of postmortem-walk");
     }
 }
