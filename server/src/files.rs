@@ -11,7 +11,9 @@
 //! They are used only for modules no binary or debug file describes: a binary's own
 //! tables win. A `.sym` file in a directory named like a debug id is not opened while
 //! indexing (a symbol store holds many, a walk needs a few): its `MODULE` line is read
-//! when that id is looked up, and only if it says another id are the others read.
+//! when that id is looked up. Only when no file named after an id says it (a module
+//! without a `.sym`, or one filed under another id's name) are all such files read,
+//! once per run — what indexing did for every run before.
 
 use std::collections::HashMap;
 use std::fs;
@@ -67,13 +69,13 @@ fn dir_debug_id(sym_path: &Path) -> Option<String> {
         .then(|| dir.to_ascii_uppercase())
 }
 
-/// The `.sym` file at `path` opened, if its `MODULE` line says debug id `id`.
-fn open_sym_with_id(path: &Path, id: &str) -> Option<fs::File> {
+/// The `.sym` file at `path`, opened, and the debug id its `MODULE` line says.
+fn open_sym_file(path: &Path) -> Option<(fs::File, String)> {
     let f = fs::File::open(path).ok()?;
     let mut head = [0u8; SYM_HEAD];
     let n = head_of(&f, &mut head)?;
     let module = parse_module_line(head.get(..n)?)?;
-    (module.debug_id == id).then_some(f)
+    Some((f, module.debug_id))
 }
 
 impl Index {
@@ -247,24 +249,21 @@ impl FileProvider {
         if let Some(p) = self.by_debug_id.get(id) {
             return fs::File::open(p).ok().map(|f| (f, p.clone()));
         }
-        let named = self.by_dir_id.get(id).into_iter().flatten();
-        if let Some(found) = named
-            .filter_map(|p| Some((open_sym_with_id(p, id)?, p.clone())))
-            .next()
-        {
-            return Some(found);
+        let mut named = self.by_dir_id.get(id).into_iter().flatten();
+        let found = named.find_map(|p| {
+            let (f, says) = open_sym_file(p)?;
+            (says == id).then(|| (f, p.clone()))
+        });
+        if found.is_some() {
+            return found;
         }
-        // a file under another id's name: read them all, once
+        // none named after the id says it (or none is): the file may be filed under
+        // another id's name, so every such file is read, once per run
         let read = self.dir_syms_read.get_or_init(|| {
             let mut out = HashMap::new();
             for p in self.by_dir_id.values().flatten() {
-                let Ok(f) = fs::File::open(p) else { continue };
-                let mut head = [0u8; SYM_HEAD];
-                let module = head_of(&f, &mut head)
-                    .and_then(|n| head.get(..n))
-                    .and_then(parse_module_line);
-                if let Some(m) = module {
-                    out.entry(m.debug_id).or_insert_with(|| p.clone());
+                if let Some((_, says)) = open_sym_file(p) {
+                    out.entry(says).or_insert_with(|| p.clone());
                 }
             }
             out
