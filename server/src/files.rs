@@ -183,6 +183,9 @@ pub struct FileProvider {
     debug_roots: Vec<PathBuf>,
     /// Whether a module's path recorded in the dump is tried on this machine.
     dump_paths: bool,
+    /// Breakpad symbol stores: a module's `.sym` file is looked up at its layout path
+    /// (`<debug_file>/<DEBUG_ID>/<name>.sym`), no directory listed.
+    stores: Vec<PathBuf>,
     /// Whether `.sym` files are indexed and built only where the walk looks (one walk per
     /// run) rather than built whole (tables kept for many walks).
     index_sym: bool,
@@ -223,6 +226,7 @@ impl FileProvider {
             dir_syms_read: OnceLock::new(),
             debug_roots,
             dump_paths: true,
+            stores: Vec::new(),
             index_sym: false,
             built: Mutex::new(HashMap::new()),
         }
@@ -244,7 +248,31 @@ impl FileProvider {
         self
     }
 
-    /// The `.sym` file with debug id `id` (upper-case), opened, and its path.
+    /// Also looks for `.sym` files in these Breakpad symbol stores (minidump-stackwalk's
+    /// `--symbols-path`): each module's file at the path the layout gives it, checked
+    /// against its `MODULE` line. A store is never listed, so its size costs nothing;
+    /// files elsewhere in it are not found.
+    pub fn with_breakpad_stores(mut self, stores: &[PathBuf]) -> Self {
+        self.stores.extend_from_slice(stores);
+        self
+    }
+
+    /// The `.sym` file for module `m` with debug id `id` (upper-case), opened, and its
+    /// path: from the `--symbols` files, else from the stores.
+    fn open_module_sym(&self, m: &Module, id: &str) -> Option<(fs::File, PathBuf)> {
+        if let Some(found) = self.open_sym(id) {
+            return Some(found);
+        }
+        let rel = m.breakpad_sym_path()?;
+        self.stores.iter().find_map(|store| {
+            let p = store.join(&rel);
+            let (f, says) = open_sym_file(&p)?;
+            (says == id).then_some((f, p))
+        })
+    }
+
+    /// The `.sym` file with debug id `id` (upper-case) among the `--symbols` files,
+    /// opened, and its path.
     fn open_sym(&self, id: &str) -> Option<(fs::File, PathBuf)> {
         if let Some(p) = self.by_debug_id.get(id) {
             return fs::File::open(p).ok().map(|f| (f, p.clone()));
@@ -362,7 +390,7 @@ impl TableProvider for FileProvider {
             .collect();
         let sym = || {
             let id = m.breakpad_debug_id()?;
-            let (file, path) = self.open_sym(&id)?;
+            let (file, path) = self.open_module_sym(m, &id)?;
             if self.index_sym {
                 // a file the index declines is built whole below
                 if let Ok(index) = BreakpadIndex::from_file(file) {
@@ -434,5 +462,53 @@ mod tests {
             "the file that says the id, not the name"
         );
         assert_eq!(found("0000000000000000000000000000000A0"), None);
+    }
+
+    fn module(name: &str, debug_id: &str) -> Module {
+        Module {
+            name: name.into(),
+            path: None,
+            base: 0,
+            end: 0x1000,
+            load_base: 0,
+            build_id: None,
+            debug_id: Some(debug_id.into()),
+            debug_file: None,
+            code_id: None,
+            identity: worker::dump::Identity::BuildId,
+            main: false,
+            mappings: vec![],
+        }
+    }
+
+    #[test]
+    fn store_sym_files_are_read_at_their_layout_path() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let d = dir.path();
+        let a = sym(d, &format!("a.so/{ID_A}/a.so.sym"), ID_A, "a.so");
+        // filed under another id's name: the MODULE line is what counts
+        sym(d, &format!("b.so/{ID_C}/b.so.sym"), ID_B, "b.so");
+        // outside the layout: a store is not searched
+        sym(d, "loose/c.sym", ID_C, "c.so");
+        let provider = FileProvider::new(&[], false).with_breakpad_stores(&[d.to_path_buf()]);
+        let found = |name: &str, id: &str| {
+            provider
+                .open_module_sym(&module(name, id), id)
+                .map(|(_, p)| p)
+        };
+        assert_eq!(
+            found("a.so", ID_A),
+            Some(d.join(format!("a.so/{ID_A}/a.so.sym")))
+        );
+        assert_eq!(found("a.so", ID_A), Some(a));
+        assert_eq!(found("b.so", ID_C), None, "the file says another id");
+        assert_eq!(found("b.so", ID_B), None, "not at the path of its id");
+        assert_eq!(found("c.so", ID_C), None, "not in the layout");
+        // the same files given as --symbols are found by what they say
+        let listed = FileProvider::new(&[d.to_path_buf()], false);
+        let (_, p) = listed
+            .open_module_sym(&module("c.so", ID_C), ID_C)
+            .expect("found by its MODULE line");
+        assert_eq!(p, d.join("loose/c.sym"));
     }
 }

@@ -21,6 +21,12 @@ pub struct WalkArgs {
     /// Directories (or files) with binaries and debug files, matched by build-id.
     #[arg(long = "symbols", value_name = "DIR")]
     pub symbols: Vec<PathBuf>,
+    /// Breakpad symbol stores, as minidump-stackwalk's `--symbols-path`: each module's
+    /// `.sym` file is read from `STORE/<debug_file>/<DEBUG_ID>/<name>.sym` (the layout
+    /// `dump_syms` output is filed in). Nothing else in a store is looked at, and it is
+    /// never listed: fast for a large store. Binaries go in `--symbols`.
+    #[arg(long = "symbols-path", value_name = "STORE")]
+    pub symbols_path: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
@@ -51,7 +57,8 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug);
+    let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug)
+        .with_breakpad_stores(&args.symbols_path);
     if args.no_dump_paths {
         provider = provider.without_dump_paths();
     }

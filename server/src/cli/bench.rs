@@ -4,7 +4,7 @@
 //!   per second), table size ÷ source size, and the median time of one rule lookup from the
 //!   table bytes — side by side with the same lookups done by gimli's own `UnwindTable`
 //!   evaluation (find the FDE through `.eh_frame_hdr`, run its CFI program to the pc).
-//! - `bench walk DUMP [--symbols DIR]…`: the time to walk and symbolize every thread of a
+//! - `bench walk DUMP [--symbols DIR]… [--symbols-path STORE]…`: the time to walk and symbolize every thread of a
 //!   dump with tables already built (as in the service with a warm cache).
 
 use std::path::PathBuf;
@@ -68,6 +68,9 @@ pub enum What {
         dump: PathBuf,
         #[arg(long = "symbols", value_name = "DIR")]
         symbols: Vec<PathBuf>,
+        /// Breakpad symbol stores, read at their layout paths (as `walk --symbols-path`).
+        #[arg(long = "symbols-path", value_name = "STORE")]
+        symbols_path: Vec<PathBuf>,
         /// Repetitions (the median is reported).
         #[arg(long, default_value_t = 50)]
         runs: usize,
@@ -96,11 +99,13 @@ fn run_bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         What::Walk {
             dump,
             symbols,
+            symbols_path,
             runs,
             no_system_debug,
             no_dump_paths,
         } => {
-            let mut files = FileProvider::new(&symbols, !no_system_debug);
+            let mut files =
+                FileProvider::new(&symbols, !no_system_debug).with_breakpad_stores(&symbols_path);
             if no_dump_paths {
                 files = files.without_dump_paths();
             }

@@ -354,14 +354,31 @@ fn indexed_sym_files_give_the_whole_tables_report() {
         assert_eq!(indexed, whole, "{case}: report with whole .sym tables");
         // the walk-only binary gives the same report
         let alone = report_of(
-            std::process::Command::new(env!("CARGO_BIN_EXE_postmortem-walk"))
+            std::process::Command::new(walk_only_binary())
                 .arg(&r.minidump)
                 .arg("--symbols")
                 .arg(store.path())
                 .args(args),
         );
         assert_eq!(indexed, alone, "{case}: report of postmortem-walk");
+        // the same files read from the store's layout paths, the directory not listed
+        let from_store = report_of(
+            std::process::Command::new(walk_only_binary())
+                .arg(&r.minidump)
+                .arg("--symbols-path")
+                .arg(store.path())
+                .args(args),
+        );
+        assert_eq!(indexed, from_store, "{case}: report with --symbols-path");
     }
+}
+
+/// The walk-only binary under test: this build's, or the one `POSTMORTEM_WALK_BIN` names
+/// (test.sh runs these tests again with the statically linked build the Dockerfile ships).
+fn walk_only_binary() -> PathBuf {
+    std::env::var_os("POSTMORTEM_WALK_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_postmortem-walk").into())
 }
 
 /// `dump_syms` of a shared library the dump loaded, into the store: when the system has

@@ -92,6 +92,7 @@ fuzz_target!(|data: &[u8]| {
         load_base: BASE,
         build_id: None,
         debug_id: None,
+        debug_file: None,
         code_id: None,
         identity: Identity::None,
         main: true,

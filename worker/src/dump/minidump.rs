@@ -499,6 +499,12 @@ fn module_of(
         .debug_identifier()
         .map(|d| d.breakpad().to_string())
         .or_else(|| build_id.as_deref().map(breakpad_debug_id_from_build_id));
+    // Breakpad's debug file: a PDB's name for a Windows module, the module's own name
+    // otherwise (kept only where it differs)
+    let debug_file = m
+        .debug_file()
+        .map(|f| file_name(&f).to_owned())
+        .filter(|f| !f.is_empty() && f != file_name(&m.name));
     let code_id = m
         .code_identifier()
         .map(|c| c.to_string())
@@ -537,6 +543,7 @@ fn module_of(
         load_base: base,
         build_id,
         debug_id,
+        debug_file,
         code_id,
         identity,
         main: first,

@@ -134,6 +134,9 @@ pub struct Module {
     pub build_id: Option<Vec<u8>>,
     /// Breakpad-style debug identifier, where the dump records one (minidumps).
     pub debug_id: Option<String>,
+    /// The debug file's name where the dump records one that differs from the module's
+    /// (a minidump's PDB name for a Windows module); otherwise the module's own name is it.
+    pub debug_file: Option<String>,
     /// Code identifier as minidumps record it.
     pub code_id: Option<String>,
     pub identity: Identity,
@@ -158,6 +161,28 @@ impl Module {
                     .as_deref()
                     .map(minidump::breakpad_debug_id_from_build_id)
             })
+    }
+    /// Where a Breakpad symbol store keeps this module's `.sym` file, relative to the
+    /// store: `<debug_file>/<DEBUG_ID>/<debug_file>.sym` (a `.pdb` name's extension
+    /// replaced), the layout `dump_syms` output is filed in and minidump-stackwalk reads.
+    /// None without a debug id, or for a name that could leave the store (`..`, empty).
+    pub fn breakpad_sym_path(&self) -> Option<String> {
+        let file = self.debug_file.as_deref().unwrap_or(&self.name);
+        let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
+        if file.is_empty() || file == "." || file == ".." || file.contains('\0') {
+            return None;
+        }
+        let id = self.breakpad_debug_id()?;
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        let stem = file
+            .len()
+            .checked_sub(4)
+            .and_then(|at| Some((file.get(..at)?, file.get(at..)?)))
+            .filter(|(_, ext)| ext.eq_ignore_ascii_case(".pdb"))
+            .map_or(file, |(stem, _)| stem);
+        Some(format!("{file}/{id}/{stem}.sym"))
     }
     /// Whether `addr` falls inside one of the module's executable mappings (or inside the
     /// module at all where the dump does not say which mappings are executable).
@@ -267,5 +292,54 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         minidump::read(bytes)
     } else {
         Err(DumpError::NotADump)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(name: &str, debug_file: Option<&str>, debug_id: Option<&str>) -> Module {
+        Module {
+            name: name.into(),
+            path: None,
+            base: 0,
+            end: 0x1000,
+            load_base: 0,
+            build_id: None,
+            debug_id: debug_id.map(Into::into),
+            debug_file: debug_file.map(Into::into),
+            code_id: None,
+            identity: Identity::BuildId,
+            main: false,
+            mappings: vec![],
+        }
+    }
+
+    #[test]
+    fn breakpad_sym_paths_follow_the_store_layout() {
+        let id = "0123456789abcdef0123456789abcdef1";
+        let up = "0123456789ABCDEF0123456789ABCDEF1";
+        assert_eq!(
+            module("libc.so.6", None, Some(id)).breakpad_sym_path(),
+            Some(format!("libc.so.6/{up}/libc.so.6.sym"))
+        );
+        // a PDB's extension is replaced, in any case; the leaf of a Windows path is used
+        assert_eq!(
+            module("app.exe", Some("C:\\build\\app.PDB"), Some(id)).breakpad_sym_path(),
+            Some(format!("app.PDB/{up}/app.sym"))
+        );
+        // an ELF module with only a build-id: the id Breakpad derives from it
+        let mut elf = module("a.so", None, None);
+        elf.build_id = Some((0u8..20).collect());
+        assert_eq!(
+            elf.breakpad_sym_path(),
+            Some("a.so/030201000504070608090A0B0C0D0E0F0/a.so.sym".into())
+        );
+        // nothing that could leave the store, and nothing without an id
+        assert_eq!(module("..", None, Some(id)).breakpad_sym_path(), None);
+        assert_eq!(module("x/", None, Some(id)).breakpad_sym_path(), None);
+        assert_eq!(module("a.so", None, Some("../x")).breakpad_sym_path(), None);
+        assert_eq!(module("a.so", None, None).breakpad_sym_path(), None);
     }
 }

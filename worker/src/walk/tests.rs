@@ -38,6 +38,7 @@ pub(crate) fn module_at(base: u64, end: u64) -> Module {
         load_base: base,
         build_id: None,
         debug_id: None,
+        debug_file: None,
         code_id: None,
         identity: Identity::None,
         main: true,

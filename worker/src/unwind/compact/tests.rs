@@ -571,6 +571,7 @@ fn walk(
         load_base: link_base,
         build_id: None,
         debug_id: None,
+        debug_file: None,
         code_id: None,
         identity: crate::dump::Identity::None,
         main: true,
