@@ -87,6 +87,21 @@ cargo clippy --workspace --all-targets -- -D warnings
 section "cargo test"
 cargo test --workspace
 
+section "postmortem-walk linked statically"
+# The walk-only binary ships linked statically (docker/Dockerfile, README): built so
+# here, it must give the same reports (the minidump test that runs postmortem-walk, again
+# with this build).
+cargo rustc -p postmortem --bin postmortem-walk -- -C target-feature=+crt-static
+static_dir="$(mktemp -d)"
+cp "${CARGO_TARGET_DIR:-target}/debug/postmortem-walk" "$static_dir/"
+if ldd "$static_dir/postmortem-walk" 2>&1 | grep -q '=>'; then
+    echo "test.sh: postmortem-walk built with +crt-static still loads shared libraries" >&2
+    exit 1
+fi
+POSTMORTEM_WALK_BIN="$static_dir/postmortem-walk" \
+    cargo test -p postmortem --test minidump_gdb -- --exact indexed_sym_files_give_the_whole_tables_report
+rm -rf "$static_dir"
+
 section "fuzz targets compile"
 # The cargo-fuzz crate has its own workspace; checking it keeps every target building
 # (run one with: cd worker/fuzz && cargo +nightly fuzz run elf_core).

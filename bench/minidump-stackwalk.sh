@@ -7,7 +7,8 @@
 # Environment:
 #   POSTMORTEM_BIN  the binary (default: target/release/postmortem under CARGO_TARGET_DIR,
 #                   built by this script)
-#   POSTMORTEM_WALK_BIN  the walk-only binary (default: postmortem-walk beside it)
+#   POSTMORTEM_WALK_BIN  the walk-only binary (default: built by this script as shipped,
+#                   linked statically, in CARGO_TARGET_DIR)
 #   RUNS            hyperfine runs per command (default 20), in ROUNDS
 #                   rounds (default 5; at least 2 runs a round) of the three in turn
 #   WARM_RUNS       repetitions of `postmortem bench walk` (default 200)
@@ -35,8 +36,9 @@
 #    in the dumps no longer resolve.
 # 2. Times, per dump, with hyperfine (median):
 #    - minidump-stackwalk --json --symbols-path STORE DUMP   (parses the .sym files each run)
-#    - postmortem-walk DUMP --symbols STORE --no-system-debug --no-dump-paths
-#      (reads the same .sym files each run and builds the records the walk needs: "cold")
+#    - postmortem-walk DUMP --symbols-path STORE --no-system-debug --no-dump-paths
+#      (reads the same .sym files each run, found by the same layout paths, and builds the
+#      records the walk needs: "cold")
 #    - postmortem walk DUMP … (the same walk from the all-in-one binary that also runs the
 #      service: "cold_all"; it costs more to start)
 #    and `postmortem bench walk` with the same inputs: the median walk + symbolize time with
@@ -61,7 +63,15 @@ if [ -z "${POSTMORTEM_BIN:-}" ]; then
 fi
 POSTMORTEM_BIN="$(realpath "$POSTMORTEM_BIN")"
 export POSTMORTEM_BIN
-POSTMORTEM_WALK_BIN="$(realpath "${POSTMORTEM_WALK_BIN:-$(dirname "$POSTMORTEM_BIN")/postmortem-walk}")"
+if [ -z "${POSTMORTEM_WALK_BIN:-}" ]; then
+    # as docker/Dockerfile builds it; kept apart, as a later `cargo build` relinks it
+    cargo rustc --release -p postmortem --bin postmortem-walk -- \
+        -C target-feature=+crt-static >&2
+    mkdir -p "$TARGET/bench"
+    cp "$TARGET/release/postmortem-walk" "$TARGET/bench/postmortem-walk"
+    POSTMORTEM_WALK_BIN="$TARGET/bench/postmortem-walk"
+fi
+POSTMORTEM_WALK_BIN="$(realpath "$POSTMORTEM_WALK_BIN")"
 
 mkdir -p "$OUT"
 case "${ARCH:-x86_64}" in
@@ -104,14 +114,14 @@ for dir in "$OUT"/*/; do
         hyperfine -N --style none --warmup 2 --runs "$((RUNS / ROUNDS))" \
             --export-json "$dir/hyperfine-$round.json" \
             -n stackwalk "minidump-stackwalk --json --symbols-path $STORE $dump" \
-            -n cold "$POSTMORTEM_WALK_BIN $dump --symbols $STORE --no-system-debug --no-dump-paths" \
-            -n cold_all "$POSTMORTEM_BIN walk $dump --symbols $STORE --no-system-debug --no-dump-paths" \
+            -n cold "$POSTMORTEM_WALK_BIN $dump --symbols-path $STORE --no-system-debug --no-dump-paths" \
+            -n cold_all "$POSTMORTEM_BIN walk $dump --symbols-path $STORE --no-system-debug --no-dump-paths" \
             >/dev/null
     done
     sw=$(median stackwalk "$dir")
     cold=$(median cold "$dir")
     cold_all=$(median cold_all "$dir")
-    "$POSTMORTEM_BIN" bench walk "$dump" --symbols "$STORE" --no-system-debug --no-dump-paths \
+    "$POSTMORTEM_BIN" bench walk "$dump" --symbols-path "$STORE" --no-system-debug --no-dump-paths \
         --runs "$WARM_RUNS" >"$dir/bench-walk.txt"
     warm=$(sed -n 's/.*warm tables: median \([0-9.]*\) ms.*/\1/p' "$dir/bench-walk.txt")
     awk -v c="$case_name" -v sw="$sw" -v cold="$cold" -v all="$cold_all" -v warm="$warm" 'BEGIN {
