@@ -467,17 +467,8 @@ mod tests {
     fn module(name: &str, debug_id: &str) -> Module {
         Module {
             name: name.into(),
-            path: None,
-            base: 0,
-            end: 0x1000,
-            load_base: 0,
-            build_id: None,
             debug_id: Some(debug_id.into()),
-            debug_file: None,
-            code_id: None,
-            identity: worker::dump::Identity::BuildId,
-            main: false,
-            mappings: vec![],
+            ..Module::default()
         }
     }
 

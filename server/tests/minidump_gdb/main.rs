@@ -352,24 +352,18 @@ fn indexed_sym_files_give_the_whole_tables_report() {
             "{case}: libc frames are symbolized from its .sym"
         );
         assert_eq!(indexed, whole, "{case}: report with whole .sym tables");
-        // the walk-only binary gives the same report
-        let alone = report_of(
-            std::process::Command::new(walk_only_binary())
-                .arg(&r.minidump)
-                .arg("--symbols")
-                .arg(store.path())
-                .args(args),
-        );
-        assert_eq!(indexed, alone, "{case}: report of postmortem-walk");
-        // the same files read from the store's layout paths, the directory not listed
-        let from_store = report_of(
-            std::process::Command::new(walk_only_binary())
-                .arg(&r.minidump)
-                .arg("--symbols-path")
-                .arg(store.path())
-                .args(args),
-        );
-        assert_eq!(indexed, from_store, "{case}: report with --symbols-path");
+        // the walk-only binary gives the same report, with the store listed (--symbols)
+        // and with the files read from its layout paths (--symbols-path)
+        for option in ["--symbols", "--symbols-path"] {
+            let alone = report_of(
+                std::process::Command::new(walk_only_binary())
+                    .arg(&r.minidump)
+                    .arg(option)
+                    .arg(store.path())
+                    .args(args),
+            );
+            assert_eq!(indexed, alone, "{case}: report of postmortem-walk {option}");
+        }
     }
 }
 

@@ -95,13 +95,14 @@ pub struct Thread {
 }
 
 /// How a module's identity was established.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Identity {
     /// The build-id (or debug-id) was read from the dump itself.
     BuildId,
     /// The dump holds no build-id for it; files can only be matched by path.
     Path,
     /// Nothing identifies it.
+    #[default]
     None,
 }
 
@@ -117,7 +118,7 @@ pub struct Mapping {
 }
 
 /// A mapped binary (executable, shared object, vdso).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Module {
     /// File name (`libc.so.6`).
     pub name: String,
@@ -302,17 +303,9 @@ mod tests {
     fn module(name: &str, debug_file: Option<&str>, debug_id: Option<&str>) -> Module {
         Module {
             name: name.into(),
-            path: None,
-            base: 0,
-            end: 0x1000,
-            load_base: 0,
-            build_id: None,
             debug_id: debug_id.map(Into::into),
             debug_file: debug_file.map(Into::into),
-            code_id: None,
-            identity: Identity::BuildId,
-            main: false,
-            mappings: vec![],
+            ..Module::default()
         }
     }
 
