@@ -396,6 +396,24 @@ fn minidump_streams_pointing_outside_the_file_are_ignored() {
     assert!(d.warnings.iter().any(|w| w.code == "truncated-dump"));
 }
 
+/// A `/proc/self/maps` copy with path fields the `minidump` crate's parser panicked on
+/// (found by the `minidump` fuzz target): the dump reads.
+#[test]
+fn minidump_maps_with_damaged_paths_read() {
+    const LINUX_MAPS: u32 = 0x4767_0009;
+    for maps in [
+        "1000-2000 r-xp 00000000 00:00 0 /SYSV\n",
+        "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 /SYSV[vsyscall]\n",
+        "3000-4000 r-xp 00000000 00:00 0 [stack:\u{e9}\n",
+    ] {
+        let bytes = synth(&[
+            (SYSTEM_INFO, Ok(system_info(9, 0x8201))),
+            (LINUX_MAPS, Ok(maps.as_bytes().to_vec())),
+        ]);
+        assert!(dump::minidump::read(&bytes).is_ok(), "{maps}");
+    }
+}
+
 #[test]
 fn minidump_huge_memory_counts_allocate_nothing() {
     // Memory64 list claiming 2^40 ranges, with one real descriptor.

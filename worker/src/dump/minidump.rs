@@ -21,8 +21,8 @@ use minidump::format::MINIDUMP_STREAM_TYPE;
 use minidump::system_info::{Cpu, Os as MdOs};
 use minidump::{
     CodeView, Minidump, MinidumpAssertion, MinidumpContext, MinidumpCrashpadInfo,
-    MinidumpException, MinidumpLinuxMaps, MinidumpLinuxProcStatus, MinidumpMiscInfo,
-    MinidumpModule, MinidumpModuleList, MinidumpRawContext, MinidumpSystemInfo, MinidumpThreadList,
+    MinidumpException, MinidumpLinuxProcStatus, MinidumpMiscInfo, MinidumpModule,
+    MinidumpModuleList, MinidumpRawContext, MinidumpSystemInfo, MinidumpThreadList,
     MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
 };
 
@@ -146,11 +146,14 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let memory = MemoryMap::new(ranges);
 
     // Modules.
-    let maps: Option<MinidumpLinuxMaps> = md.get_stream().ok();
+    let maps: Vec<Mapping> = md
+        .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
+        .map(super::linux_maps::parse)
+        .unwrap_or_default();
     let mut modules = Vec::new();
     if let Ok(list) = md.get_stream::<MinidumpModuleList>() {
         for (i, m) in list.iter().enumerate() {
-            modules.push(module_of(m, i == 0, maps.as_ref(), &memory));
+            modules.push(module_of(m, i == 0, &maps, &memory));
         }
     }
     modules.sort_by_key(|m: &Module| m.base);
@@ -475,12 +478,7 @@ fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
-fn module_of(
-    m: &MinidumpModule,
-    first: bool,
-    maps: Option<&MinidumpLinuxMaps>,
-    memory: &MemoryMap<'_>,
-) -> Module {
+fn module_of(m: &MinidumpModule, first: bool, maps: &[Mapping], memory: &MemoryMap<'_>) -> Module {
     let base = m.raw.base_of_image;
     let end = base.saturating_add(u64::from(m.raw.size_of_image));
     let path = (!m.name.is_empty()).then(|| m.name.clone());
@@ -516,23 +514,12 @@ fn module_of(
     } else {
         Identity::None
     };
+    // `/proc/self/maps` ranges (end exclusive) inside the module
     let mappings = maps
-        .map(|maps| {
-            maps.iter()
-                .filter_map(|info| {
-                    // `/proc/self/maps` ranges, end exclusive (the crate's `memory_range`
-                    // is inclusive, so the raw pair is used).
-                    let (start, map_end) = info.map.address;
-                    (start >= base && map_end <= end && start < map_end).then(|| Mapping {
-                        start,
-                        end: map_end,
-                        file_offset: info.map.offset,
-                        executable: Some(info.is_executable()),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+        .iter()
+        .filter(|m| m.start >= base && m.end <= end)
+        .cloned()
+        .collect();
     Module {
         name: file_name(&m.name).to_owned(),
         path,

@@ -7,6 +7,7 @@
 
 pub mod elf_core;
 mod error;
+mod linux_maps;
 mod memory;
 pub mod minidump;
 mod registers;

@@ -1,0 +1,96 @@
+//! The `/proc/self/maps` copy a Linux minidump carries (`LinuxMaps` stream), read for the
+//! four fields the module mappings need: start, end, file offset and whether the mapping
+//! is executable.
+//!
+//! Read here rather than with the `minidump` crate's `MinidumpLinuxMaps`: that parser
+//! (procfs-core) panics on some path fields (a `/SYSV` path shorter than 13 bytes slices
+//! past its end — found by the `minidump` fuzz target), and a dump's bytes must never
+//! panic the reader. Nothing here indexes by a number from the text; a line that does not
+//! read is skipped, and the entries are never more than the stream's lines.
+
+use super::Mapping;
+
+/// The mappings of a `/proc/<pid>/maps` text: `start-end perms offset dev inode [path]`
+/// per line, hexadecimal numbers; lines that do not read (or give an empty or reversed
+/// range) are left out.
+pub(super) fn parse(text: &[u8]) -> Vec<Mapping> {
+    text.split(|&b| b == b'\n').filter_map(line).collect()
+}
+
+fn line(line: &[u8]) -> Option<Mapping> {
+    let mut fields = line
+        .split(|&b| b == b' ' || b == b'\t')
+        .filter(|f| !f.is_empty());
+    let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
+    let dash = range.iter().position(|&b| b == b'-')?;
+    let start = hex(range.get(..dash)?)?;
+    let end = hex(range.get(dash + 1..)?)?;
+    if start >= end || perms.len() != 4 {
+        return None;
+    }
+    let executable = match perms.get(2)? {
+        b'x' => true,
+        b'-' => false,
+        _ => return None,
+    };
+    Some(Mapping {
+        start,
+        end,
+        file_offset: hex(offset)?,
+        executable: Some(executable),
+    })
+}
+
+fn hex(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |v, &b| {
+        let d = char::from(b).to_digit(16)?;
+        Some(v << 4 | u64::from(d))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_fields_the_mappings_need() {
+        let text = b"55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 1234   /usr/bin/prog\n\
+            55d0c0a01000-55d0c0a02000 r-xp 00001000 08:01 1234   /usr/bin/prog\n\
+            7ffd1c9f0000-7ffd1ca11000 rw-p 00000000 00:00 0                          [stack]\n";
+        let maps = parse(text);
+        assert_eq!(maps.len(), 3);
+        assert_eq!(
+            maps[1],
+            Mapping {
+                start: 0x55d0_c0a0_1000,
+                end: 0x55d0_c0a0_2000,
+                file_offset: 0x1000,
+                executable: Some(true),
+            }
+        );
+        assert_eq!(maps[0].executable, Some(false));
+        assert_eq!(maps[2].start, 0x7ffd_1c9f_0000);
+    }
+
+    #[test]
+    fn lines_that_do_not_read_are_left_out() {
+        // paths procfs-core's parser panics on, among lines that are damaged
+        let text = "1000-2000 r-xp 00000000 00:00 0 /SYSV\n\
+            3000-4000 r-xp 00000000 00:00 0 [stack:\u{e9}\n\
+            ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 /SYSV[vsyscall]\n\
+            2000-1000 r-xp 0 00:00 0\n\
+            5000-5000 r-xp 0 00:00 0\n\
+            x-6000 r-xp 0 00:00 0\n\
+            7000-8000 rwz 0 00:00 0\n\
+            9000-a000 r-xp 10000000000000000 00:00 0\n\
+            b000-c000\n\
+            \n\
+            \u{e9}\u{e9}-\u{e9}\n";
+        let maps = parse(text.as_bytes());
+        let starts: Vec<u64> = maps.iter().map(|m| m.start).collect();
+        assert_eq!(starts, [0x1000, 0x3000, 0xffff_ffff_ff60_0000]);
+    }
+}
