@@ -7,6 +7,11 @@
 //! past its end — found by the `minidump` fuzz target), and a dump's bytes must never
 //! panic the reader. Nothing here indexes by a number from the text; a line that does not
 //! read is skipped, and the entries are never more than the stream's lines.
+//!
+//! Modules take their mappings with [`within`] from the list sorted by start, out of a
+//! budget shared by all modules: a dump's module list and maps both come from the file,
+//! and modules that all span the address space would otherwise each copy every mapping
+//! (memory and time of modules × lines).
 
 use super::Mapping;
 
@@ -15,6 +20,29 @@ use super::Mapping;
 /// range) are left out.
 pub(super) fn parse(text: &[u8]) -> Vec<Mapping> {
     text.split(|&b| b == b'\n').filter_map(line).collect()
+}
+
+/// How many mappings the modules of a dump with `lines` mappings may look at in all:
+/// each mapping once per module it lies in, for modules that overlap a few times.
+pub(super) fn budget(lines: usize) -> usize {
+    lines.saturating_mul(4).saturating_add(64)
+}
+
+/// The mappings of `sorted` (sorted by start) that lie inside `[base, end)`, each one
+/// looked at taken from `budget`: none once it is spent.
+pub(super) fn within(sorted: &[Mapping], base: u64, end: u64, budget: &mut usize) -> Vec<Mapping> {
+    let from = sorted.partition_point(|m| m.start < base);
+    let mut out = Vec::new();
+    for m in sorted.get(from..).unwrap_or(&[]).iter() {
+        if m.start >= end || *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        if m.end <= end {
+            out.push(m.clone());
+        }
+    }
+    out
 }
 
 fn line(line: &[u8]) -> Option<Mapping> {
@@ -73,6 +101,31 @@ mod tests {
         );
         assert_eq!(maps[0].executable, Some(false));
         assert_eq!(maps[2].start, 0x7ffd_1c9f_0000);
+    }
+
+    #[test]
+    fn modules_take_the_mappings_inside_them_within_a_budget() {
+        let text = b"1000-2000 r--p 0 0:0 0\n2000-3000 r-xp 1000 0:0 0\n\
+            3000-5000 r--p 2000 0:0 0\n8000-9000 r-xp 0 0:0 0\n";
+        let mut maps = parse(text);
+        maps.sort_unstable_by_key(|m| m.start);
+        let starts = |v: Vec<Mapping>| v.iter().map(|m| m.start).collect::<Vec<_>>();
+        let mut left = budget(maps.len());
+        // the last mapping reaches past the module's end
+        assert_eq!(
+            starts(within(&maps, 0x1000, 0x4000, &mut left)),
+            [0x1000, 0x2000]
+        );
+        assert_eq!(starts(within(&maps, 0x8000, 0x9000, &mut left)), [0x8000]);
+        assert!(within(&maps, 0x5000, 0x8000, &mut left).is_empty());
+        // modules spanning everything: each looks at every mapping until the budget ends
+        let mut modules = 0;
+        let mut left = budget(maps.len());
+        while !within(&maps, 0, u64::MAX, &mut left).is_empty() {
+            modules += 1;
+        }
+        assert_eq!(modules, (4 * 4 + 64) / 4);
+        assert_eq!(left, 0);
     }
 
     #[test]

@@ -26,6 +26,7 @@ use minidump::{
     MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
 };
 
+use super::linux_maps;
 use super::{
     Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, ExceptionInfo, Identity, Mapping,
     MemoryMap, Module, Os, RegisterSet, Thread, UnloadedModule,
@@ -146,14 +147,19 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let memory = MemoryMap::new(ranges);
 
     // Modules.
-    let maps: Vec<Mapping> = md
+    let mut maps: Vec<Mapping> = md
         .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
-        .map(super::linux_maps::parse)
+        .map(linux_maps::parse)
         .unwrap_or_default();
+    maps.sort_unstable_by_key(|m| m.start);
+    let mut budget = linux_maps::budget(maps.len());
     let mut modules = Vec::new();
     if let Ok(list) = md.get_stream::<MinidumpModuleList>() {
         for (i, m) in list.iter().enumerate() {
-            modules.push(module_of(m, i == 0, &maps, &memory));
+            let (base, end) = range_of(m);
+            // `/proc/self/maps` ranges (end exclusive) inside the module
+            let mappings = linux_maps::within(&maps, base, end, &mut budget);
+            modules.push(module_of(m, i == 0, mappings, &memory));
         }
     }
     modules.sort_by_key(|m: &Module| m.base);
@@ -478,9 +484,19 @@ fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
-fn module_of(m: &MinidumpModule, first: bool, maps: &[Mapping], memory: &MemoryMap<'_>) -> Module {
+/// The address range a module's record gives, end exclusive.
+fn range_of(m: &MinidumpModule) -> (u64, u64) {
     let base = m.raw.base_of_image;
-    let end = base.saturating_add(u64::from(m.raw.size_of_image));
+    (base, base.saturating_add(u64::from(m.raw.size_of_image)))
+}
+
+fn module_of(
+    m: &MinidumpModule,
+    first: bool,
+    mappings: Vec<Mapping>,
+    memory: &MemoryMap<'_>,
+) -> Module {
+    let (base, end) = range_of(m);
     let path = (!m.name.is_empty()).then(|| m.name.clone());
     let mut build_id = match &m.codeview_info {
         Some(CodeView::Elf(elf)) if elf.build_id.iter().any(|&b| b != 0) => {
@@ -514,12 +530,6 @@ fn module_of(m: &MinidumpModule, first: bool, maps: &[Mapping], memory: &MemoryM
     } else {
         Identity::None
     };
-    // `/proc/self/maps` ranges (end exclusive) inside the module
-    let mappings = maps
-        .iter()
-        .filter(|m| m.start >= base && m.end <= end)
-        .cloned()
-        .collect();
     Module {
         name: file_name(&m.name).to_owned(),
         path,
