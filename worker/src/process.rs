@@ -219,6 +219,9 @@ struct Loaded {
     from_memory: bool,
 }
 
+/// At most this many modules of a dump get tables built from the dump's own memory.
+const MAX_MEMORY_IMAGES: usize = 4;
+
 /// The vdso's whole image is in the dump: its tables come from there.
 fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
     let is_vdso = m.path.is_none()
@@ -328,6 +331,9 @@ pub fn process(
             module: None,
         })
         .collect();
+    // A process has one vdso; a dump listing many (hostile) would have each one's image
+    // built from its memory, so a few at most are.
+    let mut images_left = MAX_MEMORY_IMAGES;
     let loaded: Vec<Loaded> = dump
         .modules
         .iter()
@@ -336,16 +342,18 @@ pub fn process(
                 tables: Some(t),
                 from_memory: false,
             },
-            None => match tables_from_memory(dump, m) {
-                Some(t) => Loaded {
-                    tables: Some(t),
-                    from_memory: true,
-                },
-                None => Loaded {
-                    tables: None,
-                    from_memory: false,
-                },
-            },
+            None => {
+                let from_memory = (images_left > 0)
+                    .then(|| tables_from_memory(dump, m))
+                    .flatten();
+                if from_memory.is_some() {
+                    images_left -= 1;
+                }
+                Loaded {
+                    from_memory: from_memory.is_some(),
+                    tables: from_memory,
+                }
+            }
         })
         .collect();
     let breakpad: Vec<Option<&BreakpadIndex>> = loaded

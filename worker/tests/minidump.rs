@@ -611,3 +611,51 @@ fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
         assert!(libc.build_id.is_some());
     }
 }
+
+/// A dump listing many vdso modules over one image (only a hostile dump does: a process
+/// has one vdso) gets the tables of a few of them built from its memory, not of each.
+#[test]
+fn only_a_few_vdso_images_are_built_from_dump_memory() {
+    use std::io::{Read, Seek, SeekFrom};
+    let (a, b) = own_vdso();
+    let mut mem = std::fs::File::open("/proc/self/mem").unwrap();
+    mem.seek(SeekFrom::Start(a)).unwrap();
+    let mut image = vec![0u8; (b - a) as usize];
+    mem.read_exact(&mut image).unwrap();
+    let vdso = dump::Module {
+        name: "linux-vdso.so.1".into(),
+        base: a,
+        end: b,
+        load_base: a,
+        ..dump::Module::default()
+    };
+    let built = |copies: usize| {
+        let d = dump::Dump {
+            format: DumpFormat::Minidump,
+            arch: Arch::X86_64,
+            os: Os::Linux,
+            writer: None,
+            pid: None,
+            executable: None,
+            command_line: None,
+            created: None,
+            threads: vec![],
+            modules: vec![vdso.clone(); copies],
+            unloaded_modules: vec![],
+            memory: dump::MemoryMap::new(vec![(a, &image[..])]),
+            crash: None,
+            annotations: Default::default(),
+            warnings: vec![],
+            pac_mask: None,
+        };
+        let options = worker::process::ProcessOptions::default();
+        let report = worker::process::process(&d, &image, &worker::process::NoTables, &options);
+        report
+            .modules
+            .iter()
+            .filter(|m| m.unwind == ["dump-memory"])
+            .count()
+    };
+    assert_eq!(built(1), 1, "the vdso's tables come from the dump");
+    assert_eq!(built(50), 4);
+}
