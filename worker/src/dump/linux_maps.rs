@@ -70,13 +70,7 @@ fn line(line: &[u8]) -> Option<Mapping> {
 }
 
 fn hex(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 16 {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |v, &b| {
-        let d = char::from(b).to_digit(16)?;
-        Some(v << 4 | u64::from(d))
-    })
+    crate::breakpad_text::parse_u64(digits, 16)
 }
 
 #[cfg(test)]
