@@ -27,7 +27,7 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub struct StorageArgs {
     /// Directory for the default SQLite database, the default blob store and the staging
     /// files of uploads in progress (`tmp/`).
-    #[arg(long, default_value = "postmortem-data")]
+    #[arg(long, env = "POSTMORTEM_DATA_DIR", default_value = "postmortem-data")]
     pub data_dir: PathBuf,
     /// Database URL (`sqlite://PATH` or `postgres://…`). Default: SQLite in the data dir.
     #[arg(long, env = "POSTMORTEM_DATABASE_URL")]

@@ -6,12 +6,17 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// The CLI under test, built by cargo for this test binary.
-pub const POSTMORTEM: &str = env!("CARGO_BIN_EXE_postmortem");
+/// The CLI under test: `POSTMORTEM_BIN` when set (e.g. an older build, to see a new case
+/// fail on it), else the one cargo built for this test binary.
+pub fn postmortem() -> std::path::PathBuf {
+    std::env::var_os("POSTMORTEM_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_postmortem").into())
+}
 
 /// Runs `postmortem walk CORE --symbols DIR --format json` and returns its raw output.
 pub fn walk(core: &Path, symbols: &Path) -> Output {
-    Command::new(POSTMORTEM)
+    Command::new(postmortem())
         .arg("walk")
         .arg(core)
         .arg("--symbols")
@@ -71,7 +76,7 @@ pub fn assert_valid(report: &Value) {
 
 #[cfg(test)]
 mod tests {
-    //! The schema accepts a report written by hand from report-format.md and rejects
+    //! The schema accepts a report written by hand from docs/report-format.md and rejects
     //! documented violations.
 
     use serde_json::{json, Value};

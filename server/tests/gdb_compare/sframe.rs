@@ -1,5 +1,5 @@
 //! SFrame-only unwinding on real processes: the binutils-built SFrame fixtures
-//! (`shared/fixtures/sframe/*-x86_64-shapes-*.elf`) are run under gdb, stopped in
+//! (`fixtures/sframe/*-x86_64-shapes-*.elf`) are run under gdb, stopped in
 //! `leaf_add` and in the deepest `fib` calls, and dumped with `gcore`. Each core is walked
 //! twice: once with the fixture itself (its `.eh_frame`), once with a copy stripped of
 //! `.eh_frame`/`.eh_frame_hdr` (same build-id, so it is the file used), where the
@@ -16,7 +16,7 @@ use crate::program::Workdir;
 use crate::report;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/sframe")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sframe")
 }
 
 /// One thread's (pc, function) frames and its end reason.

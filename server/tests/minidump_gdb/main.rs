@@ -63,12 +63,9 @@ fn compile(case: &str, compiler: &str, flags: &[&str], source: &str) -> Recorded
     record(work, exe)
 }
 
-/// The CLI under test: `POSTMORTEM_BIN` when set (a copy kept out of a target directory
-/// that other builds share), else the one cargo built for this test binary.
+/// The CLI under test (`POSTMORTEM_BIN` when set, see `report::postmortem`).
 fn postmortem() -> PathBuf {
-    std::env::var_os("POSTMORTEM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(report::POSTMORTEM))
+    report::postmortem()
 }
 
 /// Runs `postmortem walk DUMP --symbols DIR [extra…] --format json`, requires exit 0 and

@@ -1,7 +1,7 @@
 //! The `postmortem.report/1` document: its model, JSON and text renderings.
 //!
 //! Every way postmortem answers about a crash is this one document (see the binding
-//! `report-format.md`); the text view is a rendering of it for people.
+//! `docs/report-format.md`); the text view is a rendering of it for people.
 
 mod model;
 pub mod signals;

@@ -1,4 +1,4 @@
-//! Serde types of `postmortem.report/1`, field for field as `report-format.md` lists them.
+//! Serde types of `postmortem.report/1`, field for field as `docs/report-format.md` lists them.
 //!
 //! Every documented field is always present (`null` when unknown), so nothing here uses
 //! `skip_serializing_if`. Addresses are `String`s of lower-case hex (see [`super::hex_addr`]).

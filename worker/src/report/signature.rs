@@ -5,7 +5,7 @@
 //! Rust panic and C++ terminate machinery). Function names are normalized (no parameters,
 //! no addresses, no Rust hashes); a frame without a function is `module+offset`. The first
 //! `frames` (default 3) remaining frames, joined with ` | `, are the text; their indices in
-//! the crashed thread's `frames` are kept beside it (`report-format.md`, `signature`).
+//! the crashed thread's `frames` are kept beside it (`docs/report-format.md`, `signature`).
 //!
 //! The rules live in a readable text file, `signature.txt` (built in), which a deployment
 //! can replace with `--signature-rules FILE`. This module does not decide which thread

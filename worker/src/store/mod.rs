@@ -6,7 +6,7 @@
 //! placeholders (both dialects accept them) and compiled for both pools by [`on_pool!`].
 //! SQL differs per dialect only where the databases differ (leasing a job). Queries are
 //! runtime `query_as` + `FromRow`, not `query!`, because `query!` checks against a single
-//! database and we ship two (style.md 2.13). Times are Unix milliseconds.
+//! database and we ship two (docs/style.md 2.13). Times are Unix milliseconds.
 
 pub mod binaries;
 pub mod blobs;

@@ -1,6 +1,6 @@
 //! A synthetic ELF core writer for tests: literal bytes, laid out by hand.
 //!
-//! It shares no structs or constants with the reader (style.md 2.9), so a layout mistake
+//! It shares no structs or constants with the reader (docs/style.md 2.9), so a layout mistake
 //! cannot hide on both sides: offsets here are written from the kernel's structure
 //! definitions, not from `parse.rs` or `notes.rs`.
 

@@ -12,7 +12,7 @@ use crate::unwind::rule::{
 };
 use crate::{binary, dump::Arch};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/sframe");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/sframe");
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{FIXTURES}/{name}");

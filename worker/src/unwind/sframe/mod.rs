@@ -9,7 +9,7 @@
 //! [`crate::unwind::build::sframe`] turns into table rows and [`objdump`] prints.
 //!
 //! Where binutils and the specification text disagree, this follows binutils (the
-//! `ground truth` vectors in `shared/fixtures/sframe`): AArch64 FREs may carry two data
+//! `ground truth` vectors in `fixtures/sframe`): AArch64 FREs may carry two data
 //! words (CFA + RA), and in FLEX FDEs the FP pair follows the RA padding word at data
 //! words 3/4, or an RA pair at words 4/5.
 //!

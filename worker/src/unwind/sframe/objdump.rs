@@ -1,7 +1,7 @@
 //! Prints a decoded SFrame section the way GNU `objdump --sframe` does.
 //!
 //! It exists so that tests can compare our decode with binutils' own, byte for byte,
-//! on the ground-truth vectors in `shared/fixtures/sframe`; nothing in the engine
+//! on the ground-truth vectors in `fixtures/sframe`; nothing in the engine
 //! depends on it. Output starts at objdump's `Contents of the SFrame section` line (the
 //! lines before it name the input file and are not part of the decode). Where objdump
 //! versions print the same bytes differently, [`Binutils`] selects the behaviour.

@@ -1,12 +1,12 @@
 //! Tests of the SFrame reader against the ground-truth vectors made by GNU binutils
-//! (`shared/fixtures/sframe`, see its README): every decode must print exactly what
+//! (`fixtures/sframe`, see its README): every decode must print exactly what
 //! `objdump --sframe` printed, and every corrupted vector must be rejected with the
 //! typed error the README asks for.
 
 use super::objdump::{self, Binutils};
 use super::{Abi, FdeType, FreRule, PcType, Sframe, SframeError};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/sframe");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/sframe");
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{FIXTURES}/{name}");
