@@ -23,9 +23,31 @@ section "System packages"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
-    gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 \
+    gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch
+
+# The target's own aarch64 libc and its debug package (Debian's libc6:arm64 and
+# libc6-dbg:arm64), unpacked into a folder of their own rather than installed: installed,
+# their /lib/ld-linux-aarch64.so.1 and /lib/aarch64-linux-gnu would be found by QEMU and
+# gdb ahead of the cross libc the other aarch64 cases run on. A QEMU core of a program run
+# on them names libc by path only, and its debug file must still be found by the loaded
+# file's build-id (gdb_compare: aarch64_qemu_core_on_the_targets_own_libc_…).
+arm64_root="${POSTMORTEM_ARM64_ROOT:-/var/cache/postmortem-arm64-root}"
+if [ ! -f "$arm64_root/.complete" ]; then
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        $SUDO dpkg --add-architecture arm64
+        $SUDO apt-get update
+    fi
+    debs="$(mktemp -d)"
+    (cd "$debs" && apt-get download libc6:arm64 libc6-dbg:arm64)
+    rm -rf "$arm64_root" && mkdir -p "$arm64_root"
+    for deb in "$debs"/*.deb; do dpkg -x "$deb" "$arm64_root"; done
+    rm -rf "$debs"
+    touch "$arm64_root/.complete"
+fi
+export POSTMORTEM_ARM64_ROOT="$arm64_root"
+echo "aarch64 multiarch libc in $arm64_root"
 
 section "Python tools"
 # schemathesis: the API is fuzzed against openapi.yaml (server/tests/service.rs).
@@ -101,6 +123,18 @@ fi
 POSTMORTEM_WALK_BIN="$static_dir/postmortem-walk" \
     cargo test -p postmortem --test minidump_gdb -- --exact indexed_sym_files_give_the_whole_tables_report
 rm -rf "$static_dir"
+
+section "The README's first command"
+# `cargo run --release -- serve`, read from README.md and run as written, then the README's
+# curl lines upload a crashed program and its core and the report is checked.
+scripts/readme-serve.sh
+
+section "Nothing reads outside the repository"
+# A user's clone has nothing beside it: every fixture and document lives in the repository.
+if git grep -nE '\.\./(\.\./)*shared/' -- ':!*.lock' ':!test.sh'; then
+    echo "test.sh: the files above read ../shared, which a clone does not have" >&2
+    exit 1
+fi
 
 section "fuzz targets compile"
 # The cargo-fuzz crate has its own workspace; checking it keeps every target building

@@ -300,32 +300,41 @@ impl FileProvider {
         fs::File::open(p).ok().map(|f| (f, p.clone()))
     }
 
-    fn candidates(&self, m: &Module, arch: Arch) -> (Vec<PathBuf>, bool) {
-        let mut out: Vec<PathBuf> = Vec::new();
-        let mut verified = true;
-        match &m.build_id {
-            Some(id) => {
-                if let Some(paths) = self.by_build_id.get(id) {
-                    out.extend(paths.iter().cloned());
-                }
-                if let Some(p) = m.path.as_ref().filter(|_| self.dump_paths) {
-                    let p = PathBuf::from(p);
-                    if p.is_file() && file_build_id(&p).as_deref() == Some(id.as_slice()) {
-                        out.push(p);
-                    }
-                }
-                let h = hex(id);
-                if h.len() > 2 {
-                    for root in &self.debug_roots {
-                        let p = root.join(&h[..2]).join(format!("{}.debug", &h[2..]));
-                        if p.is_file() && file_build_id(&p).as_deref() == Some(id.as_slice()) {
-                            out.push(p);
-                        }
-                    }
+    /// Files with build-id `id` under `--symbols` (binaries and debug files), then its
+    /// separate debug files `.build-id/xx/rest.debug` under the debug roots (each checked).
+    fn files_with_build_id(&self, id: &[u8], dump_path: Option<PathBuf>) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self.by_build_id.get(id).cloned().unwrap_or_default();
+        out.extend(dump_path);
+        let h = hex(id);
+        if h.len() > 2 {
+            for root in &self.debug_roots {
+                let p = root.join(&h[..2]).join(format!("{}.debug", &h[2..]));
+                if p.is_file() && file_build_id(&p).as_deref() == Some(id) {
+                    out.push(p);
                 }
             }
+        }
+        out
+    }
+
+    /// The files that describe `m`, and whether they are verified (the dump's build-id
+    /// is theirs). A module the dump gives a build-id takes the files with that id; one
+    /// without takes the file at its path (or one of its name under `--symbols`) — and
+    /// then, as gdb does, the separate debug files of *that file's* build-id.
+    fn candidates(&self, m: &Module, arch: Arch) -> (Vec<PathBuf>, bool) {
+        let mut out: Vec<PathBuf> = Vec::new();
+        let verified = m.build_id.is_some();
+        match &m.build_id {
+            Some(id) => {
+                let at_path = m
+                    .path
+                    .as_ref()
+                    .filter(|_| self.dump_paths)
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_file() && file_build_id(p).as_deref() == Some(id.as_slice()));
+                out = self.files_with_build_id(id, at_path);
+            }
             None => {
-                verified = false;
                 if let Some(p) = m.path.as_ref().filter(|_| self.dump_paths) {
                     let p = PathBuf::from(p);
                     if p.is_file() && same_arch(&p, arch) {
@@ -339,6 +348,9 @@ impl FileProvider {
                         out.extend(paths.iter().filter(|p| same_arch(p, arch)).cloned());
                         out.truncate(1);
                     }
+                }
+                if let Some(id) = out.first().and_then(|p| file_build_id(p)) {
+                    out.extend(self.files_with_build_id(&id, None));
                 }
             }
         }
@@ -374,6 +386,29 @@ fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut Index) {
 }
 
 impl TableProvider for FileProvider {
+    /// A module whose recorded path now holds another build (the file was replaced since
+    /// the crash): that file is never used, and the report says why.
+    fn module_warnings(&self, _dump: &Dump<'_>, m: &Module) -> Vec<(String, String)> {
+        let (Some(id), Some(path)) = (&m.build_id, m.path.as_ref().filter(|_| self.dump_paths))
+        else {
+            return Vec::new();
+        };
+        let path = Path::new(path);
+        match path.is_file().then(|| file_build_id(path)).flatten() {
+            Some(found) if found != *id => vec![(
+                "module-file-changed".to_string(),
+                format!(
+                    "{} on this machine has build-id {}, not the crashed build's {}: the file \
+                     changed since the crash and is not used",
+                    path.display(),
+                    hex(&found),
+                    hex(id)
+                ),
+            )],
+            _ => Vec::new(),
+        }
+    }
+
     fn tables(&self, dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
         let key = m
             .build_id_hex()

@@ -83,6 +83,12 @@ pub trait TableProvider {
     /// The tables for `module` of `dump`, or `None` when no file describes it (the
     /// report then marks the module `missing`).
     fn tables(&self, dump: &Dump<'_>, module: &Module) -> Option<ModuleTables>;
+    /// Problems met looking for `module`'s files that the report should tell whether or
+    /// not tables were found (code, message): e.g. a file at the module's path that is
+    /// another build.
+    fn module_warnings(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// A provider that knows no files: every module but the vdso is `missing`.
@@ -315,6 +321,10 @@ fn is_start(frames: &[SymbolFrame<'_>]) -> bool {
 }
 
 /// Assembles the report of an already-read dump.
+/// Below this, a pc outside every module is a call through a null (or near-null)
+/// pointer, not generated code.
+const MIN_CODE_ADDRESS: u64 = 0x1000;
+
 pub fn process(
     dump: &Dump<'_>,
     dump_bytes: &[u8],
@@ -406,6 +416,14 @@ pub fn process(
             .unwrap_or_default();
         if indexed_symbols && symbol_tables[i].is_none() {
             symbol_sources = vec![symbols::SymbolSource::Breakpad.as_str().to_string()];
+        }
+        for (code, message) in provider.module_warnings(dump, m) {
+            warnings.push(report::Warning {
+                code,
+                message,
+                thread: None,
+                module: Some(i),
+            });
         }
         if let Some(t) = &l.tables {
             for (code, msg) in &t.warnings {
@@ -551,6 +569,25 @@ pub fn process(
                 end_detail: Some("no walker for this architecture".into()),
             },
         };
+        if let Some((k, f)) = result
+            .frames
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.module.is_none() && f.pc >= MIN_CODE_ADDRESS)
+        {
+            warnings.push(report::Warning {
+                code: "code-outside-modules".into(),
+                message: format!(
+                    "thread {}: frame {k} at {} runs code that no module maps (JIT or other \
+                     generated code): no unwind table or symbol describes it, so the frames \
+                     around it come from frame pointers and stack scanning",
+                    t.tid,
+                    hex_addr(f.pc)
+                ),
+                thread: Some(index),
+                module: None,
+            });
+        }
         if result.end == walk::EndReason::FrameLimit {
             warnings.push(report::Warning {
                 code: "frame-limit".into(),

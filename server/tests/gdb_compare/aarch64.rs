@@ -109,7 +109,7 @@ fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
 /// `postmortem walk CORE --symbols DIR… [extra] --format json`, checked against the
 /// schema.
 fn walk_report(core: &Path, symbols: &[&Path], extra: &[&str]) -> Value {
-    let mut command = Command::new(report::POSTMORTEM);
+    let mut command = Command::new(report::postmortem());
     command.arg("walk").arg(core);
     for dir in symbols {
         command.arg("--symbols").arg(dir);
@@ -939,7 +939,7 @@ fn aarch64_sframe_only_walk_equals_eh_frame_walk() {
     if !tools_present(CC) {
         return;
     }
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/sframe/walk");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sframe/walk");
     let work = Workdir::new("a64_sframe");
     let eh = work.path().join("eh");
     let sf = work.path().join("sf");
@@ -1000,4 +1000,69 @@ fn aarch64_sframe_only_walk_equals_eh_frame_walk() {
             assert_eq!(f["unwind_source"], "sframe", "frame {f}");
         }
     }
+}
+
+/// Where test.sh unpacks the target's own libc and its debug package (Debian's
+/// `libc6:arm64` and `libc6-dbg:arm64`): a root with `lib/aarch64-linux-gnu/libc.so.6`
+/// and `usr/lib/debug/.build-id/`.
+fn multiarch_root() -> PathBuf {
+    std::env::var_os("POSTMORTEM_ARM64_ROOT")
+        .map_or_else(|| "/var/cache/postmortem-arm64-root".into(), PathBuf::from)
+}
+
+/// A QEMU core names its modules by path only (no headers, so no build-id, in memory).
+/// gdb loads the library at that path and then its separate debug file by *that file's*
+/// build-id; so must we, or libc's static functions (`msort_with_tmp`,
+/// `__libc_start_call_main`), which only the debug file names, come out unnamed.
+#[test]
+fn aarch64_qemu_core_on_the_targets_own_libc_uses_its_debug_file() {
+    if !tools_present(CC) {
+        return;
+    }
+    let root = multiarch_root();
+    assert!(
+        root.join("lib/aarch64-linux-gnu/libc.so.6").is_file(),
+        "no libc6:arm64 under {}: test.sh unpacks libc6:arm64 and libc6-dbg:arm64 there",
+        root.display()
+    );
+    let root_str = root.to_str().expect("a UTF-8 path");
+    let work = Workdir::new("a64_multiarch");
+    let exe = work.compile(CC, &["-no-pie", "-O1"], &["qsort_cmp.c"], "a64_multiarch");
+    let core = crate::qemu::crash_in(work.path(), &exe, CPU, root_str);
+    let debug_dir = format!("set debug-file-directory {root_str}/usr/lib/debug");
+    let gdb = gdb::frames_with(
+        GDB,
+        // the debug directory first: setting the sysroot loads the libraries
+        &[
+            &debug_dir,
+            &format!("set sysroot {root_str}"),
+            "set architecture aarch64",
+        ],
+        work.path(),
+        &exe,
+        &core,
+    );
+    // gdb found libc's debug file: it names static functions only that file has
+    expect_stack(&gdb, &["by_weight", "msort_with_tmp", "main"]);
+    assert!(
+        names(&gdb).iter().any(|n| n == "__libc_start_call_main"),
+        "gdb names libc's static functions from the debug file: {:?}",
+        names(&gdb)
+    );
+    let libs = root.join("lib");
+    let debug = root.join("usr/lib/debug");
+    let report = walk_report(&core, &[work.path(), &libs, &debug], &[]);
+    check_report(&report, SIGSEGV);
+    let libc = report["modules"]
+        .as_array()
+        .expect("modules")
+        .iter()
+        .find(|m| m["name"] == "libc.so.6")
+        .expect("libc is a module");
+    assert_eq!(
+        libc["identity"], "path",
+        "a QEMU core has no build-ids: {libc}"
+    );
+    compare::assert_same_stacks(&gdb, &report);
+    compare::assert_same_modules(&gdb, &report);
 }

@@ -450,6 +450,7 @@ mod comparison_tests {
                 complete: true,
                 stop: "outermost".to_owned(),
             }],
+            solibs: Vec::new(),
         }
     }
 
@@ -518,4 +519,35 @@ mod comparison_tests {
         }
         assert!(fails(json!({ "threads": [] })), "a missing thread passed");
     }
+}
+
+/// The report's module list equals gdb's `info sharedlibrary` plus the executable and the
+/// vdso: the same libraries (by the file each path names, so `/lib` and `/usr/lib` spellings
+/// of one file agree), none listed twice, exactly one main executable.
+pub fn assert_same_modules(gdb: &GdbCore, report: &Value) {
+    let name_of = |path: &str| {
+        let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.into());
+        real.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let modules = report["modules"].as_array().expect("modules array");
+    let mains = modules.iter().filter(|m| m["main"] == true).count();
+    assert_eq!(mains, 1, "one main executable: {modules:#?}");
+    let mut ours: Vec<String> = modules
+        .iter()
+        .filter(|m| m["main"] != true && m["name"] != "linux-vdso.so.1")
+        .map(|m| {
+            name_of(
+                m["path"]
+                    .as_str()
+                    .unwrap_or_else(|| m["name"].as_str().unwrap_or("")),
+            )
+        })
+        .collect();
+    let mut theirs: Vec<String> = gdb.solibs.iter().map(|p| name_of(p)).collect();
+    ours.sort();
+    theirs.sort();
+    assert_eq!(ours, theirs, "modules: ours vs gdb's info sharedlibrary");
 }

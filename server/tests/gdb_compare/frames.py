@@ -3,8 +3,13 @@
 #   gdb -batch -nx -ex 'set pagination off' ... -x frames.py PROGRAM CORE
 # The document is framed by two marker lines so gdb's own chatter cannot corrupt it.
 import json
+import re
 
 import gdb
+
+# A row of `info sharedlibrary`: From, To (absent when gdb could not read the file),
+# Syms Read ("Yes", "Yes (*)", "No"), then the library's path.
+SOLIB_ROW = re.compile(r"^(?:0x[0-9a-f]+\s+0x[0-9a-f]+\s+)?\s*(?:Yes \(\*\)|Yes|No)\s+(\S.*)$")
 
 FRAME_TYPES = {}
 for _name in ("NORMAL_FRAME", "DUMMY_FRAME", "INLINE_FRAME", "TAILCALL_FRAME",
@@ -60,6 +65,20 @@ def walk_thread(thread):
     return frames, stop, error
 
 
+def solibs():
+    """The shared libraries gdb lists for the core (the dynamic linker's list)."""
+    try:
+        text = gdb.execute("info sharedlibrary", to_string=True)
+    except gdb.error:
+        return []
+    out = []
+    for line in text.splitlines():
+        m = SOLIB_ROW.match(line.strip())
+        if m:
+            out.append(m.group(1).strip())
+    return out
+
+
 def main():
     inferior = gdb.selected_inferior()
     selected = gdb.selected_thread()
@@ -80,7 +99,8 @@ def main():
             "error": error,
         })
     print("=== gdb-frames-json ===")
-    print(json.dumps({"crashed_lwp": crashed_lwp, "signal": signal, "threads": threads}))
+    print(json.dumps({"crashed_lwp": crashed_lwp, "signal": signal, "threads": threads,
+                      "solibs": solibs()}))
     print("=== end ===")
 
 

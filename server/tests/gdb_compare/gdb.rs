@@ -52,6 +52,8 @@ pub struct GdbCore {
     /// `$_siginfo.si_signo` of that thread, where the core records a siginfo.
     pub signal: Option<u64>,
     pub threads: Vec<GdbThread>,
+    /// The paths `info sharedlibrary` lists: the dynamic linker's modules.
+    pub solibs: Vec<String>,
 }
 
 impl GdbCore {
@@ -150,5 +152,11 @@ fn parse(doc: &Value) -> GdbCore {
         crashed_lwp: doc["crashed_lwp"].as_u64(),
         signal: doc["signal"].as_u64(),
         threads,
+        solibs: doc["solibs"]
+            .as_array()
+            .expect("solibs array")
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
     }
 }

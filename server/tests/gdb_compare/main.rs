@@ -14,6 +14,7 @@ mod aarch64;
 mod cli_errors;
 mod compare;
 mod gdb;
+mod modules;
 mod program;
 #[path = "../../../worker/tests/support/qemu.rs"]
 mod qemu;
@@ -53,7 +54,7 @@ impl Crashed {
 /// gdb's frames of the core, checked first against what the crash program is known to
 /// do (so a broken program or gdb setup cannot make a case pass vacuously), then the
 /// report, then the comparison.
-fn check(crashed: &Crashed, expect: impl Fn(&GdbCore)) {
+fn check(crashed: &Crashed, expect: impl Fn(&GdbCore)) -> (GdbCore, serde_json::Value) {
     let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
     expect(&gdb);
     let report = report::walk_report(&crashed.core, crashed.work.path());
@@ -79,6 +80,7 @@ fn check(crashed: &Crashed, expect: impl Fn(&GdbCore)) {
         );
     }
     compare::assert_same_stacks(&gdb, &report);
+    (gdb, report)
 }
 
 /// gdb's names for the crashed thread's frames, innermost first.
@@ -277,16 +279,14 @@ fn deep_recursion() {
     });
 }
 
-#[test]
-fn crash_in_own_shared_library_through_plt() {
-    let work = Workdir::new("plt");
+/// Builds `plt_lib.c` with `opt` as `libcrashlib.so` in `work`.
+fn build_crashlib(work: &Workdir, opt: &str) {
     work.source("plt_lib.c");
-    work.source("plt_main.c");
     work.run_tool(
         "gcc",
         &[
             "-g",
-            "-O1",
+            opt,
             "-fPIC",
             "-shared",
             "plt_lib.c",
@@ -294,6 +294,13 @@ fn crash_in_own_shared_library_through_plt() {
             "libcrashlib.so",
         ],
     );
+}
+
+/// Builds `libcrashlib.so` and `plt_main.c` linked to it (found beside the program) in
+/// `work`; returns the program.
+fn build_plt_program(work: &Workdir) -> PathBuf {
+    build_crashlib(work, "-O1");
+    work.source("plt_main.c");
     work.run_tool(
         "gcc",
         &[
@@ -307,7 +314,13 @@ fn crash_in_own_shared_library_through_plt() {
             "-Wl,-rpath,$ORIGIN",
         ],
     );
-    let exe = work.path().join("plt");
+    work.path().join("plt")
+}
+
+#[test]
+fn crash_in_own_shared_library_through_plt() {
+    let work = Workdir::new("plt");
+    let exe = build_plt_program(&work);
     let core = work.crash(&exe);
     let crashed = Crashed {
         work,

@@ -47,8 +47,14 @@ pub fn crash(dir: &Path, exe: &Path) -> PathBuf {
 /// Runs `exe` under QEMU's `cpu` (e.g. `max,pauth=off`) in `dir` until it dies and returns
 /// QEMU's core. The host kernel may dump QEMU itself as `core` too; that file is removed.
 pub fn crash_on(dir: &Path, exe: &Path, cpu: &str) -> PathBuf {
+    crash_in(dir, exe, cpu, SYSROOT)
+}
+
+/// [`crash_on`] with the target's libraries under `sysroot` (QEMU's `-L`; `/` for the
+/// target's own libraries installed through Debian's multiarch).
+pub fn crash_in(dir: &Path, exe: &Path, cpu: &str, sysroot: &str) -> PathBuf {
     let script = format!(
-        "ulimit -c unlimited; exec {QEMU} -cpu {cpu} -L {SYSROOT} '{}'",
+        "ulimit -c unlimited; exec {QEMU} -cpu {cpu} -L {sysroot} '{}'",
         exe.display()
     );
     let out = Command::new("sh")

@@ -247,8 +247,62 @@ fn module_from_image(
     })
 }
 
-/// Modules from NT_FILE: mappings grouped by path. Only ELF files (first page in memory is
-/// an ELF header) and files with an executable mapping are kept.
+/// The suffix the kernel gives the path of a mapped file that was deleted (or replaced by
+/// a rename) after it was mapped.
+const DELETED: &str = " (deleted)";
+
+/// One load of a file: the mappings that one `mmap` of its header (file offset 0) and
+/// the segments after it made. A file mapped twice (a library loaded in two namespaces,
+/// or a program that also maps its own binary as data) is two instances.
+struct Instance<'f> {
+    maps: Vec<&'f FileMapping>,
+    /// The ELF image at the header mapping, when the core holds it.
+    image: Option<Image>,
+}
+
+impl Instance<'_> {
+    /// Whether `m` continues this load: inside the image's extent from its header, or
+    /// (no image in memory) right after the previous mapping — the dynamic linker reserves
+    /// a module's whole extent at once, so its segments follow its header without gaps.
+    fn continued_by(&self, m: &FileMapping) -> bool {
+        let (Some(first), Some(last)) = (self.maps.first(), self.maps.last()) else {
+            return false;
+        };
+        match &self.image {
+            Some(image) if first.file_offset == 0 => first
+                .start
+                .checked_add(image.extent)
+                .is_some_and(|end| m.start < end),
+            _ => m.start == last.end,
+        }
+    }
+}
+
+/// Splits one file's mappings (sorted by address) into instances: each mapping of file
+/// offset 0 starts one, and the others continue the one below them when they lie where
+/// its load put its segments ([`Instance::continued_by`]); any other mapping (the file
+/// mapped as data at an offset) is an instance of its own.
+fn instances<'f>(maps: &[&'f FileMapping], mem: &MemoryMap<'_>) -> Vec<Instance<'f>> {
+    let mut out: Vec<Instance<'f>> = Vec::new();
+    for &m in maps {
+        match out.last_mut() {
+            Some(last) if m.file_offset != 0 && last.continued_by(m) => last.maps.push(m),
+            _ => out.push(Instance {
+                maps: vec![m],
+                image: (m.file_offset == 0)
+                    .then(|| image_at(mem, m.start))
+                    .flatten(),
+            }),
+        }
+    }
+    out
+}
+
+/// Modules from NT_FILE: each load of a file ([`instances`]) that is mapped executable is
+/// a module, as gdb lists modules from the dynamic linker and the executable mappings.
+/// Files mapped as data (a separate debug file read by a symbolizer, fonts, databases, a
+/// program's own binary read as data) are not modules, even when they are ELF files with
+/// a module's build-id.
 pub(super) fn from_nt_file(
     files: &[FileMapping],
     loads: &LoadIndex,
@@ -275,59 +329,91 @@ pub(super) fn from_nt_file(
             continue;
         }
         maps.sort_by_key(|m| m.start);
-        let header = maps.iter().find(|m| m.file_offset == 0).map(|m| m.start);
-        let mut image = header.and_then(|a| image_at(mem, a));
-        let mappings: Vec<Mapping> = maps
-            .iter()
-            .map(|m| Mapping {
-                start: m.start,
-                end: m.end,
-                file_offset: m.file_offset,
-                // gcore leaves out unwritten file-backed text entirely, so the core may not
-                // cover a mapping; the image's own segment flags then say.
-                executable: loads
-                    .executable(m.start, m.end)
-                    .or_else(|| image.as_ref()?.executable_at_offset(m.file_offset)),
-            })
-            .collect();
-        let any_exec = mappings.iter().any(|m| m.executable == Some(true));
-        if image.is_none() && !any_exec {
-            continue;
-        }
-        let (Some(base), Some(mut end)) = (
-            maps.iter().map(|m| m.start).min(),
-            maps.iter().map(|m| m.end).max(),
-        ) else {
-            continue;
-        };
-        let load_base = header.unwrap_or(base);
-        if let Some(img) = image.as_mut() {
-            img.read_build_id(mem, load_base);
-            if let Some(img_end) = load_base.checked_add(img.extent) {
-                end = end.max(img_end);
+        let path = path.strip_suffix(DELETED).unwrap_or(path);
+        for instance in instances(&maps, mem) {
+            if let Some(m) = module_from_instance(path, instance, loads, mem) {
+                out.push(m);
             }
         }
-        let build_id = image.and_then(|i| i.build_id);
-        out.push(Module {
-            name: file_name(path),
-            path: Some(path.to_string()),
-            base: base.min(load_base),
-            end,
-            load_base,
-            identity: if build_id.is_some() {
-                Identity::BuildId
-            } else {
-                Identity::Path
-            },
-            build_id,
-            debug_id: None,
-            debug_file: None,
-            code_id: None,
-            main: false,
-            mappings,
-        });
     }
     out
+}
+
+/// The module one load of a file makes, or `None` when nothing of it is mapped executable
+/// (a file mapped as data).
+fn module_from_instance(
+    path: &str,
+    instance: Instance<'_>,
+    loads: &LoadIndex,
+    mem: &MemoryMap<'_>,
+) -> Option<Module> {
+    let Instance { maps, mut image } = instance;
+    if image.is_none() && path.starts_with("/memfd:") {
+        // Code a JIT wrote into a memfd: no module (gdb lists none), no file to find.
+        return None;
+    }
+    let header = maps.first().filter(|m| m.file_offset == 0).map(|m| m.start);
+    let core_knows = maps
+        .iter()
+        .any(|m| loads.executable(m.start, m.end).is_some());
+    let mappings: Vec<Mapping> = maps
+        .iter()
+        .map(|m| Mapping {
+            start: m.start,
+            end: m.end,
+            file_offset: m.file_offset,
+            // gcore leaves out unwritten file-backed text entirely, so the core may not
+            // cover a mapping; the image's own segment flags then say.
+            executable: loads
+                .executable(m.start, m.end)
+                .or_else(|| image.as_ref()?.executable_at_offset(m.file_offset)),
+        })
+        .collect();
+    if !mappings.iter().any(|m| m.executable == Some(true)) {
+        return None;
+    }
+    if !core_knows && !loaded_by_segments(image.as_ref(), maps.len()) {
+        // Only the image's flags say "executable": one mapping of a file whose image has
+        // several segments is the file mapped whole as data, not loaded.
+        return None;
+    }
+    let base = maps.iter().map(|m| m.start).min()?;
+    let mut end = maps.iter().map(|m| m.end).max()?;
+    let load_base = header.unwrap_or(base);
+    if let Some(img) = image.as_mut() {
+        img.read_build_id(mem, load_base);
+        if let Some(img_end) = load_base.checked_add(img.extent) {
+            end = end.max(img_end);
+        }
+    }
+    let build_id = image.and_then(|i| i.build_id);
+    Some(Module {
+        name: file_name(path),
+        path: Some(path.to_string()),
+        base: base.min(load_base),
+        end,
+        load_base,
+        identity: if build_id.is_some() {
+            Identity::BuildId
+        } else {
+            Identity::Path
+        },
+        build_id,
+        mappings,
+        ..Module::default()
+    })
+}
+
+/// Whether a load with `mappings` mappings can be the dynamic linker's: it maps every
+/// loadable segment, so an image of several PT_LOADs makes several mappings.
+fn loaded_by_segments(image: Option<&Image>, mappings: usize) -> bool {
+    let segments = image.map_or(0, |i| {
+        i.phdrs
+            .iter()
+            .filter(|p| p.p_type == PT_LOAD && p.memsz > 0)
+            .count()
+    });
+    segments <= 1 || mappings > 1
 }
 
 /// The vdso, whose whole image is in the core's memory.
