@@ -353,9 +353,6 @@ fn module_from_instance(
         return None;
     }
     let header = maps.first().filter(|m| m.file_offset == 0).map(|m| m.start);
-    let core_knows = maps
-        .iter()
-        .any(|m| loads.executable(m.start, m.end).is_some());
     let mappings: Vec<Mapping> = maps
         .iter()
         .map(|m| Mapping {
@@ -370,11 +367,6 @@ fn module_from_instance(
         })
         .collect();
     if !mappings.iter().any(|m| m.executable == Some(true)) {
-        return None;
-    }
-    if !core_knows && !loaded_by_segments(image.as_ref(), maps.len()) {
-        // Only the image's flags say "executable": one mapping of a file whose image has
-        // several segments is the file mapped whole as data, not loaded.
         return None;
     }
     let base = maps.iter().map(|m| m.start).min()?;
@@ -402,18 +394,6 @@ fn module_from_instance(
         mappings,
         ..Module::default()
     })
-}
-
-/// Whether a load with `mappings` mappings can be the dynamic linker's: it maps every
-/// loadable segment, so an image of several PT_LOADs makes several mappings.
-fn loaded_by_segments(image: Option<&Image>, mappings: usize) -> bool {
-    let segments = image.map_or(0, |i| {
-        i.phdrs
-            .iter()
-            .filter(|p| p.p_type == PT_LOAD && p.memsz > 0)
-            .count()
-    });
-    segments <= 1 || mappings > 1
 }
 
 /// The vdso, whose whole image is in the core's memory.

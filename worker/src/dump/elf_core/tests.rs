@@ -364,3 +364,77 @@ fn mutated_cores_never_panic() {
         }
     }
 }
+
+/// Files mapped as data are not modules, even ELF files with a module's build-id (a
+/// separate debug file a symbolizer mapped); a file mapped twice is two loads, and only the
+/// executable one is a module; `(deleted)` is not part of a path.
+#[test]
+fn data_mappings_are_not_modules() {
+    const DEBUG_AT: u64 = 0x7e00_0000_0000;
+    const EXE_DATA_AT: u64 = 0x7d00_0000_0000;
+    let bytes = SCore::new(62)
+        .note(CORE, 1, synth::prstatus_x86_64(101, 11, &x86_regs()))
+        .note(CORE, 6, synth::auxv(&[(3, EXE_BASE + 64), (5, 3)]))
+        .note(
+            CORE,
+            0x4649_4c45,
+            synth::nt_file(
+                0x1000,
+                &[
+                    (EXE_BASE, EXE_BASE + 0x1000, 0, "/opt/app/prog"),
+                    (EXE_BASE + 0x1000, EXE_BASE + 0x2000, 1, "/opt/app/prog"),
+                    (LIB_BASE, LIB_BASE + 0x3000, 0, "/lib/libfoo.so (deleted)"),
+                    (
+                        LIB_BASE + 0x3000,
+                        LIB_BASE + 0x4000,
+                        3,
+                        "/lib/libfoo.so (deleted)",
+                    ),
+                    // libfoo's debug file, mapped whole as data: same build-id
+                    (
+                        DEBUG_AT,
+                        DEBUG_AT + 0x5000,
+                        0,
+                        "/usr/lib/debug/.build-id/de/ad.debug",
+                    ),
+                    // the program's own binary read back, from its header and from a page on
+                    (EXE_DATA_AT, EXE_DATA_AT + 0x3000, 0, "/opt/app/prog"),
+                    (
+                        EXE_DATA_AT + 0x8000,
+                        EXE_DATA_AT + 0x9000,
+                        1,
+                        "/opt/app/prog",
+                    ),
+                ],
+            ),
+        )
+        .load(EXE_BASE, 5, synth::elf_image(&EXE_ID, 0x2000, 0x800))
+        .empty_load(EXE_BASE + 0x1000, 5, 0x1000)
+        .load(LIB_BASE, 5, synth::elf_image(&BUILD_ID, 0x3000, 0x1800))
+        .empty_load(LIB_BASE + 0x3000, 6, 0x1000)
+        .load(DEBUG_AT, 4, synth::elf_image(&BUILD_ID, 0x3000, 0x1800))
+        .empty_load(DEBUG_AT + 0x1000, 4, 0x4000)
+        .load(EXE_DATA_AT, 4, synth::elf_image(&EXE_ID, 0x2000, 0x800))
+        .empty_load(EXE_DATA_AT + 0x8000, 4, 0x1000)
+        .build();
+    let d = read(&bytes).expect("read");
+    let modules: Vec<_> = d
+        .modules
+        .iter()
+        .map(|m| (m.name.as_str(), m.path.as_deref(), m.base, m.end))
+        .collect();
+    assert_eq!(
+        modules,
+        [
+            ("prog", Some("/opt/app/prog"), EXE_BASE, EXE_BASE + 0x3000),
+            (
+                "libfoo.so",
+                Some("/lib/libfoo.so"),
+                LIB_BASE,
+                LIB_BASE + 0x5000
+            ),
+        ]
+    );
+    assert!(d.modules[0].main);
+    assert_eq!(d.modules[1].build_id.as_deref(), Some(&BUILD_ID[..]));
+}
