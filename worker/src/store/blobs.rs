@@ -116,7 +116,10 @@ impl Blobs {
         if self.store.head(&path).await.is_ok() {
             return Ok(sha);
         }
-        self.store.put(&path, PutPayload::from(bytes)).await?;
+        self.store
+            .put(&path, PutPayload::from(bytes))
+            .await
+            .map_err(StoreError::BlobWrite)?;
         Ok(sha)
     }
 
@@ -135,19 +138,17 @@ impl Blobs {
         let mut reader = tokio::io::BufReader::with_capacity(READ_BUFFER, file);
         let mut writer = BufWriter::with_capacity(self.store.clone(), path, PART_BYTES)
             .with_max_concurrency(PART_CONCURRENCY);
-        let copied = match tokio::io::copy_buf(&mut reader, &mut writer).await {
-            Ok(_) => writer.shutdown().await,
-            Err(e) => Err(e),
-        };
-        match copied {
-            Ok(()) => Ok(sha),
-            Err(e) => {
-                if let Err(abort) = writer.abort().await {
-                    tracing::warn!(error = %abort, "aborting a failed blob upload");
-                }
-                Err(StoreError::BlobCopy(e))
+        if let Err(e) = tokio::io::copy_buf(&mut reader, &mut writer).await {
+            if let Err(abort) = writer.abort().await {
+                tracing::warn!(error = %abort, "aborting a failed blob upload");
             }
+            return Err(StoreError::BlobCopy(e));
         }
+        // Not aborted after a failed shutdown: the writer is then shut down, and aborting
+        // it panics ("Already shut down"). A failed single `put` leaves nothing, and a
+        // failed multipart completion is aborted by the writer itself.
+        writer.shutdown().await.map_err(StoreError::BlobCopy)?;
+        Ok(sha)
     }
 
     /// The bytes stored under `sha256`.
