@@ -1,8 +1,11 @@
 //! `postmortem serve`: the HTTP API plus in-process workers. With no options it runs on a
 //! fresh machine: SQLite (WAL) and blobs under `./postmortem-data`, 127.0.0.1:8080.
+//! Hostile clients are bounded by default (timeouts, a connection limit, body limits);
+//! the flags below tune them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::{watch, Notify};
@@ -32,6 +35,25 @@ pub struct ServeArgs {
     /// Largest body after decompression, MiB.
     #[arg(long, default_value_t = 1024)]
     pub max_decompressed_mb: u64,
+    /// Seconds a client has to send a request's headers (and longest idle time of a
+    /// keep-alive connection); slower connections are closed.
+    #[arg(long, default_value_t = 10)]
+    pub header_timeout_secs: u64,
+    /// Seconds a request body may go without a byte before the request is answered 408
+    /// and its partial upload removed.
+    #[arg(long, default_value_t = 30)]
+    pub body_idle_timeout_secs: u64,
+    /// Seconds a whole request may take until its answer starts (uploads included),
+    /// then 408.
+    #[arg(long, default_value_t = 600)]
+    pub request_timeout_secs: u64,
+    /// Connections served at once; further clients wait until one ends.
+    #[arg(long, default_value_t = 512)]
+    pub max_connections: usize,
+    /// Without tokens, a `Host` name (`name` or `name:port`) the server answers to besides
+    /// its listen address, `localhost`, `127.0.0.1` and `[::1]`. Repeatable.
+    #[arg(long = "allowed-host")]
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -85,21 +107,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         metrics: job_metrics.clone(),
         wake: wake.clone(),
     };
-    let state = AppState {
-        config: Arc::new(Config {
-            tokens,
-            max_body_bytes: args.max_body_mb.saturating_mul(1 << 20),
-            max_decompressed_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
-        }),
-        db: db.clone(),
-        blobs,
-        staging,
-        cache,
-        metrics: Arc::new(Metrics::default()),
-        job_metrics,
-        wake,
-    };
-
     let (stop, stopped) = watch::channel(false);
     let mut tasks = Vec::new();
     for i in 0..args.jobs.workers {
@@ -112,13 +119,39 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    let secs = |s: u64| Duration::from_secs(s.max(1));
+    let state = AppState {
+        config: Arc::new(Config {
+            tokens,
+            max_body_bytes: args.max_body_mb.saturating_mul(1 << 20),
+            max_decompressed_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
+            body_idle_timeout: secs(args.body_idle_timeout_secs),
+            request_timeout: secs(args.request_timeout_secs),
+            allowed_hosts: crate::api::origin::allowed_hosts(addr, &args.allowed_hosts),
+        }),
+        db: db.clone(),
+        blobs,
+        staging,
+        cache,
+        metrics: Arc::new(Metrics::default()),
+        job_metrics,
+        wake,
+    };
+
     tracing::info!(%addr, backend = db.kind(), workers = tasks.len(), "serving");
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("postmortem listening on http://{addr}");
-    axum::serve(listener, crate::api::router(state))
-        .with_graceful_shutdown(super::shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    let limits = super::conn::ConnLimits {
+        max_connections: args.max_connections,
+        header_timeout: secs(args.header_timeout_secs),
+    };
+    super::conn::serve(
+        listener,
+        crate::api::router(state),
+        limits,
+        super::shutdown_signal(),
+    )
+    .await;
     let _ = stop.send(true);
     for t in tasks {
         let _ = t.await;

@@ -1,0 +1,703 @@
+//! Hostile clients against the real `postmortem serve` binary (issue 16): bodies over the
+//! wire limit sent chunked, slow and stalled requests, idle connections, cross-site and
+//! DNS-rebinding requests, framework errors that must still be problem+json, and a blob
+//! store that cannot be written. Each test talks to a server on a free loopback port over
+//! real sockets, most of them with hand-written HTTP/1.1 so that nothing is smoothed over
+//! by a client library.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+mod common;
+use common::{bin, client, Proc, TempServer as Server};
+
+/// A response read off the wire.
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Asserts an `application/problem+json` body whose `status` is the response's.
+    fn assert_problem(&self, status: u16) -> Value {
+        assert_eq!(self.status, status, "{self:?}");
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json"),
+            "{status}: {self:?}"
+        );
+        let v: Value = serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{status}: body is not JSON ({e}): {self:?}"));
+        assert_eq!(v["status"], status, "{v}");
+        assert!(v["code"].is_string() && v["detail"].is_string(), "{v}");
+        v
+    }
+}
+
+/// Parses a whole HTTP/1.1 response (head and a Content-Length body).
+fn parse(raw: &[u8]) -> Option<Resp> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..end]).ok()?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[end + 4..].to_vec();
+    if let Some(len) = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+    {
+        body.truncate(len);
+    }
+    Some(Resp {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Reads until the server closes the connection (or `within` passes), then parses what
+/// came. A reset after the response (the server did not read the whole body) is fine.
+async fn read_response(rd: &mut tokio::net::tcp::OwnedReadHalf, within: Duration) -> Option<Resp> {
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(within, async {
+        let mut buf = [0u8; 16384];
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => raw.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    parse(&raw)
+}
+
+/// Sends `head` (request line and headers, without the blank line; `Host` and
+/// `Connection: close` are added) and `body`, writing the body concurrently with reading
+/// the answer, and returns the answer.
+async fn exchange(addr: &str, head: &str, body: Vec<u8>) -> Resp {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let head = if head.to_ascii_lowercase().contains("\r\nhost:") {
+        format!("{head}\r\nConnection: close\r\n\r\n")
+    } else {
+        format!("{head}\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+    };
+    let writer = tokio::spawn(async move {
+        wr.write_all(head.as_bytes()).await?;
+        for piece in body.chunks(64 << 10) {
+            wr.write_all(piece).await?;
+        }
+        wr.flush().await?;
+        Ok::<_, std::io::Error>(wr)
+    });
+    let resp = read_response(&mut rd, Duration::from_secs(30))
+        .await
+        .expect("no HTTP response (empty reply or timeout)");
+    writer.abort();
+    resp
+}
+
+/// The start of a 64-bit little-endian ELF core: one program header right after the ELF
+/// header, the rest zeros. Enough for the upload checks; the job fails later.
+fn fake_core(len: usize) -> Vec<u8> {
+    let mut b = vec![0u8; len.max(64 + 56)];
+    b[..4].copy_from_slice(b"\x7fELF");
+    b[4] = 2; // ELFCLASS64
+    b[5] = 1; // little-endian
+    b[6] = 1; // EV_CURRENT
+    b[16..18].copy_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    b[18..20].copy_from_slice(&62u16.to_le_bytes()); // x86-64
+    b[20..24].copy_from_slice(&1u32.to_le_bytes());
+    b[32..40].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+    b[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    b[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+    b[56..58].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+    b
+}
+
+/// `data` body as HTTP/1.1 chunks, and the last chunk.
+fn chunked(data: &[u8], piece: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / piece * 12 + 8);
+    for c in data.chunks(piece) {
+        out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        out.extend_from_slice(c);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// Regular files under `dir` (none if it does not exist).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// How many crashes the server lists.
+async fn crash_count(s: &Server) -> usize {
+    let v: Value = client()
+        .get(s.url("/api/v1/crashes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["crashes"].as_array().expect("crash list").len()
+}
+
+/// Point 5: the wire limit holds for a chunked body (no Content-Length to check): a
+/// problem+json 413, and no crash row, no blob, no staging file.
+#[tokio::test]
+async fn chunked_body_over_the_wire_limit_is_refused_and_nothing_stored() {
+    let s = Server::start(&["--max-body-mb", "1", "--workers", "0"]);
+    let body = chunked(&fake_core(3 << 20), 64 << 10);
+    let r = exchange(
+        &s.addr(),
+        "POST /api/v1/crashes HTTP/1.1\r\nTransfer-Encoding: chunked",
+        body,
+    )
+    .await;
+    let v = r.assert_problem(413);
+    assert_eq!(v["code"], "body-too-large", "{v}");
+    let data = s.dir.path().join("data");
+    assert_eq!(files_under(&data.join("blobs")), Vec::<PathBuf>::new());
+    assert_eq!(files_under(&data.join("tmp")), Vec::<PathBuf>::new());
+    assert_eq!(crash_count(&s).await, 0);
+    // Under the limit, chunked is still welcome.
+    let r = exchange(
+        &s.addr(),
+        "POST /api/v1/crashes HTTP/1.1\r\nTransfer-Encoding: chunked",
+        chunked(&fake_core(200 << 10), 16 << 10),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    assert_eq!(crash_count(&s).await, 1);
+}
+
+/// Point 9: the framework's own errors (unknown route, wrong method, a body over the
+/// reprocess limit, huge headers, an encoding the decompressor refuses) are problem+json
+/// like ours.
+#[tokio::test]
+async fn framework_errors_are_problem_json() {
+    let s = Server::start(&["--workers", "0"]);
+    let addr = s.addr();
+    let r = exchange(&addr, "GET /no/such/route HTTP/1.1", vec![]).await;
+    r.assert_problem(404);
+    let r = exchange(&addr, "DELETE /api/v1/crashes HTTP/1.1", vec![]).await;
+    r.assert_problem(405);
+    assert!(r.header("allow").is_some(), "405 keeps its Allow: {r:?}");
+    // The reprocess body is buffered whole, under its own (2 MiB) limit.
+    let big = format!("{{\"signature\":\"{}\"}}", "a".repeat(3 << 20));
+    let r = exchange(
+        &addr,
+        &format!(
+            "POST /api/v1/reprocess HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
+            big.len()
+        ),
+        big.into_bytes(),
+    )
+    .await;
+    r.assert_problem(413);
+    // 80 KB of headers.
+    let r = exchange(
+        &addr,
+        &format!("GET /healthz HTTP/1.1\r\nX-Huge: {}", "h".repeat(80 << 10)),
+        vec![],
+    )
+    .await;
+    r.assert_problem(431);
+    // An encoding refused: the 415 names only what is accepted.
+    let r = exchange(
+        &addr,
+        "POST /api/v1/crashes HTTP/1.1\r\nContent-Encoding: br\r\nContent-Length: 4",
+        b"abcd".to_vec(),
+    )
+    .await;
+    r.assert_problem(415);
+    let accepted = r
+        .header("accept-encoding")
+        .expect("415 says what is accepted");
+    assert!(accepted.contains("gzip"), "{accepted}");
+    assert!(
+        !accepted.contains("br") && !accepted.contains("deflate"),
+        "{accepted}"
+    );
+}
+
+/// Point 9: content codings are case-insensitive (`GZIP`, `x-gzip`).
+#[tokio::test]
+async fn content_encoding_is_case_insensitive() {
+    let s = Server::start(&["--workers", "0"]);
+    for (i, enc) in ["GZIP", "x-gzip", "X-Gzip", "Zstd"].iter().enumerate() {
+        let mut core = fake_core(4096);
+        core[100] = i as u8; // distinct dumps
+        let body = if enc.to_ascii_lowercase().contains("gzip") {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(&core).unwrap();
+            gz.finish().unwrap()
+        } else {
+            zstd_frame(&core)
+        };
+        let r = exchange(
+            &s.addr(),
+            &format!(
+                "POST /api/v1/crashes HTTP/1.1\r\nContent-Encoding: {enc}\r\nContent-Length: {}",
+                body.len()
+            ),
+            body,
+        )
+        .await;
+        assert_eq!(r.status, 202, "{enc}: {r:?}");
+    }
+}
+
+/// A zstd frame holding `data` in raw (uncompressed) blocks: valid zstd without a zstd
+/// encoder in the tests.
+fn zstd_frame(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x28, 0xb5, 0x2f, 0xfd];
+    // Frame header: single segment, 4-byte content size.
+    out.push(0b1010_0000);
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    let blocks: Vec<&[u8]> = data.chunks(100_000).collect();
+    for (i, b) in blocks.iter().enumerate() {
+        let last = u32::from(i + 1 == blocks.len());
+        let header = last | ((b.len() as u32) << 3); // block type 0: raw
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// Point 9: the `Bearer` scheme is case-insensitive (RFC 7235); a wrong token of any
+/// length is a 401.
+#[tokio::test]
+async fn bearer_scheme_is_case_insensitive() {
+    let s = Server::start(&["--token", "s3cret-token:admin", "--workers", "0"]);
+    let c = client();
+    for auth in [
+        "Bearer s3cret-token",
+        "bearer s3cret-token",
+        "BEARER s3cret-token",
+    ] {
+        let r = c
+            .get(s.url("/api/v1/crashes"))
+            .header("authorization", auth)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{auth}");
+    }
+    for auth in [
+        "Bearer s3cret-tokem",
+        "Bearer s",
+        "Bearer s3cret-token-longer",
+    ] {
+        let r = c
+            .get(s.url("/api/v1/crashes"))
+            .header("authorization", auth)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{auth}");
+    }
+}
+
+/// Point 3: a client that sends its headers a byte at a time is disconnected once the
+/// header timeout passes.
+#[tokio::test]
+async fn slow_headers_are_cut_off() {
+    let s = Server::start(&["--header-timeout-secs", "1", "--workers", "0"]);
+    let stream = TcpStream::connect(s.addr()).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let start = Instant::now();
+    wr.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {}\r\nX-Slow: ", s.addr()).as_bytes())
+        .await
+        .unwrap();
+    let mut closed = tokio::spawn(async move {
+        let mut buf = [0u8; 1024];
+        // The server answers nothing or an error, then closes.
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    });
+    // One byte every 100 ms, for at most 10 s.
+    for _ in 0..100 {
+        tokio::select! {
+            _ = &mut closed => break,
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                if wr.write_all(b"a").await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let took = start.elapsed();
+    assert!(
+        closed.is_finished()
+            || tokio::time::timeout(Duration::from_secs(1), closed)
+                .await
+                .is_ok(),
+        "the slow client is still connected after {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "disconnected only after {took:?}"
+    );
+}
+
+/// Point 3: a body that stops arriving gets a problem+json 408 once the body idle timeout
+/// passes, and its staging file is gone when the answer comes.
+#[tokio::test]
+async fn stalled_body_gets_408_and_leaves_no_staging_file() {
+    let s = Server::start(&["--body-idle-timeout-secs", "1", "--workers", "0"]);
+    let stream = TcpStream::connect(s.addr()).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let core = fake_core(1 << 20);
+    wr.write_all(
+        format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+            s.addr(),
+            core.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    wr.write_all(&core[..300 << 10]).await.unwrap();
+    wr.flush().await.unwrap();
+    let tmp = s.dir.path().join("data").join("tmp");
+    let start = Instant::now();
+    let r = read_response(&mut rd, Duration::from_secs(10))
+        .await
+        .expect("no answer to a stalled body within 10 s");
+    let took = start.elapsed();
+    let v = r.assert_problem(408);
+    assert_eq!(v["code"], "body-timeout", "{v}");
+    assert!(took < Duration::from_secs(3), "408 only after {took:?}");
+    assert_eq!(files_under(&tmp), Vec::<PathBuf>::new());
+    drop(wr);
+    assert_eq!(crash_count(&s).await, 0);
+}
+
+/// Point 3: a body that trickles (never idle long enough for the body timeout) is still
+/// bounded by the whole-request timeout.
+#[tokio::test]
+async fn trickling_body_is_bounded_by_the_request_timeout() {
+    let s = Server::start(&[
+        "--request-timeout-secs",
+        "2",
+        "--body-idle-timeout-secs",
+        "5",
+        "--workers",
+        "0",
+    ]);
+    let stream = TcpStream::connect(s.addr()).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let core = fake_core(4096);
+    wr.write_all(
+        format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+            s.addr(),
+            core.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let writer = tokio::spawn(async move {
+        for b in core.chunks(16) {
+            if wr.write_all(b).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let start = Instant::now();
+    let r = read_response(&mut rd, Duration::from_secs(15))
+        .await
+        .expect("no answer to a trickling body");
+    writer.abort();
+    let took = start.elapsed();
+    let v = r.assert_problem(408);
+    assert_eq!(v["code"], "request-timeout", "{v}");
+    assert!(took < Duration::from_secs(6), "408 only after {took:?}");
+    assert_eq!(
+        files_under(&s.dir.path().join("data").join("tmp")),
+        Vec::<PathBuf>::new()
+    );
+}
+
+/// `postmortem serve` run under `ulimit -n FDS` with its data in `dir`.
+fn serve_with_fd_limit(dir: &Path, fds: u32, args: &[&str]) -> (Proc, String) {
+    let data = dir.join("data");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {fds} && exec \"$0\" \"$@\""))
+        .arg(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(args)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn postmortem serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let proc = Proc(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("postmortem listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (proc, base)
+}
+
+/// Point 3: more idle connections than the server has file descriptors do not starve
+/// `/healthz`: connections over `--max-connections` wait, and idle ones are closed by the
+/// header timeout.
+#[tokio::test]
+async fn idle_connections_do_not_starve_healthz() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_proc, base) = serve_with_fd_limit(
+        dir.path(),
+        256,
+        &[
+            "--max-connections",
+            "64",
+            "--header-timeout-secs",
+            "1",
+            "--workers",
+            "0",
+        ],
+    );
+    let addr = base.trim_start_matches("http://").to_string();
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    let start = Instant::now();
+    let r = tokio::time::timeout(
+        Duration::from_secs(30),
+        exchange(&addr, "GET /healthz HTTP/1.1", vec![]),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("/healthz did not answer in 30 s beside 300 idle connections"));
+    assert_eq!(r.status, 200, "{r:?}");
+    eprintln!("/healthz answered after {:?}", start.elapsed());
+    drop(idle);
+}
+
+/// Point 4: without tokens, requests a web page could make are refused (cross-site
+/// fetches, non-JSON bodies on JSON endpoints, DNS rebinding), while curl-style clients
+/// and the configured host names work.
+#[tokio::test]
+async fn cross_site_requests_are_refused_without_tokens() {
+    let s = Server::start(&["--workers", "0", "--allowed-host", "crash.example:8080"]);
+    let addr = s.addr();
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    let core = fake_core(4096);
+    let upload = |extra: &str| {
+        format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}{extra}",
+            core.len()
+        )
+    };
+    // A form or fetch from another site.
+    let r = exchange(
+        &addr,
+        &upload("\r\nSec-Fetch-Site: cross-site"),
+        core.clone(),
+    )
+    .await;
+    r.assert_problem(403);
+    let r = exchange(
+        &addr,
+        &upload("\r\nSec-Fetch-Site: same-site"),
+        core.clone(),
+    )
+    .await;
+    r.assert_problem(403);
+    let r = exchange(
+        &addr,
+        &upload("\r\nOrigin: http://attacker.example"),
+        core.clone(),
+    )
+    .await;
+    r.assert_problem(403);
+    let r = exchange(&addr, &upload("\r\nOrigin: null"), core.clone()).await;
+    r.assert_problem(403);
+    // reprocess with a body a form can send.
+    let filter = br#"{"status":"failed"}"#.to_vec();
+    for ct in ["text/plain", "application/x-www-form-urlencoded"] {
+        let r = exchange(
+            &addr,
+            &format!(
+                "POST /api/v1/reprocess HTTP/1.1\r\nContent-Type: {ct}\r\nContent-Length: {}",
+                filter.len()
+            ),
+            filter.clone(),
+        )
+        .await;
+        r.assert_problem(415);
+    }
+    // DNS rebinding: the attacker's name resolves to 127.0.0.1.
+    let r = exchange(
+        &addr,
+        &format!("GET /api/v1/crashes HTTP/1.1\r\nHost: attacker.example:{port}"),
+        vec![],
+    )
+    .await;
+    r.assert_problem(421);
+    let r = exchange(&addr, "GET / HTTP/1.1\r\nHost: attacker.example", vec![]).await;
+    r.assert_problem(421);
+    assert_eq!(crash_count(&s).await, 0, "nothing was stored");
+
+    // What must keep working: curl (no Origin, no Sec-Fetch-Site), the dashboard's own
+    // origin, the names the server is reached by, JSON to reprocess.
+    let r = exchange(&addr, &upload(""), core.clone()).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let same = format!("\r\nSec-Fetch-Site: same-origin\r\nOrigin: http://{addr}");
+    let mut other = core.clone();
+    other[100] = 1;
+    let r = exchange(&addr, &upload(&same), other).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "crash.example:8080".to_string(),
+        "CRASH.example:8080".to_string(),
+    ] {
+        let r = exchange(
+            &addr,
+            &format!("GET /api/v1/crashes HTTP/1.1\r\nHost: {host}"),
+            vec![],
+        )
+        .await;
+        assert_eq!(r.status, 200, "{host}: {r:?}");
+    }
+    let r = exchange(
+        &addr,
+        &format!(
+            "POST /api/v1/reprocess HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
+            filter.len()
+        ),
+        filter,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(crash_count(&s).await, 2);
+    // reqwest, as any HTTP library, sends no Origin either.
+    let r = client()
+        .post(s.url("/api/v1/crashes"))
+        .body({
+            let mut c = core.clone();
+            c[100] = 2;
+            c
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+}
+
+/// Point 4: dashboard pages cannot be framed (clickjacking of the Reprocess button), with
+/// or without tokens, and the page's own style sheet is allowed.
+#[tokio::test]
+async fn dashboard_pages_cannot_be_framed() {
+    let open = Server::start(&["--workers", "0"]);
+    let with_token = Server::start(&["--workers", "0", "--token", "tok:admin"]);
+    for (s, auth) in [(&open, None), (&with_token, Some("Bearer tok"))] {
+        for page in ["/", "/crashes", "/jobs", "/missing", "/binaries"] {
+            let mut req = client().get(s.url(page));
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status(), 200, "{page}");
+            let h = r.headers();
+            assert_eq!(h.get("x-frame-options").unwrap(), "DENY", "{page}");
+            let csp = h
+                .get("content-security-policy")
+                .unwrap_or_else(|| panic!("{page}: no CSP"))
+                .to_str()
+                .unwrap();
+            assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+            assert!(csp.contains("style-src 'unsafe-inline'"), "{csp}");
+        }
+    }
+}
+
+/// Point 2: a blob store that cannot be written (here: its directory replaced by a
+/// regular file, which fails even for root) gives a problem+json 5xx, not a panic and an
+/// empty reply; the server keeps serving, and nothing is left in staging.
+#[tokio::test]
+async fn unwritable_blob_store_is_a_problem_not_an_empty_reply() {
+    let s = Server::start(&["--workers", "0"]);
+    let blobs = s.dir.path().join("data").join("blobs");
+    std::fs::remove_dir_all(&blobs).unwrap();
+    std::fs::write(&blobs, b"not a directory").unwrap();
+    for (i, size) in [4096usize, 20 << 20].into_iter().enumerate() {
+        let mut core = fake_core(size);
+        core[100] = i as u8;
+        let r = exchange(
+            &s.addr(),
+            &format!(
+                "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}",
+                core.len()
+            ),
+            core,
+        )
+        .await;
+        let v = r.assert_problem(507);
+        assert_eq!(v["code"], "storage-unavailable", "{v}");
+        let r = client().get(s.url("/healthz")).send().await.unwrap();
+        assert_eq!(r.status(), 200, "the server still answers");
+    }
+    assert_eq!(crash_count(&s).await, 0);
+    assert_eq!(
+        files_under(&s.dir.path().join("data").join("tmp")),
+        Vec::<PathBuf>::new()
+    );
+}
