@@ -701,3 +701,64 @@ async fn unwritable_blob_store_is_a_problem_not_an_empty_reply() {
         Vec::<PathBuf>::new()
     );
 }
+
+/// A minidump header: `count` streams listed at `rva`, then `rest`.
+fn minidump(count: u32, rva: u32, rest: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(32 + rest.len());
+    b.extend_from_slice(b"MDMP");
+    b.extend_from_slice(&0xa793u32.to_le_bytes());
+    b.extend_from_slice(&count.to_le_bytes());
+    b.extend_from_slice(&rva.to_le_bytes());
+    b.extend_from_slice(&[0u8; 16]); // checksum, time, flags
+    b.extend_from_slice(rest);
+    b
+}
+
+/// Point 6: dumps whose headers no reader accepts are refused at upload with 422, as
+/// garbage is, and nothing is stored: an ELF core with `e_phentsize = 0`, minidumps with
+/// no streams, a million empty directory entries, or no system info stream.
+#[tokio::test]
+async fn impossible_dump_headers_are_refused_at_upload() {
+    let s = Server::start(&["--workers", "0"]);
+    let mut zero_entsize = fake_core(4096);
+    zero_entsize[54..56].copy_from_slice(&0u16.to_le_bytes());
+    let no_streams = minidump(0, 32, &[0u8; 64]);
+    let million = minidump(1_000_000, 32, &vec![0u8; 12_000_000]);
+    // One thread-list entry (type 3) and no system info (type 7).
+    let mut dir = Vec::new();
+    dir.extend_from_slice(&3u32.to_le_bytes());
+    dir.extend_from_slice(&4u32.to_le_bytes());
+    dir.extend_from_slice(&44u32.to_le_bytes());
+    dir.extend_from_slice(&0u32.to_le_bytes());
+    let no_system_info = minidump(1, 32, &dir);
+    for (what, dump) in [
+        ("e_phentsize 0", zero_entsize),
+        ("no streams", no_streams),
+        ("a million empty streams", million),
+        ("no system info", no_system_info),
+    ] {
+        let r = exchange(
+            &s.addr(),
+            &format!(
+                "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}",
+                dump.len()
+            ),
+            dump,
+        )
+        .await;
+        assert_eq!(r.status, 422, "{what}: {r:?}");
+        r.assert_problem(422);
+    }
+    assert_eq!(crash_count(&s).await, 0);
+    let data = s.dir.path().join("data");
+    assert_eq!(files_under(&data.join("blobs")), Vec::<PathBuf>::new());
+    assert_eq!(files_under(&data.join("tmp")), Vec::<PathBuf>::new());
+    // A dump that passes the checks is still accepted.
+    let r = exchange(
+        &s.addr(),
+        "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: 4096",
+        fake_core(4096),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+}

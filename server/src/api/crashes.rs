@@ -1,8 +1,8 @@
 //! `POST /api/v1/crashes` (Crashpad/Breakpad multipart, raw dumps, gzip/zstd bodies),
 //! `GET /api/v1/crashes/{id}`, `GET /api/v1/crashes` (keyset pagination, newest first).
 //!
-//! Nothing is parsed on the request path beyond the magic bytes and the header fields
-//! that say whether the file is complete enough to be a dump at all.
+//! Nothing is parsed on the request path beyond the cheap structural checks of
+//! `dump_check`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob};
 
+use super::dump_check;
 use super::extract::{authorize, multipart_boundary, read_multipart, stage_body, Keep, PartData};
 use super::health::parse_limit;
 use super::problem::ApiError;
@@ -33,107 +34,6 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/crashes", get(list).post(upload))
         .route("/api/v1/crashes/{id}", get(get_one))
-}
-
-/// Bytes of a dump's start that [`check_dump`] reads: the largest header it checks.
-const HEAD_BYTES: usize = 64;
-
-/// The dump format, from the magic bytes and header completeness: `b` is the start of
-/// the dump (up to [`HEAD_BYTES`]), `len` its whole size.
-fn check_dump(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
-    let truncated = |what: &str| ApiError::Unprocessable {
-        code: "truncated-dump",
-        detail: format!("the dump is truncated: {what} (received {len} bytes)"),
-    };
-    let u16_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u16::from_le_bytes(s)
-        } else {
-            u16::from_be_bytes(s)
-        }))
-    };
-    let u32_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u32::from_le_bytes(s)
-        } else {
-            u32::from_be_bytes(s)
-        }))
-    };
-    let u64_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
-        Some(if le {
-            u64::from_le_bytes(s)
-        } else {
-            u64::from_be_bytes(s)
-        })
-    };
-    if b.starts_with(b"\x7fELF") {
-        let is64 = match b.get(4) {
-            Some(2) => true,
-            Some(1) => false,
-            Some(_) => {
-                return Err(ApiError::Unprocessable {
-                    code: "not-a-dump",
-                    detail: "not a crash dump: unknown ELF class".into(),
-                })
-            }
-            None => return Err(truncated("the ELF header is incomplete")),
-        };
-        let le = b.get(5) != Some(&2);
-        let header_len = if is64 { 64 } else { 52 };
-        if len < header_len {
-            return Err(truncated("the ELF header is incomplete"));
-        }
-        let e_type = u16_at(16, le).ok_or_else(|| truncated("the ELF header is incomplete"))?;
-        if e_type != 4 {
-            return Err(ApiError::Unprocessable {
-                code: "not-a-core",
-                detail: format!("this ELF file is not a core dump (e_type {e_type}: an executable or library?); binaries go to /api/v1/binaries"),
-            });
-        }
-        let (phoff, entsize, num) = if is64 {
-            (u64_at(32, le), u16_at(54, le), u16_at(56, le))
-        } else {
-            (u32_at(28, le), u16_at(42, le), u16_at(44, le))
-        };
-        let end = match (phoff, entsize, num) {
-            (Some(o), Some(e), Some(n)) => e.checked_mul(n).and_then(|x| x.checked_add(o)),
-            _ => None,
-        };
-        if end.is_none_or(|end| end > len) || num == Some(0) {
-            return Err(truncated(
-                "the program headers run past the end of the file",
-            ));
-        }
-        Ok("elf-core")
-    } else if b.starts_with(b"MDMP") {
-        let (Some(count), Some(rva)) = (u32_at(8, true), u32_at(12, true)) else {
-            return Err(truncated("the minidump header is incomplete"));
-        };
-        if count
-            .checked_mul(12)
-            .and_then(|x| x.checked_add(rva))
-            .is_none_or(|end| end > len)
-        {
-            return Err(truncated(
-                "the stream directory runs past the end of the file",
-            ));
-        }
-        Ok("minidump")
-    } else if len == 0 {
-        Err(ApiError::Unprocessable {
-            code: "not-a-dump",
-            detail: "the upload is empty".into(),
-        })
-    } else {
-        Err(ApiError::Unprocessable {
-            code: "not-a-dump",
-            detail: "not a crash dump: the file starts with neither an ELF nor a minidump magic"
-                .into(),
-        })
-    }
 }
 
 fn summary(row: &CrashRow) -> Value {
@@ -232,8 +132,7 @@ async fn upload_inner(
         }
         None => (stage_body(body, limit, &s.staging).await?, false),
     };
-    let head = dump.read_at(0, HEAD_BYTES).await?;
-    let format = check_dump(&head, dump.size())?;
+    let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
     let sha256 = s.blobs.put_staged(&dump).await?;
     drop(dump);

@@ -2,6 +2,7 @@
 //!
 //! - `binaries`: upload and look up binaries by build-id;
 //! - `crashes`: upload crashes, read them and their reports, list them;
+//! - `dump_check`: the cheap structural checks that refuse a non-dump at upload;
 //! - `health`: `/healthz`, `/readyz`, `/metrics`, `/api/v1/openapi.yaml`, missing modules;
 //! - `reprocess`: queue finished crashes matching a filter again;
 //! - `extract`: body reading under limits, bearer-token scopes;
@@ -11,6 +12,7 @@
 
 mod binaries;
 mod crashes;
+mod dump_check;
 pub(crate) mod extract;
 mod health;
 mod limits;
