@@ -41,7 +41,9 @@ pub fn report_terms(report: &str) -> BTreeSet<(&'static str, String)> {
         .flatten();
     for f in frames {
         if let Some(name) = f.get("function").and_then(|n| n.as_str()) {
-            terms.insert((FUNCTION, name.to_owned()));
+            // Folded here, with all of Unicode: SQLite's `lower()` folds ASCII only, so a
+            // name stored as `Écrire` would never match the filter `écrire`.
+            terms.insert((FUNCTION, name.to_lowercase()));
         }
         if terms.len() >= MAX_TERMS {
             break;
@@ -80,7 +82,8 @@ pub async fn index_report(db: &Db, crash_id: &str, report: &str) -> Result<(), S
 }
 
 /// A `LIKE` pattern matching names that contain `needle` (its `%`, `_` and `\` escaped
-/// with `\`), lower-cased: the query compares `lower(term)`.
+/// with `\`), lower-cased like the function terms themselves (the query also compares
+/// `lower(term)`, for terms indexed before they were folded).
 pub fn contains_pattern(needle: &str) -> String {
     let mut p = String::with_capacity(needle.len() + 2);
     p.push('%');
@@ -102,18 +105,61 @@ mod tests {
     fn terms_are_module_files_and_function_names() {
         let report = r#"{"modules":[{"name":"/usr/lib/libc.so.6"},{"name":"app"}],
             "threads":[{"frames":[{"function":"main"},{"function":null},{"function":"main"}]},
-                       {"frames":[{"function":"ns::f"}]}]}"#;
+                       {"frames":[{"function":"ns::F"},{"function":"Écrire"}]}]}"#;
         let t: Vec<_> = report_terms(report).into_iter().collect();
         assert_eq!(
             t,
             vec![
                 (FUNCTION, "main".to_string()),
                 (FUNCTION, "ns::f".to_string()),
+                (FUNCTION, "écrire".to_string()),
                 (MODULE, "app".to_string()),
                 (MODULE, "libc.so.6".to_string()),
             ]
         );
         assert!(report_terms("not json").is_empty());
+    }
+
+    /// The function filter on SQLite, whose `lower()` folds ASCII only: capitals outside
+    /// ASCII, in the name or in the filter, still match.
+    #[tokio::test]
+    async fn function_filter_folds_non_ascii_capitals_on_sqlite() {
+        use crate::store::crashes::{self, ListQuery, NewCrash};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let db = Db::connect(&url).await.expect("connect");
+        db.migrate().await.expect("migrate");
+        let id = crashes::new_id();
+        crashes::insert(
+            &db,
+            &NewCrash {
+                id: id.clone(),
+                received_at: 1,
+                dump_sha256: "0".repeat(64),
+                dump_size: 1,
+                dump_format: "minidump".into(),
+                annotations: "{}".into(),
+            },
+        )
+        .await
+        .expect("insert");
+        let report = r#"{"threads":[{"frames":[{"function":"ÉcrireFichier"}]}]}"#;
+        index_report(&db, &id, report).await.expect("index");
+        for needle in ["écrire", "ÉCRIRE", "fichier", "ÉcrireFichier"] {
+            let q = ListQuery {
+                function: Some(needle.into()),
+                limit: 10,
+                ..ListQuery::default()
+            };
+            let rows = crashes::list(&db, &q).await.expect("list");
+            assert_eq!(rows.len(), 1, "{needle}");
+        }
+        let q = ListQuery {
+            function: Some("lire".into()),
+            limit: 10,
+            ..ListQuery::default()
+        };
+        assert!(crashes::list(&db, &q).await.expect("list").is_empty());
     }
 
     #[test]
