@@ -243,6 +243,10 @@ async fn framework_errors_are_problem_json() {
     )
     .await;
     r.assert_problem(431);
+    // 150 header fields.
+    let many: String = (0..150).map(|i| format!("\r\nX-H{i}: {i}")).collect();
+    let r = exchange(&addr, &format!("GET /healthz HTTP/1.1{many}"), vec![]).await;
+    r.assert_problem(431);
     // An encoding refused: the 415 names only what is accepted.
     let r = exchange(
         &addr,

@@ -23,8 +23,14 @@ use super::problem::ApiError;
 use super::state::AppState;
 
 /// Most bytes of request headers (names, values and separators) accepted. Headers over
-/// hyper's own read buffer (~400 KiB) are refused by hyper before they get here.
-pub const MAX_HEADER_BYTES: usize = 64 << 10;
+/// hyper's own read buffer (~400 KiB) are refused by hyper before they get here, with an
+/// empty 431.
+pub(crate) const MAX_HEADER_BYTES: usize = 64 << 10;
+/// Most header fields accepted. The connection lets through up to
+/// [`WIRE_MAX_HEADERS`], so that this layer, not hyper, answers the excess.
+pub(crate) const MAX_HEADERS: usize = 100;
+/// The header fields hyper parses per request (past this it answers an empty 431).
+pub(crate) const WIRE_MAX_HEADERS: usize = 1000;
 
 /// What happened to the request body under the handler.
 #[derive(Debug, Default)]
@@ -96,14 +102,15 @@ fn close(mut res: Response) -> Response {
     res
 }
 
-/// Refuses headers over [`MAX_HEADER_BYTES`] in all.
+/// Refuses more than [`MAX_HEADERS`] fields or [`MAX_HEADER_BYTES`] in all.
 fn check_headers(headers: &HeaderMap) -> Result<(), ApiError> {
     let bytes = headers.iter().fold(0usize, |n, (name, value)| {
         n.saturating_add(name.as_str().len() + value.len() + 4)
     });
-    if bytes > MAX_HEADER_BYTES {
+    if bytes > MAX_HEADER_BYTES || headers.len() > MAX_HEADERS {
         return Err(ApiError::HeadersTooLarge {
             limit: MAX_HEADER_BYTES as u64,
+            fields: MAX_HEADERS,
         });
     }
     Ok(())

@@ -15,7 +15,7 @@ mod crashes;
 mod dump_check;
 pub(crate) mod extract;
 mod health;
-mod limits;
+pub(crate) mod limits;
 pub(crate) mod origin;
 pub mod problem;
 mod reprocess;

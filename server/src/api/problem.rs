@@ -41,8 +41,8 @@ pub enum ApiError {
     DecompressedTooLarge { limit: u64 },
     #[error("the multipart text fields are larger than the limit of {limit} bytes")]
     FieldsTooLarge { limit: u64 },
-    #[error("the request headers are larger than the limit of {limit} bytes")]
-    HeadersTooLarge { limit: u64 },
+    #[error("the request headers are larger than the limit of {limit} bytes or {fields} fields")]
+    HeadersTooLarge { limit: u64, fields: usize },
     #[error("no byte of the request body arrived for {secs} s")]
     BodyTimeout { secs: u64 },
     #[error("the request took longer than the limit of {secs} s")]
