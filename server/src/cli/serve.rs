@@ -47,8 +47,10 @@ pub struct ServeArgs {
     /// then 408.
     #[arg(long, default_value_t = 600)]
     pub request_timeout_secs: u64,
-    /// Connections served at once; further clients wait until one ends.
-    #[arg(long, default_value_t = 512)]
+    /// Connections served at once; further clients wait until one ends. An upload holds
+    /// about three file descriptors (socket, staging file, blob copy): keep this under a
+    /// third of `ulimit -n`.
+    #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
     /// Without tokens, a `Host` name (`name` or `name:port`) the server answers to besides
     /// its listen address, `localhost`, `127.0.0.1` and `[::1]`. Repeatable.
