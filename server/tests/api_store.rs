@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use worker::store::binaries::{self, BinaryRow};
-use worker::store::crashes::{self, ListQuery, NewCrash, Outcome};
+use worker::store::crashes::{self, ListQuery, NewCrash, Outcome, StoredReport};
 use worker::store::{breakpad_used, missing, tables, Db};
 
 const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -124,10 +124,7 @@ async fn lease_and_finish(db: &Db) {
             .is_none(),
         "leased twice"
     );
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: Some("sig".into()),
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), Some("sig".into())));
     assert!(crashes::finish(db, &l, "w1", 6000, 3, &done).await.unwrap());
     let row = crashes::get(db, "c1").await.unwrap().unwrap();
     assert_eq!(row.status, "done");
@@ -160,10 +157,7 @@ async fn lease_expiry(db: &Db) {
         .unwrap()
         .expect("expired lease returns");
     assert_eq!((again.id.as_str(), again.attempts), ("c1", 2));
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), None));
     assert!(
         !crashes::finish(db, &dead, "dead", 7100, 3, &done)
             .await
@@ -292,10 +286,7 @@ async fn list_filters(db: &Db) {
             "threads": [{ "frames": [{ "function": function }, { "function": "main" }] }],
         })
         .to_string();
-        let done = Outcome::Done {
-            report,
-            signature: Some((*function).into()),
-        };
+        let done = Outcome::Done(StoredReport::from_json(report, Some((*function).into())));
         assert!(crashes::finish(db, &l, "w", 6000, 3, &done).await.unwrap());
     }
     let ids = |q: ListQuery| async move {
@@ -406,10 +397,7 @@ async fn list_filters(db: &Db) {
         "threads": [{ "frames": [{ "function": "Repainted" }] }],
     })
     .to_string();
-    let done = Outcome::Done {
-        report,
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json(report, None));
     assert!(crashes::finish(db, &l, "w", 8000, 3, &done).await.unwrap());
     assert_eq!(
         ids(ListQuery {
@@ -489,10 +477,7 @@ async fn binaries_tables_missing(db: &Db) {
     missing::record(db, "beef", &l.id, "libfoo.so")
         .await
         .unwrap();
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), None));
     crashes::finish(db, &l, "w", 20, 3, &done).await.unwrap();
     let list = missing::list(db, 10).await.unwrap();
     assert_eq!(list.len(), 1);
@@ -577,10 +562,7 @@ async fn debug_ids_and_requeue(db: &Db) {
     missing::record(db, "other", &leases[2].id, "libo.so")
         .await
         .unwrap();
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), None));
     for l in &leases {
         crashes::finish(db, l, "w", 20, 3, &done).await.unwrap();
     }

@@ -766,3 +766,136 @@ async fn impossible_dump_headers_are_refused_at_upload() {
     .await;
     assert_eq!(r.status, 202, "{r:?}");
 }
+
+/// An x86-64 ELF core of `threads` threads that all share one stack: a chain of `depth`
+/// frame-pointer records, each returning into the one code mapping (`/app`), so every
+/// thread walks `depth + 1` frames. A small file whose report, unbounded, is huge.
+fn deep_threads_core(threads: u32, depth: u64) -> Vec<u8> {
+    const CODE: u64 = 0x40_0000;
+    const STACK: u64 = 0x7ff0_0000_0000;
+    fn note(out: &mut Vec<u8>, n_type: u32, desc: &[u8]) {
+        out.extend_from_slice(&5u32.to_le_bytes()); // "CORE\0"
+        out.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+        out.extend_from_slice(&n_type.to_le_bytes());
+        out.extend_from_slice(b"CORE\0\0\0\0");
+        out.extend_from_slice(desc);
+        while !out.len().is_multiple_of(4) {
+            out.push(0);
+        }
+    }
+    let mut stack = Vec::with_capacity(depth as usize * 16 + 16);
+    for i in 0..depth {
+        let next = if i + 1 == depth {
+            0
+        } else {
+            STACK + 16 * (i + 1)
+        };
+        stack.extend_from_slice(&next.to_le_bytes());
+        stack.extend_from_slice(&(CODE + 0x100 + (i % 0xe00)).to_le_bytes());
+    }
+    stack.extend_from_slice(&[0u8; 16]);
+    let mut notes = Vec::new();
+    for t in 0..threads {
+        let mut prstatus = vec![0u8; 336];
+        prstatus[12..14].copy_from_slice(&(if t == 0 { 11u16 } else { 0 }).to_le_bytes());
+        prstatus[32..36].copy_from_slice(&(1000 + t).to_le_bytes());
+        let mut reg =
+            |i: usize, v: u64| prstatus[112 + 8 * i..120 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        reg(4, STACK); // rbp
+        reg(16, CODE + 0x10); // rip
+        reg(19, STACK); // rsp
+        note(&mut notes, 1, &prstatus); // NT_PRSTATUS
+    }
+    let mut file = Vec::new();
+    for v in [1u64, 0x1000, CODE, CODE + 0x1000, 0] {
+        file.extend_from_slice(&v.to_le_bytes());
+    }
+    file.extend_from_slice(b"/app\0");
+    note(&mut notes, 0x4649_4c45, &file); // NT_FILE
+    let phnum = 3u64;
+    let notes_off = 64 + 56 * phnum;
+    let stack_off = notes_off + notes.len() as u64;
+    let mut out = fake_core(64);
+    out.truncate(64);
+    out[56..58].copy_from_slice(&(phnum as u16).to_le_bytes());
+    let mut phdr = |p_type: u32, flags: u32, off: u64, vaddr: u64, filesz: u64, memsz: u64| {
+        for v in [p_type, flags] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [off, vaddr, vaddr, filesz, memsz, 0x1000] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    };
+    phdr(4, 0, notes_off, 0, notes.len() as u64, 0); // PT_NOTE
+    phdr(1, 5, stack_off, CODE, 0, 0x1000); // r-x code, not in the file
+    let stack_len = stack.len() as u64;
+    phdr(1, 6, stack_off, STACK, stack_len, stack_len); // rw- stack
+    out.extend_from_slice(&notes);
+    out.extend_from_slice(&stack);
+    out
+}
+
+/// Point 1: a dump claiming hundreds of threads, each with a stack deeper than the
+/// per-thread frame limit allows, is processed within its budget: the report is cut to
+/// the configured threads, frames and bytes, its warnings say what went, and the server's
+/// peak memory stays under 512 MiB (unbounded, this dump's report alone is over 100 MB,
+/// and each stored copy of it more).
+#[tokio::test]
+async fn deep_threads_are_cut_to_the_dump_budget() {
+    let s = Server::start(&[
+        "--max-threads",
+        "200",
+        "--max-total-frames",
+        "50000",
+        "--max-report-mb",
+        "4",
+    ]);
+    let core = deep_threads_core(300, 2500);
+    let c = client();
+    let r = c
+        .post(s.url("/api/v1/crashes"))
+        .body(core)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = common::poll_done(&c, &s.base, &id).await;
+    assert_eq!(v["status"], "done", "{}", v["error"]);
+    let report = &v["report"];
+    let text = serde_json::to_string(report).unwrap();
+    assert!(text.len() <= 4 << 20, "report of {} bytes", text.len());
+    let threads = report["threads"].as_array().unwrap();
+    assert!(
+        !threads.is_empty() && threads.len() <= 200,
+        "{}",
+        threads.len()
+    );
+    let frames: usize = threads
+        .iter()
+        .map(|t| t["frames"].as_array().unwrap().len())
+        .sum();
+    assert!(frames <= 50_000, "{frames} frames");
+    // the crashed thread comes first and keeps its innermost frames
+    assert_eq!(threads[0]["tid"], 1000);
+    assert!(threads[0]["frames"].as_array().unwrap().len() > 1000);
+    let codes: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    for code in ["threads-cut", "frames-cut", "report-cut"] {
+        assert!(codes.contains(&code), "no {code} in {codes:?}");
+    }
+    let peak = s.peak_rss();
+    eprintln!(
+        "deep threads: report {} bytes, {frames} frames, server peak RSS {} MiB",
+        text.len(),
+        peak >> 20
+    );
+    assert!(peak < 512 << 20, "server peak RSS {} MiB", peak >> 20);
+}

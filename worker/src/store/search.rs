@@ -18,52 +18,65 @@ pub const FUNCTION: &str = "function";
 /// hostile one could name thousands of functions).
 const MAX_TERMS: usize = 2000;
 
-/// The module names (file names) and function names of a report, deduplicated.
-pub fn report_terms(report: &str) -> BTreeSet<(&'static str, String)> {
+/// Something a function name can be read from: a report's frame, or a bare name.
+pub trait FunctionName {
+    fn function_name(&self) -> Option<&str>;
+}
+
+impl FunctionName for &crate::report::Frame {
+    fn function_name(&self) -> Option<&str> {
+        self.function.as_deref()
+    }
+}
+
+impl FunctionName for Option<&str> {
+    fn function_name(&self) -> Option<&str> {
+        *self
+    }
+}
+
+/// The module names (file names) and function names of a report, deduplicated: its
+/// modules' names and its frames (all threads), as typed fields.
+pub fn report_terms<'a, F: FunctionName>(
+    modules: impl IntoIterator<Item = &'a str>,
+    frames: impl IntoIterator<Item = F>,
+) -> BTreeSet<(&'static str, String)> {
     let mut terms = BTreeSet::new();
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(report) else {
-        return terms;
-    };
-    let modules = v.get("modules").and_then(|m| m.as_array());
-    for m in modules.into_iter().flatten() {
-        if let Some(name) = m.get("name").and_then(|n| n.as_str()) {
-            let file = name.rsplit('/').next().unwrap_or(name);
-            if !file.is_empty() {
-                terms.insert((MODULE, file.to_owned()));
-            }
+    for name in modules {
+        let file = name.rsplit('/').next().unwrap_or(name);
+        if !file.is_empty() {
+            terms.insert((MODULE, file.to_owned()));
         }
     }
-    let threads = v.get("threads").and_then(|t| t.as_array());
-    let frames = threads
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.get("frames").and_then(|f| f.as_array()))
-        .flatten();
     for f in frames {
-        if let Some(name) = f.get("function").and_then(|n| n.as_str()) {
+        if terms.len() >= MAX_TERMS {
+            break;
+        }
+        if let Some(name) = f.function_name() {
             // Folded here, with all of Unicode: SQLite's `lower()` folds ASCII only, so a
             // name stored as `Écrire` would never match the filter `écrire`.
             terms.insert((FUNCTION, name.to_lowercase()));
-        }
-        if terms.len() >= MAX_TERMS {
-            break;
         }
     }
     terms
 }
 
-/// Replaces the links of `crash_id` with the terms of `report`.
-pub async fn index_report(db: &Db, crash_id: &str, report: &str) -> Result<(), StoreError> {
+/// Replaces the links of `crash_id` with `terms` ([`report_terms`]).
+pub async fn index_terms(
+    db: &Db,
+    crash_id: &str,
+    terms: &BTreeSet<(&'static str, String)>,
+) -> Result<(), StoreError> {
     crate::on_pool!(db, p => sqlx::query("DELETE FROM crash_terms WHERE crash_id = $1")
         .bind(crash_id)
         .execute(p)
         .await
         .map(|_| ()))?;
-    for (kind, term) in report_terms(report) {
+    for (kind, term) in terms {
         crate::on_pool!(db, p => sqlx::query(
             "INSERT INTO search_terms (kind, term) VALUES ($1, $2) ON CONFLICT (kind, term) DO NOTHING")
-            .bind(kind)
-            .bind(&term)
+            .bind(*kind)
+            .bind(term)
             .execute(p)
             .await
             .map(|_| ()))?;
@@ -71,8 +84,8 @@ pub async fn index_report(db: &Db, crash_id: &str, report: &str) -> Result<(), S
             "INSERT INTO crash_terms (term_id, crash_id) \
              SELECT id, $3 FROM search_terms WHERE kind = $1 AND term = $2 \
              ON CONFLICT (term_id, crash_id) DO NOTHING")
-            .bind(kind)
-            .bind(&term)
+            .bind(*kind)
+            .bind(term)
             .bind(crash_id)
             .execute(p)
             .await
@@ -106,7 +119,8 @@ mod tests {
         let report = r#"{"modules":[{"name":"/usr/lib/libc.so.6"},{"name":"app"}],
             "threads":[{"frames":[{"function":"main"},{"function":null},{"function":"main"}]},
                        {"frames":[{"function":"ns::F"},{"function":"Écrire"}]}]}"#;
-        let t: Vec<_> = report_terms(report).into_iter().collect();
+        let stored = crate::store::crashes::StoredReport::from_json(report.into(), None);
+        let t: Vec<_> = stored.terms.into_iter().collect();
         assert_eq!(
             t,
             vec![
@@ -117,7 +131,9 @@ mod tests {
                 (MODULE, "libc.so.6".to_string()),
             ]
         );
-        assert!(report_terms("not json").is_empty());
+        assert_eq!(stored.function_frames, Some(4));
+        let none = crate::store::crashes::StoredReport::from_json("not json".into(), None);
+        assert!(none.terms.is_empty() && none.function_frames.is_none());
     }
 
     /// The function filter on SQLite, whose `lower()` folds ASCII only: capitals outside
@@ -144,7 +160,8 @@ mod tests {
         .await
         .expect("insert");
         let report = r#"{"threads":[{"frames":[{"function":"ÉcrireFichier"}]}]}"#;
-        index_report(&db, &id, report).await.expect("index");
+        let stored = crashes::StoredReport::from_json(report.into(), None);
+        index_terms(&db, &id, &stored.terms).await.expect("index");
         for needle in ["écrire", "ÉCRIRE", "fichier", "ÉcrireFichier"] {
             let q = ListQuery {
                 function: Some(needle.into()),
