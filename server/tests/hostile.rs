@@ -899,3 +899,50 @@ async fn deep_threads_are_cut_to_the_dump_budget() {
     );
     assert!(peak < 512 << 20, "server peak RSS {} MiB", peak >> 20);
 }
+
+/// Point 7: a dump download streams from the blob store: three concurrent downloads of a
+/// 160 MB dump raise the server's peak memory by far less than one copy of it.
+#[tokio::test]
+async fn dump_downloads_are_streamed() {
+    const SIZE: usize = 160 << 20;
+    let s = Server::start(&["--workers", "0", "--max-body-mb", "200"]);
+    let r = exchange(
+        &s.addr(),
+        &format!("POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {SIZE}"),
+        fake_core(SIZE),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let id = serde_json::from_slice::<Value>(&r.body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = s.peak_rss();
+    let url = s.url(&format!("/api/v1/crashes/{id}/dump"));
+    let downloads = (0..3).map(|_| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let mut r = client().get(url).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            let mut n = 0usize;
+            while let Some(piece) = r.chunk().await.unwrap() {
+                n += piece.len();
+                // a slow reader: the server must not buffer ahead of it without bound
+                if n % (16 << 20) < piece.len() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            n
+        })
+    });
+    for d in downloads.collect::<Vec<_>>() {
+        assert_eq!(d.await.unwrap(), SIZE);
+    }
+    let grew = s.peak_rss().saturating_sub(before);
+    eprintln!(
+        "3 downloads of {} MiB: peak RSS grew {} MiB",
+        SIZE >> 20,
+        grew >> 20
+    );
+    assert!(grew < 64 << 20, "peak RSS grew {} MiB", grew >> 20);
+}

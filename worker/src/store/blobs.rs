@@ -30,6 +30,13 @@ const PART_CONCURRENCY: usize = 2;
 /// Read buffer over a staged file.
 const READ_BUFFER: usize = 1 << 20;
 
+/// A blob being read piece by piece ([`Blobs::get_stream`]).
+pub struct BlobStream {
+    /// The blob's size, bytes.
+    pub size: u64,
+    pub pieces: futures::stream::BoxStream<'static, Result<Bytes, object_store::Error>>,
+}
+
 /// The blob store handle: cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Blobs {
@@ -149,6 +156,17 @@ impl Blobs {
         // failed multipart completion is aborted by the writer itself.
         writer.shutdown().await.map_err(StoreError::BlobCopy)?;
         Ok(sha)
+    }
+
+    /// The blob stored under `sha256` as a stream of pieces, with its size: a download
+    /// holds one piece at a time, not the whole blob.
+    pub async fn get_stream(&self, sha256: &str) -> Result<BlobStream, StoreError> {
+        let path = key(sha256)?;
+        let got = self.store.get(&path).await?;
+        Ok(BlobStream {
+            size: got.meta.size,
+            pieces: got.into_stream(),
+        })
     }
 
     /// The bytes stored under `sha256`.
