@@ -946,3 +946,160 @@ async fn dump_downloads_are_streamed() {
     );
     assert!(grew < 64 << 20, "peak RSS grew {} MiB", grew >> 20);
 }
+
+/// Point 8: a client that disconnects in the middle of its body leaves no staging file
+/// (removed at once, not by a later sweep) and no crash.
+#[tokio::test]
+async fn disconnect_mid_body_leaves_no_staging_file() {
+    let s = Server::start(&["--workers", "0"]);
+    let tmp = s.dir.path().join("data").join("tmp");
+    let mut stream = TcpStream::connect(s.addr()).await.unwrap();
+    let head = format!(
+        "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+        s.addr(),
+        8 << 20
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&fake_core(2 << 20)).await.unwrap();
+    stream.flush().await.unwrap();
+    // The upload is being staged...
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while files_under(&tmp).is_empty() {
+        assert!(Instant::now() < deadline, "no staging file appeared");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ...and the client goes away.
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !files_under(&tmp).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "staging file left: {:?}",
+            files_under(&tmp)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(crash_count(&s).await, 0);
+}
+
+/// Uploads `body` with extra header lines; returns the status, the crash id (if any) and
+/// whether the answer says it is a replay.
+async fn upload_with(s: &Server, headers: &str, body: Vec<u8>) -> (u16, Option<String>, bool) {
+    let r = exchange(
+        &s.addr(),
+        &format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}{headers}",
+            body.len()
+        ),
+        body,
+    )
+    .await;
+    let id = serde_json::from_slice::<Value>(&r.body)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(str::to_string));
+    (
+        r.status,
+        id,
+        r.header("idempotent-replayed") == Some("true"),
+    )
+}
+
+/// Point 8: a retry with the same `Idempotency-Key` (its first answer lost) gets the
+/// first crash's id with a 200 and stores nothing; the key with another dump is a 422,
+/// a malformed key a 400.
+#[tokio::test]
+async fn idempotency_key_makes_a_retry_return_the_first_crash() {
+    let s = Server::start(&["--workers", "0"]);
+    let key = "\r\nIdempotency-Key: 0b6f3f5e-retry-1";
+    let (st, first, replay) = upload_with(&s, key, fake_core(4096)).await;
+    assert_eq!((st, replay), (202, false));
+    let first = first.expect("an id");
+    for _ in 0..3 {
+        let (st, id, replay) = upload_with(&s, key, fake_core(4096)).await;
+        assert_eq!(
+            (st, id.as_deref(), replay),
+            (200, Some(first.as_str()), true)
+        );
+    }
+    assert_eq!(crash_count(&s).await, 1);
+    // the same key for other bytes is a client error, not a new crash
+    let mut other = fake_core(4096);
+    other[4000] = 1;
+    let (st, _, _) = upload_with(&s, key, other.clone()).await;
+    assert_eq!(st, 422);
+    let (st, _, _) = upload_with(&s, "\r\nIdempotency-Key: a b", fake_core(4096)).await;
+    assert_eq!(st, 400);
+    // without a key (and with the byte window off, the default) an upload is a new crash
+    let (st, id, _) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!(st, 202);
+    assert_ne!(id.as_deref(), Some(first.as_str()));
+    assert_eq!(crash_count(&s).await, 2);
+}
+
+/// Point 8: with `--dedup-window-secs`, the same dump bytes and fields again within the
+/// window are a retry of the first upload (a client that sends no key); other bytes are
+/// a new crash.
+#[tokio::test]
+async fn same_dump_within_the_window_is_recognised() {
+    let s = Server::start(&["--workers", "0", "--dedup-window-secs", "600"]);
+    let (st, first, _) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!(st, 202);
+    let (st, again, replay) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!((st, replay), (200, true));
+    assert_eq!(again, first);
+    let mut other = fake_core(4096);
+    other[4000] = 1;
+    let (st, _, _) = upload_with(&s, "", other).await;
+    assert_eq!(st, 202);
+    assert_eq!(crash_count(&s).await, 2);
+}
+
+/// Point 8: the periodic sweep removes staging files no upload writes and blobs no row
+/// names once they are older than the bound, and keeps the blobs of stored crashes.
+#[tokio::test]
+async fn periodic_sweep_removes_stale_staging_files_and_orphan_blobs() {
+    let s = Server::start(&[
+        "--workers",
+        "0",
+        "--sweep-interval-secs",
+        "1",
+        "--sweep-age-secs",
+        "2",
+    ]);
+    let data = s.dir.path().join("data");
+    let (st, id, _) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!(st, 202);
+    let kept = files_under(&data.join("blobs"));
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    // what a SIGKILL mid-upload leaves: a staging file, and a blob stored before its row
+    let stale = data.join("tmp").join("upload-killed");
+    std::fs::write(&stale, b"half an upload").unwrap();
+    let orphan_sha = "ab".repeat(32);
+    let orphan = data
+        .join("blobs")
+        .join("sha256")
+        .join("ab")
+        .join("ab")
+        .join(&orphan_sha);
+    std::fs::create_dir_all(orphan.parent().unwrap()).unwrap();
+    std::fs::write(&orphan, b"no row names me").unwrap();
+    // younger than the bound: still there after a sweep or two
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(
+        stale.exists() && orphan.exists(),
+        "swept before the age bound"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stale.exists() || orphan.exists() {
+        assert!(Instant::now() < deadline, "leftovers not swept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(files_under(&data.join("blobs")), kept);
+    let r = client()
+        .get(s.url(&format!("/api/v1/crashes/{}/dump", id.unwrap())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.bytes().await.unwrap().len(), 4096);
+}

@@ -93,6 +93,8 @@ async fn upload_inner(
                 ),
             })?,
     };
+    // Checked before the body is read: a malformed key costs no staging.
+    let key = idempotency_key(headers)?;
     let limit = s.config.max_decompressed_bytes;
     let mut annotations = BTreeMap::new();
     let (dump, crashpad): (StagedBlob, bool) = match multipart_boundary(headers)? {
@@ -134,24 +136,49 @@ async fn upload_inner(
     };
     let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
-    let sha256 = s.blobs.put_staged(&dump).await?;
-    drop(dump);
-    let id = crashes::new_id();
-    crashes::insert(
-        &s.db,
-        &NewCrash {
-            id: id.clone(),
-            received_at: now_ms(),
-            dump_sha256: sha256,
-            dump_size: size,
-            dump_format: format.to_string(),
-            annotations: serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into()),
-        },
-    )
-    .await?;
-    s.metrics.crash_uploads.fetch_add(1, Ordering::Relaxed);
-    s.wake.notify_one();
-    tracing::info!(crash_id = %id, format, size, "crash queued");
+    let annotations = serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into());
+    // A retry of an upload already stored (its answer was lost) gets the first crash.
+    let first = match &key {
+        Some(k) => crashes::by_idempotency_key(&s.db, k).await?,
+        None if !s.config.dedup_window.is_zero() => {
+            let window = i64::try_from(s.config.dedup_window.as_millis()).unwrap_or(i64::MAX);
+            let since = now_ms().saturating_sub(window);
+            crashes::same_upload_since(&s.db, dump.sha256(), &annotations, since).await?
+        }
+        None => None,
+    };
+    let (id, replayed) = match first {
+        Some(row) => (replayed(&row, dump.sha256())?, true),
+        None => {
+            let sha256 = s.blobs.put_staged(&dump).await?;
+            drop(dump);
+            let new = NewCrash {
+                id: crashes::new_id(),
+                received_at: now_ms(),
+                dump_sha256: sha256,
+                dump_size: size,
+                dump_format: format.to_string(),
+                annotations,
+            };
+            let raced = match &key {
+                Some(k) => crashes::insert_keyed(&s.db, &new, k).await?,
+                None => {
+                    crashes::insert(&s.db, &new).await?;
+                    None
+                }
+            };
+            match raced {
+                // A concurrent upload with the same key was stored first.
+                Some(row) => (replayed(&row, &new.dump_sha256)?, true),
+                None => {
+                    s.metrics.crash_uploads.fetch_add(1, Ordering::Relaxed);
+                    s.wake.notify_one();
+                    tracing::info!(crash_id = %new.id, format, size, "crash queued");
+                    (new.id, false)
+                }
+            }
+        }
+    };
 
     if crashpad {
         // Crashpad and Breakpad clients read the report id from a plain-text body.
@@ -175,11 +202,63 @@ async fn upload_inner(
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+    if replayed {
+        let status = crashes::get(&s.db, &id)
+            .await?
+            .map_or_else(|| "pending".to_string(), |r| r.status);
+        return Ok((
+            StatusCode::OK,
+            [(IDEMPOTENT_REPLAYED, "true")],
+            Json(json!({ "id": id, "status": status })),
+        )
+            .into_response());
+    }
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "id": id, "status": "pending" })),
     )
         .into_response())
+}
+
+/// The header a client names one upload with, so that its retries are recognised.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Set on the answer to a retry: the crash is the first upload's.
+const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+/// Longest idempotency key, bytes.
+const MAX_KEY_BYTES: usize = 255;
+
+/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= MAX_KEY_BYTES)
+        .filter(|k| k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| ApiError::BadRequest {
+            code: "bad-idempotency-key",
+            detail: format!(
+                "Idempotency-Key must be 1 to {MAX_KEY_BYTES} visible ASCII characters"
+            ),
+        })?;
+    Ok(Some(key.to_string()))
+}
+
+/// The id to answer a retry with: the first upload's, if it was the same dump.
+fn replayed(first: &CrashRow, sha256: &str) -> Result<String, ApiError> {
+    if first.dump_sha256 != sha256 {
+        return Err(ApiError::Unprocessable {
+            code: "idempotency-key-reused",
+            detail: format!(
+                "this Idempotency-Key was used for crash {} with a different dump",
+                first.id
+            ),
+        });
+    }
+    Ok(first.id.clone())
 }
 
 async fn get_one(

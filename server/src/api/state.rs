@@ -70,6 +70,9 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Without tokens: the `Host` values accepted (lower case; see `api::origin`).
     pub allowed_hosts: Vec<String>,
+    /// An upload of the same dump bytes within this long of a stored one is a retry of
+    /// it (zero: never).
+    pub dedup_window: Duration,
 }
 
 /// Counters of the API, read by `/metrics`.

@@ -56,6 +56,20 @@ pub struct ServeArgs {
     /// its listen address, `localhost`, `127.0.0.1` and `[::1]`. Repeatable.
     #[arg(long = "allowed-host")]
     pub allowed_hosts: Vec<String>,
+    /// An upload of the same dump bytes and fields as a crash received this many seconds
+    /// ago or less is a retry of it: answered 200 with that crash's id, not stored again.
+    /// Off (0) by default: uploading a dump again otherwise makes a new crash. Clients
+    /// that can should send an `Idempotency-Key` instead.
+    #[arg(long, default_value_t = 0)]
+    pub dedup_window_secs: u64,
+    /// Seconds between sweeps of leftovers: staging files no upload writes and blobs no
+    /// crash or binary names.
+    #[arg(long, default_value_t = 600)]
+    pub sweep_interval_secs: u64,
+    /// Only staging files and orphan blobs older than this many seconds are swept (far
+    /// above the request timeout, so no upload in progress loses its files).
+    #[arg(long, default_value_t = 3600)]
+    pub sweep_age_secs: u64,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -117,6 +131,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ));
     }
 
+    tasks.push(tokio::spawn(::worker::store::sweep::run(
+        db.clone(),
+        blobs.clone(),
+        staging.clone(),
+        Duration::from_secs(args.sweep_interval_secs.max(1)),
+        Duration::from_secs(args.sweep_age_secs),
+        stopped.clone(),
+    )));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -130,6 +152,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             body_idle_timeout: secs(args.body_idle_timeout_secs),
             request_timeout: secs(args.request_timeout_secs),
             allowed_hosts: crate::api::origin::allowed_hosts(addr, &args.allowed_hosts),
+            dedup_window: Duration::from_secs(args.dedup_window_secs),
         }),
         db: db.clone(),
         blobs,
@@ -140,7 +163,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         wake,
     };
 
-    tracing::info!(%addr, backend = db.kind(), workers = tasks.len(), "serving");
+    tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("postmortem listening on http://{addr}");
     let limits = super::conn::ConnLimits {

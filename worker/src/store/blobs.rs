@@ -169,6 +169,31 @@ impl Blobs {
         })
     }
 
+    /// The sha256 of every blob last written before `before_ms` (Unix milliseconds).
+    pub async fn written_before(&self, before_ms: i64) -> Result<Vec<String>, StoreError> {
+        use futures::TryStreamExt;
+        let prefix = ObjectPath::from("sha256");
+        let mut list = self.store.list(Some(&prefix));
+        let mut out = Vec::new();
+        while let Some(meta) = list.try_next().await? {
+            let Some(sha) = meta.location.filename() else {
+                continue;
+            };
+            if meta.last_modified.timestamp_millis() < before_ms && key(sha).is_ok() {
+                out.push(sha.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes the blob stored under `sha256` (gone already is fine).
+    pub async fn delete(&self, sha256: &str) -> Result<(), StoreError> {
+        match self.store.delete(&key(sha256)?).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// The bytes stored under `sha256`.
     pub async fn get(&self, sha256: &str) -> Result<Bytes, StoreError> {
         let path = key(sha256)?;

@@ -79,6 +79,80 @@ pub async fn insert(db: &Db, c: &NewCrash) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Inserts a pending crash under a client's idempotency key, unless a crash already has
+/// that key. Returns `None` when inserted, else the crash that has the key (its first
+/// upload, or a concurrent one that won the race).
+pub async fn insert_keyed(
+    db: &Db,
+    c: &NewCrash,
+    key: &str,
+) -> Result<Option<CrashRow>, StoreError> {
+    let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
+               dump_format, annotations, attempts, idempotency_key) \
+               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7) \
+               ON CONFLICT (idempotency_key) DO NOTHING";
+    let n = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(&c.id)
+        .bind(c.received_at)
+        .bind(&c.dump_sha256)
+        .bind(c.dump_size)
+        .bind(&c.dump_format)
+        .bind(&c.annotations)
+        .bind(key)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    if n == 1 {
+        return Ok(None);
+    }
+    by_idempotency_key(db, key).await
+}
+
+/// The crash uploaded with idempotency key `key`, if any.
+pub async fn by_idempotency_key(db: &Db, key: &str) -> Result<Option<CrashRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM crashes WHERE idempotency_key = $1");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(key)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// The first crash with exactly this dump (`dump_sha256`) and these upload annotations
+/// (the JSON text [`NewCrash::annotations`] holds), received at or after `since`: an
+/// upload of the same bytes with the same fields then is a retry of it.
+pub async fn same_upload_since(
+    db: &Db,
+    dump_sha256: &str,
+    annotations: &str,
+    since: i64,
+) -> Result<Option<CrashRow>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM crashes WHERE dump_sha256 = $1 AND received_at >= $2 \
+         AND annotations = $3 ORDER BY received_at, id LIMIT 1"
+    );
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(dump_sha256)
+        .bind(since)
+        .bind(annotations)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// Whether a crash or a binary row names the blob `sha256` (the orphan sweep's question).
+pub async fn blob_is_named(db: &Db, sha256: &str) -> Result<bool, StoreError> {
+    let sql = "SELECT (EXISTS (SELECT 1 FROM crashes WHERE dump_sha256 = $1) \
+               OR EXISTS (SELECT 1 FROM binaries WHERE sha256 = $1))";
+    let named: bool = crate::on_pool!(db, p => sqlx::query_scalar(sql)
+        .bind(sha256)
+        .fetch_one(p)
+        .await)?;
+    Ok(named)
+}
+
 /// One crash by id.
 pub async fn get(db: &Db, id: &str) -> Result<Option<CrashRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM crashes WHERE id = $1");
