@@ -10,8 +10,9 @@ pub struct BudgetArgs {
     /// of the report, with a `threads-cut` warning.
     #[arg(long, default_value_t = Budget::default().max_threads)]
     pub max_threads: usize,
-    /// Most frames of one dump, all threads together; walks past it stop early, with a
-    /// `frames-cut` warning.
+    /// Most frames of one dump, all threads together; walks past it stop early (a thread
+    /// walked after it is spent shows its context frame only), with a `frames-cut`
+    /// warning.
     #[arg(long, default_value_t = Budget::default().max_total_frames)]
     pub max_total_frames: usize,
     /// Most MiB of one report's JSON; the outermost frames of the last threads go first,

@@ -19,7 +19,8 @@ use crate::walk::{EndReason, WalkOptions, WalkResult};
 pub struct Budget {
     /// Most threads walked (the crashed thread first); the others are left out.
     pub max_threads: usize,
-    /// Most frames returned by the walks of all threads together.
+    /// Most frames returned by the walks of all threads together; once it is spent,
+    /// each further thread (at most `max_threads`) shows only its own context frame.
     pub max_total_frames: usize,
     /// Most bytes of the report's JSON text.
     pub max_report_bytes: usize,
