@@ -7,6 +7,7 @@
 //! `postmortem` binary five times the code and nine times the relocations the loader
 //! applies before `main`. `postmortem-walk` links the engine and this crate only.
 
+pub mod budget;
 pub mod files;
 pub mod walk;
 

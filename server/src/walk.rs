@@ -47,6 +47,8 @@ pub struct WalkArgs {
     /// Crash signature rules file, replacing the built-in rules.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
+    #[command(flatten)]
+    pub budget: crate::budget::BudgetArgs,
 }
 
 pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
@@ -67,6 +69,7 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     }
     let mut options = ProcessOptions::default();
     options.signature_rules = crate::signature_rules(args.signature_rules.as_deref())?;
+    options.budget = args.budget.budget();
     let report = match process_dump(&bytes, &provider, &options) {
         Ok(r) => r,
         Err(e) => {

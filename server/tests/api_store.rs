@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use worker::store::binaries::{self, BinaryRow};
-use worker::store::crashes::{self, ListQuery, NewCrash, Outcome};
+use worker::store::crashes::{self, ListQuery, NewCrash, Outcome, StoredReport};
 use worker::store::{breakpad_used, missing, tables, Db};
 
 const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -124,10 +124,7 @@ async fn lease_and_finish(db: &Db) {
             .is_none(),
         "leased twice"
     );
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: Some("sig".into()),
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), Some("sig".into())));
     assert!(crashes::finish(db, &l, "w1", 6000, 3, &done).await.unwrap());
     let row = crashes::get(db, "c1").await.unwrap().unwrap();
     assert_eq!(row.status, "done");
@@ -160,10 +157,7 @@ async fn lease_expiry(db: &Db) {
         .unwrap()
         .expect("expired lease returns");
     assert_eq!((again.id.as_str(), again.attempts), ("c1", 2));
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), None));
     assert!(
         !crashes::finish(db, &dead, "dead", 7100, 3, &done)
             .await
@@ -292,10 +286,7 @@ async fn list_filters(db: &Db) {
             "threads": [{ "frames": [{ "function": function }, { "function": "main" }] }],
         })
         .to_string();
-        let done = Outcome::Done {
-            report,
-            signature: Some((*function).into()),
-        };
+        let done = Outcome::Done(StoredReport::from_json(report, Some((*function).into())));
         assert!(crashes::finish(db, &l, "w", 6000, 3, &done).await.unwrap());
     }
     let ids = |q: ListQuery| async move {
@@ -406,10 +397,7 @@ async fn list_filters(db: &Db) {
         "threads": [{ "frames": [{ "function": "Repainted" }] }],
     })
     .to_string();
-    let done = Outcome::Done {
-        report,
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json(report, None));
     assert!(crashes::finish(db, &l, "w", 8000, 3, &done).await.unwrap());
     assert_eq!(
         ids(ListQuery {
@@ -489,10 +477,7 @@ async fn binaries_tables_missing(db: &Db) {
     missing::record(db, "beef", &l.id, "libfoo.so")
         .await
         .unwrap();
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), None));
     crashes::finish(db, &l, "w", 20, 3, &done).await.unwrap();
     let list = missing::list(db, 10).await.unwrap();
     assert_eq!(list.len(), 1);
@@ -577,10 +562,7 @@ async fn debug_ids_and_requeue(db: &Db) {
     missing::record(db, "other", &leases[2].id, "libo.so")
         .await
         .unwrap();
-    let done = Outcome::Done {
-        report: "{}".into(),
-        signature: None,
-    };
+    let done = Outcome::Done(StoredReport::from_json("{}".into(), None));
     for l in &leases {
         crashes::finish(db, l, "w", 20, 3, &done).await.unwrap();
     }
@@ -650,4 +632,36 @@ both!(
     debug_ids_and_requeue_sqlite,
     debug_ids_and_requeue_postgres,
     debug_ids_and_requeue
+);
+
+/// Idempotent uploads and the orphan sweep's question, on both backends: a second insert
+/// under a key finds the first crash, the same upload is found within its window, and a
+/// blob is named by a crash row or a binary row.
+async fn idempotent_uploads(db: &Db) {
+    assert!(crashes::insert_keyed(db, &crash("k1", 1000), "key-1")
+        .await
+        .unwrap()
+        .is_none());
+    let again = crashes::insert_keyed(db, &crash("k2", 2000), "key-1")
+        .await
+        .unwrap()
+        .expect("the first crash");
+    assert_eq!(again.id, "k1");
+    assert!(crashes::get(db, "k2").await.unwrap().is_none());
+    let sha = "ab".repeat(32);
+    let found = crashes::same_upload_since(db, &sha, r#"{"prod":"x"}"#, 500)
+        .await
+        .unwrap();
+    assert_eq!(found.map(|r| r.id).as_deref(), Some("k1"));
+    for (fields, since) in [(r#"{"prod":"y"}"#, 500), (r#"{"prod":"x"}"#, 1001)] {
+        let none = crashes::same_upload_since(db, &sha, fields, since).await;
+        assert!(none.unwrap().is_none(), "{fields} since {since}");
+    }
+    assert!(crashes::blob_is_named(db, &sha).await.unwrap());
+    assert!(!crashes::blob_is_named(db, &"cd".repeat(32)).await.unwrap());
+}
+both!(
+    idempotent_uploads_sqlite,
+    idempotent_uploads_postgres,
+    idempotent_uploads
 );

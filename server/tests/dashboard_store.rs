@@ -11,7 +11,7 @@
 
 mod common;
 
-use worker::store::crashes::{self, NewCrash, Outcome};
+use worker::store::crashes::{self, NewCrash, Outcome, StoredReport};
 use worker::store::dashboard::{self as q, Group, GroupQuery, GroupSort};
 use worker::store::Db;
 
@@ -48,10 +48,7 @@ async fn crash(db: &Db, at: i64, annotations: &str, signature: Option<&str>) -> 
         .unwrap();
     assert_eq!(lease.id, id);
     let outcome = match signature {
-        Some(s) => Outcome::Done {
-            report: "{}".into(),
-            signature: Some(s.into()),
-        },
+        Some(s) => Outcome::Done(StoredReport::from_json("{}".into(), Some(s.into()))),
         None => Outcome::Failed {
             reason: "unreadable".into(),
         },
@@ -334,10 +331,7 @@ async fn order_and_pages(db: &Db) {
             .unwrap()
             .unwrap();
         assert_eq!(lease.id, ids[i]);
-        let done = Outcome::Done {
-            report: "{}".into(),
-            signature: Some(new.into()),
-        };
+        let done = Outcome::Done(StoredReport::from_json("{}".into(), Some(new.into())));
         assert!(crashes::finish(db, &lease, "w", t0 + 20 * DAY, 3, &done)
             .await
             .unwrap());

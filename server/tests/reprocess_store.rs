@@ -6,7 +6,7 @@
 
 mod common;
 
-use worker::store::crashes::{self, NewCrash, Outcome};
+use worker::store::crashes::{self, NewCrash, Outcome, StoredReport};
 use worker::store::reprocess::{self, Filter};
 use worker::store::{missing, Db};
 
@@ -45,10 +45,7 @@ async fn finish_next(db: &Db, at: i64, signature: Option<&str>, named: usize) ->
         .unwrap()
         .unwrap();
     let outcome = match signature {
-        Some(s) => Outcome::Done {
-            report: report(named),
-            signature: Some(s.into()),
-        },
+        Some(s) => Outcome::Done(StoredReport::from_json(report(named), Some(s.into()))),
         None => Outcome::Failed {
             reason: "unreadable".into(),
         },

@@ -199,6 +199,8 @@ pub struct ProcessOptions {
     pub dump_sha256: Option<String>,
     /// How the crash signature is made (`--signature-rules`; built-in by default).
     pub signature_rules: Arc<SignatureRules>,
+    /// Threads walked, frames in all, report bytes: what one dump may cost.
+    pub budget: report::budget::Budget,
 }
 
 impl ProcessOptions {
@@ -498,6 +500,7 @@ pub fn process(
             order.insert(0, pos);
         }
     }
+    warnings.extend(options.budget.cut_threads(&mut order));
     let code = Code {
         modules: &dump.modules,
         code: &code_images,
@@ -546,8 +549,14 @@ pub fn process(
     // Walk every thread first, then symbolize: an indexed .sym file builds its symbols
     // once for all the addresses the walks need.
     let mut results = Vec::with_capacity(order.len());
+    let mut frame_budget = options.budget.frames();
     for (index, &ti) in order.iter().enumerate() {
         let t = &dump.threads[ti];
+        let walk_options = frame_budget.walk_options(&options.walk);
+        let ctx = walk::WalkContext {
+            options: &walk_options,
+            ..ctx
+        };
         let result = match walker {
             Some(w) => walk::walk_thread(w, &ctx, &t.registers),
             None => walk::WalkResult {
@@ -588,7 +597,8 @@ pub fn process(
                 module: None,
             });
         }
-        if result.end == walk::EndReason::FrameLimit {
+        let cut_by_budget = frame_budget.spent(&options.walk, &result);
+        if result.end == walk::EndReason::FrameLimit && !cut_by_budget {
             warnings.push(report::Warning {
                 code: "frame-limit".into(),
                 message: format!("thread {} has more frames than the limit", t.tid),
@@ -598,6 +608,7 @@ pub fn process(
         }
         results.push(result);
     }
+    warnings.extend(frame_budget.warning());
     let indexed_symbols = symbols_from_indexes(dump, &breakpad, &symbol_tables, &results, back);
     let symbol_tables: Vec<Option<SymbolTable<'_>>> = symbol_tables
         .into_iter()
@@ -639,7 +650,7 @@ pub fn process(
         .dump_sha256
         .clone()
         .unwrap_or_else(|| dump::hex(&Sha256::digest(dump_bytes)));
-    Report {
+    let mut report = Report {
         schema: report::SCHEMA.to_string(),
         processor: report::Processor {
             name: "postmortem".into(),
@@ -680,7 +691,9 @@ pub fn process(
             .collect::<BTreeMap<_, _>>(),
         signature,
         warnings,
-    }
+    };
+    report::budget::fit(&mut report, options.budget.max_report_bytes);
+    report
 }
 
 /// For each module with an indexed `.sym` file and no built symbol table, the table of the

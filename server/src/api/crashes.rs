@@ -1,8 +1,8 @@
 //! `POST /api/v1/crashes` (Crashpad/Breakpad multipart, raw dumps, gzip/zstd bodies),
 //! `GET /api/v1/crashes/{id}`, `GET /api/v1/crashes` (keyset pagination, newest first).
 //!
-//! Nothing is parsed on the request path beyond the magic bytes and the header fields
-//! that say whether the file is complete enough to be a dump at all.
+//! Nothing is parsed on the request path beyond the cheap structural checks of
+//! `dump_check`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob};
 
+use super::dump_check;
 use super::extract::{authorize, multipart_boundary, read_multipart, stage_body, Keep, PartData};
 use super::health::parse_limit;
 use super::problem::ApiError;
@@ -33,107 +34,6 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/crashes", get(list).post(upload))
         .route("/api/v1/crashes/{id}", get(get_one))
-}
-
-/// Bytes of a dump's start that [`check_dump`] reads: the largest header it checks.
-const HEAD_BYTES: usize = 64;
-
-/// The dump format, from the magic bytes and header completeness: `b` is the start of
-/// the dump (up to [`HEAD_BYTES`]), `len` its whole size.
-fn check_dump(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
-    let truncated = |what: &str| ApiError::Unprocessable {
-        code: "truncated-dump",
-        detail: format!("the dump is truncated: {what} (received {len} bytes)"),
-    };
-    let u16_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u16::from_le_bytes(s)
-        } else {
-            u16::from_be_bytes(s)
-        }))
-    };
-    let u32_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u32::from_le_bytes(s)
-        } else {
-            u32::from_be_bytes(s)
-        }))
-    };
-    let u64_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
-        Some(if le {
-            u64::from_le_bytes(s)
-        } else {
-            u64::from_be_bytes(s)
-        })
-    };
-    if b.starts_with(b"\x7fELF") {
-        let is64 = match b.get(4) {
-            Some(2) => true,
-            Some(1) => false,
-            Some(_) => {
-                return Err(ApiError::Unprocessable {
-                    code: "not-a-dump",
-                    detail: "not a crash dump: unknown ELF class".into(),
-                })
-            }
-            None => return Err(truncated("the ELF header is incomplete")),
-        };
-        let le = b.get(5) != Some(&2);
-        let header_len = if is64 { 64 } else { 52 };
-        if len < header_len {
-            return Err(truncated("the ELF header is incomplete"));
-        }
-        let e_type = u16_at(16, le).ok_or_else(|| truncated("the ELF header is incomplete"))?;
-        if e_type != 4 {
-            return Err(ApiError::Unprocessable {
-                code: "not-a-core",
-                detail: format!("this ELF file is not a core dump (e_type {e_type}: an executable or library?); binaries go to /api/v1/binaries"),
-            });
-        }
-        let (phoff, entsize, num) = if is64 {
-            (u64_at(32, le), u16_at(54, le), u16_at(56, le))
-        } else {
-            (u32_at(28, le), u16_at(42, le), u16_at(44, le))
-        };
-        let end = match (phoff, entsize, num) {
-            (Some(o), Some(e), Some(n)) => e.checked_mul(n).and_then(|x| x.checked_add(o)),
-            _ => None,
-        };
-        if end.is_none_or(|end| end > len) || num == Some(0) {
-            return Err(truncated(
-                "the program headers run past the end of the file",
-            ));
-        }
-        Ok("elf-core")
-    } else if b.starts_with(b"MDMP") {
-        let (Some(count), Some(rva)) = (u32_at(8, true), u32_at(12, true)) else {
-            return Err(truncated("the minidump header is incomplete"));
-        };
-        if count
-            .checked_mul(12)
-            .and_then(|x| x.checked_add(rva))
-            .is_none_or(|end| end > len)
-        {
-            return Err(truncated(
-                "the stream directory runs past the end of the file",
-            ));
-        }
-        Ok("minidump")
-    } else if len == 0 {
-        Err(ApiError::Unprocessable {
-            code: "not-a-dump",
-            detail: "the upload is empty".into(),
-        })
-    } else {
-        Err(ApiError::Unprocessable {
-            code: "not-a-dump",
-            detail: "not a crash dump: the file starts with neither an ELF nor a minidump magic"
-                .into(),
-        })
-    }
 }
 
 fn summary(row: &CrashRow) -> Value {
@@ -193,6 +93,8 @@ async fn upload_inner(
                 ),
             })?,
     };
+    // Checked before the body is read: a malformed key costs no staging.
+    let key = idempotency_key(headers)?;
     let limit = s.config.max_decompressed_bytes;
     let mut annotations = BTreeMap::new();
     let (dump, crashpad): (StagedBlob, bool) = match multipart_boundary(headers)? {
@@ -232,27 +134,51 @@ async fn upload_inner(
         }
         None => (stage_body(body, limit, &s.staging).await?, false),
     };
-    let head = dump.read_at(0, HEAD_BYTES).await?;
-    let format = check_dump(&head, dump.size())?;
+    let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
-    let sha256 = s.blobs.put_staged(&dump).await?;
-    drop(dump);
-    let id = crashes::new_id();
-    crashes::insert(
-        &s.db,
-        &NewCrash {
-            id: id.clone(),
-            received_at: now_ms(),
-            dump_sha256: sha256,
-            dump_size: size,
-            dump_format: format.to_string(),
-            annotations: serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into()),
-        },
-    )
-    .await?;
-    s.metrics.crash_uploads.fetch_add(1, Ordering::Relaxed);
-    s.wake.notify_one();
-    tracing::info!(crash_id = %id, format, size, "crash queued");
+    let annotations = serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into());
+    // A retry of an upload already stored (its answer was lost) gets the first crash.
+    let first = match &key {
+        Some(k) => crashes::by_idempotency_key(&s.db, k).await?,
+        None if !s.config.dedup_window.is_zero() => {
+            let window = i64::try_from(s.config.dedup_window.as_millis()).unwrap_or(i64::MAX);
+            let since = now_ms().saturating_sub(window);
+            crashes::same_upload_since(&s.db, dump.sha256(), &annotations, since).await?
+        }
+        None => None,
+    };
+    let (id, replayed) = match first {
+        Some(row) => (replayed(&row, dump.sha256())?, true),
+        None => {
+            let sha256 = s.blobs.put_staged(&dump).await?;
+            drop(dump);
+            let new = NewCrash {
+                id: crashes::new_id(),
+                received_at: now_ms(),
+                dump_sha256: sha256,
+                dump_size: size,
+                dump_format: format.to_string(),
+                annotations,
+            };
+            let raced = match &key {
+                Some(k) => crashes::insert_keyed(&s.db, &new, k).await?,
+                None => {
+                    crashes::insert(&s.db, &new).await?;
+                    None
+                }
+            };
+            match raced {
+                // A concurrent upload with the same key was stored first.
+                Some(row) => (replayed(&row, &new.dump_sha256)?, true),
+                None => {
+                    s.metrics.crash_uploads.fetch_add(1, Ordering::Relaxed);
+                    s.wake.notify_one();
+                    tracing::info!(crash_id = %new.id, format, size, "crash queued");
+                    (new.id, false)
+                }
+            }
+        }
+    };
 
     if crashpad {
         // Crashpad and Breakpad clients read the report id from a plain-text body.
@@ -276,11 +202,63 @@ async fn upload_inner(
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+    if replayed {
+        let status = crashes::get(&s.db, &id)
+            .await?
+            .map_or_else(|| "pending".to_string(), |r| r.status);
+        return Ok((
+            StatusCode::OK,
+            [(IDEMPOTENT_REPLAYED, "true")],
+            Json(json!({ "id": id, "status": status })),
+        )
+            .into_response());
+    }
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "id": id, "status": "pending" })),
     )
         .into_response())
+}
+
+/// The header a client names one upload with, so that its retries are recognised.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Set on the answer to a retry: the crash is the first upload's.
+const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
+/// Longest idempotency key, bytes.
+const MAX_KEY_BYTES: usize = 255;
+
+/// The request's `Idempotency-Key`: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.len() <= MAX_KEY_BYTES)
+        .filter(|k| k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| ApiError::BadRequest {
+            code: "bad-idempotency-key",
+            detail: format!(
+                "Idempotency-Key must be 1 to {MAX_KEY_BYTES} visible ASCII characters"
+            ),
+        })?;
+    Ok(Some(key.to_string()))
+}
+
+/// The id to answer a retry with: the first upload's, if it was the same dump.
+fn replayed(first: &CrashRow, sha256: &str) -> Result<String, ApiError> {
+    if first.dump_sha256 != sha256 {
+        return Err(ApiError::Unprocessable {
+            code: "idempotency-key-reused",
+            detail: format!(
+                "this Idempotency-Key was used for crash {} with a different dump",
+                first.id
+            ),
+        });
+    }
+    Ok(first.id.clone())
 }
 
 async fn get_one(

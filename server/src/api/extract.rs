@@ -1,48 +1,18 @@
-//! Request plumbing shared by the handlers: the wire-size/encoding guard, streaming the
-//! body (raw or multipart) into staging files under the decompressed-size limit, and
-//! bearer-token scopes. No upload is held whole in memory.
+//! Request plumbing shared by the handlers: streaming the body (raw or multipart) into
+//! staging files under the decompressed-size limit, and bearer-token scopes. No upload is
+//! held whole in memory.
 
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
+use sha2::{Digest, Sha256};
 use worker::store::{StagedBlob, Staging};
 
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
-
-/// Outermost guard: refuses a body whose declared length exceeds the wire limit before a
-/// byte of it is read, and an encoding we cannot decode.
-pub async fn guard_wire_body(
-    State(state): State<AppState>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let limit = state.config.max_body_bytes;
-    if let Some(len) = req.headers().get(header::CONTENT_LENGTH) {
-        let declared = len.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok());
-        if declared.is_none_or(|n| n > limit) {
-            return ApiError::BodyTooLarge { limit }.into_response();
-        }
-    }
-    if let Some(enc) = req.headers().get(header::CONTENT_ENCODING) {
-        let enc = enc.to_str().unwrap_or("").trim().to_ascii_lowercase();
-        if !matches!(enc.as_str(), "gzip" | "x-gzip" | "zstd" | "identity" | "") {
-            return ApiError::UnsupportedEncoding(enc).into_response();
-        }
-        // No encoding at all: the decompression layer answers an empty or `identity`
-        // header with a bare 415, so it never sees one.
-        if matches!(enc.as_str(), "identity" | "") {
-            req.headers_mut().remove(header::CONTENT_ENCODING);
-        }
-    }
-    next.run(req).await
-}
 
 /// Streams the (already decompressing) body into a staging file while hashing it,
 /// failing as soon as it passes `limit` bytes: a gzip bomb is inflated at most `limit`
@@ -217,7 +187,9 @@ pub async fn read_multipart(
 }
 
 /// Checks that the request carries a token with `scope` (or `admin`). Without configured
-/// tokens every request passes (the server then listens on loopback only).
+/// tokens every request passes (the server then listens on loopback only). The scheme is
+/// case-insensitive (RFC 7235); the token is compared with every configured one by their
+/// SHA-256 digests in constant time, so neither its bytes nor its length leak by timing.
 pub fn authorize(state: &AppState, headers: &HeaderMap, scope: Scope) -> Result<(), ApiError> {
     if state.config.tokens.is_empty() {
         return Ok(());
@@ -225,15 +197,17 @@ pub fn authorize(state: &AppState, headers: &HeaderMap, scope: Scope) -> Result<
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
+        .and_then(bearer)
         .ok_or(ApiError::Unauthorized)?;
-    let token = state
-        .config
-        .tokens
-        .iter()
-        .find(|t| constant_time_eq(t.secret.as_bytes(), presented.as_bytes()))
-        .ok_or(ApiError::Unauthorized)?;
+    let presented = Sha256::digest(presented.as_bytes());
+    let mut found = None;
+    for t in &state.config.tokens {
+        let same = constant_time_eq(&Sha256::digest(t.secret.as_bytes()), &presented);
+        if same && found.is_none() {
+            found = Some(t);
+        }
+    }
+    let token = found.ok_or(ApiError::Unauthorized)?;
     if token.scopes.contains(&scope) || token.scopes.contains(&Scope::Admin) {
         Ok(())
     } else {
@@ -241,6 +215,30 @@ pub fn authorize(state: &AppState, headers: &HeaderMap, scope: Scope) -> Result<
     }
 }
 
+/// The credentials of `Bearer TOKEN`, the scheme in any case.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim().split_once([' ', '\t'])?;
+    let token = rest.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Equality of two digests in time independent of where they differ.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_scheme_in_any_case() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER   abc "), Some("abc"));
+        assert_eq!(bearer("Bearer\tabc"), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("Bearer "), None);
+    }
 }

@@ -2,27 +2,35 @@
 //!
 //! - `binaries`: upload and look up binaries by build-id;
 //! - `crashes`: upload crashes, read them and their reports, list them;
+//! - `dump_check`: the cheap structural checks that refuse a non-dump at upload;
 //! - `health`: `/healthz`, `/readyz`, `/metrics`, `/api/v1/openapi.yaml`, missing modules;
 //! - `reprocess`: queue finished crashes matching a filter again;
 //! - `extract`: body reading under limits, bearer-token scopes;
+//! - `limits`: header size, wire-size limit on the bytes read, body and request timeouts;
+//! - `origin`: without tokens, no cross-site or DNS-rebinding requests; no framing;
 //! - `problem`: every error as `application/problem+json` — the only place errors meet HTTP.
 
 mod binaries;
 mod crashes;
+mod dump_check;
 pub(crate) mod extract;
 mod health;
+pub(crate) mod limits;
+pub(crate) mod origin;
 pub mod problem;
 mod reprocess;
 pub mod state;
 
 use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 use tower_http::trace::TraceLayer;
 
 use state::AppState;
 
-/// The whole API with its layers (outermost last): tracing, the wire-size and encoding
-/// guard, then streaming request decompression.
+/// The whole API with its layers, outermost first: a panic answered as a problem, tracing,
+/// the framework's errors as problems, the cross-site guard and framing headers, the
+/// request limits and timeouts, then streaming request decompression.
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(binaries::router())
@@ -33,8 +41,14 @@ pub fn router(state: AppState) -> Router {
         .layer(RequestDecompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            extract::guard_wire_body,
+            limits::guard,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            origin::guard,
+        ))
+        .layer(axum::middleware::from_fn(problem::everywhere))
         .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::custom(problem::panicked))
         .with_state(state)
 }

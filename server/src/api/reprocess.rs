@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use worker::store::reprocess::{self, Filter};
 
 use super::extract::authorize;
+use super::origin::require_json;
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
 
@@ -30,6 +31,7 @@ async fn start(
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     authorize(&s, &headers, Scope::Admin)?;
+    require_json(&s, &headers)?;
     let bad = |detail: String| ApiError::BadRequest {
         code: "bad-request",
         detail,

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use worker::cache::TablesCache;
@@ -59,10 +60,19 @@ impl std::fmt::Debug for Token {
 pub struct Config {
     /// Empty: no authentication (loopback only).
     pub tokens: Vec<Token>,
-    /// Largest body accepted on the wire (Content-Length).
+    /// Largest body accepted on the wire (declared or read, chunked or not).
     pub max_body_bytes: u64,
     /// Largest body after decompression.
     pub max_decompressed_bytes: u64,
+    /// Longest wait for the next piece of a request body.
+    pub body_idle_timeout: Duration,
+    /// Longest a request may take until its answer starts.
+    pub request_timeout: Duration,
+    /// Without tokens: the `Host` values accepted (lower case; see `api::origin`).
+    pub allowed_hosts: Vec<String>,
+    /// An upload of the same dump bytes within this long of a stored one is a retry of
+    /// it (zero: never).
+    pub dedup_window: Duration,
 }
 
 /// Counters of the API, read by `/metrics`.

@@ -1,6 +1,7 @@
 //! One file per subcommand, plus the options they share.
 
 pub mod bench;
+pub mod conn;
 pub mod migrate;
 pub mod reprocess;
 pub mod serve;
@@ -94,6 +95,8 @@ pub struct JobArgs {
     /// replacing the built-in rules.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
+    #[command(flatten)]
+    pub budget: postmortem_cli::budget::BudgetArgs,
 }
 
 impl JobArgs {
@@ -106,6 +109,7 @@ impl JobArgs {
             ..JobConfig::default()
         };
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;
+        config.process.budget = self.budget.budget();
         Ok(config)
     }
 }

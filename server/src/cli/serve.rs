@@ -1,8 +1,11 @@
 //! `postmortem serve`: the HTTP API plus in-process workers. With no options it runs on a
 //! fresh machine: SQLite (WAL) and blobs under `./postmortem-data`, 127.0.0.1:8080.
+//! Hostile clients are bounded by default (timeouts, a connection limit, body limits);
+//! the flags below tune them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::{watch, Notify};
@@ -32,6 +35,41 @@ pub struct ServeArgs {
     /// Largest body after decompression, MiB.
     #[arg(long, default_value_t = 1024)]
     pub max_decompressed_mb: u64,
+    /// Seconds a client has to send a request's headers (and longest idle time of a
+    /// keep-alive connection); slower connections are closed.
+    #[arg(long, default_value_t = 10)]
+    pub header_timeout_secs: u64,
+    /// Seconds a request body may go without a byte before the request is answered 408
+    /// and its partial upload removed.
+    #[arg(long, default_value_t = 30)]
+    pub body_idle_timeout_secs: u64,
+    /// Seconds a whole request may take until its answer starts (uploads included),
+    /// then 408.
+    #[arg(long, default_value_t = 600)]
+    pub request_timeout_secs: u64,
+    /// Connections served at once; further clients wait until one ends. An upload holds
+    /// about three file descriptors (socket, staging file, blob copy): keep this under a
+    /// third of `ulimit -n`.
+    #[arg(long, default_value_t = 256)]
+    pub max_connections: usize,
+    /// Without tokens, a `Host` name (`name` or `name:port`) the server answers to besides
+    /// its listen address, `localhost`, `127.0.0.1` and `[::1]`. Repeatable.
+    #[arg(long = "allowed-host")]
+    pub allowed_hosts: Vec<String>,
+    /// An upload of the same dump bytes and fields as a crash received this many seconds
+    /// ago or less is a retry of it: answered 200 with that crash's id, not stored again.
+    /// Off (0) by default: uploading a dump again otherwise makes a new crash. Clients
+    /// that can should send an `Idempotency-Key` instead.
+    #[arg(long, default_value_t = 0)]
+    pub dedup_window_secs: u64,
+    /// Seconds between sweeps of leftovers: staging files no upload writes and blobs no
+    /// crash or binary names.
+    #[arg(long, default_value_t = 600)]
+    pub sweep_interval_secs: u64,
+    /// Only staging files and orphan blobs older than this many seconds are swept (far
+    /// above the request timeout, so no upload in progress loses its files).
+    #[arg(long, default_value_t = 3600)]
+    pub sweep_age_secs: u64,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -85,11 +123,36 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         metrics: job_metrics.clone(),
         wake: wake.clone(),
     };
+    let (stop, stopped) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for i in 0..args.jobs.workers {
+        tasks.push(tokio::spawn(
+            runner.clone().run(super::worker_name(i), stopped.clone()),
+        ));
+    }
+
+    tasks.push(tokio::spawn(::worker::store::sweep::run(
+        db.clone(),
+        blobs.clone(),
+        staging.clone(),
+        Duration::from_secs(args.sweep_interval_secs.max(1)),
+        Duration::from_secs(args.sweep_age_secs),
+        stopped.clone(),
+    )));
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let secs = |s: u64| Duration::from_secs(s.max(1));
     let state = AppState {
         config: Arc::new(Config {
             tokens,
             max_body_bytes: args.max_body_mb.saturating_mul(1 << 20),
             max_decompressed_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
+            body_idle_timeout: secs(args.body_idle_timeout_secs),
+            request_timeout: secs(args.request_timeout_secs),
+            allowed_hosts: crate::api::origin::allowed_hosts(addr, &args.allowed_hosts),
+            dedup_window: Duration::from_secs(args.dedup_window_secs),
         }),
         db: db.clone(),
         blobs,
@@ -100,25 +163,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         wake,
     };
 
-    let (stop, stopped) = watch::channel(false);
-    let mut tasks = Vec::new();
-    for i in 0..args.jobs.workers {
-        tasks.push(tokio::spawn(
-            runner.clone().run(super::worker_name(i), stopped.clone()),
-        ));
-    }
-
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
-    let addr = listener.local_addr().context("reading the bound address")?;
-    tracing::info!(%addr, backend = db.kind(), workers = tasks.len(), "serving");
+    tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("postmortem listening on http://{addr}");
-    axum::serve(listener, crate::api::router(state))
-        .with_graceful_shutdown(super::shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    let limits = super::conn::ConnLimits {
+        max_connections: args.max_connections,
+        header_timeout: secs(args.header_timeout_secs),
+    };
+    super::conn::serve(
+        listener,
+        crate::api::router(state),
+        limits,
+        super::shutdown_signal(),
+    )
+    .await;
     let _ = stop.send(true);
     for t in tasks {
         let _ = t.await;

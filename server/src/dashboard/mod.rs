@@ -285,7 +285,8 @@ async fn dump(
     let row = crashes::get(&s.db, &id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
-    let bytes = s.blobs.get(&row.dump_sha256).await?;
+    // Streamed from the store: six downloads of a 300 MB dump must not hold 1.8 GB.
+    let blob = s.blobs.get_stream(&row.dump_sha256).await?;
     let ext = if row.dump_format == "minidump" {
         "dmp"
     } else {
@@ -301,8 +302,9 @@ async fn dump(
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{safe}.{ext}\""),
             ),
+            (header::CONTENT_LENGTH, blob.size.to_string()),
         ],
-        Body::from(bytes),
+        Body::from_stream(blob.pieces),
     )
         .into_response())
 }

@@ -228,4 +228,24 @@ impl TempServer {
     pub fn addr(&self) -> String {
         self.base.trim_start_matches("http://").to_string()
     }
+
+    /// The server's peak resident memory so far (`VmHWM`), bytes.
+    pub fn peak_rss(&self) -> u64 {
+        proc_kib(self._proc.0.id(), "VmHWM:") * 1024
+    }
+
+    /// The server's resident memory now (`VmRSS`), bytes.
+    pub fn rss(&self) -> u64 {
+        proc_kib(self._proc.0.id(), "VmRSS:") * 1024
+    }
+}
+
+/// A `kB` field of `/proc/PID/status`.
+pub fn proc_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }

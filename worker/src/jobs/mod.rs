@@ -159,10 +159,7 @@ impl Runner {
         let outcome = self.process_with_renewal(&lease, name, lease_ms).await;
         let elapsed = started.elapsed();
         let (outcome, counter) = match outcome {
-            Ok((report, signature)) => (
-                crashes::Outcome::Done { report, signature },
-                &self.metrics.processed,
-            ),
+            Ok(report) => (crashes::Outcome::Done(report), &self.metrics.processed),
             Err(e) if e.is_transient() => (
                 crashes::Outcome::Retry {
                     reason: e.to_string(),
@@ -201,7 +198,7 @@ impl Runner {
         lease: &crashes::Lease,
         name: &str,
         lease_ms: i64,
-    ) -> Result<(String, Option<String>), JobError> {
+    ) -> Result<crashes::StoredReport, JobError> {
         let job = process::process_job(self, lease);
         tokio::pin!(job);
         let mut tick = tokio::time::interval(self.config.lease / 3);

@@ -15,25 +15,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::Value;
 use tracing::{info_span, instrument, Instrument};
 
 use super::{JobError, Runner};
 use crate::cache::{TableKey, TableKind};
 use crate::dump::{Dump, Module};
 use crate::process::{CodeImage, ModuleTables, TableProvider};
+use crate::report::Report;
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 
 /// Format version of the symbol tables.
 /// The symbol table format version the cached tables are keyed by.
 pub const SYMBOL_TABLE_VERSION: u32 = crate::symbols::SYMBOL_TABLE_VERSION;
 
-/// Processes one leased crash. Returns the report JSON text and its signature text.
+/// Processes one leased crash. Returns the report as stored: its JSON text, signature and
+/// index terms, all taken from the typed report (serialized once, never re-parsed).
 #[instrument(skip_all, fields(crash_id = %lease.id, attempt = lease.attempts))]
 pub async fn process_job(
     runner: &Runner,
     lease: &crashes::Lease,
-) -> Result<(String, Option<String>), JobError> {
+) -> Result<crashes::StoredReport, JobError> {
     let limit = runner.config.time_limit;
     let dump = runner.blobs.get(&lease.dump_sha256).await?;
 
@@ -101,19 +102,11 @@ pub async fn process_job(
     // dump's own annotations win on a clash.
     let uploaded: BTreeMap<String, String> =
         serde_json::from_str(&lease.annotations).unwrap_or_default();
-    if let Some(Value::Object(ann)) = report.get_mut("annotations") {
-        for (k, v) in uploaded {
-            ann.entry(k).or_insert(Value::String(v));
-        }
+    for (k, v) in uploaded {
+        report.annotations.entry(k).or_insert(v);
     }
-    let signature = report
-        .get("signature")
-        .and_then(|s| s.get("text"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let text = serde_json::to_string(&report)
-        .map_err(|e| JobError::Panic(format!("report not serializable: {e}")))?;
-    Ok((text, signature))
+    crashes::StoredReport::of(&report)
+        .map_err(|e| JobError::Serialize(format!("report not serializable: {e}")))
 }
 
 /// Runs `f` on a blocking thread, failing with [`JobError::TimeLimit`] after `limit` and
@@ -399,8 +392,7 @@ fn run_engine(
     dump: &[u8],
     tables: HashMap<String, ModuleTables>,
     options: &crate::process::ProcessOptions,
-) -> Result<Value, JobError> {
+) -> Result<Report, JobError> {
     let provider = FetchedTables(tables);
-    let report = crate::process::process_dump(dump, &provider, options)?;
-    serde_json::to_value(&report).map_err(|e| JobError::Serialize(e.to_string()))
+    Ok(crate::process::process_dump(dump, &provider, options)?)
 }

@@ -30,6 +30,13 @@ const PART_CONCURRENCY: usize = 2;
 /// Read buffer over a staged file.
 const READ_BUFFER: usize = 1 << 20;
 
+/// A blob being read piece by piece ([`Blobs::get_stream`]).
+pub struct BlobStream {
+    /// The blob's size, bytes.
+    pub size: u64,
+    pub pieces: futures::stream::BoxStream<'static, Result<Bytes, object_store::Error>>,
+}
+
 /// The blob store handle: cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Blobs {
@@ -116,7 +123,10 @@ impl Blobs {
         if self.store.head(&path).await.is_ok() {
             return Ok(sha);
         }
-        self.store.put(&path, PutPayload::from(bytes)).await?;
+        self.store
+            .put(&path, PutPayload::from(bytes))
+            .await
+            .map_err(StoreError::BlobWrite)?;
         Ok(sha)
     }
 
@@ -135,18 +145,52 @@ impl Blobs {
         let mut reader = tokio::io::BufReader::with_capacity(READ_BUFFER, file);
         let mut writer = BufWriter::with_capacity(self.store.clone(), path, PART_BYTES)
             .with_max_concurrency(PART_CONCURRENCY);
-        let copied = match tokio::io::copy_buf(&mut reader, &mut writer).await {
-            Ok(_) => writer.shutdown().await,
-            Err(e) => Err(e),
-        };
-        match copied {
-            Ok(()) => Ok(sha),
-            Err(e) => {
-                if let Err(abort) = writer.abort().await {
-                    tracing::warn!(error = %abort, "aborting a failed blob upload");
-                }
-                Err(StoreError::BlobCopy(e))
+        if let Err(e) = tokio::io::copy_buf(&mut reader, &mut writer).await {
+            if let Err(abort) = writer.abort().await {
+                tracing::warn!(error = %abort, "aborting a failed blob upload");
             }
+            return Err(StoreError::BlobCopy(e));
+        }
+        // Not aborted after a failed shutdown: the writer is then shut down, and aborting
+        // it panics ("Already shut down"). A failed single `put` leaves nothing, and a
+        // failed multipart completion is aborted by the writer itself.
+        writer.shutdown().await.map_err(StoreError::BlobCopy)?;
+        Ok(sha)
+    }
+
+    /// The blob stored under `sha256` as a stream of pieces, with its size: a download
+    /// holds one piece at a time, not the whole blob.
+    pub async fn get_stream(&self, sha256: &str) -> Result<BlobStream, StoreError> {
+        let path = key(sha256)?;
+        let got = self.store.get(&path).await?;
+        Ok(BlobStream {
+            size: got.meta.size,
+            pieces: got.into_stream(),
+        })
+    }
+
+    /// The sha256 of every blob last written before `before_ms` (Unix milliseconds).
+    pub async fn written_before(&self, before_ms: i64) -> Result<Vec<String>, StoreError> {
+        use futures::TryStreamExt;
+        let prefix = ObjectPath::from("sha256");
+        let mut list = self.store.list(Some(&prefix));
+        let mut out = Vec::new();
+        while let Some(meta) = list.try_next().await? {
+            let Some(sha) = meta.location.filename() else {
+                continue;
+            };
+            if meta.last_modified.timestamp_millis() < before_ms && key(sha).is_ok() {
+                out.push(sha.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes the blob stored under `sha256` (gone already is fine).
+    pub async fn delete(&self, sha256: &str) -> Result<(), StoreError> {
+        match self.store.delete(&key(sha256)?).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -6,7 +6,12 @@
 //! the work of the one that took over. An expired lease makes the row leasable again;
 //! after `max_attempts` leases it ends `failed` instead.
 
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
 use super::{Backend, Db, StoreError};
+use crate::report::Report;
 
 /// One crash as stored.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -72,6 +77,80 @@ pub async fn insert(db: &Db, c: &NewCrash) -> Result<(), StoreError> {
         .await
         .map(|_| ()))?;
     Ok(())
+}
+
+/// Inserts a pending crash under a client's idempotency key, unless a crash already has
+/// that key. Returns `None` when inserted, else the crash that has the key (its first
+/// upload, or a concurrent one that won the race).
+pub async fn insert_keyed(
+    db: &Db,
+    c: &NewCrash,
+    key: &str,
+) -> Result<Option<CrashRow>, StoreError> {
+    let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
+               dump_format, annotations, attempts, idempotency_key) \
+               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7) \
+               ON CONFLICT (idempotency_key) DO NOTHING";
+    let n = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(&c.id)
+        .bind(c.received_at)
+        .bind(&c.dump_sha256)
+        .bind(c.dump_size)
+        .bind(&c.dump_format)
+        .bind(&c.annotations)
+        .bind(key)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    if n == 1 {
+        return Ok(None);
+    }
+    by_idempotency_key(db, key).await
+}
+
+/// The crash uploaded with idempotency key `key`, if any.
+pub async fn by_idempotency_key(db: &Db, key: &str) -> Result<Option<CrashRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM crashes WHERE idempotency_key = $1");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(key)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// The first crash with exactly this dump (`dump_sha256`) and these upload annotations
+/// (the JSON text [`NewCrash::annotations`] holds), received at or after `since`: an
+/// upload of the same bytes with the same fields then is a retry of it.
+pub async fn same_upload_since(
+    db: &Db,
+    dump_sha256: &str,
+    annotations: &str,
+    since: i64,
+) -> Result<Option<CrashRow>, StoreError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM crashes WHERE dump_sha256 = $1 AND received_at >= $2 \
+         AND annotations = $3 ORDER BY received_at, id LIMIT 1"
+    );
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(dump_sha256)
+        .bind(since)
+        .bind(annotations)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// Whether a crash or a binary row names the blob `sha256` (the orphan sweep's question).
+pub async fn blob_is_named(db: &Db, sha256: &str) -> Result<bool, StoreError> {
+    let sql = "SELECT (EXISTS (SELECT 1 FROM crashes WHERE dump_sha256 = $1) \
+               OR EXISTS (SELECT 1 FROM binaries WHERE sha256 = $1))";
+    let named: bool = crate::on_pool!(db, p => sqlx::query_scalar(sql)
+        .bind(sha256)
+        .fetch_one(p)
+        .await)?;
+    Ok(named)
 }
 
 /// One crash by id.
@@ -239,11 +318,8 @@ pub async fn renew(db: &Db, lease: &Lease, worker: &str, until: i64) -> Result<b
 /// How a job ended.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// The report, and its signature text if any.
-    Done {
-        report: String,
-        signature: Option<String>,
-    },
+    /// The report, as stored and indexed.
+    Done(StoredReport),
     /// A permanent failure (the dump cannot be read, the engine panicked or timed out).
     Failed { reason: String },
     /// A transient failure: back to the queue if attempts remain, else failed.
@@ -264,19 +340,23 @@ pub async fn finish(
 ) -> Result<bool, StoreError> {
     let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
     let n = match outcome {
-        Outcome::Done { report, signature } => {
+        Outcome::Done(StoredReport {
+            text: report,
+            signature,
+            function_frames: named,
+            terms,
+        }) => {
             let sql = format!(
                 "UPDATE crashes SET status = 'done', report = $4, signature = $5, error = NULL, \
                  lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at, \
                  completions = completions + 1, function_frames = $7 {guard}"
             );
-            let named = function_frames(report);
             let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
                 .bind(report).bind(signature).bind(now).bind(named)
                 .execute(p).await.map(|r| r.rows_affected()))?;
             if n == 1 {
-                super::search::index_report(db, &lease.id, report).await?;
+                super::search::index_terms(db, &lease.id, terms).await?;
             }
             n
         }
@@ -305,16 +385,86 @@ pub async fn finish(
     Ok(n == 1)
 }
 
+/// A finished report as the `crashes` row and the search index take it: its JSON text and
+/// what is indexed, all taken from the typed report, so that storing it never parses the
+/// text back into a JSON tree.
+#[derive(Debug, Clone, Default)]
+pub struct StoredReport {
+    pub text: String,
+    pub signature: Option<String>,
+    /// Frames with a function name ([`function_frames`]).
+    pub function_frames: Option<i64>,
+    /// Module and function terms ([`super::search::report_terms`]).
+    pub terms: BTreeSet<(&'static str, String)>,
+}
+
+impl StoredReport {
+    /// Serializes `report` once and takes its index terms from the typed value.
+    pub fn of(report: &Report) -> Result<StoredReport, serde_json::Error> {
+        Ok(StoredReport {
+            text: serde_json::to_string(report)?,
+            signature: report.signature.as_ref().map(|s| s.text.clone()),
+            function_frames: function_frames(report),
+            terms: super::search::report_terms(
+                report.modules.iter().map(|m| m.name.as_str()),
+                report.threads.iter().flat_map(|t| &t.frames),
+            ),
+        })
+    }
+
+    /// A report known only as text (tests, reports written elsewhere): its index comes
+    /// from a typed view of just the indexed fields; text that is no report indexes nothing.
+    pub fn from_json(text: String, signature: Option<String>) -> StoredReport {
+        #[derive(Deserialize, Default)]
+        struct View {
+            #[serde(default)]
+            modules: Vec<ModuleView>,
+            #[serde(default)]
+            threads: Vec<ThreadView>,
+        }
+        #[derive(Deserialize)]
+        struct ModuleView {
+            name: String,
+        }
+        #[derive(Deserialize)]
+        struct ThreadView {
+            #[serde(default)]
+            frames: Vec<FrameView>,
+        }
+        #[derive(Deserialize)]
+        struct FrameView {
+            function: Option<String>,
+        }
+        let view: Option<View> = serde_json::from_str(&text).ok();
+        let (function_frames, terms) = match &view {
+            Some(v) => {
+                let frames = || v.threads.iter().flat_map(|t| &t.frames);
+                let named = frames().filter(|f| f.function.is_some()).count();
+                let terms = super::search::report_terms(
+                    v.modules.iter().map(|m| m.name.as_str()),
+                    frames().map(|f| f.function.as_deref()),
+                );
+                (i64::try_from(named).ok(), terms)
+            }
+            None => (None, BTreeSet::new()),
+        };
+        StoredReport {
+            text,
+            signature,
+            function_frames,
+            terms,
+        }
+    }
+}
+
 /// How many frames of a report (all threads) have a function name: what a reprocess run
-/// compares before and after. `None` if the text is not a report.
-pub fn function_frames(report: &str) -> Option<i64> {
-    let v: serde_json::Value = serde_json::from_str(report).ok()?;
-    let threads = v.get("threads")?.as_array()?;
-    let n = threads
+/// compares before and after.
+pub fn function_frames(report: &Report) -> Option<i64> {
+    let n = report
+        .threads
         .iter()
-        .filter_map(|t| t.get("frames").and_then(|f| f.as_array()))
-        .flatten()
-        .filter(|f| f.get("function").is_some_and(|n| !n.is_null()))
+        .flat_map(|t| &t.frames)
+        .filter(|f| f.function.is_some())
         .count();
     i64::try_from(n).ok()
 }

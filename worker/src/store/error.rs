@@ -23,11 +23,22 @@ pub enum StoreError {
     },
     #[error("copying a staged upload into the blob store failed: {0}")]
     BlobCopy(#[source] std::io::Error),
+    #[error("writing a blob failed: {0}")]
+    BlobWrite(#[source] object_store::Error),
     #[error("stored data is inconsistent: {0}")]
     Corrupt(String),
 }
 
 impl StoreError {
+    /// Whether storing data failed (staging an upload or writing a blob: a full disk, a
+    /// read-only directory, an unreachable bucket) rather than reading or the database.
+    pub fn is_storage_write(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Staging { .. } | StoreError::BlobCopy(_) | StoreError::BlobWrite(_)
+        )
+    }
+
     /// A stable kebab-case name for logs.
     pub fn code(&self) -> &'static str {
         match self {
@@ -37,7 +48,7 @@ impl StoreError {
             StoreError::Blob(_) => "blob-error",
             StoreError::BlobUrl { .. } => "unsupported-blob-url",
             StoreError::Staging { .. } => "staging-error",
-            StoreError::BlobCopy(_) => "blob-error",
+            StoreError::BlobCopy(_) | StoreError::BlobWrite(_) => "blob-error",
             StoreError::Corrupt(_) => "store-corrupt",
         }
     }

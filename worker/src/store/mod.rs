@@ -20,6 +20,7 @@ pub mod missing;
 pub mod reprocess;
 pub mod search;
 pub mod staged;
+pub mod sweep;
 pub mod tables;
 
 pub use blobs::Blobs;

@@ -1,0 +1,192 @@
+//! The cheap structural checks of an upload, the same ones the dump readers make first,
+//! so that a file that cannot be a dump is refused with 422 at upload (and not stored,
+//! to fail as a job later): the magic bytes; for an ELF core its type, a program header
+//! table inside the file with entries of the class's size; for a minidump its version, a
+//! stream directory inside the file, a plausible number of streams and a system-info
+//! stream (the reader needs it to know the CPU). Only the header and the minidump's
+//! directory are read, from the staged file.
+
+use worker::store::StagedBlob;
+
+use super::problem::ApiError;
+
+/// `MINIDUMP_VERSION`, the low half of the header's version field.
+const MINIDUMP_VERSION: u64 = 0xa793;
+/// Most streams a minidump may list. Breakpad, Crashpad and minidump-writer write a few
+/// dozen; a directory of a million (empty) entries is not a dump.
+const MAX_STREAMS: u64 = 4096;
+/// `SystemInfoStream`.
+const SYSTEM_INFO_STREAM: u32 = 7;
+/// Size of one minidump directory entry (type, size, rva).
+const DIRECTORY_ENTRY: u64 = 12;
+
+/// The dump format (`elf-core` or `minidump`) of a staged upload, or why it is refused.
+pub async fn check(dump: &StagedBlob) -> Result<&'static str, ApiError> {
+    let head = dump.read_at(0, HEAD_BYTES).await?;
+    let format = check_head(&head, dump.size())?;
+    if format == "minidump" {
+        let field = |o: usize| {
+            head.get(o..o + 4)
+                .and_then(|s| s.try_into().ok())
+                .map(u32::from_le_bytes)
+        };
+        let (Some(count), Some(rva)) = (field(8), field(12)) else {
+            return Err(malformed("the minidump header is incomplete".into()));
+        };
+        // Bounded by MAX_STREAMS (checked above): at most 48 KiB.
+        let len = usize::try_from(u64::from(count) * DIRECTORY_ENTRY).unwrap_or(usize::MAX);
+        let dir = dump.read_at(u64::from(rva), len).await?;
+        check_directory(&dir, dump.size())?;
+    }
+    Ok(format)
+}
+
+fn malformed(detail: String) -> ApiError {
+    ApiError::Unprocessable {
+        code: "malformed-dump",
+        detail: format!("not a readable crash dump: {detail}"),
+    }
+}
+
+/// A minidump's directory must hold a system-info stream inside the file.
+fn check_directory(dir: &[u8], len: u64) -> Result<(), ApiError> {
+    let system_info = dir.chunks_exact(DIRECTORY_ENTRY as usize).find_map(|e| {
+        let word = |o: usize| u32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
+        (word(0) == SYSTEM_INFO_STREAM).then(|| (u64::from(word(4)), u64::from(word(8))))
+    });
+    match system_info {
+        None => Err(malformed(
+            "the minidump has no system info stream, so its CPU is unknown".into(),
+        )),
+        Some((size, rva)) if size == 0 || rva.saturating_add(size) > len => Err(malformed(
+            "the minidump's system info stream lies outside the file".into(),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Bytes of a dump's start that [`check_head`] reads: the largest header it checks.
+const HEAD_BYTES: usize = 64;
+
+/// The dump format, from the magic bytes and header completeness: `b` is the start of
+/// the dump (up to [`HEAD_BYTES`]), `len` its whole size.
+fn check_head(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
+    let truncated = |what: &str| ApiError::Unprocessable {
+        code: "truncated-dump",
+        detail: format!("the dump is truncated: {what} (received {len} bytes)"),
+    };
+    let u16_at = |o: usize, le: bool| -> Option<u64> {
+        let s: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
+        Some(u64::from(if le {
+            u16::from_le_bytes(s)
+        } else {
+            u16::from_be_bytes(s)
+        }))
+    };
+    let u32_at = |o: usize, le: bool| -> Option<u64> {
+        let s: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
+        Some(u64::from(if le {
+            u32::from_le_bytes(s)
+        } else {
+            u32::from_be_bytes(s)
+        }))
+    };
+    let u64_at = |o: usize, le: bool| -> Option<u64> {
+        let s: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
+        Some(if le {
+            u64::from_le_bytes(s)
+        } else {
+            u64::from_be_bytes(s)
+        })
+    };
+    if b.starts_with(b"\x7fELF") {
+        let is64 = match b.get(4) {
+            Some(2) => true,
+            Some(1) => false,
+            Some(_) => {
+                return Err(ApiError::Unprocessable {
+                    code: "not-a-dump",
+                    detail: "not a crash dump: unknown ELF class".into(),
+                })
+            }
+            None => return Err(truncated("the ELF header is incomplete")),
+        };
+        let le = b.get(5) != Some(&2);
+        let header_len = if is64 { 64 } else { 52 };
+        if len < header_len {
+            return Err(truncated("the ELF header is incomplete"));
+        }
+        let e_type = u16_at(16, le).ok_or_else(|| truncated("the ELF header is incomplete"))?;
+        if e_type != 4 {
+            return Err(ApiError::Unprocessable {
+                code: "not-a-core",
+                detail: format!("this ELF file is not a core dump (e_type {e_type}: an executable or library?); binaries go to /api/v1/binaries"),
+            });
+        }
+        let (phoff, entsize, num) = if is64 {
+            (u64_at(32, le), u16_at(54, le), u16_at(56, le))
+        } else {
+            (u32_at(28, le), u16_at(42, le), u16_at(44, le))
+        };
+        let end = match (phoff, entsize, num) {
+            (Some(o), Some(e), Some(n)) => e.checked_mul(n).and_then(|x| x.checked_add(o)),
+            _ => None,
+        };
+        if end.is_none_or(|end| end > len) || num == Some(0) {
+            return Err(truncated(
+                "the program headers run past the end of the file",
+            ));
+        }
+        // The reader's first check: entries of another size cannot be program headers.
+        let want = if is64 { 56 } else { 32 };
+        if entsize != Some(want) {
+            return Err(malformed(format!(
+                "program header entries of {} bytes (this ELF class uses {want})",
+                entsize.unwrap_or(0)
+            )));
+        }
+        Ok("elf-core")
+    } else if b.starts_with(b"MDMP") {
+        let (Some(version), Some(count), Some(rva)) =
+            (u32_at(4, true), u32_at(8, true), u32_at(12, true))
+        else {
+            return Err(truncated("the minidump header is incomplete"));
+        };
+        if version & 0xffff != MINIDUMP_VERSION {
+            return Err(malformed(format!(
+                "unknown minidump version {:#x}",
+                version & 0xffff
+            )));
+        }
+        if count == 0 {
+            return Err(malformed("the minidump has no streams".into()));
+        }
+        if count > MAX_STREAMS {
+            return Err(malformed(format!(
+                "the minidump lists {count} streams (writers list a few dozen; at most \
+                 {MAX_STREAMS} are accepted)"
+            )));
+        }
+        if count
+            .checked_mul(12)
+            .and_then(|x| x.checked_add(rva))
+            .is_none_or(|end| end > len)
+        {
+            return Err(truncated(
+                "the stream directory runs past the end of the file",
+            ));
+        }
+        Ok("minidump")
+    } else if len == 0 {
+        Err(ApiError::Unprocessable {
+            code: "not-a-dump",
+            detail: "the upload is empty".into(),
+        })
+    } else {
+        Err(ApiError::Unprocessable {
+            code: "not-a-dump",
+            detail: "not a crash dump: the file starts with neither an ELF nor a minidump magic"
+                .into(),
+        })
+    }
+}

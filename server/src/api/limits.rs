@@ -1,0 +1,224 @@
+//! Bounds on a request as it arrives, so that a hostile or broken client holds neither
+//! memory, disk nor a connection for long: the size of the headers, the content codings
+//! accepted, the wire-size limit counted on the bytes actually read (a `Content-Length`
+//! over it is refused before reading, a chunked body is cut when it passes it), the
+//! body's inactivity timeout and the whole-request timeout.
+//!
+//! A body cut short fails under the handler like a broken connection, so the handler
+//! drops its staging files at once; this layer then answers with the real reason (413
+//! or 408) instead of the handler's error.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, BodyDataStream};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+
+use super::problem::ApiError;
+use super::state::AppState;
+
+/// Most bytes of request headers (names, values and separators) accepted. Headers over
+/// hyper's own read buffer (~400 KiB) are refused by hyper before they get here, with an
+/// empty 431.
+pub(crate) const MAX_HEADER_BYTES: usize = 64 << 10;
+/// Most header fields accepted. The connection lets through up to
+/// [`WIRE_MAX_HEADERS`], so that this layer, not hyper, answers the excess.
+pub(crate) const MAX_HEADERS: usize = 100;
+/// The header fields hyper parses per request (past this it answers an empty 431).
+pub(crate) const WIRE_MAX_HEADERS: usize = 1000;
+
+/// What happened to the request body under the handler.
+#[derive(Debug, Default)]
+struct Fate(AtomicU8);
+
+const INTACT: u8 = 0;
+const TOO_LARGE: u8 = 1;
+const STALLED: u8 = 2;
+
+impl Fate {
+    fn set(&self, what: u8) {
+        let _ = self
+            .0
+            .compare_exchange(INTACT, what, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+/// The layer: checks the headers and the declared size, normalises the content coding,
+/// watches the body and bounds the whole request.
+pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if let Err(e) = check_headers(req.headers()) {
+        return e.into_response();
+    }
+    let limit = state.config.max_body_bytes;
+    if let Some(len) = req.headers().get(header::CONTENT_LENGTH) {
+        let declared = len.to_str().ok().and_then(|s| s.trim().parse::<u64>().ok());
+        if declared.is_none_or(|n| n > limit) {
+            return close(ApiError::BodyTooLarge { limit }.into_response());
+        }
+    }
+    if let Err(e) = normalize_encoding(req.headers_mut()) {
+        return e.into_response();
+    }
+    let fate = Arc::new(Fate::default());
+    let idle = state.config.body_idle_timeout;
+    let (parts, body) = req.into_parts();
+    let body = watch_body(body, limit, idle, fate.clone());
+    let req = Request::from_parts(parts, body);
+    let res = match tokio::time::timeout(state.config.request_timeout, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => {
+            return close(
+                ApiError::RequestTimeout {
+                    secs: state.config.request_timeout.as_secs(),
+                }
+                .into_response(),
+            )
+        }
+    };
+    if res.status().is_success() {
+        return res;
+    }
+    match fate.0.load(Ordering::Acquire) {
+        TOO_LARGE => close(ApiError::BodyTooLarge { limit }.into_response()),
+        STALLED => close(
+            ApiError::BodyTimeout {
+                secs: idle.as_secs(),
+            }
+            .into_response(),
+        ),
+        _ => res,
+    }
+}
+
+/// The connection is not reused after a body that was not read to its end.
+fn close(mut res: Response) -> Response {
+    res.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    res
+}
+
+/// Refuses more than [`MAX_HEADERS`] fields or [`MAX_HEADER_BYTES`] in all.
+fn check_headers(headers: &HeaderMap) -> Result<(), ApiError> {
+    let bytes = headers.iter().fold(0usize, |n, (name, value)| {
+        n.saturating_add(name.as_str().len() + value.len() + 4)
+    });
+    if bytes > MAX_HEADER_BYTES || headers.len() > MAX_HEADERS {
+        return Err(ApiError::HeadersTooLarge {
+            limit: MAX_HEADER_BYTES as u64,
+            fields: MAX_HEADERS,
+        });
+    }
+    Ok(())
+}
+
+/// Content codings are case-insensitive (RFC 9110): `GZIP` and `x-gzip` are `gzip` for
+/// the decompression layer, which matches exact lower-case names; `identity` or an empty
+/// header is no coding at all. Anything else is refused here, with the list of what is
+/// accepted.
+fn normalize_encoding(headers: &mut HeaderMap) -> Result<(), ApiError> {
+    let Some(enc) = headers.get(header::CONTENT_ENCODING) else {
+        return Ok(());
+    };
+    let enc = enc.to_str().unwrap_or("?").trim().to_ascii_lowercase();
+    match enc.as_str() {
+        "gzip" | "x-gzip" => {
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        "zstd" => {
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("zstd"));
+        }
+        "identity" | "" => {
+            headers.remove(header::CONTENT_ENCODING);
+        }
+        _ => return Err(ApiError::UnsupportedEncoding(enc)),
+    }
+    Ok(())
+}
+
+/// The request body as it is read: each chunk counted against `limit`, and no more than
+/// `idle` between two chunks. Either failure ends the body with an error and is recorded
+/// in `fate`.
+fn watch_body(body: Body, limit: u64, idle: Duration, fate: Arc<Fate>) -> Body {
+    struct Watch {
+        inner: BodyDataStream,
+        read: u64,
+        done: bool,
+    }
+    let start = Watch {
+        inner: body.into_data_stream(),
+        read: 0,
+        done: false,
+    };
+    let stream = futures::stream::unfold(start, move |mut w| {
+        let fate = fate.clone();
+        async move {
+            if w.done {
+                return None;
+            }
+            let item = match tokio::time::timeout(idle, w.inner.next()).await {
+                Ok(None) => return None,
+                Ok(Some(Ok(chunk))) => {
+                    w.read = w.read.saturating_add(chunk.len() as u64);
+                    if w.read > limit {
+                        fate.set(TOO_LARGE);
+                        w.done = true;
+                        Err(std::io::Error::other(
+                            "the request body passed the wire-size limit",
+                        ))
+                    } else {
+                        Ok(chunk)
+                    }
+                }
+                Ok(Some(Err(e))) => {
+                    w.done = true;
+                    Err(std::io::Error::other(e))
+                }
+                Err(_) => {
+                    fate.set(STALLED);
+                    w.done = true;
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the request body stalled",
+                    ))
+                }
+            };
+            Some((item, w))
+        }
+    })
+    // The decompressor polls again after the end.
+    .fuse();
+    Body::from_stream(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn encodings_are_case_insensitive() {
+        for (given, want) in [
+            ("GZIP", Some("gzip")),
+            ("x-gzip", Some("gzip")),
+            (" Zstd ", Some("zstd")),
+            ("identity", None),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_ENCODING, given.parse().unwrap());
+            normalize_encoding(&mut h).unwrap();
+            assert_eq!(
+                h.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap()),
+                want
+            );
+        }
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_ENCODING, "br".parse().unwrap());
+        assert!(normalize_encoding(&mut h).is_err());
+    }
+}

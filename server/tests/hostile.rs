@@ -1,0 +1,1105 @@
+//! Hostile clients against the real `postmortem serve` binary (issue 16): bodies over the
+//! wire limit sent chunked, slow and stalled requests, idle connections, cross-site and
+//! DNS-rebinding requests, framework errors that must still be problem+json, and a blob
+//! store that cannot be written. Each test talks to a server on a free loopback port over
+//! real sockets, most of them with hand-written HTTP/1.1 so that nothing is smoothed over
+//! by a client library.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+mod common;
+use common::{bin, client, Proc, TempServer as Server};
+
+/// A response read off the wire.
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Asserts an `application/problem+json` body whose `status` is the response's.
+    fn assert_problem(&self, status: u16) -> Value {
+        assert_eq!(self.status, status, "{self:?}");
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json"),
+            "{status}: {self:?}"
+        );
+        let v: Value = serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{status}: body is not JSON ({e}): {self:?}"));
+        assert_eq!(v["status"], status, "{v}");
+        assert!(v["code"].is_string() && v["detail"].is_string(), "{v}");
+        v
+    }
+}
+
+/// Parses a whole HTTP/1.1 response (head and a Content-Length body).
+fn parse(raw: &[u8]) -> Option<Resp> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = std::str::from_utf8(&raw[..end]).ok()?;
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[end + 4..].to_vec();
+    if let Some(len) = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+    {
+        body.truncate(len);
+    }
+    Some(Resp {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Reads until the server closes the connection (or `within` passes), then parses what
+/// came. A reset after the response (the server did not read the whole body) is fine.
+async fn read_response(rd: &mut tokio::net::tcp::OwnedReadHalf, within: Duration) -> Option<Resp> {
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(within, async {
+        let mut buf = [0u8; 16384];
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => raw.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    parse(&raw)
+}
+
+/// Sends `head` (request line and headers, without the blank line; `Host` and
+/// `Connection: close` are added) and `body`, writing the body concurrently with reading
+/// the answer, and returns the answer.
+async fn exchange(addr: &str, head: &str, body: Vec<u8>) -> Resp {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let head = if head.to_ascii_lowercase().contains("\r\nhost:") {
+        format!("{head}\r\nConnection: close\r\n\r\n")
+    } else {
+        format!("{head}\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+    };
+    let writer = tokio::spawn(async move {
+        wr.write_all(head.as_bytes()).await?;
+        for piece in body.chunks(64 << 10) {
+            wr.write_all(piece).await?;
+        }
+        wr.flush().await?;
+        Ok::<_, std::io::Error>(wr)
+    });
+    let resp = read_response(&mut rd, Duration::from_secs(30))
+        .await
+        .expect("no HTTP response (empty reply or timeout)");
+    writer.abort();
+    resp
+}
+
+/// The start of a 64-bit little-endian ELF core: one program header right after the ELF
+/// header, the rest zeros. Enough for the upload checks; the job fails later.
+fn fake_core(len: usize) -> Vec<u8> {
+    let mut b = vec![0u8; len.max(64 + 56)];
+    b[..4].copy_from_slice(b"\x7fELF");
+    b[4] = 2; // ELFCLASS64
+    b[5] = 1; // little-endian
+    b[6] = 1; // EV_CURRENT
+    b[16..18].copy_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    b[18..20].copy_from_slice(&62u16.to_le_bytes()); // x86-64
+    b[20..24].copy_from_slice(&1u32.to_le_bytes());
+    b[32..40].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+    b[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    b[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+    b[56..58].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+    b
+}
+
+/// `data` body as HTTP/1.1 chunks, and the last chunk.
+fn chunked(data: &[u8], piece: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / piece * 12 + 8);
+    for c in data.chunks(piece) {
+        out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        out.extend_from_slice(c);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// Regular files under `dir` (none if it does not exist).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// How many crashes the server lists.
+async fn crash_count(s: &Server) -> usize {
+    let v: Value = client()
+        .get(s.url("/api/v1/crashes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["crashes"].as_array().expect("crash list").len()
+}
+
+/// Point 5: the wire limit holds for a chunked body (no Content-Length to check): a
+/// problem+json 413, and no crash row, no blob, no staging file.
+#[tokio::test]
+async fn chunked_body_over_the_wire_limit_is_refused_and_nothing_stored() {
+    let s = Server::start(&["--max-body-mb", "1", "--workers", "0"]);
+    let body = chunked(&fake_core(3 << 20), 64 << 10);
+    let r = exchange(
+        &s.addr(),
+        "POST /api/v1/crashes HTTP/1.1\r\nTransfer-Encoding: chunked",
+        body,
+    )
+    .await;
+    let v = r.assert_problem(413);
+    assert_eq!(v["code"], "body-too-large", "{v}");
+    let data = s.dir.path().join("data");
+    assert_eq!(files_under(&data.join("blobs")), Vec::<PathBuf>::new());
+    assert_eq!(files_under(&data.join("tmp")), Vec::<PathBuf>::new());
+    assert_eq!(crash_count(&s).await, 0);
+    // Under the limit, chunked is still welcome.
+    let r = exchange(
+        &s.addr(),
+        "POST /api/v1/crashes HTTP/1.1\r\nTransfer-Encoding: chunked",
+        chunked(&fake_core(200 << 10), 16 << 10),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    assert_eq!(crash_count(&s).await, 1);
+}
+
+/// Point 9: the framework's own errors (unknown route, wrong method, a body over the
+/// reprocess limit, huge headers, an encoding the decompressor refuses) are problem+json
+/// like ours.
+#[tokio::test]
+async fn framework_errors_are_problem_json() {
+    let s = Server::start(&["--workers", "0"]);
+    let addr = s.addr();
+    let r = exchange(&addr, "GET /no/such/route HTTP/1.1", vec![]).await;
+    r.assert_problem(404);
+    let r = exchange(&addr, "DELETE /api/v1/crashes HTTP/1.1", vec![]).await;
+    r.assert_problem(405);
+    assert!(r.header("allow").is_some(), "405 keeps its Allow: {r:?}");
+    // The reprocess body is buffered whole, under its own (2 MiB) limit.
+    let big = format!("{{\"signature\":\"{}\"}}", "a".repeat(3 << 20));
+    let r = exchange(
+        &addr,
+        &format!(
+            "POST /api/v1/reprocess HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
+            big.len()
+        ),
+        big.into_bytes(),
+    )
+    .await;
+    r.assert_problem(413);
+    // 80 KB of headers.
+    let r = exchange(
+        &addr,
+        &format!("GET /healthz HTTP/1.1\r\nX-Huge: {}", "h".repeat(80 << 10)),
+        vec![],
+    )
+    .await;
+    r.assert_problem(431);
+    // 150 header fields.
+    let many: String = (0..150).map(|i| format!("\r\nX-H{i}: {i}")).collect();
+    let r = exchange(&addr, &format!("GET /healthz HTTP/1.1{many}"), vec![]).await;
+    r.assert_problem(431);
+    // An encoding refused: the 415 names only what is accepted.
+    let r = exchange(
+        &addr,
+        "POST /api/v1/crashes HTTP/1.1\r\nContent-Encoding: br\r\nContent-Length: 4",
+        b"abcd".to_vec(),
+    )
+    .await;
+    r.assert_problem(415);
+    let accepted = r
+        .header("accept-encoding")
+        .expect("415 says what is accepted");
+    assert!(accepted.contains("gzip"), "{accepted}");
+    assert!(
+        !accepted.contains("br") && !accepted.contains("deflate"),
+        "{accepted}"
+    );
+}
+
+/// Point 9: content codings are case-insensitive (`GZIP`, `x-gzip`).
+#[tokio::test]
+async fn content_encoding_is_case_insensitive() {
+    let s = Server::start(&["--workers", "0"]);
+    for (i, enc) in ["GZIP", "x-gzip", "X-Gzip", "Zstd"].iter().enumerate() {
+        let mut core = fake_core(4096);
+        core[100] = i as u8; // distinct dumps
+        let body = if enc.to_ascii_lowercase().contains("gzip") {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(&core).unwrap();
+            gz.finish().unwrap()
+        } else {
+            zstd_frame(&core)
+        };
+        let r = exchange(
+            &s.addr(),
+            &format!(
+                "POST /api/v1/crashes HTTP/1.1\r\nContent-Encoding: {enc}\r\nContent-Length: {}",
+                body.len()
+            ),
+            body,
+        )
+        .await;
+        assert_eq!(r.status, 202, "{enc}: {r:?}");
+    }
+}
+
+/// A zstd frame holding `data` in raw (uncompressed) blocks: valid zstd without a zstd
+/// encoder in the tests.
+fn zstd_frame(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x28, 0xb5, 0x2f, 0xfd];
+    // Frame header: single segment, 4-byte content size.
+    out.push(0b1010_0000);
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    let blocks: Vec<&[u8]> = data.chunks(100_000).collect();
+    for (i, b) in blocks.iter().enumerate() {
+        let last = u32::from(i + 1 == blocks.len());
+        let header = last | ((b.len() as u32) << 3); // block type 0: raw
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// Point 9: the `Bearer` scheme is case-insensitive (RFC 7235); a wrong token of any
+/// length is a 401.
+#[tokio::test]
+async fn bearer_scheme_is_case_insensitive() {
+    let s = Server::start(&["--token", "s3cret-token:admin", "--workers", "0"]);
+    let c = client();
+    for auth in [
+        "Bearer s3cret-token",
+        "bearer s3cret-token",
+        "BEARER s3cret-token",
+    ] {
+        let r = c
+            .get(s.url("/api/v1/crashes"))
+            .header("authorization", auth)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{auth}");
+    }
+    for auth in [
+        "Bearer s3cret-tokem",
+        "Bearer s",
+        "Bearer s3cret-token-longer",
+    ] {
+        let r = c
+            .get(s.url("/api/v1/crashes"))
+            .header("authorization", auth)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{auth}");
+    }
+}
+
+/// Point 3: a client that sends its headers a byte at a time is disconnected once the
+/// header timeout passes.
+#[tokio::test]
+async fn slow_headers_are_cut_off() {
+    let s = Server::start(&["--header-timeout-secs", "1", "--workers", "0"]);
+    let stream = TcpStream::connect(s.addr()).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let start = Instant::now();
+    wr.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {}\r\nX-Slow: ", s.addr()).as_bytes())
+        .await
+        .unwrap();
+    let mut closed = tokio::spawn(async move {
+        let mut buf = [0u8; 1024];
+        // The server answers nothing or an error, then closes.
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    });
+    // One byte every 100 ms, for at most 10 s.
+    for _ in 0..100 {
+        tokio::select! {
+            _ = &mut closed => break,
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                if wr.write_all(b"a").await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let took = start.elapsed();
+    assert!(
+        closed.is_finished()
+            || tokio::time::timeout(Duration::from_secs(1), closed)
+                .await
+                .is_ok(),
+        "the slow client is still connected after {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "disconnected only after {took:?}"
+    );
+}
+
+/// Point 3: a body that stops arriving gets a problem+json 408 once the body idle timeout
+/// passes, and its staging file is gone when the answer comes.
+#[tokio::test]
+async fn stalled_body_gets_408_and_leaves_no_staging_file() {
+    let s = Server::start(&["--body-idle-timeout-secs", "1", "--workers", "0"]);
+    let stream = TcpStream::connect(s.addr()).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let core = fake_core(1 << 20);
+    wr.write_all(
+        format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+            s.addr(),
+            core.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    wr.write_all(&core[..300 << 10]).await.unwrap();
+    wr.flush().await.unwrap();
+    let tmp = s.dir.path().join("data").join("tmp");
+    let start = Instant::now();
+    let r = read_response(&mut rd, Duration::from_secs(10))
+        .await
+        .expect("no answer to a stalled body within 10 s");
+    let took = start.elapsed();
+    let v = r.assert_problem(408);
+    assert_eq!(v["code"], "body-timeout", "{v}");
+    assert!(took < Duration::from_secs(3), "408 only after {took:?}");
+    assert_eq!(files_under(&tmp), Vec::<PathBuf>::new());
+    drop(wr);
+    assert_eq!(crash_count(&s).await, 0);
+}
+
+/// Point 3: a body that trickles (never idle long enough for the body timeout) is still
+/// bounded by the whole-request timeout.
+#[tokio::test]
+async fn trickling_body_is_bounded_by_the_request_timeout() {
+    let s = Server::start(&[
+        "--request-timeout-secs",
+        "2",
+        "--body-idle-timeout-secs",
+        "5",
+        "--workers",
+        "0",
+    ]);
+    let stream = TcpStream::connect(s.addr()).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let core = fake_core(4096);
+    wr.write_all(
+        format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+            s.addr(),
+            core.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let writer = tokio::spawn(async move {
+        for b in core.chunks(16) {
+            if wr.write_all(b).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let start = Instant::now();
+    let r = read_response(&mut rd, Duration::from_secs(15))
+        .await
+        .expect("no answer to a trickling body");
+    writer.abort();
+    let took = start.elapsed();
+    let v = r.assert_problem(408);
+    assert_eq!(v["code"], "request-timeout", "{v}");
+    assert!(took < Duration::from_secs(6), "408 only after {took:?}");
+    assert_eq!(
+        files_under(&s.dir.path().join("data").join("tmp")),
+        Vec::<PathBuf>::new()
+    );
+}
+
+/// `postmortem serve` run under `ulimit -n FDS` with its data in `dir`.
+fn serve_with_fd_limit(dir: &Path, fds: u32, args: &[&str]) -> (Proc, String) {
+    let data = dir.join("data");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {fds} && exec \"$0\" \"$@\""))
+        .arg(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(args)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn postmortem serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let proc = Proc(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("postmortem listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (proc, base)
+}
+
+/// Point 3: more idle connections than the server has file descriptors do not starve
+/// `/healthz`: connections over `--max-connections` wait, and idle ones are closed by the
+/// header timeout.
+#[tokio::test]
+async fn idle_connections_do_not_starve_healthz() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_proc, base) = serve_with_fd_limit(
+        dir.path(),
+        256,
+        &[
+            "--max-connections",
+            "64",
+            "--header-timeout-secs",
+            "1",
+            "--workers",
+            "0",
+        ],
+    );
+    let addr = base.trim_start_matches("http://").to_string();
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    let start = Instant::now();
+    let r = tokio::time::timeout(
+        Duration::from_secs(30),
+        exchange(&addr, "GET /healthz HTTP/1.1", vec![]),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("/healthz did not answer in 30 s beside 300 idle connections"));
+    assert_eq!(r.status, 200, "{r:?}");
+    eprintln!("/healthz answered after {:?}", start.elapsed());
+    drop(idle);
+}
+
+/// Point 4: without tokens, requests a web page could make are refused (cross-site
+/// fetches, non-JSON bodies on JSON endpoints, DNS rebinding), while curl-style clients
+/// and the configured host names work.
+#[tokio::test]
+async fn cross_site_requests_are_refused_without_tokens() {
+    let s = Server::start(&["--workers", "0", "--allowed-host", "crash.example:8080"]);
+    let addr = s.addr();
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    let core = fake_core(4096);
+    let upload = |extra: &str| {
+        format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}{extra}",
+            core.len()
+        )
+    };
+    // A form or fetch from another site.
+    let r = exchange(
+        &addr,
+        &upload("\r\nSec-Fetch-Site: cross-site"),
+        core.clone(),
+    )
+    .await;
+    r.assert_problem(403);
+    let r = exchange(
+        &addr,
+        &upload("\r\nSec-Fetch-Site: same-site"),
+        core.clone(),
+    )
+    .await;
+    r.assert_problem(403);
+    let r = exchange(
+        &addr,
+        &upload("\r\nOrigin: http://attacker.example"),
+        core.clone(),
+    )
+    .await;
+    r.assert_problem(403);
+    let r = exchange(&addr, &upload("\r\nOrigin: null"), core.clone()).await;
+    r.assert_problem(403);
+    // reprocess with a body a form can send.
+    let filter = br#"{"status":"failed"}"#.to_vec();
+    for ct in ["text/plain", "application/x-www-form-urlencoded"] {
+        let r = exchange(
+            &addr,
+            &format!(
+                "POST /api/v1/reprocess HTTP/1.1\r\nContent-Type: {ct}\r\nContent-Length: {}",
+                filter.len()
+            ),
+            filter.clone(),
+        )
+        .await;
+        r.assert_problem(415);
+    }
+    // DNS rebinding: the attacker's name resolves to 127.0.0.1.
+    let r = exchange(
+        &addr,
+        &format!("GET /api/v1/crashes HTTP/1.1\r\nHost: attacker.example:{port}"),
+        vec![],
+    )
+    .await;
+    r.assert_problem(421);
+    let r = exchange(&addr, "GET / HTTP/1.1\r\nHost: attacker.example", vec![]).await;
+    r.assert_problem(421);
+    assert_eq!(crash_count(&s).await, 0, "nothing was stored");
+
+    // What must keep working: curl (no Origin, no Sec-Fetch-Site), the dashboard's own
+    // origin, the names the server is reached by, JSON to reprocess.
+    let r = exchange(&addr, &upload(""), core.clone()).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let same = format!("\r\nSec-Fetch-Site: same-origin\r\nOrigin: http://{addr}");
+    let mut other = core.clone();
+    other[100] = 1;
+    let r = exchange(&addr, &upload(&same), other).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "crash.example:8080".to_string(),
+        "CRASH.example:8080".to_string(),
+    ] {
+        let r = exchange(
+            &addr,
+            &format!("GET /api/v1/crashes HTTP/1.1\r\nHost: {host}"),
+            vec![],
+        )
+        .await;
+        assert_eq!(r.status, 200, "{host}: {r:?}");
+    }
+    let r = exchange(
+        &addr,
+        &format!(
+            "POST /api/v1/reprocess HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}",
+            filter.len()
+        ),
+        filter,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(crash_count(&s).await, 2);
+    // reqwest, as any HTTP library, sends no Origin either.
+    let r = client()
+        .post(s.url("/api/v1/crashes"))
+        .body({
+            let mut c = core.clone();
+            c[100] = 2;
+            c
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+}
+
+/// Point 4: dashboard pages cannot be framed (clickjacking of the Reprocess button), with
+/// or without tokens, and the page's own style sheet is allowed.
+#[tokio::test]
+async fn dashboard_pages_cannot_be_framed() {
+    let open = Server::start(&["--workers", "0"]);
+    let with_token = Server::start(&["--workers", "0", "--token", "tok:admin"]);
+    for (s, auth) in [(&open, None), (&with_token, Some("Bearer tok"))] {
+        for page in ["/", "/crashes", "/jobs", "/missing", "/binaries"] {
+            let mut req = client().get(s.url(page));
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status(), 200, "{page}");
+            let h = r.headers();
+            assert_eq!(h.get("x-frame-options").unwrap(), "DENY", "{page}");
+            let csp = h
+                .get("content-security-policy")
+                .unwrap_or_else(|| panic!("{page}: no CSP"))
+                .to_str()
+                .unwrap();
+            assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+            assert!(csp.contains("style-src 'unsafe-inline'"), "{csp}");
+        }
+    }
+}
+
+/// Point 2: a blob store that cannot be written (here: its directory replaced by a
+/// regular file, which fails even for root) gives a problem+json 5xx, not a panic and an
+/// empty reply; the server keeps serving, and nothing is left in staging.
+#[tokio::test]
+async fn unwritable_blob_store_is_a_problem_not_an_empty_reply() {
+    let s = Server::start(&["--workers", "0"]);
+    let blobs = s.dir.path().join("data").join("blobs");
+    std::fs::remove_dir_all(&blobs).unwrap();
+    std::fs::write(&blobs, b"not a directory").unwrap();
+    for (i, size) in [4096usize, 20 << 20].into_iter().enumerate() {
+        let mut core = fake_core(size);
+        core[100] = i as u8;
+        let r = exchange(
+            &s.addr(),
+            &format!(
+                "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}",
+                core.len()
+            ),
+            core,
+        )
+        .await;
+        let v = r.assert_problem(507);
+        assert_eq!(v["code"], "storage-unavailable", "{v}");
+        let r = client().get(s.url("/healthz")).send().await.unwrap();
+        assert_eq!(r.status(), 200, "the server still answers");
+    }
+    assert_eq!(crash_count(&s).await, 0);
+    assert_eq!(
+        files_under(&s.dir.path().join("data").join("tmp")),
+        Vec::<PathBuf>::new()
+    );
+}
+
+/// A minidump header: `count` streams listed at `rva`, then `rest`.
+fn minidump(count: u32, rva: u32, rest: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(32 + rest.len());
+    b.extend_from_slice(b"MDMP");
+    b.extend_from_slice(&0xa793u32.to_le_bytes());
+    b.extend_from_slice(&count.to_le_bytes());
+    b.extend_from_slice(&rva.to_le_bytes());
+    b.extend_from_slice(&[0u8; 16]); // checksum, time, flags
+    b.extend_from_slice(rest);
+    b
+}
+
+/// Point 6: dumps whose headers no reader accepts are refused at upload with 422, as
+/// garbage is, and nothing is stored: an ELF core with `e_phentsize = 0`, minidumps with
+/// no streams, a million empty directory entries, or no system info stream.
+#[tokio::test]
+async fn impossible_dump_headers_are_refused_at_upload() {
+    let s = Server::start(&["--workers", "0"]);
+    let mut zero_entsize = fake_core(4096);
+    zero_entsize[54..56].copy_from_slice(&0u16.to_le_bytes());
+    let no_streams = minidump(0, 32, &[0u8; 64]);
+    let million = minidump(1_000_000, 32, &vec![0u8; 12_000_000]);
+    // One thread-list entry (type 3) and no system info (type 7).
+    let mut dir = Vec::new();
+    dir.extend_from_slice(&3u32.to_le_bytes());
+    dir.extend_from_slice(&4u32.to_le_bytes());
+    dir.extend_from_slice(&44u32.to_le_bytes());
+    dir.extend_from_slice(&0u32.to_le_bytes());
+    let no_system_info = minidump(1, 32, &dir);
+    for (what, dump) in [
+        ("e_phentsize 0", zero_entsize),
+        ("no streams", no_streams),
+        ("a million empty streams", million),
+        ("no system info", no_system_info),
+    ] {
+        let r = exchange(
+            &s.addr(),
+            &format!(
+                "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}",
+                dump.len()
+            ),
+            dump,
+        )
+        .await;
+        assert_eq!(r.status, 422, "{what}: {r:?}");
+        r.assert_problem(422);
+    }
+    assert_eq!(crash_count(&s).await, 0);
+    let data = s.dir.path().join("data");
+    assert_eq!(files_under(&data.join("blobs")), Vec::<PathBuf>::new());
+    assert_eq!(files_under(&data.join("tmp")), Vec::<PathBuf>::new());
+    // A dump that passes the checks is still accepted.
+    let r = exchange(
+        &s.addr(),
+        "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: 4096",
+        fake_core(4096),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+}
+
+/// An x86-64 ELF core of `threads` threads that all share one stack: a chain of `depth`
+/// frame-pointer records, each returning into the one code mapping (`/app`), so every
+/// thread walks `depth + 1` frames. A small file whose report, unbounded, is huge.
+fn deep_threads_core(threads: u32, depth: u64) -> Vec<u8> {
+    const CODE: u64 = 0x40_0000;
+    const STACK: u64 = 0x7ff0_0000_0000;
+    fn note(out: &mut Vec<u8>, n_type: u32, desc: &[u8]) {
+        out.extend_from_slice(&5u32.to_le_bytes()); // "CORE\0"
+        out.extend_from_slice(&(desc.len() as u32).to_le_bytes());
+        out.extend_from_slice(&n_type.to_le_bytes());
+        out.extend_from_slice(b"CORE\0\0\0\0");
+        out.extend_from_slice(desc);
+        while !out.len().is_multiple_of(4) {
+            out.push(0);
+        }
+    }
+    let mut stack = Vec::with_capacity(depth as usize * 16 + 16);
+    for i in 0..depth {
+        let next = if i + 1 == depth {
+            0
+        } else {
+            STACK + 16 * (i + 1)
+        };
+        stack.extend_from_slice(&next.to_le_bytes());
+        stack.extend_from_slice(&(CODE + 0x100 + (i % 0xe00)).to_le_bytes());
+    }
+    stack.extend_from_slice(&[0u8; 16]);
+    let mut notes = Vec::new();
+    for t in 0..threads {
+        let mut prstatus = vec![0u8; 336];
+        prstatus[12..14].copy_from_slice(&(if t == 0 { 11u16 } else { 0 }).to_le_bytes());
+        prstatus[32..36].copy_from_slice(&(1000 + t).to_le_bytes());
+        let mut reg =
+            |i: usize, v: u64| prstatus[112 + 8 * i..120 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        reg(4, STACK); // rbp
+        reg(16, CODE + 0x10); // rip
+        reg(19, STACK); // rsp
+        note(&mut notes, 1, &prstatus); // NT_PRSTATUS
+    }
+    let mut file = Vec::new();
+    for v in [1u64, 0x1000, CODE, CODE + 0x1000, 0] {
+        file.extend_from_slice(&v.to_le_bytes());
+    }
+    file.extend_from_slice(b"/app\0");
+    note(&mut notes, 0x4649_4c45, &file); // NT_FILE
+    let phnum = 3u64;
+    let notes_off = 64 + 56 * phnum;
+    let stack_off = notes_off + notes.len() as u64;
+    let mut out = fake_core(64);
+    out.truncate(64);
+    out[56..58].copy_from_slice(&(phnum as u16).to_le_bytes());
+    let mut phdr = |p_type: u32, flags: u32, off: u64, vaddr: u64, filesz: u64, memsz: u64| {
+        for v in [p_type, flags] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [off, vaddr, vaddr, filesz, memsz, 0x1000] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    };
+    phdr(4, 0, notes_off, 0, notes.len() as u64, 0); // PT_NOTE
+    phdr(1, 5, stack_off, CODE, 0, 0x1000); // r-x code, not in the file
+    let stack_len = stack.len() as u64;
+    phdr(1, 6, stack_off, STACK, stack_len, stack_len); // rw- stack
+    out.extend_from_slice(&notes);
+    out.extend_from_slice(&stack);
+    out
+}
+
+/// Point 1: a dump claiming hundreds of threads, each with a stack deeper than the
+/// per-thread frame limit allows, is processed within its budget: the report is cut to
+/// the configured threads, frames and bytes, its warnings say what went, and the server's
+/// peak memory stays under 512 MiB (unbounded, this dump's report alone is over 100 MB,
+/// and each stored copy of it more).
+#[tokio::test]
+async fn deep_threads_are_cut_to_the_dump_budget() {
+    let s = Server::start(&[
+        "--max-threads",
+        "200",
+        "--max-total-frames",
+        "50000",
+        "--max-report-mb",
+        "4",
+    ]);
+    let core = deep_threads_core(300, 2500);
+    let c = client();
+    let r = c
+        .post(s.url("/api/v1/crashes"))
+        .body(core)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = common::poll_done(&c, &s.base, &id).await;
+    assert_eq!(v["status"], "done", "{}", v["error"]);
+    let report = &v["report"];
+    let text = serde_json::to_string(report).unwrap();
+    assert!(text.len() <= 4 << 20, "report of {} bytes", text.len());
+    let threads = report["threads"].as_array().unwrap();
+    assert!(
+        !threads.is_empty() && threads.len() <= 200,
+        "{}",
+        threads.len()
+    );
+    let frames: usize = threads
+        .iter()
+        .map(|t| t["frames"].as_array().unwrap().len())
+        .sum();
+    assert!(frames <= 50_000, "{frames} frames");
+    // the crashed thread comes first and keeps its innermost frames
+    assert_eq!(threads[0]["tid"], 1000);
+    assert!(threads[0]["frames"].as_array().unwrap().len() > 1000);
+    let codes: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    for code in ["threads-cut", "frames-cut", "report-cut"] {
+        assert!(codes.contains(&code), "no {code} in {codes:?}");
+    }
+    let peak = s.peak_rss();
+    eprintln!(
+        "deep threads: report {} bytes, {frames} frames, server peak RSS {} MiB",
+        text.len(),
+        peak >> 20
+    );
+    assert!(peak < 512 << 20, "server peak RSS {} MiB", peak >> 20);
+}
+
+/// Point 7: a dump download streams from the blob store: three concurrent downloads of a
+/// 160 MB dump raise the server's peak memory by far less than one copy of it.
+#[tokio::test]
+async fn dump_downloads_are_streamed() {
+    const SIZE: usize = 160 << 20;
+    let s = Server::start(&["--workers", "0", "--max-body-mb", "200"]);
+    let r = exchange(
+        &s.addr(),
+        &format!("POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {SIZE}"),
+        fake_core(SIZE),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let id = serde_json::from_slice::<Value>(&r.body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = s.peak_rss();
+    let url = s.url(&format!("/api/v1/crashes/{id}/dump"));
+    let downloads = (0..3).map(|_| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let mut r = client().get(url).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            let mut n = 0usize;
+            while let Some(piece) = r.chunk().await.unwrap() {
+                n += piece.len();
+                // a slow reader: the server must not buffer ahead of it without bound
+                if n % (16 << 20) < piece.len() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            n
+        })
+    });
+    for d in downloads.collect::<Vec<_>>() {
+        assert_eq!(d.await.unwrap(), SIZE);
+    }
+    let grew = s.peak_rss().saturating_sub(before);
+    eprintln!(
+        "3 downloads of {} MiB: peak RSS grew {} MiB",
+        SIZE >> 20,
+        grew >> 20
+    );
+    assert!(grew < 64 << 20, "peak RSS grew {} MiB", grew >> 20);
+}
+
+/// Point 8: a client that disconnects in the middle of its body leaves no staging file
+/// (removed at once, not by a later sweep) and no crash.
+#[tokio::test]
+async fn disconnect_mid_body_leaves_no_staging_file() {
+    let s = Server::start(&["--workers", "0"]);
+    let tmp = s.dir.path().join("data").join("tmp");
+    let mut stream = TcpStream::connect(s.addr()).await.unwrap();
+    let head = format!(
+        "POST /api/v1/crashes HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n\r\n",
+        s.addr(),
+        8 << 20
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&fake_core(2 << 20)).await.unwrap();
+    stream.flush().await.unwrap();
+    // The upload is being staged...
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while files_under(&tmp).is_empty() {
+        assert!(Instant::now() < deadline, "no staging file appeared");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ...and the client goes away.
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !files_under(&tmp).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "staging file left: {:?}",
+            files_under(&tmp)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(crash_count(&s).await, 0);
+}
+
+/// Uploads `body` with extra header lines; returns the status, the crash id (if any) and
+/// whether the answer says it is a replay.
+async fn upload_with(s: &Server, headers: &str, body: Vec<u8>) -> (u16, Option<String>, bool) {
+    let r = exchange(
+        &s.addr(),
+        &format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}{headers}",
+            body.len()
+        ),
+        body,
+    )
+    .await;
+    let id = serde_json::from_slice::<Value>(&r.body)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(str::to_string));
+    (
+        r.status,
+        id,
+        r.header("idempotent-replayed") == Some("true"),
+    )
+}
+
+/// Point 8: a retry with the same `Idempotency-Key` (its first answer lost) gets the
+/// first crash's id with a 200 and stores nothing; the key with another dump is a 422,
+/// a malformed key a 400.
+#[tokio::test]
+async fn idempotency_key_makes_a_retry_return_the_first_crash() {
+    let s = Server::start(&["--workers", "0"]);
+    let key = "\r\nIdempotency-Key: 0b6f3f5e-retry-1";
+    let (st, first, replay) = upload_with(&s, key, fake_core(4096)).await;
+    assert_eq!((st, replay), (202, false));
+    let first = first.expect("an id");
+    for _ in 0..3 {
+        let (st, id, replay) = upload_with(&s, key, fake_core(4096)).await;
+        assert_eq!(
+            (st, id.as_deref(), replay),
+            (200, Some(first.as_str()), true)
+        );
+    }
+    assert_eq!(crash_count(&s).await, 1);
+    // the same key for other bytes is a client error, not a new crash
+    let mut other = fake_core(4096);
+    other[4000] = 1;
+    let (st, _, _) = upload_with(&s, key, other.clone()).await;
+    assert_eq!(st, 422);
+    let (st, _, _) = upload_with(&s, "\r\nIdempotency-Key: a b", fake_core(4096)).await;
+    assert_eq!(st, 400);
+    // without a key (and with the byte window off, the default) an upload is a new crash
+    let (st, id, _) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!(st, 202);
+    assert_ne!(id.as_deref(), Some(first.as_str()));
+    assert_eq!(crash_count(&s).await, 2);
+}
+
+/// Point 8: with `--dedup-window-secs`, the same dump bytes and fields again within the
+/// window are a retry of the first upload (a client that sends no key); other bytes are
+/// a new crash.
+#[tokio::test]
+async fn same_dump_within_the_window_is_recognised() {
+    let s = Server::start(&["--workers", "0", "--dedup-window-secs", "600"]);
+    let (st, first, _) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!(st, 202);
+    let (st, again, replay) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!((st, replay), (200, true));
+    assert_eq!(again, first);
+    let mut other = fake_core(4096);
+    other[4000] = 1;
+    let (st, _, _) = upload_with(&s, "", other).await;
+    assert_eq!(st, 202);
+    assert_eq!(crash_count(&s).await, 2);
+}
+
+/// Point 8: the periodic sweep removes staging files no upload writes and blobs no row
+/// names once they are older than the bound, and keeps the blobs of stored crashes.
+#[tokio::test]
+async fn periodic_sweep_removes_stale_staging_files_and_orphan_blobs() {
+    let s = Server::start(&[
+        "--workers",
+        "0",
+        "--sweep-interval-secs",
+        "1",
+        "--sweep-age-secs",
+        "2",
+    ]);
+    let data = s.dir.path().join("data");
+    let (st, id, _) = upload_with(&s, "", fake_core(4096)).await;
+    assert_eq!(st, 202);
+    let kept = files_under(&data.join("blobs"));
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    // what a SIGKILL mid-upload leaves: a staging file, and a blob stored before its row
+    let stale = data.join("tmp").join("upload-killed");
+    std::fs::write(&stale, b"half an upload").unwrap();
+    let orphan_sha = "ab".repeat(32);
+    let orphan = data
+        .join("blobs")
+        .join("sha256")
+        .join("ab")
+        .join("ab")
+        .join(&orphan_sha);
+    std::fs::create_dir_all(orphan.parent().unwrap()).unwrap();
+    std::fs::write(&orphan, b"no row names me").unwrap();
+    // younger than the bound: still there after a sweep or two
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(
+        stale.exists() && orphan.exists(),
+        "swept before the age bound"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stale.exists() || orphan.exists() {
+        assert!(Instant::now() < deadline, "leftovers not swept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(files_under(&data.join("blobs")), kept);
+    let r = client()
+        .get(s.url(&format!("/api/v1/crashes/{}/dump", id.unwrap())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.bytes().await.unwrap().len(), 4096);
+}

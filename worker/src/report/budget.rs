@@ -1,0 +1,288 @@
+//! The memory budget of one dump's report: how many threads are walked, how many frames
+//! all walks together may return, and how many bytes the report may take.
+//!
+//! A dump may claim any number of threads, each with a stack as deep as the per-thread
+//! frame limit; without a budget the report (and every copy of it the service makes)
+//! grows with threads × frames. What the budget cuts is said in the report's warnings
+//! (`threads-cut`, `frames-cut`, `report-cut`), so a cut report is never mistaken for a
+//! whole one.
+
+use std::io;
+
+use serde::Serialize;
+
+use super::{Report, Warning};
+use crate::walk::{EndReason, WalkOptions, WalkResult};
+
+/// Limits on one report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Most threads walked (the crashed thread first); the others are left out.
+    pub max_threads: usize,
+    /// Most frames returned by the walks of all threads together; once it is spent,
+    /// each further thread (at most `max_threads`) shows only its own context frame.
+    pub max_total_frames: usize,
+    /// Most bytes of the report's JSON text.
+    pub max_report_bytes: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            max_threads: 2_000,
+            max_total_frames: 100_000,
+            max_report_bytes: 64 << 20,
+        }
+    }
+}
+
+impl Budget {
+    /// Keeps the first `max_threads` of `order` (the walk order, crashed thread first);
+    /// the warning says how many were left out.
+    pub fn cut_threads(&self, order: &mut Vec<usize>) -> Option<Warning> {
+        let keep = self.max_threads.max(1);
+        let left_out = order.len().checked_sub(keep).filter(|&n| n > 0)?;
+        order.truncate(keep);
+        Some(warning(
+            "threads-cut",
+            format!(
+                "the dump lists {} threads; only the first {keep} (the crashed thread first) \
+                 were walked (thread budget)",
+                keep + left_out
+            ),
+        ))
+    }
+
+    /// The frames left for the walks of the remaining threads.
+    pub fn frames(&self) -> FrameBudget {
+        FrameBudget {
+            left: self.max_total_frames,
+            total: self.max_total_frames,
+            cut: 0,
+        }
+    }
+}
+
+/// The frames left while the threads of one dump are walked in turn.
+#[derive(Debug)]
+pub struct FrameBudget {
+    left: usize,
+    total: usize,
+    /// Threads whose walk the budget (not the per-thread limit) stopped.
+    cut: usize,
+}
+
+impl FrameBudget {
+    /// The walk options of the next thread: its frame limit is at most what is left (at
+    /// least one frame, the thread's own context).
+    pub fn walk_options(&self, walk: &WalkOptions) -> WalkOptions {
+        let mut o = walk.clone();
+        o.max_frames = o.max_frames.min(self.left.max(1));
+        o
+    }
+
+    /// Accounts for one thread's walk made with [`Self::walk_options`]. True when the
+    /// budget, not the per-thread limit, stopped it.
+    pub fn spent(&mut self, walk: &WalkOptions, result: &WalkResult) -> bool {
+        let by_budget = result.end == EndReason::FrameLimit && self.left < walk.max_frames;
+        self.left = self.left.saturating_sub(result.frames.len());
+        if by_budget {
+            self.cut += 1;
+        }
+        by_budget
+    }
+
+    /// The warning for the threads the budget cut short, if any.
+    pub fn warning(&self) -> Option<Warning> {
+        (self.cut > 0).then(|| {
+            warning(
+                "frames-cut",
+                format!(
+                    "the walks of {} threads were stopped early: all threads together may \
+                     return at most {} frames (frame budget)",
+                    self.cut, self.total
+                ),
+            )
+        })
+    }
+}
+
+/// Room kept for the `report-cut` warning itself.
+const WARNING_ROOM: usize = 512;
+
+/// Cuts `report` until its JSON text is at most `max_bytes`: first the outermost frames
+/// of the last threads (the crashed thread, first, loses frames last), then whole threads
+/// after the first, then warnings. Adds a `report-cut` warning saying what went.
+pub fn fit(report: &mut Report, max_bytes: usize) {
+    let total = json_len(report);
+    if total <= max_bytes {
+        return;
+    }
+    let mut excess = total - max_bytes.saturating_sub(WARNING_ROOM).min(max_bytes);
+    let (mut frames, mut threads, mut warnings) = (0usize, 0usize, 0usize);
+    for t in report.threads.iter_mut().rev() {
+        while excess > 0 {
+            let Some(f) = t.frames.pop() else { break };
+            excess = excess.saturating_sub(json_len(&f) + 1);
+            frames += 1;
+        }
+        if excess == 0 {
+            break;
+        }
+    }
+    while excess > 0 && report.threads.len() > 1 {
+        if let Some(t) = report.threads.pop() {
+            excess = excess.saturating_sub(json_len(&t) + 1);
+            threads += 1;
+        }
+    }
+    while excess > 0 {
+        let Some(w) = report.warnings.pop() else {
+            break;
+        };
+        excess = excess.saturating_sub(json_len(&w) + 1);
+        warnings += 1;
+    }
+    report.warnings.push(warning(
+        "report-cut",
+        format!(
+            "the report was {total} bytes, over its budget of {max_bytes}: {frames} outermost \
+             frames, {threads} threads and {warnings} warnings were left out"
+        ),
+    ));
+}
+
+fn warning(code: &str, message: String) -> Warning {
+    Warning {
+        code: code.into(),
+        message,
+        thread: None,
+        module: None,
+    }
+}
+
+/// The length of `v`'s JSON text, counted without building it.
+fn json_len<T: Serialize>(v: &T) -> usize {
+    struct Count(usize);
+    impl io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    // Writing to a counter cannot fail, and the model serializes infallibly.
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(i: usize) -> super::super::Frame {
+        super::super::Frame {
+            index: i,
+            pc: format!("{:#x}", 0x1000 + i),
+            sp: None,
+            trust: "fp".into(),
+            unwind_source: None,
+            module: Some("app".into()),
+            module_index: Some(0),
+            module_offset: None,
+            function: Some("f".repeat(100)),
+            function_offset: None,
+            file: None,
+            line: None,
+            column: None,
+            inlined: false,
+            symbol_source: None,
+        }
+    }
+
+    fn report(threads: usize, frames: usize) -> Report {
+        let mut r = Report {
+            schema: super::super::SCHEMA.into(),
+            processor: super::super::Processor {
+                name: "postmortem".into(),
+                version: "0".into(),
+                unwind_table_version: 1,
+                symbol_table_version: 1,
+            },
+            dump: super::super::DumpInfo {
+                format: "elf-core".into(),
+                sha256: "0".repeat(64),
+                size: 1,
+                os: "linux".into(),
+                arch: "x86_64".into(),
+                writer: None,
+                pid: None,
+                executable: None,
+                command_line: None,
+                created: None,
+            },
+            crash: None,
+            threads: Vec::new(),
+            modules: Vec::new(),
+            unloaded_modules: Vec::new(),
+            annotations: Default::default(),
+            signature: None,
+            warnings: Vec::new(),
+        };
+        r.threads = (0..threads)
+            .map(|index| super::super::Thread {
+                index,
+                tid: index as u32,
+                name: None,
+                crashed: index == 0,
+                registers: Default::default(),
+                frames: (0..frames).map(frame).collect(),
+                end: "frame-limit".into(),
+                end_detail: None,
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn a_report_within_its_budget_is_untouched() {
+        let mut r = report(3, 10);
+        let before = r.clone();
+        fit(&mut r, 1 << 20);
+        assert_eq!(r, before);
+    }
+
+    #[test]
+    fn an_oversized_report_is_cut_to_its_budget_innermost_frames_first_kept() {
+        let mut r = report(50, 200);
+        let max = 200_000;
+        assert!(json_len(&r) > max);
+        fit(&mut r, max);
+        let text = serde_json::to_string(&r).unwrap_or_default();
+        assert!(text.len() <= max, "{} > {max}", text.len());
+        assert_eq!(
+            r.warnings.last().map(|w| w.code.as_str()),
+            Some("report-cut")
+        );
+        // the crashed thread keeps its frames; the last threads lost theirs
+        assert_eq!(r.threads[0].frames.len(), 200);
+        assert_eq!(r.threads[0].frames[0].index, 0);
+        assert!(r.threads.last().is_some_and(|t| t.frames.is_empty()));
+    }
+
+    #[test]
+    fn threads_over_the_budget_are_left_out_with_a_warning() {
+        let b = Budget {
+            max_threads: 2,
+            ..Budget::default()
+        };
+        let mut order = vec![3, 0, 1, 2];
+        let w = b.cut_threads(&mut order).map(|w| w.code);
+        assert_eq!((order, w.as_deref()), (vec![3, 0], Some("threads-cut")));
+        let mut order = vec![0, 1];
+        assert!(b.cut_threads(&mut order).is_none());
+    }
+}

@@ -1,0 +1,82 @@
+//! Nothing left behind: a periodic sweep of what killed or interrupted uploads leave,
+//! staging files no upload writes any more and blobs that no crash or binary row names.
+//!
+//! Both are judged by age: a live upload writes its staging file at least every body
+//! idle timeout, and a blob is written just before its row is inserted, so only what is
+//! older than a bound far above both (an hour by default) is removed.
+
+use std::time::Duration;
+
+use super::{crashes, Blobs, Db, Staging, StoreError};
+
+/// What one sweep removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    pub staging_files: usize,
+    pub orphan_blobs: usize,
+}
+
+/// Removes staging files and blobs with no row, both untouched for `age`.
+pub async fn sweep(
+    db: &Db,
+    blobs: &Blobs,
+    staging: &Staging,
+    age: Duration,
+) -> Result<Swept, StoreError> {
+    let staging = staging.clone();
+    let staging_files = tokio::task::spawn_blocking(move || staging.sweep(age))
+        .await
+        .unwrap_or(0);
+    let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+    let before = now_ms().saturating_sub(age_ms);
+    let mut orphan_blobs = 0;
+    for sha in blobs.written_before(before).await? {
+        if !crashes::blob_is_named(db, &sha).await? {
+            blobs.delete(&sha).await?;
+            orphan_blobs += 1;
+        }
+    }
+    Ok(Swept {
+        staging_files,
+        orphan_blobs,
+    })
+}
+
+/// Sweeps every `interval` (the first one at once) until `stop` turns true; failures are
+/// logged and the next sweep tries again.
+pub async fn run(
+    db: Db,
+    blobs: Blobs,
+    staging: Staging,
+    interval: Duration,
+    age: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        match sweep(&db, &blobs, &staging, age).await {
+            Ok(s) if s != Swept::default() => tracing::info!(
+                staging_files = s.staging_files,
+                orphan_blobs = s.orphan_blobs,
+                "swept leftovers"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "sweeping leftovers failed"),
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
