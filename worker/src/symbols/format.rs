@@ -23,16 +23,13 @@
 //!
 //! # Version history
 //! - 1: first version.
-//! - 2: same layout; of several DWARF line rows at one address the last statement row
-//!   is kept (as gdb reads them), not the last row, so tables built by 1 answer other
-//!   lines there and are rebuilt.
 
 use bytemuck::{Pod, Zeroable};
 
 /// Magic at offset 0.
 pub const MAGIC: [u8; 8] = *b"PMSYMTAB";
 /// Bumped on any change of layout or meaning; an older table is rebuilt, never misread.
-pub const SYMBOL_TABLE_VERSION: u32 = 2;
+pub const SYMBOL_TABLE_VERSION: u32 = 1;
 /// Bytes of the header.
 pub const HEADER_SIZE: usize = 64;
 /// Addresses must be below this (4 GiB from the link base); the builder drops others.

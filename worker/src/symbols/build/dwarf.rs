@@ -203,7 +203,6 @@ fn read_lines(
     }
     let mut rows = program.rows();
     let mut sequence: Vec<LineRecord> = Vec::new();
-    let mut last_is_stmt = false;
     let mut start_svma = None;
     while let Some((_, row)) = rows.next_row()? {
         if row.end_sequence() {
@@ -250,21 +249,9 @@ fn read_lines(
             line,
             column,
         };
-        // Of several rows at one address, the last statement row wins, else the last row
-        // (gdb's `find_pc_sect_line`: a non-statement row yields to a statement row at the
-        // same address).
-        let is_stmt = row.is_stmt();
         match sequence.last_mut() {
-            Some(last) if last.address == address => {
-                if is_stmt || !last_is_stmt {
-                    *last = rec;
-                    last_is_stmt = is_stmt;
-                }
-            }
-            _ => {
-                sequence.push(rec);
-                last_is_stmt = is_stmt;
-            }
+            Some(last) if last.address == address => *last = rec,
+            _ => sequence.push(rec),
         }
     }
     Ok(files)
