@@ -132,7 +132,7 @@ scripts/readme-serve.sh
 section "Nothing reads outside the repository"
 # A user's clone has nothing beside it: every fixture and document lives in the repository.
 if git grep -nE '\.\./(\.\./)*shared/' -- ':!*.lock' ':!test.sh'; then
-    echo "test.sh: the files above read ../shared, which a clone does not have" >&2
+    echo "test.sh: the files above read a shared folder beside the clone, which a clone does not have" >&2
     exit 1
 fi
 
