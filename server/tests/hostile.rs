@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -474,7 +474,7 @@ async fn trickling_body_is_bounded_by_the_request_timeout() {
 /// `postmortem serve` run under `ulimit -n FDS` with its data in `dir`.
 fn serve_with_fd_limit(dir: &Path, fds: u32, args: &[&str]) -> (Proc, String) {
     let data = dir.join("data");
-    let mut child = Command::new("sh")
+    let child = Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -n {fds} && exec \"$0\" \"$@\""))
         .arg(bin())
@@ -486,16 +486,7 @@ fn serve_with_fd_limit(dir: &Path, fds: u32, args: &[&str]) -> (Proc, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn postmortem serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let proc = Proc(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("postmortem listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (proc, base)
+    common::listening(child)
 }
 
 /// Point 3: more idle connections than the server has file descriptors do not starve

@@ -37,7 +37,7 @@ pub fn start_serve(args: &[&str]) -> (Proc, String) {
 
 /// [`start_serve`] with extra environment variables.
 pub fn start_serve_env(args: &[&str], env: &[(&str, &str)]) -> (Proc, String) {
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
         .envs(env.iter().copied())
@@ -46,6 +46,12 @@ pub fn start_serve_env(args: &[&str], env: &[(&str, &str)]) -> (Proc, String) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn postmortem serve");
+    listening(child)
+}
+
+/// Waits for a spawned `postmortem serve`'s `postmortem listening on URL` line (its
+/// stdout piped); returns the process and the base URL.
+pub fn listening(mut child: Child) -> (Proc, String) {
     let stdout = child.stdout.take().expect("stdout");
     let proc = Proc(child);
     let mut line = String::new();

@@ -64,29 +64,12 @@ pub fn new_id() -> String {
 
 /// Inserts a pending crash.
 pub async fn insert(db: &Db, c: &NewCrash) -> Result<(), StoreError> {
-    let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
-               dump_format, annotations, attempts) VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0)";
-    crate::on_pool!(db, p => sqlx::query(sql)
-        .bind(&c.id)
-        .bind(c.received_at)
-        .bind(&c.dump_sha256)
-        .bind(c.dump_size)
-        .bind(&c.dump_format)
-        .bind(&c.annotations)
-        .execute(p)
-        .await
-        .map(|_| ()))?;
-    Ok(())
+    insert_row(db, c, None).await.map(|_| ())
 }
 
-/// Inserts a pending crash under a client's idempotency key, unless a crash already has
-/// that key. Returns `None` when inserted, else the crash that has the key (its first
-/// upload, or a concurrent one that won the race).
-pub async fn insert_keyed(
-    db: &Db,
-    c: &NewCrash,
-    key: &str,
-) -> Result<Option<CrashRow>, StoreError> {
+/// Inserts a pending crash row with `key` as its idempotency key (none: NULL, which never
+/// conflicts); returns how many rows were inserted (0: another crash has the key).
+async fn insert_row(db: &Db, c: &NewCrash, key: Option<&str>) -> Result<u64, StoreError> {
     let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
                dump_format, annotations, attempts, idempotency_key) \
                VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7) \
@@ -102,6 +85,18 @@ pub async fn insert_keyed(
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
+    Ok(n)
+}
+
+/// Inserts a pending crash under a client's idempotency key, unless a crash already has
+/// that key. Returns `None` when inserted, else the crash that has the key (its first
+/// upload, or a concurrent one that won the race).
+pub async fn insert_keyed(
+    db: &Db,
+    c: &NewCrash,
+    key: &str,
+) -> Result<Option<CrashRow>, StoreError> {
+    let n = insert_row(db, c, Some(key)).await?;
     if n == 1 {
         return Ok(None);
     }
