@@ -136,9 +136,17 @@ if git grep -nE '\.\./(\.\./)*shared/' -- ':!*.lock' ':!test.sh'; then
     exit 1
 fi
 
+section "The engine stays pure"
+# The engine takes bytes and returns values: no async runtime, database, object store or
+# HTTP may enter its dependency tree (the fuzz crate and postmortem-walk build on it).
+if cargo tree -p postmortem-engine -e normal,build --prefix none | grep -E '^(tokio|sqlx|object_store|hyper|axum|reqwest|moka) '; then
+    echo "test.sh: the crates above entered postmortem-engine's dependency tree" >&2
+    exit 1
+fi
+
 section "fuzz targets compile"
 # The cargo-fuzz crate has its own workspace; checking it keeps every target building
-# (run one with: cd worker/fuzz && cargo +nightly fuzz run elf_core).
-cargo check --manifest-path worker/fuzz/Cargo.toml --bins
+# (run one with: cd engine/fuzz && cargo +nightly fuzz run elf_core).
+cargo check --manifest-path engine/fuzz/Cargo.toml --bins
 
 section "All tests passed"

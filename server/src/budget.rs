@@ -2,7 +2,7 @@
 //! shared by `postmortem walk`, `serve` and `worker`, so that a hostile dump costs the
 //! same bounded memory whichever of them reads it.
 
-use worker::report::budget::Budget;
+use engine::report::budget::Budget;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct BudgetArgs {

@@ -20,14 +20,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use object::{Object, ObjectSection, SectionKind};
-use worker::breakpad_index::BreakpadIndex;
-use worker::dump::{hex, Arch, Dump, Module};
-use worker::process::{
+use engine::breakpad_index::BreakpadIndex;
+use engine::dump::{hex, Arch, Dump, Module};
+use engine::process::{
     build_tables, build_tables_from_breakpad, indexed_breakpad_tables, CodeImage, ModuleTables,
     TableProvider,
 };
-use worker::symbols::parse_module_line;
+use engine::symbols::parse_module_line;
+use object::{Object, ObjectSection, SectionKind};
 
 /// Bound on files looked at while indexing directories.
 const MAX_INDEXED_FILES: usize = 200_000;
@@ -241,7 +241,7 @@ impl FileProvider {
     }
 
     /// Indexes `.sym` files and builds only the records the walk needs (see
-    /// `worker::breakpad_index`): for a single walk, where building whole tables would
+    /// `engine::breakpad_index`): for a single walk, where building whole tables would
     /// cost more than the walk. The report is the same.
     pub fn indexing_sym_files(mut self) -> Self {
         self.index_sym = true;

@@ -12,7 +12,7 @@ pub mod files;
 pub mod walk;
 
 use anyhow::Context;
-use worker::report::signature::SignatureRules;
+use engine::report::signature::SignatureRules;
 
 /// The signature rules of `--signature-rules FILE`, or the built-in ones.
 pub fn signature_rules(

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use worker::process::{process_dump, ProcessOptions};
+use engine::process::{process_dump, ProcessOptions};
 
 use crate::files::FileProvider;
 
@@ -83,7 +83,7 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             s.push('\n');
             s
         }
-        Format::Text => worker::report::text::render(&report),
+        Format::Text => engine::report::text::render(&report),
     };
     match &args.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,

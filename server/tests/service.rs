@@ -31,7 +31,7 @@ use serde_json::Value;
 
 mod common;
 use common::{bin, client, drop_db, pg_database, poll_done, start_serve, Proc};
-#[path = "../../worker/tests/support/mod.rs"]
+#[path = "../../engine/tests/support/mod.rs"]
 mod support;
 
 /// A running `postmortem serve`.

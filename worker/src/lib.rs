@@ -1,29 +1,16 @@
-//! The postmortem engine: crash dump bytes and binaries in, a symbolized report out.
+//! The service's workers: what turns a stored upload into a stored report.
 //!
-//! The pipeline, one module per step:
-//! 1. [`dump`] reads an ELF core or a minidump into one [`dump::Dump`] model: threads with
-//!    registers, modules with build-ids, memory as bounds-checked ranges, crash info.
-//! 2. [`unwind`] turns a binary's unwind sections (`.eh_frame`, `.debug_frame`, …) into one
-//!    normalized, versioned byte table, looked up without deserialization.
-//! 3. [`symbols`] turns a binary's symbols and DWARF into a versioned symbol table.
-//! 4. [`walk`] replays each thread's stack: unwind table ▶ frame pointer ▶ stack scan.
-//! 5. [`report`] assembles the `postmortem.report/1` document (JSON and text).
+//! - [`store`]: the database (SQLite or PostgreSQL through sqlx) and the blob store
+//!   (local directory or S3 through object_store) that hold dumps, binaries, tables and
+//!   reports;
+//! - [`jobs`]: the job runner that claims queued crashes, gathers each module's tables
+//!   (cached per build-id) and runs the engine's pipeline;
+//! - [`cache`]: the in-memory cache of built tables shared by a process's workers.
 //!
-//! [`process`] ties the steps together for one dump and a set of symbol files.
-//!
-//! Nothing here does network or database I/O: the engine takes bytes and returns values,
-//! which is what makes every parser fuzzable and testable with literal bytes.
+//! The crash-reading itself is the `engine` crate's (`postmortem-engine`): this crate
+//! never parses dump or binary bytes on its own, and it never serves HTTP (that is the
+//! `server` crate's).
 
-pub mod binary;
-pub mod breakpad_index;
-mod breakpad_text;
-pub mod dump;
-pub mod process;
-pub mod report;
-pub mod symbols;
-pub mod unwind;
-pub mod walk;
-// Service side: I/O lives here, never in the engine modules above.
 pub mod cache;
 pub mod jobs;
 pub mod store;

@@ -13,10 +13,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, Router};
+use engine::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
 use serde_json::{json, Value};
 use worker::jobs::process::breakpad_table_key;
 use worker::store::binaries::{self, BinaryRow};
-use worker::store::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
 use worker::store::{breakpad_used, missing, now_ms, tables, StagedBlob, StoreError};
 
 use super::extract::{authorize, multipart_boundary, read_multipart, stage_body, Keep, PartData};

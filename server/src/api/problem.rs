@@ -11,8 +11,8 @@ use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use engine::identify::IdentifyError;
 use serde_json::json;
-use worker::store::identify::IdentifyError;
 use worker::store::StoreError;
 
 /// The content codings a request body may use (for `Accept-Encoding` on a 415).

@@ -12,11 +12,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use engine::dump::read_dump;
+use engine::process::{process, ModuleTables, ProcessOptions, TableProvider};
+use engine::unwind::{build_from_elf, UnwindTable};
 use object::{Object, ObjectSection};
 use sha2::Digest;
-use worker::dump::read_dump;
-use worker::process::{process, ModuleTables, ProcessOptions, TableProvider};
-use worker::unwind::{build_from_elf, UnwindTable};
 
 use postmortem_cli::files::FileProvider;
 
@@ -174,7 +174,7 @@ fn bench_unwind(path: &PathBuf, builds: usize, lookups: usize) -> anyhow::Result
 
     // Addresses: random pcs inside rows that have a rule.
     let file = object::File::parse(&*data).context("parsing")?;
-    let link_base = worker::binary::link_base(&file);
+    let link_base = engine::binary::link_base(&file);
     let rows: Vec<u64> = table
         .rows()
         .filter(|(_, r)| r.is_some())
@@ -264,8 +264,8 @@ struct Warm(Vec<Option<ModuleTables>>);
 impl TableProvider for Warm {
     fn tables(
         &self,
-        dump: &worker::dump::Dump<'_>,
-        module: &worker::dump::Module,
+        dump: &engine::dump::Dump<'_>,
+        module: &engine::dump::Module,
     ) -> Option<ModuleTables> {
         let i = dump.modules.iter().position(|m| m.base == module.base)?;
         self.0.get(i)?.clone()
@@ -285,7 +285,7 @@ fn bench_walk(path: &PathBuf, files: FileProvider, runs: usize) -> anyhow::Resul
     let cold = t.elapsed();
     // The service knows a dump's sha256 from its content-addressed blob key.
     let opts = ProcessOptions::default()
-        .with_dump_sha256(worker::dump::hex(&sha2::Sha256::digest(&bytes)));
+        .with_dump_sha256(engine::dump::hex(&sha2::Sha256::digest(&bytes)));
     let mut times = Vec::new();
     let mut frames = 0usize;
     for _ in 0..runs {

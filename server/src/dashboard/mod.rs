@@ -27,7 +27,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use worker::report::Report;
+use engine::report::Report;
 use worker::store::{binaries, crashes, dashboard as q, missing};
 
 use crate::api::extract::authorize;

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
+use engine::report::{Frame, Report, Thread};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use worker::report::{Frame, Report, Thread};
 use worker::store::binaries::BinaryRow;
 use worker::store::crashes::CrashRow;
 use worker::store::dashboard::{Failure, Group, GroupSort};

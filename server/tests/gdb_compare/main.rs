@@ -16,7 +16,7 @@ mod compare;
 mod gdb;
 mod modules;
 mod program;
-#[path = "../../../worker/tests/support/qemu.rs"]
+#[path = "../../../engine/tests/support/qemu.rs"]
 mod qemu;
 mod report;
 mod sframe;

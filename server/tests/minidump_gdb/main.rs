@@ -1,7 +1,7 @@
 //! Compares `postmortem walk MINIDUMP` with gdb on the kernel core of the same crash.
 //!
 //! Each case compiles a crash program from `tests/crashers`, runs it under the worker's
-//! recording tool (`worker/tests/support`: a ptrace tool stops the program at its fatal
+//! recording tool (`engine/tests/support`: a ptrace tool stops the program at its fatal
 //! signal, `minidump-writer` writes a minidump, then the kernel writes a core of the same
 //! crash), asks gdb for every thread's frames in the core and walks the minidump. The
 //! stacks must be equal frame by frame, with the comparison code of the ELF-core suite
@@ -26,7 +26,7 @@ mod gdb;
 mod program;
 #[path = "../gdb_compare/report.rs"]
 mod report;
-#[path = "../../../worker/tests/support/mod.rs"]
+#[path = "../../../engine/tests/support/mod.rs"]
 mod support;
 
 use std::path::PathBuf;
@@ -299,7 +299,7 @@ fn breakpad_sym_walk_equals_binary_walk_threads() {
 }
 
 /// `postmortem walk` builds only the `.sym` records its walk needs
-/// (`worker::breakpad_index`): with the program's and libc's `.sym` files (libc's with
+/// (`engine::breakpad_index`): with the program's and libc's `.sym` files (libc's with
 /// libc6-dbg's functions, lines and inlines when installed) the report equals the one from
 /// the whole tables the service builds, and the one of `postmortem-walk`.
 #[test]

@@ -25,7 +25,7 @@ use crate::store::{crashes, now_ms, Blobs, Db, StoreError};
 pub enum JobError {
     /// The dump cannot be read: permanent.
     #[error("{0}")]
-    Dump(#[from] crate::dump::DumpError),
+    Dump(#[from] engine::dump::DumpError),
     /// The engine panicked: permanent (the same input would panic again).
     #[error("the engine panicked: {0}")]
     Panic(String),
@@ -64,7 +64,7 @@ pub struct JobConfig {
     /// woken at once by an in-process upload).
     pub poll_interval: Duration,
     /// Engine options (signature rules, walker heuristics).
-    pub process: crate::process::ProcessOptions,
+    pub process: engine::process::ProcessOptions,
 }
 
 impl Default for JobConfig {
@@ -74,7 +74,7 @@ impl Default for JobConfig {
             max_attempts: 3,
             time_limit: Duration::from_secs(30),
             poll_interval: Duration::from_millis(500),
-            process: crate::process::ProcessOptions::default(),
+            process: engine::process::ProcessOptions::default(),
         }
     }
 }

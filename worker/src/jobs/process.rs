@@ -19,14 +19,14 @@ use tracing::{info_span, instrument, Instrument};
 
 use super::{JobError, Runner};
 use crate::cache::{TableKey, TableKind};
-use crate::dump::{Dump, Module};
-use crate::process::{CodeImage, ModuleTables, TableProvider};
-use crate::report::Report;
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
+use engine::dump::{Dump, Module};
+use engine::process::{CodeImage, ModuleTables, TableProvider};
+use engine::report::Report;
 
 /// Format version of the symbol tables.
 /// The symbol table format version the cached tables are keyed by.
-pub const SYMBOL_TABLE_VERSION: u32 = crate::symbols::SYMBOL_TABLE_VERSION;
+pub const SYMBOL_TABLE_VERSION: u32 = engine::symbols::SYMBOL_TABLE_VERSION;
 
 /// Processes one leased crash. Returns the report as stored: its JSON text, signature and
 /// index terms, all taken from the typed report (serialized once, never re-parsed).
@@ -41,7 +41,7 @@ pub async fn process_job(
     // 1. Which modules does the dump need, by build-id and debug-id?
     let bytes = dump.clone();
     let needed: Vec<Needed> = run_guarded(limit, move || {
-        let d = crate::dump::read_dump(&bytes)?;
+        let d = engine::dump::read_dump(&bytes)?;
         Ok(d.modules
             .iter()
             .filter_map(|m| {
@@ -157,7 +157,7 @@ const WARNINGS_VERSION: u32 = 1;
 
 /// The three rows a build stores, with their format versions.
 const KINDS: [(TableKind, u32); 3] = [
-    (TableKind::Unwind, crate::unwind::UNWIND_TABLE_VERSION),
+    (TableKind::Unwind, engine::unwind::UNWIND_TABLE_VERSION),
     (TableKind::Symbols, SYMBOL_TABLE_VERSION),
     (TableKind::Warnings, WARNINGS_VERSION),
 ];
@@ -326,7 +326,7 @@ async fn sym_tables(
     }
     let text = runner.blobs.get(&sym.sha256).await?;
     let built = run_guarded(runner.config.time_limit, move || {
-        Ok(crate::process::build_tables_from_breakpad(&text))
+        Ok(engine::process::build_tables_from_breakpad(&text))
     })
     .instrument(info_span!("build_tables_breakpad", debug_id = %debug_id))
     .await?;
@@ -370,7 +370,7 @@ fn tables_from(
 
 /// Builds one build-id's tables from its files: the engine's own builder.
 fn build_tables(binary: &[u8], debug_files: &[&[u8]]) -> ModuleTables {
-    crate::process::build_tables(Some(binary), debug_files)
+    engine::process::build_tables(Some(binary), debug_files)
 }
 
 /// Hands the fetched tables to the engine, by [`module_key`].
@@ -391,8 +391,8 @@ fn is_vdso(name: &str) -> bool {
 fn run_engine(
     dump: &[u8],
     tables: HashMap<String, ModuleTables>,
-    options: &crate::process::ProcessOptions,
+    options: &engine::process::ProcessOptions,
 ) -> Result<Report, JobError> {
     let provider = FetchedTables(tables);
-    Ok(crate::process::process_dump(dump, &provider, options)?)
+    Ok(engine::process::process_dump(dump, &provider, options)?)
 }

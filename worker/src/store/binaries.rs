@@ -35,7 +35,7 @@ impl BinaryRow {
 
     /// Whether this is a Breakpad `.sym` file (not a binary).
     pub fn is_breakpad(&self) -> bool {
-        self.kind == super::identify::KIND_BREAKPAD
+        self.kind == engine::identify::KIND_BREAKPAD
     }
 }
 

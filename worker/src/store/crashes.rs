@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 
 use super::{Backend, Db, StoreError};
-use crate::report::Report;
+use engine::report::Report;
 
 /// One crash as stored.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -15,7 +15,6 @@ pub mod crashes;
 pub mod dashboard;
 mod db;
 mod error;
-pub mod identify;
 pub mod missing;
 pub mod reprocess;
 pub mod search;

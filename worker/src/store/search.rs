@@ -23,7 +23,7 @@ pub trait FunctionName {
     fn function_name(&self) -> Option<&str>;
 }
 
-impl FunctionName for &crate::report::Frame {
+impl FunctionName for &engine::report::Frame {
     fn function_name(&self) -> Option<&str> {
         self.function.as_deref()
     }

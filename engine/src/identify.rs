@@ -1,0 +1,491 @@
+//! What an uploaded file is: an ELF binary or debug file, a Mach-O binary, or a Breakpad
+//! `.sym` file — its identifiers (build-id, debug-id), architecture, kind, and which
+//! unwind and debug sections (or `.sym` records) it carries. Only headers are read for
+//! binaries and one line-prefix pass for `.sym` text; tables are built later, by the jobs.
+//!
+//! Identifiers, as the dumps name modules:
+//! - ELF: the GNU build-id (lower-case hex).
+//! - Mach-O: `LC_UUID` as the build-id (as `postmortem walk` indexes it) and as the
+//!   Breakpad debug-id (the UUID upper-case followed by age `0`), which minidumps of macOS
+//!   processes record.
+//! - `.sym`: the debug-id of its `MODULE` line; for a Linux module also the build-id that
+//!   `dump_syms` writes as `INFO CODE_ID`, kept only when the debug-id derives from it.
+
+use object::{Object, ObjectKind, ObjectSection};
+
+use crate::dump::minidump::breakpad_debug_id_from_build_id;
+use crate::symbols::parse_module_line;
+
+/// The `kind` of a Breakpad `.sym` upload.
+pub const KIND_BREAKPAD: &str = "breakpad-sym";
+
+/// Facts about one uploaded file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinaryInfo {
+    /// `elf`, `macho` or `breakpad`.
+    pub format: &'static str,
+    /// GNU build-id (ELF, Linux `.sym`) or LC_UUID (Mach-O), lower-case hex; `None` for a
+    /// `.sym` of a module that has none (Windows, macOS).
+    pub build_id: Option<String>,
+    /// Breakpad debug-id, upper-case (GUID + age): `.sym` and Mach-O files.
+    pub debug_id: Option<String>,
+    /// `x86_64`, `aarch64`, `x86`, `arm`, or `None` for another architecture.
+    pub arch: Option<&'static str>,
+    /// `executable`, `shared-object`, `debug` (a separate debug file), `relocatable` or
+    /// `breakpad-sym`.
+    pub kind: &'static str,
+    /// The unwind/debug/symbol sections present, by their report names (`eh_frame`,
+    /// `debug_frame`, `sframe`, `compact_unwind`, `debug_info`, `debug_line`, `symtab`,
+    /// `dynsym`, …); for a `.sym` file the records present (`stack_cfi`, `stack_win`,
+    /// `func`, `line`, `inline`, `public`).
+    pub sections: Vec<&'static str>,
+}
+
+/// Why an upload is not a file we can index.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdentifyError {
+    #[error("not an ELF file, a Mach-O file or a Breakpad .sym file")]
+    NotABinary,
+    #[error("the ELF file could not be read: {0}")]
+    Malformed(String),
+    #[error("the Mach-O file could not be read: {0}")]
+    MalformedMachO(String),
+    #[error("a universal (fat) Mach-O holds several architectures: upload each one's slice (lipo -thin ARCH)")]
+    FatMachO,
+    #[error("this is a core dump, not a binary: upload it to /api/v1/crashes")]
+    CoreDump,
+    #[error("the file has no GNU build-id note, so no crash can be matched to it (link with -Wl,--build-id)")]
+    NoBuildId,
+    #[error("the Mach-O file has no LC_UUID, so no crash can be matched to it (do not link with -no_uuid)")]
+    NoUuid,
+    #[error("not a Breakpad .sym file: {0}")]
+    MalformedSym(String),
+}
+
+impl IdentifyError {
+    /// A stable kebab-case name.
+    pub fn code(&self) -> &'static str {
+        match self {
+            IdentifyError::NotABinary => "not-a-binary",
+            IdentifyError::Malformed(_) | IdentifyError::MalformedMachO(_) => "malformed-binary",
+            IdentifyError::FatMachO => "universal-macho",
+            IdentifyError::CoreDump => "core-dump-as-binary",
+            IdentifyError::NoBuildId | IdentifyError::NoUuid => "no-build-id",
+            IdentifyError::MalformedSym(_) => "malformed-sym",
+        }
+    }
+}
+
+const SECTIONS: &[(&str, &str)] = &[
+    (".eh_frame", "eh_frame"),
+    (".eh_frame_hdr", "eh_frame_hdr"),
+    (".debug_frame", "debug_frame"),
+    (".sframe", "sframe"),
+    (".debug_info", "debug_info"),
+    (".debug_line", "debug_line"),
+    (".zdebug_info", "debug_info"),
+    (".symtab", "symtab"),
+    (".dynsym", "dynsym"),
+    (".gnu_debugdata", "gnu_debugdata"),
+    (".gnu_debuglink", "gnu_debuglink"),
+];
+
+const MACHO_SECTIONS: &[(&str, &str)] = &[
+    ("__eh_frame", "eh_frame"),
+    ("__unwind_info", "compact_unwind"),
+    ("__debug_frame", "debug_frame"),
+    ("__debug_info", "debug_info"),
+    ("__debug_line", "debug_line"),
+];
+
+/// Mach-O magics (32/64-bit, either byte order).
+const MACHO_MAGICS: &[[u8; 4]] = &[
+    [0xce, 0xfa, 0xed, 0xfe],
+    [0xcf, 0xfa, 0xed, 0xfe],
+    [0xfe, 0xed, 0xfa, 0xce],
+    [0xfe, 0xed, 0xfa, 0xcf],
+];
+/// Universal (fat) Mach-O magics.
+const FAT_MAGICS: &[[u8; 4]] = &[[0xca, 0xfe, 0xba, 0xbe], [0xca, 0xfe, 0xba, 0xbf]];
+
+/// Identifies an uploaded file from its headers (binaries) or its records (`.sym`).
+pub fn identify(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
+    let magic: Option<[u8; 4]> = bytes.get(..4).and_then(|m| m.try_into().ok());
+    match magic {
+        Some(m) if &m == b"\x7fELF" => identify_elf(bytes),
+        Some(m) if MACHO_MAGICS.contains(&m) => identify_macho(bytes),
+        Some(m) if FAT_MAGICS.contains(&m) => Err(IdentifyError::FatMachO),
+        _ if bytes.starts_with(b"MODULE ") => identify_sym(bytes),
+        _ => Err(IdentifyError::NotABinary),
+    }
+}
+
+fn identify_elf(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
+    let file = object::File::parse(bytes).map_err(|e| IdentifyError::Malformed(e.to_string()))?;
+    describe(&file)
+}
+
+/// How much of a file that is not ELF is read to tell whether it is a format at all.
+const SNIFF_BYTES: usize = 64 << 10;
+
+/// Identifies an uploaded binary read from `file` (any seekable reader: the caller opens
+/// it; the engine does no file I/O of its own). An ELF file is read through a cache of
+/// the ranges the parser asks for (headers, section table, notes), never whole, so
+/// memory stays small whatever the file's size. Another file is first judged from its
+/// start, and read whole only when that start is a format [`identify`] knows.
+pub fn identify_file<F: std::io::Read + std::io::Seek>(
+    file: F,
+) -> Result<BinaryInfo, IdentifyError> {
+    use object::ReadRef;
+    use std::io::Read;
+
+    let cache = object::ReadCache::new(file);
+    let data = &cache;
+    if data.read_bytes_at(0, 4).ok() == Some(b"\x7fELF".as_slice()) {
+        let parsed =
+            object::File::parse(data).map_err(|e| IdentifyError::Malformed(e.to_string()))?;
+        return describe(&parsed);
+    }
+    let io = |e: std::io::Error| IdentifyError::Malformed(format!("reading the upload: {e}"));
+    let mut reader = cache.into_inner();
+    reader.rewind().map_err(io)?;
+    let mut start = Vec::with_capacity(SNIFF_BYTES);
+    reader
+        .by_ref()
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut start)
+        .map_err(io)?;
+    let judged = identify(&start);
+    if matches!(judged, Err(IdentifyError::NotABinary)) || start.len() < SNIFF_BYTES {
+        return judged;
+    }
+    reader.read_to_end(&mut start).map_err(io)?;
+    identify(&start)
+}
+
+/// The facts `identify` reports, from a parsed object file.
+fn describe<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Result<BinaryInfo, IdentifyError> {
+    if file.kind() == ObjectKind::Core {
+        return Err(IdentifyError::CoreDump);
+    }
+    let build_id = match file.build_id() {
+        Ok(Some(id)) if !id.is_empty() => id.to_vec(),
+        _ => return Err(IdentifyError::NoBuildId),
+    };
+    let arch = crate::binary::arch_of(file).map(|a| a.as_str());
+
+    let mut sections: Vec<&'static str> = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if let Some((_, short)) = SECTIONS.iter().find(|(n, _)| *n == name) {
+            // A debug file keeps the headers of stripped sections as SHT_NOBITS: only
+            // sections with bytes count.
+            if section.file_range().is_some() && !sections.contains(short) {
+                sections.push(short);
+            }
+        }
+    }
+    let text_has_bytes = file
+        .section_by_name(".text")
+        .is_some_and(|s| s.file_range().is_some());
+    let kind = match file.kind() {
+        ObjectKind::Relocatable => "relocatable",
+        _ if !text_has_bytes && sections.contains(&"debug_info") => "debug",
+        ObjectKind::Executable => "executable",
+        // A PIE executable is ET_DYN too; it has an entry point and an interpreter.
+        ObjectKind::Dynamic if file.section_by_name(".interp").is_some() => "executable",
+        _ => "shared-object",
+    };
+    Ok(BinaryInfo {
+        format: "elf",
+        build_id: Some(crate::dump::hex(&build_id)),
+        debug_id: None,
+        arch,
+        kind,
+        sections,
+    })
+}
+
+fn identify_macho(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
+    let file =
+        object::File::parse(bytes).map_err(|e| IdentifyError::MalformedMachO(e.to_string()))?;
+    if file.kind() == ObjectKind::Core {
+        return Err(IdentifyError::CoreDump);
+    }
+    let uuid = match file.mach_uuid() {
+        Ok(Some(u)) => u,
+        Ok(None) => return Err(IdentifyError::NoUuid),
+        Err(e) => return Err(IdentifyError::MalformedMachO(e.to_string())),
+    };
+    let arch = crate::binary::arch_of(&file).map(|a| a.as_str());
+    let mut sections: Vec<&'static str> = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if let Some((_, short)) = MACHO_SECTIONS.iter().find(|(n, _)| *n == name) {
+            if section.file_range().is_some() && !sections.contains(short) {
+                sections.push(short);
+            }
+        }
+    }
+    if file.symbols().next().is_some() {
+        sections.push("symtab");
+    }
+    let text_has_bytes = file
+        .section_by_name("__text")
+        .is_some_and(|s| s.file_range().is_some());
+    let kind = match file.kind() {
+        ObjectKind::Relocatable => "relocatable",
+        // A dSYM's sections keep their headers without bytes, like an ELF debug file.
+        _ if !text_has_bytes && sections.contains(&"debug_info") => "debug",
+        ObjectKind::Executable => "executable",
+        _ => "shared-object",
+    };
+    let mut debug_id = crate::dump::hex(&uuid).to_ascii_uppercase();
+    debug_id.push('0');
+    Ok(BinaryInfo {
+        format: "macho",
+        build_id: Some(crate::dump::hex(&uuid)),
+        debug_id: Some(debug_id),
+        arch,
+        kind,
+        sections,
+    })
+}
+
+/// Lines read for `INFO` records, which `dump_syms` writes right after `MODULE`.
+const INFO_LINES: usize = 16;
+
+fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
+    let module = parse_module_line(bytes).ok_or_else(|| {
+        IdentifyError::MalformedSym(
+            "the first line must be `MODULE <os> <arch> <debug-id> <name>`".into(),
+        )
+    })?;
+    let arch = crate::unwind::build::breakpad::breakpad_arch(&module.arch).map(|a| a.as_str());
+    let code_id = bytes
+        .split(|&b| b == b'\n')
+        .take(INFO_LINES)
+        .filter_map(|l| l.strip_prefix(b"INFO CODE_ID "))
+        .filter_map(|rest| rest.split(|&b| b == b' ' || b == b'\r').next())
+        .filter_map(|id| std::str::from_utf8(id).ok())
+        .next()
+        .map(str::to_ascii_lowercase);
+    // A Linux module's code id is its full build-id; the debug-id is derived from its
+    // first 16 bytes. Kept only when the two agree, so a `.sym` cannot claim a build-id
+    // its debug-id does not come from.
+    let build_id = code_id
+        .filter(|_| module.os.eq_ignore_ascii_case("linux"))
+        .and_then(|id| parse_hex(&id).map(|b| (id, b)))
+        .filter(|(_, b)| breakpad_debug_id_from_build_id(b) == module.debug_id)
+        .map(|(id, _)| id);
+
+    let mut sections: Vec<&'static str> = Vec::new();
+    for line in bytes.split(|&b| b == b'\n') {
+        let record = if line.starts_with(b"STACK CFI ") {
+            "stack_cfi"
+        } else if line.starts_with(b"STACK WIN ") {
+            "stack_win"
+        } else if line.starts_with(b"FUNC ") {
+            "func"
+        } else if line.starts_with(b"INLINE ") {
+            "inline"
+        } else if line.starts_with(b"PUBLIC ") {
+            "public"
+        } else if line.starts_with(b"FILE ") {
+            continue;
+        } else if line.first().is_some_and(u8::is_ascii_hexdigit) {
+            "line"
+        } else {
+            continue;
+        };
+        if !sections.contains(&record) {
+            sections.push(record);
+        }
+    }
+    Ok(BinaryInfo {
+        format: "breakpad",
+        build_id,
+        debug_id: Some(module.debug_id),
+        arch,
+        kind: KIND_BREAKPAD,
+        sections,
+    })
+}
+
+/// Even-length hex → bytes (at most 64 bytes: build-ids are 20 in practice).
+fn parse_hex(s: &str) -> Option<Vec<u8>> {
+    if s.is_empty() || !s.len().is_multiple_of(2) || s.len() > 128 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    const LINUX_SYM: &str = "MODULE Linux x86_64 0F41C0EF6A4C0BD9E5EB1AAD58B4B5AA0 prog\n\
+INFO CODE_ID EFC0410F4C6AD90BE5EB1AAD58B4B5AA8C16F73C\n\
+FILE 0 /src/prog.c\n\
+FUNC 1130 20 0 main\n\
+1130 10 3 0\n\
+PUBLIC 1000 0 _init\n\
+STACK CFI INIT 1130 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
+
+    #[test]
+    fn linux_sym_has_debug_id_and_the_build_id_of_its_code_id() {
+        let info = identify(LINUX_SYM.as_bytes()).unwrap();
+        assert_eq!(info.format, "breakpad");
+        assert_eq!(info.kind, KIND_BREAKPAD);
+        assert_eq!(info.arch, Some("x86_64"));
+        assert_eq!(
+            info.debug_id.as_deref(),
+            Some("0F41C0EF6A4C0BD9E5EB1AAD58B4B5AA0")
+        );
+        assert_eq!(
+            info.build_id.as_deref(),
+            Some("efc0410f4c6ad90be5eb1aad58b4b5aa8c16f73c")
+        );
+        assert_eq!(info.sections, ["func", "line", "public", "stack_cfi"]);
+    }
+
+    #[test]
+    fn a_code_id_the_debug_id_does_not_derive_from_is_no_build_id() {
+        let text = LINUX_SYM.replace("CODE_ID EF", "CODE_ID 00");
+        let info = identify(text.as_bytes()).unwrap();
+        assert_eq!(info.build_id, None);
+        assert!(info.debug_id.is_some());
+        // A Windows code id (timestamp + size) is no build-id either.
+        let win = "MODULE windows x86_64 3A2B1C0D4E5F60718293A4B5C6D7E8F91 app.pdb\n\
+                   INFO CODE_ID 5F3A2B1C1000 app.exe\n";
+        let info = identify(win.as_bytes()).unwrap();
+        assert_eq!(info.build_id, None);
+        assert_eq!(
+            info.debug_id.as_deref(),
+            Some("3A2B1C0D4E5F60718293A4B5C6D7E8F91")
+        );
+    }
+
+    fn run(dir: &std::path::Path, tool: &str, args: &[&str]) -> String {
+        let out = std::process::Command::new(tool)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("run {tool} (see test.sh): {e}"));
+        assert!(
+            out.status.success(),
+            "{tool} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A Mach-O executable linked at test time (clang + ld64.lld): its LC_UUID, as
+    /// llvm-objdump prints it, is its build-id and (upper-case, age 0) its debug-id; the
+    /// engine builds its unwind table from `__unwind_info` and `__eh_frame` and its symbol
+    /// table from the symtab, where `helper` is at the address llvm-nm gives.
+    #[test]
+    fn macho_is_identified_by_its_uuid_and_indexed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::write(
+            dir.join("m.c"),
+            "__attribute__((noinline)) int helper(int x) { return x * 3; }\n\
+             int main(void) { return helper(2); }\n",
+        )
+        .unwrap();
+        run(
+            dir,
+            "clang",
+            &[
+                "--target=x86_64-apple-macos11",
+                "-fuse-ld=lld",
+                "-nostdlib",
+                "-Wl,-e,_main",
+                "m.c",
+                "-o",
+                "m.macho",
+            ],
+        );
+        let bytes = std::fs::read(dir.join("m.macho")).unwrap();
+        let headers = run(
+            dir,
+            "llvm-objdump",
+            &["--macho", "--private-headers", "m.macho"],
+        );
+        let uuid: String = headers
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("uuid "))
+            .unwrap()
+            .replace('-', "");
+        let info = identify(&bytes).unwrap();
+        assert_eq!(info.format, "macho");
+        assert_eq!(info.arch, Some("x86_64"));
+        assert_eq!(info.kind, "executable");
+        assert_eq!(info.build_id, Some(uuid.to_ascii_lowercase()));
+        assert_eq!(
+            info.debug_id,
+            Some(format!("{}0", uuid.to_ascii_uppercase()))
+        );
+        for s in ["compact_unwind", "eh_frame", "symtab"] {
+            assert!(info.sections.contains(&s), "{s}: {:?}", info.sections);
+        }
+
+        let t = crate::process::build_tables(Some(&bytes), &[]);
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        let unwind = crate::unwind::UnwindTable::open(t.unwind.as_deref().unwrap()).unwrap();
+        let sources: Vec<&str> = unwind.sources().iter().map(|s| s.as_str()).collect();
+        assert!(sources.contains(&"compact_unwind"), "{sources:?}");
+        let nm = run(dir, "llvm-nm", &["m.macho"]);
+        let helper = nm
+            .lines()
+            .find(|l| l.ends_with(" _helper"))
+            .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+            .unwrap();
+        let symbols = crate::symbols::SymbolTable::open(t.symbols.as_deref().unwrap()).unwrap();
+        let mut frames = Vec::new();
+        // Tables are keyed by offset from `__TEXT`'s address.
+        let text = headers
+            .lines()
+            .skip_while(|l| !l.contains("segname __TEXT"))
+            .find_map(|l| l.trim().strip_prefix("vmaddr "))
+            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+            .unwrap();
+        symbols.lookup(helper - text + 1, &mut frames);
+        let name = frames.last().and_then(|f| f.function).unwrap();
+        assert!(name.trim_start_matches('_') == "helper", "{name}");
+        assert!(unwind.find(helper - text + 1).is_some());
+    }
+
+    #[test]
+    fn bad_sym_and_other_bytes_are_typed_errors() {
+        assert_eq!(
+            identify(b"MODULE Linux x86_64 not-hex prog\n").map_err(|e| e.code()),
+            Err("malformed-sym")
+        );
+        assert_eq!(
+            identify(b"MODULE\n").map_err(|e| e.code()),
+            Err("not-a-binary")
+        );
+        assert_eq!(identify(b"").map_err(|e| e.code()), Err("not-a-binary"));
+        assert_eq!(
+            identify(&[0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 2]).map_err(|e| e.code()),
+            Err("universal-macho")
+        );
+        assert_eq!(
+            identify(&[0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0]).map_err(|e| e.code()),
+            Err("malformed-binary")
+        );
+        assert_eq!(
+            identify(b"\x7fELF\x02\x01").map_err(|e| e.code()),
+            Err("malformed-binary")
+        );
+    }
+}
