@@ -438,7 +438,11 @@ STACK CFI INIT 1130 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
             assert!(info.sections.contains(&s), "{s}: {:?}", info.sections);
         }
 
-        let t = crate::process::build_tables(Some(&bytes), &[]);
+        let input = crate::process::TableInput {
+            name: "m.macho",
+            bytes: &bytes,
+        };
+        let t = crate::process::build_tables(Some(input), &[]);
         assert!(t.warnings.is_empty(), "{:?}", t.warnings);
         let unwind = crate::unwind::UnwindTable::open(t.unwind.as_deref().unwrap()).unwrap();
         let sources: Vec<&str> = unwind.sources().iter().map(|s| s.as_str()).collect();

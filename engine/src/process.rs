@@ -76,6 +76,10 @@ pub struct ModuleTables {
     /// [`indexed_breakpad_tables`]): `unwind` and `symbols` are then `None` and the tables
     /// are built where the walk looks.
     pub breakpad: Option<Arc<BreakpadIndex>>,
+    /// The files the tables came from and what each gave (a `.sym` file's `gave` is
+    /// filled when the report is made, as it is for an indexed one). Owned and
+    /// serializable, so that a cache can store it with the tables.
+    pub files: Vec<report::ModuleFile>,
 }
 
 /// Supplies tables for the modules of a dump.
@@ -100,21 +104,36 @@ impl TableProvider for NoTables {
     }
 }
 
+/// One file handed to [`build_tables`]: its bytes and the name the report gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct TableInput<'a> {
+    /// The file's name (its last path component, or the name it was uploaded under).
+    pub name: &'a str,
+    pub bytes: &'a [u8],
+}
+
 /// Builds the unwind and symbol tables of one binary (and its separate debug files).
-/// Either may be absent; failures become warnings, never errors.
-pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTables {
+/// Either may be absent; failures become warnings, never errors. The tables say which
+/// of the files gave what ([`ModuleTables::files`]).
+pub fn build_tables(
+    binary: Option<TableInput<'_>>,
+    debug_files: &[TableInput<'_>],
+) -> ModuleTables {
     let mut t = ModuleTables {
         verified: true,
         ..ModuleTables::default()
     };
-    let unwind_src = binary.or_else(|| debug_files.first().copied());
-    if let Some(data) = unwind_src {
-        let extra: Vec<&[u8]> = if binary.is_some() {
-            debug_files.to_vec()
-        } else {
-            debug_files.get(1..).unwrap_or(&[]).to_vec()
-        };
-        match unwind::build_from_elf(data, &extra) {
+    // Every input by index: the binary first, then the debug files — the order both
+    // builders number their inputs in.
+    let inputs: Vec<(TableInput<'_>, report::FileKind)> = binary
+        .map(|b| (b, report::FileKind::Binary))
+        .into_iter()
+        .chain(debug_files.iter().map(|d| (*d, report::FileKind::Debug)))
+        .collect();
+    let mut gave: Vec<Vec<report::FileGave>> = vec![Vec::new(); inputs.len()];
+    if let Some(((first, _), rest)) = inputs.split_first() {
+        let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
+        match unwind::build_from_elf(first.bytes, &extra) {
             Ok(built) => {
                 if built.stats.entries_skipped > 0 {
                     t.warnings.push((
@@ -128,27 +147,55 @@ pub fn build_tables(binary: Option<&[u8]>, debug_files: &[&[u8]]) -> ModuleTable
                 }
                 if built.stats.rows > 0 {
                     t.unwind = Some(built.bytes.into());
+                    for &i in &built.inputs {
+                        if let Some(g) = gave.get_mut(i) {
+                            g.push(report::FileGave::Unwind);
+                        }
+                    }
                 }
             }
             Err(e) => t.warnings.push((e.code().into(), e.to_string())),
         }
     }
-    match symbols::build_symbol_table(binary, debug_files) {
-        Ok(built) => t.symbols = Some(built.bytes.into()),
+    let debug_bytes: Vec<&[u8]> = debug_files.iter().map(|d| d.bytes).collect();
+    match symbols::build_symbol_table(binary.map(|b| b.bytes), &debug_bytes) {
+        Ok(built) => {
+            t.symbols = Some(built.bytes.into());
+            for &i in &built.inputs {
+                if let Some(g) = gave.get_mut(i) {
+                    g.push(report::FileGave::Symbols);
+                }
+            }
+        }
         Err(e) => t.warnings.push((
             "symbols-corrupt".into(),
             format!("symbols unavailable: {e}"),
         )),
     }
+    t.files = inputs
+        .iter()
+        .zip(gave)
+        .filter(|(_, gave)| !gave.is_empty())
+        .map(|((f, kind), gave)| report::ModuleFile {
+            name: f.name.to_string(),
+            build_id: object::File::parse(f.bytes)
+                .ok()
+                .and_then(|o| binary::build_id(&o))
+                .map(|id| dump::hex(&id)),
+            kind: *kind,
+            gave,
+        })
+        .collect();
     t
 }
 
 /// Builds the unwind and symbol tables of a module from its Breakpad `.sym` file (used
 /// when no binary of the module is available: a binary's own tables win). Failures become
 /// warnings, never errors.
-pub fn build_tables_from_breakpad(sym: &[u8]) -> ModuleTables {
+pub fn build_tables_from_breakpad(name: &str, sym: &[u8]) -> ModuleTables {
     let mut t = ModuleTables {
         verified: true,
+        files: vec![breakpad_file(name)],
         ..ModuleTables::default()
     };
     // The two tables come from disjoint records of one text: build them side by side (a
@@ -181,12 +228,64 @@ pub fn build_tables_from_breakpad(sym: &[u8]) -> ModuleTables {
 
 /// The tables of an indexed Breakpad `.sym` file, built where one walk looks
 /// ([`crate::breakpad_index`]); the report is the same as with [`build_tables_from_breakpad`].
-pub fn indexed_breakpad_tables(index: BreakpadIndex) -> ModuleTables {
+pub fn indexed_breakpad_tables(name: &str, index: BreakpadIndex) -> ModuleTables {
     ModuleTables {
         verified: true,
         breakpad: Some(Arc::new(index)),
+        files: vec![breakpad_file(name)],
         ..ModuleTables::default()
     }
+}
+
+/// A module's `.sym` file, before the report says what it gave (see [`module_files`]).
+fn breakpad_file(name: &str) -> report::ModuleFile {
+    report::ModuleFile {
+        name: name.to_string(),
+        build_id: None,
+        kind: report::FileKind::Breakpad,
+        gave: Vec::new(),
+    }
+}
+
+/// The files a module's report lists: those that gave a table the walk could open. A
+/// `.sym` file gave what the module's sources say Breakpad gave (built whole or indexed,
+/// the same answer).
+fn module_files(
+    tables: Option<&ModuleTables>,
+    unwind_opened: bool,
+    symbols_opened: bool,
+    unwind_sources: &[String],
+    symbol_sources: &[String],
+) -> Vec<report::ModuleFile> {
+    let Some(t) = tables else {
+        return Vec::new();
+    };
+    let breakpad = symbols::SymbolSource::Breakpad.as_str();
+    t.files
+        .iter()
+        .filter_map(|f| {
+            let gave: Vec<report::FileGave> = match f.kind {
+                report::FileKind::Breakpad => [
+                    (unwind_sources, report::FileGave::Unwind),
+                    (symbol_sources, report::FileGave::Symbols),
+                ]
+                .into_iter()
+                .filter(|(sources, _)| sources.iter().any(|s| s == breakpad))
+                .map(|(_, g)| g)
+                .collect(),
+                _ => f
+                    .gave
+                    .iter()
+                    .copied()
+                    .filter(|g| match g {
+                        report::FileGave::Unwind => unwind_opened,
+                        report::FileGave::Symbols => symbols_opened,
+                    })
+                    .collect(),
+            };
+            (!gave.is_empty()).then(|| report::ModuleFile { gave, ..f.clone() })
+        })
+        .collect()
 }
 
 /// Options of one processing run.
@@ -239,8 +338,14 @@ fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
     }
     let len = usize::try_from(m.end.checked_sub(m.base)?).ok()?;
     let image = dump.memory.read_bytes(m.base, len)?;
-    let mut t = build_tables(Some(image), &[]);
+    let input = TableInput {
+        name: &m.name,
+        bytes: image,
+    };
+    let mut t = build_tables(Some(input), &[]);
     t.verified = m.build_id.is_some();
+    // no file: the report says `dump-memory` among its unwind sources
+    t.files.clear();
     Some(t)
 }
 
@@ -486,6 +591,13 @@ pub fn process(
             verified,
             main: m.main,
             status: status.to_string(),
+            files: module_files(
+                l.tables.as_ref(),
+                unwind_tables[i].is_some(),
+                symbol_tables[i].is_some(),
+                &unwind_sources,
+                &symbol_sources,
+            ),
             unwind: unwind_sources,
             symbols: symbol_sources,
         });

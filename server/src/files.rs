@@ -24,7 +24,7 @@ use engine::breakpad_index::BreakpadIndex;
 use engine::dump::{hex, Arch, Dump, Module};
 use engine::process::{
     build_tables, build_tables_from_breakpad, indexed_breakpad_tables, CodeImage, ModuleTables,
-    TableProvider,
+    TableInput, TableProvider,
 };
 use engine::symbols::parse_module_line;
 use object::{Object, ObjectSection, SectionKind};
@@ -360,6 +360,20 @@ impl FileProvider {
     }
 }
 
+/// One read file as a build input.
+fn input((name, bytes): &(String, Arc<[u8]>)) -> TableInput<'_> {
+    TableInput { name, bytes }
+}
+
+/// A file's name as the report gives it: its last path component (a service upload is
+/// named the same way, so the two reports agree).
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut Index) {
     if depth > MAX_DEPTH {
         return;
@@ -419,36 +433,39 @@ impl TableProvider for FileProvider {
             }
         }
         let (paths, verified) = self.candidates(m, dump.arch);
-        let files: Vec<Arc<[u8]>> = paths
+        // (file name as the report gives it, bytes)
+        let files: Vec<(String, Arc<[u8]>)> = paths
             .iter()
-            .filter_map(|p| fs::read(p).ok().map(Arc::from))
+            .filter_map(|p| Some((file_name(p), Arc::from(fs::read(p).ok()?))))
             .collect();
         let sym = || {
             let id = m.breakpad_debug_id()?;
             let (file, path) = self.open_module_sym(m, &id)?;
+            let name = file_name(&path);
             if self.index_sym {
                 // a file the index declines is built whole below
                 if let Ok(index) = BreakpadIndex::from_file(file) {
-                    return Some(indexed_breakpad_tables(index));
+                    return Some(indexed_breakpad_tables(&name, index));
                 }
             }
             fs::read(path)
                 .ok()
-                .map(|text| build_tables_from_breakpad(&text))
+                .map(|text| build_tables_from_breakpad(&name, &text))
         };
         let result = if files.is_empty() {
             sym()
         } else {
-            let binary = files.iter().find(|d| !is_debug_only(d)).cloned();
-            let debug: Vec<&[u8]> = files
+            let binary = files.iter().position(|(_, d)| !is_debug_only(d));
+            let debug: Vec<TableInput<'_>> = files
                 .iter()
-                .filter(|d| Some(Arc::as_ptr(d)) != binary.as_ref().map(Arc::as_ptr))
-                .filter(|d| has_dwarf(d))
-                .map(|d| &**d)
+                .enumerate()
+                .filter(|&(i, (_, d))| Some(i) != binary && has_dwarf(d))
+                .map(|(_, f)| input(f))
                 .collect();
-            let mut t = build_tables(binary.as_deref(), &debug);
+            let main = binary.and_then(|i| files.get(i));
+            let mut t = build_tables(main.map(input), &debug);
             t.verified = verified;
-            t.code = binary.and_then(CodeImage::new);
+            t.code = main.and_then(|(_, b)| CodeImage::new(b.clone()));
             Some(t)
         };
         if let Ok(mut cache) = self.built.lock() {

@@ -111,6 +111,44 @@ pub struct Module {
     pub status: String,
     pub unwind: Vec<String>,
     pub symbols: Vec<String>,
+    /// The files this module's tables came from, and what each gave: a binary, its
+    /// separate debug file, a Breakpad `.sym` file. Empty for a module with no file
+    /// (missing, or tables read from the dump's memory). Absent in reports stored before
+    /// it existed.
+    #[serde(default)]
+    pub files: Vec<ModuleFile>,
+}
+
+/// One file a module's tables came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ModuleFile {
+    /// The file's name (its last path component, or the name it was uploaded under).
+    pub name: String,
+    /// Its own build-id (lower-case hex), as read from the file; `null` for a `.sym` file.
+    pub build_id: Option<String>,
+    pub kind: FileKind,
+    /// What the report took from it, in this order: `unwind`, `symbols`.
+    pub gave: Vec<FileGave>,
+}
+
+/// What a file is to its module.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileKind {
+    /// The module's binary (code and its own unwind sections and symbols).
+    Binary,
+    /// A separate debug file (DWARF, `.debug_frame`, a full `.symtab`).
+    Debug,
+    /// A Breakpad `.sym` file.
+    Breakpad,
+}
+
+/// A table a file gave to its module.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileGave {
+    Unwind,
+    Symbols,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -37,8 +37,8 @@ fn warnings<'r>(report: &'r Value, code: &str) -> Vec<&'r Value> {
         .collect()
 }
 
-/// gdb's frames and module list, then ours: the same stacks, the same modules, and libc
-/// walked from its own unwind table.
+/// gdb's frames and module list, then ours: the same stacks, the same modules, libc
+/// walked from its own unwind table, and the report saying which files gave libc's tables.
 fn check_modules(crashed: &Crashed, expect: impl Fn(&gdb::GdbCore)) -> Value {
     let (gdb, report) = check(crashed, expect);
     compare::assert_same_modules(&gdb, &report);
@@ -47,7 +47,73 @@ fn check_modules(crashed: &Crashed, expect: impl Fn(&gdb::GdbCore)) -> Value {
         libc["unwind"].as_array().is_some_and(|u| !u.is_empty()),
         "libc has its unwind table: {libc}"
     );
+    assert_libc_files(libc);
     report
+}
+
+/// `readelf` on `path` with `flag`: its output.
+fn readelf(flag: &str, path: &Path) -> String {
+    let out = std::process::Command::new("readelf")
+        .args(["-W", flag])
+        .arg(path)
+        .output()
+        .expect("run readelf");
+    assert!(out.status.success(), "readelf {flag} {}", path.display());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// libc's `files`, checked against what binutils says of the files on this machine: the
+/// library at the path the dump records gave the unwind table (it has `.eh_frame`), and
+/// the separate debug file of its build-id (libc6-dbg's `.build-id/xx/rest.debug`, which
+/// has `.debug_info`) gave symbols and carries libc's build-id.
+fn assert_libc_files(libc: &Value) {
+    let path = Path::new(libc["path"].as_str().expect("libc's path"));
+    let notes = readelf("-n", path);
+    let id = notes
+        .lines()
+        .find_map(|l| l.split_once("Build ID: ").map(|(_, id)| id))
+        .expect("libc has a build-id")
+        .trim()
+        .to_string();
+    assert!(
+        readelf("-S", path).contains(" .eh_frame "),
+        "libc has .eh_frame"
+    );
+    let debug = Path::new("/usr/lib/debug/.build-id")
+        .join(&id[..2])
+        .join(format!("{}.debug", &id[2..]));
+    assert!(
+        readelf("-S", &debug).contains(" .debug_info "),
+        "{}",
+        debug.display()
+    );
+
+    let files = libc["files"].as_array().expect("libc's files");
+    let file = |kind: &str| {
+        files
+            .iter()
+            .find(|f| f["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} file among libc's files: {files:#?}"))
+    };
+    let gave = |f: &Value, what: &str| {
+        f["gave"]
+            .as_array()
+            .is_some_and(|g| g.contains(&what.into()))
+    };
+    let binary = file("binary");
+    assert_eq!(binary["name"], "libc.so.6", "{binary}");
+    assert_eq!(binary["build_id"], id.as_str(), "{binary}");
+    assert!(
+        gave(binary, "unwind"),
+        "the library gave the unwind table: {binary}"
+    );
+    let debug_file = file("debug");
+    assert_eq!(debug_file["name"], format!("{}.debug", &id[2..]).as_str());
+    assert_eq!(debug_file["build_id"], id.as_str(), "{debug_file}");
+    assert!(
+        gave(debug_file, "symbols"),
+        "the debug file gave symbols: {debug_file}"
+    );
 }
 
 #[test]

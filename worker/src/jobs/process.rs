@@ -1,7 +1,8 @@
 //! One crash → one report: fetch the dump, find its modules' tables (cache → database →
 //! build from the uploaded binaries or Breakpad `.sym` files), run the engine, record what
-//! was missing. The warnings a table build met are stored and cached with the tables, so
-//! a report made from cached tables says what the first build said.
+//! was missing. The warnings a table build met, and which file gave which table, are
+//! stored and cached with the tables, so a report made from cached tables says what the
+//! first build said.
 //!
 //! Engine calls happen on a blocking thread with a time limit and `catch_unwind`
 //! ([`run_guarded`]), so neither a panic nor an endless loop in a parser takes the worker
@@ -21,8 +22,8 @@ use super::{JobError, Runner};
 use crate::cache::{TableKey, TableKind};
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 use engine::dump::{Dump, Module};
-use engine::process::{CodeImage, ModuleTables, TableProvider};
-use engine::report::Report;
+use engine::process::{CodeImage, ModuleTables, TableInput, TableProvider};
+use engine::report::{ModuleFile, Report};
 
 /// Format version of the symbol tables.
 /// The symbol table format version the cached tables are keyed by.
@@ -152,8 +153,18 @@ fn module_key(m: &Module) -> Option<String> {
     m.build_id_hex().or_else(|| m.breakpad_debug_id())
 }
 
-/// Format version of the stored build warnings (a JSON list of `[code, message]`).
-const WARNINGS_VERSION: u32 = 1;
+/// Format version of the stored build notes ([`BuildNotes`] as JSON); version 1 was the
+/// warnings alone.
+const WARNINGS_VERSION: u32 = 2;
+
+/// What a build says besides its tables, stored in the `warnings` row.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BuildNotes {
+    /// (code, message) of each problem the build met.
+    warnings: Vec<(String, String)>,
+    /// Which file gave which table.
+    files: Vec<ModuleFile>,
+}
 
 /// The three rows a build stores, with their format versions.
 const KINDS: [(TableKind, u32); 3] = [
@@ -238,16 +249,20 @@ async fn cached_tables(runner: &Runner, key: &str) -> Result<Option<ModuleTables
     }
     let [unwind, symbols, warnings] = <[Arc<[u8]>; 3]>::try_from(got)
         .map_err(|_| JobError::Panic("three table kinds expected".into()))?;
-    // Unreadable warnings (never written so by us): rebuild rather than lose them.
-    let Ok(warnings) = serde_json::from_slice::<Vec<(String, String)>>(&warnings) else {
+    // Unreadable notes (never written so by us): rebuild rather than lose them.
+    let Ok(notes) = serde_json::from_slice::<BuildNotes>(&warnings) else {
         return Ok(None);
     };
-    Ok(Some(tables_from(Some(unwind), Some(symbols), warnings)))
+    Ok(Some(tables_from(Some(unwind), Some(symbols), notes)))
 }
 
 /// Stores freshly built tables under `key` (database and moka) and counts the build.
 async fn store_tables(runner: &Runner, key: &str, built: &ModuleTables) -> Result<(), JobError> {
-    let warnings = serde_json::to_vec(&built.warnings)
+    let notes = BuildNotes {
+        warnings: built.warnings.clone(),
+        files: built.files.clone(),
+    };
+    let warnings = serde_json::to_vec(&notes)
         .map_err(|e| JobError::Serialize(format!("table warnings: {e}")))?;
     for (kind, version) in KINDS {
         let bytes: Arc<[u8]> = match kind {
@@ -289,25 +304,31 @@ async fn binary_tables(
     let mut t = match cached_tables(runner, build_id).await? {
         Some(t) => t,
         None => {
-            let mut blobs: Vec<(bool, Bytes)> = Vec::new();
+            // (is a debug file, name, bytes): the binary first, debug files after
+            let mut blobs: Vec<(bool, String, Bytes)> = Vec::new();
             for f in files {
-                blobs.push((f.kind == "debug", runner.blobs.get(&f.sha256).await?));
+                let name = f.file_name.clone().unwrap_or_else(|| f.sha256.clone());
+                let bytes = runner.blobs.get(&f.sha256).await?;
+                blobs.push((f.kind == "debug", name, bytes));
             }
-            blobs.sort_by_key(|(debug, _)| *debug);
+            blobs.sort_by_key(|(debug, _, _)| *debug);
             let built = run_guarded(runner.config.time_limit, move || {
-                let mut it = blobs.into_iter().map(|(_, b)| b);
-                let Some(main) = it.next() else {
-                    return Ok(ModuleTables::default());
+                let (binary, debug) = match blobs.split_first() {
+                    Some((first, rest)) if !first.0 => (Some(input(first)), rest),
+                    _ => (None, &blobs[..]),
                 };
-                let extra: Vec<Bytes> = it.collect();
-                let extra: Vec<&[u8]> = extra.iter().map(|b| &b[..]).collect();
-                Ok(build_tables(&main, &extra))
+                let debug: Vec<TableInput<'_>> = debug.iter().map(input).collect();
+                Ok(engine::process::build_tables(binary, &debug))
             })
             .instrument(info_span!("build_tables", build_id = %build_id))
             .await?;
             store_tables(runner, build_id, &built).await?;
             // As read back from the cache: an empty table is no table.
-            tables_from(built.unwind, built.symbols, built.warnings)
+            let notes = BuildNotes {
+                warnings: built.warnings,
+                files: built.files,
+            };
+            tables_from(built.unwind, built.symbols, notes)
         }
     };
     t.code = code_image(runner, build_id, files).await?;
@@ -325,13 +346,18 @@ async fn sym_tables(
         return Ok(t);
     }
     let text = runner.blobs.get(&sym.sha256).await?;
+    let name = sym.file_name.clone().unwrap_or_else(|| sym.sha256.clone());
     let built = run_guarded(runner.config.time_limit, move || {
-        Ok(engine::process::build_tables_from_breakpad(&text))
+        Ok(engine::process::build_tables_from_breakpad(&name, &text))
     })
     .instrument(info_span!("build_tables_breakpad", debug_id = %debug_id))
     .await?;
     store_tables(runner, &key, &built).await?;
-    Ok(tables_from(built.unwind, built.symbols, built.warnings))
+    let notes = BuildNotes {
+        warnings: built.warnings,
+        files: built.files,
+    };
+    Ok(tables_from(built.unwind, built.symbols, notes))
 }
 
 /// The code bytes of a build-id's main (non-debug) file, which the stack scan uses to
@@ -356,21 +382,22 @@ async fn code_image(
 fn tables_from(
     unwind: Option<Arc<[u8]>>,
     symbols: Option<Arc<[u8]>>,
-    warnings: Vec<(String, String)>,
+    notes: BuildNotes,
 ) -> ModuleTables {
     ModuleTables {
         unwind: unwind.filter(|b| !b.is_empty()),
         symbols: symbols.filter(|b| !b.is_empty()),
         code: None,
         verified: true,
-        warnings,
+        warnings: notes.warnings,
         breakpad: None,
+        files: notes.files,
     }
 }
 
-/// Builds one build-id's tables from its files: the engine's own builder.
-fn build_tables(binary: &[u8], debug_files: &[&[u8]]) -> ModuleTables {
-    engine::process::build_tables(Some(binary), debug_files)
+/// One fetched file as a build input.
+fn input((_, name, bytes): &(bool, String, Bytes)) -> TableInput<'_> {
+    TableInput { name, bytes }
 }
 
 /// Hands the fetched tables to the engine, by [`module_key`].

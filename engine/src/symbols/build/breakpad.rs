@@ -223,6 +223,7 @@ pub fn build_symbol_table_breakpad(text: &[u8]) -> Result<BuiltSymbols, SymbolsE
                     end,
                     name,
                     source: SymbolSource::Breakpad,
+                    input: 0,
                 });
                 in_func = true;
             }
@@ -322,10 +323,15 @@ pub fn build_symbol_table_breakpad(text: &[u8]) -> Result<BuiltSymbols, SymbolsE
                 end,
                 name,
                 source: SymbolSource::Breakpad,
+                input: 0,
             })
         })
         .collect();
-    let Finished { table, warnings } = finish(c, symbols)?;
+    let Finished {
+        table,
+        warnings,
+        inputs,
+    } = finish(c, symbols)?;
     let (functions, line_rows) = (table.functions.len(), table.lines.len());
     let inline_records = table.inlines.iter().map(Vec::len).sum();
     let sources = if functions > 0 {
@@ -336,6 +342,7 @@ pub fn build_symbol_table_breakpad(text: &[u8]) -> Result<BuiltSymbols, SymbolsE
     Ok(BuiltSymbols {
         bytes: format::write(&table)?,
         sources,
+        inputs,
         functions,
         line_rows,
         inline_records,

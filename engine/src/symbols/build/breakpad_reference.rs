@@ -126,6 +126,7 @@ pub(crate) fn build_symbol_table_breakpad_reference(
                     end,
                     name,
                     source: SymbolSource::Breakpad,
+                    input: 0,
                 });
                 in_func = true;
             }
@@ -225,10 +226,15 @@ pub(crate) fn build_symbol_table_breakpad_reference(
                 end,
                 name,
                 source: SymbolSource::Breakpad,
+                input: 0,
             })
         })
         .collect();
-    let Finished { table, warnings } = finish(c, symbols)?;
+    let Finished {
+        table,
+        warnings,
+        inputs,
+    } = finish(c, symbols)?;
     let (functions, line_rows) = (table.functions.len(), table.lines.len());
     let inline_records = table.inlines.iter().map(Vec::len).sum();
     let sources = if functions > 0 {
@@ -239,6 +245,7 @@ pub(crate) fn build_symbol_table_breakpad_reference(
     Ok(BuiltSymbols {
         bytes: format::write(&table)?,
         sources,
+        inputs,
         functions,
         line_rows,
         inline_records,

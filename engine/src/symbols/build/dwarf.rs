@@ -485,6 +485,7 @@ fn resolve(pass: Pass<'_>, c: &mut Collector) {
             end,
             name,
             source: SymbolSource::Dwarf,
+            input: 0,
         });
     }
     for i in &pass.inlines {

@@ -25,6 +25,9 @@ pub struct BuiltSymbols {
     pub bytes: Vec<u8>,
     /// The sources that contributed at least one function.
     pub sources: Vec<SymbolSource>,
+    /// The input files that contributed at least one function, by index in the builder's
+    /// order (the binary, if given, then the debug files): which files gave symbols.
+    pub inputs: Vec<usize>,
     pub functions: usize,
     pub line_rows: usize,
     pub inline_records: usize,
@@ -42,6 +45,8 @@ pub(crate) struct RawFunction {
     pub end: u32,
     pub name: u32,
     pub source: SymbolSource,
+    /// Which input file it came from (the builder's order: the binary, then debug files).
+    pub input: u16,
 }
 
 /// Accumulates the parts of a table while the sources are read.
@@ -163,13 +168,25 @@ pub fn build_symbol_table(
         use object::Object;
         f.section_by_name(".debug_info").is_some()
     };
-    if let Some(f) = debug.iter().chain(binary.iter()).find(|f| has_dwarf(f)) {
-        dwarf::collect(f, &mut c);
-    }
     let all: Vec<&object::File<'_>> = binary.iter().chain(debug.iter()).collect();
+    // Input index: the binary first, then the debug files (as `all`).
+    let dwarf_at = (binary.is_some() as usize..all.len())
+        .chain(0..binary.is_some() as usize)
+        .find(|&i| has_dwarf(all[i]));
+    if let Some(i) = dwarf_at {
+        dwarf::collect(all[i], &mut c);
+        let input = u16::try_from(i).unwrap_or(u16::MAX);
+        for f in &mut c.functions {
+            f.input = input;
+        }
+    }
     let symbols = symtab::collect(&all, &mut c);
 
-    let Finished { table, warnings } = finish(c, symbols)?;
+    let Finished {
+        table,
+        warnings,
+        inputs,
+    } = finish(c, symbols)?;
     let mut sources: Vec<SymbolSource> = table
         .functions
         .iter()
@@ -182,6 +199,7 @@ pub fn build_symbol_table(
     Ok(BuiltSymbols {
         bytes: format::write(&table)?,
         sources,
+        inputs,
         functions,
         line_rows,
         inline_records,
@@ -192,6 +210,8 @@ pub fn build_symbol_table(
 struct Finished {
     table: TableParts,
     warnings: Vec<String>,
+    /// The inputs that gave at least one of the table's functions.
+    inputs: Vec<usize>,
 }
 
 /// Makes sorted ranges disjoint: where one overlaps the next, it is cut at the next's start;
@@ -251,6 +271,9 @@ fn finish(mut c: Collector, mut symbols: Vec<RawFunction>) -> Result<Finished, S
         }
     }
     functions.sort_by_key(|f| f.start);
+    let mut inputs: Vec<usize> = functions.iter().map(|f| usize::from(f.input)).collect();
+    inputs.sort_unstable();
+    inputs.dedup();
     let functions: Vec<FunctionRecord> = functions
         .into_iter()
         .map(|f| FunctionRecord {
@@ -318,5 +341,6 @@ fn finish(mut c: Collector, mut symbols: Vec<RawFunction>) -> Result<Finished, S
             strings: c.strings,
         },
         warnings,
+        inputs,
     })
 }

@@ -23,6 +23,7 @@ struct Candidate<'d> {
     name: &'d str,
     global: bool,
     source: SymbolSource,
+    input: u16,
 }
 
 /// Reads the text symbols of `files`; the result may overlap and is made disjoint by the
@@ -30,7 +31,8 @@ struct Candidate<'d> {
 pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<RawFunction> {
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
     for (source, dynamic) in [(SymbolSource::Symtab, false), (SymbolSource::Dynsym, true)] {
-        for file in files {
+        for (input, file) in files.iter().enumerate() {
+            let input = u16::try_from(input).unwrap_or(u16::MAX);
             let symbols = if dynamic {
                 file.dynamic_symbols()
             } else {
@@ -65,6 +67,7 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
                     name,
                     global: sym.is_global(),
                     source,
+                    input,
                 });
             }
         }
@@ -107,6 +110,7 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
             end,
             name,
             source: b.source,
+            input: b.input,
         });
     }
     out

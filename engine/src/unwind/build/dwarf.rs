@@ -43,19 +43,29 @@ pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, Unwind
     let arch = binary::arch_of(&file)
         .ok_or_else(|| UnwindError::UnsupportedArch(format!("{:?}", file.architecture())))?;
     let mut w = TableWriter::new(arch);
+    let mut inputs = Vec::new();
     add_elf_sections(&mut w, &file, true)?;
     super::sframe::add_elf_sframe(&mut w, &file, data);
     if file.format() == object::BinaryFormat::MachO {
         super::compact_unwind::add_macho_compact_unwind(&mut w, &file);
     }
-    for extra in extra {
+    if w.ranges_added() > 0 {
+        inputs.push(0);
+    }
+    for (i, extra) in extra.iter().enumerate() {
         if let Ok(f) = object::File::parse(*extra) {
             if binary::arch_of(&f) == Some(arch) {
+                let before = w.ranges_added();
                 add_elf_sections(&mut w, &f, false)?;
+                if w.ranges_added() > before {
+                    inputs.push(i + 1);
+                }
             }
         }
     }
-    Ok(w.finish())
+    let mut built = w.finish();
+    built.inputs = inputs;
+    Ok(built)
 }
 
 /// Adds `.eh_frame` (priority 0) and `.debug_frame` (priority 1) rows of one file.

@@ -61,6 +61,9 @@ impl BuildStats {
 pub struct BuiltTable {
     pub bytes: Vec<u8>,
     pub stats: BuildStats,
+    /// For [`build_from_elf`]: the input files whose sections gave rows, by index (0 the
+    /// file itself, then its extra debug files in order). Empty for other builders.
+    pub inputs: Vec<usize>,
 }
 
 /// Sorts ranges by (priority, start, end). Builders push each entry's rows as an
@@ -268,6 +271,11 @@ impl TableWriter {
         });
     }
 
+    /// Ranges added so far (before overlaps are resolved): tells whether an input gave any.
+    pub fn ranges_added(&self) -> usize {
+        self.ranges.len()
+    }
+
     /// Marks a source as used even if it produced no range (e.g. an empty section).
     pub fn note_source(&mut self, source: UnwindSource) {
         self.sources |= source.bit();
@@ -384,6 +392,7 @@ impl TableWriter {
         BuiltTable {
             bytes,
             stats: self.stats,
+            inputs: Vec::new(),
         }
     }
 }
