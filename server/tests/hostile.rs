@@ -292,6 +292,61 @@ async fn content_encoding_is_case_insensitive() {
     }
 }
 
+/// An answer given before the request body was read to its end says `Connection: close`:
+/// the server will not read the rest, and a client that pooled the connection would send
+/// its next request into a closing socket and lose it (reqwest's `IncompleteMessage`).
+/// A request whose body was read keeps its connection.
+#[tokio::test]
+async fn answers_before_the_body_is_read_close_the_connection() {
+    let s = Server::start(&["--workers", "0", "--max-body-mb", "16"]);
+    let c = client();
+    let url = s.url("/api/v1/crashes");
+    let connection = |r: &reqwest::Response| {
+        r.headers()
+            .get("connection")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase)
+    };
+    // refused from the headers alone: a coding we do not take, 1 MiB unread behind it
+    let r = c
+        .post(&url)
+        .header("content-encoding", "br")
+        .body(vec![0u8; 1 << 20])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    assert_eq!(
+        connection(&r).as_deref(),
+        Some("close"),
+        "{:?}",
+        r.headers()
+    );
+    // refused from the declared size: over --max-body-mb
+    let r = c.post(&url).body(vec![0u8; 40 << 20]).send().await.unwrap();
+    assert_eq!(r.status(), 413);
+    assert_eq!(
+        connection(&r).as_deref(),
+        Some("close"),
+        "{:?}",
+        r.headers()
+    );
+    // the same client goes on, on a new connection
+    for _ in 0..3 {
+        let r = c.get(s.url("/healthz")).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            connection(&r),
+            None,
+            "a request without a body keeps its connection"
+        );
+    }
+    // a garbage upload read to its end is refused and keeps its connection
+    let r = c.post(&url).body("not a dump").send().await.unwrap();
+    assert_eq!(r.status(), 422);
+    assert_eq!(connection(&r), None, "{:?}", r.headers());
+}
+
 /// A zstd frame holding `data` in raw (uncompressed) blocks: valid zstd without a zstd
 /// encoder in the tests.
 fn zstd_frame(data: &[u8]) -> Vec<u8> {

@@ -7,8 +7,13 @@
 //! A body cut short fails under the handler like a broken connection, so the handler
 //! drops its staging files at once; this layer then answers with the real reason (413
 //! or 408) instead of the handler's error.
+//!
+//! An answer given before the request body was read to its end (a refusal from the
+//! headers, a dump refused from its first bytes) says `Connection: close`: the server
+//! will not read the rest, so the connection cannot carry another request, and a client
+//! that pooled it would send its next request into a closing socket and lose it.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,9 +37,10 @@ pub(crate) const MAX_HEADERS: usize = 100;
 /// The header fields hyper parses per request (past this it answers an empty 431).
 pub(crate) const WIRE_MAX_HEADERS: usize = 1000;
 
-/// What happened to the request body under the handler.
+/// What happened to the request body under the handler: cut (and why), and whether it
+/// was read to its end.
 #[derive(Debug, Default)]
-struct Fate(AtomicU8);
+struct Fate(AtomicU8, AtomicBool);
 
 const INTACT: u8 = 0;
 const TOO_LARGE: u8 = 1;
@@ -51,8 +57,11 @@ impl Fate {
 /// The layer: checks the headers and the declared size, normalises the content coding,
 /// watches the body and bounds the whole request.
 pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let has_body = declares_body(req.headers());
+    // an answer before the body is read ends the connection (see the module doc)
+    let unread = |res: Response| if has_body { close(res) } else { res };
     if let Err(e) = check_headers(req.headers()) {
-        return e.into_response();
+        return unread(e.into_response());
     }
     let limit = state.config.max_body_bytes;
     if let Some(len) = req.headers().get(header::CONTENT_LENGTH) {
@@ -62,7 +71,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
         }
     }
     if let Err(e) = normalize_encoding(req.headers_mut()) {
-        return e.into_response();
+        return unread(e.into_response());
     }
     let fate = Arc::new(Fate::default());
     let idle = state.config.body_idle_timeout;
@@ -91,8 +100,19 @@ pub async fn guard(State(state): State<AppState>, mut req: Request, next: Next) 
             }
             .into_response(),
         ),
+        _ if !fate.1.load(Ordering::Acquire) => unread(res),
         _ => res,
     }
+}
+
+/// Whether the request says a body follows: a non-zero `Content-Length`, or any
+/// `Transfer-Encoding` (chunked).
+fn declares_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
 }
 
 /// The connection is not reused after a body that was not read to its end.
@@ -161,7 +181,10 @@ fn watch_body(body: Body, limit: u64, idle: Duration, fate: Arc<Fate>) -> Body {
                 return None;
             }
             let item = match tokio::time::timeout(idle, w.inner.next()).await {
-                Ok(None) => return None,
+                Ok(None) => {
+                    fate.1.store(true, Ordering::Release);
+                    return None;
+                }
                 Ok(Some(Ok(chunk))) => {
                     w.read = w.read.saturating_add(chunk.len() as u64);
                     if w.read > limit {
