@@ -1,0 +1,198 @@
+//! One dump plus the tables of its modules in, one `postmortem.report/1` document out.
+//!
+//! The engine never opens files or databases: callers (the CLI, the service's jobs)
+//! implement [`TableProvider`] to hand over the unwind and symbol table bytes of each
+//! module, built once per build-id with [`build_tables`] and cached however they like.
+//! The vdso, whose image lives in the dump's own memory, is handled here.
+//!
+//! [`process`] runs the steps in order, one module each: load and open each module's
+//! tables ([`tables`]), the module list ([`modules`]), walk and symbolize the threads
+//! ([`threads`]), then assemble the report here.
+
+mod modules;
+mod tables;
+mod threads;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::dump::{self, Dump, DumpError};
+use crate::report::signature::SignatureRules;
+use crate::report::{self, hex_addr, signals, Report};
+use crate::symbols;
+use crate::unwind;
+use crate::walk::WalkOptions;
+
+pub use tables::{
+    build_tables, build_tables_from_breakpad, indexed_breakpad_tables, CodeImage, ModuleTables,
+    NoTables, TableInput, TableProvider,
+};
+
+/// Options of one processing run.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ProcessOptions {
+    pub walk: WalkOptions,
+    /// The dump's sha256 (lower-case hex) when the caller already knows it — the service
+    /// stores dumps content-addressed — so hashing a large core is not repeated.
+    pub dump_sha256: Option<String>,
+    /// How the crash signature is made (`--signature-rules`; built-in by default).
+    pub signature_rules: Arc<SignatureRules>,
+    /// Threads walked, frames in all, report bytes: what one dump may cost.
+    pub budget: report::budget::Budget,
+}
+
+impl ProcessOptions {
+    /// The same options with the dump's sha256 already known.
+    pub fn with_dump_sha256(mut self, sha256: String) -> Self {
+        self.dump_sha256 = Some(sha256);
+        self
+    }
+}
+
+/// Reads the dump, walks and symbolizes every thread, and assembles the report.
+pub fn process_dump(
+    dump_bytes: &[u8],
+    provider: &dyn TableProvider,
+    options: &ProcessOptions,
+) -> Result<Report, DumpError> {
+    let dump = dump::read_dump(dump_bytes)?;
+    Ok(process(&dump, dump_bytes, provider, options))
+}
+
+/// Assembles the report of an already-read dump.
+pub fn process(
+    dump: &Dump<'_>,
+    dump_bytes: &[u8],
+    provider: &dyn TableProvider,
+    options: &ProcessOptions,
+) -> Report {
+    let mut warnings: Vec<report::Warning> = dump
+        .warnings
+        .iter()
+        .map(|w| report::Warning {
+            code: w.code.to_string(),
+            message: w.message.clone(),
+            thread: None,
+            module: None,
+        })
+        .collect();
+    let loaded = tables::load(dump, provider);
+    let opened = tables::Opened::new(&loaded);
+    let modules = modules::reports(dump, provider, &loaded, &opened, &mut warnings);
+    let order = threads::order(dump, options, &mut warnings);
+    let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
+    let threads = threads::symbolize(dump, opened, &order, walked);
+    assemble(dump, dump_bytes, options, threads, modules, warnings)
+}
+
+/// The report from its parts, fitted to the budget's size.
+fn assemble(
+    dump: &Dump<'_>,
+    dump_bytes: &[u8],
+    options: &ProcessOptions,
+    threads: Vec<report::Thread>,
+    modules: Vec<report::Module>,
+    warnings: Vec<report::Warning>,
+) -> Report {
+    let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
+    // The signature comes from the crashed thread (first by the ordering rule); a dump of
+    // a live process has none.
+    let signature = threads
+        .iter()
+        .find(|t| t.crashed)
+        .and_then(|t| options.signature_rules.signature_of(t));
+    let sha256 = options
+        .dump_sha256
+        .clone()
+        .unwrap_or_else(|| dump::hex(&Sha256::digest(dump_bytes)));
+    let mut report = Report {
+        schema: report::SCHEMA.to_string(),
+        processor: report::Processor {
+            name: "postmortem".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            unwind_table_version: unwind::UNWIND_TABLE_VERSION,
+            symbol_table_version: symbols::SYMBOL_TABLE_VERSION,
+        },
+        dump: dump_info(dump, dump_bytes, sha256),
+        crash,
+        threads,
+        modules,
+        unloaded_modules: dump
+            .unloaded_modules
+            .iter()
+            .map(|u| report::UnloadedModule {
+                name: u.name.clone(),
+                base: hex_addr(u.base),
+                end: hex_addr(u.end),
+                build_id: u.build_id.as_deref().map(dump::hex),
+                debug_id: u.debug_id.clone(),
+            })
+            .collect(),
+        annotations: dump
+            .annotations
+            .clone()
+            .into_iter()
+            .collect::<BTreeMap<_, _>>(),
+        signature,
+        warnings,
+    };
+    report::budget::fit(&mut report, options.budget.max_report_bytes);
+    report
+}
+
+/// The report's `dump` object.
+fn dump_info(dump: &Dump<'_>, dump_bytes: &[u8], sha256: String) -> report::DumpInfo {
+    report::DumpInfo {
+        format: dump.format.as_str().into(),
+        sha256,
+        size: dump_bytes.len() as u64,
+        os: dump.os.as_str().into(),
+        arch: dump.arch.as_str().into(),
+        writer: dump.writer.clone(),
+        pid: dump.pid,
+        executable: dump.executable.clone(),
+        command_line: dump.command_line.clone(),
+        created: dump.created.clone(),
+    }
+}
+
+fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
+    let signal_name = c.signal.and_then(signals::signal_name).map(str::to_string);
+    let code_name = match (c.signal, c.code) {
+        (Some(s), Some(code)) => signals::code_name(s, code).map(str::to_string),
+        _ => None,
+    };
+    let address = c.address.map(hex_addr);
+    let mut reason = match (&signal_name, c.signal, &c.exception) {
+        (Some(n), _, _) => n.clone(),
+        (None, Some(s), _) => format!("signal {s}"),
+        (None, None, Some(e)) => e.name.clone(),
+        _ => "unknown".to_string(),
+    };
+    if let Some(cn) = &code_name {
+        reason = format!("{reason} / {cn}");
+    }
+    let show_addr = c.signal.is_none_or(signals::has_fault_address);
+    if let (true, Some(a)) = (show_addr, &address) {
+        reason = format!("{reason} at {a}");
+    }
+    report::Crash {
+        thread: 0,
+        tid: threads.first().map(|t| t.tid).unwrap_or(c.tid),
+        reason,
+        signal: c.signal,
+        signal_name,
+        code: c.code,
+        code_name,
+        address,
+        exception: c.exception.as_ref().map(|e| report::Exception {
+            code: hex_addr(e.code),
+            name: e.name.clone(),
+            flags: hex_addr(e.flags),
+        }),
+        assertion: c.assertion.clone(),
+    }
+}

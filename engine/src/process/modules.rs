@@ -1,0 +1,183 @@
+//! The report's module list: each module's identity, the sources and the files its
+//! tables came from, and its status — with the warnings that explain a status (missing,
+//! unverified) and those the provider and the table builds met.
+
+use crate::breakpad_index::BreakpadIndex;
+use crate::dump::{Dump, Identity, Module};
+use crate::report::{self, hex_addr};
+use crate::symbols;
+
+use super::tables::{Loaded, ModuleTables, Opened, TableProvider};
+
+/// A warning about module `i`.
+fn warning(code: impl Into<String>, message: String, i: usize) -> report::Warning {
+    report::Warning {
+        code: code.into(),
+        message,
+        thread: None,
+        module: Some(i),
+    }
+}
+
+/// The report of every module of `dump`, in dump order; their warnings go to `warnings`.
+pub(super) fn reports(
+    dump: &Dump<'_>,
+    provider: &dyn TableProvider,
+    loaded: &[Loaded],
+    opened: &Opened<'_>,
+    warnings: &mut Vec<report::Warning>,
+) -> Vec<report::Module> {
+    let mut modules = Vec::with_capacity(dump.modules.len());
+    for (i, (m, l)) in dump.modules.iter().zip(loaded).enumerate() {
+        for (code, message) in provider.module_warnings(dump, m) {
+            warnings.push(warning(code, message, i));
+        }
+        if let Some(t) = &l.tables {
+            for (code, msg) in &t.warnings {
+                warnings.push(warning(code.clone(), format!("{}: {msg}", m.name), i));
+            }
+        }
+        modules.push(report_of(i, m, l, opened, warnings));
+    }
+    modules
+}
+
+/// One module's report.
+fn report_of(
+    i: usize,
+    m: &Module,
+    l: &Loaded,
+    opened: &Opened<'_>,
+    warnings: &mut Vec<report::Warning>,
+) -> report::Module {
+    let (unwind_sources, symbol_sources) = sources(i, l, opened);
+    let status = status(i, m, l, opened, warnings);
+    report::Module {
+        index: i,
+        name: m.name.clone(),
+        path: m.path.clone(),
+        base: hex_addr(m.base),
+        end: hex_addr(m.end),
+        build_id: m.build_id_hex(),
+        debug_id: m.debug_id.clone(),
+        code_id: m.code_id.clone(),
+        identity: match m.identity {
+            Identity::BuildId => "build-id",
+            Identity::Path => "path",
+            Identity::None => "none",
+        }
+        .to_string(),
+        verified: l.tables.as_ref().is_some_and(|t| t.verified),
+        main: m.main,
+        status: status.to_string(),
+        files: module_files(
+            l.tables.as_ref(),
+            opened.unwind[i].is_some(),
+            opened.symbols[i].is_some(),
+            &unwind_sources,
+            &symbol_sources,
+        ),
+        unwind: unwind_sources,
+        symbols: symbol_sources,
+    }
+}
+
+/// Whether module `i` has an indexed `.sym` file with symbols.
+fn indexed_symbols(i: usize, opened: &Opened<'_>) -> bool {
+    opened.breakpad[i].is_some_and(BreakpadIndex::has_symbols)
+}
+
+/// The unwind and symbol sources module `i`'s tables came from.
+fn sources(i: usize, l: &Loaded, opened: &Opened<'_>) -> (Vec<String>, Vec<String>) {
+    let mut unwind: Vec<String> = opened.unwind[i]
+        .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
+        .unwrap_or_default();
+    if l.from_memory && opened.unwind[i].is_some() {
+        unwind = vec!["dump-memory".to_string()];
+    }
+    let mut symbol_sources: Vec<String> = opened.symbols[i]
+        .as_ref()
+        .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
+        .unwrap_or_default();
+    if indexed_symbols(i, opened) && opened.symbols[i].is_none() {
+        symbol_sources = vec![symbols::SymbolSource::Breakpad.as_str().to_string()];
+    }
+    (unwind, symbol_sources)
+}
+
+/// Module `i`'s status (`ok`, `missing`, `corrupt`, `unverified`), with the warning that
+/// explains a missing or unverified one.
+fn status(
+    i: usize,
+    m: &Module,
+    l: &Loaded,
+    opened: &Opened<'_>,
+    warnings: &mut Vec<report::Warning>,
+) -> &'static str {
+    let has_tables =
+        opened.unwind[i].is_some() || opened.symbols[i].is_some() || indexed_symbols(i, opened);
+    match &l.tables {
+        None => {
+            let message = match m.build_id_hex() {
+                Some(id) => format!(
+                    "no file for {} (build-id {id}): upload it to symbolize its frames",
+                    m.name
+                ),
+                None => format!("no file for {}, which has no build-id", m.name),
+            };
+            warnings.push(warning("module-missing", message, i));
+            "missing"
+        }
+        Some(_) if !has_tables => "corrupt",
+        Some(t) if !t.verified => {
+            let message = format!(
+                "{} was matched by path only; its symbols may not be the crashed build",
+                m.name
+            );
+            warnings.push(warning("module-unverified", message, i));
+            "unverified"
+        }
+        Some(_) => "ok",
+    }
+}
+
+/// The files a module's report lists: those that gave a table the walk could open. A
+/// `.sym` file gave what the module's sources say Breakpad gave (built whole or indexed,
+/// the same answer).
+pub(super) fn module_files(
+    tables: Option<&ModuleTables>,
+    unwind_opened: bool,
+    symbols_opened: bool,
+    unwind_sources: &[String],
+    symbol_sources: &[String],
+) -> Vec<report::ModuleFile> {
+    let Some(t) = tables else {
+        return Vec::new();
+    };
+    let breakpad = symbols::SymbolSource::Breakpad.as_str();
+    t.files
+        .iter()
+        .filter_map(|f| {
+            let gave: Vec<report::FileGave> = match f.kind {
+                report::FileKind::Breakpad => [
+                    (unwind_sources, report::FileGave::Unwind),
+                    (symbol_sources, report::FileGave::Symbols),
+                ]
+                .into_iter()
+                .filter(|(sources, _)| sources.iter().any(|s| s == breakpad))
+                .map(|(_, g)| g)
+                .collect(),
+                _ => f
+                    .gave
+                    .iter()
+                    .copied()
+                    .filter(|g| match g {
+                        report::FileGave::Unwind => unwind_opened,
+                        report::FileGave::Symbols => symbols_opened,
+                    })
+                    .collect(),
+            };
+            (!gave.is_empty()).then(|| report::ModuleFile { gave, ..f.clone() })
+        })
+        .collect()
+}

@@ -1,0 +1,349 @@
+//! A module's tables: what a [`TableProvider`] hands over for each module of a dump, how
+//! they are built from a binary and its debug files or from a Breakpad `.sym` file, and
+//! how the pipeline loads and opens them for one dump (the vdso's from the dump's own
+//! memory).
+
+use std::sync::Arc;
+
+use object::{Object, ObjectSegment};
+
+use crate::binary;
+use crate::breakpad_index::BreakpadIndex;
+use crate::dump::{self, Dump, Module};
+use crate::report;
+use crate::symbols::{self, SymbolTable};
+use crate::unwind::{self, UnwindTable};
+use crate::walk::ModuleUnwind;
+
+/// Code bytes of a binary file, addressed by offset from its link base, for the
+/// stack scanner's call-site check.
+#[derive(Debug, Clone)]
+pub struct CodeImage {
+    data: Arc<[u8]>,
+    /// (start, end, file offset) of each loadable segment, as link-base offsets.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl CodeImage {
+    /// Maps the loadable segments of an ELF/Mach-O file.
+    pub fn new(data: Arc<[u8]>) -> Option<CodeImage> {
+        let file = object::File::parse(&*data).ok()?;
+        let link_base = binary::link_base(&file);
+        let segments = file
+            .segments()
+            .filter_map(|s| {
+                let (off, size) = s.file_range();
+                let start = binary::svma_to_offset(s.address(), link_base)?;
+                Some((start, start.checked_add(size)?, off))
+            })
+            .collect();
+        drop(file);
+        Some(CodeImage { data, segments })
+    }
+
+    /// Up to `len` bytes ending right before link-base offset `rel`.
+    pub fn bytes_before(&self, rel: u64, len: usize) -> Option<&[u8]> {
+        let &(start, _, off) = self
+            .segments
+            .iter()
+            .find(|&&(s, e, _)| rel > s && rel <= e)?;
+        let end = usize::try_from(off.checked_add(rel - start)?).ok()?;
+        let begin = end.saturating_sub(len).max(usize::try_from(off).ok()?);
+        self.data.get(begin..end)
+    }
+}
+
+/// The tables one module's files produced (see [`build_tables`]).
+#[derive(Debug, Clone, Default)]
+pub struct ModuleTables {
+    /// Serialized unwind table (`unwind::format`), if any unwind section was found.
+    pub unwind: Option<Arc<[u8]>>,
+    /// Serialized symbol table (`symbols::format`), if any symbols were found.
+    pub symbols: Option<Arc<[u8]>>,
+    /// Code bytes for call-site checks while scanning (optional).
+    pub code: Option<CodeImage>,
+    /// Whether the file's build-id equals the dump's (false for a match by path).
+    pub verified: bool,
+    /// Problems met while building (`unwind-table-corrupt`, `symbols-corrupt`): (code,
+    /// message). Owned, so that a cache can store and replay them with the tables.
+    pub warnings: Vec<(String, String)>,
+    /// A Breakpad file indexed instead of built (one-shot walks, see
+    /// [`indexed_breakpad_tables`]): `unwind` and `symbols` are then `None` and the tables
+    /// are built where the walk looks.
+    pub breakpad: Option<Arc<BreakpadIndex>>,
+    /// The files the tables came from and what each gave (a `.sym` file's `gave` is
+    /// filled when the report is made, as it is for an indexed one). Owned and
+    /// serializable, so that a cache can store it with the tables.
+    pub files: Vec<report::ModuleFile>,
+}
+
+/// Supplies tables for the modules of a dump.
+pub trait TableProvider {
+    /// The tables for `module` of `dump`, or `None` when no file describes it (the
+    /// report then marks the module `missing`).
+    fn tables(&self, dump: &Dump<'_>, module: &Module) -> Option<ModuleTables>;
+    /// Problems met looking for `module`'s files that the report should tell whether or
+    /// not tables were found (code, message): e.g. a file at the module's path that is
+    /// another build.
+    fn module_warnings(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+/// A provider that knows no files: every module but the vdso is `missing`.
+pub struct NoTables;
+
+impl TableProvider for NoTables {
+    fn tables(&self, _dump: &Dump<'_>, _module: &Module) -> Option<ModuleTables> {
+        None
+    }
+}
+
+/// One file handed to [`build_tables`]: its bytes and the name the report gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct TableInput<'a> {
+    /// The file's name (its last path component, or the name it was uploaded under).
+    pub name: &'a str,
+    pub bytes: &'a [u8],
+}
+
+/// Builds the unwind and symbol tables of one binary (and its separate debug files).
+/// Either may be absent; failures become warnings, never errors. The tables say which
+/// of the files gave what ([`ModuleTables::files`]).
+pub fn build_tables(
+    binary: Option<TableInput<'_>>,
+    debug_files: &[TableInput<'_>],
+) -> ModuleTables {
+    let mut t = ModuleTables {
+        verified: true,
+        ..ModuleTables::default()
+    };
+    // Every input by index: the binary first, then the debug files — the order both
+    // builders number their inputs in.
+    let inputs: Vec<(TableInput<'_>, report::FileKind)> = binary
+        .map(|b| (b, report::FileKind::Binary))
+        .into_iter()
+        .chain(debug_files.iter().map(|d| (*d, report::FileKind::Debug)))
+        .collect();
+    let mut gave: Vec<Vec<report::FileGave>> = vec![Vec::new(); inputs.len()];
+    if let Some(((first, _), rest)) = inputs.split_first() {
+        let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
+        match unwind::build_from_elf(first.bytes, &extra) {
+            Ok(built) => {
+                if built.stats.entries_skipped > 0 {
+                    t.warnings.push((
+                        "unwind-table-corrupt".into(),
+                        format!(
+                            "{} unwind entries could not be read and were skipped (first: {})",
+                            built.stats.entries_skipped,
+                            built.stats.first_error.as_deref().unwrap_or("?")
+                        ),
+                    ));
+                }
+                if built.stats.rows > 0 {
+                    t.unwind = Some(built.bytes.into());
+                    for &i in &built.inputs {
+                        if let Some(g) = gave.get_mut(i) {
+                            g.push(report::FileGave::Unwind);
+                        }
+                    }
+                }
+            }
+            Err(e) => t.warnings.push((e.code().into(), e.to_string())),
+        }
+    }
+    let debug_bytes: Vec<&[u8]> = debug_files.iter().map(|d| d.bytes).collect();
+    match symbols::build_symbol_table(binary.map(|b| b.bytes), &debug_bytes) {
+        Ok(built) => {
+            t.symbols = Some(built.bytes.into());
+            for &i in &built.inputs {
+                if let Some(g) = gave.get_mut(i) {
+                    g.push(report::FileGave::Symbols);
+                }
+            }
+        }
+        Err(e) => t.warnings.push((
+            "symbols-corrupt".into(),
+            format!("symbols unavailable: {e}"),
+        )),
+    }
+    t.files = inputs
+        .iter()
+        .zip(gave)
+        .filter(|(_, gave)| !gave.is_empty())
+        .map(|((f, kind), gave)| report::ModuleFile {
+            name: f.name.to_string(),
+            build_id: object::File::parse(f.bytes)
+                .ok()
+                .and_then(|o| binary::build_id(&o))
+                .map(|id| dump::hex(&id)),
+            kind: *kind,
+            gave,
+        })
+        .collect();
+    t
+}
+
+/// Builds the unwind and symbol tables of a module from its Breakpad `.sym` file (used
+/// when no binary of the module is available: a binary's own tables win). Failures become
+/// warnings, never errors.
+pub fn build_tables_from_breakpad(name: &str, sym: &[u8]) -> ModuleTables {
+    let mut t = ModuleTables {
+        verified: true,
+        files: vec![breakpad_file(name)],
+        ..ModuleTables::default()
+    };
+    // The two tables come from disjoint records of one text: build them side by side (a
+    // large `.sym` takes milliseconds each, and `postmortem walk` builds them per run).
+    let (unwind_built, symbols_built) = std::thread::scope(|s| {
+        let unwind = s.spawn(|| unwind::build_from_breakpad(sym));
+        let symbols = symbols::build_symbol_table_breakpad(sym);
+        // a panic in the builder stays a panic, as if it had run on this thread
+        let unwind = unwind
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (unwind, symbols)
+    });
+    // Rules Breakpad's postfix language can say but our rules cannot (a dereferenced CFA)
+    // are not corruption: those ranges simply fall back to frame pointers and scanning.
+    match unwind_built {
+        Ok(built) if built.stats.rows > 0 => t.unwind = Some(built.bytes.into()),
+        Ok(_) => {}
+        Err(e) => t.warnings.push((e.code().into(), e.to_string())),
+    }
+    match symbols_built {
+        Ok(built) => t.symbols = Some(built.bytes.into()),
+        Err(e) => t.warnings.push((
+            "symbols-corrupt".into(),
+            format!("symbols unavailable: {e}"),
+        )),
+    }
+    t
+}
+
+/// The tables of an indexed Breakpad `.sym` file, built where one walk looks
+/// ([`crate::breakpad_index`]); the report is the same as with [`build_tables_from_breakpad`].
+pub fn indexed_breakpad_tables(name: &str, index: BreakpadIndex) -> ModuleTables {
+    ModuleTables {
+        verified: true,
+        breakpad: Some(Arc::new(index)),
+        files: vec![breakpad_file(name)],
+        ..ModuleTables::default()
+    }
+}
+
+/// A module's `.sym` file, before the report says what it gave (see `modules::module_files`).
+fn breakpad_file(name: &str) -> report::ModuleFile {
+    report::ModuleFile {
+        name: name.to_string(),
+        build_id: None,
+        kind: report::FileKind::Breakpad,
+        gave: Vec::new(),
+    }
+}
+
+/// Where a module's tables came from, for the report.
+pub(super) struct Loaded {
+    pub tables: Option<ModuleTables>,
+    pub from_memory: bool,
+}
+
+/// At most this many modules of a dump get tables built from the dump's own memory.
+const MAX_MEMORY_IMAGES: usize = 4;
+
+/// The vdso's whole image is in the dump: its tables come from there.
+fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
+    let is_vdso = m.path.is_none()
+        && (m.name.contains("vdso") || m.name.contains("linux-gate") || m.name == "[vdso]");
+    if !is_vdso {
+        return None;
+    }
+    let len = usize::try_from(m.end.checked_sub(m.base)?).ok()?;
+    let image = dump.memory.read_bytes(m.base, len)?;
+    let input = TableInput {
+        name: &m.name,
+        bytes: image,
+    };
+    let mut t = build_tables(Some(input), &[]);
+    t.verified = m.build_id.is_some();
+    // no file: the report says `dump-memory` among its unwind sources
+    t.files.clear();
+    Some(t)
+}
+
+/// Each module's tables from the provider, else (the vdso) from the dump's memory.
+pub(super) fn load(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Loaded> {
+    // A process has one vdso; a dump listing many (hostile) would have each one's image
+    // built from its memory, so a few at most are.
+    let mut images_left = MAX_MEMORY_IMAGES;
+    dump.modules
+        .iter()
+        .map(|m| match provider.tables(dump, m) {
+            Some(t) => Loaded {
+                tables: Some(t),
+                from_memory: false,
+            },
+            None => {
+                let from_memory = (images_left > 0)
+                    .then(|| tables_from_memory(dump, m))
+                    .flatten();
+                if from_memory.is_some() {
+                    images_left -= 1;
+                }
+                Loaded {
+                    from_memory: from_memory.is_some(),
+                    tables: from_memory,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The loaded tables opened for lookups, one entry per module (`None` where a module
+/// has no such table, or its bytes do not open).
+pub(super) struct Opened<'t> {
+    /// Indexed Breakpad files, whose tables are built where the walk looks.
+    pub breakpad: Vec<Option<&'t BreakpadIndex>>,
+    pub unwind: Vec<Option<ModuleUnwind<'t>>>,
+    pub symbols: Vec<Option<SymbolTable<'t>>>,
+    pub code: Vec<Option<CodeImage>>,
+}
+
+impl<'t> Opened<'t> {
+    pub fn new(loaded: &'t [Loaded]) -> Self {
+        let tables = |l: &'t Loaded| l.tables.as_ref();
+        let breakpad: Vec<Option<&BreakpadIndex>> = loaded
+            .iter()
+            .map(|l| tables(l).and_then(|t| t.breakpad.as_deref()))
+            .collect();
+        let unwind = loaded
+            .iter()
+            .zip(&breakpad)
+            .map(|(l, index)| {
+                let table = tables(l)
+                    .and_then(|t| t.unwind.as_deref())
+                    .and_then(|b| UnwindTable::open(b).ok())
+                    .map(ModuleUnwind::Table);
+                table.or_else(|| index.filter(|i| i.has_unwind()).map(ModuleUnwind::Breakpad))
+            })
+            .collect();
+        let symbols = loaded
+            .iter()
+            .map(|l| {
+                tables(l)
+                    .and_then(|t| t.symbols.as_deref())
+                    .and_then(|b| SymbolTable::open(b).ok())
+            })
+            .collect();
+        let code = loaded
+            .iter()
+            .map(|l| tables(l).and_then(|t| t.code.clone()))
+            .collect();
+        Opened {
+            breakpad,
+            unwind,
+            symbols,
+            code,
+        }
+    }
+}

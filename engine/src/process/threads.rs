@@ -1,0 +1,395 @@
+//! The threads of the report: their order (the crashed thread first), each one walked
+//! with the modules' unwind tables, then every frame symbolized — walks first, so that an
+//! indexed `.sym` file builds its symbols once for all the addresses the walks need.
+
+use crate::breakpad_index::BreakpadIndex;
+use crate::dump::{self, Dump, Module};
+use crate::report::{self, budget::FrameBudget, hex_addr};
+use crate::symbols::{SymbolFrame, SymbolTable};
+use crate::walk::{self, CodeReader, WalkFrame};
+
+use super::tables::{CodeImage, Opened};
+use super::ProcessOptions;
+
+/// Below this, a pc outside every module is a call through a null (or near-null)
+/// pointer, not generated code.
+const MIN_CODE_ADDRESS: u64 = 0x1000;
+
+/// A warning about the dump as a whole.
+fn dump_warning(code: &str, message: String) -> report::Warning {
+    report::Warning {
+        code: code.into(),
+        message,
+        thread: None,
+        module: None,
+    }
+}
+
+/// A warning about the report's thread `index`.
+fn thread_warning(code: &str, message: String, index: usize) -> report::Warning {
+    report::Warning {
+        code: code.into(),
+        message,
+        thread: Some(index),
+        module: None,
+    }
+}
+
+/// What the stack scanner asks of code: whether an address is a function's entry, and
+/// the bytes before a return address (from the dump, else the module's file).
+struct Code<'a, 't> {
+    modules: &'a [Module],
+    code: &'a [Option<CodeImage>],
+    memory: &'a dump::MemoryMap<'a>,
+    symbols: &'a [Option<SymbolTable<'t>>],
+    /// Indexed Breakpad files, for modules without a built symbol table.
+    breakpad: &'a [Option<&'a BreakpadIndex>],
+    /// Answers already found from an indexed file, by address (each costs a small
+    /// table build, and a deep recursion asks about one address many times).
+    entry_answers: std::cell::RefCell<rustc_hash::FxHashMap<u64, bool>>,
+}
+
+impl CodeReader for Code<'_, '_> {
+    fn is_entry_function(&self, addr: u64) -> bool {
+        let Some(i) = self
+            .modules
+            .partition_point(|m| m.base <= addr)
+            .checked_sub(1)
+        else {
+            return false;
+        };
+        let Some(m) = self.modules.get(i) else {
+            return false;
+        };
+        if !m.main || addr >= m.end {
+            return false;
+        }
+        let Some(Some(st)) = self.symbols.get(i) else {
+            // an indexed .sym file: a table for just this address
+            let (Some(Some(index)), Some(rel)) =
+                (self.breakpad.get(i), addr.checked_sub(m.load_base))
+            else {
+                return false;
+            };
+            if let Some(&known) = self.entry_answers.borrow().get(&addr) {
+                return known;
+            }
+            let answer = index.symbols_for(&[rel]).ok().is_some_and(|built| {
+                let mut frames = Vec::new();
+                SymbolTable::open(&built.bytes).is_ok_and(|st| st.lookup(rel, &mut frames))
+                    && is_start(&frames)
+            });
+            self.entry_answers.borrow_mut().insert(addr, answer);
+            return answer;
+        };
+        let Some(rel) = addr.checked_sub(m.load_base) else {
+            return false;
+        };
+        let mut frames = Vec::new();
+        st.lookup(rel, &mut frames);
+        is_start(&frames)
+    }
+
+    fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        if let Some(start) = addr.checked_sub(len as u64) {
+            if let Some(b) = self.memory.read_bytes(start, len) {
+                return Some(b.to_vec());
+            }
+        }
+        let i = self
+            .modules
+            .partition_point(|m| m.base <= addr)
+            .checked_sub(1)?;
+        let m = self.modules.get(i)?;
+        let img = self.code.get(i)?.as_ref()?;
+        img.bytes_before(addr.checked_sub(m.load_base)?, len)
+            .map(<[u8]>::to_vec)
+    }
+}
+
+/// Whether the outermost function of a lookup is the entry point.
+fn is_start(frames: &[SymbolFrame<'_>]) -> bool {
+    frames
+        .last()
+        .and_then(|f| f.function)
+        .is_some_and(|name| name == "_start")
+}
+
+/// The threads to walk, as indexes into the dump's: the crashed one first, then dump
+/// order, cut to the budget's thread count (the cut said in `warnings`).
+pub(super) fn order(
+    dump: &Dump<'_>,
+    options: &ProcessOptions,
+    warnings: &mut Vec<report::Warning>,
+) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..dump.threads.len()).collect();
+    if let Some(tid) = dump.crash.as_ref().map(|c| c.tid) {
+        if let Some(pos) = dump.threads.iter().position(|t| t.tid == tid) {
+            order.remove(pos);
+            order.insert(0, pos);
+        }
+    }
+    warnings.extend(options.budget.cut_threads(&mut order));
+    order
+}
+
+/// How far before a return address the call instruction lies, for lookups.
+pub(super) fn call_back(arch: dump::Arch) -> u64 {
+    match arch {
+        dump::Arch::Aarch64 | dump::Arch::Arm => 4,
+        _ => 1,
+    }
+}
+
+/// Walks the threads of `order`, within the budget's frame count.
+pub(super) fn walk_all(
+    dump: &Dump<'_>,
+    opened: &Opened<'_>,
+    order: &[usize],
+    options: &ProcessOptions,
+    warnings: &mut Vec<report::Warning>,
+) -> Vec<walk::WalkResult> {
+    let code = Code {
+        modules: &dump.modules,
+        code: &opened.code,
+        memory: &dump.memory,
+        symbols: &opened.symbols,
+        breakpad: &opened.breakpad,
+        entry_answers: Default::default(),
+    };
+    let pac_mask = dump.pac_mask.unwrap_or(0);
+    if dump.arch == dump::Arch::Aarch64 && pac_mask == 0 {
+        // The walker then derives the mask from the address space (see walk::aarch64).
+        warnings.push(dump_warning(
+            "pac-mask-inferred",
+            "the dump records no pointer-authentication mask (NT_ARM_PAC_MASK): \
+             return addresses were stripped to the address space's significant \
+             bits (at least 48)"
+                .into(),
+        ));
+    }
+    let ctx = walk::WalkContext {
+        memory: &dump.memory,
+        modules: &dump.modules,
+        tables: &opened.unwind,
+        code: &code,
+        options: &options.walk,
+        pac_mask,
+    };
+    let walker = walk::arch::walker_for(dump.arch);
+    if walker.is_none() {
+        warnings.push(dump_warning(
+            "unsupported-arch",
+            format!(
+                "stack walking is not supported for {} yet: only frame 0 is shown",
+                dump.arch.as_str()
+            ),
+        ));
+    }
+    let mut results = Vec::with_capacity(order.len());
+    let mut frame_budget = options.budget.frames();
+    for (index, &ti) in order.iter().enumerate() {
+        let t = &dump.threads[ti];
+        let walk_options = frame_budget.walk_options(&options.walk);
+        let ctx = walk::WalkContext {
+            options: &walk_options,
+            ..ctx
+        };
+        let result = match walker {
+            Some(w) => walk::walk_thread(w, &ctx, &t.registers),
+            None => frame_zero(dump, t),
+        };
+        thread_warnings(t, index, &result, &mut frame_budget, options, warnings);
+        results.push(result);
+    }
+    warnings.extend(frame_budget.warning());
+    results
+}
+
+/// Frame 0 alone, from the thread's registers: the walk of an architecture without a
+/// walker.
+fn frame_zero(dump: &Dump<'_>, t: &dump::Thread) -> walk::WalkResult {
+    walk::WalkResult {
+        frames: t
+            .registers
+            .pc()
+            .map(|pc| WalkFrame {
+                pc,
+                sp: t.registers.sp(),
+                trust: walk::Trust::Context,
+                unwind_source: None,
+                module: dump.module_index_for(pc),
+                exact_pc: true,
+                registers: t.registers.clone(),
+            })
+            .into_iter()
+            .collect(),
+        end: walk::EndReason::UnwindError,
+        end_detail: Some("no walker for this architecture".into()),
+    }
+}
+
+/// What one thread's walk tells the reader: generated code on the stack, a thread cut at
+/// the frame limit (the budget's own cut is said once, by the budget).
+fn thread_warnings(
+    t: &dump::Thread,
+    index: usize,
+    result: &walk::WalkResult,
+    frame_budget: &mut FrameBudget,
+    options: &ProcessOptions,
+    warnings: &mut Vec<report::Warning>,
+) {
+    if let Some((k, f)) = result
+        .frames
+        .iter()
+        .enumerate()
+        .find(|(_, f)| f.module.is_none() && f.pc >= MIN_CODE_ADDRESS)
+    {
+        let message = format!(
+            "thread {}: frame {k} at {} runs code that no module maps (JIT or other \
+             generated code): no unwind table or symbol describes it, so the frames \
+             around it come from frame pointers and stack scanning",
+            t.tid,
+            hex_addr(f.pc)
+        );
+        warnings.push(thread_warning("code-outside-modules", message, index));
+    }
+    let cut_by_budget = frame_budget.spent(&options.walk, result);
+    if result.end == walk::EndReason::FrameLimit && !cut_by_budget {
+        let message = format!("thread {} has more frames than the limit", t.tid);
+        warnings.push(thread_warning("frame-limit", message, index));
+    }
+}
+
+/// The report's threads: every walked frame symbolized (inlined functions first).
+pub(super) fn symbolize(
+    dump: &Dump<'_>,
+    opened: Opened<'_>,
+    order: &[usize],
+    results: Vec<walk::WalkResult>,
+) -> Vec<report::Thread> {
+    let back = call_back(dump.arch);
+    let crashed_tid = dump.crash.as_ref().map(|c| c.tid);
+    let indexed = symbols_from_indexes(dump, &opened.breakpad, &opened.symbols, &results, back);
+    let symbol_tables: Vec<Option<SymbolTable<'_>>> = opened
+        .symbols
+        .into_iter()
+        .zip(&indexed)
+        .map(|(table, built)| table.or_else(|| SymbolTable::open(built.as_deref()?).ok()))
+        .collect();
+    let mut threads = Vec::with_capacity(order.len());
+    let mut scratch: Vec<SymbolFrame<'_>> = Vec::new();
+    for (index, (&ti, result)) in order.iter().zip(results).enumerate() {
+        let t = &dump.threads[ti];
+        let mut frames = Vec::with_capacity(result.frames.len());
+        for wf in &result.frames {
+            symbolize_frame(dump, &symbol_tables, wf, back, &mut scratch, &mut frames);
+        }
+        threads.push(report::Thread {
+            index,
+            tid: t.tid,
+            name: t.name.clone(),
+            crashed: Some(t.tid) == crashed_tid && index == 0,
+            registers: t
+                .registers
+                .named()
+                .map(|(n, v)| (n.to_string(), hex_addr(v)))
+                .collect(),
+            frames,
+            end: result.end.as_str().to_string(),
+            end_detail: result.end_detail,
+        });
+    }
+    threads
+}
+
+/// For each module with an indexed `.sym` file and no built symbol table, the table of the
+/// addresses the walks' frames look up there.
+fn symbols_from_indexes(
+    dump: &Dump<'_>,
+    breakpad: &[Option<&BreakpadIndex>],
+    built: &[Option<SymbolTable<'_>>],
+    results: &[walk::WalkResult],
+    back: u64,
+) -> Vec<Option<Vec<u8>>> {
+    let mut rels: Vec<Vec<u64>> = vec![Vec::new(); dump.modules.len()];
+    for wf in results.iter().flat_map(|r| &r.frames) {
+        let Some(i) = wf.module else { continue };
+        let (Some(m), Some(list)) = (dump.modules.get(i), rels.get_mut(i)) else {
+            continue;
+        };
+        if let Some(rel) = wf.address_for_lookup(back).checked_sub(m.load_base) {
+            list.push(rel);
+        }
+    }
+    breakpad
+        .iter()
+        .zip(built)
+        .zip(&mut rels)
+        .map(|((index, table), rels)| {
+            let index = (*index).filter(|_| table.is_none() && !rels.is_empty())?;
+            rels.sort_unstable();
+            rels.dedup();
+            index.symbols_for(rels).ok().map(|b| b.bytes)
+        })
+        .collect()
+}
+
+/// Appends the report frames of one physical frame: its inlined functions first.
+fn symbolize_frame<'t>(
+    dump: &Dump<'_>,
+    symbol_tables: &[Option<SymbolTable<'t>>],
+    wf: &WalkFrame,
+    back: u64,
+    scratch: &mut Vec<SymbolFrame<'t>>,
+    out: &mut Vec<report::Frame>,
+) {
+    let module = wf.module.and_then(|i| dump.modules.get(i).map(|m| (i, m)));
+    let lookup = wf.address_for_lookup(back);
+    scratch.clear();
+    if let Some((i, m)) = module {
+        if let (Some(Some(st)), Some(rel)) = (symbol_tables.get(i), lookup.checked_sub(m.load_base))
+        {
+            st.lookup(rel, scratch);
+        }
+    }
+    let base = |inlined: bool| report::Frame {
+        index: 0,
+        pc: hex_addr(wf.pc),
+        sp: wf.sp.map(hex_addr),
+        trust: wf.trust.as_str().into(),
+        unwind_source: wf.unwind_source.map(|s| s.as_str().to_string()),
+        module: module.map(|(_, m)| m.name.clone()),
+        module_index: module.map(|(i, _)| i),
+        module_offset: module.map(|(_, m)| hex_addr(wf.pc.wrapping_sub(m.base))),
+        function: None,
+        function_offset: None,
+        file: None,
+        line: None,
+        column: None,
+        inlined,
+        symbol_source: None,
+    };
+    if scratch.is_empty() {
+        let mut f = base(false);
+        f.index = out.len();
+        out.push(f);
+        return;
+    }
+    for sf in scratch.iter() {
+        let mut f = base(sf.inlined);
+        f.index = out.len();
+        f.function = sf.function.map(str::to_string);
+        f.file = sf.file.map(str::to_string);
+        f.line = sf.line;
+        f.column = sf.column;
+        f.symbol_source = Some(sf.source.as_str().to_string());
+        if !sf.inlined {
+            if let (Some(start), Some((_, m))) = (sf.function_start, module) {
+                let start = m.load_base.wrapping_add(start);
+                f.function_offset = wf.pc.checked_sub(start).map(hex_addr);
+            }
+        }
+        out.push(f);
+    }
+}
