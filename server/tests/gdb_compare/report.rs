@@ -108,7 +108,11 @@ mod tests {
                 "index": 0, "name": "x", "path": "/bin/x", "base": "0x400000", "end": "0x402000",
                 "build_id": "0123abcd", "debug_id": "CDAB23010000000000000000000000000", "code_id": null,
                 "identity": "build-id", "verified": true, "main": true, "status": "ok",
-                "unwind": ["eh_frame"], "symbols": ["dwarf", "symtab"]
+                "unwind": ["eh_frame"], "symbols": ["dwarf", "symtab"],
+                "files": [
+                    { "name": "x", "build_id": "0123abcd", "kind": "binary", "gave": ["unwind"] },
+                    { "name": "x.debug", "build_id": "0123abcd", "kind": "debug", "gave": ["symbols"] }
+                ]
             }],
             "unloaded_modules": [],
             "annotations": {},
@@ -147,6 +151,10 @@ mod tests {
         end["threads"][0]["end"] = json!("done");
         let mut code = sample();
         code["warnings"][0]["code"] = json!("Memory Missing");
+        let mut kind = sample();
+        kind["modules"][0]["files"][0]["kind"] = json!("library");
+        let mut gave_nothing = sample();
+        gave_nothing["modules"][0]["files"][1]["gave"] = json!([]);
         for (what, report) in [
             ("zero-padded hex", padded),
             ("upper-case hex", upper),
@@ -156,6 +164,8 @@ mod tests {
             ("unknown trust", trust),
             ("unknown end", end),
             ("non-kebab warning code", code),
+            ("unknown file kind", kind),
+            ("a file that gave nothing", gave_nothing),
         ] {
             assert!(
                 !valid(&report),
