@@ -269,11 +269,21 @@ pub struct Dump<'d> {
 impl Dump<'_> {
     /// The module containing `addr`, by index.
     pub fn module_index_for(&self, addr: u64) -> Option<usize> {
-        // modules are sorted by base: last module whose base <= addr
-        let i = self.modules.partition_point(|m| m.base <= addr);
-        let idx = i.checked_sub(1)?;
-        (addr < self.modules[idx].end).then_some(idx)
+        module_containing(&self.modules, addr)
     }
+}
+
+/// The last of `modules` (sorted by base, as every dump reader leaves them) that starts
+/// at or below `addr`, by index — whether or not it reaches `addr`. The one search by
+/// address the engine has: [`module_containing`] and the code readers build on it.
+pub fn module_starting_at_or_below(modules: &[Module], addr: u64) -> Option<usize> {
+    modules.partition_point(|m| m.base <= addr).checked_sub(1)
+}
+
+/// The module of `modules` (sorted by base) whose range holds `addr`, by index.
+pub fn module_containing(modules: &[Module], addr: u64) -> Option<usize> {
+    let i = module_starting_at_or_below(modules, addr)?;
+    (addr < modules.get(i)?.end).then_some(i)
 }
 
 /// Lower-case hex of bytes.

@@ -51,11 +51,7 @@ struct Code<'a, 't> {
 
 impl CodeReader for Code<'_, '_> {
     fn is_entry_function(&self, addr: u64) -> bool {
-        let Some(i) = self
-            .modules
-            .partition_point(|m| m.base <= addr)
-            .checked_sub(1)
-        else {
+        let Some(i) = dump::module_starting_at_or_below(self.modules, addr) else {
             return false;
         };
         let Some(m) = self.modules.get(i) else {
@@ -96,10 +92,7 @@ impl CodeReader for Code<'_, '_> {
                 return Some(b.to_vec());
             }
         }
-        let i = self
-            .modules
-            .partition_point(|m| m.base <= addr)
-            .checked_sub(1)?;
+        let i = dump::module_starting_at_or_below(self.modules, addr)?;
         let m = self.modules.get(i)?;
         let img = self.code.get(i)?.as_ref()?;
         img.bytes_before(addr.checked_sub(m.load_base)?, len)

@@ -209,9 +209,7 @@ pub struct WalkContext<'a, 'd> {
 impl WalkContext<'_, '_> {
     /// The module containing `addr`.
     pub fn module_for(&self, addr: u64) -> Option<usize> {
-        let i = self.modules.partition_point(|m| m.base <= addr);
-        let idx = i.checked_sub(1)?;
-        (addr < self.modules[idx].end).then_some(idx)
+        crate::dump::module_containing(self.modules, addr)
     }
     /// Whether `addr` is in executable code of a mapped module.
     pub fn is_code(&self, addr: u64) -> bool {
