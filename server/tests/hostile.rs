@@ -327,7 +327,7 @@ async fn oversized_headers_are_a_problem_json_431() {
     ] {
         let stream = TcpStream::connect(&addr).await.unwrap();
         let (mut rd, mut wr) = stream.into_split();
-        let _ = wr.write_all(head.as_bytes()).await;
+        let _ = wr.write_all(format!("{head}\r\n\r\n").as_bytes()).await;
         if let Some(r) = read_response(&mut rd, Duration::from_secs(10)).await {
             assert_eq!(r.status, 431, "{r:?}");
         }
