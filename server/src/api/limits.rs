@@ -27,15 +27,33 @@ use futures::StreamExt;
 use super::problem::ApiError;
 use super::state::AppState;
 
-/// Most bytes of request headers (names, values and separators) accepted. Headers over
-/// hyper's own read buffer (~400 KiB) are refused by hyper before they get here, with an
-/// empty 431.
+/// Most bytes of request headers (names, values and separators) accepted.
 pub(crate) const MAX_HEADER_BYTES: usize = 64 << 10;
-/// Most header fields accepted. The connection lets through up to
-/// [`WIRE_MAX_HEADERS`], so that this layer, not hyper, answers the excess.
+/// Most header fields accepted.
 pub(crate) const MAX_HEADERS: usize = 100;
-/// The header fields hyper parses per request (past this it answers an empty 431).
-pub(crate) const WIRE_MAX_HEADERS: usize = 1000;
+
+/// hyper's own bounds on a request head, set on the connection (`cli/conn.rs`) above ours
+/// so that this layer, not hyper, answers an oversized head, with a problem+json 431 that
+/// says what was sent. hyper must parse a head whole before any layer sees it, and past
+/// either bound it answers by itself (an empty 431, or a reset if the client is still
+/// sending) with no way to change that answer: those heads get no problem+json.
+///
+/// Memory, per connection: the read buffer holding the head, at most
+/// [`WIRE_MAX_HEAD_BYTES`] of data (its allocation at most twice that); the parsed
+/// fields point into it. While a head is parsed, a scratch table of
+/// [`WIRE_MAX_HEADERS`] × 64 bytes (512 KiB) is allocated and freed within the parse
+/// (never held while waiting for bytes, so at most one per runtime thread). The header
+/// timeout bounds how long a connection holds an unfinished head.
+///
+/// The read buffer's largest size, which bounds the request line and headers: hyper's
+/// default (408 KiB), stated here because the memory bound above depends on it (the same
+/// buffer carries body reads).
+pub(crate) const WIRE_MAX_HEAD_BYTES: usize = 8192 + 4096 * 100;
+/// The header fields hyper parses per request: enough that a head under
+/// [`MAX_HEADER_BYTES`] reaches this layer unless its fields average under 8 bytes
+/// (`X-A: 1` and its CRLF), and a head up to [`WIRE_MAX_HEAD_BYTES`] unless they average
+/// under 51.
+pub(crate) const WIRE_MAX_HEADERS: usize = 8192;
 
 /// What happened to the request body under the handler: cut (and why), and whether it
 /// was read to its end.
@@ -127,10 +145,13 @@ fn check_headers(headers: &HeaderMap) -> Result<(), ApiError> {
     let bytes = headers.iter().fold(0usize, |n, (name, value)| {
         n.saturating_add(name.as_str().len() + value.len() + 4)
     });
-    if bytes > MAX_HEADER_BYTES || headers.len() > MAX_HEADERS {
+    let fields = headers.len();
+    if bytes > MAX_HEADER_BYTES || fields > MAX_HEADERS {
         return Err(ApiError::HeadersTooLarge {
-            limit: MAX_HEADER_BYTES as u64,
-            fields: MAX_HEADERS,
+            bytes,
+            fields,
+            max_bytes: MAX_HEADER_BYTES,
+            max_fields: MAX_HEADERS,
         });
     }
     Ok(())
@@ -223,6 +244,28 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn headers_over_either_limit_are_refused_with_what_was_sent() {
+        let mut h = HeaderMap::new();
+        for i in 0..MAX_HEADERS {
+            h.append("x-h", HeaderValue::from(i));
+        }
+        assert!(check_headers(&h).is_ok());
+        h.append("x-h", HeaderValue::from_static("one more"));
+        let e = check_headers(&h).unwrap_err().to_string();
+        assert!(e.contains("101 fields"), "{e}");
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-huge",
+            HeaderValue::from_str(&"h".repeat(MAX_HEADER_BYTES)).unwrap(),
+        );
+        let e = check_headers(&h).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("{} bytes", MAX_HEADER_BYTES + 10)),
+            "{e}"
+        );
+    }
 
     #[test]
     fn encodings_are_case_insensitive() {

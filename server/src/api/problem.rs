@@ -41,8 +41,16 @@ pub enum ApiError {
     DecompressedTooLarge { limit: u64 },
     #[error("the multipart text fields are larger than the limit of {limit} bytes")]
     FieldsTooLarge { limit: u64 },
-    #[error("the request headers are larger than the limit of {limit} bytes or {fields} fields")]
-    HeadersTooLarge { limit: u64, fields: usize },
+    #[error(
+        "the request headers are {bytes} bytes in {fields} fields; \
+         the limit is {max_bytes} bytes and {max_fields} fields"
+    )]
+    HeadersTooLarge {
+        bytes: usize,
+        fields: usize,
+        max_bytes: usize,
+        max_fields: usize,
+    },
     #[error("no byte of the request body arrived for {secs} s")]
     BodyTimeout { secs: u64 },
     #[error("the request took longer than the limit of {secs} s")]

@@ -3,6 +3,10 @@
 //!
 //! - request headers must arrive within `header_timeout` (hyper's header read timeout; it
 //!   also closes a keep-alive connection idle that long between requests);
+//! - hyper's bounds on a request head (its read buffer and field count) are set above the
+//!   limits that `api::limits` checks, so that an oversized head is answered by that layer
+//!   as a problem+json 431 (the memory this costs is stated there); only a head past
+//!   hyper's bounds gets hyper's empty 431;
 //! - at most `max_connections` connections are served at once; past that the loop stops
 //!   accepting, so further clients wait in the listen backlog instead of exhausting file
 //!   descriptors, and are taken as soon as a connection ends (idle ones end by the header
@@ -42,6 +46,7 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
+        .max_buf_size(crate::api::limits::WIRE_MAX_HEAD_BYTES)
         .max_headers(crate::api::limits::WIRE_MAX_HEADERS)
         .keep_alive(true);
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
