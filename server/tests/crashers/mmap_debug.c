@@ -2,7 +2,9 @@
  * deep: libc's separate debug file (found by libc's own build-id under
  * /usr/lib/debug/.build-id, which libc6-dbg installs), the program's own executable
  * (/proc/self/exe) and its own executable once more at a file offset past its header.
- * None of these mappings is a module: gdb lists only what the dynamic linker loaded. */
+ * None of these mappings is a module: gdb lists only what the dynamic linker loaded.
+ * With the argument `live` it does not fault: it prints `ready` and waits in pause()
+ * where it would have faulted, for gcore to dump it. */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 
 static char libc_debug[512];
 volatile int sink;
+static int live;
 
 static int find_libc(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
@@ -59,6 +62,11 @@ static void map_as_data(const char *path, off_t offset) {
 }
 
 __attribute__((noinline)) void crash_here(int *p, int v) {
+    if (live) {
+        puts("ready");
+        fflush(stdout);
+        for (;;) pause();
+    }
     *p = v; /* SIGSEGV: p is null */
     sink += v;
 }
@@ -69,7 +77,7 @@ __attribute__((noinline)) int middle(int *p, int depth) {
 }
 
 int main(int argc, char **argv) {
-    (void)argv;
+    live = argc > 1 && strcmp(argv[1], "live") == 0;
     dl_iterate_phdr(find_libc, NULL);
     if (!libc_debug[0]) {
         fprintf(stderr, "libc has no build-id\n");

@@ -129,6 +129,35 @@ fn debug_file_and_own_binary_mapped_as_data_are_not_modules() {
     });
 }
 
+/// The same process dumped live by gdb's `gcore` instead of the kernel: gcore writes its
+/// own NT_FILE note and dumps every mapping, the data ones included.
+#[test]
+fn gcore_of_a_process_that_mapped_debug_files() {
+    let work = Workdir::new("mmap_debug_live");
+    let exe = work.compile("gcc", &["-O1"], &["mmap_debug.c"], "mmap_debug");
+    let core = work.gcore_live_with(&exe, &["live"]);
+    assert!(
+        core_maps_file_under(&core, "/usr/lib/debug/.build-id/"),
+        "the program mapped libc's debug file (is libc6-dbg installed?)"
+    );
+    let crashed = Crashed {
+        work,
+        exe,
+        core,
+        live: true,
+    };
+    check_modules(&crashed, |gdb| {
+        let names = super::crashed_names(gdb);
+        let mut rest = names.iter();
+        for name in ["crash_here", "middle", "main"] {
+            assert!(
+                rest.any(|n| n == name),
+                "gdb's stack lacks {name}: {names:?}"
+            );
+        }
+    });
+}
+
 #[test]
 fn rust_program_that_printed_a_backtrace() {
     let work = Workdir::new("rust_backtrace");

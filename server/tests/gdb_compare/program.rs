@@ -125,7 +125,13 @@ impl Workdir {
     /// Starts `exe`, waits until it prints `ready`, writes a core of the live process
     /// with `gcore`, kills it and returns the core's path.
     pub fn gcore_live(&self, exe: &Path) -> PathBuf {
+        self.gcore_live_with(exe, &[])
+    }
+
+    /// [`Self::gcore_live`] of `exe` started with `args`.
+    pub fn gcore_live_with(&self, exe: &Path, args: &[&str]) -> PathBuf {
         let mut child = Command::new(exe)
+            .args(args)
             .current_dir(self.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
