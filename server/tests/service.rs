@@ -508,9 +508,11 @@ async fn service_breakpad_symbols_report_equals_cli() {
     );
 
     for sym in &syms {
+        // under its own name, which the report's module files name as the CLI does
+        let name = sym.file_name().unwrap().to_str().unwrap();
         let r = c
             .post(s.url("/api/v1/binaries"))
-            .header("x-file-name", "upload.sym")
+            .header("x-file-name", name)
             .body(std::fs::read(sym).unwrap())
             .send()
             .await
