@@ -1,9 +1,8 @@
 //! `POST /api/v1/binaries` (raw or multipart, one or many files: ELF, Mach-O, Breakpad
 //! `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`.
 //!
-//! A new file invalidates the tables it changes (a binary's: its build-id's; a `.sym`
-//! file's: its debug-id's) and requeues the crashes that missed its module or had only a
-//! `.sym` file for it.
+//! A new file invalidates the tables it changes and requeues the crashes it may change
+//! (`worker::jobs::new_file`).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -15,9 +14,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 use engine::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
 use serde_json::{json, Value};
-use worker::jobs::process::breakpad_table_key;
+use worker::jobs::new_file::{file_arrived, NewFile};
 use worker::store::binaries::{self, BinaryRow};
-use worker::store::{breakpad_used, missing, now_ms, tables, StagedBlob, StoreError};
+use worker::store::{now_ms, StagedBlob, StoreError};
 
 use super::extract::{authorize, multipart_boundary, read_multipart, stage_body, Keep, PartData};
 use super::health::parse_limit;
@@ -133,23 +132,12 @@ async fn upload_inner(
     // them is not processed before the others (a binary and its debug file) are there.
     let any_created = !created_infos.is_empty();
     for info in created_infos {
-        // New file for this module: the tables it feeds must be rebuilt from all the
-        // module's files, and the crashes that missed it processed again.
-        let table_key = match (&info.debug_id, info.kind) {
-            (Some(d), KIND_BREAKPAD) => Some(breakpad_table_key(d)),
-            _ => info.build_id.clone(),
+        let file = NewFile {
+            build_id: info.build_id.as_deref(),
+            debug_id: info.debug_id.as_deref(),
+            breakpad: info.kind == KIND_BREAKPAD,
         };
-        if let Some(key) = table_key {
-            tables::invalidate(&s.db, &key).await?;
-            s.cache.invalidate_build_id(&key);
-        }
-        // And the crashes whose module had only a `.sym` file: a binary's tables win, a
-        // newer `.sym` replaces the older.
-        let (b, d) = (info.build_id.as_deref(), info.debug_id.as_deref());
-        let requeued = missing::requeue_for_ids(&s.db, b, d).await?
-            + breakpad_used::requeue_for_ids(&s.db, b, d).await?;
-        if requeued > 0 {
-            tracing::info!(build_id = ?b, debug_id = ?d, requeued, "crashes requeued");
+        if file_arrived(&s.db, &s.cache, file).await? > 0 {
             s.wake.notify_waiters();
         }
     }

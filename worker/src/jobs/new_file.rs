@@ -1,0 +1,45 @@
+//! What a newly stored file changes, in one place: the tables of the module it describes
+//! are rebuilt from all of that module's files (their stored rows and cached entries are
+//! dropped), and the crashes that missed the module, or had only a `.sym` file for it (a
+//! binary's tables win; a newer `.sym` replaces an older one), are queued again. Uploads
+//! call it; so will any other way files arrive.
+
+use crate::cache::TablesCache;
+use crate::store::{breakpad_used, missing, tables, Db, StoreError};
+
+use super::process::breakpad_table_key;
+
+/// The identifiers of a file just stored.
+#[derive(Debug, Clone, Copy)]
+pub struct NewFile<'a> {
+    /// GNU build-id (or Mach-O UUID), lower-case hex.
+    pub build_id: Option<&'a str>,
+    /// Breakpad debug-id, upper-case.
+    pub debug_id: Option<&'a str>,
+    /// Whether it is a Breakpad `.sym` file (its tables are keyed by debug-id).
+    pub breakpad: bool,
+}
+
+/// Invalidates the tables `file` feeds and requeues the crashes it may change. Returns
+/// how many crashes were requeued (the caller wakes the workers when there are any).
+pub async fn file_arrived(
+    db: &Db,
+    cache: &TablesCache,
+    file: NewFile<'_>,
+) -> Result<u64, StoreError> {
+    let table_key = match (file.debug_id, file.breakpad) {
+        (Some(d), true) => Some(breakpad_table_key(d)),
+        _ => file.build_id.map(str::to_string),
+    };
+    if let Some(key) = table_key {
+        tables::invalidate(db, &key).await?;
+        cache.invalidate_build_id(&key);
+    }
+    let (b, d) = (file.build_id, file.debug_id);
+    let requeued = missing::requeue_for_ids(db, b, d).await?
+        + breakpad_used::requeue_for_ids(db, b, d).await?;
+    if requeued > 0 {
+        tracing::info!(build_id = ?b, debug_id = ?d, requeued, "crashes requeued");
+    }
+    Ok(requeued)
+}
