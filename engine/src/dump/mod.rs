@@ -95,8 +95,9 @@ pub struct Thread {
     pub registers: RegisterSet,
 }
 
-/// How a module's identity was established.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How a module's identity was established (the report's `identity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Identity {
     /// The build-id (or debug-id) was read from the dump itself.
     BuildId,
@@ -105,6 +106,16 @@ pub enum Identity {
     /// Nothing identifies it.
     #[default]
     None,
+}
+
+impl Identity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Identity::BuildId => "build-id",
+            Identity::Path => "path",
+            Identity::None => "none",
+        }
+    }
 }
 
 /// One mapping of a module's file into the address space.

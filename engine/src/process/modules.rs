@@ -3,8 +3,8 @@
 //! unverified) and those the provider and the table builds met.
 
 use crate::breakpad_index::BreakpadIndex;
-use crate::dump::{Dump, Identity, Module};
-use crate::report::{self, hex_addr};
+use crate::dump::{Dump, Module};
+use crate::report::{self, hex_addr, ModuleStatus};
 use crate::symbols;
 
 use super::tables::{Loaded, ModuleTables, Opened, TableProvider};
@@ -61,15 +61,10 @@ fn report_of(
         build_id: m.build_id_hex(),
         debug_id: m.debug_id.clone(),
         code_id: m.code_id.clone(),
-        identity: match m.identity {
-            Identity::BuildId => "build-id",
-            Identity::Path => "path",
-            Identity::None => "none",
-        }
-        .to_string(),
+        identity: m.identity,
         verified: l.tables.as_ref().is_some_and(|t| t.verified),
         main: m.main,
-        status: status.to_string(),
+        status,
         files: module_files(
             l.tables.as_ref(),
             opened.unwind[i].is_some(),
@@ -105,7 +100,7 @@ fn sources(i: usize, l: &Loaded, opened: &Opened<'_>) -> (Vec<String>, Vec<Strin
     (unwind, symbol_sources)
 }
 
-/// Module `i`'s status (`ok`, `missing`, `corrupt`, `unverified`), with the warning that
+/// Module `i`'s status, with the warning that
 /// explains a missing or unverified one.
 fn status(
     i: usize,
@@ -113,7 +108,7 @@ fn status(
     l: &Loaded,
     opened: &Opened<'_>,
     warnings: &mut Vec<report::Warning>,
-) -> &'static str {
+) -> ModuleStatus {
     let has_tables =
         opened.unwind[i].is_some() || opened.symbols[i].is_some() || indexed_symbols(i, opened);
     match &l.tables {
@@ -126,18 +121,18 @@ fn status(
                 None => format!("no file for {}, which has no build-id", m.name),
             };
             warnings.push(warning("module-missing", message, i));
-            "missing"
+            ModuleStatus::Missing
         }
-        Some(_) if !has_tables => "corrupt",
+        Some(_) if !has_tables => ModuleStatus::Corrupt,
         Some(t) if !t.verified => {
             let message = format!(
                 "{} was matched by path only; its symbols may not be the crashed build",
                 m.name
             );
             warnings.push(warning("module-unverified", message, i));
-            "unverified"
+            ModuleStatus::Unverified
         }
-        Some(_) => "ok",
+        Some(_) => ModuleStatus::Ok,
     }
 }
 

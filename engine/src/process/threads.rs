@@ -289,7 +289,7 @@ pub(super) fn symbolize(
                 .map(|(n, v)| (n.to_string(), hex_addr(v)))
                 .collect(),
             frames,
-            end: result.end.as_str().to_string(),
+            end: result.end,
             end_detail: result.end_detail,
         });
     }
@@ -350,7 +350,7 @@ fn symbolize_frame<'t>(
         index: 0,
         pc: hex_addr(wf.pc),
         sp: wf.sp.map(hex_addr),
-        trust: wf.trust.as_str().into(),
+        trust: wf.trust,
         unwind_source: wf.unwind_source.map(|s| s.as_str().to_string()),
         module: module.map(|(_, m)| m.name.clone()),
         module_index: module.map(|(i, _)| i),

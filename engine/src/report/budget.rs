@@ -188,7 +188,7 @@ mod tests {
             index: i,
             pc: format!("{:#x}", 0x1000 + i),
             sp: None,
-            trust: "fp".into(),
+            trust: crate::walk::Trust::Fp,
             unwind_source: None,
             module: Some("app".into()),
             module_index: Some(0),
@@ -240,7 +240,7 @@ mod tests {
                 crashed: index == 0,
                 registers: Default::default(),
                 frames: (0..frames).map(frame).collect(),
-                end: "frame-limit".into(),
+                end: crate::walk::EndReason::FrameLimit,
                 end_detail: None,
             })
             .collect();

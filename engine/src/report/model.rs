@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::dump::Identity;
+pub use crate::walk::{EndReason, Trust};
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     pub schema: String,
@@ -72,7 +75,7 @@ pub struct Thread {
     pub crashed: bool,
     pub registers: BTreeMap<String, String>,
     pub frames: Vec<Frame>,
-    pub end: String,
+    pub end: EndReason,
     pub end_detail: Option<String>,
 }
 
@@ -81,7 +84,7 @@ pub struct Frame {
     pub index: usize,
     pub pc: String,
     pub sp: Option<String>,
-    pub trust: String,
+    pub trust: Trust,
     pub unwind_source: Option<String>,
     pub module: Option<String>,
     pub module_index: Option<usize>,
@@ -105,10 +108,10 @@ pub struct Module {
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
     pub code_id: Option<String>,
-    pub identity: String,
+    pub identity: Identity,
     pub verified: bool,
     pub main: bool,
-    pub status: String,
+    pub status: ModuleStatus,
     pub unwind: Vec<String>,
     pub symbols: Vec<String>,
     /// The files this module's tables came from, and what each gave: a binary, its
@@ -117,6 +120,31 @@ pub struct Module {
     /// it existed.
     #[serde(default)]
     pub files: Vec<ModuleFile>,
+}
+
+/// Whether a module's tables were found (the report's `status`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModuleStatus {
+    /// Unwind or symbol tables were found for its build.
+    Ok,
+    /// No file describes it.
+    Missing,
+    /// Its file was matched by path only: the tables may be another build's.
+    Unverified,
+    /// A file exists but gave no readable table.
+    Corrupt,
+}
+
+impl ModuleStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModuleStatus::Ok => "ok",
+            ModuleStatus::Missing => "missing",
+            ModuleStatus::Unverified => "unverified",
+            ModuleStatus::Corrupt => "corrupt",
+        }
+    }
 }
 
 /// One file a module's tables came from.
@@ -172,4 +200,57 @@ pub struct Warning {
     pub message: String,
     pub thread: Option<usize>,
     pub module: Option<usize>,
+}
+
+/// The report's spelling of each enum, for text output and pages (width and alignment
+/// honoured, as the text report's columns need).
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(Trust, EndReason, Identity, ModuleStatus);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text report and the pages print `as_str`; JSON has serde's names. They are
+    /// the same words, every variant.
+    #[test]
+    fn enum_names_in_json_are_their_as_str() {
+        fn check<T: Serialize + std::fmt::Display>(values: &[T]) {
+            for v in values {
+                let json = serde_json::to_value(v).unwrap_or_default();
+                assert_eq!(json.as_str(), Some(v.to_string().as_str()));
+            }
+        }
+        check(&[Trust::Context, Trust::Cfi, Trust::Fp, Trust::Scan]);
+        check(&[
+            EndReason::Outermost,
+            EndReason::PcZero,
+            EndReason::StackEnd,
+            EndReason::FrameLimit,
+            EndReason::Loop,
+            EndReason::NoCaller,
+            EndReason::MemoryMissing,
+            EndReason::UnwindError,
+        ]);
+        check(&[Identity::BuildId, Identity::Path, Identity::None]);
+        assert_eq!(
+            format!("[{:<4}]", Trust::Fp),
+            "[fp  ]",
+            "padding is honoured"
+        );
+        check(&[
+            ModuleStatus::Ok,
+            ModuleStatus::Missing,
+            ModuleStatus::Unverified,
+            ModuleStatus::Corrupt,
+        ]);
+    }
 }

@@ -238,7 +238,7 @@ mod tests {
             index: 0,
             pc: "0x1000".into(),
             sp: None,
-            trust: "cfi".into(),
+            trust: crate::walk::Trust::Cfi,
             unwind_source: None,
             module: module.map(str::to_string),
             module_index: None,
@@ -268,7 +268,7 @@ mod tests {
                     f
                 })
                 .collect(),
-            end: "end".into(),
+            end: crate::walk::EndReason::Outermost,
             end_detail: None,
         }
     }

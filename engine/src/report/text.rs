@@ -69,7 +69,7 @@ pub fn render(report: &Report) -> String {
                 let _ = writeln!(out, "#{:<3} {} in {what}{at}  [{}]", f.index, f.pc, f.trust);
             }
         }
-        if t.end != "outermost" {
+        if t.end != crate::walk::EndReason::Outermost {
             let _ = writeln!(
                 out,
                 "     (walk ended: {}{})",

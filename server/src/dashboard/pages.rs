@@ -282,7 +282,7 @@ fn upload_command(host: &str, name: &str, with_token: bool) -> String {
 
 fn frame_row(f: &Frame, signature_frames: &[usize]) -> Markup {
     // Scanned frames are guesses: the row is greyed.
-    let weak = f.trust == "scan";
+    let weak = f.trust == engine::report::Trust::Scan;
     let class = match (weak, f.inlined) {
         (true, true) => Some("weak inl"),
         (true, false) => Some("weak"),
@@ -383,7 +383,7 @@ pub fn crash_detail(
                     thead { tr { th { "Name" } th { "Build-id" } th { "Base" } th { "Status" } th { "Unwind" } th { "Symbols" } } }
                     tbody {
                         @for (i, m) in r.modules.iter().enumerate() {
-                            @let missing = m.status == "missing";
+                            @let missing = m.status == engine::report::ModuleStatus::Missing;
                             @let is_uploaded = uploaded.get(i).is_some_and(|u| u.1);
                             tr class=[missing.then_some("missing")] {
                                 td.mono { (m.name) }
