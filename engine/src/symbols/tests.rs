@@ -519,6 +519,73 @@ fn rust_matches_addr2line() {
 }
 
 /// Text symbols by address from `nm` (raw names, demangled by us for comparison).
+/// The PLT stubs objdump names (`<puts@plt>:`) in `.plt` and `.plt.sec`, as (address,
+/// name): binutils' synthetic symbols, the names gdb shows for a frame in a stub.
+fn objdump_plt_stubs(objdump: &str, path: &Path) -> Vec<(u64, String)> {
+    let out = Command::new(objdump)
+        .args(["-d", "--section=.plt", "--section=.plt.sec"])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("{objdump}: {e}"));
+    assert!(out.status.success(), "{objdump} -d {}", path.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (addr, rest) = l.split_once(" <")?;
+            let name = rest.strip_suffix(">:")?;
+            name.ends_with("@plt")
+                .then(|| Some((u64::from_str_radix(addr.trim(), 16).ok()?, name.to_string())))?
+        })
+        .collect()
+}
+
+/// Every PLT stub objdump names is named the same in our table, for the x86_64 layouts
+/// (`.plt` with its header; `.plt.sec` when the linker makes IBT stubs) and aarch64's.
+#[test]
+fn plt_stubs_are_named_as_objdump_names_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, &[&str], &str); 3] = [
+        ("gcc", &["-O2", "-g"], "objdump"),
+        (
+            "gcc",
+            &["-O2", "-g", "-fcf-protection=full", "-Wl,-z,ibtplt"],
+            "objdump",
+        ),
+        (
+            "aarch64-linux-gnu-gcc",
+            &["-O2", "-g"],
+            "aarch64-linux-gnu-objdump",
+        ),
+    ];
+    for (compiler, flags, objdump) in cases {
+        assert!(
+            tool_exists(compiler) && tool_exists(objdump),
+            "{compiler}, {objdump} (test.sh installs them)"
+        );
+        let path = compile_c(dir.path(), compiler, flags).expect("compiles");
+        let stubs = objdump_plt_stubs(objdump, &path);
+        assert!(
+            !stubs.is_empty(),
+            "{compiler} {flags:?}: objdump names no PLT stub"
+        );
+        let bytes = read(&path);
+        let base = link_base_of(&bytes);
+        let built = build_symbol_table(Some(&bytes), &[]).expect("table builds");
+        let table = SymbolTable::open(&built.bytes).expect("table opens");
+        for (addr, name) in &stubs {
+            for at in [*addr, addr + 15] {
+                let frames = ours(&table, at - base);
+                let got = frames.last().and_then(|f| f.0.clone());
+                assert_eq!(
+                    got.as_deref(),
+                    Some(name.as_str()),
+                    "{compiler} {flags:?} at {at:#x}"
+                );
+            }
+        }
+    }
+}
+
 fn nm_text_symbols(path: &Path) -> Option<Vec<(u64, String)>> {
     use object::ObjectSection;
     let bytes = read(path);

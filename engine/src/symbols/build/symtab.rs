@@ -8,8 +8,13 @@
 //! over `__libc_malloc`, `__libc_start_main_impl` over `__libc_start_main`: gdb sorts
 //! the aliases of an address by name and takes the last). A zero-size symbol extends to
 //! the next symbol's start, bounded by the end of its section. Names are demangled.
+//!
+//! PLT stubs have no symbol: as gdb (BFD's synthetic symbols) and objdump do, each stub
+//! of `.plt` (or `.plt.sec`) is named `<function>@plt` after its `JUMP_SLOT` relocation,
+//! on x86_64 and aarch64, when the section's size is exactly the standard layout for the
+//! relocations found (else the stubs stay unnamed rather than misnamed).
 
-use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SymbolKind};
 
 use super::{Collector, RawFunction};
 use crate::symbols::demangle::demangle;
@@ -24,6 +29,8 @@ struct Candidate<'d> {
     global: bool,
     source: SymbolSource,
     input: u16,
+    /// A PLT stub: its name is the function's, with `@plt` after the demangled name.
+    plt: bool,
 }
 
 /// Reads the text symbols of `files`; the result may overlap and is made disjoint by the
@@ -68,8 +75,27 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
                     global: sym.is_global(),
                     source,
                     input,
+                    plt: false,
                 });
             }
+        }
+    }
+    for (input, file) in files.iter().enumerate() {
+        let input = u16::try_from(input).unwrap_or(u16::MAX);
+        for (address, name) in plt_stubs(file) {
+            let Some((start, end)) = c.range(address, address.saturating_add(PLT_ENTRY)) else {
+                continue;
+            };
+            candidates.push(Candidate {
+                start,
+                end,
+                section_end: end,
+                name,
+                global: true,
+                source: SymbolSource::Dynsym,
+                input,
+                plt: true,
+            });
         }
     }
     // Per address: .symtab before .dynsym, sized before zero-size, global before local,
@@ -103,7 +129,10 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
         if end <= b.start {
             continue;
         }
-        let name = demangle(b.name);
+        let mut name = demangle(b.name);
+        if b.plt {
+            name.to_mut().push_str("@plt");
+        }
         let name = c.string(&name);
         out.push(RawFunction {
             start: b.start,
@@ -114,4 +143,63 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
         });
     }
     out
+}
+
+/// Bytes of one PLT stub (x86_64 and aarch64 alike).
+const PLT_ENTRY: u64 = 16;
+
+/// The PLT stubs of `file` as (address, function name): the `JUMP_SLOT` relocations of
+/// `.rela.plt`, in order, one stub each after the PLT header — x86_64: 16-byte header in
+/// `.plt`, or none in `.plt.sec` (IBT); aarch64: 32-byte header. Empty when the layout is
+/// not the standard one for that many relocations.
+fn plt_stubs<'d>(file: &object::File<'d>) -> Vec<(u64, &'d str)> {
+    const R_X86_64_JUMP_SLOT: u32 = 7;
+    const R_AARCH64_JUMP_SLOT: u32 = 1026;
+    let (jump_slot, header) = match file.architecture() {
+        object::Architecture::X86_64 => (R_X86_64_JUMP_SLOT, 16),
+        object::Architecture::Aarch64 => (R_AARCH64_JUMP_SLOT, 32),
+        _ => return Vec::new(),
+    };
+    let (Some(relocations), Some(dynsym)) =
+        (file.dynamic_relocations(), file.dynamic_symbol_table())
+    else {
+        return Vec::new();
+    };
+    let mut names: Vec<&'d str> = Vec::new();
+    for (_, r) in relocations {
+        let object::RelocationFlags::Elf { r_type } = r.flags() else {
+            continue;
+        };
+        if r_type.0 != jump_slot {
+            continue;
+        }
+        let object::RelocationTarget::Symbol(index) = r.target() else {
+            return Vec::new();
+        };
+        let Some(name) = dynsym
+            .symbol_by_index(index)
+            .ok()
+            .and_then(|s| s.name().ok())
+        else {
+            return Vec::new();
+        };
+        names.push(name);
+    }
+    let (section, header) = match file.section_by_name(".plt.sec") {
+        Some(sec) if file.architecture() == object::Architecture::X86_64 => (sec, 0),
+        _ => match file.section_by_name(".plt") {
+            Some(sec) => (sec, header),
+            None => return Vec::new(),
+        },
+    };
+    let stubs = names.len() as u64;
+    if names.is_empty() || section.size() != header + stubs * PLT_ENTRY {
+        return Vec::new();
+    }
+    let first = section.address().saturating_add(header);
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| (first.saturating_add(i as u64 * PLT_ENTRY), name))
+        .collect()
 }
