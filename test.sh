@@ -113,7 +113,7 @@ section "postmortem-walk linked statically"
 # The walk-only binary ships linked statically (docker/Dockerfile, README): built so
 # here, it must give the same reports (the minidump test that runs postmortem-walk, again
 # with this build).
-cargo rustc -p postmortem --bin postmortem-walk -- -C target-feature=+crt-static
+cargo rustc -p postmortem-walk --bin postmortem-walk -- -C target-feature=+crt-static
 static_dir="$(mktemp -d)"
 cp "${CARGO_TARGET_DIR:-target}/debug/postmortem-walk" "$static_dir/"
 if ldd "$static_dir/postmortem-walk" 2>&1 | grep -q '=>'; then
@@ -138,11 +138,14 @@ fi
 
 section "The engine stays pure"
 # The engine takes bytes and returns values: no async runtime, database, object store or
-# HTTP may enter its dependency tree (the fuzz crate and postmortem-walk build on it).
-if cargo tree -p postmortem-engine -e normal,build --prefix none | grep -E '^(tokio|sqlx|object_store|hyper|axum|reqwest|moka) '; then
-    echo "test.sh: the crates above entered postmortem-engine's dependency tree" >&2
-    exit 1
-fi
+# HTTP may enter its dependency tree, nor postmortem-walk's (the walk-only program links
+# the engine alone; the fuzz crate builds on the engine too).
+for pkg in postmortem-engine postmortem-walk; do
+    if cargo tree -p "$pkg" -e normal,build --prefix none | grep -E '^(tokio|sqlx|object_store|hyper|axum|reqwest|moka|postmortem-worker) '; then
+        echo "test.sh: the crates above entered $pkg's dependency tree" >&2
+        exit 1
+    fi
+done
 
 section "fuzz targets compile"
 # The cargo-fuzz crate has its own workspace; checking it keeps every target building

@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Walk the stacks of a dump and print the report.
-    Walk(postmortem_cli::walk::WalkArgs),
+    Walk(walk_cli::walk::WalkArgs),
     /// Run the HTTP API with in-process workers.
     Serve(cli::serve::ServeArgs),
     /// Run workers only, sharing the queue of a PostgreSQL database.
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match cli.command {
-        Command::Walk(args) => postmortem_cli::walk::run(args),
+        Command::Walk(args) => walk_cli::walk::run(args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Serve(args) => cli::runtime().and_then(|rt| {
             rt.block_on(cli::serve::run(args))

@@ -13,7 +13,7 @@ use std::time::Duration;
 use ::worker::jobs::JobConfig;
 use ::worker::store::{Blobs, Db, Staging};
 use anyhow::Context;
-pub use postmortem_cli::signature_rules;
+pub use walk_cli::signature_rules;
 
 /// A multi-threaded tokio runtime.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -96,7 +96,7 @@ pub struct JobArgs {
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]
-    pub budget: postmortem_cli::budget::BudgetArgs,
+    pub budget: walk_cli::budget::BudgetArgs,
 }
 
 impl JobArgs {

@@ -364,12 +364,22 @@ fn indexed_sym_files_give_the_whole_tables_report() {
     }
 }
 
-/// The walk-only binary under test: this build's, or the one `POSTMORTEM_WALK_BIN` names
-/// (test.sh runs these tests again with the statically linked build the Dockerfile ships).
+/// The walk-only binary under test: this build's (the `postmortem-walk` package's, beside
+/// `postmortem` in the target directory: `cargo test --workspace` builds it), or the one
+/// `POSTMORTEM_WALK_BIN` names (test.sh runs these tests again with the statically linked
+/// build the Dockerfile ships).
 fn walk_only_binary() -> PathBuf {
-    std::env::var_os("POSTMORTEM_WALK_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_postmortem-walk").into())
+    if let Some(p) = std::env::var_os("POSTMORTEM_WALK_BIN") {
+        return p.into();
+    }
+    let p =
+        std::path::Path::new(env!("CARGO_BIN_EXE_postmortem")).with_file_name("postmortem-walk");
+    assert!(
+        p.is_file(),
+        "{} is not built: cargo build -p postmortem-walk, or set POSTMORTEM_WALK_BIN",
+        p.display()
+    );
+    p
 }
 
 /// `dump_syms` of a shared library the dump loaded, into the store: when the system has

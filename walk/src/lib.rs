@@ -5,7 +5,8 @@
 //! A one-shot walk of a small dump takes a few milliseconds, and starting a process is a
 //! good part of that: the service's dependencies (HTTP, databases, S3) give the
 //! `postmortem` binary five times the code and nine times the relocations the loader
-//! applies before `main`. `postmortem-walk` links the engine and this crate only.
+//! applies before `main`. This package depends on the engine only (no async runtime,
+//! database or HTTP), so `postmortem-walk` links the engine and this crate.
 
 pub mod budget;
 pub mod files;
