@@ -80,24 +80,7 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
             }
         }
     }
-    for (input, file) in files.iter().enumerate() {
-        let input = u16::try_from(input).unwrap_or(u16::MAX);
-        for (address, name) in plt_stubs(file) {
-            let Some((start, end)) = c.range(address, address.saturating_add(PLT_ENTRY)) else {
-                continue;
-            };
-            candidates.push(Candidate {
-                start,
-                end,
-                section_end: end,
-                name,
-                global: true,
-                source: SymbolSource::Dynsym,
-                input,
-                plt: true,
-            });
-        }
-    }
+    add_plt_candidates(files, c, &mut candidates);
     // Per address: .symtab before .dynsym, sized before zero-size, global before local,
     // then the greatest name first.
     candidates.sort_by(|a, b| {
@@ -143,6 +126,32 @@ pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
         });
     }
     out
+}
+
+/// The PLT stubs of every file (see [`plt_stubs`]), as sized candidates.
+fn add_plt_candidates<'d>(
+    files: &[&object::File<'d>],
+    c: &Collector,
+    candidates: &mut Vec<Candidate<'d>>,
+) {
+    for (input, file) in files.iter().enumerate() {
+        let input = u16::try_from(input).unwrap_or(u16::MAX);
+        for (address, name) in plt_stubs(file) {
+            let Some((start, end)) = c.range(address, address.saturating_add(PLT_ENTRY)) else {
+                continue;
+            };
+            candidates.push(Candidate {
+                start,
+                end,
+                section_end: end,
+                name,
+                global: true,
+                source: SymbolSource::Dynsym,
+                input,
+                plt: true,
+            });
+        }
+    }
 }
 
 /// Bytes of one PLT stub (x86_64 and aarch64 alike).
