@@ -55,131 +55,19 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let arch = arch_of(system_info.cpu)?;
     let os = os_of(system_info.os);
     let misc: Option<MinidumpMiscInfo> = md.get_stream().ok();
-
-    // Threads, with the exception context replacing the crashed thread's own context.
     let exception: Option<MinidumpException> = md.get_stream().ok();
-    let names: Option<MinidumpThreadNames> = md.get_stream().ok();
-    let thread_list: Option<MinidumpThreadList> = match md.get_stream() {
-        Ok(list) => Some(list),
-        Err(e) => {
-            warnings.push(DumpWarning {
-                code: "truncated-dump",
-                message: format!(
-                    "the minidump's thread list could not be read ({}); no thread can be walked",
-                    e.name()
-                ),
-            });
-            None
-        }
-    };
-    let exception_context = exception
-        .as_ref()
-        .and_then(|e| e.context(&system_info, misc.as_ref()))
-        .map(|c| registers_of(arch, &c));
     let crashed_tid = exception.as_ref().map(|e| e.get_crashing_thread_id());
 
-    let mut threads = Vec::new();
-    let mut stack_ranges = Vec::new();
-    if let Some(list) = &thread_list {
-        for t in &list.threads {
-            let tid = t.raw.thread_id;
-            let own = t
-                .context(&system_info, misc.as_ref())
-                .map(|c| registers_of(arch, &c));
-            let registers = match (&exception_context, crashed_tid == Some(tid)) {
-                (Some(ctx), true) => ctx.clone(),
-                _ => own.unwrap_or_else(|| {
-                    warnings.push(DumpWarning {
-                        code: "memory-missing",
-                        message: format!("thread {tid} has no readable register context"),
-                    });
-                    RegisterSet::new(arch)
-                }),
-            };
-            let name = names
-                .as_ref()
-                .and_then(|n| n.get_name(tid))
-                .map(|s| s.into_owned())
-                .filter(|s| !s.is_empty());
-            threads.push(Thread {
-                tid,
-                name,
-                registers,
-            });
-            let stack = &t.raw.stack;
-            stack_ranges.push((
-                stack.start_of_memory_range,
-                u64::from(stack.memory.rva),
-                u64::from(stack.memory.data_size),
-            ));
-        }
-    }
-
-    // Memory: thread stacks, the memory list and the Memory64 list, all borrowed.
-    let mut ranges: Vec<(u64, &[u8])> = Vec::new();
-    for &(addr, rva, size) in &stack_ranges {
-        if let Some(b) = file_slice(bytes, rva, size) {
-            ranges.push((addr, b));
-        }
-    }
-    let mut truncated_memory = false;
-    for dir in md.all_streams() {
-        let stream = file_slice(
-            bytes,
-            u64::from(dir.location.rva),
-            u64::from(dir.location.data_size),
-        )
-        .unwrap_or(&[]);
-        if dir.stream_type == MINIDUMP_STREAM_TYPE::MemoryListStream as u32 {
-            truncated_memory |= memory_list(bytes, stream, &mut ranges);
-        } else if dir.stream_type == MINIDUMP_STREAM_TYPE::Memory64ListStream as u32 {
-            truncated_memory |= memory64_list(bytes, stream, &mut ranges);
-        }
-    }
-    if truncated_memory {
-        warnings.push(DumpWarning {
-            code: "truncated-dump",
-            message: "the minidump ends before some of the memory it lists; those bytes are \
-                      missing"
-                .into(),
-        });
-    }
-    let memory = MemoryMap::new(ranges);
-
-    // Modules.
-    let mut maps: Vec<Mapping> = md
-        .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
-        .map(linux_maps::parse)
-        .unwrap_or_default();
-    maps.sort_unstable_by_key(|m| m.start);
-    let mut budget = linux_maps::budget(maps.len());
-    let mut modules = Vec::new();
-    if let Ok(list) = md.get_stream::<MinidumpModuleList>() {
-        for (i, m) in list.iter().enumerate() {
-            let (base, end) = range_of(m);
-            // `/proc/self/maps` ranges (end exclusive) inside the module
-            let mappings = linux_maps::within(&maps, base, end, &mut budget);
-            modules.push(module_of(m, i == 0, mappings, &memory));
-        }
-    }
-    modules.sort_by_key(|m: &Module| m.base);
-    let unloaded_modules = md
-        .get_stream::<MinidumpUnloadedModuleList>()
-        .map(|list| {
-            list.iter()
-                .map(|m| UnloadedModule {
-                    name: file_name(&m.name).to_owned(),
-                    base: m.raw.base_of_image,
-                    end: m
-                        .raw
-                        .base_of_image
-                        .saturating_add(u64::from(m.raw.size_of_image)),
-                    build_id: None,
-                    debug_id: None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let facts = ContextFacts {
+        arch,
+        system_info: &system_info,
+        misc: misc.as_ref(),
+        exception: exception.as_ref(),
+    };
+    let (threads, stack_ranges) = threads_of(&md, &facts, &mut warnings);
+    let memory = memory_of(bytes, &md, &stack_ranges, &mut warnings);
+    let modules = modules_of(&md, &memory);
+    let unloaded_modules = unloaded_modules_of(&md);
 
     // Crash.
     let assertion = md
@@ -200,22 +88,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
 
     // Process facts.
     let crashpad: Option<MinidumpCrashpadInfo> = md.get_stream().ok();
-    let mut annotations = BTreeMap::new();
-    if let Some(info) = &crashpad {
-        for (k, v) in &info.simple_annotations {
-            annotations.insert(k.clone(), v.clone());
-        }
-        for module_info in &info.module_list {
-            for (k, v) in &module_info.simple_annotations {
-                annotations.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            for (k, v) in &module_info.annotation_objects {
-                if let minidump::MinidumpAnnotation::String(s) = v {
-                    annotations.entry(k.clone()).or_insert_with(|| s.clone());
-                }
-            }
-        }
-    }
+    let annotations = crashpad.as_ref().map(annotations_of).unwrap_or_default();
     let writer = writer_of(&md, crashpad.is_some());
     let pid = misc
         .as_ref()
@@ -250,6 +123,179 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         warnings,
         pac_mask: None,
     })
+}
+
+/// What reading a thread's register context needs.
+struct ContextFacts<'a> {
+    arch: Arch,
+    system_info: &'a MinidumpSystemInfo,
+    misc: Option<&'a MinidumpMiscInfo>,
+    exception: Option<&'a MinidumpException<'a>>,
+}
+
+/// A thread's stack as the thread list records it: (start address, file offset, size).
+type StackRange = (u64, u64, u64);
+
+/// The threads, with the exception context replacing the crashed thread's own context,
+/// and where each one's stack is in the file.
+fn threads_of(
+    md: &Minidump<'_, &[u8]>,
+    facts: &ContextFacts<'_>,
+    warnings: &mut Vec<DumpWarning>,
+) -> (Vec<Thread>, Vec<StackRange>) {
+    let arch = facts.arch;
+    let names: Option<MinidumpThreadNames> = md.get_stream().ok();
+    let list: MinidumpThreadList = match md.get_stream() {
+        Ok(list) => list,
+        Err(e) => {
+            warnings.push(DumpWarning {
+                code: "truncated-dump",
+                message: format!(
+                    "the minidump's thread list could not be read ({}); no thread can be walked",
+                    e.name()
+                ),
+            });
+            return (Vec::new(), Vec::new());
+        }
+    };
+    let exception_context = facts
+        .exception
+        .and_then(|e| e.context(facts.system_info, facts.misc))
+        .map(|c| registers_of(arch, &c));
+    let crashed_tid = facts.exception.map(|e| e.get_crashing_thread_id());
+    let mut threads = Vec::new();
+    let mut stack_ranges = Vec::new();
+    for t in &list.threads {
+        let tid = t.raw.thread_id;
+        let own = t
+            .context(facts.system_info, facts.misc)
+            .map(|c| registers_of(arch, &c));
+        let registers = match (&exception_context, crashed_tid == Some(tid)) {
+            (Some(ctx), true) => ctx.clone(),
+            _ => own.unwrap_or_else(|| {
+                warnings.push(DumpWarning {
+                    code: "memory-missing",
+                    message: format!("thread {tid} has no readable register context"),
+                });
+                RegisterSet::new(arch)
+            }),
+        };
+        let name = names
+            .as_ref()
+            .and_then(|n| n.get_name(tid))
+            .map(|s| s.into_owned())
+            .filter(|s| !s.is_empty());
+        threads.push(Thread {
+            tid,
+            name,
+            registers,
+        });
+        let stack = &t.raw.stack;
+        stack_ranges.push((
+            stack.start_of_memory_range,
+            u64::from(stack.memory.rva),
+            u64::from(stack.memory.data_size),
+        ));
+    }
+    (threads, stack_ranges)
+}
+
+/// Memory: thread stacks, the memory list and the Memory64 list, all borrowed.
+fn memory_of<'d>(
+    bytes: &'d [u8],
+    md: &Minidump<'_, &[u8]>,
+    stack_ranges: &[StackRange],
+    warnings: &mut Vec<DumpWarning>,
+) -> MemoryMap<'d> {
+    let mut ranges: Vec<(u64, &[u8])> = Vec::new();
+    for &(addr, rva, size) in stack_ranges {
+        if let Some(b) = file_slice(bytes, rva, size) {
+            ranges.push((addr, b));
+        }
+    }
+    let mut truncated_memory = false;
+    for dir in md.all_streams() {
+        let stream = file_slice(
+            bytes,
+            u64::from(dir.location.rva),
+            u64::from(dir.location.data_size),
+        )
+        .unwrap_or(&[]);
+        if dir.stream_type == MINIDUMP_STREAM_TYPE::MemoryListStream as u32 {
+            truncated_memory |= memory_list(bytes, stream, &mut ranges);
+        } else if dir.stream_type == MINIDUMP_STREAM_TYPE::Memory64ListStream as u32 {
+            truncated_memory |= memory64_list(bytes, stream, &mut ranges);
+        }
+    }
+    if truncated_memory {
+        warnings.push(DumpWarning {
+            code: "truncated-dump",
+            message: "the minidump ends before some of the memory it lists; those bytes are \
+                      missing"
+                .into(),
+        });
+    }
+    MemoryMap::new(ranges)
+}
+
+/// The loaded modules, sorted by base, each with its `/proc/self/maps` mappings.
+fn modules_of(md: &Minidump<'_, &[u8]>, memory: &MemoryMap<'_>) -> Vec<Module> {
+    let mut maps: Vec<Mapping> = md
+        .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
+        .map(linux_maps::parse)
+        .unwrap_or_default();
+    maps.sort_unstable_by_key(|m| m.start);
+    let mut budget = linux_maps::budget(maps.len());
+    let mut modules = Vec::new();
+    if let Ok(list) = md.get_stream::<MinidumpModuleList>() {
+        for (i, m) in list.iter().enumerate() {
+            let (base, end) = range_of(m);
+            // `/proc/self/maps` ranges (end exclusive) inside the module
+            let mappings = linux_maps::within(&maps, base, end, &mut budget);
+            modules.push(module_of(m, i == 0, mappings, memory));
+        }
+    }
+    modules.sort_by_key(|m: &Module| m.base);
+    modules
+}
+
+/// The modules the process had unloaded.
+fn unloaded_modules_of(md: &Minidump<'_, &[u8]>) -> Vec<UnloadedModule> {
+    md.get_stream::<MinidumpUnloadedModuleList>()
+        .map(|list| {
+            list.iter()
+                .map(|m| UnloadedModule {
+                    name: file_name(&m.name).to_owned(),
+                    base: m.raw.base_of_image,
+                    end: m
+                        .raw
+                        .base_of_image
+                        .saturating_add(u64::from(m.raw.size_of_image)),
+                    build_id: None,
+                    debug_id: None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Crashpad's annotations: the process's, then each module's (the first of a key wins).
+fn annotations_of(info: &MinidumpCrashpadInfo) -> BTreeMap<String, String> {
+    let mut annotations = BTreeMap::new();
+    for (k, v) in &info.simple_annotations {
+        annotations.insert(k.clone(), v.clone());
+    }
+    for module_info in &info.module_list {
+        for (k, v) in &module_info.simple_annotations {
+            annotations.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        for (k, v) in &module_info.annotation_objects {
+            if let minidump::MinidumpAnnotation::String(s) = v {
+                annotations.entry(k.clone()).or_insert_with(|| s.clone());
+            }
+        }
+    }
+    annotations
 }
 
 /// Maps the crate's error for an unreadable header or directory to ours.
