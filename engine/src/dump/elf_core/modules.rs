@@ -429,77 +429,154 @@ pub(super) fn from_link_map(
     arch: Arch,
     warnings: &mut Vec<DumpWarning>,
 ) -> Vec<Module> {
-    let mut out = Vec::new();
+    let mut found = Found::default();
+    let at_base = auxv_get(auxv, AT_BASE).filter(|&b| b != 0);
+    let start = Start {
+        auxv,
+        mem,
+        core_loads,
+        at_base,
+    };
+    let (interp_path, r_debug) = main_module(&start, exe_path, arch, &mut found, warnings);
     let vdso_addr = auxv_get(auxv, AT_SYSINFO_EHDR).unwrap_or(0);
-    let mut interp_path = None;
-    let mut r_debug = None;
-    // The executable: its program headers are at AT_PHDR.
-    let exe = (|| {
-        let phdr_addr = auxv_get(auxv, AT_PHDR)?;
-        let phnum = usize::try_from(auxv_get(auxv, AT_PHNUM)?).ok()?;
-        let phdrs = phdrs_at(mem, phdr_addr, phnum)?;
-        let image = image_from_phdrs(phdrs)?;
-        // Load bias from PT_PHDR when present, else assume the headers follow the ELF
-        // header at the start of the first page (what every linker does).
-        let bias = match image.phdrs.iter().find(|p| p.p_type == PT_PHDR) {
-            Some(p) => phdr_addr.checked_sub(p.vaddr)?,
-            None => phdr_addr
-                .checked_sub(EHDR_SIZE as u64)?
-                .checked_sub(image.link_base)?,
-        };
-        let load_base = bias.checked_add(image.link_base)?;
-        for p in &image.phdrs {
-            let Some(addr) = p.vaddr.checked_add(bias) else {
-                continue;
-            };
-            if p.p_type == PT_INTERP {
-                interp_path = read_c_string(mem, addr);
-            }
-            if p.p_type == PT_DYNAMIC {
-                r_debug = find_r_debug(mem, addr, p.memsz);
+    follow_link_map(
+        &start,
+        r_debug,
+        vdso_addr,
+        interp_path.as_deref(),
+        &mut found,
+        warnings,
+    );
+    // The interpreter, when the chain did not list it (static-pie, or no DT_DEBUG).
+    if let Some(base) = at_base.filter(|b| !found.seen_bases.contains(b)) {
+        if let Some(image) = image_at(mem, base) {
+            let name = interp_path
+                .as_deref()
+                .map(file_name)
+                .unwrap_or_else(|| "ld.so".into());
+            if let Some(m) = module_from_image(name, interp_path.clone(), base, image, mem) {
+                found.out.push(m);
             }
         }
-        Some((load_base, image))
-    })();
-    let mut seen_bases = HashSet::new();
-    let at_base = auxv_get(auxv, AT_BASE).filter(|&b| b != 0);
-    if let Some((load_base, image)) = exe {
+    }
+    found.out
+}
+
+/// What the module list is read from.
+struct Start<'a, 'm> {
+    auxv: &'a [u8],
+    mem: &'a MemoryMap<'m>,
+    core_loads: &'a [CoreLoad],
+    /// The dynamic linker's base (AT_BASE), if any.
+    at_base: Option<u64>,
+}
+
+/// The modules found so far, and their bases.
+#[derive(Default)]
+struct Found {
+    out: Vec<Module>,
+    seen_bases: HashSet<u64>,
+}
+
+impl Found {
+    fn push(&mut self, m: Module) {
+        self.seen_bases.insert(m.base);
+        self.out.push(m);
+    }
+}
+
+/// The executable, from its program headers at AT_PHDR: its load base and image, and the
+/// interpreter path (PT_INTERP) and `r_debug` (PT_DYNAMIC's DT_DEBUG) they lead to.
+fn executable_from_phdrs(
+    auxv: &[u8],
+    mem: &MemoryMap<'_>,
+) -> Option<(u64, Image, Option<String>, Option<u64>)> {
+    let phdr_addr = auxv_get(auxv, AT_PHDR)?;
+    let phnum = usize::try_from(auxv_get(auxv, AT_PHNUM)?).ok()?;
+    let phdrs = phdrs_at(mem, phdr_addr, phnum)?;
+    let image = image_from_phdrs(phdrs)?;
+    // Load bias from PT_PHDR when present, else assume the headers follow the ELF
+    // header at the start of the first page (what every linker does).
+    let bias = match image.phdrs.iter().find(|p| p.p_type == PT_PHDR) {
+        Some(p) => phdr_addr.checked_sub(p.vaddr)?,
+        None => phdr_addr
+            .checked_sub(EHDR_SIZE as u64)?
+            .checked_sub(image.link_base)?,
+    };
+    let load_base = bias.checked_add(image.link_base)?;
+    let (mut interp_path, mut r_debug) = (None, None);
+    for p in &image.phdrs {
+        let Some(addr) = p.vaddr.checked_add(bias) else {
+            continue;
+        };
+        if p.p_type == PT_INTERP {
+            interp_path = read_c_string(mem, addr);
+        }
+        if p.p_type == PT_DYNAMIC {
+            r_debug = find_r_debug(mem, addr, p.memsz);
+        }
+    }
+    Some((load_base, image, interp_path, r_debug))
+}
+
+/// The executable's module, and the interpreter path and `r_debug` address that lead to
+/// the others.
+fn main_module(
+    start: &Start<'_, '_>,
+    exe_path: Option<String>,
+    arch: Arch,
+    found: &mut Found,
+    warnings: &mut Vec<DumpWarning>,
+) -> (Option<String>, Option<u64>) {
+    let mem = start.mem;
+    if let Some((load_base, image, interp_path, r_debug)) = executable_from_phdrs(start.auxv, mem) {
         let name = exe_path.as_deref().map(file_name).unwrap_or_default();
         if let Some(m) = module_from_image(name, exe_path, load_base, image, mem) {
-            seen_bases.insert(m.base);
-            out.push(m);
+            found.push(m);
         }
-    } else if let Some(m) = auxv_get(auxv, AT_PHDR)
+        return (interp_path, r_debug);
+    }
+    let core_loads = start.core_loads;
+    if let Some(m) = auxv_get(start.auxv, AT_PHDR)
         .and_then(|phdr| core_loads.iter().find(|l| l.start <= phdr && phdr < l.end))
-        .and_then(|l| module_from_core_loads(exe_path.clone(), l.start, core_loads, &[]))
+        .and_then(|l| module_from_core_loads(exe_path, l.start, core_loads, &[]))
     {
         // QEMU's user-mode cores leave out every read-only file mapping, headers included:
         // the executable is the core mapping holding AT_PHDR, and `r_debug` is found
         // in the dynamic linker's data by its signature.
-        r_debug = at_base.and_then(|b| scan_r_debug(mem, b));
+        let r_debug = start.at_base.and_then(|b| scan_r_debug(mem, b));
         // The dynamic linker's `l_name` points at the executable's PT_INTERP string, which
         // is not in the core either: glibc's standard interpreter path stands in for it
         // (the module stays identified by path only, so the report marks it unverified).
-        interp_path = Some(
-            match arch {
-                Arch::Aarch64 => "/lib/ld-linux-aarch64.so.1",
-                Arch::X86_64 => "/lib64/ld-linux-x86-64.so.2",
-                Arch::X86 => "/lib/ld-linux.so.2",
-                Arch::Arm => "/lib/ld-linux-armhf.so.3",
-            }
-            .to_string(),
-        );
-        seen_bases.insert(m.base);
-        out.push(m);
-    } else {
-        warnings.push(DumpWarning {
-            code: "modules-incomplete",
-            message: "the core has no NT_FILE note and the executable's program headers \
-                      (AT_PHDR) are not in its memory, so modules are missing"
-                .into(),
-        });
+        let interp_path = match arch {
+            Arch::Aarch64 => "/lib/ld-linux-aarch64.so.1",
+            Arch::X86_64 => "/lib64/ld-linux-x86-64.so.2",
+            Arch::X86 => "/lib/ld-linux.so.2",
+            Arch::Arm => "/lib/ld-linux-armhf.so.3",
+        };
+        found.push(m);
+        return (Some(interp_path.to_string()), r_debug);
     }
-    // The link_map chain.
+    warnings.push(DumpWarning {
+        code: "modules-incomplete",
+        message: "the core has no NT_FILE note and the executable's program headers \
+                  (AT_PHDR) are not in its memory, so modules are missing"
+            .into(),
+    });
+    (None, None)
+}
+
+/// The dynamic linker's `link_map` chain from `r_debug`: each library once, by its
+/// headers in memory, else (QEMU cores) by the core's own mappings from its base.
+fn follow_link_map(
+    start: &Start<'_, '_>,
+    r_debug: Option<u64>,
+    vdso_addr: u64,
+    interp_path: Option<&str>,
+    found: &mut Found,
+    warnings: &mut Vec<DumpWarning>,
+) {
+    let mem = start.mem;
     let mut seen = HashSet::new();
     let mut lm = r_debug
         .and_then(|r| mem.read_u64(r.checked_add(8)?))
@@ -524,7 +601,11 @@ pub(super) fn from_link_map(
         lm = next;
         let name = read_c_string(mem, l_name)
             .filter(|n| !n.is_empty())
-            .or_else(|| interp_path.clone().filter(|_| Some(l_addr) == at_base))
+            .or_else(|| {
+                interp_path
+                    .filter(|_| Some(l_addr) == start.at_base)
+                    .map(str::to_string)
+            })
             .unwrap_or_default();
         if name.is_empty() || name == VDSO_NAME || l_addr == vdso_addr {
             continue;
@@ -532,41 +613,30 @@ pub(super) fn from_link_map(
         // For shared objects the link base is 0, so the header is at the load bias.
         let Some(image) = image_at(mem, l_addr) else {
             // Headers not in the core (QEMU): the core's own mappings from l_addr.
-            if seen_bases.contains(&l_addr) {
+            if found.seen_bases.contains(&l_addr) {
                 continue;
             }
-            let stops: Vec<u64> = seen_bases.iter().copied().chain([vdso_addr]).collect();
-            if let Some(m) = module_from_core_loads(Some(name), l_addr, core_loads, &stops) {
-                seen_bases.insert(m.base);
-                out.push(m);
+            let stops: Vec<u64> = found
+                .seen_bases
+                .iter()
+                .copied()
+                .chain([vdso_addr])
+                .collect();
+            if let Some(m) = module_from_core_loads(Some(name), l_addr, start.core_loads, &stops) {
+                found.push(m);
             }
             continue;
         };
         let Some(load_base) = l_addr.checked_add(image.link_base) else {
             continue;
         };
-        if !seen_bases.insert(load_base) {
+        if !found.seen_bases.insert(load_base) {
             continue;
         }
         if let Some(m) = module_from_image(file_name(&name), Some(name), load_base, image, mem) {
-            out.push(m);
+            found.out.push(m);
         }
     }
-    // The interpreter, when the chain did not list it (static-pie, or no DT_DEBUG).
-    if let Some(base) = auxv_get(auxv, AT_BASE).filter(|&b| b != 0) {
-        if !seen_bases.contains(&base) {
-            if let Some(image) = image_at(mem, base) {
-                let name = interp_path
-                    .as_deref()
-                    .map(file_name)
-                    .unwrap_or_else(|| "ld.so".into());
-                if let Some(m) = module_from_image(name, interp_path.clone(), base, image, mem) {
-                    out.push(m);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// At most this many bytes above the dynamic linker's base are scanned for `r_debug`.
