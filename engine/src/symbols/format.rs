@@ -23,13 +23,15 @@
 //!
 //! # Version history
 //! - 1: first version.
+//! - 2: same layout; PLT stubs are named `<function>@plt` (a version-1 table lacks them,
+//!   so stored ones are rebuilt and reprocessing picks the names up).
 
 use bytemuck::{Pod, Zeroable};
 
 /// Magic at offset 0.
 pub const MAGIC: [u8; 8] = *b"PMSYMTAB";
 /// Bumped on any change of layout or meaning; an older table is rebuilt, never misread.
-pub const SYMBOL_TABLE_VERSION: u32 = 1;
+pub const SYMBOL_TABLE_VERSION: u32 = 2;
 /// Bytes of the header.
 pub const HEADER_SIZE: usize = 64;
 /// Addresses must be below this (4 GiB from the link base); the builder drops others.
