@@ -243,10 +243,56 @@ fn negate_with_pc_opcodes(data: &[u8], range: (usize, usize), cie: &Cie, eh: boo
 /// Scans `data` (an `.eh_frame` when `eh`, else a `.debug_frame`) and returns it ready
 /// for gimli; borrowed unchanged when nothing needs rewriting.
 pub fn prepare(data: &[u8], eh: bool, address_size: u8) -> Prepared<'_> {
-    let addr_size = usize::from(address_size);
+    let (cies, fdes) = entries(data, eh, usize::from(address_size));
+    let mut opcodes = Vec::new();
+    let mut letters = Vec::new();
+    let mut flags = HashMap::new();
+    for (&off, cie) in &cies {
+        opcodes.extend(negate_with_pc_opcodes(data, cie.instructions, cie, eh));
+        if !cie.letters.is_empty() {
+            letters.extend_from_slice(&cie.letters);
+            flags.insert(off, cie.flags);
+        }
+    }
+    for &(start, end, cie_off) in &fdes {
+        let Some(cie) = cies.get(&cie_off) else {
+            continue;
+        };
+        if let Some(instructions) = fde_instructions(data, start, end, cie, eh) {
+            opcodes.extend(negate_with_pc_opcodes(data, (instructions, end), cie, eh));
+        }
+    }
+    if opcodes.is_empty() && letters.is_empty() {
+        return Prepared {
+            data: Cow::Borrowed(data),
+            cies: flags,
+        };
+    }
+    let mut copy = data.to_vec();
+    for at in opcodes {
+        if let Some(b) = copy.get_mut(at) {
+            *b = 0x2d;
+        }
+    }
+    for at in letters {
+        if let Some(b) = copy.get_mut(at) {
+            *b = b'S';
+        }
+    }
+    Prepared {
+        data: Cow::Owned(copy),
+        cies: flags,
+    }
+}
+
+/// An FDE as found: (start of its fields after the CIE pointer, end, its CIE's offset).
+type FdeSpan = (usize, usize, usize);
+
+/// The section's CIEs by offset and its FDEs, read by their length fields (at most
+/// [`MAX_ENTRIES`]; a bad length ends the scan).
+fn entries(data: &[u8], eh: bool, addr_size: usize) -> (HashMap<usize, Cie>, Vec<FdeSpan>) {
     let mut cies: HashMap<usize, Cie> = HashMap::new();
-    // (instructions range, cie offset)
-    let mut fdes: Vec<(usize, usize, usize)> = Vec::new();
+    let mut fdes: Vec<FdeSpan> = Vec::new();
     let mut off = 0usize;
     let mut r = Reader {
         data,
@@ -306,61 +352,25 @@ pub fn prepare(data: &[u8], eh: bool, address_size: u8) -> Prepared<'_> {
         }
         off = end;
     }
-    let mut opcodes = Vec::new();
-    let mut letters = Vec::new();
-    let mut flags = HashMap::new();
-    for (&off, cie) in &cies {
-        opcodes.extend(negate_with_pc_opcodes(data, cie.instructions, cie, eh));
-        if !cie.letters.is_empty() {
-            letters.extend_from_slice(&cie.letters);
-            flags.insert(off, cie.flags);
-        }
+    (cies, fdes)
+}
+
+/// Where an FDE's instructions start: after its address range (encoded as its CIE says)
+/// and, for a `z` CIE, its augmentation data. `None` when the header does not fit.
+fn fde_instructions(data: &[u8], start: usize, end: usize, cie: &Cie, eh: bool) -> Option<usize> {
+    let mut r = Reader {
+        data,
+        pos: start,
+        end,
+    };
+    let enc = if eh { cie.fde_enc } else { 0 };
+    skip_encoded(&mut r, enc, cie.address_size)?;
+    skip_encoded(&mut r, enc & 0x0f, cie.address_size)?;
+    if cie.z {
+        let n = usize::try_from(r.uleb()?).ok()?;
+        r.skip(n)?;
     }
-    for &(start, end, cie_off) in &fdes {
-        let Some(cie) = cies.get(&cie_off) else {
-            continue;
-        };
-        let mut r = Reader {
-            data,
-            pos: start,
-            end,
-        };
-        let enc = if eh { cie.fde_enc } else { 0 };
-        let header = skip_encoded(&mut r, enc, cie.address_size)
-            .and_then(|()| skip_encoded(&mut r, enc & 0x0f, cie.address_size))
-            .and_then(|()| {
-                if cie.z {
-                    let n = usize::try_from(r.uleb()?).ok()?;
-                    r.skip(n)
-                } else {
-                    Some(())
-                }
-            });
-        if header.is_some() {
-            opcodes.extend(negate_with_pc_opcodes(data, (r.pos, end), cie, eh));
-        }
-    }
-    if opcodes.is_empty() && letters.is_empty() {
-        return Prepared {
-            data: Cow::Borrowed(data),
-            cies: flags,
-        };
-    }
-    let mut copy = data.to_vec();
-    for at in opcodes {
-        if let Some(b) = copy.get_mut(at) {
-            *b = 0x2d;
-        }
-    }
-    for at in letters {
-        if let Some(b) = copy.get_mut(at) {
-            *b = b'S';
-        }
-    }
-    Prepared {
-        data: Cow::Owned(copy),
-        cies: flags,
-    }
+    Some(r.pos)
 }
 
 #[cfg(test)]

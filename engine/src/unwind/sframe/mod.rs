@@ -237,117 +237,139 @@ pub enum FreRule {
     },
 }
 
+/// What an FRE's rule falls back to where its words do not say: the header's fixed RA and
+/// FP offsets, and the ABI's CFA offset scaling.
+struct Fallback {
+    abi: Abi,
+    ra: RegRule,
+    fp: RegRule,
+}
+
+impl Fallback {
+    fn of(header: &Header) -> Self {
+        let fixed = |off: i8| {
+            if off != 0 {
+                RegRule::Fixed(i64::from(off))
+            } else {
+                RegRule::NotSaved
+            }
+        };
+        Fallback {
+            abi: header.abi,
+            ra: fixed(header.cfa_fixed_ra_offset),
+            fp: fixed(header.cfa_fixed_fp_offset),
+        }
+    }
+
+    fn scale_cfa(&self, v: i64) -> i64 {
+        if self.abi == Abi::S390x {
+            v * S390X_CFA_OFFSET_ALIGNMENT_FACTOR + S390X_CFA_OFFSET_ADJUSTMENT
+        } else {
+            v
+        }
+    }
+}
+
+/// A register saved at `off` from the CFA.
+fn at_cfa(off: i64) -> RegRule {
+    RegRule::At(Loc {
+        base: Base::Cfa,
+        offset: off,
+        deref: true,
+    })
+}
+
 impl Fre {
     /// Interprets this FRE's data words for `header`'s ABI and `fde_type`.
     pub fn rule(&self, header: &Header, fde_type: FdeType) -> FreRule {
         if self.word_count() == 0 {
             return FreRule::RaUndefined;
         }
-        let abi = header.abi;
-        let (sp, fp) = abi.sp_fp();
-        let scale_cfa = |v: i64| {
-            if abi == Abi::S390x {
-                v * S390X_CFA_OFFSET_ALIGNMENT_FACTOR + S390X_CFA_OFFSET_ADJUSTMENT
+        let fallback = Fallback::of(header);
+        match fde_type {
+            FdeType::Default => self.default_rule(&fallback),
+            FdeType::Flex => self.flex_rule(&fallback),
+        }
+    }
+
+    /// A default-type FRE: the CFA from SP or FP, then the ABI's RA and FP offsets.
+    fn default_rule(&self, fallback: &Fallback) -> FreRule {
+        let cfa = self.signed(0).map(|off| Loc {
+            base: if self.cfa_base_is_sp() {
+                Base::Sp
             } else {
-                v
-            }
+                Base::Fp
+            },
+            offset: fallback.scale_cfa(off),
+            deref: false,
+        });
+        let (ra, fp) = match fallback.abi {
+            Abi::Amd64 => (fallback.ra, self.signed(1).map_or(fallback.fp, at_cfa)),
+            Abi::Aarch64BigEndian | Abi::Aarch64LittleEndian => (
+                self.signed(1).map_or(fallback.ra, at_cfa),
+                self.signed(2).map_or(fallback.fp, at_cfa),
+            ),
+            Abi::S390x => (
+                match self.signed(1) {
+                    None => fallback.ra,
+                    Some(0) => RegRule::Padding,
+                    Some(off) => at_cfa(off),
+                },
+                self.signed(2).map_or(fallback.fp, at_cfa),
+            ),
         };
-        let fixed_ra = i64::from(header.cfa_fixed_ra_offset);
-        let fixed_fp = i64::from(header.cfa_fixed_fp_offset);
-        let default_ra = if fixed_ra != 0 {
-            RegRule::Fixed(fixed_ra)
-        } else {
-            RegRule::NotSaved
-        };
-        let default_fp = if fixed_fp != 0 {
-            RegRule::Fixed(fixed_fp)
-        } else {
-            RegRule::NotSaved
-        };
-        let at_cfa = |off: i64| {
-            RegRule::At(Loc {
-                base: Base::Cfa,
+        FreRule::Rule {
+            cfa,
+            fp,
+            ra,
+            mangled_ra: self.mangled_ra(),
+        }
+    }
+
+    /// A flexible-type FRE: (control word, offset) pairs for the CFA, RA and FP.
+    fn flex_rule(&self, fallback: &Fallback) -> FreRule {
+        let (sp, fp) = fallback.abi.sp_fp();
+        let pair = |ctl_i: usize| -> Option<Loc> {
+            let ctl = self.unsigned(ctl_i)?;
+            let off = self.signed(ctl_i + 1)?;
+            let reg_p = ctl & 1 != 0;
+            let deref = ctl & 2 != 0;
+            let base = if reg_p {
+                let r = u16::try_from(ctl >> 3).ok()?;
+                if r == sp {
+                    Base::Sp
+                } else if r == fp {
+                    Base::Fp
+                } else {
+                    Base::Reg(r)
+                }
+            } else {
+                Base::Cfa
+            };
+            Some(Loc {
+                base,
                 offset: off,
-                deref: true,
+                deref,
             })
         };
-        match fde_type {
-            FdeType::Default => {
-                let cfa = self.signed(0).map(|off| Loc {
-                    base: if self.cfa_base_is_sp() {
-                        Base::Sp
-                    } else {
-                        Base::Fp
-                    },
-                    offset: scale_cfa(off),
-                    deref: false,
-                });
-                let (ra, fp_rule) = match abi {
-                    Abi::Amd64 => (default_ra, self.signed(1).map_or(default_fp, at_cfa)),
-                    Abi::Aarch64BigEndian | Abi::Aarch64LittleEndian => (
-                        self.signed(1).map_or(default_ra, at_cfa),
-                        self.signed(2).map_or(default_fp, at_cfa),
-                    ),
-                    Abi::S390x => (
-                        match self.signed(1) {
-                            None => default_ra,
-                            Some(0) => RegRule::Padding,
-                            Some(off) => at_cfa(off),
-                        },
-                        self.signed(2).map_or(default_fp, at_cfa),
-                    ),
-                };
-                FreRule::Rule {
-                    cfa,
-                    fp: fp_rule,
-                    ra,
-                    mangled_ra: self.mangled_ra(),
-                }
-            }
-            FdeType::Flex => {
-                let pair = |ctl_i: usize| -> Option<Loc> {
-                    let ctl = self.unsigned(ctl_i)?;
-                    let off = self.signed(ctl_i + 1)?;
-                    let reg_p = ctl & 1 != 0;
-                    let deref = ctl & 2 != 0;
-                    let base = if reg_p {
-                        let r = u16::try_from(ctl >> 3).ok()?;
-                        if r == sp {
-                            Base::Sp
-                        } else if r == fp {
-                            Base::Fp
-                        } else {
-                            Base::Reg(r)
-                        }
-                    } else {
-                        Base::Cfa
-                    };
-                    Some(Loc {
-                        base,
-                        offset: off,
-                        deref,
-                    })
-                };
-                let cfa = pair(0).filter(|l| l.base != Base::Cfa).map(|l| Loc {
-                    offset: scale_cfa(l.offset),
-                    ..l
-                });
-                let (ra, fp_index) = match self.unsigned(2) {
-                    None => (default_ra, None),
-                    Some(0) => (RegRule::Padding, Some(3)),
-                    Some(_) => (pair(2).map_or(RegRule::NotSaved, RegRule::At), Some(4)),
-                };
-                let fp_rule = match fp_index.and_then(pair) {
-                    Some(l) => RegRule::At(l),
-                    None => default_fp,
-                };
-                FreRule::Rule {
-                    cfa,
-                    fp: fp_rule,
-                    ra,
-                    mangled_ra: self.mangled_ra(),
-                }
-            }
+        let cfa = pair(0).filter(|l| l.base != Base::Cfa).map(|l| Loc {
+            offset: fallback.scale_cfa(l.offset),
+            ..l
+        });
+        let (ra, fp_index) = match self.unsigned(2) {
+            None => (fallback.ra, None),
+            Some(0) => (RegRule::Padding, Some(3)),
+            Some(_) => (pair(2).map_or(RegRule::NotSaved, RegRule::At), Some(4)),
+        };
+        let fp_rule = match fp_index.and_then(pair) {
+            Some(l) => RegRule::At(l),
+            None => fallback.fp,
+        };
+        FreRule::Rule {
+            cfa,
+            fp: fp_rule,
+            ra,
+            mangled_ra: self.mangled_ra(),
         }
     }
 }
