@@ -307,82 +307,15 @@ fn read_dies<'d>(
             | gimli::DW_TAG_structure_type
             | gimli::DW_TAG_union_type
             | gimli::DW_TAG_interface_type => {
-                let name = match entry.attr_value(gimli::DW_AT_name) {
-                    Some(v) => unit
-                        .attr_string(v)
-                        .ok()
-                        .map(|s| s.to_string_lossy().into_owned()),
-                    None => None,
-                };
-                let name = match name {
-                    Some(n) => n,
-                    None if tag == gimli::DW_TAG_namespace => "(anonymous namespace)".into(),
-                    None => continue,
-                };
-                let parent = &pass.scopes[scope as usize];
-                let qualified = if parent.is_empty() {
-                    name
-                } else {
-                    format!("{parent}::{name}")
-                };
-                let Ok(id) = u32::try_from(pass.scopes.len()) else {
-                    continue;
-                };
-                pass.scopes.push(qualified);
-                scopes.push((depth, id));
+                if let Some(id) = enter_scope(unit, entry, scope, pass) {
+                    scopes.push((depth, id));
+                }
             }
             gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine => {
                 let Some(die) = global_offset(unit, entry.offset()) else {
                     continue;
                 };
-                let mut name = DieName {
-                    linkage: None,
-                    name: None,
-                    scope,
-                    next: None,
-                    rust,
-                };
-                let mut call = (UNKNOWN_FILE, 0u32, 0u32);
-                for attr in entry.attrs() {
-                    match attr.name() {
-                        gimli::DW_AT_linkage_name | gimli::DW_AT_MIPS_linkage_name => {
-                            name.linkage = unit.attr_string(attr.value()).ok().map(|s| s.slice());
-                        }
-                        gimli::DW_AT_name => {
-                            name.name = unit.attr_string(attr.value()).ok().map(|s| s.slice());
-                        }
-                        gimli::DW_AT_abstract_origin | gimli::DW_AT_specification => {
-                            name.next = match attr.value() {
-                                gimli::AttributeValue::UnitRef(o) => global_offset(unit, o),
-                                gimli::AttributeValue::DebugInfoRef(o) => Some(o.0),
-                                _ => None,
-                            };
-                        }
-                        gimli::DW_AT_call_file => {
-                            if let gimli::AttributeValue::FileIndex(fi) = attr.value() {
-                                if fi > 0 || unit.header.version() >= 5 {
-                                    call.0 = usize::try_from(fi)
-                                        .ok()
-                                        .and_then(|i| files.get(i).copied())
-                                        .unwrap_or(UNKNOWN_FILE);
-                                }
-                            }
-                        }
-                        gimli::DW_AT_call_line => {
-                            call.1 = attr
-                                .udata_value()
-                                .and_then(|v| u32::try_from(v).ok())
-                                .unwrap_or(0);
-                        }
-                        gimli::DW_AT_call_column => {
-                            call.2 = attr
-                                .udata_value()
-                                .and_then(|v| u32::try_from(v).ok())
-                                .unwrap_or(0);
-                        }
-                        _ => {}
-                    }
-                }
+                let (name, call) = code_attrs(unit, entry, files, scope, rust);
                 pass.names.insert(die, name);
                 let inlined = tag == gimli::DW_TAG_inlined_subroutine;
                 // Inline depth: inlined calls enclosing this one up to the nearest subprogram.
@@ -393,36 +326,153 @@ fn read_dies<'d>(
                 if !attached {
                     continue;
                 }
-                let mut ranges = match unit.die_ranges(entry) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        c.warn(format!("ranges of DIE at {die:#x} unreadable: {e}"));
-                        continue;
-                    }
+                let site = Site {
+                    die,
+                    inlined,
+                    depth: u32::try_from(inline_depth).unwrap_or(u32::MAX),
+                    call,
                 };
-                while let Some(r) = ranges.next()? {
-                    if r.begin == 0 {
-                        continue; // discarded by the linker
-                    }
-                    let Some((start, end)) = c.range(r.begin, r.end) else {
-                        continue;
-                    };
-                    if inlined {
-                        pass.inlines.push(PendingInline {
-                            start,
-                            end,
-                            die,
-                            depth: u32::try_from(inline_depth).unwrap_or(u32::MAX),
-                            call_file: call.0,
-                            call_line: call.1,
-                            call_column: call.2,
-                        });
-                    } else {
-                        pass.functions.push((start, end, die));
+                add_ranges(unit, entry, &site, pass, c)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A namespace or type DIE: its qualified name becomes a new scope, whose index is
+/// returned (`None` for an unnamed type, which names nothing).
+fn enter_scope<'d>(
+    unit: gimli::UnitRef<'_, R<'d>>,
+    entry: &gimli::DebuggingInformationEntry<R<'d>>,
+    scope: u32,
+    pass: &mut Pass<'_>,
+) -> Option<u32> {
+    let name = match entry.attr_value(gimli::DW_AT_name) {
+        Some(v) => unit
+            .attr_string(v)
+            .ok()
+            .map(|s| s.to_string_lossy().into_owned()),
+        None => None,
+    };
+    let name = match name {
+        Some(n) => n,
+        None if entry.tag() == gimli::DW_TAG_namespace => "(anonymous namespace)".into(),
+        None => return None,
+    };
+    let parent = &pass.scopes[scope as usize];
+    let qualified = if parent.is_empty() {
+        name
+    } else {
+        format!("{parent}::{name}")
+    };
+    let id = u32::try_from(pass.scopes.len()).ok()?;
+    pass.scopes.push(qualified);
+    Some(id)
+}
+
+/// (file, line, column) of an inlined call site.
+type CallSite = (u32, u32, u32);
+
+/// A subprogram's or inlined call's names (linkage, plain, the DIE it continues) and,
+/// for an inlined call, its call site.
+fn code_attrs<'d>(
+    unit: gimli::UnitRef<'_, R<'d>>,
+    entry: &gimli::DebuggingInformationEntry<R<'d>>,
+    files: &[u32],
+    scope: u32,
+    rust: bool,
+) -> (DieName<'d>, CallSite) {
+    let mut name = DieName {
+        linkage: None,
+        name: None,
+        scope,
+        next: None,
+        rust,
+    };
+    let mut call = (UNKNOWN_FILE, 0u32, 0u32);
+    let udata = |attr: &gimli::Attribute<R<'d>>| {
+        attr.udata_value()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    for attr in entry.attrs() {
+        match attr.name() {
+            gimli::DW_AT_linkage_name | gimli::DW_AT_MIPS_linkage_name => {
+                name.linkage = unit.attr_string(attr.value()).ok().map(|s| s.slice());
+            }
+            gimli::DW_AT_name => {
+                name.name = unit.attr_string(attr.value()).ok().map(|s| s.slice());
+            }
+            gimli::DW_AT_abstract_origin | gimli::DW_AT_specification => {
+                name.next = match attr.value() {
+                    gimli::AttributeValue::UnitRef(o) => global_offset(unit, o),
+                    gimli::AttributeValue::DebugInfoRef(o) => Some(o.0),
+                    _ => None,
+                };
+            }
+            gimli::DW_AT_call_file => {
+                if let gimli::AttributeValue::FileIndex(fi) = attr.value() {
+                    if fi > 0 || unit.header.version() >= 5 {
+                        call.0 = usize::try_from(fi)
+                            .ok()
+                            .and_then(|i| files.get(i).copied())
+                            .unwrap_or(UNKNOWN_FILE);
                     }
                 }
             }
+            gimli::DW_AT_call_line => call.1 = udata(attr),
+            gimli::DW_AT_call_column => call.2 = udata(attr),
             _ => {}
+        }
+    }
+    (name, call)
+}
+
+/// Where a subprogram's or inlined call's ranges go.
+struct Site {
+    die: usize,
+    inlined: bool,
+    /// Inlined calls enclosing this one, up to the nearest subprogram.
+    depth: u32,
+    call: CallSite,
+}
+
+/// The address ranges of a subprogram (functions) or an inlined call (inline records).
+fn add_ranges<'d>(
+    unit: gimli::UnitRef<'_, R<'d>>,
+    entry: &gimli::DebuggingInformationEntry<R<'d>>,
+    site: &Site,
+    pass: &mut Pass<'_>,
+    c: &mut Collector,
+) -> Result<(), gimli::Error> {
+    let die = site.die;
+    let mut ranges = match unit.die_ranges(entry) {
+        Ok(r) => r,
+        Err(e) => {
+            c.warn(format!("ranges of DIE at {die:#x} unreadable: {e}"));
+            return Ok(());
+        }
+    };
+    while let Some(r) = ranges.next()? {
+        if r.begin == 0 {
+            continue; // discarded by the linker
+        }
+        let Some((start, end)) = c.range(r.begin, r.end) else {
+            continue;
+        };
+        if site.inlined {
+            pass.inlines.push(PendingInline {
+                start,
+                end,
+                die,
+                depth: site.depth,
+                call_file: site.call.0,
+                call_line: site.call.1,
+                call_column: site.call.2,
+            });
+        } else {
+            pass.functions.push((start, end, die));
         }
     }
     Ok(())
