@@ -482,14 +482,18 @@ fn add_ranges<'d>(
 fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
     for _ in 0..MAX_NAME_HOPS {
         let n = pass.names.get(&die)?;
-        if let (true, Some(name)) = (n.rust, n.name) {
+        // DW_AT_name in its enclosing namespaces and types
+        let qualified = |name: &[u8]| {
             let name = String::from_utf8_lossy(name);
             let scope = pass.scopes.get(n.scope as usize).map_or("", String::as_str);
-            return Some(if scope.is_empty() {
+            if scope.is_empty() {
                 name.into_owned()
             } else {
                 format!("{scope}::{name}")
-            });
+            }
+        };
+        if let (true, Some(name)) = (n.rust, n.name) {
+            return Some(qualified(name));
         }
         let linkage = n.linkage.map(String::from_utf8_lossy);
         if let Some(raw) = linkage {
@@ -505,13 +509,7 @@ fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
             }
         }
         if let Some(name) = n.name {
-            let name = String::from_utf8_lossy(name);
-            let scope = pass.scopes.get(n.scope as usize).map_or("", String::as_str);
-            return Some(if scope.is_empty() {
-                name.into_owned()
-            } else {
-                format!("{scope}::{name}")
-            });
+            return Some(qualified(name));
         }
         die = n.next?;
     }
