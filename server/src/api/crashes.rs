@@ -47,17 +47,23 @@ fn summary(row: &CrashRow) -> Value {
     })
 }
 
-fn full(row: &CrashRow) -> Value {
-    let mut v = summary(row);
-    let report = row
-        .report
-        .as_deref()
-        .and_then(|r| serde_json::from_str::<Value>(r).ok())
-        .unwrap_or(Value::Null);
-    if let Some(obj) = v.as_object_mut() {
-        obj.insert("report".into(), report);
+/// A crash with its report: the stored report text is embedded as it is (checked to be
+/// JSON, never parsed into a tree: a report may be tens of MiB).
+#[derive(serde::Serialize)]
+struct Full<'r> {
+    #[serde(flatten)]
+    summary: Value,
+    report: Option<&'r serde_json::value::RawValue>,
+}
+
+fn full(row: &CrashRow) -> Full<'_> {
+    Full {
+        summary: summary(row),
+        report: row
+            .report
+            .as_deref()
+            .and_then(|r| serde_json::from_str(r).ok()),
     }
-    v
 }
 
 async fn upload(
@@ -265,12 +271,12 @@ async fn get_one(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     authorize(&s, &headers, Scope::Admin)?;
     let row = crashes::get(&s.db, &id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
-    Ok(Json(full(&row)))
+    Ok(Json(full(&row)).into_response())
 }
 
 fn bad(detail: String) -> ApiError {
