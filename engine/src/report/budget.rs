@@ -152,6 +152,40 @@ pub fn fit(report: &mut Report, max_bytes: usize) {
     ));
 }
 
+/// Adds an upload's annotations (a crash reporter's form fields: `prod`, `ver`, …) to the
+/// report — the dump's own win on a clash — while it stays within `max_bytes`: a field that
+/// would pass the budget is left out, and one `annotations-cut` warning says how many were.
+pub fn add_annotations(
+    report: &mut Report,
+    extra: impl IntoIterator<Item = (String, String)>,
+    max_bytes: usize,
+) {
+    let mut size = json_len(report);
+    let mut cut = 0usize;
+    for (k, v) in extra {
+        if report.annotations.contains_key(&k) {
+            continue;
+        }
+        // `"key":"value",`
+        let cost = json_len(&k) + json_len(&v) + 2;
+        if size.saturating_add(cost).saturating_add(WARNING_ROOM) > max_bytes {
+            cut += 1;
+            continue;
+        }
+        size += cost;
+        report.annotations.insert(k, v);
+    }
+    if cut > 0 {
+        report.warnings.push(warning(
+            "annotations-cut",
+            format!(
+                "{cut} of the upload's annotations were left out: with them the report would \
+                 pass its budget of {max_bytes} bytes"
+            ),
+        ));
+    }
+}
+
 fn warning(code: &str, message: String) -> Warning {
     Warning {
         code: code.into(),
@@ -284,5 +318,40 @@ mod tests {
         assert_eq!((order, w.as_deref()), (vec![3, 0], Some("threads-cut")));
         let mut order = vec![0, 1];
         assert!(b.cut_threads(&mut order).is_none());
+    }
+
+    /// An upload's form fields join the report while it stays within its budget; the dump's
+    /// own annotation wins a clash; what does not fit is left out and said.
+    #[test]
+    fn upload_annotations_stay_within_the_report_budget() {
+        let mut r = report(3, 10);
+        r.annotations.insert("prod".into(), "from-the-dump".into());
+        let max = json_len(&r) + 4096;
+        let fields = vec![
+            ("prod".to_string(), "from-the-form".to_string()),
+            ("ver".to_string(), "1.2.3".to_string()),
+            ("huge".to_string(), "x".repeat(8192)),
+            ("guid".to_string(), "abc".to_string()),
+        ];
+        add_annotations(&mut r, fields, max);
+        let text = serde_json::to_string(&r).unwrap_or_default();
+        assert!(text.len() <= max, "{} > {max}", text.len());
+        assert_eq!(r.annotations["prod"], "from-the-dump");
+        assert_eq!(r.annotations["ver"], "1.2.3");
+        assert_eq!(r.annotations["guid"], "abc");
+        assert!(!r.annotations.contains_key("huge"));
+        let cut: Vec<&str> = r.warnings.iter().map(|w| w.code.as_str()).collect();
+        assert_eq!(cut, ["annotations-cut"]);
+        assert!(
+            r.warnings[0].message.starts_with("1 of"),
+            "{}",
+            r.warnings[0].message
+        );
+
+        // within the budget, every field is added and nothing is said
+        let mut r = report(1, 1);
+        add_annotations(&mut r, [("ver".to_string(), "1".to_string())], 1 << 20);
+        assert_eq!(r.annotations["ver"], "1");
+        assert!(r.warnings.is_empty());
     }
 }

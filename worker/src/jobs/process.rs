@@ -100,12 +100,11 @@ pub async fn process_job(
         .await?;
 
     // Upload form fields (Crashpad `prod`, `ver`, `guid`, …) are annotations too; the
-    // dump's own annotations win on a clash.
+    // dump's own annotations win on a clash, and the report's budget holds.
     let uploaded: BTreeMap<String, String> =
         serde_json::from_str(&lease.annotations).unwrap_or_default();
-    for (k, v) in uploaded {
-        report.annotations.entry(k).or_insert(v);
-    }
+    let max_bytes = runner.config.process.budget.max_report_bytes;
+    engine::report::budget::add_annotations(&mut report, uploaded, max_bytes);
     crashes::StoredReport::of(&report)
         .map_err(|e| JobError::Serialize(format!("report not serializable: {e}")))
 }
