@@ -278,7 +278,7 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     // its debug-id does not come from.
     let build_id = code_id
         .filter(|_| module.os.eq_ignore_ascii_case("linux"))
-        .and_then(|id| parse_hex(&id).map(|b| (id, b)))
+        .and_then(|id| crate::dump::unhex(&id).map(|b| (id, b)))
         .filter(|(_, b)| breakpad_debug_id_from_build_id(b) == module.debug_id)
         .map(|(id, _)| id);
 
@@ -313,17 +313,6 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         kind: KIND_BREAKPAD,
         sections,
     })
-}
-
-/// Even-length hex → bytes (at most 64 bytes: build-ids are 20 in practice).
-fn parse_hex(s: &str) -> Option<Vec<u8>> {
-    if s.is_empty() || !s.len().is_multiple_of(2) || s.len() > 128 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
 }
 
 #[cfg(test)]

@@ -9,10 +9,11 @@
 //! 4. [`walk`] replays each thread's stack: unwind table ▶ frame pointer ▶ stack scan.
 //! 5. [`report`] assembles the `postmortem.report/1` document (JSON and text).
 //!
-//! [`process`] ties the steps together for one dump and a set of symbol files.
+//! [`process`] ties the steps together for one dump and a set of symbol files;
+//! [`resolve`] is the one rule for which files describe a module, whatever holds them.
 //!
-//! What it never does: network, database or file I/O, spawning threads or tasks, or
-//! depending on an async runtime. The engine takes bytes and returns values, which is
+//! What it never does: network, database or file I/O, spawning tasks, or depending on
+//! an async runtime (one build may split over scoped threads, joined before it returns). The engine takes bytes and returns values, which is
 //! what makes every parser fuzzable and testable with literal bytes; callers (the CLI's
 //! `walk`, `postmortem-walk`, the service's workers) find the files and hand them over.
 
@@ -23,6 +24,7 @@ pub mod dump;
 pub mod identify;
 pub mod process;
 pub mod report;
+pub mod resolve;
 pub mod symbols;
 pub mod unwind;
 pub mod walk;

@@ -21,13 +21,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::breakpad_index::BreakpadIndex;
-use engine::dump::{hex, Arch, Dump, Module};
+use engine::dump::{hex, unhex, Arch, Dump, Module};
 use engine::process::{
-    build_tables, build_tables_from_breakpad, indexed_breakpad_tables, CodeImage, ModuleTables,
-    TableInput, TableProvider,
+    build_tables_from_breakpad, indexed_breakpad_tables, ModuleTables, TableProvider,
+};
+use engine::resolve::{
+    build_from_files, code_image_of, locate, FileSource, Found, SourceFile, TableKey,
 };
 use engine::symbols::parse_module_line;
-use object::{Object, ObjectSection, SectionKind};
+use object::Object;
 
 /// Bound on files looked at while indexing directories.
 const MAX_INDEXED_FILES: usize = 200_000;
@@ -151,24 +153,6 @@ fn same_arch(path: &Path, arch: Arch) -> bool {
     )
 }
 
-/// Whether a file is a separate debug file (its code sections hold no bytes).
-fn is_debug_only(data: &[u8]) -> bool {
-    let Ok(obj) = object::File::parse(data) else {
-        return false;
-    };
-    match obj.section_by_name(".text") {
-        Some(s) => s.kind() == SectionKind::UninitializedData || s.file_range().is_none(),
-        None => obj.section_by_name(".debug_info").is_some(),
-    }
-}
-
-fn has_dwarf(data: &[u8]) -> bool {
-    object::File::parse(data)
-        .ok()
-        .and_then(|o| o.section_by_name(".debug_info").map(|s| s.size() > 0))
-        .unwrap_or(false)
-}
-
 /// Files on this machine, indexed by build-id.
 pub struct FileProvider {
     by_build_id: HashMap<Vec<u8>, Vec<PathBuf>>,
@@ -189,7 +173,8 @@ pub struct FileProvider {
     /// Whether `.sym` files are indexed and built only where the walk looks (one walk per
     /// run) rather than built whole (tables kept for many walks).
     index_sym: bool,
-    built: Mutex<HashMap<String, Option<ModuleTables>>>,
+    /// Tables built this run, by [`TableKey`].
+    built: Mutex<HashMap<TableKey, Option<ModuleTables>>>,
 }
 
 impl FileProvider {
@@ -317,52 +302,113 @@ impl FileProvider {
         out
     }
 
-    /// The files that describe `m`, and whether they are verified (the dump's build-id
-    /// is theirs). A module the dump gives a build-id takes the files with that id; one
-    /// without takes the file at its path (or one of its name under `--symbols`) — and
-    /// then, as gdb does, the separate debug files of *that file's* build-id.
-    fn candidates(&self, m: &Module, arch: Arch) -> (Vec<PathBuf>, bool) {
-        let mut out: Vec<PathBuf> = Vec::new();
-        let verified = m.build_id.is_some();
-        match &m.build_id {
-            Some(id) => {
-                let at_path = m
-                    .path
-                    .as_ref()
-                    .filter(|_| self.dump_paths)
-                    .map(PathBuf::from)
-                    .filter(|p| p.is_file() && file_build_id(p).as_deref() == Some(id.as_slice()));
-                out = self.files_with_build_id(id, at_path);
-            }
-            None => {
-                if let Some(p) = m.path.as_ref().filter(|_| self.dump_paths) {
-                    let p = PathBuf::from(p);
-                    if p.is_file() && same_arch(&p, arch) {
-                        out.push(p);
-                    }
-                }
-                // The path is the crashed machine's (for QEMU the guest's): else a file
-                // of the same name under --symbols.
-                if out.is_empty() {
-                    if let Some(paths) = self.by_name.get(&m.name) {
-                        out.extend(paths.iter().filter(|p| same_arch(p, arch)).cloned());
-                        out.truncate(1);
-                    }
-                }
-                if let Some(id) = out.first().and_then(|p| file_build_id(p)) {
-                    out.extend(self.files_with_build_id(&id, None));
-                }
+    /// `paths` as the source's files, each file once.
+    fn source_files(paths: Vec<PathBuf>) -> Vec<SourceFile<LocalFile>> {
+        let mut seen = std::collections::HashSet::new();
+        paths
+            .into_iter()
+            .filter(|p| seen.insert(fs::canonicalize(p).unwrap_or_else(|_| p.clone())))
+            .map(|path| SourceFile {
+                name: file_name(&path),
+                handle: LocalFile { path, open: None },
+            })
+            .collect()
+    }
+
+    /// The tables of a module's `.sym` file: indexed where the walk looks (one-shot walks)
+    /// or built whole.
+    fn sym_tables(&self, sym: SourceFile<LocalFile>) -> Option<ModuleTables> {
+        let LocalFile { path, open } = sym.handle;
+        if self.index_sym {
+            // a file the index declines is built whole below
+            let file = match open {
+                Some(f) => f,
+                None => fs::File::open(&path).ok()?,
+            };
+            if let Ok(index) = BreakpadIndex::from_file(file) {
+                return Some(indexed_breakpad_tables(&sym.name, index));
             }
         }
-        let mut seen = std::collections::HashSet::new();
-        out.retain(|p| seen.insert(fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
-        (out, verified)
+        fs::read(&path)
+            .ok()
+            .map(|text| build_tables_from_breakpad(&sym.name, &text))
     }
 }
 
-/// One read file as a build input.
-fn input((name, bytes): &(String, Arc<[u8]>)) -> TableInput<'_> {
-    TableInput { name, bytes }
+/// A file on this machine as [`FileProvider`] found it: its path, and the file itself
+/// when finding it meant opening it (a `.sym` file whose `MODULE` line was read).
+pub struct LocalFile {
+    path: PathBuf,
+    open: Option<fs::File>,
+}
+
+/// The files on this machine, by [`engine::resolve`]'s rule: `--symbols` files and the
+/// system debug roots by build-id, the dump's recorded paths (checked), files by name for
+/// modules without a build-id, `.sym` files by debug-id. Never fails: a file that cannot
+/// be read is not found.
+impl FileSource for FileProvider {
+    type Handle = LocalFile;
+    type Error = std::convert::Infallible;
+
+    async fn with_build_id(
+        &self,
+        m: &Module,
+        build_id: &str,
+    ) -> Result<Vec<SourceFile<LocalFile>>, Self::Error> {
+        let Some(id) = unhex(build_id) else {
+            return Ok(Vec::new());
+        };
+        let at_path = m
+            .path
+            .as_ref()
+            .filter(|_| self.dump_paths)
+            .map(PathBuf::from)
+            .filter(|p| p.is_file() && file_build_id(p).as_deref() == Some(id.as_slice()));
+        Ok(Self::source_files(self.files_with_build_id(&id, at_path)))
+    }
+
+    /// The file at the module's path (or one of its name under `--symbols`: the path is
+    /// the crashed machine's, for QEMU the guest's) — and then, as gdb does, the separate
+    /// debug files of *that file's* build-id.
+    async fn by_path(
+        &self,
+        m: &Module,
+        arch: Arch,
+    ) -> Result<Vec<SourceFile<LocalFile>>, Self::Error> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        if let Some(p) = m.path.as_ref().filter(|_| self.dump_paths) {
+            let p = PathBuf::from(p);
+            if p.is_file() && same_arch(&p, arch) {
+                out.push(p);
+            }
+        }
+        if out.is_empty() {
+            if let Some(paths) = self.by_name.get(&m.name) {
+                out.extend(paths.iter().filter(|p| same_arch(p, arch)).cloned());
+                out.truncate(1);
+            }
+        }
+        if let Some(id) = out.first().and_then(|p| file_build_id(p)) {
+            out.extend(self.files_with_build_id(&id, None));
+        }
+        Ok(Self::source_files(out))
+    }
+
+    async fn breakpad(
+        &self,
+        m: &Module,
+        debug_id: &str,
+    ) -> Result<Option<SourceFile<LocalFile>>, Self::Error> {
+        Ok(self
+            .open_module_sym(m, debug_id)
+            .map(|(f, path)| SourceFile {
+                name: file_name(&path),
+                handle: LocalFile {
+                    path,
+                    open: Some(f),
+                },
+            }))
+    }
 }
 
 /// A file's name as the report gives it: its last path component (a service upload is
@@ -424,52 +470,33 @@ impl TableProvider for FileProvider {
     }
 
     fn tables(&self, dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
-        let key = m
-            .build_id_hex()
-            .unwrap_or_else(|| format!("path:{}", m.path.as_deref().unwrap_or(&m.name)));
+        // the local source never waits: its futures are ready when first polled
+        let located = match pollster::block_on(locate(self, m, dump.arch)) {
+            Ok(l) => l?,
+            Err(never) => match never {},
+        };
         if let Ok(cache) = self.built.lock() {
-            if let Some(t) = cache.get(&key) {
+            if let Some(t) = cache.get(&located.key) {
                 return t.clone();
             }
         }
-        let (paths, verified) = self.candidates(m, dump.arch);
-        // (file name as the report gives it, bytes)
-        let files: Vec<(String, Arc<[u8]>)> = paths
-            .iter()
-            .filter_map(|p| Some((file_name(p), Arc::from(fs::read(p).ok()?))))
-            .collect();
-        let sym = || {
-            let id = m.breakpad_debug_id()?;
-            let (file, path) = self.open_module_sym(m, &id)?;
-            let name = file_name(&path);
-            if self.index_sym {
-                // a file the index declines is built whole below
-                if let Ok(index) = BreakpadIndex::from_file(file) {
-                    return Some(indexed_breakpad_tables(&name, index));
-                }
+        let result = match located.found {
+            Found::Files(files) => {
+                // (file name as the report gives it, bytes)
+                let read: Vec<(String, Arc<[u8]>)> = files
+                    .into_iter()
+                    .filter_map(|f| Some((f.name, Arc::from(fs::read(&f.handle.path).ok()?))))
+                    .collect();
+                (!read.is_empty()).then(|| {
+                    let mut t = build_from_files(&read, located.verified);
+                    t.code = code_image_of(&read);
+                    t
+                })
             }
-            fs::read(path)
-                .ok()
-                .map(|text| build_tables_from_breakpad(&name, &text))
-        };
-        let result = if files.is_empty() {
-            sym()
-        } else {
-            let binary = files.iter().position(|(_, d)| !is_debug_only(d));
-            let debug: Vec<TableInput<'_>> = files
-                .iter()
-                .enumerate()
-                .filter(|&(i, (_, d))| Some(i) != binary && has_dwarf(d))
-                .map(|(_, f)| input(f))
-                .collect();
-            let main = binary.and_then(|i| files.get(i));
-            let mut t = build_tables(main.map(input), &debug);
-            t.verified = verified;
-            t.code = main.and_then(|(_, b)| CodeImage::new(b.clone()));
-            Some(t)
+            Found::Breakpad(sym) => self.sym_tables(sym),
         };
         if let Ok(mut cache) = self.built.lock() {
-            cache.insert(key, result.clone());
+            cache.insert(located.key, result.clone());
         }
         result
     }

@@ -159,6 +159,14 @@ pub struct Module {
 }
 
 impl Module {
+    /// Whether this is the kernel's vdso, by the names cores (`linux-vdso.so.1`) and
+    /// minidumps (`linux-gate.so`) give it: no file on disk describes it, and in a core
+    /// its whole image is in the dump.
+    pub fn is_vdso(&self) -> bool {
+        self.name == "[vdso]"
+            || self.name.starts_with("linux-vdso.so")
+            || self.name.starts_with("linux-gate.so")
+    }
     /// Build-id as lower-case hex, as `readelf -n` prints it.
     pub fn build_id_hex(&self) -> Option<String> {
         self.build_id.as_deref().map(hex)
@@ -295,6 +303,18 @@ pub fn module_starting_at_or_below(modules: &[Module], addr: u64) -> Option<usiz
 pub fn module_containing(modules: &[Module], addr: u64) -> Option<usize> {
     let i = module_starting_at_or_below(modules, addr)?;
     (addr < modules.get(i)?.end).then_some(i)
+}
+
+/// Even-length hex (either case) → bytes, as [`hex`] writes them; at most 64 bytes
+/// (build-ids are 20 in practice).
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.is_empty() || !s.len().is_multiple_of(2) || s.len() > 128 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
 }
 
 /// Lower-case hex of bytes.

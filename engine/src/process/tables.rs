@@ -253,9 +253,7 @@ const MAX_MEMORY_IMAGES: usize = 4;
 
 /// The vdso's whole image is in the dump: its tables come from there.
 fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
-    let is_vdso = m.path.is_none()
-        && (m.name.contains("vdso") || m.name.contains("linux-gate") || m.name == "[vdso]");
-    if !is_vdso {
+    if m.path.is_some() || !m.is_vdso() {
         return None;
     }
     let len = usize::try_from(m.end.checked_sub(m.base)?).ok()?;

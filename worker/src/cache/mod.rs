@@ -1,6 +1,6 @@
 //! The in-memory tables cache: moka, weighted by bytes, in front of the `tables` rows.
 //!
-//! Keyed by (build-id, table kind, format version) like the database, so a table of an
+//! Keyed by ([`TableKey`], table kind, format version) like the database, so a table of an
 //! older format is never served after a version bump. Hits, misses and tables built are
 //! counted for `/metrics`. Beside the tables it keeps each build-id's main binary (its
 //! code bytes let the stack scan check call sites, as `postmortem walk` does), under the
@@ -8,6 +8,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use engine::resolve::TableKey;
 
 /// Which table of a build-id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,12 +31,20 @@ impl TableKind {
     }
 }
 
-/// A cache key.
+/// A cache key: one kind of table, in one format version, of the files a
+/// [`TableKey`] names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TableKey {
-    pub build_id: String,
+pub struct CacheKey {
+    pub table: TableKey,
     pub kind: TableKind,
     pub version: u32,
+}
+
+/// A key's weight in the cache: about its stored form's length.
+fn key_len(k: &TableKey) -> usize {
+    match k {
+        TableKey::BuildId(s) | TableKey::Breakpad(s) | TableKey::Path(s) => s.len() + 10,
+    }
 }
 
 /// Counters, read by `/metrics`.
@@ -49,9 +59,9 @@ pub struct CacheStats {
 /// The shared tables cache. Cheap to clone.
 #[derive(Clone)]
 pub struct TablesCache {
-    inner: moka::future::Cache<TableKey, Arc<[u8]>>,
-    /// Build-id → the bytes of its main (non-debug) file.
-    code: moka::future::Cache<String, Arc<[u8]>>,
+    inner: moka::future::Cache<CacheKey, Arc<[u8]>>,
+    /// A build's key → the bytes of its main (non-debug) file.
+    code: moka::future::Cache<TableKey, Arc<[u8]>>,
     stats: Arc<CacheStats>,
 }
 
@@ -69,16 +79,16 @@ impl TablesCache {
     pub fn new(max_bytes: u64) -> TablesCache {
         let inner = moka::future::Cache::builder()
             .max_capacity(max_bytes)
-            .weigher(|k: &TableKey, v: &Arc<[u8]>| {
-                u32::try_from(v.len() + k.build_id.len()).unwrap_or(u32::MAX)
+            .weigher(|k: &CacheKey, v: &Arc<[u8]>| {
+                u32::try_from(v.len() + key_len(&k.table)).unwrap_or(u32::MAX)
             })
             .support_invalidation_closures()
             .build();
         // Binaries are few and large; they get a quarter of the budget.
         let code = moka::future::Cache::builder()
             .max_capacity(max_bytes / 4)
-            .weigher(|k: &String, v: &Arc<[u8]>| {
-                u32::try_from(v.len() + k.len()).unwrap_or(u32::MAX)
+            .weigher(|k: &TableKey, v: &Arc<[u8]>| {
+                u32::try_from(v.len() + key_len(k)).unwrap_or(u32::MAX)
             })
             .support_invalidation_closures()
             .build();
@@ -90,7 +100,7 @@ impl TablesCache {
     }
 
     /// The cached bytes, counting a hit or a miss.
-    pub async fn get(&self, key: &TableKey) -> Option<Arc<[u8]>> {
+    pub async fn get(&self, key: &CacheKey) -> Option<Arc<[u8]>> {
         let got = self.inner.get(key).await;
         let counter = if got.is_some() {
             &self.stats.hits
@@ -102,31 +112,29 @@ impl TablesCache {
     }
 
     /// Caches `bytes` under `key`.
-    pub async fn insert(&self, key: TableKey, bytes: Arc<[u8]>) {
+    pub async fn insert(&self, key: CacheKey, bytes: Arc<[u8]>) {
         self.inner.insert(key, bytes).await;
     }
 
-    /// The cached main binary of a build-id.
-    pub async fn code(&self, build_id: &str) -> Option<Arc<[u8]>> {
-        self.code.get(build_id).await
+    /// The cached main binary of a build.
+    pub async fn code(&self, key: &TableKey) -> Option<Arc<[u8]>> {
+        self.code.get(key).await
     }
 
-    /// Caches the main binary of a build-id.
-    pub async fn insert_code(&self, build_id: &str, bytes: Arc<[u8]>) {
-        self.code.insert(build_id.to_string(), bytes).await;
+    /// Caches the main binary of a build.
+    pub async fn insert_code(&self, key: &TableKey, bytes: Arc<[u8]>) {
+        self.code.insert(key.clone(), bytes).await;
     }
 
-    /// Forgets every table of a build-id (a new file for it arrived).
-    pub fn invalidate_build_id(&self, build_id: &str) {
-        let id = build_id.to_string();
-        let _ = self.code.invalidate_entries_if({
-            let id = id.clone();
-            move |k, _| *k == id
-        });
+    /// Forgets every table under `key` (a new file for it arrived).
+    pub fn invalidate(&self, key: &TableKey) {
         // Only fails when closures were not enabled on the builder, which `new` does.
-        let _ = self
-            .inner
-            .invalidate_entries_if(move |k, _| k.build_id == id);
+        let _ = self.code.invalidate_entries_if({
+            let key = key.clone();
+            move |k, _| *k == key
+        });
+        let key = key.clone();
+        let _ = self.inner.invalidate_entries_if(move |k, _| k.table == key);
     }
 
     /// The counters.

@@ -7,7 +7,7 @@
 use crate::cache::TablesCache;
 use crate::store::{breakpad_used, missing, tables, Db, StoreError};
 
-use super::process::breakpad_table_key;
+use engine::resolve::TableKey;
 
 /// The identifiers of a file just stored.
 #[derive(Debug, Clone, Copy)]
@@ -28,12 +28,12 @@ pub async fn file_arrived(
     file: NewFile<'_>,
 ) -> Result<u64, StoreError> {
     let table_key = match (file.debug_id, file.breakpad) {
-        (Some(d), true) => Some(breakpad_table_key(d)),
-        _ => file.build_id.map(str::to_string),
+        (Some(d), true) => Some(TableKey::Breakpad(d.to_string())),
+        _ => file.build_id.map(|b| TableKey::BuildId(b.to_string())),
     };
     if let Some(key) = table_key {
-        tables::invalidate(db, &key).await?;
-        cache.invalidate_build_id(&key);
+        tables::invalidate(db, &key.to_string()).await?;
+        cache.invalidate(&key);
     }
     let (b, d) = (file.build_id, file.debug_id);
     let requeued = missing::requeue_for_ids(db, b, d).await?

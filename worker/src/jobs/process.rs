@@ -19,11 +19,12 @@ use bytes::Bytes;
 use tracing::{info_span, instrument, Instrument};
 
 use super::{JobError, Runner};
-use crate::cache::{TableKey, TableKind};
+use crate::cache::{CacheKey, TableKind};
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 use engine::dump::{Dump, Module};
-use engine::process::{CodeImage, ModuleTables, TableInput, TableProvider};
+use engine::process::{CodeImage, ModuleTables, TableProvider};
 use engine::report::{ModuleFile, Report};
+use engine::resolve::{build_from_files, locate, FileSource, Found, Located, SourceFile, TableKey};
 
 /// Format version of the symbol tables.
 /// The symbol table format version the cached tables are keyed by.
@@ -39,50 +40,37 @@ pub async fn process_job(
     let limit = runner.config.time_limit;
     let dump = runner.blobs.get(&lease.dump_sha256).await?;
 
-    // 1. Which modules does the dump need, by build-id and debug-id?
+    // 1. Which modules does the dump name?
     let bytes = dump.clone();
-    let needed: Vec<Needed> = run_guarded(limit, move || {
+    let (arch, modules) = run_guarded(limit, move || {
         let d = engine::dump::read_dump(&bytes)?;
-        Ok(d.modules
-            .iter()
-            .filter_map(|m| {
-                Some(Needed {
-                    key: module_key(m)?,
-                    build_id: m.build_id_hex(),
-                    debug_id: m.breakpad_debug_id(),
-                    name: m.name.clone(),
-                })
-            })
-            .collect())
+        Ok((d.arch, d.modules))
     })
     .await?;
 
     // 2. Their tables, recording the ones nobody uploaded.
     missing::clear_crash(&runner.db, &lease.id).await?;
     breakpad_used::clear_crash(&runner.db, &lease.id).await?;
+    let source = Uploaded(runner);
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
-    for n in needed {
-        if found.contains_key(&n.key) || is_vdso(&n.name) {
-            // The vdso's tables come from the dump's own memory: nobody uploads it.
+    for m in &modules {
+        let Some(key) = module_key(m) else { continue };
+        if found.contains_key(&key) || m.is_vdso() {
+            // The vdso's tables come from the dump's own memory: nobody uploads it, and
+            // it is not missing.
             continue;
         }
-        match module_tables(runner, n.build_id.as_deref(), n.debug_id.as_deref()).await? {
-            Some((t, from_sym)) => {
-                if from_sym {
-                    breakpad_used::record(&runner.db, &n.key, n.debug_id.as_deref(), &lease.id)
-                        .await?;
+        let debug_id = m.breakpad_debug_id();
+        match locate(&source, m, arch).await? {
+            Some(located) => {
+                if matches!(located.key, TableKey::Breakpad(_)) {
+                    breakpad_used::record(&runner.db, &key, debug_id.as_deref(), &lease.id).await?;
                 }
-                found.insert(n.key, t);
+                found.insert(key, located_tables(runner, located).await?);
             }
             None => {
-                missing::record_module(
-                    &runner.db,
-                    &n.key,
-                    n.debug_id.as_deref(),
-                    &lease.id,
-                    &n.name,
-                )
-                .await?
+                missing::record_module(&runner.db, &key, debug_id.as_deref(), &lease.id, &m.name)
+                    .await?
             }
         }
     }
@@ -136,16 +124,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// How a dump names one module it needs.
-struct Needed {
-    /// What its tables are handed to the engine by ([`module_key`]).
-    key: String,
-    build_id: Option<String>,
-    /// Upper-case Breakpad debug-id (the dump's, or derived from the build-id).
-    debug_id: Option<String>,
-    name: String,
-}
-
 /// A module's key among the fetched tables: its build-id (lower-case hex), else its
 /// debug-id (upper-case, so never equal to a build-id).
 fn module_key(m: &Module) -> Option<String> {
@@ -172,64 +150,89 @@ const KINDS: [(TableKind, u32); 3] = [
     (TableKind::Warnings, WARNINGS_VERSION),
 ];
 
-/// The tables of one module, as `postmortem walk` chooses its files: the binaries of its
-/// build-id (their own tables win over any `.sym`), else a binary whose debug-id it is (a
-/// Mach-O named by a minidump), else the newest Breakpad `.sym` of its debug-id. Each
-/// comes from moka → `tables` rows → built from the uploaded files (and stored). `None`
-/// when no file was uploaded for it; else the tables and whether they are a `.sym` file's.
-async fn module_tables(
-    runner: &Runner,
-    build_id: Option<&str>,
-    debug_id: Option<&str>,
-) -> Result<Option<(ModuleTables, bool)>, JobError> {
-    if let Some(id) = build_id {
-        let files = binary_files(runner, id).await?;
-        if !files.is_empty() {
-            return Ok(Some((binary_tables(runner, id, &files).await?, false)));
-        }
-    }
-    let Some(debug_id) = debug_id else {
-        return Ok(None);
-    };
-    let rows = binaries::by_debug_id(&runner.db, debug_id).await?;
-    let binary_id = rows
-        .iter()
-        .filter(|f| !f.is_breakpad())
-        .find_map(|f| f.build_id().map(str::to_string));
-    if let Some(id) = binary_id {
-        let files = binary_files(runner, &id).await?;
-        if !files.is_empty() {
-            return Ok(Some((binary_tables(runner, &id, &files).await?, false)));
-        }
-    }
-    match rows.iter().rev().find(|f| f.is_breakpad()) {
-        Some(sym) => Ok(Some((sym_tables(runner, debug_id, sym).await?, true))),
-        None => Ok(None),
+/// The service's uploaded files, as [`engine::resolve::locate`] asks for them (the rule
+/// `postmortem walk` uses too): a build-id's binaries and debug files, the Mach-O binary
+/// a debug-id names, the newest `.sym` file of a debug-id.
+struct Uploaded<'a>(&'a Runner);
+
+/// An uploaded file as a source file, named as it was uploaded.
+fn uploaded(row: binaries::BinaryRow) -> SourceFile<binaries::BinaryRow> {
+    SourceFile {
+        name: row.file_name.clone().unwrap_or_else(|| row.sha256.clone()),
+        handle: row,
     }
 }
 
-/// The binaries and debug files (not `.sym` files) of a build-id.
-async fn binary_files(
-    runner: &Runner,
-    build_id: &str,
-) -> Result<Vec<binaries::BinaryRow>, JobError> {
-    let mut files = binaries::by_build_id(&runner.db, build_id).await?;
-    files.retain(|f| !f.is_breakpad());
-    Ok(files)
+impl FileSource for Uploaded<'_> {
+    type Handle = binaries::BinaryRow;
+    type Error = JobError;
+
+    async fn with_build_id(
+        &self,
+        _module: &Module,
+        build_id: &str,
+    ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
+        let files = binaries::by_build_id(&self.0.db, build_id).await?;
+        Ok(files
+            .into_iter()
+            .filter(|f| !f.is_breakpad())
+            .map(uploaded)
+            .collect())
+    }
+
+    async fn build_id_of_debug_id(&self, debug_id: &str) -> Result<Option<String>, JobError> {
+        let rows = binaries::by_debug_id(&self.0.db, debug_id).await?;
+        Ok(rows
+            .iter()
+            .filter(|f| !f.is_breakpad())
+            .find_map(|f| f.build_id().map(str::to_string)))
+    }
+
+    async fn breakpad(
+        &self,
+        _module: &Module,
+        debug_id: &str,
+    ) -> Result<Option<SourceFile<binaries::BinaryRow>>, JobError> {
+        let rows = binaries::by_debug_id(&self.0.db, debug_id).await?;
+        Ok(rows
+            .into_iter()
+            .rev()
+            .find(|f| f.is_breakpad())
+            .map(uploaded))
+    }
 }
 
-/// The key the tables of a `.sym` file are stored under: never a build-id.
-pub fn breakpad_table_key(debug_id: &str) -> String {
-    format!("breakpad:{debug_id}")
+/// The tables of located files, under their [`TableKey`]: from moka → `tables` rows →
+/// built from the uploaded files (and stored).
+async fn located_tables(
+    runner: &Runner,
+    located: Located<binaries::BinaryRow>,
+) -> Result<ModuleTables, JobError> {
+    let key = located.key;
+    let cached = cached_tables(runner, &key).await?;
+    match located.found {
+        Found::Breakpad(sym) => match cached {
+            Some(t) => Ok(t),
+            None => sym_tables(runner, &key, sym).await,
+        },
+        Found::Files(files) => {
+            let mut t = match cached {
+                Some(t) => t,
+                None => binary_tables(runner, &key, &files, located.verified).await?,
+            };
+            t.code = code_image(runner, &key, &files).await?;
+            Ok(t)
+        }
+    }
 }
 
 /// The tables stored under `key` (moka, then the database), with the warnings their build
 /// met; `None` unless all three rows are there.
-async fn cached_tables(runner: &Runner, key: &str) -> Result<Option<ModuleTables>, JobError> {
+async fn cached_tables(runner: &Runner, key: &TableKey) -> Result<Option<ModuleTables>, JobError> {
     let mut got: Vec<Arc<[u8]>> = Vec::new();
     for (kind, version) in KINDS {
-        let cache_key = TableKey {
-            build_id: key.to_string(),
+        let cache_key = CacheKey {
+            table: key.clone(),
             kind,
             version,
         };
@@ -237,7 +240,7 @@ async fn cached_tables(runner: &Runner, key: &str) -> Result<Option<ModuleTables
             got.push(b);
             continue;
         }
-        match tables::get(&runner.db, key, kind.as_str(), version).await? {
+        match tables::get(&runner.db, &key.to_string(), kind.as_str(), version).await? {
             Some(b) => {
                 let b: Arc<[u8]> = b.into();
                 runner.cache.insert(cache_key, b.clone()).await;
@@ -256,7 +259,11 @@ async fn cached_tables(runner: &Runner, key: &str) -> Result<Option<ModuleTables
 }
 
 /// Stores freshly built tables under `key` (database and moka) and counts the build.
-async fn store_tables(runner: &Runner, key: &str, built: &ModuleTables) -> Result<(), JobError> {
+async fn store_tables(
+    runner: &Runner,
+    key: &TableKey,
+    built: &ModuleTables,
+) -> Result<(), JobError> {
     let notes = BuildNotes {
         warnings: built.warnings.clone(),
         files: built.files.clone(),
@@ -276,12 +283,12 @@ async fn store_tables(runner: &Runner, key: &str, built: &ModuleTables) -> Resul
                 .unwrap_or_else(|| Arc::from(Vec::new())),
             TableKind::Warnings => Arc::from(warnings.as_slice()),
         };
-        tables::put(&runner.db, key, kind.as_str(), version, &bytes).await?;
+        tables::put(&runner.db, &key.to_string(), kind.as_str(), version, &bytes).await?;
         runner
             .cache
             .insert(
-                TableKey {
-                    build_id: key.to_string(),
+                CacheKey {
+                    table: key.clone(),
                     kind,
                     version,
                 },
@@ -293,65 +300,50 @@ async fn store_tables(runner: &Runner, key: &str, built: &ModuleTables) -> Resul
     Ok(())
 }
 
-/// The tables of a build-id's binaries: cached, else built from every file of the
-/// build-id (the main file first, debug files as extras).
+/// Builds (and stores under `key`) the tables of a build's uploaded files.
 async fn binary_tables(
     runner: &Runner,
-    build_id: &str,
-    files: &[binaries::BinaryRow],
+    key: &TableKey,
+    files: &[SourceFile<binaries::BinaryRow>],
+    verified: bool,
 ) -> Result<ModuleTables, JobError> {
-    let mut t = match cached_tables(runner, build_id).await? {
-        Some(t) => t,
-        None => {
-            // (is a debug file, name, bytes): the binary first, debug files after
-            let mut blobs: Vec<(bool, String, Bytes)> = Vec::new();
-            for f in files {
-                let name = f.file_name.clone().unwrap_or_else(|| f.sha256.clone());
-                let bytes = runner.blobs.get(&f.sha256).await?;
-                blobs.push((f.kind == "debug", name, bytes));
-            }
-            blobs.sort_by_key(|(debug, _, _)| *debug);
-            let built = run_guarded(runner.config.time_limit, move || {
-                let (binary, debug) = match blobs.split_first() {
-                    Some((first, rest)) if !first.0 => (Some(input(first)), rest),
-                    _ => (None, &blobs[..]),
-                };
-                let debug: Vec<TableInput<'_>> = debug.iter().map(input).collect();
-                Ok(engine::process::build_tables(binary, &debug))
-            })
-            .instrument(info_span!("build_tables", build_id = %build_id))
-            .await?;
-            store_tables(runner, build_id, &built).await?;
-            // As read back from the cache: an empty table is no table.
-            let notes = BuildNotes {
-                warnings: built.warnings,
-                files: built.files,
-            };
-            tables_from(built.unwind, built.symbols, notes)
-        }
-    };
-    t.code = code_image(runner, build_id, files).await?;
-    Ok(t)
+    let mut read: Vec<(String, Bytes)> = Vec::new();
+    for f in files {
+        read.push((f.name.clone(), runner.blobs.get(&f.handle.sha256).await?));
+    }
+    let built = run_guarded(runner.config.time_limit, move || {
+        Ok(build_from_files(&read, verified))
+    })
+    .instrument(info_span!("build_tables", key = %key))
+    .await?;
+    stored(runner, key, built).await
 }
 
-/// The tables of a module's Breakpad `.sym` file: cached, else built from it.
+/// Builds (and stores under `key`) the tables of an uploaded `.sym` file.
 async fn sym_tables(
     runner: &Runner,
-    debug_id: &str,
-    sym: &binaries::BinaryRow,
+    key: &TableKey,
+    sym: SourceFile<binaries::BinaryRow>,
 ) -> Result<ModuleTables, JobError> {
-    let key = breakpad_table_key(debug_id);
-    if let Some(t) = cached_tables(runner, &key).await? {
-        return Ok(t);
-    }
-    let text = runner.blobs.get(&sym.sha256).await?;
-    let name = sym.file_name.clone().unwrap_or_else(|| sym.sha256.clone());
+    let text = runner.blobs.get(&sym.handle.sha256).await?;
     let built = run_guarded(runner.config.time_limit, move || {
-        Ok(engine::process::build_tables_from_breakpad(&name, &text))
+        Ok(engine::process::build_tables_from_breakpad(
+            &sym.name, &text,
+        ))
     })
-    .instrument(info_span!("build_tables_breakpad", debug_id = %debug_id))
+    .instrument(info_span!("build_tables_breakpad", key = %key))
     .await?;
-    store_tables(runner, &key, &built).await?;
+    stored(runner, key, built).await
+}
+
+/// Stores freshly built tables and returns them as a later read of the cache will: an
+/// empty table is no table.
+async fn stored(
+    runner: &Runner,
+    key: &TableKey,
+    built: ModuleTables,
+) -> Result<ModuleTables, JobError> {
+    store_tables(runner, key, &built).await?;
     let notes = BuildNotes {
         warnings: built.warnings,
         files: built.files,
@@ -364,17 +356,17 @@ async fn sym_tables(
 /// the file it found. Cached in memory; `None` when only debug files were uploaded.
 async fn code_image(
     runner: &Runner,
-    build_id: &str,
-    files: &[binaries::BinaryRow],
+    key: &TableKey,
+    files: &[SourceFile<binaries::BinaryRow>],
 ) -> Result<Option<CodeImage>, JobError> {
-    if let Some(b) = runner.cache.code(build_id).await {
+    if let Some(b) = runner.cache.code(key).await {
         return Ok(CodeImage::new(b));
     }
-    let Some(main) = files.iter().find(|f| f.kind != "debug") else {
+    let Some(main) = files.iter().find(|f| f.handle.kind != "debug") else {
         return Ok(None);
     };
-    let bytes: Arc<[u8]> = Arc::from(&runner.blobs.get(&main.sha256).await?[..]);
-    runner.cache.insert_code(build_id, bytes.clone()).await;
+    let bytes: Arc<[u8]> = Arc::from(&runner.blobs.get(&main.handle.sha256).await?[..]);
+    runner.cache.insert_code(key, bytes.clone()).await;
     Ok(CodeImage::new(bytes))
 }
 
@@ -394,11 +386,6 @@ fn tables_from(
     }
 }
 
-/// One fetched file as a build input.
-fn input((_, name, bytes): &(bool, String, Bytes)) -> TableInput<'_> {
-    TableInput { name, bytes }
-}
-
 /// Hands the fetched tables to the engine, by [`module_key`].
 struct FetchedTables(HashMap<String, ModuleTables>);
 
@@ -406,11 +393,6 @@ impl TableProvider for FetchedTables {
     fn tables(&self, _dump: &Dump<'_>, module: &Module) -> Option<ModuleTables> {
         self.0.get(&module_key(module)?).cloned()
     }
-}
-
-/// The kernel's vdso (by the names the dump readers give it), whose image is in the dump.
-fn is_vdso(name: &str) -> bool {
-    name.contains("vdso") || name.contains("linux-gate")
 }
 
 /// Runs the engine on one dump with the tables fetched for it.
