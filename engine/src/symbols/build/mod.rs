@@ -6,9 +6,6 @@
 //! final merge that makes function ranges disjoint and sorts everything for [`format`].
 //! A bad unit or symbol is skipped with a warning, never fatal.
 
-pub mod breakpad;
-#[cfg(test)]
-mod breakpad_reference;
 mod dwarf;
 mod symtab;
 
@@ -207,11 +204,11 @@ pub fn build_symbol_table(
     })
 }
 
-struct Finished {
-    table: TableParts,
-    warnings: Vec<String>,
+pub(crate) struct Finished {
+    pub table: TableParts,
+    pub warnings: Vec<String>,
     /// The inputs that gave at least one of the table's functions.
-    inputs: Vec<usize>,
+    pub inputs: Vec<usize>,
 }
 
 /// Makes sorted ranges disjoint: where one overlaps the next, it is cut at the next's start;
@@ -231,7 +228,7 @@ fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
     };
     // Ties between names of one length go to the smaller name, not the one interned first:
     // the choice must not depend on which other records the text holds (a table built
-    // from part of a .sym file, see breakpad_index, chooses as the whole one does).
+    // from part of a .sym file, see breakpad::index, chooses as the whole one does).
     ranges.sort_by_key(|f| {
         (
             f.start,
@@ -252,7 +249,10 @@ fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
 
 /// Merges DWARF functions with symbol-table ones (which only fill DWARF's gaps), sorts
 /// line rows and inline records.
-fn finish(mut c: Collector, mut symbols: Vec<RawFunction>) -> Result<Finished, SymbolsError> {
+pub(crate) fn finish(
+    mut c: Collector,
+    mut symbols: Vec<RawFunction>,
+) -> Result<Finished, SymbolsError> {
     let mut functions = std::mem::take(&mut c.functions);
     make_disjoint(&mut functions, &c.strings);
     make_disjoint(&mut symbols, &c.strings);

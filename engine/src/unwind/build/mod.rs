@@ -6,9 +6,6 @@
 //! own tables before Breakpad's). The writer does everything else once, for all formats.
 
 mod aarch64_cfi;
-pub mod breakpad;
-#[cfg(test)]
-mod breakpad_reference;
 pub mod compact_unwind;
 pub mod dwarf;
 pub mod sframe;
@@ -21,7 +18,7 @@ use super::format::{self, MAX_ADDRESS};
 use super::rule::{RuleRecord, UnwindSource};
 use crate::dump::Arch;
 
-pub use breakpad::build_from_breakpad;
+pub use crate::breakpad::unwind::build_from_breakpad;
 pub use dwarf::build_from_elf;
 
 /// What a build saw, for warnings and benchmarks.
