@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 
 use super::text::for_each_line;
 use super::tokenize::{self, classify, parse_module_line, Extent, Record};
-use crate::symbols::build::{finish, BuiltSymbols, Collector, Finished, RawFunction};
+use crate::symbols::build::{finish, BuiltSymbols, Collector, RawFunction};
 use crate::symbols::format::{self, InlineRecord, LineRecord};
 use crate::symbols::{SymbolSource, SymbolsError};
 
@@ -290,27 +290,7 @@ impl<'a> Reader<'a> {
             ));
         }
         let symbols = self.public_functions();
-        let Finished {
-            table,
-            warnings,
-            inputs,
-        } = finish(self.c, symbols)?;
-        let (functions, line_rows) = (table.functions.len(), table.lines.len());
-        let inline_records = table.inlines.iter().map(Vec::len).sum();
-        let sources = if functions > 0 {
-            vec![SymbolSource::Breakpad]
-        } else {
-            Vec::new()
-        };
-        Ok(BuiltSymbols {
-            bytes: format::write(&table)?,
-            sources,
-            inputs,
-            functions,
-            line_rows,
-            inline_records,
-            warnings,
-        })
+        finish(self.c, symbols)?.into_built()
     }
 }
 

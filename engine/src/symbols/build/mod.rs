@@ -178,37 +178,43 @@ pub fn build_symbol_table(
         }
     }
     let symbols = symtab::collect(&all, &mut c);
-
-    let Finished {
-        table,
-        warnings,
-        inputs,
-    } = finish(c, symbols)?;
-    let mut sources: Vec<SymbolSource> = table
-        .functions
-        .iter()
-        .filter_map(|f| SymbolSource::from_code(f.source))
-        .collect();
-    sources.sort();
-    sources.dedup();
-    let (functions, line_rows) = (table.functions.len(), table.lines.len());
-    let inline_records = table.inlines.iter().map(Vec::len).sum();
-    Ok(BuiltSymbols {
-        bytes: format::write(&table)?,
-        sources,
-        inputs,
-        functions,
-        line_rows,
-        inline_records,
-        warnings,
-    })
+    finish(c, symbols)?.into_built()
 }
 
 pub(crate) struct Finished {
-    pub table: TableParts,
-    pub warnings: Vec<String>,
+    table: TableParts,
+    warnings: Vec<String>,
     /// The inputs that gave at least one of the table's functions.
-    pub inputs: Vec<usize>,
+    inputs: Vec<usize>,
+}
+
+impl Finished {
+    /// The serialized table and what went into it (the sources of its functions).
+    pub(crate) fn into_built(self) -> Result<BuiltSymbols, SymbolsError> {
+        let Finished {
+            table,
+            warnings,
+            inputs,
+        } = self;
+        let mut sources: Vec<SymbolSource> = table
+            .functions
+            .iter()
+            .filter_map(|f| SymbolSource::from_code(f.source))
+            .collect();
+        sources.sort();
+        sources.dedup();
+        let (functions, line_rows) = (table.functions.len(), table.lines.len());
+        let inline_records = table.inlines.iter().map(Vec::len).sum();
+        Ok(BuiltSymbols {
+            bytes: format::write(&table)?,
+            sources,
+            inputs,
+            functions,
+            line_rows,
+            inline_records,
+            warnings,
+        })
+    }
 }
 
 /// Makes sorted ranges disjoint: where one overlaps the next, it is cut at the next's start;
