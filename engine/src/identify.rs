@@ -264,7 +264,7 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
             "the first line must be `MODULE <os> <arch> <debug-id> <name>`".into(),
         )
     })?;
-    let arch = crate::unwind::build::breakpad::breakpad_arch(&module.arch).map(|a| a.as_str());
+    let arch = crate::breakpad::unwind::breakpad_arch(&module.arch).map(|a| a.as_str());
     let code_id = bytes
         .split(|&b| b == b'\n')
         .take(INFO_LINES)

@@ -18,8 +18,7 @@
 //! `walk`, `postmortem-walk`, the service's workers) find the files and hand them over.
 
 pub mod binary;
-pub mod breakpad_index;
-mod breakpad_text;
+pub mod breakpad;
 pub mod dump;
 pub mod identify;
 pub mod process;
@@ -28,3 +27,6 @@ pub mod resolve;
 pub mod symbols;
 pub mod unwind;
 pub mod walk;
+
+/// The old path of [`breakpad::index`], kept for callers outside the engine.
+pub use breakpad::index as breakpad_index;

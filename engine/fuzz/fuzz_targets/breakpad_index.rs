@@ -8,9 +8,11 @@
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use engine::breakpad_index::BreakpadIndex;
-use engine::symbols::{build_symbol_table_breakpad, SymbolTable};
-use engine::unwind::{build_from_breakpad, UnwindTable};
+use engine::breakpad::index::BreakpadIndex;
+use engine::breakpad::symbols::build_symbol_table_breakpad;
+use engine::breakpad::unwind::build_from_breakpad;
+use engine::symbols::SymbolTable;
+use engine::unwind::UnwindTable;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(index) = BreakpadIndex::new(Arc::new(data.to_vec())) else {

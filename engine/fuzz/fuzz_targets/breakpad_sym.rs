@@ -3,8 +3,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use engine::symbols::{build_symbol_table_breakpad, SymbolTable};
-use engine::unwind::{build_from_breakpad, UnwindTable};
+use engine::breakpad::symbols::build_symbol_table_breakpad;
+use engine::breakpad::unwind::build_from_breakpad;
+use engine::symbols::SymbolTable;
+use engine::unwind::UnwindTable;
 
 fuzz_target!(|data: &[u8]| {
     let probes = [0u64, 1, 0x10, 0x1000, 0x1234, 0xffff_ffff, u64::MAX];

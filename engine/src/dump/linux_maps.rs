@@ -70,7 +70,7 @@ fn line(line: &[u8]) -> Option<Mapping> {
 }
 
 fn hex(digits: &[u8]) -> Option<u64> {
-    crate::breakpad_text::parse_u64(digits, 16)
+    crate::breakpad::text::parse_u64(digits, 16)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! tables came from, and its status — with the warnings that explain a status (missing,
 //! unverified) and those the provider and the table builds met.
 
-use crate::breakpad_index::BreakpadIndex;
+use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{Dump, Module};
 use crate::report::{self, hex_addr, ModuleStatus};
 use crate::symbols;

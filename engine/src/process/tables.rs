@@ -8,7 +8,7 @@ use std::sync::Arc;
 use object::{Object, ObjectSegment};
 
 use crate::binary;
-use crate::breakpad_index::BreakpadIndex;
+use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{self, Dump, Module};
 use crate::report;
 use crate::symbols::{self, SymbolTable};
@@ -222,7 +222,7 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8]) -> ModuleTables {
 }
 
 /// The tables of an indexed Breakpad `.sym` file, built where one walk looks
-/// ([`crate::breakpad_index`]); the report is the same as with [`build_tables_from_breakpad`].
+/// ([`crate::breakpad::index`]); the report is the same as with [`build_tables_from_breakpad`].
 pub fn indexed_breakpad_tables(name: &str, index: BreakpadIndex) -> ModuleTables {
     ModuleTables {
         verified: true,

@@ -2,7 +2,7 @@
 //! with the modules' unwind tables, then every frame symbolized — walks first, so that an
 //! indexed `.sym` file builds its symbols once for all the addresses the walks need.
 
-use crate::breakpad_index::BreakpadIndex;
+use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{self, Dump, Module};
 use crate::report::{self, budget::FrameBudget, hex_addr};
 use crate::symbols::{SymbolFrame, SymbolTable};

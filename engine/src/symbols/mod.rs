@@ -8,15 +8,14 @@
 //! [`build_symbol_table_breakpad`] into the same format. Split DWARF (`.dwo`/`.dwp`) is
 //! not read yet.
 
-mod build;
+pub(crate) mod build;
 mod demangle;
 mod error;
 pub mod format;
 mod lookup;
 
-pub use build::breakpad::{
-    build_symbol_table_breakpad, parse_module_line, strip_parameters, BreakpadModule,
-};
+pub use crate::breakpad::symbols::{build_symbol_table_breakpad, strip_parameters};
+pub use crate::breakpad::{parse_module_line, BreakpadModule};
 pub use build::{build_symbol_table, BuiltSymbols};
 pub use demangle::demangle;
 pub use error::SymbolsError;
@@ -94,7 +93,7 @@ pub struct SymbolFrame<'a> {
 mod tests;
 
 /// Table offsets and ranges computed exactly as the Breakpad builder computes them (for
-/// [`crate::breakpad_index`], which must skip the records the builder skips).
+/// [`crate::breakpad::index`], which must skip the records the builder skips).
 pub(crate) fn breakpad_ranges() -> BreakpadRanges {
     build::Collector::new(0)
 }

@@ -19,7 +19,7 @@ pub mod x86_64;
 #[cfg(test)]
 mod tests;
 
-use crate::breakpad_index::BreakpadIndex;
+use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{MemoryMap, Module, RegisterSet};
 use crate::unwind::{Rule, UnwindSource, UnwindTable};
 
@@ -174,7 +174,7 @@ pub enum ModuleUnwind<'a> {
     /// A built table.
     Table(UnwindTable<'a>),
     /// A Breakpad file whose rules are built block by block as the walk reaches them
-    /// (`postmortem walk`; see [`crate::breakpad_index`]).
+    /// (`postmortem walk`; see [`crate::breakpad::index`]).
     Breakpad(&'a BreakpadIndex),
 }
 

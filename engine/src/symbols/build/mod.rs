@@ -6,9 +6,6 @@
 //! final merge that makes function ranges disjoint and sorts everything for [`format`].
 //! A bad unit or symbol is skipped with a warning, never fatal.
 
-pub mod breakpad;
-#[cfg(test)]
-mod breakpad_reference;
 mod dwarf;
 mod symtab;
 
@@ -181,37 +178,43 @@ pub fn build_symbol_table(
         }
     }
     let symbols = symtab::collect(&all, &mut c);
-
-    let Finished {
-        table,
-        warnings,
-        inputs,
-    } = finish(c, symbols)?;
-    let mut sources: Vec<SymbolSource> = table
-        .functions
-        .iter()
-        .filter_map(|f| SymbolSource::from_code(f.source))
-        .collect();
-    sources.sort();
-    sources.dedup();
-    let (functions, line_rows) = (table.functions.len(), table.lines.len());
-    let inline_records = table.inlines.iter().map(Vec::len).sum();
-    Ok(BuiltSymbols {
-        bytes: format::write(&table)?,
-        sources,
-        inputs,
-        functions,
-        line_rows,
-        inline_records,
-        warnings,
-    })
+    finish(c, symbols)?.into_built()
 }
 
-struct Finished {
+pub(crate) struct Finished {
     table: TableParts,
     warnings: Vec<String>,
     /// The inputs that gave at least one of the table's functions.
     inputs: Vec<usize>,
+}
+
+impl Finished {
+    /// The serialized table and what went into it (the sources of its functions).
+    pub(crate) fn into_built(self) -> Result<BuiltSymbols, SymbolsError> {
+        let Finished {
+            table,
+            warnings,
+            inputs,
+        } = self;
+        let mut sources: Vec<SymbolSource> = table
+            .functions
+            .iter()
+            .filter_map(|f| SymbolSource::from_code(f.source))
+            .collect();
+        sources.sort();
+        sources.dedup();
+        let (functions, line_rows) = (table.functions.len(), table.lines.len());
+        let inline_records = table.inlines.iter().map(Vec::len).sum();
+        Ok(BuiltSymbols {
+            bytes: format::write(&table)?,
+            sources,
+            inputs,
+            functions,
+            line_rows,
+            inline_records,
+            warnings,
+        })
+    }
 }
 
 /// Makes sorted ranges disjoint: where one overlaps the next, it is cut at the next's start;
@@ -231,7 +234,7 @@ fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
     };
     // Ties between names of one length go to the smaller name, not the one interned first:
     // the choice must not depend on which other records the text holds (a table built
-    // from part of a .sym file, see breakpad_index, chooses as the whole one does).
+    // from part of a .sym file, see breakpad::index, chooses as the whole one does).
     ranges.sort_by_key(|f| {
         (
             f.start,
@@ -252,7 +255,10 @@ fn make_disjoint(ranges: &mut Vec<RawFunction>, strings: &[u8]) {
 
 /// Merges DWARF functions with symbol-table ones (which only fill DWARF's gaps), sorts
 /// line rows and inline records.
-fn finish(mut c: Collector, mut symbols: Vec<RawFunction>) -> Result<Finished, SymbolsError> {
+pub(crate) fn finish(
+    mut c: Collector,
+    mut symbols: Vec<RawFunction>,
+) -> Result<Finished, SymbolsError> {
     let mut functions = std::mem::take(&mut c.functions);
     make_disjoint(&mut functions, &c.strings);
     make_disjoint(&mut symbols, &c.strings);

@@ -6,9 +6,6 @@
 //! own tables before Breakpad's). The writer does everything else once, for all formats.
 
 mod aarch64_cfi;
-pub mod breakpad;
-#[cfg(test)]
-mod breakpad_reference;
 pub mod compact_unwind;
 pub mod dwarf;
 pub mod sframe;
@@ -21,7 +18,7 @@ use super::format::{self, MAX_ADDRESS};
 use super::rule::{RuleRecord, UnwindSource};
 use crate::dump::Arch;
 
-pub use breakpad::build_from_breakpad;
+pub use crate::breakpad::unwind::build_from_breakpad;
 pub use dwarf::build_from_elf;
 
 /// What a build saw, for warnings and benchmarks.
@@ -294,90 +291,21 @@ impl TableWriter {
             }
             None => 0,
         };
-        let mut kept = 0usize;
-        let mut covered_until = 0u64;
-        for i in 0..first_end {
-            let mut r = ranges[i];
-            r.start = r.start.max(covered_until);
-            if r.start >= r.end {
-                self.stats.ranges_dropped += 1;
-                continue;
-            }
-            covered_until = r.end;
-            ranges[kept] = r;
-            kept += 1;
-        }
         let rest = ranges.split_off(first_end);
-        ranges.truncate(kept);
         // accepted: disjoint, sorted by start
-        let mut accepted = ranges;
+        let mut accepted = self.trim_first_group(ranges);
         let mut i = 0;
         while i < rest.len() {
             let prio = rest[i].priority;
             let group_end = i + rest[i..].partition_point(|r| r.priority == prio);
-            let mut pieces: Vec<Range> = Vec::new();
-            let mut covered_until = 0u64; // within this group
-            for r in &rest[i..group_end] {
-                let mut start = r.start.max(covered_until);
-                if start >= r.end {
-                    self.stats.ranges_dropped += 1;
-                    continue;
-                }
-                covered_until = r.end;
-                // subtract what higher-priority groups already cover
-                let mut k = accepted.partition_point(|a| a.end <= start);
-                while start < r.end {
-                    match accepted.get(k) {
-                        Some(a) if a.start < r.end => {
-                            if a.start > start {
-                                pieces.push(Range {
-                                    start,
-                                    end: a.start,
-                                    ..*r
-                                });
-                            }
-                            start = start.max(a.end);
-                            k += 1;
-                        }
-                        _ => {
-                            pieces.push(Range { start, ..*r });
-                            start = r.end;
-                        }
-                    }
-                }
-            }
+            let pieces = self.uncovered_pieces(&accepted, &rest[i..group_end]);
             if !pieces.is_empty() {
                 accepted.extend(pieces);
                 accepted.sort_unstable_by_key(|r| r.start);
             }
             i = group_end;
         }
-        // rows
-        let mut rows: Vec<(u32, u32)> = Vec::with_capacity(accepted.len() + 1);
-        let mut last_end: Option<u64> = None;
-        let push_row = |rows: &mut Vec<(u32, u32)>, start: u64, rule: u32| {
-            if let Some(&(_, prev)) = rows.last() {
-                if prev == rule {
-                    return;
-                }
-            }
-            // starts are < MAX_ADDRESS = 2^32 by construction
-            rows.push((start as u32, rule));
-        };
-        for r in &accepted {
-            if let Some(end) = last_end {
-                if end < r.start {
-                    push_row(&mut rows, end, 0);
-                }
-            }
-            push_row(&mut rows, r.start, r.rule);
-            last_end = Some(r.end);
-        }
-        if let Some(end) = last_end {
-            if end < MAX_ADDRESS {
-                push_row(&mut rows, end, 0);
-            }
-        }
+        let rows = rows_of(&accepted);
         // drop palette entries no row uses? Keep all: unused entries are rare (overlaps).
         let bytes = format::write(
             self.arch,
@@ -395,6 +323,94 @@ impl TableWriter {
             inputs: Vec::new(),
         }
     }
+
+    /// The highest-priority group, sorted by start, made disjoint: each range loses what
+    /// the ranges before it cover (one left empty is dropped).
+    fn trim_first_group(&mut self, mut group: Vec<Range>) -> Vec<Range> {
+        let mut kept = 0usize;
+        let mut covered_until = 0u64;
+        for i in 0..group.len() {
+            let mut r = group[i];
+            r.start = r.start.max(covered_until);
+            if r.start >= r.end {
+                self.stats.ranges_dropped += 1;
+                continue;
+            }
+            covered_until = r.end;
+            group[kept] = r;
+            kept += 1;
+        }
+        group.truncate(kept);
+        group
+    }
+
+    /// The pieces of a lower-priority `group`'s ranges (sorted by start) that neither an
+    /// earlier range of the group nor an `accepted` one (disjoint, sorted) covers.
+    fn uncovered_pieces(&mut self, accepted: &[Range], group: &[Range]) -> Vec<Range> {
+        let mut pieces: Vec<Range> = Vec::new();
+        let mut covered_until = 0u64; // within this group
+        for r in group {
+            let mut start = r.start.max(covered_until);
+            if start >= r.end {
+                self.stats.ranges_dropped += 1;
+                continue;
+            }
+            covered_until = r.end;
+            // subtract what higher-priority groups already cover
+            let mut k = accepted.partition_point(|a| a.end <= start);
+            while start < r.end {
+                match accepted.get(k) {
+                    Some(a) if a.start < r.end => {
+                        if a.start > start {
+                            pieces.push(Range {
+                                start,
+                                end: a.start,
+                                ..*r
+                            });
+                        }
+                        start = start.max(a.end);
+                        k += 1;
+                    }
+                    _ => {
+                        pieces.push(Range { start, ..*r });
+                        start = r.end;
+                    }
+                }
+            }
+        }
+        pieces
+    }
+}
+
+/// The table's rows for disjoint ranges sorted by start: `(start, rule)`, a no-rule row
+/// (0) at each gap and after the last range, equal neighbours merged.
+fn rows_of(accepted: &[Range]) -> Vec<(u32, u32)> {
+    let mut rows: Vec<(u32, u32)> = Vec::with_capacity(accepted.len() + 1);
+    let mut last_end: Option<u64> = None;
+    let push_row = |rows: &mut Vec<(u32, u32)>, start: u64, rule: u32| {
+        if let Some(&(_, prev)) = rows.last() {
+            if prev == rule {
+                return;
+            }
+        }
+        // starts are < MAX_ADDRESS = 2^32 by construction
+        rows.push((start as u32, rule));
+    };
+    for r in accepted {
+        if let Some(end) = last_end {
+            if end < r.start {
+                push_row(&mut rows, end, 0);
+            }
+        }
+        push_row(&mut rows, r.start, r.rule);
+        last_end = Some(r.end);
+    }
+    if let Some(end) = last_end {
+        if end < MAX_ADDRESS {
+            push_row(&mut rows, end, 0);
+        }
+    }
+    rows
 }
 
 #[cfg(test)]

@@ -18,17 +18,17 @@
 //! `PT_LOAD` address — our link base — so they are used as they are. Breakpad rows are
 //! pushed at [`BREAKPAD_PRIORITY`], below any table read from the binary itself.
 
-use super::{BuiltTable, TableWriter};
-use crate::breakpad_text::{for_each_line, parse_i64, parse_u64};
+use super::text::{for_each_line, parse_i64};
+use super::tokenize::{self, classify, module_arch_word, Record};
 use crate::dump::Arch;
 use crate::unwind::rule::{RuleRecord, Slot, UnwindSource};
-use crate::unwind::UnwindError;
+use crate::unwind::{BuiltTable, TableWriter, UnwindError};
 
 /// Priority of Breakpad rows: every binary-derived source wins over them.
 pub const BREAKPAD_PRIORITY: u8 = 10;
 
 /// Bound on tokens in one rule set (a real one has under 20).
-pub(super) const MAX_TOKENS: usize = 256;
+const MAX_TOKENS: usize = 256;
 
 /// The architecture named on a `.sym` file's `MODULE` line.
 pub fn breakpad_arch(name: &str) -> Option<Arch> {
@@ -42,7 +42,7 @@ pub fn breakpad_arch(name: &str) -> Option<Arch> {
 }
 
 /// The DWARF number of a Breakpad register name (`$rsp`, `x29`, …).
-pub(super) fn dwarf_reg(arch: Arch, name: &str) -> Option<u16> {
+fn dwarf_reg(arch: Arch, name: &str) -> Option<u16> {
     let n = name.strip_prefix('$').unwrap_or(name);
     let num = |prefix: &str, max: u16| {
         n.strip_prefix(prefix)
@@ -103,7 +103,7 @@ fn sp_reg(arch: Arch) -> u16 {
 
 /// One translated rule of a rule set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Target {
+enum Target {
     Cfa,
     Ra,
     Reg(u16),
@@ -111,7 +111,7 @@ pub(super) enum Target {
 
 /// The rules in force, as slots; `None` for a rule that could not be translated.
 #[derive(Debug, Clone)]
-pub(super) struct State {
+struct State {
     cfa: Option<Slot>,
     /// `None` until a `.ra` rule is given: a rule set without one (dump_syms writes
     /// `_start`'s as `.cfa: $rsp 8 +`) comes from DWARF's `DW_CFA_undefined` for the
@@ -122,7 +122,7 @@ pub(super) struct State {
 }
 
 impl State {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         State {
             cfa: None,
             ra: None,
@@ -130,7 +130,7 @@ impl State {
         }
     }
 
-    pub(super) fn set(&mut self, target: Target, slot: Option<Slot>) {
+    fn set(&mut self, target: Target, slot: Option<Slot>) {
         match target {
             Target::Cfa => self.cfa = slot,
             Target::Ra => self.ra = Some(slot),
@@ -143,7 +143,7 @@ impl State {
 
     /// The record of this state, if every rule it holds is representable and the CFA and
     /// return address are known.
-    pub(super) fn record(&self, arch: Arch) -> Option<RuleRecord> {
+    fn record(&self, arch: Arch) -> Option<RuleRecord> {
         let ra = self.ra.unwrap_or(Some(Slot::UNDEFINED))?;
         let mut r = RuleRecord::new(UnwindSource::Breakpad, self.cfa?, ra);
         let sp = sp_reg(arch);
@@ -166,7 +166,7 @@ fn int(tok: &str) -> Option<i64> {
 }
 
 /// Translates one postfix expression.
-pub(super) fn translate(arch: Arch, target: Target, expr: &[&str]) -> Option<Slot> {
+fn translate(arch: Arch, target: Target, expr: &[&str]) -> Option<Slot> {
     let off32 = |n: i64, op: &str| -> Option<i32> {
         let n = match op {
             "+" => n,
@@ -248,10 +248,6 @@ fn apply<'a>(arch: Arch, rules: &'a str, state: &mut State, tokens: &mut Vec<&'a
     true
 }
 
-fn hex(tok: Option<&str>) -> Option<u64> {
-    parse_u64(tok?.as_bytes(), 16)
-}
-
 /// The open `STACK CFI INIT` block: its range and the rule state so far.
 struct Open {
     end: u64,
@@ -260,118 +256,146 @@ struct Open {
     ok: bool,
 }
 
-/// Builds an unwind table from the `STACK CFI` records of a Breakpad `.sym` file.
-/// Errors only when the text has no usable `MODULE` line; bad records are skipped and
-/// counted in the stats.
-pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
-    let first = text
-        .split(|&b| b == b'\n')
-        .next()
-        .map(|l| String::from_utf8_lossy(l).into_owned());
-    let arch_name = first
-        .as_deref()
-        .and_then(|l| l.trim_end().strip_prefix("MODULE "))
-        .and_then(|rest| rest.split_ascii_whitespace().nth(1))
-        .ok_or_else(|| UnwindError::Object("not a Breakpad .sym file (no MODULE line)".into()))?;
-    let arch = breakpad_arch(arch_name)
-        .ok_or_else(|| UnwindError::UnsupportedArch(arch_name.chars().take(32).collect()))?;
-    let mut w = TableWriter::new(arch);
-    w.note_source(UnwindSource::Breakpad);
-    w.stats.source_bytes = text.len();
-    let mut open: Option<Open> = None;
-    let close = |w: &mut TableWriter, o: &Open, until: u64| {
+/// The state of one pass over a `.sym` file's `STACK CFI` records.
+struct Reader<'a> {
+    arch: Arch,
+    w: TableWriter,
+    open: Option<Open>,
+    /// Scratch space for [`apply`], reused from record to record.
+    tokens: Vec<&'a str>,
+}
+
+impl<'a> Reader<'a> {
+    /// Pushes the row of `o`'s rules from its start until `until` (or the block's end).
+    fn close(&mut self, o: &Open, until: u64) {
         if !o.ok {
             return;
         }
-        match o.state.record(arch) {
-            Some(rule) => w.push(o.row_start, until.min(o.end), &rule, BREAKPAD_PRIORITY),
-            None => w.stats.skip(|| {
+        match o.state.record(self.arch) {
+            Some(rule) => self
+                .w
+                .push(o.row_start, until.min(o.end), &rule, BREAKPAD_PRIORITY),
+            None => self.w.stats.skip(|| {
                 format!(
                     "STACK CFI at {:#x}: rules that cannot be represented",
                     o.row_start
                 )
             }),
         }
+    }
+
+    fn close_open(&mut self) {
+        if let Some(o) = self.open.take() {
+            self.close(&o, o.end);
+        }
+    }
+
+    fn record(&mut self, record: Record<'a>) {
+        match record {
+            Record::NotUtf8 { stack: true } => {
+                self.w.stats.skip(|| "a STACK record is not UTF-8".into());
+            }
+            Record::CfiInit(rest) => self.init(rest),
+            Record::Cfi(rest) => self.delta(rest),
+            // STACK WIN and anything else: not used on the platforms we walk
+            _ => {}
+        }
+    }
+
+    /// `STACK CFI INIT`: ends the open block and opens one.
+    fn init(&mut self, rest: &'a str) {
+        self.close_open();
+        let Some(init) = tokenize::cfi_init(rest) else {
+            self.w
+                .stats
+                .skip(|| "a STACK CFI INIT record is malformed".into());
+            return;
+        };
+        let (addr, Some(end)) = (init.range.addr, init.range.end()) else {
+            self.w
+                .stats
+                .skip(|| "a STACK CFI INIT range overflows".into());
+            return;
+        };
+        let mut state = State::new();
+        let ok = apply(self.arch, init.rules, &mut state, &mut self.tokens);
+        if ok {
+            self.w.stats.entries += 1;
+        } else {
+            self.w
+                .stats
+                .skip(|| format!("STACK CFI INIT at {addr:#x}: malformed rules"));
+        }
+        self.open = Some(Open {
+            end,
+            row_start: addr,
+            state,
+            ok,
+        });
+    }
+
+    /// `STACK CFI`: the rules of the open block change from its address on.
+    fn delta(&mut self, rest: &'a str) {
+        let Some((addr, rules)) = tokenize::cfi(rest) else {
+            self.w
+                .stats
+                .skip(|| "a STACK CFI record is malformed".into());
+            return;
+        };
+        let Some(mut o) = self.open.take() else {
+            self.w
+                .stats
+                .skip(|| "a STACK CFI record outside any INIT".into());
+            return;
+        };
+        if addr < o.row_start || addr >= o.end {
+            o.ok = false;
+            self.w
+                .stats
+                .skip(|| format!("STACK CFI at {addr:#x} lies outside its INIT range"));
+        } else {
+            self.close(&o, addr);
+            o.row_start = addr;
+            if !apply(self.arch, rules, &mut o.state, &mut self.tokens) {
+                o.ok = false;
+                self.w
+                    .stats
+                    .skip(|| format!("STACK CFI at {addr:#x}: malformed rules"));
+            }
+        }
+        self.open = Some(o);
+    }
+}
+
+/// The architecture of the `MODULE` line.
+fn module_arch(text: &[u8]) -> Result<Arch, UnwindError> {
+    let arch_name = module_arch_word(text)
+        .ok_or_else(|| UnwindError::Object("not a Breakpad .sym file (no MODULE line)".into()))?;
+    breakpad_arch(&arch_name)
+        .ok_or_else(|| UnwindError::UnsupportedArch(arch_name.chars().take(32).collect()))
+}
+
+/// Builds an unwind table from the `STACK CFI` records of a Breakpad `.sym` file.
+/// Errors only when the text has no usable `MODULE` line; bad records are skipped and
+/// counted in the stats.
+pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
+    let arch = module_arch(text)?;
+    let mut w = TableWriter::new(arch);
+    w.note_source(UnwindSource::Breakpad);
+    w.stats.source_bytes = text.len();
+    let mut reader = Reader {
+        arch,
+        w,
+        open: None,
+        tokens: Vec::with_capacity(32),
     };
     // the records after the MODULE line
     let rest_of_text = memchr::memchr(b'\n', text)
         .and_then(|i| text.get(i + 1..))
         .unwrap_or(&[]);
-    let mut tokens: Vec<&str> = Vec::with_capacity(32);
-    for_each_line(rest_of_text, |line| {
-        let rest = match line {
-            Ok(l) => match l.strip_prefix("STACK ") {
-                Some(rest) => rest,
-                None => return,
-            },
-            Err(raw) => {
-                if raw.starts_with(b"STACK ") {
-                    w.stats.skip(|| "a STACK record is not UTF-8".into());
-                }
-                return;
-            }
-        };
-        let rest = rest.trim_end();
-        if let Some(init) = rest.strip_prefix("CFI INIT ") {
-            if let Some(o) = open.take() {
-                close(&mut w, &o, o.end);
-            }
-            let mut it = init.splitn(3, ' ');
-            let (Some(addr), Some(size), rules) = (hex(it.next()), hex(it.next()), it.next())
-            else {
-                w.stats
-                    .skip(|| "a STACK CFI INIT record is malformed".into());
-                return;
-            };
-            let Some(end) = addr.checked_add(size) else {
-                w.stats.skip(|| "a STACK CFI INIT range overflows".into());
-                return;
-            };
-            let mut state = State::new();
-            let ok = apply(arch, rules.unwrap_or(""), &mut state, &mut tokens);
-            if ok {
-                w.stats.entries += 1;
-            } else {
-                w.stats
-                    .skip(|| format!("STACK CFI INIT at {addr:#x}: malformed rules"));
-            }
-            open = Some(Open {
-                end,
-                row_start: addr,
-                state,
-                ok,
-            });
-        } else if let Some(delta) = rest.strip_prefix("CFI ") {
-            let mut it = delta.splitn(2, ' ');
-            let (Some(addr), rules) = (hex(it.next()), it.next()) else {
-                w.stats.skip(|| "a STACK CFI record is malformed".into());
-                return;
-            };
-            let Some(o) = open.as_mut() else {
-                w.stats
-                    .skip(|| "a STACK CFI record outside any INIT".into());
-                return;
-            };
-            if addr < o.row_start || addr >= o.end {
-                o.ok = false;
-                w.stats
-                    .skip(|| format!("STACK CFI at {addr:#x} lies outside its INIT range"));
-                return;
-            }
-            close(&mut w, o, addr);
-            o.row_start = addr;
-            if !apply(arch, rules.unwrap_or(""), &mut o.state, &mut tokens) {
-                o.ok = false;
-                w.stats
-                    .skip(|| format!("STACK CFI at {addr:#x}: malformed rules"));
-            }
-        }
-        // STACK WIN and anything else: not used on the platforms we walk
-    });
-    if let Some(o) = open.take() {
-        close(&mut w, &o, o.end);
-    }
-    Ok(w.finish())
+    for_each_line(rest_of_text, |line| reader.record(classify(line)));
+    reader.close_open();
+    Ok(reader.w.finish())
 }
 
 #[cfg(test)]
@@ -447,59 +471,56 @@ STACK CFI 208 .cfa: $rsp 8 -\n";
         );
     }
 
-    /// The fast builder writes exactly the reference builder's table and stats.
-    fn same_as_reference(text: &[u8]) {
-        use super::super::breakpad_reference::build_from_breakpad_reference as reference;
-        match (build_from_breakpad(text), reference(text)) {
-            (Ok(fast), Ok(slow)) => {
-                assert!(
-                    fast.bytes == slow.bytes,
-                    "tables differ for {:?}",
-                    String::from_utf8_lossy(text)
-                );
-                assert_eq!(fast.stats, slow.stats);
-            }
-            (Err(fast), Err(slow)) => assert_eq!(fast.to_string(), slow.to_string()),
-            (fast, slow) => panic!(
-                "one builder failed: fast {:?}, reference {:?}",
-                fast.err(),
-                slow.err()
+    #[test]
+    fn each_malformed_record_is_skipped_with_its_reason() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"STACK CFI INIT zz 10 .cfa: $rsp 8 +", "a STACK CFI INIT record is malformed"),
+            (b"STACK CFI INIT 10", "a STACK CFI INIT record is malformed"),
+            (
+                b"STACK CFI INIT ffffffffffffffff 10 .cfa: $rsp 8 +",
+                "a STACK CFI INIT range overflows",
             ),
+            (b"STACK CFI INIT 10 10 .cfa $rsp", "STACK CFI INIT at 0x10: malformed rules"),
+            (b"STACK CFI INIT 10 10 .cfa:", "STACK CFI INIT at 0x10: malformed rules"),
+            (b"STACK CFI zz .cfa: $rsp 8 +", "a STACK CFI record is malformed"),
+            (b"STACK CFI 10 .cfa: $rsp 8 +", "a STACK CFI record outside any INIT"),
+            (
+                b"STACK CFI INIT 10 10 .cfa: $rsp 8 + .ra: .cfa -8 + ^\nSTACK CFI 20 .cfa: $rsp 16 +",
+                "STACK CFI at 0x20 lies outside its INIT range",
+            ),
+            (
+                b"STACK CFI INIT 10 10 .cfa: $rsp 8 + .ra: .cfa -8 + ^\nSTACK CFI 14 .ra",
+                "STACK CFI at 0x14: malformed rules",
+            ),
+            (b"STACK CFI \xff", "a STACK record is not UTF-8"),
+            (
+                b"STACK CFI INIT 10 10 .cfa: $rsp 8 + ^ .ra: .cfa -8 + ^",
+                "STACK CFI at 0x10: rules that cannot be represented",
+            ),
+        ];
+        for (case, why) in cases {
+            let mut text = b"MODULE Linux x86_64 00 x\n".to_vec();
+            text.extend_from_slice(case);
+            text.extend_from_slice(b"\nSTACK CFI INIT 100 10 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n");
+            let built = build_from_breakpad(&text).expect("build");
+            let what = String::from_utf8_lossy(case);
+            assert_eq!(built.stats.entries_skipped, 1, "{what:?}");
+            assert_eq!(built.stats.first_error.as_deref(), Some(*why), "{what:?}");
+            let t = UnwindTable::open(&built.bytes).expect("open");
+            assert!(t.find(0x100).is_some(), "{what:?}: the good block is read");
         }
-    }
-
-    #[test]
-    fn fast_builder_equals_reference_on_hand_written_text() {
-        same_as_reference(SYM.as_bytes());
-        for cut in 0..SYM.len() {
-            same_as_reference(&SYM.as_bytes()[..cut]);
+        // records the unwind builder does not read are not counted
+        for quiet in [
+            &b"\xff\xfe"[..],
+            b"FUNC zz",
+            b"STACK WIN 4 zz",
+            b"STACK",
+            b"",
+        ] {
+            let mut text = b"MODULE Linux x86_64 00 x\n".to_vec();
+            text.extend_from_slice(quiet);
+            let built = build_from_breakpad(&text).expect("build");
+            assert_eq!(built.stats.entries_skipped, 0);
         }
-        let hostile = "MODULE Linux x86_64 00 x\n\
-STACK CFI 10 .cfa: $rsp 8 +\n\
-STACK CFI INIT +10 +20 .cfa: $rsp +8 + .ra: .cfa -8 + ^\n\
-STACK CFI 18 .cfa: $rsp -16 -\r\n\
-STACK CFI  18 .cfa: $rsp 16 +\n\
-STACK CFI INIT 100 10 .cfa: .ra: : :: $rsp\n\
-STACK CFI INIT 200 10 .cfa: $rsp 8 + .ra: .cfa -8 + ^ $xmm0: $rsp\n\
-STACK CFI 208 .cfa: $rsp 8 -\n\
-STACK \u{ff}\n\
-STACK CFI 20c .cfa: $rsp 9223372036854775808 +\n\
-STACK CFI INIT 300 10 .cfa: $rsp -9223372036854775808 - .ra: .cfa -8 + ^\n\
-STACK CFI INIT 300 8 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
-        same_as_reference(hostile.as_bytes());
-        let mut with_bad_utf8 = hostile.as_bytes().to_vec();
-        with_bad_utf8.extend_from_slice(b"STACK CFI 304 \xff\nFUNC \xfe\n");
-        same_as_reference(&with_bad_utf8);
-    }
-
-    #[test]
-    fn fast_builder_equals_reference_on_libc_and_damaged_pieces() {
-        use crate::breakpad_text::test_texts::{for_damaged_pieces, libc_sym};
-        let sym = libc_sym();
-        same_as_reference(sym.as_bytes());
-        let stack = |l: &str| l.starts_with("STACK ");
-        for_damaged_pieces(&sym, stack, 0x5eed_0006, 400, |piece, _| {
-            same_as_reference(piece)
-        });
     }
 }

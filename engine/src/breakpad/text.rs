@@ -1,5 +1,5 @@
-//! The lines and numbers of a Breakpad `.sym` file, read fast and exactly as the standard
-//! library would read them.
+//! The lines, fields and numbers of a Breakpad `.sym` file, read fast and exactly as the
+//! standard library would read them ([`super::tokenize`] reads records with them).
 //!
 //! Both `.sym` builders (unwind rules and symbols) walk a file of some 10^5 short lines.
 //! Validating each line as UTF-8 and parsing its numbers through `str::parse` dominated
@@ -245,7 +245,7 @@ mod tests {
     }
 }
 
-/// `.sym` texts for the tests that hold the fast builders to the reference ones: the
+/// `.sym` texts for the tests that hold the index to the whole-file builders: the
 /// `dump_syms` output of this process's libc (with its separate debug file's functions
 /// and lines when the system has one, as a symbol store made for minidumps holds it), and
 /// seeded random damage of pieces of it.

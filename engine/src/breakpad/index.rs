@@ -38,9 +38,10 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
+use super::tokenize::{self, classify_str, parse_module_line, Record};
+use super::unwind::breakpad_arch;
 use crate::dump::Arch;
 use crate::symbols::{self, BuiltSymbols, SymbolsError};
-use crate::unwind::build::breakpad::breakpad_arch;
 use crate::unwind::{self, Rule, UnwindTable};
 
 /// Bytes read from a file at a time while indexing: a buffer this size is reused, so a
@@ -153,85 +154,6 @@ impl std::fmt::Debug for BreakpadIndex {
             .field("funcs", &self.funcs.len())
             .field("publics", &self.publics.len())
             .finish()
-    }
-}
-
-/// The part of a symbol record's line after its kind, and the kind (`FUNC`, `FILE`, …) —
-/// `None` for a line record (it starts with a hex digit), read as the symbol builder
-/// reads it.
-fn symbol_kind(line: &str) -> Option<(&str, &str)> {
-    let first = line.bytes().next()?;
-    if first.is_ascii_hexdigit() && !line.starts_with("FUNC ") && !line.starts_with("FILE ") {
-        return None;
-    }
-    Some(split_space(line).unwrap_or((line, "")))
-}
-
-/// `s.split_once(' ')` without the searcher's set-up cost (tokens here are short).
-fn split_space(s: &str) -> Option<(&str, &str)> {
-    let i = s.bytes().position(|b| b == b' ')?;
-    Some((s.get(..i)?, s.get(i + 1..)?))
-}
-
-/// The first `N - 1` space-separated fields of `s` and the rest, as `s.splitn(N, ' ')`
-/// yields them (`None` where that yields nothing).
-fn fields<const N: usize>(s: &str) -> [Option<&str>; N] {
-    let mut out = [None; N];
-    let mut rest = Some(s);
-    for (i, slot) in out.iter_mut().enumerate() {
-        let Some(r) = rest else { break };
-        if i + 1 == N {
-            *slot = Some(r);
-            break;
-        }
-        match split_space(r) {
-            Some((head, tail)) => {
-                *slot = Some(head);
-                rest = Some(tail);
-            }
-            None => {
-                *slot = Some(r);
-                rest = None;
-            }
-        }
-    }
-    out
-}
-
-fn hex(tok: Option<&str>) -> Option<u64> {
-    hex_bytes(tok?.as_bytes())
-}
-
-fn hex_bytes(tok: &[u8]) -> Option<u64> {
-    crate::breakpad_text::parse_u64(tok, 16)
-}
-
-/// `s.splitn(3, ' ')`'s first two fields, the first as a hex number (`None` for the second
-/// when there is no space).
-fn two(rest: &[u8]) -> (Option<u64>, Option<&[u8]>) {
-    // the usual first field, up to 15 hex digits and a space, in one pass (an `INIT` or
-    // `PUBLIC` line per function: this was a tenth of the indexing)
-    let mut v = 0u64;
-    let mut i = 0;
-    while let Some(d) = rest
-        .get(i)
-        .and_then(|&b| crate::breakpad_text::hex_digit(b))
-    {
-        v = v << 4 | d;
-        i += 1;
-    }
-    if (1..=15).contains(&i) && rest.get(i) == Some(&b' ') {
-        let after = rest.get(i + 1..).unwrap_or(&[]);
-        let end = after.iter().position(|&b| b == b' ').unwrap_or(after.len());
-        return (Some(v), after.get(..end));
-    }
-    match rest.iter().position(|&b| b == b' ') {
-        Some(i) => {
-            let after = rest.get(i + 1..).unwrap_or(&[]);
-            let end = after.iter().position(|&b| b == b' ').unwrap_or(after.len());
-            (hex_bytes(rest.get(..i).unwrap_or(&[])), after.get(..end))
-        }
-        None => (hex_bytes(rest), None),
     }
 }
 
@@ -408,10 +330,10 @@ impl Scan {
                     self.close_func(offset);
                 }
                 _ => {
-                    // INIT and PUBLIC lines with nothing to trim are read from their bytes
-                    if !self.simple_record(offset, bytes) {
-                        let line = s.get(range).unwrap_or("").trim_end();
-                        self.record(offset, bytes, line);
+                    // INIT and PUBLIC lines with nothing to trim are read as they are
+                    let line = s.get(range).unwrap_or("");
+                    if !self.simple_record(offset, line) {
+                        self.record(offset, bytes, classify_str(line.trim_end()));
                     }
                     if !bytes.starts_with(b"STACK CFI INIT ") {
                         continue;
@@ -458,21 +380,21 @@ impl Scan {
         }
     }
 
-    /// A `STACK CFI INIT` or `PUBLIC` line whose end needs no trimming, read from its bytes
-    /// exactly as [`Scan::record`] reads it; false for any other line.
-    fn simple_record(&mut self, offset: usize, bytes: &[u8]) -> bool {
-        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        if !body.last().is_some_and(u8::is_ascii_graphic) {
+    /// A `STACK CFI INIT` or `PUBLIC` line whose end needs no trimming, read exactly as
+    /// [`Scan::record`] reads it (without classifying it first); false for any other line.
+    fn simple_record(&mut self, offset: usize, line: &str) -> bool {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        if !body.as_bytes().last().is_some_and(u8::is_ascii_graphic) {
             return false;
         }
-        if let Some(init) = body.strip_prefix(b"STACK CFI INIT ") {
+        if let Some(init) = body.strip_prefix("STACK CFI INIT ") {
             self.close_func(offset);
             self.init(offset, init);
             return true;
         }
-        if let Some(rest) = body.strip_prefix(b"PUBLIC ") {
+        if let Some(rest) = body.strip_prefix("PUBLIC ") {
             self.close_func(offset);
-            self.public(offset, rest, bytes.len());
+            self.public(offset, rest, line.len());
             return true;
         }
         false
@@ -480,64 +402,48 @@ impl Scan {
 
     /// A `STACK CFI INIT` line at `offset`, given what follows `STACK CFI INIT `: it ends
     /// the open block and opens one (with no rows when its range is unreadable).
-    fn init(&mut self, offset: usize, fields: &[u8]) {
-        let (addr, size) = two(fields);
-        let range = match (addr, size.and_then(hex_bytes)) {
-            (Some(a), Some(n)) => a.checked_add(n).map(|e| (a, e)),
-            _ => None,
-        };
+    fn init(&mut self, offset: usize, rest: &str) {
+        let range = tokenize::cfi_init(rest).and_then(|i| Some((i.range.addr, i.range.end()?)));
         self.close_block(offset);
         self.open_block = Some((range, offset));
     }
 
     /// A `PUBLIC` line at `offset`, `len` bytes long, given what follows `PUBLIC `; one
     /// the builder cannot read is skipped here too.
-    fn public(&mut self, offset: usize, rest: &[u8], len: usize) {
-        let rest = rest.strip_prefix(b"m ").unwrap_or(rest);
-        if let (Some(addr), Some(_params)) = two(rest) {
-            if let Some(table_offset) = self.ranges.offset(addr) {
-                self.publics.push(Public {
-                    at: table_offset,
-                    text: Extent::new(offset..offset + len),
-                });
-            }
+    fn public(&mut self, offset: usize, rest: &str, len: usize) {
+        let Some(p) = tokenize::public(rest) else {
+            return;
+        };
+        if let Some(at) = self.ranges.offset(p.addr) {
+            self.publics.push(Public {
+                at,
+                text: Extent::new(offset..offset + len),
+            });
         }
     }
 
     /// One line that is not a line record, read as the two builders read it.
-    fn record(&mut self, offset: usize, bytes: &[u8], line: &str) {
-        let Some((kind, rest)) = symbol_kind(line) else {
-            return;
-        };
-        if kind == "INLINE" {
-            return;
+    fn record(&mut self, offset: usize, bytes: &[u8], record: Record<'_>) {
+        match record {
+            Record::Blank | Record::Line(_) | Record::Inline(_) | Record::NotUtf8 { .. } => return,
+            _ => {}
         }
         self.close_func(offset);
-        match kind {
-            "FUNC" => {
+        match record {
+            Record::Func(rest) => {
                 // a FUNC the builder cannot read opens nothing: its lines are ignored
-                let rest = rest.strip_prefix("m ").unwrap_or(rest);
-                let [addr, size, params, _] = fields::<4>(rest);
-                if let (Some(addr), Some(size), Some(_params)) = (hex(addr), hex(size), params) {
-                    if let Some((s, e)) = addr
-                        .checked_add(size)
-                        .and_then(|e| self.ranges.range(addr, e))
-                    {
-                        self.open_func = Some((u64::from(s), u64::from(e), offset));
-                    }
+                let range = tokenize::func(rest).and_then(|f| {
+                    f.range
+                        .end()
+                        .and_then(|e| self.ranges.range(f.range.addr, e))
+                });
+                if let Some((s, e)) = range {
+                    self.open_func = Some((u64::from(s), u64::from(e), offset));
                 }
             }
-            "FILE" | "INLINE_ORIGIN" => self.keep(offset, bytes),
-            "PUBLIC" => self.public(offset, rest.as_bytes(), bytes.len()),
-            "STACK" => {
-                // read as the unwind builder reads it
-                let init = line
-                    .strip_prefix("STACK ")
-                    .and_then(|r| r.strip_prefix("CFI INIT "));
-                if let Some(init) = init {
-                    self.init(offset, init.as_bytes());
-                }
-            }
+            Record::File(_) | Record::InlineOrigin(_) => self.keep(offset, bytes),
+            Record::Public(rest) => self.public(offset, rest, bytes.len()),
+            Record::CfiInit(rest) => self.init(offset, rest),
             _ => {}
         }
     }
@@ -547,7 +453,7 @@ impl Scan {
             return Err(Declined("the file is larger than 4 GiB"));
         }
         let mut module_line = self.module_line.take().ok_or(Declined("no MODULE line"))?;
-        let module = symbols::parse_module_line(&module_line).ok_or(Declined("no MODULE line"))?;
+        let module = parse_module_line(&module_line).ok_or(Declined("no MODULE line"))?;
         let arch = breakpad_arch(&module.arch).ok_or(Declined("an architecture we do not walk"))?;
         // The unwind builder reads the line its own way (any whitespace between fields):
         // where it fails on the whole file, every block would fail too, with no warning.
@@ -769,7 +675,7 @@ impl BreakpadIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breakpad_text::test_texts::{for_damaged_pieces, libc_sym, Rng};
+    use crate::breakpad::text::test_texts::{for_damaged_pieces, libc_sym, Rng};
     use crate::symbols::SymbolTable;
 
     /// Addresses worth asking about: every record's start, end and neighbours, and
@@ -1045,7 +951,7 @@ STACK CFI INIT 1080 0 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
 #[cfg(test)]
 mod file_tests {
     use super::*;
-    use crate::breakpad_text::test_texts::libc_sym;
+    use crate::breakpad::text::test_texts::libc_sym;
 
     /// The index read from a file a piece at a time equals the one of the same bytes in
     /// memory: same records found, same pieces read back.

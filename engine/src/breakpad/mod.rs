@@ -1,0 +1,25 @@
+//! Breakpad `.sym` files: everything that reads them, in one place and with one tokenizer.
+//!
+//! A `.sym` file (written by `dump_syms` from a binary's debug information) is the symbol
+//! store format of minidump tooling: a `MODULE` line, then `FILE`, `INLINE_ORIGIN`, `FUNC`
+//! with its line and `INLINE` records, `PUBLIC` symbols and `STACK CFI`/`STACK WIN`
+//! unwind records. It is read in three ways:
+//! - [`symbols`] builds the symbol table (the format [`crate::symbols`] looks up),
+//! - [`unwind`] builds the unwind table from the `STACK CFI` records ([`crate::unwind`]'s
+//!   format),
+//! - [`index`] indexes a file for one walk and builds those tables only for the records
+//!   the walk needs, with the two builders.
+//!
+//! All three split the text into lines with [`text`] and read each line with
+//! [`tokenize`]: one reading of each record kind, so the index skips exactly the records
+//! the builders skip and a malformed line means the same to every reader. The builders
+//! are checked against an independent parser (`breakpad-symbols`, rust-minidump's) in
+//! `engine/tests/breakpad_differential.rs`.
+
+pub mod index;
+pub mod symbols;
+pub(crate) mod text;
+pub(crate) mod tokenize;
+pub mod unwind;
+
+pub use tokenize::{parse_module_line, BreakpadModule};
