@@ -28,7 +28,7 @@
 # 1. The ignored test `minidump_stackwalk_side_by_side` (server/tests/minidump_gdb) compiles
 #    each crash program of the minidump suite (C -O0, C -O2 -fomit-frame-pointer, the
 #    threads program, the C++ virtual call), records each crash as a minidump and a kernel
-#    core (engine/tests/support), writes the program's .sym (dump_syms) and libc.so.6's
+#    core (testsupport/src/record.rs), writes the program's .sym (dump_syms) and libc.so.6's
 #    (dump_syms of libc with the functions and lines of its libc6-dbg debug file) into one
 #    Breakpad symbol store OUT/store/NAME/ID/NAME.sym, walks every minidump with both tools
 #    on that store and counts per case the frames equal to gdb's on the core

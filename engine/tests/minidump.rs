@@ -4,30 +4,25 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::path::Path;
 
 use engine::dump::{self, Arch, DumpError, DumpFormat, Os};
+use postmortem_testsupport::{qemu, record};
 
 /// Builds and records the crash program once per test that needs it.
-fn recorded() -> (
-    tempfile::TempDir,
-    std::path::PathBuf,
-    support::RecordedCrash,
-) {
+fn recorded() -> (tempfile::TempDir, std::path::PathBuf, record::RecordedCrash) {
     assert!(
-        support::can_record(),
+        record::can_record(),
         "these tests need gcc, gdb and x86_64 Linux"
     );
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("crash_threads");
-    support::compile_c(
-        &support::support_dir().join("crash_threads.c"),
+    record::compile_c(
+        &record::c_dir().join("crash_threads.c"),
         &program,
         &["-g", "-O1", "-pthread"],
     );
-    let crash = support::record_crash(&program);
+    let crash = record::record_crash(&program);
     (dir, program, crash)
 }
 
@@ -101,7 +96,7 @@ fn minidump_of_a_real_crash_agrees_with_gdb_on_its_core() {
 
     // The crash, against the kernel's siginfo in the core.
     let c = d.crash.as_ref().unwrap();
-    let gdb_si = support::gdb(
+    let gdb_si = record::gdb(
         &program,
         &crash.core,
         &[
@@ -125,7 +120,7 @@ fn minidump_of_a_real_crash_agrees_with_gdb_on_its_core() {
 
     // Threads: the same LWPs as the core, names as the program set them.
     assert_eq!(d.threads.len(), 3);
-    let gdb_threads = support::gdb(
+    let gdb_threads = record::gdb(
         &program,
         &crash.core,
         &["thread apply all info registers rip rsp"],
@@ -159,7 +154,7 @@ fn minidump_of_a_real_crash_agrees_with_gdb_on_its_core() {
 
     // Registers of the crashed thread: every general register as gdb reads the core.
     let crashed = d.threads.iter().find(|t| t.tid == c.tid).unwrap();
-    let gdb_regs = support::gdb_registers(&program, &crash.core);
+    let gdb_regs = record::gdb_registers(&program, &crash.core);
     let named: std::collections::BTreeMap<_, _> = crashed.registers.named().collect();
     for reg in [
         "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
@@ -174,7 +169,7 @@ fn minidump_of_a_real_crash_agrees_with_gdb_on_its_core() {
 
     // Stack memory at and above sp, against the core's memory.
     let sp = crashed.registers.sp().unwrap();
-    let gdb_stack = support::gdb(&program, &crash.core, &["x/4gx $sp"]);
+    let gdb_stack = record::gdb(&program, &crash.core, &["x/4gx $sp"]);
     // Lines like `0x7ffc…b0:\t0x…\t0x…`; everything else is gdb chatter.
     let words: Vec<u64> = gdb_stack
         .lines()
@@ -474,9 +469,9 @@ fn gdb_multiarch_registers(
     program: &Path,
     core: &Path,
 ) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<String, u64>> {
-    let out = std::process::Command::new(support::qemu::GDB)
+    let out = std::process::Command::new(qemu::GDB)
         .args(["-batch", "-nx", "-q"])
-        .args(["-ex", &format!("set sysroot {}", support::qemu::SYSROOT)])
+        .args(["-ex", &format!("set sysroot {}", qemu::SYSROOT)])
         .args(["-ex", "set architecture aarch64"])
         .args(["-ex", "thread apply all info registers"])
         .arg(program)
@@ -517,16 +512,16 @@ fn gdb_multiarch_registers(
 /// stack bytes equal to the core's, and the modules' build-ids from their files.
 #[test]
 fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
-    use support::core_to_minidump::{core_to_minidump, Arm64Layout};
-    if !support::qemu::tools_present() {
+    use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
+    if !qemu::tools_present() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("crash_threads");
-    let out = std::process::Command::new(support::qemu::CC)
+    let out = std::process::Command::new(qemu::CC)
         .args(["-g", "-O1", "-pthread", "-no-pie", "-o"])
         .arg(&program)
-        .arg(support::support_dir().join("crash_threads.c"))
+        .arg(record::c_dir().join("crash_threads.c"))
         .output()
         .unwrap();
     assert!(
@@ -534,12 +529,12 @@ fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let core = support::qemu::crash(dir.path(), &program);
+    let core = qemu::crash(dir.path(), &program);
     let gdb = gdb_multiarch_registers(&program, &core);
     assert_eq!(gdb.len(), 3, "gdb-multiarch sees three threads");
-    let selected = std::process::Command::new(support::qemu::GDB)
+    let selected = std::process::Command::new(qemu::GDB)
         .args(["-batch", "-nx", "-q"])
-        .args(["-ex", &format!("set sysroot {}", support::qemu::SYSROOT)])
+        .args(["-ex", &format!("set sysroot {}", qemu::SYSROOT)])
         .args(["-ex", "set architecture aarch64"])
         .args(["-ex", "p/x $pc"])
         .arg(&program)
@@ -557,7 +552,7 @@ fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
 
     for layout in [Arm64Layout::Current, Arm64Layout::BreakpadOld] {
         let converted = core_to_minidump(&core_bytes, layout, |path| {
-            support::qemu::module_file(dir.path(), path)
+            qemu::module_file(dir.path(), path)
         });
         let d = dump::read_dump(&converted.bytes).unwrap();
         assert_eq!(d.format, DumpFormat::Minidump);
@@ -605,7 +600,7 @@ fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
             .expect("libc in the module list");
         assert_eq!(
             libc.build_id,
-            build_id_of_file(&Path::new(support::qemu::SYSROOT).join("lib/libc.so.6")),
+            build_id_of_file(&Path::new(qemu::SYSROOT).join("lib/libc.so.6")),
             "{layout:?}"
         );
         assert!(libc.build_id.is_some());

@@ -31,8 +31,7 @@ use serde_json::Value;
 
 mod common;
 use common::{bin, client, drop_db, pg_database, poll_done, start_serve, Proc};
-#[path = "../../engine/tests/support/mod.rs"]
-mod support;
+use postmortem_testsupport::record;
 
 /// A running `postmortem serve`.
 struct Server {
@@ -386,12 +385,12 @@ fn record_minidump(work: &Path) -> (PathBuf, PathBuf, Vec<PathBuf>) {
     let rec = work.join("record");
     std::fs::create_dir_all(&symbols).unwrap();
     std::fs::create_dir_all(&rec).unwrap();
-    assert!(support::can_record(), "needs gcc, gdb and x86_64 Linux");
+    assert!(record::can_record(), "needs gcc, gdb and x86_64 Linux");
     let src = rec.join("prog.c");
     std::fs::write(&src, CRASHER).unwrap();
     let prog = rec.join("prog");
-    support::compile_c(&src, &prog, &["-g", "-O0", "-Wl,--build-id"]);
-    let crash = support::record_crash(&prog);
+    record::compile_c(&src, &prog, &["-g", "-O0", "-Wl,--build-id"]);
+    let crash = record::record_crash(&prog);
     // The program goes where the CLI and the uploads find it; the recording directory
     // (tracer, core) stays apart.
     let exe = symbols.join("prog");

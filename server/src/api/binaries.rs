@@ -18,8 +18,9 @@ use worker::jobs::new_file::{file_arrived, NewFile};
 use worker::store::binaries::{self, BinaryRow};
 use worker::store::{now_ms, StagedBlob, StoreError};
 
-use super::extract::{authorize, multipart_boundary, read_multipart, stage_body, Keep, PartData};
-use super::health::parse_limit;
+use super::extract::{
+    authorize, multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData,
+};
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
 
@@ -27,7 +28,7 @@ use super::state::{AppState, Scope};
 const MAX_FILES: usize = 64;
 
 /// The routes of this module.
-pub fn router() -> Router<AppState> {
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/binaries", get(list).post(upload))
         .route("/api/v1/binaries/{build_id}", get(by_build_id))

@@ -1,7 +1,8 @@
 //! Request plumbing shared by the handlers: streaming the body (raw or multipart) into
-//! staging files under the decompressed-size limit, and bearer-token scopes. No upload is
-//! held whole in memory.
+//! staging files under the decompressed-size limit, the listings' `?limit=`, and
+//! bearer-token scopes. No upload is held whole in memory.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
@@ -184,6 +185,21 @@ pub async fn read_multipart(
         });
     }
     Ok(parts)
+}
+
+/// A listing's `?limit=`: `default` when absent, else an integer from 1 to 1000.
+pub fn parse_limit(q: &HashMap<String, String>, default: i64) -> Result<i64, ApiError> {
+    match q.get("limit") {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| ApiError::BadRequest {
+                code: "bad-request",
+                detail: format!("limit must be an integer from 1 to 1000, not {v:?}"),
+            }),
+    }
 }
 
 /// Checks that the request carries a token with `scope` (or `admin`). Without configured

@@ -1,71 +1,30 @@
-//! `/healthz`, `/readyz`, `/metrics` (Prometheus text), `/api/v1/openapi.yaml` and the
-//! missing-modules index.
+//! The process's health for orchestrators and monitoring: `/healthz` (alive), `/readyz`
+//! (the database answers) and `/metrics` (Prometheus text). None needs a token.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap};
+use axum::extract::State;
+use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::json;
+use axum::Router;
 use worker::jobs::LATENCY_BUCKETS;
-use worker::store::missing;
 
-use super::extract::authorize;
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
-
-const OPENAPI: &str = include_str!("../../../openapi.yaml");
+use super::state::AppState;
 
 /// The routes of this module.
-pub fn router() -> Router<AppState> {
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .route("/api/v1/openapi.yaml", get(openapi))
-        .route("/api/v1/modules/missing", get(missing_modules))
-}
-
-async fn openapi() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/yaml")], OPENAPI)
 }
 
 async fn readyz(State(s): State<AppState>) -> Result<&'static str, ApiError> {
     s.db.ping().await.map_err(ApiError::Unavailable)?;
     Ok("ready\n")
-}
-
-pub(crate) fn parse_limit(q: &HashMap<String, String>, default: i64) -> Result<i64, ApiError> {
-    match q.get("limit") {
-        None => Ok(default),
-        Some(v) => v
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=1000).contains(n))
-            .ok_or_else(|| ApiError::BadRequest {
-                code: "bad-request",
-                detail: format!("limit must be an integer from 1 to 1000, not {v:?}"),
-            }),
-    }
-}
-
-async fn missing_modules(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
-    let limit = parse_limit(&q, 100)?;
-    let rows = missing::list(&s.db, limit).await?;
-    let modules: Vec<_> = rows
-        .into_iter()
-        .map(|m| json!({"build_id": m.build_id, "name": m.module_name, "crash_count": m.crash_count, "last_seen": m.last_seen}))
-        .collect();
-    Ok(Json(json!({ "modules": modules })))
 }
 
 async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {

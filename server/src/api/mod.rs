@@ -1,11 +1,19 @@
 //! The HTTP API (axum): each resource's routes, merged, with the shared layers.
 //!
+//! One module per resource, each with its routes (`routes()`) and handlers:
+//!
+//! - `crashes`: upload crashes, read them and their reports, list them, download a dump;
 //! - `binaries`: upload and look up binaries by build-id;
-//! - `crashes`: upload crashes, read them and their reports, list them;
-//! - `dump_check`: the cheap structural checks that refuse a non-dump at upload;
-//! - `health`: `/healthz`, `/readyz`, `/metrics`, `/api/v1/openapi.yaml`, missing modules;
+//! - `modules`: the modules crashes needed and nobody uploaded;
 //! - `reprocess`: queue finished crashes matching a filter again;
-//! - `extract`: body reading under limits, bearer-token scopes;
+//! - `openapi`: `/api/v1/openapi.yaml`, this API's description;
+//! - `health`: `/healthz`, `/readyz`, `/metrics`;
+//! - the dashboard's pages (`crate::dashboard`), under the same layers.
+//!
+//! Shared by the handlers:
+//!
+//! - `dump_check`: the cheap structural checks that refuse a non-dump at upload;
+//! - `extract`: body reading under limits, `?limit=`, bearer-token scopes;
 //! - `limits`: header size, wire-size limit on the bytes read, body and request timeouts;
 //! - `origin`: without tokens, no cross-site or DNS-rebinding requests; no framing;
 //! - `problem`: every error as `application/problem+json` — the only place errors meet HTTP.
@@ -16,6 +24,8 @@ mod dump_check;
 pub(crate) mod extract;
 mod health;
 pub(crate) mod limits;
+mod modules;
+mod openapi;
 pub(crate) mod origin;
 pub mod problem;
 mod reprocess;
@@ -33,11 +43,13 @@ use state::AppState;
 /// request limits and timeouts, then streaming request decompression.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .merge(binaries::router())
-        .merge(crashes::router())
-        .merge(health::router())
-        .merge(reprocess::router())
-        .merge(crate::dashboard::router())
+        .merge(crashes::routes())
+        .merge(binaries::routes())
+        .merge(modules::routes())
+        .merge(reprocess::routes())
+        .merge(openapi::routes())
+        .merge(health::routes())
+        .merge(crate::dashboard::routes())
         .layer(RequestDecompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

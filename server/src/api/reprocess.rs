@@ -21,7 +21,7 @@ use super::state::{AppState, Scope};
 const BATCH: i64 = 1000;
 
 /// The routes of this module.
-pub fn router() -> Router<AppState> {
+pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/reprocess", post(start))
 }
 

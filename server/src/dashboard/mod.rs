@@ -7,7 +7,8 @@
 //!   Reprocess form (`POST /crashes/{id}/reprocess`);
 //! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload, uploaded files,
 //!   the queue;
-//! - `/crashes/{id}/report.json` and `/api/v1/crashes/{id}/dump`: the raw report and dump.
+//! - `/crashes/{id}/report.json`: the raw report (the dump's download link is the API's
+//!   `/api/v1/crashes/{id}/dump`, which takes these pages' credentials too).
 //!
 //! Every string that comes from a report (function names, paths, annotations) is
 //! attacker-controlled: maud escapes everything spliced with `(…)`, and nothing here uses
@@ -21,9 +22,8 @@ mod time;
 
 use std::collections::HashMap;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -41,14 +41,13 @@ const CHART_DAYS: i64 = 14;
 const DAY_MS: i64 = 86_400_000;
 
 /// The dashboard's routes (merged into the API router, which adds the layers and state).
-pub fn router() -> Router<AppState> {
+pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(groups))
         .route("/crashes", get(crash_list))
         .route("/crashes/{id}", get(crash_detail))
         .route("/crashes/{id}/reprocess", post(reprocess))
         .route("/crashes/{id}/report.json", get(report_json))
-        .route("/api/v1/crashes/{id}/dump", get(dump))
         .route("/missing", get(missing_page))
         .route("/binaries", get(binaries_page))
         .route("/jobs", get(jobs_page))
@@ -276,39 +275,6 @@ async fn report_json(
     Ok(([(header::CONTENT_TYPE, "application/json")], report).into_response())
 }
 
-async fn dump(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Result<Response, DashError> {
-    dash_auth(&s, &headers)?;
-    let row = crashes::get(&s.db, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
-    // Streamed from the store: six downloads of a 300 MB dump must not hold 1.8 GB.
-    let blob = s.blobs.get_stream(&row.dump_sha256).await?;
-    let ext = if row.dump_format == "minidump" {
-        "dmp"
-    } else {
-        "core"
-    };
-    // The id is ours (hex), but it came through the URL: keep the header value plain.
-    let safe: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
-    Ok((
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{safe}.{ext}\""),
-            ),
-            (header::CONTENT_LENGTH, blob.size.to_string()),
-        ],
-        Body::from_stream(blob.pieces),
-    )
-        .into_response())
-}
-
 async fn missing_page(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -341,7 +307,7 @@ async fn jobs_page(
 
 /// The `admin` scope from a bearer token or from HTTP Basic auth (password = token).
 /// Without configured tokens every request passes (the server is on loopback then).
-fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashError> {
+pub(crate) fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashError> {
     let basic = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

@@ -32,9 +32,11 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::gdb::{self, GdbCore};
-use crate::program::Workdir;
-use crate::{compare, report};
+use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::{compare, qemu};
+
+use crate::report;
 
 const CC: &str = "aarch64-linux-gnu-gcc";
 const CXX: &str = "aarch64-linux-gnu-g++";
@@ -82,7 +84,7 @@ fn tools_present(compiler: &str) -> bool {
 /// CPU so that several runs can share a work directory. The host kernel may dump QEMU
 /// itself as `core` too; that file is removed.
 fn crash(work: &Workdir, exe: &Path, cpu: &str) -> PathBuf {
-    let core = crate::qemu::crash_on(work.path(), exe, cpu);
+    let core = qemu::crash_on(work.path(), exe, cpu);
     let tag: String = cpu
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
@@ -1028,7 +1030,7 @@ fn aarch64_qemu_core_on_the_targets_own_libc_uses_its_debug_file() {
     let root_str = root.to_str().expect("a UTF-8 path");
     let work = Workdir::new("a64_multiarch");
     let exe = work.compile(CC, &["-no-pie", "-O1"], &["basic.c"], "a64_multiarch");
-    let core = crate::qemu::crash_in(work.path(), &exe, CPU, root_str);
+    let core = qemu::crash_in(work.path(), &exe, CPU, root_str);
     let debug_dir = format!("set debug-file-directory {root_str}/usr/lib/debug");
     let gdb = gdb::frames_with(
         GDB,

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::program::Workdir;
 use crate::report;
+use postmortem_testsupport::program::Workdir;
 
 /// Exit 2 and exactly one non-empty line on stderr.
 fn assert_refused(out: &Output, what: &str) {

@@ -5,6 +5,8 @@
 //! frames (`frames.py`) and runs `postmortem walk CORE --symbols DIR --format json`. The
 //! report must follow `report.schema.json`, and its stacks must equal gdb's frame by frame
 //! (see `compare`). gdb is the reference: no expected value comes from postmortem itself.
+//! The programs, gdb's frames and the comparison are `postmortem_testsupport`'s, shared
+//! with `minidump_gdb`.
 //!
 //! Needs gdb, gcc, g++, clang and rustc on the PATH, libc6-dbg for libc's names, and a
 //! `core_pattern` that writes `core` into the working directory; `test.sh` sets all of
@@ -12,20 +14,16 @@
 
 mod aarch64;
 mod cli_errors;
-mod compare;
-mod gdb;
 mod modules;
-mod program;
-#[path = "../../../engine/tests/support/qemu.rs"]
-mod qemu;
 mod report;
 mod sframe;
 mod unusual;
 
 use std::path::PathBuf;
 
-use gdb::GdbCore;
-use program::Workdir;
+use postmortem_testsupport::compare;
+use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::program::{self, Workdir};
 
 /// A compiled crash program and its core.
 struct Crashed {

@@ -1,17 +1,16 @@
-//! Runs `postmortem walk` and checks every report against `report.schema.json`.
+//! Runs `postmortem walk` and checks every report against `report.schema.json`
+//! (`postmortem_testsupport::report`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// The CLI under test: `POSTMORTEM_BIN` when set (e.g. an older build, to see a new case
-/// fail on it), else the one cargo built for this test binary.
-pub fn postmortem() -> std::path::PathBuf {
-    std::env::var_os("POSTMORTEM_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_postmortem").into())
+pub use postmortem_testsupport::report::assert_valid;
+
+/// The CLI under test (`POSTMORTEM_BIN` when set, see `postmortem_testsupport::report`).
+pub fn postmortem() -> PathBuf {
+    postmortem_testsupport::report::postmortem(env!("CARGO_BIN_EXE_postmortem"))
 }
 
 /// Runs `postmortem walk CORE --symbols DIR --format json` and returns its raw output.
@@ -46,131 +45,4 @@ pub fn walk_report(core: &Path, symbols: &Path) -> Value {
     });
     assert_valid(&report);
     report
-}
-
-fn validator() -> &'static jsonschema::Validator {
-    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    VALIDATOR.get_or_init(|| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../report.schema.json");
-        let text = std::fs::read_to_string(&path).expect("read report.schema.json");
-        let schema: Value = serde_json::from_str(&text).expect("report.schema.json is JSON");
-        jsonschema::draft202012::options()
-            .should_validate_formats(true)
-            .build(&schema)
-            .expect("report.schema.json is a valid draft 2020-12 schema")
-    })
-}
-
-/// Panics with every violation when `report` does not follow `report.schema.json`.
-pub fn assert_valid(report: &Value) {
-    let errors: Vec<String> = validator()
-        .iter_errors(report)
-        .map(|e| format!("  at {}: {e}", e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "the report does not follow report.schema.json:\n{}",
-        errors.join("\n")
-    );
-}
-
-#[cfg(test)]
-mod tests {
-    //! The schema accepts a report written by hand from docs/report-format.md and rejects
-    //! documented violations.
-
-    use serde_json::{json, Value};
-
-    fn sample() -> Value {
-        json!({
-            "schema": "postmortem.report/1",
-            "processor": { "name": "postmortem", "version": "0.1.0", "unwind_table_version": 1, "symbol_table_version": 1 },
-            "dump": {
-                "format": "elf-core", "sha256": "0".repeat(64), "size": 4096, "os": "linux", "arch": "x86_64",
-                "writer": "linux-kernel", "pid": 42, "executable": "/bin/x", "command_line": "x", "created": null
-            },
-            "crash": {
-                "thread": 0, "tid": 42, "reason": "SIGSEGV / SEGV_MAPERR at 0x0", "signal": 11, "signal_name": "SIGSEGV",
-                "code": 1, "code_name": "SEGV_MAPERR", "address": "0x0", "exception": null, "assertion": null
-            },
-            "threads": [{
-                "index": 0, "tid": 42, "name": "x", "crashed": true,
-                "registers": { "rip": "0x401000", "rsp": "0x7ffc0000" },
-                "frames": [{
-                    "index": 0, "pc": "0x401000", "sp": "0x7ffc0000", "trust": "context", "unwind_source": null,
-                    "module": "x", "module_index": 0, "module_offset": "0x1000", "function": "crash_here",
-                    "function_offset": "0x4", "file": "/src/a.c", "line": 8, "column": 5, "inlined": false,
-                    "symbol_source": "dwarf"
-                }],
-                "end": "outermost", "end_detail": null
-            }],
-            "modules": [{
-                "index": 0, "name": "x", "path": "/bin/x", "base": "0x400000", "end": "0x402000",
-                "build_id": "0123abcd", "debug_id": "CDAB23010000000000000000000000000", "code_id": null,
-                "identity": "build-id", "verified": true, "main": true, "status": "ok",
-                "unwind": ["eh_frame"], "symbols": ["dwarf", "symtab"],
-                "files": [
-                    { "name": "x", "build_id": "0123abcd", "kind": "binary", "gave": ["unwind"] },
-                    { "name": "x.debug", "build_id": "0123abcd", "kind": "debug", "gave": ["symbols"] }
-                ]
-            }],
-            "unloaded_modules": [],
-            "annotations": {},
-            "signature": null,
-            "warnings": [{ "code": "memory-missing", "message": "Stack memory is missing.", "thread": 0, "module": null }]
-        })
-    }
-
-    fn valid(report: &Value) -> bool {
-        super::validator().is_valid(report)
-    }
-
-    #[test]
-    fn schema_accepts_a_documented_report() {
-        super::assert_valid(&sample());
-    }
-
-    #[test]
-    fn schema_rejects_violations() {
-        let mut padded = sample();
-        padded["threads"][0]["frames"][0]["pc"] = json!("0x0401000");
-        let mut upper = sample();
-        upper["modules"][0]["base"] = json!("0x40000A");
-        let mut number = sample();
-        number["crash"]["address"] = json!(0);
-        let mut missing = sample();
-        missing["threads"][0]["frames"][0]
-            .as_object_mut()
-            .expect("frame object")
-            .remove("column");
-        let mut extra = sample();
-        extra["dump"]["extra"] = json!(1);
-        let mut trust = sample();
-        trust["threads"][0]["frames"][0]["trust"] = json!("guess");
-        let mut end = sample();
-        end["threads"][0]["end"] = json!("done");
-        let mut code = sample();
-        code["warnings"][0]["code"] = json!("Memory Missing");
-        let mut kind = sample();
-        kind["modules"][0]["files"][0]["kind"] = json!("library");
-        let mut gave_nothing = sample();
-        gave_nothing["modules"][0]["files"][1]["gave"] = json!([]);
-        for (what, report) in [
-            ("zero-padded hex", padded),
-            ("upper-case hex", upper),
-            ("numeric address", number),
-            ("missing field", missing),
-            ("unknown field", extra),
-            ("unknown trust", trust),
-            ("unknown end", end),
-            ("non-kebab warning code", code),
-            ("unknown file kind", kind),
-            ("a file that gave nothing", gave_nothing),
-        ] {
-            assert!(
-                !valid(&report),
-                "the schema accepted a report with a {what}"
-            );
-        }
-    }
 }

@@ -12,8 +12,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::program::Workdir;
 use crate::report;
+use postmortem_testsupport::program::Workdir;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sframe")

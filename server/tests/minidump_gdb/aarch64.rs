@@ -2,9 +2,9 @@
 //!
 //! The crash programs and flags are those of the ELF-core suite's aarch64 cases
 //! (`gdb_compare/aarch64.rs`): cross-compiled `-no-pie`, crashed under
-//! `qemu-aarch64-static -cpu max` (`support::qemu`). ptrace does not reach a program
+//! `qemu-aarch64-static -cpu max` (`postmortem_testsupport::qemu`). ptrace does not reach a program
 //! running under QEMU, so the minidump is written from QEMU's core of the crash by the
-//! test converter (`support::core_to_minidump`): the registers and memory are the core's,
+//! test converter (`postmortem_testsupport::core_to_minidump`): the registers and memory are the core's,
 //! the module build-ids those of the binaries. Each case then checks
 //!
 //! - that rust-minidump's `minidump` crate reads the converted file (so the converter
@@ -23,11 +23,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::gdb::{self, GdbCore};
-use crate::program::Workdir;
-use crate::support::core_to_minidump::{core_to_minidump, Arm64Layout};
-use crate::support::qemu::{self, CC, GDB, SYSROOT};
-use crate::{compare, dump_syms, walk};
+use postmortem_testsupport::compare;
+use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
+use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
+
+use crate::{dump_syms, walk};
 
 const SIGSEGV: u64 = 11;
 const SIGABRT: u64 = 6;

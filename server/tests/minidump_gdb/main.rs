@@ -1,11 +1,11 @@
 //! Compares `postmortem walk MINIDUMP` with gdb on the kernel core of the same crash.
 //!
-//! Each case compiles a crash program from `tests/crashers`, runs it under the worker's
-//! recording tool (`engine/tests/support`: a ptrace tool stops the program at its fatal
+//! Each case compiles a crash program from `tests/crashers`, runs it under the recording
+//! tool (`postmortem_testsupport::record`: a ptrace tool stops the program at its fatal
 //! signal, `minidump-writer` writes a minidump, then the kernel writes a core of the same
 //! crash), asks gdb for every thread's frames in the core and walks the minidump. The
 //! stacks must be equal frame by frame, with the comparison code of the ELF-core suite
-//! (`gdb_compare/compare.rs`), so the minidump reader's modules, threads, memory and
+//! (`postmortem_testsupport::compare`), so the minidump reader's modules, threads, memory and
 //! exception context are checked against gdb's reading of the core.
 //!
 //! The recording tool needs the crash on the main thread. Needs what `test.sh` installs
@@ -18,21 +18,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 mod aarch64;
-#[path = "../gdb_compare/compare.rs"]
-mod compare;
-#[path = "../gdb_compare/gdb.rs"]
-mod gdb;
-#[path = "../gdb_compare/program.rs"]
-mod program;
-#[path = "../gdb_compare/report.rs"]
-mod report;
-#[path = "../../../engine/tests/support/mod.rs"]
-mod support;
 
 use std::path::PathBuf;
 
-use gdb::GdbCore;
-use program::Workdir;
+use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::{compare, record, report};
 use serde_json::Value;
 
 /// One crash recorded twice, with gdb's view of the core and our report of the minidump.
@@ -45,8 +36,8 @@ struct Recorded {
 }
 
 fn record(work: Workdir, exe: PathBuf) -> Recorded {
-    assert!(support::can_record(), "needs gcc, gdb and x86_64 Linux");
-    let crash = support::record_crash(&exe);
+    assert!(record::can_record(), "needs gcc, gdb and x86_64 Linux");
+    let crash = record::record_crash(&exe);
     let gdb = gdb::frames(work.path(), &exe, &crash.core);
     Recorded {
         work,
@@ -65,7 +56,7 @@ fn compile(case: &str, compiler: &str, flags: &[&str], source: &str) -> Recorded
 
 /// The CLI under test (`POSTMORTEM_BIN` when set, see `report::postmortem`).
 fn postmortem() -> PathBuf {
-    report::postmortem()
+    report::postmortem(env!("CARGO_BIN_EXE_postmortem"))
 }
 
 /// Runs `postmortem walk DUMP --symbols DIR [extra…] --format json`, requires exit 0 and

@@ -1,4 +1,4 @@
-//! Test support: real crashes recorded twice, as a minidump and as a kernel core.
+//! Real crashes recorded twice, as a minidump and as a kernel core.
 //!
 //! [`make_minidump_and_core`] runs a crash program under `crash_tracer.c` (a small C
 //! ptrace tool, because the workspace forbids `unsafe` and ptrace needs it), which stops the
@@ -11,12 +11,9 @@
 //! can compare what the minidump reader says with what gdb says about the core.
 //!
 //! Limits: x86_64 Linux; the crash must happen on the main thread (only it is traced).
-//! aarch64 crashes run under QEMU, which ptrace does not reach: [`qemu`] crashes them and
-//! takes QEMU's core, [`core_to_minidump`] writes the minidump from that core.
-#![allow(dead_code)]
-
-pub mod core_to_minidump;
-pub mod qemu;
+//! aarch64 crashes run under QEMU, which ptrace does not reach: [`crate::qemu`] crashes
+//! them and takes QEMU's core, [`crate::core_to_minidump`] writes the minidump from that
+//! core.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -61,10 +58,10 @@ fn tool_works(tool: &str, args: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
-/// The directory of this file, for the C sources beside it (also when the server's
-/// tests include this module by path).
-pub fn support_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/support")
+/// The directory of the C sources (`crash_tracer.c`, and `crash_threads.c` for the
+/// engine's tests): `c/` in this crate.
+pub fn c_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
 }
 
 /// Compiles C `source` into `out` with gcc and `args`; panics with gcc's output on failure.
@@ -97,11 +94,7 @@ pub fn record_crash(program: &Path) -> RecordedCrash {
     let dir = program.parent().expect("program dir").to_path_buf();
     let tracer = dir.join("crash_tracer");
     if !tracer.exists() {
-        compile_c(
-            &support_dir().join("crash_tracer.c"),
-            &tracer,
-            &["-O1", "-Wall"],
-        );
+        compile_c(&c_dir().join("crash_tracer.c"), &tracer, &["-O1", "-Wall"]);
     }
     let core = dir.join("core");
     let _ = std::fs::remove_file(&core);

@@ -1,13 +1,13 @@
-//! Test support: aarch64 crash programs run under QEMU's user-mode emulator.
+//! aarch64 crash programs run under QEMU's user-mode emulator.
 //!
 //! Programs are cross-compiled with `aarch64-linux-gnu-gcc` and run under
 //! `qemu-aarch64-static -cpu max` (which implements pointer authentication) against the
 //! cross libc in [`SYSROOT`]; QEMU writes its own core of the crash
 //! (`qemu_PROG_TIME_PID.core`, in the working directory), which `gdb-multiarch` reads.
-//! Shared by the ELF-core comparison (`server/tests/gdb_compare/aarch64.rs`) and the
-//! minidump comparison (`server/tests/minidump_gdb`), which converts the same core into a
-//! minidump (`core_to_minidump`).
-#![allow(dead_code)]
+//! Shared by the ELF-core comparison (`server/tests/gdb_compare/aarch64.rs`), the engine's
+//! minidump reader tests (`engine/tests/minidump.rs`) and the minidump comparison
+//! (`server/tests/minidump_gdb`), which convert the same core into a minidump
+//! ([`crate::core_to_minidump`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! Builds the crash programs and takes their cores.
 //!
 //! Everything happens in a per-case temporary directory: the sources are copied from
-//! `tests/crashers`, compiled with the compiler and flags the case names, run under
+//! `server/tests/crashers`, compiled with the compiler and flags the case names, run under
 //! `ulimit -c unlimited` so the kernel writes a core into the working directory (the
 //! machine's `core_pattern` must be a plain file name such as `core`), or, for a live
 //! process, dumped with `gcore`.
@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The directory holding the crash programs' sources.
+/// The directory holding the crash programs' sources: `server/tests/crashers`, beside
+/// the server's tests that compile most of them.
 pub fn crashers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crashers")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/tests/crashers")
 }
 
 /// A temporary directory for one case: sources, binaries, core, gdb script.
@@ -34,7 +35,7 @@ impl Workdir {
         self.dir.path()
     }
 
-    /// Copies `tests/crashers/NAME` into the work directory and returns its new path.
+    /// Copies `server/tests/crashers/NAME` into the work directory and returns its new path.
     pub fn source(&self, name: &str) -> PathBuf {
         let to = self.path().join(name);
         std::fs::copy(crashers_dir().join(name), &to)

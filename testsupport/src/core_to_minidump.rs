@@ -1,7 +1,7 @@
-//! Test tooling: writes a Linux arm64 minidump from the ELF core of the same crash.
+//! Writes a Linux arm64 minidump from the ELF core of the same crash.
 //!
 //! ptrace does not reach programs running under qemu-user, so arm64 crashes cannot be
-//! recorded by `minidump-writer` the way x86_64 ones are (see `mod.rs`). QEMU writes a
+//! recorded by `minidump-writer` the way x86_64 ones are (see `record`). QEMU writes a
 //! real core instead; this converter lays out what a Breakpad/Crashpad client would have
 //! written at the same instant, from that core's own registers and memory:
 //!
@@ -22,7 +22,6 @@
 //! modules found through `r_debug`), whose output on these cores is itself compared with
 //! gdb by the ELF-core suite. Every value written comes from the core or the module
 //! files: nothing is made up, and what the core lacks is left out.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 

@@ -1,0 +1,29 @@
+//! Test support shared by the workspace's test targets (a dev-dependency only, never
+//! published): real crashes and what gdb says about them, the references the engine's and
+//! the server's tests compare postmortem's reports with.
+//!
+//! - [`record`]: a crash program recorded twice, as a minidump (`minidump-writer`) and as
+//!   the kernel's core of the same instant (x86_64 Linux; the C tools are in `c/`);
+//! - [`qemu`]: aarch64 crash programs run under QEMU's user-mode emulator, and its core;
+//! - [`core_to_minidump`]: the minidump of an aarch64 crash, written from QEMU's core;
+//! - [`program`]: a temporary directory per case that compiles the crash programs of
+//!   `server/tests/crashers` and takes their cores;
+//! - [`gdb`]: gdb's frames of every thread of a core (`frames.py`);
+//! - [`compare`]: gdb's stacks and modules against a report's, frame by frame;
+//! - [`report`]: the CLI under test and `report.schema.json`.
+//!
+//! Used by `engine/tests/minidump.rs` and by the server's `gdb_compare`, `minidump_gdb`
+//! and `service` tests. It depends on the engine (the converter reads cores with it), so
+//! the engine can only take it as a dev-dependency, which keeps it out of the engine's
+//! normal dependency tree.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod compare;
+pub mod core_to_minidump;
+pub mod gdb;
+pub mod program;
+pub mod qemu;
+pub mod record;
+pub mod report;
