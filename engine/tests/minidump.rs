@@ -648,7 +648,7 @@ fn only_a_few_vdso_images_are_built_from_dump_memory() {
         report
             .modules
             .iter()
-            .filter(|m| m.unwind == ["dump-memory"])
+            .filter(|m| m.unwind == [engine::report::ModuleUnwind::DumpMemory])
             .count()
     };
     assert_eq!(built(1), 1, "the vdso's tables come from the dump");

@@ -96,7 +96,17 @@ pub struct Thread {
 }
 
 /// How a module's identity was established (the report's `identity`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Identity {
     /// The build-id (or debug-id) was read from the dump itself.

@@ -6,6 +6,7 @@ use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{Dump, Module};
 use crate::report::{self, hex_addr, ModuleStatus};
 use crate::symbols;
+use crate::unwind::UnwindSource;
 
 use super::tables::{Loaded, ModuleTables, Opened, TableProvider};
 
@@ -83,19 +84,28 @@ fn indexed_symbols(i: usize, opened: &Opened<'_>) -> bool {
 }
 
 /// The unwind and symbol sources module `i`'s tables came from.
-fn sources(i: usize, l: &Loaded, opened: &Opened<'_>) -> (Vec<String>, Vec<String>) {
-    let mut unwind: Vec<String> = opened.unwind[i]
-        .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
+fn sources(
+    i: usize,
+    l: &Loaded,
+    opened: &Opened<'_>,
+) -> (Vec<report::ModuleUnwind>, Vec<symbols::SymbolSource>) {
+    let mut unwind: Vec<report::ModuleUnwind> = opened.unwind[i]
+        .map(|t| {
+            t.sources()
+                .iter()
+                .map(|&s| report::ModuleUnwind::Rules(s))
+                .collect()
+        })
         .unwrap_or_default();
     if l.from_memory && opened.unwind[i].is_some() {
-        unwind = vec!["dump-memory".to_string()];
+        unwind = vec![report::ModuleUnwind::DumpMemory];
     }
-    let mut symbol_sources: Vec<String> = opened.symbols[i]
+    let mut symbol_sources: Vec<symbols::SymbolSource> = opened.symbols[i]
         .as_ref()
-        .map(|t| t.sources().iter().map(|s| s.as_str().to_string()).collect())
+        .map(|t| t.sources())
         .unwrap_or_default();
     if indexed_symbols(i, opened) && opened.symbols[i].is_none() {
-        symbol_sources = vec![symbols::SymbolSource::Breakpad.as_str().to_string()];
+        symbol_sources = vec![symbols::SymbolSource::Breakpad];
     }
     (unwind, symbol_sources)
 }
@@ -143,25 +153,25 @@ pub(super) fn module_files(
     tables: Option<&ModuleTables>,
     unwind_opened: bool,
     symbols_opened: bool,
-    unwind_sources: &[String],
-    symbol_sources: &[String],
+    unwind_sources: &[report::ModuleUnwind],
+    symbol_sources: &[symbols::SymbolSource],
 ) -> Vec<report::ModuleFile> {
     let Some(t) = tables else {
         return Vec::new();
     };
-    let breakpad = symbols::SymbolSource::Breakpad.as_str();
+    let from_breakpad = [
+        unwind_sources.contains(&report::ModuleUnwind::Rules(UnwindSource::Breakpad)),
+        symbol_sources.contains(&symbols::SymbolSource::Breakpad),
+    ];
     t.files
         .iter()
         .filter_map(|f| {
             let gave: Vec<report::FileGave> = match f.kind {
-                report::FileKind::Breakpad => [
-                    (unwind_sources, report::FileGave::Unwind),
-                    (symbol_sources, report::FileGave::Symbols),
-                ]
-                .into_iter()
-                .filter(|(sources, _)| sources.iter().any(|s| s == breakpad))
-                .map(|(_, g)| g)
-                .collect(),
+                report::FileKind::Breakpad => [report::FileGave::Unwind, report::FileGave::Symbols]
+                    .into_iter()
+                    .zip(from_breakpad)
+                    .filter_map(|(g, yes)| yes.then_some(g))
+                    .collect(),
                 _ => f
                     .gave
                     .iter()

@@ -351,7 +351,7 @@ fn symbolize_frame<'t>(
         pc: hex_addr(wf.pc),
         sp: wf.sp.map(hex_addr),
         trust: wf.trust,
-        unwind_source: wf.unwind_source.map(|s| s.as_str().to_string()),
+        unwind_source: wf.unwind_source,
         module: module.map(|(_, m)| m.name.clone()),
         module_index: module.map(|(i, _)| i),
         module_offset: module.map(|(_, m)| hex_addr(wf.pc.wrapping_sub(m.base))),
@@ -376,7 +376,7 @@ fn symbolize_frame<'t>(
         f.file = sf.file.map(str::to_string);
         f.line = sf.line;
         f.column = sf.column;
-        f.symbol_source = Some(sf.source.as_str().to_string());
+        f.symbol_source = Some(sf.source);
         if !sf.inlined {
             if let (Some(start), Some((_, m))) = (sf.function_start, module) {
                 let start = m.load_base.wrapping_add(start);

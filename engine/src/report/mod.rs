@@ -5,6 +5,7 @@
 
 pub mod budget;
 mod model;
+pub(crate) mod names;
 pub mod signals;
 pub mod signature;
 pub mod text;

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use crate::dump::Identity;
+pub use crate::symbols::SymbolSource;
+pub use crate::unwind::UnwindSource;
 pub use crate::walk::{EndReason, Trust};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -85,7 +87,7 @@ pub struct Frame {
     pub pc: String,
     pub sp: Option<String>,
     pub trust: Trust,
-    pub unwind_source: Option<String>,
+    pub unwind_source: Option<UnwindSource>,
     pub module: Option<String>,
     pub module_index: Option<usize>,
     pub module_offset: Option<String>,
@@ -95,7 +97,7 @@ pub struct Frame {
     pub line: Option<u32>,
     pub column: Option<u32>,
     pub inlined: bool,
-    pub symbol_source: Option<String>,
+    pub symbol_source: Option<SymbolSource>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -112,8 +114,8 @@ pub struct Module {
     pub verified: bool,
     pub main: bool,
     pub status: ModuleStatus,
-    pub unwind: Vec<String>,
-    pub symbols: Vec<String>,
+    pub unwind: Vec<ModuleUnwind>,
+    pub symbols: Vec<SymbolSource>,
     /// The files this module's tables came from, and what each gave: a binary, its
     /// separate debug file, a Breakpad `.sym` file. Empty for a module with no file
     /// (missing, or tables read from the dump's memory). Absent in reports stored before
@@ -122,8 +124,39 @@ pub struct Module {
     pub files: Vec<ModuleFile>,
 }
 
+/// Where a module's unwind rules came from (the report's `modules[].unwind`): the
+/// sections of its files, or for the vdso of a core the image in the dump's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModuleUnwind {
+    Rules(UnwindSource),
+    DumpMemory,
+}
+
+impl ModuleUnwind {
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModuleUnwind::Rules(s) => s.as_str(),
+            ModuleUnwind::DumpMemory => "dump-memory",
+        }
+    }
+}
+
+impl strum::VariantArray for ModuleUnwind {
+    const VARIANTS: &'static [Self] = &[
+        ModuleUnwind::Rules(UnwindSource::EhFrame),
+        ModuleUnwind::Rules(UnwindSource::DebugFrame),
+        ModuleUnwind::Rules(UnwindSource::Sframe),
+        ModuleUnwind::Rules(UnwindSource::CompactUnwind),
+        ModuleUnwind::Rules(UnwindSource::Breakpad),
+        ModuleUnwind::DumpMemory,
+    ];
+}
+
+super::names::serde_by_name!(ModuleUnwind);
+
 /// Whether a module's tables were found (the report's `status`).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
 #[serde(rename_all = "kebab-case")]
 pub enum ModuleStatus {
     /// Unwind or symbol tables were found for its build.
@@ -160,7 +193,7 @@ pub struct ModuleFile {
 }
 
 /// What a file is to its module.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
 #[serde(rename_all = "kebab-case")]
 pub enum FileKind {
     /// The module's binary (code and its own unwind sections and symbols).
@@ -172,7 +205,9 @@ pub enum FileKind {
 }
 
 /// A table a file gave to its module.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FileGave {
     Unwind,

@@ -22,8 +22,9 @@ pub use error::SymbolsError;
 pub use format::SYMBOL_TABLE_VERSION;
 pub use lookup::SymbolTable;
 
-/// Where a function's name came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Where a function's name came from; reported per frame as `symbol_source`, spelled as
+/// [`SymbolSource::as_str`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::VariantArray)]
 pub enum SymbolSource {
     Dwarf,
     Symtab,
@@ -31,6 +32,8 @@ pub enum SymbolSource {
     Breakpad,
     Exports,
 }
+
+crate::report::names::serde_by_name!(SymbolSource);
 
 impl SymbolSource {
     /// Every source, in code order.

@@ -155,8 +155,9 @@ pub const FLAG_RA_KEY_B: u32 = 1 << 2;
 /// Bits 8..12: the [`UnwindSource`] the rule came from.
 pub const SOURCE_SHIFT: u32 = 8;
 
-/// Where a rule came from; reported per frame as `unwind_source`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Where a rule came from; reported per frame as `unwind_source`, spelled as
+/// [`UnwindSource::as_str`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
 #[repr(u8)]
 pub enum UnwindSource {
     EhFrame = 1,
@@ -166,7 +167,10 @@ pub enum UnwindSource {
     Breakpad = 5,
 }
 
+crate::report::names::serde_by_name!(UnwindSource);
+
 impl UnwindSource {
+    /// The name used in reports.
     pub fn as_str(self) -> &'static str {
         match self {
             UnwindSource::EhFrame => "eh_frame",

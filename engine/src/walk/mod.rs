@@ -26,7 +26,9 @@ use crate::unwind::{Rule, UnwindSource, UnwindTable};
 pub use arch::ArchWalker;
 
 /// How a frame was found (the report's `trust`, spelled as [`Trust::as_str`] says).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trust {
     /// Registers from the dump (frame 0).
@@ -51,7 +53,9 @@ impl Trust {
 }
 
 /// Why a walk stopped (the report's `end`, spelled as [`EndReason::as_str`] says).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum EndReason {
     /// The unwind rules say so (return address undefined).

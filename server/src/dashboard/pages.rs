@@ -393,8 +393,8 @@ pub fn crash_detail(
                                     (m.status)
                                     @if missing && is_uploaded { " (uploaded since: reprocess)" }
                                 }
-                                td { (m.unwind.join(", ")) }
-                                td { (m.symbols.join(", ")) }
+                                td { (names(&m.unwind, |s| s.as_str())) }
+                                td { (names(&m.symbols, |s| s.as_str())) }
                             }
                             @if missing && m.build_id.is_some() && !is_uploaded {
                                 tr.missing { td colspan="6" {
@@ -494,6 +494,15 @@ pub fn jobs(counts: &[(String, i64)], failures: &[Failure]) -> Markup {
         }
     };
     layout("Jobs", body)
+}
+
+/// A module's sources as the page lists them: their report names, comma-separated.
+fn names<T: Copy>(sources: &[T], name: impl Fn(T) -> &'static str) -> String {
+    sources
+        .iter()
+        .map(|&s| name(s))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
