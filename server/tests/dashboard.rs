@@ -300,7 +300,7 @@ async fn dashboard_in_chromium() {
         );
     }
     let s = Server::start(&[]);
-    let c = reqwest::Client::new();
+    let c = common::client();
     let work = tempfile::tempdir().unwrap();
     let (dir_a, dir_b) = (work.path().join("a"), work.path().join("b"));
     std::fs::create_dir_all(&dir_a).unwrap();
@@ -643,7 +643,7 @@ fn signature_rules_flag() {
 #[tokio::test]
 async fn tokens_and_basic_auth() {
     let s = Server::start(&["--token", "s3cret:admin", "--token", "up:ingest"]);
-    let c = reqwest::Client::new();
+    let c = common::client();
     let r = c.get(s.url("/")).send().await.unwrap();
     assert_eq!(r.status(), 401);
     let challenge = r.headers()["www-authenticate"]

@@ -330,7 +330,7 @@ async fn missing_binary_upload_reprocesses_affected_crashes() {
     let (prog_a, core_a) = crash(&a_dir, CRASHER);
     let (_prog_b, core_b) = crash(&b_dir, OTHER);
     let s = Server::start(&dir.path().join("data"));
-    let c = reqwest::Client::new();
+    let c = common::client();
     let upload = |core: Vec<u8>| {
         let (c, url) = (c.clone(), format!("{}/api/v1/crashes", s.base));
         async move {

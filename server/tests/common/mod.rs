@@ -66,10 +66,15 @@ pub fn listening(mut child: Child) -> (Proc, String) {
     (proc, base)
 }
 
-/// An HTTP client with a generous timeout (jobs may wait for table builds).
+/// An HTTP client with a generous timeout (jobs may wait for table builds). Its idle
+/// connections are dropped after 5 s, before the server closes them (a keep-alive
+/// connection idle for `--header-timeout-secs`, 10 s, is closed): a request sent on a
+/// connection the server is closing fails with "connection closed before message
+/// completed", as it did here on a loaded machine.
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
+        .pool_idle_timeout(Duration::from_secs(5))
         .build()
         .expect("client")
 }
