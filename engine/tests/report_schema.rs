@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use engine::report::{
-    EndReason, FileGave, FileKind, Identity, ModuleStatus, ModuleUnwind, SymbolSource, Trust,
-    UnwindSource,
+    Arch, DumpFormat, EndReason, FileGave, FileKind, Identity, ModuleStatus, ModuleUnwind, Os,
+    SymbolSource, Trust, UnwindSource,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -56,6 +56,9 @@ fn check<T: VariantArray + Serialize>(schema: &Value, pointer: &str) {
 #[test]
 fn every_enum_in_the_schema_is_the_models() {
     let s = schema();
+    check::<DumpFormat>(&s, "/$defs/dump/properties/format/enum");
+    check::<Os>(&s, "/$defs/dump/properties/os/enum");
+    check::<Arch>(&s, "/$defs/dump/properties/arch/enum");
     check::<Trust>(&s, "/$defs/frame/properties/trust/enum");
     check::<UnwindSource>(&s, "/$defs/frame/properties/unwind_source/enum");
     check::<SymbolSource>(&s, "/$defs/frame/properties/symbol_source/enum");

@@ -19,7 +19,7 @@ pub use memory::MemoryMap;
 pub use registers::{RegisterSet, X86_64_REGISTER_NAMES};
 
 /// The CPU architecture of a dump or binary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
 pub enum Arch {
     X86_64,
     Aarch64,
@@ -47,7 +47,7 @@ impl Arch {
 }
 
 /// Which file format a dump came in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
 pub enum DumpFormat {
     ElfCore,
     Minidump,
@@ -63,7 +63,7 @@ impl DumpFormat {
 }
 
 /// The operating system, as far as the dump proves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
 pub enum Os {
     Linux,
     Android,
@@ -326,6 +326,22 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
         .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
         .collect()
 }
+
+crate::report::names::serde_by_name!(Arch);
+crate::report::names::serde_by_name!(DumpFormat);
+crate::report::names::serde_by_name!(Os);
+
+/// Each is shown by its report name.
+macro_rules! display_by_name {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    )*};
+}
+display_by_name!(Arch, DumpFormat, Os);
 
 /// Lower-case hex of bytes.
 pub fn hex(bytes: &[u8]) -> String {

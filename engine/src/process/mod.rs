@@ -146,11 +146,11 @@ fn assemble(
 /// The report's `dump` object.
 fn dump_info(dump: &Dump<'_>, dump_bytes: &[u8], sha256: String) -> report::DumpInfo {
     report::DumpInfo {
-        format: dump.format.as_str().into(),
+        format: dump.format,
         sha256,
         size: dump_bytes.len() as u64,
-        os: dump.os.as_str().into(),
-        arch: dump.arch.as_str().into(),
+        os: dump.os,
+        arch: dump.arch,
         writer: dump.writer.clone(),
         pid: dump.pid,
         executable: dump.executable.clone(),

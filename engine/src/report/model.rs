@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::dump::Identity;
+pub use crate::dump::{Arch, DumpFormat, Identity, Os};
 pub use crate::symbols::SymbolSource;
 pub use crate::unwind::UnwindSource;
 pub use crate::walk::{EndReason, Trust};
@@ -36,11 +36,11 @@ pub struct Processor {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DumpInfo {
-    pub format: String,
+    pub format: DumpFormat,
     pub sha256: String,
     pub size: u64,
-    pub os: String,
-    pub arch: String,
+    pub os: Os,
+    pub arch: Arch,
     pub writer: Option<String>,
     pub pid: Option<u32>,
     pub executable: Option<String>,
