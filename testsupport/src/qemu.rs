@@ -18,9 +18,15 @@ pub const GDB: &str = "gdb-multiarch";
 /// The cross libc: QEMU's `-L` prefix, gdb's sysroot.
 pub const SYSROOT: &str = "/usr/aarch64-linux-gnu";
 
-/// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
+/// Whether the cross C compiler, QEMU and gdb-multiarch can run; prints why not.
 pub fn tools_present() -> bool {
-    for tool in [CC, QEMU, GDB] {
+    tools_present_with(CC)
+}
+
+/// Whether the cross compiler `compiler` (C or C++), QEMU and gdb-multiarch can run;
+/// prints why not.
+pub fn tools_present_with(compiler: &str) -> bool {
+    for tool in [compiler, QEMU, GDB] {
         let ok = Command::new(tool)
             .arg("--version")
             .stdout(Stdio::null())

@@ -7,6 +7,10 @@
 //! `postmortem` binary five times the code and nine times the relocations the loader
 //! applies before `main`. This package depends on the engine only (no async runtime,
 //! database or HTTP), so `postmortem-walk` links the engine and this crate.
+//!
+//! [`files`] is where this machine's files are (`--symbols`, the dump's recorded paths,
+//! `/usr/lib/debug`) as an `engine::resolve::FileSource`: which of them describe a
+//! module is the engine's rule, the same the service's workers apply to uploads.
 
 pub mod budget;
 pub mod files;

@@ -281,10 +281,15 @@ async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     authorize(&s, &headers, Scope::Admin)?;
-    let row = crashes::get(&s.db, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    let row = crash_or_404(&s, &id).await?;
     Ok(Json(full(&row)).into_response())
+}
+
+/// The crash `id`, or a 404 that names it.
+pub(crate) async fn crash_or_404(s: &AppState, id: &str) -> Result<CrashRow, ApiError> {
+    crashes::get(&s.db, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))
 }
 
 async fn dump(
@@ -293,9 +298,7 @@ async fn dump(
     Path(id): Path<String>,
 ) -> Result<Response, DashError> {
     dash_auth(&s, &headers)?;
-    let row = crashes::get(&s.db, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    let row = crash_or_404(&s, &id).await?;
     // Streamed from the store: six downloads of a 300 MB dump must not hold 1.8 GB.
     let blob = s.blobs.get_stream(&row.dump_sha256).await?;
     let ext = if row.dump_format == "minidump" {

@@ -19,7 +19,7 @@
 //! - `problem`: every error as `application/problem+json` — the only place errors meet HTTP.
 
 mod binaries;
-mod crashes;
+pub(crate) mod crashes;
 mod dump_check;
 pub(crate) mod extract;
 mod health;

@@ -30,6 +30,7 @@ use axum::Router;
 use engine::report::Report;
 use worker::store::{binaries, crashes, dashboard as q, missing};
 
+use crate::api::crashes::crash_or_404;
 use crate::api::extract::authorize;
 use crate::api::problem::ApiError;
 use crate::api::state::{AppState, Scope};
@@ -212,9 +213,7 @@ async fn crash_detail(
     Path(id): Path<String>,
 ) -> Result<Html<String>, DashError> {
     dash_auth(&s, &headers)?;
-    let row = crashes::get(&s.db, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    let row = crash_or_404(&s, &id).await?;
     // A report that does not parse (an older, newer or damaged document) still shows the
     // crash row and the raw JSON link.
     let report: Option<Report> = row
@@ -266,9 +265,7 @@ async fn report_json(
     Path(id): Path<String>,
 ) -> Result<Response, DashError> {
     dash_auth(&s, &headers)?;
-    let row = crashes::get(&s.db, &id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))?;
+    let row = crash_or_404(&s, &id).await?;
     let report = row
         .report
         .ok_or_else(|| ApiError::NotFound(format!("crash {id} has no report yet")))?;

@@ -28,22 +28,18 @@
 //! them).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
 use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::qemu::{tools_present_with as tools_present, CC, GDB, SYSROOT};
 use postmortem_testsupport::{compare, qemu};
 
 use crate::report;
 
-const CC: &str = "aarch64-linux-gnu-gcc";
 const CXX: &str = "aarch64-linux-gnu-g++";
-const QEMU: &str = "qemu-aarch64-static";
-const GDB: &str = "gdb-multiarch";
-/// The cross libc: QEMU's `-L` prefix, gdb's sysroot.
-const SYSROOT: &str = "/usr/aarch64-linux-gnu";
 /// QEMU's CPU for the cores we walk: every extension, pointer authentication included.
 const CPU: &str = "max";
 /// The same CPU with return addresses left unsigned, for gdb's reference of PAC builds.
@@ -54,31 +50,6 @@ const CPU_NO_SVE: &str = "max,sve=off";
 const CPU_NO_SVE_NO_PAC: &str = "max,sve=off,pauth=off";
 const SIGSEGV: u64 = 11;
 const SIGABRT: u64 = 6;
-
-/// Whether `tool --version` runs.
-fn runs(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Whether the cross compiler `compiler`, QEMU and gdb-multiarch can run; prints why not.
-fn tools_present(compiler: &str) -> bool {
-    for tool in [compiler, QEMU, GDB] {
-        if !runs(tool) {
-            eprintln!("skipping the aarch64 gdb comparison: {tool} is not installed (see test.sh)");
-            return false;
-        }
-    }
-    if !Path::new(SYSROOT).join("lib/libc.so.6").is_file() {
-        eprintln!("skipping the aarch64 gdb comparison: no cross libc under {SYSROOT}");
-        return false;
-    }
-    true
-}
 
 /// Runs `exe` under QEMU's `cpu` until it dies and returns QEMU's core, renamed after the
 /// CPU so that several runs can share a work directory. The host kernel may dump QEMU
