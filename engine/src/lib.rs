@@ -13,7 +13,8 @@
 //! [`resolve`] is the one rule for which files describe a module, whatever holds them.
 //!
 //! What it never does: network, database or file I/O, spawning tasks, or depending on
-//! an async runtime (one build may split over scoped threads, joined before it returns). The engine takes bytes and returns values, which is
+//! an async runtime (scoped threads, joined before a call returns, split one `.sym` build
+//! in two and hash a large dump beside its walk). The engine takes bytes and returns values, which is
 //! what makes every parser fuzzable and testable with literal bytes; callers (the CLI's
 //! `walk`, `postmortem-walk`, the service's workers) find the files and hand them over.
 

@@ -79,13 +79,41 @@ pub fn process(
             module: None,
         })
         .collect();
-    let loaded = tables::load(dump, provider);
-    let opened = tables::Opened::new(&loaded);
-    let modules = modules::reports(dump, provider, &loaded, &opened, &mut warnings);
-    let order = threads::order(dump, options, &mut warnings);
-    let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
-    let threads = threads::symbolize(dump, opened, &order, walked);
-    assemble(dump, dump_bytes, options, threads, modules, warnings)
+    // Hashing a large core takes as long as the rest of a one-shot walk: it runs on the
+    // other core meanwhile. (The service knows the hash already; a small dump hashes in
+    // less time than a thread takes to start.)
+    std::thread::scope(|scope| {
+        let sha256 = match &options.dump_sha256 {
+            Some(known) => Hash::Known(known.clone()),
+            None if dump_bytes.len() >= HASH_APART_BYTES => {
+                Hash::Running(scope.spawn(|| dump::hex(&Sha256::digest(dump_bytes))))
+            }
+            None => Hash::Known(dump::hex(&Sha256::digest(dump_bytes))),
+        };
+        let loaded = tables::load(dump, provider);
+        let opened = tables::Opened::new(&loaded);
+        let modules = modules::reports(dump, provider, &loaded, &opened, &mut warnings);
+        let order = threads::order(dump, options, &mut warnings);
+        let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
+        let threads = threads::symbolize(dump, opened, &order, walked);
+        let sha256 = match sha256 {
+            Hash::Known(h) => h,
+            // a panic in the hasher stays a panic, as if it had run on this thread
+            Hash::Running(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        };
+        assemble(
+            dump, dump_bytes, options, threads, modules, warnings, sha256,
+        )
+    })
+}
+
+/// Dumps from this size up are hashed on a thread of their own, beside the walk.
+const HASH_APART_BYTES: usize = 4 << 20;
+
+/// The dump's sha256: known, or being computed.
+enum Hash<'scope> {
+    Known(String),
+    Running(std::thread::ScopedJoinHandle<'scope, String>),
 }
 
 /// The report from its parts, fitted to the budget's size.
@@ -96,6 +124,7 @@ fn assemble(
     threads: Vec<report::Thread>,
     modules: Vec<report::Module>,
     warnings: Vec<report::Warning>,
+    sha256: String,
 ) -> Report {
     let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
     // The signature comes from the crashed thread (first by the ordering rule); a dump of
@@ -104,10 +133,6 @@ fn assemble(
         .iter()
         .find(|t| t.crashed)
         .and_then(|t| options.signature_rules.signature_of(t));
-    let sha256 = options
-        .dump_sha256
-        .clone()
-        .unwrap_or_else(|| dump::hex(&Sha256::digest(dump_bytes)));
     let mut report = Report {
         schema: report::SCHEMA.to_string(),
         processor: report::Processor {

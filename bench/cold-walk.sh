@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The cold one-shot walk a person meets first, side by side with eu-stack and gdb: each
+# tool given one core and the crashed program, libc6-dbg installed, nothing cached.
+#
+# Usage: bench/cold-walk.sh [OUT_DIR]     (default: a new temporary directory)
+# Environment:
+#   POSTMORTEM_BIN  the binary (default: target/release/postmortem under CARGO_TARGET_DIR,
+#                   built by this script)
+#   RUNS            hyperfine runs per command (default 20, after 3 warm-up runs that
+#                   fill the page cache: "cold" means no tables, not a cold disk)
+# Needs: gcc, g++, gdb, eu-stack (elfutils), libc6-dbg, hyperfine, jq, /usr/bin/time, and
+#   a core_pattern that writes `core` into the working directory (test.sh checks it).
+#
+# The cores are made here, by the programs in bench/cold/ compiled with gcc -g -O2:
+#   blocked  20 threads blocked in read, poll, a condition variable, nanosleep, a mutex
+#            and select while the main thread aborts;
+#   deep     a 200-deep recursion that aborts at the bottom;
+#   cxx      a C++ program that dies in std::terminate (an exception through noexcept).
+# For each, the median wall time of (hyperfine):
+#   postmortem walk CORE --symbols DIR           (DIR holds the program; libc's debug
+#                                                 file comes from /usr/lib/debug)
+#   eu-stack -i -m -s --core CORE --executable PROG
+#   gdb -batch -nx -ex 'thread apply all bt' PROG CORE
+# and the peak resident memory of one run of each (/usr/bin/time -f %M). Prints a
+# Markdown table; the raw figures are in OUT/*.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT="${1:-$(mktemp -d -t pm-coldbench-XXXXXX)}"
+RUNS="${RUNS:-20}"
+TARGET="${CARGO_TARGET_DIR:-target}"
+
+for tool in gcc g++ gdb eu-stack hyperfine jq /usr/bin/time; do
+    command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
+done
+if [ -z "${POSTMORTEM_BIN:-}" ]; then
+    cargo build --release -p postmortem >&2
+    POSTMORTEM_BIN="$TARGET/release/postmortem"
+fi
+PM="$(realpath "$POSTMORTEM_BIN")"
+
+mkdir -p "$OUT"
+OUT="$(realpath "$OUT")"
+SRC="$(pwd)/bench/cold"
+
+# case → compiler command
+declare -A BUILD=(
+    [blocked]="gcc -g -O2 -pthread -o prog $SRC/blocked.c"
+    [deep]="gcc -g -O2 -o prog $SRC/deep.c"
+    [cxx]="g++ -g -O2 -o prog $SRC/cxx.cpp"
+)
+
+for name in blocked deep cxx; do
+    dir="$OUT/$name"
+    rm -rf "$dir" && mkdir -p "$dir"
+    (
+        cd "$dir"
+        ${BUILD[$name]}
+        # the program dies by SIGABRT; its core is the case
+        (ulimit -c unlimited; exec ./prog) 2>/dev/null || true
+        core=$(ls core* 2>/dev/null | head -n1)
+        [ -n "$core" ] || { echo "no core for $name: check core_pattern" >&2; exit 1; }
+        mv "$core" core
+    )
+done
+
+printf '| case | core | tool | median wall | peak memory |\n|---|---|---|---|---|\n'
+for name in blocked deep cxx; do
+    dir="$OUT/$name"
+    size=$(du -m "$dir/core" | cut -f1)
+    pm="$PM walk $dir/core --symbols $dir"
+    eu="eu-stack -i -m -s --core $dir/core --executable $dir/prog"
+    gd="gdb -batch -nx -ex 'thread apply all bt' $dir/prog $dir/core"
+    hyperfine -N --style none --warmup 3 --runs "$RUNS" -i \
+        --export-json "$OUT/$name.json" \
+        -n postmortem "$pm" -n eu-stack "$eu" -n gdb "$gd" >/dev/null
+    for tool in postmortem eu-stack gdb; do
+        case $tool in
+            postmortem) cmd=$pm ;;
+            eu-stack) cmd=$eu ;;
+            gdb) cmd=$gd ;;
+        esac
+        median=$(jq -r --arg t "$tool" \
+            '.results[] | select(.command == $t) | .median * 1000 | floor' "$OUT/$name.json")
+        peak=$(bash -c "/usr/bin/time -f %M $cmd" 2>&1 >/dev/null | tail -n1)
+        printf '| %s | %s MB | %s | %s ms | %s MB |\n' \
+            "$name" "$size" "$tool" "$median" "$((peak / 1024))"
+    done
+done
+echo "(raw figures: $OUT)" >&2
