@@ -107,6 +107,27 @@ pub struct TableInput<'a> {
     pub bytes: &'a [u8],
 }
 
+/// `a` and `b`, on two threads when `apart` (a panic in either stays a panic, as if it
+/// had run on this thread).
+fn side_by_side<A: Send, B>(
+    apart: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B,
+) -> (A, B) {
+    if !apart {
+        return (a(), b());
+    }
+    std::thread::scope(|s| {
+        let a = s.spawn(a);
+        let b = b();
+        (a.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), b)
+    })
+}
+
+/// From this many bytes of input up, a module's unwind and symbol tables are built on two
+/// threads.
+const BUILD_APART_BYTES: usize = 1 << 20;
+
 /// Builds the unwind and symbol tables of one binary (and its separate debug files).
 /// Either may be absent; failures become warnings, never errors. The tables say which
 /// of the files gave what ([`ModuleTables::files`]).
@@ -126,9 +147,25 @@ pub fn build_tables(
         .chain(debug_files.iter().map(|d| (*d, report::FileKind::Debug)))
         .collect();
     let mut gave: Vec<Vec<report::FileGave>> = vec![Vec::new(); inputs.len()];
-    if let Some(((first, _), rest)) = inputs.split_first() {
-        let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
-        match unwind::build_from_elf(first.bytes, &extra) {
+    let debug_bytes: Vec<&[u8]> = debug_files.iter().map(|d| d.bytes).collect();
+    // The unwind and symbol builders read the same files for disjoint sections: they run
+    // side by side (a one-shot walk builds libc's tables on every run). Their results are
+    // taken in one order, so the warnings are too.
+    // Small files (the vdso, built from the dump on every report) build faster than a
+    // thread starts.
+    let apart = inputs.iter().map(|(f, _)| f.bytes.len()).sum::<usize>() >= BUILD_APART_BYTES;
+    let (unwind_built, symbols_built) = side_by_side(
+        apart,
+        || {
+            inputs.split_first().map(|((first, _), rest)| {
+                let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
+                unwind::build_from_elf(first.bytes, &extra)
+            })
+        },
+        || symbols::build_symbol_table(binary.map(|b| b.bytes), &debug_bytes),
+    );
+    if let Some(result) = unwind_built {
+        match result {
             Ok(built) => {
                 if built.stats.entries_skipped > 0 {
                     t.warnings.push((
@@ -152,8 +189,7 @@ pub fn build_tables(
             Err(e) => t.warnings.push((e.code().into(), e.to_string())),
         }
     }
-    let debug_bytes: Vec<&[u8]> = debug_files.iter().map(|d| d.bytes).collect();
-    match symbols::build_symbol_table(binary.map(|b| b.bytes), &debug_bytes) {
+    match symbols_built {
         Ok(built) => {
             t.symbols = Some(built.bytes.into());
             for &i in &built.inputs {
@@ -195,15 +231,11 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8]) -> ModuleTables {
     };
     // The two tables come from disjoint records of one text: build them side by side (a
     // large `.sym` takes milliseconds each, and `postmortem walk` builds them per run).
-    let (unwind_built, symbols_built) = std::thread::scope(|s| {
-        let unwind = s.spawn(|| unwind::build_from_breakpad(sym));
-        let symbols = symbols::build_symbol_table_breakpad(sym);
-        // a panic in the builder stays a panic, as if it had run on this thread
-        let unwind = unwind
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (unwind, symbols)
-    });
+    let (unwind_built, symbols_built) = side_by_side(
+        true,
+        || unwind::build_from_breakpad(sym),
+        || symbols::build_symbol_table_breakpad(sym),
+    );
     // Rules Breakpad's postfix language can say but our rules cannot (a dereferenced CFA)
     // are not corruption: those ranges simply fall back to frame pointers and scanning.
     match unwind_built {
