@@ -10,10 +10,13 @@
 //!   `server/tests/crashers` and takes their cores;
 //! - [`gdb`]: gdb's frames of every thread of a core (`frames.py`);
 //! - [`compare`]: gdb's stacks and modules against a report's, frame by frame;
-//! - [`report`]: the CLI under test and `report.schema.json`.
+//! - [`report`]: the CLI under test and `report.schema.json`;
+//! - [`golden`]: output compared byte for byte with a committed expectation, which
+//!   `POSTMORTEM_BLESS=1` rewrites.
 //!
-//! Used by `engine/tests/minidump.rs` and by the server's `gdb_compare`, `minidump_gdb`
-//! and `service` tests. It depends on the engine (the converter reads cores with it), so
+//! Used by `engine/tests/minidump.rs` and by the server's `gdb_compare`, `minidump_gdb`,
+//! `service` and `reports_unchanged` tests; `examples/make_dumps.rs` makes the dumps of
+//! `fixtures/reports/`. It depends on the engine (the converter reads cores with it), so
 //! the engine can only take it as a dev-dependency, which keeps it out of the engine's
 //! normal dependency tree.
 
@@ -23,6 +26,7 @@
 pub mod compare;
 pub mod core_to_minidump;
 pub mod gdb;
+pub mod golden;
 pub mod program;
 pub mod qemu;
 pub mod record;

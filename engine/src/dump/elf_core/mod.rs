@@ -26,7 +26,9 @@ use self::notes::{
     NT_PRPSINFO, NT_PRSTATUS, NT_SIGINFO,
 };
 use self::parse::{Header, NoteIter, EM_AARCH64, PF_X, PT_LOAD, PT_NOTE};
-use super::{Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, MemoryMap, Os, Thread};
+use super::{
+    Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, MemoryMap, Module, Os, Thread,
+};
 
 /// What the notes of a core say, gathered in one pass.
 #[derive(Default)]
@@ -98,7 +100,8 @@ impl<'a> Notes<'a> {
     }
 }
 
-/// Reads an ELF core file.
+/// Reads an ELF core file: its segments (memory and notes), then the warnings about what
+/// could not be read, the modules, and the process facts the notes give.
 pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let header = Header::parse(bytes)?;
     let arch = if header.machine == EM_AARCH64 {
@@ -106,118 +109,20 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     } else {
         Arch::X86_64
     };
-    let mut warnings = Vec::new();
-    let (phdrs, mut truncated) = parse::program_headers(bytes, &header)?;
-
-    let mut ranges = Vec::new();
-    let mut loads = Vec::new();
-    let mut notes = Notes::default();
-    for p in &phdrs {
-        match p.p_type {
-            PT_LOAD => {
-                if let Some(end) = p.vaddr.checked_add(p.memsz) {
-                    loads.push(CoreLoad {
-                        start: p.vaddr,
-                        end,
-                        executable: p.flags & PF_X != 0,
-                    });
-                }
-                if p.filesz > 0 {
-                    let (seg, clamped) = parse::clamp(bytes, p.offset, p.filesz);
-                    truncated |= clamped;
-                    // Memory past the address space's end cannot be addressed; drop it.
-                    let room = u64::MAX - p.vaddr;
-                    let keep = usize::try_from(room).unwrap_or(usize::MAX).min(seg.len());
-                    ranges.push((p.vaddr, &seg[..keep]));
-                }
-            }
-            PT_NOTE => {
-                let (seg, clamped) = parse::clamp(bytes, p.offset, p.filesz);
-                truncated |= clamped;
-                let mut it = NoteIter::new(seg, 4);
-                for note in it.by_ref() {
-                    notes.add(note, arch);
-                }
-                if it.cut_short() && !clamped {
-                    notes.bad += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    if notes.threads.is_empty() {
-        return Err(if truncated {
-            DumpError::Truncated("no thread (NT_PRSTATUS) survives in the truncated core".into())
-        } else {
-            DumpError::Malformed("the core has no thread (no NT_PRSTATUS note)".into())
-        });
-    }
-    if truncated {
-        warnings.push(DumpWarning {
-            code: "truncated-dump",
-            message: format!(
-                "the core is truncated ({} bytes): memory and notes past the end are missing",
-                bytes.len()
-            ),
-        });
-    }
-    if notes.bad > 0 {
-        warnings.push(DumpWarning {
-            code: "notes-malformed",
-            message: format!("{} note(s) of the core could not be decoded", notes.bad),
-        });
-    }
+    let (phdrs, truncated) = parse::program_headers(bytes, &header)?;
+    let segments = Segments::read(bytes, &phdrs, arch, truncated);
+    let mut warnings = read_warnings(&segments, bytes.len())?;
+    let Segments {
+        ranges,
+        loads,
+        notes,
+        ..
+    } = segments;
     let memory = MemoryMap::new(ranges);
-    let core_loads = loads;
-    let loads = LoadIndex::new(&core_loads);
-
-    let execfn = auxv_get(notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(&memory, a));
-    let mut modules_list = match &notes.files {
-        Some(files) => modules::from_nt_file(files, &loads, &memory),
-        None => modules::from_link_map(
-            notes.auxv,
-            execfn.clone(),
-            &memory,
-            &core_loads,
-            arch,
-            &mut warnings,
-        ),
-    };
-    if let Some(v) = modules::vdso(notes.auxv, &loads, &memory) {
-        if !modules_list.iter().any(|m| m.base == v.base) {
-            modules_list.push(v);
-        }
-    }
-    modules_list.sort_by_key(|m| m.base);
-    modules::mark_main(&mut modules_list, notes.auxv);
-    let executable = modules_list
-        .iter()
-        .find(|m| m.main)
-        .and_then(|m| m.path.clone())
-        .or(execfn);
-
+    let (modules, executable) = find_modules(&notes, &memory, &loads, arch, &mut warnings);
     let crash = crash_info(&notes);
-    let writer = if header.shnum > 0 || header.shoff != 0 || notes.gdb_note {
-        Some("gcore")
-    } else if notes.files.is_some() || notes.siginfo.is_some() {
-        Some("linux-kernel")
-    } else if !notes.auxv.is_empty() {
-        // QEMU's user-mode emulator writes PRSTATUS, PRPSINFO and AUXV only.
-        Some("qemu-user")
-    } else {
-        None
-    };
-    let (pid, command_line) = match &notes.prpsinfo {
-        Some(p) => {
-            let cmd = if p.psargs.is_empty() {
-                &p.fname
-            } else {
-                &p.psargs
-            };
-            (Some(p.pid), (!cmd.is_empty()).then(|| cmd.clone()))
-        }
-        None => (None, None),
-    };
+    let writer = writer(&header, &notes);
+    let (pid, command_line) = process(&notes);
 
     Ok(Dump {
         format: DumpFormat::ElfCore,
@@ -229,7 +134,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         command_line,
         created: None,
         threads: notes.threads,
-        modules: modules_list,
+        modules,
         unloaded_modules: Vec::new(),
         memory,
         crash,
@@ -237,6 +142,161 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         warnings,
         pac_mask: notes.pac_mask,
     })
+}
+
+/// What the program headers give: memory, the mapped ranges and the notes.
+struct Segments<'a> {
+    /// PT_LOAD bytes present in the file, by address (borrowed from the core).
+    ranges: Vec<(u64, &'a [u8])>,
+    /// Every PT_LOAD's address range, whether or not its bytes are in the file.
+    loads: Vec<CoreLoad>,
+    notes: Notes<'a>,
+    /// Whether the file ends before what its headers describe.
+    truncated: bool,
+}
+
+impl<'a> Segments<'a> {
+    /// Reads the PT_LOAD and PT_NOTE segments of `phdrs`; `truncated` carries what reading
+    /// the headers found.
+    fn read(bytes: &'a [u8], phdrs: &[parse::Phdr], arch: Arch, truncated: bool) -> Self {
+        let mut out = Segments {
+            ranges: Vec::new(),
+            loads: Vec::new(),
+            notes: Notes::default(),
+            truncated,
+        };
+        for p in phdrs {
+            match p.p_type {
+                PT_LOAD => {
+                    if let Some(end) = p.vaddr.checked_add(p.memsz) {
+                        out.loads.push(CoreLoad {
+                            start: p.vaddr,
+                            end,
+                            executable: p.flags & PF_X != 0,
+                        });
+                    }
+                    if p.filesz > 0 {
+                        let (seg, clamped) = parse::clamp(bytes, p.offset, p.filesz);
+                        out.truncated |= clamped;
+                        // Memory past the address space's end cannot be addressed; drop it.
+                        let room = u64::MAX - p.vaddr;
+                        let keep = usize::try_from(room).unwrap_or(usize::MAX).min(seg.len());
+                        out.ranges.push((p.vaddr, &seg[..keep]));
+                    }
+                }
+                PT_NOTE => {
+                    let (seg, clamped) = parse::clamp(bytes, p.offset, p.filesz);
+                    out.truncated |= clamped;
+                    let mut it = NoteIter::new(seg, 4);
+                    for note in it.by_ref() {
+                        out.notes.add(note, arch);
+                    }
+                    if it.cut_short() && !clamped {
+                        out.notes.bad += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// The warnings about a truncated core and undecodable notes (`len`: the core's size); an
+/// error when no thread survives, as there is nothing to walk.
+fn read_warnings(segments: &Segments<'_>, len: usize) -> Result<Vec<DumpWarning>, DumpError> {
+    if segments.notes.threads.is_empty() {
+        return Err(if segments.truncated {
+            DumpError::Truncated("no thread (NT_PRSTATUS) survives in the truncated core".into())
+        } else {
+            DumpError::Malformed("the core has no thread (no NT_PRSTATUS note)".into())
+        });
+    }
+    let mut warnings = Vec::new();
+    if segments.truncated {
+        warnings.push(DumpWarning {
+            code: "truncated-dump",
+            message: format!(
+                "the core is truncated ({len} bytes): memory and notes past the end are missing"
+            ),
+        });
+    }
+    if segments.notes.bad > 0 {
+        warnings.push(DumpWarning {
+            code: "notes-malformed",
+            message: format!(
+                "{} note(s) of the core could not be decoded",
+                segments.notes.bad
+            ),
+        });
+    }
+    Ok(warnings)
+}
+
+/// The modules (from NT_FILE, else the dynamic linker's list in memory, plus the vDSO),
+/// sorted by address with the main one marked, and the executable's path.
+fn find_modules(
+    notes: &Notes<'_>,
+    memory: &MemoryMap<'_>,
+    core_loads: &[CoreLoad],
+    arch: Arch,
+    warnings: &mut Vec<DumpWarning>,
+) -> (Vec<Module>, Option<String>) {
+    let loads = LoadIndex::new(core_loads);
+    let execfn = auxv_get(notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(memory, a));
+    let mut found = match &notes.files {
+        Some(files) => modules::from_nt_file(files, &loads, memory),
+        None => modules::from_link_map(
+            notes.auxv,
+            execfn.clone(),
+            memory,
+            core_loads,
+            arch,
+            warnings,
+        ),
+    };
+    if let Some(v) = modules::vdso(notes.auxv, &loads, memory) {
+        if !found.iter().any(|m| m.base == v.base) {
+            found.push(v);
+        }
+    }
+    found.sort_by_key(|m| m.base);
+    modules::mark_main(&mut found, notes.auxv);
+    let executable = found
+        .iter()
+        .find(|m| m.main)
+        .and_then(|m| m.path.clone())
+        .or(execfn);
+    (found, executable)
+}
+
+/// Which program wrote the core, told by what each writes.
+fn writer(header: &Header, notes: &Notes<'_>) -> Option<&'static str> {
+    if header.shnum > 0 || header.shoff != 0 || notes.gdb_note {
+        Some("gcore")
+    } else if notes.files.is_some() || notes.siginfo.is_some() {
+        Some("linux-kernel")
+    } else if !notes.auxv.is_empty() {
+        // QEMU's user-mode emulator writes PRSTATUS, PRPSINFO and AUXV only.
+        Some("qemu-user")
+    } else {
+        None
+    }
+}
+
+/// The process id and command line (its arguments, else its name) from NT_PRPSINFO.
+fn process(notes: &Notes<'_>) -> (Option<u32>, Option<String>) {
+    match &notes.prpsinfo {
+        Some(p) => {
+            let cmd = if p.psargs.is_empty() {
+                &p.fname
+            } else {
+                &p.psargs
+            };
+            (Some(p.pid), (!cmd.is_empty()).then(|| cmd.clone()))
+        }
+        None => (None, None),
+    }
 }
 
 /// The crash, when the first thread has a current signal. The kernel writes the thread that
