@@ -112,7 +112,9 @@ async fn exchange(addr: &str, head: &str, body: Vec<u8>) -> Resp {
         wr.flush().await?;
         Ok::<_, std::io::Error>(wr)
     });
-    let resp = read_response(&mut rd, Duration::from_secs(30))
+    // Generous: a 160 MiB upload is hashed and stored before its answer, which took over
+    // 30 s on a loaded two-core CI machine; no test here waits for the limit.
+    let resp = read_response(&mut rd, Duration::from_secs(120))
         .await
         .expect("no HTTP response (empty reply or timeout)");
     writer.abort();
