@@ -67,19 +67,7 @@ pub const RA_SIGN_STATE: u16 = 34;
 pub const CALLEE_SAVED_GENERAL: std::ops::RangeInclusive<u16> = X19.dwarf()..=X28.dwarf();
 
 /// The callee-saved registers an unwind record tracks: x19–x29.
-pub const CALLEE_SAVED: &[u16] = &[
-    X19.dwarf(),
-    X20.dwarf(),
-    X21.dwarf(),
-    X22.dwarf(),
-    X23.dwarf(),
-    X24.dwarf(),
-    X25.dwarf(),
-    X26.dwarf(),
-    X27.dwarf(),
-    X28.dwarf(),
-    X29.dwarf(),
-];
+pub const CALLEE_SAVED: &[u16] = &super::consecutive::<11>(X19.dwarf());
 
 /// Registers reported, in report order: (DWARF number, name).
 pub const REGISTER_NAMES: &[(u16, &str)] = &[

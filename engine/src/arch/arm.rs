@@ -41,16 +41,7 @@ pub const LR: Reg = R14;
 pub const PC: Reg = R15;
 
 /// The callee-saved registers an unwind record tracks: r4–r11.
-pub const CALLEE_SAVED: &[u16] = &[
-    R4.dwarf(),
-    R5.dwarf(),
-    R6.dwarf(),
-    R7.dwarf(),
-    R8.dwarf(),
-    R9.dwarf(),
-    R10.dwarf(),
-    R11.dwarf(),
-];
+pub const CALLEE_SAVED: &[u16] = &super::consecutive::<8>(R4.dwarf());
 
 pub const INFO: ArchInfo = ArchInfo {
     name: "arm",

@@ -102,6 +102,17 @@ impl Arch {
     }
 }
 
+/// `N` consecutive DWARF numbers from `first` (a run of callee-saved registers).
+const fn consecutive<const N: usize>(first: u16) -> [u16; N] {
+    let mut out = [0u16; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = first + i as u16;
+        i += 1;
+    }
+    out
+}
+
 /// A register as [`RegisterSet`](crate::dump::RegisterSet) and unwind rules address it:
 /// a DWARF number, or an architecture's `Reg` naming one. (Implemented for `u16` and no
 /// other integer, so a bare literal still means a DWARF number.)
@@ -174,6 +185,11 @@ mod tests {
         assert_eq!(x86_64::Reg::try_from(17), Err(17));
         assert_eq!(aarch64::Reg::from_dwarf(30), Some(aarch64::Reg::X30));
         assert_eq!(aarch64::Reg::Pc.dwarf(), 32);
+        assert_eq!(
+            aarch64::CALLEE_SAVED,
+            &[19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]
+        );
+        assert_eq!(arm::CALLEE_SAVED, &[4, 5, 6, 7, 8, 9, 10, 11]);
         for arch in [Arch::X86_64, Arch::Aarch64, Arch::X86, Arch::Arm] {
             let info = arch.info();
             assert!(info.callee_saved.len() <= crate::unwind::rule::REG_SLOTS);
