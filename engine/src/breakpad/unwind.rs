@@ -20,7 +20,7 @@
 
 use super::text::{for_each_line, parse_i64};
 use super::tokenize::{self, classify, module_arch_word, Record};
-use crate::dump::Arch;
+use crate::arch::{aarch64, arm, x86, x86_64, Arch};
 use crate::unwind::rule::{RuleRecord, Slot, UnwindSource};
 use crate::unwind::{BuiltTable, TableWriter, UnwindError};
 
@@ -49,55 +49,59 @@ fn dwarf_reg(arch: Arch, name: &str) -> Option<u16> {
             .and_then(|d| d.parse::<u16>().ok())
             .filter(|&d| d <= max)
     };
+    // Breakpad's own spelling of each architecture's registers (`r8`–`r15`, `x0`–`x30`
+    // and `r0`–`r15` are numbered as DWARF numbers them).
     match arch {
-        Arch::X86_64 => Some(match n {
-            "rax" => 0,
-            "rdx" => 1,
-            "rcx" => 2,
-            "rbx" => 3,
-            "rsi" => 4,
-            "rdi" => 5,
-            "rbp" => 6,
-            "rsp" => 7,
-            "rip" => 16,
-            _ => return num("r", 15).filter(|&d| d >= 8),
-        }),
+        Arch::X86_64 => {
+            use x86_64::Reg::*;
+            Some(
+                match n {
+                    "rax" => Rax,
+                    "rdx" => Rdx,
+                    "rcx" => Rcx,
+                    "rbx" => Rbx,
+                    "rsi" => Rsi,
+                    "rdi" => Rdi,
+                    "rbp" => Rbp,
+                    "rsp" => Rsp,
+                    "rip" => Rip,
+                    _ => return num("r", R15.dwarf()).filter(|&d| d >= R8.dwarf()),
+                }
+                .dwarf(),
+            )
+        }
         Arch::Aarch64 => match n {
-            "sp" => Some(31),
-            "fp" => Some(29),
-            "lr" => Some(30),
-            "pc" => Some(32),
-            _ => num("x", 30),
+            "sp" => Some(aarch64::Reg::Sp.dwarf()),
+            "fp" => Some(aarch64::FP.dwarf()),
+            "lr" => Some(aarch64::LR.dwarf()),
+            "pc" => Some(aarch64::Reg::Pc.dwarf()),
+            _ => num("x", aarch64::Reg::X30.dwarf()),
         },
-        Arch::X86 => Some(match n {
-            "eax" => 0,
-            "ecx" => 1,
-            "edx" => 2,
-            "ebx" => 3,
-            "esp" => 4,
-            "ebp" => 5,
-            "esi" => 6,
-            "edi" => 7,
-            "eip" => 8,
-            _ => return None,
-        }),
+        Arch::X86 => {
+            use x86::Reg::*;
+            Some(
+                match n {
+                    "eax" => Eax,
+                    "ecx" => Ecx,
+                    "edx" => Edx,
+                    "ebx" => Ebx,
+                    "esp" => Esp,
+                    "ebp" => Ebp,
+                    "esi" => Esi,
+                    "edi" => Edi,
+                    "eip" => Eip,
+                    _ => return None,
+                }
+                .dwarf(),
+            )
+        }
         Arch::Arm => match n {
-            "sp" => Some(13),
-            "lr" => Some(14),
-            "pc" => Some(15),
-            "fp" => Some(11),
-            _ => num("r", 15),
+            "sp" => Some(arm::SP.dwarf()),
+            "lr" => Some(arm::LR.dwarf()),
+            "pc" => Some(arm::PC.dwarf()),
+            "fp" => Some(arm::FP.dwarf()),
+            _ => num("r", arm::Reg::R15.dwarf()),
         },
-    }
-}
-
-/// The register the CFA is usually based on (the stack pointer).
-fn sp_reg(arch: Arch) -> u16 {
-    match arch {
-        Arch::X86_64 => 7,
-        Arch::Aarch64 => 31,
-        Arch::X86 => 4,
-        Arch::Arm => 13,
     }
 }
 
@@ -146,7 +150,7 @@ impl State {
     fn record(&self, arch: Arch) -> Option<RuleRecord> {
         let ra = self.ra.unwrap_or(Some(Slot::UNDEFINED))?;
         let mut r = RuleRecord::new(UnwindSource::Breakpad, self.cfa?, ra);
-        let sp = sp_reg(arch);
+        let sp = arch.sp_reg();
         for &(reg, slot) in &self.regs {
             let slot = slot?;
             if reg == sp {

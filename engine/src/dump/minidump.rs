@@ -31,6 +31,7 @@ use super::{
     Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, ExceptionInfo, Identity, Mapping,
     MemoryMap, Module, Os, RegisterSet, Thread, UnloadedModule,
 };
+use crate::arch::{aarch64, arm, x86, x86_64};
 
 /// `exception_code` Breakpad and minidump-writer use for a dump that was requested, not
 /// caused by a signal (`MD_EXCEPTION_CODE_LIN_DUMP_REQUESTED`).
@@ -424,40 +425,41 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
     let mut r = RegisterSet::new(arch);
     match &ctx.raw {
         MinidumpRawContext::Amd64(c) if arch == Arch::X86_64 => {
+            use x86_64::Reg::*;
             let flags = u64::from(c.context_flags);
             if flags & INTEGER != 0 {
                 for (reg, v) in [
-                    (0, c.rax),
-                    (1, c.rdx),
-                    (2, c.rcx),
-                    (3, c.rbx),
-                    (4, c.rsi),
-                    (5, c.rdi),
-                    (6, c.rbp),
-                    (8, c.r8),
-                    (9, c.r9),
-                    (10, c.r10),
-                    (11, c.r11),
-                    (12, c.r12),
-                    (13, c.r13),
-                    (14, c.r14),
-                    (15, c.r15),
+                    (Rax, c.rax),
+                    (Rdx, c.rdx),
+                    (Rcx, c.rcx),
+                    (Rbx, c.rbx),
+                    (Rsi, c.rsi),
+                    (Rdi, c.rdi),
+                    (Rbp, c.rbp),
+                    (R8, c.r8),
+                    (R9, c.r9),
+                    (R10, c.r10),
+                    (R11, c.r11),
+                    (R12, c.r12),
+                    (R13, c.r13),
+                    (R14, c.r14),
+                    (R15, c.r15),
                 ] {
                     r.set(reg, v);
                 }
             }
             if flags & CONTROL != 0 {
-                r.set(7, c.rsp);
-                r.set(16, c.rip);
-                r.set(49, u64::from(c.eflags));
-                r.set(51, u64::from(c.cs));
-                r.set(52, u64::from(c.ss));
+                r.set(Rsp, c.rsp);
+                r.set(Rip, c.rip);
+                r.set(Rflags, u64::from(c.eflags));
+                r.set(Cs, u64::from(c.cs));
+                r.set(Ss, u64::from(c.ss));
             }
             if flags & SEGMENTS != 0 {
-                r.set(50, u64::from(c.es));
-                r.set(53, u64::from(c.ds));
-                r.set(54, u64::from(c.fs));
-                r.set(55, u64::from(c.gs));
+                r.set(Es, u64::from(c.es));
+                r.set(Ds, u64::from(c.ds));
+                r.set(Fs, u64::from(c.fs));
+                r.set(Gs, u64::from(c.gs));
             }
         }
         MinidumpRawContext::Arm64(c) if arch == Arch::Aarch64 => {
@@ -474,31 +476,33 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
             arm64(&mut r, c.context_flags, &c.iregs, c.sp, c.pc, c.cpsr);
         }
         MinidumpRawContext::X86(c) if arch == Arch::X86 => {
+            use x86::Reg::*;
             let flags = u64::from(c.context_flags);
             if flags & INTEGER != 0 {
                 for (reg, v) in [
-                    (0, c.eax),
-                    (1, c.ecx),
-                    (2, c.edx),
-                    (3, c.ebx),
-                    (6, c.esi),
-                    (7, c.edi),
+                    (Eax, c.eax),
+                    (Ecx, c.ecx),
+                    (Edx, c.edx),
+                    (Ebx, c.ebx),
+                    (Esi, c.esi),
+                    (Edi, c.edi),
                 ] {
                     r.set(reg, u64::from(v));
                 }
             }
             if flags & CONTROL != 0 {
-                r.set(4, u64::from(c.esp));
-                r.set(5, u64::from(c.ebp));
-                r.set(8, u64::from(c.eip));
-                r.set(9, u64::from(c.eflags));
+                r.set(Esp, u64::from(c.esp));
+                r.set(Ebp, u64::from(c.ebp));
+                r.set(Eip, u64::from(c.eip));
+                r.set(Eflags, u64::from(c.eflags));
             }
         }
         // ARM contexts keep r0–r15 (sp, lr, pc included) in the integer group.
         MinidumpRawContext::Arm(c)
             if arch == Arch::Arm && u64::from(c.context_flags) & INTEGER != 0 =>
         {
-            for (reg, v) in (0u16..).zip(c.iregs.iter()) {
+            // r0–r15 in DWARF order
+            for (reg, v) in (arm::Reg::R0.dwarf()..).zip(c.iregs.iter()) {
                 r.set(reg, u64::from(*v));
             }
         }
@@ -512,16 +516,21 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
 fn arm64(r: &mut RegisterSet, flags: u64, iregs: &[u64; 31], sp: u64, pc: u64, cpsr: u32) {
     const CONTROL: u64 = 0x1;
     const INTEGER: u64 = 0x2;
-    for (reg, v) in (0u16..).zip(iregs.iter()) {
-        let group = if reg >= 29 { CONTROL } else { INTEGER };
+    // x0–x30 in DWARF order
+    for (reg, v) in (aarch64::Reg::X0.dwarf()..).zip(iregs.iter()) {
+        let group = if reg >= aarch64::FP.dwarf() {
+            CONTROL
+        } else {
+            INTEGER
+        };
         if flags & group != 0 {
             r.set(reg, *v);
         }
     }
     if flags & CONTROL != 0 {
-        r.set(31, sp);
-        r.set(32, pc);
-        r.set(33, u64::from(cpsr));
+        r.set(aarch64::Reg::Sp, sp);
+        r.set(aarch64::Reg::Pc, pc);
+        r.set(aarch64::Reg::Pstate, u64::from(cpsr));
     }
 }
 

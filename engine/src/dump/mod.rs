@@ -14,37 +14,11 @@ mod registers;
 
 use std::collections::BTreeMap;
 
+pub use crate::arch::x86_64::REGISTER_NAMES as X86_64_REGISTER_NAMES;
+pub use crate::arch::Arch;
 pub use error::DumpError;
 pub use memory::MemoryMap;
-pub use registers::{RegisterSet, X86_64_REGISTER_NAMES};
-
-/// The CPU architecture of a dump or binary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
-pub enum Arch {
-    X86_64,
-    Aarch64,
-    X86,
-    Arm,
-}
-
-impl Arch {
-    /// The name used in reports (`x86_64`, `aarch64`, `x86`, `arm`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Aarch64 => "aarch64",
-            Arch::X86 => "x86",
-            Arch::Arm => "arm",
-        }
-    }
-    /// Pointer size in bytes.
-    pub fn pointer_size(self) -> u64 {
-        match self {
-            Arch::X86_64 | Arch::Aarch64 => 8,
-            Arch::X86 | Arch::Arm => 4,
-        }
-    }
-}
+pub use registers::{RegisterSet, REGISTER_SLOTS};
 
 /// Which file format a dump came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]

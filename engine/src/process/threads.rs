@@ -126,14 +126,6 @@ pub(super) fn order(
     order
 }
 
-/// How far before a return address the call instruction lies, for lookups.
-pub(super) fn call_back(arch: dump::Arch) -> u64 {
-    match arch {
-        dump::Arch::Aarch64 | dump::Arch::Arm => 4,
-        _ => 1,
-    }
-}
-
 /// Walks the threads of `order`, within the budget's frame count.
 pub(super) fn walk_all(
     dump: &Dump<'_>,
@@ -151,7 +143,7 @@ pub(super) fn walk_all(
         entry_answers: Default::default(),
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
-    if dump.arch == dump::Arch::Aarch64 && pac_mask == 0 {
+    if dump.arch.info().pointer_authentication && pac_mask == 0 {
         // The walker then derives the mask from the address space (see walk::aarch64).
         warnings.push(dump_warning(
             "pac-mask-inferred",
@@ -261,7 +253,7 @@ pub(super) fn symbolize(
     order: &[usize],
     results: Vec<walk::WalkResult>,
 ) -> Vec<report::Thread> {
-    let back = call_back(dump.arch);
+    let back = dump.arch.call_back();
     let crashed_tid = dump.crash.as_ref().map(|c| c.tid);
     let indexed = symbols_from_indexes(dump, &opened.breakpad, &opened.symbols, &results, back);
     let symbol_tables: Vec<Option<SymbolTable<'_>>> = opened

@@ -133,17 +133,9 @@ impl Slot {
 pub const REG_SLOTS: usize = 12;
 
 /// Which DWARF register each of a record's `regs` slots describes.
+/// (The architecture's own list, [`Arch::callee_saved`].)
 pub fn callee_saved(arch: Arch) -> &'static [u16] {
-    match arch {
-        // rbp, rbx, r12–r15
-        Arch::X86_64 => &[6, 3, 12, 13, 14, 15],
-        // x19–x29
-        Arch::Aarch64 => &[19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29],
-        // ebp, ebx, esi, edi
-        Arch::X86 => &[5, 3, 6, 7],
-        // r4–r11
-        Arch::Arm => &[4, 5, 6, 7, 8, 9, 10, 11],
-    }
+    arch.callee_saved()
 }
 
 /// Flag: the frame is a signal trampoline; the next lookup uses the exact pc.

@@ -20,12 +20,8 @@
 
 use super::arch::ArchWalker;
 use super::{Caller, Trust, WalkContext, WalkFrame};
+use crate::arch::aarch64::{Reg, CALLEE_SAVED_GENERAL, FP, LR};
 use crate::dump::{Arch, RegisterSet};
-
-/// DWARF numbers of the frame pointer, the link register and the stack pointer.
-const X29: u16 = 29;
-const X30: u16 = 30;
-const SP: u16 = 31;
 /// `mov x8, #139` (`__NR_rt_sigreturn`), `svc #0`: the sigreturn trampoline.
 const SIGRETURN_CODE: [u32; 2] = [0xd280_1168, 0xd400_0001];
 /// Offset of the interrupted registers from the sp of a sigreturn trampoline: `struct
@@ -63,7 +59,7 @@ impl Aarch64 {
     /// not a rule, found it: they hold the caller's values unless the callee saved and
     /// reused them, which only its CFI could tell.
     fn inherit_callee_saved(callee: &RegisterSet, caller: &mut RegisterSet) {
-        for r in 19u16..=28 {
+        for r in CALLEE_SAVED_GENERAL {
             if let Some(v) = callee.get(r) {
                 caller.set(r, v);
             }
@@ -84,9 +80,9 @@ impl Aarch64 {
         let caller_fp = ctx.memory.read_u64(fp)?;
         let ra = ctx.memory.read_u64(fp.checked_add(8)?)?;
         let mut regs = RegisterSet::new(Arch::Aarch64);
-        regs.set(32, self.strip_pac(ctx, ra));
-        regs.set(SP, fp.checked_add(16)?);
-        regs.set(X29, caller_fp);
+        regs.set(Reg::Pc, self.strip_pac(ctx, ra));
+        regs.set(Reg::Sp, fp.checked_add(16)?);
+        regs.set(FP, caller_fp);
         Self::inherit_callee_saved(&callee.registers, &mut regs);
         Some(Caller {
             regs,
@@ -104,7 +100,7 @@ impl Aarch64 {
         ctx: &WalkContext<'_, '_>,
         callee: &WalkFrame,
     ) -> Option<Caller> {
-        let lr = self.strip_pac(ctx, callee.registers.get(X30)?);
+        let lr = self.strip_pac(ctx, callee.registers.get(LR)?);
         let sp = callee.sp?;
         // A signal handler's x30 is the sigreturn trampoline, which no call precedes.
         if !self.is_signal_trampoline(ctx, lr) {
@@ -118,10 +114,10 @@ impl Aarch64 {
             }
         }
         let mut regs = RegisterSet::new(Arch::Aarch64);
-        regs.set(32, lr);
-        regs.set(SP, sp);
-        if let Some(fp) = callee.registers.get(X29) {
-            regs.set(X29, fp);
+        regs.set(Reg::Pc, lr);
+        regs.set(Reg::Sp, sp);
+        if let Some(fp) = callee.registers.get(FP) {
+            regs.set(FP, fp);
         }
         Self::inherit_callee_saved(&callee.registers, &mut regs);
         Some(Caller {
@@ -136,12 +132,6 @@ impl Aarch64 {
 impl ArchWalker for Aarch64 {
     fn arch(&self) -> Arch {
         Arch::Aarch64
-    }
-    fn return_address_register(&self) -> u16 {
-        X30
-    }
-    fn lookup_back(&self) -> u64 {
-        4
     }
 
     /// Clears the pointer-authentication bits: with the dump's mask (NT_ARM_PAC_MASK) where
@@ -171,7 +161,7 @@ impl ArchWalker for Aarch64 {
     ) -> Option<Caller> {
         let record = callee
             .registers
-            .get(X29)
+            .get(FP)
             .and_then(|fp| self.caller_from_record(ctx, callee, fp));
         // Frame 0 and a frame a signal interrupted: their registers, x30 included, are
         // the saved context.
@@ -230,13 +220,14 @@ impl ArchWalker for Aarch64 {
         let base = callee.sp?.checked_add(SIGFRAME_REGS)?;
         let slot = |i: u64| base.checked_add(i * 8).and_then(|a| ctx.memory.read_u64(a));
         let mut regs = RegisterSet::new(Arch::Aarch64);
-        for r in 0u16..=30 {
+        // regs[0..=30], sp, pc: in DWARF order
+        for r in Reg::X0.dwarf()..=Reg::X30.dwarf() {
             if let Some(v) = slot(u64::from(r)) {
                 regs.set(r, v);
             }
         }
-        regs.set(SP, slot(31)?);
-        regs.set(32, slot(32)?);
+        regs.set(Reg::Sp, slot(u64::from(Reg::Sp.dwarf()))?);
+        regs.set(Reg::Pc, slot(u64::from(Reg::Pc.dwarf()))?);
         Some(Caller {
             regs,
             trust: Trust::Context,
@@ -269,6 +260,7 @@ impl ArchWalker for Aarch64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::aarch64::Reg::{Sp as SP, X29, X30};
     use crate::dump::MemoryMap;
     use crate::walk::tests::{module_at as module, stack_bytes};
     use crate::walk::{walk_thread, CodeReader, EndReason, WalkOptions};

@@ -10,10 +10,14 @@ pub trait ArchWalker {
         self.arch().pointer_size()
     }
     /// DWARF number of the column holding the return address in unwind rules.
-    fn return_address_register(&self) -> u16;
+    fn return_address_register(&self) -> u16 {
+        self.arch().ra_reg()
+    }
     /// How far before a return address the call instruction's last byte lies (1 on
     /// x86_64, 4 on aarch64): the lookup address of a caller frame is `pc - back`.
-    fn lookup_back(&self) -> u64;
+    fn lookup_back(&self) -> u64 {
+        self.arch().call_back()
+    }
     /// The caller's stack pointer when the rules give a CFA: on both x86_64 and aarch64
     /// the caller's sp is the CFA.
     fn sp_from_cfa(&self, cfa: u64) -> u64 {
@@ -59,7 +63,7 @@ pub trait ArchWalker {
     }
     /// Registers a caller inherits unchanged when no rule mentions them (callee-saved).
     fn callee_saved(&self) -> &'static [u16] {
-        crate::unwind::rule::callee_saved(self.arch())
+        self.arch().callee_saved()
     }
 }
 

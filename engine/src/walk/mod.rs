@@ -250,91 +250,100 @@ pub fn walk_thread(
     ctx: &WalkContext<'_, '_>,
     registers: &RegisterSet,
 ) -> WalkResult {
-    let mut frames: Vec<WalkFrame> = Vec::new();
     let Some(pc0) = registers.pc() else {
         return WalkResult {
-            frames,
+            frames: Vec::new(),
             end: EndReason::UnwindError,
             end_detail: Some("the thread's context has no instruction pointer".into()),
         };
     };
-    let mut stack_range = registers.sp().and_then(|sp| ctx.memory.range_of(sp));
-    frames.push(WalkFrame {
-        pc: pc0,
-        sp: registers.sp(),
-        trust: Trust::Context,
-        unwind_source: None,
-        module: ctx.module_for(pc0),
-        exact_pc: true,
-        registers: registers.clone(),
-    });
-    let end = |end: EndReason, detail: Option<String>, frames: Vec<WalkFrame>| WalkResult {
-        frames,
-        end,
-        end_detail: detail,
+    let mut walk = Walk {
+        arch,
+        ctx,
+        frames: vec![WalkFrame {
+            pc: pc0,
+            sp: registers.sp(),
+            trust: Trust::Context,
+            unwind_source: None,
+            module: ctx.module_for(pc0),
+            exact_pc: true,
+            registers: registers.clone(),
+        }],
+        stack_range: registers.sp().and_then(|sp| ctx.memory.range_of(sp)),
+        sp_went_down: false,
     };
-    let mut sp_went_down = false;
-    loop {
-        if frames.len() >= ctx.options.max_frames {
-            let n = frames.len();
-            return end(
+    let (end, end_detail) = loop {
+        if let Err(stop) = walk.step() {
+            break stop;
+        }
+    };
+    WalkResult {
+        frames: walk.frames,
+        end,
+        end_detail,
+    }
+}
+
+/// Why a walk ends, with the report's detail.
+type Stop = (EndReason, Option<String>);
+
+/// One thread's walk in progress: the frames so far, innermost first.
+struct Walk<'w, 'a, 'd> {
+    arch: &'w dyn ArchWalker,
+    ctx: &'w WalkContext<'a, 'd>,
+    frames: Vec<WalkFrame>,
+    /// The stack the walk stays on (the range holding the current frames' sp).
+    stack_range: Option<(u64, u64)>,
+    /// A signal frame moved the stack pointer down (see [`Walk::push_caller`]).
+    sp_went_down: bool,
+}
+
+/// What the strategies that found no valid caller learned, for the end reason.
+#[derive(Default)]
+struct Misses {
+    /// A rule needed stack memory the dump lacks.
+    memory_missing: bool,
+    /// The rules name the callee itself as its caller.
+    repeated: bool,
+}
+
+impl Walk<'_, '_, '_> {
+    /// Adds the caller of the innermost frame, or says why the walk ends.
+    fn step(&mut self) -> Result<(), Stop> {
+        if self.frames.len() >= self.ctx.options.max_frames {
+            let n = self.frames.len();
+            return Err((
                 EndReason::FrameLimit,
                 Some(format!("stopped after {n} frames (the frame limit)")),
-                frames,
-            );
+            ));
         }
-        let Some(callee) = frames.last() else {
-            break;
+        let Some(callee) = self.frames.last() else {
+            return Err((EndReason::UnwindError, None));
         };
-        let first = frames.len() == 1;
-        let mut memory_missing = false;
-        // The rules name the callee itself as its caller.
-        let mut repeated = false;
-        let mut caller: Option<Caller> = None;
+        let caller = self.find_caller(callee)?;
+        self.push_caller(caller)
+    }
+
+    /// The first valid caller of `callee` the strategies find, in order: the signal
+    /// frame, the unwind rule (`cfi`), the frame-pointer chain (`fp`), a stack scan.
+    fn find_caller(&self, callee: &WalkFrame) -> Result<Caller, Stop> {
+        let (arch, ctx) = (self.arch, self.ctx);
+        let first = self.frames.len() == 1;
+        let mut misses = Misses::default();
         // 0. a sigreturn trampoline whose signal frame the architecture reads itself
         // (aarch64: its vDSO's CFI would skip the interrupted frame, QEMU's has none)
-        if let Some(c) = arch.caller_from_signal_frame(ctx, callee) {
-            if is_valid_caller(arch, ctx, callee, &c, stack_range) {
-                caller = Some(c);
-            }
-        }
+        let mut caller = arch
+            .caller_from_signal_frame(ctx, callee)
+            .filter(|c| self.is_valid(callee, c));
         // 1. CFI
         if caller.is_none() {
-            match cfi::caller_by_cfi(arch, ctx, callee) {
-                CfiOutcome::Caller(c) => {
-                    let c = *c;
-                    if c.regs.pc() == Some(0) {
-                        return end(
-                            EndReason::PcZero,
-                            Some("the return address is 0".into()),
-                            frames,
-                        );
-                    }
-                    if is_valid_caller(arch, ctx, callee, &c, stack_range) {
-                        caller = Some(c);
-                    } else if c.regs.pc() == Some(callee.pc) && c.regs.sp() == callee.sp {
-                        repeated = true;
-                    }
-                }
-                CfiOutcome::Outermost => return end(EndReason::Outermost, None, frames),
-                CfiOutcome::MemoryMissing => memory_missing = true,
-                CfiOutcome::NoRule => {
-                    if ctx
-                        .code
-                        .is_entry_function(callee.address_for_lookup(arch.lookup_back()))
-                    {
-                        return end(EndReason::Outermost, None, frames);
-                    }
-                }
-            }
+            caller = self.caller_by_cfi(callee, &mut misses)?;
         }
         // 2. frame pointer
         if caller.is_none() && ctx.options.enable_fp {
-            if let Some(c) = arch.caller_by_fp(ctx, callee, first) {
-                if is_valid_caller(arch, ctx, callee, &c, stack_range) {
-                    caller = Some(c);
-                }
-            }
+            caller = arch
+                .caller_by_fp(ctx, callee, first)
+                .filter(|c| self.is_valid(callee, c));
         }
         // 3. scan
         if caller.is_none() && ctx.options.enable_scan {
@@ -343,93 +352,133 @@ pub fn walk_thread(
             } else {
                 ctx.options.scan_words
             };
-            if let Some(c) = scan::caller_by_scan(arch, ctx, callee, words, stack_range) {
-                if is_valid_caller(arch, ctx, callee, &c, stack_range) {
-                    caller = Some(c);
+            caller = scan::caller_by_scan(arch, ctx, callee, words, self.stack_range)
+                .filter(|c| self.is_valid(callee, c));
+        }
+        caller.ok_or_else(|| self.no_caller(callee, &misses))
+    }
+
+    /// The unwind rule's caller, if valid; the walk ends where the rule says the frame
+    /// is the outermost or its return address is 0, and at the entry function when no
+    /// rule covers it.
+    fn caller_by_cfi(
+        &self,
+        callee: &WalkFrame,
+        misses: &mut Misses,
+    ) -> Result<Option<Caller>, Stop> {
+        let (arch, ctx) = (self.arch, self.ctx);
+        match cfi::caller_by_cfi(arch, ctx, callee) {
+            CfiOutcome::Caller(c) => {
+                let c = *c;
+                if c.regs.pc() == Some(0) {
+                    return Err((EndReason::PcZero, Some("the return address is 0".into())));
+                }
+                if self.is_valid(callee, &c) {
+                    return Ok(Some(c));
+                }
+                if c.regs.pc() == Some(callee.pc) && c.regs.sp() == callee.sp {
+                    misses.repeated = true;
+                }
+            }
+            CfiOutcome::Outermost => return Err((EndReason::Outermost, None)),
+            CfiOutcome::MemoryMissing => misses.memory_missing = true,
+            CfiOutcome::NoRule => {
+                let lookup = callee.address_for_lookup(arch.lookup_back());
+                if ctx.code.is_entry_function(lookup) {
+                    return Err((EndReason::Outermost, None));
                 }
             }
         }
-        let Some(c) = caller else {
-            if memory_missing {
-                return end(
-                    EndReason::MemoryMissing,
-                    Some(format!(
-                        "the dump lacks the stack memory needed to unwind the frame at {:#x}",
-                        callee.pc
-                    )),
-                    frames,
-                );
-            }
-            if repeated {
-                return end(
-                    EndReason::Loop,
-                    Some(format!(
-                        "the unwind rule of the frame at {:#x} names that frame as its own caller",
-                        callee.pc
-                    )),
-                    frames,
-                );
-            }
-            let (reason, detail) = if stack_range.is_some_and(|(_, hi)| {
-                callee
-                    .sp
-                    .is_some_and(|sp| sp.saturating_add(arch.pointer_size()) >= hi)
-            }) {
-                (
-                    EndReason::StackEnd,
-                    "the next frame would leave the stack".to_string(),
-                )
-            } else {
-                (
-                    EndReason::NoCaller,
-                    format!(
-                        "no strategy found a valid caller of the frame at {:#x}",
-                        callee.pc
-                    ),
-                )
-            };
-            return end(reason, Some(detail), frames);
-        };
+        Ok(None)
+    }
+
+    /// Why no strategy found a caller of `callee`.
+    fn no_caller(&self, callee: &WalkFrame, misses: &Misses) -> Stop {
+        if misses.memory_missing {
+            return (
+                EndReason::MemoryMissing,
+                Some(format!(
+                    "the dump lacks the stack memory needed to unwind the frame at {:#x}",
+                    callee.pc
+                )),
+            );
+        }
+        if misses.repeated {
+            return (
+                EndReason::Loop,
+                Some(format!(
+                    "the unwind rule of the frame at {:#x} names that frame as its own caller",
+                    callee.pc
+                )),
+            );
+        }
+        let at_stack_end = self.stack_range.is_some_and(|(_, hi)| {
+            callee
+                .sp
+                .is_some_and(|sp| sp.saturating_add(self.arch.pointer_size()) >= hi)
+        });
+        if at_stack_end {
+            (
+                EndReason::StackEnd,
+                Some("the next frame would leave the stack".to_string()),
+            )
+        } else {
+            (
+                EndReason::NoCaller,
+                Some(format!(
+                    "no strategy found a valid caller of the frame at {:#x}",
+                    callee.pc
+                )),
+            )
+        }
+    }
+
+    /// Appends the caller `c` as the new innermost frame, unless it repeats an earlier one.
+    fn push_caller(&mut self, c: Caller) -> Result<(), Stop> {
         let pc = c.regs.pc().unwrap_or(0);
         let sp = c.regs.sp();
-        if c.exact_pc && sp < callee.sp {
-            sp_went_down = true;
+        let callee_sp = self.frames.last().and_then(|f| f.sp);
+        if c.exact_pc && sp < callee_sp {
+            self.sp_went_down = true;
         }
         // Stack pointers only grow, so frames cannot repeat, until a signal frame moves
         // the stack pointer down (an alternate signal stack, or a forged ucontext): from
         // then on a frame seen before means the walk would go round forever.
-        if sp_went_down && frames.iter().any(|f| f.pc == pc && f.sp == sp) {
-            return end(
+        if self.sp_went_down && self.frames.iter().any(|f| f.pc == pc && f.sp == sp) {
+            return Err((
                 EndReason::Loop,
                 Some(format!(
                     "the caller at {pc:#x} repeats an earlier frame (the stack loops)"
                 )),
-                frames,
-            );
+            ));
         }
         if c.exact_pc {
             // The callee is a signal trampoline: its pc is where the handler returns to,
             // the trampoline's first instruction, so it is symbolized exactly too.
-            if let Some(callee) = frames.last_mut() {
+            if let Some(callee) = self.frames.last_mut() {
                 callee.exact_pc = true;
             }
             // A handler on an alternate signal stack returns to the interrupted frame on
             // the thread's own stack: from here on, that stack bounds the walk.
-            if let Some(range) = sp.and_then(|sp| ctx.memory.range_of(sp)) {
-                stack_range = Some(range);
+            if let Some(range) = sp.and_then(|sp| self.ctx.memory.range_of(sp)) {
+                self.stack_range = Some(range);
             }
         }
-        frames.push(WalkFrame {
+        self.frames.push(WalkFrame {
             pc,
             sp,
             trust: c.trust,
             unwind_source: c.source,
-            module: ctx.module_for(pc),
+            module: self.ctx.module_for(pc),
             exact_pc: c.exact_pc,
             registers: c.regs,
         });
+        Ok(())
     }
-    end(EndReason::UnwindError, None, frames)
+
+    fn is_valid(&self, callee: &WalkFrame, caller: &Caller) -> bool {
+        is_valid_caller(self.arch, self.ctx, callee, caller, self.stack_range)
+    }
 }
 
 /// The validity checks every caller passes, whatever strategy proposed it.

@@ -2,9 +2,8 @@
 
 use super::arch::ArchWalker;
 use super::{Caller, Trust, WalkContext, WalkFrame};
+use crate::arch::x86_64::Reg::{Rbp, Rbx, Rip, Rsp, R12, R13, R14, R15};
 use crate::dump::{Arch, RegisterSet};
-
-const RBP: u16 = 6;
 
 /// The x86_64 walker.
 pub struct X86_64;
@@ -12,12 +11,6 @@ pub struct X86_64;
 impl ArchWalker for X86_64 {
     fn arch(&self) -> Arch {
         Arch::X86_64
-    }
-    fn return_address_register(&self) -> u16 {
-        16
-    }
-    fn lookup_back(&self) -> u64 {
-        1
     }
 
     /// `(rsp, rbp, rip) = (rbp + 16, *rbp, *(rbp + 8))`.
@@ -36,7 +29,7 @@ impl ArchWalker for X86_64 {
                 return Some(c);
             }
         }
-        let rbp = callee.registers.get(RBP)?;
+        let rbp = callee.registers.get(Rbp)?;
         let sp = callee.sp?;
         if rbp < sp || rbp % 8 != 0 {
             return None;
@@ -44,10 +37,10 @@ impl ArchWalker for X86_64 {
         let caller_rbp = ctx.memory.read_u64(rbp)?;
         let ra = ctx.memory.read_u64(rbp.checked_add(8)?)?;
         let mut regs = RegisterSet::new(Arch::X86_64);
-        regs.set(16, ra);
-        regs.set(7, rbp.checked_add(16)?);
-        regs.set(RBP, caller_rbp);
-        for &r in &[3u16, 12, 13, 14, 15] {
+        regs.set(Rip, ra);
+        regs.set(Rsp, rbp.checked_add(16)?);
+        regs.set(Rbp, caller_rbp);
+        for r in [Rbx, R12, R13, R14, R15] {
             if let Some(v) = callee.registers.get(r) {
                 regs.set(r, v);
             }

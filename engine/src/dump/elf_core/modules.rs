@@ -548,12 +548,7 @@ fn main_module(
         // The dynamic linker's `l_name` points at the executable's PT_INTERP string, which
         // is not in the core either: glibc's standard interpreter path stands in for it
         // (the module stays identified by path only, so the report marks it unverified).
-        let interp_path = match arch {
-            Arch::Aarch64 => "/lib/ld-linux-aarch64.so.1",
-            Arch::X86_64 => "/lib64/ld-linux-x86-64.so.2",
-            Arch::X86 => "/lib/ld-linux.so.2",
-            Arch::Arm => "/lib/ld-linux-armhf.so.3",
-        };
+        let interp_path = arch.info().glibc_interpreter;
         found.push(m);
         return (Some(interp_path.to_string()), r_debug);
     }

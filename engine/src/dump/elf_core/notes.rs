@@ -7,6 +7,7 @@
 //! offsets; floating-point and vector state (NT_FPREGSET, NT_X86_XSTATE) are not read.
 
 use super::parse::{c_str, i32_at, u16_at, u32_at, u64_at};
+use crate::arch::{aarch64, x86_64};
 use crate::dump::{Arch, RegisterSet};
 
 pub(super) const NT_PRSTATUS: u32 = 1;
@@ -28,36 +29,39 @@ pub(super) const AT_SYSINFO_EHDR: u64 = 33;
 /// sigpend, sighold, pid, ppid, pgrp, sid, four timevals.
 const PR_REG_OFFSET: usize = 112;
 
-/// x86_64 `user_regs_struct` order, as DWARF register numbers.
-const X86_64_PR_REG_DWARF: [u16; 27] = [
-    15,       // r15
-    14,       // r14
-    13,       // r13
-    12,       // r12
-    6,        // rbp
-    3,        // rbx
-    11,       // r11
-    10,       // r10
-    9,        // r9
-    8,        // r8
-    0,        // rax
-    2,        // rcx
-    1,        // rdx
-    4,        // rsi
-    5,        // rdi
-    u16::MAX, // orig_rax: no DWARF number
-    16,       // rip
-    51,       // cs
-    49,       // eflags
-    7,        // rsp
-    52,       // ss
-    58,       // fs_base
-    59,       // gs_base
-    53,       // ds
-    50,       // es
-    54,       // fs
-    55,       // gs
-];
+/// x86_64 `user_regs_struct` order (`None`: orig_rax, which has no DWARF number).
+const X86_64_PR_REG: [Option<x86_64::Reg>; 27] = {
+    use x86_64::Reg::*;
+    [
+        Some(R15),
+        Some(R14),
+        Some(R13),
+        Some(R12),
+        Some(Rbp),
+        Some(Rbx),
+        Some(R11),
+        Some(R10),
+        Some(R9),
+        Some(R8),
+        Some(Rax),
+        Some(Rcx),
+        Some(Rdx),
+        Some(Rsi),
+        Some(Rdi),
+        None,
+        Some(Rip),
+        Some(Cs),
+        Some(Rflags),
+        Some(Rsp),
+        Some(Ss),
+        Some(FsBase),
+        Some(GsBase),
+        Some(Ds),
+        Some(Es),
+        Some(Fs),
+        Some(Gs),
+    ]
+};
 
 /// One thread's NT_PRSTATUS.
 #[derive(Debug, Clone)]
@@ -75,13 +79,16 @@ pub(super) fn prstatus(desc: &[u8], arch: Arch) -> Option<PrStatus> {
     let reg = |i: usize| u64_at(desc, PR_REG_OFFSET.checked_add(i.checked_mul(8)?)?);
     match arch {
         Arch::X86_64 => {
-            for (i, &dwarf) in X86_64_PR_REG_DWARF.iter().enumerate() {
-                registers.set(dwarf, reg(i)?);
+            for (i, &r) in X86_64_PR_REG.iter().enumerate() {
+                let value = reg(i)?;
+                if let Some(r) = r {
+                    registers.set(r, value);
+                }
             }
         }
         Arch::Aarch64 => {
             // x0..x30, sp, pc, pstate: DWARF 0..=32, pstate kept in slot 33.
-            for i in 0..34u16 {
+            for i in aarch64::Reg::X0.dwarf()..=aarch64::Reg::Pstate.dwarf() {
                 registers.set(i, reg(usize::from(i))?);
             }
         }

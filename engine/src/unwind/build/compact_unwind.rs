@@ -27,6 +27,7 @@ use gimli::{BaseAddresses, EhFrame, EhFrameOffset, LittleEndian, UnwindSection};
 use object::{Object, ObjectSection, ObjectSegment};
 
 use super::TableWriter;
+use crate::arch::{aarch64, x86_64};
 use crate::binary;
 use crate::dump::Arch;
 use crate::unwind::compact::{
@@ -37,10 +38,10 @@ use crate::unwind::rule::{RuleRecord, Slot, UnwindSource};
 /// Priority of compact unwind rows: after `__eh_frame` (0).
 pub const COMPACT_UNWIND_PRIORITY: u8 = 1;
 
-const X86_64_RSP: u8 = 7;
-const X86_64_RBP: u16 = 6;
-const AARCH64_SP: u8 = 31;
-const AARCH64_FP: u16 = 29;
+const X86_64_RSP: u8 = x86_64::Reg::Rsp.dwarf() as u8;
+const X86_64_RBP: u16 = x86_64::Reg::Rbp.dwarf();
+const AARCH64_SP: u8 = aarch64::Reg::Sp.dwarf() as u8;
+const AARCH64_FP: u16 = aarch64::FP.dwarf();
 
 /// The `__eh_frame` section of the same binary, for DWARF escapes.
 #[derive(Debug, Clone, Copy)]
@@ -308,10 +309,12 @@ pub fn arm64_rule(op: &Arm64Opcode) -> Result<RuleRecord, String> {
             // x29 = CFA - 16; libunwind reads x19 at x29 - 8, x20 at x29 - 16, then the
             // next pair below
             let mut at = -24;
+            // bit k: the pair (x19 + 2k, x20 + 2k)
+            let x19 = aarch64::Reg::X19.dwarf();
             for k in 0..5u16 {
                 if pairs & (1 << k) != 0 {
-                    rec.set_reg(arch, 19 + 2 * k, Slot::offset(0, at));
-                    rec.set_reg(arch, 20 + 2 * k, Slot::offset(0, at - 8));
+                    rec.set_reg(arch, x19 + 2 * k, Slot::offset(0, at));
+                    rec.set_reg(arch, x19 + 1 + 2 * k, Slot::offset(0, at - 8));
                     at -= 16;
                 }
             }

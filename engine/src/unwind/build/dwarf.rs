@@ -23,6 +23,7 @@ use rustc_hash::FxBuildHasher;
 
 use super::aarch64_cfi::{self, CieFlags};
 use super::{BuiltTable, TableWriter};
+use crate::arch::aarch64::RA_SIGN_STATE as AARCH64_RA_SIGN_STATE;
 use crate::binary;
 use crate::dump::Arch;
 use crate::unwind::error::UnwindError;
@@ -31,9 +32,6 @@ use crate::unwind::rule::{
 };
 
 type R<'a> = EndianSlice<'a, LittleEndian>;
-
-/// DWARF number of the aarch64 RA_SIGN_STATE pseudo-register.
-const AARCH64_RA_SIGN_STATE: u16 = 34;
 
 /// Builds the unwind table of one ELF binary from its `.eh_frame`, `.debug_frame` and
 /// `.sframe` (see [`super::sframe`]),

@@ -389,7 +389,17 @@ impl<'a> UnwindInfo<'a> {
 
 /// x86_64 compact-unwind register numbers 1..=6 → DWARF register numbers
 /// (rbx, r12, r13, r14, r15, rbp).
-pub const X86_64_REGS: [u16; 6] = [3, 12, 13, 14, 15, 6];
+pub const X86_64_REGS: [u16; 6] = {
+    use crate::arch::x86_64::Reg::*;
+    [
+        Rbx.dwarf(),
+        R12.dwarf(),
+        R13.dwarf(),
+        R14.dwarf(),
+        R15.dwarf(),
+        Rbp.dwarf(),
+    ]
+};
 
 /// Mode bits of an opcode (bits 24..28).
 pub fn mode(opcode: u32) -> u32 {

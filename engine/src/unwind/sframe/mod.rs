@@ -71,8 +71,15 @@ impl Abi {
     /// DWARF numbers of the ABI's stack pointer and frame pointer.
     pub fn sp_fp(self) -> (u16, u16) {
         match self {
-            Abi::Amd64 => (7, 6),
-            Abi::Aarch64BigEndian | Abi::Aarch64LittleEndian => (31, 29),
+            Abi::Amd64 => {
+                let a = crate::arch::Arch::X86_64;
+                (a.sp_reg(), a.fp_reg())
+            }
+            Abi::Aarch64BigEndian | Abi::Aarch64LittleEndian => {
+                let a = crate::arch::Arch::Aarch64;
+                (a.sp_reg(), a.fp_reg())
+            }
+            // no arch module: z/Architecture's r15 and r11
             Abi::S390x => (15, 11),
         }
     }

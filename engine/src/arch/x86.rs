@@ -1,0 +1,41 @@
+//! 32-bit x86: registers by their System V i386 DWARF numbers, and the architecture's
+//! description. Dumps of it are read (registers, modules) but not walked.
+
+use super::{dwarf_registers, ArchInfo};
+
+dwarf_registers! {
+    /// An x86 register by DWARF number (System V i386 ABI, table 2.14).
+    Reg {
+        Eax = 0,
+        Ecx = 1,
+        Edx = 2,
+        Ebx = 3,
+        Esp = 4,
+        Ebp = 5,
+        Esi = 6,
+        Edi = 7,
+        /// The return-address column, which holds the instruction pointer.
+        Eip = 8,
+        Eflags = 9,
+    }
+}
+
+use Reg::*;
+
+/// The callee-saved registers an unwind record tracks: ebp, ebx, esi, edi.
+pub const CALLEE_SAVED: &[u16] = &[Ebp.dwarf(), Ebx.dwarf(), Esi.dwarf(), Edi.dwarf()];
+
+pub const INFO: ArchInfo = ArchInfo {
+    name: "x86",
+    pointer_size: 4,
+    pc: Eip.dwarf(),
+    sp: Esp.dwarf(),
+    fp: Ebp.dwarf(),
+    ra: Eip.dwarf(),
+    call_back: 1,
+    callee_saved: CALLEE_SAVED,
+    // registers of x86 dumps are not reported
+    register_names: &[],
+    pointer_authentication: false,
+    glibc_interpreter: "/lib/ld-linux.so.2",
+};
