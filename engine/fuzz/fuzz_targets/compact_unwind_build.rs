@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use engine::dump::Arch;
-use engine::unwind::build::compact_unwind::{add_unwind_info, Context};
+use engine::unwind::builders::compact_unwind::{add_unwind_info, Context};
 use engine::unwind::compact::{objdump, UnwindInfo};
 use engine::unwind::{TableWriter, UnwindTable};
 

@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use engine::dump::Arch;
-use engine::unwind::build::dwarf::add_eh_frame_section;
+use engine::unwind::builders::dwarf::add_eh_frame_section;
 use engine::unwind::{TableWriter, UnwindTable};
 
 fuzz_target!(|data: &[u8]| {

@@ -7,7 +7,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use engine::dump::Arch;
-use engine::unwind::build::sframe::add_sframe_section;
+use engine::unwind::builders::sframe::add_sframe_section;
 use engine::unwind::sframe::{objdump, Sframe};
 use engine::unwind::{TableWriter, UnwindTable};
 

@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 
 use super::text::for_each_line;
 use super::tokenize::{self, classify, parse_module_line, Extent, Record};
-use crate::symbols::build::{finish, BuiltSymbols, Collector, RawFunction};
+use crate::symbols::builders::{finish, BuiltSymbols, Collector, RawFunction};
 use crate::symbols::format::{self, InlineRecord, LineRecord};
 use crate::symbols::{SymbolSource, SymbolsError};
 

@@ -8,7 +8,7 @@
 //! [`build_symbol_table_breakpad`] into the same format. Split DWARF (`.dwo`/`.dwp`) is
 //! not read yet.
 
-pub(crate) mod build;
+pub(crate) mod builders;
 mod demangle;
 mod error;
 pub mod format;
@@ -16,7 +16,7 @@ mod lookup;
 
 pub use crate::breakpad::symbols::{build_symbol_table_breakpad, strip_parameters};
 pub use crate::breakpad::{parse_module_line, BreakpadModule};
-pub use build::{build_symbol_table, BuiltSymbols};
+pub use builders::{build_symbol_table, BuiltSymbols};
 pub use demangle::demangle;
 pub use error::SymbolsError;
 pub use format::SYMBOL_TABLE_VERSION;
@@ -98,8 +98,8 @@ mod tests;
 /// Table offsets and ranges computed exactly as the Breakpad builder computes them (for
 /// [`crate::breakpad::index`], which must skip the records the builder skips).
 pub(crate) fn breakpad_ranges() -> BreakpadRanges {
-    build::Collector::new(0)
+    builders::Collector::new(0)
 }
 
 /// See [`breakpad_ranges`].
-pub(crate) type BreakpadRanges = build::Collector;
+pub(crate) type BreakpadRanges = builders::Collector;

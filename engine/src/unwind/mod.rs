@@ -1,12 +1,12 @@
 //! The unwind table: one normalized, immutable table per binary, whatever the source format.
 //!
 //! Builders ([`build`]) evaluate each source's CFI once and push address ranges with their
-//! [`rule::RuleRecord`]; the [`build::TableWriter`] resolves overlaps, fills gaps with
+//! [`rule::RuleRecord`]; the [`builders::TableWriter`] resolves overlaps, fills gaps with
 //! explicit no-rule rows, merges equal neighbours, deduplicates rules into a palette and
 //! writes the bytes ([`format`]). [`lookup::UnwindTable`] answers from those bytes directly.
 //! The same bytes are what the service stores in its database and caches.
 
-pub mod build;
+pub mod builders;
 pub mod compact;
 mod error;
 pub mod format;
@@ -14,7 +14,7 @@ pub mod lookup;
 pub mod rule;
 pub mod sframe;
 
-pub use build::{build_from_breakpad, build_from_elf, BuildStats, BuiltTable, TableWriter};
+pub use builders::{build_from_breakpad, build_from_elf, BuildStats, BuiltTable, TableWriter};
 pub use error::UnwindError;
 pub use format::UNWIND_TABLE_VERSION;
 pub use lookup::{Rule, UnwindTable};

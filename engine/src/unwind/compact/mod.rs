@@ -10,7 +10,7 @@
 //! are offsets from the image base (the `__TEXT` segment's address).
 //!
 //! [`X86_64Opcode`] and [`Arm64Opcode`] decode a 32-bit opcode the way llvm's libunwind
-//! interprets it (`CompactUnwinder.hpp`); [`crate::unwind::build::compact_unwind`] turns
+//! interprets it (`CompactUnwinder.hpp`); [`crate::unwind::builders::compact_unwind`] turns
 //! them into table rows and [`objdump`] prints a section as `llvm-objdump --unwind-info`
 //! does, for tests. Personalities and LSDAs are read for printing only: a crash walker
 //! does not run destructors. 32-bit x86 opcodes are not decoded.

@@ -20,8 +20,8 @@ use object::{Object, ObjectSection, ObjectSymbol};
 use super::*;
 use crate::binary;
 use crate::dump::{Arch, MemoryMap, Module, RegisterSet};
-use crate::unwind::build::build_from_elf;
-use crate::unwind::build::compact_unwind::{add_unwind_info, arm64_rule, x86_64_rule, Context};
+use crate::unwind::builders::build_from_elf;
+use crate::unwind::builders::compact_unwind::{add_unwind_info, arm64_rule, x86_64_rule, Context};
 use crate::unwind::{TableWriter, UnwindSource, UnwindTable};
 use crate::walk::{
     walk_thread, ArchWalker, Caller, CodeReader, Trust, WalkContext, WalkFrame, WalkOptions,

@@ -1,11 +1,11 @@
-//! Tests of the SFrame table builder ([`crate::unwind::build::sframe`]): "unwind from
+//! Tests of the SFrame table builder ([`crate::unwind::builders::sframe`]): "unwind from
 //! `.sframe` alone" — for every fixture ELF, the rules built from `.sframe` must agree
 //! with the rules built from `.eh_frame` at every address both describe, and a copy of the
 //! binary without `.eh_frame` must unwind from `.sframe`.
 
 use object::{Object, ObjectSection};
 
-use crate::unwind::build::{dwarf, sframe as build_sframe, TableWriter};
+use crate::unwind::builders::{dwarf, sframe as build_sframe, TableWriter};
 use crate::unwind::lookup::{Rule, UnwindTable};
 use crate::unwind::rule::{
     RuleRecord, Slot, SlotKind, UnwindSource, FLAG_RA_KEY_B, FLAG_RA_SIGNED, FLAG_SIGNAL_FRAME,

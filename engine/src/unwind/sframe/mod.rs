@@ -6,7 +6,7 @@
 //! [`SframeError`], never a panic and never more memory than the section's size
 //! justifies. [`Fre::rule`] then interprets one row's data words for its ABI and FDE
 //! type (DEFAULT or FLEX) as [`FreRule`]: the CFA, FP and RA recovery rules that
-//! [`crate::unwind::build::sframe`] turns into table rows and [`objdump`] prints.
+//! [`crate::unwind::builders::sframe`] turns into table rows and [`objdump`] prints.
 //!
 //! Where binutils and the specification text disagree, this follows binutils (the
 //! `ground truth` vectors in `fixtures/sframe`): AArch64 FREs may carry two data

@@ -15,7 +15,7 @@ use gimli::{
 
 use super::add_eh_frame_section;
 use crate::dump::Arch;
-use crate::unwind::build::{BuildStats, TableWriter};
+use crate::unwind::builders::{BuildStats, TableWriter};
 use crate::unwind::lookup::{Rule, UnwindTable};
 use crate::unwind::rule::{Slot, SlotKind, UnwindSource};
 
