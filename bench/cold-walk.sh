@@ -60,14 +60,14 @@ for name in blocked deep cxx; do
         (ulimit -c unlimited; exec ./prog) 2>/dev/null || true
         core=$(ls core* 2>/dev/null | head -n1)
         [ -n "$core" ] || { echo "no core for $name: check core_pattern" >&2; exit 1; }
-        mv "$core" core
+        [ "$core" = core ] || mv "$core" core
     )
 done
 
 printf '| case | core | tool | median wall | peak memory |\n|---|---|---|---|---|\n'
 for name in blocked deep cxx; do
     dir="$OUT/$name"
-    size=$(du -m "$dir/core" | cut -f1)
+    size=$(( $(stat -c %s "$dir/core") >> 20 ))
     pm="$PM walk $dir/core --symbols $dir"
     eu="eu-stack -i -m -s --core $dir/core --executable $dir/prog"
     gd="gdb -batch -nx -ex 'thread apply all bt' $dir/prog $dir/core"
