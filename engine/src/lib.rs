@@ -18,6 +18,8 @@
 //! what makes every parser fuzzable and testable with literal bytes; callers (the CLI's
 //! `walk`, `postmortem-walk`, the service's workers) find the files and hand them over.
 
+#![forbid(unsafe_code)]
+
 pub mod arch;
 pub mod binary;
 pub mod breakpad;

@@ -4,6 +4,8 @@
 //! This file parses the command line, initializes tracing and dispatches; the work is in
 //! `cli/`.
 
+#![forbid(unsafe_code)]
+
 mod api;
 mod cli;
 mod dashboard;

@@ -115,7 +115,7 @@ fn finish(what: &str, diffs: Vec<String>) {
     );
 }
 
-/// `postmortem walk DUMP --symbols … --no-dump-paths --no-system-debug --format FORMAT`
+/// `postmortem walk DUMP --symbols … --no-dump-paths --no-system-debug --sha256 --format FORMAT`
 /// in `fixtures/reports/`; its standard output.
 fn walk(case: &Case, format: &str) -> Vec<u8> {
     let mut cmd = Command::new(bin());
@@ -124,7 +124,13 @@ fn walk(case: &Case, format: &str) -> Vec<u8> {
         cmd.arg("--symbols").arg(s);
     }
     let out = cmd
-        .args(["--no-dump-paths", "--no-system-debug", "--format", format])
+        .args([
+            "--no-dump-paths",
+            "--no-system-debug",
+            "--sha256",
+            "--format",
+            format,
+        ])
         .output()
         .expect("run postmortem walk");
     assert!(

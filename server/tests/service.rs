@@ -104,7 +104,7 @@ fn crash_program(dir: &Path, work: &Path) -> (PathBuf, PathBuf) {
     (prog, core)
 }
 
-/// `postmortem walk CORE [--symbols DIR] --no-system-debug --format json`, parsed.
+/// `postmortem walk CORE [--symbols DIR] --no-system-debug --sha256 --format json`, parsed.
 fn cli_report(core: &Path, symbols: Option<&Path>) -> Value {
     let mut cmd = Command::new(bin());
     cmd.arg("walk").arg(core);
@@ -112,7 +112,7 @@ fn cli_report(core: &Path, symbols: Option<&Path>) -> Value {
         cmd.arg("--symbols").arg(dir);
     }
     let out = cmd
-        .args(["--no-system-debug", "--format", "json"])
+        .args(["--no-system-debug", "--sha256", "--format", "json"])
         .output()
         .expect("run postmortem walk");
     assert!(
@@ -293,13 +293,13 @@ async fn service_report_equals_cli() {
     );
 }
 
-/// `postmortem walk DUMP ARGS… --no-system-debug --format json`, parsed.
+/// `postmortem walk DUMP ARGS… --no-system-debug --sha256 --format json`, parsed.
 fn cli_walk(dump: &Path, args: &[&std::ffi::OsStr]) -> Value {
     let out = Command::new(bin())
         .arg("walk")
         .arg(dump)
         .args(args)
-        .args(["--no-system-debug", "--format", "json"])
+        .args(["--no-system-debug", "--sha256", "--format", "json"])
         .output()
         .expect("run postmortem walk");
     assert!(

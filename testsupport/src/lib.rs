@@ -20,6 +20,7 @@
 //! the engine can only take it as a dev-dependency, which keeps it out of the engine's
 //! normal dependency tree.
 
+#![forbid(unsafe_code)]
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

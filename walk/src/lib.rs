@@ -14,6 +14,7 @@
 
 pub mod budget;
 pub mod files;
+pub mod mapped;
 pub mod walk;
 
 use anyhow::Context;

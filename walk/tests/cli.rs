@@ -40,3 +40,38 @@ fn input_that_is_no_dump_exits_2_with_one_line() {
         assert!(out.stdout.is_empty(), "no report");
     }
 }
+
+/// The dump's SHA-256 is in the report only on request (`--sha256`): hashing reads the
+/// whole dump, which a walk otherwise does not. With it, `dump.sha256` is what
+/// `sha256sum` says; without it the key is absent and the rest of the report is the same.
+#[test]
+fn sha256_is_computed_on_request_only() {
+    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/reports/dumps/x86_64.dmp");
+    let report = |extra: &[&str]| -> serde_json::Value {
+        let mut args: Vec<&std::ffi::OsStr> = vec![dump.as_os_str(), "--no-dump-paths".as_ref()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        let out = walk(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let sum = Command::new("sha256sum").arg(&dump).output().unwrap();
+    let sum = String::from_utf8_lossy(&sum.stdout);
+    let expected = sum.split_whitespace().next().unwrap();
+    assert_eq!(expected.len(), 64);
+
+    let mut with = report(&["--sha256"]);
+    assert_eq!(with["dump"]["sha256"], expected);
+    let without = report(&[]);
+    assert!(
+        without["dump"].get("sha256").is_none(),
+        "{}",
+        without["dump"]
+    );
+    with["dump"].as_object_mut().unwrap().remove("sha256");
+    assert_eq!(with, without);
+}

@@ -14,6 +14,8 @@
 //! never parses dump or binary bytes on its own, and it never serves HTTP (that is the
 //! `server` crate's).
 
+#![forbid(unsafe_code)]
+
 pub mod cache;
 pub mod jobs;
 pub mod store;

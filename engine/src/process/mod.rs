@@ -35,9 +35,8 @@ pub use tables::{
 #[non_exhaustive]
 pub struct ProcessOptions {
     pub walk: WalkOptions,
-    /// The dump's sha256 (lower-case hex) when the caller already knows it — the service
-    /// stores dumps content-addressed — so hashing a large core is not repeated.
-    pub dump_sha256: Option<String>,
+    /// Whether the report gets the dump's sha256, and whether it must be computed.
+    pub dump_sha256: DumpSha256,
     /// How the crash signature is made (`--signature-rules`; built-in by default).
     pub signature_rules: Arc<SignatureRules>,
     /// Threads walked, frames in all, report bytes: what one dump may cost.
@@ -47,9 +46,24 @@ pub struct ProcessOptions {
 impl ProcessOptions {
     /// The same options with the dump's sha256 already known.
     pub fn with_dump_sha256(mut self, sha256: String) -> Self {
-        self.dump_sha256 = Some(sha256);
+        self.dump_sha256 = DumpSha256::Known(sha256);
         self
     }
+}
+
+/// Whether and how the report gets the dump's sha256 (`dump.sha256`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DumpSha256 {
+    /// Computed here (beside the walk, for a large dump).
+    #[default]
+    Compute,
+    /// Already known, lower-case hex: the service stores dumps content-addressed and
+    /// hashes them while it stages the upload, so hashing a large core is not repeated.
+    Known(String),
+    /// Not wanted: the report has no `dump.sha256`. A one-shot walk does not read a
+    /// mapped core whole to hash it (`postmortem walk` without `--sha256`): for a 160 MB
+    /// core that took ten times as long as the walk.
+    Omit,
 }
 
 /// Reads the dump, walks and symbolizes every thread, and assembles the report.
@@ -84,11 +98,12 @@ pub fn process(
     // less time than a thread takes to start.)
     std::thread::scope(|scope| {
         let sha256 = match &options.dump_sha256 {
-            Some(known) => Hash::Known(known.clone()),
-            None if dump_bytes.len() >= HASH_APART_BYTES => {
+            DumpSha256::Known(known) => Hash::Known(Some(known.clone())),
+            DumpSha256::Omit => Hash::Known(None),
+            DumpSha256::Compute if dump_bytes.len() >= HASH_APART_BYTES => {
                 Hash::Running(scope.spawn(|| dump::hex(&Sha256::digest(dump_bytes))))
             }
-            None => Hash::Known(dump::hex(&Sha256::digest(dump_bytes))),
+            DumpSha256::Compute => Hash::Known(Some(dump::hex(&Sha256::digest(dump_bytes)))),
         };
         let loaded = tables::load(dump, provider);
         let opened = tables::Opened::new(&loaded);
@@ -99,7 +114,7 @@ pub fn process(
         let sha256 = match sha256 {
             Hash::Known(h) => h,
             // a panic in the hasher stays a panic, as if it had run on this thread
-            Hash::Running(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Hash::Running(h) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
         };
         assemble(
             dump, dump_bytes, options, threads, modules, warnings, sha256,
@@ -112,7 +127,7 @@ const HASH_APART_BYTES: usize = 4 << 20;
 
 /// The dump's sha256: known, or being computed.
 enum Hash<'scope> {
-    Known(String),
+    Known(Option<String>),
     Running(std::thread::ScopedJoinHandle<'scope, String>),
 }
 
@@ -124,7 +139,7 @@ fn assemble(
     threads: Vec<report::Thread>,
     modules: Vec<report::Module>,
     warnings: Vec<report::Warning>,
-    sha256: String,
+    sha256: Option<String>,
 ) -> Report {
     let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
     // The signature comes from the crashed thread (first by the ordering rule); a dump of
@@ -169,7 +184,7 @@ fn assemble(
 }
 
 /// The report's `dump` object.
-fn dump_info(dump: &Dump<'_>, dump_bytes: &[u8], sha256: String) -> report::DumpInfo {
+fn dump_info(dump: &Dump<'_>, dump_bytes: &[u8], sha256: Option<String>) -> report::DumpInfo {
     report::DumpInfo {
         format: dump.format,
         sha256,

@@ -248,7 +248,7 @@ mod tests {
             },
             dump: super::super::DumpInfo {
                 format: crate::dump::DumpFormat::ElfCore,
-                sha256: "0".repeat(64),
+                sha256: Some("0".repeat(64)),
                 size: 1,
                 os: crate::dump::Os::Linux,
                 arch: crate::dump::Arch::X86_64,

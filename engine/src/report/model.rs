@@ -37,7 +37,9 @@ pub struct Processor {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DumpInfo {
     pub format: DumpFormat,
-    pub sha256: String,
+    /// Absent when the caller did not want it (`postmortem walk` without `--sha256`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
     pub size: u64,
     pub os: Os,
     pub arch: Arch,

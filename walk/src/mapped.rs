@@ -1,0 +1,97 @@
+//! Files opened by mapping them into memory: only the pages a walk touches are read.
+//!
+//! A kernel core is as large as the process's memory (160 MB for a 20-thread program),
+//! and a one-shot walk reads a few stacks, the notes and some code from it: reading it
+//! whole cost as much as the rest of the walk (the copy's fresh pages are faulted and
+//! zeroed first). Mapping it costs a system call, and the walk faults in the pages it
+//! reads, from the page cache. The same holds for the binaries and debug files whose
+//! sections the on-demand tables read a part of.
+//!
+//! This is the project's one use of `unsafe`: `memmap2::Mmap::map` is unsafe because the
+//! mapped bytes change if another process writes the file while it is mapped (and reading
+//! past a truncated end raises SIGBUS), which safe Rust cannot rule out. Every other
+//! program that maps its inputs (ripgrep, minidump-stackwalk, gdb through BFD) accepts the
+//! same: a walk is of a dump and binaries at rest. Whatever cannot be mapped (a pipe, an
+//! empty file, a file system without mmap) is read instead.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// A file's bytes: mapped, or read where mapping is not possible.
+pub enum Mapped {
+    Map(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl Mapped {
+    /// Maps the file at `path`, or reads it when it cannot be mapped.
+    pub fn open(path: &Path) -> std::io::Result<Mapped> {
+        let mut file = File::open(path)?;
+        let meta = file.metadata()?;
+        if meta.is_file() && meta.len() > 0 {
+            // SAFETY: see the module documentation: the file is not expected to change
+            // while the walk reads it; if it does, the walk reads the new bytes (or is
+            // stopped by SIGBUS past a truncated end), never memory outside the mapping.
+            if let Ok(map) = unsafe { memmap2::MmapOptions::new().map(&file) } {
+                return Ok(Mapped::Map(map));
+            }
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(Mapped::Read(bytes))
+    }
+}
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Mapped::Map(m) => m,
+            Mapped::Read(v) => v,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_and_pipes_and_empty_files_read_the_same() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        let m = Mapped::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(m, Mapped::Map(_)), "a regular file is mapped");
+        assert_eq!(m.as_ref(), &bytes[..]);
+
+        let empty = dir.path().join("e");
+        std::fs::write(&empty, b"").unwrap_or_else(|e| panic!("{e}"));
+        let m = Mapped::open(&empty).unwrap_or_else(|e| panic!("{e}"));
+        assert!(m.as_ref().is_empty());
+
+        // a named pipe cannot be mapped: it is read
+        let fifo = dir.path().join("p");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(made.success());
+        let writer = {
+            let (fifo, bytes) = (fifo.clone(), bytes.clone());
+            std::thread::spawn(move || std::fs::write(fifo, bytes))
+        };
+        let m = Mapped::open(&fifo).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(m, Mapped::Read(_)));
+        assert_eq!(m.as_ref(), &bytes[..]);
+        writer
+            .join()
+            .unwrap_or_else(|_| panic!("writer"))
+            .unwrap_or_else(|e| panic!("{e}"));
+
+        assert!(Mapped::open(&dir.path().join("missing")).is_err());
+    }
+}
