@@ -22,7 +22,9 @@
 #   eu-stack -i -m -s --core CORE --executable PROG
 #   gdb -batch -nx -ex 'thread apply all bt' PROG CORE
 # and the peak resident memory of one run of each (/usr/bin/time -f %M). Prints a
-# Markdown table; the raw figures are in OUT/*.json.
+# Markdown table; the raw figures are in OUT/*.json. Before timing, each case's report is
+# checked to be byte-identical to `postmortem walk --whole-tables`'s (the script stops
+# if not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,6 +71,12 @@ for name in blocked deep cxx; do
     dir="$OUT/$name"
     size=$(( $(stat -c %s "$dir/core") >> 20 ))
     pm="$PM walk $dir/core --symbols $dir"
+    # the one-shot walk builds tables only where it looks: its report must be the one
+    # the whole tables (what the service builds) give
+    $pm > "$OUT/$name.report.json"
+    $pm --whole-tables > "$OUT/$name.whole.json"
+    cmp -s "$OUT/$name.report.json" "$OUT/$name.whole.json" \
+        || { echo "$name: the report differs with --whole-tables" >&2; exit 1; }
     eu="eu-stack -i -m -s --core $dir/core --executable $dir/prog"
     gd="gdb -batch -nx -ex 'thread apply all bt' $dir/prog $dir/core"
     hyperfine -N --style none --warmup 3 --runs "$RUNS" -i \

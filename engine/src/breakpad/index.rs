@@ -672,6 +672,18 @@ impl BreakpadIndex {
     }
 }
 
+impl crate::symbols::SymbolIndex for BreakpadIndex {
+    fn symbols_for(&self, rels: &[u64]) -> Result<BuiltSymbols, SymbolsError> {
+        BreakpadIndex::symbols_for(self, rels)
+    }
+    fn has_symbols(&self) -> bool {
+        BreakpadIndex::has_symbols(self)
+    }
+    fn sources(&self) -> Vec<symbols::SymbolSource> {
+        vec![symbols::SymbolSource::Breakpad]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,6 @@
 //! tables came from, and its status — with the warnings that explain a status (missing,
 //! unverified) and those the provider and the table builds met.
 
-use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{Dump, Module};
 use crate::report::{self, hex_addr, ModuleStatus};
 use crate::symbols;
@@ -69,7 +68,7 @@ fn report_of(
         files: module_files(
             l.tables.as_ref(),
             opened.unwind[i].is_some(),
-            opened.symbols[i].is_some(),
+            opened.symbols[i].is_some() || indexed_symbols(i, opened),
             &unwind_sources,
             &symbol_sources,
         ),
@@ -78,9 +77,9 @@ fn report_of(
     }
 }
 
-/// Whether module `i` has an indexed `.sym` file with symbols.
+/// Whether module `i`'s symbols are an index that can name something.
 fn indexed_symbols(i: usize, opened: &Opened<'_>) -> bool {
-    opened.breakpad[i].is_some_and(BreakpadIndex::has_symbols)
+    opened.indexed[i].is_some_and(|x| x.has_symbols())
 }
 
 /// The unwind and symbol sources module `i`'s tables came from.
@@ -104,8 +103,8 @@ fn sources(
         .as_ref()
         .map(|t| t.sources())
         .unwrap_or_default();
-    if indexed_symbols(i, opened) && opened.symbols[i].is_none() {
-        symbol_sources = vec![symbols::SymbolSource::Breakpad];
+    if let Some(index) = opened.indexed[i].filter(|x| x.has_symbols()) {
+        symbol_sources = index.sources();
     }
     (unwind, symbol_sources)
 }

@@ -11,7 +11,7 @@ use crate::binary;
 use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{self, Dump, Module};
 use crate::report;
-use crate::symbols::{self, SymbolTable};
+use crate::symbols::{self, SymbolIndex, SymbolTable};
 use crate::unwind::{self, UnwindTable};
 use crate::walk::ModuleUnwind;
 
@@ -332,8 +332,9 @@ pub(super) fn load(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Loaded>
 /// The loaded tables opened for lookups, one entry per module (`None` where a module
 /// has no such table, or its bytes do not open).
 pub(super) struct Opened<'t> {
-    /// Indexed Breakpad files, whose tables are built where the walk looks.
-    pub breakpad: Vec<Option<&'t BreakpadIndex>>,
+    /// Symbols held as an index, whose tables are built where the walk looks (modules
+    /// with no whole symbol table).
+    pub indexed: Vec<Option<&'t dyn SymbolIndex>>,
     pub unwind: Vec<Option<ModuleUnwind<'t>>>,
     pub symbols: Vec<Option<SymbolTable<'t>>>,
     pub code: Vec<Option<CodeImage>>,
@@ -357,7 +358,7 @@ impl<'t> Opened<'t> {
                 table.or_else(|| index.filter(|i| i.has_unwind()).map(ModuleUnwind::Breakpad))
             })
             .collect();
-        let symbols = loaded
+        let symbols: Vec<Option<SymbolTable<'t>>> = loaded
             .iter()
             .map(|l| {
                 tables(l)
@@ -365,12 +366,20 @@ impl<'t> Opened<'t> {
                     .and_then(|b| SymbolTable::open(b).ok())
             })
             .collect();
+        let indexed = breakpad
+            .iter()
+            .zip(&symbols)
+            .map(|(index, table)| match (index, table) {
+                (Some(index), None) => Some(*index as &dyn SymbolIndex),
+                _ => None,
+            })
+            .collect();
         let code = loaded
             .iter()
             .map(|l| tables(l).and_then(|t| t.code.clone()))
             .collect();
         Opened {
-            breakpad,
+            indexed,
             unwind,
             symbols,
             code,

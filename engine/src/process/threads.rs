@@ -2,10 +2,9 @@
 //! with the modules' unwind tables, then every frame symbolized — walks first, so that an
 //! indexed `.sym` file builds its symbols once for all the addresses the walks need.
 
-use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{self, Dump, Module};
 use crate::report::{self, budget::FrameBudget, hex_addr};
-use crate::symbols::{SymbolFrame, SymbolTable};
+use crate::symbols::{SymbolFrame, SymbolIndex, SymbolTable};
 use crate::walk::{self, CodeReader, WalkFrame};
 
 use super::tables::{CodeImage, Opened};
@@ -42,8 +41,8 @@ struct Code<'a, 't> {
     code: &'a [Option<CodeImage>],
     memory: &'a dump::MemoryMap<'a>,
     symbols: &'a [Option<SymbolTable<'t>>],
-    /// Indexed Breakpad files, for modules without a built symbol table.
-    breakpad: &'a [Option<&'a BreakpadIndex>],
+    /// Symbol indexes, for modules without a built symbol table.
+    indexed: &'a [Option<&'a dyn SymbolIndex>],
     /// Answers already found from an indexed file, by address (each costs a small
     /// table build, and a deep recursion asks about one address many times).
     entry_answers: std::cell::RefCell<rustc_hash::FxHashMap<u64, bool>>,
@@ -61,9 +60,9 @@ impl CodeReader for Code<'_, '_> {
             return false;
         }
         let Some(Some(st)) = self.symbols.get(i) else {
-            // an indexed .sym file: a table for just this address
+            // symbols held as an index: a table for just this address
             let (Some(Some(index)), Some(rel)) =
-                (self.breakpad.get(i), addr.checked_sub(m.load_base))
+                (self.indexed.get(i), addr.checked_sub(m.load_base))
             else {
                 return false;
             };
@@ -139,7 +138,7 @@ pub(super) fn walk_all(
         code: &opened.code,
         memory: &dump.memory,
         symbols: &opened.symbols,
-        breakpad: &opened.breakpad,
+        indexed: &opened.indexed,
         entry_answers: Default::default(),
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
@@ -255,7 +254,7 @@ pub(super) fn symbolize(
 ) -> Vec<report::Thread> {
     let back = dump.arch.call_back();
     let crashed_tid = dump.crash.as_ref().map(|c| c.tid);
-    let indexed = symbols_from_indexes(dump, &opened.breakpad, &opened.symbols, &results, back);
+    let indexed = symbols_from_indexes(dump, &opened.indexed, &results, back);
     let symbol_tables: Vec<Option<SymbolTable<'_>>> = opened
         .symbols
         .into_iter()
@@ -288,12 +287,11 @@ pub(super) fn symbolize(
     threads
 }
 
-/// For each module with an indexed `.sym` file and no built symbol table, the table of the
+/// For each module whose symbols are an index (no built symbol table), the table of the
 /// addresses the walks' frames look up there.
 fn symbols_from_indexes(
     dump: &Dump<'_>,
-    breakpad: &[Option<&BreakpadIndex>],
-    built: &[Option<SymbolTable<'_>>],
+    indexed: &[Option<&dyn SymbolIndex>],
     results: &[walk::WalkResult],
     back: u64,
 ) -> Vec<Option<Vec<u8>>> {
@@ -307,12 +305,11 @@ fn symbols_from_indexes(
             list.push(rel);
         }
     }
-    breakpad
+    indexed
         .iter()
-        .zip(built)
         .zip(&mut rels)
-        .map(|((index, table), rels)| {
-            let index = (*index).filter(|_| table.is_none() && !rels.is_empty())?;
+        .map(|(index, rels)| {
+            let index = (*index).filter(|_| !rels.is_empty())?;
             rels.sort_unstable();
             rels.dedup();
             index.symbols_for(rels).ok().map(|b| b.bytes)

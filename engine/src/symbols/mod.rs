@@ -77,6 +77,18 @@ impl SymbolSource {
     }
 }
 
+/// A module's symbols held as an index, whose tables are built for the addresses a walk
+/// asks about (one-shot walks: an indexed Breakpad `.sym` file): a table built with
+/// [`SymbolIndex::symbols_for`] answers at those addresses as the whole table would.
+pub trait SymbolIndex: Send + Sync {
+    /// A table for the sorted, deduplicated table offsets `rels`.
+    fn symbols_for(&self, rels: &[u64]) -> Result<BuiltSymbols, SymbolsError>;
+    /// Whether any table it builds can name anything.
+    fn has_symbols(&self) -> bool;
+    /// The sources the whole table would list.
+    fn sources(&self) -> Vec<SymbolSource>;
+}
+
 /// One entry of the inline stack at an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SymbolFrame<'a> {

@@ -87,12 +87,12 @@ fn walk_report(core: &Path, symbols: &[&Path], extra: &[&str]) -> Value {
     for dir in symbols {
         command.arg("--symbols").arg(dir);
     }
-    let out = command
-        .args(extra)
-        .args(["--format", "json"])
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run postmortem");
+    let out = report::output_same_with_whole_tables(
+        command
+            .args(extra)
+            .args(["--format", "json"])
+            .env("RUST_BACKTRACE", "1"),
+    );
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -7,23 +7,25 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 pub use postmortem_testsupport::report::assert_valid;
+pub use postmortem_testsupport::report::output_same_with_whole_tables;
 
 /// The CLI under test (`POSTMORTEM_BIN` when set, see `postmortem_testsupport::report`).
 pub fn postmortem() -> PathBuf {
     postmortem_testsupport::report::postmortem(env!("CARGO_BIN_EXE_postmortem"))
 }
 
-/// Runs `postmortem walk CORE --symbols DIR --format json` and returns its raw output.
+/// Runs `postmortem walk CORE --symbols DIR --format json` and returns its raw output,
+/// having checked that `--whole-tables` prints the same.
 pub fn walk(core: &Path, symbols: &Path) -> Output {
-    Command::new(postmortem())
-        .arg("walk")
-        .arg(core)
-        .arg("--symbols")
-        .arg(symbols)
-        .args(["--format", "json"])
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run postmortem")
+    output_same_with_whole_tables(
+        Command::new(postmortem())
+            .arg("walk")
+            .arg(core)
+            .arg("--symbols")
+            .arg(symbols)
+            .args(["--format", "json"])
+            .env("RUST_BACKTRACE", "1"),
+    )
 }
 
 /// Runs `walk`, requires exit 0 and a report that is valid JSON and valid against the

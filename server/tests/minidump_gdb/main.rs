@@ -75,7 +75,7 @@ fn walk(dump: &std::path::Path, symbols: &std::path::Path, extra: &[&str]) -> Va
 
 /// The JSON report a walk command prints (it must succeed and the report be valid).
 fn report_of(command: &mut std::process::Command) -> Value {
-    let out = command.output().expect("run the walk");
+    let out = report::output_same_with_whole_tables(command);
     assert_eq!(
         out.status.code(),
         Some(0),
