@@ -10,6 +10,38 @@ use object::{Object, ObjectSegment};
 
 use crate::dump::Arch;
 
+/// A file's bytes, shared and owned by whatever holds them: a read `Vec`, an `Arc<[u8]>`
+/// from a cache, or a mapped file (the CLI maps its inputs; the engine cannot, as it has
+/// no unsafe code) — handed to tables that keep reading the file after they are made,
+/// without a copy. Cloning shares them.
+#[derive(Clone)]
+pub struct FileBytes(std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>);
+
+impl FileBytes {
+    pub fn new(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> FileBytes {
+        FileBytes(std::sync::Arc::new(bytes))
+    }
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl AsRef<[u8]> for FileBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for FileBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileBytes({} bytes)", self.len())
+    }
+}
+
 /// The architecture of a parsed binary, if it is one we handle.
 pub fn arch_of<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Option<Arch> {
     match file.architecture() {

@@ -21,10 +21,10 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 
 use object::{Object, ObjectSection, SectionKind};
 
+use crate::binary::FileBytes;
 use crate::dump::{Arch, Module};
 use crate::process::{build_tables, CodeImage, ModuleTables, TableInput};
 
@@ -201,7 +201,7 @@ pub fn build_from_files<B: AsRef<[u8]>>(files: &[(String, B)], verified: bool) -
 
 /// The code bytes of a build's binary ([`binary_of`]), for the stack scan's call-site
 /// check.
-pub fn code_image_of(files: &[(String, Arc<[u8]>)]) -> Option<CodeImage> {
+pub fn code_image_of(files: &[(String, FileBytes)]) -> Option<CodeImage> {
     let (_, bytes) = files.get(binary_of(files)?)?;
     CodeImage::new(bytes.clone())
 }

@@ -41,6 +41,35 @@ pub fn assert_valid(report: &Value) {
     );
 }
 
+/// Runs a `postmortem walk …` command as given and again with `--whole-tables`, and
+/// requires the two to print the same bytes: a one-shot walk builds its tables only where
+/// it looks (indexed `.sym` files, on-demand unwind rules and DWARF units), and its report
+/// must be the one the whole tables — what the service builds and caches — give. Returns
+/// the first run's output.
+pub fn output_same_with_whole_tables(command: &mut std::process::Command) -> std::process::Output {
+    let out = command.output().expect("run postmortem walk");
+    let whole = command
+        .arg("--whole-tables")
+        .output()
+        .expect("run postmortem walk --whole-tables");
+    if out.status.success() {
+        assert_eq!(
+            whole.status.code(),
+            out.status.code(),
+            "--whole-tables exit status"
+        );
+        if out.stdout != whole.stdout {
+            let a = String::from_utf8_lossy(&out.stdout);
+            let b = String::from_utf8_lossy(&whole.stdout);
+            panic!(
+                "the report differs with --whole-tables:\n{}",
+                crate::golden::unified_diff(&b, &a, "whole tables", "on demand")
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     //! The schema accepts a report written by hand from docs/report-format.md and rejects
@@ -140,33 +169,4 @@ mod tests {
             );
         }
     }
-}
-
-/// Runs a `postmortem walk …` command as given and again with `--whole-tables`, and
-/// requires the two to print the same bytes: a one-shot walk builds its tables only where
-/// it looks (indexed `.sym` files, on-demand unwind rules and DWARF units), and its report
-/// must be the one the whole tables — what the service builds and caches — give. Returns
-/// the first run's output.
-pub fn output_same_with_whole_tables(command: &mut std::process::Command) -> std::process::Output {
-    let out = command.output().expect("run postmortem walk");
-    let whole = command
-        .arg("--whole-tables")
-        .output()
-        .expect("run postmortem walk --whole-tables");
-    if out.status.success() {
-        assert_eq!(
-            whole.status.code(),
-            out.status.code(),
-            "--whole-tables exit status"
-        );
-        if out.stdout != whole.stdout {
-            let a = String::from_utf8_lossy(&out.stdout);
-            let b = String::from_utf8_lossy(&whole.stdout);
-            panic!(
-                "the report differs with --whole-tables:\n{}",
-                crate::golden::unified_diff(&b, &a, "whole tables", "on demand")
-            );
-        }
-    }
-    out
 }

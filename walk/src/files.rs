@@ -18,8 +18,9 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
+use engine::binary::FileBytes;
 use engine::breakpad_index::BreakpadIndex;
 use engine::dump::{hex, unhex, Arch, Dump, Module};
 use engine::process::{
@@ -30,6 +31,8 @@ use engine::resolve::{
 };
 use engine::symbols::parse_module_line;
 use object::Object;
+
+use crate::mapped::Mapped;
 
 /// Bound on files looked at while indexing directories.
 const MAX_INDEXED_FILES: usize = 200_000;
@@ -483,9 +486,13 @@ impl TableProvider for FileProvider {
         let result = match located.found {
             Found::Files(files) => {
                 // (file name as the report gives it, bytes)
-                let read: Vec<(String, Arc<[u8]>)> = files
+                // mapped: a table is built from a few sections of each file
+                let read: Vec<(String, FileBytes)> = files
                     .into_iter()
-                    .filter_map(|f| Some((f.name, Arc::from(fs::read(&f.handle.path).ok()?))))
+                    .filter_map(|f| {
+                        let mapped = Mapped::open(&f.handle.path).ok()?;
+                        Some((f.name, FileBytes::new(mapped)))
+                    })
                     .collect();
                 (!read.is_empty()).then(|| {
                     let mut t = build_from_files(&read, located.verified);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSegment};
 
-use crate::binary;
+use crate::binary::{self, FileBytes};
 use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{self, Dump, Module};
 use crate::report;
@@ -19,14 +19,14 @@ use crate::walk::ModuleUnwind;
 /// stack scanner's call-site check.
 #[derive(Debug, Clone)]
 pub struct CodeImage {
-    data: Arc<[u8]>,
+    data: FileBytes,
     /// (start, end, file offset) of each loadable segment, as link-base offsets.
     segments: Vec<(u64, u64, u64)>,
 }
 
 impl CodeImage {
     /// Maps the loadable segments of an ELF/Mach-O file.
-    pub fn new(data: Arc<[u8]>) -> Option<CodeImage> {
+    pub fn new(data: FileBytes) -> Option<CodeImage> {
         let file = object::File::parse(&*data).ok()?;
         let link_base = binary::link_base(&file);
         let segments = file

@@ -21,6 +21,7 @@ use tracing::{info_span, instrument, Instrument};
 use super::{JobError, Runner};
 use crate::cache::{CacheKey, TableKind};
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
+use engine::binary::FileBytes;
 use engine::dump::{Dump, Module};
 use engine::process::{CodeImage, ModuleTables, TableProvider};
 use engine::report::{ModuleFile, Report};
@@ -360,14 +361,14 @@ async fn code_image(
     files: &[SourceFile<binaries::BinaryRow>],
 ) -> Result<Option<CodeImage>, JobError> {
     if let Some(b) = runner.cache.code(key).await {
-        return Ok(CodeImage::new(b));
+        return Ok(CodeImage::new(FileBytes::new(b)));
     }
     let Some(main) = files.iter().find(|f| f.handle.kind != "debug") else {
         return Ok(None);
     };
     let bytes: Arc<[u8]> = Arc::from(&runner.blobs.get(&main.handle.sha256).await?[..]);
     runner.cache.insert_code(key, bytes.clone()).await;
-    Ok(CodeImage::new(bytes))
+    Ok(CodeImage::new(FileBytes::new(bytes)))
 }
 
 fn tables_from(
