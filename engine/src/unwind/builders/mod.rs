@@ -273,6 +273,11 @@ impl TableWriter {
         self.ranges.len()
     }
 
+    /// The sources noted so far, as [`UnwindSource::bit`]s.
+    pub(crate) fn sources_noted(&self) -> u32 {
+        self.sources
+    }
+
     /// Marks a source as used even if it produced no range (e.g. an empty section).
     pub fn note_source(&mut self, source: UnwindSource) {
         self.sources |= source.bit();
