@@ -358,6 +358,93 @@ fn unsorted_hdr_table_falls_back_to_whole_table() {
     assert_eq!(od.inputs(), whole.inputs);
 }
 
+/// Checks that `bytes` makes the on-demand table fall back to the whole table, and that
+/// the answers stay equal at `addrs` and across the text.
+fn check_fallback(name: &str, bytes: Vec<u8>, addrs: &[u64]) {
+    let whole = build_from_elf(&bytes, &[]).unwrap();
+    let table = UnwindTable::open(&whole.bytes).unwrap();
+    let (lo, hi) = text_span(&bytes);
+    let od = OnDemandUnwind::new(file_bytes(bytes), &[]).unwrap();
+    let mut rng = Rng::from_env();
+    let random: Vec<u64> = (0..2000).map(|_| lo + rng.below(hi - lo)).collect();
+    for &a in addrs.iter().chain(&random) {
+        assert_eq!(
+            normalized(od.find_rule(a)),
+            normalized(table.find(a)),
+            "{name}: {a:#x}"
+        );
+    }
+    assert!(!od.per_fde(), "{name}: answered FDE by FDE");
+    assert_eq!(od.inputs(), whole.inputs, "{name}");
+}
+
+/// An FDE whose range runs into the next one: where they overlap the whole table gives
+/// the first FDE's rule, a lookup through the hdr table would find the second's.
+#[test]
+fn overlapping_fdes_fall_back_to_whole_table() {
+    let mut bytes = read_required("/lib/x86_64-linux-gnu/libc.so.6");
+    let file = object::File::parse(&*bytes).unwrap();
+    let link_base = engine::binary::link_base(&file);
+    let sec = file.section_by_name(".eh_frame").unwrap();
+    let (sec_off, _) = sec.file_range().unwrap();
+    let data = sec.data().unwrap();
+    let mut eh = EhFrame::new(data, LittleEndian);
+    eh.set_address_size(8);
+    let bases = BaseAddresses::default().set_eh_frame(sec.address());
+    // (section offset, start, len) of every FDE, sorted by start
+    let mut fdes = Vec::new();
+    let mut entries = eh.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        if let CieOrFde::Fde(partial) = entry {
+            let off = partial.offset();
+            if let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) {
+                fdes.push((off, fde.initial_address(), fde.len()));
+            }
+        }
+    }
+    drop(file);
+    fdes.sort_by_key(|f| f.1);
+    // an FDE in the middle directly followed by another, pc_range a udata4 at +12
+    let k = (fdes.len() / 2..fdes.len() - 1)
+        .find(|&k| {
+            let (off, start, len) = fdes[k];
+            let at = sec_off as usize + off + 12;
+            let stored = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+            u64::from(stored) == len && fdes[k + 1].1 >= start + len && fdes[k + 1].2 > 0x40
+        })
+        .expect("an FDE to stretch");
+    let (off, start, _) = fdes[k];
+    let next = fdes[k + 1].1;
+    let new_len = (next - start + 0x20) as u32;
+    let at = sec_off as usize + off + 12;
+    bytes[at..at + 4].copy_from_slice(&new_len.to_le_bytes());
+    let rel = |a: u64| a - link_base;
+    let addrs: Vec<u64> = (0..0x30).map(|d| rel(next) + d).collect();
+    // the stretch matters: the whole table answers differently there than FDE k+1 alone
+    check_fallback("stretched FDE", bytes, &addrs);
+}
+
+/// A hdr table that leaves out the last FDE: the whole table has rules where the hdr
+/// table has no entry.
+#[test]
+fn incomplete_hdr_table_falls_back_to_whole_table() {
+    let mut bytes = read_required("/lib/x86_64-linux-gnu/libc.so.6");
+    let (hdr, _) = hdr_range(&bytes);
+    assert_eq!(&bytes[hdr..hdr + 4], &[1, 0x1b, 0x03, 0x3b]);
+    let count = u32::from_le_bytes(bytes[hdr + 8..hdr + 12].try_into().unwrap());
+    // the last entry's FDE, as an address to ask about
+    let last = hdr + 12 + (count as usize - 1) * 8;
+    let hdr_addr = {
+        let file = object::File::parse(&*bytes).unwrap();
+        let a = file.section_by_name(".eh_frame_hdr").unwrap().address();
+        a - engine::binary::link_base(&file)
+    };
+    let start = i32::from_le_bytes(bytes[last..last + 4].try_into().unwrap());
+    let start = hdr_addr.wrapping_add(start as i64 as u64);
+    bytes[hdr + 8..hdr + 12].copy_from_slice(&(count - 1).to_le_bytes());
+    check_fallback("hdr table short of one", bytes, &[start, start + 1, start + 4]);
+}
+
 /// Truncated and garbled `.eh_frame_hdr` and `.eh_frame` bytes: no panic, whatever the
 /// answers.
 #[test]
