@@ -84,8 +84,10 @@ enum Plan {
     },
 }
 
-/// The table of one FDE.
+/// The table of one FDE, its addresses offsets from `base` (the page of the FDE's start):
+/// its page index then covers the FDE alone, not everything from the link base.
 struct FdeTable {
+    base: u64,
     bytes: Box<[u8]>,
     /// The FDE gave the writer a range (so the whole build counts the binary an input).
     pushed: bool,
@@ -262,7 +264,9 @@ impl OnDemandUnwind {
                 let svma = rel.checked_add(self.link_base)?;
                 let i = self.entry_at_or_before(svma)?;
                 let t = tables.get(i)?.get_or_init(|| self.build_fde(prepared, i));
-                UnwindTable::open(&t.bytes).ok()?.find(rel)
+                UnwindTable::open(&t.bytes)
+                    .ok()?
+                    .find(rel.checked_sub(t.base)?)
             }
         }
     }
@@ -417,7 +421,12 @@ impl OnDemandUnwind {
     fn build_fde(&self, prepared: &PreparedEhFrame, i: usize) -> FdeTable {
         let mut w = TableWriter::new(self.arch);
         let original = self.bytes().get(self.eh_frame.clone()).unwrap_or_default();
-        if let Some(off) = self.entry(i).and_then(|(_, a)| self.fde_offset(a)) {
+        let entry = self.entry(i);
+        // rows start at the FDE's initial location or after it
+        let base = entry
+            .and_then(|(start, _)| start.checked_sub(self.link_base))
+            .map_or(0, |rel| rel & !0xfff);
+        if let Some(off) = entry.and_then(|(_, a)| self.fde_offset(a)) {
             add_eh_frame_fde(
                 &mut w,
                 prepared.data(original),
@@ -429,7 +438,9 @@ impl OnDemandUnwind {
             );
         }
         let pushed = w.ranges_added() > 0;
+        w.rebase(base);
         FdeTable {
+            base,
             bytes: w.finish().bytes.into_boxed_slice(),
             pushed,
         }
