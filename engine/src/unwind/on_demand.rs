@@ -7,7 +7,7 @@
 //! header only; [`OnDemandUnwind::find_rule`] then finds the FDE whose initial location
 //! is the greatest at or before the address in the hdr table, builds the table of that
 //! one FDE the first time it is asked about with the whole build's own code
-//! ([`super::builders::dwarf::add_eh_frame_fde`], the [`TableWriter`]), and keeps it.
+//! (`builders::dwarf::add_eh_frame_fde`, the [`TableWriter`]), and keeps it.
 //!
 //! The answers equal the whole table's at every address when the FDEs' ranges are
 //! disjoint and the hdr table lists exactly the FDEs the whole build evaluates: then at
