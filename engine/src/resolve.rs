@@ -26,7 +26,7 @@ use object::{Object, ObjectSection, SectionKind};
 
 use crate::binary::FileBytes;
 use crate::dump::{Arch, Module};
-use crate::process::{build_tables, CodeImage, ModuleTables, TableInput};
+use crate::process::{build_tables, on_demand_tables, CodeImage, ModuleTables, TableInput};
 
 /// The key a module's built tables are cached and stored under, the same in every cache
 /// (the CLI's per-run memo, the service's memory cache and database rows).
@@ -179,24 +179,55 @@ pub fn binary_of<B: AsRef<[u8]>>(files: &[(String, B)]) -> Option<usize> {
     files.iter().position(|(_, b)| !is_debug_only(b.as_ref()))
 }
 
-/// Builds the tables of a build's files as read (name, bytes), in the source's order: the
-/// binary ([`binary_of`]) gives unwind tables and symbols, the others that are debug
-/// files or carry DWARF add theirs. The code image is left to the caller
-/// ([`code_image_of`]), which may hold it already.
-pub fn build_from_files<B: AsRef<[u8]>>(files: &[(String, B)], verified: bool) -> ModuleTables {
+/// Which of a build's files read (name, bytes), in the source's order, go into its tables:
+/// the binary ([`binary_of`]), and the others that are debug files or carry DWARF.
+fn roles<B: AsRef<[u8]>>(files: &[(String, B)]) -> (Option<usize>, Vec<usize>) {
     let binary = binary_of(files);
-    let debug: Vec<TableInput<'_>> = files
+    let debug = files
         .iter()
         .enumerate()
         .filter(|&(i, (_, b))| {
             Some(i) != binary && (is_debug_only(b.as_ref()) || has_dwarf(b.as_ref()))
         })
-        .map(|(_, f)| input(f))
+        .map(|(i, _)| i)
+        .collect();
+    (binary, debug)
+}
+
+/// Builds the tables of a build's files as read (name, bytes), in the source's order: the
+/// binary ([`binary_of`]) gives unwind tables and symbols, the others that are debug
+/// files or carry DWARF add theirs. The code image is left to the caller
+/// ([`code_image_of`]), which may hold it already.
+pub fn build_from_files<B: AsRef<[u8]>>(files: &[(String, B)], verified: bool) -> ModuleTables {
+    let (binary, debug) = roles(files);
+    let debug: Vec<TableInput<'_>> = debug
+        .iter()
+        .filter_map(|&i| files.get(i))
+        .map(input)
         .collect();
     let main = binary.and_then(|i| files.get(i));
-    let mut t = build_tables(main.map(|f| input(f)), &debug);
+    let mut t = build_tables(main.map(input), &debug);
     t.verified = verified;
     t
+}
+
+/// The tables of the same files for one walk ([`on_demand_tables`]): what a one-shot walk
+/// uses instead of [`build_from_files`], with the same report.
+pub fn on_demand_from_files(files: &[(String, FileBytes)], verified: bool) -> ModuleTables {
+    let (binary, debug) = roles(files);
+    let debug: Vec<(&str, &FileBytes)> = debug
+        .iter()
+        .filter_map(|&i| files.get(i))
+        .map(named)
+        .collect();
+    let main = binary.and_then(|i| files.get(i)).map(named);
+    let mut t = on_demand_tables(main, &debug);
+    t.verified = verified;
+    t
+}
+
+fn named((name, bytes): &(String, FileBytes)) -> (&str, &FileBytes) {
+    (name.as_str(), bytes)
 }
 
 /// The code bytes of a build's binary ([`binary_of`]), for the stack scan's call-site

@@ -27,7 +27,8 @@ use engine::process::{
     build_tables_from_breakpad, indexed_breakpad_tables, ModuleTables, TableProvider,
 };
 use engine::resolve::{
-    build_from_files, code_image_of, locate, FileSource, Found, SourceFile, TableKey,
+    build_from_files, code_image_of, locate, on_demand_from_files, FileSource, Found, SourceFile,
+    TableKey,
 };
 use engine::symbols::parse_module_line;
 use object::Object;
@@ -173,9 +174,10 @@ pub struct FileProvider {
     /// Breakpad symbol stores: a module's `.sym` file is looked up at its layout path
     /// (`<debug_file>/<DEBUG_ID>/<name>.sym`), no directory listed.
     stores: Vec<PathBuf>,
-    /// Whether `.sym` files are indexed and built only where the walk looks (one walk per
-    /// run) rather than built whole (tables kept for many walks).
-    index_sym: bool,
+    /// Whether tables are built only where the walk looks (one walk per run: `.sym` files
+    /// indexed, `.eh_frame` rules FDE by FDE) rather than whole (tables kept for many
+    /// walks).
+    on_demand: bool,
     /// Tables built this run, by [`TableKey`].
     built: Mutex<HashMap<TableKey, Option<ModuleTables>>>,
 }
@@ -215,7 +217,7 @@ impl FileProvider {
             debug_roots,
             dump_paths: true,
             stores: Vec::new(),
-            index_sym: false,
+            on_demand: false,
             built: Mutex::new(HashMap::new()),
         }
     }
@@ -228,11 +230,12 @@ impl FileProvider {
         self
     }
 
-    /// Indexes `.sym` files and builds only the records the walk needs (see
-    /// `engine::breakpad_index`): for a single walk, where building whole tables would
-    /// cost more than the walk. The report is the same.
-    pub fn indexing_sym_files(mut self) -> Self {
-        self.index_sym = true;
+    /// Builds tables only where the walk looks: `.sym` files indexed (see
+    /// `engine::breakpad_index`), binaries' unwind rules FDE by FDE (see
+    /// `engine::process::on_demand_tables`). For a single walk, where building whole
+    /// tables would cost more than the walk. The report is the same.
+    pub fn building_on_demand(mut self) -> Self {
+        self.on_demand = true;
         self
     }
 
@@ -322,7 +325,7 @@ impl FileProvider {
     /// or built whole.
     fn sym_tables(&self, sym: SourceFile<LocalFile>) -> Option<ModuleTables> {
         let LocalFile { path, open } = sym.handle;
-        if self.index_sym {
+        if self.on_demand {
             // a file the index declines is built whole below
             let file = match open {
                 Some(f) => f,
@@ -495,7 +498,11 @@ impl TableProvider for FileProvider {
                     })
                     .collect();
                 (!read.is_empty()).then(|| {
-                    let mut t = build_from_files(&read, located.verified);
+                    let mut t = if self.on_demand {
+                        on_demand_from_files(&read, located.verified)
+                    } else {
+                        build_from_files(&read, located.verified)
+                    };
                     t.code = code_image_of(&read);
                     t
                 })

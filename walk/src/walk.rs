@@ -41,8 +41,8 @@ pub struct WalkArgs {
     /// (and the system debug root) are used.
     #[arg(long)]
     pub no_dump_paths: bool,
-    /// Build every Breakpad .sym file's tables whole, as the service does, instead of only
-    /// the records this walk needs (slower; the report is the same).
+    /// Build every module's tables whole, as the service does, instead of only what this
+    /// walk looks at (Breakpad records, `.eh_frame` FDEs): slower; the report is the same.
     #[arg(long)]
     pub whole_tables: bool,
     /// Put the dump's SHA-256 in the report (`dump.sha256`, which the service's reports
@@ -72,7 +72,7 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         provider = provider.without_dump_paths();
     }
     if !args.whole_tables {
-        provider = provider.indexing_sym_files();
+        provider = provider.building_on_demand();
     }
     let mut options = ProcessOptions::default();
     if !args.sha256 {

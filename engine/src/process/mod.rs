@@ -26,8 +26,8 @@ use crate::unwind;
 use crate::walk::WalkOptions;
 
 pub use tables::{
-    build_tables, build_tables_from_breakpad, indexed_breakpad_tables, CodeImage, ModuleTables,
-    NoTables, TableInput, TableProvider,
+    build_tables, build_tables_from_breakpad, indexed_breakpad_tables, on_demand_tables, CodeImage,
+    ModuleTables, NoTables, TableInput, TableProvider,
 };
 
 /// Options of one processing run.

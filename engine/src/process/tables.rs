@@ -12,7 +12,7 @@ use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{self, Dump, Module};
 use crate::report;
 use crate::symbols::{self, SymbolIndex, SymbolTable};
-use crate::unwind::{self, UnwindTable};
+use crate::unwind::{self, OnDemandUnwind, UnwindTable};
 use crate::walk::ModuleUnwind;
 
 /// Code bytes of a binary file, addressed by offset from its link base, for the
@@ -71,6 +71,9 @@ pub struct ModuleTables {
     /// [`indexed_breakpad_tables`]): `unwind` and `symbols` are then `None` and the tables
     /// are built where the walk looks.
     pub breakpad: Option<Arc<BreakpadIndex>>,
+    /// A binary's `.eh_frame` rules built where the walk looks (one-shot walks, see
+    /// [`on_demand_tables`]): `unwind` is then `None`.
+    pub unwind_on_demand: Option<Arc<OnDemandUnwind>>,
     /// The files the tables came from and what each gave (a `.sym` file's `gave` is
     /// filled when the report is made, as it is for an indexed one). Owned and
     /// serializable, so that a cache can store it with the tables.
@@ -135,40 +138,118 @@ pub fn build_tables(
     binary: Option<TableInput<'_>>,
     debug_files: &[TableInput<'_>],
 ) -> ModuleTables {
-    let mut t = ModuleTables {
-        verified: true,
-        ..ModuleTables::default()
-    };
-    // Every input by index: the binary first, then the debug files — the order both
-    // builders number their inputs in.
-    let inputs: Vec<(TableInput<'_>, report::FileKind)> = binary
-        .map(|b| (b, report::FileKind::Binary))
-        .into_iter()
-        .chain(debug_files.iter().map(|d| (*d, report::FileKind::Debug)))
-        .collect();
-    let mut gave: Vec<Vec<report::FileGave>> = vec![Vec::new(); inputs.len()];
+    let mut made = Made::new(binary, debug_files);
     let debug_bytes: Vec<&[u8]> = debug_files.iter().map(|d| d.bytes).collect();
     // The unwind and symbol builders read the same files for disjoint sections: they run
     // side by side (a one-shot walk builds libc's tables on every run). Their results are
     // taken in one order, so the warnings are too.
     // Small files (the vdso, built from the dump on every report) build faster than a
     // thread starts.
+    let inputs = &made.inputs;
     let apart = inputs.iter().map(|(f, _)| f.bytes.len()).sum::<usize>() >= BUILD_APART_BYTES;
     let (unwind_built, symbols_built) = side_by_side(
         apart,
-        || {
-            inputs.split_first().map(|((first, _), rest)| {
-                let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
-                unwind::build_from_elf(first.bytes, &extra)
-            })
-        },
+        || whole_unwind(inputs),
         || symbols::build_symbol_table(binary.map(|b| b.bytes), &debug_bytes),
     );
     if let Some(result) = unwind_built {
+        made.take_unwind(result);
+    }
+    made.take_symbols(symbols_built);
+    made.finish()
+}
+
+/// The tables of one binary (and its separate debug files) for one walk: the unwind rules
+/// of `.eh_frame` built FDE by FDE where the walk looks ([`OnDemandUnwind`]), else (a
+/// file it declines) the whole table as [`build_tables`] builds it. The report is the
+/// same as with [`build_tables`]'s tables.
+pub fn on_demand_tables(
+    binary: Option<(&str, &FileBytes)>,
+    debug_files: &[(&str, &FileBytes)],
+) -> ModuleTables {
+    let debug_inputs: Vec<TableInput<'_>> = debug_files.iter().map(|&f| file_input(f)).collect();
+    let mut made = Made::new(binary.map(file_input), &debug_inputs);
+    // the first input gives the unwind rules, the others their .debug_frame (as in
+    // `whole_unwind`)
+    let files: Vec<&FileBytes> = binary
+        .into_iter()
+        .chain(debug_files.iter().copied())
+        .map(|(_, b)| b)
+        .collect();
+    if let Some((first, rest)) = files.split_first() {
+        let rest: Vec<FileBytes> = rest.iter().map(|&b| b.clone()).collect();
+        match OnDemandUnwind::new((*first).clone(), &rest) {
+            Ok(on_demand) => made.take_on_demand_unwind(on_demand),
+            Err(_) => {
+                if let Some(result) = whole_unwind(&made.inputs) {
+                    made.take_unwind(result);
+                }
+            }
+        }
+    }
+    let debug_bytes: Vec<&[u8]> = debug_inputs.iter().map(|d| d.bytes).collect();
+    made.take_symbols(symbols::build_symbol_table(
+        binary.map(|(_, b)| &b[..]),
+        &debug_bytes,
+    ));
+    made.finish()
+}
+
+fn file_input<'a>((name, bytes): (&'a str, &'a FileBytes)) -> TableInput<'a> {
+    TableInput { name, bytes }
+}
+
+/// The whole unwind table of `inputs`: the first one's unwind sections, the others'
+/// `.debug_frame`.
+fn whole_unwind(
+    inputs: &[(TableInput<'_>, report::FileKind)],
+) -> Option<Result<unwind::BuiltTable, unwind::UnwindError>> {
+    inputs.split_first().map(|((first, _), rest)| {
+        let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
+        unwind::build_from_elf(first.bytes, &extra)
+    })
+}
+
+/// A module's tables while they are made from its files: which file gave what.
+struct Made<'a> {
+    t: ModuleTables,
+    /// Every input by index: the binary first, then the debug files — the order both
+    /// builders number their inputs in.
+    inputs: Vec<(TableInput<'a>, report::FileKind)>,
+    gave: Vec<Vec<report::FileGave>>,
+}
+
+impl<'a> Made<'a> {
+    fn new(binary: Option<TableInput<'a>>, debug_files: &[TableInput<'a>]) -> Self {
+        let inputs: Vec<(TableInput<'_>, report::FileKind)> = binary
+            .map(|b| (b, report::FileKind::Binary))
+            .into_iter()
+            .chain(debug_files.iter().map(|d| (*d, report::FileKind::Debug)))
+            .collect();
+        Made {
+            t: ModuleTables {
+                verified: true,
+                ..ModuleTables::default()
+            },
+            gave: vec![Vec::new(); inputs.len()],
+            inputs,
+        }
+    }
+
+    /// Input `i` gave `what`.
+    fn gave(&mut self, inputs: &[usize], what: report::FileGave) {
+        for &i in inputs {
+            if let Some(g) = self.gave.get_mut(i) {
+                g.push(what);
+            }
+        }
+    }
+
+    fn take_unwind(&mut self, result: Result<unwind::BuiltTable, unwind::UnwindError>) {
         match result {
             Ok(built) => {
                 if built.stats.entries_skipped > 0 {
-                    t.warnings.push((
+                    self.t.warnings.push((
                         "unwind-table-corrupt".into(),
                         format!(
                             "{} unwind entries could not be read and were skipped (first: {})",
@@ -178,46 +259,59 @@ pub fn build_tables(
                     ));
                 }
                 if built.stats.rows > 0 {
-                    t.unwind = Some(built.bytes.into());
-                    for &i in &built.inputs {
-                        if let Some(g) = gave.get_mut(i) {
-                            g.push(report::FileGave::Unwind);
-                        }
-                    }
+                    self.t.unwind = Some(built.bytes.into());
+                    self.gave(&built.inputs, report::FileGave::Unwind);
                 }
             }
-            Err(e) => t.warnings.push((e.code().into(), e.to_string())),
+            Err(e) => self.t.warnings.push((e.code().into(), e.to_string())),
         }
     }
-    match symbols_built {
-        Ok(built) => {
-            t.symbols = Some(built.bytes.into());
-            for &i in &built.inputs {
-                if let Some(g) = gave.get_mut(i) {
-                    g.push(report::FileGave::Symbols);
-                }
+
+    fn take_on_demand_unwind(&mut self, on_demand: OnDemandUnwind) {
+        // the files the whole table's rows would come from; none: no table, as a whole
+        // build without rows
+        let inputs = on_demand.inputs();
+        if !inputs.is_empty() {
+            self.gave(&inputs, report::FileGave::Unwind);
+            self.t.unwind_on_demand = Some(Arc::new(on_demand));
+        }
+    }
+
+    fn take_symbols(&mut self, result: Result<symbols::BuiltSymbols, symbols::SymbolsError>) {
+        match result {
+            Ok(built) => {
+                self.t.symbols = Some(built.bytes.into());
+                self.gave(&built.inputs, report::FileGave::Symbols);
             }
+            Err(e) => self.t.warnings.push((
+                "symbols-corrupt".into(),
+                format!("symbols unavailable: {e}"),
+            )),
         }
-        Err(e) => t.warnings.push((
-            "symbols-corrupt".into(),
-            format!("symbols unavailable: {e}"),
-        )),
     }
-    t.files = inputs
-        .iter()
-        .zip(gave)
-        .filter(|(_, gave)| !gave.is_empty())
-        .map(|((f, kind), gave)| report::ModuleFile {
-            name: f.name.to_string(),
-            build_id: object::File::parse(f.bytes)
-                .ok()
-                .and_then(|o| binary::build_id(&o))
-                .map(|id| dump::hex(&id)),
-            kind: *kind,
+
+    fn finish(self) -> ModuleTables {
+        let Made {
+            mut t,
+            inputs,
             gave,
-        })
-        .collect();
-    t
+        } = self;
+        t.files = inputs
+            .iter()
+            .zip(gave)
+            .filter(|(_, gave)| !gave.is_empty())
+            .map(|((f, kind), gave)| report::ModuleFile {
+                name: f.name.to_string(),
+                build_id: object::File::parse(f.bytes)
+                    .ok()
+                    .and_then(|o| binary::build_id(&o))
+                    .map(|id| dump::hex(&id)),
+                kind: *kind,
+                gave,
+            })
+            .collect();
+        t
+    }
 }
 
 /// Builds the unwind and symbol tables of a module from its Breakpad `.sym` file (used
@@ -355,7 +449,13 @@ impl<'t> Opened<'t> {
                     .and_then(|t| t.unwind.as_deref())
                     .and_then(|b| UnwindTable::open(b).ok())
                     .map(ModuleUnwind::Table);
-                table.or_else(|| index.filter(|i| i.has_unwind()).map(ModuleUnwind::Breakpad))
+                let on_demand = || {
+                    let od = tables(l)?.unwind_on_demand.as_deref()?;
+                    Some(ModuleUnwind::OnDemand(od))
+                };
+                table
+                    .or_else(on_demand)
+                    .or_else(|| index.filter(|i| i.has_unwind()).map(ModuleUnwind::Breakpad))
             })
             .collect();
         let symbols: Vec<Option<SymbolTable<'t>>> = loaded

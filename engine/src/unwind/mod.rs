@@ -11,6 +11,7 @@ pub mod compact;
 mod error;
 pub mod format;
 pub mod lookup;
+pub mod on_demand;
 pub mod rule;
 pub mod sframe;
 
@@ -18,4 +19,5 @@ pub use builders::{build_from_breakpad, build_from_elf, BuildStats, BuiltTable, 
 pub use error::UnwindError;
 pub use format::UNWIND_TABLE_VERSION;
 pub use lookup::{Rule, UnwindTable};
+pub use on_demand::OnDemandUnwind;
 pub use rule::{RuleRecord, Slot, SlotKind, UnwindSource};

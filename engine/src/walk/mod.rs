@@ -21,7 +21,7 @@ mod tests;
 
 use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{MemoryMap, Module, RegisterSet};
-use crate::unwind::{Rule, UnwindSource, UnwindTable};
+use crate::unwind::{OnDemandUnwind, Rule, UnwindSource, UnwindTable};
 
 pub use arch::ArchWalker;
 
@@ -180,6 +180,9 @@ pub enum ModuleUnwind<'a> {
     /// A Breakpad file whose rules are built block by block as the walk reaches them
     /// (`postmortem walk`; see [`crate::breakpad::index`]).
     Breakpad(&'a BreakpadIndex),
+    /// A binary whose `.eh_frame` rules are built FDE by FDE as the walk reaches them
+    /// (`postmortem walk`; see [`crate::unwind::on_demand`]).
+    OnDemand(&'a OnDemandUnwind),
 }
 
 impl<'a> ModuleUnwind<'a> {
@@ -188,6 +191,7 @@ impl<'a> ModuleUnwind<'a> {
         match self {
             ModuleUnwind::Table(t) => t.find(rel),
             ModuleUnwind::Breakpad(index) => index.find_rule(rel),
+            ModuleUnwind::OnDemand(od) => od.find_rule(rel),
         }
     }
 
@@ -196,6 +200,7 @@ impl<'a> ModuleUnwind<'a> {
         match self {
             ModuleUnwind::Table(t) => t.sources(),
             ModuleUnwind::Breakpad(_) => vec![UnwindSource::Breakpad],
+            ModuleUnwind::OnDemand(od) => od.sources(),
         }
     }
 }

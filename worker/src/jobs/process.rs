@@ -382,8 +382,8 @@ fn tables_from(
         code: None,
         verified: true,
         warnings: notes.warnings,
-        breakpad: None,
         files: notes.files,
+        ..ModuleTables::default()
     }
 }
 

@@ -77,20 +77,10 @@ pub fn add_elf_sections(
     }
     let link_base = binary::link_base(file);
     let address_size = if file.is_64() { 8 } else { 4 };
-    let section_addr = |name: &str| file.section_by_name(name).map(|s| s.address());
     if with_eh_frame {
         if let Some(sec) = file.section_by_name(".eh_frame") {
             if let Ok(data) = sec.uncompressed_data() {
-                let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
-                if let Some(a) = section_addr(".text") {
-                    bases = bases.set_text(a);
-                }
-                if let Some(a) = section_addr(".got") {
-                    bases = bases.set_got(a);
-                }
-                if let Some(a) = section_addr(".eh_frame_hdr") {
-                    bases = bases.set_eh_frame_hdr(a);
-                }
+                let bases = eh_frame_bases(file, sec.address());
                 add_eh_frame(w, &data, address_size, &bases, link_base);
             }
         }
@@ -121,6 +111,23 @@ pub fn add_elf_sections(
         }
     }
     Ok(())
+}
+
+/// The bases `DW_EH_PE_*` pointers of a file's `.eh_frame` (at file address `eh_frame`)
+/// are relative to.
+pub(crate) fn eh_frame_bases(file: &object::File<'_>, eh_frame: u64) -> BaseAddresses {
+    let section_addr = |name: &str| file.section_by_name(name).map(|s| s.address());
+    let mut bases = BaseAddresses::default().set_eh_frame(eh_frame);
+    if let Some(a) = section_addr(".text") {
+        bases = bases.set_text(a);
+    }
+    if let Some(a) = section_addr(".got") {
+        bases = bases.set_got(a);
+    }
+    if let Some(a) = section_addr(".eh_frame_hdr") {
+        bases = bases.set_eh_frame_hdr(a);
+    }
+    bases
 }
 
 /// Adds the rows of one `.eh_frame` section given as bytes (priority 0): `section_addr` is
@@ -190,8 +197,7 @@ fn add_section<'a, S: UnwindSection<R<'a>>>(
     cie_flags: &HashMap<usize, CieFlags>,
 ) {
     let mut ctx: Box<UnwindContext<usize>> = Box::new(UnwindContext::new());
-    let mut cies: HashMap<usize, gimli::CommonInformationEntry<R<'a>>, FxBuildHasher> =
-        HashMap::default();
+    let mut cies = CieCache::default();
     let debug_frame = matches!(source, UnwindSource::DebugFrame);
     let section_name = if debug_frame {
         ".debug_frame"
@@ -225,34 +231,180 @@ fn add_section<'a, S: UnwindSection<R<'a>>>(
             }
         };
         off = next;
-        let fde =
-            section.fde_from_offset(bases, S::Offset::from(fde_at), |section, bases, offset| {
-                let key: usize = gimli::UnwindOffset::into(offset);
-                if let Some(cie) = cies.get(&key) {
-                    return Ok(cie.clone());
-                }
-                let cie = section.cie_from_offset(bases, offset)?;
-                cies.insert(key, cie.clone());
-                Ok(cie)
-            });
-        let fde = match fde {
-            Ok(f) => f,
-            Err(e) => {
-                w.stats
-                    .skip(|| format!("{section_name}: FDE at {fde_at:#x}: {e}"));
-                continue;
-            }
-        };
-        let flags = cie_flags.get(&fde.cie().offset()).copied();
-        match add_fde(
-            w, section, bases, &mut ctx, &fde, link_base, source, priority, flags,
-        ) {
-            Ok(()) => w.stats.entries += 1,
-            Err(e) => w
-                .stats
-                .skip(|| format!("{section_name}: FDE for {:#x}: {e}", fde.initial_address())),
+        add_fde_at(
+            w,
+            section,
+            bases,
+            link_base,
+            (source, priority),
+            cie_flags,
+            &mut ctx,
+            &mut cies,
+            fde_at,
+        );
+    }
+}
+
+/// The CIEs an [`add_fde_at`] caller has read, by section offset.
+type CieCache<'a> = HashMap<usize, gimli::CommonInformationEntry<R<'a>>, FxBuildHasher>;
+
+/// Reads the FDE at `fde_at` and pushes its rows, or counts it skipped: one FDE of
+/// [`add_section`]'s loop, and all of an on-demand table ([`add_eh_frame_fde`]).
+#[allow(clippy::too_many_arguments)]
+fn add_fde_at<'a, S: UnwindSection<R<'a>>>(
+    w: &mut TableWriter,
+    section: &S,
+    bases: &BaseAddresses,
+    link_base: u64,
+    (source, priority): (UnwindSource, u8),
+    cie_flags: &HashMap<usize, CieFlags>,
+    ctx: &mut UnwindContext<usize>,
+    cies: &mut CieCache<'a>,
+    fde_at: usize,
+) {
+    let section_name = if matches!(source, UnwindSource::DebugFrame) {
+        ".debug_frame"
+    } else {
+        ".eh_frame"
+    };
+    let fde = read_fde(section, bases, cies, fde_at);
+    let fde = match fde {
+        Ok(f) => f,
+        Err(e) => {
+            w.stats
+                .skip(|| format!("{section_name}: FDE at {fde_at:#x}: {e}"));
+            return;
+        }
+    };
+    let flags = cie_flags.get(&fde.cie().offset()).copied();
+    match add_fde(
+        w, section, bases, ctx, &fde, link_base, source, priority, flags,
+    ) {
+        Ok(()) => w.stats.entries += 1,
+        Err(e) => w
+            .stats
+            .skip(|| format!("{section_name}: FDE for {:#x}: {e}", fde.initial_address())),
+    }
+}
+
+/// The FDE at `fde_at`, its CIE read through `cies`.
+fn read_fde<'a, S: UnwindSection<R<'a>>>(
+    section: &S,
+    bases: &BaseAddresses,
+    cies: &mut CieCache<'a>,
+    fde_at: usize,
+) -> gimli::Result<gimli::FrameDescriptionEntry<R<'a>>> {
+    section.fde_from_offset(bases, S::Offset::from(fde_at), |section, bases, offset| {
+        let key: usize = gimli::UnwindOffset::into(offset);
+        if let Some(cie) = cies.get(&key) {
+            return Ok(cie.clone());
+        }
+        let cie = section.cie_from_offset(bases, offset)?;
+        cies.insert(key, cie.clone());
+        Ok(cie)
+    })
+}
+
+/// An `.eh_frame` section as [`add_section`] reads it — on aarch64 after
+/// [`aarch64_cfi::prepare`] — owned, for building one FDE at a time
+/// ([`crate::unwind::on_demand`]).
+pub(crate) struct PreparedEhFrame {
+    /// The rewritten bytes; `None` when the pass changed nothing (read the original).
+    pub rewritten: Option<Box<[u8]>>,
+    /// The real flags of the CIEs whose augmentation was rewritten.
+    pub cie_flags: HashMap<usize, CieFlags>,
+}
+
+impl PreparedEhFrame {
+    pub fn new(arch: Arch, data: &[u8], address_size: u8) -> Self {
+        let prepared = prepare(arch, data, true, address_size);
+        PreparedEhFrame {
+            rewritten: match prepared.data {
+                std::borrow::Cow::Owned(v) => Some(v.into_boxed_slice()),
+                std::borrow::Cow::Borrowed(_) => None,
+            },
+            cie_flags: prepared.cies,
         }
     }
+
+    /// The bytes to read: the rewritten ones, or `original` (the section it was made from).
+    pub fn data<'a>(&'a self, original: &'a [u8]) -> &'a [u8] {
+        self.rewritten.as_deref().unwrap_or(original)
+    }
+}
+
+/// The section offsets of the FDEs [`add_section`] evaluates in an `.eh_frame` (framing
+/// alone: the entries before the terminator or an unusable length).
+pub(crate) fn eh_frame_fde_offsets(data: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut off = 0usize;
+    while off < data.len() {
+        match frame_entry(data, off, false) {
+            Framed::Fde { next } => {
+                out.push(off);
+                off = next;
+            }
+            Framed::Cie { next } | Framed::Skip { next, .. } => off = next,
+            Framed::End | Framed::Bad(_) => break,
+        }
+    }
+    out
+}
+
+fn eh_frame_section(arch: Arch, data: &[u8], address_size: u8) -> EhFrame<R<'_>> {
+    let mut eh = EhFrame::new(data, LittleEndian);
+    eh.set_address_size(address_size);
+    if arch == Arch::Aarch64 {
+        eh.set_vendor(gimli::Vendor::AArch64);
+    }
+    eh
+}
+
+/// `(initial address, length)` of each `.eh_frame` FDE at `offsets` as [`add_section`]
+/// reads it (`None`: it cannot be read, and gives no rows). Reads headers only, no CFI.
+/// `data` as [`PreparedEhFrame::data`] gives it.
+pub(crate) fn eh_frame_fde_extents(
+    arch: Arch,
+    data: &[u8],
+    address_size: u8,
+    bases: &BaseAddresses,
+    offsets: impl Iterator<Item = usize>,
+) -> Vec<Option<(u64, u64)>> {
+    let eh = eh_frame_section(arch, data, address_size);
+    let mut cies = CieCache::default();
+    offsets
+        .map(|at| {
+            read_fde(&eh, bases, &mut cies, at)
+                .ok()
+                .map(|f| (f.initial_address(), f.len()))
+        })
+        .collect()
+}
+
+/// Pushes the rows of the one `.eh_frame` FDE at `fde_at` (priority 0) exactly as
+/// [`build_from_elf`] does for it. `data` as [`PreparedEhFrame::data`] gives it.
+pub(crate) fn add_eh_frame_fde(
+    w: &mut TableWriter,
+    data: &[u8],
+    prepared: &PreparedEhFrame,
+    address_size: u8,
+    bases: &BaseAddresses,
+    link_base: u64,
+    fde_at: usize,
+) {
+    let eh = eh_frame_section(w.arch(), data, address_size);
+    let mut ctx: Box<UnwindContext<usize>> = Box::new(UnwindContext::new());
+    add_fde_at(
+        w,
+        &eh,
+        bases,
+        link_base,
+        (UnwindSource::EhFrame, 0),
+        &prepared.cie_flags,
+        &mut ctx,
+        &mut CieCache::default(),
+        fde_at,
+    );
 }
 
 /// What the entry at one offset of a CFI section is, read from its framing alone.

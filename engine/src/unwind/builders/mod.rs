@@ -273,6 +273,22 @@ impl TableWriter {
         self.ranges.len()
     }
 
+    /// Moves every range pushed so far down by `base` (ranges below it are dropped): a
+    /// table of a few ranges far from the link base then needs no page index up to them.
+    /// Lookups subtract `base` too. Ranges were clipped to [`MAX_ADDRESS`] before.
+    pub(crate) fn rebase(&mut self, base: u64) {
+        self.ranges.retain(|r| r.start >= base);
+        for r in &mut self.ranges {
+            r.start -= base;
+            r.end -= base;
+        }
+    }
+
+    /// The sources noted so far, as [`UnwindSource::bit`]s.
+    pub(crate) fn sources_noted(&self) -> u32 {
+        self.sources
+    }
+
     /// Marks a source as used even if it produced no range (e.g. an empty section).
     pub fn note_source(&mut self, source: UnwindSource) {
         self.sources |= source.bit();
