@@ -41,6 +41,8 @@
 #      records the walk needs: "cold")
 #    - postmortem walk DUMP … (the same walk from the all-in-one binary that also runs the
 #      service: "cold_all"; it costs more to start)
+#    - postmortem-walk DUMP --symbols CASE/bin (x86_64: the program itself, libc at the
+#      path the dump records and its libc6-dbg debug file, no .sym: "local")
 #    and `postmortem bench walk` with the same inputs: the median walk + symbolize time with
 #    the tables built once ("warm", as in the service). minidump-stackwalk has no warm mode:
 #    its per-dump time is the comparison point for both.
@@ -95,8 +97,8 @@ echo "dump_syms: $(dump_syms --version)"
 echo "machine: $(nproc) cores, $(uname -sr)"
 echo
 
-printf '%-18s %12s %12s %12s %12s %8s %8s\n' \
-    case stackwalk_ms cold_ms cold_all_ms warm_ms cold_x warm_x
+printf '%-18s %12s %12s %12s %12s %12s %8s %8s\n' \
+    case stackwalk_ms cold_ms cold_all_ms local_ms warm_ms cold_x warm_x
 median() { # the median of the "cold" etc. run times of every round, in ms
     jq -s --arg n "$1" '[.[].results[] | select(.command == $n) | .times[]] | sort
         | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) * 1000' \
@@ -110,22 +112,32 @@ for dir in "$OUT"/*/; do
     # -N: no shell between hyperfine and the tools (its start-up would count for both).
     # Rounds of the three commands in turn: this machine's speed drifts over seconds,
     # and one long run per command would compare different moments.
+    # "local": the binaries themselves instead of .sym files, as on the machine that
+    # crashed: the program under --symbols, libc at the path the dump records with its
+    # libc6-dbg debug file (x86_64 only: the aarch64 cases' libraries are not here)
+    local_cmd=()
+    if [ -d "$dir/bin" ]; then
+        local_cmd=(-n local "$POSTMORTEM_WALK_BIN $dump --symbols $dir/bin")
+    fi
     for round in $(seq "$ROUNDS"); do
         hyperfine -N --style none --warmup 2 --runs "$((RUNS / ROUNDS))" \
             --export-json "$dir/hyperfine-$round.json" \
             -n stackwalk "minidump-stackwalk --json --symbols-path $STORE $dump" \
             -n cold "$POSTMORTEM_WALK_BIN $dump --symbols-path $STORE --no-system-debug --no-dump-paths" \
             -n cold_all "$POSTMORTEM_BIN walk $dump --symbols-path $STORE --no-system-debug --no-dump-paths" \
+            "${local_cmd[@]}" \
             >/dev/null
     done
     sw=$(median stackwalk "$dir")
     cold=$(median cold "$dir")
     cold_all=$(median cold_all "$dir")
+    local_ms=$( ((${#local_cmd[@]})) && median local "$dir" || echo 0)
     "$POSTMORTEM_BIN" bench walk "$dump" --symbols-path "$STORE" --no-system-debug --no-dump-paths \
         --runs "$WARM_RUNS" >"$dir/bench-walk.txt"
     warm=$(sed -n 's/.*warm tables: median \([0-9.]*\) ms.*/\1/p' "$dir/bench-walk.txt")
-    awk -v c="$case_name" -v sw="$sw" -v cold="$cold" -v all="$cold_all" -v warm="$warm" 'BEGIN {
-        printf "%-18s %12.2f %12.2f %12.2f %12.3f %7.1fx %7.0fx\n", c, sw, cold, all, warm, sw / cold, sw / warm
+    awk -v c="$case_name" -v sw="$sw" -v cold="$cold" -v all="$cold_all" -v loc="$local_ms" \
+        -v warm="$warm" 'BEGIN {
+        printf "%-18s %12.2f %12.2f %12.2f %12.2f %12.3f %7.1fx %7.0fx\n", c, sw, cold, all, loc, warm, sw / cold, sw / warm
     }'
 done
 echo

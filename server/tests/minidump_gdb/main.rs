@@ -607,8 +607,8 @@ fn side_by_side_rows(
 /// and both tools walk the minidump with exactly that store (postmortem with
 /// `--no-system-debug --no-dump-paths`). Per case, the physical frames equal to gdb's on
 /// the core (pc and function, from the top of each thread) are counted for both tools.
-/// With `MDBENCH_OUT=DIR` the minidumps, cores, store and the counts (`frames.tsv`) are
-/// kept in DIR for timing. Needs `cargo install --locked minidump-stackwalk dump_syms`.
+/// With `MDBENCH_OUT=DIR` the minidumps, cores, programs (`CASE/bin/`), store and the
+/// counts (`frames.tsv`) are kept in DIR for timing. Needs `cargo install --locked minidump-stackwalk dump_syms`.
 #[test]
 #[ignore = "needs minidump-stackwalk (cargo install --locked minidump-stackwalk)"]
 fn minidump_stackwalk_side_by_side() {
@@ -637,6 +637,10 @@ fn minidump_stackwalk_side_by_side() {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::copy(&r.minidump, dir.join("minidump.dmp")).unwrap();
         std::fs::copy(&r.core, dir.join("core")).unwrap();
+        // the program, for walks with the files on this machine (libc by the path the
+        // dump records and its debug file in /usr/lib/debug)
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::copy(&r.exe, dir.join("bin").join(r.exe.file_name().unwrap())).unwrap();
         dump_syms(&r.exe, &store);
         let with_paths = walk(&r.minidump, r.work.path(), &[]);
         for m in with_paths["modules"].as_array().unwrap() {
