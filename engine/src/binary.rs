@@ -10,6 +10,10 @@ use object::{Object, ObjectSegment};
 
 use crate::dump::Arch;
 
+/// A file's bytes, shared: a memory-mapped file or an `Arc<Vec<u8>>` is handed over
+/// without copying.
+pub type FileBytes = std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 /// The architecture of a parsed binary, if it is one we handle.
 pub fn arch_of<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Option<Arch> {
     match file.architecture() {

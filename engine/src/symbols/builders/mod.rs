@@ -6,8 +6,8 @@
 //! final merge that makes function ranges disjoint and sorts everything for [`format`].
 //! A bad unit or symbol is skipped with a warning, never fatal.
 
-mod dwarf;
-mod symtab;
+pub(crate) mod dwarf;
+pub(crate) mod symtab;
 
 use rustc_hash::FxHashMap;
 
@@ -139,7 +139,7 @@ impl Collector {
     }
 }
 
-fn parse(data: &[u8]) -> Result<object::File<'_>, SymbolsError> {
+pub(crate) fn parse(data: &[u8]) -> Result<object::File<'_>, SymbolsError> {
     object::File::parse(data).map_err(|e| SymbolsError::Object(e.to_string()))
 }
 
@@ -159,26 +159,44 @@ pub fn build_symbol_table(
         return Err(SymbolsError::NoInput);
     };
     let mut c = Collector::new(binary::link_base(first));
-
-    // DWARF: the first debug file that has it, else the binary.
-    let has_dwarf = |f: &object::File<'_>| {
-        use object::Object;
-        f.section_by_name(".debug_info").is_some()
-    };
     let all: Vec<&object::File<'_>> = binary.iter().chain(debug.iter()).collect();
-    // Input index: the binary first, then the debug files (as `all`).
-    let dwarf_at = (binary.is_some() as usize..all.len())
-        .chain(0..binary.is_some() as usize)
-        .find(|&i| has_dwarf(all[i]));
-    if let Some(i) = dwarf_at {
+    if let Some(i) = dwarf_input(&all, binary.is_some()) {
         dwarf::collect(all[i], &mut c);
-        let input = u16::try_from(i).unwrap_or(u16::MAX);
-        for f in &mut c.functions {
-            f.input = input;
-        }
+        c.set_input(i);
     }
     let symbols = symtab::collect(&all, &mut c);
     finish(c, symbols)?.into_built()
+}
+
+/// Which of `all` (the binary first if `has_binary`, then the debug files) DWARF is read
+/// from: the first debug file that has `.debug_info`, else the binary.
+pub(crate) fn dwarf_input(all: &[&object::File<'_>], has_binary: bool) -> Option<usize> {
+    use object::Object;
+    let has_dwarf = |f: &object::File<'_>| f.section_by_name(".debug_info").is_some();
+    let b = usize::from(has_binary);
+    (b..all.len())
+        .chain(0..b)
+        .find(|&i| all.get(i).is_some_and(|f| has_dwarf(f)))
+}
+
+impl Collector {
+    /// Marks the functions collected so far as coming from input `i`.
+    pub(crate) fn set_input(&mut self, i: usize) {
+        let input = u16::try_from(i).unwrap_or(u16::MAX);
+        for f in &mut self.functions {
+            f.input = input;
+        }
+    }
+}
+
+/// The `.symtab`/`.dynsym` functions of `files` as [`finish`] merges them: disjoint and
+/// sorted, before DWARF's gaps are filled with them (names are ids of a discarded
+/// collector).
+pub(crate) fn symbol_ranges(files: &[&object::File<'_>], link_base: u64) -> Vec<RawFunction> {
+    let mut c = Collector::new(link_base);
+    let mut symbols = symtab::collect(files, &mut c);
+    make_disjoint(&mut symbols, &c.strings);
+    symbols
 }
 
 pub(crate) struct Finished {
