@@ -49,7 +49,7 @@ use std::sync::OnceLock;
 use object::{Object, ObjectSection};
 
 use super::builders::dwarf::{self as dwarf_builder, UnitPlan, R};
-use super::builders::{self, symtab, Collector, RawFunction};
+use super::builders::{self, Collector, RawFunction};
 use super::format::MAX_ADDRESS;
 use super::{build_symbol_table, BuiltSymbols, SymbolSource, SymbolTable, SymbolsError};
 use crate::binary::{self, FileBytes};
@@ -142,12 +142,10 @@ impl Sections {
 
     fn dwarf(&self) -> gimli::Dwarf<R<'_>> {
         let endian = self.endian;
-        match gimli::Dwarf::load(|id| -> Result<R<'_>, gimli::Error> {
+        gimli::Dwarf::load(|id| -> Result<R<'_>, gimli::Error> {
             Ok(gimli::EndianSlice::new(self.get(id), endian))
-        }) {
-            Ok(d) => d,
-            Err(_) => gimli::Dwarf::default(),
-        }
+        })
+        .unwrap_or_default()
     }
 }
 
@@ -223,7 +221,14 @@ fn root_ranges(
         return Err(Declined("split DWARF: a unit refers to a .dwo file"));
     }
     let mut out = Vec::new();
-    let Ok(mut ranges) = dwarf.unit_ranges(&unit) else {
+    let mut entries = unit.entries();
+    let Ok(Some(root)) = entries.next_dfs() else {
+        return Ok(None);
+    };
+    if dwarf_builder::pc_range_overflows(unit.unit_ref(dwarf), root) {
+        return Ok(None);
+    }
+    let Ok(mut ranges) = dwarf.die_ranges(&unit, root) else {
         return Ok(None);
     };
     loop {
@@ -417,8 +422,8 @@ pub struct OnDemandSymbols {
     has_binary: bool,
     link_base: u64,
     dwarf: Option<DwarfIndex>,
-    /// The symbol-table functions, disjoint and sorted (see `builders::symbol_ranges`).
-    symbols: OnceLock<Vec<RawFunction>>,
+    /// The symbol-table functions, read once.
+    symbols: OnceLock<builders::SymbolSets>,
     /// Set when a unit's records lie outside its ranges: every table is then the whole.
     distrust: AtomicBool,
     whole: OnceLock<Result<BuiltSymbols, SymbolsError>>,
@@ -499,9 +504,9 @@ impl OnDemandSymbols {
             .collect()
     }
 
-    fn symbols(&self, all: &[&object::File<'_>]) -> &[RawFunction] {
+    fn symbols(&self, all: &[&object::File<'_>]) -> &builders::SymbolSets {
         self.symbols
-            .get_or_init(|| builders::symbol_ranges(all, self.link_base))
+            .get_or_init(|| builders::symbol_sets(all, self.link_base))
     }
 
     /// The whole table, built once.
@@ -528,7 +533,7 @@ impl OnDemandSymbols {
         let all: Vec<&object::File<'_>> = parsed.iter().collect();
         let mut c = Collector::new(self.link_base);
         if let Some(d) = &self.dwarf {
-            let units = d.units.choose(rels, self.symbols(&all));
+            let units = d.units.choose(rels, &self.symbols(&all).0);
             let unit_of = |at: usize| {
                 let i = d.units.unit_at(at)?;
                 d.units.units.get(i).map(|u| u.offset)
@@ -545,7 +550,7 @@ impl OnDemandSymbols {
             }
             c.set_input(d.input);
         }
-        let symbols = symtab::collect(&all, &mut c);
+        let symbols = c.add_symbols(&self.symbols(&all).1);
         builders::finish(c, symbols)?.into_built()
     }
 
@@ -573,7 +578,7 @@ impl OnDemandSymbols {
     fn contributors(&self) -> Option<(Vec<usize>, Vec<SymbolSource>)> {
         let parsed = self.parse_all().ok()?;
         let all: Vec<&object::File<'_>> = parsed.iter().collect();
-        let symbols = self.symbols(&all);
+        let symbols = &self.symbols(&all).0;
         let mut present: BTreeSet<(usize, SymbolSource)> = BTreeSet::new();
         let group = |s: &RawFunction| (usize::from(s.input), s.source);
         match &self.dwarf {
@@ -597,11 +602,15 @@ impl OnDemandSymbols {
     /// units at a time have one. `None` when the units probed have none but others remain.
     fn has_dwarf_function(&self, d: &DwarfIndex) -> Option<bool> {
         let u = &d.units;
-        let starts: Vec<u64> = u
+        let mut starts: Vec<u64> = u
             .units
             .iter()
             .filter_map(|x| u.ranges.get(x.ranges.clone())?.first().map(|r| r.0))
             .collect();
+        if starts.is_empty() {
+            // a table for any address reads the units without ranges
+            starts.push(0);
+        }
         for chunk in starts.chunks(DWARF_PROBES).take(DWARF_PROBE_ROUNDS) {
             let mut rels = chunk.to_vec();
             rels.sort_unstable();
@@ -611,9 +620,8 @@ impl OnDemandSymbols {
                 return Some(true);
             }
         }
-        // every unit read (or none has records): no DWARF function at all
-        let all_probed = starts.len() <= DWARF_PROBES * DWARF_PROBE_ROUNDS;
-        (all_probed && !(starts.is_empty() && !u.unranged.is_empty())).then_some(false)
+        // every unit read: no DWARF function at all
+        (starts.len() <= DWARF_PROBES * DWARF_PROBE_ROUNDS).then_some(false)
     }
 
     /// Adds the (input, source) of the symbol-table functions that DWARF leaves uncovered

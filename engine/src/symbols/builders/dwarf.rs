@@ -586,6 +586,10 @@ fn add_ranges<'d>(
     c: &mut Collector,
 ) -> Result<(), gimli::Error> {
     let die = site.die;
+    if pc_range_overflows(unit, entry) {
+        c.warn(format!("ranges of DIE at {die:#x} overflow"));
+        return Ok(());
+    }
     let mut ranges = match unit.die_ranges(entry) {
         Ok(r) => r,
         Err(e) => {
@@ -615,6 +619,30 @@ fn add_ranges<'d>(
         }
     }
     Ok(())
+}
+
+/// Whether `DW_AT_low_pc` plus a `DW_AT_high_pc` size overflows (gimli adds them
+/// unchecked: a panic in debug builds, a wrapped end, which reads as no range, otherwise).
+pub(crate) fn pc_range_overflows<'d>(
+    unit: gimli::UnitRef<'_, R<'d>>,
+    entry: &gimli::DebuggingInformationEntry<R<'d>>,
+) -> bool {
+    let (Some(low), Some(high)) = (
+        entry.attr(gimli::DW_AT_low_pc),
+        entry.attr(gimli::DW_AT_high_pc),
+    ) else {
+        return false;
+    };
+    if matches!(
+        high.value(),
+        gimli::AttributeValue::Addr(_) | gimli::AttributeValue::DebugAddrIndex(_)
+    ) {
+        return false;
+    }
+    let (Ok(Some(low)), Some(size)) = (unit.attr_address(low.value()), high.udata_value()) else {
+        return false;
+    };
+    low.checked_add(size).is_none()
 }
 
 /// The display name of a DIE, following abstract_origin/specification.

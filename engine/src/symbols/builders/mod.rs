@@ -189,14 +189,45 @@ impl Collector {
     }
 }
 
-/// The `.symtab`/`.dynsym` functions of `files` as [`finish`] merges them: disjoint and
-/// sorted, before DWARF's gaps are filled with them (names are ids of a discarded
-/// collector).
-pub(crate) fn symbol_ranges(files: &[&object::File<'_>], link_base: u64) -> Vec<RawFunction> {
+/// The `.symtab`/`.dynsym` functions of `files`: as [`finish`] merges them (disjoint and
+/// sorted, before DWARF's gaps are filled with them), and as [`symtab::collect`] returns
+/// them, with their names (to add to a collector with [`Collector::add_symbols`]).
+pub(crate) type SymbolSets = (Vec<RawFunction>, Vec<(RawFunction, Box<str>)>);
+
+/// See [`SymbolSets`].
+pub(crate) fn symbol_sets(files: &[&object::File<'_>], link_base: u64) -> SymbolSets {
     let mut c = Collector::new(link_base);
-    let mut symbols = symtab::collect(files, &mut c);
-    make_disjoint(&mut symbols, &c.strings);
-    symbols
+    let symbols = symtab::collect(files, &mut c);
+    let named = symbols
+        .iter()
+        .map(|f| (*f, c.string_at(f.name).unwrap_or_default().into()))
+        .collect();
+    let mut disjoint = symbols;
+    make_disjoint(&mut disjoint, &c.strings);
+    (disjoint, named)
+}
+
+impl Collector {
+    /// The string at a string offset.
+    fn string_at(&self, id: u32) -> Option<&str> {
+        let at = usize::try_from(id).ok()?;
+        let len = self.strings.get(at..at.checked_add(4)?)?;
+        let len = usize::try_from(u32::from_le_bytes(len.try_into().ok()?)).ok()?;
+        let from = at.checked_add(4)?;
+        std::str::from_utf8(self.strings.get(from..from.checked_add(len)?)?).ok()
+    }
+
+    /// Symbol-table functions read by [`symbol_sets`], their names interned here: what
+    /// [`symtab::collect`] would return for this collector.
+    pub(crate) fn add_symbols(&mut self, named: &[(RawFunction, Box<str>)]) -> Vec<RawFunction> {
+        named
+            .iter()
+            .map(|(f, name)| RawFunction {
+                name: self.string(name),
+                ..*f
+            })
+            .collect()
+    }
 }
 
 pub(crate) struct Finished {
