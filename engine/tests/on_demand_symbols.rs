@@ -137,6 +137,7 @@ fn differential(name: &str, binary: Option<&Path>, debug: &[&Path], single_every
             );
         }
     }
+    assert!(od.trusts_ranges(), "{name}: fell back to the whole table");
     eprintln!(
         "{name}: {} offsets ({singles} alone, all in batches), {} functions",
         rels.len(),
@@ -306,6 +307,68 @@ fn gcc_lto_names_across_units() {
         &["-O2", "-g", "-flto", &lib],
     );
     differential("gcc LTO", Some(&prog), &[], 10);
+}
+
+/// A symbol without debug info whose size spans units with it (`fake`, sized over the
+/// code after it, the only named symbol there: `.symtab` removed): where no DWARF function
+/// is, whether DWARF functions start between `fake` and an address decides whether `fake`
+/// covers it, so the units between count too.
+#[test]
+fn a_symbol_spanning_units() {
+    let dir = work();
+    let d = dir.path();
+    let write = |name: &str, text: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let fake_s = write(
+        "fake.s",
+        ".text\n.globl fake\n.type fake,@function\nfake:\n nop\n ret\n.size fake, 8192\n\
+         .section .note.GNU-stack,\"\",@progbits\n",
+    );
+    // assembled without debug info: `fake` is known to the symbol tables only
+    let fake = d.join("fake.o").to_str().unwrap().to_string();
+    let ok = Command::new("gcc")
+        .args(["-c", &fake_s, "-o", &fake])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gcc -c fake.s");
+    let a = write(
+        "a.c",
+        "static __attribute__((noinline)) int fa(int x) { return x * 3 + x / 7; }\n\
+         int a_entry(int x) { return fa(x) + 1; }\n",
+    );
+    let b = write(
+        "b.c",
+        "static __attribute__((noinline)) int fb(int x) { return x * 5 - x / 3; }\n\
+         int b_entry(int x) { return fb(x) + 2; }\n",
+    );
+    let main = "int a_entry(int); int b_entry(int); void fake(void);\n\
+                int main(int c, char **v) { (void)v; fake(); return a_entry(c) + b_entry(c); }\n";
+    let prog = compile(
+        d,
+        "gcc",
+        "c",
+        main,
+        &[
+            "-O2",
+            "-g",
+            &fake,
+            &a,
+            &b,
+            "-Wl,--export-dynamic-symbol=fake",
+        ],
+    );
+    let ok = Command::new("objcopy")
+        .args(["--strip-all", "--keep-section=.debug_*"])
+        .arg(&prog)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "objcopy");
+    differential("symbol spanning units", Some(&prog), &[], 10);
 }
 
 #[test]

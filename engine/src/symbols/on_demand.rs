@@ -554,6 +554,13 @@ impl OnDemandSymbols {
         builders::finish(c, symbols)?.into_built()
     }
 
+    /// Whether tables are still built from the units needed (false once a unit's records
+    /// were found outside its ranges: every table is the whole one since). For tests.
+    #[doc(hidden)]
+    pub fn trusts_ranges(&self) -> bool {
+        !self.distrust.load(Ordering::Relaxed)
+    }
+
     /// Which inputs the whole build's `BuiltSymbols::inputs` lists (0 = the binary if
     /// given, then the debug files).
     pub fn inputs(&self) -> Vec<usize> {
