@@ -6,7 +6,8 @@
 //! ([`build_symbol_table`]) costs far more than the walk, which asks about a dozen
 //! addresses. [`OnDemandSymbols::new`] parses the files once and indexes the DWARF units
 //! by address — from `.debug_aranges`, else from each unit's root DIE
-//! (`DW_AT_low_pc`/`DW_AT_high_pc`/`DW_AT_ranges`); no other DIE is read — and
+//! (`DW_AT_low_pc`/`DW_AT_high_pc`/`DW_AT_ranges`), widened by the ranges of the unit's
+//! line sequences (glibc's reach past its aranges); no other DIE is read — and
 //! [`OnDemandSymbols::symbols_for`] then builds a table, with the whole builder's own
 //! code ([`builders`]), from the units an address needs plus the `.symtab`/`.dynsym`
 //! functions (all of them, as the whole build reads them; they are cheap). Inflated
@@ -207,38 +208,62 @@ fn aranges(
     Ok(map)
 }
 
-/// A unit's ranges from its root DIE; `None` when it has none (or they are unreadable),
-/// `Some(empty)` when the unit cannot be read (the builder skips it too).
+/// A unit's ranges from its root DIE; `None` when it has none (or they are unreadable).
 fn root_ranges(
     dwarf: &gimli::Dwarf<R<'_>>,
-    header: gimli::UnitHeader<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
     link_base: u64,
-) -> Result<Option<Vec<(u64, u64)>>, Declined> {
-    let Ok(unit) = dwarf.unit(header) else {
-        return Ok(Some(Vec::new()));
-    };
-    if unit.dwo_id.is_some() {
-        return Err(Declined("split DWARF: a unit refers to a .dwo file"));
-    }
+) -> Option<Vec<(u64, u64)>> {
     let mut out = Vec::new();
     let mut entries = unit.entries();
     let Ok(Some(root)) = entries.next_dfs() else {
-        return Ok(None);
+        return None;
     };
     if dwarf_builder::pc_range_overflows(unit.unit_ref(dwarf), root) {
-        return Ok(None);
+        return None;
     }
-    let Ok(mut ranges) = dwarf.die_ranges(&unit, root) else {
-        return Ok(None);
+    let Ok(mut ranges) = dwarf.die_ranges(unit, root) else {
+        return None;
     };
     loop {
         match ranges.next() {
             Ok(Some(r)) => out.extend(table_range(r.begin, r.end, link_base)),
             Ok(None) => break,
-            Err(_) => return Ok(None),
+            Err(_) => return None,
         }
     }
-    Ok((!out.is_empty()).then_some(out))
+    (!out.is_empty()).then_some(out)
+}
+
+/// The address ranges of a unit's line sequences (glibc's units have sequences reaching
+/// past their `.debug_aranges` ranges); `None` when the line program is unreadable.
+fn line_sequences(unit: &gimli::Unit<R<'_>>, link_base: u64) -> Option<Vec<(u64, u64)>> {
+    let Some(program) = unit.line_program.clone() else {
+        return Some(Vec::new());
+    };
+    let (_, sequences) = program.sequences().ok()?;
+    Some(
+        sequences
+            .iter()
+            .filter_map(|s| table_range(s.start, s.end, link_base))
+            .collect(),
+    )
+}
+
+/// A unit's ranges: `.debug_aranges`' (else its root DIE's) and its line sequences';
+/// `None` when they are unknown.
+fn unit_ranges(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
+    aranges: Option<Vec<(u64, u64)>>,
+    link_base: u64,
+) -> Option<Vec<(u64, u64)>> {
+    let mut ranges = match aranges {
+        Some(r) => r,
+        None => root_ranges(dwarf, unit, link_base)?,
+    };
+    ranges.extend(line_sequences(unit, link_base)?);
+    Some(ranges)
 }
 
 /// Sorts ranges and merges those that overlap or touch.
@@ -277,9 +302,14 @@ impl UnitIndex {
             ) {
                 return Err(Declined("split DWARF: skeleton or split units"));
             }
-            let ranges = match by_aranges.remove(&offset) {
-                Some(r) => Some(r),
-                None => root_ranges(dwarf, header, link_base)?,
+            let listed = by_aranges.remove(&offset);
+            let ranges = match dwarf.unit(header) {
+                Ok(unit) if unit.dwo_id.is_some() => {
+                    return Err(Declined("split DWARF: a unit refers to a .dwo file"));
+                }
+                Ok(unit) => unit_ranges(dwarf, &unit, listed, link_base),
+                // the builder skips it too: no records
+                Err(_) => Some(Vec::new()),
             };
             let i = index.units.len();
             let from = index.ranges.len();
