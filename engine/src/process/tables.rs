@@ -11,7 +11,7 @@ use crate::binary::{self, FileBytes};
 use crate::breakpad::index::BreakpadIndex;
 use crate::dump::{self, Dump, Module};
 use crate::report;
-use crate::symbols::{self, SymbolIndex, SymbolTable};
+use crate::symbols::{self, OnDemandSymbols, SymbolIndex, SymbolTable};
 use crate::unwind::{self, OnDemandUnwind, UnwindTable};
 use crate::walk::ModuleUnwind;
 
@@ -74,6 +74,9 @@ pub struct ModuleTables {
     /// A binary's `.eh_frame` rules built where the walk looks (one-shot walks, see
     /// [`on_demand_tables`]): `unwind` is then `None`.
     pub unwind_on_demand: Option<Arc<OnDemandUnwind>>,
+    /// A binary's symbols built from the DWARF units the walk's addresses need (one-shot
+    /// walks, see [`on_demand_tables`]): `symbols` is then `None`.
+    pub symbols_on_demand: Option<Arc<OnDemandSymbols>>,
     /// The files the tables came from and what each gave (a `.sym` file's `gave` is
     /// filled when the report is made, as it is for an indexed one). Owned and
     /// serializable, so that a cache can store it with the tables.
@@ -160,9 +163,10 @@ pub fn build_tables(
 }
 
 /// The tables of one binary (and its separate debug files) for one walk: the unwind rules
-/// of `.eh_frame` built FDE by FDE where the walk looks ([`OnDemandUnwind`]), else (a
-/// file it declines) the whole table as [`build_tables`] builds it. The report is the
-/// same as with [`build_tables`]'s tables.
+/// of `.eh_frame` built FDE by FDE where the walk looks ([`OnDemandUnwind`]), the symbols
+/// from the DWARF units the walk's addresses need ([`OnDemandSymbols`]), else (files
+/// either declines) the whole table as [`build_tables`] builds it. The report is the same
+/// as with [`build_tables`]'s tables.
 pub fn on_demand_tables(
     binary: Option<(&str, &FileBytes)>,
     debug_files: &[(&str, &FileBytes)],
@@ -187,11 +191,17 @@ pub fn on_demand_tables(
             }
         }
     }
-    let debug_bytes: Vec<&[u8]> = debug_inputs.iter().map(|d| d.bytes).collect();
-    made.take_symbols(symbols::build_symbol_table(
-        binary.map(|(_, b)| &b[..]),
-        &debug_bytes,
-    ));
+    let debug: Vec<FileBytes> = debug_files.iter().map(|(_, b)| (*b).clone()).collect();
+    match OnDemandSymbols::new(binary.map(|(_, b)| b.clone()), &debug) {
+        Ok(on_demand) => made.take_on_demand_symbols(on_demand),
+        Err(_) => {
+            let debug_bytes: Vec<&[u8]> = debug_inputs.iter().map(|d| d.bytes).collect();
+            made.take_symbols(symbols::build_symbol_table(
+                binary.map(|(_, b)| &b[..]),
+                &debug_bytes,
+            ));
+        }
+    }
     made.finish()
 }
 
@@ -275,6 +285,11 @@ impl<'a> Made<'a> {
             self.gave(&inputs, report::FileGave::Unwind);
             self.t.unwind_on_demand = Some(Arc::new(on_demand));
         }
+    }
+
+    fn take_on_demand_symbols(&mut self, on_demand: OnDemandSymbols) {
+        self.gave(&on_demand.inputs(), report::FileGave::Symbols);
+        self.t.symbols_on_demand = Some(Arc::new(on_demand));
     }
 
     fn take_symbols(&mut self, result: Result<symbols::BuiltSymbols, symbols::SymbolsError>) {
@@ -466,12 +481,20 @@ impl<'t> Opened<'t> {
                     .and_then(|b| SymbolTable::open(b).ok())
             })
             .collect();
-        let indexed = breakpad
+        let indexed = loaded
             .iter()
+            .zip(&breakpad)
             .zip(&symbols)
-            .map(|(index, table)| match (index, table) {
-                (Some(index), None) => Some(*index as &dyn SymbolIndex),
-                _ => None,
+            .map(|((l, index), table)| {
+                if table.is_some() {
+                    return None;
+                }
+                let on_demand = tables(l).and_then(|t| t.symbols_on_demand.as_deref());
+                match (on_demand, index) {
+                    (Some(od), _) => Some(od as &dyn SymbolIndex),
+                    (None, Some(index)) => Some(*index as &dyn SymbolIndex),
+                    (None, None) => None,
+                }
             })
             .collect();
         let code = loaded

@@ -13,6 +13,7 @@ mod demangle;
 mod error;
 pub mod format;
 mod lookup;
+mod on_demand;
 
 pub use crate::breakpad::symbols::{build_symbol_table_breakpad, strip_parameters};
 pub use crate::breakpad::{parse_module_line, BreakpadModule};
@@ -21,6 +22,7 @@ pub use demangle::demangle;
 pub use error::SymbolsError;
 pub use format::SYMBOL_TABLE_VERSION;
 pub use lookup::SymbolTable;
+pub use on_demand::OnDemandSymbols;
 
 /// Where a function's name came from; reported per frame as `symbol_source`, spelled as
 /// [`SymbolSource::as_str`] says.

@@ -20,7 +20,7 @@ use crate::symbols::demangle::try_demangle;
 use crate::symbols::format::{InlineRecord, LineRecord, NONE};
 use crate::symbols::SymbolSource;
 
-type R<'d> = gimli::EndianSlice<'d, gimli::RunTimeEndian>;
+pub(crate) type R<'d> = gimli::EndianSlice<'d, gimli::RunTimeEndian>;
 
 /// File index meaning "the row has a line but its file is unknown" (never a real index:
 /// the file table cannot hold that many entries). Distinct from [`NONE`], which marks an
@@ -62,6 +62,17 @@ struct Pass<'d> {
     inlines: Vec<PendingInline>,
 }
 
+impl Pass<'_> {
+    fn new() -> Self {
+        Pass {
+            names: FxHashMap::default(),
+            scopes: vec![String::new()],
+            functions: Vec::new(),
+            inlines: Vec::new(),
+        }
+    }
+}
+
 fn section_data<'d>(file: &object::File<'d>, name: &str, c: &mut Collector) -> Cow<'d, [u8]> {
     let Some(section) = file.section_by_name(name) else {
         return Cow::Borrowed(&[]);
@@ -75,13 +86,18 @@ fn section_data<'d>(file: &object::File<'d>, name: &str, c: &mut Collector) -> C
     }
 }
 
-/// Reads the DWARF of `file` into `c`.
-pub(super) fn collect(file: &object::File<'_>, c: &mut Collector) {
-    let endian = if file.is_little_endian() {
+/// The byte order of `file`'s DWARF.
+pub(crate) fn endian(file: &object::File<'_>) -> gimli::RunTimeEndian {
+    if file.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
         gimli::RunTimeEndian::Big
-    };
+    }
+}
+
+/// Reads the DWARF of `file` into `c`.
+pub(super) fn collect(file: &object::File<'_>, c: &mut Collector) {
+    let endian = endian(file);
     let sections: gimli::DwarfSections<Cow<'_, [u8]>> =
         match gimli::DwarfSections::load(|id| -> Result<_, gimli::Error> {
             Ok(section_data(file, id.name(), c))
@@ -93,12 +109,7 @@ pub(super) fn collect(file: &object::File<'_>, c: &mut Collector) {
             }
         };
     let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
-    let mut pass = Pass {
-        names: FxHashMap::default(),
-        scopes: vec![String::new()],
-        functions: Vec::new(),
-        inlines: Vec::new(),
-    };
+    let mut pass = Pass::new();
     let mut units = dwarf.units();
     loop {
         let header = match units.next() {
@@ -109,27 +120,155 @@ pub(super) fn collect(file: &object::File<'_>, c: &mut Collector) {
                 break;
             }
         };
-        let at = header.offset();
-        let unit = match dwarf.unit(header) {
-            Ok(u) => u,
-            Err(e) => {
-                c.warn(format!("unit at {at:?} skipped: {e}"));
-                continue;
-            }
-        };
-        let unit = unit.unit_ref(&dwarf);
-        let files = match read_lines(unit, c) {
+        read_unit(&dwarf, header, &mut pass, c, true);
+    }
+    resolve(pass, c);
+}
+
+/// Reads one unit: its line program (if `lines`) and DIEs.
+fn read_unit<'d>(
+    dwarf: &gimli::Dwarf<R<'d>>,
+    header: gimli::UnitHeader<R<'d>>,
+    pass: &mut Pass<'d>,
+    c: &mut Collector,
+    lines: bool,
+) {
+    let at = header.offset();
+    let unit = match dwarf.unit(header) {
+        Ok(u) => u,
+        Err(e) => {
+            c.warn(format!("unit at {at:?} skipped: {e}"));
+            return;
+        }
+    };
+    let unit = unit.unit_ref(dwarf);
+    let files = if lines {
+        match read_lines(unit, c) {
             Ok(f) => f,
             Err(e) => {
                 c.warn(format!("line program of unit at {at:?} skipped: {e}"));
                 Vec::new()
             }
+        }
+    } else {
+        Vec::new()
+    };
+    if let Err(e) = read_dies(unit, &files, pass, c) {
+        c.warn(format!("DIEs of unit at {at:?} partly skipped: {e}"));
+    }
+}
+
+/// Which units [`collect_units`] reads, and how it checks them.
+pub(crate) struct UnitPlan<'p> {
+    /// `.debug_info` offsets of the units to read as [`collect`] reads every unit,
+    /// ascending.
+    pub units: &'p [usize],
+    /// The `.debug_info` offset of the unit holding a `.debug_info` offset.
+    pub unit_of: &'p dyn Fn(usize) -> Option<usize>,
+    /// Whether table range `start..=end` lies within one address range of the unit at a
+    /// `.debug_info` offset.
+    pub inside: &'p dyn Fn(usize, u32, u32) -> bool,
+}
+
+/// Reads the units of `plan` into `c` as [`collect`] reads all of them, and from other
+/// units the names of the DIEs their names lead to (abstract_origin/specification across
+/// units: the DIEs only, no lines or ranges). Returns whether every function, inline
+/// record and line sequence of the planned units lies within one of its unit's ranges.
+pub(crate) fn collect_units<'d>(
+    dwarf: &gimli::Dwarf<R<'d>>,
+    plan: &UnitPlan<'_>,
+    c: &mut Collector,
+) -> bool {
+    let mut pass = Pass::new();
+    let mut read: rustc_hash::FxHashSet<usize> = rustc_hash::FxHashSet::default();
+    let mut contained = true;
+    let header_at = |at: usize| {
+        dwarf
+            .debug_info
+            .header_from_offset(gimli::DebugInfoOffset(at))
+            .ok()
+    };
+    for &at in plan.units {
+        let Some(header) = header_at(at) else {
+            continue;
         };
-        if let Err(e) = read_dies(unit, &files, &mut pass, c) {
-            c.warn(format!("DIEs of unit at {at:?} partly skipped: {e}"));
+        read.insert(at);
+        let (f0, i0, l0) = (pass.functions.len(), pass.inlines.len(), c.lines.len());
+        read_unit(dwarf, header, &mut pass, c, true);
+        let inside = |s: u32, e: u32| (plan.inside)(at, s, e);
+        contained &= pass
+            .functions
+            .get(f0..)
+            .unwrap_or(&[])
+            .iter()
+            .all(|f| inside(f.0, f.1))
+            && pass
+                .inlines
+                .get(i0..)
+                .unwrap_or(&[])
+                .iter()
+                .all(|i| inside(i.start, i.end))
+            && sequences_inside(c.lines.get(l0..).unwrap_or(&[]), inside);
+    }
+    let mut dies: Vec<usize> = pass.functions.iter().map(|f| f.2).collect();
+    dies.extend(pass.inlines.iter().map(|i| i.die));
+    dies.sort_unstable();
+    dies.dedup();
+    loop {
+        let mut missing: Vec<usize> = dies
+            .iter()
+            .filter_map(|&die| unread_unit_on_chain(&pass, die, &read, plan.unit_of))
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        for at in missing {
+            read.insert(at);
+            let Some(header) = header_at(at) else {
+                continue;
+            };
+            let (f0, i0) = (pass.functions.len(), pass.inlines.len());
+            read_unit(dwarf, header, &mut pass, c, false);
+            pass.functions.truncate(f0);
+            pass.inlines.truncate(i0);
         }
     }
     resolve(pass, c);
+    contained
+}
+
+/// The unread unit holding the first DIE of `die`'s abstract_origin/specification chain
+/// that is not known (as [`name_of`] follows it), if any.
+fn unread_unit_on_chain(
+    pass: &Pass<'_>,
+    mut die: usize,
+    read: &rustc_hash::FxHashSet<usize>,
+    unit_of: &dyn Fn(usize) -> Option<usize>,
+) -> Option<usize> {
+    for _ in 0..MAX_NAME_HOPS {
+        match pass.names.get(&die) {
+            Some(n) => die = n.next?,
+            None => return unit_of(die).filter(|u| !read.contains(u)),
+        }
+    }
+    None
+}
+
+/// Whether each line sequence (rows up to an end-of-sequence row) lies within one range.
+fn sequences_inside(rows: &[LineRecord], inside: impl Fn(u32, u32) -> bool) -> bool {
+    let mut start = None;
+    for r in rows {
+        let s = *start.get_or_insert(r.address);
+        if r.file == NONE {
+            if !inside(s, r.address) {
+                return false;
+            }
+            start = None;
+        }
+    }
+    start.is_none()
 }
 
 /// Renders a line-program file entry as addr2line does: comp_dir, directory, name.
@@ -447,6 +586,10 @@ fn add_ranges<'d>(
     c: &mut Collector,
 ) -> Result<(), gimli::Error> {
     let die = site.die;
+    if pc_range_overflows(unit, entry) {
+        c.warn(format!("ranges of DIE at {die:#x} overflow"));
+        return Ok(());
+    }
     let mut ranges = match unit.die_ranges(entry) {
         Ok(r) => r,
         Err(e) => {
@@ -476,6 +619,30 @@ fn add_ranges<'d>(
         }
     }
     Ok(())
+}
+
+/// Whether `DW_AT_low_pc` plus a `DW_AT_high_pc` size overflows (gimli adds them
+/// unchecked: a panic in debug builds, a wrapped end, which reads as no range, otherwise).
+pub(crate) fn pc_range_overflows<'d>(
+    unit: gimli::UnitRef<'_, R<'d>>,
+    entry: &gimli::DebuggingInformationEntry<R<'d>>,
+) -> bool {
+    let (Some(low), Some(high)) = (
+        entry.attr(gimli::DW_AT_low_pc),
+        entry.attr(gimli::DW_AT_high_pc),
+    ) else {
+        return false;
+    };
+    if matches!(
+        high.value(),
+        gimli::AttributeValue::Addr(_) | gimli::AttributeValue::DebugAddrIndex(_)
+    ) {
+        return false;
+    }
+    let (Ok(Some(low)), Some(size)) = (unit.attr_address(low.value()), high.udata_value()) else {
+        return false;
+    };
+    low.checked_add(size).is_none()
 }
 
 /// The display name of a DIE, following abstract_origin/specification.

@@ -6,8 +6,8 @@
 //! final merge that makes function ranges disjoint and sorts everything for [`format`].
 //! A bad unit or symbol is skipped with a warning, never fatal.
 
-mod dwarf;
-mod symtab;
+pub(crate) mod dwarf;
+pub(crate) mod symtab;
 
 use rustc_hash::FxHashMap;
 
@@ -139,7 +139,7 @@ impl Collector {
     }
 }
 
-fn parse(data: &[u8]) -> Result<object::File<'_>, SymbolsError> {
+pub(crate) fn parse(data: &[u8]) -> Result<object::File<'_>, SymbolsError> {
     object::File::parse(data).map_err(|e| SymbolsError::Object(e.to_string()))
 }
 
@@ -159,26 +159,75 @@ pub fn build_symbol_table(
         return Err(SymbolsError::NoInput);
     };
     let mut c = Collector::new(binary::link_base(first));
-
-    // DWARF: the first debug file that has it, else the binary.
-    let has_dwarf = |f: &object::File<'_>| {
-        use object::Object;
-        f.section_by_name(".debug_info").is_some()
-    };
     let all: Vec<&object::File<'_>> = binary.iter().chain(debug.iter()).collect();
-    // Input index: the binary first, then the debug files (as `all`).
-    let dwarf_at = (binary.is_some() as usize..all.len())
-        .chain(0..binary.is_some() as usize)
-        .find(|&i| has_dwarf(all[i]));
-    if let Some(i) = dwarf_at {
+    if let Some(i) = dwarf_input(&all, binary.is_some()) {
         dwarf::collect(all[i], &mut c);
-        let input = u16::try_from(i).unwrap_or(u16::MAX);
-        for f in &mut c.functions {
-            f.input = input;
-        }
+        c.set_input(i);
     }
     let symbols = symtab::collect(&all, &mut c);
     finish(c, symbols)?.into_built()
+}
+
+/// Which of `all` (the binary first if `has_binary`, then the debug files) DWARF is read
+/// from: the first debug file that has `.debug_info`, else the binary.
+pub(crate) fn dwarf_input(all: &[&object::File<'_>], has_binary: bool) -> Option<usize> {
+    use object::Object;
+    let has_dwarf = |f: &object::File<'_>| f.section_by_name(".debug_info").is_some();
+    let b = usize::from(has_binary);
+    (b..all.len())
+        .chain(0..b)
+        .find(|&i| all.get(i).is_some_and(|f| has_dwarf(f)))
+}
+
+impl Collector {
+    /// Marks the functions collected so far as coming from input `i`.
+    pub(crate) fn set_input(&mut self, i: usize) {
+        let input = u16::try_from(i).unwrap_or(u16::MAX);
+        for f in &mut self.functions {
+            f.input = input;
+        }
+    }
+}
+
+/// The `.symtab`/`.dynsym` functions of `files`: as [`finish`] merges them (disjoint and
+/// sorted, before DWARF's gaps are filled with them), and as [`symtab::collect`] returns
+/// them, with their names (to add to a collector with [`Collector::add_symbols`]).
+pub(crate) type SymbolSets = (Vec<RawFunction>, Vec<(RawFunction, Box<str>)>);
+
+/// See [`SymbolSets`].
+pub(crate) fn symbol_sets(files: &[&object::File<'_>], link_base: u64) -> SymbolSets {
+    let mut c = Collector::new(link_base);
+    let symbols = symtab::collect(files, &mut c);
+    let named = symbols
+        .iter()
+        .map(|f| (*f, c.string_at(f.name).unwrap_or_default().into()))
+        .collect();
+    let mut disjoint = symbols;
+    make_disjoint(&mut disjoint, &c.strings);
+    (disjoint, named)
+}
+
+impl Collector {
+    /// The string at a string offset.
+    fn string_at(&self, id: u32) -> Option<&str> {
+        let at = usize::try_from(id).ok()?;
+        let len = self.strings.get(at..at.checked_add(4)?)?;
+        let len = usize::try_from(u32::from_le_bytes(len.try_into().ok()?)).ok()?;
+        let from = at.checked_add(4)?;
+        std::str::from_utf8(self.strings.get(from..from.checked_add(len)?)?).ok()
+    }
+
+    /// Symbol-table functions read by [`symbol_sets`], their names interned here: what
+    /// [`symtab::collect`] would return for this collector.
+    pub(crate) fn add_symbols(&mut self, named: &[(RawFunction, Box<str>)]) -> Vec<RawFunction> {
+        named
+            .iter()
+            .map(|(f, name)| RawFunction {
+                name: self.string(name),
+                ..*f
+            })
+            .collect()
+    }
 }
 
 pub(crate) struct Finished {

@@ -35,7 +35,7 @@ struct Candidate<'d> {
 
 /// Reads the text symbols of `files`; the result may overlap and is made disjoint by the
 /// caller.
-pub(super) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<RawFunction> {
+pub(crate) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<RawFunction> {
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
     for (source, dynamic) in [(SymbolSource::Symtab, false), (SymbolSource::Dynsym, true)] {
         for (input, file) in files.iter().enumerate() {

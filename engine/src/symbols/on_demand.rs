@@ -1,0 +1,736 @@
+//! A binary's symbol table built only where a walk looks: from the DWARF units whose
+//! address ranges hold the walk's addresses.
+//!
+//! `postmortem walk` builds a module's symbol table, walks one dump and exits. For libc
+//! with its libc6-dbg debug file (compressed sections, 4,000 units) the whole table
+//! ([`build_symbol_table`]) costs far more than the walk, which asks about a dozen
+//! addresses. [`OnDemandSymbols::new`] parses the files once and indexes the DWARF units
+//! by address — from `.debug_aranges`, else from each unit's root DIE
+//! (`DW_AT_low_pc`/`DW_AT_high_pc`/`DW_AT_ranges`), widened by the ranges of the unit's
+//! line sequences (glibc's reach past its aranges); no other DIE is read — and
+//! [`OnDemandSymbols::symbols_for`] then builds a table, with the whole builder's own
+//! code ([`builders`]), from the units an address needs plus the `.symtab`/`.dynsym`
+//! functions (all of them, as the whole build reads them; they are cheap). Inflated
+//! sections are kept, so later calls do not inflate them again.
+//!
+//! # Why the answers are the whole table's
+//! A lookup at `rel` reads, per kind of record (functions, line rows, inline records of
+//! each depth), the record with the greatest start at or before `rel`. A unit's records
+//! lie inside its address ranges (merged where they touch), so every record that covers
+//! `rel` comes from a unit with a range holding `rel`. Let `low` be the least start of the
+//! ranges holding `rel` (`rel` if none), lowered to the start of the `.symtab`/`.dynsym`
+//! function holding `rel` and to the least start of the ranges holding *that* address
+//! (whether DWARF covers a symbol's start and where the next DWARF function starts decide
+//! where a symbol's range ends). Reading every unit with a range that meets `low..=rel`
+//! reads every record starting in `low..=rel` and every line sequence ending there.
+//! Either the whole table's record before `rel` starts at or after `low`, and the same
+//! records compete here (all of those at that start, in the same unit order, so ties go
+//! the same way), or it starts before `low` and covers nothing at `rel` — and nor does
+//! any record here, which the whole table also holds. Names follow
+//! `DW_AT_abstract_origin`/`DW_AT_specification` into units not picked: those units' DIEs
+//! are read too (names only). Units with no range information are always read.
+//!
+//! Every picked unit is checked against that premise: if a function, inline record or line
+//! sequence of it lies outside its ranges, the index stops trusting the ranges and every
+//! call builds the whole table from then on (units never picked are not checked: reading
+//! them is the cost avoided). [`OnDemandSymbols::new`] declines (the caller builds the
+//! whole table) split DWARF (skeleton units, `.dwo` references), DWARF 4 type units
+//! (`.debug_types`), unreadable `.debug_aranges` or entries naming no unit, and files where
+//! many units have no ranges (nothing would be saved).
+//!
+//! [`OnDemandSymbols::inputs`] and [`OnDemandSymbols::sources`] say which files and
+//! sources the whole table's functions come from, from the index and a few small tables;
+//! when those cannot settle it they build the whole table once.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use object::{Object, ObjectSection};
+
+use super::builders::dwarf::{self as dwarf_builder, UnitPlan, R};
+use super::builders::{self, Collector, RawFunction};
+use super::format::MAX_ADDRESS;
+use super::{build_symbol_table, BuiltSymbols, SymbolSource, SymbolTable, SymbolsError};
+use crate::binary::{self, FileBytes};
+use crate::breakpad::index::Declined;
+
+/// Units without address ranges are read for every table: more than this many, and more
+/// than a quarter of all units, and the index declines.
+const MAX_UNRANGED: usize = 64;
+
+/// Units probed at once for a DWARF function, and in all, by [`OnDemandSymbols::inputs`].
+const DWARF_PROBES: usize = 32;
+const DWARF_PROBE_ROUNDS: usize = 4;
+
+/// Symbols probed per (file, source) by [`OnDemandSymbols::inputs`].
+const SYMBOL_PROBES: usize = 64;
+
+/// The sections gimli loads, in one fixed order (others read as empty).
+const SECTION_IDS: [gimli::SectionId; 16] = [
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugAddr,
+    gimli::SectionId::DebugAranges,
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugLine,
+    gimli::SectionId::DebugLineStr,
+    gimli::SectionId::DebugMacinfo,
+    gimli::SectionId::DebugMacro,
+    gimli::SectionId::DebugNames,
+    gimli::SectionId::DebugStr,
+    gimli::SectionId::DebugStrOffsets,
+    gimli::SectionId::DebugTypes,
+    gimli::SectionId::DebugLoc,
+    gimli::SectionId::DebugLocLists,
+    gimli::SectionId::DebugRanges,
+    gimli::SectionId::DebugRngLists,
+];
+
+fn bytes(f: &FileBytes) -> &[u8] {
+    (**f).as_ref()
+}
+
+/// A section's data: where it lies in the file, or inflated.
+enum Inflated {
+    InFile(Range<usize>),
+    Owned(Box<[u8]>),
+}
+
+/// The DWARF sections of one file, each read (and inflated) the first time it is needed.
+struct Sections {
+    file: FileBytes,
+    endian: gimli::RunTimeEndian,
+    cells: [OnceLock<Inflated>; SECTION_IDS.len()],
+}
+
+impl Sections {
+    fn get(&self, id: gimli::SectionId) -> &[u8] {
+        let Some(i) = SECTION_IDS.iter().position(|&s| s == id) else {
+            return &[];
+        };
+        let Some(cell) = self.cells.get(i) else {
+            return &[];
+        };
+        match cell.get_or_init(|| self.inflate(id)) {
+            Inflated::InFile(r) => bytes(&self.file).get(r.clone()).unwrap_or(&[]),
+            Inflated::Owned(b) => b,
+        }
+    }
+
+    /// Reads a section as the whole builder does (missing or unreadable: empty).
+    fn inflate(&self, id: gimli::SectionId) -> Inflated {
+        let data = bytes(&self.file);
+        let empty = || Inflated::Owned(Box::default());
+        let Ok(file) = object::File::parse(data) else {
+            return empty();
+        };
+        let Some(section) = file.section_by_name(id.name()) else {
+            return empty();
+        };
+        match section.uncompressed_data() {
+            Ok(std::borrow::Cow::Borrowed(s)) => {
+                let at = (s.as_ptr() as usize).checked_sub(data.as_ptr() as usize);
+                match at.and_then(|a| Some(a..a.checked_add(s.len())?)) {
+                    Some(r) if data.get(r.clone()).is_some() => Inflated::InFile(r),
+                    _ => Inflated::Owned(s.into()),
+                }
+            }
+            Ok(std::borrow::Cow::Owned(v)) => Inflated::Owned(v.into_boxed_slice()),
+            Err(_) => empty(),
+        }
+    }
+
+    fn dwarf(&self) -> gimli::Dwarf<R<'_>> {
+        let endian = self.endian;
+        gimli::Dwarf::load(|id| -> Result<R<'_>, gimli::Error> {
+            Ok(gimli::EndianSlice::new(self.get(id), endian))
+        })
+        .unwrap_or_default()
+    }
+}
+
+/// One unit of `.debug_info`.
+#[derive(Debug, Clone)]
+struct UnitInfo {
+    /// Its `.debug_info` offset and end.
+    offset: usize,
+    end: usize,
+    /// Its address ranges (table offsets, merged where they touch), in `UnitIndex::ranges`.
+    ranges: Range<usize>,
+}
+
+/// One address range of a unit.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    start: u64,
+    end: u64,
+    unit: usize,
+}
+
+/// The units of the DWARF file by address.
+struct UnitIndex {
+    /// In `.debug_info` order, which is the whole builder's.
+    units: Vec<UnitInfo>,
+    ranges: Vec<(u64, u64)>,
+    /// Every unit's ranges, sorted by start.
+    pieces: Vec<Piece>,
+    /// `reach[i]`: the greatest end of `pieces[..=i]`.
+    reach: Vec<u64>,
+    /// Units with no range information (read for every table).
+    unranged: Vec<usize>,
+}
+
+/// A range of file addresses as table offsets, clamped to what the table can hold.
+fn table_range(begin: u64, end: u64, link_base: u64) -> Option<(u64, u64)> {
+    let start = begin.saturating_sub(link_base);
+    let end = end.saturating_sub(link_base).min(MAX_ADDRESS);
+    (start < end).then_some((start, end))
+}
+
+/// The `.debug_aranges` ranges of each unit offset.
+fn aranges(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    link_base: u64,
+) -> Result<rustc_hash::FxHashMap<usize, Vec<(u64, u64)>>, Declined> {
+    let bad = |_| Declined("unreadable .debug_aranges");
+    let mut map: rustc_hash::FxHashMap<usize, Vec<(u64, u64)>> = Default::default();
+    let mut headers = dwarf.debug_aranges.headers();
+    while let Some(h) = headers.next().map_err(bad)? {
+        let list = map.entry(h.debug_info_offset().0).or_default();
+        let mut entries = h.entries();
+        while let Some(e) = entries.next().map_err(bad)? {
+            let r = e.range();
+            list.extend(table_range(r.begin, r.end, link_base));
+        }
+    }
+    map.retain(|_, v| !v.is_empty());
+    Ok(map)
+}
+
+/// A unit's ranges from its root DIE; `None` when it has none (or they are unreadable).
+fn root_ranges(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
+    link_base: u64,
+) -> Option<Vec<(u64, u64)>> {
+    let mut out = Vec::new();
+    let mut entries = unit.entries();
+    let Ok(Some(root)) = entries.next_dfs() else {
+        return None;
+    };
+    if dwarf_builder::pc_range_overflows(unit.unit_ref(dwarf), root) {
+        return None;
+    }
+    let Ok(mut ranges) = dwarf.die_ranges(unit, root) else {
+        return None;
+    };
+    loop {
+        match ranges.next() {
+            Ok(Some(r)) => out.extend(table_range(r.begin, r.end, link_base)),
+            Ok(None) => break,
+            Err(_) => return None,
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The address ranges of a unit's line sequences (glibc's units have sequences reaching
+/// past their `.debug_aranges` ranges); `None` when the line program is unreadable.
+fn line_sequences(unit: &gimli::Unit<R<'_>>, link_base: u64) -> Option<Vec<(u64, u64)>> {
+    let Some(program) = unit.line_program.clone() else {
+        return Some(Vec::new());
+    };
+    let (_, sequences) = program.sequences().ok()?;
+    Some(
+        sequences
+            .iter()
+            .filter_map(|s| table_range(s.start, s.end, link_base))
+            .collect(),
+    )
+}
+
+/// A unit's ranges: `.debug_aranges`' (else its root DIE's) and its line sequences';
+/// `None` when they are unknown.
+fn unit_ranges(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    unit: &gimli::Unit<R<'_>>,
+    aranges: Option<Vec<(u64, u64)>>,
+    link_base: u64,
+) -> Option<Vec<(u64, u64)>> {
+    let mut ranges = match aranges {
+        Some(r) => r,
+        None => root_ranges(dwarf, unit, link_base)?,
+    };
+    ranges.extend(line_sequences(unit, link_base)?);
+    Some(ranges)
+}
+
+/// Sorts ranges and merges those that overlap or touch.
+fn merge(ranges: &mut Vec<(u64, u64)>) {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for &(s, e) in ranges.iter() {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    *ranges = out;
+}
+
+impl UnitIndex {
+    fn build(dwarf: &gimli::Dwarf<R<'_>>, link_base: u64) -> Result<UnitIndex, Declined> {
+        let mut by_aranges = aranges(dwarf, link_base)?;
+        let mut index = UnitIndex {
+            units: Vec::new(),
+            ranges: Vec::new(),
+            pieces: Vec::new(),
+            reach: Vec::new(),
+            unranged: Vec::new(),
+        };
+        // The units the builder reads: up to the first unreadable header.
+        let mut headers = dwarf.units();
+        while let Ok(Some(header)) = headers.next() {
+            let offset = header.offset().0;
+            let end = offset.saturating_add(header.length_including_self());
+            if matches!(
+                header.type_(),
+                gimli::UnitType::Skeleton(_)
+                    | gimli::UnitType::SplitCompilation(_)
+                    | gimli::UnitType::SplitType { .. }
+            ) {
+                return Err(Declined("split DWARF: skeleton or split units"));
+            }
+            let listed = by_aranges.remove(&offset);
+            let ranges = match dwarf.unit(header) {
+                Ok(unit) if unit.dwo_id.is_some() => {
+                    return Err(Declined("split DWARF: a unit refers to a .dwo file"));
+                }
+                Ok(unit) => unit_ranges(dwarf, &unit, listed, link_base),
+                // the builder skips it too: no records
+                Err(_) => Some(Vec::new()),
+            };
+            let i = index.units.len();
+            let from = index.ranges.len();
+            match ranges {
+                Some(mut r) => {
+                    merge(&mut r);
+                    index.ranges.extend(r);
+                }
+                None => index.unranged.push(i),
+            }
+            index.units.push(UnitInfo {
+                offset,
+                end,
+                ranges: from..index.ranges.len(),
+            });
+        }
+        if !by_aranges.is_empty() {
+            return Err(Declined(".debug_aranges names a unit that is not there"));
+        }
+        if index.unranged.len() > MAX_UNRANGED
+            && index.unranged.len().saturating_mul(4) > index.units.len()
+        {
+            return Err(Declined("many units have no address ranges"));
+        }
+        index.sort_pieces();
+        Ok(index)
+    }
+
+    fn sort_pieces(&mut self) {
+        for (i, u) in self.units.iter().enumerate() {
+            for &(start, end) in self.ranges.get(u.ranges.clone()).unwrap_or(&[]) {
+                self.pieces.push(Piece {
+                    start,
+                    end,
+                    unit: i,
+                });
+            }
+        }
+        self.pieces
+            .sort_unstable_by_key(|p| (p.start, p.end, p.unit));
+        let mut reach = 0u64;
+        self.reach = self
+            .pieces
+            .iter()
+            .map(|p| {
+                reach = reach.max(p.end);
+                reach
+            })
+            .collect();
+    }
+
+    /// The least start of the ranges holding `x`.
+    fn lowest_holding(&self, x: u64) -> Option<u64> {
+        let i = self.reach.partition_point(|&r| r <= x);
+        self.pieces.get(i).filter(|p| p.start <= x).map(|p| p.start)
+    }
+
+    /// The index of the unit holding `.debug_info` offset `at`.
+    fn unit_at(&self, at: usize) -> Option<usize> {
+        let i = self
+            .units
+            .partition_point(|u| u.offset <= at)
+            .checked_sub(1)?;
+        self.units.get(i).filter(|u| at < u.end).map(|_| i)
+    }
+
+    /// Whether `start..=end` lies within one range of the unit at `.debug_info` offset
+    /// `at` (always, for a unit without ranges: it is read for every table).
+    fn inside(&self, at: usize, start: u32, end: u32) -> bool {
+        let Some(u) = self.unit_at(at).and_then(|i| self.units.get(i)) else {
+            return false;
+        };
+        if u.ranges.is_empty() {
+            // read for every table (or unreadable: no records)
+            return true;
+        }
+        let (s, e) = (u64::from(start), u64::from(end));
+        self.ranges
+            .get(u.ranges.clone())
+            .unwrap_or(&[])
+            .iter()
+            .any(|&(a, b)| a <= s && e <= b)
+    }
+
+    /// The `.debug_info` offsets of the units the table offsets `rels` need (see the
+    /// module documentation), ascending. `symbols`: the symbol-table functions, sorted and
+    /// disjoint.
+    fn choose(&self, rels: &[u64], symbols: &[RawFunction]) -> Vec<usize> {
+        let mut pick = vec![false; self.units.len()];
+        for &u in &self.unranged {
+            if let Some(p) = pick.get_mut(u) {
+                *p = true;
+            }
+        }
+        for &rel in rels {
+            if rel >= MAX_ADDRESS {
+                continue;
+            }
+            let mut low = self.lowest_holding(rel).unwrap_or(rel);
+            let i = symbols.partition_point(|s| u64::from(s.start) <= rel);
+            if let Some(s) = i.checked_sub(1).and_then(|i| symbols.get(i)) {
+                let start = u64::from(s.start);
+                if rel < u64::from(s.end) {
+                    low = low
+                        .min(start)
+                        .min(self.lowest_holding(start).unwrap_or(start));
+                }
+            }
+            let first = self.reach.partition_point(|&r| r < low);
+            let last = self.pieces.partition_point(|p| p.start <= rel);
+            for p in self.pieces.get(first..last).unwrap_or(&[]) {
+                if p.end >= low {
+                    if let Some(x) = pick.get_mut(p.unit) {
+                        *x = true;
+                    }
+                }
+            }
+        }
+        self.units
+            .iter()
+            .zip(pick)
+            .filter(|(_, p)| *p)
+            .map(|(u, _)| u.offset)
+            .collect()
+    }
+}
+
+/// The DWARF file of the inputs, indexed.
+struct DwarfIndex {
+    /// Which input it is.
+    input: usize,
+    sections: Sections,
+    units: UnitIndex,
+}
+
+/// See the module documentation.
+pub struct OnDemandSymbols {
+    /// The binary (if given), then the debug files: the whole builder's input order.
+    files: Vec<FileBytes>,
+    has_binary: bool,
+    link_base: u64,
+    dwarf: Option<DwarfIndex>,
+    /// The symbol-table functions, read once.
+    symbols: OnceLock<builders::SymbolSets>,
+    /// Set when a unit's records lie outside its ranges: every table is then the whole.
+    distrust: AtomicBool,
+    whole: OnceLock<Result<BuiltSymbols, SymbolsError>>,
+    facts: OnceLock<(Vec<usize>, Vec<SymbolSource>)>,
+}
+
+impl std::fmt::Debug for OnDemandSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = self.dwarf.as_ref();
+        f.debug_struct("OnDemandSymbols")
+            .field("files", &self.files.len())
+            .field("units", &d.map_or(0, |d| d.units.units.len()))
+            .field("unranged", &d.map_or(0, |d| d.units.unranged.len()))
+            .finish()
+    }
+}
+
+impl OnDemandSymbols {
+    /// Same inputs as [`build_symbol_table`]`(binary, debug_files)`. `Err(Declined(reason))`
+    /// when on-demand answers could differ, so the caller builds the whole table.
+    pub fn new(
+        binary: Option<FileBytes>,
+        debug_files: &[FileBytes],
+    ) -> Result<OnDemandSymbols, Declined> {
+        let has_binary = binary.is_some();
+        let files: Vec<FileBytes> = binary
+            .into_iter()
+            .chain(debug_files.iter().cloned())
+            .collect();
+        let parsed = files
+            .iter()
+            .map(|f| builders::parse(bytes(f)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| Declined("a file is not one the builder reads"))?;
+        let first = parsed
+            .first()
+            .ok_or(Declined("no binary and no debug file"))?;
+        let link_base = binary::link_base(first);
+        let all: Vec<&object::File<'_>> = parsed.iter().collect();
+        let dwarf = match builders::dwarf_input(&all, has_binary) {
+            Some(input) => {
+                let (Some(file), Some(bytes)) = (all.get(input), files.get(input)) else {
+                    return Err(Declined("no such input"));
+                };
+                if file.section_by_name(".debug_types").is_some() {
+                    return Err(Declined("DWARF 4 type units (.debug_types)"));
+                }
+                let sections = Sections {
+                    file: bytes.clone(),
+                    endian: dwarf_builder::endian(file),
+                    cells: std::array::from_fn(|_| OnceLock::new()),
+                };
+                let units = UnitIndex::build(&sections.dwarf(), link_base)?;
+                Some(DwarfIndex {
+                    input,
+                    sections,
+                    units,
+                })
+            }
+            None => None,
+        };
+        Ok(OnDemandSymbols {
+            files,
+            has_binary,
+            link_base,
+            dwarf,
+            symbols: OnceLock::new(),
+            distrust: AtomicBool::new(false),
+            whole: OnceLock::new(),
+            facts: OnceLock::new(),
+        })
+    }
+
+    fn parse_all(&self) -> Result<Vec<object::File<'_>>, SymbolsError> {
+        self.files
+            .iter()
+            .map(|f| builders::parse(bytes(f)))
+            .collect()
+    }
+
+    fn symbols(&self, all: &[&object::File<'_>]) -> &builders::SymbolSets {
+        self.symbols
+            .get_or_init(|| builders::symbol_sets(all, self.link_base))
+    }
+
+    /// The whole table, built once.
+    fn whole(&self) -> Result<BuiltSymbols, SymbolsError> {
+        self.whole
+            .get_or_init(|| {
+                let mut inputs = self.files.iter().map(bytes);
+                let binary = if self.has_binary { inputs.next() } else { None };
+                let debug: Vec<&[u8]> = inputs.collect();
+                build_symbol_table(binary, &debug)
+            })
+            .clone()
+    }
+
+    /// A table built from what the sorted, deduplicated table offsets `rels` need;
+    /// `SymbolTable::open(&built.bytes)?.lookup(rel, ..)` equals the whole table's for
+    /// every rel in `rels`. Its `sources`, `inputs` and counts are this table's; the whole
+    /// table's sources and inputs are [`Self::sources`] and [`Self::inputs`].
+    pub fn symbols_for(&self, rels: &[u64]) -> Result<BuiltSymbols, SymbolsError> {
+        if self.distrust.load(Ordering::Relaxed) {
+            return self.whole();
+        }
+        let parsed = self.parse_all()?;
+        let all: Vec<&object::File<'_>> = parsed.iter().collect();
+        let mut c = Collector::new(self.link_base);
+        if let Some(d) = &self.dwarf {
+            let units = d.units.choose(rels, &self.symbols(&all).0);
+            let unit_of = |at: usize| {
+                let i = d.units.unit_at(at)?;
+                d.units.units.get(i).map(|u| u.offset)
+            };
+            let inside = |at: usize, s: u32, e: u32| d.units.inside(at, s, e);
+            let plan = UnitPlan {
+                units: &units,
+                unit_of: &unit_of,
+                inside: &inside,
+            };
+            if !dwarf_builder::collect_units(&d.sections.dwarf(), &plan, &mut c) {
+                self.distrust.store(true, Ordering::Relaxed);
+                return self.whole();
+            }
+            c.set_input(d.input);
+        }
+        let symbols = c.add_symbols(&self.symbols(&all).1);
+        builders::finish(c, symbols)?.into_built()
+    }
+
+    /// Whether tables are still built from the units needed (false once a unit's records
+    /// were found outside its ranges: every table is the whole one since). For tests.
+    #[doc(hidden)]
+    pub fn trusts_ranges(&self) -> bool {
+        !self.distrust.load(Ordering::Relaxed)
+    }
+
+    /// Which inputs the whole build's `BuiltSymbols::inputs` lists (0 = the binary if
+    /// given, then the debug files).
+    pub fn inputs(&self) -> Vec<usize> {
+        self.facts().0.clone()
+    }
+
+    /// The whole build's `BuiltSymbols::sources`.
+    pub fn sources(&self) -> Vec<SymbolSource> {
+        self.facts().1.clone()
+    }
+
+    fn facts(&self) -> &(Vec<usize>, Vec<SymbolSource>) {
+        self.facts.get_or_init(|| {
+            self.contributors().unwrap_or_else(|| {
+                self.whole()
+                    .map_or_else(|_| Default::default(), |b| (b.inputs, b.sources))
+            })
+        })
+    }
+
+    /// The whole table's (inputs, sources), or `None` when the index cannot settle them.
+    fn contributors(&self) -> Option<(Vec<usize>, Vec<SymbolSource>)> {
+        let parsed = self.parse_all().ok()?;
+        let all: Vec<&object::File<'_>> = parsed.iter().collect();
+        let symbols = &self.symbols(&all).0;
+        let mut present: BTreeSet<(usize, SymbolSource)> = BTreeSet::new();
+        let group = |s: &RawFunction| (usize::from(s.input), s.source);
+        match &self.dwarf {
+            None => present.extend(symbols.iter().map(group)),
+            Some(d) => {
+                if self.has_dwarf_function(d)? {
+                    present.insert((d.input, SymbolSource::Dwarf));
+                }
+                self.surviving_symbols(d, symbols, &mut present)?;
+            }
+        }
+        let mut inputs: Vec<usize> = present.iter().map(|g| g.0).collect();
+        inputs.dedup();
+        let mut sources: Vec<SymbolSource> = present.iter().map(|g| g.1).collect();
+        sources.sort_unstable();
+        sources.dedup();
+        Some((inputs, sources))
+    }
+
+    /// Whether the whole table has a DWARF function: tables for the first range of a few
+    /// units at a time have one. `None` when the units probed have none but others remain.
+    fn has_dwarf_function(&self, d: &DwarfIndex) -> Option<bool> {
+        let u = &d.units;
+        let mut starts: Vec<u64> = u
+            .units
+            .iter()
+            .filter_map(|x| u.ranges.get(x.ranges.clone())?.first().map(|r| r.0))
+            .collect();
+        if starts.is_empty() {
+            // a table for any address reads the units without ranges
+            starts.push(0);
+        }
+        for chunk in starts.chunks(DWARF_PROBES).take(DWARF_PROBE_ROUNDS) {
+            let mut rels = chunk.to_vec();
+            rels.sort_unstable();
+            rels.dedup();
+            let built = self.symbols_for(&rels).ok()?;
+            if built.sources.contains(&SymbolSource::Dwarf) {
+                return Some(true);
+            }
+        }
+        // every unit read: no DWARF function at all
+        (starts.len() <= DWARF_PROBES * DWARF_PROBE_ROUNDS).then_some(false)
+    }
+
+    /// Adds the (input, source) of the symbol-table functions that DWARF leaves uncovered
+    /// in the whole table: one outside every unit's ranges does, else one whose start's
+    /// lookup answers with it. `None` when a group with more than [`SYMBOL_PROBES`]
+    /// functions inside DWARF's ranges has none of its probes left uncovered.
+    fn surviving_symbols(
+        &self,
+        d: &DwarfIndex,
+        symbols: &[RawFunction],
+        present: &mut BTreeSet<(usize, SymbolSource)>,
+    ) -> Option<()> {
+        let mut probes: std::collections::BTreeMap<(usize, SymbolSource), (Vec<u32>, bool)> =
+            Default::default();
+        for s in symbols {
+            let g = (usize::from(s.input), s.source);
+            if present.contains(&g) {
+                continue;
+            }
+            if d.units.lowest_holding(u64::from(s.start)).is_none() && d.units.unranged.is_empty() {
+                present.insert(g);
+                continue;
+            }
+            let (list, more) = probes.entry(g).or_default();
+            if list.len() < SYMBOL_PROBES {
+                list.push(s.start);
+            } else {
+                *more = true;
+            }
+        }
+        probes.retain(|g, _| !present.contains(g));
+        if probes.is_empty() {
+            return Some(());
+        }
+        let mut rels: Vec<u64> = probes
+            .values()
+            .flat_map(|(l, _)| l.iter().map(|&s| u64::from(s)))
+            .collect();
+        rels.sort_unstable();
+        rels.dedup();
+        let built = self.symbols_for(&rels).ok()?;
+        let table = SymbolTable::open(&built.bytes).ok()?;
+        let mut frames = Vec::new();
+        for (g, (list, more)) in probes {
+            let kept = list.iter().any(|&start| {
+                frames.clear();
+                table.lookup(u64::from(start), &mut frames);
+                frames
+                    .last()
+                    .is_some_and(|f| f.function_start == Some(u64::from(start)) && f.source == g.1)
+            });
+            if kept {
+                present.insert(g);
+            } else if more {
+                return None;
+            }
+        }
+        Some(())
+    }
+}
+
+/// As the whole build always gives a table (one without functions when the files name
+/// nothing), an on-demand module always has symbols to look in; its sources are the
+/// whole table's.
+impl super::SymbolIndex for OnDemandSymbols {
+    fn symbols_for(&self, rels: &[u64]) -> Result<BuiltSymbols, SymbolsError> {
+        OnDemandSymbols::symbols_for(self, rels)
+    }
+    fn has_symbols(&self) -> bool {
+        true
+    }
+    fn sources(&self) -> Vec<SymbolSource> {
+        OnDemandSymbols::sources(self)
+    }
+}
