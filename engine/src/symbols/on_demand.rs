@@ -158,6 +158,10 @@ struct UnitInfo {
     end: usize,
     /// Its address ranges (table offsets, merged where they touch), in `UnitIndex::ranges`.
     ranges: Range<usize>,
+    /// Its root DIE has no children: no function of it is described (an assembler's
+    /// unit), so the symbol-table functions in its ranges are what the whole table
+    /// names there. Only steers which functions [`OnDemandSymbols::inputs`] probes.
+    childless: bool,
 }
 
 /// One address range of a unit.
@@ -303,11 +307,17 @@ impl UnitIndex {
                 return Err(Declined("split DWARF: skeleton or split units"));
             }
             let listed = by_aranges.remove(&offset);
+            let mut childless = false;
             let ranges = match dwarf.unit(header) {
                 Ok(unit) if unit.dwo_id.is_some() => {
                     return Err(Declined("split DWARF: a unit refers to a .dwo file"));
                 }
-                Ok(unit) => unit_ranges(dwarf, &unit, listed, link_base),
+                Ok(unit) => {
+                    let mut entries = unit.entries();
+                    childless =
+                        matches!(entries.next_dfs(), Ok(Some(root)) if !root.has_children());
+                    unit_ranges(dwarf, &unit, listed, link_base)
+                }
                 // the builder skips it too: no records
                 Err(_) => Some(Vec::new()),
             };
@@ -324,6 +334,7 @@ impl UnitIndex {
                 offset,
                 end,
                 ranges: from..index.ranges.len(),
+                childless,
             });
         }
         if !by_aranges.is_empty() {
@@ -365,6 +376,17 @@ impl UnitIndex {
     fn lowest_holding(&self, x: u64) -> Option<u64> {
         let i = self.reach.partition_point(|&r| r <= x);
         self.pieces.get(i).filter(|p| p.start <= x).map(|p| p.start)
+    }
+
+    /// Whether a unit whose root DIE has no children holds `x` in its ranges.
+    fn in_childless_unit(&self, x: u64) -> bool {
+        let first = self.reach.partition_point(|&r| r <= x);
+        let last = self.pieces.partition_point(|p| p.start <= x);
+        self.pieces
+            .get(first..last)
+            .unwrap_or(&[])
+            .iter()
+            .any(|p| p.end > x && self.units.get(p.unit).is_some_and(|u| u.childless))
     }
 
     /// The index of the unit holding `.debug_info` offset `at`.
@@ -682,14 +704,27 @@ impl OnDemandSymbols {
                 present.insert(g);
                 continue;
             }
-            let (list, more) = probes.entry(g).or_default();
-            if list.len() < SYMBOL_PROBES {
-                list.push(s.start);
-            } else {
+            probes.entry(g).or_default().0.push(s.start);
+        }
+        probes.retain(|g, _| !present.contains(g));
+        // A group's probes are those DWARF likely leaves uncovered — outside every unit's
+        // ranges (libgcc's soft-float in a libc), or in units that describe no function
+        // (assembly) — and then some spread over the whole list: one found settles the
+        // group.
+        for (list, more) in probes.values_mut() {
+            if list.len() > SYMBOL_PROBES {
+                let (likely, rest): (Vec<u32>, Vec<u32>) = list.iter().partition(|&&s| {
+                    let s = u64::from(s);
+                    d.units.lowest_holding(s).is_none() || d.units.in_childless_unit(s)
+                });
+                let mut chosen: Vec<u32> = likely.into_iter().take(SYMBOL_PROBES / 2).collect();
+                let step = (rest.len() / (SYMBOL_PROBES - chosen.len()).max(1)).max(1);
+                let spread = SYMBOL_PROBES - chosen.len();
+                chosen.extend(rest.iter().step_by(step).take(spread));
+                *list = chosen;
                 *more = true;
             }
         }
-        probes.retain(|g, _| !present.contains(g));
         if probes.is_empty() {
             return Some(());
         }
