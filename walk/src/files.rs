@@ -475,6 +475,10 @@ impl TableProvider for FileProvider {
         }
     }
 
+    fn builds_tables(&self) -> bool {
+        true
+    }
+
     fn tables(&self, dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
         // the local source never waits: its futures are ready when first polled
         let located = match pollster::block_on(locate(self, m, dump.arch)) {

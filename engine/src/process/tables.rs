@@ -84,7 +84,7 @@ pub struct ModuleTables {
 }
 
 /// Supplies tables for the modules of a dump.
-pub trait TableProvider {
+pub trait TableProvider: Sync {
     /// The tables for `module` of `dump`, or `None` when no file describes it (the
     /// report then marks the module `missing`).
     fn tables(&self, dump: &Dump<'_>, module: &Module) -> Option<ModuleTables>;
@@ -93,6 +93,12 @@ pub trait TableProvider {
     /// another build.
     fn module_warnings(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<(String, String)> {
         Vec::new()
+    }
+    /// Whether [`TableProvider::tables`] builds tables (tens of milliseconds for a libc),
+    /// so that asking for two modules at once on two threads pays; a provider that hands
+    /// over tables already built answers faster than a thread starts.
+    fn builds_tables(&self) -> bool {
+        false
     }
 }
 
@@ -417,7 +423,8 @@ pub(super) fn load(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Loaded>
     let mut images_left = MAX_MEMORY_IMAGES;
     dump.modules
         .iter()
-        .map(|m| match provider.tables(dump, m) {
+        .zip(provider_tables(dump, provider))
+        .map(|(m, tables)| match tables {
             Some(t) => Loaded {
                 tables: Some(t),
                 from_memory: false,
@@ -436,6 +443,34 @@ pub(super) fn load(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Loaded>
             }
         })
         .collect()
+}
+
+/// Each module's tables from the provider, in module order: on two threads taking the
+/// modules in turn when the provider builds them (one module's files, libc's DWARF, can
+/// take as long as all the others').
+fn provider_tables(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Option<ModuleTables>> {
+    let modules = &dump.modules;
+    if !provider.builds_tables() || modules.len() < 2 {
+        return modules.iter().map(|m| provider.tables(dump, m)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let take = || {
+        let mut got = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(m) = modules.get(i) else { break };
+            got.push((i, provider.tables(dump, m)));
+        }
+        got
+    };
+    let (theirs, ours) = side_by_side(true, take, take);
+    let mut out: Vec<Option<ModuleTables>> = vec![None; modules.len()];
+    for (i, t) in theirs.into_iter().chain(ours) {
+        if let Some(slot) = out.get_mut(i) {
+            *slot = t;
+        }
+    }
+    out
 }
 
 /// The loaded tables opened for lookups, one entry per module (`None` where a module
