@@ -6,6 +6,8 @@
 # Environment:
 #   POSTMORTEM_BIN  the binary (default: target/release/postmortem under CARGO_TARGET_DIR,
 #                   built by this script)
+#   POSTMORTEM_WALK_BIN  time this `postmortem-walk` (the same walk, a program of its
+#                   own) instead of `postmortem walk`
 #   RUNS            hyperfine runs per command (default 20, after 3 warm-up runs that
 #                   fill the page cache: "cold" means no tables, not a cold disk)
 # Needs: gcc, g++, gdb, eu-stack (elfutils), libc6-dbg, hyperfine, jq, /usr/bin/time, and
@@ -35,11 +37,15 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 for tool in gcc g++ gdb eu-stack hyperfine jq /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
 done
-if [ -z "${POSTMORTEM_BIN:-}" ]; then
-    cargo build --release -p postmortem >&2
-    POSTMORTEM_BIN="$TARGET/release/postmortem"
+if [ -n "${POSTMORTEM_WALK_BIN:-}" ]; then
+    PM="$(realpath "$POSTMORTEM_WALK_BIN")"
+else
+    if [ -z "${POSTMORTEM_BIN:-}" ]; then
+        cargo build --release -p postmortem >&2
+        POSTMORTEM_BIN="$TARGET/release/postmortem"
+    fi
+    PM="$(realpath "$POSTMORTEM_BIN") walk"
 fi
-PM="$(realpath "$POSTMORTEM_BIN")"
 
 mkdir -p "$OUT"
 OUT="$(realpath "$OUT")"
@@ -70,7 +76,7 @@ printf '| case | core | tool | median wall | peak memory |\n|---|---|---|---|---
 for name in blocked deep cxx; do
     dir="$OUT/$name"
     size=$(( $(stat -c %s "$dir/core") >> 20 ))
-    pm="$PM walk $dir/core --symbols $dir"
+    pm="$PM $dir/core --symbols $dir"
     # the one-shot walk builds tables only where it looks: its report must be the one
     # the whole tables (what the service builds) give
     $pm > "$OUT/$name.report.json"
