@@ -189,8 +189,11 @@ pub fn on_demand_tables(
     if let Some((first, rest)) = files.split_first() {
         let rest: Vec<FileBytes> = rest.iter().map(|&b| b.clone()).collect();
         match OnDemandUnwind::new((*first).clone(), &rest) {
-            Ok(on_demand) => made.take_on_demand_unwind(on_demand),
-            Err(_) => {
+            // FDE by FDE; when its first look at the FDEs finds them laid out so that only
+            // the whole table is sure to answer the same, that table is built here, with
+            // its warnings (an unreadable FDE's `unwind-table-corrupt`)
+            Ok(on_demand) if on_demand.per_fde() => made.take_on_demand_unwind(on_demand),
+            _ => {
                 if let Some(result) = whole_unwind(&made.inputs) {
                     made.take_unwind(result);
                 }

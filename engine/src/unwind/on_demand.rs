@@ -367,8 +367,8 @@ impl OnDemandUnwind {
     }
 
     /// Whether per-FDE answers equal the whole table's (see the module documentation):
-    /// the hdr table sorted, listing each FDE the builder frames once, each at the
-    /// initial location its FDE states, none starting inside an earlier one.
+    /// the hdr table sorted, listing each FDE the builder frames once, each readable and
+    /// at the initial location its FDE states, none starting inside an earlier one.
     fn fdes_disjoint(&self, prepared: &PreparedEhFrame) -> bool {
         let Some(original) = self.bytes().get(self.eh_frame.clone()) else {
             return false;
@@ -404,15 +404,18 @@ impl OnDemandUnwind {
             if start < covered_until {
                 return false;
             }
-            if let Some((initial, len)) = *extent {
-                if initial != start {
-                    return false;
-                }
-                let Some(end) = initial.checked_add(len) else {
-                    return false;
-                };
-                covered_until = end;
+            // an FDE the builder cannot read is one the whole build skips and reports
+            // (`unwind-table-corrupt`): only the whole build says so
+            let Some((initial, len)) = *extent else {
+                return false;
+            };
+            if initial != start {
+                return false;
             }
+            let Some(end) = initial.checked_add(len) else {
+                return false;
+            };
+            covered_until = end;
         }
         true
     }
