@@ -870,6 +870,12 @@ async fn impossible_dump_headers_are_refused_at_upload() {
 /// frame-pointer records, each returning into the one code mapping (`/app`), so every
 /// thread walks `depth + 1` frames. A small file whose report, unbounded, is huge.
 fn deep_threads_core(threads: u32, depth: u64) -> Vec<u8> {
+    padded_core(threads, depth, 0)
+}
+
+/// [`deep_threads_core`] with a `pad`-byte read-write mapping (a heap nobody's stack
+/// points into) after the stack: a large dump whose walk reads a few pages of it.
+fn padded_core(threads: u32, depth: u64, pad: u64) -> Vec<u8> {
     const CODE: u64 = 0x40_0000;
     const STACK: u64 = 0x7ff0_0000_0000;
     fn note(out: &mut Vec<u8>, n_type: u32, desc: &[u8]) {
@@ -911,7 +917,7 @@ fn deep_threads_core(threads: u32, depth: u64) -> Vec<u8> {
     }
     file.extend_from_slice(b"/app\0");
     note(&mut notes, 0x4649_4c45, &file); // NT_FILE
-    let phnum = 3u64;
+    let phnum = if pad > 0 { 4u64 } else { 3 };
     let notes_off = 64 + 56 * phnum;
     let stack_off = notes_off + notes.len() as u64;
     let mut out = fake_core(64);
@@ -929,8 +935,12 @@ fn deep_threads_core(threads: u32, depth: u64) -> Vec<u8> {
     phdr(1, 5, stack_off, CODE, 0, 0x1000); // r-x code, not in the file
     let stack_len = stack.len() as u64;
     phdr(1, 6, stack_off, STACK, stack_len, stack_len); // rw- stack
+    if pad > 0 {
+        phdr(1, 6, stack_off + stack_len, 0x1000_0000, pad, pad); // rw- heap
+    }
     out.extend_from_slice(&notes);
     out.extend_from_slice(&stack);
+    out.resize(out.len() + pad as usize, 0);
     out
 }
 
@@ -1041,6 +1051,44 @@ async fn dump_downloads_are_streamed() {
     eprintln!(
         "3 downloads of {} MiB: peak RSS grew {} MiB",
         SIZE >> 20,
+        grew >> 20
+    );
+    assert!(grew < 64 << 20, "peak RSS grew {} MiB", grew >> 20);
+}
+
+/// Point 7, the workers' side: a worker reads a dump where it lies in the blob store
+/// (mapped), not as a copy in memory: walking a 256 MiB core raises the server's peak
+/// memory (its worker runs in the same process) by far less than the dump's size.
+#[tokio::test]
+async fn workers_read_dumps_in_place() {
+    const PAD: u64 = 256 << 20;
+    let s = Server::start(&["--max-body-mb", "300"]);
+    let core = padded_core(2, 50, PAD);
+    let size = core.len();
+    let before = s.peak_rss();
+    let r = exchange(
+        &s.addr(),
+        &format!("POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {size}"),
+        core,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let id = serde_json::from_slice::<Value>(&r.body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = common::poll_done(&client(), &s.base, &id).await;
+    assert_eq!(v["status"], "done", "{}", v["error"]);
+    // the walk did read the dump: both threads' stacks, 51 frames each
+    let threads = v["report"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 2);
+    for t in threads {
+        assert_eq!(t["frames"].as_array().unwrap().len(), 51, "{t}");
+    }
+    let grew = s.peak_rss().saturating_sub(before);
+    eprintln!(
+        "upload and walk of a {} MiB core: peak RSS grew {} MiB",
+        size >> 20,
         grew >> 20
     );
     assert!(grew < 64 << 20, "peak RSS grew {} MiB", grew >> 20);

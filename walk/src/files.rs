@@ -33,7 +33,7 @@ use engine::resolve::{
 use engine::symbols::parse_module_line;
 use object::Object;
 
-use crate::mapped::Mapped;
+use mapped::Mapped;
 
 /// Bound on files looked at while indexing directories.
 const MAX_INDEXED_FILES: usize = 200_000;

@@ -12,9 +12,10 @@
 //! `/usr/lib/debug`) as an `engine::resolve::FileSource`: which of them describe a
 //! module is the engine's rule, the same the service's workers apply to uploads.
 
+#![forbid(unsafe_code)]
+
 pub mod budget;
 pub mod files;
-pub mod mapped;
 pub mod walk;
 
 use anyhow::Context;

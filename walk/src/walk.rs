@@ -7,7 +7,7 @@ use anyhow::Context;
 use engine::process::{process_dump, DumpSha256, ProcessOptions};
 
 use crate::files::FileProvider;
-use crate::mapped::Mapped;
+use mapped::Mapped;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {

@@ -4,11 +4,13 @@
 //! older format is never served after a version bump. Hits, misses and tables built are
 //! counted for `/metrics`. Beside the tables it keeps each build-id's main binary (its
 //! code bytes let the stack scan check call sites, as `postmortem walk` does), under the
-//! same byte budget.
+//! same byte budget (weighed by its length, though it is held mapped: the pages a stack
+//! scan touched are all it costs in memory).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use engine::binary::FileBytes;
 use engine::resolve::TableKey;
 
 /// Which table of a build-id.
@@ -61,7 +63,7 @@ pub struct CacheStats {
 pub struct TablesCache {
     inner: moka::future::Cache<CacheKey, Arc<[u8]>>,
     /// A build's key → the bytes of its main (non-debug) file.
-    code: moka::future::Cache<TableKey, Arc<[u8]>>,
+    code: moka::future::Cache<TableKey, FileBytes>,
     stats: Arc<CacheStats>,
 }
 
@@ -87,7 +89,7 @@ impl TablesCache {
         // Binaries are few and large; they get a quarter of the budget.
         let code = moka::future::Cache::builder()
             .max_capacity(max_bytes / 4)
-            .weigher(|k: &TableKey, v: &Arc<[u8]>| {
+            .weigher(|k: &TableKey, v: &FileBytes| {
                 u32::try_from(v.len() + key_len(k)).unwrap_or(u32::MAX)
             })
             .support_invalidation_closures()
@@ -117,12 +119,12 @@ impl TablesCache {
     }
 
     /// The cached main binary of a build.
-    pub async fn code(&self, key: &TableKey) -> Option<Arc<[u8]>> {
+    pub async fn code(&self, key: &TableKey) -> Option<FileBytes> {
         self.code.get(key).await
     }
 
     /// Caches the main binary of a build.
-    pub async fn insert_code(&self, key: &TableKey, bytes: Arc<[u8]>) {
+    pub async fn insert_code(&self, key: &TableKey, bytes: FileBytes) {
         self.code.insert(key.clone(), bytes).await;
     }
 

@@ -15,7 +15,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tracing::{info_span, instrument, Instrument};
 
 use super::{JobError, Runner};
@@ -39,7 +38,8 @@ pub async fn process_job(
     lease: &crashes::Lease,
 ) -> Result<crashes::StoredReport, JobError> {
     let limit = runner.config.time_limit;
-    let dump = runner.blobs.get(&lease.dump_sha256).await?;
+    // In place (mapped): the walk reads the pages it needs of a dump of any size.
+    let dump = runner.blobs.open(&lease.dump_sha256).await?;
 
     // 1. Which modules does the dump name?
     let bytes = dump.clone();
@@ -308,9 +308,9 @@ async fn binary_tables(
     files: &[SourceFile<binaries::BinaryRow>],
     verified: bool,
 ) -> Result<ModuleTables, JobError> {
-    let mut read: Vec<(String, Bytes)> = Vec::new();
+    let mut read: Vec<(String, FileBytes)> = Vec::new();
     for f in files {
-        read.push((f.name.clone(), runner.blobs.get(&f.handle.sha256).await?));
+        read.push((f.name.clone(), runner.blobs.open(&f.handle.sha256).await?));
     }
     let built = run_guarded(runner.config.time_limit, move || {
         Ok(build_from_files(&read, verified))
@@ -326,7 +326,7 @@ async fn sym_tables(
     key: &TableKey,
     sym: SourceFile<binaries::BinaryRow>,
 ) -> Result<ModuleTables, JobError> {
-    let text = runner.blobs.get(&sym.handle.sha256).await?;
+    let text = runner.blobs.open(&sym.handle.sha256).await?;
     let built = run_guarded(runner.config.time_limit, move || {
         Ok(engine::process::build_tables_from_breakpad(
             &sym.name, &text,
@@ -361,14 +361,14 @@ async fn code_image(
     files: &[SourceFile<binaries::BinaryRow>],
 ) -> Result<Option<CodeImage>, JobError> {
     if let Some(b) = runner.cache.code(key).await {
-        return Ok(CodeImage::new(FileBytes::new(b)));
+        return Ok(CodeImage::new(b));
     }
     let Some(main) = files.iter().find(|f| f.handle.kind != "debug") else {
         return Ok(None);
     };
-    let bytes: Arc<[u8]> = Arc::from(&runner.blobs.get(&main.handle.sha256).await?[..]);
+    let bytes = runner.blobs.open(&main.handle.sha256).await?;
     runner.cache.insert_code(key, bytes.clone()).await;
-    Ok(CodeImage::new(FileBytes::new(bytes)))
+    Ok(CodeImage::new(bytes))
 }
 
 fn tables_from(

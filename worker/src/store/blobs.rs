@@ -5,11 +5,15 @@
 //! A blob's key is `sha256/ab/cd/<hex>` of its bytes, so storing the same bytes twice is
 //! one object and a key never names different content. Uploads arrive as staged files
 //! ([`super::staged`]) and are copied in bounded pieces (a multipart upload for large
-//! files), never held whole in memory.
+//! files), never held whole in memory. A worker reads a blob where it lies
+//! ([`Blobs::open`]): a local blob's file is mapped, so a walk faults in the pages it
+//! reads (a core's stacks and notes, a binary's unwind and debug sections), and a remote
+//! blob is first copied piece by piece into an unnamed temporary file, which is mapped.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use engine::binary::FileBytes;
 use object_store::aws::AmazonS3Builder;
 use object_store::buffered::BufWriter;
 use object_store::local::LocalFileSystem;
@@ -194,9 +198,43 @@ impl Blobs {
         }
     }
 
-    /// The bytes stored under `sha256`.
+    /// The bytes stored under `sha256`, for a small blob that is wanted whole.
     pub async fn get(&self, sha256: &str) -> Result<Bytes, StoreError> {
         let path = key(sha256)?;
         Ok(self.store.get(&path).await?.bytes().await?)
+    }
+
+    /// The blob stored under `sha256` as bytes in place, never copied into memory: a
+    /// local blob's file mapped, or a remote blob copied piece by piece into an unnamed
+    /// temporary file (under `TMPDIR`; gone when the bytes are dropped, or if the process
+    /// is killed) that is mapped in turn.
+    pub async fn open(&self, sha256: &str) -> Result<FileBytes, StoreError> {
+        use futures::TryStreamExt;
+        use object_store::GetResultPayload;
+        let path = key(sha256)?;
+        let got = self.store.get(&path).await?;
+        let file = match got.payload {
+            GetResultPayload::File(file, _) => file,
+            GetResultPayload::Stream(mut pieces) => {
+                let spool = tokio::task::spawn_blocking(tempfile::tempfile)
+                    .await
+                    .map_err(|e| StoreError::BlobRead(std::io::Error::other(e)))?
+                    .map_err(StoreError::BlobRead)?;
+                let mut spool = tokio::fs::File::from_std(spool);
+                while let Some(piece) = pieces.try_next().await? {
+                    spool
+                        .write_all(&piece)
+                        .await
+                        .map_err(StoreError::BlobRead)?;
+                }
+                spool.flush().await.map_err(StoreError::BlobRead)?;
+                spool.into_std().await
+            }
+        };
+        let mapped = tokio::task::spawn_blocking(move || mapped::Mapped::of_file(file))
+            .await
+            .map_err(|e| StoreError::BlobRead(std::io::Error::other(e)))?
+            .map_err(StoreError::BlobRead)?;
+        Ok(FileBytes::new(mapped))
     }
 }

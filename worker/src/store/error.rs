@@ -23,6 +23,8 @@ pub enum StoreError {
     },
     #[error("copying a staged upload into the blob store failed: {0}")]
     BlobCopy(#[source] std::io::Error),
+    #[error("reading a blob in place failed: {0}")]
+    BlobRead(#[source] std::io::Error),
     #[error("writing a blob failed: {0}")]
     BlobWrite(#[source] object_store::Error),
     #[error("stored data is inconsistent: {0}")]
@@ -48,7 +50,9 @@ impl StoreError {
             StoreError::Blob(_) => "blob-error",
             StoreError::BlobUrl { .. } => "unsupported-blob-url",
             StoreError::Staging { .. } => "staging-error",
-            StoreError::BlobCopy(_) | StoreError::BlobWrite(_) => "blob-error",
+            StoreError::BlobCopy(_) | StoreError::BlobRead(_) | StoreError::BlobWrite(_) => {
+                "blob-error"
+            }
             StoreError::Corrupt(_) => "store-corrupt",
         }
     }

@@ -5,16 +5,21 @@
 //! whole cost as much as the rest of the walk (the copy's fresh pages are faulted and
 //! zeroed first). Mapping it costs a system call, and the walk faults in the pages it
 //! reads, from the page cache. The same holds for the binaries and debug files whose
-//! sections the on-demand tables read a part of.
+//! sections the on-demand tables read a part of, and for the service's workers, which
+//! read the dumps and binaries in their blob store where they lie (issue 16: a worker
+//! used to hold a whole copy of every dump it walked).
 //!
 //! This is the project's one use of `unsafe`: `memmap2::Mmap::map` is unsafe because the
 //! mapped bytes change if another process writes the file while it is mapped (and reading
 //! past a truncated end raises SIGBUS), which safe Rust cannot rule out. Every other
 //! program that maps its inputs (ripgrep, minidump-stackwalk, gdb through BFD) accepts the
-//! same: a walk is of a dump and binaries at rest. Whatever cannot be mapped (a pipe, an
+//! same: a walk is of a dump and binaries at rest. The service's blobs are
+//! content-addressed and written by renaming a finished file into place, so a stored
+//! blob's file never changes under its readers (a sweep that removes one unlinks it; the
+//! mapping keeps the old file). Whatever cannot be mapped (a pipe, an
 //! empty file, a file system without mmap) is read instead.
 
-#![allow(unsafe_code)]
+#![allow(unsafe_code)] // this crate is the one exception to the workspace's `deny`
 
 use std::fs::File;
 use std::io::Read;
@@ -29,7 +34,12 @@ pub enum Mapped {
 impl Mapped {
     /// Maps the file at `path`, or reads it when it cannot be mapped.
     pub fn open(path: &Path) -> std::io::Result<Mapped> {
-        let mut file = File::open(path)?;
+        Mapped::of_file(File::open(path)?)
+    }
+
+    /// Maps an open file (from its start to its current end), or reads it from its
+    /// current position when it cannot be mapped.
+    pub fn of_file(mut file: File) -> std::io::Result<Mapped> {
         let meta = file.metadata()?;
         if meta.is_file() && meta.len() > 0 {
             // SAFETY: see the module documentation: the file is not expected to change
