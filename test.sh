@@ -129,6 +129,9 @@ section "The README's first command"
 # curl lines upload a crashed program and its core and the report is checked.
 scripts/readme-serve.sh
 
+section "docker/Dockerfile copies the whole workspace"
+scripts/check-dockerfile.sh
+
 section "Nothing reads outside the repository"
 # A user's clone has nothing beside it: every fixture and document lives in the repository.
 if git grep -nE '\.\./(\.\./)*shared/' -- ':!*.lock' ':!test.sh'; then
