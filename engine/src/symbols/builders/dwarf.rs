@@ -86,6 +86,22 @@ fn section_data<'d>(file: &object::File<'d>, name: &str, c: &mut Collector) -> C
     }
 }
 
+/// The DWARF sections the symbol builders read. The others (location lists, macros, name
+/// indexes, type units, package indexes) say nothing about functions, inlines or lines:
+/// they are neither read nor inflated (libc6-dbg's compressed `.debug_loclists` alone is
+/// 1.4 MB inflated).
+pub(crate) const READ_SECTIONS: [gimli::SectionId; 9] = [
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugAddr,
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugLine,
+    gimli::SectionId::DebugLineStr,
+    gimli::SectionId::DebugStr,
+    gimli::SectionId::DebugStrOffsets,
+    gimli::SectionId::DebugRanges,
+    gimli::SectionId::DebugRngLists,
+];
+
 /// The byte order of `file`'s DWARF.
 pub(crate) fn endian(file: &object::File<'_>) -> gimli::RunTimeEndian {
     if file.is_little_endian() {
@@ -100,7 +116,11 @@ pub(super) fn collect(file: &object::File<'_>, c: &mut Collector) {
     let endian = endian(file);
     let sections: gimli::DwarfSections<Cow<'_, [u8]>> =
         match gimli::DwarfSections::load(|id| -> Result<_, gimli::Error> {
-            Ok(section_data(file, id.name(), c))
+            Ok(if READ_SECTIONS.contains(&id) {
+                section_data(file, id.name(), c)
+            } else {
+                Cow::Borrowed(&[][..])
+            })
         }) {
             Ok(s) => s,
             Err(e) => {
