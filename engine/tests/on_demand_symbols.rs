@@ -42,11 +42,19 @@ fn shared(bytes: &[u8]) -> FileBytes {
 
 /// libc's path and its libc6-dbg debug file (by build-id).
 fn libc() -> (PathBuf, PathBuf) {
+    with_debug_file("/lib/x86_64-linux-gnu/libc.so.6")
+}
+
+/// A system library's path and its libc6-dbg debug file (by build-id).
+fn with_debug_file(path: &str) -> (PathBuf, PathBuf) {
     use object::Object;
-    let path = PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6");
+    let path = PathBuf::from(path);
     let bytes = read(&path);
     let file = object::File::parse(&*bytes).unwrap();
-    let id = file.build_id().unwrap().expect("libc has a build-id");
+    let id = file
+        .build_id()
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} has no build-id", path.display()));
     let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
     let debug = PathBuf::from(format!(
         "/usr/lib/debug/.build-id/{}/{}.debug",
@@ -148,6 +156,29 @@ fn differential(name: &str, binary: Option<&Path>, debug: &[&Path], single_every
 fn libc_with_its_debug_file() {
     let (libc, debug) = libc();
     differential("libc", Some(&libc), &[&debug], 100);
+}
+
+/// Which files and sources the whole table has (the report's `files[].gave` and
+/// `symbols`) is settled by probing a few addresses, not by building the whole table:
+/// for libc and for the dynamic linker, whose one surviving symbol-table function
+/// (`__restore_rt`) sits in a C unit's ranges where the unit has no line rows.
+#[test]
+fn inputs_and_sources_settle_without_the_whole_table() {
+    for path in [
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+    ] {
+        let (binary, debug) = with_debug_file(path);
+        let (b, d) = (read(&binary), read(&debug));
+        let whole = build_symbol_table(Some(&b), &[&d]).unwrap();
+        let od = OnDemandSymbols::new(Some(shared(&b)), &[shared(&d)]).unwrap();
+        assert_eq!(od.inputs(), whole.inputs, "{path}: inputs");
+        assert_eq!(od.sources(), whole.sources, "{path}: sources");
+        assert!(
+            !od.built_whole(),
+            "{path}: the whole table was built to settle them"
+        );
+    }
 }
 
 #[test]

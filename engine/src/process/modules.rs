@@ -162,9 +162,13 @@ pub(super) fn module_files(
         unwind_sources.contains(&report::ModuleUnwind::Rules(UnwindSource::Breakpad)),
         symbol_sources.contains(&symbols::SymbolSource::Breakpad),
     ];
+    // on-demand symbols: `files` is every input, in order (see `ModuleTables`)
+    let symbol_inputs = t.symbols_on_demand.as_ref().map(|od| od.inputs());
+    let gave_symbols = |i: usize| symbol_inputs.as_ref().is_none_or(|ins| ins.contains(&i));
     t.files
         .iter()
-        .filter_map(|f| {
+        .enumerate()
+        .filter_map(|(i, f)| {
             let gave: Vec<report::FileGave> = match f.kind {
                 report::FileKind::Breakpad => [report::FileGave::Unwind, report::FileGave::Symbols]
                     .into_iter()
@@ -177,7 +181,7 @@ pub(super) fn module_files(
                     .copied()
                     .filter(|g| match g {
                         report::FileGave::Unwind => unwind_opened,
-                        report::FileGave::Symbols => symbols_opened,
+                        report::FileGave::Symbols => symbols_opened && gave_symbols(i),
                     })
                     .collect(),
             };

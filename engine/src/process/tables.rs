@@ -75,7 +75,9 @@ pub struct ModuleTables {
     /// [`on_demand_tables`]): `unwind` is then `None`.
     pub unwind_on_demand: Option<Arc<OnDemandUnwind>>,
     /// A binary's symbols built from the DWARF units the walk's addresses need (one-shot
-    /// walks, see [`on_demand_tables`]): `symbols` is then `None`.
+    /// walks, see [`on_demand_tables`]): `symbols` is then `None`, and `files` lists
+    /// every input in the builders' order, each as having given symbols; the report keeps
+    /// that only for the inputs [`OnDemandSymbols::inputs`] names.
     pub symbols_on_demand: Option<Arc<OnDemandSymbols>>,
     /// The files the tables came from and what each gave (a `.sym` file's `gave` is
     /// filled when the report is made, as it is for an indexed one). Owned and
@@ -297,8 +299,19 @@ impl<'a> Made<'a> {
     }
 
     fn take_on_demand_symbols(&mut self, on_demand: OnDemandSymbols) {
-        self.gave(&on_demand.inputs(), report::FileGave::Symbols);
-        self.t.symbols_on_demand = Some(Arc::new(on_demand));
+        let on_demand = Arc::new(on_demand);
+        // Which files the whole table's functions come from (the report's `files[].gave`)
+        // is settled by probing a few dozen addresses, as costly as the walk's own
+        // lookups and needed only when the report is made: another thread settles it
+        // meanwhile (if none can be started, the report settles it itself).
+        let ahead = on_demand.clone();
+        let _ = std::thread::Builder::new()
+            .name("symbol-inputs".into())
+            .spawn(move || ahead.inputs());
+        // every input may have given symbols: `module_files` keeps those that did
+        let all: Vec<usize> = (0..self.inputs.len()).collect();
+        self.gave(&all, report::FileGave::Symbols);
+        self.t.symbols_on_demand = Some(on_demand);
     }
 
     fn take_symbols(&mut self, result: Result<symbols::BuiltSymbols, symbols::SymbolsError>) {

@@ -67,25 +67,17 @@ const DWARF_PROBE_ROUNDS: usize = 4;
 /// Symbols probed per (file, source) by [`OnDemandSymbols::inputs`].
 const SYMBOL_PROBES: usize = 64;
 
-/// The sections gimli loads, in one fixed order (others read as empty).
-const SECTION_IDS: [gimli::SectionId; 16] = [
-    gimli::SectionId::DebugAbbrev,
-    gimli::SectionId::DebugAddr,
-    gimli::SectionId::DebugAranges,
-    gimli::SectionId::DebugInfo,
-    gimli::SectionId::DebugLine,
-    gimli::SectionId::DebugLineStr,
-    gimli::SectionId::DebugMacinfo,
-    gimli::SectionId::DebugMacro,
-    gimli::SectionId::DebugNames,
-    gimli::SectionId::DebugStr,
-    gimli::SectionId::DebugStrOffsets,
-    gimli::SectionId::DebugTypes,
-    gimli::SectionId::DebugLoc,
-    gimli::SectionId::DebugLocLists,
-    gimli::SectionId::DebugRanges,
-    gimli::SectionId::DebugRngLists,
-];
+/// The sections read: the whole builder's ([`dwarf_builder::READ_SECTIONS`]) and
+/// `.debug_aranges`, in one fixed order (others read as empty).
+const SECTION_IDS: [gimli::SectionId; 10] = {
+    let mut ids = [gimli::SectionId::DebugAranges; 10];
+    let mut i = 0;
+    while i < dwarf_builder::READ_SECTIONS.len() {
+        ids[i] = dwarf_builder::READ_SECTIONS[i];
+        i += 1;
+    }
+    ids
+};
 
 fn bytes(f: &FileBytes) -> &[u8] {
     (**f).as_ref()
@@ -101,6 +93,8 @@ enum Inflated {
 struct Sections {
     file: FileBytes,
     endian: gimli::RunTimeEndian,
+    /// The file's address size (bytes), which line programs before DWARF 5 assume.
+    address_size: u8,
     cells: [OnceLock<Inflated>; SECTION_IDS.len()],
 }
 
@@ -183,6 +177,10 @@ struct UnitIndex {
     reach: Vec<u64>,
     /// Units with no range information (read for every table).
     unranged: Vec<usize>,
+    /// Every unit's line sequences, merged. Only steers which functions
+    /// [`OnDemandSymbols::inputs`] probes: code without line rows (an `asm` block at a C
+    /// file's top level, glibc's `__restore_rt`) is where DWARF describes no function.
+    lines: Vec<(u64, u64)>,
 }
 
 /// A range of file addresses as table offsets, clamped to what the table can hold.
@@ -254,19 +252,78 @@ fn line_sequences(unit: &gimli::Unit<R<'_>>, link_base: u64) -> Option<Vec<(u64,
     )
 }
 
-/// A unit's ranges: `.debug_aranges`' (else its root DIE's) and its line sequences';
-/// `None` when they are unknown.
+/// Line programs' sequences read ahead of the units ([`all_sequences`]).
+struct ReadAhead {
+    /// By `.debug_line` offset; `None` for unreadable opcodes.
+    programs: rustc_hash::FxHashMap<usize, Option<Vec<(u64, u64)>>>,
+    /// The address size they were read with.
+    address_size: u8,
+}
+
+/// The line sequences of every line program in `.debug_line`, by offset, read one after
+/// the other from the section's start (up to the first unreadable header) with
+/// `address_size` (DWARF 5 headers give their own). `None` for a program whose opcodes
+/// are unreadable. This needs nothing of `.debug_info`, so it runs while another thread
+/// inflates that; a unit whose program is not here is read by [`line_sequences`].
+fn all_sequences(
+    debug_line: gimli::DebugLine<R<'_>>,
+    address_size: u8,
+    link_base: u64,
+) -> ReadAhead {
+    let mut out = ReadAhead {
+        programs: Default::default(),
+        address_size,
+    };
+    let mut offset = 0usize;
+    while let Ok(program) =
+        debug_line.program(gimli::DebugLineOffset(offset), address_size, None, None)
+    {
+        let header = program.header();
+        let next = header
+            .unit_length()
+            .checked_add(usize::from(header.format().initial_length_size()))
+            .and_then(|len| offset.checked_add(len));
+        let sequences = program.sequences().ok().map(|(_, sequences)| {
+            sequences
+                .iter()
+                .filter_map(|s| table_range(s.start, s.end, link_base))
+                .collect()
+        });
+        out.programs.insert(offset, sequences);
+        match next {
+            Some(n) if n > offset => offset = n,
+            _ => break,
+        }
+    }
+    out
+}
+
+/// A unit's ranges: `.debug_aranges`' (else its root DIE's) and its line sequences'
+/// (from `sequences`, read ahead by [`all_sequences`] with `address_size`, where it has
+/// the unit's program, and added to `lines` too); `None` when they are unknown.
 fn unit_ranges(
     dwarf: &gimli::Dwarf<R<'_>>,
     unit: &gimli::Unit<R<'_>>,
     aranges: Option<Vec<(u64, u64)>>,
+    read_ahead: &ReadAhead,
     link_base: u64,
+    lines: &mut Vec<(u64, u64)>,
 ) -> Option<Vec<(u64, u64)>> {
     let mut ranges = match aranges {
         Some(r) => r,
         None => root_ranges(dwarf, unit, link_base)?,
     };
-    ranges.extend(line_sequences(unit, link_base)?);
+    let ahead = unit
+        .line_program
+        .as_ref()
+        .filter(|_| unit.header.address_size() == read_ahead.address_size)
+        .and_then(|p| read_ahead.programs.get(&p.header().offset().0));
+    let from = ranges.len();
+    match ahead {
+        Some(lines) => ranges.extend(lines.as_ref()?.iter().copied()),
+        None => ranges.extend(line_sequences(unit, link_base)?),
+    }
+    lines.extend(ranges.get(from..).unwrap_or(&[]).iter().copied());
     Some(ranges)
 }
 
@@ -284,7 +341,43 @@ fn merge(ranges: &mut Vec<(u64, u64)>) {
 }
 
 impl UnitIndex {
-    fn build(dwarf: &gimli::Dwarf<R<'_>>, link_base: u64) -> Result<UnitIndex, Declined> {
+    /// Indexes the units of `sections`. Two threads: this one inflates `.debug_info` and
+    /// reads each unit's root, another inflates the other sections and runs every line
+    /// program ([`all_sequences`]) meanwhile — together most of a cold walk's time.
+    fn build(sections: &Sections, link_base: u64) -> Result<UnitIndex, Declined> {
+        let address_size = sections.address_size;
+        let read_lines = || {
+            for id in SECTION_IDS {
+                if id != gimli::SectionId::DebugInfo {
+                    sections.get(id);
+                }
+            }
+            let line =
+                gimli::EndianSlice::new(sections.get(gimli::SectionId::DebugLine), sections.endian);
+            all_sequences(gimli::DebugLine::from(line), address_size, link_base)
+        };
+        let (dwarf, sequences) = std::thread::scope(|s| {
+            let lines = std::thread::Builder::new()
+                .name("line-programs".into())
+                .spawn_scoped(s, read_lines);
+            sections.get(gimli::SectionId::DebugInfo);
+            let dwarf = sections.dwarf();
+            let sequences = match lines {
+                Ok(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => read_lines(),
+            };
+            (dwarf, sequences)
+        });
+        UnitIndex::of(&dwarf, &sequences, link_base)
+    }
+
+    fn of(
+        dwarf: &gimli::Dwarf<R<'_>>,
+        read_ahead: &ReadAhead,
+        link_base: u64,
+    ) -> Result<UnitIndex, Declined> {
         let mut by_aranges = aranges(dwarf, link_base)?;
         let mut index = UnitIndex {
             units: Vec::new(),
@@ -292,6 +385,7 @@ impl UnitIndex {
             pieces: Vec::new(),
             reach: Vec::new(),
             unranged: Vec::new(),
+            lines: Vec::new(),
         };
         // The units the builder reads: up to the first unreadable header.
         let mut headers = dwarf.units();
@@ -316,7 +410,14 @@ impl UnitIndex {
                     let mut entries = unit.entries();
                     childless =
                         matches!(entries.next_dfs(), Ok(Some(root)) if !root.has_children());
-                    unit_ranges(dwarf, &unit, listed, link_base)
+                    unit_ranges(
+                        dwarf,
+                        &unit,
+                        listed,
+                        read_ahead,
+                        link_base,
+                        &mut index.lines,
+                    )
                 }
                 // the builder skips it too: no records
                 Err(_) => Some(Vec::new()),
@@ -346,6 +447,7 @@ impl UnitIndex {
             return Err(Declined("many units have no address ranges"));
         }
         index.sort_pieces();
+        merge(&mut index.lines);
         Ok(index)
     }
 
@@ -387,6 +489,12 @@ impl UnitIndex {
             .unwrap_or(&[])
             .iter()
             .any(|p| p.end > x && self.units.get(p.unit).is_some_and(|u| u.childless))
+    }
+
+    /// Whether no unit's line sequence holds `x`.
+    fn without_lines(&self, x: u64) -> bool {
+        let i = self.lines.partition_point(|&(_, end)| end <= x);
+        self.lines.get(i).is_none_or(|&(start, _)| start > x)
     }
 
     /// The index of the unit holding `.debug_info` offset `at`.
@@ -526,9 +634,10 @@ impl OnDemandSymbols {
                 let sections = Sections {
                     file: bytes.clone(),
                     endian: dwarf_builder::endian(file),
+                    address_size: if file.is_64() { 8 } else { 4 },
                     cells: std::array::from_fn(|_| OnceLock::new()),
                 };
-                let units = UnitIndex::build(&sections.dwarf(), link_base)?;
+                let units = UnitIndex::build(&sections, link_base)?;
                 Some(DwarfIndex {
                     input,
                     sections,
@@ -611,6 +720,13 @@ impl OnDemandSymbols {
     #[doc(hidden)]
     pub fn trusts_ranges(&self) -> bool {
         !self.distrust.load(Ordering::Relaxed)
+    }
+
+    /// Whether the whole table was built (to settle [`Self::inputs`], or after a unit's
+    /// records were found outside its ranges). For tests.
+    #[doc(hidden)]
+    pub fn built_whole(&self) -> bool {
+        self.whole.get().is_some()
     }
 
     /// Which inputs the whole build's `BuiltSymbols::inputs` lists (0 = the binary if
@@ -708,14 +824,16 @@ impl OnDemandSymbols {
         }
         probes.retain(|g, _| !present.contains(g));
         // A group's probes are those DWARF likely leaves uncovered — outside every unit's
-        // ranges (libgcc's soft-float in a libc), or in units that describe no function
-        // (assembly) — and then some spread over the whole list: one found settles the
-        // group.
+        // ranges (libgcc's soft-float in a libc), in units that describe no function
+        // (assembly), or where no line sequence is (top-level `asm` in a C file) — and
+        // then some spread over the whole list: one found settles the group.
         for (list, more) in probes.values_mut() {
             if list.len() > SYMBOL_PROBES {
                 let (likely, rest): (Vec<u32>, Vec<u32>) = list.iter().partition(|&&s| {
                     let s = u64::from(s);
-                    d.units.lowest_holding(s).is_none() || d.units.in_childless_unit(s)
+                    d.units.lowest_holding(s).is_none()
+                        || d.units.in_childless_unit(s)
+                        || d.units.without_lines(s)
                 });
                 let mut chosen: Vec<u32> = likely.into_iter().take(SYMBOL_PROBES / 2).collect();
                 let step = (rest.len() / (SYMBOL_PROBES - chosen.len()).max(1)).max(1);
