@@ -60,7 +60,8 @@ use crate::breakpad::index::Declined;
 /// than a quarter of all units, and the index declines.
 const MAX_UNRANGED: usize = 64;
 
-/// Units probed at once for a DWARF function, and in all, by [`OnDemandSymbols::inputs`].
+/// Units probed at once for a DWARF function (after a first round of two), and rounds in
+/// all, by [`OnDemandSymbols::inputs`].
 const DWARF_PROBES: usize = 32;
 const DWARF_PROBE_ROUNDS: usize = 4;
 
@@ -775,10 +776,14 @@ impl OnDemandSymbols {
 
     /// Whether the whole table has a DWARF function: tables for the first range of a few
     /// units at a time have one. `None` when the units probed have none but others remain.
+    /// Units that describe something (their root has children) come first, smallest
+    /// first, and the first round is of two: one such unit almost always settles it, and
+    /// each unit probed is read whole.
     fn has_dwarf_function(&self, d: &DwarfIndex) -> Option<bool> {
         let u = &d.units;
-        let mut starts: Vec<u64> = u
-            .units
+        let mut units: Vec<&UnitInfo> = u.units.iter().collect();
+        units.sort_by_key(|x| (x.childless, x.end.saturating_sub(x.offset)));
+        let mut starts: Vec<u64> = units
             .iter()
             .filter_map(|x| u.ranges.get(x.ranges.clone())?.first().map(|r| r.0))
             .collect();
@@ -786,7 +791,13 @@ impl OnDemandSymbols {
             // a table for any address reads the units without ranges
             starts.push(0);
         }
-        for chunk in starts.chunks(DWARF_PROBES).take(DWARF_PROBE_ROUNDS) {
+        let mut probed = 0;
+        for round in 0..DWARF_PROBE_ROUNDS {
+            let take = if round == 0 { 2 } else { DWARF_PROBES };
+            let Some(chunk) = starts.get(probed..starts.len().min(probed + take)) else {
+                break;
+            };
+            probed += chunk.len();
             let mut rels = chunk.to_vec();
             rels.sort_unstable();
             rels.dedup();
@@ -796,7 +807,7 @@ impl OnDemandSymbols {
             }
         }
         // every unit read: no DWARF function at all
-        (starts.len() <= DWARF_PROBES * DWARF_PROBE_ROUNDS).then_some(false)
+        (probed >= starts.len()).then_some(false)
     }
 
     /// Adds the (input, source) of the symbol-table functions that DWARF leaves uncovered
@@ -809,8 +820,8 @@ impl OnDemandSymbols {
         symbols: &[RawFunction],
         present: &mut BTreeSet<(usize, SymbolSource)>,
     ) -> Option<()> {
-        let mut probes: std::collections::BTreeMap<(usize, SymbolSource), (Vec<u32>, bool)> =
-            Default::default();
+        type Probes = std::collections::BTreeMap<(usize, SymbolSource), (Vec<u32>, bool)>;
+        let mut all: Probes = Default::default();
         for s in symbols {
             let g = (usize::from(s.input), s.source);
             if present.contains(&g) {
@@ -820,29 +831,48 @@ impl OnDemandSymbols {
                 present.insert(g);
                 continue;
             }
-            probes.entry(g).or_default().0.push(s.start);
+            all.entry(g).or_default().0.push(s.start);
         }
-        probes.retain(|g, _| !present.contains(g));
-        // A group's probes are those DWARF likely leaves uncovered — outside every unit's
-        // ranges (libgcc's soft-float in a libc), in units that describe no function
-        // (assembly), or where no line sequence is (top-level `asm` in a C file) — and
-        // then some spread over the whole list: one found settles the group.
-        for (list, more) in probes.values_mut() {
-            if list.len() > SYMBOL_PROBES {
-                let (likely, rest): (Vec<u32>, Vec<u32>) = list.iter().partition(|&&s| {
-                    let s = u64::from(s);
-                    d.units.lowest_holding(s).is_none()
-                        || d.units.in_childless_unit(s)
-                        || d.units.without_lines(s)
-                });
-                let mut chosen: Vec<u32> = likely.into_iter().take(SYMBOL_PROBES / 2).collect();
-                let step = (rest.len() / (SYMBOL_PROBES - chosen.len()).max(1)).max(1);
-                let spread = SYMBOL_PROBES - chosen.len();
-                chosen.extend(rest.iter().step_by(step).take(spread));
-                *list = chosen;
-                *more = true;
+        all.retain(|g, _| !present.contains(g));
+        // A group's probes are first those DWARF likely leaves uncovered — outside every
+        // unit's ranges (libgcc's soft-float in a libc), in units that describe no
+        // function (assembly), or where no line sequence is (top-level `asm` in a C
+        // file) — and then, if none of those settles it, some spread over the whole list:
+        // one found settles the group. Each probe reads the units around it.
+        let mut likely: Probes = Default::default();
+        let mut spread: Probes = Default::default();
+        for (g, (list, _)) in all {
+            if list.len() <= SYMBOL_PROBES {
+                spread.insert(g, (list, false));
+                continue;
             }
+            let (first, rest): (Vec<u32>, Vec<u32>) = list.iter().partition(|&&s| {
+                let s = u64::from(s);
+                d.units.lowest_holding(s).is_none()
+                    || d.units.in_childless_unit(s)
+                    || d.units.without_lines(s)
+            });
+            let first: Vec<u32> = first.into_iter().take(SYMBOL_PROBES / 2).collect();
+            let step = (rest.len() / SYMBOL_PROBES.max(1)).max(1);
+            let rest: Vec<u32> = rest.into_iter().step_by(step).take(SYMBOL_PROBES).collect();
+            if !first.is_empty() {
+                likely.insert(g, (first, false));
+            }
+            spread.insert(g, (rest, true));
         }
+        self.keep_found(likely, present)?;
+        spread.retain(|g, _| !present.contains(g));
+        self.keep_found(spread, present)
+    }
+
+    /// Adds to `present` each group of `probes` one of whose probed functions the lookup
+    /// at its start answers with. `None` when a group marked as having more functions
+    /// than were probed has none.
+    fn keep_found(
+        &self,
+        probes: std::collections::BTreeMap<(usize, SymbolSource), (Vec<u32>, bool)>,
+        present: &mut BTreeSet<(usize, SymbolSource)>,
+    ) -> Option<()> {
         if probes.is_empty() {
             return Some(());
         }
