@@ -1015,17 +1015,7 @@ async fn deep_threads_are_cut_to_the_dump_budget() {
 async fn dump_downloads_are_streamed() {
     const SIZE: usize = 160 << 20;
     let s = Server::start(&["--workers", "0", "--max-body-mb", "200"]);
-    let r = exchange(
-        &s.addr(),
-        &format!("POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {SIZE}"),
-        fake_core(SIZE),
-    )
-    .await;
-    assert_eq!(r.status, 202, "{r:?}");
-    let id = serde_json::from_slice::<Value>(&r.body).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = upload_raw(&s, fake_core(SIZE)).await;
     let before = s.peak_rss();
     let url = s.url(&format!("/api/v1/crashes/{id}/dump"));
     let downloads = (0..3).map(|_| {
@@ -1047,13 +1037,38 @@ async fn dump_downloads_are_streamed() {
     for d in downloads.collect::<Vec<_>>() {
         assert_eq!(d.await.unwrap(), SIZE);
     }
-    let grew = s.peak_rss().saturating_sub(before);
-    eprintln!(
-        "3 downloads of {} MiB: peak RSS grew {} MiB",
-        SIZE >> 20,
-        grew >> 20
+    peak_grew_less_than(
+        &s,
+        before,
+        64 << 20,
+        &format!("3 downloads of {} MiB", SIZE >> 20),
     );
-    assert!(grew < 64 << 20, "peak RSS grew {} MiB", grew >> 20);
+}
+
+/// Posts `body` as a crash over a raw connection (no client library buffering it) and
+/// returns the new crash's id.
+async fn upload_raw(s: &Server, body: Vec<u8>) -> String {
+    let r = exchange(
+        &s.addr(),
+        &format!(
+            "POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {}",
+            body.len()
+        ),
+        body,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    serde_json::from_slice::<Value>(&r.body).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Asserts that the server's peak memory grew by less than `limit` bytes since `before`.
+fn peak_grew_less_than(s: &Server, before: u64, limit: u64, what: &str) {
+    let grew = s.peak_rss().saturating_sub(before);
+    eprintln!("{what}: peak RSS grew {} MiB", grew >> 20);
+    assert!(grew < limit, "{what}: peak RSS grew {} MiB", grew >> 20);
 }
 
 /// Point 7, the workers' side: a worker reads a dump where it lies in the blob store
@@ -1066,17 +1081,7 @@ async fn workers_read_dumps_in_place() {
     let core = padded_core(2, 50, PAD);
     let size = core.len();
     let before = s.peak_rss();
-    let r = exchange(
-        &s.addr(),
-        &format!("POST /api/v1/crashes HTTP/1.1\r\nContent-Length: {size}"),
-        core,
-    )
-    .await;
-    assert_eq!(r.status, 202, "{r:?}");
-    let id = serde_json::from_slice::<Value>(&r.body).unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = upload_raw(&s, core).await;
     let v = common::poll_done(&client(), &s.base, &id).await;
     assert_eq!(v["status"], "done", "{}", v["error"]);
     // the walk did read the dump: both threads' stacks, 51 frames each
@@ -1085,13 +1090,8 @@ async fn workers_read_dumps_in_place() {
     for t in threads {
         assert_eq!(t["frames"].as_array().unwrap().len(), 51, "{t}");
     }
-    let grew = s.peak_rss().saturating_sub(before);
-    eprintln!(
-        "upload and walk of a {} MiB core: peak RSS grew {} MiB",
-        size >> 20,
-        grew >> 20
-    );
-    assert!(grew < 64 << 20, "peak RSS grew {} MiB", grew >> 20);
+    let what = format!("upload and walk of a {} MiB core", size >> 20);
+    peak_grew_less_than(&s, before, 64 << 20, &what);
 }
 
 /// Point 8: a client that disconnects in the middle of its body leaves no staging file
