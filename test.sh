@@ -19,11 +19,12 @@ section "System packages"
 # names on both sides); compilers for the crash programs compiled at test time; the
 # aarch64 cross compiler, QEMU user-mode and gdb-multiarch for the aarch64 comparison
 # (Debian has no debug package for the cross libc: its frames are named from .dynsym);
-# headless Chromium for the dashboard test (server/tests/dashboard.rs).
+# headless Chromium for the dashboard test (server/tests/dashboard.rs); elfutils'
+# debuginfod-find, a client of the server's debuginfod routes (server/tests/debuginfod.rs).
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
-    gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl \
+    gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl debuginfod \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch
 

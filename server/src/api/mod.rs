@@ -4,6 +4,8 @@
 //!
 //! - `crashes`: upload crashes, read them and their reports, list them, download a dump;
 //! - `binaries`: upload and look up binaries by build-id;
+//! - `debuginfod`: the uploaded binaries and debug files as a debuginfod server serves
+//!   them (`/buildid/{id}/executable|debuginfo`), for gdb, eu-stack and `debuginfod-find`;
 //! - `modules`: the modules crashes needed and nobody uploaded;
 //! - `reprocess`: queue finished crashes matching a filter again;
 //! - `openapi`: `/api/v1/openapi.yaml`, this API's description;
@@ -20,6 +22,7 @@
 
 mod binaries;
 pub(crate) mod crashes;
+mod debuginfod;
 mod dump_check;
 pub(crate) mod extract;
 mod health;
@@ -45,6 +48,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(crashes::routes())
         .merge(binaries::routes())
+        .merge(debuginfod::routes())
         .merge(modules::routes())
         .merge(reprocess::routes())
         .merge(openapi::routes())
