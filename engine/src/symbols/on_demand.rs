@@ -341,6 +341,55 @@ fn merge(ranges: &mut Vec<(u64, u64)>) {
     *ranges = out;
 }
 
+/// One unit as the index reads it.
+struct ReadUnit {
+    offset: usize,
+    end: usize,
+    /// Its ranges, merged later; `None` when unknown.
+    ranges: Option<Vec<(u64, u64)>>,
+    childless: bool,
+    /// Its line sequences.
+    lines: Vec<(u64, u64)>,
+}
+
+/// Reads the roots and ranges of the units of `headers` (in order).
+fn read_units(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    headers: &[gimli::UnitHeader<R<'_>>],
+    by_aranges: &rustc_hash::FxHashMap<usize, Vec<(u64, u64)>>,
+    read_ahead: &ReadAhead,
+    link_base: u64,
+) -> Result<Vec<ReadUnit>, Declined> {
+    let mut out = Vec::with_capacity(headers.len());
+    for header in headers {
+        let offset = header.offset().0;
+        let mut read = ReadUnit {
+            offset,
+            end: offset.saturating_add(header.length_including_self()),
+            ranges: Some(Vec::new()),
+            childless: false,
+            lines: Vec::new(),
+        };
+        match dwarf.unit(*header) {
+            Ok(unit) if unit.dwo_id.is_some() => {
+                return Err(Declined("split DWARF: a unit refers to a .dwo file"));
+            }
+            Ok(unit) => {
+                let mut entries = unit.entries();
+                read.childless =
+                    matches!(entries.next_dfs(), Ok(Some(root)) if !root.has_children());
+                let listed = by_aranges.get(&offset).cloned();
+                read.ranges =
+                    unit_ranges(dwarf, &unit, listed, read_ahead, link_base, &mut read.lines);
+            }
+            // the builder skips it too: no records
+            Err(_) => {}
+        }
+        out.push(read);
+    }
+    Ok(out)
+}
+
 impl UnitIndex {
     /// Indexes the units of `sections`. Two threads: this one inflates `.debug_info` and
     /// reads each unit's root, another inflates the other sections and runs every line
@@ -379,20 +428,11 @@ impl UnitIndex {
         read_ahead: &ReadAhead,
         link_base: u64,
     ) -> Result<UnitIndex, Declined> {
-        let mut by_aranges = aranges(dwarf, link_base)?;
-        let mut index = UnitIndex {
-            units: Vec::new(),
-            ranges: Vec::new(),
-            pieces: Vec::new(),
-            reach: Vec::new(),
-            unranged: Vec::new(),
-            lines: Vec::new(),
-        };
+        let by_aranges = aranges(dwarf, link_base)?;
         // The units the builder reads: up to the first unreadable header.
-        let mut headers = dwarf.units();
-        while let Ok(Some(header)) = headers.next() {
-            let offset = header.offset().0;
-            let end = offset.saturating_add(header.length_including_self());
+        let mut headers = Vec::new();
+        let mut iter = dwarf.units();
+        while let Ok(Some(header)) = iter.next() {
             if matches!(
                 header.type_(),
                 gimli::UnitType::Skeleton(_)
@@ -401,45 +441,54 @@ impl UnitIndex {
             ) {
                 return Err(Declined("split DWARF: skeleton or split units"));
             }
-            let listed = by_aranges.remove(&offset);
-            let mut childless = false;
-            let ranges = match dwarf.unit(header) {
-                Ok(unit) if unit.dwo_id.is_some() => {
-                    return Err(Declined("split DWARF: a unit refers to a .dwo file"));
-                }
-                Ok(unit) => {
-                    let mut entries = unit.entries();
-                    childless =
-                        matches!(entries.next_dfs(), Ok(Some(root)) if !root.has_children());
-                    unit_ranges(
-                        dwarf,
-                        &unit,
-                        listed,
-                        read_ahead,
-                        link_base,
-                        &mut index.lines,
-                    )
-                }
-                // the builder skips it too: no records
-                Err(_) => Some(Vec::new()),
+            headers.push(header);
+        }
+        // Their roots (each unit's abbreviations parsed whole, by gimli) on two threads.
+        let (first, second) = headers.split_at(headers.len() / 2);
+        let read = |part: &[gimli::UnitHeader<R<'_>>]| {
+            read_units(dwarf, part, &by_aranges, read_ahead, link_base)
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let other = std::thread::Builder::new()
+                .name("unit-roots".into())
+                .spawn_scoped(s, || read(second));
+            let a = read(first);
+            let b = match other {
+                Ok(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => read(second),
             };
+            (a, b)
+        });
+        let mut index = UnitIndex {
+            units: Vec::new(),
+            ranges: Vec::new(),
+            pieces: Vec::new(),
+            reach: Vec::new(),
+            unranged: Vec::new(),
+            lines: Vec::new(),
+        };
+        for unit in a?.into_iter().chain(b?) {
             let i = index.units.len();
             let from = index.ranges.len();
-            match ranges {
+            match unit.ranges {
                 Some(mut r) => {
                     merge(&mut r);
                     index.ranges.extend(r);
                 }
                 None => index.unranged.push(i),
             }
+            index.lines.extend(unit.lines);
             index.units.push(UnitInfo {
-                offset,
-                end,
+                offset: unit.offset,
+                end: unit.end,
                 ranges: from..index.ranges.len(),
-                childless,
+                childless: unit.childless,
             });
         }
-        if !by_aranges.is_empty() {
+        let named = |at: &usize| index.units.binary_search_by_key(at, |u| u.offset).is_ok();
+        if !by_aranges.keys().all(named) {
             return Err(Declined(".debug_aranges names a unit that is not there"));
         }
         if index.unranged.len() > MAX_UNRANGED
