@@ -166,7 +166,8 @@ async fn identify_staged(
         })
 }
 
-fn check_build_id(id: &str) -> Result<String, ApiError> {
+/// A build-id from a URL or query: 2 to 128 hex digits, lower-cased.
+pub(super) fn check_build_id(id: &str) -> Result<String, ApiError> {
     let ok = (2..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit());
     if !ok {
         return Err(ApiError::BadRequest {

@@ -22,6 +22,7 @@ use axum::routing::get;
 use axum::Router;
 use worker::store::binaries::{self, BinaryRow};
 
+use super::binaries::check_build_id;
 use super::extract::authorize;
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
@@ -55,18 +56,6 @@ fn answer(rows: &[BinaryRow], wanted: Wanted) -> Option<&BinaryRow> {
     }
 }
 
-/// A build-id as debuginfod clients send it: lower-case hex, at least two digits.
-fn checked(build_id: &str) -> Result<String, ApiError> {
-    let ok = (2..=128).contains(&build_id.len()) && build_id.bytes().all(|b| b.is_ascii_hexdigit());
-    if !ok {
-        return Err(ApiError::BadRequest {
-            code: "bad-request",
-            detail: format!("a build-id is 2 to 128 hex digits, not {build_id:?}"),
-        });
-    }
-    Ok(build_id.to_ascii_lowercase())
-}
-
 async fn serve(
     s: &AppState,
     headers: &HeaderMap,
@@ -74,7 +63,7 @@ async fn serve(
     wanted: Wanted,
 ) -> Result<Response, ApiError> {
     authorize(s, headers, Scope::Symbols)?;
-    let id = checked(build_id)?;
+    let id = check_build_id(build_id)?;
     let rows = binaries::by_build_id(&s.db, &id).await?;
     let what = match wanted {
         Wanted::Executable => "executable",
@@ -133,7 +122,7 @@ async fn source(
     Path((build_id, _path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     authorize(&s, &headers, Scope::Symbols)?;
-    let id = checked(&build_id)?;
+    let id = check_build_id(&build_id)?;
     Err(ApiError::NotFound(format!(
         "no sources are kept for build-id {id}: only binaries and debug files are uploaded"
     )))
@@ -186,9 +175,9 @@ mod tests {
 
     #[test]
     fn build_ids_are_hex() {
-        assert_eq!(checked("ABcd01").ok(), Some("abcd01".into()));
+        assert_eq!(check_build_id("ABcd01").ok(), Some("abcd01".into()));
         for bad in ["", "a", "xyz", "../etc", &"a".repeat(129)] {
-            assert!(checked(bad).is_err(), "{bad:?}");
+            assert!(check_build_id(bad).is_err(), "{bad:?}");
         }
     }
 }
