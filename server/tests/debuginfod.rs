@@ -57,6 +57,17 @@ fn client_env(cmd: &mut Command, s: &Server, cache: &Path, headers: Option<&Path
     }
 }
 
+/// The status of a plain `GET path` (no token).
+async fn status_of(s: &Server, path: &str) -> u16 {
+    client()
+        .get(s.url(path))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 /// `debuginfod-find WHAT ID` against `s`: the fetched file's bytes, or `None` on failure.
 fn find(s: &Server, what: &str, id: &str, headers: Option<&Path>) -> Option<Vec<u8>> {
     let cache = tempfile::tempdir().unwrap();
@@ -148,18 +159,11 @@ async fn debuginfod_clients_get_the_uploaded_files() {
     let unknown = "0123456789abcdef0123456789abcdef01234567";
     assert!(find(&s, "executable", unknown, None).is_none());
     assert!(find(&s, "debuginfo", unknown, None).is_none());
-    let r = client()
-        .get(s.url(&format!("/buildid/{id}/source/tmp/prog.c")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 404);
-    let r = client()
-        .get(s.url("/buildid/not-hex/executable"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
+    assert_eq!(
+        status_of(&s, &format!("/buildid/{id}/source/tmp/prog.c")).await,
+        404
+    );
+    assert_eq!(status_of(&s, "/buildid/not-hex/executable").await, 400);
 
     // gdb, with only the stripped program on disk, names every frame with file and line
     // as it does with the unstripped program; without the server it cannot
@@ -200,10 +204,8 @@ async fn debuginfod_needs_the_symbols_scope_when_tokens_are_set() {
     assert!(find(&s, "executable", &id, Some(&headers)) == Some(stripped));
     assert!(find(&s, "executable", &id, None).is_none());
     assert!(find(&s, "executable", &id, Some(&ingest)).is_none());
-    let r = client()
-        .get(s.url(&format!("/buildid/{id}/executable")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401);
+    assert_eq!(
+        status_of(&s, &format!("/buildid/{id}/executable")).await,
+        401
+    );
 }

@@ -30,8 +30,14 @@ use super::state::{AppState, Scope};
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/buildid/{build_id}/executable", get(executable))
-        .route("/buildid/{build_id}/debuginfo", get(debuginfo))
+        .route(
+            "/buildid/{build_id}/executable",
+            get(|s, h, p| file(s, h, p, Wanted::Executable)),
+        )
+        .route(
+            "/buildid/{build_id}/debuginfo",
+            get(|s, h, p| file(s, h, p, Wanted::Debuginfo)),
+        )
         .route("/buildid/{build_id}/source/{*path}", get(source))
 }
 
@@ -56,14 +62,15 @@ fn answer(rows: &[BinaryRow], wanted: Wanted) -> Option<&BinaryRow> {
     }
 }
 
-async fn serve(
-    s: &AppState,
-    headers: &HeaderMap,
-    build_id: &str,
+/// The handler of both file routes, told which file its route serves.
+async fn file(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(build_id): Path<String>,
     wanted: Wanted,
 ) -> Result<Response, ApiError> {
-    authorize(s, headers, Scope::Symbols)?;
-    let id = check_build_id(build_id)?;
+    authorize(&s, &headers, Scope::Symbols)?;
+    let id = check_build_id(&build_id)?;
     let rows = binaries::by_build_id(&s.db, &id).await?;
     let what = match wanted {
         Wanted::Executable => "executable",
@@ -98,22 +105,6 @@ async fn serve(
         Body::from_stream(blob.pieces),
     )
         .into_response())
-}
-
-async fn executable(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    Path(build_id): Path<String>,
-) -> Result<Response, ApiError> {
-    serve(&s, &headers, &build_id, Wanted::Executable).await
-}
-
-async fn debuginfo(
-    State(s): State<AppState>,
-    headers: HeaderMap,
-    Path(build_id): Path<String>,
-) -> Result<Response, ApiError> {
-    serve(&s, &headers, &build_id, Wanted::Debuginfo).await
 }
 
 async fn source(
