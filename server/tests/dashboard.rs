@@ -210,7 +210,20 @@ impl Browser {
     /// Clicks the first element matching `css` (a link or a submit button) and waits for
     /// the next page to load.
     async fn click(&self, css: &str) {
+        // The old page's root goes stale when the next page replaces it: until then the
+        // old page (which has a header too) would answer the next query. A form's submit
+        // can return before the navigation it starts.
+        let old = self.find("html").await;
         self.find(css).await.click().await.unwrap();
+        let start = Instant::now();
+        while old.tag_name().await.is_ok() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "clicking {css:?} on {} loaded no new page",
+                self.url().await
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         self.loaded().await;
     }
 
