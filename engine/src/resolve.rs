@@ -179,6 +179,15 @@ pub fn binary_of<B: AsRef<[u8]>>(files: &[(String, B)]) -> Option<usize> {
     files.iter().position(|(_, b)| !is_debug_only(b.as_ref()))
 }
 
+/// What a build's files (name, bytes) on hand give: a binary (code, unwind sections),
+/// and DWARF (names, lines, inlined frames). A source of last resort is asked for the
+/// rest: a debuginfod server's `executable` and `debuginfo`.
+pub fn on_hand<B: AsRef<[u8]>>(files: &[(String, B)]) -> (bool, bool) {
+    let binary = binary_of(files).is_some();
+    let dwarf = files.iter().any(|(_, b)| has_dwarf(b.as_ref()));
+    (binary, dwarf)
+}
+
 /// Which of a build's files read (name, bytes), in the source's order, go into its tables:
 /// the binary ([`binary_of`]), and the others that are debug files or carry DWARF.
 fn roles<B: AsRef<[u8]>>(files: &[(String, B)]) -> (Option<usize>, Vec<usize>) {

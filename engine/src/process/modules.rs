@@ -28,6 +28,7 @@ pub(super) fn reports(
     warnings: &mut Vec<report::Warning>,
 ) -> Vec<report::Module> {
     let mut modules = Vec::with_capacity(dump.modules.len());
+    let mut told = std::collections::HashSet::new();
     for (i, (m, l)) in dump.modules.iter().zip(loaded).enumerate() {
         for (code, message) in provider.module_warnings(dump, m) {
             warnings.push(warning(code, message, i));
@@ -37,7 +38,26 @@ pub(super) fn reports(
                 warnings.push(warning(code.clone(), format!("{}: {msg}", m.name), i));
             }
         }
-        modules.push(report_of(i, m, l, opened, warnings));
+        let mut module = report_of(i, m, l, opened, warnings);
+        module.lookups = provider.module_lookups(dump, m);
+        for l in module
+            .lookups
+            .iter()
+            .filter(|l| l.result == report::LookupResult::Error)
+        {
+            // each failure once: a source that is down fails every module alike, and the
+            // modules' lookups say which it failed
+            let why = l.message.as_deref().unwrap_or("no answer");
+            if told.insert((l.source.clone(), why.to_string())) {
+                let message = format!(
+                    "{} failed: {why} (asked for the {} of {}; each module's lookups say which \
+                     files it could not give)",
+                    l.source, l.file, m.name
+                );
+                warnings.push(warning("symbol-source-error", message, i));
+            }
+        }
+        modules.push(module);
     }
     modules
 }
@@ -74,6 +94,7 @@ fn report_of(
         ),
         unwind: unwind_sources,
         symbols: symbol_sources,
+        lookups: Vec::new(),
     }
 }
 

@@ -102,6 +102,11 @@ pub trait TableProvider: Sync {
     fn builds_tables(&self) -> bool {
         false
     }
+    /// What remote symbol sources were asked for `module`'s files, and what they answered
+    /// (the report's `modules[].lookups`); asked after [`TableProvider::tables`].
+    fn module_lookups(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<report::Lookup> {
+        Vec::new()
+    }
 }
 
 /// A provider that knows no files: every module but the vdso is `missing`.
@@ -345,6 +350,7 @@ impl<'a> Made<'a> {
                     .map(|id| dump::hex(&id)),
                 kind: *kind,
                 gave,
+                source: None,
             })
             .collect();
         t
@@ -402,6 +408,7 @@ fn breakpad_file(name: &str) -> report::ModuleFile {
         build_id: None,
         kind: report::FileKind::Breakpad,
         gave: Vec::new(),
+        source: None,
     }
 }
 

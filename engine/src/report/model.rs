@@ -124,6 +124,66 @@ pub struct Module {
     /// it existed.
     #[serde(default)]
     pub files: Vec<ModuleFile>,
+    /// What remote symbol sources (debuginfod servers) were asked for this module's files
+    /// and what each answered, in the order asked. Absent when none was asked (every file
+    /// was on hand, or no source is configured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lookups: Vec<Lookup>,
+}
+
+/// One question put to a remote symbol source for a module's file, and its answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Lookup {
+    /// The source, as configured (a debuginfod server's URL).
+    pub source: String,
+    pub file: RemoteFile,
+    pub result: LookupResult,
+    /// Why a lookup failed (`error`), or when a source that did not have the file will be
+    /// asked again (`not-found`, answered from the cache of misses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Which file of a build a source was asked for (debuginfod's names).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemoteFile {
+    /// The binary itself: its unwind sections, symbols and code.
+    Executable,
+    /// Its separate debug file: DWARF names, lines and inlined frames.
+    Debuginfo,
+}
+
+/// A source's answer.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
+#[serde(rename_all = "kebab-case")]
+pub enum LookupResult {
+    /// The source had it (fetched now, or earlier and kept in the cache).
+    Fetched,
+    /// The source does not have it.
+    NotFound,
+    /// The source could not answer: unreachable, timed out, a server error, a body cut
+    /// short or too large, a file of another build.
+    Error,
+}
+
+impl RemoteFile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemoteFile::Executable => "executable",
+            RemoteFile::Debuginfo => "debuginfo",
+        }
+    }
+}
+
+impl LookupResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LookupResult::Fetched => "fetched",
+            LookupResult::NotFound => "not-found",
+            LookupResult::Error => "error",
+        }
+    }
 }
 
 /// Where a module's unwind rules came from (the report's `modules[].unwind`): the
@@ -192,6 +252,10 @@ pub struct ModuleFile {
     pub kind: FileKind,
     /// What the report took from it, in this order: `unwind`, `symbols`.
     pub gave: Vec<FileGave>,
+    /// The remote source it was fetched from (see [`Module::lookups`]); absent for a
+    /// file found on this machine or uploaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// What a file is to its module.
@@ -250,7 +314,14 @@ macro_rules! display_as_str {
         }
     )*};
 }
-display_as_str!(Trust, EndReason, Identity, ModuleStatus);
+display_as_str!(
+    Trust,
+    EndReason,
+    Identity,
+    ModuleStatus,
+    RemoteFile,
+    LookupResult
+);
 
 #[cfg(test)]
 mod tests {
@@ -289,5 +360,8 @@ mod tests {
             ModuleStatus::Unverified,
             ModuleStatus::Corrupt,
         ]);
+        use strum::VariantArray;
+        check(RemoteFile::VARIANTS);
+        check(LookupResult::VARIANTS);
     }
 }

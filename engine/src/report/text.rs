@@ -92,6 +92,19 @@ pub fn render(report: &Report) -> String {
             m.status,
             m.build_id.as_deref().unwrap_or("-")
         );
+        for l in &m.lookups {
+            let _ = writeln!(
+                out,
+                "      {:<10} {:<9} {}{}",
+                l.file,
+                l.result,
+                l.source,
+                l.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            );
+        }
     }
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings:");
