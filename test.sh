@@ -20,8 +20,13 @@ section "System packages"
 # aarch64 cross compiler, QEMU user-mode and gdb-multiarch for the aarch64 comparison
 # (Debian has no debug package for the cross libc: its frames are named from .dynsym);
 # headless Chromium for the dashboard test (server/tests/dashboard.rs); elfutils'
-# debuginfod-find, a client of the server's debuginfod routes (server/tests/debuginfod.rs).
+# debuginfod-find, a client of the server's debuginfod routes (server/tests/debuginfod.rs),
+# and its debuginfod server, a remote symbol source of `postmortem walk`
+# (server/tests/sources.rs).
 export DEBIAN_FRONTEND=noninteractive
+# The suite is hermetic: a walk asks no remote source unless a test names one (a
+# machine's profile may set DEBUGINFOD_URLS for gdb, which `postmortem walk` honours).
+unset DEBUGINFOD_URLS
 $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl debuginfod \
@@ -142,10 +147,13 @@ fi
 
 section "The engine stays pure"
 # The engine takes bytes and returns values: no async runtime, database, object store or
-# HTTP may enter its dependency tree, nor postmortem-walk's (the walk-only program links
-# the engine alone; the fuzz crate builds on the engine too).
-for pkg in postmortem-engine postmortem-walk; do
-    if cargo tree -p "$pkg" -e normal,build --prefix none | grep -E '^(tokio|sqlx|object_store|hyper|axum|reqwest|moka|postmortem-worker) '; then
+# HTTP may enter its dependency tree (the fuzz crate builds on it too). postmortem-walk,
+# the walk-only program, links the engine and a blocking HTTP client for debuginfod
+# (ureq): never an async runtime, database or object store.
+async_or_store='tokio|sqlx|object_store|hyper|axum|reqwest|moka|postmortem-worker'
+for check in "postmortem-engine:$async_or_store|ureq|rustls" "postmortem-walk:$async_or_store"; do
+    pkg="${check%%:*}"
+    if cargo tree -p "$pkg" -e normal,build --prefix none | grep -E "^(${check#*:}) "; then
         echo "test.sh: the crates above entered $pkg's dependency tree" >&2
         exit 1
     fi

@@ -32,20 +32,9 @@ cd "$(dirname "$0")/.."
 
 OUT="${1:-$(mktemp -d -t pm-coldbench-XXXXXX)}"
 RUNS="${RUNS:-20}"
-TARGET="${CARGO_TARGET_DIR:-target}"
 
-for tool in gcc g++ gdb eu-stack hyperfine jq /usr/bin/time; do
-    command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
-done
-if [ -n "${POSTMORTEM_WALK_BIN:-}" ]; then
-    PM="$(realpath "$POSTMORTEM_WALK_BIN")"
-else
-    if [ -z "${POSTMORTEM_BIN:-}" ]; then
-        cargo build --release -p postmortem >&2
-        POSTMORTEM_BIN="$TARGET/release/postmortem"
-    fi
-    PM="$(realpath "$POSTMORTEM_BIN") walk"
-fi
+NEEDS="gcc g++ gdb eu-stack hyperfine jq /usr/bin/time"
+. bench/walk-command.sh
 
 mkdir -p "$OUT"
 OUT="$(realpath "$OUT")"

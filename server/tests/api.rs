@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -538,27 +538,11 @@ async fn bad_uploads_are_refused_and_store_nothing() {
         .unwrap();
     assert_eq!(list["crashes"].as_array().unwrap().len(), 0, "{list}");
     let blobs = s.dir.path().join("data/blobs");
-    let stored = walk_files(&blobs);
+    let stored = common::files_under(&blobs);
     assert!(stored.is_empty(), "blobs stored: {stored:?}");
     // Nor staging files: each refused upload's file was removed with the refusal.
-    let staged = walk_files(&s.dir.path().join("data/tmp"));
+    let staged = common::files_under(&s.dir.path().join("data/tmp"));
     assert!(staged.is_empty(), "staging files left: {staged:?}");
-}
-
-fn walk_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.filter_map(Result::ok) {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk_files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -122,22 +122,6 @@ fn object_key(bytes: &[u8]) -> String {
     format!("{PREFIX}/sha256/{}/{}/{sha}", &sha[..2], &sha[2..4])
 }
 
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in rd.filter_map(Result::ok) {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 /// Uploads the program and its core to `base`, waits for the report and checks it names
 /// the program's functions (from the source above, not from our own output).
 async fn upload_and_check(base: &str, prog: &[u8], core: &[u8]) {
@@ -234,7 +218,7 @@ async fn serve_keeps_blobs_in_s3() {
     upload_and_check(&base, &prog, &core).await;
     assert_in_bucket(&s3, &prog, &core).await;
     // Nothing under the data dir but the database: no blobs, no staging leftovers.
-    let local: Vec<PathBuf> = files_under(&data)
+    let local: Vec<PathBuf> = common::files_under(&data)
         .into_iter()
         .filter(|p| {
             !p.file_name()
@@ -290,7 +274,7 @@ async fn workers_read_blobs_from_s3() {
     upload_and_check(&base, &prog, &core).await;
     assert_in_bucket(&s3, &prog, &core).await;
     for dir in [&api_data, &worker_data] {
-        let local = files_under(dir);
+        let local = common::files_under(dir);
         assert!(local.is_empty(), "files under {}: {local:?}", dir.display());
     }
     drop(worker);

@@ -151,26 +151,6 @@ fn chunked(data: &[u8], piece: usize) -> Vec<u8> {
     out
 }
 
-/// Regular files under `dir` (none if it does not exist).
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// How many crashes the server lists.
 async fn crash_count(s: &Server) -> usize {
     let v: Value = client()
@@ -199,8 +179,14 @@ async fn chunked_body_over_the_wire_limit_is_refused_and_nothing_stored() {
     let v = r.assert_problem(413);
     assert_eq!(v["code"], "body-too-large", "{v}");
     let data = s.dir.path().join("data");
-    assert_eq!(files_under(&data.join("blobs")), Vec::<PathBuf>::new());
-    assert_eq!(files_under(&data.join("tmp")), Vec::<PathBuf>::new());
+    assert_eq!(
+        common::files_under(&data.join("blobs")),
+        Vec::<PathBuf>::new()
+    );
+    assert_eq!(
+        common::files_under(&data.join("tmp")),
+        Vec::<PathBuf>::new()
+    );
     assert_eq!(crash_count(&s).await, 0);
     // Under the limit, chunked is still welcome.
     let r = exchange(
@@ -320,7 +306,10 @@ async fn oversized_headers_are_a_problem_json_431() {
     assert_eq!(r.header("connection"), Some("close"), "{r:?}");
     assert_eq!(crash_count(&s).await, 0);
     let data = s.dir.path().join("data");
-    assert_eq!(files_under(&data.join("tmp")), Vec::<PathBuf>::new());
+    assert_eq!(
+        common::files_under(&data.join("tmp")),
+        Vec::<PathBuf>::new()
+    );
 
     // Past hyper's bounds: hyper's answer, whatever it is, and the server still serves.
     for head in [
@@ -540,7 +529,7 @@ async fn stalled_body_gets_408_and_leaves_no_staging_file() {
     let v = r.assert_problem(408);
     assert_eq!(v["code"], "body-timeout", "{v}");
     assert!(took < Duration::from_secs(3), "408 only after {took:?}");
-    assert_eq!(files_under(&tmp), Vec::<PathBuf>::new());
+    assert_eq!(common::files_under(&tmp), Vec::<PathBuf>::new());
     drop(wr);
     assert_eq!(crash_count(&s).await, 0);
 }
@@ -588,7 +577,7 @@ async fn trickling_body_is_bounded_by_the_request_timeout() {
     assert_eq!(v["code"], "request-timeout", "{v}");
     assert!(took < Duration::from_secs(6), "408 only after {took:?}");
     assert_eq!(
-        files_under(&s.dir.path().join("data").join("tmp")),
+        common::files_under(&s.dir.path().join("data").join("tmp")),
         Vec::<PathBuf>::new()
     );
 }
@@ -800,7 +789,7 @@ async fn unwritable_blob_store_is_a_problem_not_an_empty_reply() {
     }
     assert_eq!(crash_count(&s).await, 0);
     assert_eq!(
-        files_under(&s.dir.path().join("data").join("tmp")),
+        common::files_under(&s.dir.path().join("data").join("tmp")),
         Vec::<PathBuf>::new()
     );
 }
@@ -854,8 +843,14 @@ async fn impossible_dump_headers_are_refused_at_upload() {
     }
     assert_eq!(crash_count(&s).await, 0);
     let data = s.dir.path().join("data");
-    assert_eq!(files_under(&data.join("blobs")), Vec::<PathBuf>::new());
-    assert_eq!(files_under(&data.join("tmp")), Vec::<PathBuf>::new());
+    assert_eq!(
+        common::files_under(&data.join("blobs")),
+        Vec::<PathBuf>::new()
+    );
+    assert_eq!(
+        common::files_under(&data.join("tmp")),
+        Vec::<PathBuf>::new()
+    );
     // A dump that passes the checks is still accepted.
     let r = exchange(
         &s.addr(),
@@ -1111,18 +1106,18 @@ async fn disconnect_mid_body_leaves_no_staging_file() {
     stream.flush().await.unwrap();
     // The upload is being staged...
     let deadline = Instant::now() + Duration::from_secs(10);
-    while files_under(&tmp).is_empty() {
+    while common::files_under(&tmp).is_empty() {
         assert!(Instant::now() < deadline, "no staging file appeared");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // ...and the client goes away.
     drop(stream);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !files_under(&tmp).is_empty() {
+    while !common::files_under(&tmp).is_empty() {
         assert!(
             Instant::now() < deadline,
             "staging file left: {:?}",
-            files_under(&tmp)
+            common::files_under(&tmp)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -1216,7 +1211,7 @@ async fn periodic_sweep_removes_stale_staging_files_and_orphan_blobs() {
     let data = s.dir.path().join("data");
     let (st, id, _) = upload_with(&s, "", fake_core(4096)).await;
     assert_eq!(st, 202);
-    let kept = files_under(&data.join("blobs"));
+    let kept = common::files_under(&data.join("blobs"));
     assert_eq!(kept.len(), 1, "{kept:?}");
     // what a SIGKILL mid-upload leaves: a staging file, and a blob stored before its row
     let stale = data.join("tmp").join("upload-killed");
@@ -1241,7 +1236,7 @@ async fn periodic_sweep_removes_stale_staging_files_and_orphan_blobs() {
         assert!(Instant::now() < deadline, "leftovers not swept");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(files_under(&data.join("blobs")), kept);
+    assert_eq!(common::files_under(&data.join("blobs")), kept);
     let r = client()
         .get(s.url(&format!("/api/v1/crashes/{}/dump", id.unwrap())))
         .send()

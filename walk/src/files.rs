@@ -14,6 +14,11 @@
 //! when that id is looked up. Only when no file named after an id says it (a module
 //! without a `.sym`, or one filed under another id's name) are all such files read,
 //! once per run — what indexing did for every run before.
+//!
+//! With remote sources configured (`--debuginfod`, `DEBUGINFOD_URLS`), a module with a
+//! build-id whose binary or DWARF no local file gives has them fetched
+//! ([`sources::Remote`]): the executable for unwind tables and code, the debug file for
+//! names, lines and inlined frames; what each server answered is in the report.
 
 use std::collections::HashMap;
 use std::fs;
@@ -26,9 +31,10 @@ use engine::dump::{hex, unhex, Arch, Dump, Module};
 use engine::process::{
     build_tables_from_breakpad, indexed_breakpad_tables, ModuleTables, TableProvider,
 };
+use engine::report::{Lookup, RemoteFile};
 use engine::resolve::{
-    build_from_files, code_image_of, locate, on_demand_from_files, FileSource, Found, SourceFile,
-    TableKey,
+    build_from_files, code_image_of, locate, on_demand_from_files, on_hand, FileSource, Found,
+    SourceFile, TableKey,
 };
 use engine::symbols::parse_module_line;
 use object::Object;
@@ -180,6 +186,10 @@ pub struct FileProvider {
     on_demand: bool,
     /// Tables built this run, by [`TableKey`].
     built: Mutex<HashMap<TableKey, Option<ModuleTables>>>,
+    /// Servers asked for the files no local file gives.
+    remote: Option<sources::Remote>,
+    /// What they answered, by build-id (lower-case hex).
+    lookups: Mutex<HashMap<String, Vec<Lookup>>>,
 }
 
 impl FileProvider {
@@ -219,7 +229,64 @@ impl FileProvider {
             stores: Vec::new(),
             on_demand: false,
             built: Mutex::new(HashMap::new()),
+            remote: None,
+            lookups: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Also asks these remote sources for what no local file gives.
+    pub fn with_remote(mut self, remote: Option<sources::Remote>) -> Self {
+        self.remote = remote;
+        self
+    }
+
+    /// The files of build `build_id` the remote sources have that `local` (paths) lacks:
+    /// its executable when no local file is its binary, its debug file when none carries
+    /// DWARF. Named after the module (`NAME`, `NAME.debug`), as a local file would be.
+    fn fetch_missing(
+        &self,
+        m: &Module,
+        build_id: &str,
+        local: &[PathBuf],
+    ) -> Vec<SourceFile<LocalFile>> {
+        let Some(remote) = &self.remote else {
+            return Vec::new();
+        };
+        // mapped: a few headers of each file are read to tell what it gives
+        let read: Vec<(String, FileBytes)> = local
+            .iter()
+            .filter_map(|p| Some((file_name(p), FileBytes::new(Mapped::open(p).ok()?))))
+            .collect();
+        let (binary, dwarf) = on_hand(&read);
+        let name = Path::new(&m.name)
+            .file_name()
+            .map_or_else(|| m.name.clone(), |n| n.to_string_lossy().into_owned());
+        let mut out = Vec::new();
+        let mut lookups = Vec::new();
+        for (wanted, file, named) in [
+            (!binary, RemoteFile::Executable, name.clone()),
+            (!dwarf, RemoteFile::Debuginfo, format!("{name}.debug")),
+        ] {
+            if !wanted {
+                continue;
+            }
+            let fetched = remote.file(build_id, file);
+            lookups.extend(fetched.lookups);
+            if let Some((path, source)) = fetched.file {
+                out.push(SourceFile {
+                    name: named,
+                    handle: LocalFile {
+                        path,
+                        open: None,
+                        source: Some(source),
+                    },
+                });
+            }
+        }
+        if let Ok(mut l) = self.lookups.lock() {
+            l.insert(build_id.to_string(), lookups);
+        }
+        out
     }
 
     /// Never opens the paths the dump records for its modules, only files found by
@@ -316,7 +383,11 @@ impl FileProvider {
             .filter(|p| seen.insert(fs::canonicalize(p).unwrap_or_else(|_| p.clone())))
             .map(|path| SourceFile {
                 name: file_name(&path),
-                handle: LocalFile { path, open: None },
+                handle: LocalFile {
+                    path,
+                    open: None,
+                    source: None,
+                },
             })
             .collect()
     }
@@ -324,7 +395,7 @@ impl FileProvider {
     /// The tables of a module's `.sym` file: indexed where the walk looks (one-shot walks)
     /// or built whole.
     fn sym_tables(&self, sym: SourceFile<LocalFile>) -> Option<ModuleTables> {
-        let LocalFile { path, open } = sym.handle;
+        let LocalFile { path, open, .. } = sym.handle;
         if self.on_demand {
             // a file the index declines is built whole below
             let file = match open {
@@ -346,6 +417,8 @@ impl FileProvider {
 pub struct LocalFile {
     path: PathBuf,
     open: Option<fs::File>,
+    /// The remote source a fetched file came from (it is kept in the cache).
+    source: Option<String>,
 }
 
 /// The files on this machine, by [`engine::resolve`]'s rule: `--symbols` files and the
@@ -370,7 +443,11 @@ impl FileSource for FileProvider {
             .filter(|_| self.dump_paths)
             .map(PathBuf::from)
             .filter(|p| p.is_file() && file_build_id(p).as_deref() == Some(id.as_slice()));
-        Ok(Self::source_files(self.files_with_build_id(&id, at_path)))
+        let local = self.files_with_build_id(&id, at_path);
+        let fetched = self.fetch_missing(m, build_id, &local);
+        let mut files = Self::source_files(local);
+        files.extend(fetched);
+        Ok(files)
     }
 
     /// The file at the module's path (or one of its name under `--symbols`: the path is
@@ -412,6 +489,7 @@ impl FileSource for FileProvider {
                 handle: LocalFile {
                     path,
                     open: Some(f),
+                    source: None,
                 },
             }))
     }
@@ -479,6 +557,17 @@ impl TableProvider for FileProvider {
         true
     }
 
+    fn module_lookups(&self, _dump: &Dump<'_>, m: &Module) -> Vec<Lookup> {
+        let Some(id) = m.build_id_hex() else {
+            return Vec::new();
+        };
+        self.lookups
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&id).cloned())
+            .unwrap_or_default()
+    }
+
     fn tables(&self, dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
         // the local source never waits: its futures are ready when first polled
         let located = match pollster::block_on(locate(self, m, dump.arch)) {
@@ -492,6 +581,10 @@ impl TableProvider for FileProvider {
         }
         let result = match located.found {
             Found::Files(files) => {
+                let fetched: HashMap<String, String> = files
+                    .iter()
+                    .filter_map(|f| Some((f.name.clone(), f.handle.source.clone()?)))
+                    .collect();
                 // (file name as the report gives it, bytes)
                 // mapped: a table is built from a few sections of each file
                 let read: Vec<(String, FileBytes)> = files
@@ -508,6 +601,9 @@ impl TableProvider for FileProvider {
                         build_from_files(&read, located.verified)
                     };
                     t.code = code_image_of(&read);
+                    for f in &mut t.files {
+                        f.source = fetched.get(&f.name).cloned();
+                    }
                     t
                 })
             }

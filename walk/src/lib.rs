@@ -5,17 +5,20 @@
 //! A one-shot walk of a small dump takes a few milliseconds, and starting a process is a
 //! good part of that: the service's dependencies (HTTP, databases, S3) give the
 //! `postmortem` binary five times the code and nine times the relocations the loader
-//! applies before `main`. This package depends on the engine only (no async runtime,
-//! database or HTTP), so `postmortem-walk` links the engine and this crate.
+//! applies before `main`. This package depends on the engine and `postmortem-sources` (a
+//! blocking HTTP client for debuginfod servers, made only when one is asked) — no async
+//! runtime, database or object store — so `postmortem-walk` stays small.
 //!
 //! [`files`] is where this machine's files are (`--symbols`, the dump's recorded paths,
 //! `/usr/lib/debug`) as an `engine::resolve::FileSource`: which of them describe a
-//! module is the engine's rule, the same the service's workers apply to uploads.
+//! module is the engine's rule, the same the service's workers apply to uploads;
+//! [`remote`] the flags of the debuginfod servers asked for what no local file gives.
 
 #![forbid(unsafe_code)]
 
 pub mod budget;
 pub mod files;
+pub mod remote;
 pub mod walk;
 
 use anyhow::Context;

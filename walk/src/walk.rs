@@ -55,6 +55,8 @@ pub struct WalkArgs {
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]
     pub budget: crate::budget::BudgetArgs,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
 }
 
 pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
@@ -66,8 +68,13 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let (sources, problems) = args.remote.config();
+    for p in problems {
+        eprintln!("postmortem: DEBUGINFOD_URLS: {p}");
+    }
     let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug)
-        .with_breakpad_stores(&args.symbols_path);
+        .with_breakpad_stores(&args.symbols_path)
+        .with_remote(sources::Remote::new(&sources));
     if args.no_dump_paths {
         provider = provider.without_dump_paths();
     }

@@ -1,0 +1,493 @@
+//! Remote symbol sources for `postmortem walk` (issue 19, part 1): a core whose program,
+//! libc and loader are on no local path, walked with their files fetched from elfutils'
+//! own `debuginfod` server (started here on a free port over files made at test time),
+//! must equal gdb's walk with the local files, every thread. Then the faults a source has
+//! in production, each from a small HTTP server of the test's own that counts what it is
+//! asked: misses remembered (one request within the miss TTL), a source down, slow, a 500,
+//! a body cut short, too large, a file of another build — each a report with the module's
+//! `lookups` saying so, never a hang.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+use common::{bin, Proc};
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::{compare, gdb, report::assert_valid};
+
+/// `postmortem walk CORE --format json` with only remote sources (nothing under
+/// `--symbols`, no dump paths, no `/usr/lib/debug`), the environment's `DEBUGINFOD_URLS`
+/// ignored, the given `args` and `cache`.
+fn walk_remote(core: &Path, cache: &Path, args: &[&str]) -> (Output, Value) {
+    let out = Command::new(bin())
+        .arg("walk")
+        .arg(core)
+        .args(["--no-dump-paths", "--no-system-debug", "--format", "json"])
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .env_remove("DEBUGINFOD_URLS")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&report);
+    (out, report)
+}
+
+/// The report's module named `name`.
+fn module<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no module {name}: {}", report["modules"]))
+}
+
+/// (file, result) of each lookup of a module.
+fn lookups(m: &Value) -> Vec<(String, String)> {
+    m["lookups"]
+        .as_array()
+        .map(|ls| {
+            ls.iter()
+                .map(|l| {
+                    (
+                        l["file"].as_str().unwrap().to_string(),
+                        l["result"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn tool(cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e} (test.sh installs binutils, debuginfod)"));
+    assert!(out.status.success(), "{cmd:?}: {out:?}");
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// elfutils' `debuginfod` serving the ELF files in `dir`, ready (all `files` scanned).
+fn start_debuginfod(dir: &Path, db: &Path, files: usize) -> (Proc, String) {
+    let port = free_port();
+    let child = Command::new("debuginfod")
+        .args(["-F", "-t0", "-g0", "-p", &port.to_string(), "-d"])
+        .arg(db)
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("debuginfod (Debian package debuginfod; test.sh installs it)");
+    let proc = Proc(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let start = Instant::now();
+    let wanted = format!("scanned_files_total{{source=\"file\"}} {files}");
+    loop {
+        let metrics = http_get(&format!("127.0.0.1:{port}"), "/metrics");
+        if metrics.as_deref().is_some_and(|m| m.contains(&wanted)) {
+            return (proc, url);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "debuginfod did not scan {files} files in 60 s: {metrics:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A plain HTTP GET's body, `None` if nothing answers.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The threads program crashed, gdb's frames of it with every file local, and a
+/// directory holding what a distribution's debuginfod holds for it: the program stripped
+/// and its debug file apart, and each library the core names with its debug file from
+/// `/usr/lib/debug` (libc6-dbg).
+struct Served {
+    work: Workdir,
+    core: PathBuf,
+    gdb: gdb::GdbCore,
+    dir: PathBuf,
+    files: usize,
+    libs: Vec<String>,
+}
+
+fn served() -> Served {
+    let work = Workdir::new("sources");
+    let exe = work.compile("gcc", &["-O1", "-pthread"], &["threads.c"], "threads");
+    let core = work.crash(&exe);
+    let gdb = gdb::frames(work.path(), &exe, &core);
+    assert!(
+        gdb.threads.len() >= 5 && gdb.crashed().frames.len() >= 3,
+        "gdb sees the program's threads: {gdb:?}"
+    );
+
+    let dir = work.path().join("served");
+    std::fs::create_dir(&dir).unwrap();
+    tool(
+        Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg(&exe)
+            .arg(dir.join("threads")),
+    );
+    tool(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(&exe)
+            .arg(dir.join("threads.debug")),
+    );
+    let mut files = 2;
+    // the libraries the core names, found by a walk with local files
+    let local = Command::new(bin())
+        .arg("walk")
+        .arg(&core)
+        .args(["--offline", "--format", "json"])
+        .output()
+        .unwrap();
+    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
+    let mut libs = Vec::new();
+    for m in local["modules"].as_array().unwrap() {
+        let (Some(path), Some(id)) = (m["path"].as_str(), m["build_id"].as_str()) else {
+            continue;
+        };
+        if m["main"] == true || !Path::new(path).is_file() {
+            continue;
+        }
+        let name = m["name"].as_str().unwrap().to_string();
+        std::fs::copy(path, dir.join(&name)).unwrap();
+        files += 1;
+        let debug = PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &id[..2],
+            &id[2..]
+        ));
+        if debug.is_file() {
+            std::fs::copy(&debug, dir.join(format!("{name}.dbg"))).unwrap();
+            files += 1;
+        }
+        libs.push(name);
+    }
+    assert!(
+        libs.iter().any(|l| l.starts_with("libc.so")),
+        "the core names libc: {libs:?}"
+    );
+    Served {
+        work,
+        core,
+        gdb,
+        dir,
+        files,
+        libs,
+    }
+}
+
+/// Every module's files fetched from a local debuginfod: the walk equals gdb's with the
+/// local files; a second walk, with the server gone, gives the same report from the
+/// cache (it asked nothing: an asked server that is down would be an `error`).
+#[test]
+fn a_core_walks_with_every_file_from_debuginfod_as_gdb_does() {
+    let s = served();
+    let (server, url) = start_debuginfod(&s.dir, &s.work.path().join("db.sqlite"), s.files);
+    let cache = s.work.path().join("cache");
+
+    let (_, report) = walk_remote(&s.core, &cache, &["--debuginfod", &url]);
+    compare::assert_same_stacks(&s.gdb, &report);
+    for name in s.libs.iter().map(String::as_str).chain(["threads"]) {
+        let m = module(&report, name);
+        assert_eq!(m["status"], "ok", "{m}");
+        assert_eq!(
+            lookups(m),
+            [
+                ("executable".to_string(), "fetched".to_string()),
+                ("debuginfo".to_string(), "fetched".to_string())
+            ],
+            "{m}"
+        );
+        let files = m["files"].as_array().unwrap();
+        assert!(!files.is_empty(), "{m}");
+        for f in files {
+            assert_eq!(f["source"], url.as_str(), "{m}");
+        }
+    }
+    let frame0 = &report["threads"][0]["frames"][0];
+    assert!(frame0["function"].is_string(), "{frame0}");
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["code"] != "module-missing"),
+        "{}",
+        report["warnings"]
+    );
+
+    drop(server);
+    let (_, again) = walk_remote(&s.core, &cache, &["--debuginfod", &url]);
+    assert_eq!(
+        again, report,
+        "the second walk is the first, from the cache"
+    );
+
+    // without the source, the same walk misses the modules: the files came from it
+    let (_, offline) = walk_remote(&s.core, &s.work.path().join("empty"), &["--offline"]);
+    assert_eq!(module(&offline, "threads")["status"], "missing");
+}
+
+/// What the test's own source does with a request.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// 404 for everything.
+    NotFound,
+    /// 500 for everything.
+    ServerError,
+    /// Reads the request, answers nothing.
+    Silent,
+    /// Promises 100000 bytes, sends 10, closes.
+    CutShort,
+    /// Promises 10 GB.
+    Huge,
+    /// Streams 3 MB with no length given.
+    Endless,
+    /// Serves a real ELF file of another build (`/bin/true`).
+    OtherBuild,
+}
+
+/// A source on a free port answering every request with `fault`; returns its URL and
+/// the request paths it was asked for.
+fn faulty(fault: Fault) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let log = log.clone();
+            std::thread::spawn(move || answer(conn, fault, &log));
+        }
+    });
+    (url, asked)
+}
+
+fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("").to_string();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+    }
+    log.lock().unwrap().push(path);
+    let _ = match fault {
+        Fault::NotFound => conn
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+        Fault::ServerError => conn.write_all(
+            b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        ),
+        Fault::Silent => {
+            std::thread::sleep(Duration::from_secs(30));
+            Ok(())
+        }
+        Fault::CutShort => conn.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n\x7fELF012345",
+        ),
+        Fault::Huge => conn.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10000000000\r\nConnection: close\r\n\r\n",
+        ),
+        Fault::Endless => {
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+            let chunk = vec![0u8; 1 << 16];
+            for _ in 0..48 {
+                if conn.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        }
+        Fault::OtherBuild => {
+            let body = std::fs::read("/bin/true").unwrap();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            conn.write_all(&body)
+        }
+    };
+}
+
+/// A small crash program and its core: one module of its own, libc, the loader.
+fn small_core() -> (Workdir, PathBuf) {
+    let work = Workdir::new("sources-faults");
+    let exe = work.compile("gcc", &["-O0"], &["basic.c"], "basic");
+    let core = work.crash(&exe);
+    (work, core)
+}
+
+/// The lookups of module `basic` (the program) of a walk with only `url` as a source.
+fn program_lookups(core: &Path, cache: &Path, url: &str, extra: &[&str]) -> (Value, Vec<Value>) {
+    let mut args = vec!["--debuginfod", url];
+    args.extend_from_slice(extra);
+    let (_, report) = walk_remote(core, cache, &args);
+    let m = module(&report, "basic");
+    assert_eq!(m["status"], "missing", "{m}");
+    (
+        report.clone(),
+        m["lookups"].as_array().cloned().unwrap_or_default(),
+    )
+}
+
+/// A source without the files: "not found", remembered for the miss TTL (the next walk
+/// asks nothing), asked again once it has passed.
+#[test]
+fn a_miss_is_asked_once_within_its_time_to_live() {
+    let (work, core) = small_core();
+    let cache = work.path().join("cache");
+    let (url, asked) = faulty(Fault::NotFound);
+    let (_, first) = program_lookups(&core, &cache, &url, &[]);
+    assert_eq!(first.len(), 2, "executable and debuginfo: {first:?}");
+    assert!(first
+        .iter()
+        .all(|l| l["result"] == "not-found" && l["source"] == url.as_str()));
+    let n = asked.lock().unwrap().len();
+    assert!(
+        asked
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|p| p.starts_with("/buildid/")
+                && (p.ends_with("/executable") || p.ends_with("/debuginfo"))),
+        "{asked:?}"
+    );
+
+    let (_, second) = program_lookups(&core, &cache, &url, &[]);
+    assert_eq!(asked.lock().unwrap().len(), n, "nothing asked again");
+    assert!(second
+        .iter()
+        .all(|l| l["result"] == "not-found"
+            && l["message"].as_str().unwrap().contains("asked again in")));
+
+    program_lookups(&core, &cache, &url, &["--miss-ttl", "0"]);
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        2 * n,
+        "asked again after the TTL"
+    );
+}
+
+/// Each way a source fails: an `error` lookup saying why, a `symbol-source-error`
+/// warning, a report all the same — and nothing of the failed fetch kept.
+#[test]
+fn a_failing_source_gives_an_error_and_a_report() {
+    let (work, core) = small_core();
+    let down = format!("http://127.0.0.1:{}", free_port());
+    let cases: Vec<(&str, String, Vec<&str>, &str)> = vec![
+        ("down", down, vec![], "cannot connect"),
+        (
+            "500",
+            faulty(Fault::ServerError).0,
+            vec![],
+            "HTTP status 500",
+        ),
+        (
+            "silent",
+            faulty(Fault::Silent).0,
+            vec!["--fetch-timeout", "1"],
+            "no answer within 1s",
+        ),
+        ("cut short", faulty(Fault::CutShort).0, vec![], "cut short"),
+        (
+            "huge",
+            faulty(Fault::Huge).0,
+            vec!["--fetch-max-bytes", "1000000"],
+            "larger than the 1000000-byte cap",
+        ),
+        (
+            "endless",
+            faulty(Fault::Endless).0,
+            vec!["--fetch-max-bytes", "1000000"],
+            "larger than the 1000000-byte cap",
+        ),
+        (
+            "other build",
+            faulty(Fault::OtherBuild).0,
+            vec![],
+            "refused: the file has build-id",
+        ),
+    ];
+    for (case, url, extra, says) in cases {
+        let cache = work
+            .path()
+            .join(format!("cache-{}", case.replace(' ', "-")));
+        let started = Instant::now();
+        let (report, ls) = program_lookups(&core, &cache, &url, &extra);
+        assert!(!ls.is_empty(), "{case}");
+        for l in &ls {
+            assert_eq!(l["result"], "error", "{case}: {l}");
+            let message = l["message"].as_str().unwrap();
+            assert!(message.contains(says), "{case}: {message:?} lacks {says:?}");
+        }
+        assert!(
+            report["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["code"] == "symbol-source-error"
+                    && w["message"].as_str().unwrap().contains(says)),
+            "{case}: {}",
+            report["warnings"]
+        );
+        // the crash is still there, walked with what the dump holds
+        assert!(
+            report["threads"][0]["frames"].as_array().unwrap().len() > 1,
+            "{case}"
+        );
+        // a server that timed out is asked once per run, not once per module and file
+        if case == "silent" {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{case}: the walk waited {:?}",
+                started.elapsed()
+            );
+        }
+        let kept: Vec<_> = common::files_under(&cache)
+            .into_iter()
+            .filter(|p| !p.to_string_lossy().contains(".miss-"))
+            .collect();
+        assert!(kept.is_empty(), "{case}: nothing kept: {kept:?}");
+    }
+}

@@ -1,0 +1,107 @@
+//! Which remote sources to ask and the limits of every fetch, from the command line and
+//! the environment variables elfutils' clients read, so a machine set up for gdb
+//! (`DEBUGINFOD_URLS`) is set up for postmortem too.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Seconds a fetch may wait for a connection or between received bytes, as elfutils'
+/// `DEBUGINFOD_TIMEOUT` (its default, 90).
+pub const DEFAULT_TIMEOUT_SECS: u64 = 90;
+/// Largest file fetched, as elfutils' `DEBUGINFOD_MAXSIZE` (bytes): 4 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
+/// How long a source's "not found" is believed before it is asked again, as elfutils'
+/// `cache_miss_s` (600 s).
+pub const DEFAULT_MISS_TTL_SECS: u64 = 600;
+/// Longest a whole fetch may take, however steadily bytes arrive.
+pub const DEFAULT_MAX_FETCH_SECS: u64 = 600;
+
+/// The sources and limits of one program run (a walk) or one service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// debuginfod servers' base URLs, asked in this order.
+    pub debuginfod: Vec<String>,
+    /// Where fetched files and misses are kept.
+    pub cache_dir: PathBuf,
+    /// Longest wait for a connection, a response, or the next bytes of a body.
+    pub timeout: Duration,
+    /// Longest a whole fetch may take.
+    pub max_fetch: Duration,
+    /// Largest file fetched; a larger one is an error, never half kept.
+    pub max_bytes: u64,
+    /// How long a miss is remembered.
+    pub miss_ttl: Duration,
+}
+
+impl Config {
+    /// No sources (nothing is fetched), the default limits, the default cache.
+    pub fn none() -> Config {
+        Config {
+            debuginfod: Vec::new(),
+            cache_dir: default_cache_dir(),
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+            max_fetch: Duration::from_secs(DEFAULT_MAX_FETCH_SECS),
+            max_bytes: DEFAULT_MAX_BYTES,
+            miss_ttl: Duration::from_secs(DEFAULT_MISS_TTL_SECS),
+        }
+    }
+
+    /// Whether any source is configured.
+    pub fn is_empty(&self) -> bool {
+        self.debuginfod.is_empty()
+    }
+}
+
+/// The servers of a `DEBUGINFOD_URLS` value: URLs separated by spaces, as elfutils
+/// reads it; a trailing `/` dropped, anything but `http://` and `https://` skipped (with
+/// the reason, for the caller to tell).
+pub fn parse_urls(value: &str) -> (Vec<String>, Vec<String>) {
+    let mut urls = Vec::new();
+    let mut skipped = Vec::new();
+    for u in value.split_ascii_whitespace() {
+        if u.starts_with("http://") || u.starts_with("https://") {
+            let u = u.trim_end_matches('/').to_string();
+            if !urls.contains(&u) {
+                urls.push(u);
+            }
+        } else {
+            skipped.push(format!("{u}: not an http:// or https:// URL"));
+        }
+    }
+    (urls, skipped)
+}
+
+/// A number of seconds (or bytes) from an environment variable, if it holds one.
+pub fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+/// `$XDG_CACHE_HOME/postmortem`, else `~/.cache/postmortem`, else a directory under the
+/// system's temporary directory.
+pub fn default_cache_dir() -> PathBuf {
+    let home_cache = || std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"));
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(home_cache)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("postmortem")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debuginfod_urls_are_read_as_elfutils_reads_them() {
+        let (urls, skipped) = parse_urls(
+            "  https://debuginfod.debian.net/ http://127.0.0.1:8002\tftp://x https://debuginfod.debian.net ",
+        );
+        assert_eq!(
+            urls,
+            ["https://debuginfod.debian.net", "http://127.0.0.1:8002"]
+        );
+        assert_eq!(skipped, ["ftp://x: not an http:// or https:// URL"]);
+        assert_eq!(parse_urls(""), (vec![], vec![]));
+    }
+}

@@ -1,0 +1,163 @@
+//! One debuginfod server: `GET BASE/buildid/ID/executable` or `…/debuginfo`, the body
+//! streamed to a file beside the cache (never held in memory), then checked to be the
+//! build asked for ([`crate::check`]). "Not found" (404) is an answer; everything else
+//! that is not the file — no connection, no answer in time, a 5xx, a body cut short or
+//! over the size cap, a file of another build — is an error, told apart so a miss can be
+//! remembered and an outage cannot.
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use engine::report::RemoteFile;
+use tempfile::NamedTempFile;
+
+use crate::check::{self, Refused};
+use crate::config::Config;
+
+/// Why a server gave no usable file.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("HTTP status {0}")]
+    Status(u16),
+    #[error("the body was cut short: {0}")]
+    Truncated(String),
+    #[error("the file is larger than the {limit}-byte cap")]
+    TooLarge { limit: u64 },
+    #[error("refused: {0}")]
+    Refused(#[from] Refused),
+    #[error("cannot keep the file: {0}")]
+    Disk(io::Error),
+    #[error("{0}")]
+    Transport(String),
+}
+
+/// One debuginfod server.
+pub struct Server {
+    base: String,
+    /// Made at the first fetch: a walk whose files are all on hand or cached pays nothing
+    /// for HTTP and TLS set-up.
+    agent: OnceLock<ureq::Agent>,
+    timeout: Duration,
+    max_fetch: Duration,
+    max_bytes: u64,
+}
+
+impl Server {
+    /// The server at `base` (no trailing `/`), with `config`'s limits.
+    pub fn new(base: &str, config: &Config) -> Server {
+        Server {
+            base: base.to_string(),
+            agent: OnceLock::new(),
+            timeout: config.timeout,
+            max_fetch: config.max_fetch,
+            max_bytes: config.max_bytes,
+        }
+    }
+
+    fn agent(&self) -> &ureq::Agent {
+        self.agent.get_or_init(|| {
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_connect(Some(self.timeout))
+                .timeout_recv_response(Some(self.timeout))
+                .timeout_per_read(Some(self.timeout))
+                .timeout_global(Some(self.max_fetch))
+                .user_agent(concat!("postmortem/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .into()
+        })
+    }
+
+    /// The server's base URL, as configured.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The file `file` of build `build_id` (lower-case hex), written to a new temporary
+    /// file in `dir` and checked; `None` when the server does not have it.
+    pub fn fetch(
+        &self,
+        build_id: &str,
+        file: RemoteFile,
+        dir: &Path,
+    ) -> Result<Option<NamedTempFile>, FetchError> {
+        let url = format!("{}/buildid/{build_id}/{}", self.base, file.as_str());
+        let mut response = self
+            .agent()
+            .get(&url)
+            .call()
+            .map_err(|e| self.classify(e))?;
+        match response.status().as_u16() {
+            200 => {}
+            404 | 410 => return Ok(None),
+            s => return Err(FetchError::Status(s)),
+        }
+        let body = response.body_mut();
+        if body.content_length().is_some_and(|n| n > self.max_bytes) {
+            return Err(FetchError::TooLarge {
+                limit: self.max_bytes,
+            });
+        }
+        let mut out = NamedTempFile::new_in(dir).map_err(FetchError::Disk)?;
+        let mut reader = body
+            .with_config()
+            .limit(self.max_bytes.saturating_add(1))
+            .reader();
+        self.copy(&mut reader, out.as_file_mut())?;
+        out.as_file_mut().flush().map_err(FetchError::Disk)?;
+        check::same_build(out.as_file(), build_id)?;
+        Ok(Some(out))
+    }
+
+    /// Copies the body to `to`, at most the cap.
+    fn copy(&self, from: &mut impl Read, to: &mut impl Write) -> Result<(), FetchError> {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total: u64 = 0;
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.classify(ureq::Error::from(e))),
+            };
+            total = total.saturating_add(n as u64);
+            if total > self.max_bytes {
+                return Err(FetchError::TooLarge {
+                    limit: self.max_bytes,
+                });
+            }
+            to.write_all(buf.get(..n).unwrap_or_default())
+                .map_err(FetchError::Disk)?;
+        }
+    }
+
+    fn classify(&self, e: ureq::Error) -> FetchError {
+        match e {
+            ureq::Error::Timeout(_) => FetchError::Timeout(self.timeout),
+            ureq::Error::BodyExceedsLimit(_) => FetchError::TooLarge {
+                limit: self.max_bytes,
+            },
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+                FetchError::Connect(e.to_string())
+            }
+            ureq::Error::Io(io) => match io.kind() {
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+                    FetchError::Timeout(self.timeout)
+                }
+                io::ErrorKind::UnexpectedEof => FetchError::Truncated(io.to_string()),
+                io::ErrorKind::ConnectionRefused
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::NotConnected => FetchError::Connect(io.to_string()),
+                _ => FetchError::Transport(io.to_string()),
+            },
+            other => FetchError::Transport(other.to_string()),
+        }
+    }
+}

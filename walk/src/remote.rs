@@ -1,0 +1,71 @@
+//! The flags of remote symbol sources, shared by `postmortem walk` and `postmortem-walk`:
+//! debuginfod servers asked for the files of modules nothing on this machine describes,
+//! with elfutils' environment variables honoured as gdb and eu-stack honour them
+//! (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`, `DEBUGINFOD_MAXSIZE`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sources::config::{self, env_number, parse_urls, Config};
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RemoteArgs {
+    /// A debuginfod server asked for the executable and debug file of a module (by
+    /// build-id) that no local file describes; repeatable, asked in order, before those
+    /// of DEBUGINFOD_URLS (space-separated, as gdb and eu-stack read it).
+    #[arg(long = "debuginfod", value_name = "URL")]
+    pub debuginfod: Vec<String>,
+    /// Ask no remote source, whatever DEBUGINFOD_URLS says.
+    #[arg(long)]
+    pub offline: bool,
+    /// Where fetched files and misses are kept [default: $XDG_CACHE_HOME/postmortem or
+    /// ~/.cache/postmortem].
+    #[arg(long, value_name = "DIR", env = "POSTMORTEM_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Seconds to wait for a connection, an answer, or the next bytes of a file
+    /// [default: DEBUGINFOD_TIMEOUT, else 90].
+    #[arg(long, value_name = "SECS")]
+    pub fetch_timeout: Option<u64>,
+    /// Largest file fetched, in bytes [default: DEBUGINFOD_MAXSIZE, else 4 GiB].
+    #[arg(long, value_name = "BYTES")]
+    pub fetch_max_bytes: Option<u64>,
+    /// Seconds a server's "not found" is believed before it is asked again.
+    #[arg(long, value_name = "SECS", default_value_t = config::DEFAULT_MISS_TTL_SECS)]
+    pub miss_ttl: u64,
+}
+
+impl RemoteArgs {
+    /// The sources these flags and the environment name, and the problems met reading
+    /// them (for the caller to print).
+    pub fn config(&self) -> (Config, Vec<String>) {
+        let mut c = Config::none();
+        let mut problems = Vec::new();
+        if self.offline {
+            return (c, problems);
+        }
+        let mut given = self.debuginfod.join(" ");
+        if let Ok(env) = std::env::var("DEBUGINFOD_URLS") {
+            given.push(' ');
+            given.push_str(&env);
+        }
+        let (urls, skipped) = parse_urls(&given);
+        c.debuginfod = urls;
+        problems.extend(skipped);
+        if let Some(d) = &self.cache_dir {
+            c.cache_dir = d.clone();
+        }
+        let timeout = self
+            .fetch_timeout
+            .or_else(|| env_number("DEBUGINFOD_TIMEOUT"))
+            .unwrap_or(config::DEFAULT_TIMEOUT_SECS);
+        c.timeout = Duration::from_secs(timeout.max(1));
+        if let Some(max) = self
+            .fetch_max_bytes
+            .or_else(|| env_number("DEBUGINFOD_MAXSIZE").filter(|&n| n > 0))
+        {
+            c.max_bytes = max;
+        }
+        c.miss_ttl = Duration::from_secs(self.miss_ttl);
+        (c, problems)
+    }
+}
