@@ -173,18 +173,6 @@ async fn upload_file(c: &reqwest::Client, s: &Server, path: &Path) {
     );
 }
 
-async fn upload_crash(c: &reqwest::Client, s: &Server, core: &[u8]) -> String {
-    let r = c
-        .post(s.url("/api/v1/crashes"))
-        .body(core.to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let v: Value = r.json().await.unwrap();
-    v["id"].as_str().unwrap().to_string()
-}
-
 async fn get_json(c: &reqwest::Client, url: String) -> Value {
     c.get(url).send().await.unwrap().json().await.unwrap()
 }
@@ -267,7 +255,7 @@ async fn service_report_equals_cli() {
         upload_file(&c, &s, f).await;
     }
     let core = std::fs::read(&core_path).unwrap();
-    let id = upload_crash(&c, &s, &core).await;
+    let id = common::upload_crash(&c, &s.base, &core).await;
     let done = poll_done(&c, &s.base, &id).await;
     assert_eq!(done["status"], "done", "{done}");
     let report = &done["report"];
@@ -280,7 +268,7 @@ async fn service_report_equals_cli() {
     let before = metrics(&c, &s).await;
     let built = before["postmortem_tables_built_total"];
     assert!(built >= 2.0, "tables built: {built}");
-    let id2 = upload_crash(&c, &s, &core).await;
+    let id2 = common::upload_crash(&c, &s.base, &core).await;
     assert_ne!(id, id2);
     let again = poll_done(&c, &s.base, &id2).await;
     assert_eq!(again["status"], "done", "{again}");
@@ -674,7 +662,7 @@ async fn table_warnings_survive_the_cache() {
         let s = Server::start(&args);
         upload_file(&c, &s, &prog).await;
         for round in ["built", "from the in-memory cache"] {
-            let id = upload_crash(&c, &s, &core).await;
+            let id = common::upload_crash(&c, &s.base, &core).await;
             let done = poll_done(&c, &s.base, &id).await;
             assert_eq!(done["status"], "done", "{round}: {done}");
             if let Some(d) = first_difference(&done["report"], &expected, "report") {
@@ -685,7 +673,7 @@ async fn table_warnings_survive_the_cache() {
     }
     // A new process: the tables (and their warnings) come from the database.
     let s = Server::start(&args);
-    let id = upload_crash(&c, &s, &core).await;
+    let id = common::upload_crash(&c, &s.base, &core).await;
     let done = poll_done(&c, &s.base, &id).await;
     assert_same_report(&done["report"], &expected);
     assert_eq!(metrics(&c, &s).await["postmortem_tables_built_total"], 0.0);

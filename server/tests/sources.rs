@@ -3,7 +3,8 @@
 //! own `debuginfod` server (started here on a free port over files made at test time),
 //! must equal gdb's walk with the local files, every thread. Then the faults a source has
 //! in production, each from a small HTTP server of the test's own that counts what it is
-//! asked: misses remembered (one request within the miss TTL), a source down, slow, a 500,
+//! asked (the service does the same: a crash whose libraries nobody uploaded is
+//! symbolized from the server, and the next one from the stored files): misses remembered (one request within the miss TTL), a source down, slow, a 500,
 //! a body cut short, too large, a file of another build — each a report with the module's
 //! `lookups` saying so, never a hang.
 
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{bin, Proc};
+use common::{bin, client, get_text, poll_done, upload_crash, Proc, TempServer};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::{compare, gdb, report::assert_valid};
 
@@ -134,6 +135,7 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 /// `/usr/lib/debug` (libc6-dbg).
 struct Served {
     work: Workdir,
+    exe: PathBuf,
     core: PathBuf,
     gdb: gdb::GdbCore,
     dir: PathBuf,
@@ -202,6 +204,7 @@ fn served() -> Served {
     );
     Served {
         work,
+        exe,
         core,
         gdb,
         dir,
@@ -490,4 +493,131 @@ fn a_failing_source_gives_an_error_and_a_report() {
             .collect();
         assert!(kept.is_empty(), "{case}: nothing kept: {kept:?}");
     }
+}
+
+/// The new user's case, in the service: only the program uploaded, libc and the loader
+/// from a debuginfod server. The report equals gdb's walk with local files, every thread;
+/// no module is missing and the signature names functions; the fetched files are stored
+/// (the same crash uploaded again, with the server gone, gives the same threads and the
+/// same files, now found as stored); /metrics counts the lookups.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_fetches_what_nobody_uploaded() {
+    let s = served();
+    let (debuginfod, url) = start_debuginfod(&s.dir, &s.work.path().join("db.sqlite"), s.files);
+    let server = TempServer::start(&["--debuginfod", &url]);
+    let c = client();
+    let r = c
+        .post(server.url("/api/v1/binaries"))
+        .header("x-file-name", "threads")
+        .body(std::fs::read(&s.exe).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let core = std::fs::read(&s.core).unwrap();
+    let upload = || async {
+        let id = upload_crash(&c, &server.base, &core).await;
+        let done = poll_done(&c, &server.base, &id).await;
+        assert_eq!(done["status"], "done", "{done}");
+        (id, done["report"].clone())
+    };
+
+    let (id, report) = upload().await;
+    assert_valid(&report);
+    compare::assert_same_stacks(&s.gdb, &report);
+    for m in report["modules"].as_array().unwrap() {
+        assert_eq!(m["status"], "ok", "{m}");
+    }
+    let sig = report["signature"]["text"].as_str().unwrap();
+    assert!(!sig.contains("+0x"), "{sig}");
+    for name in &s.libs {
+        let m = module(&report, name);
+        assert_eq!(
+            lookups(m),
+            [
+                ("executable".to_string(), "fetched".to_string()),
+                ("debuginfo".to_string(), "fetched".to_string())
+            ],
+            "{m}"
+        );
+        for f in m["files"].as_array().unwrap() {
+            assert_eq!(f["source"], url.as_str(), "{m}");
+        }
+    }
+    // the program was uploaded: not asked for, not from the source
+    let program = module(&report, "threads");
+    assert!(program.get("lookups").is_none(), "{program}");
+    assert!(program["files"][0].get("source").is_none(), "{program}");
+
+    let metrics = get_text(&c, &server.url("/metrics")).await;
+    let line = format!(
+        "postmortem_symbol_lookups_total{{source=\"{url}\",result=\"fetched\"}} {}",
+        2 * s.libs.len()
+    );
+    assert!(metrics.contains(&line), "{line} in:\n{metrics}");
+
+    // the crash page says where the files came from
+    let page = get_text(&c, &server.url(&format!("/crashes/{id}"))).await;
+    assert!(page.contains(&format!("fetched from {url}")), "{page}");
+
+    drop(debuginfod);
+    let (_, again) = upload().await;
+    assert_eq!(again["threads"], report["threads"]);
+    for name in &s.libs {
+        let (m, first) = (module(&again, name), module(&report, name));
+        assert_eq!(m["status"], "ok", "{m}");
+        assert_eq!(m["files"], first["files"], "stored, with their source");
+        assert!(m.get("lookups").is_none(), "nothing asked: {m}");
+    }
+}
+
+/// A source that is down, in the service: the crash is processed all the same, its
+/// modules say `error` with why, and a second crash within the miss TTL of a source that
+/// does not have a file is not asked again (the test's server counts).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_goes_on_when_a_source_fails() {
+    let (_work, core) = small_core();
+    let core = std::fs::read(core).unwrap();
+    let down = format!("http://127.0.0.1:{}", free_port());
+    let (missing, asked) = faulty(Fault::NotFound);
+    let server = TempServer::start(&["--debuginfod", &down, "--debuginfod", &missing]);
+    let c = client();
+    let process = || async {
+        let id = upload_crash(&c, &server.base, &core).await;
+        let done = poll_done(&c, &server.base, &id).await;
+        assert_eq!(done["status"], "done", "{done}");
+        done["report"].clone()
+    };
+    let report = process().await;
+    let m = module(&report, "basic");
+    assert_eq!(m["status"], "missing");
+    let results: Vec<(&str, &str)> = m["lookups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["source"].as_str().unwrap(), l["result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (down.as_str(), "error"),
+            (missing.as_str(), "not-found"),
+            (down.as_str(), "error"),
+            (missing.as_str(), "not-found")
+        ],
+        "{m}"
+    );
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "symbol-source-error"),
+        "{}",
+        report["warnings"]
+    );
+    let n = asked.lock().unwrap().len();
+    assert!(n >= 2, "{asked:?}");
+    process().await;
+    assert_eq!(asked.lock().unwrap().len(), n, "misses are remembered");
 }

@@ -1,19 +1,23 @@
 //! The configured servers in order, behind the disk cache: a build's file is taken from
 //! the cache, else from the first server that has it; every server asked (or whose miss
 //! the cache remembers) is one of the report's `modules[].lookups`. A server that could
-//! not be reached, or did not answer in time, is not asked again in the same run: a walk
-//! with a server down costs one timeout, not one per module.
+//! not be reached, or did not answer in time, is not asked again for [`DOWN_FOR`]: a walk
+//! with a server down costs one timeout, not one per module, and a service asks again
+//! soon after it is back.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
 
 use crate::cache::DiskCache;
 use crate::config::Config;
 use crate::debuginfod::{FetchError, Server};
+
+/// How long a server that could not be reached or did not answer in time is not asked.
+pub const DOWN_FOR: Duration = Duration::from_secs(30);
 
 /// What the sources gave for one file of one build.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,8 +33,8 @@ pub struct Remote {
     servers: Vec<Server>,
     cache: DiskCache,
     miss_ttl: Duration,
-    /// Servers (by index) that failed to answer this run, with why.
-    down: Mutex<HashMap<usize, String>>,
+    /// Servers (by index) that failed to answer, since when and why.
+    down: Mutex<HashMap<usize, (Instant, String)>>,
     /// A cache directory of our own, for as long as this run, when the configured one
     /// cannot be written.
     _fallback: Option<tempfile::TempDir>,
@@ -82,7 +86,7 @@ impl Remote {
         let mut out = Fetched::default();
         for (i, server) in self.servers.iter().enumerate() {
             let base = server.base();
-            if let Some(why) = self.down.lock().ok().and_then(|d| d.get(&i).cloned()) {
+            if let Some(why) = self.down_now(i) {
                 out.lookups
                     .push(lookup(base, LookupResult::Error, Some(why)));
                 continue;
@@ -128,7 +132,7 @@ impl Remote {
                     let message = e.to_string();
                     if matches!(e, FetchError::Connect(_) | FetchError::Timeout(_)) {
                         if let Ok(mut d) = self.down.lock() {
-                            d.insert(i, message.clone());
+                            d.insert(i, (Instant::now(), message.clone()));
                         }
                     }
                     out.lookups
@@ -137,5 +141,12 @@ impl Remote {
             }
         }
         out
+    }
+
+    /// Why server `i` is not asked now, if it failed less than [`DOWN_FOR`] ago.
+    fn down_now(&self, i: usize) -> Option<String> {
+        let d = self.down.lock().ok()?;
+        let (since, why) = d.get(&i)?;
+        (since.elapsed() < DOWN_FOR).then(|| why.clone())
     }
 }

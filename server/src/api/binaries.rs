@@ -39,7 +39,7 @@ fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
         "build_id": row.build_id(), "debug_id": row.debug_id, "format": row.format,
         "sha256": row.sha256, "arch": row.arch, "kind": row.kind,
         "file_name": row.file_name, "size": row.size, "sections": row.section_list(),
-        "uploaded_at": row.uploaded_at,
+        "uploaded_at": row.uploaded_at, "source": row.source,
     });
     if let (Some(created), Some(obj)) = (created, v.as_object_mut()) {
         obj.insert("created".into(), Value::Bool(created));
@@ -121,6 +121,7 @@ async fn upload_inner(
             uploaded_at: now_ms(),
             debug_id: info.debug_id.clone(),
             format: info.format.to_string(),
+            source: None,
         };
         let (stored, created) = binaries::insert(&s.db, &row).await?;
         if created {

@@ -135,6 +135,7 @@ mod tests {
             uploaded_at: 0,
             debug_id: None,
             format: format.into(),
+            source: None,
         }
     }
 

@@ -84,6 +84,17 @@ async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiErro
             v.load(Ordering::Relaxed)
         );
     }
+    let _ = writeln!(out, "# HELP postmortem_symbol_lookups_total Files this process's workers asked of remote symbol sources, by source and answer (fetched, not-found, error).");
+    let _ = writeln!(out, "# TYPE postmortem_symbol_lookups_total counter");
+    if let Ok(lookups) = jm.lookups.lock() {
+        for ((source, result), n) in lookups.iter() {
+            let source = source.replace('\\', "\\\\").replace('"', "\\\"");
+            let _ = writeln!(
+                out,
+                "postmortem_symbol_lookups_total{{source=\"{source}\",result=\"{result}\"}} {n}"
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "# HELP postmortem_processing_seconds Time to process one crash."

@@ -97,11 +97,17 @@ pub struct JobArgs {
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]
     pub budget: walk_cli::budget::BudgetArgs,
+    /// Remote symbol sources (debuginfod servers) asked for the files of modules no
+    /// upload gives; fetched files are stored as uploads, misses kept under
+    /// `DATA_DIR/remote-cache` unless `--cache-dir` says where.
+    #[command(flatten)]
+    pub remote: walk_cli::remote::RemoteArgs,
 }
 
 impl JobArgs {
-    /// The runner configuration (reads the signature rules file, if any).
-    pub fn config(&self) -> anyhow::Result<JobConfig> {
+    /// The runner configuration (reads the signature rules file, if any); remote sources
+    /// keep their misses under `data_dir` unless told otherwise.
+    pub fn config(&self, data_dir: &std::path::Path) -> anyhow::Result<JobConfig> {
         let mut config = JobConfig {
             lease: Duration::from_secs(self.lease_secs.max(1)),
             max_attempts: self.max_attempts.max(1),
@@ -110,6 +116,18 @@ impl JobArgs {
         };
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;
         config.process.budget = self.budget.budget();
+        let (mut sources, problems) = self.remote.config();
+        for p in problems {
+            tracing::warn!("DEBUGINFOD_URLS: {p}");
+        }
+        if self.remote.cache_dir.is_none() {
+            sources.cache_dir = data_dir.join("remote-cache");
+        }
+        if !sources.is_empty() {
+            tracing::info!(sources = ?sources.debuginfod, "remote symbol sources");
+        }
+        config.remote = sources::Remote::new(&sources)
+            .map(|r| std::sync::Arc::new(::worker::jobs::fetch::Fetcher::new(r)));
         Ok(config)
     }
 }

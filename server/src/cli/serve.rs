@@ -119,7 +119,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         db: db.clone(),
         blobs: blobs.clone(),
         cache: cache.clone(),
-        config: args.jobs.config()?,
+        config: args.jobs.config(&args.storage.data_dir)?,
         metrics: job_metrics.clone(),
         wake: wake.clone(),
     };

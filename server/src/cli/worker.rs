@@ -27,7 +27,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
         db: db.clone(),
         blobs: args.storage.blobs()?,
         cache: TablesCache::new(args.jobs.cache_mb.saturating_mul(1 << 20)),
-        config: args.jobs.config()?,
+        config: args.jobs.config(&args.storage.data_dir)?,
         metrics: Arc::new(JobMetrics::default()),
         wake: Arc::new(Notify::new()),
     };

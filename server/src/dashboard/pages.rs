@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use engine::report::{Frame, Report, Thread};
+use engine::report::{Frame, LookupResult, Report, Thread};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use worker::store::binaries::BinaryRow;
 use worker::store::crashes::CrashRow;
@@ -392,6 +392,15 @@ pub fn crash_detail(
                                 td class={ "status-" (m.status) } {
                                     (m.status)
                                     @if missing && is_uploaded { " (uploaded since: reprocess)" }
+                                    @for source in fetched_from(m) { br; span.muted.origin { "fetched from " (source) } }
+                                    @for l in m.lookups.iter().filter(|l| l.result != LookupResult::Fetched) {
+                                        br;
+                                        @let error = l.result == LookupResult::Error;
+                                        span.origin class=[error.then_some("status-missing")] {
+                                            (l.file) @if error { " — source error at " } @else { " not found at " } (l.source)
+                                            @if let Some(why) = &l.message { " (" (why) ")" }
+                                        }
+                                    }
                                 }
                                 td { (names(&m.unwind, |s| s.as_str())) }
                                 td { (names(&m.symbols, |s| s.as_str())) }
@@ -412,6 +421,17 @@ pub fn crash_detail(
         }
     };
     layout(&format!("Crash {}", row.id), body)
+}
+
+/// The remote sources a module's files were fetched from, each once.
+fn fetched_from(m: &engine::report::Module) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for source in m.files.iter().filter_map(|f| f.source.as_deref()) {
+        if !out.contains(&source) {
+            out.push(source);
+        }
+    }
+    out
 }
 
 /// Build-ids needed by crashes and never uploaded.

@@ -280,3 +280,22 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Uploads a dump's bytes as the body of `POST {base}/api/v1/crashes` (answered 202) and
+/// returns the crash id.
+pub async fn upload_crash(c: &reqwest::Client, base: &str, dump: &[u8]) -> String {
+    let r = c
+        .post(format!("{base}/api/v1/crashes"))
+        .body(dump.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: serde_json::Value = r.json().await.unwrap();
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// The body of `GET url` as text.
+pub async fn get_text(c: &reqwest::Client, url: &str) -> String {
+    c.get(url).send().await.unwrap().text().await.unwrap()
+}

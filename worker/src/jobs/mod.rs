@@ -7,6 +7,7 @@
 //! fails that job only. Store errors are transient: the job goes back to the queue until
 //! its attempts run out.
 
+pub mod fetch;
 pub mod new_file;
 pub mod process;
 
@@ -66,6 +67,8 @@ pub struct JobConfig {
     pub poll_interval: Duration,
     /// Engine options (signature rules, walker heuristics).
     pub process: engine::process::ProcessOptions,
+    /// Remote symbol sources asked for what no upload gives (none by default).
+    pub remote: Option<Arc<fetch::Fetcher>>,
 }
 
 impl Default for JobConfig {
@@ -76,6 +79,7 @@ impl Default for JobConfig {
             time_limit: Duration::from_secs(30),
             poll_interval: Duration::from_millis(500),
             process: engine::process::ProcessOptions::default(),
+            remote: None,
         }
     }
 }
@@ -94,9 +98,20 @@ pub struct JobMetrics {
     pub latency_buckets: [AtomicU64; 12],
     pub latency_sum_ms: AtomicU64,
     pub latency_count: AtomicU64,
+    /// Remote symbol source lookups by (source, result).
+    pub lookups: std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>>,
 }
 
 impl JobMetrics {
+    /// Counts what remote sources answered.
+    pub fn count_lookups(&self, lookups: &[engine::report::Lookup]) {
+        if let Ok(mut m) = self.lookups.lock() {
+            for l in lookups {
+                *m.entry((l.source.clone(), l.result.as_str())).or_default() += 1;
+            }
+        }
+    }
+
     fn observe(&self, elapsed: Duration) {
         let secs = elapsed.as_secs_f64();
         for (i, le) in LATENCY_BUCKETS.iter().enumerate() {

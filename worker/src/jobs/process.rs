@@ -17,13 +17,13 @@ use std::time::Duration;
 
 use tracing::{info_span, instrument, Instrument};
 
-use super::{JobError, Runner};
+use super::{fetch, JobError, Runner};
 use crate::cache::{CacheKey, TableKind};
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 use engine::binary::FileBytes;
 use engine::dump::{Dump, Module};
 use engine::process::{CodeImage, ModuleTables, TableProvider};
-use engine::report::{ModuleFile, Report};
+use engine::report::{Lookup, LookupResult, ModuleFile, Report};
 use engine::resolve::{build_from_files, locate, FileSource, Found, Located, SourceFile, TableKey};
 
 /// Format version of the symbol tables.
@@ -54,6 +54,7 @@ pub async fn process_job(
     breakpad_used::clear_crash(&runner.db, &lease.id).await?;
     let source = Uploaded(runner);
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
+    let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
     for m in &modules {
         let Some(key) = module_key(m) else { continue };
         if found.contains_key(&key) || m.is_vdso() {
@@ -62,7 +63,22 @@ pub async fn process_job(
             continue;
         }
         let debug_id = m.breakpad_debug_id();
-        match locate(&source, m, arch).await? {
+        let mut located = locate(&source, m, arch).await?;
+        if let (Some(fetcher), Some(id)) = (&runner.config.remote, m.build_id_hex()) {
+            if lacks_files(located.as_ref()) {
+                let name = std::path::Path::new(&m.name)
+                    .file_name()
+                    .map_or_else(|| m.name.clone(), |n| n.to_string_lossy().into_owned());
+                let asked = fetch::fetch_missing(runner, fetcher, &id, &name).await?;
+                if asked.iter().any(|l| l.result == LookupResult::Fetched) {
+                    located = locate(&source, m, arch).await?;
+                }
+                if !asked.is_empty() {
+                    lookups.insert(key.clone(), asked);
+                }
+            }
+        }
+        match located {
             Some(located) => {
                 if matches!(located.key, TableKey::Breakpad(_)) {
                     breakpad_used::record(&runner.db, &key, debug_id.as_deref(), &lease.id).await?;
@@ -84,7 +100,7 @@ pub async fn process_job(
         .process
         .clone()
         .with_dump_sha256(lease.dump_sha256.clone());
-    let mut report = run_guarded(limit, move || run_engine(&bytes, found, &options))
+    let mut report = run_guarded(limit, move || run_engine(&bytes, found, lookups, &options))
         .instrument(info_span!("engine"))
         .await?;
 
@@ -312,8 +328,17 @@ async fn binary_tables(
     for f in files {
         read.push((f.name.clone(), runner.blobs.open(&f.handle.sha256).await?));
     }
+    // files fetched from a remote source say which (stored with the build's notes)
+    let fetched: HashMap<String, String> = files
+        .iter()
+        .filter_map(|f| Some((f.name.clone(), f.handle.source.clone()?)))
+        .collect();
     let built = run_guarded(runner.config.time_limit, move || {
-        Ok(build_from_files(&read, verified))
+        let mut t = build_from_files(&read, verified);
+        for f in &mut t.files {
+            f.source = fetched.get(&f.name).cloned();
+        }
+        Ok(t)
     })
     .instrument(info_span!("build_tables", key = %key))
     .await?;
@@ -387,21 +412,44 @@ fn tables_from(
     }
 }
 
-/// Hands the fetched tables to the engine, by [`module_key`].
-struct FetchedTables(HashMap<String, ModuleTables>);
+/// Hands the gathered tables to the engine, by [`module_key`], with what remote sources
+/// were asked for each module.
+struct FetchedTables {
+    tables: HashMap<String, ModuleTables>,
+    lookups: HashMap<String, Vec<Lookup>>,
+}
 
 impl TableProvider for FetchedTables {
     fn tables(&self, _dump: &Dump<'_>, module: &Module) -> Option<ModuleTables> {
-        self.0.get(&module_key(module)?).cloned()
+        self.tables.get(&module_key(module)?).cloned()
+    }
+
+    fn module_lookups(&self, _dump: &Dump<'_>, module: &Module) -> Vec<Lookup> {
+        module_key(module)
+            .and_then(|k| self.lookups.get(&k).cloned())
+            .unwrap_or_default()
     }
 }
 
-/// Runs the engine on one dump with the tables fetched for it.
+/// Whether remote sources may give what the located files lack: nothing found, only a
+/// `.sym` file (a binary's tables win), or no binary or no DWARF among the uploads.
+fn lacks_files(located: Option<&Located<binaries::BinaryRow>>) -> bool {
+    match located.map(|l| &l.found) {
+        None | Some(Found::Breakpad(_)) => true,
+        Some(Found::Files(files)) => {
+            let rows: Vec<binaries::BinaryRow> = files.iter().map(|f| f.handle.clone()).collect();
+            !fetch::wanted(&rows).is_empty()
+        }
+    }
+}
+
+/// Runs the engine on one dump with the tables gathered for it.
 fn run_engine(
     dump: &[u8],
     tables: HashMap<String, ModuleTables>,
+    lookups: HashMap<String, Vec<Lookup>>,
     options: &engine::process::ProcessOptions,
 ) -> Result<Report, JobError> {
-    let provider = FetchedTables(tables);
+    let provider = FetchedTables { tables, lookups };
     Ok(engine::process::process_dump(dump, &provider, options)?)
 }

@@ -20,6 +20,9 @@ pub struct BinaryRow {
     pub debug_id: Option<String>,
     /// `elf`, `macho` or `breakpad`.
     pub format: String,
+    /// The remote source (a debuginfod server's URL) the file was fetched from; `None`
+    /// for an upload.
+    pub source: Option<String>,
 }
 
 impl BinaryRow {
@@ -40,13 +43,13 @@ impl BinaryRow {
 }
 
 const COLUMNS: &str =
-    "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at, debug_id, format";
+    "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at, debug_id, format, source";
 
 /// Inserts `row` unless a binary with the same sha256 exists. Returns the stored row
 /// and whether it was created by this call.
 pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), StoreError> {
     let sql = format!(
-        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          ON CONFLICT (sha256) DO NOTHING"
     );
     let done = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
@@ -60,6 +63,7 @@ pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), Store
         .bind(row.uploaded_at)
         .bind(&row.debug_id)
         .bind(&row.format)
+        .bind(&row.source)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;

@@ -138,12 +138,18 @@ impl Blobs {
     /// copied in [`PART_BYTES`] pieces: one `put` for a small file, a multipart upload
     /// (aborted on failure, so no partial object is left) for a large one.
     pub async fn put_staged(&self, staged: &StagedBlob) -> Result<String, StoreError> {
-        let sha = staged.sha256().to_string();
+        self.put_file(staged.path(), staged.sha256()).await
+    }
+
+    /// Stores the file at `file`, whose content's sha256 is `sha`, under it and returns
+    /// it. Idempotent; copied as [`Blobs::put_staged`] copies.
+    pub async fn put_file(&self, file: &std::path::Path, sha: &str) -> Result<String, StoreError> {
+        let sha = sha.to_string();
         let path = key(&sha)?;
         if self.store.head(&path).await.is_ok() {
             return Ok(sha);
         }
-        let file = tokio::fs::File::open(staged.path())
+        let file = tokio::fs::File::open(file)
             .await
             .map_err(StoreError::BlobCopy)?;
         let mut reader = tokio::io::BufReader::with_capacity(READ_BUFFER, file);

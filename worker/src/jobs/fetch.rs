@@ -1,0 +1,202 @@
+//! Files no upload gives, fetched from the service's remote symbol sources (debuginfod
+//! servers) while a crash is processed, and stored as an upload is: in the blob store by
+//! content, indexed in `binaries` by build-id (with the source they came from), and
+//! announced as a new file ([`super::new_file`]), so the next crash of the build needs no
+//! network and the crashes that missed the module are queued again.
+//!
+//! Misses and unreachable servers are remembered by [`sources::Remote`] (misses on disk
+//! under the data directory, for the miss TTL). Workers of one process asking for one
+//! build-id at once make one download: the others wait for it and find its rows.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use engine::report::{Lookup, RemoteFile};
+use sha2::{Digest, Sha256};
+use tokio::sync::Mutex;
+
+use super::new_file::{file_arrived, NewFile};
+use super::{JobError, Runner};
+use crate::store::binaries::{self, BinaryRow};
+use crate::store::StoreError;
+
+/// The remote sources of a service, and one lock per build-id being fetched.
+pub struct Fetcher {
+    remote: Arc<sources::Remote>,
+    locks: moka::future::Cache<String, Arc<Mutex<()>>>,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fetcher")
+    }
+}
+
+impl Fetcher {
+    pub fn new(remote: sources::Remote) -> Fetcher {
+        Fetcher {
+            remote: Arc::new(remote),
+            locks: moka::future::Cache::builder()
+                .time_to_idle(std::time::Duration::from_secs(600))
+                .build(),
+        }
+    }
+}
+
+/// Which of a build's files the stored rows lack: its executable when no row is a binary,
+/// its debug file when none carries DWARF.
+pub fn wanted(rows: &[BinaryRow]) -> Vec<RemoteFile> {
+    let files: Vec<&BinaryRow> = rows.iter().filter(|r| !r.is_breakpad()).collect();
+    // the kind `engine::identify` gives a separate debug file
+    let binary = files.iter().any(|r| r.kind != "debug");
+    // `engine::identify`'s short section names; a compressed `.zdebug_info` is listed
+    // as `debug_info` too
+    let dwarf = files
+        .iter()
+        .any(|r| r.section_list().contains(&"debug_info"));
+    let mut out = Vec::new();
+    if !binary {
+        out.push(RemoteFile::Executable);
+    }
+    if !dwarf {
+        out.push(RemoteFile::Debuginfo);
+    }
+    out
+}
+
+/// Fetches the files of build `build_id` (module `name`) that no stored row gives, stores
+/// each, and returns what every source was asked and answered.
+pub async fn fetch_missing(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    build_id: &str,
+    name: &str,
+) -> Result<Vec<Lookup>, JobError> {
+    let lock = fetcher
+        .locks
+        .get_with(build_id.to_string(), async { Arc::new(Mutex::new(())) })
+        .await;
+    let _one_at_a_time = lock.lock().await;
+    // another worker may have stored them while this one waited
+    let rows = binaries::by_build_id(&runner.db, build_id).await?;
+    let mut lookups = Vec::new();
+    for file in wanted(&rows) {
+        let remote = fetcher.remote.clone();
+        let id = build_id.to_string();
+        let fetched = tokio::task::spawn_blocking(move || remote.file(&id, file))
+            .await
+            .map_err(|e| JobError::Panic(format!("fetching {build_id}: {e}")))?;
+        runner.metrics.count_lookups(&fetched.lookups);
+        lookups.extend(fetched.lookups);
+        if let Some((path, source)) = fetched.file {
+            let named = match file {
+                RemoteFile::Executable => name.to_string(),
+                RemoteFile::Debuginfo => format!("{name}.debug"),
+            };
+            let stored = store(runner, &path, named, &source).await;
+            // stored once, in the blob store: the download is not kept beside it
+            let _ = std::fs::remove_file(&path);
+            stored?;
+        }
+    }
+    Ok(lookups)
+}
+
+/// Stores a fetched (and build-id checked) file as an upload is stored.
+async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
+    let p = path.to_path_buf();
+    let (info, sha, size) = tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::open(&p)?;
+        let info = engine::identify::identify_file(&file).map_err(std::io::Error::other)?;
+        let (sha, size) = sha256_of(&p)?;
+        Ok::<_, std::io::Error>((info, sha, size))
+    })
+    .await
+    .map_err(|e| JobError::Panic(format!("reading a fetched file: {e}")))?
+    .map_err(|e| {
+        JobError::Store(StoreError::Staging {
+            path: path.display().to_string(),
+            source: e,
+        })
+    })?;
+    let sha256 = runner.blobs.put_file(path, &sha).await?;
+    let row = BinaryRow {
+        sha256,
+        build_id: info.build_id.clone().unwrap_or_default(),
+        arch: info.arch.map(str::to_string),
+        kind: info.kind.to_string(),
+        file_name: Some(name),
+        size: i64::try_from(size).unwrap_or(i64::MAX),
+        sections: info.sections.join(","),
+        uploaded_at: crate::store::now_ms(),
+        debug_id: info.debug_id.clone(),
+        format: info.format.to_string(),
+        source: Some(source.to_string()),
+    };
+    let (_, created) = binaries::insert(&runner.db, &row).await?;
+    if created {
+        let file = NewFile {
+            build_id: info.build_id.as_deref(),
+            debug_id: info.debug_id.as_deref(),
+            breakpad: false,
+        };
+        if file_arrived(&runner.db, &runner.cache, file).await? > 0 {
+            runner.wake.notify_waiters();
+        }
+    }
+    Ok(())
+}
+
+/// The sha256 (lower-case hex) and size of the file at `path`.
+fn sha256_of(path: &Path) -> std::io::Result<(String, u64)> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut size = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(buf.get(..n).unwrap_or_default());
+        size += n as u64;
+    }
+    Ok((hex::encode(h.finalize()), size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: &str, sections: &str) -> BinaryRow {
+        BinaryRow {
+            sha256: String::new(),
+            build_id: "ab".into(),
+            arch: None,
+            kind: kind.into(),
+            file_name: None,
+            size: 0,
+            sections: sections.into(),
+            uploaded_at: 0,
+            debug_id: None,
+            format: "elf".into(),
+            source: None,
+        }
+    }
+
+    #[test]
+    fn what_is_wanted_is_what_the_rows_lack() {
+        use RemoteFile::{Debuginfo, Executable};
+        let full = row("executable", "eh_frame,debug_info,symtab");
+        let stripped = row("shared-object", "eh_frame,dynsym");
+        let debug = row("debug", "debug_info,symtab");
+        let sym = row(engine::identify::KIND_BREAKPAD, "");
+        assert_eq!(wanted(&[full]), []);
+        assert_eq!(wanted(std::slice::from_ref(&stripped)), [Debuginfo]);
+        assert_eq!(wanted(std::slice::from_ref(&debug)), [Executable]);
+        assert_eq!(wanted(&[stripped, debug]), []);
+        assert_eq!(wanted(&[sym]), [Executable, Debuginfo]);
+        assert_eq!(wanted(&[]), [Executable, Debuginfo]);
+    }
+}
