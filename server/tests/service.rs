@@ -173,10 +173,6 @@ async fn upload_file(c: &reqwest::Client, s: &Server, path: &Path) {
     );
 }
 
-async fn get_json(c: &reqwest::Client, url: String) -> Value {
-    c.get(url).send().await.unwrap().json().await.unwrap()
-}
-
 /// The counters of `/metrics`, by full series name (`name{labels}`).
 async fn metrics(c: &reqwest::Client, s: &Server) -> BTreeMap<String, f64> {
     let text = c
@@ -483,7 +479,7 @@ async fn service_breakpad_symbols_report_equals_cli() {
     let id = upload_crashpad(&c, &s, &dump, &fields).await;
     let first = poll_done(&c, &s.base, &id).await;
     assert_eq!(first["status"], "done", "{first}");
-    let missing = get_json(&c, s.url("/api/v1/modules/missing")).await;
+    let missing = common::get_json(&c, s.url("/api/v1/modules/missing")).await;
     let prog_build_id = prog["build_id"].as_str().unwrap();
     assert!(
         missing["modules"]
@@ -529,12 +525,12 @@ async fn service_breakpad_symbols_report_equals_cli() {
     assert_eq!(r.status(), 200);
     let again: Value = r.json().await.unwrap();
     assert_eq!(again["binaries"][0]["created"], false);
-    let by_build = get_json(
+    let by_build = common::get_json(
         &c,
         s.url(&format!("/api/v1/binaries?build_id={prog_build_id}")),
     )
     .await;
-    let by_debug = get_json(
+    let by_debug = common::get_json(
         &c,
         s.url(&format!(
             "/api/v1/binaries?debug_id={}",
@@ -549,7 +545,7 @@ async fn service_breakpad_symbols_report_equals_cli() {
     let requeued = poll_done(&c, &s.base, &id).await;
     assert_eq!(requeued["status"], "done", "{requeued}");
     assert_same_report(&requeued["report"], &expected);
-    let missing = get_json(&c, s.url("/api/v1/modules/missing")).await;
+    let missing = common::get_json(&c, s.url("/api/v1/modules/missing")).await;
     assert_eq!(missing["modules"], serde_json::json!([]), "{missing}");
 
     // Again, from cached tables.
@@ -846,7 +842,7 @@ async fn scale_out_survives_killed_workers() {
     let retried = rows.iter().filter(|r| r.3 > 1).count();
     eprintln!("scale-out: {retried} crashes needed more than one lease");
     // A report per crash, each with the upload's own annotation.
-    let v = get_json(&c, s.url(&format!("/api/v1/crashes/{}", ids[7]))).await;
+    let v = common::get_json(&c, s.url(&format!("/api/v1/crashes/{}", ids[7]))).await;
     assert_eq!(v["report"]["annotations"]["seq"], "7", "{v}");
     drop(workers);
     drop(s);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{bin, client, get_text, poll_done, upload_crash, Proc, TempServer};
+use common::{bin, client, get_json, get_text, poll_done, upload_crash, Proc, TempServer};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::{compare, gdb, report::assert_valid};
 
@@ -266,8 +266,10 @@ fn a_core_walks_with_every_file_from_debuginfod_as_gdb_does() {
 }
 
 /// What the test's own source does with a request.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Fault {
+    /// Serves the files under a directory (a symbol store), 404 for the rest.
+    Files(PathBuf),
     /// 404 for everything.
     NotFound,
     /// 500 for everything.
@@ -294,7 +296,7 @@ fn faulty(fault: Fault) -> (String, Arc<Mutex<Vec<String>>>) {
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };
-            let log = log.clone();
+            let (log, fault) = (log.clone(), fault.clone());
             std::thread::spawn(move || answer(conn, fault, &log));
         }
     });
@@ -314,8 +316,27 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
             break;
         }
     }
-    log.lock().unwrap().push(path);
+    log.lock().unwrap().push(path.clone());
     let _ = match fault {
+        Fault::Files(root) => {
+            let rel = path.trim_start_matches('/');
+            match std::fs::read(root.join(rel))
+                .ok()
+                .filter(|_| !rel.contains(".."))
+            {
+                Some(body) => {
+                    let _ = write!(
+                        conn,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    conn.write_all(&body)
+                }
+                None => conn.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                ),
+            }
+        }
         Fault::NotFound => conn
             .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
         Fault::ServerError => conn.write_all(
@@ -399,10 +420,11 @@ fn a_miss_is_asked_once_within_its_time_to_live() {
 
     let (_, second) = program_lookups(&core, &cache, &url, &[]);
     assert_eq!(asked.lock().unwrap().len(), n, "nothing asked again");
-    assert!(second
-        .iter()
-        .all(|l| l["result"] == "not-found"
-            && l["message"].as_str().unwrap().contains("asked again in")));
+    assert!(second.iter().all(|l| l["result"] == "not-found"
+        && l["message"]
+            .as_str()
+            .unwrap()
+            .contains("remembered for 600 s")));
 
     program_lookups(&core, &cache, &url, &["--miss-ttl", "0"]);
     assert_eq!(
@@ -620,4 +642,100 @@ async fn the_service_goes_on_when_a_source_fails() {
     assert!(n >= 2, "{asked:?}");
     process().await;
     assert_eq!(asked.lock().unwrap().len(), n, "misses are remembered");
+}
+
+/// The repository's minidump fixture and the Breakpad symbol store beside it.
+fn minidump_and_store() -> (PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/reports");
+    (root.join("dumps/x86_64.dmp"), root.join("sym"))
+}
+
+/// A Breakpad symbol store over HTTP (`--symbols-url`, as minidump-stackwalk's): the
+/// program's `.sym` file is fetched from `URL/NAME/DEBUG_ID/NAME.sym`, and the walk is the
+/// walk with the same store on disk (`--symbols-path`); a second walk asks nothing.
+#[test]
+fn a_minidump_walks_with_its_sym_file_from_a_symbol_store() {
+    let (dump, store) = minidump_and_store();
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let (url, asked) = faulty(Fault::Files(store.clone()));
+    let (_, local) = walk_remote(
+        &dump,
+        &work.path().join("unused"),
+        &["--offline", "--symbols-path", store.to_str().unwrap()],
+    );
+    let (_, fetched) = walk_remote(&dump, &cache, &["--symbols-url", &url]);
+    assert_eq!(fetched["threads"], local["threads"]);
+    let m = module(&fetched, "crash");
+    assert_eq!(m["status"], "ok", "{m}");
+    assert_eq!(lookups(m), [("sym".to_string(), "fetched".to_string())]);
+    assert_eq!(m["files"][0]["source"], url.as_str(), "{m}");
+    assert_eq!(m["files"][0]["kind"], "breakpad", "{m}");
+    let paths = asked.lock().unwrap().clone();
+    assert!(
+        paths.contains(&"/crash/D8A5E4FFF58D3BAF5A6C97C3463B89E20/crash.sym".to_string()),
+        "{paths:?}"
+    );
+    let (_, again) = walk_remote(&dump, &cache, &["--symbols-url", &url]);
+    assert_eq!(again, fetched);
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        paths.len(),
+        "nothing asked again"
+    );
+
+    // a store that serves another module's file under this id: refused
+    let wrong = work
+        .path()
+        .join("wrong/crash/D8A5E4FFF58D3BAF5A6C97C3463B89E20");
+    std::fs::create_dir_all(&wrong).unwrap();
+    std::fs::write(
+        wrong.join("crash.sym"),
+        "MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 crash\nPUBLIC 10 0 f\n",
+    )
+    .unwrap();
+    let (bad, _) = faulty(Fault::Files(work.path().join("wrong")));
+    let (_, refused) = walk_remote(&dump, &work.path().join("cache2"), &["--symbols-url", &bad]);
+    let m = module(&refused, "crash");
+    let l = &m["lookups"][0];
+    assert_eq!(l["result"], "error", "{m}");
+    assert!(
+        l["message"]
+            .as_str()
+            .unwrap()
+            .contains("not the D8A5E4FFF58D3BAF5A6C97C3463B89E20"),
+        "{l}"
+    );
+}
+
+/// The service asks a symbol store for a minidump's `.sym` files too, and stores them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_fetches_sym_files_from_a_symbol_store() {
+    let (dump, store) = minidump_and_store();
+    let (url, _) = faulty(Fault::Files(store.clone()));
+    let work = tempfile::tempdir().unwrap();
+    let (_, local) = walk_remote(
+        &dump,
+        work.path(),
+        &["--offline", "--symbols-path", store.to_str().unwrap()],
+    );
+    let server = TempServer::start(&["--symbols-url", &url]);
+    let c = client();
+    let id = upload_crash(&c, &server.base, &std::fs::read(&dump).unwrap()).await;
+    let done = poll_done(&c, &server.base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let report = &done["report"];
+    assert_eq!(report["threads"], local["threads"]);
+    let m = module(report, "crash");
+    assert_eq!(lookups(m), [("sym".to_string(), "fetched".to_string())]);
+    assert_eq!(m["files"][0]["source"], url.as_str(), "{m}");
+    let binaries = get_json(&c, server.url("/api/v1/binaries")).await;
+    assert!(
+        binaries["binaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["kind"] == "breakpad-sym" && b["source"] == url.as_str()),
+        "{binaries}"
+    );
 }

@@ -1,19 +1,62 @@
-//! Fetched files and misses kept on disk, so a second walk of a dump asks no server:
-//! `ROOT/buildid/ID/FILE` (FILE is `executable` or `debuginfo`) with `FILE.source` naming
-//! the server it came from, and `FILE.miss-HASH` per server that did not have it (its
-//! modification time says when it was asked). Files appear whole or not at all: written
-//! beside their final name and renamed into place, after their build-id was checked.
+//! Fetched files and misses kept on disk, so a second walk of a dump asks no server. A
+//! file has a place ([`Entry`]): `ROOT/buildid/ID/FILE` (FILE is `executable` or
+//! `debuginfo`) for a build's files, `ROOT/breakpad/NAME/DEBUG_ID/NAME.sym` for a `.sym`
+//! file (the symbol store layout). Beside it, `FILE.source` names the server it came from,
+//! and `FILE.miss-HASH` (one per server that did not have it; its modification time says
+//! when it was asked). Files appear whole or not at all: written beside their final name
+//! and renamed into place, after they were checked.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use engine::report::RemoteFile;
 use tempfile::NamedTempFile;
 
 /// Longest build-id accepted as a directory name (hex digits): a SHA-512 would be 128.
 const MAX_ID_CHARS: usize = 128;
+
+/// Where one file is kept, relative to the cache's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    dir: PathBuf,
+    file: String,
+}
+
+impl Entry {
+    /// File `file` (`executable`, `debuginfo`) of build `id`, if `id` is a build-id
+    /// (lower-case hex, so it cannot name anything outside the cache).
+    pub fn build(id: &str, file: &str) -> Option<Entry> {
+        let ok = (2..=MAX_ID_CHARS).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        ok.then(|| Entry {
+            dir: Path::new("buildid").join(id),
+            file: file.to_string(),
+        })
+    }
+
+    /// The `.sym` file at `rel`, a symbol store path `NAME/DEBUG_ID/NAME.sym`
+    /// (`engine::dump::Module::breakpad_sym_path`): three plain components.
+    pub fn sym(rel: &str) -> Option<Entry> {
+        let parts: Vec<&str> = rel.split('/').collect();
+        let plain = |p: &str| {
+            !p.is_empty() && p != "." && p != ".." && !p.contains(['\\', '\0']) && p.len() <= 255
+        };
+        match parts.as_slice() {
+            [name, id, file] if [name, id, file].iter().all(|p| plain(p)) => Some(Entry {
+                dir: Path::new("breakpad").join(name).join(id),
+                file: (*file).to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    fn with(&self, suffix: &str) -> PathBuf {
+        self.dir.join(format!("{}{suffix}", self.file))
+    }
+}
 
 /// The cache under one root directory.
 pub struct DiskCache {
@@ -25,75 +68,58 @@ impl DiskCache {
         DiskCache { root }
     }
 
-    /// The directory of build `id`, if `id` is a build-id (lower-case hex, so it cannot
-    /// name anything outside the cache).
-    fn dir(&self, id: &str) -> Option<PathBuf> {
-        let ok = (2..=MAX_ID_CHARS).contains(&id.len())
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        ok.then(|| self.root.join("buildid").join(id))
-    }
-
-    /// The kept file `file` of build `id` and the server it came from.
-    pub fn get(&self, id: &str, file: RemoteFile) -> Option<(PathBuf, String)> {
-        let dir = self.dir(id)?;
-        let path = dir.join(file.as_str());
+    /// The kept file of `entry` and the server it came from.
+    pub fn get(&self, entry: &Entry) -> Option<(PathBuf, String)> {
+        let path = self.root.join(entry.with(""));
         if !path.is_file() {
             return None;
         }
-        let source = fs::read_to_string(dir.join(format!("{}.source", file.as_str())))
+        let source = fs::read_to_string(self.root.join(entry.with(".source")))
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "cache".to_string());
         Some((path, source))
     }
 
-    /// A directory to download build `id`'s files into (created), on the cache's file
-    /// system so that keeping a file is a rename.
-    pub fn download_dir(&self, id: &str) -> io::Result<PathBuf> {
-        let dir = self
-            .dir(id)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a build-id"))?;
+    /// The directory `entry` is downloaded into (created), on the cache's file system so
+    /// that keeping a file is a rename.
+    pub fn download_dir(&self, entry: &Entry) -> io::Result<PathBuf> {
+        let dir = self.root.join(&entry.dir);
         fs::create_dir_all(&dir)?;
         Ok(dir)
     }
 
-    /// Keeps a checked download as build `id`'s `file`, fetched from `source`.
+    /// Keeps a checked download as `entry`, fetched from `source`.
     pub fn put(
         &self,
-        id: &str,
-        file: RemoteFile,
+        entry: &Entry,
         downloaded: NamedTempFile,
         source: &str,
     ) -> io::Result<PathBuf> {
-        let dir = self.download_dir(id)?;
-        fs::write(dir.join(format!("{}.source", file.as_str())), source)?;
-        let path = dir.join(file.as_str());
+        self.download_dir(entry)?;
+        fs::write(self.root.join(entry.with(".source")), source)?;
+        let path = self.root.join(entry.with(""));
         downloaded.persist(&path).map_err(|e| e.error)?;
         Ok(path)
     }
 
-    /// How long ago `source` said it does not have build `id`'s `file`, if it did.
-    pub fn miss_age(&self, id: &str, file: RemoteFile, source: &str) -> Option<Duration> {
-        let marker = self.miss_marker(id, file, source)?;
-        let when = fs::metadata(marker).ok()?.modified().ok()?;
+    /// How long ago `source` said it does not have `entry`, if it did.
+    pub fn miss_age(&self, entry: &Entry, source: &str) -> Option<Duration> {
+        let when = fs::metadata(self.miss_marker(entry, source))
+            .ok()?
+            .modified()
+            .ok()?;
         Some(SystemTime::now().duration_since(when).unwrap_or_default())
     }
 
-    /// Remembers that `source` does not have build `id`'s `file` (from now).
-    pub fn put_miss(&self, id: &str, file: RemoteFile, source: &str) -> io::Result<()> {
-        self.download_dir(id)?;
-        let marker = self
-            .miss_marker(id, file, source)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a build-id"))?;
-        fs::write(marker, source)
+    /// Remembers that `source` does not have `entry` (from now).
+    pub fn put_miss(&self, entry: &Entry, source: &str) -> io::Result<()> {
+        self.download_dir(entry)?;
+        fs::write(self.miss_marker(entry, source), source)
     }
 
-    fn miss_marker(&self, id: &str, file: RemoteFile, source: &str) -> Option<PathBuf> {
-        Some(
-            self.dir(id)?
-                .join(format!("{}.miss-{:016x}", file.as_str(), fnv1a(source))),
-        )
+    fn miss_marker(&self, entry: &Entry, source: &str) -> PathBuf {
+        self.root
+            .join(entry.with(&format!(".miss-{:016x}", fnv1a(source))))
     }
 
     pub fn root(&self) -> &Path {
@@ -113,15 +139,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_build_ids_name_directories() {
-        let c = DiskCache::new(PathBuf::from("/c"));
+    fn entries_stay_inside_the_cache() {
         assert_eq!(
-            c.dir("00ff"),
-            Some(PathBuf::from("/c/buildid/00ff")),
-            "hex is a build-id"
+            Entry::build("00ff", "debuginfo").map(|e| e.with("")),
+            Some(PathBuf::from("buildid/00ff/debuginfo"))
         );
         for bad in ["", "0", "../etc", "00FF", "0/1", &"0".repeat(130)] {
-            assert_eq!(c.dir(bad), None, "{bad:?}");
+            assert_eq!(Entry::build(bad, "executable"), None, "{bad:?}");
+        }
+        assert_eq!(
+            Entry::sym("libc.so.6/ABC0/libc.so.6.sym").map(|e| e.with("")),
+            Some(PathBuf::from("breakpad/libc.so.6/ABC0/libc.so.6.sym"))
+        );
+        for bad in [
+            "a/b",
+            "a/b/c/d",
+            "../ID/x.sym",
+            "a//x.sym",
+            "a\\..\\b/ID/x.sym",
+        ] {
+            assert_eq!(Entry::sym(bad), None, "{bad:?}");
         }
     }
 
@@ -130,22 +167,20 @@ mod tests {
         let root = tempfile::tempdir().expect("temporary directory");
         let c = DiskCache::new(root.path().to_path_buf());
         let (a, b) = ("http://a", "http://b");
-        assert_eq!(c.miss_age("abcd", RemoteFile::Debuginfo, a), None);
-        c.put_miss("abcd", RemoteFile::Debuginfo, a)
-            .expect("miss kept");
-        assert!(c.miss_age("abcd", RemoteFile::Debuginfo, a).is_some());
-        assert_eq!(c.miss_age("abcd", RemoteFile::Debuginfo, b), None);
-        assert_eq!(c.miss_age("abcd", RemoteFile::Executable, a), None);
+        let debuginfo = Entry::build("abcd", "debuginfo").expect("a build-id");
+        let executable = Entry::build("abcd", "executable").expect("a build-id");
+        assert_eq!(c.miss_age(&debuginfo, a), None);
+        c.put_miss(&debuginfo, a).expect("miss kept");
+        assert!(c.miss_age(&debuginfo, a).is_some());
+        assert_eq!(c.miss_age(&debuginfo, b), None);
+        assert_eq!(c.miss_age(&executable, a), None);
 
-        let dir = c.download_dir("abcd").expect("directory");
+        let dir = c.download_dir(&executable).expect("directory");
         let mut t = NamedTempFile::new_in(&dir).expect("temporary file");
         io::Write::write_all(&mut t, b"bytes").expect("write");
-        let kept = c.put("abcd", RemoteFile::Executable, t, b).expect("kept");
-        assert_eq!(
-            c.get("abcd", RemoteFile::Executable),
-            Some((kept.clone(), b.to_string()))
-        );
+        let kept = c.put(&executable, t, b).expect("kept");
+        assert_eq!(c.get(&executable), Some((kept.clone(), b.to_string())));
         assert_eq!(fs::read(kept).expect("read"), b"bytes");
-        assert_eq!(c.get("abcd", RemoteFile::Debuginfo), None);
+        assert_eq!(c.get(&debuginfo), None);
     }
 }

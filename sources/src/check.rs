@@ -1,6 +1,7 @@
-//! A fetched file is the build asked for, or it is not used: its GNU build-id note must
-//! hold the id in the request. A server may be wrong, stale or hostile; a wrong libc's
-//! symbols would name every frame wrongly and still look right.
+//! A fetched file is the build asked for, or it is not used: a binary's GNU build-id note
+//! must hold the id in the request, a `.sym` file's `MODULE` line the debug-id. A server
+//! may be wrong, stale or hostile; a wrong libc's symbols would name every frame wrongly
+//! and still look right.
 
 use std::fs::File;
 
@@ -15,6 +16,36 @@ pub enum Refused {
     NoBuildId,
     #[error("the file has build-id {found}, not the {asked} asked for")]
     OtherBuild { found: String, asked: String },
+    #[error("the file has no Breakpad MODULE line")]
+    NotSym,
+    #[error("the .sym file is of debug-id {found}, not the {asked} asked for")]
+    OtherSym { found: String, asked: String },
+}
+
+/// Checks that `file` is a Breakpad `.sym` file whose `MODULE` line says `asked`
+/// (upper-case).
+pub fn same_sym(file: &File, asked: &str) -> Result<(), Refused> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 4096];
+    let mut n = 0;
+    while n < head.len() {
+        match file.read_at(head.get_mut(n..).unwrap_or_default(), n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(Refused::NotSym),
+        }
+    }
+    let module = engine::symbols::parse_module_line(head.get(..n).unwrap_or_default())
+        .ok_or(Refused::NotSym)?;
+    if module.debug_id == asked {
+        Ok(())
+    } else {
+        Err(Refused::OtherSym {
+            found: module.debug_id,
+            asked: asked.to_string(),
+        })
+    }
 }
 
 /// Checks that `file` (read lazily, a few pages) has build-id `asked` (lower-case hex).

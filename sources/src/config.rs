@@ -21,6 +21,8 @@ pub const DEFAULT_MAX_FETCH_SECS: u64 = 600;
 pub struct Config {
     /// debuginfod servers' base URLs, asked in this order.
     pub debuginfod: Vec<String>,
+    /// Breakpad symbol stores' base URLs (`BASE/NAME/DEBUG_ID/NAME.sym`), in this order.
+    pub breakpad: Vec<String>,
     /// Where fetched files and misses are kept.
     pub cache_dir: PathBuf,
     /// Longest wait for a connection, a response, or the next bytes of a body.
@@ -38,6 +40,7 @@ impl Config {
     pub fn none() -> Config {
         Config {
             debuginfod: Vec::new(),
+            breakpad: Vec::new(),
             cache_dir: default_cache_dir(),
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             max_fetch: Duration::from_secs(DEFAULT_MAX_FETCH_SECS),
@@ -48,7 +51,7 @@ impl Config {
 
     /// Whether any source is configured.
     pub fn is_empty(&self) -> bool {
-        self.debuginfod.is_empty()
+        self.debuginfod.is_empty() && self.breakpad.is_empty()
     }
 }
 

@@ -1,16 +1,19 @@
 //! Remote symbol sources: a module's files fetched by build-id from debuginfod servers
 //! when nothing on hand describes it, the way gdb and eu-stack fetch them
-//! (`DEBUGINFOD_URLS`). Nobody uploads their distribution's libc, yet most crashes pass
+//! (`DEBUGINFOD_URLS`), and `.sym` files from Breakpad symbol stores, the way
+//! minidump-stackwalk does (`--symbols-url`). Nobody uploads their distribution's libc, yet most crashes pass
 //! through it; distributions serve the executable and debug file of every package.
 //!
 //! - [`config`]: which servers, and the limits every fetch obeys (timeouts, size cap, how
 //!   long a miss is remembered), from flags and elfutils' environment variables.
-//! - [`debuginfod`]: one server's answer for one file, streamed to disk, told apart as
-//!   found, not found, or an error (unreachable, slow, 5xx, cut short, too large).
-//! - [`check`]: a fetched file is used only if its build-id is the one asked for.
+//! - [`http`]: one server's answer for one file, streamed to disk, told apart as found,
+//!   not found, or an error (unreachable, slow, 5xx, cut short, too large).
+//! - [`check`]: a fetched file is used only if its build-id (or a `.sym` file's debug-id)
+//!   is the one asked for.
 //! - [`cache`]: fetched files and misses kept on disk, so the next walk asks nothing.
-//! - [`remote`]: the servers in order, behind the cache, with what each answered as the
-//!   report's `modules[].lookups`.
+//! - [`remote`]: the servers in order, behind the cache — debuginfod servers for a build's
+//!   executable and debug file, Breakpad symbol stores for `.sym` files — with what each
+//!   answered as the report's `modules[].lookups`.
 //!
 //! Blocking I/O (`ureq`): the walk programs have no async runtime, and the service calls
 //! this on a blocking thread.
@@ -18,7 +21,7 @@
 pub mod cache;
 pub mod check;
 pub mod config;
-pub mod debuginfod;
+pub mod http;
 pub mod remote;
 
 pub use config::Config;

@@ -1,5 +1,8 @@
-//! The configured servers in order, behind the disk cache: a build's file is taken from
-//! the cache, else from the first server that has it; every server asked (or whose miss
+//! The configured servers in order, behind the disk cache: a file is taken from the
+//! cache, else from the first server of its layout that has it — a build's executable and
+//! debug file from debuginfod servers (`buildid/ID/executable`), a `.sym` file from
+//! Breakpad symbol stores (`NAME/DEBUG_ID/NAME.sym`, as minidump-stackwalk's
+//! `--symbols-url` and Mozilla's Tecken serve them). Every server asked (or whose miss
 //! the cache remembers) is one of the report's `modules[].lookups`. A server that could
 //! not be reached, or did not answer in time, is not asked again for [`DOWN_FOR`]: a walk
 //! with a server down costs one timeout, not one per module, and a service asks again
@@ -12,9 +15,17 @@ use std::time::{Duration, Instant};
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
 
-use crate::cache::DiskCache;
+use crate::cache::{DiskCache, Entry};
+use crate::check::{self, Refused};
 use crate::config::Config;
-use crate::debuginfod::{FetchError, Server};
+use crate::http::{FetchError, Server};
+
+/// How a server lays out its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Debuginfod,
+    Breakpad,
+}
 
 /// How long a server that could not be reached or did not answer in time is not asked.
 pub const DOWN_FOR: Duration = Duration::from_secs(30);
@@ -30,7 +41,7 @@ pub struct Fetched {
 
 /// The remote sources of one program run or service.
 pub struct Remote {
-    servers: Vec<Server>,
+    servers: Vec<(Layout, Server)>,
     cache: DiskCache,
     miss_ttl: Duration,
     /// Servers (by index) that failed to answer, since when and why.
@@ -60,7 +71,13 @@ impl Remote {
             servers: config
                 .debuginfod
                 .iter()
-                .map(|u| Server::new(u, config))
+                .map(|u| (Layout::Debuginfod, Server::new(u, config)))
+                .chain(
+                    config
+                        .breakpad
+                        .iter()
+                        .map(|u| (Layout::Breakpad, Server::new(u, config))),
+                )
                 .collect(),
             cache: DiskCache::new(root),
             miss_ttl: config.miss_ttl,
@@ -69,49 +86,87 @@ impl Remote {
         })
     }
 
-    /// File `file` of build `build_id` (lower-case hex).
+    /// File `file` (executable or debuginfo) of build `build_id` (lower-case hex), from
+    /// the debuginfod servers.
     pub fn file(&self, build_id: &str, file: RemoteFile) -> Fetched {
+        let Some(entry) = Entry::build(build_id, file.as_str()) else {
+            return Fetched::default();
+        };
+        let path = format!("buildid/{build_id}/{}", file.as_str());
+        let check = |f: &std::fs::File| check::same_build(f, build_id);
+        self.ask(Layout::Debuginfod, file, &entry, &path, &check)
+    }
+
+    /// The `.sym` file at `rel` (`NAME/DEBUG_ID/NAME.sym`) whose `MODULE` line says
+    /// `debug_id` (upper-case), from the Breakpad symbol stores.
+    pub fn sym(&self, rel: &str, debug_id: &str) -> Fetched {
+        let Some(entry) = Entry::sym(rel) else {
+            return Fetched::default();
+        };
+        let path = escape_path(rel);
+        let check = |f: &std::fs::File| check::same_sym(f, debug_id);
+        self.ask(Layout::Breakpad, RemoteFile::Sym, &entry, &path, &check)
+    }
+
+    /// Whether any Breakpad symbol store is configured.
+    pub fn has_symbol_stores(&self) -> bool {
+        self.servers.iter().any(|(l, _)| *l == Layout::Breakpad)
+    }
+
+    /// `entry` from the cache, else from the servers of `layout` in order (at `path`
+    /// below each base URL, the download accepted by `check`).
+    fn ask(
+        &self,
+        layout: Layout,
+        file: RemoteFile,
+        entry: &Entry,
+        path: &str,
+        check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
+    ) -> Fetched {
         let lookup = |source: &str, result, message: Option<String>| Lookup {
             source: source.to_string(),
             file,
             result,
             message,
         };
-        if let Some((path, source)) = self.cache.get(build_id, file) {
+        if let Some((path, source)) = self.cache.get(entry) {
             return Fetched {
                 lookups: vec![lookup(&source, LookupResult::Fetched, None)],
                 file: Some((path, source)),
             };
         }
         let mut out = Fetched::default();
-        for (i, server) in self.servers.iter().enumerate() {
+        for (i, (_, server)) in self
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(_, (l, _))| *l == layout)
+        {
             let base = server.base();
             if let Some(why) = self.down_now(i) {
                 out.lookups
                     .push(lookup(base, LookupResult::Error, Some(why)));
                 continue;
             }
-            if let Some(age) = self
+            // the same words when the miss is new and when it is remembered: a walk's
+            // report does not change with the clock
+            let remembered = format!("remembered for {} s", self.miss_ttl.as_secs());
+            if self
                 .cache
-                .miss_age(build_id, file, base)
-                .filter(|age| *age < self.miss_ttl)
+                .miss_age(entry, base)
+                .is_some_and(|age| age < self.miss_ttl)
             {
-                let again = self.miss_ttl.saturating_sub(age).as_secs().max(1);
-                let message = format!(
-                    "not found {} s ago; asked again in {again} s",
-                    age.as_secs()
-                );
                 out.lookups
-                    .push(lookup(base, LookupResult::NotFound, Some(message)));
+                    .push(lookup(base, LookupResult::NotFound, Some(remembered)));
                 continue;
             }
             let answer = self
                 .cache
-                .download_dir(build_id)
+                .download_dir(entry)
                 .map_err(FetchError::Disk)
-                .and_then(|dir| server.fetch(build_id, file, &dir));
+                .and_then(|dir| server.fetch(path, &dir, check));
             match answer {
-                Ok(Some(downloaded)) => match self.cache.put(build_id, file, downloaded, base) {
+                Ok(Some(downloaded)) => match self.cache.put(entry, downloaded, base) {
                     Ok(path) => {
                         out.lookups.push(lookup(base, LookupResult::Fetched, None));
                         out.file = Some((path, base.to_string()));
@@ -125,8 +180,10 @@ impl Remote {
                 },
                 Ok(None) => {
                     // a miss that cannot be remembered is asked again next time: no harm
-                    let _ = self.cache.put_miss(build_id, file, base);
-                    out.lookups.push(lookup(base, LookupResult::NotFound, None));
+                    let kept = self.cache.put_miss(entry, base).is_ok();
+                    let message = kept.then_some(remembered);
+                    out.lookups
+                        .push(lookup(base, LookupResult::NotFound, message));
                 }
                 Err(e) => {
                     let message = e.to_string();
@@ -148,5 +205,41 @@ impl Remote {
         let d = self.down.lock().ok()?;
         let (since, why) = d.get(&i)?;
         (since.elapsed() < DOWN_FOR).then(|| why.clone())
+    }
+}
+
+/// The name a file fetched for module `module` (its name or path) goes by in reports, as
+/// a local file would: `NAME` for the executable, `NAME.debug`, `NAME.sym`.
+pub fn report_name(module: &str, file: RemoteFile) -> String {
+    let name = module.rsplit(['/', '\\']).next().unwrap_or(module);
+    match file {
+        RemoteFile::Executable => name.to_string(),
+        RemoteFile::Debuginfo => format!("{name}.debug"),
+        RemoteFile::Sym => format!("{name}.sym"),
+    }
+}
+
+/// A store path with the bytes a URL path cannot hold as they are percent-encoded.
+fn escape_path(rel: &str) -> String {
+    let mut out = String::with_capacity(rel.len());
+    for b in rel.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~+@".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn store_paths_are_escaped_for_urls() {
+        assert_eq!(
+            super::escape_path("My App.pdb/ABC1/My App.sym"),
+            "My%20App.pdb/ABC1/My%20App.sym"
+        );
+        assert_eq!(super::escape_path("a#b?/1/x%.sym"), "a%23b%3F/1/x%25.sym");
     }
 }

@@ -188,7 +188,7 @@ pub struct FileProvider {
     built: Mutex<HashMap<TableKey, Option<ModuleTables>>>,
     /// Servers asked for the files no local file gives.
     remote: Option<sources::Remote>,
-    /// What they answered, by build-id (lower-case hex).
+    /// What they answered, by [`lookup_key`].
     lookups: Mutex<HashMap<String, Vec<Lookup>>>,
 }
 
@@ -258,14 +258,11 @@ impl FileProvider {
             .filter_map(|p| Some((file_name(p), FileBytes::new(Mapped::open(p).ok()?))))
             .collect();
         let (binary, dwarf) = on_hand(&read);
-        let name = Path::new(&m.name)
-            .file_name()
-            .map_or_else(|| m.name.clone(), |n| n.to_string_lossy().into_owned());
         let mut out = Vec::new();
         let mut lookups = Vec::new();
-        for (wanted, file, named) in [
-            (!binary, RemoteFile::Executable, name.clone()),
-            (!dwarf, RemoteFile::Debuginfo, format!("{name}.debug")),
+        for (wanted, file) in [
+            (!binary, RemoteFile::Executable),
+            (!dwarf, RemoteFile::Debuginfo),
         ] {
             if !wanted {
                 continue;
@@ -274,7 +271,7 @@ impl FileProvider {
             lookups.extend(fetched.lookups);
             if let Some((path, source)) = fetched.file {
                 out.push(SourceFile {
-                    name: named,
+                    name: sources::remote::report_name(&m.name, file),
                     handle: LocalFile {
                         path,
                         open: None,
@@ -283,10 +280,32 @@ impl FileProvider {
                 });
             }
         }
-        if let Ok(mut l) = self.lookups.lock() {
-            l.insert(build_id.to_string(), lookups);
-        }
+        self.record(m, lookups);
         out
+    }
+
+    /// Keeps what the remote sources answered for module `m`'s files.
+    fn record(&self, m: &Module, lookups: Vec<Lookup>) {
+        let Some(key) = lookup_key(m) else { return };
+        if let (Ok(mut l), false) = (self.lookups.lock(), lookups.is_empty()) {
+            l.entry(key).or_default().extend(lookups);
+        }
+    }
+
+    /// Module `m`'s `.sym` file (debug-id `debug_id`) from the Breakpad symbol stores.
+    fn fetch_sym(&self, m: &Module, debug_id: &str) -> Option<SourceFile<LocalFile>> {
+        let remote = self.remote.as_ref().filter(|r| r.has_symbol_stores())?;
+        let fetched = remote.sym(&m.breakpad_sym_path()?, debug_id);
+        self.record(m, fetched.lookups);
+        let (path, source) = fetched.file?;
+        Some(SourceFile {
+            name: file_name(&path),
+            handle: LocalFile {
+                path,
+                open: None,
+                source: Some(source),
+            },
+        })
     }
 
     /// Never opens the paths the dump records for its modules, only files found by
@@ -477,12 +496,13 @@ impl FileSource for FileProvider {
         Ok(Self::source_files(out))
     }
 
+    /// A local `.sym` file, else one from the Breakpad symbol stores.
     async fn breakpad(
         &self,
         m: &Module,
         debug_id: &str,
     ) -> Result<Option<SourceFile<LocalFile>>, Self::Error> {
-        Ok(self
+        let local = self
             .open_module_sym(m, debug_id)
             .map(|(f, path)| SourceFile {
                 name: file_name(&path),
@@ -491,8 +511,15 @@ impl FileSource for FileProvider {
                     open: Some(f),
                     source: None,
                 },
-            }))
+            });
+        Ok(local.or_else(|| self.fetch_sym(m, debug_id)))
     }
+}
+
+/// The key a module's lookups are kept under: its build-id, else its debug-id (the two
+/// never equal: hex case differs).
+fn lookup_key(m: &Module) -> Option<String> {
+    m.build_id_hex().or_else(|| m.breakpad_debug_id())
 }
 
 /// A file's name as the report gives it: its last path component (a service upload is
@@ -558,13 +585,13 @@ impl TableProvider for FileProvider {
     }
 
     fn module_lookups(&self, _dump: &Dump<'_>, m: &Module) -> Vec<Lookup> {
-        let Some(id) = m.build_id_hex() else {
+        let Some(key) = lookup_key(m) else {
             return Vec::new();
         };
         self.lookups
             .lock()
             .ok()
-            .and_then(|l| l.get(&id).cloned())
+            .and_then(|l| l.get(&key).cloned())
             .unwrap_or_default()
     }
 
@@ -607,7 +634,15 @@ impl TableProvider for FileProvider {
                     t
                 })
             }
-            Found::Breakpad(sym) => self.sym_tables(sym),
+            Found::Breakpad(sym) => {
+                let source = sym.handle.source.clone();
+                self.sym_tables(sym).map(|mut t| {
+                    for f in &mut t.files {
+                        f.source.clone_from(&source);
+                    }
+                    t
+                })
+            }
         };
         if let Ok(mut cache) = self.built.lock() {
             cache.insert(located.key, result.clone());

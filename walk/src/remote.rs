@@ -1,5 +1,6 @@
-//! The flags of remote symbol sources, shared by `postmortem walk` and `postmortem-walk`:
-//! debuginfod servers asked for the files of modules nothing on this machine describes,
+//! The flags of remote symbol sources, shared by `postmortem walk`, `postmortem-walk` and
+//! the service: debuginfod servers and Breakpad symbol stores asked for the files of
+//! modules nothing on this machine (or uploaded) describes,
 //! with elfutils' environment variables honoured as gdb and eu-stack honour them
 //! (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`, `DEBUGINFOD_MAXSIZE`).
 
@@ -15,6 +16,11 @@ pub struct RemoteArgs {
     /// of DEBUGINFOD_URLS (space-separated, as gdb and eu-stack read it).
     #[arg(long = "debuginfod", value_name = "URL")]
     pub debuginfod: Vec<String>,
+    /// A Breakpad symbol store over HTTP, as minidump-stackwalk's `--symbols-url`: a
+    /// module's `.sym` file is fetched from `URL/NAME/DEBUG_ID/NAME.sym` when no local
+    /// file describes it; repeatable, asked in order.
+    #[arg(long = "symbols-url", value_name = "URL")]
+    pub symbols_url: Vec<String>,
     /// Ask no remote source, whatever DEBUGINFOD_URLS says.
     #[arg(long)]
     pub offline: bool,
@@ -50,6 +56,9 @@ impl RemoteArgs {
         }
         let (urls, skipped) = parse_urls(&given);
         c.debuginfod = urls;
+        problems.extend(skipped);
+        let (stores, skipped) = parse_urls(&self.symbols_url.join(" "));
+        c.breakpad = stores;
         problems.extend(skipped);
         if let Some(d) = &self.cache_dir {
             c.cache_dir = d.clone();

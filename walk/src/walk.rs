@@ -70,7 +70,7 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     };
     let (sources, problems) = args.remote.config();
     for p in problems {
-        eprintln!("postmortem: DEBUGINFOD_URLS: {p}");
+        eprintln!("postmortem: remote sources: {p}");
     }
     let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug)
         .with_breakpad_stores(&args.symbols_path)

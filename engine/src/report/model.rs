@@ -134,7 +134,7 @@ pub struct Module {
 /// One question put to a remote symbol source for a module's file, and its answer.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Lookup {
-    /// The source, as configured (a debuginfod server's URL).
+    /// The source, as configured (a debuginfod server's or symbol store's URL).
     pub source: String,
     pub file: RemoteFile,
     pub result: LookupResult,
@@ -152,6 +152,8 @@ pub enum RemoteFile {
     Executable,
     /// Its separate debug file: DWARF names, lines and inlined frames.
     Debuginfo,
+    /// Its Breakpad `.sym` file, from a symbol store.
+    Sym,
 }
 
 /// A source's answer.
@@ -172,6 +174,7 @@ impl RemoteFile {
         match self {
             RemoteFile::Executable => "executable",
             RemoteFile::Debuginfo => "debuginfo",
+            RemoteFile::Sym => "sym",
         }
     }
 }

@@ -299,3 +299,8 @@ pub async fn upload_crash(c: &reqwest::Client, base: &str, dump: &[u8]) -> Strin
 pub async fn get_text(c: &reqwest::Client, url: &str) -> String {
     c.get(url).send().await.unwrap().text().await.unwrap()
 }
+
+/// The body of `GET url` as JSON.
+pub async fn get_json(c: &reqwest::Client, url: String) -> serde_json::Value {
+    c.get(url).send().await.unwrap().json().await.unwrap()
+}

@@ -1,5 +1,5 @@
 //! Files no upload gives, fetched from the service's remote symbol sources (debuginfod
-//! servers) while a crash is processed, and stored as an upload is: in the blob store by
+//! servers, Breakpad symbol stores) while a crash is processed, and stored as an upload is: in the blob store by
 //! content, indexed in `binaries` by build-id (with the source they came from), and
 //! announced as a new file ([`super::new_file`]), so the next crash of the build needs no
 //! network and the crashes that missed the module are queued again.
@@ -90,10 +90,7 @@ pub async fn fetch_missing(
         runner.metrics.count_lookups(&fetched.lookups);
         lookups.extend(fetched.lookups);
         if let Some((path, source)) = fetched.file {
-            let named = match file {
-                RemoteFile::Executable => name.to_string(),
-                RemoteFile::Debuginfo => format!("{name}.debug"),
-            };
+            let named = sources::remote::report_name(name, file);
             let stored = store(runner, &path, named, &source).await;
             // stored once, in the blob store: the download is not kept beside it
             let _ = std::fs::remove_file(&path);
@@ -103,7 +100,43 @@ pub async fn fetch_missing(
     Ok(lookups)
 }
 
-/// Stores a fetched (and build-id checked) file as an upload is stored.
+/// Fetches the `.sym` file at `rel` (`NAME/DEBUG_ID/NAME.sym`) of debug-id `debug_id`
+/// from the Breakpad symbol stores unless one is stored, stores it, and returns what every
+/// store was asked and answered.
+pub async fn fetch_sym(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    rel: &str,
+    debug_id: &str,
+) -> Result<Vec<Lookup>, JobError> {
+    if !fetcher.remote.has_symbol_stores() {
+        return Ok(Vec::new());
+    }
+    let lock = fetcher
+        .locks
+        .get_with(debug_id.to_string(), async { Arc::new(Mutex::new(())) })
+        .await;
+    let _one_at_a_time = lock.lock().await;
+    let rows = binaries::by_debug_id(&runner.db, debug_id).await?;
+    if rows.iter().any(BinaryRow::is_breakpad) {
+        return Ok(Vec::new());
+    }
+    let remote = fetcher.remote.clone();
+    let (r, id) = (rel.to_string(), debug_id.to_string());
+    let fetched = tokio::task::spawn_blocking(move || remote.sym(&r, &id))
+        .await
+        .map_err(|e| JobError::Panic(format!("fetching {rel}: {e}")))?;
+    runner.metrics.count_lookups(&fetched.lookups);
+    if let Some((path, source)) = fetched.file {
+        let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
+        let stored = store(runner, &path, name, &source).await;
+        let _ = std::fs::remove_file(&path);
+        stored?;
+    }
+    Ok(fetched.lookups)
+}
+
+/// Stores a fetched (and checked) file as an upload is stored.
 async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
     let p = path.to_path_buf();
     let (info, sha, size) = tokio::task::spawn_blocking(move || {
@@ -139,7 +172,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         let file = NewFile {
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
-            breakpad: false,
+            breakpad: info.kind == engine::identify::KIND_BREAKPAD,
         };
         if file_arrived(&runner.db, &runner.cache, file).await? > 0 {
             runner.wake.notify_waiters();

@@ -64,18 +64,25 @@ pub async fn process_job(
         }
         let debug_id = m.breakpad_debug_id();
         let mut located = locate(&source, m, arch).await?;
-        if let (Some(fetcher), Some(id)) = (&runner.config.remote, m.build_id_hex()) {
-            if lacks_files(located.as_ref()) {
-                let name = std::path::Path::new(&m.name)
-                    .file_name()
-                    .map_or_else(|| m.name.clone(), |n| n.to_string_lossy().into_owned());
-                let asked = fetch::fetch_missing(runner, fetcher, &id, &name).await?;
+        if let Some(fetcher) = &runner.config.remote {
+            let mut asked = Vec::new();
+            if let Some(id) = m.build_id_hex().filter(|_| lacks_files(located.as_ref())) {
+                asked.extend(fetch::fetch_missing(runner, fetcher, &id, &m.name).await?);
                 if asked.iter().any(|l| l.result == LookupResult::Fetched) {
                     located = locate(&source, m, arch).await?;
                 }
-                if !asked.is_empty() {
-                    lookups.insert(key.clone(), asked);
+            }
+            if let (None, Some(rel), Some(debug_id)) =
+                (&located, m.breakpad_sym_path(), debug_id.as_deref())
+            {
+                let got = fetch::fetch_sym(runner, fetcher, &rel, debug_id).await?;
+                if got.iter().any(|l| l.result == LookupResult::Fetched) {
+                    located = locate(&source, m, arch).await?;
                 }
+                asked.extend(got);
+            }
+            if !asked.is_empty() {
+                lookups.insert(key.clone(), asked);
             }
         }
         match located {
@@ -353,9 +360,11 @@ async fn sym_tables(
 ) -> Result<ModuleTables, JobError> {
     let text = runner.blobs.open(&sym.handle.sha256).await?;
     let built = run_guarded(runner.config.time_limit, move || {
-        Ok(engine::process::build_tables_from_breakpad(
-            &sym.name, &text,
-        ))
+        let mut t = engine::process::build_tables_from_breakpad(&sym.name, &text);
+        for f in &mut t.files {
+            f.source.clone_from(&sym.handle.source);
+        }
+        Ok(t)
     })
     .instrument(info_span!("build_tables_breakpad", key = %key))
     .await?;

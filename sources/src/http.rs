@@ -1,6 +1,6 @@
-//! One debuginfod server: `GET BASE/buildid/ID/executable` or `…/debuginfo`, the body
-//! streamed to a file beside the cache (never held in memory), then checked to be the
-//! build asked for ([`crate::check`]). "Not found" (404) is an answer; everything else
+//! One HTTP source (a debuginfod server, a Breakpad symbol store): `GET BASE/PATH`, the
+//! body streamed to a file beside the cache (never held in memory), then checked to be
+//! the file asked for ([`crate::check`]). "Not found" (404) is an answer; everything else
 //! that is not the file — no connection, no answer in time, a 5xx, a body cut short or
 //! over the size cap, a file of another build — is an error, told apart so a miss can be
 //! remembered and an outage cannot.
@@ -10,10 +10,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use engine::report::RemoteFile;
+use std::fs::File;
+
 use tempfile::NamedTempFile;
 
-use crate::check::{self, Refused};
+use crate::check::Refused;
 use crate::config::Config;
 
 /// Why a server gave no usable file.
@@ -37,7 +38,7 @@ pub enum FetchError {
     Transport(String),
 }
 
-/// One debuginfod server.
+/// One HTTP source.
 pub struct Server {
     base: String,
     /// Made at the first fetch: a walk whose files are all on hand or cached pays nothing
@@ -79,15 +80,16 @@ impl Server {
         &self.base
     }
 
-    /// The file `file` of build `build_id` (lower-case hex), written to a new temporary
-    /// file in `dir` and checked; `None` when the server does not have it.
+    /// The file at `path` (below the base URL, already escaped), written to a new
+    /// temporary file in `dir` and accepted by `check`; `None` when the server does not
+    /// have it.
     pub fn fetch(
         &self,
-        build_id: &str,
-        file: RemoteFile,
+        path: &str,
         dir: &Path,
+        check: &dyn Fn(&File) -> Result<(), Refused>,
     ) -> Result<Option<NamedTempFile>, FetchError> {
-        let url = format!("{}/buildid/{build_id}/{}", self.base, file.as_str());
+        let url = format!("{}/{path}", self.base);
         let mut response = self
             .agent()
             .get(&url)
@@ -111,7 +113,7 @@ impl Server {
             .reader();
         self.copy(&mut reader, out.as_file_mut())?;
         out.as_file_mut().flush().map_err(FetchError::Disk)?;
-        check::same_build(out.as_file(), build_id)?;
+        check(out.as_file())?;
         Ok(Some(out))
     }
 
