@@ -577,6 +577,28 @@ async fn the_service_fetches_what_nobody_uploaded() {
         2 * s.libs.len()
     );
     assert!(metrics.contains(&line), "{line} in:\n{metrics}");
+    let count = format!(
+        "postmortem_symbol_fetch_seconds_count{{source=\"{url}\"}} {}",
+        2 * s.libs.len()
+    );
+    assert!(metrics.contains(&count), "{count} in:\n{metrics}");
+    let bytes: u64 = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!(
+                "postmortem_symbol_fetched_bytes_total{{source=\"{url}\"}} "
+            ))
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let served: u64 = s
+        .libs
+        .iter()
+        .flat_map(|l| [s.dir.join(l), s.dir.join(format!("{l}.dbg"))])
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    assert_eq!(bytes, served, "the bytes of every fetched file");
 
     // the crash page says where the files came from
     let page = get_text(&c, &server.url(&format!("/crashes/{id}"))).await;

@@ -86,12 +86,34 @@ async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiErro
     }
     let _ = writeln!(out, "# HELP postmortem_symbol_lookups_total Files this process's workers asked of remote symbol sources, by source and answer (fetched, not-found, error).");
     let _ = writeln!(out, "# TYPE postmortem_symbol_lookups_total counter");
+    let label = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     if let Ok(lookups) = jm.lookups.lock() {
         for ((source, result), n) in lookups.iter() {
-            let source = source.replace('\\', "\\\\").replace('"', "\\\"");
             let _ = writeln!(
                 out,
-                "postmortem_symbol_lookups_total{{source=\"{source}\",result=\"{result}\"}} {n}"
+                "postmortem_symbol_lookups_total{{source=\"{}\",result=\"{result}\"}} {n}",
+                label(source)
+            );
+        }
+    }
+    let _ = writeln!(out, "# HELP postmortem_symbol_fetched_bytes_total Bytes of the files fetched from each remote symbol source.");
+    let _ = writeln!(out, "# TYPE postmortem_symbol_fetched_bytes_total counter");
+    let _ = writeln!(out, "# HELP postmortem_symbol_fetch_seconds Time from asking the sources to holding a fetched file, by the source that gave it.");
+    let _ = writeln!(out, "# TYPE postmortem_symbol_fetch_seconds summary");
+    if let Ok(fetches) = jm.fetches.lock() {
+        for (source, (n, bytes, secs)) in fetches.iter() {
+            let source = label(source);
+            let _ = writeln!(
+                out,
+                "postmortem_symbol_fetched_bytes_total{{source=\"{source}\"}} {bytes}"
+            );
+            let _ = writeln!(
+                out,
+                "postmortem_symbol_fetch_seconds_sum{{source=\"{source}\"}} {secs:.6}"
+            );
+            let _ = writeln!(
+                out,
+                "postmortem_symbol_fetch_seconds_count{{source=\"{source}\"}} {n}"
             );
         }
     }

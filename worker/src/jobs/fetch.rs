@@ -82,22 +82,43 @@ pub async fn fetch_missing(
     let rows = binaries::by_build_id(&runner.db, build_id).await?;
     let mut lookups = Vec::new();
     for file in wanted(&rows) {
-        let remote = fetcher.remote.clone();
         let id = build_id.to_string();
-        let fetched = tokio::task::spawn_blocking(move || remote.file(&id, file))
-            .await
-            .map_err(|e| JobError::Panic(format!("fetching {build_id}: {e}")))?;
-        runner.metrics.count_lookups(&fetched.lookups);
+        let fetched = ask(runner, fetcher, move |r| r.file(&id, file)).await?;
         lookups.extend(fetched.lookups);
         if let Some((path, source)) = fetched.file {
             let named = sources::remote::report_name(name, file);
-            let stored = store(runner, &path, named, &source).await;
-            // stored once, in the blob store: the download is not kept beside it
-            let _ = std::fs::remove_file(&path);
-            stored?;
+            keep(runner, &path, named, &source).await?;
         }
     }
     Ok(lookups)
+}
+
+/// Asks the sources on a blocking thread (their I/O blocks), counting the answers, and
+/// the bytes and time of a fetch, in the process's metrics.
+async fn ask(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    question: impl FnOnce(&sources::Remote) -> sources::remote::Fetched + Send + 'static,
+) -> Result<sources::remote::Fetched, JobError> {
+    let remote = fetcher.remote.clone();
+    let started = std::time::Instant::now();
+    let fetched = tokio::task::spawn_blocking(move || question(&remote))
+        .await
+        .map_err(|e| JobError::Panic(format!("asking the remote sources: {e}")))?;
+    runner.metrics.count_lookups(&fetched.lookups);
+    if let Some((path, source)) = &fetched.file {
+        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        runner.metrics.count_fetch(source, bytes, started.elapsed());
+    }
+    Ok(fetched)
+}
+
+/// Stores a download as an upload is stored, then removes it: a file is kept once, in
+/// the blob store.
+async fn keep(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
+    let stored = store(runner, path, name, source).await;
+    let _ = std::fs::remove_file(path);
+    stored
 }
 
 /// Fetches the `.sym` file at `rel` (`NAME/DEBUG_ID/NAME.sym`) of debug-id `debug_id`
@@ -121,17 +142,11 @@ pub async fn fetch_sym(
     if rows.iter().any(BinaryRow::is_breakpad) {
         return Ok(Vec::new());
     }
-    let remote = fetcher.remote.clone();
     let (r, id) = (rel.to_string(), debug_id.to_string());
-    let fetched = tokio::task::spawn_blocking(move || remote.sym(&r, &id))
-        .await
-        .map_err(|e| JobError::Panic(format!("fetching {rel}: {e}")))?;
-    runner.metrics.count_lookups(&fetched.lookups);
+    let fetched = ask(runner, fetcher, move |remote| remote.sym(&r, &id)).await?;
     if let Some((path, source)) = fetched.file {
         let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
-        let stored = store(runner, &path, name, &source).await;
-        let _ = std::fs::remove_file(&path);
-        stored?;
+        keep(runner, &path, name, &source).await?;
     }
     Ok(fetched.lookups)
 }

@@ -100,6 +100,8 @@ pub struct JobMetrics {
     pub latency_count: AtomicU64,
     /// Remote symbol source lookups by (source, result).
     pub lookups: std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>>,
+    /// Files fetched from each remote source: (count, bytes, seconds asking).
+    pub fetches: std::sync::Mutex<std::collections::BTreeMap<String, (u64, u64, f64)>>,
 }
 
 impl JobMetrics {
@@ -109,6 +111,16 @@ impl JobMetrics {
             for l in lookups {
                 *m.entry((l.source.clone(), l.result.as_str())).or_default() += 1;
             }
+        }
+    }
+
+    /// Counts a file fetched from `source`: its bytes and how long asking took.
+    pub fn count_fetch(&self, source: &str, bytes: u64, took: Duration) {
+        if let Ok(mut m) = self.fetches.lock() {
+            let e = m.entry(source.to_string()).or_default();
+            e.0 += 1;
+            e.1 += bytes;
+            e.2 += took.as_secs_f64();
         }
     }
 
