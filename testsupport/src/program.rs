@@ -83,6 +83,12 @@ impl Workdir {
     /// Runs `exe` until it dies of a signal and returns the path of the core the kernel
     /// wrote into the work directory (`core` or `core.PID`, after `core_pattern`).
     pub fn crash(&self, exe: &Path) -> PathBuf {
+        self.crash_with_output(exe).0
+    }
+
+    /// [`Self::crash`], with what the program printed before it died (the ground truth of
+    /// programs that print the addresses they are about to fault at).
+    pub fn crash_with_output(&self, exe: &Path) -> (PathBuf, std::process::Output) {
         let script = format!("ulimit -c unlimited; exec '{}'", exe.display());
         let out = Command::new("sh")
             .args(["-c", &script])
@@ -97,7 +103,7 @@ impl Workdir {
             exe.display(),
             String::from_utf8_lossy(&out.stdout)
         );
-        self.find_core().unwrap_or_else(|| {
+        let core = self.find_core().unwrap_or_else(|| {
             let pattern =
                 std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
             panic!(
@@ -108,7 +114,8 @@ impl Workdir {
                 self.path().display(),
                 pattern.trim()
             )
-        })
+        });
+        (core, out)
     }
 
     fn find_core(&self) -> Option<PathBuf> {

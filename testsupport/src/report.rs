@@ -91,7 +91,11 @@ mod tests {
             },
             "crash": {
                 "thread": 0, "tid": 42, "reason": "SIGSEGV / SEGV_MAPERR at 0x0", "signal": 11, "signal_name": "SIGSEGV",
-                "code": 1, "code_name": "SEGV_MAPERR", "address": "0x0", "exception": null, "assertion": null
+                "code": 1, "code_name": "SEGV_MAPERR", "address": "0x0", "exception": null, "assertion": null,
+                "analysis": {
+                    "kind": "null-pointer", "summary": "read or write through a null pointer: NULL",
+                    "evidence": { "address": "0x0", "offset": "0x0", "function": "crash_here" }
+                }
             },
             "threads": [{
                 "index": 0, "tid": 42, "name": "x", "crashed": true,
@@ -110,9 +114,11 @@ mod tests {
                 "identity": "build-id", "verified": true, "main": true, "status": "ok",
                 "unwind": ["eh_frame"], "symbols": ["dwarf", "symtab"],
                 "files": [
-                    { "name": "x", "build_id": "0123abcd", "kind": "binary", "gave": ["unwind"] },
-                    { "name": "x.debug", "build_id": "0123abcd", "kind": "debug", "gave": ["symbols"] }
-                ]
+                    { "name": "x", "build_id": "0123abcd", "kind": "binary", "gave": ["unwind"], "source": null },
+                    { "name": "x.debug", "build_id": "0123abcd", "kind": "debug", "gave": ["symbols"],
+                      "source": "https://debuginfod.example" }
+                ],
+                "lookups": [{ "source": "https://debuginfod.example", "file": "debuginfo", "result": "fetched", "message": null }]
             }],
             "unloaded_modules": [],
             "annotations": {},
@@ -155,6 +161,10 @@ mod tests {
         kind["modules"][0]["files"][0]["kind"] = json!("library");
         let mut gave_nothing = sample();
         gave_nothing["modules"][0]["files"][1]["gave"] = json!([]);
+        let mut analysis = sample();
+        analysis["crash"]["analysis"]["kind"] = json!("bad-luck");
+        let mut lookup = sample();
+        lookup["modules"][0]["lookups"][0]["result"] = json!("maybe");
         for (what, report) in [
             ("zero-padded hex", padded),
             ("upper-case hex", upper),
@@ -166,6 +176,8 @@ mod tests {
             ("non-kebab warning code", code),
             ("unknown file kind", kind),
             ("a file that gave nothing", gave_nothing),
+            ("unknown analysis kind", analysis),
+            ("unknown lookup result", lookup),
         ] {
             assert!(
                 !valid(&report),

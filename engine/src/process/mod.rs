@@ -9,6 +9,7 @@
 //! tables ([`tables`]), the module list ([`modules`]), walk and symbolize the threads
 //! ([`threads`]), then assemble the report here.
 
+mod analysis;
 mod modules;
 mod tables;
 mod threads;
@@ -111,14 +112,23 @@ pub fn process(
         let order = threads::order(dump, options, &mut warnings);
         let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
         let threads = threads::symbolize(dump, opened, &order, walked);
+        let analysis = dump
+            .crash
+            .as_ref()
+            .and_then(|c| analysis::analyse(dump, &loaded, c, &threads));
         let sha256 = match sha256 {
             Hash::Known(h) => h,
             // a panic in the hasher stays a panic, as if it had run on this thread
             Hash::Running(h) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
         };
-        assemble(
+        let mut report = assemble(
             dump, dump_bytes, options, threads, modules, warnings, sha256,
-        )
+        );
+        if let Some(c) = report.crash.as_mut() {
+            c.analysis = analysis;
+        }
+        report::budget::fit(&mut report, options.budget.max_report_bytes);
+        report
     })
 }
 
@@ -131,7 +141,8 @@ enum Hash<'scope> {
     Running(std::thread::ScopedJoinHandle<'scope, String>),
 }
 
-/// The report from its parts, fitted to the budget's size.
+/// The report from its parts (the caller adds the crash analysis and fits it to the
+/// budget's size).
 fn assemble(
     dump: &Dump<'_>,
     dump_bytes: &[u8],
@@ -148,7 +159,7 @@ fn assemble(
         .iter()
         .find(|t| t.crashed)
         .and_then(|t| options.signature_rules.signature_of(t));
-    let mut report = Report {
+    Report {
         schema: report::SCHEMA.to_string(),
         processor: report::Processor {
             name: "postmortem".into(),
@@ -178,9 +189,7 @@ fn assemble(
             .collect::<BTreeMap<_, _>>(),
         signature,
         warnings,
-    };
-    report::budget::fit(&mut report, options.budget.max_report_bytes);
-    report
+    }
 }
 
 /// The report's `dump` object.
@@ -234,5 +243,6 @@ fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
             flags: hex_addr(e.flags),
         }),
         assertion: c.assertion.clone(),
+        analysis: None,
     }
 }

@@ -51,6 +51,19 @@ impl CodeImage {
         let begin = end.saturating_sub(len).max(usize::try_from(off).ok()?);
         self.data.get(begin..end)
     }
+
+    /// The link-base offset of the binary's symbol `name` (`.dynsym`, then `.symtab`): a
+    /// variable the crash analysis reads from the dump (glibc's `__abort_msg`).
+    pub fn symbol_offset(&self, name: &str) -> Option<u64> {
+        use object::{Object, ObjectSymbol};
+        let file = object::File::parse(&*self.data).ok()?;
+        let link_base = binary::link_base(&file);
+        let sym = file
+            .dynamic_symbols()
+            .chain(file.symbols())
+            .find(|s| s.name_bytes().ok() == Some(name.as_bytes()) && s.address() != 0)?;
+        binary::svma_to_offset(sym.address(), link_base)
+    }
 }
 
 /// The tables one module's files produced (see [`build_tables`]).

@@ -62,6 +62,64 @@ pub struct Crash {
     pub address: Option<String>,
     pub exception: Option<Exception>,
     pub assertion: Option<String>,
+    /// What kind of bug the crash looks like, with the evidence; `null` when nothing
+    /// more can be said than `reason` (and absent in reports stored before it existed).
+    #[serde(default)]
+    pub analysis: Option<Analysis>,
+}
+
+/// The crash read as a person would read it: a short kind, one sentence, and the
+/// evidence it rests on (addresses, registers, functions, a message from memory).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Analysis {
+    pub kind: AnalysisKind,
+    pub summary: String,
+    /// Named facts, e.g. `address`, `offset`, `pc`, `sp`, `function`, `caller`,
+    /// `message`, `depth`.
+    pub evidence: BTreeMap<String, String>,
+}
+
+/// The kinds of [`Analysis`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnalysisKind {
+    /// A read or write through a null pointer, or a call through a null function
+    /// pointer: the address lies in the first page.
+    NullPointer,
+    /// The fault lies just below the thread's stack pointer, in memory the dump does not
+    /// hold: the stack ran into its guard page.
+    StackOverflow,
+    /// The program counter lies outside all code: a corrupted function pointer or return
+    /// address sent the thread there.
+    BadJump,
+    /// `abort()`, with glibc's message when the dump holds it (a failed assertion, a heap
+    /// check, a stack protector).
+    Abort,
+    /// An access to an address nothing is mapped at (a dangling or corrupted pointer).
+    UnmappedAccess,
+    /// An access the mapping does not allow: a write to read-only memory (a string
+    /// literal), or executing data.
+    ProtectionFault,
+    /// An x86_64 general-protection fault: the CPU reports no address (a non-canonical
+    /// pointer).
+    GeneralProtection,
+    /// An integer division by zero.
+    DivideByZero,
+}
+
+impl AnalysisKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnalysisKind::NullPointer => "null-pointer",
+            AnalysisKind::StackOverflow => "stack-overflow",
+            AnalysisKind::BadJump => "bad-jump",
+            AnalysisKind::Abort => "abort",
+            AnalysisKind::UnmappedAccess => "unmapped-access",
+            AnalysisKind::ProtectionFault => "protection-fault",
+            AnalysisKind::GeneralProtection => "general-protection",
+            AnalysisKind::DivideByZero => "divide-by-zero",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -124,10 +182,11 @@ pub struct Module {
     /// it existed.
     #[serde(default)]
     pub files: Vec<ModuleFile>,
-    /// What remote symbol sources (debuginfod servers) were asked for this module's files
-    /// and what each answered, in the order asked. Absent when none was asked (every file
-    /// was on hand, or no source is configured).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// What remote symbol sources (debuginfod servers, symbol stores) were asked for this
+    /// module's files and what each answered, in the order asked. Empty when none was
+    /// asked (every file was on hand, or no source is configured); absent in reports
+    /// stored before it existed.
+    #[serde(default)]
     pub lookups: Vec<Lookup>,
 }
 
@@ -138,9 +197,8 @@ pub struct Lookup {
     pub source: String,
     pub file: RemoteFile,
     pub result: LookupResult,
-    /// Why a lookup failed (`error`), or when a source that did not have the file will be
-    /// asked again (`not-found`, answered from the cache of misses).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why a lookup failed (`error`), or how long a miss is remembered (`not-found`).
+    #[serde(default)]
     pub message: Option<String>,
 }
 
@@ -255,9 +313,9 @@ pub struct ModuleFile {
     pub kind: FileKind,
     /// What the report took from it, in this order: `unwind`, `symbols`.
     pub gave: Vec<FileGave>,
-    /// The remote source it was fetched from (see [`Module::lookups`]); absent for a
-    /// file found on this machine or uploaded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The remote source it was fetched from (see [`Module::lookups`]); `null` for a file
+    /// found on this machine or uploaded (and absent in reports stored before it existed).
+    #[serde(default)]
     pub source: Option<String>,
 }
 
@@ -323,7 +381,8 @@ display_as_str!(
     Identity,
     ModuleStatus,
     RemoteFile,
-    LookupResult
+    LookupResult,
+    AnalysisKind
 );
 
 #[cfg(test)]
@@ -366,5 +425,6 @@ mod tests {
         use strum::VariantArray;
         check(RemoteFile::VARIANTS);
         check(LookupResult::VARIANTS);
+        check(AnalysisKind::VARIANTS);
     }
 }

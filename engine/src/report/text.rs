@@ -29,6 +29,9 @@ pub fn render(report: &Report) -> String {
                 "Crash: {} in thread {} (tid {})",
                 c.reason, c.thread, c.tid
             );
+            if let Some(a) = &c.analysis {
+                let _ = writeln!(out, "Analysis: [{}] {}", a.kind, a.summary);
+            }
         }
         None => {
             let _ = writeln!(out, "No crash: a dump of a live process");

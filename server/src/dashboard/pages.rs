@@ -34,6 +34,7 @@ tr.inl td.fn{padding-left:2.2em}tr.inl td.fn:before{content:"↳ ";color:#8a90a0
 tr.missing{background:#fff1f1}
 .status-missing{color:#b00020;font-weight:700}
 .status-ok{color:#1a7f37}
+.kind{font-family:monospace;background:#eef;padding:0 .3em;border-radius:3px}
 details{background:#fff;border:1px solid #e3e6eb;margin:.4em 0;padding:.3em .6em}
 summary{cursor:pointer;font-weight:600}
 .kv td:first-child{font-weight:600;width:12em}
@@ -343,7 +344,11 @@ pub fn crash_detail(
                         a href={ "/crashes?signature=" (url_component(&s.text)) } { (s.text) } } } }
                     @if let Some(prev) = row.previous_signature.as_deref().filter(|p| Some(*p) != row.signature.as_deref()) {
                         tr.sig-changed { td { "Signature changed" } td.sig { "was " (prev) } } }
-                    @if let Some(c) = &r.crash { tr { td { "Reason" } td { (c.reason) } }
+                    @if let Some(c) = &r.crash {
+                        @if let Some(a) = &c.analysis { tr #analysis { td { "Analysis" } td {
+                            span.kind { (a.kind) } " " (a.summary)
+                        } } }
+                        tr { td { "Reason" } td { (c.reason) } }
                         @if let Some(a) = &c.assertion { tr { td { "Assertion" } td { (a) } } } }
                     tr { td { "Executable" } td.mono { (r.dump.executable.as_deref().unwrap_or("?")) } }
                     tr { td { "Dump" } td { (r.dump.format) ", " (r.dump.os) "/" (r.dump.arch) ", " (r.dump.size) " bytes" } }

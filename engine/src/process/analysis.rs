@@ -1,0 +1,299 @@
+//! Why the process died, in words a person at 2 a.m. can act on: `SIGSEGV / SEGV_MAPERR
+//! at 0x18` becomes "read or write through a null pointer: NULL + 0x18", with the
+//! evidence it rests on (addresses, the stack pointer, the functions involved, glibc's
+//! abort message read from the dump's memory). Only what the dump and the walk show is
+//! said; where they show nothing more than the signal, there is no analysis.
+
+use std::collections::BTreeMap;
+
+use crate::dump::{self, Dump};
+use crate::report::{self, hex_addr, Analysis, AnalysisKind};
+
+use super::tables::Loaded;
+
+const SIGILL: u32 = 4;
+const SIGABRT: u32 = 6;
+const SIGBUS: u32 = 7;
+const SIGFPE: u32 = 8;
+const SIGSEGV: u32 = 11;
+/// `si_code`s of SIGSEGV and SIGFPE.
+const SEGV_MAPERR: i32 = 1;
+const SEGV_ACCERR: i32 = 2;
+const SI_KERNEL: i32 = 0x80;
+const FPE_INTDIV: i32 = 1;
+
+/// Addresses below this are "null": a null pointer plus a field's offset.
+const NULL_PAGE: u64 = 0x1000;
+/// A fault this far below the stack pointer (or less) is the stack running out: a frame
+/// is allocated below the pointer before it is touched (large locals, `alloca`).
+const STACK_REACH: u64 = 256 << 10;
+/// Longest abort message read.
+const MAX_MESSAGE: usize = 4096;
+
+/// The analysis of `crash`, whose thread the walk put first in `threads`.
+pub(super) fn analyse(
+    dump: &Dump<'_>,
+    loaded: &[Loaded],
+    crash: &dump::CrashInfo,
+    threads: &[report::Thread],
+) -> Option<Analysis> {
+    let thread = threads.iter().find(|t| t.crashed)?;
+    let frame0 = thread.frames.first()?;
+    let pc = parse(&frame0.pc)?;
+    let sp = frame0.sp.as_deref().and_then(parse);
+    let mut evidence = BTreeMap::new();
+    evidence.insert("thread".to_string(), thread.tid.to_string());
+    evidence.insert("pc".to_string(), hex_addr(pc));
+    if let Some(f) = described(frame0) {
+        evidence.insert("function".to_string(), f);
+    }
+    let caller = thread.frames.iter().find(|f| !f.inlined && f.index > 0);
+    if let Some(c) = caller.and_then(described) {
+        evidence.insert("caller".to_string(), c);
+    }
+    let found = |kind, summary: String, evidence| {
+        Some(Analysis {
+            kind,
+            summary,
+            evidence,
+        })
+    };
+    match (crash.signal?, crash.code) {
+        (SIGABRT, _) => {
+            let message = abort_message(dump, loaded);
+            let caller = thread
+                .frames
+                .iter()
+                .find(|f| !in_libc(f) && f.function.is_some())
+                .and_then(described);
+            if let Some(c) = &caller {
+                evidence.insert("caller".to_string(), c.clone());
+            }
+            let summary = match (&message, &caller) {
+                (Some(m), _) => format!("abort(): {m}"),
+                (None, Some(c)) => format!("abort() called from {c}"),
+                (None, None) => "abort() called".to_string(),
+            };
+            if let Some(m) = message {
+                evidence.insert("message".to_string(), m);
+            }
+            found(AnalysisKind::Abort, summary, evidence)
+        }
+        (SIGFPE, Some(FPE_INTDIV)) => {
+            let at = described(frame0).unwrap_or_else(|| hex_addr(pc));
+            found(
+                AnalysisKind::DivideByZero,
+                format!("integer division by zero in {at}"),
+                evidence,
+            )
+        }
+        (SIGSEGV | SIGBUS | SIGILL, code) => {
+            segv(dump, crash, code, pc, sp, thread, caller, evidence)
+        }
+        _ => None,
+    }
+}
+
+/// A memory fault's analysis.
+#[allow(clippy::too_many_arguments)]
+fn segv(
+    dump: &Dump<'_>,
+    crash: &dump::CrashInfo,
+    code: Option<i32>,
+    pc: u64,
+    sp: Option<u64>,
+    thread: &report::Thread,
+    caller: Option<&report::Frame>,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let found = |kind, summary: String, evidence| {
+        Some(Analysis {
+            kind,
+            summary,
+            evidence,
+        })
+    };
+    let from = caller
+        .and_then(described)
+        .map(|c| format!(", called from {c}"))
+        .unwrap_or_default();
+    if pc < NULL_PAGE {
+        return found(
+            AnalysisKind::NullPointer,
+            format!(
+                "call through a null function pointer (pc {}){from}",
+                hex_addr(pc)
+            ),
+            evidence,
+        );
+    }
+    if !in_code(dump, pc) {
+        return found(
+            AnalysisKind::BadJump,
+            format!(
+                "jump to {}, outside all code: a corrupted function pointer or return \
+                 address{from}",
+                hex_addr(pc)
+            ),
+            evidence,
+        );
+    }
+    if dump.arch == dump::Arch::X86_64 && code == Some(SI_KERNEL) {
+        return found(
+            AnalysisKind::GeneralProtection,
+            "general-protection fault: the CPU reports no address (a non-canonical \
+             pointer, such as a corrupted or freed one)"
+                .to_string(),
+            evidence,
+        );
+    }
+    let addr = crash.address?;
+    evidence.insert("address".to_string(), hex_addr(addr));
+    if addr < NULL_PAGE {
+        evidence.insert("offset".to_string(), hex_addr(addr));
+        let what = if addr == 0 {
+            "NULL".to_string()
+        } else {
+            format!(
+                "NULL + {} (a field of a null struct or an element of a null array)",
+                hex_addr(addr)
+            )
+        };
+        return found(
+            AnalysisKind::NullPointer,
+            format!("read or write through a null pointer: {what}"),
+            evidence,
+        );
+    }
+    if let Some(sp) = sp {
+        let below = sp.saturating_sub(addr);
+        if addr < sp.saturating_add(64) && below <= STACK_REACH && !dump.memory.contains(addr) {
+            evidence.insert("sp".to_string(), hex_addr(sp));
+            evidence.insert("below_sp".to_string(), below.to_string());
+            evidence.insert("depth".to_string(), thread.frames.len().to_string());
+            let mut summary = format!(
+                "stack overflow: the fault at {} is {below} bytes below the stack pointer of \
+                 thread {}, {} frames deep",
+                hex_addr(addr),
+                thread.tid,
+                thread.frames.len()
+            );
+            if let Some((f, n)) = most_repeated(thread) {
+                summary.push_str(&format!("; {f} is {n} of them (recursion)"));
+                evidence.insert("recursing".to_string(), f);
+            }
+            return found(AnalysisKind::StackOverflow, summary, evidence);
+        }
+    }
+    match code {
+        Some(SEGV_ACCERR) => found(
+            AnalysisKind::ProtectionFault,
+            format!(
+                "access to {} that its mapping does not allow: a write to read-only memory \
+                 (a string literal, a constant) or executing data",
+                hex_addr(addr)
+            ),
+            evidence,
+        ),
+        Some(SEGV_MAPERR) => {
+            let flips = bit_flips(dump, addr);
+            let mut summary = format!(
+                "access to unmapped memory at {}: a dangling or corrupted pointer",
+                hex_addr(addr)
+            );
+            if !flips.is_empty() {
+                summary.push_str(" (one flipped bit from mapped memory: see evidence)");
+                evidence.insert("bit_flip_of".to_string(), flips.join(" "));
+            }
+            found(AnalysisKind::UnmappedAccess, summary, evidence)
+        }
+        _ => None,
+    }
+}
+
+/// `function (module)` of a frame, or `module+offset`, if it names anything.
+fn described(f: &report::Frame) -> Option<String> {
+    match (&f.function, &f.module, &f.module_offset) {
+        (Some(func), _, _) => Some(func.clone()),
+        (None, Some(m), Some(off)) => Some(format!("{m}+{off}")),
+        _ => None,
+    }
+}
+
+fn in_libc(f: &report::Frame) -> bool {
+    f.module
+        .as_deref()
+        .is_some_and(|m| m.starts_with("libc.so") || m.starts_with("libc-"))
+}
+
+/// Whether `pc` lies in a module's executable mapping (or, where the dump does not say
+/// which mappings are executable, in a module).
+fn in_code(dump: &Dump<'_>, pc: u64) -> bool {
+    dump.modules.iter().any(|m| m.contains_code(pc))
+        // JIT code lives outside modules, in memory the dump holds
+        || dump.memory.contains(pc)
+}
+
+/// The function most frames of `thread` are in, and how many, when it repeats enough to
+/// be a recursion.
+fn most_repeated(thread: &report::Thread) -> Option<(String, usize)> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in &thread.frames {
+        if let Some(name) = f.function.as_deref() {
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(name, n)| (n, std::cmp::Reverse(name)))
+        .filter(|&(_, n)| n >= 8 && n * 2 >= thread.frames.len())
+        .map(|(name, n)| (name.to_string(), n))
+}
+
+/// Addresses one flipped bit away from `addr` that the dump holds memory at (at most 4),
+/// as a hint that the pointer was corrupted by hardware rather than by the program.
+fn bit_flips(dump: &Dump<'_>, addr: u64) -> Vec<String> {
+    (0..64)
+        .map(|b| addr ^ (1u64 << b))
+        .filter(|&a| a >= NULL_PAGE && dump.memory.contains(a))
+        .take(4)
+        .map(hex_addr)
+        .collect()
+}
+
+/// glibc's abort message (`__abort_msg`: a failed assertion, a heap check, a stack
+/// protector), read from the dump's memory through libc's symbol table.
+fn abort_message(dump: &Dump<'_>, loaded: &[Loaded]) -> Option<String> {
+    let (m, l) = dump
+        .modules
+        .iter()
+        .zip(loaded)
+        .find(|(m, _)| m.name.starts_with("libc.so") || m.name.starts_with("libc-"))?;
+    let rel = l
+        .tables
+        .as_ref()?
+        .code
+        .as_ref()?
+        .symbol_offset("__abort_msg")?;
+    let pointer = dump.memory.read_u64(m.load_base.checked_add(rel)?)?;
+    if pointer == 0 {
+        return None;
+    }
+    // struct abort_msg_s { unsigned int size; char msg[]; }: `size` is the mapping's
+    let size = usize::try_from(dump.memory.read_u32(pointer)?).ok()?;
+    let text = dump
+        .memory
+        .read_bytes(
+            pointer.checked_add(4)?,
+            size.saturating_sub(4).clamp(1, MAX_MESSAGE),
+        )
+        .or_else(|| dump.memory.read_to_range_end(pointer.checked_add(4)?))?;
+    let text = text.split(|&b| b == 0).next()?;
+    let text = String::from_utf8_lossy(text.get(..text.len().min(MAX_MESSAGE))?);
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+fn parse(hex: &str) -> Option<u64> {
+    u64::from_str_radix(hex.strip_prefix("0x")?, 16).ok()
+}
