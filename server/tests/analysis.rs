@@ -214,3 +214,47 @@ fn a_division_by_zero_names_the_function() {
         "{a}"
     );
 }
+
+/// In the service: the crash page shows the analysis, the crash list shows each crash's
+/// kind and filters by it (dashboard and API), from the stored reports' index.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_lists_and_filters_crashes_by_kind() {
+    let null = crash("nullfield.c");
+    let div = crash("divzero.c");
+    let server = common::TempServer::start(&[]);
+    let c = common::client();
+    let mut ids = Vec::new();
+    for case in [&null, &div] {
+        let id = common::upload_crash(&c, &server.base, &std::fs::read(&case.core).unwrap()).await;
+        let done = common::poll_done(&c, &server.base, &id).await;
+        assert_eq!(done["status"], "done", "{done}");
+        ids.push(id);
+    }
+    let listed = |kind: &'static str| {
+        let (c, url) = (
+            c.clone(),
+            server.url(&format!("/api/v1/crashes?kind={kind}")),
+        );
+        async move {
+            let v = common::get_json(&c, url).await;
+            v["crashes"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{v}"))
+                .iter()
+                .map(|c| c["id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed("null-pointer").await, [ids[0].clone()]);
+    assert_eq!(listed("divide-by-zero").await, [ids[1].clone()]);
+    assert!(listed("stack-overflow").await.is_empty());
+
+    let page = common::get_text(&c, &server.url("/crashes?kind=null-pointer")).await;
+    assert!(page.contains(&ids[0]) && !page.contains(&ids[1]), "{page}");
+    assert!(page.contains("null-pointer"), "{page}");
+    let detail = common::get_text(&c, &server.url(&format!("/crashes/{}", ids[0]))).await;
+    assert!(
+        detail.contains("read or write through a null pointer: NULL + 0x18"),
+        "{detail}"
+    );
+}

@@ -108,6 +108,11 @@ pub enum AnalysisKind {
 }
 
 impl AnalysisKind {
+    /// Every kind, in declaration order.
+    pub fn all() -> &'static [AnalysisKind] {
+        <Self as strum::VariantArray>::VARIANTS
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             AnalysisKind::NullPointer => "null-pointer",

@@ -377,6 +377,7 @@ async fn list(
         version: q.get("version").cloned(),
         module: q.get("module").cloned(),
         function: q.get("function").cloned(),
+        kind: q.get("kind").cloned(),
         after,
         limit: limit + 1,
     };

@@ -193,17 +193,20 @@ async fn crash_list(
         version: param(&params, "version").map(str::to_string),
         module: param(&params, "module").map(str::to_string),
         function: param(&params, "function").map(str::to_string),
+        kind: param(&params, "kind").map(str::to_string),
         after,
         limit: PAGE,
     };
     let rows = crashes::list(&s.db, &query).await?;
+    let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let kinds = worker::store::search::analysis_kinds(&s.db, &ids).await?;
     let next = if rows.len() as i64 == PAGE {
         rows.last().map(|r| format!("{}:{}", r.received_at, r.id))
     } else {
         None
     };
     Ok(Html(
-        pages::crash_list(&rows, &params, next.as_deref()).into_string(),
+        pages::crash_list(&rows, &kinds, &params, next.as_deref()).into_string(),
     ))
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use engine::report::{Frame, LookupResult, Report, Thread};
+use engine::report::{AnalysisKind, Frame, LookupResult, Report, Thread};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use worker::store::binaries::BinaryRow;
 use worker::store::crashes::CrashRow;
@@ -222,6 +222,7 @@ pub fn groups(
 /// The crash list.
 pub fn crash_list(
     rows: &[CrashRow],
+    kinds: &HashMap<String, String>,
     params: &HashMap<String, String>,
     next: Option<&str>,
 ) -> Markup {
@@ -241,6 +242,12 @@ pub fn crash_list(
             label { "Version" input name="version" size="10" value=(get("version")); }
             label { "Module" input name="module" size="16" placeholder="libc.so.6" value=(get("module")); }
             label { "Function contains" input name="function" size="20" value=(get("function")); }
+            label { "Kind" select name="kind" {
+                option value="" selected[get("kind").is_empty()] { "any" }
+                @for k in AnalysisKind::all() {
+                    option value=(k) selected[get("kind") == k.as_str()] { (k) }
+                }
+            } }
             label { "From" input type="date" name="from" value=(get("from")); }
             label { "To" input type="date" name="to" value=(get("to")); }
             button type="submit" { "Filter" }
@@ -256,7 +263,10 @@ pub fn crash_list(
                             td.mono { (format_ms(r.received_at)) }
                             td.mono { a href={ "/crashes/" (url_component(&r.id)) } { (r.id) } }
                             td { (status_pill(&r.status)) }
-                            td.sig { (r.signature.as_deref().unwrap_or("")) }
+                            td.sig {
+                                (r.signature.as_deref().unwrap_or(""))
+                                @if let Some(k) = kinds.get(&r.id) { " " span.kind { (k) } }
+                            }
                             td { (r.dump_format) }
                         }
                     }
@@ -264,7 +274,7 @@ pub fn crash_list(
             }
         }
         @if let Some(after) = next {
-            a href={ "/crashes?" (query_string(&[("signature", get("signature")), ("status", get("status")), ("product", get("product")), ("version", get("version")), ("module", get("module")), ("function", get("function")), ("from", get("from")), ("to", get("to")), ("after", after)])) } { "Next page →" }
+            a href={ "/crashes?" (query_string(&[("signature", get("signature")), ("status", get("status")), ("product", get("product")), ("version", get("version")), ("module", get("module")), ("function", get("function")), ("kind", get("kind")), ("from", get("from")), ("to", get("to")), ("after", after)])) } { "Next page →" }
         }
     };
     layout("Crashes", body)

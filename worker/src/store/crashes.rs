@@ -176,6 +176,8 @@ pub struct ListQuery {
     pub module: Option<String>,
     /// Text contained in a function name of any frame (case-insensitive).
     pub function: Option<String>,
+    /// The kind of the crash analysis (`null-pointer`, …).
+    pub kind: Option<String>,
     /// Continue after this (received_at, id).
     pub after: Option<(i64, String)>,
     pub limit: i64,
@@ -194,7 +196,10 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
              WHERE st.kind = 'module' AND st.term = $10)) AND \
          ($11 IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
              JOIN search_terms st ON st.id = ct.term_id \
-             WHERE st.kind = 'function' AND lower(st.term) LIKE $11 ESCAPE '\\')) \
+             WHERE st.kind = 'function' AND lower(st.term) LIKE $11 ESCAPE '\\')) AND \
+         ($12 IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
+             JOIN search_terms st ON st.id = ct.term_id \
+             WHERE st.kind = 'analysis' AND st.term = $12)) \
          ORDER BY received_at DESC, id DESC LIMIT $7"
     );
     let function = q.function.as_deref().map(super::search::contains_pattern);
@@ -215,6 +220,7 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
         .bind(&q.version)
         .bind(&q.module)
         .bind(&function)
+        .bind(&q.kind)
         .fetch_all(p)
         .await)?,
     )
@@ -400,9 +406,16 @@ impl StoredReport {
             text: serde_json::to_string(report)?,
             signature: report.signature.as_ref().map(|s| s.text.clone()),
             function_frames: function_frames(report),
-            terms: super::search::report_terms(
-                report.modules.iter().map(|m| m.name.as_str()),
-                report.threads.iter().flat_map(|t| &t.frames),
+            terms: with_analysis(
+                super::search::report_terms(
+                    report.modules.iter().map(|m| m.name.as_str()),
+                    report.threads.iter().flat_map(|t| &t.frames),
+                ),
+                report
+                    .crash
+                    .as_ref()
+                    .and_then(|c| c.analysis.as_ref())
+                    .map(|a| a.kind.as_str()),
             ),
         })
     }
@@ -416,6 +429,17 @@ impl StoredReport {
             modules: Vec<ModuleView>,
             #[serde(default)]
             threads: Vec<ThreadView>,
+            #[serde(default)]
+            crash: Option<CrashView>,
+        }
+        #[derive(Deserialize)]
+        struct CrashView {
+            #[serde(default)]
+            analysis: Option<AnalysisView>,
+        }
+        #[derive(Deserialize)]
+        struct AnalysisView {
+            kind: String,
         }
         #[derive(Deserialize)]
         struct ModuleView {
@@ -435,9 +459,15 @@ impl StoredReport {
             Some(v) => {
                 let frames = || v.threads.iter().flat_map(|t| &t.frames);
                 let named = frames().filter(|f| f.function.is_some()).count();
-                let terms = super::search::report_terms(
-                    v.modules.iter().map(|m| m.name.as_str()),
-                    frames().map(|f| f.function.as_deref()),
+                let terms = with_analysis(
+                    super::search::report_terms(
+                        v.modules.iter().map(|m| m.name.as_str()),
+                        frames().map(|f| f.function.as_deref()),
+                    ),
+                    v.crash
+                        .as_ref()
+                        .and_then(|c| c.analysis.as_ref())
+                        .map(|a| a.kind.as_str()),
                 );
                 (i64::try_from(named).ok(), terms)
             }
@@ -450,6 +480,17 @@ impl StoredReport {
             terms,
         }
     }
+}
+
+/// `terms` and the report's analysis kind, if any (the crash list filters by it).
+fn with_analysis(
+    mut terms: BTreeSet<(&'static str, String)>,
+    kind: Option<&str>,
+) -> BTreeSet<(&'static str, String)> {
+    if let Some(k) = kind {
+        terms.insert((super::search::ANALYSIS, k.to_string()));
+    }
+    terms
 }
 
 /// How many frames of a report (all threads) have a function name: what a reprocess run

@@ -1,6 +1,7 @@
-//! The search index behind the crash list's module and function filters: each crash's
-//! module names and function names, stored once per distinct name (`search_terms`) and
-//! linked to the crashes whose report has them (`crash_terms`).
+//! The search index behind the crash list's module, function and analysis-kind filters:
+//! each crash's module names, function names and the kind of its crash analysis, stored
+//! once per distinct term (`search_terms`) and linked to the crashes whose report has them
+//! (`crash_terms`).
 //!
 //! A "function name contains" filter then scans the distinct names, which grow with the
 //! code base and not with the number of crashes, and follows the links by index. The
@@ -13,6 +14,8 @@ use super::{Db, StoreError};
 /// Kinds of terms.
 pub const MODULE: &str = "module";
 pub const FUNCTION: &str = "function";
+/// The kind of the report's `crash.analysis` (`null-pointer`, `stack-overflow`, …).
+pub const ANALYSIS: &str = "analysis";
 
 /// At most this many distinct terms are indexed per crash (a report is bounded, but a
 /// hostile one could name thousands of functions).
@@ -108,6 +111,26 @@ pub fn contains_pattern(needle: &str) -> String {
     }
     p.push('%');
     p
+}
+
+/// The analysis kind of each of `crash_ids` that has one (for a page of the crash list).
+pub async fn analysis_kinds(
+    db: &Db,
+    crash_ids: &[String],
+) -> Result<std::collections::HashMap<String, String>, StoreError> {
+    let mut out = std::collections::HashMap::new();
+    for id in crash_ids {
+        let kind: Option<(String,)> = crate::on_pool!(db, p => sqlx::query_as(
+            "SELECT st.term FROM crash_terms ct JOIN search_terms st ON st.id = ct.term_id \
+             WHERE ct.crash_id = $1 AND st.kind = 'analysis'")
+            .bind(id)
+            .fetch_optional(p)
+            .await)?;
+        if let Some((k,)) = kind {
+            out.insert(id.clone(), k);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
