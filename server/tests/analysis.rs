@@ -28,9 +28,13 @@ struct Case {
 }
 
 fn crash(source: &str) -> Case {
-    let name = source.trim_end_matches(".c");
+    crash_with(source, "gcc", &["-O1", "-pthread"])
+}
+
+fn crash_with(source: &str, compiler: &str, flags: &[&str]) -> Case {
+    let name = source.rsplit_once('.').map_or(source, |(n, _)| n);
     let work = Workdir::new(&format!("analysis-{name}"));
-    let exe = work.compile("gcc", &["-O1", "-pthread"], &[source], name);
+    let exe = work.compile(compiler, flags, &[source], name);
     let (core, out) = work.crash_with_output(&exe);
     Case {
         work,
@@ -190,17 +194,51 @@ fn deep_recursion_on_a_small_stack_is_a_stack_overflow() {
 fn a_failed_assertion_is_an_abort_with_glibcs_message() {
     let c = crash("assert.c");
     // glibc prints the message it keeps in __abort_msg
-    let said = c
-        .stderr
-        .lines()
-        .find(|l| l.contains("Assertion"))
-        .unwrap_or_else(|| panic!("no assertion on stderr: {:?}", c.stderr))
-        .trim()
-        .to_string();
     let a = analysis(&c.core, c.work.path());
     assert_eq!(a["kind"], "abort");
-    assert_eq!(a["evidence"]["message"], said.as_str());
+    assert_eq!(a["evidence"]["message"], glibc_said(&c, "Assertion"));
     assert_eq!(a["evidence"]["caller"], "check_invariant");
+}
+
+/// The line glibc printed on the program's stderr before aborting: the message it keeps
+/// in `__abort_msg`.
+fn glibc_said<'a>(c: &'a Case, marker: &str) -> &'a str {
+    c.stderr
+        .lines()
+        .find(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("no {marker:?} on stderr: {:?}", c.stderr))
+        .trim()
+}
+
+#[test]
+fn a_smashed_stack_and_a_double_free_are_aborts_with_glibcs_message() {
+    let smash = crash_with("smash.c", "gcc", &["-O1", "-fstack-protector-all"]);
+    let a = analysis(&smash.core, smash.work.path());
+    assert_eq!(a["kind"], "abort");
+    assert_eq!(
+        a["evidence"]["message"],
+        glibc_said(&smash, "stack smashing")
+    );
+
+    let twice = crash("doublefree.c");
+    let a = analysis(&twice.core, twice.work.path());
+    assert_eq!(a["kind"], "abort");
+    assert_eq!(a["evidence"]["message"], glibc_said(&twice, "double free"));
+    assert_eq!(a["evidence"]["caller"], "release");
+}
+
+#[test]
+fn an_uncaught_cxx_exception_names_where_it_was_thrown() {
+    let c = crash_with("terminate.cpp", "g++", &["-O1"]);
+    // what libstdc++ printed names the type; the source throws in parse_setting
+    assert!(c.stderr.contains("std::invalid_argument"), "{}", c.stderr);
+    let a = analysis(&c.core, c.work.path());
+    assert_eq!(a["kind"], "abort");
+    assert_eq!(a["evidence"]["caller"], "config::parse_setting");
+    assert!(
+        str_of(&a["summary"]).contains("uncaught C++ exception"),
+        "{a}"
+    );
 }
 
 #[test]

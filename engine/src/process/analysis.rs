@@ -61,16 +61,27 @@ pub(super) fn analyse(
     match (crash.signal?, crash.code) {
         (SIGABRT, _) => {
             let message = abort_message(dump, loaded);
+            // the program's own frame that led here, past the C and C++ runtimes
             let caller = thread
                 .frames
                 .iter()
-                .find(|f| !in_libc(f) && f.function.is_some())
+                .find(|f| !in_runtime(f) && f.function.is_some())
                 .and_then(described);
             if let Some(c) = &caller {
                 evidence.insert("caller".to_string(), c.clone());
             }
+            let thrown = thread.frames.iter().any(|f| {
+                matches!(
+                    f.function.as_deref(),
+                    Some("__cxa_throw" | "__cxa_rethrow" | "_Unwind_RaiseException")
+                )
+            });
             let summary = match (&message, &caller) {
                 (Some(m), _) => format!("abort(): {m}"),
+                (None, Some(c)) if thrown => format!(
+                    "an uncaught C++ exception, thrown in {c}: no handler took it (or it left \
+                     a noexcept function), so std::terminate called abort()"
+                ),
                 (None, Some(c)) => format!("abort() called from {c}"),
                 (None, None) => "abort() called".to_string(),
             };
@@ -220,10 +231,21 @@ fn described(f: &report::Frame) -> Option<String> {
     }
 }
 
-fn in_libc(f: &report::Frame) -> bool {
+/// Whether a frame is in the C or C++ runtime (libc, the loader, libstdc++, libc++,
+/// libgcc's unwinder) rather than in the program.
+fn in_runtime(f: &report::Frame) -> bool {
+    const RUNTIME: [&str; 7] = [
+        "libc.so",
+        "libc-",
+        "ld-linux",
+        "libstdc++",
+        "libc++",
+        "libgcc_s",
+        "libunwind",
+    ];
     f.module
         .as_deref()
-        .is_some_and(|m| m.starts_with("libc.so") || m.starts_with("libc-"))
+        .is_some_and(|m| RUNTIME.iter().any(|r| m.starts_with(r)))
 }
 
 /// Whether `pc` lies in a module's executable mapping (or, where the dump does not say
