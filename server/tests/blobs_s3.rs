@@ -21,100 +21,13 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 mod common;
+use common::s3::S3;
 use common::{
     bin, client, compile, drop_db, make_core, pg_database, start_serve_env, Proc, CRASHER,
 };
 
 const BUCKET: &str = "crash-blobs";
 const PREFIX: &str = "team/prod";
-
-/// A running `moto_server` with one bucket.
-struct S3 {
-    _proc: Proc,
-    endpoint: String,
-}
-
-impl S3 {
-    /// Starts `moto_server` on a free port and creates [`BUCKET`]; `None` (skip) only
-    /// when it is not installed and `POSTMORTEM_SKIP_S3=1`.
-    async fn start() -> Option<S3> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let child = match child {
-            Ok(c) => c,
-            Err(e) => {
-                if std::env::var("POSTMORTEM_SKIP_S3").as_deref() == Ok("1") {
-                    eprintln!("moto_server not runnable ({e}); skipped (POSTMORTEM_SKIP_S3=1)");
-                    return None;
-                }
-                panic!("moto_server not runnable: {e}. Install it with `python3 -m pip install 'moto[server]'` (test.sh does), or set POSTMORTEM_SKIP_S3=1");
-            }
-        };
-        let s3 = S3 {
-            _proc: Proc(child),
-            endpoint: format!("http://127.0.0.1:{port}"),
-        };
-        let c = client();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            // Creating the bucket doubles as the readiness probe.
-            match c.put(format!("{}/{BUCKET}", s3.endpoint)).send().await {
-                Ok(r) if r.status().is_success() => break,
-                Ok(r) => panic!("creating the bucket: {}", r.status()),
-                Err(_) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(200)).await
-                }
-                Err(e) => panic!("moto_server did not start: {e}"),
-            }
-        }
-        Some(s3)
-    }
-
-    /// The environment a deployment sets to reach this server.
-    fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AWS_ACCESS_KEY_ID", "testing".into()),
-            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
-            ("AWS_REGION", "us-east-1".into()),
-            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
-            ("AWS_ALLOW_HTTP", "true".into()),
-        ]
-    }
-
-    /// Every object in the bucket, key → size, from the server's own listing
-    /// (ListObjectsV2, one page is plenty here).
-    async fn objects(&self) -> Vec<(String, u64)> {
-        let xml = client()
-            .get(format!("{}/{BUCKET}?list-type=2", self.endpoint))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        assert!(xml.contains("<IsTruncated>false</IsTruncated>"), "{xml}");
-        xml.split("<Contents>")
-            .skip(1)
-            .map(|c| {
-                let field = |tag: &str| {
-                    let open = format!("<{tag}>");
-                    let start = c.find(&open).unwrap() + open.len();
-                    let end = c[start..].find('<').unwrap() + start;
-                    c[start..end].to_string()
-                };
-                (field("Key"), field("Size").parse().unwrap())
-            })
-            .collect()
-    }
-}
 
 /// Where a blob with this content lives in the bucket.
 fn object_key(bytes: &[u8]) -> String {
@@ -193,7 +106,7 @@ async fn assert_in_bucket(s3: &S3, prog: &[u8], core: &[u8]) {
 
 #[tokio::test]
 async fn serve_keeps_blobs_in_s3() {
-    let Some(s3) = S3::start().await else {
+    let Some(s3) = S3::start(BUCKET).await else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -231,7 +144,7 @@ async fn serve_keeps_blobs_in_s3() {
 
 #[tokio::test]
 async fn workers_read_blobs_from_s3() {
-    let Some(s3) = S3::start().await else {
+    let Some(s3) = S3::start(BUCKET).await else {
         return;
     };
     let Some((db_name, db_url)) = pg_database("pm_s3").await else {

@@ -761,3 +761,81 @@ async fn the_service_fetches_sym_files_from_a_symbol_store() {
         "{binaries}"
     );
 }
+
+/// An S3 bucket of symbol files (moto, as the S3 blob test): libc and the loader laid out
+/// as a debuginfod server under a prefix, the program uploaded. The service fetches them
+/// from the bucket (the report names it as the source) and the walk equals gdb's.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_fetches_from_an_s3_bucket() {
+    let Some(s3) = common::s3::S3::start("symbols").await else {
+        return;
+    };
+    let s = served();
+    let prefix = "team/linux";
+    for name in &s.libs {
+        let lib = s.dir.join(name);
+        let id = {
+            let out = Command::new("readelf")
+                .arg("-n")
+                .arg(&lib)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+                .unwrap()
+        };
+        s3.put(
+            &format!("{prefix}/buildid/{id}/executable"),
+            std::fs::read(&lib).unwrap(),
+        )
+        .await;
+        let debug = s.dir.join(format!("{name}.dbg"));
+        if debug.is_file() {
+            s3.put(
+                &format!("{prefix}/buildid/{id}/debuginfo"),
+                std::fs::read(&debug).unwrap(),
+            )
+            .await;
+        }
+    }
+    let bucket = format!("s3://symbols/{prefix}");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let env: Vec<(&str, String)> = s3.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (_server, base) = common::start_serve_env(
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--symbols-bucket",
+            &bucket,
+        ],
+        &env,
+    );
+    let c = client();
+    let r = c
+        .post(format!("{base}/api/v1/binaries"))
+        .header("x-file-name", "threads")
+        .body(std::fs::read(&s.exe).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let id = upload_crash(&c, &base, &std::fs::read(&s.core).unwrap()).await;
+    let done = poll_done(&c, &base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let report = &done["report"];
+    compare::assert_same_stacks(&s.gdb, report);
+    for name in &s.libs {
+        let m = module(report, name);
+        assert_eq!(m["status"], "ok", "{m}");
+        assert_eq!(
+            lookups(m)[0],
+            ("executable".to_string(), "fetched".to_string())
+        );
+        for f in m["files"].as_array().unwrap() {
+            assert_eq!(f["source"], bucket.as_str(), "{m}");
+        }
+    }
+}

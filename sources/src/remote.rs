@@ -54,9 +54,12 @@ pub struct Remote {
 impl Remote {
     /// The sources of `config`; `None` when it names none.
     pub fn new(config: &Config) -> Option<Remote> {
-        if config.is_empty() {
-            return None;
-        }
+        (!config.is_empty()).then(|| Remote::open(config))
+    }
+
+    /// The sources of `config`, even none: its cache of misses serves other sources too
+    /// (the service's buckets).
+    pub fn open(config: &Config) -> Remote {
         let (root, fallback) = match std::fs::create_dir_all(&config.cache_dir) {
             Ok(()) => (config.cache_dir.clone(), None),
             Err(_) => match tempfile::Builder::new()
@@ -67,7 +70,7 @@ impl Remote {
                 Err(_) => (config.cache_dir.clone(), None),
             },
         };
-        Some(Remote {
+        Remote {
             servers: config
                 .debuginfod
                 .iter()
@@ -83,7 +86,31 @@ impl Remote {
             miss_ttl: config.miss_ttl,
             down: Mutex::new(HashMap::new()),
             _fallback: fallback,
-        })
+        }
+    }
+
+    /// Whether `source` said it lacks `entry` less than the miss TTL ago.
+    pub fn miss_remembered(&self, entry: &Entry, source: &str) -> bool {
+        self.cache
+            .miss_age(entry, source)
+            .is_some_and(|age| age < self.miss_ttl)
+    }
+
+    /// Remembers that `source` lacks `entry`; whether it could.
+    pub fn remember_miss(&self, entry: &Entry, source: &str) -> bool {
+        self.cache.put_miss(entry, source).is_ok()
+    }
+
+    /// A directory on the cache's disk to download `entry` into (created).
+    pub fn download_dir(&self, entry: &Entry) -> std::io::Result<PathBuf> {
+        self.cache.download_dir(entry)
+    }
+
+    /// What a `not-found` lookup says: how long the miss is remembered (the same words
+    /// when it is new and when it is remembered, so a report does not change with the
+    /// clock).
+    pub fn miss_message(&self) -> String {
+        format!("remembered for {} s", self.miss_ttl.as_secs())
     }
 
     /// File `file` (executable or debuginfo) of build `build_id` (lower-case hex), from
@@ -148,14 +175,8 @@ impl Remote {
                     .push(lookup(base, LookupResult::Error, Some(why)));
                 continue;
             }
-            // the same words when the miss is new and when it is remembered: a walk's
-            // report does not change with the clock
-            let remembered = format!("remembered for {} s", self.miss_ttl.as_secs());
-            if self
-                .cache
-                .miss_age(entry, base)
-                .is_some_and(|age| age < self.miss_ttl)
-            {
+            let remembered = self.miss_message();
+            if self.miss_remembered(entry, base) {
                 out.lookups
                     .push(lookup(base, LookupResult::NotFound, Some(remembered)));
                 continue;
@@ -180,8 +201,7 @@ impl Remote {
                 },
                 Ok(None) => {
                     // a miss that cannot be remembered is asked again next time: no harm
-                    let kept = self.cache.put_miss(entry, base).is_ok();
-                    let message = kept.then_some(remembered);
+                    let message = self.remember_miss(entry, base).then_some(remembered);
                     out.lookups
                         .push(lookup(base, LookupResult::NotFound, message));
                 }

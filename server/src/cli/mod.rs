@@ -102,6 +102,17 @@ pub struct JobArgs {
     /// `DATA_DIR/remote-cache` unless `--cache-dir` says where.
     #[command(flatten)]
     pub remote: walk_cli::remote::RemoteArgs,
+    /// An S3-compatible bucket of symbol files, `s3://BUCKET[/PREFIX]` (AWS_* environment
+    /// as for --blob-url), laid out as a debuginfod server (`PREFIX/buildid/ID/executable`,
+    /// `…/debuginfo`) or a Breakpad store (`PREFIX/NAME/DEBUG_ID/NAME.sym`); asked after
+    /// the HTTP sources. Repeatable.
+    #[arg(
+        long = "symbols-bucket",
+        value_name = "URL",
+        env = "POSTMORTEM_SYMBOLS_BUCKETS",
+        value_delimiter = ' '
+    )]
+    pub symbols_buckets: Vec<String>,
 }
 
 impl JobArgs {
@@ -126,8 +137,22 @@ impl JobArgs {
         if !sources.is_empty() {
             tracing::info!(sources = ?sources.debuginfod, "remote symbol sources");
         }
-        config.remote = sources::Remote::new(&sources)
-            .map(|r| std::sync::Arc::new(::worker::jobs::fetch::Fetcher::new(r)));
+        let buckets = self
+            .symbols_buckets
+            .iter()
+            .filter(|u| !u.is_empty())
+            .map(|u| ::worker::jobs::bucket::Bucket::new(u, sources.max_bytes))
+            .collect::<Result<Vec<_>, _>>()
+            .context("--symbols-bucket")?;
+        if !buckets.is_empty() {
+            tracing::info!(buckets = ?self.symbols_buckets, "symbol buckets");
+        }
+        config.remote = (!sources.is_empty() || !buckets.is_empty()).then(|| {
+            std::sync::Arc::new(::worker::jobs::fetch::Fetcher::new(
+                sources::Remote::open(&sources),
+                buckets,
+            ))
+        });
         Ok(config)
     }
 }

@@ -1,6 +1,6 @@
 //! Files no upload gives, fetched from the service's remote symbol sources (debuginfod
-//! servers, Breakpad symbol stores) while a crash is processed, and stored as an upload is: in the blob store by
-//! content, indexed in `binaries` by build-id (with the source they came from), and
+//! servers, Breakpad symbol stores, then S3 buckets in either layout: [`super::bucket`])
+//! while a crash is processed, and stored as an upload is: in the blob store by content, indexed in `binaries` by build-id (with the source they came from), and
 //! announced as a new file ([`super::new_file`]), so the next crash of the build needs no
 //! network and the crashes that missed the module are queued again.
 //!
@@ -12,10 +12,12 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use engine::report::{Lookup, RemoteFile};
+use engine::report::{Lookup, LookupResult, RemoteFile};
 use sha2::{Digest, Sha256};
+use sources::cache::Entry;
 use tokio::sync::Mutex;
 
+use super::bucket::{Answer, Bucket};
 use super::new_file::{file_arrived, NewFile};
 use super::{JobError, Runner};
 use crate::store::binaries::{self, BinaryRow};
@@ -24,6 +26,7 @@ use crate::store::StoreError;
 /// The remote sources of a service, and one lock per build-id being fetched.
 pub struct Fetcher {
     remote: Arc<sources::Remote>,
+    buckets: Vec<Bucket>,
     locks: moka::future::Cache<String, Arc<Mutex<()>>>,
 }
 
@@ -34,9 +37,11 @@ impl std::fmt::Debug for Fetcher {
 }
 
 impl Fetcher {
-    pub fn new(remote: sources::Remote) -> Fetcher {
+    /// HTTP sources (and the cache of misses) in `remote`, then `buckets`.
+    pub fn new(remote: sources::Remote, buckets: Vec<Bucket>) -> Fetcher {
         Fetcher {
             remote: Arc::new(remote),
+            buckets,
             locks: moka::future::Cache::builder()
                 .time_to_idle(std::time::Duration::from_secs(600))
                 .build(),
@@ -82,8 +87,11 @@ pub async fn fetch_missing(
     let rows = binaries::by_build_id(&runner.db, build_id).await?;
     let mut lookups = Vec::new();
     for file in wanted(&rows) {
-        let id = build_id.to_string();
-        let fetched = ask(runner, fetcher, move |r| r.file(&id, file)).await?;
+        let want = Want::Build {
+            id: build_id.to_string(),
+            file,
+        };
+        let fetched = ask(runner, fetcher, want).await?;
         lookups.extend(fetched.lookups);
         if let Some((path, source)) = fetched.file {
             let named = sources::remote::report_name(name, file);
@@ -93,24 +101,124 @@ pub async fn fetch_missing(
     Ok(lookups)
 }
 
-/// Asks the sources on a blocking thread (their I/O blocks), counting the answers, and
-/// the bytes and time of a fetch, in the process's metrics.
+/// A file asked of the sources.
+#[derive(Clone)]
+enum Want {
+    /// A build's executable or debug file.
+    Build { id: String, file: RemoteFile },
+    /// A `.sym` file at its store path, of a debug-id.
+    Sym { rel: String, debug_id: String },
+}
+
+impl Want {
+    fn file(&self) -> RemoteFile {
+        match self {
+            Want::Build { file, .. } => *file,
+            Want::Sym { .. } => RemoteFile::Sym,
+        }
+    }
+
+    /// Where its misses are kept.
+    fn entry(&self) -> Option<Entry> {
+        match self {
+            Want::Build { id, file } => Entry::build(id, file.as_str()),
+            Want::Sym { rel, .. } => Entry::sym(rel),
+        }
+    }
+
+    /// Its object key in a bucket, below the prefix.
+    fn key(&self) -> String {
+        match self {
+            Want::Build { id, file } => format!("buildid/{id}/{}", file.as_str()),
+            Want::Sym { rel, .. } => rel.clone(),
+        }
+    }
+
+    fn check(&self, f: &std::fs::File) -> Result<(), sources::check::Refused> {
+        match self {
+            Want::Build { id, .. } => sources::check::same_build(f, id),
+            Want::Sym { debug_id, .. } => sources::check::same_sym(f, debug_id),
+        }
+    }
+}
+
+/// Asks the HTTP sources on a blocking thread (their I/O blocks), then the buckets,
+/// counting the answers, and the bytes and time of a fetch, in the process's metrics.
 async fn ask(
     runner: &Runner,
     fetcher: &Fetcher,
-    question: impl FnOnce(&sources::Remote) -> sources::remote::Fetched + Send + 'static,
+    want: Want,
 ) -> Result<sources::remote::Fetched, JobError> {
     let remote = fetcher.remote.clone();
     let started = std::time::Instant::now();
-    let fetched = tokio::task::spawn_blocking(move || question(&remote))
-        .await
-        .map_err(|e| JobError::Panic(format!("asking the remote sources: {e}")))?;
+    let asked = want.clone();
+    let mut fetched = tokio::task::spawn_blocking(move || match &asked {
+        Want::Build { id, file } => remote.file(id, *file),
+        Want::Sym { rel, debug_id } => remote.sym(rel, debug_id),
+    })
+    .await
+    .map_err(|e| JobError::Panic(format!("asking the remote sources: {e}")))?;
+    if fetched.file.is_none() {
+        ask_buckets(fetcher, &want, &mut fetched).await;
+    }
     runner.metrics.count_lookups(&fetched.lookups);
     if let Some((path, source)) = &fetched.file {
         let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
         runner.metrics.count_fetch(source, bytes, started.elapsed());
     }
     Ok(fetched)
+}
+
+/// Asks the buckets in order for `want`, until one has it; adds their answers to
+/// `fetched` (misses are remembered as an HTTP source's are).
+async fn ask_buckets(fetcher: &Fetcher, want: &Want, fetched: &mut sources::remote::Fetched) {
+    let Some(entry) = want.entry() else { return };
+    let remote = &fetcher.remote;
+    for bucket in &fetcher.buckets {
+        let lookup = |result, message: Option<String>| Lookup {
+            source: bucket.url().to_string(),
+            file: want.file(),
+            result,
+            message,
+        };
+        if remote.miss_remembered(&entry, bucket.url()) {
+            let message = Some(remote.miss_message());
+            fetched
+                .lookups
+                .push(lookup(LookupResult::NotFound, message));
+            continue;
+        }
+        let dir = match remote.download_dir(&entry) {
+            Ok(d) => d,
+            Err(e) => {
+                let message = Some(format!("cannot keep the file: {e}"));
+                fetched.lookups.push(lookup(LookupResult::Error, message));
+                continue;
+            }
+        };
+        match bucket.fetch(&want.key(), &dir, |f| want.check(f)).await {
+            Answer::Found(file) => match file.keep() {
+                Ok((_, path)) => {
+                    fetched.lookups.push(lookup(LookupResult::Fetched, None));
+                    fetched.file = Some((path, bucket.url().to_string()));
+                    return;
+                }
+                Err(e) => {
+                    let message = Some(format!("cannot keep the file: {e}"));
+                    fetched.lookups.push(lookup(LookupResult::Error, message));
+                }
+            },
+            Answer::NotFound => {
+                let message = remote
+                    .remember_miss(&entry, bucket.url())
+                    .then(|| remote.miss_message());
+                fetched
+                    .lookups
+                    .push(lookup(LookupResult::NotFound, message));
+            }
+            Answer::Error(why) => fetched.lookups.push(lookup(LookupResult::Error, Some(why))),
+        }
+    }
 }
 
 /// Stores a download as an upload is stored, then removes it: a file is kept once, in
@@ -130,7 +238,7 @@ pub async fn fetch_sym(
     rel: &str,
     debug_id: &str,
 ) -> Result<Vec<Lookup>, JobError> {
-    if !fetcher.remote.has_symbol_stores() {
+    if !fetcher.remote.has_symbol_stores() && fetcher.buckets.is_empty() {
         return Ok(Vec::new());
     }
     let lock = fetcher
@@ -142,8 +250,11 @@ pub async fn fetch_sym(
     if rows.iter().any(BinaryRow::is_breakpad) {
         return Ok(Vec::new());
     }
-    let (r, id) = (rel.to_string(), debug_id.to_string());
-    let fetched = ask(runner, fetcher, move |remote| remote.sym(&r, &id)).await?;
+    let want = Want::Sym {
+        rel: rel.to_string(),
+        debug_id: debug_id.to_string(),
+    };
+    let fetched = ask(runner, fetcher, want).await?;
     if let Some((path, source)) = fetched.file {
         let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
         keep(runner, &path, name, &source).await?;

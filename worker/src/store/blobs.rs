@@ -65,6 +65,33 @@ fn key(sha256: &str) -> Result<ObjectPath, StoreError> {
     )))
 }
 
+/// The objects of an S3-compatible bucket under a prefix, `s3://BUCKET[/PREFIX]`,
+/// configured from the standard `AWS_*` environment (see [`Blobs::from_url`]).
+pub fn s3_store(url: &str) -> Result<Arc<dyn ObjectStore>, StoreError> {
+    let refuse = |reason: String| StoreError::BlobUrl {
+        url: url.to_string(),
+        reason,
+    };
+    let parsed = url::Url::parse(url).map_err(|e| refuse(e.to_string()))?;
+    if !matches!(parsed.scheme(), "s3" | "s3a") {
+        return Err(refuse("not an s3:// URL".into()));
+    }
+    let bucket = parsed
+        .host_str()
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| refuse("no bucket: use s3://BUCKET[/PREFIX]".into()))?;
+    let s3 = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .build()
+        .map_err(|e| refuse(e.to_string()))?;
+    let prefix = parsed.path().trim_matches('/');
+    Ok(if prefix.is_empty() {
+        Arc::new(s3)
+    } else {
+        Arc::new(PrefixStore::new(s3, prefix))
+    })
+}
+
 impl Blobs {
     /// Blobs under a local directory (created if missing).
     pub fn local(dir: &std::path::Path) -> Result<Blobs, StoreError> {
@@ -96,23 +123,9 @@ impl Blobs {
                     .map_err(|()| refuse("not a local path".into()))?;
                 Blobs::local(&dir)
             }
-            "s3" | "s3a" => {
-                let bucket = parsed
-                    .host_str()
-                    .filter(|b| !b.is_empty())
-                    .ok_or_else(|| refuse("no bucket: use s3://BUCKET[/PREFIX]".into()))?;
-                let s3 = AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
-                    .build()
-                    .map_err(|e| refuse(e.to_string()))?;
-                let prefix = parsed.path().trim_matches('/');
-                let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
-                    Arc::new(s3)
-                } else {
-                    Arc::new(PrefixStore::new(s3, prefix))
-                };
-                Ok(Blobs { store })
-            }
+            "s3" | "s3a" => Ok(Blobs {
+                store: s3_store(url)?,
+            }),
             other => Err(refuse(format!(
                 "unsupported scheme {other:?}: use file:///DIR or s3://BUCKET[/PREFIX]"
             ))),
