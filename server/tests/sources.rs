@@ -528,14 +528,7 @@ async fn the_service_fetches_what_nobody_uploaded() {
     let (debuginfod, url) = start_debuginfod(&s.dir, &s.work.path().join("db.sqlite"), s.files);
     let server = TempServer::start(&["--debuginfod", &url]);
     let c = client();
-    let r = c
-        .post(server.url("/api/v1/binaries"))
-        .header("x-file-name", "threads")
-        .body(std::fs::read(&s.exe).unwrap())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    common::upload_binary(&c, &server.base, &s.exe, "threads").await;
     let core = std::fs::read(&s.core).unwrap();
     let upload = || async {
         let id = upload_crash(&c, &server.base, &core).await;
@@ -814,14 +807,7 @@ async fn the_service_fetches_from_an_s3_bucket() {
         &env,
     );
     let c = client();
-    let r = c
-        .post(format!("{base}/api/v1/binaries"))
-        .header("x-file-name", "threads")
-        .body(std::fs::read(&s.exe).unwrap())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    common::upload_binary(&c, &base, &s.exe, "threads").await;
     let id = upload_crash(&c, &base, &std::fs::read(&s.core).unwrap()).await;
     let done = poll_done(&c, &base, &id).await;
     assert_eq!(done["status"], "done", "{done}");

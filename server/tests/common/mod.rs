@@ -306,3 +306,16 @@ pub async fn get_text(c: &reqwest::Client, url: &str) -> String {
 pub async fn get_json(c: &reqwest::Client, url: String) -> serde_json::Value {
     c.get(url).send().await.unwrap().json().await.unwrap()
 }
+
+/// Uploads the file at `path` as a binary named `name` (`POST {base}/api/v1/binaries`,
+/// answered 201).
+pub async fn upload_binary(c: &reqwest::Client, base: &str, path: &Path, name: &str) {
+    let r = c
+        .post(format!("{base}/api/v1/binaries"))
+        .header("x-file-name", name)
+        .body(std::fs::read(path).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+}

@@ -72,14 +72,8 @@ impl S3 {
     /// Every object in the bucket, key → size, from the server's own listing
     /// (ListObjectsV2, one page is plenty here).
     pub async fn objects(&self) -> Vec<(String, u64)> {
-        let xml = client()
-            .get(format!("{}/{}?list-type=2", self.endpoint, self.bucket))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let url = format!("{}/{}?list-type=2", self.endpoint, self.bucket);
+        let xml = super::get_text(&client(), &url).await;
         assert!(xml.contains("<IsTruncated>false</IsTruncated>"), "{xml}");
         xml.split("<Contents>")
             .skip(1)
