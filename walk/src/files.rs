@@ -284,11 +284,17 @@ impl FileProvider {
         out
     }
 
-    /// Keeps what the remote sources answered for module `m`'s files.
+    /// Keeps what the remote sources answered for module `m`'s files, each answer once (a
+    /// build mapped twice is two modules, looked up twice: the second time from the cache).
     fn record(&self, m: &Module, lookups: Vec<Lookup>) {
         let Some(key) = lookup_key(m) else { return };
         if let (Ok(mut l), false) = (self.lookups.lock(), lookups.is_empty()) {
-            l.entry(key).or_default().extend(lookups);
+            let kept = l.entry(key).or_default();
+            for lookup in lookups {
+                if !kept.contains(&lookup) {
+                    kept.push(lookup);
+                }
+            }
         }
     }
 
@@ -698,6 +704,34 @@ mod tests {
             debug_id: Some(debug_id.into()),
             ..Module::default()
         }
+    }
+
+    #[test]
+    fn a_build_looked_up_twice_keeps_each_answer_once() {
+        let provider = FileProvider::new(&[], false);
+        let m = Module {
+            name: "libx.so".into(),
+            build_id: Some(vec![0xab, 0xcd]),
+            ..Module::default()
+        };
+        let fetched = |file| Lookup {
+            source: "http://s".into(),
+            file,
+            result: engine::report::LookupResult::Fetched,
+            message: None,
+        };
+        for _ in 0..2 {
+            provider.record(&m, vec![fetched(RemoteFile::Executable)]);
+        }
+        provider.record(&m, vec![fetched(RemoteFile::Debuginfo)]);
+        let kept = provider.lookups.lock().expect("not poisoned")["abcd"].clone();
+        assert_eq!(
+            kept,
+            [
+                fetched(RemoteFile::Executable),
+                fetched(RemoteFile::Debuginfo)
+            ]
+        );
     }
 
     #[test]
