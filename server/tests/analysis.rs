@@ -296,3 +296,11 @@ async fn the_service_lists_and_filters_crashes_by_kind() {
         "{detail}"
     );
 }
+
+#[test]
+fn a_compiler_trap_is_an_illegal_instruction() {
+    let c = crash("trap.c");
+    let a = analysis(&c.core, c.work.path());
+    assert_eq!(a["kind"], "illegal-instruction");
+    assert_eq!(a["evidence"]["function"], "checked_index");
+}

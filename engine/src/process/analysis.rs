@@ -149,7 +149,22 @@ fn segv(
             evidence,
         );
     }
-    if dump.arch == dump::Arch::X86_64 && code == Some(SI_KERNEL) {
+    if crash.signal == Some(SIGILL) {
+        let at = thread
+            .frames
+            .first()
+            .and_then(described)
+            .unwrap_or_else(|| hex_addr(pc));
+        return found(
+            AnalysisKind::IllegalInstruction,
+            format!(
+                "illegal instruction in {at}: a trap the compiler put there (__builtin_trap, \
+                 unreachable code reached, a hardening check) or code for another CPU"
+            ),
+            evidence,
+        );
+    }
+    if dump.arch == dump::Arch::X86_64 && crash.signal == Some(SIGSEGV) && code == Some(SI_KERNEL) {
         return found(
             AnalysisKind::GeneralProtection,
             "general-protection fault: the CPU reports no address (a non-canonical \
@@ -195,6 +210,10 @@ fn segv(
             }
             return found(AnalysisKind::StackOverflow, summary, evidence);
         }
+    }
+    if crash.signal != Some(SIGSEGV) {
+        // SIGBUS and SIGILL codes mean other things than SIGSEGV's
+        return None;
     }
     match code {
         Some(SEGV_ACCERR) => found(

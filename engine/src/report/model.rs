@@ -105,6 +105,9 @@ pub enum AnalysisKind {
     GeneralProtection,
     /// An integer division by zero.
     DivideByZero,
+    /// SIGILL in code: a compiler-inserted trap (`__builtin_trap`, `ud2`) or an
+    /// instruction this CPU lacks.
+    IllegalInstruction,
 }
 
 impl AnalysisKind {
@@ -123,6 +126,7 @@ impl AnalysisKind {
             AnalysisKind::ProtectionFault => "protection-fault",
             AnalysisKind::GeneralProtection => "general-protection",
             AnalysisKind::DivideByZero => "divide-by-zero",
+            AnalysisKind::IllegalInstruction => "illegal-instruction",
         }
     }
 }
