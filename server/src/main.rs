@@ -39,7 +39,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `@FILE` anywhere on the command line stands for the arguments in FILE, one per
+    // line (`--debuginfod=https://…`): the service's configuration file
+    let args = match argfile::expand_args(argfile::parse_fromfile, argfile::PREFIX) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("postmortem: reading an @FILE of arguments: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -610,14 +610,19 @@ async fn the_service_fetches_what_nobody_uploaded() {
 
 /// A source that is down, in the service: the crash is processed all the same, its
 /// modules say `error` with why, and a second crash within the miss TTL of a source that
-/// does not have a file is not asked again (the test's server counts).
+/// does not have a file is not asked again (the test's server counts). That source is
+/// configured in a file of arguments (`postmortem serve @FILE`).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_service_goes_on_when_a_source_fails() {
-    let (_work, core) = small_core();
+    let (work, core) = small_core();
     let core = std::fs::read(core).unwrap();
     let down = format!("http://127.0.0.1:{}", free_port());
     let (missing, asked) = faulty(Fault::NotFound);
-    let server = TempServer::start(&["--debuginfod", &down, "--debuginfod", &missing]);
+    // the second source comes from a configuration file of arguments (`@FILE`)
+    let config = work.path().join("serve.args");
+    std::fs::write(&config, format!("--debuginfod={missing}\n--miss-ttl=600\n")).unwrap();
+    let config = format!("@{}", config.display());
+    let server = TempServer::start(&["--debuginfod", &down, &config]);
     let c = client();
     let process = || async {
         let id = upload_crash(&c, &server.base, &core).await;
