@@ -5,7 +5,6 @@
 //! an HTTP source's is ([`sources::check`]) before it is stored.
 
 use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,6 +13,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::ObjectStore;
 use sources::check::Refused;
 use tempfile::NamedTempFile;
+use tokio::io::AsyncWriteExt;
 
 use crate::store::blobs::s3_store;
 use crate::store::StoreError;
@@ -69,8 +69,13 @@ impl Bucket {
                 self.max_bytes
             ));
         }
-        let mut out = match NamedTempFile::new_in(dir) {
+        let out = match NamedTempFile::new_in(dir) {
             Ok(f) => f,
+            Err(e) => return Answer::Error(format!("cannot keep the file: {e}")),
+        };
+        // written through the runtime's file I/O: a large file does not stall its thread
+        let mut writer = match out.reopen() {
+            Ok(f) => tokio::fs::File::from_std(f),
             Err(e) => return Answer::Error(format!("cannot keep the file: {e}")),
         };
         let mut stream = got.into_stream();
@@ -87,10 +92,14 @@ impl Bucket {
                     self.max_bytes
                 ));
             }
-            if let Err(e) = out.as_file_mut().write_all(&chunk) {
+            if let Err(e) = writer.write_all(&chunk).await {
                 return Answer::Error(format!("cannot keep the file: {e}"));
             }
         }
+        if let Err(e) = writer.flush().await {
+            return Answer::Error(format!("cannot keep the file: {e}"));
+        }
+        drop(writer);
         match check(out.as_file()) {
             Ok(()) => Answer::Found(out),
             Err(e) => Answer::Error(format!("refused: {e}")),
