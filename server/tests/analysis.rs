@@ -304,3 +304,40 @@ fn a_compiler_trap_is_an_illegal_instruction() {
     assert_eq!(a["kind"], "illegal-instruction");
     assert_eq!(a["evidence"]["function"], "checked_index");
 }
+
+#[test]
+fn a_rust_panic_names_the_function_and_line_that_panicked() {
+    let work = Workdir::new("analysis-rust");
+    work.source("rust_panic.rs");
+    work.run_tool(
+        "rustc",
+        &[
+            "-g",
+            "-C",
+            "panic=abort",
+            "-C",
+            "opt-level=0",
+            "rust_panic.rs",
+            "-o",
+            "rust_panic",
+        ],
+    );
+    let exe = work.path().join("rust_panic");
+    let (core, out) = work.crash_with_output(&exe);
+    // std prints `thread 'main' (TID) panicked at FILE:LINE:COL:`
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let at = stderr
+        .lines()
+        .find_map(|l| l.split(" panicked at ").nth(1))
+        .unwrap_or_else(|| panic!("no panic line: {stderr}"));
+    let mut parts = at.trim_end_matches(':').rsplitn(3, ':');
+    let (_col, line, file) = (parts.next(), parts.next().unwrap(), parts.next().unwrap());
+    let a = analysis(&core, work.path());
+    assert_eq!(a["kind"], "abort");
+    assert_eq!(a["evidence"]["panicked_in"], "rust_panic::validate");
+    let location = str_of(&a["evidence"]["location"]);
+    assert!(
+        location.ends_with(&format!("{file}:{line}")),
+        "{location} vs {at}"
+    );
+}

@@ -76,6 +76,24 @@ pub(super) fn analyse(
                     Some("__cxa_throw" | "__cxa_rethrow" | "_Unwind_RaiseException")
                 )
             });
+            if let Some(site) = rust_panic_site(thread) {
+                let at = described(site).unwrap_or_else(|| site.pc.clone());
+                evidence.insert("panicked_in".to_string(), at.clone());
+                let location = match (&site.file, site.line) {
+                    (Some(f), Some(l)) => format!("{f}:{l}"),
+                    _ => String::new(),
+                };
+                let mut summary = format!("a Rust panic in {at}");
+                if !location.is_empty() {
+                    summary.push_str(&format!(" ({location})"));
+                    evidence.insert("location".to_string(), location);
+                }
+                summary.push_str(
+                    ", aborting (panic=abort, or a panic while panicking); the panic message \
+                     went to the program's stderr",
+                );
+                return found(AnalysisKind::Abort, summary, evidence);
+            }
             let summary = match (&message, &caller) {
                 (Some(m), _) => format!("abort(): {m}"),
                 (None, Some(c)) if thrown => format!(
@@ -248,6 +266,35 @@ fn described(f: &report::Frame) -> Option<String> {
         (None, Some(m), Some(off)) => Some(format!("{m}+{off}")),
         _ => None,
     }
+}
+
+/// The frame a Rust panic began in: on a stack through `std::panicking`, the first frame
+/// outside Rust's standard library and the C runtime.
+fn rust_panic_site(thread: &report::Thread) -> Option<&report::Frame> {
+    const STD: [&str; 9] = [
+        "std::",
+        "core::",
+        "alloc::",
+        "panic_abort::",
+        "panic_unwind::",
+        "__rust",
+        "rust_begin_unwind",
+        "<std::",
+        "<core::",
+    ];
+    let in_std = |n: &str| STD.iter().any(|p| n.starts_with(p));
+    let panicking = thread.frames.iter().any(|f| {
+        f.function.as_deref().is_some_and(|n| {
+            n.starts_with("std::panicking::") || n.starts_with("core::panicking::")
+        })
+    });
+    if !panicking {
+        return None;
+    }
+    thread
+        .frames
+        .iter()
+        .find(|f| !in_runtime(f) && f.function.as_deref().is_some_and(|n| !in_std(n)))
 }
 
 /// Whether a frame is in the C or C++ runtime (libc, the loader, libstdc++, libc++,
