@@ -335,6 +335,7 @@ fn a_rust_panic_names_the_function_and_line_that_panicked() {
     let a = analysis(&core, work.path());
     assert_eq!(a["kind"], "abort");
     assert_eq!(a["evidence"]["panicked_in"], "rust_panic::validate");
+    assert_eq!(a["evidence"]["caller"], "rust_panic::validate");
     let location = str_of(&a["evidence"]["location"]);
     assert!(
         location.ends_with(&format!("{file}:{line}")),

@@ -79,6 +79,8 @@ pub(super) fn analyse(
             if let Some(site) = rust_panic_site(thread) {
                 let at = described(site).unwrap_or_else(|| site.pc.clone());
                 evidence.insert("panicked_in".to_string(), at.clone());
+                // the program's frame, not std's abort machinery
+                evidence.insert("caller".to_string(), at.clone());
                 let location = match (&site.file, site.line) {
                     (Some(f), Some(l)) => format!("{f}:{l}"),
                     _ => String::new(),
