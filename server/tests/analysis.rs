@@ -308,21 +308,11 @@ fn a_compiler_trap_is_an_illegal_instruction() {
 #[test]
 fn a_rust_panic_names_the_function_and_line_that_panicked() {
     let work = Workdir::new("analysis-rust");
-    work.source("rust_panic.rs");
-    work.run_tool(
-        "rustc",
-        &[
-            "-g",
-            "-C",
-            "panic=abort",
-            "-C",
-            "opt-level=0",
-            "rust_panic.rs",
-            "-o",
-            "rust_panic",
-        ],
+    let exe = work.rustc(
+        "rust_panic.rs",
+        &["-C", "panic=abort", "-C", "opt-level=0"],
+        "rust_panic",
     );
-    let exe = work.path().join("rust_panic");
     let (core, out) = work.crash_with_output(&exe);
     // std prints `thread 'main' (TID) panicked at FILE:LINE:COL:`
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -60,6 +60,17 @@ impl Workdir {
         );
     }
 
+    /// Compiles the Rust crash program `source` (copied from the crashers) into the
+    /// executable `output` with rustc, debug info on, `flags` added.
+    pub fn rustc(&self, source: &str, flags: &[&str], output: &str) -> PathBuf {
+        self.source(source);
+        let mut args = vec!["-g"];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&[source, "-o", output]);
+        self.run_tool("rustc", &args);
+        self.path().join(output)
+    }
+
     /// Compiles C or C++ `sources` into the executable `output` with `compiler` and
     /// `flags` (debug info is always on).
     pub fn compile(

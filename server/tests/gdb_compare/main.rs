@@ -349,21 +349,11 @@ fn crash_inside_signal_handler() {
 #[test]
 fn rust_panic_abort() {
     let work = Workdir::new("rust");
-    work.source("rust_panic.rs");
-    work.run_tool(
-        "rustc",
-        &[
-            "-g",
-            "-C",
-            "panic=abort",
-            "-C",
-            "opt-level=0",
-            "rust_panic.rs",
-            "-o",
-            "rust_panic",
-        ],
+    let exe = work.rustc(
+        "rust_panic.rs",
+        &["-C", "panic=abort", "-C", "opt-level=0"],
+        "rust_panic",
     );
-    let exe = work.path().join("rust_panic");
     let core = work.crash(&exe);
     let crashed = Crashed {
         work,

@@ -161,19 +161,11 @@ fn gcore_of_a_process_that_mapped_debug_files() {
 #[test]
 fn rust_program_that_printed_a_backtrace() {
     let work = Workdir::new("rust_backtrace");
-    work.source("rust_backtrace.rs");
-    work.run_tool(
-        "rustc",
-        &[
-            "-g",
-            "-C",
-            "opt-level=0",
-            "rust_backtrace.rs",
-            "-o",
-            "rust_backtrace",
-        ],
+    let exe = work.rustc(
+        "rust_backtrace.rs",
+        &["-C", "opt-level=0"],
+        "rust_backtrace",
     );
-    let exe = work.path().join("rust_backtrace");
     let core = work.crash(&exe);
     assert!(
         core_maps_file_under(&core, "/usr/lib/debug/.build-id/"),
