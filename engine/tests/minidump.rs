@@ -642,6 +642,7 @@ fn only_a_few_vdso_images_are_built_from_dump_memory() {
             annotations: Default::default(),
             warnings: vec![],
             pac_mask: None,
+            system: Default::default(),
         };
         let options = engine::process::ProcessOptions::default();
         let report = engine::process::process(&d, &image, &engine::process::NoTables, &options);

@@ -94,6 +94,7 @@ fuzz_target!(|data: &[u8]| {
         debug_id: None,
         debug_file: None,
         code_id: None,
+        version: None,
         identity: Identity::None,
         main: true,
         mappings: vec![],

@@ -21,15 +21,17 @@ use minidump::format::MINIDUMP_STREAM_TYPE;
 use minidump::system_info::{Cpu, Os as MdOs};
 use minidump::{
     CodeView, Minidump, MinidumpAssertion, MinidumpContext, MinidumpCrashpadInfo,
-    MinidumpException, MinidumpLinuxProcStatus, MinidumpMiscInfo, MinidumpModule,
-    MinidumpModuleList, MinidumpRawContext, MinidumpSystemInfo, MinidumpThreadList,
-    MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
+    MinidumpException, MinidumpHandleDataStream, MinidumpLinuxCpuInfo, MinidumpLinuxLsbRelease,
+    MinidumpLinuxMaps, MinidumpLinuxProcLimits, MinidumpLinuxProcStatus, MinidumpMiscInfo,
+    MinidumpModule, MinidumpModuleList, MinidumpRawContext, MinidumpSoftErrors, MinidumpSystemInfo,
+    MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
 };
 
 use super::linux_maps;
 use super::{
-    Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, ExceptionInfo, Identity, Mapping,
-    MemoryMap, Module, Os, RegisterSet, Thread, UnloadedModule,
+    Arch, CrashInfo, Distribution, Dump, DumpError, DumpFormat, DumpWarning, ExceptionInfo, Handle,
+    Identity, Limit, Mapping, MemoryMap, Module, Os, RegisterSet, SystemInfo, Thread,
+    UnloadedModule,
 };
 use crate::arch::{aarch64, arm, x86, x86_64};
 
@@ -105,6 +107,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         .and_then(command_line_of);
     let executable = modules.iter().find(|m| m.main).and_then(|m| m.path.clone());
     let created = rfc3339_utc(u64::from(md.header.time_date_stamp));
+    let system = system_of(&md, &system_info, misc.as_ref());
 
     Ok(Dump {
         format: DumpFormat::Minidump,
@@ -123,6 +126,96 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         annotations,
         warnings,
         pac_mask: None,
+        system,
+    })
+}
+
+/// The machine and process beyond threads and modules, read as minidump-stackwalk reads
+/// them (its `system_info`, `lsb_release`, `linux_memory_map_count` and
+/// `process_uptime`), so its JSON can be given field for field.
+fn system_of(
+    md: &Minidump<'_, &[u8]>,
+    system_info: &MinidumpSystemInfo,
+    misc: Option<&MinidumpMiscInfo>,
+) -> SystemInfo {
+    let (version, build) = system_info.os_parts();
+    let os_version = Some(match build {
+        Some(b) => format!("{version} {b}"),
+        None => version,
+    });
+    let microcode = md
+        .get_stream::<MinidumpLinuxCpuInfo>()
+        .ok()
+        .and_then(|info| {
+            info.iter().find_map(|(key, value)| {
+                (key.as_bytes() == b"microcode").then(|| value.to_string_lossy().into_owned())
+            })
+        })
+        .and_then(|v| u64::from_str_radix(v.strip_prefix("0x")?, 16).ok())
+        .map(|v| format!("{v:#x}"));
+    let distribution = md.get_stream::<MinidumpLinuxLsbRelease>().ok().map(|lsb| {
+        let mut d = Distribution::default();
+        for (key, value) in lsb.iter() {
+            let value = value.to_string_lossy().into_owned();
+            match key.as_bytes() {
+                b"DISTRIB_ID" | b"ID" => d.id = value,
+                b"DISTRIB_RELEASE" | b"VERSION_ID" => d.release = value,
+                b"DISTRIB_CODENAME" | b"VERSION_CODENAME" => d.codename = value,
+                b"DISTRIB_DESCRIPTION" | b"PRETTY_NAME" => d.description = value,
+                _ => {}
+            }
+        }
+        d
+    });
+    let memory_map_count = md
+        .get_stream::<MinidumpLinuxMaps>()
+        .ok()
+        .and_then(|maps| u32::try_from(maps.memory_map_count()).ok());
+    let uptime_seconds = misc
+        .and_then(|m| m.raw.process_create_time().copied())
+        .and_then(|start| u64::from(md.header.time_date_stamp).checked_sub(u64::from(start)));
+    let limits = md.get_stream::<MinidumpLinuxProcLimits>().ok().map(|l| {
+        l.iter()
+            .filter(|line| !line.is_empty())
+            .skip(1) // the header
+            .filter_map(|line| limit_of(&line.to_string_lossy()))
+            .collect()
+    });
+    let handles = md.get_stream::<MinidumpHandleDataStream>().ok().map(|h| {
+        h.iter()
+            .map(|d| Handle {
+                handle: d.raw.handle().copied(),
+                type_name: d.type_name.clone(),
+                object_name: d.object_name.clone(),
+            })
+            .collect()
+    });
+    let writer_errors = md
+        .get_stream::<MinidumpSoftErrors>()
+        .ok()
+        .map(|e| e.as_ref().to_string());
+    SystemInfo {
+        os_version,
+        cpu_info: system_info.cpu_info().map(|c| c.into_owned()),
+        cpu_count: Some(u32::from(system_info.raw.number_of_processors)),
+        cpu_microcode_version: microcode,
+        distribution,
+        memory_map_count,
+        uptime_seconds,
+        limits,
+        handles,
+        writer_errors,
+    }
+}
+
+/// One line of `/proc/PID/limits` (columns separated by runs of spaces).
+fn limit_of(line: &str) -> Option<Limit> {
+    let mut columns = line.split("  ").map(str::trim).filter(|c| !c.is_empty());
+    Some(Limit {
+        name: columns.next()?.to_string(),
+        soft: columns.next()?.to_string(),
+        hard: columns.next()?.to_string(),
+        unit: columns.next().unwrap_or("n/a").to_string(),
     })
 }
 
@@ -597,6 +690,7 @@ fn module_of(
         debug_id,
         debug_file,
         code_id,
+        version: m.version().map(|v| v.into_owned()),
         identity,
         main: first,
         mappings,

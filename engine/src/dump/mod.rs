@@ -136,6 +136,9 @@ pub struct Module {
     pub debug_file: Option<String>,
     /// Code identifier as minidumps record it.
     pub code_id: Option<String>,
+    /// The version the dump records for it (a minidump's file version: Windows
+    /// resources, or for an ELF module the number its soname ends in).
+    pub version: Option<String>,
     pub identity: Identity,
     /// The main executable.
     pub main: bool,
@@ -235,6 +238,71 @@ pub struct ExceptionInfo {
     pub flags: u64,
 }
 
+/// What a dump says of the machine and the process beyond threads, modules and memory
+/// (a minidump's system-info, `/proc/cpuinfo`, `/proc/PID/maps`, `/etc/lsb-release` and
+/// misc-info streams). Every field is `None` where the dump does not say: all of them
+/// for a core.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SystemInfo {
+    /// The OS version, as minidump-stackwalk formats it (`6.1.0 #1 SMP Debian …`).
+    #[serde(default)]
+    pub os_version: Option<String>,
+    /// The CPU's vendor and model (`GenuineIntel family 6 model 85 stepping 7`).
+    #[serde(default)]
+    pub cpu_info: Option<String>,
+    #[serde(default)]
+    pub cpu_count: Option<u32>,
+    /// `/proc/cpuinfo`'s microcode revision, hex.
+    #[serde(default)]
+    pub cpu_microcode_version: Option<String>,
+    /// `/etc/lsb-release` (or `os-release`) of the machine.
+    #[serde(default)]
+    pub distribution: Option<Distribution>,
+    /// How many mappings `/proc/PID/maps` listed.
+    #[serde(default)]
+    pub memory_map_count: Option<u32>,
+    /// Seconds between the process's start and the dump.
+    #[serde(default)]
+    pub uptime_seconds: Option<u64>,
+    /// The process's resource limits (`/proc/PID/limits`), in its order.
+    #[serde(default)]
+    pub limits: Option<Vec<Limit>>,
+    /// The process's open handles (file descriptors on Linux).
+    #[serde(default)]
+    pub handles: Option<Vec<Handle>>,
+    /// Errors the dump's writer met and recorded (a JSON document, Crashpad's and
+    /// minidump-writer's "soft errors" stream).
+    #[serde(default)]
+    pub writer_errors: Option<String>,
+}
+
+/// One resource limit: `soft` and `hard` are a number or `unlimited`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Limit {
+    pub name: String,
+    pub soft: String,
+    pub hard: String,
+    pub unit: String,
+}
+
+/// One open handle: its number, and where the dump says, its type and what it names (on
+/// Linux, the file a descriptor refers to).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Handle {
+    pub handle: Option<u64>,
+    pub type_name: Option<String>,
+    pub object_name: Option<String>,
+}
+
+/// A Linux distribution as `/etc/lsb-release` names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Distribution {
+    pub id: String,
+    pub release: String,
+    pub codename: String,
+    pub description: String,
+}
+
 /// Something a reader noticed that does not stop the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpWarning {
@@ -267,6 +335,7 @@ pub struct Dump<'d> {
     pub warnings: Vec<DumpWarning>,
     /// aarch64 pointer-authentication mask (NT_ARM_PAC_MASK), when recorded.
     pub pac_mask: Option<u64>,
+    pub system: SystemInfo,
 }
 
 impl Dump<'_> {

@@ -205,6 +205,7 @@ fn dump_info(dump: &Dump<'_>, dump_bytes: &[u8], sha256: Option<String>) -> repo
         executable: dump.executable.clone(),
         command_line: dump.command_line.clone(),
         created: dump.created.clone(),
+        system: dump.system.clone(),
     }
 }
 

@@ -257,6 +257,7 @@ mod tests {
                 executable: None,
                 command_line: None,
                 created: None,
+                system: Default::default(),
             },
             crash: None,
             threads: Vec::new(),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::dump::{Arch, DumpFormat, Identity, Os};
+pub use crate::dump::{Arch, Distribution, DumpFormat, Identity, Os, SystemInfo};
 pub use crate::symbols::SymbolSource;
 pub use crate::unwind::UnwindSource;
 pub use crate::walk::{EndReason, Trust};
@@ -48,6 +48,11 @@ pub struct DumpInfo {
     pub executable: Option<String>,
     pub command_line: Option<String>,
     pub created: Option<String>,
+    /// The machine and process as the dump describes them (a minidump's system streams);
+    /// every field null for a core, and the whole object for reports stored before it
+    /// existed.
+    #[serde(default)]
+    pub system: SystemInfo,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -179,6 +184,10 @@ pub struct Module {
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
     pub code_id: Option<String>,
+    /// The version the dump records (a minidump's file version); null for a core, and
+    /// absent in reports stored before it existed.
+    #[serde(default)]
+    pub version: Option<String>,
     pub identity: Identity,
     pub verified: bool,
     pub main: bool,

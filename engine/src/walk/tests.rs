@@ -40,6 +40,7 @@ pub(crate) fn module_at(base: u64, end: u64) -> Module {
         debug_id: None,
         debug_file: None,
         code_id: None,
+        version: None,
         identity: Identity::None,
         main: true,
         mappings: vec![],

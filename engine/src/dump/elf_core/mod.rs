@@ -141,6 +141,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         annotations: BTreeMap::new(),
         warnings,
         pac_mask: notes.pac_mask,
+        system: Default::default(),
     })
 }
 

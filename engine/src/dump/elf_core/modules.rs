@@ -242,6 +242,7 @@ fn module_from_image(
         debug_id: None,
         debug_file: None,
         code_id: None,
+        version: None,
         identity,
         main: false,
     })
@@ -709,6 +710,7 @@ fn module_from_core_loads(
         debug_id: None,
         debug_file: None,
         code_id: None,
+        version: None,
         main: false,
         mappings,
     })

@@ -573,6 +573,7 @@ fn walk(
         debug_id: None,
         debug_file: None,
         code_id: None,
+        version: None,
         identity: crate::dump::Identity::None,
         main: true,
         mappings: vec![],
