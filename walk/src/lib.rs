@@ -19,6 +19,7 @@
 pub mod budget;
 pub mod files;
 pub mod remote;
+pub mod stackwalk;
 pub mod walk;
 
 use anyhow::Context;

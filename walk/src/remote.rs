@@ -26,11 +26,16 @@ pub struct RemoteArgs {
     pub offline: bool,
     /// Where fetched files and misses are kept [default: $XDG_CACHE_HOME/postmortem or
     /// ~/.cache/postmortem].
-    #[arg(long, value_name = "DIR", env = "POSTMORTEM_CACHE_DIR")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "POSTMORTEM_CACHE_DIR",
+        alias = "symbols-cache"
+    )]
     pub cache_dir: Option<PathBuf>,
     /// Seconds to wait for a connection, an answer, or the next bytes of a file
     /// [default: DEBUGINFOD_TIMEOUT, else 90].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", alias = "symbols-download-timeout-secs")]
     pub fetch_timeout: Option<u64>,
     /// Largest file fetched, in bytes [default: DEBUGINFOD_MAXSIZE, else 4 GiB].
     #[arg(long, value_name = "BYTES")]

@@ -7,18 +7,29 @@ use anyhow::Context;
 use engine::process::{process_dump, DumpSha256, ProcessOptions};
 
 use crate::files::FileProvider;
+use crate::stackwalk::{json_text, Level, Log, StackwalkArgs};
 use mapped::Mapped;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// The postmortem report (`docs/report-format.md`).
     Json,
+    /// The report for a terminal, gdb-like.
     Text,
+    /// minidump-stackwalk's JSON document (as `--json`).
+    StackwalkJson,
+    /// minidump-stackwalk's human-readable text (as `--human`).
+    StackwalkHuman,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct WalkArgs {
     /// The crash dump: an ELF core file or a minidump.
     pub dump: PathBuf,
+    /// Breakpad symbol stores, as minidump-stackwalk takes them after the dump (the same
+    /// as --symbols-path).
+    #[arg(value_name = "SYMBOLS_PATH")]
+    pub stores: Vec<PathBuf>,
     /// Directories (or files) with binaries and debug files, matched by build-id.
     #[arg(long = "symbols", value_name = "DIR")]
     pub symbols: Vec<PathBuf>,
@@ -32,7 +43,7 @@ pub struct WalkArgs {
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
     /// Write the report here instead of standard output.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", alias = "output-file")]
     pub output: Option<PathBuf>,
     /// Do not look in /usr/lib/debug/.build-id.
     #[arg(long)]
@@ -57,23 +68,48 @@ pub struct WalkArgs {
     pub budget: crate::budget::BudgetArgs,
     #[command(flatten)]
     pub remote: crate::remote::RemoteArgs,
+    #[command(flatten)]
+    pub stackwalk: StackwalkArgs,
+}
+
+impl WalkArgs {
+    /// The output asked for, by --format or minidump-stackwalk's flags.
+    fn output_format(&self) -> Format {
+        if self.stackwalk.json {
+            Format::StackwalkJson
+        } else if self.stackwalk.human || self.stackwalk.cyborg.is_some() {
+            Format::StackwalkHuman
+        } else {
+            self.format
+        }
+    }
 }
 
 pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
+    let mut log = Log::open(&args.stackwalk)?;
     // mapped: the walk reads a few pages of a core that may be hundreds of megabytes
     let bytes = match Mapped::open(&args.dump) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("postmortem: cannot read {}: {e}", args.dump.display());
+            log.say(
+                Level::Error,
+                &format!("postmortem: cannot read {}: {e}", args.dump.display()),
+            );
             return Ok(ExitCode::from(2));
         }
     };
     let (sources, problems) = args.remote.config();
     for p in problems {
-        eprintln!("postmortem: remote sources: {p}");
+        log.say(Level::Error, &format!("postmortem: remote sources: {p}"));
     }
+    let stores: Vec<PathBuf> = args
+        .symbols_path
+        .iter()
+        .chain(&args.stores)
+        .cloned()
+        .collect();
     let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug)
-        .with_breakpad_stores(&args.symbols_path)
+        .with_breakpad_stores(&stores)
         .with_remote(sources::Remote::new(&sources));
     if args.no_dump_paths {
         provider = provider.without_dump_paths();
@@ -90,18 +126,28 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     let report = match process_dump(bytes.as_ref(), &provider, &options) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("postmortem: {}: {e}", args.dump.display());
+            log.say(
+                Level::Error,
+                &format!("postmortem: {}: {e}", args.dump.display()),
+            );
             return Ok(ExitCode::from(2));
         }
     };
-    let text = match args.format {
+    log.report(&report);
+    let text = match args.output_format() {
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&report).context("serializing the report")?;
             s.push('\n');
             s
         }
         Format::Text => engine::report::text::render(&report),
+        Format::StackwalkJson => json_text(&report, args.stackwalk.pretty)?,
+        Format::StackwalkHuman => engine::report::stackwalk::human(&report, args.stackwalk.brief),
     };
+    if let Some(p) = &args.stackwalk.cyborg {
+        std::fs::write(p, json_text(&report, args.stackwalk.pretty)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
     match &args.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
         None => {

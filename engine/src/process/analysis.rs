@@ -39,8 +39,8 @@ pub(super) fn analyse(
 ) -> Option<Analysis> {
     let thread = threads.iter().find(|t| t.crashed)?;
     let frame0 = thread.frames.first()?;
-    let pc = parse(&frame0.pc)?;
-    let sp = frame0.sp.as_deref().and_then(parse);
+    let pc = report::parse_hex(&frame0.pc)?;
+    let sp = frame0.sp.as_deref().and_then(report::parse_hex);
     let mut evidence = BTreeMap::new();
     evidence.insert("thread".to_string(), thread.tid.to_string());
     evidence.insert("pc".to_string(), hex_addr(pc));
@@ -382,8 +382,4 @@ fn abort_message(dump: &Dump<'_>, loaded: &[Loaded]) -> Option<String> {
     let text = String::from_utf8_lossy(text.get(..text.len().min(MAX_MESSAGE))?);
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_string())
-}
-
-fn parse(hex: &str) -> Option<u64> {
-    u64::from_str_radix(hex.strip_prefix("0x")?, 16).ok()
 }

@@ -8,6 +8,7 @@ mod model;
 pub(crate) mod names;
 pub mod signals;
 pub mod signature;
+pub mod stackwalk;
 pub mod text;
 
 pub use model::*;
@@ -18,4 +19,9 @@ pub const SCHEMA: &str = "postmortem.report/1";
 /// Formats an address as the report does: lower-case hex, `0x`, no padding.
 pub fn hex_addr(v: u64) -> String {
     format!("{v:#x}")
+}
+
+/// Reads back an address [`hex_addr`] wrote (`0x` and hex digits).
+pub fn parse_hex(hex: &str) -> Option<u64> {
+    u64::from_str_radix(hex.strip_prefix("0x")?, 16).ok()
 }

@@ -1,0 +1,663 @@
+//! minidump-stackwalk's outputs, made from a report: its JSON document (the schema
+//! rust-minidump documents in `minidump-processor/json-schema.md`, the one Socorro's
+//! processor and crash-stats tooling read) and its human-readable text.
+//!
+//! A pipeline that runs `minidump-stackwalk --json` can run `postmortem-walk --json`
+//! instead and read the same fields. Both are renderings of the one report, as the text
+//! view is, so they can never say something the report does not; they differ from
+//! minidump-stackwalk's where postmortem's walk does (more frames, fewer scanned ones),
+//! never in what a field means. Where the report has no counterpart for a field
+//! (rust-minidump's disassembly of the crashing instruction, Windows handles, macOS crash
+//! info) the field is `null`, as the schema allows for any field.
+//!
+//! Conventions followed from minidump-stackwalk: addresses are hex strings padded to the
+//! pointer width; a caller frame's `offset` is its return address minus one instruction
+//! step (1 on x86_64, 4 on aarch64) — the call, not the instruction after it — and
+//! `module_offset`/`function_offset` are measured from that; inlined functions are listed
+//! in their real frame's `inlines`, innermost first; only the crashed thread's copy in
+//! `crashing_thread` carries registers.
+
+use std::fmt::Write;
+
+use serde_json::{json, Map, Value};
+
+use super::{Frame, Report, Thread};
+use crate::dump::{Arch, Os};
+use crate::walk::Trust;
+
+/// The report as minidump-stackwalk's `--json` document.
+pub fn json(report: &Report) -> Value {
+    let width = Width::of(report.dump.arch);
+    let system = &report.dump.system;
+    let crash = report.crash.as_ref();
+    let threads: Vec<Value> = report
+        .threads
+        .iter()
+        .map(|t| thread_json(t, report, width))
+        .collect();
+    let crashing_thread = crash.and_then(|c| {
+        let mut thread = threads.get(c.thread)?.clone();
+        let registers = registers_json(report.threads.get(c.thread)?, report.dump.arch, width);
+        let obj = thread.as_object_mut()?;
+        let first = obj
+            .get_mut("frames")?
+            .as_array_mut()?
+            .first_mut()?
+            .as_object_mut()?;
+        first.insert("registers".into(), registers);
+        obj.insert("threads_index".into(), json!(c.thread));
+        Some(thread)
+    });
+    let mut doc = json!({
+        "status": "OK",
+        "system_info": {
+            "os": os_name(report.dump.os),
+            "os_ver": system.os_version,
+            "cpu_arch": cpu_name(report.dump.arch),
+            "cpu_info": system.cpu_info,
+            "cpu_count": system.cpu_count,
+            "cpu_microcode_version": system.cpu_microcode_version,
+        },
+        "crash_info": crash_info(report, width),
+        "lsb_release": system.distribution.as_ref().map(|d| json!({
+            "id": d.id,
+            "release": d.release,
+            "codename": d.codename,
+            "description": d.description,
+        })),
+        "proc_limits": system.limits.as_ref().map(|limits| json!({
+            "limits": limits.iter().map(|l| json!({
+                "name": l.name,
+                "soft": limit_value(&l.soft),
+                "hard": limit_value(&l.hard),
+                "unit": l.unit,
+            })).collect::<Vec<_>>(),
+        })),
+        "soft_errors": system
+            .writer_errors
+            .as_deref()
+            .and_then(|e| serde_json::from_str::<Value>(e).ok()),
+        "mac_crash_info": Value::Null,
+        "mac_boot_args": Value::Null,
+        "linux_memory_map_count": system.memory_map_count,
+        "main_module": main_first(report).first().map(|_| 0),
+        "modules_contains_cert_info": false,
+        "modules": main_first(report)
+            .into_iter()
+            .map(|m| module_json(m, report, width))
+            .collect::<Vec<_>>(),
+        "pid": report.dump.pid,
+        "process_uptime": system.uptime_seconds,
+        "thread_count": report.threads.len(),
+        "threads": threads,
+        "unloaded_modules": report.unloaded_modules.iter().map(|m| json!({
+            "base_addr": width.hex_str(&m.base),
+            "end_addr": width.hex_str(&m.end),
+            "code_id": m.build_id,
+            "filename": m.name,
+            "cert_subject": Value::Null,
+        })).collect::<Vec<_>>(),
+        "handles": system.handles.as_ref().map(|handles| handles.iter().map(|h| json!({
+            "handle": h.handle,
+            "type_name": h.type_name,
+            "object_name": h.object_name,
+        })).collect::<Vec<_>>()),
+    });
+    if let (Some(t), Some(obj)) = (crashing_thread, doc.as_object_mut()) {
+        obj.insert("crashing_thread".into(), t);
+    }
+    doc
+}
+
+/// minidump-stackwalk's `--human` text (`--brief`: the summary and the crashed thread).
+pub fn human(report: &Report, brief: bool) -> String {
+    let width = Width::of(report.dump.arch);
+    let system = &report.dump.system;
+    let mut out = String::new();
+    let _ = writeln!(out, "Operating system: {}", os_name(report.dump.os));
+    if let Some(v) = &system.os_version {
+        let _ = writeln!(out, "                  {v}");
+    }
+    let _ = writeln!(out, "CPU: {}", cpu_name(report.dump.arch));
+    if let Some(info) = &system.cpu_info {
+        let _ = writeln!(out, "     {info}");
+    }
+    if let Some(n) = system.cpu_count {
+        let _ = writeln!(out, "     {n} CPU{}", if n > 1 { "s" } else { "" });
+    }
+    if let Some(d) = &system.distribution {
+        let _ = writeln!(
+            out,
+            "Linux {} {} - {} ({})",
+            d.id, d.release, d.codename, d.description
+        );
+    }
+    out.push('\n');
+    match &report.crash {
+        Some(c) => {
+            let _ = writeln!(out, "Crash reason:  {}", crash_type(report));
+            let address = c.address.as_deref().map(|a| width.hex_str(a));
+            let address = address.as_deref().unwrap_or("(none)");
+            match null_offset(c) {
+                Some(offset) => {
+                    let _ = writeln!(out, "Crash address: {address} **");
+                    let _ = writeln!(
+                        out,
+                        "    ** Null pointer detected with offset: {}",
+                        width.hex(offset)
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "Crash address: {address}");
+                }
+            }
+            if let Some(a) = &c.analysis {
+                let _ = writeln!(out, "Crash analysis: [{}] {}", a.kind, a.summary);
+            }
+        }
+        None => {
+            let _ = writeln!(out, "No crash");
+        }
+    }
+    if let Some(a) = report.crash.as_ref().and_then(|c| c.assertion.as_ref()) {
+        let _ = writeln!(out, "Assertion: {a}");
+    }
+    match system.uptime_seconds {
+        Some(s) => {
+            let _ = writeln!(out, "Process uptime: {s} seconds");
+        }
+        None => {
+            let _ = writeln!(out, "Process uptime: not available");
+        }
+    }
+    out.push('\n');
+    if let Some(n) = system.memory_map_count {
+        let _ = writeln!(out, "Linux memory map count: {n}\n");
+    }
+    let crashed = report.crash.as_ref().map(|c| c.thread);
+    if let Some(t) = crashed.and_then(|i| report.threads.get(i)) {
+        let _ = writeln!(
+            out,
+            "Thread {} {} (crashed) - tid: {}",
+            t.index,
+            t.name.as_deref().unwrap_or(""),
+            t.tid
+        );
+        human_thread(&mut out, t, report, width);
+        out.push('\n');
+    }
+    if brief {
+        return out;
+    }
+    for t in &report.threads {
+        if Some(t.index) == crashed {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "Thread {} {} - tid: {}",
+            t.index,
+            t.name.as_deref().unwrap_or(""),
+            t.tid
+        );
+        human_thread(&mut out, t, report, width);
+    }
+    out.push_str("\nLoaded modules:\n");
+    let mut modules: Vec<&super::Module> = report.modules.iter().collect();
+    modules.sort_by_key(|m| super::parse_hex(&m.base));
+    for m in modules {
+        let base = super::parse_hex(&m.base).unwrap_or(0);
+        let end = super::parse_hex(&m.end).unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "{base:#010x} - {:#010x}  {}  {}{}",
+            end.saturating_sub(1),
+            m.name,
+            m.version.as_deref().unwrap_or("???"),
+            if m.main { "  (main)" } else { "" }
+        );
+    }
+    out.push_str("\nUnloaded modules:\n");
+    for m in &report.unloaded_modules {
+        let base = super::parse_hex(&m.base).unwrap_or(0);
+        let end = super::parse_hex(&m.end).unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "{base:#010x} - {:#010x}  {}",
+            end.saturating_sub(1),
+            m.name
+        );
+    }
+    out
+}
+
+/// One thread's frames as minidump-stackwalk prints them.
+fn human_thread(out: &mut String, t: &Thread, report: &Report, width: Width) {
+    if t.frames.is_empty() {
+        out.push_str("<no frames>\n");
+    }
+    let mut n = 0usize;
+    for (i, real) in real_frames(t).into_iter().enumerate() {
+        for inline in real.inlines {
+            let _ = write!(out, "{n:2}  {}!", inline.module.as_deref().unwrap_or(""));
+            out.push_str(inline.function.as_deref().unwrap_or("<unknown>"));
+            if let (Some(file), Some(line)) = (&inline.file, inline.line) {
+                let _ = write!(out, " [{} : {line}]", basename(file));
+            }
+            out.push_str("\n    Found by: inlining\n");
+            n += 1;
+        }
+        let f = real.frame;
+        let at = Address::of(f, i, report.dump.arch);
+        let _ = write!(out, "{n:2}  ");
+        match (&f.module, at.module_offset) {
+            (Some(module), Some(module_offset)) => {
+                out.push_str(module);
+                match (&f.function, at.function_offset) {
+                    (Some(func), Some(function_offset)) => {
+                        let _ = write!(out, "!{func}");
+                        match (&f.file, f.line) {
+                            (Some(file), Some(line)) => {
+                                let _ = write!(out, " [{} : {line}]", basename(file));
+                            }
+                            _ => {
+                                let _ = write!(out, " + {function_offset:#x}");
+                            }
+                        }
+                    }
+                    _ => {
+                        let _ = write!(out, " + {module_offset:#x}");
+                    }
+                }
+            }
+            _ => {
+                let _ = write!(out, "{:#x}", at.offset);
+            }
+        }
+        out.push('\n');
+        // frame 0: the whole context; a caller: the stack and instruction pointers the
+        // walk recovered (the report keeps no other register of a caller)
+        let registers = if i == 0 {
+            gprs(t, report.dump.arch, width)
+        } else {
+            caller_registers(f, report.dump.arch, width)
+        };
+        let mut line = String::new();
+        for (name, value) in registers {
+            let next = format!(" {name: >6} = {value}");
+            if line.chars().count() + next.chars().count() > 80 {
+                let _ = writeln!(out, " {line}");
+                line.clear();
+            }
+            line.push_str(&next);
+        }
+        if !line.is_empty() {
+            let _ = writeln!(out, " {line}");
+        }
+        let _ = writeln!(out, "    Found by: {}", trust_description(f.trust));
+        n += 1;
+    }
+}
+
+/// A frame as the stack holds it, with the functions inlined at its address.
+struct RealFrame<'r> {
+    frame: &'r Frame,
+    /// Innermost first, as the report lists them.
+    inlines: Vec<&'r Frame>,
+}
+
+/// The report lists an inlined function as an entry of its own before the frame it was
+/// inlined into; minidump-stackwalk nests them in that frame.
+fn real_frames(t: &Thread) -> Vec<RealFrame<'_>> {
+    let mut out = Vec::new();
+    let mut inlines = Vec::new();
+    for f in &t.frames {
+        if f.inlined {
+            inlines.push(f);
+        } else {
+            out.push(RealFrame {
+                frame: f,
+                inlines: std::mem::take(&mut inlines),
+            });
+        }
+    }
+    out
+}
+
+/// Where a real frame is, in minidump-stackwalk's terms.
+struct Address {
+    offset: u64,
+    module_offset: Option<u64>,
+    function_offset: Option<u64>,
+}
+
+impl Address {
+    /// Frame `index` (counting real frames) of a thread: frame 0 is where the thread
+    /// was; a caller's address is the call instruction's (return address minus one
+    /// step), and its offsets are measured from there.
+    fn of(f: &Frame, index: usize, arch: Arch) -> Address {
+        let pc = super::parse_hex(&f.pc).unwrap_or(0);
+        let back = if index == 0 {
+            0
+        } else {
+            match arch {
+                Arch::Aarch64 => 4,
+                Arch::Arm => 2,
+                Arch::X86_64 | Arch::X86 => 1,
+            }
+        };
+        let from = |offset: &Option<String>| {
+            offset
+                .as_deref()
+                .and_then(super::parse_hex)
+                .map(|o| o.saturating_sub(back))
+        };
+        Address {
+            offset: pc.saturating_sub(back),
+            module_offset: from(&f.module_offset),
+            function_offset: from(&f.function_offset),
+        }
+    }
+}
+
+fn thread_json(t: &Thread, report: &Report, width: Width) -> Value {
+    let frames: Vec<Value> = real_frames(t)
+        .into_iter()
+        .enumerate()
+        .map(|(i, real)| {
+            let f = real.frame;
+            let at = Address::of(f, i, report.dump.arch);
+            let inlines = (!real.inlines.is_empty()).then(|| {
+                real.inlines
+                    .iter()
+                    .map(|inline| {
+                        json!({
+                            "function": inline.function,
+                            "file": inline.file,
+                            "line": inline.line,
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            });
+            json!({
+                "frame": i,
+                "trust": trust_name(f.trust),
+                "offset": width.hex(at.offset),
+                "module": f.module,
+                "module_offset": at.module_offset.map(|o| width.hex(o)),
+                "unloaded_modules": Value::Null,
+                "function": f.function,
+                "function_offset": at.function_offset.map(|o| width.hex(o)),
+                "file": f.file,
+                "line": f.line,
+                "missing_symbols": f.function.is_none(),
+                "inlines": inlines,
+            })
+        })
+        .collect();
+    json!({
+        "thread_name": t.name,
+        "thread_id": t.tid,
+        "last_error_value": Value::Null,
+        "frame_count": frames.len(),
+        "frames": frames,
+    })
+}
+
+fn crash_info(report: &Report, width: Width) -> Value {
+    let Some(c) = &report.crash else {
+        return Value::Null;
+    };
+    let evidence = |name: &str| c.analysis.as_ref().and_then(|a| a.evidence.get(name));
+    let bit_flips: Option<Vec<Value>> = evidence("bit_flip_of").map(|list| {
+        list.split_whitespace()
+            .map(|a| json!({ "address": width.hex_str(a) }))
+            .collect()
+    });
+    json!({
+        "type": crash_type(report),
+        "address": c.address.as_deref().map(|a| width.hex_str(a)),
+        "adjusted_address": null_offset(c).map(|o| json!({
+            "kind": "null-pointer",
+            "offset": width.hex(o),
+        })),
+        "instruction": Value::Null,
+        "memory_accesses": Value::Null,
+        "instruction_pointer_update": Value::Null,
+        "possible_bit_flips": bit_flips,
+        "crash_inconsistencies": [],
+        "crashing_thread": c.thread,
+        "assertion": c.assertion,
+    })
+}
+
+/// The offset of the field a null-pointer access reached (`NULL + 0x18`), when the
+/// analysis found one.
+fn null_offset(c: &super::Crash) -> Option<u64> {
+    c.analysis
+        .as_ref()
+        .filter(|a| a.kind == super::AnalysisKind::NullPointer)
+        .and_then(|a| a.evidence.get("offset"))
+        .and_then(|o| super::parse_hex(o))
+}
+
+/// `SIGSEGV / SEGV_MAPERR`, `EXCEPTION_ACCESS_VIOLATION_READ`: the reason without the
+/// address (minidump-stackwalk gives that a field of its own).
+fn crash_type(report: &Report) -> String {
+    let Some(c) = &report.crash else {
+        return String::new();
+    };
+    if let Some(e) = &c.exception {
+        if c.signal_name.is_none() {
+            return e.name.clone();
+        }
+    }
+    match (&c.signal_name, &c.code_name) {
+        (Some(s), Some(code)) => format!("{s} / {code}"),
+        (Some(s), None) => s.clone(),
+        _ => c
+            .reason
+            .split(" at ")
+            .next()
+            .unwrap_or(&c.reason)
+            .to_string(),
+    }
+}
+
+/// The crashed thread's general-purpose registers, in minidump-stackwalk's order and
+/// names (`fp`/`lr` for aarch64's x29/x30).
+fn gprs(t: &Thread, arch: Arch, width: Width) -> Vec<(&'static str, String)> {
+    const X86_64: &[(&str, &str)] = &[
+        ("rax", "rax"),
+        ("rdx", "rdx"),
+        ("rcx", "rcx"),
+        ("rbx", "rbx"),
+        ("rsi", "rsi"),
+        ("rdi", "rdi"),
+        ("rbp", "rbp"),
+        ("rsp", "rsp"),
+        ("r8", "r8"),
+        ("r9", "r9"),
+        ("r10", "r10"),
+        ("r11", "r11"),
+        ("r12", "r12"),
+        ("r13", "r13"),
+        ("r14", "r14"),
+        ("r15", "r15"),
+        ("rip", "rip"),
+    ];
+    const AARCH64: &[(&str, &str)] = &[
+        ("x0", "x0"),
+        ("x1", "x1"),
+        ("x2", "x2"),
+        ("x3", "x3"),
+        ("x4", "x4"),
+        ("x5", "x5"),
+        ("x6", "x6"),
+        ("x7", "x7"),
+        ("x8", "x8"),
+        ("x9", "x9"),
+        ("x10", "x10"),
+        ("x11", "x11"),
+        ("x12", "x12"),
+        ("x13", "x13"),
+        ("x14", "x14"),
+        ("x15", "x15"),
+        ("x16", "x16"),
+        ("x17", "x17"),
+        ("x18", "x18"),
+        ("x19", "x19"),
+        ("x20", "x20"),
+        ("x21", "x21"),
+        ("x22", "x22"),
+        ("x23", "x23"),
+        ("x24", "x24"),
+        ("x25", "x25"),
+        ("x26", "x26"),
+        ("x27", "x27"),
+        ("x28", "x28"),
+        ("fp", "x29"),
+        ("lr", "x30"),
+        ("sp", "sp"),
+        ("pc", "pc"),
+    ];
+    let names = match arch {
+        Arch::X86_64 => X86_64,
+        Arch::Aarch64 => AARCH64,
+        Arch::X86 | Arch::Arm => &[],
+    };
+    names
+        .iter()
+        .filter_map(|&(shown, ours)| Some((shown, width.hex_str(t.registers.get(ours)?))))
+        .collect()
+}
+
+/// A caller frame's stack pointer and pc (its return address), by minidump-stackwalk's
+/// names.
+fn caller_registers(f: &Frame, arch: Arch, width: Width) -> Vec<(&'static str, String)> {
+    let (sp, pc) = match arch {
+        Arch::X86_64 => ("rsp", "rip"),
+        Arch::X86 => ("esp", "eip"),
+        Arch::Aarch64 | Arch::Arm => ("sp", "pc"),
+    };
+    let mut out = Vec::new();
+    if let Some(v) = &f.sp {
+        out.push((sp, width.hex_str(v)));
+    }
+    out.push((pc, width.hex_str(&f.pc)));
+    out
+}
+
+fn registers_json(t: &Thread, arch: Arch, width: Width) -> Value {
+    let map: Map<String, Value> = gprs(t, arch, width)
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), Value::String(value)))
+        .collect();
+    Value::Object(map)
+}
+
+fn module_json(m: &super::Module, report: &Report, width: Width) -> Value {
+    let loaded = !m.symbols.is_empty();
+    // minidump-stackwalk looks for a module's symbols when a frame is in it, and says
+    // they are missing only then
+    let looked_for = report
+        .threads
+        .iter()
+        .flat_map(|t| &t.frames)
+        .any(|f| f.module_index == Some(m.index));
+    let symbol_url = m
+        .lookups
+        .iter()
+        .find(|l| l.result == super::LookupResult::Fetched)
+        .map(|l| l.source.clone());
+    json!({
+        "base_addr": width.hex_str(&m.base),
+        "end_addr": width.hex_str(&m.end),
+        "debug_file": m.name,
+        "debug_id": m.debug_id,
+        "filename": m.name,
+        "code_id": m.code_id.as_ref().or(m.build_id.as_ref()),
+        "version": m.version,
+        "cert_subject": Value::Null,
+        "missing_symbols": looked_for && !loaded,
+        "loaded_symbols": loaded,
+        "corrupt_symbols": m.status == super::ModuleStatus::Corrupt,
+        "symbol_url": symbol_url,
+    })
+}
+
+/// The modules with the main executable first (minidump-stackwalk's `main_module` is
+/// always 0), then by address.
+fn main_first(report: &Report) -> Vec<&super::Module> {
+    let mut modules: Vec<&super::Module> = report.modules.iter().collect();
+    modules.sort_by_key(|m| !m.main);
+    modules
+}
+
+/// A limit as minidump-stackwalk writes it: a number, or a word (`unlimited`).
+fn limit_value(v: &str) -> Value {
+    v.parse::<u64>().map_or_else(|_| json!(v), |n| json!(n))
+}
+
+fn trust_name(t: Trust) -> &'static str {
+    match t {
+        Trust::Context => "context",
+        Trust::Cfi => "cfi",
+        Trust::Fp => "frame_pointer",
+        Trust::Scan => "scan",
+    }
+}
+
+fn trust_description(t: Trust) -> &'static str {
+    match t {
+        Trust::Context => "given as instruction pointer in context",
+        Trust::Cfi => "call frame info",
+        Trust::Fp => "previous frame's frame pointer",
+        Trust::Scan => "stack scanning",
+    }
+}
+
+fn os_name(os: Os) -> &'static str {
+    match os {
+        Os::Linux => "Linux",
+        Os::Android => "Android",
+        Os::Macos => "Mac OS X",
+        Os::Ios => "iOS",
+        Os::Windows => "Windows NT",
+        Os::Unknown => "Unknown",
+    }
+}
+
+fn cpu_name(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "amd64",
+        Arch::Aarch64 => "arm64",
+        Arch::X86 => "x86",
+        Arch::Arm => "arm",
+    }
+}
+
+fn basename(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+/// Hex padded to the crashed process's pointer width, as minidump-stackwalk writes
+/// addresses (`0x00007f5140aca4c0`).
+#[derive(Clone, Copy)]
+struct Width(usize);
+
+impl Width {
+    fn of(arch: Arch) -> Width {
+        match arch {
+            Arch::X86 | Arch::Arm => Width(8),
+            Arch::X86_64 | Arch::Aarch64 => Width(16),
+        }
+    }
+    fn hex(self, v: u64) -> String {
+        format!("0x{v:0w$x}", w = self.0)
+    }
+    /// A report address (`0x1a`) padded; anything unreadable is passed through.
+    fn hex_str(self, s: &str) -> String {
+        super::parse_hex(s).map_or_else(|| s.to_string(), |v| self.hex(v))
+    }
+}
