@@ -419,6 +419,32 @@ async fn service_minidump_report_equals_cli() {
     assert_eq!(done["status"], "done", "{done}");
     assert_same_report(&done["report"], &expected);
 
+    // minidump-stackwalk's document of the stored report: the CLI's `--json` of the same
+    // dump and files (issue 21)
+    let out = Command::new(bin())
+        .arg("walk")
+        .arg(&minidump)
+        .arg("--symbols")
+        .arg(&symbols)
+        .args(["--no-system-debug", "--json"])
+        .output()
+        .expect("run postmortem walk --json");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cli_stackwalk: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        cli_stackwalk["crashing_thread"]["frames"][0]["trust"],
+        "context"
+    );
+    let url = format!("{}/api/v1/crashes/{id}?format=stackwalk-json", s.base);
+    let served: Value = c.get(&url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(served, cli_stackwalk);
+    let bad = c.get(format!("{url}x")).send().await.unwrap();
+    assert_eq!(bad.status(), 400);
+
     let built = metrics(&c, &s).await["postmortem_tables_built_total"];
     let id2 = upload_crashpad(&c, &s, &dump, &fields).await;
     let again = poll_done(&c, &s.base, &id2).await;

@@ -279,10 +279,32 @@ async fn get_one(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     authorize(&s, &headers, Scope::Admin)?;
     let row = crash_or_404(&s, &id).await?;
-    Ok(Json(full(&row)).into_response())
+    match q.get("format").map(String::as_str) {
+        None | Some("postmortem") => Ok(Json(full(&row)).into_response()),
+        // minidump-stackwalk's `--json` document, made from the stored report, for
+        // pipelines that read that schema (Socorro's processor, crash-stats tooling)
+        Some("stackwalk-json") => {
+            let report: engine::report::Report = row
+                .report
+                .as_deref()
+                .and_then(|r| serde_json::from_str(r).ok())
+                .ok_or_else(|| {
+                    ApiError::NotFound(format!(
+                        "crash {id:?} has no report yet (status {})",
+                        row.status
+                    ))
+                })?;
+            Ok(Json(engine::report::stackwalk::json(&report)).into_response())
+        }
+        Some(other) => Err(ApiError::BadRequest {
+            code: "bad-format",
+            detail: format!("format must be postmortem or stackwalk-json, not {other:?}"),
+        }),
+    }
 }
 
 /// The crash `id`, or a 404 that names it.
