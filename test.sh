@@ -105,6 +105,12 @@ if ! command -v dump_syms >/dev/null 2>&1; then
     cargo install --locked dump_syms
 fi
 dump_syms --version || true
+# minidump-stackwalk (rust-minidump) is what `postmortem-walk --json` must agree with,
+# field by field (server/tests/minidump_gdb/stackwalk.rs).
+if ! command -v minidump-stackwalk >/dev/null 2>&1; then
+    cargo install --locked minidump-stackwalk
+fi
+minidump-stackwalk --version
 
 section "cargo fmt --check"
 cargo fmt --all --check

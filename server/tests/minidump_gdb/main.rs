@@ -18,6 +18,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 mod aarch64;
+mod stackwalk;
 
 use std::path::PathBuf;
 
@@ -673,4 +674,78 @@ fn minidump_stackwalk_side_by_side() {
     }
     eprint!("{table}");
     std::fs::write(out_dir.join("frames.tsv"), &table).unwrap();
+}
+
+/// `postmortem-walk --json DUMP STORE` against `minidump-stackwalk --json DUMP STORE` on
+/// the same minidumps and the same Breakpad symbol store (the program's and libc's `.sym`
+/// files, libc's with libc6-dbg's functions and lines): the documents agree field by field
+/// as `stackwalk.rs` lays down, and so do the `--human` texts. Cases: this suite's C
+/// programs at -O0 and -O2 without frame pointers, four threads blocked in system calls, a
+/// C++ virtual call, and a fault in three functions inlined into one.
+#[test]
+fn stackwalk_json_agrees_with_minidump_stackwalk() {
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        ("sw_c_o0", "gcc", &["-O0"], "basic.c"),
+        (
+            "sw_c_o2_omit_fp",
+            "gcc",
+            &["-O2", "-fomit-frame-pointer"],
+            "basic.c",
+        ),
+        ("sw_threads", "gcc", &["-O0", "-pthread"], "md_threads.c"),
+        ("sw_cpp_virtual", "g++", &["-O0"], "virtual.cpp"),
+        ("sw_inline", "gcc", &["-O3", "-g"], "inline.c"),
+    ];
+    let walk_only = walk_only_binary();
+    let mut totals = stackwalk::Differences::default();
+    for (case, compiler, flags, source) in cases {
+        let r = compile(case, compiler, flags, source);
+        let store = r.work.path().join("store");
+        dump_syms(&r.exe, &store);
+        let with_paths = walk(&r.minidump, r.work.path(), &[]);
+        for m in with_paths["modules"].as_array().unwrap() {
+            if m["name"] == "libc.so.6" {
+                dump_syms_library(std::path::Path::new(m["path"].as_str().unwrap()), &store);
+            }
+        }
+        let os = |s: &'static str| std::ffi::OsStr::new(s);
+        let (dump, store) = (r.minidump.as_os_str(), store.as_os_str());
+        let theirs: Value = serde_json::from_str(&stackwalk::run(
+            std::path::Path::new("minidump-stackwalk"),
+            &[os("--json"), dump, store],
+        ))
+        .unwrap();
+        // minidump-stackwalk's own command line; only the local files it never reads
+        // (the dump's paths, /usr/lib/debug) are turned off
+        let local_off = [os("--no-dump-paths"), os("--no-system-debug")];
+        let ours: Value = serde_json::from_str(&stackwalk::run(
+            &walk_only,
+            &[&[os("--json"), dump, store][..], &local_off].concat(),
+        ))
+        .unwrap();
+        let d = stackwalk::assert_agree(case, &theirs, &ours, &r.gdb);
+        eprintln!("{case}: {d:?}");
+        totals.same_frames += d.same_frames;
+        totals.ours_gdb_confirms += d.ours_gdb_confirms;
+        totals.theirs_past_gdb += d.theirs_past_gdb;
+        totals.better_trust += d.better_trust;
+
+        // the frames of the crashed thread both walks agree on, as the text counts them
+        // (each inlined function a line of its own)
+        let crashed = |v: &Value| v["crashing_thread"]["frames"].as_array().unwrap().clone();
+        let agreeing: usize = crashed(&ours)
+            .iter()
+            .zip(crashed(&theirs).iter())
+            .take_while(|(a, b)| a["offset"] == b["offset"])
+            .map(|(a, _)| 1 + a["inlines"].as_array().map_or(0, Vec::len))
+            .sum();
+        let their_text = stackwalk::run(std::path::Path::new("minidump-stackwalk"), &[dump, store]);
+        let our_text = stackwalk::run(
+            &walk_only,
+            &[&[os("--human"), dump, store][..], &local_off].concat(),
+        );
+        stackwalk::assert_human_agrees(case, &their_text, &our_text, agreeing);
+    }
+    eprintln!("all cases: {totals:?}");
+    assert!(totals.same_frames > 20, "{totals:?}");
 }

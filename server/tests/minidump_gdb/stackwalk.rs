@@ -1,0 +1,429 @@
+//! `postmortem-walk` as a drop-in for `minidump-stackwalk` (issue 21, part 1): the same
+//! command line (`--json DUMP STORE`, `--human`) over the same Breakpad symbol store gives
+//! a document that agrees with minidump-stackwalk's field by field.
+//!
+//! Every field path minidump-stackwalk writes must be in ours. Each field is then
+//! compared, and where ours differs it must be for one of the reasons listed here (and in
+//! the README's "minidump-stackwalk drop-in" section):
+//! - **frames**: position by position, every field equal while both walks are at the same
+//!   address (`trust` may be better in ours: `cfi` where theirs is `scan`). From the first
+//!   frame where they part, ours must be gdb's (the kernel core of the same crash): more
+//!   frames gdb confirms, or fewer where theirs runs on past gdb's outermost frame with
+//!   scanned garbage;
+//! - **function names** are without their parameter lists (`area`, not
+//!   `area() const`), as the report names functions from any source (gdb's names);
+//! - **threads order**: ours puts the crashed thread first; threads are matched by id
+//!   and `crash_info.crashing_thread` / `crashing_thread.threads_index` must name the same
+//!   thread in each document;
+//! - **`modules[].missing_symbols`**: minidump-stackwalk sets it for a module without
+//!   symbols that a frame of its walk landed in, so it follows each walk's frames;
+//! - **`proc_limits.limits`**: theirs come out of a hash map in any order; compared as sets;
+//! - **not produced yet** (ours is `null`): `crash_info.instruction`,
+//!   `crash_info.memory_accesses`, `crash_info.instruction_pointer_update` and
+//!   `crash_info.possible_bit_flips` (rust-minidump's disassembly of the crashing
+//!   instruction; postmortem's `crash.analysis` says what kind of bug it is instead).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::Value;
+
+use postmortem_testsupport::compare::parse_hex;
+use postmortem_testsupport::gdb::GdbCore;
+
+/// Fields ours leaves `null` for now (see the module documentation).
+const NOT_YET: &[&str] = &[
+    "crash_info.instruction",
+    "crash_info.memory_accesses",
+    "crash_info.instruction_pointer_update",
+    "crash_info.possible_bit_flips",
+];
+
+/// Runs a stackwalk-style command line and returns its standard output.
+pub fn run(program: &Path, args: &[&std::ffi::OsStr]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", program.display()));
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}",
+        program.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every field path of a document, array positions left out (`threads[].frames[].line`).
+fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                out.insert(p.clone());
+                paths(v, &p, out);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                paths(item, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn at<'v>(v: &'v Value, path: &str) -> &'v Value {
+    path.split('.').fold(v, |v, k| &v[k])
+}
+
+/// C++ function names without their parameter lists (`area() const` → `area`), in a
+/// frame's `function` or each of its `inlines`: the report names functions as gdb's
+/// backtrace does, whatever the symbol source; Breakpad's `.sym` names carry the lists.
+fn bare_names(v: &mut Value) {
+    match v {
+        Value::String(name) => {
+            if let Some(i) = name.find('(').filter(|&i| i > 0) {
+                name.truncate(i);
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| bare_names(&mut i["function"])),
+        _ => {}
+    }
+}
+
+fn rank(trust: &Value) -> usize {
+    ["scan", "frame_pointer", "cfi", "context"]
+        .iter()
+        .position(|t| trust == t)
+        .unwrap_or(0)
+}
+
+/// What the comparison of one case found where the documents differ on purpose.
+#[derive(Default, Debug)]
+pub struct Differences {
+    /// Frames equal in every field, in both.
+    pub same_frames: usize,
+    /// Frames ours has that gdb confirms and theirs lacks or has elsewhere.
+    pub ours_gdb_confirms: usize,
+    /// Frames of theirs past the point where it parts from gdb.
+    pub theirs_past_gdb: usize,
+    /// Frames at the same address where our trust is better.
+    pub better_trust: usize,
+}
+
+/// Asserts that `ours` (postmortem-walk --json) agrees with `theirs` (minidump-stackwalk
+/// --json) field by field, differences allowed only as the module documentation lists.
+pub fn assert_agree(case: &str, theirs: &Value, ours: &Value, gdb: &GdbCore) -> Differences {
+    // every field they write, we write
+    let (mut tp, mut op) = (BTreeSet::new(), BTreeSet::new());
+    paths(theirs, "", &mut tp);
+    paths(ours, "", &mut op);
+    let missing: Vec<&String> = tp
+        .difference(&op)
+        .filter(|p| !NOT_YET.iter().any(|n| p.starts_with(n)))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{case}: fields missing from ours: {missing:?}"
+    );
+
+    for p in [
+        "status",
+        "system_info",
+        "lsb_release",
+        "linux_memory_map_count",
+        "pid",
+        "process_uptime",
+        "thread_count",
+        "main_module",
+        "unloaded_modules",
+        "handles",
+        "soft_errors",
+        "mac_crash_info",
+        "mac_boot_args",
+        "modules_contains_cert_info",
+        "crash_info.type",
+        "crash_info.address",
+        "crash_info.assertion",
+        "crash_info.adjusted_address",
+        "crash_info.crash_inconsistencies",
+    ] {
+        assert_eq!(at(ours, p), at(theirs, p), "{case}: {p}");
+    }
+    for p in NOT_YET {
+        assert!(at(ours, p).is_null(), "{case}: {p} is {}", at(ours, p));
+    }
+    let limits = |v: &Value| -> BTreeSet<String> {
+        v["proc_limits"]["limits"]
+            .as_array()
+            .map(|a| a.iter().map(Value::to_string).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(limits(ours), limits(theirs), "{case}: proc_limits");
+
+    // threads, by id
+    let by_id = |v: &Value| -> BTreeMap<u64, Value> {
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["thread_id"].as_u64().unwrap(), t.clone()))
+            .collect()
+    };
+    let (their_threads, our_threads) = (by_id(theirs), by_id(ours));
+    assert_eq!(
+        their_threads.keys().collect::<Vec<_>>(),
+        our_threads.keys().collect::<Vec<_>>(),
+        "{case}: thread ids"
+    );
+    let crashed_tid = |v: &Value| {
+        let i = v["crash_info"]["crashing_thread"].as_u64().unwrap() as usize;
+        assert_eq!(v["crashing_thread"]["threads_index"], i, "{case}");
+        v["threads"][i]["thread_id"].as_u64().unwrap()
+    };
+    assert_eq!(
+        crashed_tid(ours),
+        crashed_tid(theirs),
+        "{case}: crashed thread"
+    );
+    assert_eq!(
+        ours["crashing_thread"]["frames"][0]["registers"],
+        theirs["crashing_thread"]["frames"][0]["registers"],
+        "{case}: crashed thread's registers"
+    );
+    for doc in [ours, theirs] {
+        let mut copy = doc["crashing_thread"].clone();
+        let obj = copy.as_object_mut().unwrap();
+        obj.remove("threads_index");
+        obj["frames"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("registers");
+        assert_eq!(
+            copy,
+            by_id(doc)[&crashed_tid(doc)],
+            "{case}: crashing_thread"
+        );
+    }
+
+    let mut d = Differences::default();
+    for (tid, theirs_t) in &their_threads {
+        let ours_t = &our_threads[tid];
+        for f in ["thread_name", "last_error_value"] {
+            assert_eq!(ours_t[f], theirs_t[f], "{case}: thread {tid} {f}");
+        }
+        for t in [ours_t, theirs_t] {
+            assert_eq!(t["frame_count"], t["frames"].as_array().unwrap().len());
+        }
+        frames_agree(case, *tid, ours_t, theirs_t, gdb, &mut d);
+    }
+
+    // modules, by address
+    let modules = |v: &Value| -> BTreeMap<String, Value> {
+        v["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["base_addr"].as_str().unwrap().to_string(), m.clone()))
+            .collect()
+    };
+    let (their_modules, our_modules) = (modules(theirs), modules(ours));
+    assert_eq!(
+        their_modules.keys().collect::<Vec<_>>(),
+        our_modules.keys().collect::<Vec<_>>(),
+        "{case}: modules"
+    );
+    assert_eq!(
+        ours["modules"][0]["filename"], theirs["modules"][0]["filename"],
+        "{case}: main module"
+    );
+    for (base, tm) in &their_modules {
+        let om = &our_modules[base];
+        for (k, v) in tm.as_object().unwrap() {
+            if k != "missing_symbols" {
+                assert_eq!(&om[k], v, "{case}: module {base} {k}");
+            }
+        }
+        for (doc, m) in [(ours, om), (theirs, tm)] {
+            let name = m["filename"].as_str().unwrap();
+            let landed = doc["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|t| t["frames"].as_array().unwrap())
+                .any(|f| f["module"] == name);
+            assert_eq!(
+                m["missing_symbols"],
+                landed && m["loaded_symbols"] == false,
+                "{case}: {name} missing_symbols follows the walk's frames"
+            );
+        }
+    }
+    d
+}
+
+/// One thread's frames: equal while both walks agree; where they part, ours is gdb's.
+fn frames_agree(
+    case: &str,
+    tid: u64,
+    ours: &Value,
+    theirs: &Value,
+    gdb: &GdbCore,
+    d: &mut Differences,
+) {
+    let of = ours["frames"].as_array().unwrap();
+    let tf = theirs["frames"].as_array().unwrap();
+    let mut i = 0;
+    while let (Some(a), Some(b)) = (of.get(i), tf.get(i)) {
+        if a["offset"] != b["offset"] {
+            break;
+        }
+        for (k, v) in b.as_object().unwrap() {
+            if k == "trust" && rank(&a[k]) > rank(v) {
+                d.better_trust += 1;
+                continue;
+            }
+            let (mut ours_v, mut theirs_v) = (a[k].clone(), v.clone());
+            if k == "function" || k == "inlines" {
+                bare_names(&mut ours_v);
+                bare_names(&mut theirs_v);
+            }
+            assert_eq!(ours_v, theirs_v, "{case}: thread {tid} frame {i} {k}");
+        }
+        d.same_frames += 1;
+        i += 1;
+    }
+    if i == of.len() && i == tf.len() {
+        return;
+    }
+    // they part at frame i: ours from there on must be gdb's
+    let g = gdb
+        .thread(tid)
+        .unwrap_or_else(|| panic!("{case}: gdb has no thread {tid}"));
+    let gdb_pcs: Vec<u64> = g
+        .frames
+        .iter()
+        .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
+        .map(|f| f.pc)
+        .collect();
+    let pc = |f: &Value, n: usize| {
+        let o = parse_hex(f["offset"].as_str().unwrap()).unwrap();
+        if n == 0 {
+            o
+        } else {
+            o + 1
+        }
+    };
+    let describe = |fs: &[Value]| -> Vec<String> {
+        fs.iter()
+            .enumerate()
+            .map(|(n, f)| format!("{} {:#x} {}", f["trust"], pc(f, n), f["function"]))
+            .collect()
+    };
+    let context = format!(
+        "{case}: thread {tid} parts at frame {i}\n ours   {:?}\n theirs {:?}\n gdb    {:x?} ({})",
+        describe(of),
+        describe(tf),
+        gdb_pcs,
+        g.stop
+    );
+    for (n, f) in of.iter().enumerate().skip(i) {
+        match gdb_pcs.get(n) {
+            Some(&want) => assert_eq!(pc(f, n), want, "{context}"),
+            None => assert!(
+                !g.complete,
+                "ours runs past gdb's outermost frame: {context}"
+            ),
+        }
+        d.ours_gdb_confirms += 1;
+    }
+    if of.len() < tf.len() {
+        assert!(
+            g.complete && of.len() >= gdb_pcs.len(),
+            "theirs has frames where ours stops short of gdb: {context}"
+        );
+        d.theirs_past_gdb += tf.len() - of.len();
+    }
+    eprintln!("{context}");
+}
+
+/// The human-readable texts read the same way: the same summary (theirs' lines of the
+/// disassembly left out, see [`NOT_YET`]), the same loaded modules, and for the frames
+/// the JSON documents agree on, the same frame lines and "Found by" lines (theirs' offset
+/// from the source line's first instruction, `[file : line + 0x4]`, left out: the report
+/// has no line start).
+pub fn assert_human_agrees(case: &str, theirs: &str, ours: &str, agreeing_frames: usize) {
+    let strip = |l: &str| -> String {
+        let l = match (l.rfind(" + 0x"), l.ends_with(']')) {
+            (Some(i), true) if l[..i].contains(" : ") => format!("{}]", &l[..i]),
+            _ => l.to_string(),
+        };
+        // a C++ name's parameter list, as in the JSON (`bare_names`)
+        let Some(bang) = l.find('!') else { return l };
+        let Some(open) = l[bang..].find('(').map(|i| bang + i) else {
+            return l;
+        };
+        let end = [" [", " + 0x"]
+            .iter()
+            .filter_map(|m| l[open..].find(m).map(|i| open + i))
+            .min()
+            .unwrap_or(l.len());
+        format!("{}{}", &l[..open], &l[end..])
+    };
+    let summary = |text: &str| -> Vec<String> {
+        text.lines()
+            .take_while(|l| !l.starts_with("Thread "))
+            .filter(|l| {
+                !(l.starts_with("Crashing instruction:")
+                    || l.starts_with("Memory accessed by instruction")
+                    || l.starts_with("  0. Address:")
+                    || l.starts_with("     Size:")
+                    || l.starts_with("     Access type:")
+                    || l.starts_with("No instruction pointer update")
+                    || l.starts_with("Crash analysis:")
+                    || l.starts_with("Crashing address may be the result of a flipped bit")
+                    || l.starts_with("  0. Valid address"))
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(summary(ours), summary(theirs), "{case}: summary");
+    let modules = |text: &str| -> BTreeSet<String> {
+        text.lines()
+            .skip_while(|l| *l != "Loaded modules:")
+            .take_while(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(modules(ours), modules(theirs), "{case}: loaded modules");
+    let crashed = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("Thread "))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter(|l| !l.starts_with("     ") || l.starts_with("    Found by"))
+            .map(strip)
+            .take(2 * agreeing_frames)
+            .collect()
+    };
+    let (o, t) = (crashed(ours), crashed(theirs));
+    assert!(!t.is_empty(), "{case}: no frames in their text");
+    assert_eq!(o, t, "{case}: the crashed thread's frames");
+    let heading = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("Thread "))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        heading(ours),
+        heading(theirs),
+        "{case}: crashed thread heading"
+    );
+}
