@@ -102,8 +102,10 @@ fn a_field_of_a_null_struct_is_a_null_pointer_with_its_offset() {
     assert_eq!(a["kind"], "null-pointer");
     assert_eq!(hex_of(&a["evidence"]["offset"]), offset);
     assert_eq!(a["evidence"]["function"], "refs_of");
+    // the crashing instruction, decoded: a read of the field through the null pointer
+    assert_eq!(a["evidence"]["access"], "read", "{a}");
     assert!(
-        str_of(&a["summary"]).contains(&format!("NULL + {offset:#x}")),
+        str_of(&a["summary"]).contains(&format!("read through a null pointer: NULL + {offset:#x}")),
         "{a}"
     );
 }
@@ -151,6 +153,12 @@ fn a_write_to_a_string_literal_is_a_protection_fault() {
         printed(&c.stdout, "address ")
     );
     assert_eq!(a["evidence"]["function"], "shout");
+    // a store into the literal
+    assert_eq!(a["evidence"]["access"], "write", "{a}");
+    assert!(
+        str_of(&a["evidence"]["instruction"]).starts_with("mov "),
+        "{a}"
+    );
 }
 
 #[test]
@@ -171,6 +179,10 @@ fn a_non_canonical_pointer_is_a_general_protection_fault() {
     let a = analysis(&c.core, c.work.path());
     assert_eq!(a["kind"], "general-protection");
     assert_eq!(a["evidence"]["function"], "peek");
+    // the CPU reports no address; the instruction's operand gives the pointer the source
+    // stores in `bad`
+    assert_eq!(hex_of(&a["evidence"]["address"]), 0xdead000000000010, "{a}");
+    assert_eq!(a["evidence"]["access"], "read", "{a}");
 }
 
 #[test]
@@ -292,7 +304,7 @@ async fn the_service_lists_and_filters_crashes_by_kind() {
     assert!(page.contains("null-pointer"), "{page}");
     let detail = common::get_text(&c, &server.url(&format!("/crashes/{}", ids[0]))).await;
     assert!(
-        detail.contains("read or write through a null pointer: NULL + 0x18"),
+        detail.contains("through a null pointer: NULL + 0x18"),
         "{detail}"
     );
 }

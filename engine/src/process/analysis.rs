@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::dump::{self, Dump};
-use crate::report::{self, hex_addr, Analysis, AnalysisKind};
+use crate::report::{self, hex_addr, AccessKind, Analysis, AnalysisKind, CrashInstruction};
 
 use super::tables::Loaded;
 
@@ -36,6 +36,7 @@ pub(super) fn analyse(
     loaded: &[Loaded],
     crash: &dump::CrashInfo,
     threads: &[report::Thread],
+    instruction: Option<&CrashInstruction>,
 ) -> Option<Analysis> {
     let thread = threads.iter().find(|t| t.crashed)?;
     let frame0 = thread.frames.first()?;
@@ -118,25 +119,70 @@ pub(super) fn analyse(
                 evidence,
             )
         }
-        (SIGSEGV | SIGBUS | SIGILL, code) => {
-            segv(dump, crash, code, pc, sp, thread, caller, evidence)
-        }
+        (SIGSEGV | SIGBUS | SIGILL, code) => segv(
+            dump,
+            crash,
+            code,
+            Fault {
+                pc,
+                sp,
+                instruction,
+            },
+            thread,
+            caller,
+            evidence,
+        ),
         _ => None,
     }
 }
 
+/// Where a memory fault happened: the crashed thread's pc and stack pointer, and the
+/// instruction there when it was decoded.
+struct Fault<'i> {
+    pc: u64,
+    sp: Option<u64>,
+    instruction: Option<&'i CrashInstruction>,
+}
+
+/// "read", "write", "read and write" or "read or write" of `access`.
+fn way(access: Option<AccessKind>) -> &'static str {
+    match access {
+        Some(AccessKind::Read) => "read",
+        Some(AccessKind::Write) => "write",
+        Some(AccessKind::ReadWrite) => "read and write",
+        None => "read or write",
+    }
+}
+
 /// A memory fault's analysis.
-#[allow(clippy::too_many_arguments)]
 fn segv(
     dump: &Dump<'_>,
     crash: &dump::CrashInfo,
     code: Option<i32>,
-    pc: u64,
-    sp: Option<u64>,
+    fault: Fault<'_>,
     thread: &report::Thread,
     caller: Option<&report::Frame>,
     mut evidence: BTreeMap<String, String>,
 ) -> Option<Analysis> {
+    let Fault {
+        pc,
+        sp,
+        instruction,
+    } = fault;
+    if let Some(i) = instruction {
+        evidence.insert("instruction".to_string(), i.text.clone());
+    }
+    // the access of the crashing instruction that faulted: at the reported address, or
+    // (no address reported) the one at a non-canonical address
+    let faulted = |addr: Option<u64>| {
+        instruction?.accesses.iter().find(|a| {
+            let at = report::parse_hex(&a.address);
+            match addr {
+                Some(addr) => at == Some(addr),
+                None => at.is_some_and(|a| !canonical(a)),
+            }
+        })
+    };
     let found = |kind, summary: String, evidence| {
         Some(Analysis {
             kind,
@@ -185,6 +231,23 @@ fn segv(
         );
     }
     if dump.arch == dump::Arch::X86_64 && crash.signal == Some(SIGSEGV) && code == Some(SI_KERNEL) {
+        if let Some(a) = faulted(None) {
+            evidence.insert("address".to_string(), a.address.clone());
+            if let Some(k) = a.access {
+                evidence.insert("access".to_string(), k.as_str().to_string());
+            }
+            return found(
+                AnalysisKind::GeneralProtection,
+                format!(
+                    "general-protection fault: a {} at the non-canonical address {} (a \
+                     corrupted or freed pointer; the CPU reports no address, the \
+                     instruction's operands give it)",
+                    way(a.access),
+                    a.address
+                ),
+                evidence,
+            );
+        }
         return found(
             AnalysisKind::GeneralProtection,
             "general-protection fault: the CPU reports no address (a non-canonical \
@@ -195,7 +258,12 @@ fn segv(
     }
     let addr = crash.address?;
     evidence.insert("address".to_string(), hex_addr(addr));
-    if addr < NULL_PAGE {
+    let access = faulted(Some(addr));
+    if let Some(k) = access.and_then(|a| a.access) {
+        evidence.insert("access".to_string(), k.as_str().to_string());
+    }
+    // a null pointer: the first page, or any offset from a base register holding 0
+    if addr < NULL_PAGE || access.is_some_and(|a| a.base_null) {
         evidence.insert("offset".to_string(), hex_addr(addr));
         let what = if addr == 0 {
             "NULL".to_string()
@@ -207,7 +275,10 @@ fn segv(
         };
         return found(
             AnalysisKind::NullPointer,
-            format!("read or write through a null pointer: {what}"),
+            format!(
+                "{} through a null pointer: {what}",
+                way(access.and_then(|a| a.access))
+            ),
             evidence,
         );
     }
@@ -259,6 +330,12 @@ fn segv(
         }
         _ => None,
     }
+}
+
+/// Whether an x86_64 address is canonical (bits 63..47 all equal).
+fn canonical(a: u64) -> bool {
+    let top = a >> 47;
+    top == 0 || top == (1 << 17) - 1
 }
 
 /// `function (module)` of a frame, or `module+offset`, if it names anything.

@@ -10,6 +10,7 @@
 //! ([`threads`]), then assemble the report here.
 
 mod analysis;
+mod instruction;
 mod modules;
 mod tables;
 mod threads;
@@ -112,10 +113,15 @@ pub fn process(
         let order = threads::order(dump, options, &mut warnings);
         let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
         let threads = threads::symbolize(dump, opened, &order, walked);
+        let instruction = dump.crash.as_ref().and_then(|_| {
+            let t = threads.iter().find(|t| t.crashed)?;
+            let pc = report::parse_hex(&t.frames.first()?.pc)?;
+            instruction::crashing_instruction(dump, &loaded, pc, &t.registers)
+        });
         let analysis = dump
             .crash
             .as_ref()
-            .and_then(|c| analysis::analyse(dump, &loaded, c, &threads));
+            .and_then(|c| analysis::analyse(dump, &loaded, c, &threads, instruction.as_ref()));
         let sha256 = match sha256 {
             Hash::Known(h) => h,
             // a panic in the hasher stays a panic, as if it had run on this thread
@@ -126,6 +132,7 @@ pub fn process(
         );
         if let Some(c) = report.crash.as_mut() {
             c.analysis = analysis;
+            c.instruction = instruction;
         }
         report::budget::fit(&mut report, options.budget.max_report_bytes);
         report
@@ -245,5 +252,6 @@ fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
         }),
         assertion: c.assertion.clone(),
         analysis: None,
+        instruction: None,
     }
 }

@@ -52,6 +52,17 @@ impl CodeImage {
         self.data.get(begin..end)
     }
 
+    /// Up to `len` bytes starting at link-base offset `rel` (fewer at a segment's end).
+    pub fn bytes_at(&self, rel: u64, len: usize) -> Option<&[u8]> {
+        let &(start, end, off) = self
+            .segments
+            .iter()
+            .find(|&&(s, e, _)| rel >= s && rel < e)?;
+        let begin = usize::try_from(off.checked_add(rel - start)?).ok()?;
+        let stop = usize::try_from(off.checked_add(end - start)?).ok()?;
+        self.data.get(begin..stop.min(begin.saturating_add(len)))
+    }
+
     /// The link-base offset of the binary's symbol `name` (`.dynsym`, then `.symtab`): a
     /// variable the crash analysis reads from the dump (glibc's `__abort_msg`).
     pub fn symbol_offset(&self, name: &str) -> Option<u64> {

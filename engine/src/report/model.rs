@@ -71,6 +71,52 @@ pub struct Crash {
     /// more can be said than `reason` (and absent in reports stored before it existed).
     #[serde(default)]
     pub analysis: Option<Analysis>,
+    /// The instruction the crashed thread was at, decoded (x86_64), with the memory it
+    /// accesses; `null` where its bytes are not at hand or it does not decode (and absent
+    /// in reports stored before it existed).
+    #[serde(default)]
+    pub instruction: Option<CrashInstruction>,
+}
+
+/// The crashing instruction (see [`Crash::instruction`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CrashInstruction {
+    /// As a disassembler prints it (`mov dword [rdi], eax`).
+    pub text: String,
+    /// The memory it reads or writes, at the addresses the crashed thread's registers
+    /// give: its memory operands, then the stack slot a push, call, pop or return uses.
+    pub accesses: Vec<MemoryAccess>,
+}
+
+/// One memory access of the crashing instruction.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemoryAccess {
+    pub address: String,
+    /// Bytes accessed, where the instruction says.
+    pub size: Option<u32>,
+    /// Which way, where the kind of instruction makes it certain.
+    pub access: Option<AccessKind>,
+    /// The address's base register held 0: a field of a null pointer.
+    pub base_null: bool,
+}
+
+/// Which way a [`MemoryAccess`] goes.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessKind {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+impl AccessKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+            AccessKind::ReadWrite => "read-write",
+        }
+    }
 }
 
 /// The crash read as a person would read it: a short kind, one sentence, and the
@@ -400,7 +446,8 @@ display_as_str!(
     ModuleStatus,
     RemoteFile,
     LookupResult,
-    AnalysisKind
+    AnalysisKind,
+    AccessKind
 );
 
 #[cfg(test)]
@@ -444,5 +491,6 @@ mod tests {
         check(RemoteFile::VARIANTS);
         check(LookupResult::VARIANTS);
         check(AnalysisKind::VARIANTS);
+        check(AccessKind::VARIANTS);
     }
 }
