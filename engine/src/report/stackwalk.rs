@@ -138,8 +138,8 @@ pub fn human(report: &Report, brief: bool) -> String {
             let _ = writeln!(out, "Crash reason:  {}", crash_type(report));
             let address = c.address.as_deref().map(|a| width.hex_str(a));
             let address = address.as_deref().unwrap_or("(none)");
-            match null_offset(c) {
-                Some(offset) => {
+            match adjusted(report) {
+                Some(Adjusted::NullPointer(offset)) => {
                     let _ = writeln!(out, "Crash address: {address} **");
                     let _ = writeln!(
                         out,
@@ -147,8 +147,41 @@ pub fn human(report: &Report, brief: bool) -> String {
                         width.hex(offset)
                     );
                 }
+                Some(Adjusted::NonCanonical(a)) => {
+                    let _ = writeln!(out, "Crash address: {address} **");
+                    let _ = writeln!(
+                        out,
+                        "    ** Non-canonical address detected: {}",
+                        width.hex(a)
+                    );
+                }
                 None => {
                     let _ = writeln!(out, "Crash address: {address}");
+                }
+            }
+            if let Some(i) = &c.instruction {
+                let _ = writeln!(out, "Crashing instruction: `{}`", i.text);
+                if i.accesses.is_empty() {
+                    let _ = writeln!(out, "No memory accessed by instruction");
+                } else {
+                    let _ = writeln!(out, "Memory accessed by instruction:");
+                }
+                for (n, a) in i.accesses.iter().enumerate() {
+                    let _ = writeln!(out, "  {n}. Address: {}", width.hex_str(&a.address));
+                    match a.size {
+                        Some(size) => {
+                            let _ = writeln!(out, "     Size: {size}");
+                        }
+                        None => {
+                            let _ = writeln!(out, "     Size: Unknown");
+                        }
+                    }
+                    if let Some(k) = a.access {
+                        let _ = writeln!(out, "     Access type: {}", access_type(k));
+                    }
+                }
+                if !is_branch(&i.text) {
+                    let _ = writeln!(out, "No instruction pointer update by instruction");
                 }
             }
             if let Some(a) = &c.analysis {
@@ -408,37 +441,87 @@ fn crash_info(report: &Report, width: Width) -> Value {
     let Some(c) = &report.crash else {
         return Value::Null;
     };
-    let evidence = |name: &str| c.analysis.as_ref().and_then(|a| a.evidence.get(name));
-    let bit_flips: Option<Vec<Value>> = evidence("bit_flip_of").map(|list| {
-        list.split_whitespace()
-            .map(|a| json!({ "address": width.hex_str(a) }))
-            .collect()
+    let instruction = c.instruction.as_ref();
+    let accesses = instruction.map(|i| {
+        i.accesses
+            .iter()
+            .map(|a| {
+                let mut access = json!({
+                    "address": width.hex_str(&a.address),
+                    "size": a.size,
+                });
+                if let (Some(k), Some(obj)) = (a.access, access.as_object_mut()) {
+                    obj.insert("access_type".into(), json!(access_type(k).to_lowercase()));
+                }
+                access
+            })
+            .collect::<Vec<_>>()
     });
     json!({
         "type": crash_type(report),
         "address": c.address.as_deref().map(|a| width.hex_str(a)),
-        "adjusted_address": null_offset(c).map(|o| json!({
-            "kind": "null-pointer",
-            "offset": width.hex(o),
-        })),
-        "instruction": Value::Null,
-        "memory_accesses": Value::Null,
+        "adjusted_address": adjusted(report).map(|a| match a {
+            Adjusted::NullPointer(offset) => json!({
+                "kind": "null-pointer",
+                "offset": width.hex(offset),
+            }),
+            Adjusted::NonCanonical(address) => json!({
+                "kind": "non-canonical",
+                "address": width.hex(address),
+            }),
+        }),
+        "instruction": instruction.map(|i| &i.text),
+        "memory_accesses": accesses,
         "instruction_pointer_update": Value::Null,
-        "possible_bit_flips": bit_flips,
+        "possible_bit_flips": Value::Null,
         "crash_inconsistencies": [],
         "crashing_thread": c.thread,
         "assertion": c.assertion,
     })
 }
 
-/// The offset of the field a null-pointer access reached (`NULL + 0x18`), when the
-/// analysis found one.
-fn null_offset(c: &super::Crash) -> Option<u64> {
-    c.analysis
-        .as_ref()
-        .filter(|a| a.kind == super::AnalysisKind::NullPointer)
-        .and_then(|a| a.evidence.get("offset"))
-        .and_then(|o| super::parse_hex(o))
+/// What the crashing instruction's operands say the faulting address really was.
+enum Adjusted {
+    /// An access through a base register holding 0, at this offset.
+    NullPointer(u64),
+    /// A general-protection fault (no address reported) at this non-canonical address.
+    NonCanonical(u64),
+}
+
+/// minidump-stackwalk's `adjusted_address`, from the decoded instruction.
+fn adjusted(report: &Report) -> Option<Adjusted> {
+    let c = report.crash.as_ref()?;
+    let accesses = &c.instruction.as_ref()?.accesses;
+    let address = |a: &super::MemoryAccess| super::parse_hex(&a.address);
+    if let Some(offset) = accesses.iter().filter(|a| a.base_null).find_map(address) {
+        return Some(Adjusted::NullPointer(offset));
+    }
+    let general_protection = report.dump.arch == Arch::X86_64
+        && c.signal_name.as_deref() == Some("SIGSEGV")
+        && c.code_name.as_deref() == Some("SI_KERNEL");
+    if !general_protection {
+        return None;
+    }
+    accesses
+        .iter()
+        .filter_map(address)
+        .find(|a| (0x0000_8000_0000_0000..=0xffff_7fff_ffff_ffff).contains(a))
+        .map(Adjusted::NonCanonical)
+}
+
+/// Whether an instruction (by its text) sets the pc: calls, jumps, returns.
+fn is_branch(text: &str) -> bool {
+    let mnemonic = text.split_whitespace().next().unwrap_or("");
+    mnemonic.starts_with('j') || mnemonic.starts_with("call") || mnemonic.starts_with("ret")
+}
+
+/// minidump-stackwalk's word for an access's direction.
+fn access_type(k: super::AccessKind) -> &'static str {
+    match k {
+        super::AccessKind::Read => "Read",
+        super::AccessKind::Write => "Write",
+        super::AccessKind::ReadWrite => "ReadWrite",
+    }
 }
 
 /// `SIGSEGV / SEGV_MAPERR`, `EXCEPTION_ACCESS_VIOLATION_READ`: the reason without the

@@ -681,10 +681,11 @@ fn minidump_stackwalk_side_by_side() {
 /// files, libc's with libc6-dbg's functions and lines): the documents agree field by field
 /// as `stackwalk.rs` lays down, and so do the `--human` texts. Cases: this suite's C
 /// programs at -O0 and -O2 without frame pointers, four threads blocked in system calls, a
-/// C++ virtual call, and a fault in three functions inlined into one.
+/// C++ virtual call, a fault in three functions inlined into one, and a read through a
+/// non-canonical pointer.
 #[test]
 fn stackwalk_json_agrees_with_minidump_stackwalk() {
-    let cases: [(&str, &str, &[&str], &str); 5] = [
+    let cases: [(&str, &str, &[&str], &str); 6] = [
         ("sw_c_o0", "gcc", &["-O0"], "basic.c"),
         (
             "sw_c_o2_omit_fp",
@@ -695,6 +696,8 @@ fn stackwalk_json_agrees_with_minidump_stackwalk() {
         ("sw_threads", "gcc", &["-O0", "-pthread"], "md_threads.c"),
         ("sw_cpp_virtual", "g++", &["-O0"], "virtual.cpp"),
         ("sw_inline", "gcc", &["-O3", "-g"], "inline.c"),
+        // a general-protection fault: no address reported, the operand gives it
+        ("sw_noncanon", "gcc", &["-O0", "-g"], "noncanon.c"),
     ];
     let walk_only = walk_only_binary();
     let mut totals = stackwalk::Differences::default();
