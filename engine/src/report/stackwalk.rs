@@ -209,14 +209,7 @@ pub fn human(report: &Report, brief: bool) -> String {
     }
     let crashed = report.crash.as_ref().map(|c| c.thread);
     if let Some(t) = crashed.and_then(|i| report.threads.get(i)) {
-        let _ = writeln!(
-            out,
-            "Thread {} {} (crashed) - tid: {}",
-            t.index,
-            t.name.as_deref().unwrap_or(""),
-            t.tid
-        );
-        human_thread(&mut out, t, report, width);
+        human_thread(&mut out, t, " (crashed)", report, width);
         out.push('\n');
     }
     if brief {
@@ -226,14 +219,7 @@ pub fn human(report: &Report, brief: bool) -> String {
         if Some(t.index) == crashed {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "Thread {} {} - tid: {}",
-            t.index,
-            t.name.as_deref().unwrap_or(""),
-            t.tid
-        );
-        human_thread(&mut out, t, report, width);
+        human_thread(&mut out, t, "", report, width);
     }
     out.push_str("\nLoaded modules:\n");
     let mut modules: Vec<&super::Module> = report.modules.iter().collect();
@@ -264,8 +250,16 @@ pub fn human(report: &Report, brief: bool) -> String {
     out
 }
 
-/// One thread's frames as minidump-stackwalk prints them.
-fn human_thread(out: &mut String, t: &Thread, report: &Report, width: Width) {
+/// One thread's heading (`tag`: ` (crashed)` or nothing) and frames as
+/// minidump-stackwalk prints them.
+fn human_thread(out: &mut String, t: &Thread, tag: &str, report: &Report, width: Width) {
+    let _ = writeln!(
+        out,
+        "Thread {} {}{tag} - tid: {}",
+        t.index,
+        t.name.as_deref().unwrap_or(""),
+        t.tid
+    );
     if t.frames.is_empty() {
         out.push_str("<no frames>\n");
     }
