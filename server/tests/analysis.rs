@@ -48,6 +48,12 @@ fn crash_with(source: &str, compiler: &str, flags: &[&str]) -> Case {
 /// `crash.analysis` of `postmortem walk DUMP --symbols DIR`, the report checked against
 /// the schema; the text report says the same summary.
 fn analysis(dump: &Path, dir: &Path) -> Value {
+    analysed_report(dump, dir)["crash"]["analysis"].clone()
+}
+
+/// The report of `postmortem walk DUMP --symbols DIR`, checked against the schema, with
+/// an analysis the text report states too.
+fn analysed_report(dump: &Path, dir: &Path) -> Value {
     let walk = |format: &str| {
         let out = Command::new(bin())
             .arg("walk")
@@ -73,7 +79,7 @@ fn analysis(dump: &Path, dir: &Path) -> Value {
         walk("text").contains(&line),
         "the text report lacks {line:?}"
     );
-    a
+    report
 }
 
 fn str_of(v: &Value) -> &str {
@@ -188,8 +194,12 @@ fn a_non_canonical_pointer_is_a_general_protection_fault() {
 #[test]
 fn deep_recursion_on_a_small_stack_is_a_stack_overflow() {
     let c = crash("overflow.c");
-    let a = analysis(&c.core, c.work.path());
+    let report = analysed_report(&c.core, c.work.path());
+    let a = &report["crash"]["analysis"];
     assert_eq!(a["kind"], "stack-overflow");
+    // the built-in signature rules put the kind first (`prefix-kind stack-overflow`)
+    let sig = str_of(&report["signature"]["text"]);
+    assert!(sig.starts_with("stack-overflow | descend | "), "{sig}");
     assert_eq!(a["evidence"]["recursing"], "descend");
     let depth: usize = str_of(&a["evidence"]["depth"]).parse().unwrap();
     // 64 KiB of stack, a frame of at least 48 bytes of locals: hundreds of frames

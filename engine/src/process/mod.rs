@@ -127,9 +127,15 @@ pub fn process(
             // a panic in the hasher stays a panic, as if it had run on this thread
             Hash::Running(h) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
         };
-        let mut report = assemble(
-            dump, dump_bytes, options, threads, modules, warnings, sha256,
-        );
+        // The signature comes from the crashed thread (first by the ordering rule), and
+        // the analysis's kind where the rules want it; a dump of a live process has none.
+        let kind = analysis.as_ref().map(|a| a.kind);
+        let signature = threads
+            .iter()
+            .find(|t| t.crashed)
+            .and_then(|t| options.signature_rules.signature_of(t, kind));
+        let mut report = assemble(dump, dump_bytes, threads, modules, warnings, sha256);
+        report.signature = signature;
         if let Some(c) = report.crash.as_mut() {
             c.analysis = analysis;
             c.instruction = instruction;
@@ -148,24 +154,17 @@ enum Hash<'scope> {
     Running(std::thread::ScopedJoinHandle<'scope, String>),
 }
 
-/// The report from its parts (the caller adds the crash analysis and fits it to the
-/// budget's size).
+/// The report from its parts (the caller adds the signature and the crash analysis, and
+/// fits it to the budget's size).
 fn assemble(
     dump: &Dump<'_>,
     dump_bytes: &[u8],
-    options: &ProcessOptions,
     threads: Vec<report::Thread>,
     modules: Vec<report::Module>,
     warnings: Vec<report::Warning>,
     sha256: Option<String>,
 ) -> Report {
     let crash = dump.crash.as_ref().map(|c| crash_of(c, &threads));
-    // The signature comes from the crashed thread (first by the ordering rule); a dump of
-    // a live process has none.
-    let signature = threads
-        .iter()
-        .find(|t| t.crashed)
-        .and_then(|t| options.signature_rules.signature_of(t));
     Report {
         schema: report::SCHEMA.to_string(),
         processor: report::Processor {
@@ -194,7 +193,7 @@ fn assemble(
             .clone()
             .into_iter()
             .collect::<BTreeMap<_, _>>(),
-        signature,
+        signature: None,
         warnings,
     }
 }

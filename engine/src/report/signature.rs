@@ -11,7 +11,7 @@
 //! can replace with `--signature-rules FILE`. This module does not decide which thread
 //! crashed: it reads the report the engine assembled.
 
-use super::{Frame, Signature, Thread};
+use super::{AnalysisKind, Frame, Signature, Thread};
 
 /// The built-in rules file.
 pub const DEFAULT_RULES: &str = include_str!("signature.txt");
@@ -28,6 +28,10 @@ pub struct SignatureRules {
     skip_module: Vec<String>,
     /// How many frames make the text.
     frames: usize,
+    /// Globs on the crash analysis's kind (`stack-overflow`, `null-pointer`, …): a crash
+    /// of a matching kind has its kind put before the frames, so that crashes of one
+    /// kind group apart from others in the same functions.
+    prefix_kind: Vec<String>,
 }
 
 /// A line of a rules file that could not be read.
@@ -47,17 +51,20 @@ impl Default for SignatureRules {
             skip: Vec::new(),
             skip_module: Vec::new(),
             frames: DEFAULT_FRAMES,
+            prefix_kind: Vec::new(),
         })
     }
 }
 
 impl SignatureRules {
-    /// Parses a rules file: `skip GLOB`, `skip-module GLOB`, `frames N`, `#` comments.
+    /// Parses a rules file: `skip GLOB`, `skip-module GLOB`, `frames N`, `prefix-kind
+    /// GLOB`, `#` comments.
     pub fn parse(text: &str) -> Result<SignatureRules, RulesError> {
         let mut rules = SignatureRules {
             skip: Vec::new(),
             skip_module: Vec::new(),
             frames: DEFAULT_FRAMES,
+            prefix_kind: Vec::new(),
         };
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
@@ -78,6 +85,22 @@ impl SignatureRules {
             match word {
                 "skip" => rules.skip.push(arg.to_string()),
                 "skip-module" => rules.skip_module.push(arg.to_string()),
+                "prefix-kind" => {
+                    if !AnalysisKind::all()
+                        .iter()
+                        .any(|k| glob_match(arg, k.as_str()))
+                    {
+                        return Err(err(format!(
+                            "prefix-kind {arg:?} matches no analysis kind ({})",
+                            AnalysisKind::all()
+                                .iter()
+                                .map(|k| k.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    rules.prefix_kind.push(arg.to_string());
+                }
                 "frames" => {
                     rules.frames = arg
                         .parse::<usize>()
@@ -87,7 +110,7 @@ impl SignatureRules {
                 }
                 other => {
                     return Err(err(format!(
-                        "unknown rule {other:?} (skip, skip-module, frames)"
+                        "unknown rule {other:?} (skip, skip-module, frames, prefix-kind)"
                     )))
                 }
             }
@@ -109,11 +132,12 @@ impl SignatureRules {
         }
     }
 
-    /// The signature of a crashed thread, or `None` when it has no frames.
+    /// The signature of a crashed thread, or `None` when it has no frames; `kind` is the
+    /// crash analysis's, for `prefix-kind`.
     ///
     /// If every frame is skipped, the innermost frames are used after all: a crash
     /// inside `abort` itself still needs a group.
-    pub fn signature_of(&self, thread: &Thread) -> Option<Signature> {
+    pub fn signature_of(&self, thread: &Thread, kind: Option<AnalysisKind>) -> Option<Signature> {
         let mut picked: Vec<usize> = thread
             .frames
             .iter()
@@ -128,10 +152,18 @@ impl SignatureRules {
         if picked.is_empty() {
             return None;
         }
-        let text = picked
-            .iter()
-            .filter_map(|&i| thread.frames.get(i))
-            .map(frame_text)
+        let prefix = kind
+            .map(AnalysisKind::as_str)
+            .filter(|k| self.prefix_kind.iter().any(|g| glob_match(g, k)));
+        let text = prefix
+            .map(str::to_string)
+            .into_iter()
+            .chain(
+                picked
+                    .iter()
+                    .filter_map(|&i| thread.frames.get(i))
+                    .map(frame_text),
+            )
             .collect::<Vec<_>>()
             .join(" | ");
         Some(Signature {
@@ -274,7 +306,7 @@ mod tests {
     }
 
     fn sig(frames: Vec<Frame>) -> Option<Signature> {
-        SignatureRules::default().signature_of(&thread(frames))
+        SignatureRules::default().signature_of(&thread(frames), None)
     }
 
     #[test]
@@ -399,10 +431,42 @@ mod tests {
             frame(Some("raise"), Some("libc.so.6"), "0x30"),
             frame(Some("start"), Some("prog"), "0x40"),
         ]);
-        let s = rules.signature_of(&t).expect("a signature");
+        let s = rules.signature_of(&t, None).expect("a signature");
         // `raise` is not skipped: these rules replace the built-in ones.
         assert_eq!(s.text, "raise");
         assert_eq!(s.frames, vec![2]);
+    }
+
+    #[test]
+    fn prefix_kind_puts_the_analysis_kind_first() {
+        let rules =
+            SignatureRules::parse("frames 2\nprefix-kind stack-overflow\nprefix-kind null-*\n")
+                .expect("parses");
+        let t = thread(vec![
+            frame(Some("descend"), Some("prog"), "0x10"),
+            frame(Some("descend"), Some("prog"), "0x10"),
+            frame(Some("main"), Some("prog"), "0x20"),
+        ]);
+        let over = rules
+            .signature_of(&t, Some(AnalysisKind::StackOverflow))
+            .expect("a signature");
+        assert_eq!(over.text, "stack-overflow | descend | descend");
+        assert_eq!(over.frames, vec![0, 1], "the indices are still the frames'");
+        let null = rules.signature_of(&t, Some(AnalysisKind::NullPointer));
+        assert_eq!(
+            null.expect("a signature").text,
+            "null-pointer | descend | descend"
+        );
+        // other kinds, and crashes without an analysis, are as before
+        let abort = rules.signature_of(&t, Some(AnalysisKind::Abort));
+        assert_eq!(abort.expect("a signature").text, "descend | descend");
+        assert_eq!(
+            rules.signature_of(&t, None).expect("a signature").text,
+            "descend | descend"
+        );
+        // a glob that names no kind is a mistake said at once
+        let e = SignatureRules::parse("prefix-kind stackoverflow").expect_err("no such kind");
+        assert!(e.message.contains("stack-overflow"), "{e}");
     }
 
     #[test]
