@@ -257,8 +257,15 @@ fn an_uncaught_cxx_exception_names_where_it_was_thrown() {
     let a = analysis(&c.core, c.work.path());
     assert_eq!(a["kind"], "abort");
     assert_eq!(a["evidence"]["caller"], "config::parse_setting");
+    // the exception read from the core: its type, and the text the source gave it
+    assert_eq!(
+        a["evidence"]["exception_type"], "std::invalid_argument",
+        "{a}"
+    );
+    assert_eq!(a["evidence"]["what"], "empty setting", "{a}");
     assert!(
-        str_of(&a["summary"]).contains("uncaught C++ exception"),
+        str_of(&a["summary"])
+            .contains("uncaught C++ exception std::invalid_argument (\"empty setting\")"),
         "{a}"
     );
 }

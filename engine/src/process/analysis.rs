@@ -97,11 +97,27 @@ pub(super) fn analyse(
                 );
                 return found(AnalysisKind::Abort, summary, evidence);
             }
+            let exception = thrown
+                .then(|| thrown_exception(dump, loaded, thread))
+                .flatten();
+            let what = match &exception {
+                Some(e) => {
+                    evidence.insert("exception_type".to_string(), e.type_name.clone());
+                    if let Some(w) = &e.what {
+                        evidence.insert("what".to_string(), w.clone());
+                    }
+                    match &e.what {
+                        Some(w) => format!(" {} ({w:?})", e.type_name),
+                        None => format!(" {}", e.type_name),
+                    }
+                }
+                None => String::new(),
+            };
             let summary = match (&message, &caller) {
                 (Some(m), _) => format!("abort(): {m}"),
                 (None, Some(c)) if thrown => format!(
-                    "an uncaught C++ exception, thrown in {c}: no handler took it (or it left \
-                     a noexcept function), so std::terminate called abort()"
+                    "an uncaught C++ exception{what}, thrown in {c}: no handler took it (or it \
+                     left a noexcept function), so std::terminate called abort()"
                 ),
                 (None, Some(c)) => format!("abort() called from {c}"),
                 (None, None) => "abort() called".to_string(),
@@ -426,6 +442,126 @@ fn bit_flips(dump: &Dump<'_>, addr: u64) -> Vec<String> {
         .take(4)
         .map(hex_addr)
         .collect()
+}
+
+/// An exception libstdc++ was throwing: its type, and for the standard library's
+/// `logic_error`/`runtime_error` families the `what()` text.
+struct Thrown {
+    type_name: String,
+    what: Option<String>,
+}
+
+/// `_Unwind_Exception::exception_class` of a C++ exception thrown by libstdc++
+/// ("GNUCC++\0", big-endian as the ABI writes it).
+const GNU_CXX_EXCEPTION: u64 = 0x474e_5543_432b_2b00;
+/// Offset of `unwindHeader` in libstdc++'s `__cxa_exception` (LP64): `exceptionType` is
+/// the first field, 80 bytes before it.
+const UNWIND_HEADER_OFFSET: u64 = 80;
+/// Size of `_Unwind_Exception` (LP64): the thrown object follows it.
+const UNWIND_EXCEPTION_SIZE: u64 = 32;
+/// Most stack bytes searched for the exception.
+const EXCEPTION_SEARCH: u64 = 64 << 10;
+
+/// The C++ exception a thread was throwing when `std::terminate` ran: `__cxa_throw`
+/// keeps a pointer to its header in a register that the frames above it save on the
+/// stack, so the thread's stack (from frame 0 up to its outermost frame) is searched for
+/// a pointer to an `_Unwind_Exception` of libstdc++'s class; its `__cxa_exception` names
+/// the `std::type_info`. Only what the dump holds is read (a core's heap; minidumps
+/// rarely hold the heap, and then nothing is said).
+fn thrown_exception(dump: &Dump<'_>, loaded: &[Loaded], thread: &report::Thread) -> Option<Thrown> {
+    let sps: Vec<u64> = thread
+        .frames
+        .iter()
+        .filter_map(|f| f.sp.as_deref().and_then(report::parse_hex))
+        .collect();
+    let low = *sps.iter().min()?;
+    let high = sps
+        .iter()
+        .max()?
+        .saturating_add(512)
+        .min(low.saturating_add(EXCEPTION_SEARCH));
+    let words = dump
+        .memory
+        .read_bytes(low, usize::try_from(high - low).ok()?)
+        .or_else(|| dump.memory.read_to_range_end(low))?;
+    words
+        .chunks_exact(8)
+        .filter_map(|w| Some(u64::from_le_bytes(w.try_into().ok()?)))
+        .filter(|&p| p.is_multiple_of(8) && p >= 0x1000)
+        // a pointer to the header, to the thrown object after it, or to the start of the
+        // `__cxa_exception` (or of the refcounted block before it)
+        .flat_map(|p| {
+            [
+                Some(p),
+                p.checked_sub(UNWIND_EXCEPTION_SIZE),
+                p.checked_add(UNWIND_HEADER_OFFSET),
+                p.checked_add(UNWIND_HEADER_OFFSET + 8),
+            ]
+        })
+        .flatten()
+        .filter(|&h| dump.memory.read_u64(h) == Some(GNU_CXX_EXCEPTION))
+        .find_map(|header| {
+            let type_info = dump
+                .memory
+                .read_u64(header.checked_sub(UNWIND_HEADER_OFFSET)?)?;
+            // the name is in the library's read-only data, which a core leaves to the file
+            let name = c_string(
+                dump,
+                loaded,
+                dump.memory.read_u64(type_info.checked_add(8)?)?,
+                512,
+            )?;
+            let name = name.strip_prefix('*').unwrap_or(&name);
+            // a type's mangled name; "typeinfo name for T" demangles to T
+            let type_name = crate::symbols::demangle::try_demangle(&format!("_ZTS{name}"))?
+                .strip_prefix("typeinfo name for ")?
+                .to_string();
+            let object = header.checked_add(UNWIND_EXCEPTION_SIZE)?;
+            let what = standard_message(&type_name)
+                .then(|| {
+                    let text = dump.memory.read_u64(object.checked_add(8)?)?;
+                    c_string(dump, loaded, text, 1024)
+                })
+                .flatten();
+            Some(Thrown { type_name, what })
+        })
+}
+
+/// Whether libstdc++'s `type_name` keeps its `what()` text as a string right after the
+/// vtable pointer (`std::logic_error` and `std::runtime_error` and the standard classes
+/// derived from them).
+fn standard_message(type_name: &str) -> bool {
+    matches!(
+        type_name,
+        "std::logic_error"
+            | "std::domain_error"
+            | "std::invalid_argument"
+            | "std::length_error"
+            | "std::out_of_range"
+            | "std::runtime_error"
+            | "std::range_error"
+            | "std::overflow_error"
+            | "std::underflow_error"
+    )
+}
+
+/// A NUL-terminated string of printable text at `addr` (at most `max` bytes), from the
+/// dump's memory or else from the file of the module mapped there (read-only data a core
+/// does not hold).
+fn c_string(dump: &Dump<'_>, loaded: &[Loaded], addr: u64, max: usize) -> Option<String> {
+    let from_file = || {
+        let i = dump.module_index_for(addr)?;
+        let code = loaded.get(i)?.tables.as_ref()?.code.as_ref()?;
+        code.bytes_at(addr.checked_sub(dump.modules.get(i)?.load_base)?, max)
+    };
+    let bytes = dump
+        .memory
+        .read_bytes(addr, max)
+        .or_else(|| dump.memory.read_to_range_end(addr))
+        .or_else(from_file)?;
+    let end = bytes.iter().take(max).position(|&b| b == 0)?;
+    let text = std::str::from_utf8(bytes.get(..end)?).ok()?;
+    (!text.is_empty() && !text.chars().any(char::is_control)).then(|| text.to_string())
 }
 
 /// glibc's abort message (`__abort_msg`: a failed assertion, a heap check, a stack

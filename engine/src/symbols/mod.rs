@@ -9,7 +9,7 @@
 //! not read yet.
 
 pub(crate) mod builders;
-mod demangle;
+pub(crate) mod demangle;
 mod error;
 pub mod format;
 mod lookup;
