@@ -283,7 +283,8 @@ fn a_division_by_zero_names_the_function() {
 }
 
 /// In the service: the crash page shows the analysis, the crash list shows each crash's
-/// kind and filters by it (dashboard and API), from the stored reports' index.
+/// kind and filters by it (dashboard and API), from the stored reports' index, and so
+/// does the crash groups page.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_service_lists_and_filters_crashes_by_kind() {
     let null = crash("nullfield.c");
@@ -291,11 +292,18 @@ async fn the_service_lists_and_filters_crashes_by_kind() {
     let server = common::TempServer::start(&[]);
     let c = common::client();
     let mut ids = Vec::new();
+    let mut signatures = Vec::new();
     for case in [&null, &div] {
         let id = common::upload_crash(&c, &server.base, &std::fs::read(&case.core).unwrap()).await;
         let done = common::poll_done(&c, &server.base, &id).await;
         assert_eq!(done["status"], "done", "{done}");
         ids.push(id);
+        signatures.push(
+            done["report"]["signature"]["text"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
     }
     let listed = |kind: &'static str| {
         let (c, url) = (
@@ -323,6 +331,27 @@ async fn the_service_lists_and_filters_crashes_by_kind() {
     assert!(
         detail.contains("through a null pointer: NULL + 0x18"),
         "{detail}"
+    );
+
+    // the groups page filters by kind too (the group of the null-pointer crash only)
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let (null_sig, div_sig) = (escape(&signatures[0]), escape(&signatures[1]));
+    assert_ne!(null_sig, div_sig);
+    let all = common::get_text(&c, &server.url("/?days=all")).await;
+    assert!(all.contains(&null_sig) && all.contains(&div_sig), "{all}");
+    let groups = common::get_text(&c, &server.url("/?days=all&kind=null-pointer")).await;
+    assert!(
+        groups.contains(&null_sig) && !groups.contains(&div_sig),
+        "{groups}"
+    );
+    let none = common::get_text(&c, &server.url("/?days=all&kind=stack-overflow")).await;
+    assert!(
+        !none.contains(&null_sig) && !none.contains(&div_sig),
+        "{none}"
     );
 }
 

@@ -158,6 +158,67 @@ async fn groups_and_requeue(db: &Db) {
     assert!(!q::requeue(db, "nope").await.unwrap());
 }
 
+/// Groups filtered by the analysis kind of their crashes (the crash list's index), with
+/// keyset pages.
+async fn groups_by_kind(db: &Db) {
+    for (sig, kind) in [
+        ("k-null-a", "null-pointer"),
+        ("k-null-b", "null-pointer"),
+        ("k-null-b", "null-pointer"),
+        ("k-div", "divide-by-zero"),
+    ] {
+        let id = crashes::new_id();
+        let at = 500 * DAY;
+        crashes::insert(
+            db,
+            &NewCrash {
+                id: id.clone(),
+                received_at: at,
+                dump_sha256: "00".into(),
+                dump_size: 1,
+                dump_format: "elf-core".into(),
+                annotations: "{}".into(),
+            },
+        )
+        .await
+        .unwrap();
+        let lease = crashes::lease(db, "w", at, 60_000, 3)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(lease.id, id);
+        let report = format!(r#"{{"crash":{{"analysis":{{"kind":"{kind}"}}}}}}"#);
+        let done = Outcome::Done(StoredReport::from_json(report, Some(sig.into())));
+        assert!(crashes::finish(db, &lease, "w", at + 1, 3, &done)
+            .await
+            .unwrap());
+    }
+    let of_kind = |kind: &str, after: Option<(i64, String)>| GroupQuery {
+        kind: Some(kind.to_string()),
+        sort: GroupSort::Signature,
+        after,
+        limit: 1,
+        ..GroupQuery::default()
+    };
+    let first = q::groups(db, &of_kind("null-pointer", None)).await.unwrap();
+    let sigs = |g: &[Group]| g.iter().map(|g| g.signature.clone()).collect::<Vec<_>>();
+    assert_eq!(sigs(&first), ["k-null-a"]);
+    let after = Some((0, "k-null-a".to_string()));
+    let second = q::groups(db, &of_kind("null-pointer", after))
+        .await
+        .unwrap();
+    assert_eq!(sigs(&second), ["k-null-b"]);
+    assert_eq!(second[0].count, 2);
+    let div = q::groups(db, &of_kind("divide-by-zero", None))
+        .await
+        .unwrap();
+    assert_eq!(sigs(&div), ["k-div"]);
+    assert!(q::groups(db, &of_kind("abort", None))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
 /// Every group in `q`'s order, read in keyset pages of 2.
 async fn walk(db: &Db, q: &GroupQuery) -> Vec<Group> {
     let mut q = GroupQuery {
@@ -392,6 +453,23 @@ async fn groups_and_requeue_postgres() {
         return;
     };
     groups_and_requeue(&db).await;
+    db.close().await;
+    common::drop_db(&name).await;
+}
+
+#[tokio::test]
+async fn groups_by_kind_sqlite() {
+    let (db, _dir) = sqlite().await;
+    groups_by_kind(&db).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn groups_by_kind_postgres() {
+    let Some((name, db)) = common::pg_migrated("pm_kind").await else {
+        return;
+    };
+    groups_by_kind(&db).await;
     db.close().await;
     common::drop_db(&name).await;
 }

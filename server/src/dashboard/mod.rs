@@ -119,6 +119,7 @@ async fn groups(
         until: None,
         product: param(&params, "product").map(str::to_string),
         version: param(&params, "version").map(str::to_string),
+        kind: param(&params, "kind").map(str::to_string),
         sort,
         descending,
         after,

@@ -147,6 +147,7 @@ pub fn groups(
                 ("days", &days_s),
                 ("product", get("product")),
                 ("version", get("version")),
+                ("kind", get("kind")),
                 ("sort", sort.name()),
                 ("dir", dir(descending)),
             ])
@@ -170,6 +171,12 @@ pub fn groups(
             }
             label { "Product" input name="product" value=(get("product")); }
             label { "Version" input name="version" value=(get("version")); }
+            label { "Kind" select name="kind" {
+                option value="" selected[get("kind").is_empty()] { "any" }
+                @for k in AnalysisKind::all() {
+                    option value=(k) selected[get("kind") == k.as_str()] { (k) }
+                }
+            } }
             label { "Sort by"
                 select name="sort" {
                     @for (v, label) in [(GroupSort::Count, "crashes"), (GroupSort::LastSeen, "last seen"), (GroupSort::FirstSeen, "first seen"), (GroupSort::Signature, "signature")] {
@@ -213,7 +220,7 @@ pub fn groups(
             }
         }
         @if let Some(after) = next {
-            a #next href={ "/?" (query_string(&[("days", &days_s), ("product", get("product")), ("version", get("version")), ("sort", order.sort.name()), ("dir", dir(order.descending)), ("after", after)])) } { "Next page →" }
+            a #next href={ "/?" (query_string(&[("days", &days_s), ("product", get("product")), ("version", get("version")), ("kind", get("kind")), ("sort", order.sort.name()), ("dir", dir(order.descending)), ("after", after)])) } { "Next page →" }
         }
     };
     layout("Crash groups", body)

@@ -94,6 +94,8 @@ pub struct GroupQuery {
     pub until: Option<i64>,
     pub product: Option<String>,
     pub version: Option<String>,
+    /// Only groups with a crash whose analysis is of this kind (`null-pointer`, …).
+    pub kind: Option<String>,
     pub sort: GroupSort,
     pub descending: bool,
     /// Continue after the group with this (sort key, signature): see [`GroupSort::key`].
@@ -140,14 +142,29 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
     } else {
         String::from("SELECT signature, count, first_seen, last_seen FROM crash_groups g")
     };
+    let mut conditions = Vec::new();
+    if q.kind.is_some() {
+        // the signatures of the crashes linked to that analysis kind (the crash list's
+        // index): reads the crashes of that kind, not the whole table
+        conditions.push(format!(
+            "g.signature IN (SELECT c.signature FROM search_terms st \
+             JOIN crash_terms ct ON ct.term_id = st.id JOIN crashes c ON c.id = ct.crash_id \
+             WHERE st.kind = 'analysis' AND st.term = {})",
+            arg()
+        ));
+    }
     if q.after.is_some() {
         match q.sort.column() {
             Some(col) => {
                 let (k, s) = (arg(), arg());
-                sql.push_str(&format!(" WHERE (g.{col}, g.signature) {cmp} ({k}, {s})"));
+                conditions.push(format!("(g.{col}, g.signature) {cmp} ({k}, {s})"));
             }
-            None => sql.push_str(&format!(" WHERE g.signature {cmp} {}", arg())),
+            None => conditions.push(format!("g.signature {cmp} {}", arg())),
         }
+    }
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
     }
     match q.sort.column() {
         Some(col) => sql.push_str(&format!(" ORDER BY g.{col} {dir}, g.signature {dir}")),
@@ -168,6 +185,7 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
             if let Some(v) = &q.product { query = query.bind(v); }
             if let Some(v) = &q.version { query = query.bind(v); }
         }
+        if let Some(k) = &q.kind { query = query.bind(k); }
         if let Some((key, sig)) = &q.after {
             if keyed { query = query.bind(*key); }
             query = query.bind(sig);
