@@ -75,10 +75,12 @@ fn analysed_report(dump: &Path, dir: &Path) -> Value {
         str_of(&a["kind"]),
         str_of(&a["summary"])
     );
-    assert!(
-        walk("text").contains(&line),
-        "the text report lacks {line:?}"
-    );
+    let text = walk("text");
+    assert!(text.contains(&line), "the text report lacks {line:?}");
+    // the decoded instruction, where there is one, is in the text too
+    if let Some(i) = report["crash"]["instruction"]["text"].as_str() {
+        assert!(text.contains(&format!("Instruction: {i}")), "{text}");
+    }
     report
 }
 

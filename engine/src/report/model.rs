@@ -88,6 +88,29 @@ pub struct CrashInstruction {
     pub accesses: Vec<MemoryAccess>,
 }
 
+impl CrashInstruction {
+    /// The instruction and what it accessed, for people: `mov dword [rdi], eax (write of
+    /// 4 bytes at 0x0)`.
+    pub fn describe(&self) -> String {
+        let accesses: Vec<String> = self
+            .accesses
+            .iter()
+            .map(|a| {
+                let what = a.access.map_or("access", AccessKind::as_str);
+                match a.size {
+                    Some(n) => format!("{what} of {n} bytes at {}", a.address),
+                    None => format!("{what} at {}", a.address),
+                }
+            })
+            .collect();
+        if accesses.is_empty() {
+            self.text.clone()
+        } else {
+            format!("{} ({})", self.text, accesses.join("; "))
+        }
+    }
+}
+
 /// One memory access of the crashing instruction.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MemoryAccess {

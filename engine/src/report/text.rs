@@ -32,6 +32,9 @@ pub fn render(report: &Report) -> String {
             if let Some(a) = &c.analysis {
                 let _ = writeln!(out, "Analysis: [{}] {}", a.kind, a.summary);
             }
+            if let Some(i) = &c.instruction {
+                let _ = writeln!(out, "Instruction: {}", i.describe());
+            }
         }
         None => {
             let _ = writeln!(out, "No crash: a dump of a live process");

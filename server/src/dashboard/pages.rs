@@ -366,6 +366,7 @@ pub fn crash_detail(
                             span.kind { (a.kind) } " " (a.summary)
                         } } }
                         tr { td { "Reason" } td { (c.reason) } }
+                        @if let Some(i) = &c.instruction { tr #instruction { td { "Instruction" } td.mono { (i.describe()) } } }
                         @if let Some(a) = &c.assertion { tr { td { "Assertion" } td { (a) } } } }
                     tr { td { "Executable" } td.mono { (r.dump.executable.as_deref().unwrap_or("?")) } }
                     tr { td { "Dump" } td { (r.dump.format) ", " (r.dump.os) "/" (r.dump.arch) ", " (r.dump.size) " bytes" } }
