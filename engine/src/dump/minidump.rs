@@ -21,10 +21,10 @@ use minidump::format::MINIDUMP_STREAM_TYPE;
 use minidump::system_info::{Cpu, Os as MdOs};
 use minidump::{
     CodeView, Minidump, MinidumpAssertion, MinidumpContext, MinidumpCrashpadInfo,
-    MinidumpException, MinidumpHandleDataStream, MinidumpLinuxCpuInfo, MinidumpLinuxLsbRelease,
-    MinidumpLinuxMaps, MinidumpLinuxProcLimits, MinidumpLinuxProcStatus, MinidumpMiscInfo,
-    MinidumpModule, MinidumpModuleList, MinidumpRawContext, MinidumpSoftErrors, MinidumpSystemInfo,
-    MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
+    MinidumpException, MinidumpLinuxCpuInfo, MinidumpLinuxLsbRelease, MinidumpLinuxProcLimits,
+    MinidumpLinuxProcStatus, MinidumpMiscInfo, MinidumpModule, MinidumpModuleList,
+    MinidumpRawContext, MinidumpSoftErrors, MinidumpSystemInfo, MinidumpThreadList,
+    MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
 };
 
 use super::linux_maps;
@@ -107,7 +107,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         .and_then(command_line_of);
     let executable = modules.iter().find(|m| m.main).and_then(|m| m.path.clone());
     let created = rfc3339_utc(u64::from(md.header.time_date_stamp));
-    let system = system_of(&md, &system_info, misc.as_ref());
+    let system = system_of(&md, bytes, &system_info, misc.as_ref());
 
     Ok(Dump {
         format: DumpFormat::Minidump,
@@ -135,6 +135,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
 /// `process_uptime`), so its JSON can be given field for field.
 fn system_of(
     md: &Minidump<'_, &[u8]>,
+    file: &[u8],
     system_info: &MinidumpSystemInfo,
     misc: Option<&MinidumpMiscInfo>,
 ) -> SystemInfo {
@@ -156,7 +157,7 @@ fn system_of(
     let distribution = md.get_stream::<MinidumpLinuxLsbRelease>().ok().map(|lsb| {
         let mut d = Distribution::default();
         for (key, value) in lsb.iter() {
-            let value = value.to_string_lossy().into_owned();
+            let value = bounded(&value.to_string_lossy());
             match key.as_bytes() {
                 b"DISTRIB_ID" | b"ID" => d.id = value,
                 b"DISTRIB_RELEASE" | b"VERSION_ID" => d.release = value,
@@ -167,10 +168,12 @@ fn system_of(
         }
         d
     });
+    // the maps stream through our own parser: the minidump crate's panics on some
+    // damaged paths (tests/minidump.rs)
     let memory_map_count = md
-        .get_stream::<MinidumpLinuxMaps>()
+        .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
         .ok()
-        .and_then(|maps| u32::try_from(maps.memory_map_count()).ok());
+        .and_then(|raw| u32::try_from(linux_maps::parse(raw).len()).ok());
     let uptime_seconds = misc
         .and_then(|m| m.raw.process_create_time().copied())
         .and_then(|start| u64::from(md.header.time_date_stamp).checked_sub(u64::from(start)));
@@ -178,25 +181,23 @@ fn system_of(
         l.iter()
             .filter(|line| !line.is_empty())
             .skip(1) // the header
+            .take(MAX_SYSTEM_ITEMS)
             .filter_map(|line| limit_of(&line.to_string_lossy()))
             .collect()
     });
-    let handles = md.get_stream::<MinidumpHandleDataStream>().ok().map(|h| {
-        h.iter()
-            .map(|d| Handle {
-                handle: d.raw.handle().copied(),
-                type_name: d.type_name.clone(),
-                object_name: d.object_name.clone(),
-            })
-            .collect()
-    });
+    let handles = md
+        .get_raw_stream(MINIDUMP_STREAM_TYPE::HandleDataStream as u32)
+        .ok()
+        .and_then(|raw| handles_of(raw, file));
+    // a writer's error list is small; a huge one is not kept in every report
     let writer_errors = md
         .get_stream::<MinidumpSoftErrors>()
         .ok()
-        .map(|e| e.as_ref().to_string());
+        .map(|e| e.as_ref().to_string())
+        .filter(|e| e.len() <= MAX_WRITER_ERRORS);
     SystemInfo {
-        os_version,
-        cpu_info: system_info.cpu_info().map(|c| c.into_owned()),
+        os_version: os_version.map(|v| bounded(&v)),
+        cpu_info: system_info.cpu_info().map(|c| bounded(&c)),
         cpu_count: Some(u32::from(system_info.raw.number_of_processors)),
         cpu_microcode_version: microcode,
         distribution,
@@ -206,6 +207,70 @@ fn system_of(
         handles,
         writer_errors,
     }
+}
+
+/// Most handles, limits kept of a dump (a process has a few hundred descriptors; the
+/// report is not the place for a million).
+const MAX_SYSTEM_ITEMS: usize = 4096;
+/// Longest writer's error list kept, in bytes.
+const MAX_WRITER_ERRORS: usize = 64 << 10;
+/// Longest text kept of a system string (an OS version, a CPU name, a file name).
+const MAX_SYSTEM_TEXT: usize = 1024;
+
+/// `text` cut to [`MAX_SYSTEM_TEXT`] bytes (at a character boundary).
+fn bounded(text: &str) -> String {
+    let mut end = text.len().min(MAX_SYSTEM_TEXT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default().to_string()
+}
+
+/// The handle data stream (`MINIDUMP_HANDLE_DATA_STREAM`): each descriptor's handle and
+/// its type and object names (UTF-16 `MINIDUMP_STRING`s elsewhere in the file, `0` for
+/// none). Read here rather than by the minidump crate so that hostile counts and names
+/// stay bounded: at most [`MAX_SYSTEM_ITEMS`] descriptors, names cut to
+/// [`MAX_SYSTEM_TEXT`].
+fn handles_of(stream: &[u8], file: &[u8]) -> Option<Vec<Handle>> {
+    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(
+            b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+        ))
+    };
+    let header = usize::try_from(u32_at(stream, 0)?).ok()?;
+    let size = usize::try_from(u32_at(stream, 4)?).ok()?;
+    let count = usize::try_from(u32_at(stream, 8)?).ok()?;
+    if size < 16 || header < 16 {
+        return None;
+    }
+    let name = |rva: u32| -> Option<String> {
+        let at = usize::try_from(rva).ok().filter(|&a| a != 0)?;
+        let len = usize::try_from(u32_at(file, at)?)
+            .ok()?
+            .min(2 * MAX_SYSTEM_TEXT);
+        let bytes = file.get(at.checked_add(4)?..at.checked_add(4)?.checked_add(len)?)?;
+        let units: Vec<u16> = bytes
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        Some(bounded(&String::from_utf16_lossy(&units)))
+    };
+    let mut out = Vec::new();
+    for i in 0..count.min(MAX_SYSTEM_ITEMS) {
+        // a count larger than the stream holds: the descriptors it holds
+        let Some(d) = header
+            .checked_add(i.saturating_mul(size))
+            .and_then(|at| stream.get(at..at.checked_add(16)?))
+        else {
+            break;
+        };
+        out.push(Handle {
+            handle: Some(u64::from_le_bytes(d.get(..8)?.try_into().ok()?)),
+            type_name: name(u32_at(d, 8)?),
+            object_name: name(u32_at(d, 12)?),
+        });
+    }
+    Some(out)
 }
 
 /// One line of `/proc/PID/limits` (columns separated by runs of spaces).
@@ -960,5 +1025,45 @@ mod tests {
         assert_eq!(file_name("/usr/lib/libc.so.6"), "libc.so.6");
         assert_eq!(file_name("C:\\Windows\\ntdll.dll"), "ntdll.dll");
         assert_eq!(file_name("plain"), "plain");
+    }
+
+    #[test]
+    fn handle_streams_stay_bounded() {
+        // a file whose only name, at offset 8, claims 4 GiB
+        let mut file = vec![0u8; 8];
+        file.extend(u32::MAX.to_le_bytes());
+        file.extend([b'x', 0]);
+        let mut stream = Vec::new();
+        for v in [16u32, 32, u32::MAX, 0] {
+            stream.extend(v.to_le_bytes());
+        }
+        // a descriptor: handle, no type name, object name at `object` (0: none)
+        let descriptor = |handle: u64, object: u32| {
+            let mut d = handle.to_le_bytes().to_vec();
+            d.extend(0u32.to_le_bytes());
+            d.extend(object.to_le_bytes());
+            d.extend([0u8; 16]);
+            d
+        };
+        stream.extend(descriptor(3, 8));
+        stream.extend(descriptor(4, 0));
+        // claims 4 billion descriptors, holds two: two are read, nothing more allocated
+        let handles = handles_of(&stream, &file).expect("handles");
+        assert_eq!(handles.len(), 2);
+        assert_eq!(handles[0].handle, Some(3));
+        // the name claimed 4 GiB and the file holds 2 bytes of it: not read
+        assert_eq!(handles[0].object_name, None);
+        assert_eq!(handles[1].object_name, None);
+        // a name the file holds
+        let mut file2 = vec![0u8; 4];
+        file2.extend(4u32.to_le_bytes());
+        file2.extend([b'f', 0, b'd', 0]);
+        let mut named = stream.clone();
+        named.truncate(16);
+        named.extend(descriptor(6, 4));
+        let named = handles_of(&named, &file2).expect("handles");
+        assert_eq!(named[0].object_name.as_deref(), Some("fd"));
+        // headers smaller than their own fields: nothing
+        assert!(handles_of(&[0u8; 16], &file).is_none());
     }
 }
