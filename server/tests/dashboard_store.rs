@@ -28,6 +28,17 @@ async fn sqlite() -> (Db, tempfile::TempDir) {
 
 /// Inserts a crash received at `at` with annotations and finishes it with `signature`.
 async fn crash(db: &Db, at: i64, annotations: &str, signature: Option<&str>) -> String {
+    crash_with_report(db, at, annotations, signature, "{}").await
+}
+
+/// [`crash`] with the report stored for it (what the search index reads).
+async fn crash_with_report(
+    db: &Db,
+    at: i64,
+    annotations: &str,
+    signature: Option<&str>,
+    report: &str,
+) -> String {
     let id = crashes::new_id();
     crashes::insert(
         db,
@@ -48,7 +59,7 @@ async fn crash(db: &Db, at: i64, annotations: &str, signature: Option<&str>) -> 
         .unwrap();
     assert_eq!(lease.id, id);
     let outcome = match signature {
-        Some(s) => Outcome::Done(StoredReport::from_json("{}".into(), Some(s.into()))),
+        Some(s) => Outcome::Done(StoredReport::from_json(report.into(), Some(s.into()))),
         None => Outcome::Failed {
             reason: "unreadable".into(),
         },
@@ -167,31 +178,8 @@ async fn groups_by_kind(db: &Db) {
         ("k-null-b", "null-pointer"),
         ("k-div", "divide-by-zero"),
     ] {
-        let id = crashes::new_id();
-        let at = 500 * DAY;
-        crashes::insert(
-            db,
-            &NewCrash {
-                id: id.clone(),
-                received_at: at,
-                dump_sha256: "00".into(),
-                dump_size: 1,
-                dump_format: "elf-core".into(),
-                annotations: "{}".into(),
-            },
-        )
-        .await
-        .unwrap();
-        let lease = crashes::lease(db, "w", at, 60_000, 3)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(lease.id, id);
         let report = format!(r#"{{"crash":{{"analysis":{{"kind":"{kind}"}}}}}}"#);
-        let done = Outcome::Done(StoredReport::from_json(report, Some(sig.into())));
-        assert!(crashes::finish(db, &lease, "w", at + 1, 3, &done)
-            .await
-            .unwrap());
+        crash_with_report(db, 500 * DAY, "{}", Some(sig), &report).await;
     }
     let of_kind = |kind: &str, after: Option<(i64, String)>| GroupQuery {
         kind: Some(kind.to_string()),
