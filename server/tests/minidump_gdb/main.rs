@@ -727,6 +727,13 @@ fn stackwalk_json_agrees_with_minidump_stackwalk() {
         ))
         .unwrap();
         let d = stackwalk::assert_agree(case, &theirs, &ours, &r.gdb);
+        // the core of the same crash gives a document with the same fields
+        let of_core: Value = serde_json::from_str(&stackwalk::run(
+            &walk_only,
+            &[&[os("--json"), r.core.as_os_str()][..], &local_off].concat(),
+        ))
+        .unwrap();
+        stackwalk::assert_same_shape(case, &ours, &of_core);
         eprintln!("{case}: {d:?}");
         totals.same_frames += d.same_frames;
         totals.ours_gdb_confirms += d.ours_gdb_confirms;

@@ -422,3 +422,33 @@ pub fn assert_human_agrees(case: &str, theirs: &str, ours: &str, agreeing_frames
         "{case}: crashed thread heading"
     );
 }
+
+/// A core's document has the fields a minidump's has: the same top-level fields, the same
+/// fields in every frame and module (values a core does not record, such as the OS
+/// version, are `null`).
+pub fn assert_same_shape(case: &str, minidump: &Value, core: &Value) {
+    let keys = |v: &Value| -> BTreeSet<String> {
+        v.as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(keys(core), keys(minidump), "{case}: top-level fields");
+    for p in ["system_info", "crash_info"] {
+        assert_eq!(keys(at(core, p)), keys(at(minidump, p)), "{case}: {p}");
+    }
+    let first = |v: &Value, list: &str| v[list][0].clone();
+    assert_eq!(
+        keys(&first(&core["crashing_thread"], "frames")),
+        keys(&first(&minidump["crashing_thread"], "frames")),
+        "{case}: frame fields"
+    );
+    assert_eq!(
+        keys(&first(core, "modules")),
+        keys(&first(minidump, "modules")),
+        "{case}: module fields"
+    );
+    assert_eq!(
+        core["crashing_thread"]["thread_id"],
+        minidump["crashing_thread"]["thread_id"]
+    );
+}
