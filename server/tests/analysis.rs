@@ -194,6 +194,20 @@ fn a_non_canonical_pointer_is_a_general_protection_fault() {
 }
 
 #[test]
+fn a_return_to_a_non_canonical_address_is_a_bad_jump() {
+    let c = crash("retcanon.c");
+    let report = analysed_report(&c.core, c.work.path());
+    let a = &report["crash"]["analysis"];
+    // `ret` itself faults (no address reported); the return address it read is the one
+    // the source wrote over the real one
+    assert_eq!(a["kind"], "bad-jump", "{a}");
+    assert_eq!(a["evidence"]["instruction"], "ret", "{a}");
+    assert_eq!(hex_of(&a["evidence"]["address"]), 0xdead000000000000, "{a}");
+    assert_eq!(a["evidence"]["function"], "smash", "{a}");
+    assert_eq!(report["crash"]["instruction"]["jump"], "0xdead000000000000");
+}
+
+#[test]
 fn deep_recursion_on_a_small_stack_is_a_stack_overflow() {
     let c = crash("overflow.c");
     let report = analysed_report(&c.core, c.work.path());

@@ -247,6 +247,23 @@ fn segv(
         );
     }
     if dump.arch == dump::Arch::X86_64 && crash.signal == Some(SIGSEGV) && code == Some(SI_KERNEL) {
+        // a return or call to a non-canonical address faults on the branch itself
+        let target = instruction
+            .and_then(|i| i.jump.as_deref())
+            .and_then(report::parse_hex)
+            .filter(|&t| !canonical(t));
+        if let Some(t) = target {
+            evidence.insert("address".to_string(), hex_addr(t));
+            return found(
+                AnalysisKind::BadJump,
+                format!(
+                    "jump to the non-canonical address {}: a smashed return address or a \
+                     corrupted function pointer (the branch itself faulted){from}",
+                    hex_addr(t)
+                ),
+                evidence,
+            );
+        }
         if let Some(a) = faulted(None) {
             evidence.insert("address".to_string(), a.address.clone());
             if let Some(k) = a.access {

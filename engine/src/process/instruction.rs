@@ -44,7 +44,27 @@ pub(super) fn crashing_instruction(
     Some(CrashInstruction {
         text: inst.to_string(),
         accesses: accesses(&inst, &regs),
+        jump: jump(&inst, &regs, |a| dump.memory.read_u64(a)).map(report::hex_addr),
     })
+}
+
+/// Where a call, jump or return sends the pc: a register operand's value, the pointer a
+/// memory operand holds (`read` reads the dump), the return address at the stack
+/// pointer. `None` for other instructions, conditional jumps and relative targets.
+fn jump(
+    inst: &Instruction,
+    regs: &Registers<'_>,
+    read: impl Fn(u64) -> Option<u64>,
+) -> Option<u64> {
+    match inst.opcode() {
+        Opcode::CALL | Opcode::CALLF | Opcode::JMP | Opcode::JMPF => match inst.operand(0) {
+            Operand::Register { reg } => regs.get(reg),
+            operand if operand.is_memory() => read(address_of(&operand, regs)?.0),
+            _ => None,
+        },
+        Opcode::RETURN | Opcode::RETF => read(regs.get(RegSpec::rsp())?),
+        _ => None,
+    }
 }
 
 /// Up to 15 bytes at `pc`: from the dump's memory, else from the file of the module it
@@ -226,6 +246,10 @@ mod tests {
         CrashInstruction {
             text: inst.to_string(),
             accesses: accesses(&inst, &regs),
+            jump: jump(&inst, &regs, |a| {
+                (a == 0x7000).then_some(0xdead_0000_0000_0000)
+            })
+            .map(report::hex_addr),
         }
     }
 
@@ -262,6 +286,17 @@ mod tests {
         // a register the context lacks: no address
         let i = decode(&[0x89, 0x07], &[]);
         assert!(i.accesses.is_empty());
+        // ret: to the address at the stack pointer; call rax: to rax; mov: nowhere
+        let i = decode(&[0xc3], &[("rsp", 0x7000)]);
+        assert_eq!(i.text, "ret");
+        assert_eq!(i.jump.as_deref(), Some("0xdead000000000000"));
+        let i = decode(&[0xff, 0xd0], &[("rax", 0x4242), ("rsp", 0x8000)]);
+        assert_eq!(i.jump.as_deref(), Some("0x4242"));
+        // call qword [rax + 0x10]: the pointer read there
+        let i = decode(&[0xff, 0x50, 0x10], &[("rax", 0x6ff0), ("rsp", 0x9000)]);
+        assert_eq!(i.jump.as_deref(), Some("0xdead000000000000"));
+        let i = decode(&[0x89, 0x07], &[("rdi", 0)]);
+        assert_eq!(i.jump, None);
         // rip-relative: from the next instruction
         let i = decode(&[0x8b, 0x05, 0x10, 0x00, 0x00, 0x00], &[]);
         assert_eq!(i.accesses[0].address, report::hex_addr(0x1006 + 0x10));

@@ -86,6 +86,11 @@ pub struct CrashInstruction {
     /// The memory it reads or writes, at the addresses the crashed thread's registers
     /// give: its memory operands, then the stack slot a push, call, pop or return uses.
     pub accesses: Vec<MemoryAccess>,
+    /// Where a call, jump or return sends the pc (a register's value, a pointer read
+    /// from the dump, the return address on the stack), when the dump tells; `null` for
+    /// other instructions (and in reports stored before it existed).
+    #[serde(default)]
+    pub jump: Option<String>,
 }
 
 impl CrashInstruction {

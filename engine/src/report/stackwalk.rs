@@ -180,7 +180,10 @@ pub fn human(report: &Report, brief: bool) -> String {
                         let _ = writeln!(out, "     Access type: {}", access_type(k));
                     }
                 }
-                if !is_branch(&i.text) {
+                if let Some(j) = &i.jump {
+                    let _ = writeln!(out, "Instruction pointer update done by instruction:");
+                    let _ = writeln!(out, "  Address: {}", width.hex_str(j));
+                } else if !is_branch(&i.text) {
                     let _ = writeln!(out, "No instruction pointer update by instruction");
                 }
             }
@@ -466,7 +469,9 @@ fn crash_info(report: &Report, width: Width) -> Value {
         }),
         "instruction": instruction.map(|i| &i.text),
         "memory_accesses": accesses,
-        "instruction_pointer_update": Value::Null,
+        "instruction_pointer_update": instruction
+            .and_then(|i| i.jump.as_deref())
+            .map(|a| json!({ "address": width.hex_str(a) })),
         "possible_bit_flips": Value::Null,
         "crash_inconsistencies": [],
         "crashing_thread": c.thread,
@@ -485,10 +490,15 @@ enum Adjusted {
 /// minidump-stackwalk's `adjusted_address`, from the decoded instruction.
 fn adjusted(report: &Report) -> Option<Adjusted> {
     let c = report.crash.as_ref()?;
-    let accesses = &c.instruction.as_ref()?.accesses;
+    let instruction = c.instruction.as_ref()?;
+    let accesses = &instruction.accesses;
     let address = |a: &super::MemoryAccess| super::parse_hex(&a.address);
+    let jump = instruction.jump.as_deref().and_then(super::parse_hex);
     if let Some(offset) = accesses.iter().filter(|a| a.base_null).find_map(address) {
         return Some(Adjusted::NullPointer(offset));
+    }
+    if jump == Some(0) {
+        return Some(Adjusted::NullPointer(0));
     }
     let general_protection = report.dump.arch == Arch::X86_64
         && c.signal_name.as_deref() == Some("SIGSEGV")
@@ -499,6 +509,7 @@ fn adjusted(report: &Report) -> Option<Adjusted> {
     accesses
         .iter()
         .filter_map(address)
+        .chain(jump)
         .find(|a| (0x0000_8000_0000_0000..=0xffff_7fff_ffff_ffff).contains(a))
         .map(Adjusted::NonCanonical)
 }
