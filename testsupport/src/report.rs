@@ -87,7 +87,16 @@ mod tests {
             "processor": { "name": "postmortem", "version": "0.1.0", "unwind_table_version": 1, "symbol_table_version": 1 },
             "dump": {
                 "format": "elf-core", "sha256": "0".repeat(64), "size": 4096, "os": "linux", "arch": "x86_64",
-                "writer": "linux-kernel", "pid": 42, "executable": "/bin/x", "command_line": "x", "created": null
+                "writer": "linux-kernel", "pid": 42, "executable": "/bin/x", "command_line": "x", "created": null,
+                "system": {
+                    "os_version": "6.1.0 #1 SMP", "cpu_info": "family 6 model 85 stepping 7", "cpu_count": 2,
+                    "cpu_microcode_version": "0x1",
+                    "distribution": { "id": "debian", "release": "12", "codename": "bookworm", "description": "Debian 12" },
+                    "memory_map_count": 26, "uptime_seconds": null,
+                    "limits": [{ "name": "Max stack size", "soft": "8388608", "hard": "unlimited", "unit": "bytes" }],
+                    "handles": [{ "handle": 0, "type_name": null, "object_name": "/dev/null" }],
+                    "writer_errors": "[]"
+                }
             },
             "crash": {
                 "thread": 0, "tid": 42, "reason": "SIGSEGV / SEGV_MAPERR at 0x0", "signal": 11, "signal_name": "SIGSEGV",
@@ -95,6 +104,11 @@ mod tests {
                 "analysis": {
                     "kind": "null-pointer", "summary": "read or write through a null pointer: NULL",
                     "evidence": { "address": "0x0", "offset": "0x0", "function": "crash_here" }
+                },
+                "instruction": {
+                    "text": "mov dword [rdi], eax",
+                    "accesses": [{ "address": "0x0", "size": 4, "access": "write", "base_null": true }],
+                    "jump": null
                 }
             },
             "threads": [{
@@ -110,7 +124,7 @@ mod tests {
             }],
             "modules": [{
                 "index": 0, "name": "x", "path": "/bin/x", "base": "0x400000", "end": "0x402000",
-                "build_id": "0123abcd", "debug_id": "CDAB23010000000000000000000000000", "code_id": null,
+                "build_id": "0123abcd", "debug_id": "CDAB23010000000000000000000000000", "code_id": null, "version": null,
                 "identity": "build-id", "verified": true, "main": true, "status": "ok",
                 "unwind": ["eh_frame"], "symbols": ["dwarf", "symtab"],
                 "files": [
@@ -165,6 +179,10 @@ mod tests {
         analysis["crash"]["analysis"]["kind"] = json!("bad-luck");
         let mut lookup = sample();
         lookup["modules"][0]["lookups"][0]["result"] = json!("maybe");
+        let mut access = sample();
+        access["crash"]["instruction"]["accesses"][0]["access"] = json!("peek");
+        let mut limit = sample();
+        limit["dump"]["system"]["limits"][0]["soft"] = json!(8388608);
         for (what, report) in [
             ("zero-padded hex", padded),
             ("upper-case hex", upper),
@@ -178,6 +196,8 @@ mod tests {
             ("a file that gave nothing", gave_nothing),
             ("unknown analysis kind", analysis),
             ("unknown lookup result", lookup),
+            ("unknown access direction", access),
+            ("numeric limit", limit),
         ] {
             assert!(
                 !valid(&report),
