@@ -566,17 +566,8 @@ fn standard_message(type_name: &str) -> bool {
 /// dump's memory or else from the file of the module mapped there (read-only data a core
 /// does not hold).
 fn c_string(dump: &Dump<'_>, loaded: &[Loaded], addr: u64, max: usize) -> Option<String> {
-    let from_file = || {
-        let i = dump.module_index_for(addr)?;
-        let code = loaded.get(i)?.tables.as_ref()?.code.as_ref()?;
-        code.bytes_at(addr.checked_sub(dump.modules.get(i)?.load_base)?, max)
-    };
-    let bytes = dump
-        .memory
-        .read_bytes(addr, max)
-        .or_else(|| dump.memory.read_to_range_end(addr))
-        .or_else(from_file)?;
-    let end = bytes.iter().take(max).position(|&b| b == 0)?;
+    let bytes = super::tables::read_image(dump, loaded, addr, max)?;
+    let end = bytes.iter().position(|&b| b == 0)?;
     let text = std::str::from_utf8(bytes.get(..end)?).ok()?;
     (!text.is_empty() && !text.chars().any(char::is_control)).then(|| text.to_string())
 }

@@ -34,8 +34,8 @@ pub(super) fn crashing_instruction(
     if dump.arch != Arch::X86_64 {
         return None;
     }
-    let bytes = code_bytes(dump, loaded, pc)?;
-    let inst = InstDecoder::default().decode_slice(&bytes).ok()?;
+    let bytes = super::tables::read_image(dump, loaded, pc, MAX_LEN)?;
+    let inst = InstDecoder::default().decode_slice(bytes).ok()?;
     let len = yaxpeax_arch::LengthedInstruction::len(&inst).to_const();
     let regs = Registers {
         values: registers,
@@ -65,25 +65,6 @@ fn jump(
         Opcode::RETURN | Opcode::RETF => read(regs.get(RegSpec::rsp())?),
         _ => None,
     }
-}
-
-/// Up to 15 bytes at `pc`: from the dump's memory, else from the file of the module it
-/// lies in.
-fn code_bytes(dump: &Dump<'_>, loaded: &[Loaded], pc: u64) -> Option<Vec<u8>> {
-    if let Some(b) = dump
-        .memory
-        .read_bytes(pc, MAX_LEN)
-        .or_else(|| dump.memory.read_to_range_end(pc))
-    {
-        return Some(b.get(..b.len().min(MAX_LEN))?.to_vec());
-    }
-    let i = dump.module_index_for(pc)?;
-    let module = dump.modules.get(i)?;
-    let code = loaded.get(i)?.tables.as_ref()?.code.as_ref()?;
-    Some(
-        code.bytes_at(pc.checked_sub(module.load_base)?, MAX_LEN)?
-            .to_vec(),
-    )
 }
 
 /// The register values an address is computed from.

@@ -442,6 +442,27 @@ pub(super) struct Loaded {
     pub from_memory: bool,
 }
 
+/// Up to `len` bytes at `addr`: from the dump's memory, else from the file of the module
+/// mapped there (code and read-only data, which a core leaves to the file). What the crash
+/// analysis reads: the crashing instruction, strings a library keeps (a type's name).
+pub(super) fn read_image<'a>(
+    dump: &'a Dump<'_>,
+    loaded: &'a [Loaded],
+    addr: u64,
+    len: usize,
+) -> Option<&'a [u8]> {
+    let from_file = || {
+        let i = dump.module_index_for(addr)?;
+        let code = loaded.get(i)?.tables.as_ref()?.code.as_ref()?;
+        code.bytes_at(addr.checked_sub(dump.modules.get(i)?.load_base)?, len)
+    };
+    dump.memory
+        .read_bytes(addr, len)
+        .or_else(|| dump.memory.read_to_range_end(addr))
+        .map(|b| b.get(..b.len().min(len)).unwrap_or(b))
+        .or_else(from_file)
+}
+
 /// At most this many modules of a dump get tables built from the dump's own memory.
 const MAX_MEMORY_IMAGES: usize = 4;
 
