@@ -249,6 +249,37 @@ fn is_rust(thread: &GdbThread) -> bool {
         .any(|f| f.file.as_deref().is_some_and(|file| file.ends_with(".rs")))
 }
 
+/// The x86_64 kernel's "restart this system call" codes (`-ERESTARTSYS`,
+/// `-ERESTARTNOINTR`, `-ERESTARTNOHAND`, `-ERESTART_RESTARTBLOCK`) as `rax` holds them.
+const SYSCALL_RESTART_CODES: [u64; 4] = [
+    512u64.wrapping_neg(),
+    513u64.wrapping_neg(),
+    514u64.wrapping_neg(),
+    516u64.wrapping_neg(),
+];
+
+/// A thread blocked in a system call is stopped twice when a crash is recorded: by the
+/// minidump writer's ptrace attach, and by the kernel writing the core. Stopped by ptrace
+/// inside the call, its registers show `rip` just past the 2-byte `syscall` with `rax` a
+/// restart code; the kernel then restarts the call (`rip -= 2`) before the core is
+/// written, so gdb's frame 0 is at the `syscall` itself. Both are true pictures of the
+/// thread, taken at different moments — which one the minidump gets is a race (seen once
+/// in CI on a thread in `futex_wait`). Only that exact case is undone here: `rax` a
+/// restart code and gdb's pc 2 below ours; the frames at that pc (the function and its
+/// inlined callees) then take gdb's pc, everything else is compared as it is.
+fn rewind_interrupted_syscall(ours: &Value, gdb_pc: u64, actual: &mut [Frame]) {
+    let register = |name: &str| ours["registers"][name].as_str().and_then(parse_hex);
+    let (Some(rax), Some(rip)) = (register("rax"), register("rip")) else {
+        return;
+    };
+    if !SYSCALL_RESTART_CODES.contains(&rax) || rip.checked_sub(2) != Some(gdb_pc) {
+        return;
+    }
+    for frame in actual.iter_mut().take_while(|f| f.pc == rip) {
+        frame.pc = gdb_pc;
+    }
+}
+
 /// Compares every thread of `gdb` with `report`; panics with side-by-side tables of all
 /// threads that differ.
 pub fn assert_same_stacks(gdb: &GdbCore, report: &Value) {
@@ -282,12 +313,15 @@ pub fn assert_same_stacks(gdb: &GdbCore, report: &Value) {
         if !gdb_thread.complete && gdb_thread.stop.contains("identical") {
             trust_gdb_up_to_its_repeat(&mut expected);
         }
-        let actual: Vec<Frame> = ours["frames"]
+        let mut actual: Vec<Frame> = ours["frames"]
             .as_array()
             .expect("frames array")
             .iter()
             .filter_map(|f| normalize(Frame::from_report(f), rust))
             .collect();
+        if let Some(first) = expected.first() {
+            rewind_interrupted_syscall(ours, first.pc, &mut actual);
+        }
         let count_ok = if gdb_thread.complete {
             actual.len() == expected.len()
         } else {
@@ -535,6 +569,30 @@ mod comparison_tests {
             assert!(fails(report), "a wrong {what} passed");
         }
         assert!(fails(json!({ "threads": [] })), "a missing thread passed");
+    }
+
+    /// A thread the minidump writer stopped inside a system call (`rip` past the
+    /// `syscall`, `rax` = -ERESTARTSYS) matches gdb's core, written after the restart;
+    /// any other `rax`, or another distance, is still a difference.
+    #[test]
+    fn a_syscall_interrupted_before_its_restart_matches_the_restarted_one() {
+        let with = |rax: &str, rip: &str| {
+            json!({ "threads": [ { "tid": 7, "end": "outermost",
+                "registers": { "rax": rax, "rip": rip },
+                "frames": [
+                    f(rip, "leaf", true, 3),
+                    f(rip, "outer", false, 9),
+                    f("0x3004", "main", false, 20)
+                ] } ] })
+        };
+        assert!(!fails(with("0xfffffffffffffe00", "0x1012")));
+        assert!(!fails(with("0xfffffffffffffdfc", "0x1012")));
+        assert!(fails(with("0x0", "0x1012")), "no restart code");
+        assert!(
+            fails(with("0xfffffffffffffe00", "0x1013")),
+            "not 2 bytes past"
+        );
+        assert!(fails(with("0xfffffffffffffe00", "0x1011")), "1 byte past");
     }
 }
 
