@@ -58,6 +58,10 @@ pub fn arch_of<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) 
 pub fn link_base(file: &object::File<'_>) -> u64 {
     // Mach-O executables start with `__PAGEZERO` (address 0, no file content, 4 GiB):
     // the image base every Mach-O address is relative to is `__TEXT`'s.
+    // A PE image's addresses are relative to its image base (where its headers are).
+    if file.format() == object::BinaryFormat::Pe {
+        return file.relative_address_base();
+    }
     if file.format() == object::BinaryFormat::MachO {
         if let Some(text) = file.segments().find(|s| s.name() == Ok(Some("__TEXT"))) {
             return text.address();
@@ -82,6 +86,41 @@ pub fn build_id<'data, R: object::ReadRef<'data>>(
         return Some(uuid.to_vec());
     }
     None
+}
+
+/// A PE image's code id as minidumps and symbol servers name it: its COFF header's
+/// `TimeDateStamp` as 8 hex digits then its `SizeOfImage`, upper-case (see
+/// [`normalize_code_id`]). `None` for anything but a PE image.
+pub fn pe_code_id<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Option<String> {
+    use object::read::pe::{ImageNtHeaders, ImageOptionalHeader};
+    use object::LittleEndian as LE;
+    let (stamp, size) = match file {
+        object::File::Pe64(f) => {
+            let h = f.nt_headers();
+            (
+                h.file_header().time_date_stamp.get(LE),
+                h.optional_header().size_of_image(),
+            )
+        }
+        object::File::Pe32(f) => {
+            let h = f.nt_headers();
+            (
+                h.file_header().time_date_stamp.get(LE),
+                h.optional_header().size_of_image(),
+            )
+        }
+        _ => return None,
+    };
+    Some(format!("{stamp:08X}{size:X}"))
+}
+
+/// A code id in the one spelling every comparison uses: upper-case. Minidump writers and
+/// symbol servers differ in the case of its hex digits (`6B08D56C40000`,
+/// `6b08d56c40000`).
+pub fn normalize_code_id(id: &str) -> String {
+    id.to_ascii_uppercase()
 }
 
 /// Converts a file address to an offset from the link base.

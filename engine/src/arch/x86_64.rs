@@ -37,7 +37,9 @@ dwarf_registers! {
 
 use Reg::*;
 
-/// The callee-saved registers: rbp, rbx, r12–r15.
+/// The callee-saved registers: rbp, rbx, r12–r15 (System V), then rsi and rdi, which
+/// the Windows x64 ABI adds (its `.pdata` saves them). Positions are the unwind table's
+/// slots, so new ones only go at the end.
 pub const CALLEE_SAVED: &[u16] = &[
     Rbp.dwarf(),
     Rbx.dwarf(),
@@ -45,6 +47,8 @@ pub const CALLEE_SAVED: &[u16] = &[
     R13.dwarf(),
     R14.dwarf(),
     R15.dwarf(),
+    Rsi.dwarf(),
+    Rdi.dwarf(),
 ];
 
 /// Registers reported, in report order: (DWARF number, name).

@@ -169,8 +169,10 @@ impl<'a> UnwindTable<'a> {
     }
     /// The unwind sources the rows came from.
     pub fn sources(&self) -> Vec<UnwindSource> {
-        (1..=5u8)
-            .filter_map(UnwindSource::from_u8)
+        use strum::VariantArray;
+        UnwindSource::VARIANTS
+            .iter()
+            .copied()
             .filter(|s| self.sources & s.bit() != 0)
             .collect()
     }

@@ -157,6 +157,8 @@ pub enum UnwindSource {
     Sframe = 3,
     CompactUnwind = 4,
     Breakpad = 5,
+    /// A Windows x64 image's `.pdata`/`.xdata`.
+    Pdata = 6,
 }
 
 crate::report::names::serde_by_name!(UnwindSource);
@@ -170,6 +172,7 @@ impl UnwindSource {
             UnwindSource::Sframe => "sframe",
             UnwindSource::CompactUnwind => "compact_unwind",
             UnwindSource::Breakpad => "breakpad",
+            UnwindSource::Pdata => "pdata",
         }
     }
     pub fn from_u8(b: u8) -> Option<Self> {
@@ -179,6 +182,7 @@ impl UnwindSource {
             3 => UnwindSource::Sframe,
             4 => UnwindSource::CompactUnwind,
             5 => UnwindSource::Breakpad,
+            6 => UnwindSource::Pdata,
             _ => return None,
         })
     }

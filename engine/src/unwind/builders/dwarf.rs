@@ -47,6 +47,9 @@ pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, Unwind
     if file.format() == object::BinaryFormat::MachO {
         super::compact_unwind::add_macho_compact_unwind(&mut w, &file);
     }
+    if file.format() == object::BinaryFormat::Pe {
+        super::pe_x64::add_pe_pdata(&mut w, &file);
+    }
     if w.ranges_added() > 0 {
         inputs.push(0);
     }
