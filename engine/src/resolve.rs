@@ -7,8 +7,10 @@
 //! The rule, in order:
 //! 1. A module the dump gives a build-id takes the files with that build-id (a binary and
 //!    its separate debug files): verified.
-//! 2. A module without one takes a file matched by its path or name, if the source
-//!    matches that way (a QEMU core names modules without build-ids): unverified.
+//! 2. A module without one: a Windows module takes the PE image of its name and code id
+//!    (`TimeDateStamp` + `SizeOfImage`), verified; else a file matched by its path or
+//!    name, if the source matches that way (a QEMU core names modules without
+//!    build-ids): unverified.
 //! 3. Else, by the module's Breakpad debug-id: the files of the binary whose debug-id it
 //!    is (a Mach-O named by a minidump), else the `.sym` file of that id. A binary's own
 //!    tables win over any `.sym` file.
@@ -37,6 +39,9 @@ pub enum TableKey {
     /// The Breakpad `.sym` file of a debug-id (upper-case): stored as `breakpad:ID`, never
     /// equal to a build-id.
     Breakpad(String),
+    /// A Windows module's PE file, by its name (lower-case) and code id (upper-case):
+    /// `pe:NAME/CODE_ID`, the symbol-server layout's key.
+    CodeId(String),
     /// A file matched by path or name for a module the dump gives no build-id: `path:P`.
     /// Never stored by the service (its modules are matched by id only).
     Path(String),
@@ -47,6 +52,7 @@ impl fmt::Display for TableKey {
         match self {
             TableKey::BuildId(id) => f.write_str(id),
             TableKey::Breakpad(id) => write!(f, "breakpad:{id}"),
+            TableKey::CodeId(id) => write!(f, "pe:{id}"),
             TableKey::Path(p) => write!(f, "path:{p}"),
         }
     }
@@ -94,6 +100,17 @@ pub trait FileSource: Sync {
         module: &Module,
         build_id: &str,
     ) -> impl Future<Output = Result<Vec<SourceFile<Self::Handle>>, Self::Error>> + Send;
+
+    /// A Windows module's PE files: the image named `name` whose code id
+    /// ([`crate::binary::pe_code_id`]) is `code_id` (upper-case).
+    fn with_code_id(
+        &self,
+        _module: &Module,
+        _name: &str,
+        _code_id: &str,
+    ) -> impl Future<Output = Result<Vec<SourceFile<Self::Handle>>, Self::Error>> + Send {
+        async { Ok(Vec::new()) }
+    }
 
     /// For a module the dump names without a build-id: a file matched by its path or
     /// name (for `arch`), then the debug files of that file's build-id.
@@ -148,6 +165,14 @@ pub async fn locate<S: FileSource>(
             }
         }
         None => {
+            if let Some(code_id) = module.pe_code_id() {
+                let name = module.name.to_ascii_lowercase();
+                let found = source.with_code_id(module, &name, &code_id).await?;
+                let key = TableKey::CodeId(format!("{name}/{code_id}"));
+                if let Some(l) = files(key, true, found) {
+                    return Ok(Some(l));
+                }
+            }
             let found = source.by_path(module, arch).await?;
             let path = module.path.as_deref().unwrap_or(&module.name);
             if let Some(l) = files(TableKey::Path(path.to_string()), false, found) {

@@ -56,6 +56,8 @@ struct Index {
     by_debug_id: HashMap<String, PathBuf>,
     /// `.sym` files not yet opened, by the debug id their directory is named after.
     by_dir_id: HashMap<String, Vec<PathBuf>>,
+    /// PE images (`.exe`, `.dll`) by lower-case file name and code id.
+    by_code_id: HashMap<(String, String), Vec<PathBuf>>,
 }
 
 /// The first bytes of an open file (up to [`SYM_HEAD`]), read without moving its cursor.
@@ -120,6 +122,17 @@ impl Index {
                     .or_default()
                     .push(path.to_path_buf());
             }
+        } else if head.starts_with(b"MZ") {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_ascii_lowercase);
+            if let (Some(name), Some(id)) = (name, pe_code_id_of(f)) {
+                self.by_code_id
+                    .entry((name, id))
+                    .or_default()
+                    .push(path.to_path_buf());
+            }
         } else if head.starts_with(b"MODU") {
             if let Some(m) = parse_module_line(head) {
                 self.by_debug_id
@@ -128,6 +141,13 @@ impl Index {
             }
         }
     }
+}
+
+/// The code id of a PE image (`TimeDateStamp` + `SizeOfImage`), from its headers.
+fn pe_code_id_of(f: fs::File) -> Option<String> {
+    let cache = object::read::ReadCache::new(f);
+    let obj = object::File::parse(&cache).ok()?;
+    engine::binary::pe_code_id(&obj)
 }
 
 /// The build-id of an ELF/Mach-O file, read lazily (no whole-file read).
@@ -171,6 +191,8 @@ pub struct FileProvider {
     by_name: HashMap<String, Vec<PathBuf>>,
     by_debug_id: HashMap<String, PathBuf>,
     by_dir_id: HashMap<String, Vec<PathBuf>>,
+    /// PE images by lower-case file name and code id.
+    by_code_id: HashMap<(String, String), Vec<PathBuf>>,
     /// The `.sym` files of `by_dir_id` by the debug id of their `MODULE` line: read only
     /// when a lookup by directory name finds no file that says the id.
     dir_syms_read: OnceLock<HashMap<String, PathBuf>>,
@@ -204,6 +226,7 @@ impl FileProvider {
             by_build_id,
             by_debug_id,
             by_dir_id,
+            by_code_id,
         } = index;
         let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for path in by_build_id.values().flatten() {
@@ -223,6 +246,7 @@ impl FileProvider {
             by_name,
             by_debug_id,
             by_dir_id,
+            by_code_id,
             dir_syms_read: OnceLock::new(),
             debug_roots,
             dump_paths: true,
@@ -473,6 +497,21 @@ impl FileSource for FileProvider {
         let mut files = Self::source_files(local);
         files.extend(fetched);
         Ok(files)
+    }
+
+    /// The PE image under `--symbols` with the module's name and code id.
+    async fn with_code_id(
+        &self,
+        _m: &Module,
+        name: &str,
+        code_id: &str,
+    ) -> Result<Vec<SourceFile<LocalFile>>, Self::Error> {
+        let paths = self
+            .by_code_id
+            .get(&(name.to_string(), code_id.to_string()))
+            .cloned()
+            .unwrap_or_default();
+        Ok(Self::source_files(paths))
     }
 
     /// The file at the module's path (or one of its name under `--symbols`: the path is

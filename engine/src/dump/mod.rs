@@ -154,6 +154,17 @@ impl Module {
             || self.name.starts_with("linux-vdso.so")
             || self.name.starts_with("linux-gate.so")
     }
+    /// For a Windows module (no build-id, a code id of `TimeDateStamp` and `SizeOfImage`,
+    /// 9 to 16 hex digits): the code id upper-case, which names its PE file with the
+    /// module's name.
+    pub fn pe_code_id(&self) -> Option<String> {
+        if self.build_id.is_some() {
+            return None;
+        }
+        let id = self.code_id.as_deref()?;
+        ((9..=16).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| crate::binary::normalize_code_id(id))
+    }
     /// Build-id as lower-case hex, as `readelf -n` prints it.
     pub fn build_id_hex(&self) -> Option<String> {
         self.build_id.as_deref().map(hex)

@@ -9,6 +9,11 @@
 //! the aliases of an address by name and takes the last). A zero-size symbol extends to
 //! the next symbol's start, bounded by the end of its section. Names are demangled.
 //!
+//! A PE image's export table names its exported functions (`exports`, after any symbol
+//! table): what a Windows DLL shipped without symbols still tells — as a Windows
+//! debugger names `kernel32!BaseThreadInitThunk` from exports alone. Forwarders and
+//! exports outside executable sections are not functions of the image.
+//!
 //! PLT stubs have no symbol: as gdb (BFD's synthetic symbols) and objdump do, each stub
 //! of `.plt` (or `.plt.sec`) is named `<function>@plt` after its `JUMP_SLOT` relocation,
 //! on x86_64 and aarch64, when the section's size is exactly the standard layout for the
@@ -80,6 +85,7 @@ pub(crate) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
             }
         }
     }
+    add_pe_exports(files, c, &mut candidates);
     add_plt_candidates(files, c, &mut candidates);
     // Per address: .symtab before .dynsym, sized before zero-size, global before local,
     // then the greatest name first.
@@ -129,6 +135,64 @@ pub(crate) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
 }
 
 /// The PLT stubs of every file (see [`plt_stubs`]), as sized candidates.
+/// The exported functions of PE images, by name.
+fn add_pe_exports<'d>(
+    files: &[&'d object::File<'_>],
+    c: &mut Collector,
+    candidates: &mut Vec<Candidate<'d>>,
+) {
+    use object::read::{ExportTarget, NameOrOrdinal};
+    use object::SectionKind;
+    for (input, file) in files.iter().enumerate() {
+        if file.format() != object::BinaryFormat::Pe {
+            continue;
+        }
+        let input = u16::try_from(input).unwrap_or(u16::MAX);
+        let Ok(exports) = file.exports() else {
+            continue;
+        };
+        for export in exports.flatten() {
+            let ExportTarget::Address { address } = export.target() else {
+                continue;
+            };
+            let Some(section) = file
+                .sections()
+                .find(|s| s.address() <= address && address < s.address().saturating_add(s.size()))
+            else {
+                continue;
+            };
+            if section.kind() != SectionKind::Text {
+                continue;
+            }
+            let NameOrOrdinal::Name(std::borrow::Cow::Borrowed(bytes)) = export.into_name() else {
+                continue;
+            };
+            let (Ok(name), Some(start)) = (std::str::from_utf8(bytes), c.offset(address)) else {
+                continue;
+            };
+            if name.is_empty() {
+                continue;
+            }
+            let section_end = c
+                .range(
+                    section.address(),
+                    section.address().saturating_add(section.size()),
+                )
+                .map_or(start.saturating_add(1), |(_, e)| e);
+            candidates.push(Candidate {
+                start,
+                end: 0,
+                section_end,
+                name,
+                global: true,
+                source: SymbolSource::Exports,
+                input,
+                plt: false,
+            });
+        }
+    }
+}
+
 fn add_plt_candidates<'d>(
     files: &[&object::File<'d>],
     c: &Collector,
