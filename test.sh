@@ -22,7 +22,12 @@ section "System packages"
 # headless Chromium for the dashboard test (server/tests/dashboard.rs); elfutils'
 # debuginfod-find, a client of the server's debuginfod routes (server/tests/debuginfod.rs),
 # and its debuginfod server, a remote symbol source of `postmortem walk`
-# (server/tests/sources.rs).
+# (server/tests/sources.rs); mingw-w64 and wine for the Windows x64 minidumps
+# (server/tests/windows_minidump.rs: crash programs cross-compiled with
+# x86_64-w64-mingw32-gcc, run under wine, whose dbghelp writes the minidump and whose
+# winedbg is the reference backtrace). Without recommends wine still runs console
+# programs, dbghelp and winedbg (its Depends carry the loader, the PE DLLs and
+# wineserver; the recommends are fonts, codecs and graphics drivers).
 export DEBIAN_FRONTEND=noninteractive
 # The suite is hermetic: a walk asks no remote source unless a test names one (a
 # machine's profile may set DEBUGINFOD_URLS for gdb, which `postmortem walk` honours).
@@ -31,7 +36,8 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl debuginfod \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
-    gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch
+    gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch \
+    wine wine64 gcc-mingw-w64-x86-64
 
 # The target's own aarch64 libc and its debug package (Debian's libc6:arm64 and
 # libc6-dbg:arm64), unpacked into a folder of their own rather than installed: installed,

@@ -12,11 +12,13 @@
 //! - [`compare`]: gdb's stacks and modules against a report's, frame by frame;
 //! - [`report`]: the CLI under test and `report.schema.json`;
 //! - [`golden`]: output compared byte for byte with a committed expectation, which
-//!   `POSTMORTEM_BLESS=1` rewrites.
+//!   `POSTMORTEM_BLESS=1` rewrites;
+//! - [`windows`]: Windows x64 crash programs cross-compiled with mingw-w64 and run under
+//!   wine, their minidumps (wine's dbghelp) and winedbg's backtrace of them.
 //!
 //! Used by `engine/tests/minidump.rs` and by the server's `gdb_compare`, `minidump_gdb`,
-//! `service` and `reports_unchanged` tests; `examples/make_dumps.rs` makes the dumps of
-//! `fixtures/reports/`. It depends on the engine (the converter reads cores with it), so
+//! `windows_minidump`, `service` and `reports_unchanged` tests; `examples/make_dumps.rs`
+//! makes the dumps of `fixtures/reports/`. It depends on the engine (the converter reads cores with it), so
 //! the engine can only take it as a dev-dependency, which keeps it out of the engine's
 //! normal dependency tree.
 
@@ -32,3 +34,4 @@ pub mod program;
 pub mod qemu;
 pub mod record;
 pub mod report;
+pub mod windows;

@@ -1,0 +1,500 @@
+//! Compares `postmortem walk` on Windows x64 minidumps with winedbg's backtrace of them.
+//!
+//! Each case cross-compiles a crash program of `tests/crashers/windows` with mingw-w64, runs
+//! it under wine, where its unhandled exception filter writes a minidump with dbghelp
+//! (`postmortem_testsupport::windows`), asks `winedbg DUMP` for `bt` and walks the dump with
+//! `postmortem walk DUMP --symbols WORKDIR --format json`. The work directory holds the
+//! program and a copy of the wine DLLs the dump lists (`system32/`), the files winedbg
+//! unwinds and names wine's frames with.
+//!
+//! What is compared, on the crashed thread (the only one winedbg walks in a minidump):
+//!
+//! - the physical frames: winedbg's frames without its inlined ones (winedbg lists a call
+//!   inlined into a frame's function at that frame's pc, just before it, as the report
+//!   does) against the report's frames without `inlined: true`, pc by pc, in order, and as
+//!   many: nothing missing, nothing past winedbg's outermost frame. Inlined calls are left
+//!   out of this comparison because winedbg's come from wine's DLLs' DWARF, which the walk
+//!   need not read to unwind; those of the program are compared by name below;
+//! - in the program's own frames (pc in its image), the report's function names at that pc,
+//!   the inlined ones first, equal `x86_64-w64-mingw32-addr2line -f -i` at the pc (the
+//!   return address minus one in callers' frames): winedbg does not name them (it prints
+//!   `in basic (+0x1580)`) though the program's DWARF does.
+//!
+//! Every caller frame must be found by `.pdata` rules (`trust: cfi`, `unwind_source:
+//! pdata`): every module on these stacks has them. One case runs the program stripped,
+//! so that `.pdata` is all the walk has (gcc's `.debug_frame` goes with the DWARF).
+//!
+//! Both stacks are printed side by side on failure. Before any of it the reference itself
+//! is checked: winedbg's stack, named by addr2line, must show the functions the crash
+//! program calls, so a broken harness is not reported as a walk that differs.
+//!
+//! Needs what `test.sh` installs (wine, wine64, gcc-mingw-w64-x86-64), on x86_64 Linux: a
+//! machine without them fails here, with a message saying to run it.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::report;
+use postmortem_testsupport::windows::{self, DumpSummary, WineFrame};
+use serde_json::Value;
+
+/// `STATUS_ACCESS_VIOLATION`.
+const ACCESS_VIOLATION: u32 = 0xc000_0005;
+
+/// One crash under wine: its dump, winedbg's backtrace of it and our report of it.
+struct Case {
+    /// Holds the program, its dump and the DLLs; removed with the case.
+    _work: Workdir,
+    /// The program as compiled, with its DWARF: what addr2line names frames from.
+    exe: PathBuf,
+    /// The program that ran was `exe` stripped (no DWARF, no `.debug_frame`, no COFF
+    /// symbols): the walk has only its `.pdata`, and no names for its frames.
+    stripped: bool,
+    dump: DumpSummary,
+    winedbg: Vec<WineFrame>,
+    report: Value,
+}
+
+/// The CLI under test (`POSTMORTEM_BIN` when set, see `report::postmortem`).
+fn postmortem() -> PathBuf {
+    report::postmortem(env!("CARGO_BIN_EXE_postmortem"))
+}
+
+/// Runs `postmortem walk DUMP --symbols DIR --format json`, requires exit 0, a report valid
+/// against the schema and the same report with `--whole-tables`.
+fn walk(dump: &Path, symbols: &Path) -> Value {
+    let out = report::output_same_with_whole_tables(
+        std::process::Command::new(postmortem())
+            .arg("walk")
+            .arg(dump)
+            .arg("--symbols")
+            .arg(symbols)
+            .args(["--format", "json"]),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the walk failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    report::assert_valid(&report);
+    report
+}
+
+/// Compiles `source` with `flags` as `case.exe`, crashes it under wine, reads winedbg's
+/// backtrace and walks the dump.
+fn record(case: &str, flags: &[&str], source: &str) -> Case {
+    record_as(case, flags, source, false)
+}
+
+/// As [`record`]; with `stripped`, the program that runs (and the only copy under
+/// `--symbols`) is stripped, and the copy with DWARF is kept apart for addr2line.
+fn record_as(case: &str, flags: &[&str], source: &str, stripped: bool) -> Case {
+    assert!(
+        windows::can_run(),
+        "the Windows minidump tests need x86_64 Linux with mingw-w64 and wine \
+         (x86_64-w64-mingw32-gcc, wine, wineserver, winedbg): run ./test.sh, which installs \
+         them (wine wine64 gcc-mingw-w64-x86-64)"
+    );
+    let work = Workdir::new(&format!("win-{case}"));
+    let mut exe = windows::compile(work.path(), flags, &[source], case);
+    let ran = exe.clone();
+    if stripped {
+        let kept = work.path().join("with-dwarf");
+        std::fs::create_dir_all(&kept).unwrap();
+        let copy = kept.join(exe.file_name().unwrap());
+        std::fs::copy(&exe, &copy).unwrap();
+        let status = std::process::Command::new("x86_64-w64-mingw32-strip")
+            .arg(&exe)
+            .status()
+            .expect("x86_64-w64-mingw32-strip (binutils-mingw-w64-x86-64) runs");
+        assert!(status.success(), "strip failed");
+        exe = copy;
+    }
+    let crash = windows::record(&ran);
+    assert_eq!(
+        crash.exit_code,
+        Some(windows::ACCESS_VIOLATION_EXIT),
+        "{case} did not die of an access violation:\n{}{}",
+        crash.stdout,
+        crash.stderr
+    );
+    let dump = windows::read_dump(&crash.minidump);
+    assert_eq!(dump.exception_code, Some(ACCESS_VIOLATION), "{dump:?}");
+    let winedbg = windows::winedbg_backtrace(&crash.minidump);
+    let wine = windows::Wine::shared();
+    // --symbols: the program that ran and the DLLs (not a stripped program's DWARF copy)
+    let symbols = work.path().join("symbols");
+    let dlls = wine.copy_modules(&crash.minidump, &symbols.join("system32"));
+    assert!(
+        dlls.iter().any(|d| d.ends_with("ntdll.dll")),
+        "the dump lists no ntdll.dll in the prefix: {:?}",
+        dump.modules
+    );
+    std::fs::hard_link(&ran, symbols.join(ran.file_name().unwrap())).unwrap();
+    let report = walk(&crash.minidump, &symbols);
+    Case {
+        _work: work,
+        exe,
+        stripped,
+        dump,
+        winedbg,
+        report,
+    }
+}
+
+impl Case {
+    /// The crash program's file name (`basic_o0.exe`).
+    fn exe_name(&self) -> &str {
+        self.exe.file_name().unwrap().to_str().unwrap()
+    }
+
+    fn in_program(&self, pc: u64) -> bool {
+        let exe = self.dump.module(self.exe_name()).unwrap_or_else(|| {
+            panic!(
+                "the dump lists no {}: {:?}",
+                self.exe_name(),
+                self.dump.modules
+            )
+        });
+        exe.contains(pc)
+    }
+
+    /// addr2line's names of the physical frames `pcs` (frame 0 first) that lie in the
+    /// program; None for the others.
+    fn program_names(&self, pcs: &[u64]) -> Vec<Option<Vec<String>>> {
+        let lookups: Vec<(usize, u64)> = pcs
+            .iter()
+            .enumerate()
+            .filter(|&(_, &pc)| self.in_program(pc))
+            .map(|(i, &pc)| (i, if i == 0 { pc } else { pc - 1 }))
+            .collect();
+        let addresses: Vec<u64> = lookups.iter().map(|&(_, a)| a).collect();
+        let mut names = vec![None; pcs.len()];
+        for ((i, _), found) in lookups
+            .iter()
+            .zip(windows::addr2line(&self.exe, &addresses))
+        {
+            names[*i] = Some(found);
+        }
+        names
+    }
+
+    fn thread(&self, tid: u64) -> &Value {
+        self.report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .find(|t| t["tid"].as_u64() == Some(tid))
+            .unwrap_or_else(|| panic!("the report has no thread {tid}"))
+    }
+
+    fn crashed_thread(&self) -> &Value {
+        let crashed: Vec<&Value> = self.report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .filter(|t| t["crashed"] == true)
+            .collect();
+        assert_eq!(crashed.len(), 1, "one crashed thread");
+        let tid = self
+            .dump
+            .crashed_tid
+            .expect("the dump names the crashed thread");
+        assert_eq!(
+            crashed[0]["tid"].as_u64(),
+            Some(u64::from(tid)),
+            "the crashed thread is the exception's"
+        );
+        crashed[0]
+    }
+}
+
+/// A physical frame of the report: the entries of inlined calls at its pc, innermost
+/// first, then the frame itself.
+struct Physical<'a> {
+    pc: u64,
+    entries: Vec<&'a Value>,
+}
+
+impl Physical<'_> {
+    fn names(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|e| e["function"].as_str().unwrap_or("??").to_owned())
+            .collect()
+    }
+}
+
+fn hex(v: &Value) -> u64 {
+    v.as_str()
+        .and_then(|s| s.strip_prefix("0x"))
+        .and_then(|s| u64::from_str_radix(s, 16).ok())
+        .unwrap_or_else(|| panic!("not a hex string: {v}"))
+}
+
+fn physical_frames(thread: &Value) -> Vec<Physical<'_>> {
+    let mut frames = Vec::new();
+    let mut pending = Vec::new();
+    for entry in thread["frames"].as_array().expect("frames") {
+        pending.push(entry);
+        if entry["inlined"] != true {
+            frames.push(Physical {
+                pc: hex(&entry["pc"]),
+                entries: std::mem::take(&mut pending),
+            });
+        }
+    }
+    assert!(
+        pending.is_empty(),
+        "inlined entries after the outermost frame"
+    );
+    frames
+}
+
+/// `want` appear in `names` in this order, the first at frame 0.
+fn expect_stack(names: &[Option<Vec<String>>], want: &[&str], shown: &str) {
+    let functions: Vec<&str> = names
+        .iter()
+        .map(|n| {
+            n.as_ref()
+                .and_then(|n| n.last())
+                .map_or("(not the program)", String::as_str)
+        })
+        .collect();
+    assert_eq!(
+        functions.first().copied(),
+        want.first().copied(),
+        "the reference does not crash where the program does; winedbg's stack:\n{shown}"
+    );
+    let mut rest = functions.iter();
+    for name in want {
+        assert!(
+            rest.any(|n| n == name),
+            "the reference lacks {name}: {functions:?}; winedbg's stack:\n{shown}"
+        );
+    }
+}
+
+/// Checks the reference (winedbg's stack shows `want`) and compares the crashed thread.
+fn check(case: &Case, want: &[&str]) {
+    let reference: Vec<&WineFrame> = case.winedbg.iter().filter(|f| !f.inlined).collect();
+    let pcs: Vec<u64> = reference.iter().map(|f| f.pc).collect();
+    let names = case.program_names(&pcs);
+    let winedbg_text: String = case.winedbg.iter().map(|f| f.text.clone() + "\n").collect();
+    expect_stack(&names, want, &winedbg_text);
+
+    let ours = physical_frames(case.crashed_thread());
+    let mut differs = ours.len() != reference.len();
+    for (i, w) in reference.iter().enumerate() {
+        let Some(o) = ours.get(i) else { break };
+        differs |= o.pc != w.pc;
+        match &names[i] {
+            Some(_) if case.stripped => differs |= o.names().iter().any(|n| n != "??"),
+            Some(expected) => differs |= &o.names() != expected,
+            None => {}
+        }
+    }
+    // every module on the stack has unwind info: each caller is found by its rules (the
+    // program's and wine's .pdata), never by frame pointers or scanning
+    for (i, o) in ours.iter().enumerate().skip(1) {
+        let frame = o.entries.last().unwrap();
+        assert_eq!(
+            (frame["trust"].as_str(), frame["unwind_source"].as_str()),
+            (Some("cfi"), Some("pdata")),
+            "{}: frame {i} ({:#x}) was not found by .pdata: {frame}",
+            case.exe_name(),
+            o.pc
+        );
+    }
+    let table = side_by_side(&case.winedbg, &names, &ours);
+    // shown with --nocapture when the stacks agree
+    eprintln!("{}: crashed thread\n{table}", case.exe_name());
+    assert!(
+        !differs,
+        "{}: the crashed thread differs from winedbg's (pcs: every physical frame; names: \
+         the program's frames, by addr2line):\n{table}",
+        case.exe_name()
+    );
+}
+
+/// Both stacks, physical frame by physical frame: winedbg's (with its inlined calls and,
+/// for the program's frames, addr2line's names) and ours, `<<` on each row that differs.
+fn side_by_side(
+    winedbg: &[WineFrame],
+    names: &[Option<Vec<String>>],
+    ours: &[Physical<'_>],
+) -> String {
+    // winedbg's physical frames with their inlined calls before them.
+    let mut left = Vec::new();
+    let mut inlined: Vec<&str> = Vec::new();
+    for f in winedbg {
+        let name = f.function.as_deref().unwrap_or("?");
+        if f.inlined {
+            inlined.push(name);
+            continue;
+        }
+        let mut text = format!("{:#x}", f.pc);
+        for i in inlined.drain(..) {
+            let _ = write!(text, " {i} [inlined] <");
+        }
+        match (&f.function, &f.module) {
+            (Some(function), Some(module)) => {
+                let _ = write!(text, " {function} in {module}");
+            }
+            (None, Some(module)) => {
+                let _ = write!(text, " in {module}");
+            }
+            _ => text.push_str(" ??"),
+        }
+        left.push((f.pc, text));
+    }
+    let right: Vec<String> = ours
+        .iter()
+        .map(|o| {
+            let last = o.entries.last().unwrap();
+            format!(
+                "{:#x} {} [{}] {}",
+                o.pc,
+                o.entries
+                    .iter()
+                    .map(|e| {
+                        let name = e["function"].as_str().unwrap_or("??");
+                        if e["inlined"] == true {
+                            format!("{name} [inlined] <")
+                        } else {
+                            name.to_owned()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                last["trust"].as_str().unwrap_or("?"),
+                last["module"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    let width = left
+        .iter()
+        .map(|(_, t)| t.len())
+        .chain([20])
+        .max()
+        .unwrap_or(20)
+        .min(70);
+    let mut out = format!("  #   {:<width$} | {:<30} | ours\n", "winedbg", "addr2line");
+    for i in 0..left.len().max(right.len()) {
+        let l = left.get(i).map_or("-", |(_, t)| t.as_str());
+        let a = names
+            .get(i)
+            .and_then(Option::as_ref)
+            .map_or(String::new(), |n| n.join(" < "));
+        let r = right.get(i).map_or("-", String::as_str);
+        let same = match (left.get(i), ours.get(i)) {
+            (Some((pc, _)), Some(o)) => {
+                *pc == o.pc
+                    && names
+                        .get(i)
+                        .and_then(Option::as_ref)
+                        .is_none_or(|n| *n == o.names())
+            }
+            _ => false,
+        };
+        let mark = if same { "" } else { "  <<" };
+        let _ = writeln!(out, "  {i:<3} {l:<width$} | {a:<30} | {r}{mark}");
+    }
+    out
+}
+
+/// basic.c: crash_here ← middle ← outer ← main, under the C runtime's start-up and
+/// wine's thread start.
+fn basic(case: &str, flags: &[&str]) {
+    let case = record(case, flags, "basic.c");
+    check(&case, &["crash_here", "middle", "outer", "main"]);
+}
+
+#[test]
+fn windows_c_o0() {
+    basic("c_o0", &["-O0"]);
+}
+
+#[test]
+fn windows_c_o2() {
+    basic("c_o2", &["-O2"]);
+}
+
+/// The program stripped (`x86_64-w64-mingw32-strip`): no DWARF, no `.debug_frame`, no
+/// symbols — its frames are walked from `.pdata`/`.xdata` alone, and stay unnamed.
+#[test]
+fn windows_c_o2_stripped() {
+    let case = record_as("c_o2_strip", &["-O2"], "basic.c", true);
+    check(&case, &["crash_here", "middle", "outer", "main"]);
+}
+
+#[test]
+fn windows_c_o2_no_omit_frame_pointer() {
+    basic("c_o2_fp", &["-O2", "-fno-omit-frame-pointer"]);
+}
+
+/// threads.c: the main thread crashes while two others wait. winedbg walks only the
+/// crashed thread; the others must be in the report, each with its own function, named as
+/// addr2line names it.
+#[test]
+fn windows_threads() {
+    let case = record("threads", &["-O2"], "threads.c");
+    assert_eq!(
+        case.dump.threads.len(),
+        3,
+        "the dump holds the main thread and the two waiting ones: {:?}",
+        case.dump.threads
+    );
+    check(&case, &["fault", "main"]);
+
+    let mut reported: Vec<u64> = case.report["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|t| t["tid"].as_u64().expect("tid"))
+        .collect();
+    let mut in_dump: Vec<u64> = case.dump.threads.iter().map(|&t| u64::from(t)).collect();
+    reported.sort_unstable();
+    in_dump.sort_unstable();
+    assert_eq!(reported, in_dump, "the report's threads are the dump's");
+
+    let crashed = u64::from(case.dump.crashed_tid.unwrap());
+    let mut waiting = Vec::new();
+    for &tid in in_dump.iter().filter(|&&t| t != crashed) {
+        let frames = physical_frames(case.thread(tid));
+        let pcs: Vec<u64> = frames.iter().map(|f| f.pc).collect();
+        let names = case.program_names(&pcs);
+        let table: String = frames
+            .iter()
+            .zip(&names)
+            .map(|(f, n)| format!("  {:#x} {:?} (addr2line: {n:?})\n", f.pc, f.names()))
+            .collect();
+        for (f, n) in frames.iter().zip(&names) {
+            if let Some(n) = n {
+                assert_eq!(&f.names(), n, "thread {tid}:\n{table}");
+            }
+        }
+        let own: Vec<&String> = names.iter().flatten().flatten().collect();
+        waiting.extend(
+            ["wait_forever", "sleep_long"]
+                .into_iter()
+                .filter(|w| own.iter().any(|n| n == w)),
+        );
+        assert!(
+            !own.is_empty(),
+            "thread {tid} has no frame in the program:\n{table}"
+        );
+    }
+    waiting.sort_unstable();
+    assert_eq!(
+        waiting,
+        ["sleep_long", "wait_forever"],
+        "one thread waits in each"
+    );
+}

@@ -1,0 +1,829 @@
+//! Windows x64 crashes made on Linux: crash programs cross-compiled with mingw-w64 and
+//! run under wine, whose dbghelp writes the minidump, and winedbg's backtrace of it.
+//!
+//! The Windows crash corpus is made at test time, as the ELF one is: the programs of
+//! `server/tests/crashers/windows` are compiled by [`compile`] with
+//! `x86_64-w64-mingw32-gcc -g` (DWARF in the PE image, which `x86_64-w64-mingw32-addr2line`
+//! and the walk read) and linked with `dump_on_crash.c`, whose unhandled exception filter
+//! writes the minidump with `MiniDumpWriteDump`. [`record`] runs one under wine;
+//! [`winedbg_backtrace`] asks `winedbg DUMP` for `bt`, the reference stack of the crashed
+//! thread (winedbg walks a minidump with dbghelp's `StackWalkEx`, from the images' `.pdata`).
+//! winedbg may not name the program's own frames (`in basic (+0x1580)`): [`addr2line`]
+//! names them from the program's DWARF, inlined calls included.
+//!
+//! Wine runs in a private prefix, [`Wine::shared`]: one per test process, in a temporary
+//! directory, made once (`wineboot --init`, several seconds) and shared by the process's
+//! tests; runs in it need no serializing (one wineserver serves them all). Its wineserver
+//! is started persistent (for a minute after its last client), so the tests do not pay
+//! wine's start-up again after each run.
+//! A static is never dropped, so the prefix is removed by a watcher started with it
+//! (`setsid --fork sh`, which waits for the test process with `tail --pid`, then runs
+//! `wineserver -k` in the prefix and deletes the directory): a prefix is ~700 MB and its
+//! server must not outlive the tests. Every wine command has a timeout: a hung wine fails
+//! the test instead of hanging it.
+//!
+//! What wine 8's dbghelp writes (Debian 12): the module list names the program by its
+//! Windows path on wine's `Z:` drive (`Z:\tmp\…\basic.exe`) and wine's DLLs by their path in
+//! the prefix (`C:\windows\system32\ntdll.dll`); no module has a CodeView record (not even
+//! an image linked with `--build-id`, which has one in its debug directory), so a module is
+//! known by name, `TimeDateStamp` and `SizeOfImage` only; stream `0xfff0`, wine's own, lists
+//! the Linux shared objects of the wine loader. The DLLs' files are the prefix's copies of
+//! `/usr/lib/x86_64-linux-gnu/wine/x86_64-windows`, PE images with `.pdata` and DWARF:
+//! [`Wine::copy_modules`] puts them beside the program for the walk.
+//!
+//! Needs `wine`, `wine64` and `gcc-mingw-w64-x86-64` (test.sh installs them) on x86_64 Linux.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The mingw-w64 C compiler for Windows x64.
+pub const CC: &str = "x86_64-w64-mingw32-gcc";
+/// binutils' addr2line for PE images.
+pub const ADDR2LINE: &str = "x86_64-w64-mingw32-addr2line";
+/// The exit status of a program killed by an access violation under wine: the low byte
+/// of `STATUS_ACCESS_VIOLATION` (0xc0000005).
+pub const ACCESS_VIOLATION_EXIT: i32 = 5;
+/// The dump-writing filter every crash program is linked with (and its header).
+const DUMP_ON_CRASH: [&str; 2] = ["dump_on_crash.c", "dump_on_crash.h"];
+
+/// Bound on running a crash program or winedbg.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bound on compiling, and on making the prefix (`wineboot --init` takes ~6 s on an idle
+/// machine, much more beside a build).
+const SLOW_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The directory of the Windows crash programs: `server/tests/crashers/windows`.
+pub fn crashers_dir() -> PathBuf {
+    crate::program::crashers_dir().join("windows")
+}
+
+/// Whether this machine can make and read Windows crashes: x86_64 Linux with mingw-w64's
+/// gcc and addr2line, wine, wineserver and winedbg. Prints what is missing. Runs no
+/// Windows program (that would make a prefix in `~/.wine`).
+pub fn can_run() -> bool {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        eprintln!("Windows crashes are made on x86_64 Linux only");
+        return false;
+    }
+    let mut ok = true;
+    for (tool, args) in [
+        (CC, &["--version"][..]),
+        (ADDR2LINE, &["--version"][..]),
+        ("wine", &["--version"][..]),
+        ("wineserver", &["--version"][..]),
+    ] {
+        let works = Command::new(tool)
+            .args(args)
+            .env("WINEDEBUG", "-all")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !works {
+            eprintln!("{tool} is not installed (see test.sh)");
+            ok = false;
+        }
+    }
+    // winedbg is a script that starts a Windows program: found on PATH, not run.
+    let winedbg = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("winedbg").is_file()));
+    if !winedbg {
+        eprintln!("winedbg is not installed (see test.sh)");
+        ok = false;
+    }
+    ok
+}
+
+/// Compiles the Windows crash program `sources` (file names in [`crashers_dir`], copied
+/// into `dir`) with `dump_on_crash.c` into `dir/NAME.exe`: `x86_64-w64-mingw32-gcc -g`,
+/// `flags`, `-ldbghelp`. Panics with the compiler's output on failure.
+pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> PathBuf {
+    for source in sources.iter().chain(&DUMP_ON_CRASH) {
+        std::fs::copy(crashers_dir().join(source), dir.join(source))
+            .unwrap_or_else(|e| panic!("copy Windows crasher source {source}: {e}"));
+    }
+    let exe = if name.ends_with(".exe") {
+        name.to_owned()
+    } else {
+        format!("{name}.exe")
+    };
+    let mut command = Command::new(CC);
+    command
+        .arg("-g")
+        .args(flags)
+        .args(sources)
+        .arg(DUMP_ON_CRASH[0])
+        .args(["-o", &exe, "-ldbghelp"])
+        .current_dir(dir);
+    let out = run(
+        &mut command,
+        None,
+        &dir.join(format!("{exe}.cc")),
+        SLOW_TIMEOUT,
+    );
+    assert!(
+        out.status.success(),
+        "{CC} {flags:?} {sources:?} failed with {}:\n{}{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    dir.join(exe)
+}
+
+/// A crash recorded under wine.
+#[derive(Debug, Clone)]
+pub struct WinCrash {
+    /// The minidump the program's exception filter wrote, beside the program.
+    pub minidump: PathBuf,
+    /// The program's exit status (see [`ACCESS_VIOLATION_EXIT`]); None if a signal
+    /// ended it.
+    pub exit_code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `exe` under wine in the shared prefix until it crashes (at most a minute) and
+/// returns its minidump, `NAME.dmp` beside it; panics unless the dump was written.
+pub fn record(exe: &Path) -> WinCrash {
+    Wine::shared().record(exe)
+}
+
+/// winedbg's backtrace of the crashed thread of `dump` (see [`Wine::winedbg_backtrace`]).
+pub fn winedbg_backtrace(dump: &Path) -> Vec<WineFrame> {
+    Wine::shared().winedbg_backtrace(dump)
+}
+
+/// A private wine prefix, shared by the tests of one process (see the module's
+/// documentation).
+#[derive(Debug)]
+pub struct Wine {
+    /// The temporary directory: `prefix/` and wineboot's output.
+    root: PathBuf,
+    prefix: PathBuf,
+}
+
+impl Wine {
+    /// The test process's prefix, made on first use.
+    pub fn shared() -> &'static Wine {
+        static SHARED: OnceLock<Wine> = OnceLock::new();
+        SHARED.get_or_init(Wine::create)
+    }
+
+    fn create() -> Wine {
+        let root = tempfile::Builder::new()
+            .prefix("pm-wine-")
+            .tempdir()
+            .expect("create a temporary directory for the wine prefix")
+            .keep();
+        let prefix = root.join("prefix");
+        std::fs::create_dir(&prefix).expect("create the wine prefix directory");
+        let wine = Wine { root, prefix };
+        // The watcher first, so that a failure below still has the prefix removed. In a
+        // session of its own (`setsid --fork`, which returns at once), so that the
+        // interrupt that stops the tests does not stop it.
+        let watcher = "tail --pid=\"$1\" -f /dev/null; \
+                       WINEPREFIX=\"$2/prefix\" timeout 30 wineserver -k; \
+                       sleep 1; rm -rf \"$2\"";
+        let started = Command::new("setsid")
+            .args(["--fork", "sh", "-c", watcher, "pm-wine-cleanup"])
+            .arg(std::process::id().to_string())
+            .arg(&wine.root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("start the wine prefix's cleanup (setsid sh)");
+        assert!(started.success(), "setsid --fork sh: {started}");
+        // Persistent for a minute after its last client (Debian's wrapper passes -p0
+        // first; the last -p counts): the tests' runs reuse the running server and the
+        // processes wineboot starts. The watcher ends it with the tests.
+        let out = run(
+            wine.command("wineserver").arg("-p60"),
+            None,
+            &wine.root.join("wineserver"),
+            RUN_TIMEOUT,
+        );
+        assert!(out.status.success(), "wineserver -p60 failed: {out:?}");
+        let out = run(
+            wine.command("wine").args(["wineboot.exe", "--init"]),
+            None,
+            &wine.root.join("wineboot"),
+            SLOW_TIMEOUT,
+        );
+        assert!(
+            out.status.success() && wine.prefix.join("drive_c/windows/system32").is_dir(),
+            "wineboot --init did not make the prefix {}: {out:?}",
+            wine.prefix.display()
+        );
+        wine
+    }
+
+    /// The prefix (`WINEPREFIX`).
+    pub fn prefix(&self) -> &Path {
+        &self.prefix
+    }
+
+    /// `program` with the prefix's environment: `WINEPREFIX`, no debug channels, no
+    /// Mono or Gecko installers, no display, C locale.
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env("WINEPREFIX", &self.prefix)
+            .env("WINEDEBUG", "-all")
+            .env("WINEDLLOVERRIDES", "mscoree,mshtml=")
+            .env("LC_ALL", "C")
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY");
+        command
+    }
+
+    /// [`record`] in this prefix. The program's first argument is the dump's file name;
+    /// it runs in its own directory (wine's `Z:` drive maps it).
+    pub fn record(&self, exe: &Path) -> WinCrash {
+        let exe = exe.canonicalize().expect("the program exists");
+        let dir = exe.parent().expect("the program's directory");
+        let stem = exe
+            .file_stem()
+            .expect("the program's name")
+            .to_string_lossy();
+        let dump_name = format!("{stem}.dmp");
+        let minidump = dir.join(&dump_name);
+        let _ = std::fs::remove_file(&minidump);
+        let out = run(
+            self.command("wine")
+                .arg(&exe)
+                .arg(&dump_name)
+                .current_dir(dir),
+            None,
+            &dir.join(format!("{stem}.wine")),
+            RUN_TIMEOUT,
+        );
+        let is_dump = std::fs::read(&minidump).is_ok_and(|b| b.starts_with(b"MDMP"));
+        assert!(
+            is_dump,
+            "{} ran under wine ({}) but wrote no minidump {}:\n{}{}",
+            exe.display(),
+            out.status,
+            minidump.display(),
+            out.stdout,
+            out.stderr
+        );
+        WinCrash {
+            minidump,
+            exit_code: out.status.code(),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        }
+    }
+
+    /// winedbg's `bt` of `dump`: the crashed thread's stack, innermost first, as winedbg
+    /// walks it (in minidump mode it knows only the thread the exception record names).
+    /// Never `bt all`, which lists the live wine processes instead.
+    pub fn winedbg_backtrace(&self, dump: &Path) -> Vec<WineFrame> {
+        let dir = dump.parent().expect("the dump's directory");
+        let name = dump.file_name().expect("the dump's name").to_string_lossy();
+        let out = run(
+            self.command("winedbg").arg(&*name).current_dir(dir),
+            Some("bt\nquit\n"),
+            &dir.join(format!("{name}.winedbg")),
+            RUN_TIMEOUT,
+        );
+        let frames = parse_backtrace(&out.stdout);
+        assert!(
+            out.status.success() && !frames.is_empty(),
+            "winedbg {} gave no backtrace ({}):\n{}{}",
+            dump.display(),
+            out.status,
+            out.stdout,
+            out.stderr
+        );
+        frames
+    }
+
+    /// The file in this prefix of a Windows path (`C:\windows\system32\ntdll.dll`, or a
+    /// `Z:` path, which is the Linux root), through the prefix's `dosdevices` links.
+    pub fn unix_path(&self, windows_path: &str) -> PathBuf {
+        let (drive, rest) = windows_path.split_once(':').unwrap_or(("c", windows_path));
+        let mut path = self
+            .prefix
+            .join("dosdevices")
+            .join(format!("{}:", drive.to_ascii_lowercase()));
+        path.extend(rest.split('\\').filter(|c| !c.is_empty()));
+        path
+    }
+
+    /// Copies (hard links where it can) every module of `dump` that lives in the prefix
+    /// (wine's DLLs, on `C:`) into `into`, which is made, and returns their new paths: the
+    /// files a walk needs to unwind through and name wine's frames.
+    pub fn copy_modules(&self, dump: &Path, into: &Path) -> Vec<PathBuf> {
+        std::fs::create_dir_all(into).expect("create the modules' directory");
+        let mut copied = Vec::new();
+        for module in read_dump(dump).modules {
+            if !module.name.to_ascii_lowercase().starts_with("c:") {
+                continue;
+            }
+            let from = self.unix_path(&module.name);
+            let to = into.join(module.file_name());
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to)
+                    .unwrap_or_else(|e| panic!("copy {} ({}): {e}", module.name, from.display()));
+            }
+            copied.push(to);
+        }
+        copied
+    }
+}
+
+/// One frame of winedbg's backtrace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WineFrame {
+    /// Frame 0: the crash's pc; any other: the return address.
+    pub pc: u64,
+    /// The symbol winedbg names (without `+0xOFFSET`); None where it prints only the
+    /// module (`in basic (+0x1580)`), as for a program whose debug info it does not read.
+    pub function: Option<String>,
+    /// winedbg's module name: the image's file name without `.exe`/`.dll`, lower case.
+    pub module: Option<String>,
+    /// A call inlined into the next frame's function: winedbg lists it, innermost first,
+    /// at the same pc as the frame it was inlined into (`__wine_pop_frame` before
+    /// `RtlUserThreadStart`), and marks it no other way. This is the report's and gdb's
+    /// `inlined` (true on the inlined callee, false on the frame it sits in). Recursion
+    /// whose frames share a return address would look the same: the crash programs have
+    /// none.
+    pub inlined: bool,
+    /// The line as winedbg printed it.
+    pub text: String,
+}
+
+/// The frames of winedbg's `Backtrace:` listing in `output`: the one that follows the
+/// first `Wine-dbg>` prompt (the answer to `bt`; winedbg also prints one on loading a
+/// minidump), else the first.
+pub fn parse_backtrace(output: &str) -> Vec<WineFrame> {
+    let answer = output.split_once("Wine-dbg>").map_or(output, |(_, a)| a);
+    let Some((_, listing)) = answer.split_once("Backtrace:") else {
+        return Vec::new();
+    };
+    let mut frames: Vec<WineFrame> = listing
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .map_while(parse_frame_line)
+        .collect();
+    for i in 1..frames.len() {
+        if frames[i].pc == frames[i - 1].pc {
+            frames[i - 1].inlined = true;
+        }
+    }
+    frames
+}
+
+/// One line of winedbg's `Backtrace:`:
+///
+/// ```text
+/// =>0 0x00000140001630 in crash (+0x1630) (0x00000000c813e0)
+///   6 0x0000007b627e49 BaseThreadInitThunk+0x9(unknown=…) [Z:\…\thread.c:61] in kernel32 (0000000000000000)
+/// ```
+///
+/// (`=>` marks the selected frame; then the number, the pc, the symbol with its
+/// arguments and source line, or only the module and offset, and the frame address.)
+fn parse_frame_line(line: &str) -> Option<WineFrame> {
+    let rest = line
+        .strip_prefix("=>")
+        .or_else(|| line.strip_prefix("  "))?;
+    let (number, rest) = rest.split_once(' ')?;
+    number.parse::<u32>().ok()?;
+    let (pc, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+    let pc = u64::from_str_radix(pc.strip_prefix("0x")?, 16).ok()?;
+    // The frame address, last; a leading space so that a module alone is ` in MODULE`.
+    let rest = format!(" {rest}");
+    let rest = rest.rsplit_once(" (").map_or(rest.as_str(), |(r, _)| r);
+    // ` in MODULE` or ` in MODULE (+0xOFFSET)`, after the symbol and its arguments
+    // (which may say "in" too: "<register RSP not accessible in this frame>").
+    let (symbol, module) = match rest.rsplit_once(" in ") {
+        Some((symbol, module)) => {
+            let module = module.split_once(" (+0x").map_or(module, |(m, _)| m).trim();
+            (
+                symbol.trim(),
+                (!module.is_empty()).then(|| module.to_owned()),
+            )
+        }
+        None => ("", None),
+    };
+    let function = symbol
+        .split('(')
+        .next()
+        .map(|s| s.split_once("+0x").map_or(s, |(name, _)| name).trim())
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    Some(WineFrame {
+        pc,
+        function,
+        module,
+        inlined: false,
+        text: line.trim_end().to_owned(),
+    })
+}
+
+/// The functions at each of `addresses` in `exe` by its DWARF, innermost first (an
+/// inlined call's function, then the function it sits in; `??` where there is none):
+/// `x86_64-w64-mingw32-addr2line -f -i -C -a`. For a caller's frame pass the return
+/// address minus one, so the call's own function and line are found.
+pub fn addr2line(exe: &Path, addresses: &[u64]) -> Vec<Vec<String>> {
+    if addresses.is_empty() {
+        return Vec::new();
+    }
+    let dir = exe.parent().expect("the program's directory");
+    let mut command = Command::new(ADDR2LINE);
+    command.args(["-f", "-i", "-C", "-a", "-e"]).arg(exe);
+    command.args(addresses.iter().map(|a| format!("{a:#x}")));
+    let name = exe
+        .file_name()
+        .expect("the program's name")
+        .to_string_lossy();
+    let out = run(
+        &mut command,
+        None,
+        &dir.join(format!("{name}.addr2line")),
+        RUN_TIMEOUT,
+    );
+    assert!(
+        out.status.success(),
+        "{ADDR2LINE} failed ({}): {}",
+        out.status,
+        out.stderr
+    );
+    // `-a` starts each address's answer with the address; then function and file:line
+    // pairs.
+    let mut answers: Vec<Vec<String>> = Vec::new();
+    let mut lines = out.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.starts_with("0x") {
+            answers.push(Vec::new());
+        } else if let Some(names) = answers.last_mut() {
+            names.push(line.to_owned());
+            lines.next(); // file:line
+        }
+    }
+    assert_eq!(
+        answers.len(),
+        addresses.len(),
+        "{ADDR2LINE} answered {} of {} addresses:\n{}",
+        answers.len(),
+        addresses.len(),
+        out.stdout
+    );
+    answers
+}
+
+/// What a minidump's thread list, exception and module list say (read here rather than
+/// with the engine, which is what the tests check).
+#[derive(Debug, Clone, Default)]
+pub struct DumpSummary {
+    /// Thread ids, in the thread list's order.
+    pub threads: Vec<u32>,
+    /// The thread the exception record names.
+    pub crashed_tid: Option<u32>,
+    pub exception_code: Option<u32>,
+    pub modules: Vec<DumpModule>,
+}
+
+/// One `MINIDUMP_MODULE`.
+#[derive(Debug, Clone)]
+pub struct DumpModule {
+    pub base: u64,
+    pub size: u32,
+    pub time_date_stamp: u32,
+    /// As the dump records it: a Windows path.
+    pub name: String,
+    /// The CodeView record's size (0: none).
+    pub cv_record_size: u32,
+}
+
+impl DumpModule {
+    /// The last component of the Windows path.
+    pub fn file_name(&self) -> &str {
+        self.name.rsplit(['\\', '/']).next().unwrap_or(&self.name)
+    }
+
+    pub fn contains(&self, address: u64) -> bool {
+        address >= self.base && address - self.base < u64::from(self.size)
+    }
+}
+
+impl DumpSummary {
+    /// The module whose file name is `file_name`, compared without case.
+    pub fn module(&self, file_name: &str) -> Option<&DumpModule> {
+        self.modules
+            .iter()
+            .find(|m| m.file_name().eq_ignore_ascii_case(file_name))
+    }
+}
+
+/// Reads the thread list (stream 3), module list (4) and exception (6) of a minidump.
+pub fn read_dump(path: &Path) -> DumpSummary {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    parse_dump(&bytes).unwrap_or_else(|| panic!("{} is not a readable minidump", path.display()))
+}
+
+fn parse_dump(b: &[u8]) -> Option<DumpSummary> {
+    let u32_at = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let u64_at = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    };
+    if b.get(..4)? != b"MDMP" {
+        return None;
+    }
+    let streams = u32_at(8)? as usize;
+    let directory = u32_at(12)? as usize;
+    let mut summary = DumpSummary::default();
+    for i in 0..streams {
+        let entry = directory + 12 * i;
+        let (kind, at) = (u32_at(entry)?, u32_at(entry + 8)? as usize);
+        match kind {
+            3 => {
+                // MINIDUMP_THREAD: 48 bytes, ThreadId first.
+                for t in 0..u32_at(at)? as usize {
+                    summary.threads.push(u32_at(at + 4 + 48 * t)?);
+                }
+            }
+            4 => {
+                // MINIDUMP_MODULE: 108 bytes; CvRecord's size at 76.
+                for m in 0..u32_at(at)? as usize {
+                    let module = at + 4 + 108 * m;
+                    let name_at = u32_at(module + 20)? as usize;
+                    let name_len = u32_at(name_at)? as usize;
+                    let units: Vec<u16> = b
+                        .get(name_at + 4..name_at + 4 + name_len)?
+                        .chunks_exact(2)
+                        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                        .collect();
+                    summary.modules.push(DumpModule {
+                        base: u64_at(module)?,
+                        size: u32_at(module + 8)?,
+                        time_date_stamp: u32_at(module + 16)?,
+                        name: String::from_utf16_lossy(&units),
+                        cv_record_size: u32_at(module + 76)?,
+                    });
+                }
+            }
+            6 => {
+                // MINIDUMP_EXCEPTION_STREAM: ThreadId, alignment, then ExceptionCode.
+                summary.crashed_tid = Some(u32_at(at)?);
+                summary.exception_code = Some(u32_at(at + 8)?);
+            }
+            _ => {}
+        }
+    }
+    Some(summary)
+}
+
+/// What a command printed and how it ended.
+#[derive(Debug)]
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Finished {
+    fn lines(&self) -> std::str::Lines<'_> {
+        self.stdout.lines()
+    }
+}
+
+/// Runs `command` with `stdin`, its output going to `LOG.stdout` and `LOG.stderr` (files,
+/// not pipes: the wine processes a run starts — services.exe, explorer.exe — inherit them
+/// and outlive it, so a pipe would not close when the program ends). Panics with what it
+/// printed if it outlives `timeout`, after killing it.
+fn run(command: &mut Command, stdin: Option<&str>, log: &Path, timeout: Duration) -> Finished {
+    let with = |ext: &str| {
+        let mut name = log.as_os_str().to_owned();
+        name.push(ext);
+        PathBuf::from(name)
+    };
+    let (out_path, err_path) = (with(".stdout"), with(".stderr"));
+    let stdin = match stdin {
+        Some(text) => {
+            let path = with(".stdin");
+            std::fs::write(&path, text).expect("write a command's input");
+            Stdio::from(File::open(&path).expect("open a command's input"))
+        }
+        None => Stdio::null(),
+    };
+    let mut child = command
+        .stdin(stdin)
+        .stdout(File::create(&out_path).expect("create a command's output file"))
+        .stderr(File::create(&err_path).expect("create a command's output file"))
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "run {:?}: {e} (is it installed? see test.sh)",
+                command.get_program()
+            )
+        });
+    let started = Instant::now();
+    let read = |path: &Path| {
+        String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
+    };
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for a command") {
+            return Finished {
+                status,
+                stdout: read(&out_path),
+                stderr: read(&err_path),
+            };
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{:?} {:?} did not finish in {timeout:?}; it printed:\n{}{}",
+                command.get_program(),
+                command.get_args().collect::<Vec<_>>(),
+                read(&out_path),
+                read(&err_path)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! winedbg's output is parsed from literal text: wine 8's `bt` of a minidump.
+
+    use super::*;
+
+    const SESSION: &str = r"WineDbg starting on minidump on pid 0020
+  basic_o2.exe was running on #2 X86_64 CPUs on Windows Win7 (7601)
+Register dump:
+ rip:0000000140001580 rsp:000000000021fca8 rbp:0000000000c813f0 eflags:00010202 (  R- --  I   - - - )
+Stack dump:
+0x0000000021fca8:  00000001400015af 0000000140001800
+Backtrace:
+=>0 0x00000140001580 in basic_o2 (+0x1580) (0x00000000c813f0)
+  1 0x000001400015af in basic_o2 (+0x15af) (0x00000000c813f0)
+WineDbg starting on pid 0020
+Wine-dbg>Backtrace:
+=>0 0x00000140001630 in crash (+0x1630) (0x00000000c813e0)
+  1 0x00000140001649 in crash (+0x1649) (0x00000000c813e0)
+  6 0x0000007b627e49 BaseThreadInitThunk+0x9(unknown=<internal error>, entry=<internal error>, arg=<internal error>) [Z:\tmp\wt\dlls\kernel32\thread.c:61] in kernel32 (0000000000000000)
+  7 0x0000017005dca8 __wine_pop_frame(entry=00000001400014D0, arg=0000000067FF0000) [Z:\tmp\wt\include\wine\exception.h:277] in ntdll (0000000000000000)
+  8 0x0000017005dca8 RtlUserThreadStart+0x88(entry=[<register RSP not accessible in this frame>, arg=[<register RSP not accessible in this frame>) [Z:\tmp\wt\dlls\ntdll\thread.c:285] in ntdll (0000000000000000)
+Wine-dbg>";
+
+    fn summary(frames: &[WineFrame]) -> Vec<(u64, Option<&str>, Option<&str>, bool)> {
+        frames
+            .iter()
+            .map(|f| (f.pc, f.function.as_deref(), f.module.as_deref(), f.inlined))
+            .collect()
+    }
+
+    #[test]
+    fn the_answer_to_bt_is_parsed_with_modules_names_and_inlined_calls() {
+        let frames = parse_backtrace(SESSION);
+        assert_eq!(
+            summary(&frames),
+            vec![
+                (0x1_4000_1630, None, Some("crash"), false),
+                (0x1_4000_1649, None, Some("crash"), false),
+                (
+                    0x7b62_7e49,
+                    Some("BaseThreadInitThunk"),
+                    Some("kernel32"),
+                    false
+                ),
+                (0x1_7005_dca8, Some("__wine_pop_frame"), Some("ntdll"), true),
+                (
+                    0x1_7005_dca8,
+                    Some("RtlUserThreadStart"),
+                    Some("ntdll"),
+                    false
+                ),
+            ]
+        );
+        assert!(frames[0].text.starts_with("=>0 0x00000140001630"));
+    }
+
+    #[test]
+    fn without_a_prompt_the_first_listing_counts() {
+        let text = SESSION.split("WineDbg starting on pid").next().unwrap();
+        let frames = parse_backtrace(text);
+        assert_eq!(
+            summary(&frames),
+            vec![
+                (0x1_4000_1580, None, Some("basic_o2"), false),
+                (0x1_4000_15af, None, Some("basic_o2"), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_frame_outside_every_module_has_neither_name_nor_module() {
+        let frames = parse_backtrace("Backtrace:\n=>0 0x00000000001234 (0x00000000c813e0)\n");
+        assert_eq!(summary(&frames), vec![(0x1234, None, None, false)]);
+    }
+
+    #[test]
+    fn no_listing_gives_no_frames() {
+        assert!(parse_backtrace("Wine-dbg>No process loaded, cannot execute 'bt'\n").is_empty());
+        assert!(parse_backtrace("").is_empty());
+    }
+
+    #[test]
+    fn the_listing_ends_at_the_next_prompt() {
+        let frames = parse_backtrace(
+            "Wine-dbg>Backtrace:\n=>0 0x00000000001234 in a (+0x34) (0)\nWine-dbg>\n  1 0x1 in b (0)\n",
+        );
+        assert_eq!(frames.len(), 1);
+    }
+
+    #[test]
+    fn a_command_is_killed_at_its_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let hung = std::panic::catch_unwind(|| {
+            run(
+                Command::new("sleep").arg("30"),
+                None,
+                &dir.path().join("sleep"),
+                Duration::from_millis(200),
+            )
+        });
+        assert!(hung.is_err(), "a command past its timeout fails");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let done = run(
+            Command::new("sh").args(["-c", "cat; echo err >&2"]),
+            Some("input\n"),
+            &dir.path().join("cat"),
+            Duration::from_secs(30),
+        );
+        assert!(done.status.success());
+        assert_eq!(
+            (done.stdout.as_str(), done.stderr.as_str()),
+            ("input\n", "err\n")
+        );
+    }
+
+    #[test]
+    fn windows_paths_map_into_the_prefix() {
+        let wine = Wine {
+            root: PathBuf::from("/t"),
+            prefix: PathBuf::from("/t/prefix"),
+        };
+        assert_eq!(
+            wine.unix_path(r"C:\windows\system32\ntdll.dll"),
+            Path::new("/t/prefix/dosdevices/c:/windows/system32/ntdll.dll")
+        );
+        assert_eq!(
+            wine.unix_path(r"Z:\tmp\x\basic.exe"),
+            Path::new("/t/prefix/dosdevices/z:/tmp/x/basic.exe")
+        );
+    }
+
+    #[test]
+    fn a_minidump_module_list_is_read() {
+        // Header, a directory of one module-list stream, one module, its name.
+        let mut b = Vec::new();
+        b.extend_from_slice(b"MDMP");
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&1u32.to_le_bytes()); // streams
+        b.extend_from_slice(&32u32.to_le_bytes()); // directory
+        b.resize(32, 0);
+        b.extend_from_slice(&4u32.to_le_bytes()); // module list
+        b.extend_from_slice(&112u32.to_le_bytes());
+        b.extend_from_slice(&44u32.to_le_bytes());
+        let list = b.len();
+        b.extend_from_slice(&1u32.to_le_bytes());
+        let module = b.len();
+        b.resize(module + 108, 0);
+        b[module..module + 8].copy_from_slice(&0x1_4000_0000u64.to_le_bytes());
+        b[module + 8..module + 12].copy_from_slice(&0x42000u32.to_le_bytes());
+        b[module + 16..module + 20].copy_from_slice(&0x6b08_de79u32.to_le_bytes());
+        let name_at = u32::try_from(b.len()).unwrap();
+        b[module + 20..module + 24].copy_from_slice(&name_at.to_le_bytes());
+        let name: Vec<u8> = r"Z:\tmp\x\basic.exe"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        b.extend_from_slice(&u32::try_from(name.len()).unwrap().to_le_bytes());
+        b.extend_from_slice(&name);
+        assert_eq!(list, 44);
+        let summary = parse_dump(&b).unwrap();
+        assert_eq!(summary.modules.len(), 1);
+        let m = summary.module("BASIC.EXE").unwrap();
+        assert_eq!(
+            (m.base, m.size, m.time_date_stamp),
+            (0x1_4000_0000, 0x42000, 0x6b08_de79)
+        );
+        assert_eq!(m.cv_record_size, 0);
+        assert!(m.contains(0x1_4000_1580) && !m.contains(0x1_4004_2000));
+        assert!(summary.threads.is_empty() && summary.crashed_tid.is_none());
+    }
+}
