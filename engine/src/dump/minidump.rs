@@ -44,8 +44,21 @@ const MEMORY_DESCRIPTOR_SIZE: usize = 16;
 /// Size of a `MINIDUMP_MEMORY_DESCRIPTOR64` (u64 start, u64 size).
 const MEMORY_DESCRIPTOR64_SIZE: usize = 16;
 
-/// Reads a minidump. Every slice of process memory in the result borrows `bytes`.
+/// Reads a minidump. Every slice of process memory in the result borrows `bytes`. What
+/// the minidump crate logs as it reads (e.g. a Windows CPU context's XSAVE state it
+/// ignores) becomes the report's `minidump-reader` warnings, not lines on stderr.
 pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
+    let (read, logged) = super::reader_log::collect(|| read_dump(bytes));
+    let mut dump = read?;
+    dump.warnings
+        .extend(logged.into_iter().map(|message| DumpWarning {
+            code: "minidump-reader",
+            message: format!("the minidump reader noted: {message}"),
+        }));
+    Ok(dump)
+}
+
+fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let md = Minidump::read(bytes).map_err(header_error)?;
     let mut warnings = Vec::new();
 

@@ -10,6 +10,7 @@ mod error;
 mod linux_maps;
 mod memory;
 pub mod minidump;
+mod reader_log;
 mod registers;
 
 use std::collections::BTreeMap;
