@@ -102,11 +102,19 @@ fn record(case: &str, flags: &[&str], source: &str) -> Case {
 /// As [`record`]; with `stripped`, the program that runs (and the only copy under
 /// `--symbols`) is stripped, and the copy with DWARF is kept apart for addr2line.
 fn record_as(case: &str, flags: &[&str], source: &str, stripped: bool) -> Case {
-    record_sources(case, flags, &[source], stripped)
+    record_sources(case, flags, &[source], stripped, None)
 }
 
-/// As [`record_as`], with several sources (C and assembly).
-fn record_sources(case: &str, flags: &[&str], sources: &[&str], stripped: bool) -> Case {
+/// As [`record_as`], with several sources (C and assembly), and with `dll` (its source,
+/// its file name) a DLL of the program's own built beside it (`-shared`, same flags),
+/// given under `--symbols` too.
+fn record_sources(
+    case: &str,
+    flags: &[&str],
+    sources: &[&str],
+    stripped: bool,
+    dll: Option<(&str, &str)>,
+) -> Case {
     assert!(
         windows::can_run(),
         "the Windows minidump tests need x86_64 Linux with mingw-w64 and wine \
@@ -114,6 +122,22 @@ fn record_sources(case: &str, flags: &[&str], sources: &[&str], stripped: bool) 
          them (wine wine64 gcc-mingw-w64-x86-64)"
     );
     let work = Workdir::new(&format!("win-{case}"));
+    let dll = dll.map(|(source, name)| {
+        std::fs::copy(
+            windows::crashers_dir().join(source),
+            work.path().join(source),
+        )
+        .unwrap();
+        let status = std::process::Command::new(windows::CC)
+            .args(["-g", "-shared"])
+            .args(flags)
+            .args([source, "-o", name])
+            .current_dir(work.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{} -shared {source} failed", windows::CC);
+        work.path().join(name)
+    });
     let mut exe = windows::compile(work.path(), flags, sources, case);
     let ran = exe.clone();
     if stripped {
@@ -149,6 +173,9 @@ fn record_sources(case: &str, flags: &[&str], sources: &[&str], stripped: bool) 
         dump.modules
     );
     std::fs::hard_link(&ran, symbols.join(ran.file_name().unwrap())).unwrap();
+    if let Some(dll) = &dll {
+        std::fs::hard_link(dll, symbols.join(dll.file_name().unwrap())).unwrap();
+    }
     let report = walk(&crash.minidump, &symbols);
     Case {
         _work: work,
@@ -464,11 +491,48 @@ fn windows_alloca_xmm_and_a_qsort_callback() {
 /// prologue.c/.S: a fault between a prologue's push and its allocation.
 #[test]
 fn windows_fault_inside_a_prologue() {
-    let case = record_sources("prologue", &["-O2"], &["prologue.c", "prologue.S"], false);
+    let case = record_sources(
+        "prologue",
+        &["-O2"],
+        &["prologue.c", "prologue.S"],
+        false,
+        None,
+    );
     // the assembly has no DWARF: addr2line cannot name frame 0, the COFF symbols do
     check(&case, &["??", "caller", "main"]);
     let frame0 = &case.crashed_thread()["frames"][0];
     assert_eq!(frame0["function"], "fault_in_prologue", "{frame0}");
+}
+
+/// plugin_main.c loads plugin.dll (plugin.c) with LoadLibrary; the fault is two functions
+/// deep in the DLL, whose frames are found and named from the DLL's own files.
+#[test]
+fn windows_crash_in_a_loaded_dll() {
+    let case = record_sources(
+        "plugin_main",
+        &["-O2"],
+        &["plugin_main.c"],
+        false,
+        Some(("plugin.c", "plugin.dll")),
+    );
+    // frames in the DLL are not the program's: addr2line names only call_plugin and main
+    check(&case, &["(not the program)", "call_plugin", "main"]);
+    let frames = case.crashed_thread()["frames"].as_array().unwrap();
+    let in_dll: Vec<(&str, &str)> = frames
+        .iter()
+        .take_while(|f| f["module"] == "plugin.dll")
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap_or("??"),
+                f["trust"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        in_dll,
+        [("plugin_fault", "context"), ("plugin_entry", "cfi")],
+        "the DLL's frames, named from its DWARF"
+    );
 }
 
 /// threads.c: the main thread crashes while two others wait. winedbg walks only the
