@@ -364,6 +364,7 @@ impl strum::VariantArray for ModuleUnwind {
         ModuleUnwind::Rules(UnwindSource::Sframe),
         ModuleUnwind::Rules(UnwindSource::CompactUnwind),
         ModuleUnwind::Rules(UnwindSource::Breakpad),
+        ModuleUnwind::Rules(UnwindSource::Pdata),
         ModuleUnwind::DumpMemory,
     ];
 }
