@@ -22,7 +22,7 @@ pub const KIND_BREAKPAD: &str = "breakpad-sym";
 /// Facts about one uploaded file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BinaryInfo {
-    /// `elf`, `macho` or `breakpad`.
+    /// `elf`, `macho`, `pe` or `breakpad`.
     pub format: &'static str,
     /// GNU build-id (ELF, Linux `.sym`) or LC_UUID (Mach-O), lower-case hex; `None` for a
     /// `.sym` of a module that has none (Windows, macOS).
@@ -34,6 +34,9 @@ pub struct BinaryInfo {
     /// `executable`, `shared-object`, `debug` (a separate debug file), `relocatable` or
     /// `breakpad-sym`.
     pub kind: &'static str,
+    /// A Windows image's code id (`TimeDateStamp` + `SizeOfImage`, upper-case), which a
+    /// minidump names its module by, with the module's file name.
+    pub code_id: Option<String>,
     /// The unwind/debug/symbol sections present, by their report names (`eh_frame`,
     /// `debug_frame`, `sframe`, `compact_unwind`, `debug_info`, `debug_line`, `symtab`,
     /// `dynsym`, …); for a `.sym` file the records present (`stack_cfi`, `stack_win`,
@@ -45,8 +48,10 @@ pub struct BinaryInfo {
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IdentifyError {
-    #[error("not an ELF file, a Mach-O file or a Breakpad .sym file")]
+    #[error("not an ELF file, a Mach-O file, a Windows PE image or a Breakpad .sym file")]
     NotABinary,
+    #[error("the PE file could not be read: {0}")]
+    MalformedPe(String),
     #[error("the ELF file could not be read: {0}")]
     Malformed(String),
     #[error("the Mach-O file could not be read: {0}")]
@@ -68,7 +73,9 @@ impl IdentifyError {
     pub fn code(&self) -> &'static str {
         match self {
             IdentifyError::NotABinary => "not-a-binary",
-            IdentifyError::Malformed(_) | IdentifyError::MalformedMachO(_) => "malformed-binary",
+            IdentifyError::Malformed(_)
+            | IdentifyError::MalformedMachO(_)
+            | IdentifyError::MalformedPe(_) => "malformed-binary",
             IdentifyError::FatMachO => "universal-macho",
             IdentifyError::CoreDump => "core-dump-as-binary",
             IdentifyError::NoBuildId | IdentifyError::NoUuid => "no-build-id",
@@ -116,6 +123,7 @@ pub fn identify(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         Some(m) if &m == b"\x7fELF" => identify_elf(bytes),
         Some(m) if MACHO_MAGICS.contains(&m) => identify_macho(bytes),
         Some(m) if FAT_MAGICS.contains(&m) => Err(IdentifyError::FatMachO),
+        Some(m) if m.starts_with(b"MZ") => identify_pe(bytes),
         _ if bytes.starts_with(b"MODULE ") => identify_sym(bytes),
         _ => Err(IdentifyError::NotABinary),
     }
@@ -205,6 +213,7 @@ fn describe<'data, R: object::ReadRef<'data>>(
         debug_id: None,
         arch,
         kind,
+        code_id: None,
         sections,
     })
 }
@@ -251,6 +260,54 @@ fn identify_macho(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         debug_id: Some(debug_id),
         arch,
         kind,
+        code_id: None,
+        sections,
+    })
+}
+
+/// PE sections by their report names (mingw-w64 keeps DWARF in sections of these names).
+const PE_SECTIONS: &[(&str, &str)] = &[
+    (".pdata", "pdata"),
+    (".debug_frame", "debug_frame"),
+    (".debug_info", "debug_info"),
+    (".debug_line", "debug_line"),
+];
+
+/// A Windows image (`.exe`, `.dll`): named by its code id, and by the debug id of its
+/// CodeView record (the PDB's GUID and age) where it has one.
+fn identify_pe(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
+    let file = object::File::parse(bytes).map_err(|e| IdentifyError::MalformedPe(e.to_string()))?;
+    let code_id = crate::binary::pe_code_id(&file)
+        .ok_or_else(|| IdentifyError::MalformedPe("not a PE image".into()))?;
+    let debug_id = match file.pdb_info() {
+        Ok(Some(cv)) => Some(crate::binary::pdb_debug_id(cv.guid(), cv.age())),
+        _ => None,
+    };
+    let arch = crate::binary::arch_of(&file).map(|a| a.as_str());
+    let mut sections: Vec<&'static str> = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if let Some((_, short)) = PE_SECTIONS.iter().find(|(n, _)| *n == name) {
+            if !sections.contains(short) {
+                sections.push(short);
+            }
+        }
+    }
+    if file.symbols().next().is_some() {
+        sections.push("symtab");
+    }
+    if file.exports().is_ok_and(|mut e| e.next().is_some()) {
+        sections.push("exports");
+    }
+    // object reads IMAGE_FILE_DLL as a dynamic object
+    let dll = file.kind() == ObjectKind::Dynamic;
+    Ok(BinaryInfo {
+        format: "pe",
+        build_id: None,
+        debug_id,
+        arch,
+        kind: if dll { "shared-object" } else { "executable" },
+        code_id: Some(code_id),
         sections,
     })
 }
@@ -311,6 +368,7 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         debug_id: Some(module.debug_id),
         arch,
         kind: KIND_BREAKPAD,
+        code_id: None,
         sections,
     })
 }

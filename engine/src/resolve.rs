@@ -47,6 +47,18 @@ pub enum TableKey {
     Path(String),
 }
 
+impl TableKey {
+    /// The key of the Windows image named `name` (any case) with code id `code_id`.
+    pub fn for_pe(name: &str, code_id: &str) -> TableKey {
+        let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
+        TableKey::CodeId(format!(
+            "{}/{}",
+            name.to_ascii_lowercase(),
+            crate::binary::normalize_code_id(code_id)
+        ))
+    }
+}
+
 impl fmt::Display for TableKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -168,7 +180,7 @@ pub async fn locate<S: FileSource>(
             if let Some(code_id) = module.pe_code_id() {
                 let name = module.name.to_ascii_lowercase();
                 let found = source.with_code_id(module, &name, &code_id).await?;
-                let key = TableKey::CodeId(format!("{name}/{code_id}"));
+                let key = TableKey::for_pe(&name, &code_id);
                 if let Some(l) = files(key, true, found) {
                     return Ok(Some(l));
                 }

@@ -443,6 +443,7 @@ async fn binaries_tables_missing(db: &Db) {
         debug_id: None,
         format: "elf".into(),
         source: None,
+        code_id: None,
     };
     let (_, created) = binaries::insert(db, &row).await.unwrap();
     assert!(created);
@@ -515,6 +516,7 @@ async fn debug_ids_and_requeue(db: &Db) {
         debug_id: Some(debug_id.into()),
         format: "breakpad".into(),
         source: None,
+        code_id: None,
     };
     let linux = sym("e1", "beef", "EFBE00000000000000000000000000000");
     let windows = sym("e2", "", "ABCDEF0123456789ABCDEF01234567891");

@@ -37,6 +37,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::report;
 use postmortem_testsupport::windows::{self, DumpSummary, WineFrame};
@@ -57,6 +59,9 @@ struct Case {
     dump: DumpSummary,
     winedbg: Vec<WineFrame>,
     report: Value,
+    /// The minidump, and the directory given as `--symbols` (the program, the DLLs).
+    minidump: PathBuf,
+    symbols: PathBuf,
 }
 
 /// The CLI under test (`POSTMORTEM_BIN` when set, see `report::postmortem`).
@@ -184,6 +189,8 @@ fn record_sources(
         dump,
         winedbg,
         report,
+        minidump: crash.minidump,
+        symbols,
     }
 }
 
@@ -593,4 +600,101 @@ fn windows_threads() {
         ["sleep_long", "wait_forever"],
         "one thread waits in each"
     );
+}
+
+/// The crashed thread's frames as the comparison reads them: pc, function, trust, unwind
+/// source and module of each entry.
+fn frame_rows(report: &Value) -> Vec<[Value; 5]> {
+    let crashed = report["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .find(|t| t["crashed"] == true)
+        .expect("a crashed thread");
+    crashed["frames"]
+        .as_array()
+        .expect("frames")
+        .iter()
+        .map(|f| ["pc", "function", "trust", "unwind_source", "module"].map(|k| f[k].clone()))
+        .collect()
+}
+
+/// The service: a Windows minidump uploaded before its files has the program and wine's
+/// DLLs missing; uploading the `.exe` and `.dll` files (by name: a Windows image sent
+/// without one is refused) requeues the crash, whose report then has the CLI's frames.
+#[tokio::test]
+async fn windows_minidump_through_the_service() {
+    let case = record("service", &["-O2"], "basic.c");
+    let data = tempfile::tempdir().unwrap();
+    let (_server, base) = common::start_serve(&[
+        "--workers",
+        "1",
+        "--data-dir",
+        data.path().to_str().unwrap(),
+    ]);
+    let c = common::client();
+    let dump = std::fs::read(&case.minidump).unwrap();
+    let id = common::upload_crash(&c, &base, &dump).await;
+    let first = common::poll_done(&c, &base, &id).await;
+    assert_eq!(first["status"], "done", "{first}");
+    let exe_name = case.exe_name().to_owned();
+    let module = |report: &Value| {
+        report["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == exe_name.as_str())
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(module(&first["report"])["status"], "missing", "{first}");
+
+    // no file name: the image cannot be matched, and is refused
+    let nameless = c
+        .post(format!("{base}/api/v1/binaries"))
+        .body(std::fs::read(case.symbols.join(&exe_name)).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(nameless.status(), 400);
+    let body: Value = nameless.json().await.unwrap();
+    assert_eq!(body["code"], "file-name-required", "{body}");
+
+    let mut files = vec![case.symbols.join(&exe_name)];
+    for dll in std::fs::read_dir(case.symbols.join("system32")).unwrap() {
+        files.push(dll.unwrap().path());
+    }
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        common::upload_binary(&c, &base, f, name).await;
+    }
+    let listed = common::get_json(&c, format!("{base}/api/v1/binaries")).await;
+    let exe_row = listed["binaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["file_name"] == exe_name.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(exe_row["format"], "pe", "{exe_row}");
+    assert_eq!(exe_row["kind"], "executable", "{exe_row}");
+    assert_eq!(
+        exe_row["code_id"].as_str().map(str::to_ascii_uppercase),
+        module(&case.report)["code_id"]
+            .as_str()
+            .map(str::to_ascii_uppercase),
+        "the image's code id is the one the dump names it by"
+    );
+
+    // the upload requeued the crash: wait for the report with the program's files
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let done = loop {
+        let v = common::poll_done(&c, &base, &id).await;
+        if module(&v["report"])["status"] == "ok" {
+            break v;
+        }
+        assert!(std::time::Instant::now() < deadline, "not reprocessed: {v}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(frame_rows(&done["report"]), frame_rows(&case.report));
 }

@@ -36,7 +36,8 @@ pub fn routes() -> Router<AppState> {
 
 fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
     let mut v = json!({
-        "build_id": row.build_id(), "debug_id": row.debug_id, "format": row.format,
+        "build_id": row.build_id(), "debug_id": row.debug_id, "code_id": row.code_id,
+        "format": row.format,
         "sha256": row.sha256, "arch": row.arch, "kind": row.kind,
         "file_name": row.file_name, "size": row.size, "sections": row.section_list(),
         "uploaded_at": row.uploaded_at, "source": row.source,
@@ -103,6 +104,14 @@ async fn upload_inner(
             },
             None => ApiError::Identify(e),
         })?;
+        if info.code_id.is_some() && name.is_none() {
+            return Err(ApiError::BadRequest {
+                code: "file-name-required",
+                detail: "a Windows image is found by its file name and code id, as minidumps \
+                         name modules: send its name (the multipart filename, or X-File-Name)"
+                    .into(),
+            });
+        }
         identified.push((name, staged, info));
     }
     let mut out = Vec::new();
@@ -122,22 +131,24 @@ async fn upload_inner(
             debug_id: info.debug_id.clone(),
             format: info.format.to_string(),
             source: None,
+            code_id: info.code_id.clone(),
         };
         let (stored, created) = binaries::insert(&s.db, &row).await?;
         if created {
             s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
-            created_infos.push(info);
+            created_infos.push((info, stored.file_name.clone()));
         }
         out.push(to_json(&stored, Some(created)));
     }
     // Only once every file of the request is stored, so that a crash requeued for one of
     // them is not processed before the others (a binary and its debug file) are there.
     let any_created = !created_infos.is_empty();
-    for info in created_infos {
+    for (info, name) in created_infos {
         let file = NewFile {
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == KIND_BREAKPAD,
+            pe: name.as_deref().zip(info.code_id.as_deref()),
         };
         if file_arrived(&s.db, &s.cache, file).await? > 0 {
             s.wake.notify_waiters();

@@ -136,6 +136,7 @@ mod tests {
             debug_id: None,
             format: format.into(),
             source: None,
+            code_id: None,
         }
     }
 

@@ -292,6 +292,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         debug_id: info.debug_id.clone(),
         format: info.format.to_string(),
         source: Some(source.to_string()),
+        code_id: None,
     };
     let (_, created) = binaries::insert(&runner.db, &row).await?;
     if created {
@@ -299,6 +300,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == engine::identify::KIND_BREAKPAD,
+            pe: None,
         };
         if file_arrived(&runner.db, &runner.cache, file).await? > 0 {
             runner.wake.notify_waiters();
@@ -341,6 +343,7 @@ mod tests {
             debug_id: None,
             format: "elf".into(),
             source: None,
+            code_id: None,
         }
     }
 

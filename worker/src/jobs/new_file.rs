@@ -18,6 +18,8 @@ pub struct NewFile<'a> {
     pub debug_id: Option<&'a str>,
     /// Whether it is a Breakpad `.sym` file (its tables are keyed by debug-id).
     pub breakpad: bool,
+    /// A Windows image: its file name and code id.
+    pub pe: Option<(&'a str, &'a str)>,
 }
 
 /// Invalidates the tables `file` feeds and requeues the crashes it may change. Returns
@@ -27,15 +29,20 @@ pub async fn file_arrived(
     cache: &TablesCache,
     file: NewFile<'_>,
 ) -> Result<u64, StoreError> {
-    let table_key = match (file.debug_id, file.breakpad) {
-        (Some(d), true) => Some(TableKey::Breakpad(d.to_string())),
+    let pe_key = file.pe.map(|(name, id)| TableKey::for_pe(name, id));
+    let table_key = match (file.debug_id, file.breakpad, &pe_key) {
+        (Some(d), true, _) => Some(TableKey::Breakpad(d.to_string())),
+        (_, _, Some(k)) => Some(k.clone()),
         _ => file.build_id.map(|b| TableKey::BuildId(b.to_string())),
     };
     if let Some(key) = table_key {
         tables::invalidate(db, &key.to_string()).await?;
         cache.invalidate(&key);
     }
-    let (b, d) = (file.build_id, file.debug_id);
+    // a Windows module the dump gives no debug id is missed under its image's key
+    let pe_key = pe_key.map(|k| k.to_string());
+    let b = file.build_id.or(pe_key.as_deref());
+    let d = file.debug_id;
     let requeued = missing::requeue_for_ids(db, b, d).await?
         + breakpad_used::requeue_for_ids(db, b, d).await?;
     if requeued > 0 {

@@ -151,7 +151,9 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 /// A module's key among the fetched tables: its build-id (lower-case hex), else its
 /// debug-id (upper-case, so never equal to a build-id).
 fn module_key(m: &Module) -> Option<String> {
-    m.build_id_hex().or_else(|| m.breakpad_debug_id())
+    m.build_id_hex()
+        .or_else(|| m.breakpad_debug_id())
+        .or_else(|| Some(TableKey::for_pe(&m.name, &m.pe_code_id()?).to_string()))
 }
 
 /// Format version of the stored build notes ([`BuildNotes`] as JSON); version 1 was the
@@ -202,6 +204,16 @@ impl FileSource for Uploaded<'_> {
             .filter(|f| !f.is_breakpad())
             .map(uploaded)
             .collect())
+    }
+
+    async fn with_code_id(
+        &self,
+        _module: &Module,
+        name: &str,
+        code_id: &str,
+    ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
+        let files = binaries::by_code_id(&self.0.db, name, code_id).await?;
+        Ok(files.into_iter().map(uploaded).collect())
     }
 
     async fn build_id_of_debug_id(&self, debug_id: &str) -> Result<Option<String>, JobError> {

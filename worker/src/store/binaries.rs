@@ -18,11 +18,13 @@ pub struct BinaryRow {
     pub uploaded_at: i64,
     /// Breakpad debug-id, upper-case (`.sym` and Mach-O files).
     pub debug_id: Option<String>,
-    /// `elf`, `macho` or `breakpad`.
+    /// `elf`, `macho`, `pe` or `breakpad`.
     pub format: String,
     /// The remote source (a debuginfod server's URL) the file was fetched from; `None`
     /// for an upload.
     pub source: Option<String>,
+    /// A Windows image's code id, upper-case (`TimeDateStamp` + `SizeOfImage`).
+    pub code_id: Option<String>,
 }
 
 impl BinaryRow {
@@ -43,13 +45,14 @@ impl BinaryRow {
 }
 
 const COLUMNS: &str =
-    "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at, debug_id, format, source";
+    "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at, debug_id, format, source, \
+     code_id";
 
 /// Inserts `row` unless a binary with the same sha256 exists. Returns the stored row
 /// and whether it was created by this call.
 pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), StoreError> {
     let sql = format!(
-        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (sha256) DO NOTHING"
     );
     let done = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
@@ -64,6 +67,7 @@ pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), Store
         .bind(&row.debug_id)
         .bind(&row.format)
         .bind(&row.source)
+        .bind(&row.code_id)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
@@ -94,6 +98,28 @@ pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, Stor
         .fetch_all(p)
         .await)?,
     )
+}
+
+/// The Windows images with code id `code_id` (upper-case) named `name` (compared without
+/// case, as Windows names files), oldest first.
+pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM binaries WHERE code_id = $1 ORDER BY uploaded_at, sha256");
+    let rows = crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(code_id)
+        .fetch_all(p)
+        .await)?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| {
+            r.file_name.as_deref().is_some_and(|n| {
+                n.rsplit(['/', '\\'])
+                    .next()
+                    .unwrap_or(n)
+                    .eq_ignore_ascii_case(name)
+            })
+        })
+        .collect())
 }
 
 /// Every file uploaded for a debug-id (upper-case), oldest first.
