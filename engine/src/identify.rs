@@ -138,7 +138,7 @@ fn identify_elf(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
 const SNIFF_BYTES: usize = 64 << 10;
 
 /// Identifies an uploaded binary read from `file` (any seekable reader: the caller opens
-/// it; the engine does no file I/O of its own). An ELF file is read through a cache of
+/// it; the engine does no file I/O of its own). An ELF file or a PE image is read through a cache of
 /// the ranges the parser asks for (headers, section table, notes), never whole, so
 /// memory stays small whatever the file's size. Another file is first judged from its
 /// start, and read whole only when that start is a format [`identify`] knows.
@@ -154,6 +154,12 @@ pub fn identify_file<F: std::io::Read + std::io::Seek>(
         let parsed =
             object::File::parse(data).map_err(|e| IdentifyError::Malformed(e.to_string()))?;
         return describe(&parsed);
+    }
+    // a PE image too: only its headers, debug directory and export table are read
+    if data.read_bytes_at(0, 2).ok() == Some(b"MZ".as_slice()) {
+        let parsed =
+            object::File::parse(data).map_err(|e| IdentifyError::MalformedPe(e.to_string()))?;
+        return describe_pe(&parsed);
     }
     let io = |e: std::io::Error| IdentifyError::Malformed(format!("reading the upload: {e}"));
     let mut reader = cache.into_inner();
@@ -277,13 +283,20 @@ const PE_SECTIONS: &[(&str, &str)] = &[
 /// CodeView record (the PDB's GUID and age) where it has one.
 fn identify_pe(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     let file = object::File::parse(bytes).map_err(|e| IdentifyError::MalformedPe(e.to_string()))?;
-    let code_id = crate::binary::pe_code_id(&file)
+    describe_pe(&file)
+}
+
+/// The facts `identify` reports of a parsed PE image.
+fn describe_pe<'data, R: object::ReadRef<'data>>(
+    file: &object::File<'data, R>,
+) -> Result<BinaryInfo, IdentifyError> {
+    let code_id = crate::binary::pe_code_id(file)
         .ok_or_else(|| IdentifyError::MalformedPe("not a PE image".into()))?;
     let debug_id = match file.pdb_info() {
         Ok(Some(cv)) => Some(crate::binary::pdb_debug_id(cv.guid(), cv.age())),
         _ => None,
     };
-    let arch = crate::binary::arch_of(&file).map(|a| a.as_str());
+    let arch = crate::binary::arch_of(file).map(|a| a.as_str());
     let mut sections: Vec<&'static str> = Vec::new();
     for section in file.sections() {
         let Ok(name) = section.name() else { continue };

@@ -135,6 +135,9 @@ pub(crate) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
 }
 
 /// The PLT stubs of every file (see [`plt_stubs`]), as sized candidates.
+/// Exports read from one image at most.
+const MAX_EXPORTS: usize = 1 << 20;
+
 /// The exported functions of PE images, by name.
 fn add_pe_exports<'d>(
     files: &[&'d object::File<'_>],
@@ -148,20 +151,27 @@ fn add_pe_exports<'d>(
             continue;
         }
         let input = u16::try_from(input).unwrap_or(u16::MAX);
+        // the executable sections' [start, end), sorted: each export is placed by a binary
+        // search (a hostile image may claim thousands of sections and of exports)
+        let mut text: Vec<(u64, u64)> = file
+            .sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .map(|s| (s.address(), s.address().saturating_add(s.size())))
+            .collect();
+        text.sort_unstable();
         let Ok(exports) = file.exports() else {
             continue;
         };
-        for export in exports.flatten() {
+        for export in exports.flatten().take(MAX_EXPORTS) {
             let ExportTarget::Address { address } = export.target() else {
                 continue;
             };
-            let Some(section) = file
-                .sections()
-                .find(|s| s.address() <= address && address < s.address().saturating_add(s.size()))
+            let i = text.partition_point(|&(start, _)| start <= address);
+            let Some(&(section_start, section_end)) = i.checked_sub(1).and_then(|i| text.get(i))
             else {
                 continue;
             };
-            if section.kind() != SectionKind::Text {
+            if address >= section_end {
                 continue;
             }
             let NameOrOrdinal::Name(std::borrow::Cow::Borrowed(bytes)) = export.into_name() else {
@@ -174,10 +184,7 @@ fn add_pe_exports<'d>(
                 continue;
             }
             let section_end = c
-                .range(
-                    section.address(),
-                    section.address().saturating_add(section.size()),
-                )
+                .range(section_start, section_end)
                 .map_or(start.saturating_add(1), |(_, e)| e);
             candidates.push(Candidate {
                 start,

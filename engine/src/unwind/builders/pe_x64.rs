@@ -696,31 +696,57 @@ fn add_leaf_rule(w: &mut TableWriter, file: &object::File<'_>, covered: &[(u32, 
         Slot::offset(RSP, 8),
         Slot::offset(0, -8),
     );
-    let mut covered = covered.to_vec();
-    covered.sort_unstable();
-    for section in file.sections() {
-        if section.kind() != SectionKind::Text {
-            continue;
-        }
-        let Some(start) = section.address().checked_sub(base) else {
-            continue;
-        };
-        let end = start.saturating_add(section.size());
+    let text: Vec<(u64, u64)> = file
+        .sections()
+        .filter(|s| s.kind() == SectionKind::Text)
+        .filter_map(|s| {
+            let start = s.address().checked_sub(base)?;
+            Some((start, start.saturating_add(s.size())))
+        })
+        .collect();
+    let covered: Vec<(u64, u64)> = covered
+        .iter()
+        .map(|&(b, e)| (u64::from(b), u64::from(e)))
+        .collect();
+    // one sweep over both, merged: linear whatever a hostile image claims
+    let (text, covered) = (merged(text), merged(covered));
+    let mut rest = covered.iter().peekable();
+    for (start, end) in text {
         let mut at = start;
-        for &(b, e) in &covered {
-            let (b, e) = (u64::from(b), u64::from(e));
-            if e <= at || b >= end {
+        while let Some(&&(b, e)) = rest.peek() {
+            if e <= at {
+                rest.next();
                 continue;
+            }
+            if b >= end {
+                break;
             }
             if b > at {
                 w.push(at, b, &leaf, LEAF_PRIORITY);
             }
-            at = at.max(e);
+            at = e;
+            if e > end {
+                break;
+            }
+            rest.next();
         }
         if at < end {
             w.push(at, end, &leaf, LEAF_PRIORITY);
         }
     }
+}
+
+/// `ranges` sorted and merged where they overlap or touch.
+fn merged(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (b, e) in ranges {
+        match out.last_mut() {
+            Some(last) if b <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((b, e)),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Windows x64 minidumps: cold and warm walk times of postmortem beside minidump-stackwalk,
+# on a dump made here (the suite's crash program server/tests/crashers/windows/basic.c,
+# cross-compiled with mingw-w64 at -O2, run under wine; its unhandled-exception filter
+# writes the minidump with dbghelp).
+#
+# Usage: bench/windows.sh [OUT_DIR]      (default: a new temporary directory)
+# Environment:
+#   POSTMORTEM_BIN  the binary (default: target/release/postmortem under CARGO_TARGET_DIR,
+#                   built by this script)
+#   RUNS            hyperfine runs per command (default 30)
+#   WARM_RUNS       repetitions of `postmortem bench walk` (default 200)
+# Needs what test.sh installs (wine, wine64, gcc-mingw-w64-x86-64, minidump-stackwalk),
+# hyperfine and jq.
+#
+# OUT_DIR/symbols holds the program and the wine DLLs the dump lists (copied from the
+# private prefix OUT_DIR/prefix); each command walks the dump with them:
+# - postmortem walk DUMP --symbols OUT/symbols --format json   ("cold": the files are
+#   read and their tables built on every run, as a one-shot walk does)
+# - postmortem bench walk DUMP --symbols OUT/symbols ("warm": tables built once, as the
+#   service keeps them; the median walk + symbolize time)
+# - minidump-stackwalk --json DUMP: wine's writer records no CodeView record, so there is
+#   no debug id to look a .sym file up by; it walks with the dump alone (and scans).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT="${1:-$(mktemp -d -t pm-winbench-XXXXXX)}"
+RUNS="${RUNS:-30}"
+WARM_RUNS="${WARM_RUNS:-200}"
+TARGET="${CARGO_TARGET_DIR:-target}"
+for tool in wine wineserver x86_64-w64-mingw32-gcc minidump-stackwalk hyperfine jq; do
+    command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
+done
+if [ -z "${POSTMORTEM_BIN:-}" ]; then
+    cargo build --release -p postmortem >&2
+    POSTMORTEM_BIN="$TARGET/release/postmortem"
+fi
+
+mkdir -p "$OUT/symbols"
+export WINEPREFIX="$OUT/prefix" WINEDEBUG=-all
+trap 'wineserver -k >/dev/null 2>&1 || true' EXIT
+crashers=server/tests/crashers/windows
+cp "$crashers/basic.c" "$crashers/dump_on_crash.c" "$crashers/dump_on_crash.h" "$OUT/"
+(cd "$OUT" && x86_64-w64-mingw32-gcc -g -O2 basic.c dump_on_crash.c -o basic.exe -ldbghelp)
+(cd "$OUT" && { wine basic.exe crash.dmp >/dev/null 2>&1 || true; })
+test -s "$OUT/crash.dmp" || { echo "no minidump written" >&2; exit 1; }
+cp "$OUT/basic.exe" "$OUT/symbols/"
+# the DLLs the dump lists, from the prefix's system32
+"$POSTMORTEM_BIN" walk "$OUT/crash.dmp" --format json 2>/dev/null \
+    | jq -r '.modules[].path // empty' | grep -i '^c:\\windows\\system32\\' \
+    | sed 's/.*\\//' | while read -r dll; do
+        cp "$WINEPREFIX/drive_c/windows/system32/$dll" "$OUT/symbols/" 2>/dev/null || true
+    done
+ls "$OUT/symbols"
+
+hyperfine -N --style basic --warmup 3 --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
+    -n minidump-stackwalk "minidump-stackwalk --json $OUT/crash.dmp" \
+    -n cold "$POSTMORTEM_BIN walk $OUT/crash.dmp --symbols $OUT/symbols --no-system-debug --format json"
+"$POSTMORTEM_BIN" bench walk "$OUT/crash.dmp" --symbols "$OUT/symbols" --no-system-debug \
+    --runs "$WARM_RUNS"
+echo "frames: minidump-stackwalk $(minidump-stackwalk --json "$OUT/crash.dmp" 2>/dev/null \
+    | jq '.crashing_thread.frames | length'), postmortem $("$POSTMORTEM_BIN" walk \
+    "$OUT/crash.dmp" --symbols "$OUT/symbols" --no-system-debug --format json 2>/dev/null \
+    | jq '[.threads[] | select(.crashed) | .frames[]] | length')"
