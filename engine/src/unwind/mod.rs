@@ -12,6 +12,7 @@ mod error;
 pub mod format;
 pub mod lookup;
 pub mod on_demand;
+pub mod on_demand_pdata;
 pub mod rule;
 pub mod sframe;
 

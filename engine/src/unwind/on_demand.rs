@@ -48,8 +48,8 @@ pub use crate::breakpad::index::Declined;
 const TABLE_ENC: u8 = 0x3b;
 const ENTRY_SIZE: usize = 8;
 
-/// One module's unwind rules, built an FDE at a time (see the module documentation).
-pub struct OnDemandUnwind {
+/// One ELF module's unwind rules, built an FDE at a time (see the module documentation).
+struct EhFrameUnwind {
     binary: FileBytes,
     extra: Vec<FileBytes>,
     arch: Arch,
@@ -132,7 +132,7 @@ fn has_debug_frame(file: &object::File<'_>) -> bool {
         .is_some_and(|d| !d.is_empty())
 }
 
-impl OnDemandUnwind {
+impl EhFrameUnwind {
     /// Reads the headers of `binary` (the module's binary file) and of `extra` (its
     /// separate debug files: the same inputs as [`build_from_elf`]), or declines when the
     /// answers could differ from that whole build's, so the caller builds the whole
@@ -142,7 +142,7 @@ impl OnDemandUnwind {
     /// (its rows merge with `.eh_frame`'s); no `.eh_frame_hdr`, or one without a
     /// binary-search table in the usual encoding, or pointing at another `.eh_frame`.
     /// No CFI is evaluated and no FDE read.
-    pub fn new(binary: FileBytes, extra: &[FileBytes]) -> Result<OnDemandUnwind, Declined> {
+    fn new(binary: FileBytes, extra: &[FileBytes]) -> Result<EhFrameUnwind, Declined> {
         let data: &[u8] = (*binary).as_ref();
         let file = object::File::parse(data).map_err(|_| Declined("not an object file"))?;
         if file.format() != object::BinaryFormat::Elf {
@@ -230,7 +230,7 @@ impl OnDemandUnwind {
             .filter(|&n| table_at.checked_add(n).is_some_and(|end| end <= hdr.len()))
             .ok_or(Declined("the hdr table runs past its section"))?;
         let table_start = hdr_range.start + table_at;
-        Ok(OnDemandUnwind {
+        Ok(EhFrameUnwind {
             arch,
             address_size: 8,
             link_base: binary::link_base(&file),
@@ -450,11 +450,87 @@ impl OnDemandUnwind {
     }
 }
 
-impl std::fmt::Debug for OnDemandUnwind {
+impl std::fmt::Debug for EhFrameUnwind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OnDemandUnwind")
+        f.debug_struct("EhFrameUnwind")
             .field("arch", &self.arch)
             .field("fde_count", &self.fde_count)
             .finish()
+    }
+}
+
+/// A module's unwind rules built where the walk looks: an ELF binary's `.eh_frame` FDE by
+/// FDE (this module's documentation), or a Windows x64 image's `.pdata` function by
+/// function ([`super::on_demand_pdata`]).
+pub struct OnDemandUnwind(Inner);
+
+enum Inner {
+    EhFrame(EhFrameUnwind),
+    Pdata(super::on_demand_pdata::PdataUnwind),
+}
+
+impl OnDemandUnwind {
+    /// For an ELF binary as [`EhFrameUnwind`] reads it, for a PE image as
+    /// [`super::on_demand_pdata::PdataUnwind::new`]; `Err` where the answers could differ
+    /// from the whole table's (the caller builds that).
+    pub fn new(binary: FileBytes, extra: &[FileBytes]) -> Result<OnDemandUnwind, Declined> {
+        let pe = (*binary).as_ref().starts_with(b"MZ");
+        if pe {
+            super::on_demand_pdata::PdataUnwind::new(binary, extra)
+                .map(|p| OnDemandUnwind(Inner::Pdata(p)))
+        } else {
+            EhFrameUnwind::new(binary, extra).map(|e| OnDemandUnwind(Inner::EhFrame(e)))
+        }
+    }
+
+    /// The architecture of the binary.
+    pub fn arch(&self) -> Arch {
+        match &self.0 {
+            Inner::EhFrame(e) => e.arch(),
+            Inner::Pdata(_) => Arch::X86_64,
+        }
+    }
+
+    /// The rule for table offset `rel`: the one the whole table
+    /// (`UnwindTable::open(&build_from_elf(..).bytes)`) gives there.
+    pub fn find_rule(&self, rel: u64) -> Option<Rule<'_>> {
+        match &self.0 {
+            Inner::EhFrame(e) => e.find_rule(rel),
+            Inner::Pdata(p) => p.find_rule(rel),
+        }
+    }
+
+    /// The unwind sources of the whole table.
+    pub fn sources(&self) -> Vec<UnwindSource> {
+        match &self.0 {
+            Inner::EhFrame(e) => e.sources(),
+            Inner::Pdata(p) => p.sources(),
+        }
+    }
+
+    /// The whole build's `inputs`.
+    pub fn inputs(&self) -> Vec<usize> {
+        match &self.0 {
+            Inner::EhFrame(e) => e.inputs(),
+            Inner::Pdata(p) => p.inputs(),
+        }
+    }
+
+    /// Whether lookups are answered piece by piece (`false`: the whole table was built
+    /// because the pieces could answer otherwise).
+    pub fn per_fde(&self) -> bool {
+        match &self.0 {
+            Inner::EhFrame(e) => e.per_fde(),
+            Inner::Pdata(p) => p.per_function(),
+        }
+    }
+}
+
+impl std::fmt::Debug for OnDemandUnwind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Inner::EhFrame(e) => e.fmt(f),
+            Inner::Pdata(p) => p.fmt(f),
+        }
     }
 }

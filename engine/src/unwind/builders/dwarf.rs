@@ -35,13 +35,25 @@ type R<'a> = EndianSlice<'a, LittleEndian>;
 
 /// Builds the unwind table of one ELF binary from its `.eh_frame`, `.debug_frame` and
 /// `.sframe` (see [`super::sframe`]),
-/// plus the `.debug_frame` of any separate debug files in `extra` (same build-id).
+/// plus the `.debug_frame` of any separate debug files in `extra` (same build-id); of a
+/// Mach-O binary also from `__unwind_info`; of a Windows x64 image from `.pdata` alone.
 pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, UnwindError> {
     let file = object::File::parse(data).map_err(|e| UnwindError::Object(e.to_string()))?;
     let arch = binary::arch_of(&file)
         .ok_or_else(|| UnwindError::UnsupportedArch(format!("{:?}", file.architecture())))?;
     let mut w = TableWriter::new(arch);
     let mut inputs = Vec::new();
+    // a Windows x64 image unwinds from its .pdata alone, as Windows and its debuggers do
+    // (mingw-w64 images also carry DWARF CFI: the same prologues, described twice)
+    if super::pe_x64::pdata_of(&file).is_some() {
+        super::pe_x64::add_pe_pdata(&mut w, &file);
+        if w.ranges_added() > 0 {
+            inputs.push(0);
+        }
+        let mut built = w.finish();
+        built.inputs = inputs;
+        return Ok(built);
+    }
     add_elf_sections(&mut w, &file, true)?;
     super::sframe::add_elf_sframe(&mut w, &file, data);
     if file.format() == object::BinaryFormat::MachO {

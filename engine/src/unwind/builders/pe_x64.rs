@@ -637,30 +637,43 @@ fn epilogues(
     out
 }
 
+/// A PE32+ x64 image's exception directory: (RVA, size), when the image has one.
+pub fn pdata_of(file: &object::File<'_>) -> Option<(u32, u32)> {
+    let object::File::Pe64(pe_file) = file else {
+        return None;
+    };
+    if pe_file.nt_headers().file_header().machine.get(LE) != pe::IMAGE_FILE_MACHINE_AMD64 {
+        return None;
+    }
+    let dir = pe_file.data_directory(pe::IMAGE_DIRECTORY_ENTRY_EXCEPTION)?;
+    let (rva, size) = (dir.virtual_address.get(LE), dir.size.get(LE));
+    (size > 0).then_some((rva, size))
+}
+
+/// Reads `len` bytes at an RVA of a PE image (none when they are not all in the file;
+/// an empty read always succeeds: an unwind info without codes may end where its
+/// section's bytes do).
+pub fn image_reader<'a>(file: &'a object::File<'a>) -> impl Fn(u32, usize) -> Option<&'a [u8]> {
+    let pe = match file {
+        object::File::Pe64(f) => Some((f.data(), f.section_table())),
+        _ => None,
+    };
+    move |rva: u32, len: usize| -> Option<&'a [u8]> {
+        if len == 0 {
+            return Some(&[]);
+        }
+        let (data, sections) = pe?;
+        sections.pe_data_at(data, rva)?.get(..len)
+    }
+}
+
 /// Adds the rows of a PE32+ x64 image's exception directory, and the leaf rule over the
 /// rest of its code. Addresses are RVAs: the table's link base is the image base.
 pub fn add_pe_pdata(w: &mut TableWriter, file: &object::File<'_>) {
-    let object::File::Pe64(pe_file) = file else {
+    let Some((rva, size)) = pdata_of(file) else {
         return;
     };
-    if pe_file.nt_headers().file_header().machine.get(LE) != pe::IMAGE_FILE_MACHINE_AMD64 {
-        return;
-    }
-    let data = pe_file.data();
-    let sections = pe_file.section_table();
-    let read = |rva: u32, len: usize| -> Option<&[u8]> {
-        if len == 0 {
-            // an info with no codes may end where its section's bytes do
-            return Some(&[]);
-        }
-        let rest = sections.pe_data_at(data, rva)?;
-        rest.get(..len)
-    };
-    let Some(dir) = pe_file.data_directory(pe::IMAGE_DIRECTORY_ENTRY_EXCEPTION) else {
-        add_leaf_rule(w, file, &[]);
-        return;
-    };
-    let (rva, size) = (dir.virtual_address.get(LE), dir.size.get(LE));
+    let read = image_reader(file);
     let Some(pdata) = read(rva, size as usize) else {
         w.stats
             .skip(|| format!(".pdata at {rva:#x} ({size} bytes) is outside the image"));
