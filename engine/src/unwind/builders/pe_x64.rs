@@ -25,8 +25,9 @@
 //! Code of an executable section that no entry covers is a leaf function (the x64 ABI
 //! requires unwind info for every function that calls or moves the stack pointer): it
 //! gets `CFA = rsp + 8` at a lower priority, as Windows unwinders treat such a pc. Rows
-//! are pushed at [`PDATA_PRIORITY`] (0, before `.debug_frame`'s 1: `.pdata` is what the
-//! system's own unwinder uses).
+//! are pushed at [`PDATA_PRIORITY`]; an image with `.pdata` is built from it alone
+//! (`build_from_elf`), so DWARF CFI a mingw-w64 image also carries never competes: `.pdata`
+//! is what the system's own unwinder uses.
 //!
 //! Epilogues are found the way Windows unwinders recognise one at a pc, but once, at
 //! build time: the function's code is decoded from its first byte, and every `ret` with
@@ -47,7 +48,7 @@ use super::TableWriter;
 use crate::arch::x86_64::Reg;
 use crate::unwind::rule::{RuleRecord, Slot, UnwindSource};
 
-/// Priority of `.pdata` rows: with `.eh_frame`'s, before `.debug_frame` (1).
+/// Priority of `.pdata` rows (the only rows of their table but the leaf rule's).
 pub const PDATA_PRIORITY: u8 = 0;
 /// Priority of the leaf rule over code no entry covers: after every table.
 pub const LEAF_PRIORITY: u8 = 20;
