@@ -3,7 +3,9 @@
 //! `/usr/lib/debug/.build-id` tree — and builds each module's tables once.
 //!
 //! A file whose build-id differs from the dump's is never used. A module without a
-//! build-id in the dump may be matched by path, and is then marked unverified.
+//! build-id in the dump may be matched by path, and is then marked unverified. A Windows
+//! module is matched to the `.exe`/`.dll` under `--symbols` of its name and code id
+//! (`TimeDateStamp` + `SizeOfImage`): verified.
 //!
 //! Breakpad `.sym` files (in a `<debug_file>/<DEBUG_ID>/<name>.sym` layout or given
 //! directly) are indexed by the debug id of their `MODULE` line and matched with the
