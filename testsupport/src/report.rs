@@ -41,6 +41,18 @@ pub fn assert_valid(report: &Value) {
     );
 }
 
+/// The JSON report a `postmortem walk … --format json` command prints, and its stderr:
+/// the walk must exit 0, give the same report with `--whole-tables`
+/// ([`output_same_with_whole_tables`]) and a report valid against the schema.
+pub fn walk_report(command: &mut std::process::Command) -> (Value, String) {
+    let out = output_same_with_whole_tables(command);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "the walk failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_valid(&report);
+    (report, stderr)
+}
+
 /// Runs a `postmortem walk …` command as given and again with `--whole-tables`, and
 /// requires the two to print the same bytes: a one-shot walk builds its tables only where
 /// it looks (indexed `.sym` files, on-demand unwind rules and DWARF units), and its report

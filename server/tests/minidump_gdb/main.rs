@@ -76,16 +76,7 @@ fn walk(dump: &std::path::Path, symbols: &std::path::Path, extra: &[&str]) -> Va
 
 /// The JSON report a walk command prints (it must succeed and the report be valid).
 fn report_of(command: &mut std::process::Command) -> Value {
-    let out = report::output_same_with_whole_tables(command);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "the walk failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
-    report::assert_valid(&report);
-    report
+    report::walk_report(command).0
 }
 
 /// Walks the minidump with the work directory as `--symbols`, checks the crash facts
