@@ -116,6 +116,11 @@ pub fn pe_code_id<'data, R: object::ReadRef<'data>>(
     Some(format!("{stamp:08X}{size:X}"))
 }
 
+/// Whether `data` starts as a PDB (an MSF 7.0 file) does.
+pub fn is_pdb(data: &[u8]) -> bool {
+    crate::symbols::builders::pdb::is_pdb(data)
+}
+
 /// Breakpad's debug id of a PDB: the CodeView GUID as its fields print (the first three
 /// little-endian), upper-case, then the age in hex.
 pub fn pdb_debug_id(guid: [u8; 16], age: u32) -> String {

@@ -8,6 +8,10 @@
 //! - Mach-O: `LC_UUID` as the build-id (as `postmortem walk` indexes it) and as the
 //!   Breakpad debug-id (the UUID upper-case followed by age `0`), which minidumps of macOS
 //!   processes record.
+//! - PE image: the code id (`TimeDateStamp` + `SizeOfImage`) and, from its CodeView record,
+//!   the debug-id of its PDB.
+//! - PDB: the debug-id (GUID + age), which the image's CodeView record and a minidump's
+//!   module record give.
 //! - `.sym`: the debug-id of its `MODULE` line; for a Linux module also the build-id that
 //!   `dump_syms` writes as `INFO CODE_ID`, kept only when the debug-id derives from it.
 
@@ -22,12 +26,13 @@ pub const KIND_BREAKPAD: &str = "breakpad-sym";
 /// Facts about one uploaded file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BinaryInfo {
-    /// `elf`, `macho`, `pe` or `breakpad`.
+    /// `elf`, `macho`, `pe`, `pdb` or `breakpad`.
     pub format: &'static str,
     /// GNU build-id (ELF, Linux `.sym`) or LC_UUID (Mach-O), lower-case hex; `None` for a
     /// `.sym` of a module that has none (Windows, macOS).
     pub build_id: Option<String>,
-    /// Breakpad debug-id, upper-case (GUID + age): `.sym` and Mach-O files.
+    /// Breakpad debug-id, upper-case (GUID + age): `.sym`, Mach-O and PDB files, and PE
+    /// images (their PDB's).
     pub debug_id: Option<String>,
     /// `x86_64`, `aarch64`, `x86`, `arm`, or `None` for another architecture.
     pub arch: Option<&'static str>,
@@ -48,8 +53,10 @@ pub struct BinaryInfo {
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IdentifyError {
-    #[error("not an ELF file, a Mach-O file, a Windows PE image or a Breakpad .sym file")]
+    #[error("not an ELF file, a Mach-O file, a Windows PE image or PDB, or a Breakpad .sym file")]
     NotABinary,
+    #[error("the PDB file could not be read: {0}")]
+    MalformedPdb(String),
     #[error("the PE file could not be read: {0}")]
     MalformedPe(String),
     #[error("the ELF file could not be read: {0}")]
@@ -75,7 +82,8 @@ impl IdentifyError {
             IdentifyError::NotABinary => "not-a-binary",
             IdentifyError::Malformed(_)
             | IdentifyError::MalformedMachO(_)
-            | IdentifyError::MalformedPe(_) => "malformed-binary",
+            | IdentifyError::MalformedPe(_)
+            | IdentifyError::MalformedPdb(_) => "malformed-binary",
             IdentifyError::FatMachO => "universal-macho",
             IdentifyError::CoreDump => "core-dump-as-binary",
             IdentifyError::NoBuildId | IdentifyError::NoUuid => "no-build-id",
@@ -125,7 +133,49 @@ pub fn identify(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         Some(m) if FAT_MAGICS.contains(&m) => Err(IdentifyError::FatMachO),
         Some(m) if m.starts_with(b"MZ") => identify_pe(bytes),
         _ if bytes.starts_with(b"MODULE ") => identify_sym(bytes),
+        _ if crate::symbols::builders::pdb::is_pdb(bytes) => {
+            identify_pdb(std::io::Cursor::new(bytes))
+        }
         _ => Err(IdentifyError::NotABinary),
+    }
+}
+
+/// A PDB's debug id and architecture, read from `source` (only the streams that hold them).
+fn identify_pdb<R>(source: R) -> Result<BinaryInfo, IdentifyError>
+where
+    R: std::io::Read + std::io::Seek + std::fmt::Debug + Send,
+{
+    let id =
+        crate::symbols::builders::pdb::identity(source).map_err(IdentifyError::MalformedPdb)?;
+    Ok(BinaryInfo {
+        format: "pdb",
+        build_id: None,
+        debug_id: Some(id.debug_id),
+        arch: id.arch.map(|a| a.as_str()),
+        kind: "debug",
+        code_id: None,
+        sections: vec!["pdb"],
+    })
+}
+
+/// A reader with the `Debug` the PDB reader asks of its source.
+struct Opaque<F>(F);
+
+impl<F> std::fmt::Debug for Opaque<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("upload")
+    }
+}
+
+impl<F: std::io::Read> std::io::Read for Opaque<F> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<F: std::io::Seek> std::io::Seek for Opaque<F> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.0.seek(pos)
     }
 }
 
@@ -142,7 +192,7 @@ const SNIFF_BYTES: usize = 64 << 10;
 /// the ranges the parser asks for (headers, section table, notes), never whole, so
 /// memory stays small whatever the file's size. Another file is first judged from its
 /// start, and read whole only when that start is a format [`identify`] knows.
-pub fn identify_file<F: std::io::Read + std::io::Seek>(
+pub fn identify_file<F: std::io::Read + std::io::Seek + Send>(
     file: F,
 ) -> Result<BinaryInfo, IdentifyError> {
     use object::ReadRef;
@@ -162,8 +212,15 @@ pub fn identify_file<F: std::io::Read + std::io::Seek>(
         return describe_pe(&parsed);
     }
     let io = |e: std::io::Error| IdentifyError::Malformed(format!("reading the upload: {e}"));
+    let is_pdb = data
+        .read_bytes_at(0, crate::symbols::builders::pdb::MAGIC.len() as u64)
+        .is_ok_and(crate::symbols::builders::pdb::is_pdb);
     let mut reader = cache.into_inner();
     reader.rewind().map_err(io)?;
+    // a PDB: only its directory and the streams that identify it are read
+    if is_pdb {
+        return identify_pdb(Opaque(reader));
+    }
     let mut start = Vec::with_capacity(SNIFF_BYTES);
     reader
         .by_ref()

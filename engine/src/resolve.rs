@@ -8,12 +8,14 @@
 //! 1. A module the dump gives a build-id takes the files with that build-id (a binary and
 //!    its separate debug files): verified.
 //! 2. A module without one: a Windows module takes the PE image of its name and code id
-//!    (`TimeDateStamp` + `SizeOfImage`), verified; else a file matched by its path or
+//!    (`TimeDateStamp` + `SizeOfImage`) and the PDB of the debug id that the dump's
+//!    CodeView record names (else the image's own record), verified; else a file matched by its path or
 //!    name, if the source matches that way (a QEMU core names modules without
 //!    build-ids): unverified.
 //! 3. Else, by the module's Breakpad debug-id: the files of the binary whose debug-id it
-//!    is (a Mach-O named by a minidump), else the `.sym` file of that id. A binary's own
-//!    tables win over any `.sym` file.
+//!    is (a Mach-O named by a minidump), else the PDB of that id (a Windows module whose
+//!    image is not on hand), else the `.sym` file of that id. A binary's own tables win
+//!    over any `.sym` file.
 //!
 //! The kernel's vdso is never looked up: its image is in the dump, and its tables come
 //! from there (`process::tables`).
@@ -42,6 +44,9 @@ pub enum TableKey {
     /// A Windows module's PE file, by its name (lower-case) and code id (upper-case):
     /// `pe:NAME/CODE_ID`, the symbol-server layout's key.
     CodeId(String),
+    /// A Windows module's PDB alone (its image is not on hand), by debug id (upper-case):
+    /// `pdb:ID`.
+    Pdb(String),
     /// A file matched by path or name for a module the dump gives no build-id: `path:P`.
     /// Never stored by the service (its modules are matched by id only).
     Path(String),
@@ -65,6 +70,7 @@ impl fmt::Display for TableKey {
             TableKey::BuildId(id) => f.write_str(id),
             TableKey::Breakpad(id) => write!(f, "breakpad:{id}"),
             TableKey::CodeId(id) => write!(f, "pe:{id}"),
+            TableKey::Pdb(id) => write!(f, "pdb:{id}"),
             TableKey::Path(p) => write!(f, "path:{p}"),
         }
     }
@@ -114,12 +120,23 @@ pub trait FileSource: Sync {
     ) -> impl Future<Output = Result<Vec<SourceFile<Self::Handle>>, Self::Error>> + Send;
 
     /// A Windows module's PE files: the image named `name` whose code id
-    /// ([`crate::binary::pe_code_id`]) is `code_id` (upper-case).
+    /// ([`crate::binary::pe_code_id`]) is `code_id` (upper-case), and with it the PDB
+    /// whose debug id the module's CodeView record names (else the image's own), if the
+    /// source has both.
     fn with_code_id(
         &self,
         _module: &Module,
         _name: &str,
         _code_id: &str,
+    ) -> impl Future<Output = Result<Vec<SourceFile<Self::Handle>>, Self::Error>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
+    /// The PDB whose debug id (GUID + age, upper-case) is `debug_id`.
+    fn pdb(
+        &self,
+        _module: &Module,
+        _debug_id: &str,
     ) -> impl Future<Output = Result<Vec<SourceFile<Self::Handle>>, Self::Error>> + Send {
         async { Ok(Vec::new()) }
     }
@@ -201,6 +218,10 @@ pub async fn locate<S: FileSource>(
             return Ok(Some(l));
         }
     }
+    let pdb = source.pdb(module, &debug_id).await?;
+    if let Some(l) = files(TableKey::Pdb(debug_id.clone()), true, pdb) {
+        return Ok(Some(l));
+    }
     Ok(source
         .breakpad(module, &debug_id)
         .await?
@@ -211,29 +232,40 @@ pub async fn locate<S: FileSource>(
         }))
 }
 
-/// Which of a build's files is its binary: the first whose code sections hold bytes.
+/// Which of a build's files is its binary: the first whose code sections hold bytes (a
+/// PDB never is).
 pub fn binary_of<B: AsRef<[u8]>>(files: &[(String, B)]) -> Option<usize> {
-    files.iter().position(|(_, b)| !is_debug_only(b.as_ref()))
+    files
+        .iter()
+        .position(|(_, b)| !is_debug_only(b.as_ref()) && !is_pdb(b.as_ref()))
+}
+
+/// Whether a file is a PDB (a Windows image's debug file).
+fn is_pdb(data: &[u8]) -> bool {
+    crate::symbols::builders::pdb::is_pdb(data)
 }
 
 /// What a build's files (name, bytes) on hand give: a binary (code, unwind sections),
-/// and DWARF (names, lines, inlined frames). A source of last resort is asked for the
+/// and DWARF or a PDB (names, lines, inlined frames). A source of last resort is asked for the
 /// rest: a debuginfod server's `executable` and `debuginfo`.
 pub fn on_hand<B: AsRef<[u8]>>(files: &[(String, B)]) -> (bool, bool) {
     let binary = binary_of(files).is_some();
-    let dwarf = files.iter().any(|(_, b)| has_dwarf(b.as_ref()));
+    let dwarf = files
+        .iter()
+        .any(|(_, b)| has_dwarf(b.as_ref()) || is_pdb(b.as_ref()));
     (binary, dwarf)
 }
 
 /// Which of a build's files read (name, bytes), in the source's order, go into its tables:
-/// the binary ([`binary_of`]), and the others that are debug files or carry DWARF.
+/// the binary ([`binary_of`]), and the others that are debug files, carry DWARF or are PDBs.
 fn roles<B: AsRef<[u8]>>(files: &[(String, B)]) -> (Option<usize>, Vec<usize>) {
     let binary = binary_of(files);
     let debug = files
         .iter()
         .enumerate()
         .filter(|&(i, (_, b))| {
-            Some(i) != binary && (is_debug_only(b.as_ref()) || has_dwarf(b.as_ref()))
+            Some(i) != binary
+                && (is_debug_only(b.as_ref()) || has_dwarf(b.as_ref()) || is_pdb(b.as_ref()))
         })
         .map(|(i, _)| i)
         .collect();

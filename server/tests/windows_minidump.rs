@@ -98,19 +98,38 @@ fn record(case: &str, flags: &[&str], source: &str) -> Case {
 /// As [`record`]; with `stripped`, the program that runs (and the only copy under
 /// `--symbols`) is stripped, and the copy with DWARF is kept apart for addr2line.
 fn record_as(case: &str, flags: &[&str], source: &str, stripped: bool) -> Case {
-    record_sources(case, flags, &[source], stripped, None)
+    let build = if stripped {
+        Build::GccStripped
+    } else {
+        Build::Gcc
+    };
+    record_sources(case, flags, &[source], build, None)
 }
 
-/// As [`record_as`], with several sources (C and assembly), and with `dll` (its source,
-/// its file name) a DLL of the program's own built beside it (`-shared`, same flags),
-/// given under `--symbols` too.
+/// How a case's program is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Build {
+    /// `x86_64-w64-mingw32-gcc -g`: DWARF in the image.
+    Gcc,
+    /// As `Gcc`, and the program that runs (and the only copy under `--symbols`) is
+    /// stripped; the copy with DWARF is kept apart for addr2line.
+    GccStripped,
+    /// clang and lld, with CodeView in a PDB beside the image and DWARF in it
+    /// ([`windows::compile_with_pdb`]); the PDB is given under `--symbols` too.
+    ClangPdb,
+}
+
+/// As [`record_as`], with several sources (C and assembly), built as `build` says, and
+/// with `dll` (its source, its file name) a DLL of the program's own built beside it
+/// (`-shared`, same flags, by gcc), given under `--symbols` too.
 fn record_sources(
     case: &str,
     flags: &[&str],
     sources: &[&str],
-    stripped: bool,
+    build: Build,
     dll: Option<(&str, &str)>,
 ) -> Case {
+    let stripped = build == Build::GccStripped;
     assert!(
         windows::can_run(),
         "the Windows minidump tests need x86_64 Linux with mingw-w64 and wine \
@@ -134,7 +153,15 @@ fn record_sources(
         assert!(status.success(), "{} -shared {source} failed", windows::CC);
         work.path().join(name)
     });
-    let mut exe = windows::compile(work.path(), flags, sources, case);
+    let (mut exe, pdb) = match build {
+        Build::ClangPdb => {
+            let (exe, pdb) = windows::compile_with_pdb(work.path(), flags, sources, case);
+            (exe, Some(pdb))
+        }
+        Build::Gcc | Build::GccStripped => {
+            (windows::compile(work.path(), flags, sources, case), None)
+        }
+    };
     let ran = exe.clone();
     if stripped {
         let kept = work.path().join("with-dwarf");
@@ -169,8 +196,8 @@ fn record_sources(
         dump.modules
     );
     std::fs::hard_link(&ran, symbols.join(ran.file_name().unwrap())).unwrap();
-    if let Some(dll) = &dll {
-        std::fs::hard_link(dll, symbols.join(dll.file_name().unwrap())).unwrap();
+    for file in dll.iter().chain(&pdb) {
+        std::fs::hard_link(file, symbols.join(file.file_name().unwrap())).unwrap();
     }
     let report = walk(&crash.minidump, &symbols);
     Case {
@@ -478,6 +505,99 @@ fn windows_c_o2_no_omit_frame_pointer() {
     basic("c_o2_fp", &["-O2", "-fno-omit-frame-pointer"]);
 }
 
+/// Built by clang and lld with a PDB (`-g -gcodeview -gdwarf`): the program's frames are
+/// named from the PDB (`symbol_source: pdb`), inlined calls included, and every name,
+/// file and line in the program equals addr2line's from the same build's DWARF. The C
+/// runtime (built by gcc, not in the PDB) keeps its DWARF names.
+fn pdb_case(case: &str, flags: &[&str], source: &str, want: &[&str]) {
+    let case = record_sources(case, flags, &[source], Build::ClangPdb, None);
+    check(&case, want);
+    let ours = physical_frames(case.crashed_thread());
+    let in_program: Vec<&Physical<'_>> = ours.iter().filter(|o| case.in_program(o.pc)).collect();
+    let addresses: Vec<u64> = ours
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| case.in_program(o.pc))
+        .map(|(i, o)| if i == 0 { o.pc } else { o.pc - 1 })
+        .collect();
+    let reference = windows::addr2line_lines(&case.exe, &addresses);
+    let base = |path: &str| path.rsplit(['/', '\\']).next().unwrap_or(path).to_owned();
+    let mut from_pdb = 0;
+    for (o, expected) in in_program.iter().zip(&reference) {
+        let got: Vec<(String, String)> = o
+            .entries
+            .iter()
+            .map(|e| {
+                let file = e["file"].as_str().map_or("??".to_owned(), base);
+                let line = e["line"].as_u64().unwrap_or(0);
+                (
+                    e["function"].as_str().unwrap_or("??").to_owned(),
+                    format!("{file}:{line}"),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(f, at)| {
+                let (file, line) = at.rsplit_once(':').unwrap_or((at, "0"));
+                // addr2line may add " (discriminator N)"
+                let line = line.split_whitespace().next().unwrap_or("0");
+                (f.clone(), format!("{}:{line}", base(file)))
+            })
+            .collect();
+        assert_eq!(
+            got,
+            expected,
+            "{}: frame at {:#x}: names and lines differ from addr2line's",
+            case.exe_name(),
+            o.pc
+        );
+        if want
+            .iter()
+            .any(|w| o.names().last().map(String::as_str) == Some(w))
+        {
+            for e in &o.entries {
+                assert_eq!(e["symbol_source"], "pdb", "{e}");
+            }
+            from_pdb += 1;
+        }
+    }
+    assert!(
+        from_pdb >= want.len(),
+        "the program's frames were not named from its PDB"
+    );
+    let module = case.report["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == case.exe_name())
+        .unwrap();
+    let pdb_file = module["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"].as_str().is_some_and(|n| n.ends_with(".pdb")))
+        .unwrap_or_else(|| panic!("the PDB is not among the module's files: {module}"));
+    assert_eq!(pdb_file["gave"], serde_json::json!(["symbols"]), "{module}");
+}
+
+#[test]
+fn windows_pdb_names_and_lines() {
+    pdb_case(
+        "pdb_basic",
+        &["-O1"],
+        "basic.c",
+        &["crash_here", "middle", "outer", "main"],
+    );
+}
+
+/// inlined.c at -O2: the fault is in `store`, inlined into `scaled`, inlined into `work`.
+#[test]
+fn windows_pdb_inlined_calls() {
+    let case = "pdb_inlined";
+    pdb_case(case, &["-O2"], "inlined.c", &["work", "main"]);
+}
+
 /// unusual.c: a frame addressed from a frame register (alloca), one saving XMM registers,
 /// and a crash in a callback called from msvcrt's `qsort`.
 #[test]
@@ -493,7 +613,7 @@ fn windows_fault_inside_a_prologue() {
         "prologue",
         &["-O2"],
         &["prologue.c", "prologue.S"],
-        false,
+        Build::Gcc,
         None,
     );
     // the assembly has no DWARF: addr2line cannot name frame 0, the COFF symbols do
@@ -510,7 +630,7 @@ fn windows_crash_in_a_loaded_dll() {
         "plugin_main",
         &["-O2"],
         &["plugin_main.c"],
-        false,
+        Build::Gcc,
         Some(("plugin.c", "plugin.dll")),
     );
     // frames in the DLL are not the program's: addr2line names only call_plugin and main

@@ -31,7 +31,13 @@
 //! `/usr/lib/x86_64-linux-gnu/wine/x86_64-windows`, PE images with `.pdata` and DWARF:
 //! [`Wine::copy_modules`] puts them beside the program for the walk.
 //!
-//! Needs `wine`, `wine64` and `gcc-mingw-w64-x86-64` (test.sh installs them) on x86_64 Linux.
+//! [`compile_with_pdb`] builds the same programs with clang and lld instead, as a Windows
+//! toolchain would: CodeView into a PDB beside the image (`NAME.pdb`, named by the image's
+//! CodeView record), and DWARF too, so that addr2line still has an independent answer to
+//! compare the PDB's names and lines with.
+//!
+//! Needs `wine`, `wine64` and `gcc-mingw-w64-x86-64` (test.sh installs them) on x86_64
+//! Linux, and `clang` and `lld` for the PDB builds.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -133,6 +139,56 @@ pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> Path
         out.stderr
     );
     dir.join(exe)
+}
+
+/// As [`compile`], with `clang --target=x86_64-w64-mingw32 -fuse-ld=lld` and
+/// `-g -gcodeview -gdwarf`: `dir/NAME.exe`, and `dir/NAME.pdb` (`-Wl,--pdb=`) with its
+/// CodeView debug information; the image keeps the DWARF of the same build (and of the
+/// gcc-built C runtime), for [`addr2line`]. Returns the image and the PDB.
+pub fn compile_with_pdb(
+    dir: &Path,
+    flags: &[&str],
+    sources: &[&str],
+    name: &str,
+) -> (PathBuf, PathBuf) {
+    for source in sources.iter().chain(&DUMP_ON_CRASH) {
+        std::fs::copy(crashers_dir().join(source), dir.join(source))
+            .unwrap_or_else(|e| panic!("copy Windows crasher source {source}: {e}"));
+    }
+    // mingw's libgcc, which clang's mingw driver links but does not know where to find
+    let libgcc = Command::new(CC)
+        .arg("-print-libgcc-file-name")
+        .output()
+        .unwrap_or_else(|e| panic!("{CC} -print-libgcc-file-name: {e}"));
+    let libgcc = PathBuf::from(String::from_utf8_lossy(&libgcc.stdout).trim());
+    let libgcc_dir = libgcc.parent().expect("libgcc's directory");
+    let (exe, pdb) = (format!("{name}.exe"), format!("{name}.pdb"));
+    let mut command = Command::new("clang");
+    command
+        .args(["--target=x86_64-w64-mingw32", "-fuse-ld=lld"])
+        .args(["-g", "-gcodeview", "-gdwarf"])
+        .args(flags)
+        .args(sources)
+        .arg(DUMP_ON_CRASH[0])
+        .arg(format!("-Wl,--pdb={pdb}"))
+        .arg("-L")
+        .arg(libgcc_dir)
+        .args(["-o", &exe, "-ldbghelp"])
+        .current_dir(dir);
+    let out = run(
+        &mut command,
+        None,
+        &dir.join(format!("{exe}.cc")),
+        SLOW_TIMEOUT,
+    );
+    assert!(
+        out.status.success(),
+        "clang (mingw, PDB) {flags:?} {sources:?} failed with {}:\n{}{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    (dir.join(exe), dir.join(pdb))
 }
 
 /// A crash recorded under wine.
@@ -433,6 +489,14 @@ fn parse_frame_line(line: &str) -> Option<WineFrame> {
 /// `x86_64-w64-mingw32-addr2line -f -i -C -a`. For a caller's frame pass the return
 /// address minus one, so the call's own function and line are found.
 pub fn addr2line(exe: &Path, addresses: &[u64]) -> Vec<Vec<String>> {
+    addr2line_lines(exe, addresses)
+        .into_iter()
+        .map(|frames| frames.into_iter().map(|(name, _)| name).collect())
+        .collect()
+}
+
+/// As [`addr2line`], each function with its `file:line` (`??:0` where there is none).
+pub fn addr2line_lines(exe: &Path, addresses: &[u64]) -> Vec<Vec<(String, String)>> {
     if addresses.is_empty() {
         return Vec::new();
     }
@@ -458,14 +522,14 @@ pub fn addr2line(exe: &Path, addresses: &[u64]) -> Vec<Vec<String>> {
     );
     // `-a` starts each address's answer with the address; then function and file:line
     // pairs.
-    let mut answers: Vec<Vec<String>> = Vec::new();
+    let mut answers: Vec<Vec<(String, String)>> = Vec::new();
     let mut lines = out.lines().peekable();
     while let Some(line) = lines.next() {
         if line.starts_with("0x") {
             answers.push(Vec::new());
         } else if let Some(names) = answers.last_mut() {
-            names.push(line.to_owned());
-            lines.next(); // file:line
+            let at = lines.next().unwrap_or("??:0");
+            names.push((line.to_owned(), at.to_owned()));
         }
     }
     assert_eq!(

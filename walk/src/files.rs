@@ -60,6 +60,10 @@ struct Index {
     by_dir_id: HashMap<String, Vec<PathBuf>>,
     /// PE images (`.exe`, `.dll`) by lower-case file name and code id.
     by_code_id: HashMap<(String, String), Vec<PathBuf>>,
+    /// The debug id of the PDB each PE image's CodeView record names.
+    pe_pdb: HashMap<PathBuf, String>,
+    /// PDB files by debug id.
+    pdbs: HashMap<String, Vec<PathBuf>>,
 }
 
 /// The first bytes of an open file (up to [`SYM_HEAD`]), read without moving its cursor.
@@ -129,11 +133,20 @@ impl Index {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .map(str::to_ascii_lowercase);
-            if let (Some(name), Some(id)) = (name, pe_code_id_of(f)) {
+            if let (Some(name), Some((id, pdb))) = (name, pe_ids_of(f)) {
                 self.by_code_id
                     .entry((name, id))
                     .or_default()
                     .push(path.to_path_buf());
+                if let Some(pdb) = pdb {
+                    self.pe_pdb.insert(path.to_path_buf(), pdb);
+                }
+            }
+        } else if engine::binary::is_pdb(head) {
+            if let Ok(info) = engine::identify::identify_file(f) {
+                if let Some(id) = info.debug_id {
+                    self.pdbs.entry(id).or_default().push(path.to_path_buf());
+                }
             }
         } else if head.starts_with(b"MODU") {
             if let Some(m) = parse_module_line(head) {
@@ -145,11 +158,16 @@ impl Index {
     }
 }
 
-/// The code id of a PE image (`TimeDateStamp` + `SizeOfImage`), from its headers.
-fn pe_code_id_of(f: fs::File) -> Option<String> {
+/// The code id of a PE image (`TimeDateStamp` + `SizeOfImage`), from its headers, and the
+/// debug id of the PDB its CodeView record names.
+fn pe_ids_of(f: fs::File) -> Option<(String, Option<String>)> {
     let cache = object::read::ReadCache::new(f);
     let obj = object::File::parse(&cache).ok()?;
-    engine::binary::pe_code_id(&obj)
+    let pdb = match obj.pdb_info() {
+        Ok(Some(cv)) => Some(engine::binary::pdb_debug_id(cv.guid(), cv.age())),
+        _ => None,
+    };
+    Some((engine::binary::pe_code_id(&obj)?, pdb))
 }
 
 /// The build-id of an ELF/Mach-O file, read lazily (no whole-file read).
@@ -195,6 +213,10 @@ pub struct FileProvider {
     by_dir_id: HashMap<String, Vec<PathBuf>>,
     /// PE images by lower-case file name and code id.
     by_code_id: HashMap<(String, String), Vec<PathBuf>>,
+    /// The debug id of the PDB each PE image's CodeView record names.
+    pe_pdb: HashMap<PathBuf, String>,
+    /// PDB files by debug id.
+    pdbs: HashMap<String, Vec<PathBuf>>,
     /// The `.sym` files of `by_dir_id` by the debug id of their `MODULE` line: read only
     /// when a lookup by directory name finds no file that says the id.
     dir_syms_read: OnceLock<HashMap<String, PathBuf>>,
@@ -229,6 +251,8 @@ impl FileProvider {
             by_debug_id,
             by_dir_id,
             by_code_id,
+            pe_pdb,
+            pdbs,
         } = index;
         let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for path in by_build_id.values().flatten() {
@@ -249,6 +273,8 @@ impl FileProvider {
             by_debug_id,
             by_dir_id,
             by_code_id,
+            pe_pdb,
+            pdbs,
             dir_syms_read: OnceLock::new(),
             debug_roots,
             dump_paths: true,
@@ -501,19 +527,44 @@ impl FileSource for FileProvider {
         Ok(files)
     }
 
-    /// The PE image under `--symbols` with the module's name and code id.
+    /// The PE image under `--symbols` with the module's name and code id, and the PDB the
+    /// dump's CodeView record names (else the image's own record).
     async fn with_code_id(
         &self,
-        _m: &Module,
+        m: &Module,
         name: &str,
         code_id: &str,
     ) -> Result<Vec<SourceFile<LocalFile>>, Self::Error> {
-        let paths = self
+        let mut paths = self
             .by_code_id
             .get(&(name.to_string(), code_id.to_string()))
             .cloned()
             .unwrap_or_default();
+        let pdb_id = m
+            .breakpad_debug_id()
+            .or_else(|| paths.iter().find_map(|p| self.pe_pdb.get(p).cloned()));
+        if !paths.is_empty() {
+            if let Some(pdb) = pdb_id.and_then(|id| self.pdbs.get(&id)) {
+                paths.extend(pdb.iter().take(1).cloned());
+            }
+        }
         Ok(Self::source_files(paths))
+    }
+
+    /// The PDB under `--symbols` with the module's debug id.
+    async fn pdb(
+        &self,
+        _m: &Module,
+        debug_id: &str,
+    ) -> Result<Vec<SourceFile<LocalFile>>, Self::Error> {
+        let paths = self
+            .pdbs
+            .get(debug_id)
+            .into_iter()
+            .flatten()
+            .take(1)
+            .cloned();
+        Ok(Self::source_files(paths.collect()))
     }
 
     /// The file at the module's path (or one of its name under `--symbols`: the path is

@@ -3,7 +3,8 @@
 //! C++ (`_Z…`) through cpp_demangle without parameter list or return type
 //! (`Widget::paint`, `std::vector<int, std::allocator<int> >::at`); Rust (legacy `_ZN…h…E`
 //! and v0 `_R…`) through rustc-demangle in its alternate form, which drops the hash
-//! (`core::option::unwrap_failed`). Anything else — C names, already demangled names — is
+//! (`core::option::unwrap_failed`); MSVC (`?…`, a PDB's public symbols) through
+//! msvc-demangler, the name alone (`ns::Widget::paint`). Anything else — C names, already demangled names — is
 //! returned unchanged. Never fails: a name that does not demangle stays as it is.
 
 use std::borrow::Cow;
@@ -40,6 +41,11 @@ pub fn try_demangle(name: &str) -> Option<String> {
             }
         }
     }
+    if name.starts_with('?') {
+        // MSVC's decoration (a PDB's public symbols): the name alone, as Windows debuggers
+        // show a frame
+        return msvc_demangler::demangle(name, msvc_demangler::DemangleFlags::NAME_ONLY).ok();
+    }
     None
 }
 
@@ -69,6 +75,14 @@ mod tests {
             demangle("_ZN4core6option13unwrap_failed17h0123456789abcdefE"),
             "core::option::unwrap_failed"
         );
+    }
+
+    #[test]
+    fn msvc_names_are_undecorated_to_the_name() {
+        // `int __cdecl ns::Widget::paint(int) const` and `void __cdecl crash(void)`
+        assert_eq!(demangle("?paint@Widget@ns@@QEBAHH@Z"), "ns::Widget::paint");
+        assert_eq!(demangle("?crash@@YAXXZ"), "crash");
+        assert_eq!(demangle("?bogus"), "?bogus");
     }
 
     #[test]

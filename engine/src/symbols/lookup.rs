@@ -242,7 +242,10 @@ impl<'a> SymbolTable<'a> {
         };
         // Inline chain, outermost first: find its length, then emit innermost first.
         let mut depth = 0usize;
-        if matches!(source, SymbolSource::Dwarf | SymbolSource::Breakpad) {
+        if matches!(
+            source,
+            SymbolSource::Dwarf | SymbolSource::Breakpad | SymbolSource::Pdb
+        ) {
             while depth < self.depth_count() && self.inline_at(depth, addr).is_some() {
                 depth += 1;
             }
@@ -258,7 +261,12 @@ impl<'a> SymbolTable<'a> {
                 line: line_no,
                 column,
                 inlined: true,
-                source: SymbolSource::Dwarf,
+                // a PDB's inlined calls are its own; a .sym file's come from DWARF
+                source: if source == SymbolSource::Pdb {
+                    SymbolSource::Pdb
+                } else {
+                    SymbolSource::Dwarf
+                },
             });
             file = self.file(r.call_file);
             line_no = nonzero(r.call_line);

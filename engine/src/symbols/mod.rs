@@ -33,18 +33,24 @@ pub enum SymbolSource {
     Dynsym,
     Breakpad,
     Exports,
+    /// A PDB's procedures (with line rows and inlined calls).
+    Pdb,
+    /// A PDB's public symbols: names without lines, where no procedure covers the code.
+    Publics,
 }
 
 crate::report::names::serde_by_name!(SymbolSource);
 
 impl SymbolSource {
     /// Every source, in code order.
-    pub const ALL: [SymbolSource; 5] = [
+    pub const ALL: [SymbolSource; 7] = [
         SymbolSource::Dwarf,
         SymbolSource::Symtab,
         SymbolSource::Dynsym,
         SymbolSource::Breakpad,
         SymbolSource::Exports,
+        SymbolSource::Pdb,
+        SymbolSource::Publics,
     ];
 
     /// The name used in reports (`symbol_source`).
@@ -55,6 +61,8 @@ impl SymbolSource {
             SymbolSource::Dynsym => "dynsym",
             SymbolSource::Breakpad => "breakpad",
             SymbolSource::Exports => "exports",
+            SymbolSource::Pdb => "pdb",
+            SymbolSource::Publics => "publics",
         }
     }
 
@@ -66,6 +74,8 @@ impl SymbolSource {
             SymbolSource::Dynsym => 3,
             SymbolSource::Breakpad => 4,
             SymbolSource::Exports => 5,
+            SymbolSource::Pdb => 6,
+            SymbolSource::Publics => 7,
         }
     }
 

@@ -45,9 +45,11 @@ pub struct CacheKey {
 /// A key's weight in the cache: about its stored form's length.
 fn key_len(k: &TableKey) -> usize {
     match k {
-        TableKey::BuildId(s) | TableKey::Breakpad(s) | TableKey::CodeId(s) | TableKey::Path(s) => {
-            s.len() + 10
-        }
+        TableKey::BuildId(s)
+        | TableKey::Breakpad(s)
+        | TableKey::CodeId(s)
+        | TableKey::Pdb(s)
+        | TableKey::Path(s) => s.len() + 10,
     }
 }
 

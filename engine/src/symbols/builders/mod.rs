@@ -1,12 +1,14 @@
 //! Building a symbol table from a binary and its debug files.
 //!
-//! [`dwarf`] contributes functions, line rows and inline records; [`symtab`] contributes
-//! `.symtab` then `.dynsym` functions for the addresses DWARF leaves uncovered. This module
+//! [`dwarf`] contributes functions, line rows and inline records (or [`pdb`], for a
+//! Windows image whose PDB is given); [`symtab`] contributes `.symtab` then `.dynsym`
+//! functions (COFF symbols and exports for PE) for the addresses DWARF leaves uncovered. This module
 //! holds the shared [`Collector`] (string and file interning, address conversion) and the
 //! final merge that makes function ranges disjoint and sorts everything for [`format`].
 //! A bad unit or symbol is skipped with a warning, never fatal.
 
 pub(crate) mod dwarf;
+pub(crate) mod pdb;
 pub(crate) mod symtab;
 
 use rustc_hash::FxHashMap;
@@ -146,26 +148,102 @@ pub(crate) fn parse(data: &[u8]) -> Result<object::File<'_>, SymbolsError> {
 /// Builds the symbol table of a binary from the binary itself (its `.symtab`, `.dynsym`
 /// and DWARF, if not stripped) and its separate debug files (DWARF and `.symtab`). DWARF is
 /// read from the first debug file that has `.debug_info`, else from the binary.
+///
+/// A debug file that is a PDB (a Windows image's) gives the procedures, lines and inlined
+/// calls instead of DWARF, and its public symbols fill the gaps before the image's own
+/// COFF symbols and exports do.
 pub fn build_symbol_table(
     binary: Option<&[u8]>,
     debug_files: &[&[u8]],
 ) -> Result<BuiltSymbols, SymbolsError> {
+    let has_binary = binary.is_some();
     let binary = binary.map(parse).transpose()?;
-    let debug = debug_files
+    // the builder's order of inputs: the binary, then the debug files
+    let first_debug = usize::from(has_binary);
+    let pdb_input = debug_files
         .iter()
-        .map(|d| parse(d))
-        .collect::<Result<Vec<_>, _>>()?;
-    let Some(first) = binary.as_ref().or(debug.first()) else {
-        return Err(SymbolsError::NoInput);
-    };
-    let mut c = Collector::new(binary::link_base(first));
-    let all: Vec<&object::File<'_>> = binary.iter().chain(debug.iter()).collect();
-    if let Some(i) = dwarf_input(&all, binary.is_some()) {
-        dwarf::collect(all[i], &mut c);
-        c.set_input(i);
+        .position(|d| pdb::is_pdb(d))
+        .map(|i| (first_debug + i, debug_files[i]));
+    let mut debug = Vec::new();
+    // which input each entry of `all` is
+    let mut input_of: Vec<usize> = binary.iter().map(|_| 0).collect();
+    for (i, d) in debug_files.iter().enumerate() {
+        if !pdb::is_pdb(d) {
+            debug.push(parse(d)?);
+            input_of.push(first_debug + i);
+        }
     }
-    let symbols = symtab::collect(&all, &mut c);
-    finish(c, symbols)?.into_built()
+    let link_base = match binary.as_ref().or(debug.first()) {
+        Some(first) => binary::link_base(first),
+        // a PDB alone: its addresses are relative to the image
+        None if pdb_input.is_some() => 0,
+        None => return Err(SymbolsError::NoInput),
+    };
+    let mut c = Collector::new(link_base);
+    let all: Vec<&object::File<'_>> = binary.iter().chain(debug.iter()).collect();
+    let mut publics = Vec::new();
+    if let Some((input, bytes)) = pdb_input {
+        publics = pdb::collect(bytes, &mut c);
+        c.set_input(input);
+        set_input(&mut publics, input);
+        // code the PDB does not describe (a mingw program's C runtime, built by gcc)
+        // keeps the names and lines its DWARF gives
+        if let Some(i) = dwarf_input(&all, has_binary) {
+            dwarf_outside(all[i], &mut c, input_of.get(i).copied().unwrap_or(i));
+        }
+    } else if let Some(i) = dwarf_input(&all, has_binary) {
+        dwarf::collect(all[i], &mut c);
+        c.set_input(input_of.get(i).copied().unwrap_or(i));
+    }
+    let mut symbols = symtab::collect(&all, &mut c);
+    for f in &mut symbols {
+        f.input = input_of
+            .get(usize::from(f.input))
+            .and_then(|&i| u16::try_from(i).ok())
+            .unwrap_or(u16::MAX);
+    }
+    // the PDB's publics and the image's own symbols fill the procedures' gaps together
+    publics.append(&mut symbols);
+    finish(c, publics)?.into_built()
+}
+
+/// Adds the DWARF of `file` (input `input`) where the functions collected so far (a PDB's)
+/// cover nothing: its functions that overlap none of them, its line rows and inline
+/// records outside them.
+fn dwarf_outside(file: &object::File<'_>, c: &mut Collector, input: usize) {
+    let mut covered: Vec<(u32, u32)> = c.functions.iter().map(|f| (f.start, f.end)).collect();
+    covered.sort_unstable();
+    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(covered.len());
+    for (start, end) in covered {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    // whether [start, end) meets a covered range
+    let overlaps = |start: u32, end: u32| {
+        let i = merged.partition_point(|r| r.1 <= start);
+        merged.get(i).is_some_and(|r| r.0 < end)
+    };
+    let (functions, lines, inlines) = (c.functions.len(), c.lines.len(), c.inlines.len());
+    dwarf::collect(file, c);
+    let mut added = c.functions.split_off(functions);
+    added.retain(|f| !overlaps(f.start, f.end));
+    set_input(&mut added, input);
+    c.functions.append(&mut added);
+    let mut added = c.lines.split_off(lines);
+    added.retain(|l| !overlaps(l.address, l.address.saturating_add(1)));
+    c.lines.append(&mut added);
+    let mut added = c.inlines.split_off(inlines);
+    added.retain(|(_, r)| !overlaps(r.start, r.end));
+    c.inlines.append(&mut added);
+}
+
+fn set_input(functions: &mut [RawFunction], i: usize) {
+    let input = u16::try_from(i).unwrap_or(u16::MAX);
+    for f in functions {
+        f.input = input;
+    }
 }
 
 /// Which of `all` (the binary first if `has_binary`, then the debug files) DWARF is read
@@ -182,10 +260,7 @@ pub(crate) fn dwarf_input(all: &[&object::File<'_>], has_binary: bool) -> Option
 impl Collector {
     /// Marks the functions collected so far as coming from input `i`.
     pub(crate) fn set_input(&mut self, i: usize) {
-        let input = u16::try_from(i).unwrap_or(u16::MAX);
-        for f in &mut self.functions {
-            f.input = input;
-        }
+        set_input(&mut self.functions, i);
     }
 }
 
