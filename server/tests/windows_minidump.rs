@@ -809,3 +809,80 @@ async fn windows_minidump_through_the_service() {
     };
     assert_eq!(frame_rows(&done["report"]), frame_rows(&case.report));
 }
+
+/// A PDB uploaded after its image: identified by the debug id of the image's CodeView
+/// record (`format: pdb`), it rebuilds the image's tables and requeues the crash, whose
+/// program frames are then named from it (`symbol_source: pdb`), as `postmortem walk`
+/// names them with both files.
+#[tokio::test(flavor = "multi_thread")]
+async fn windows_pdb_uploaded_after_its_image() {
+    let case = record_sources("svc_pdb", &["-O1"], &["basic.c"], Build::ClangPdb, None);
+    let exe_name = case.exe_name().to_owned();
+    let pdb_name = exe_name.replace(".exe", ".pdb");
+    let data = tempfile::tempdir().unwrap();
+    let (_server, base) = common::start_serve(&[
+        "--workers",
+        "1",
+        "--data-dir",
+        data.path().to_str().unwrap(),
+    ]);
+    let c = common::client();
+    let mut files = vec![case.symbols.join(&exe_name)];
+    for dll in std::fs::read_dir(case.symbols.join("system32")).unwrap() {
+        files.push(dll.unwrap().path());
+    }
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        common::upload_binary(&c, &base, f, name).await;
+    }
+    let dump = std::fs::read(&case.minidump).unwrap();
+    let id = common::upload_crash(&c, &base, &dump).await;
+    let first = common::poll_done(&c, &base, &id).await;
+    let source_of = |report: &Value, function: &str| {
+        report["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["frames"].as_array().unwrap())
+            .find(|f| f["function"] == function)
+            .map(|f| f["symbol_source"].clone())
+    };
+    // without the PDB, the image's own DWARF names the program
+    assert_eq!(
+        source_of(&first["report"], "crash_here"),
+        Some(Value::from("dwarf")),
+        "{first}"
+    );
+
+    common::upload_binary(&c, &base, &case.symbols.join(&pdb_name), &pdb_name).await;
+    let listed = common::get_json(&c, format!("{base}/api/v1/binaries")).await;
+    let rows = listed["binaries"].as_array().unwrap();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|b| b["file_name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} is not listed: {listed}"))
+    };
+    let (exe_row, pdb_row) = (row(&exe_name), row(&pdb_name));
+    assert_eq!(
+        (pdb_row["format"].as_str(), pdb_row["kind"].as_str()),
+        (Some("pdb"), Some("debug")),
+        "{pdb_row}"
+    );
+    assert!(pdb_row["debug_id"].is_string(), "{pdb_row}");
+    assert_eq!(
+        pdb_row["debug_id"], exe_row["debug_id"],
+        "the PDB's debug id is the one the image's CodeView record names"
+    );
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let done = loop {
+        let v = common::poll_done(&c, &base, &id).await;
+        if source_of(&v["report"], "crash_here") == Some(Value::from("pdb")) {
+            break v;
+        }
+        assert!(std::time::Instant::now() < deadline, "not reprocessed: {v}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(frame_rows(&done["report"]), frame_rows(&case.report));
+}

@@ -1,11 +1,12 @@
 //! What a newly stored file changes, in one place: the tables of the module it describes
 //! are rebuilt from all of that module's files (their stored rows and cached entries are
-//! dropped), and the crashes that missed the module, or had only a `.sym` file for it (a
-//! binary's tables win; a newer `.sym` replaces an older one), are queued again. Uploads
+//! dropped; for a PDB, those of the Windows images that name it), and the crashes that
+//! missed the module, or had only a `.sym` file for it (a binary's tables win; a newer
+//! `.sym` replaces an older one), or a Windows image without its PDB, are queued again. Uploads
 //! call it; so will any other way files arrive.
 
 use crate::cache::TablesCache;
-use crate::store::{breakpad_used, missing, tables, Db, StoreError};
+use crate::store::{binaries, breakpad_used, missing, tables, Db, StoreError};
 
 use engine::resolve::TableKey;
 
@@ -35,7 +36,20 @@ pub async fn file_arrived(
         (_, _, Some(k)) => Some(k.clone()),
         _ => file.build_id.map(|b| TableKey::BuildId(b.to_string())),
     };
-    if let Some(key) = table_key {
+    let mut keys: Vec<TableKey> = table_key.into_iter().collect();
+    if let (Some(d), false) = (file.debug_id, file.breakpad) {
+        // a PDB: the tables of the Windows images whose CodeView record names it, and of
+        // the PDB alone, are built again with it
+        keys.push(TableKey::Pdb(d.to_string()));
+        for row in binaries::by_debug_id(db, d).await? {
+            if let (true, Some(name), Some(code_id)) =
+                (row.format == "pe", &row.file_name, &row.code_id)
+            {
+                keys.push(TableKey::for_pe(name, code_id));
+            }
+        }
+    }
+    for key in keys {
         tables::invalidate(db, &key.to_string()).await?;
         cache.invalidate(&key);
     }

@@ -90,6 +90,11 @@ pub async fn process_job(
                 if matches!(located.key, TableKey::Breakpad(_)) {
                     breakpad_used::record(&runner.db, &key, debug_id.as_deref(), &lease.id).await?;
                 }
+                // a Windows image without its PDB (or the reverse): the other's upload
+                // processes this crash again, as a binary's does after a .sym file
+                if let Some(pdb_id) = windows_part(&located) {
+                    breakpad_used::record(&runner.db, &key, Some(&pdb_id), &lease.id).await?;
+                }
                 found.insert(key, located_tables(runner, located).await?);
             }
             None => {
@@ -206,14 +211,34 @@ impl FileSource for Uploaded<'_> {
             .collect())
     }
 
+    /// The images of the name and code id, and the newest PDB of the debug id the dump
+    /// names (else the images' CodeView record).
     async fn with_code_id(
         &self,
-        _module: &Module,
+        module: &Module,
         name: &str,
         code_id: &str,
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
-        let files = binaries::by_code_id(&self.0.db, name, code_id).await?;
+        let mut files = binaries::by_code_id(&self.0.db, name, code_id).await?;
+        let pdb_id = module
+            .breakpad_debug_id()
+            .or_else(|| files.iter().find_map(|f| f.debug_id.clone()));
+        if let (false, Some(id)) = (files.is_empty(), pdb_id) {
+            files.extend(newest_pdb(&self.0.db, &id).await?);
+        }
         Ok(files.into_iter().map(uploaded).collect())
+    }
+
+    async fn pdb(
+        &self,
+        _module: &Module,
+        debug_id: &str,
+    ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
+        Ok(newest_pdb(&self.0.db, debug_id)
+            .await?
+            .into_iter()
+            .map(uploaded)
+            .collect())
     }
 
     async fn build_id_of_debug_id(&self, debug_id: &str) -> Result<Option<String>, JobError> {
@@ -235,6 +260,29 @@ impl FileSource for Uploaded<'_> {
             .rev()
             .find(|f| f.is_breakpad())
             .map(uploaded))
+    }
+}
+
+/// The newest uploaded PDB of `debug_id`.
+async fn newest_pdb(
+    db: &crate::store::Db,
+    debug_id: &str,
+) -> Result<Option<binaries::BinaryRow>, JobError> {
+    let rows = binaries::by_debug_id(db, debug_id).await?;
+    Ok(rows.into_iter().rev().find(|r| r.format == "pdb"))
+}
+
+/// Whether a module's located files are a Windows image without its PDB, or a PDB without
+/// its image (which the arrival of the other would improve), and the PDB's debug id.
+fn windows_part(located: &Located<binaries::BinaryRow>) -> Option<String> {
+    let Found::Files(files) = &located.found else {
+        return None;
+    };
+    let has = |format: &str| files.iter().any(|f| f.handle.format == format);
+    match &located.key {
+        TableKey::CodeId(_) if !has("pdb") => files.iter().find_map(|f| f.handle.debug_id.clone()),
+        TableKey::Pdb(id) => Some(id.clone()),
+        _ => None,
     }
 }
 
