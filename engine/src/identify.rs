@@ -382,9 +382,6 @@ fn describe_pe<'data, R: object::ReadRef<'data>>(
     })
 }
 
-/// Lines read for `INFO` records, which `dump_syms` writes right after `MODULE`.
-const INFO_LINES: usize = 16;
-
 fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     let module = parse_module_line(bytes).ok_or_else(|| {
         IdentifyError::MalformedSym(
@@ -392,14 +389,7 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         )
     })?;
     let arch = crate::breakpad::unwind::breakpad_arch(&module.arch).map(|a| a.as_str());
-    let code_id = bytes
-        .split(|&b| b == b'\n')
-        .take(INFO_LINES)
-        .filter_map(|l| l.strip_prefix(b"INFO CODE_ID "))
-        .filter_map(|rest| rest.split(|&b| b == b' ' || b == b'\r').next())
-        .filter_map(|id| std::str::from_utf8(id).ok())
-        .next()
-        .map(str::to_ascii_lowercase);
+    let code_id = crate::breakpad::parse_code_id_line(bytes).map(|(id, _)| id.to_ascii_lowercase());
     // A Linux module's code id is its full build-id; the debug-id is derived from its
     // first 16 bytes. Kept only when the two agree, so a `.sym` cannot claim a build-id
     // its debug-id does not come from.

@@ -12,6 +12,9 @@
 //!    CodeView record names (else the image's own record), verified; else a file matched by its path or
 //!    name, if the source matches that way (a QEMU core names modules without
 //!    build-ids): unverified.
+//!    A Windows module with no debug id then takes the `.sym` file whose `INFO CODE_ID`
+//!    names its image and code id (its key the image's: a `.sym` file of an image without
+//!    a PDB has an all-zero debug id, shared by every such file).
 //! 3. Else, by the module's Breakpad debug-id: the files of the binary whose debug-id it
 //!    is (a Mach-O named by a minidump), else the PDB of that id (a Windows module whose
 //!    image is not on hand), else the `.sym` file of that id. A binary's own tables win
@@ -132,6 +135,18 @@ pub trait FileSource: Sync {
         async { Ok(Vec::new()) }
     }
 
+    /// The Breakpad `.sym` file of a Windows module the dump names without a debug id:
+    /// the one whose `INFO CODE_ID` record gives the image named `name` (lower-case) and
+    /// code id `code_id` (upper-case), as dump_syms writes for an `.exe` or `.dll`.
+    fn breakpad_by_code_id(
+        &self,
+        _module: &Module,
+        _name: &str,
+        _code_id: &str,
+    ) -> impl Future<Output = Result<Option<SourceFile<Self::Handle>>, Self::Error>> + Send {
+        async { Ok(None) }
+    }
+
     /// The PDB whose debug id (GUID + age, upper-case) is `debug_id`.
     fn pdb(
         &self,
@@ -206,6 +221,18 @@ pub async fn locate<S: FileSource>(
             let path = module.path.as_deref().unwrap_or(&module.name);
             if let Some(l) = files(TableKey::Path(path.to_string()), false, found) {
                 return Ok(Some(l));
+            }
+            // a Windows module without a CodeView record has no debug id to find its
+            // .sym file by: the file's INFO CODE_ID names the image instead
+            if let (Some(code_id), None) = (module.pe_code_id(), module.breakpad_debug_id()) {
+                let name = module.name.to_ascii_lowercase();
+                if let Some(sym) = source.breakpad_by_code_id(module, &name, &code_id).await? {
+                    return Ok(Some(Located {
+                        key: TableKey::for_pe(&name, &code_id),
+                        verified: true,
+                        found: Found::Breakpad(sym),
+                    }));
+                }
             }
         }
     }

@@ -579,6 +579,82 @@ fn pdb_case(case: &str, flags: &[&str], source: &str, want: &[&str]) {
         .find(|f| f["name"].as_str().is_some_and(|n| n.ends_with(".pdb")))
         .unwrap_or_else(|| panic!("the PDB is not among the module's files: {module}"));
     assert_eq!(pdb_file["gave"], serde_json::json!(["symbols"]), "{module}");
+    sym_walk_equals_pdb_walk(&case);
+}
+
+/// dump_syms' `.sym` file of the program (`dump_syms --inlines EXE`, which reads the PDB
+/// the image names), in a Breakpad symbol store, in place of the image and its PDB: the
+/// dump names the module without a debug id (wine writes no CodeView record), so the file
+/// is found by its `INFO CODE_ID`. Every thread's frames are the same (pc), and the frames
+/// the PDB named have the same function, file, line and inlined calls.
+fn sym_walk_equals_pdb_walk(case: &Case) {
+    let out = std::process::Command::new("dump_syms")
+        .arg("--inlines")
+        .arg(&case.exe)
+        .output()
+        .expect("run dump_syms (cargo install --locked dump_syms; see test.sh)");
+    assert!(
+        out.status.success(),
+        "dump_syms {}: {}",
+        case.exe.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("a .sym file is text");
+    let fields: Vec<&str> = text.lines().next().unwrap().split(' ').collect();
+    assert_eq!(
+        fields[..3],
+        ["MODULE", "windows", "x86_64"],
+        "{}",
+        fields.join(" ")
+    );
+    let (id, pdb) = (fields[3], fields[4]);
+    let store = case.symbols.parent().unwrap().join("sym-store");
+    let sym = store.join(pdb).join(id).join(pdb.replace(".pdb", ".sym"));
+    std::fs::create_dir_all(sym.parent().unwrap()).unwrap();
+    std::fs::write(&sym, &text).unwrap();
+    let dlls = store.join("system32");
+    std::fs::create_dir_all(&dlls).unwrap();
+    for dll in std::fs::read_dir(case.symbols.join("system32")).unwrap() {
+        let dll = dll.unwrap().path();
+        std::fs::hard_link(&dll, dlls.join(dll.file_name().unwrap())).unwrap();
+    }
+    let from_sym = walk(&case.minidump, &store);
+    let module = from_sym["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == case.exe_name())
+        .unwrap();
+    assert_eq!(
+        module["symbols"],
+        serde_json::json!(["breakpad"]),
+        "{module}"
+    );
+    let named = |frame: &Value| {
+        [
+            frame["function"].clone(),
+            frame["file"].clone(),
+            frame["line"].clone(),
+            frame["inlined"].clone(),
+        ]
+    };
+    let threads = |report: &Value| report["threads"].as_array().unwrap().clone();
+    let (ours, theirs) = (threads(&case.report), threads(&from_sym));
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(&theirs) {
+        let (fa, fb) = (
+            a["frames"].as_array().unwrap(),
+            b["frames"].as_array().unwrap(),
+        );
+        let pcs =
+            |frames: &[Value]| -> Vec<Value> { frames.iter().map(|f| f["pc"].clone()).collect() };
+        assert_eq!(pcs(fa), pcs(fb), "thread {}: frames differ", a["tid"]);
+        for (x, y) in fa.iter().zip(fb) {
+            if x["symbol_source"] == "pdb" {
+                assert_eq!(named(x), named(y), "{x}\n{y}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -64,6 +64,9 @@ struct Index {
     pe_pdb: HashMap<PathBuf, String>,
     /// PDB files by debug id.
     pdbs: HashMap<String, Vec<PathBuf>>,
+    /// `.sym` files of Windows images by the image's lower-case name and code id (their
+    /// `INFO CODE_ID` record).
+    sym_by_code_id: HashMap<(String, String), PathBuf>,
 }
 
 /// The first bytes of an open file (up to [`SYM_HEAD`]), read without moving its cursor.
@@ -153,9 +156,21 @@ impl Index {
                 self.by_debug_id
                     .entry(m.debug_id)
                     .or_insert_with(|| path.to_path_buf());
+                if let Some(key) = image_of_sym(head) {
+                    self.sym_by_code_id
+                        .entry(key)
+                        .or_insert_with(|| path.to_path_buf());
+                }
             }
         }
     }
+}
+
+/// The image a Windows module's `.sym` file describes, from its `INFO CODE_ID` record:
+/// the image's name (lower-case) and code id (upper-case).
+fn image_of_sym(head: &[u8]) -> Option<(String, String)> {
+    let (id, image) = engine::breakpad::parse_code_id_line(head)?;
+    Some((image?.to_ascii_lowercase(), id.to_ascii_uppercase()))
 }
 
 /// The code id of a PE image (`TimeDateStamp` + `SizeOfImage`), from its headers, and the
@@ -217,6 +232,11 @@ pub struct FileProvider {
     pe_pdb: HashMap<PathBuf, String>,
     /// PDB files by debug id.
     pdbs: HashMap<String, Vec<PathBuf>>,
+    /// `.sym` files of Windows images by image name (lower-case) and code id.
+    sym_by_code_id: HashMap<(String, String), PathBuf>,
+    /// The same for the `.sym` files of `by_dir_id`: read only when a module is looked up
+    /// by code id and no other file has it.
+    dir_syms_code_ids: OnceLock<HashMap<(String, String), PathBuf>>,
     /// The `.sym` files of `by_dir_id` by the debug id of their `MODULE` line: read only
     /// when a lookup by directory name finds no file that says the id.
     dir_syms_read: OnceLock<HashMap<String, PathBuf>>,
@@ -253,6 +273,7 @@ impl FileProvider {
             by_code_id,
             pe_pdb,
             pdbs,
+            sym_by_code_id,
         } = index;
         let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for path in by_build_id.values().flatten() {
@@ -275,6 +296,8 @@ impl FileProvider {
             by_code_id,
             pe_pdb,
             pdbs,
+            sym_by_code_id,
+            dir_syms_code_ids: OnceLock::new(),
             dir_syms_read: OnceLock::new(),
             debug_roots,
             dump_paths: true,
@@ -549,6 +572,43 @@ impl FileSource for FileProvider {
             }
         }
         Ok(Self::source_files(paths))
+    }
+
+    /// The `.sym` file under `--symbols` whose `INFO CODE_ID` names the image.
+    async fn breakpad_by_code_id(
+        &self,
+        _m: &Module,
+        name: &str,
+        code_id: &str,
+    ) -> Result<Option<SourceFile<LocalFile>>, Self::Error> {
+        let key = (name.to_string(), code_id.to_string());
+        let found = self.sym_by_code_id.get(&key).or_else(|| {
+            // a symbol store's files (named by their directory's debug id) are read for
+            // this once per run
+            let read = self.dir_syms_code_ids.get_or_init(|| {
+                let mut out = HashMap::new();
+                for p in self.by_dir_id.values().flatten() {
+                    let Ok(f) = fs::File::open(p) else { continue };
+                    let mut head = [0u8; SYM_HEAD];
+                    let Some(n) = head_of(&f, &mut head) else {
+                        continue;
+                    };
+                    if let Some(key) = head.get(..n).and_then(image_of_sym) {
+                        out.entry(key).or_insert_with(|| p.clone());
+                    }
+                }
+                out
+            });
+            read.get(&key)
+        });
+        Ok(found.map(|path| SourceFile {
+            name: file_name(path),
+            handle: LocalFile {
+                path: path.clone(),
+                open: None,
+                source: None,
+            },
+        }))
     }
 
     /// The PDB under `--symbols` with the module's debug id.

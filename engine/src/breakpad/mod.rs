@@ -22,4 +22,4 @@ pub(crate) mod text;
 pub(crate) mod tokenize;
 pub mod unwind;
 
-pub use tokenize::{parse_module_line, BreakpadModule};
+pub use tokenize::{parse_code_id_line, parse_module_line, BreakpadModule};

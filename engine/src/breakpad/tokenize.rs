@@ -350,6 +350,26 @@ pub fn parse_module_line(text: &[u8]) -> Option<BreakpadModule> {
     })
 }
 
+/// Lines read for `INFO` records, which `dump_syms` writes right after `MODULE`.
+const INFO_LINES: usize = 16;
+
+/// The `INFO CODE_ID <id> [<code file>]` record of a `.sym` file's first lines: the code id
+/// as written, and the name of the image it describes where one is given (dump_syms
+/// writes it for Windows modules, whose `MODULE` line names the PDB).
+pub fn parse_code_id_line(text: &[u8]) -> Option<(String, Option<String>)> {
+    let line = text
+        .split(|&b| b == b'\n')
+        .take(INFO_LINES)
+        .find_map(|l| l.strip_prefix(b"INFO CODE_ID "))?;
+    let line = std::str::from_utf8(line).ok()?.trim_end();
+    let (id, file) = match line.split_once(' ') {
+        Some((id, file)) => (id, Some(file.trim()).filter(|f| !f.is_empty())),
+        None => (line, None),
+    };
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| (id.to_owned(), file.map(str::to_owned)))
+}
+
 /// The architecture word of the `MODULE` line as the unwind builder has always read it:
 /// the first line decoded lossily, fields split at any ASCII whitespace (so it may differ
 /// from [`parse_module_line`]'s on odd text; the index declines files where they differ).
@@ -363,6 +383,19 @@ pub(crate) fn module_arch_word(text: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_id_lines_name_the_image() {
+        let sym = b"MODULE windows x86_64 9F85221 inl.pdb\nINFO CODE_ID 6B08FDD210000 inl.exe\r\n";
+        assert_eq!(
+            parse_code_id_line(sym),
+            Some(("6B08FDD210000".into(), Some("inl.exe".into())))
+        );
+        let linux = b"MODULE Linux x86_64 ABC0 a\nINFO CODE_ID abcdef01\n";
+        assert_eq!(parse_code_id_line(linux), Some(("abcdef01".into(), None)));
+        assert_eq!(parse_code_id_line(b"MODULE Linux x86_64 ABC0 a\n"), None);
+        assert_eq!(parse_code_id_line(b"INFO CODE_ID xyz a\n"), None);
+    }
 
     fn rec(line: &str) -> Record<'_> {
         classify(Ok(line))

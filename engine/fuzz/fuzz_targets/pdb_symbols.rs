@@ -1,0 +1,32 @@
+//! Fuzz target: arbitrary bytes as a Windows PDB.
+//!
+//! The input is given the MSF 7.0 magic if it lacks it, so every input reaches the PDB
+//! reader: identified (debug id, architecture), then built into a symbol table as an
+//! image's only debug file, and the table opened and asked at a few addresses. Seed it
+//! with the PDBs the Windows tests build (`clang --target=x86_64-w64-mingw32 -g -gcodeview
+//! -fuse-ld=lld -Wl,--pdb=X.pdb`). Property: no panic, no hang, a table that opens.
+#![no_main]
+
+use engine::symbols::{build_symbol_table, SymbolTable};
+use libfuzzer_sys::fuzz_target;
+
+const MAGIC: &[u8] = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0";
+
+fuzz_target!(|data: &[u8]| {
+    let owned;
+    let data = if data.starts_with(MAGIC) {
+        data
+    } else {
+        owned = [MAGIC, data].concat();
+        &owned[..]
+    };
+    let _ = engine::identify::identify(data);
+    if let Ok(built) = build_symbol_table(None, &[data]) {
+        let table = SymbolTable::open(&built.bytes).expect("a built table opens");
+        let mut out = Vec::new();
+        for addr in [0u64, 0x1000, 0x1510, 0x2000, 0xffff_ffff] {
+            out.clear();
+            let _ = table.lookup(addr, &mut out);
+        }
+    }
+});
