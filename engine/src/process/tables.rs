@@ -250,14 +250,18 @@ fn file_input<'a>((name, bytes): (&'a str, &'a FileBytes)) -> TableInput<'a> {
 }
 
 /// The whole unwind table of `inputs`: the first one's unwind sections, the others'
-/// `.debug_frame`.
+/// `.debug_frame`. A PDB holds no unwind rules (a Windows image's are in its `.pdata`): a
+/// PDB first (no image on hand; a binary always comes first) gives no table, and one
+/// among the others is passed over as a file without `.debug_frame`.
 fn whole_unwind(
     inputs: &[(TableInput<'_>, report::FileKind)],
 ) -> Option<Result<unwind::BuiltTable, unwind::UnwindError>> {
-    inputs.split_first().map(|((first, _), rest)| {
-        let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
-        unwind::build_from_elf(first.bytes, &extra)
-    })
+    let ((first, _), rest) = inputs.split_first()?;
+    if crate::binary::is_pdb(first.bytes) {
+        return None;
+    }
+    let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
+    Some(unwind::build_from_elf(first.bytes, &extra))
 }
 
 /// A module's tables while they are made from its files: which file gave what.

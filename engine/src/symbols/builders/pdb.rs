@@ -517,14 +517,7 @@ impl<'a, 's> Names<'a, 's> {
 
     fn lookup(&mut self, index: pdb2::IdIndex) -> Option<String> {
         let ids = self.ids?;
-        let finder = self.id_finder.get_or_insert_with(|| {
-            let mut finder = ids.finder();
-            let mut it = ids.iter();
-            while let Ok(Some(_)) = it.next() {
-                finder.update(&it);
-            }
-            finder
-        });
+        let finder = self.id_finder.get_or_insert_with(|| finder_of(ids));
         match finder.find(index).ok()?.parse().ok()? {
             pdb2::IdData::Function(f) => {
                 let name = f.name.to_string();
@@ -553,20 +546,26 @@ impl<'a, 's> Names<'a, 's> {
 
     fn class_name(&mut self, index: pdb2::TypeIndex) -> Option<String> {
         let types = self.types?;
-        let finder = self.type_finder.get_or_insert_with(|| {
-            let mut finder = types.finder();
-            let mut it = types.iter();
-            while let Ok(Some(_)) = it.next() {
-                finder.update(&it);
-            }
-            finder
-        });
+        let finder = self.type_finder.get_or_insert_with(|| finder_of(types));
         match finder.find(index).ok()?.parse().ok()? {
             pdb2::TypeData::Class(c) => Some(c.name.to_string().into_owned()),
             pdb2::TypeData::Union(u) => Some(u.name.to_string().into_owned()),
             _ => None,
         }
     }
+}
+
+/// A finder over every item of a type or id stream (one pass over the stream; an item
+/// that does not read ends it).
+fn finder_of<'t, I: pdb2::ItemIndex>(
+    items: &'t pdb2::ItemInformation<'_, I>,
+) -> pdb2::ItemFinder<'t, I> {
+    let mut finder = items.finder();
+    let mut it = items.iter();
+    while let Ok(Some(_)) = it.next() {
+        finder.update(&it);
+    }
+    finder
 }
 
 #[cfg(test)]
