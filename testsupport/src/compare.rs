@@ -272,12 +272,19 @@ fn rewind_interrupted_syscall(ours: &Value, gdb_pc: u64, actual: &mut [Frame]) {
     let (Some(rax), Some(rip)) = (register("rax"), register("rip")) else {
         return;
     };
-    if !SYSCALL_RESTART_CODES.contains(&rax) || rip.checked_sub(2) != Some(gdb_pc) {
+    if !restarted_syscall(rax, rip, gdb_pc) {
         return;
     }
     for frame in actual.iter_mut().take_while(|f| f.pc == rip) {
         frame.pc = gdb_pc;
     }
+}
+
+/// Whether a thread the minidump shows at `rip` with `rax` and the core at `core_pc` is the
+/// one thread seen on both sides of a system call's restart ([`rewind_interrupted_syscall`]):
+/// `rax` a restart code, and the core's pc the `syscall` instruction 2 bytes below.
+pub fn restarted_syscall(rax: u64, rip: u64, core_pc: u64) -> bool {
+    SYSCALL_RESTART_CODES.contains(&rax) && rip.checked_sub(2) == Some(core_pc)
 }
 
 /// Compares every thread of `gdb` with `report`; panics with side-by-side tables of all
