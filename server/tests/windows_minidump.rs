@@ -259,7 +259,12 @@ impl Case {
     }
 
     fn crashed_thread(&self) -> &Value {
-        let crashed: Vec<&Value> = self.report["threads"]
+        self.crashed_thread_of(&self.report)
+    }
+
+    /// The crashed thread of `report`, a report of this case's dump.
+    fn crashed_thread_of<'r>(&self, report: &'r Value) -> &'r Value {
+        let crashed: Vec<&Value> = report["threads"]
             .as_array()
             .expect("threads")
             .iter()
@@ -806,19 +811,38 @@ fn frame_rows(report: &Value) -> Vec<[Value; 5]> {
         .collect()
 }
 
+/// `postmortem serve` with one worker and a data directory of its own (removed with the
+/// returned directory).
+fn serve() -> (tempfile::TempDir, common::Proc, String) {
+    let data = tempfile::tempdir().unwrap();
+    let (server, base) = common::start_serve(&[
+        "--workers",
+        "1",
+        "--data-dir",
+        data.path().to_str().unwrap(),
+    ]);
+    (data, server, base)
+}
+
+/// Uploads the case's program and the wine DLLs its dump lists, by their file names.
+async fn upload_program_and_dlls(c: &reqwest::Client, base: &str, case: &Case) {
+    let mut files = vec![case.symbols.join(case.exe_name())];
+    for dll in std::fs::read_dir(case.symbols.join("system32")).unwrap() {
+        files.push(dll.unwrap().path());
+    }
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        common::upload_binary(c, base, f, name).await;
+    }
+}
+
 /// The service: a Windows minidump uploaded before its files has the program and wine's
 /// DLLs missing; uploading the `.exe` and `.dll` files (by name: a Windows image sent
 /// without one is refused) requeues the crash, whose report then has the CLI's frames.
 #[tokio::test]
 async fn windows_minidump_through_the_service() {
     let case = record("service", &["-O2"], "basic.c");
-    let data = tempfile::tempdir().unwrap();
-    let (_server, base) = common::start_serve(&[
-        "--workers",
-        "1",
-        "--data-dir",
-        data.path().to_str().unwrap(),
-    ]);
+    let (_data, _server, base) = serve();
     let c = common::client();
     let dump = std::fs::read(&case.minidump).unwrap();
     let id = common::upload_crash(&c, &base, &dump).await;
@@ -847,14 +871,7 @@ async fn windows_minidump_through_the_service() {
     let body: Value = nameless.json().await.unwrap();
     assert_eq!(body["code"], "file-name-required", "{body}");
 
-    let mut files = vec![case.symbols.join(&exe_name)];
-    for dll in std::fs::read_dir(case.symbols.join("system32")).unwrap() {
-        files.push(dll.unwrap().path());
-    }
-    for f in &files {
-        let name = f.file_name().unwrap().to_str().unwrap();
-        common::upload_binary(&c, &base, f, name).await;
-    }
+    upload_program_and_dlls(&c, &base, &case).await;
     let listed = common::get_json(&c, format!("{base}/api/v1/binaries")).await;
     let exe_row = listed["binaries"]
         .as_array()
@@ -895,22 +912,9 @@ async fn windows_pdb_uploaded_after_its_image() {
     let case = record_sources("svc_pdb", &["-O1"], &["basic.c"], Build::ClangPdb, None);
     let exe_name = case.exe_name().to_owned();
     let pdb_name = exe_name.replace(".exe", ".pdb");
-    let data = tempfile::tempdir().unwrap();
-    let (_server, base) = common::start_serve(&[
-        "--workers",
-        "1",
-        "--data-dir",
-        data.path().to_str().unwrap(),
-    ]);
+    let (_data, _server, base) = serve();
     let c = common::client();
-    let mut files = vec![case.symbols.join(&exe_name)];
-    for dll in std::fs::read_dir(case.symbols.join("system32")).unwrap() {
-        files.push(dll.unwrap().path());
-    }
-    for f in &files {
-        let name = f.file_name().unwrap().to_str().unwrap();
-        common::upload_binary(&c, &base, f, name).await;
-    }
+    upload_program_and_dlls(&c, &base, &case).await;
     let dump = std::fs::read(&case.minidump).unwrap();
     let id = common::upload_crash(&c, &base, &dump).await;
     let first = common::poll_done(&c, &base, &id).await;
@@ -961,4 +965,128 @@ async fn windows_pdb_uploaded_after_its_image() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };
     assert_eq!(frame_rows(&done["report"]), frame_rows(&case.report));
+}
+
+/// The PDB build's dump as Windows' own dbghelp writes it, with the program's CodeView
+/// record ([`windows::with_codeview`]; wine's writer records none), so that the module has
+/// a debug id:
+/// - with the image and its PDB, the walk is the one without the record (the PDB is now
+///   found by the dump's debug id), and the module reports that id;
+/// - with only the PDB (no image: no `.pdata`), it is found by its debug id and names the
+///   crashing frame;
+/// - beside minidump-stackwalk, both given only the Breakpad symbol store holding the
+///   program's `.sym` (dump_syms, `<pdb>/<DEBUG_ID>/<name>.sym`): every frame
+///   minidump-stackwalk finds in the program is ours too, in order, at the same pc and
+///   with the same function.
+#[test]
+fn windows_pdb_found_by_the_dumps_codeview_record() {
+    let case = record_sources("pdb_cv", &["-O1"], &["basic.c"], Build::ClangPdb, None);
+    let exe_name = case.exe_name().to_owned();
+    let pdb_name = exe_name.replace(".exe", ".pdb");
+    let work = case.symbols.parent().unwrap();
+    let dump = work.join("with-codeview.dmp");
+    windows::with_codeview(&case.minidump, &dump, &case.symbols.join(&exe_name));
+    let module = |report: &Value| {
+        report["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == exe_name.as_str())
+            .cloned()
+            .unwrap()
+    };
+
+    let with_record = walk(&dump, &case.symbols);
+    assert_eq!(frame_rows(&with_record), frame_rows(&case.report));
+    let debug_id = module(&with_record)["debug_id"].clone();
+    assert!(debug_id.is_string(), "{}", module(&with_record));
+
+    let pdb_only = work.join("pdb-only");
+    std::fs::create_dir_all(&pdb_only).unwrap();
+    std::fs::hard_link(case.symbols.join(&pdb_name), pdb_only.join(&pdb_name)).unwrap();
+    let report = walk(&dump, &pdb_only);
+    let m = module(&report);
+    assert_eq!(m["status"], "ok", "{m}");
+    // the program's procedures, and the C runtime's publics: nothing from the image
+    assert_eq!(m["symbols"], serde_json::json!(["pdb", "publics"]), "{m}");
+    assert_eq!(m["unwind"], serde_json::json!([]), "{m}");
+    assert!(
+        !report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["module"] == m["index"]),
+        "a PDB alone is no unwind table, and no error: {}",
+        report["warnings"]
+    );
+    let frame0 = &case.crashed_thread_of(&report)["frames"][0];
+    assert_eq!(frame0["function"], "crash_here", "{frame0}");
+
+    // the program's .sym in a Breakpad store, for both tools
+    let out = std::process::Command::new("dump_syms")
+        .arg(case.symbols.join(&exe_name))
+        .output()
+        .expect("run dump_syms (see test.sh)");
+    assert!(out.status.success(), "dump_syms failed");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let store = work.join("store");
+    let sym = store
+        .join(&pdb_name)
+        .join(debug_id.as_str().unwrap())
+        .join(exe_name.replace(".exe", ".sym"));
+    std::fs::create_dir_all(sym.parent().unwrap()).unwrap();
+    std::fs::write(&sym, &text).unwrap();
+    let theirs = std::process::Command::new("minidump-stackwalk")
+        .arg("--json")
+        .arg(&dump)
+        .arg(&store)
+        .output()
+        .expect("run minidump-stackwalk (see test.sh)");
+    assert!(theirs.status.success(), "minidump-stackwalk failed");
+    let theirs: Value = serde_json::from_slice(&theirs.stdout).unwrap();
+    let (ours, _) = report::walk_report(
+        std::process::Command::new(postmortem())
+            .arg("walk")
+            .arg(&dump)
+            .arg("--symbols-path")
+            .arg(&store)
+            .args(["--format", "json"]),
+    );
+    let program = |pc: u64| case.in_program(pc);
+    // their frames found by the .sym's rules (not by scanning: those may be stale return
+    // addresses), at our pc (theirs is the return address minus one in callers), named
+    // without parameters (theirs carry the PDB's)
+    let their_frames: Vec<(u64, String)> = theirs["crashing_thread"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f["trust"] == "context" || f["trust"] == "cfi")
+        .map(|(i, f)| {
+            let pc = hex(&f["offset"]) + u64::from(i > 0);
+            let function = f["function"].as_str().unwrap_or("??");
+            (pc, engine::symbols::strip_parameters(function).to_owned())
+        })
+        .filter(|(pc, _)| program(*pc))
+        .collect();
+    let our_frames: Vec<(u64, String)> = physical_frames(case.crashed_thread_of(&ours))
+        .iter()
+        .map(|o| (o.pc, o.names().last().cloned().unwrap_or_default()))
+        .filter(|(pc, _)| program(*pc))
+        .collect();
+    assert!(
+        their_frames.iter().any(|(_, f)| f == "main"),
+        "minidump-stackwalk did not use the .sym file: {their_frames:x?}\n{}",
+        theirs["crashing_thread"]
+    );
+    // shown with --nocapture
+    eprintln!("in the program, ours   {our_frames:x?}\nin the program, theirs {their_frames:x?}");
+    let mut rest = our_frames.iter();
+    for frame in &their_frames {
+        assert!(
+            rest.any(|o| o == frame),
+            "minidump-stackwalk's {frame:x?} is not among ours, in order:\n\
+             ours   {our_frames:x?}\ntheirs {their_frames:x?}"
+        );
+    }
 }

@@ -108,10 +108,7 @@ pub fn can_run() -> bool {
 /// into `dir`) with `dump_on_crash.c` into `dir/NAME.exe`: `x86_64-w64-mingw32-gcc -g`,
 /// `flags`, `-ldbghelp`. Panics with the compiler's output on failure.
 pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> PathBuf {
-    for source in sources.iter().chain(&DUMP_ON_CRASH) {
-        std::fs::copy(crashers_dir().join(source), dir.join(source))
-            .unwrap_or_else(|e| panic!("copy Windows crasher source {source}: {e}"));
-    }
+    copy_sources(dir, sources);
     let exe = if name.ends_with(".exe") {
         name.to_owned()
     } else {
@@ -125,20 +122,35 @@ pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> Path
         .arg(DUMP_ON_CRASH[0])
         .args(["-o", &exe, "-ldbghelp"])
         .current_dir(dir);
-    let out = run(
+    compiled(
         &mut command,
-        None,
-        &dir.join(format!("{exe}.cc")),
-        SLOW_TIMEOUT,
+        &dir.join(&exe),
+        &format!("{CC} {flags:?} {sources:?}"),
     );
+    dir.join(exe)
+}
+
+/// Copies `sources` and the dump-writing filter into `dir`.
+fn copy_sources(dir: &Path, sources: &[&str]) {
+    for source in sources.iter().chain(&DUMP_ON_CRASH) {
+        std::fs::copy(crashers_dir().join(source), dir.join(source))
+            .unwrap_or_else(|e| panic!("copy Windows crasher source {source}: {e}"));
+    }
+}
+
+/// Runs the compiler `command` for `exe` (its output logged beside it as `EXE.cc.*`);
+/// panics with what it printed unless it succeeds.
+fn compiled(command: &mut Command, exe: &Path, what: &str) {
+    let mut log = exe.as_os_str().to_owned();
+    log.push(".cc");
+    let out = run(command, None, Path::new(&log), SLOW_TIMEOUT);
     assert!(
         out.status.success(),
-        "{CC} {flags:?} {sources:?} failed with {}:\n{}{}",
+        "{what} failed with {}:\n{}{}",
         out.status,
         out.stdout,
         out.stderr
     );
-    dir.join(exe)
 }
 
 /// As [`compile`], with `clang --target=x86_64-w64-mingw32 -fuse-ld=lld` and
@@ -151,10 +163,7 @@ pub fn compile_with_pdb(
     sources: &[&str],
     name: &str,
 ) -> (PathBuf, PathBuf) {
-    for source in sources.iter().chain(&DUMP_ON_CRASH) {
-        std::fs::copy(crashers_dir().join(source), dir.join(source))
-            .unwrap_or_else(|e| panic!("copy Windows crasher source {source}: {e}"));
-    }
+    copy_sources(dir, sources);
     // mingw's libgcc, which clang's mingw driver links but does not know where to find
     let libgcc = Command::new(CC)
         .arg("-print-libgcc-file-name")
@@ -175,19 +184,8 @@ pub fn compile_with_pdb(
         .arg(libgcc_dir)
         .args(["-o", &exe, "-ldbghelp"])
         .current_dir(dir);
-    let out = run(
-        &mut command,
-        None,
-        &dir.join(format!("{exe}.cc")),
-        SLOW_TIMEOUT,
-    );
-    assert!(
-        out.status.success(),
-        "clang (mingw, PDB) {flags:?} {sources:?} failed with {}:\n{}{}",
-        out.status,
-        out.stdout,
-        out.stderr
-    );
+    let what = format!("clang (mingw, PDB) {flags:?} {sources:?}");
+    compiled(&mut command, &dir.join(&exe), &what);
     (dir.join(exe), dir.join(pdb))
 }
 
@@ -565,6 +563,8 @@ pub struct DumpModule {
     pub name: String,
     /// The CodeView record's size (0: none).
     pub cv_record_size: u32,
+    /// Where its `MINIDUMP_MODULE` is in the file.
+    entry: usize,
 }
 
 impl DumpModule {
@@ -633,6 +633,7 @@ fn parse_dump(b: &[u8]) -> Option<DumpSummary> {
                         time_date_stamp: u32_at(module + 16)?,
                         name: String::from_utf16_lossy(&units),
                         cv_record_size: u32_at(module + 76)?,
+                        entry: module,
                     });
                 }
             }
@@ -645,6 +646,46 @@ fn parse_dump(b: &[u8]) -> Option<DumpSummary> {
         }
     }
     Some(summary)
+}
+
+/// Writes to `out` the minidump `dump` with the CodeView record of `image` — its `RSDS`
+/// record (the PDB's GUID, age and path, from the image's debug directory) — given to
+/// the module of the image's file name, as Windows' dbghelp writes it; wine's writes none.
+/// The record is appended to the file and the module's `CvRecord` points at it. Panics
+/// if the image has no record or the dump no such module.
+pub fn with_codeview(dump: &Path, out: &Path, image: &Path) {
+    use object::Object;
+    let mut bytes = std::fs::read(dump).unwrap_or_else(|e| panic!("read {}: {e}", dump.display()));
+    let summary = parse_dump(&bytes).expect("a readable minidump");
+    let name = image
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("the image's name");
+    let module = summary
+        .module(name)
+        .unwrap_or_else(|| panic!("the dump lists no {name}"))
+        .clone();
+    let data = std::fs::read(image).unwrap_or_else(|e| panic!("read {}: {e}", image.display()));
+    let file = object::File::parse(&*data).expect("a PE image");
+    let cv = file
+        .pdb_info()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("{name} has no CodeView record"));
+    let mut record = b"RSDS".to_vec();
+    record.extend_from_slice(&cv.guid());
+    record.extend_from_slice(&cv.age().to_le_bytes());
+    record.extend_from_slice(cv.path());
+    record.push(0);
+    while !bytes.len().is_multiple_of(4) {
+        bytes.push(0);
+    }
+    let rva = u32::try_from(bytes.len()).expect("a dump under 4 GiB");
+    let size = u32::try_from(record.len()).expect("a short record");
+    bytes.extend_from_slice(&record);
+    bytes[module.entry + 76..module.entry + 80].copy_from_slice(&size.to_le_bytes());
+    bytes[module.entry + 80..module.entry + 84].copy_from_slice(&rva.to_le_bytes());
+    std::fs::write(out, bytes).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
 }
 
 /// What a command printed and how it ended.
