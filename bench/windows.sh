@@ -21,6 +21,10 @@
 #   service keeps them; the median walk + symbolize time)
 # - minidump-stackwalk --json DUMP: wine's writer records no CodeView record, so there is
 #   no debug id to look a .sym file up by; it walks with the dump alone (and scans).
+# Then the same program built by clang and lld with a PDB (-g -gcodeview -O2, crashed
+# again: OUT/pdb.dmp), walked cold and warm with the image and its PDB (OUT/pdb-symbols)
+# and cold with dump_syms' .sym of them instead (OUT/sym-symbols); needs clang, lld and
+# dump_syms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,3 +66,22 @@ echo "frames: minidump-stackwalk $(minidump-stackwalk --json "$OUT/crash.dmp" 2>
     | jq '.crashing_thread.frames | length'), postmortem $("$POSTMORTEM_BIN" walk \
     "$OUT/crash.dmp" --symbols "$OUT/symbols" --no-system-debug --format json 2>/dev/null \
     | jq '[.threads[] | select(.crashed) | .frames[]] | length')"
+
+# the clang/lld build with a PDB
+libgcc_dir="$(dirname "$(x86_64-w64-mingw32-gcc -print-libgcc-file-name)")"
+(cd "$OUT" && clang --target=x86_64-w64-mingw32 -fuse-ld=lld -g -gcodeview -O2 basic.c \
+    dump_on_crash.c -Wl,--pdb=basic_pdb.pdb -L "$libgcc_dir" -o basic_pdb.exe -ldbghelp)
+(cd "$OUT" && { wine basic_pdb.exe pdb.dmp >/dev/null 2>&1 || true; })
+test -s "$OUT/pdb.dmp" || { echo "no minidump written by the PDB build" >&2; exit 1; }
+mkdir -p "$OUT/pdb-symbols" "$OUT/sym-symbols"
+cp "$OUT"/symbols/*.dll "$OUT/pdb-symbols/"
+cp "$OUT"/symbols/*.dll "$OUT/sym-symbols/"
+cp "$OUT/basic_pdb.exe" "$OUT/basic_pdb.pdb" "$OUT/pdb-symbols/"
+dump_syms --inlines "$OUT/basic_pdb.exe" > "$OUT/sym-symbols/basic_pdb.sym"
+hyperfine -N --style basic --warmup 3 --runs "$RUNS" --export-json "$OUT/hyperfine-pdb.json" \
+    -n "cold, image + PDB" \
+    "$POSTMORTEM_BIN walk $OUT/pdb.dmp --symbols $OUT/pdb-symbols --no-system-debug --format json" \
+    -n "cold, .sym" \
+    "$POSTMORTEM_BIN walk $OUT/pdb.dmp --symbols $OUT/sym-symbols --no-system-debug --format json"
+"$POSTMORTEM_BIN" bench walk "$OUT/pdb.dmp" --symbols "$OUT/pdb-symbols" --no-system-debug \
+    --runs "$WARM_RUNS"
