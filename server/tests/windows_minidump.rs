@@ -1090,3 +1090,136 @@ fn windows_pdb_found_by_the_dumps_codeview_record() {
         );
     }
 }
+
+/// A directory served over HTTP by Python's `http.server` (a server that is not ours),
+/// its request log kept; stopped when dropped.
+struct HttpDir {
+    child: std::process::Child,
+    url: String,
+    log: PathBuf,
+}
+
+impl HttpDir {
+    fn serve(dir: &Path, log: PathBuf) -> HttpDir {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("python3")
+            .args(["-u", "-m", "http.server", "--bind", "127.0.0.1"])
+            .arg(port.to_string())
+            .arg("--directory")
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("python3 -m http.server (python3: see test.sh)");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "http.server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        HttpDir {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    /// The paths asked for so far (`GET /PATH`).
+    fn asked(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split("\"GET ").nth(1))
+            .filter_map(|l| l.split(' ').next())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for HttpDir {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A symbol server in Microsoft's layout (`NAME/CODE_ID/NAME` for the image,
+/// `NAME.pdb/DEBUG_ID/NAME.pdb` for its PDB) served over HTTP, with only wine's DLLs on
+/// disk: `--symbol-server` fetches the program's image by the dump's name and code id and
+/// its PDB by the image's CodeView record, and the walk equals the one with both files on
+/// disk; the report says where they came from, and a second walk asks nothing.
+#[test]
+fn windows_image_and_pdb_from_a_symbol_server() {
+    let case = record_sources("symsrv", &["-O1"], &["basic.c"], Build::ClangPdb, None);
+    let exe_name = case.exe_name().to_owned();
+    let pdb_name = exe_name.replace(".exe", ".pdb");
+    let work = case.symbols.parent().unwrap().to_path_buf();
+    let image = std::fs::read(case.symbols.join(&exe_name)).unwrap();
+    let info = engine::identify::identify(&image).unwrap();
+    let (code_id, debug_id) = (info.code_id.unwrap(), info.debug_id.unwrap());
+    let server = work.join("server");
+    for (name, id) in [(&exe_name, &code_id), (&pdb_name, &debug_id)] {
+        let dir = server.join(name).join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(case.symbols.join(name), dir.join(name)).unwrap();
+    }
+    let http = HttpDir::serve(&server, work.join("http.log"));
+    let cache = work.join("cache");
+    let fetch = || {
+        report::walk_report(
+            std::process::Command::new(postmortem())
+                .arg("walk")
+                .arg(&case.minidump)
+                .arg("--symbols")
+                .arg(case.symbols.join("system32"))
+                .args(["--symbol-server", &http.url, "--cache-dir"])
+                .arg(&cache)
+                .args(["--format", "json"]),
+        )
+        .0
+    };
+    let fetched = fetch();
+    assert_eq!(frame_rows(&fetched), frame_rows(&case.report));
+    let m = fetched["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == exe_name.as_str())
+        .unwrap()
+        .clone();
+    let lookups: Vec<(&str, &str)> = m["lookups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["file"].as_str().unwrap(), l["result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        lookups,
+        [("executable", "fetched"), ("debuginfo", "fetched")],
+        "{m}"
+    );
+    for f in m["files"].as_array().unwrap() {
+        assert_eq!(f["source"], http.url.as_str(), "{m}");
+    }
+    let asked = http.asked();
+    for path in [
+        format!("/{exe_name}/{code_id}/{exe_name}"),
+        format!("/{pdb_name}/{debug_id}/{pdb_name}"),
+    ] {
+        assert!(asked.contains(&path), "{path} not asked: {asked:?}");
+    }
+    let again = fetch();
+    assert_eq!(frame_rows(&again), frame_rows(&fetched));
+    assert_eq!(
+        http.asked().len(),
+        asked.len(),
+        "the cache answers: {:?}",
+        http.asked()
+    );
+}

@@ -53,6 +53,23 @@ impl Entry {
         }
     }
 
+    /// File `name` of id `id` in a symbol server's layout (`NAME/ID/NAME`: a Windows
+    /// image by its code id, a PDB by its debug id): kept at `symsrv/NAME/ID/NAME`. The
+    /// name must be one plain path component and the id hex digits.
+    pub fn symsrv(name: &str, id: &str) -> Option<Entry> {
+        let plain = !name.is_empty()
+            && name != "."
+            && name != ".."
+            && !name.contains(['/', '\\', '\0'])
+            && name.len() <= 255;
+        let hex =
+            (2..=MAX_ID_CHARS).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit());
+        (plain && hex).then(|| Entry {
+            dir: Path::new("symsrv").join(name).join(id),
+            file: name.to_string(),
+        })
+    }
+
     fn with(&self, suffix: &str) -> PathBuf {
         self.dir.join(format!("{}{suffix}", self.file))
     }

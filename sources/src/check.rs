@@ -20,6 +20,43 @@ pub enum Refused {
     NotSym,
     #[error("the .sym file is of debug-id {found}, not the {asked} asked for")]
     OtherSym { found: String, asked: String },
+    #[error("the file is not a Windows image of code id {asked} (found {found})")]
+    OtherImage { found: String, asked: String },
+    #[error("the file is not a PDB of debug id {asked} (found {found})")]
+    OtherPdb { found: String, asked: String },
+}
+
+/// Checks that `file` (read lazily: its headers) is a PE image of code id `asked`
+/// (upper-case).
+pub fn same_pe(file: &File, asked: &str) -> Result<(), Refused> {
+    let cache = object::read::ReadCache::new(file);
+    let obj = object::File::parse(&cache).map_err(|_| Refused::NotObject)?;
+    let found = engine::binary::pe_code_id(&obj).unwrap_or_else(|| "none".into());
+    if found == asked {
+        Ok(())
+    } else {
+        Err(Refused::OtherImage {
+            found,
+            asked: asked.to_string(),
+        })
+    }
+}
+
+/// Checks that `file` (only the streams that identify it are read) is a PDB of debug id
+/// `asked` (upper-case).
+pub fn same_pdb(file: &File, asked: &str) -> Result<(), Refused> {
+    let found = match engine::identify::identify_file(file) {
+        Ok(info) if info.format == "pdb" => info.debug_id.unwrap_or_default(),
+        _ => "none".into(),
+    };
+    if found == asked {
+        Ok(())
+    } else {
+        Err(Refused::OtherPdb {
+            found,
+            asked: asked.to_string(),
+        })
+    }
 }
 
 /// Checks that `file` is a Breakpad `.sym` file whose `MODULE` line says `asked`

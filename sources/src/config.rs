@@ -23,6 +23,9 @@ pub struct Config {
     pub debuginfod: Vec<String>,
     /// Breakpad symbol stores' base URLs (`BASE/NAME/DEBUG_ID/NAME.sym`), in this order.
     pub breakpad: Vec<String>,
+    /// Symbol servers' base URLs (Microsoft's layout: `BASE/NAME/CODE_ID/NAME` for a
+    /// Windows image, `BASE/NAME.pdb/DEBUG_ID/NAME.pdb` for its PDB), in this order.
+    pub symbol_server: Vec<String>,
     /// Where fetched files and misses are kept.
     pub cache_dir: PathBuf,
     /// Longest wait for a connection, a response, or the next bytes of a body.
@@ -41,6 +44,7 @@ impl Config {
         Config {
             debuginfod: Vec::new(),
             breakpad: Vec::new(),
+            symbol_server: Vec::new(),
             cache_dir: default_cache_dir(),
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             max_fetch: Duration::from_secs(DEFAULT_MAX_FETCH_SECS),
@@ -51,7 +55,7 @@ impl Config {
 
     /// Whether any source is configured.
     pub fn is_empty(&self) -> bool {
-        self.debuginfod.is_empty() && self.breakpad.is_empty()
+        self.debuginfod.is_empty() && self.breakpad.is_empty() && self.symbol_server.is_empty()
     }
 }
 

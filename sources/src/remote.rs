@@ -2,7 +2,9 @@
 //! cache, else from the first server of its layout that has it — a build's executable and
 //! debug file from debuginfod servers (`buildid/ID/executable`), a `.sym` file from
 //! Breakpad symbol stores (`NAME/DEBUG_ID/NAME.sym`, as minidump-stackwalk's
-//! `--symbols-url` and Mozilla's Tecken serve them). Every server asked (or whose miss
+//! `--symbols-url` and Mozilla's Tecken serve them), a Windows image and its PDB from
+//! symbol servers (Microsoft's layout: `NAME/CODE_ID/NAME`, `NAME.pdb/DEBUG_ID/NAME.pdb`;
+//! the compressed `NAME.pd_` form is not read). Every server asked (or whose miss
 //! the cache remembers) is one of the report's `modules[].lookups`. A server that could
 //! not be reached, or did not answer in time, is not asked again for [`DOWN_FOR`]: a walk
 //! with a server down costs one timeout, not one per module, and a service asks again
@@ -25,6 +27,7 @@ use crate::http::{FetchError, Server};
 enum Layout {
     Debuginfod,
     Breakpad,
+    SymbolServer,
 }
 
 /// How long a server that could not be reached or did not answer in time is not asked.
@@ -81,6 +84,12 @@ impl Remote {
                         .iter()
                         .map(|u| (Layout::Breakpad, Server::new(u, config))),
                 )
+                .chain(
+                    config
+                        .symbol_server
+                        .iter()
+                        .map(|u| (Layout::SymbolServer, Server::new(u, config))),
+                )
                 .collect(),
             cache: DiskCache::new(root),
             miss_ttl: config.miss_ttl,
@@ -133,6 +142,45 @@ impl Remote {
         let path = escape_path(rel);
         let check = |f: &std::fs::File| check::same_sym(f, debug_id);
         self.ask(Layout::Breakpad, RemoteFile::Sym, &entry, &path, &check)
+    }
+
+    /// The Windows image `name` (asked for in the case given: the dump's) of code id
+    /// `code_id` (upper-case), from the symbol servers at `NAME/CODE_ID/NAME`.
+    pub fn pe_image(&self, name: &str, code_id: &str) -> Fetched {
+        let Some(entry) = Entry::symsrv(name, code_id) else {
+            return Fetched::default();
+        };
+        let path = escape_path(&format!("{name}/{code_id}/{name}"));
+        let check = |f: &std::fs::File| check::same_pe(f, code_id);
+        self.ask(
+            Layout::SymbolServer,
+            RemoteFile::Executable,
+            &entry,
+            &path,
+            &check,
+        )
+    }
+
+    /// The PDB `name` of debug id `debug_id` (upper-case), from the symbol servers at
+    /// `NAME/DEBUG_ID/NAME`.
+    pub fn pdb(&self, name: &str, debug_id: &str) -> Fetched {
+        let Some(entry) = Entry::symsrv(name, debug_id) else {
+            return Fetched::default();
+        };
+        let path = escape_path(&format!("{name}/{debug_id}/{name}"));
+        let check = |f: &std::fs::File| check::same_pdb(f, debug_id);
+        self.ask(
+            Layout::SymbolServer,
+            RemoteFile::Debuginfo,
+            &entry,
+            &path,
+            &check,
+        )
+    }
+
+    /// Whether any symbol server is configured.
+    pub fn has_symbol_servers(&self) -> bool {
+        self.servers.iter().any(|(l, _)| *l == Layout::SymbolServer)
     }
 
     /// Whether any Breakpad symbol store is configured.

@@ -60,8 +60,8 @@ struct Index {
     by_dir_id: HashMap<String, Vec<PathBuf>>,
     /// PE images (`.exe`, `.dll`) by lower-case file name and code id.
     by_code_id: HashMap<(String, String), Vec<PathBuf>>,
-    /// The debug id of the PDB each PE image's CodeView record names.
-    pe_pdb: HashMap<PathBuf, String>,
+    /// The PDB each PE image's CodeView record names: its debug id and file name.
+    pe_pdb: HashMap<PathBuf, (String, String)>,
     /// PDB files by debug id.
     pdbs: HashMap<String, Vec<PathBuf>>,
     /// `.sym` files of Windows images by the image's lower-case name and code id (their
@@ -174,12 +174,16 @@ fn image_of_sym(head: &[u8]) -> Option<(String, String)> {
 }
 
 /// The code id of a PE image (`TimeDateStamp` + `SizeOfImage`), from its headers, and the
-/// debug id of the PDB its CodeView record names.
-fn pe_ids_of(f: fs::File) -> Option<(String, Option<String>)> {
+/// PDB its CodeView record names: its debug id and file name.
+fn pe_ids_of(f: fs::File) -> Option<(String, Option<(String, String)>)> {
     let cache = object::read::ReadCache::new(f);
     let obj = object::File::parse(&cache).ok()?;
     let pdb = match obj.pdb_info() {
-        Ok(Some(cv)) => Some(engine::binary::pdb_debug_id(cv.guid(), cv.age())),
+        Ok(Some(cv)) => {
+            let path = String::from_utf8_lossy(cv.path());
+            let name = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+            Some((engine::binary::pdb_debug_id(cv.guid(), cv.age()), name))
+        }
         _ => None,
     };
     Some((engine::binary::pe_code_id(&obj)?, pdb))
@@ -228,8 +232,8 @@ pub struct FileProvider {
     by_dir_id: HashMap<String, Vec<PathBuf>>,
     /// PE images by lower-case file name and code id.
     by_code_id: HashMap<(String, String), Vec<PathBuf>>,
-    /// The debug id of the PDB each PE image's CodeView record names.
-    pe_pdb: HashMap<PathBuf, String>,
+    /// The PDB each PE image's CodeView record names: its debug id and file name.
+    pe_pdb: HashMap<PathBuf, (String, String)>,
     /// PDB files by debug id.
     pdbs: HashMap<String, Vec<PathBuf>>,
     /// `.sym` files of Windows images by image name (lower-case) and code id.
@@ -371,6 +375,33 @@ impl FileProvider {
                 }
             }
         }
+    }
+
+    /// File `name` of id `id` (a Windows image's code id, or with `pdb` a PDB's debug id)
+    /// of module `m`, from the symbol servers; their answers go into the report.
+    fn fetch_symsrv(
+        &self,
+        m: &Module,
+        name: &str,
+        id: &str,
+        pdb: bool,
+    ) -> Option<SourceFile<LocalFile>> {
+        let remote = self.remote.as_ref().filter(|r| r.has_symbol_servers())?;
+        let fetched = if pdb {
+            remote.pdb(name, id)
+        } else {
+            remote.pe_image(name, id)
+        };
+        self.record(m, fetched.lookups);
+        let (path, source) = fetched.file?;
+        Some(SourceFile {
+            name: name.to_string(),
+            handle: LocalFile {
+                path,
+                open: None,
+                source: Some(source),
+            },
+        })
     }
 
     /// Module `m`'s `.sym` file (debug-id `debug_id`) from the Breakpad symbol stores.
@@ -558,20 +589,47 @@ impl FileSource for FileProvider {
         name: &str,
         code_id: &str,
     ) -> Result<Vec<SourceFile<LocalFile>>, Self::Error> {
-        let mut paths = self
+        let paths = self
             .by_code_id
             .get(&(name.to_string(), code_id.to_string()))
             .cloned()
             .unwrap_or_default();
-        let pdb_id = m
-            .breakpad_debug_id()
-            .or_else(|| paths.iter().find_map(|p| self.pe_pdb.get(p).cloned()));
-        if !paths.is_empty() {
-            if let Some(pdb) = pdb_id.and_then(|id| self.pdbs.get(&id)) {
-                paths.extend(pdb.iter().take(1).cloned());
+        let mut files = Self::source_files(paths.clone());
+        let mut image_pdb = paths.iter().find_map(|p| self.pe_pdb.get(p).cloned());
+        if files.is_empty() {
+            // from a symbol server, by the name the dump gives it
+            let image = m.name.rsplit(['/', '\\']).next().unwrap_or(&m.name);
+            let Some(fetched) = self.fetch_symsrv(m, image, code_id, false) else {
+                return Ok(files);
+            };
+            image_pdb = fs::File::open(&fetched.handle.path)
+                .ok()
+                .and_then(pe_ids_of)
+                .and_then(|(_, pdb)| pdb);
+            files.push(fetched);
+        }
+        // the PDB the dump's CodeView record names, else the image's own record
+        let pdb = match (m.breakpad_debug_id(), image_pdb) {
+            (Some(id), image) => {
+                let name = m
+                    .debug_file
+                    .clone()
+                    .or_else(|| image.filter(|(i, _)| *i == id).map(|(_, n)| n));
+                Some((id, name))
+            }
+            (None, Some((id, name))) => Some((id, Some(name))),
+            (None, None) => None,
+        };
+        if let Some((id, name)) = pdb {
+            let local = self.pdbs.get(&id).into_iter().flatten().take(1).cloned();
+            let local = Self::source_files(local.collect());
+            if !local.is_empty() {
+                files.extend(local);
+            } else if let Some(name) = name {
+                files.extend(self.fetch_symsrv(m, &name, &id, true));
             }
         }
-        Ok(Self::source_files(paths))
+        Ok(files)
     }
 
     /// The `.sym` file under `--symbols` whose `INFO CODE_ID` names the image.
@@ -611,10 +669,10 @@ impl FileSource for FileProvider {
         }))
     }
 
-    /// The PDB under `--symbols` with the module's debug id.
+    /// The PDB under `--symbols` with the module's debug id, else from a symbol server.
     async fn pdb(
         &self,
-        _m: &Module,
+        m: &Module,
         debug_id: &str,
     ) -> Result<Vec<SourceFile<LocalFile>>, Self::Error> {
         let paths = self
@@ -624,7 +682,18 @@ impl FileSource for FileProvider {
             .flatten()
             .take(1)
             .cloned();
-        Ok(Self::source_files(paths.collect()))
+        let local = Self::source_files(paths.collect());
+        if !local.is_empty() {
+            return Ok(local);
+        }
+        let name = m
+            .debug_file
+            .as_deref()
+            .filter(|n| n.to_ascii_lowercase().ends_with(".pdb"));
+        Ok(name
+            .and_then(|name| self.fetch_symsrv(m, name, debug_id, true))
+            .into_iter()
+            .collect())
     }
 
     /// The file at the module's path (or one of its name under `--symbols`: the path is
@@ -675,9 +744,11 @@ impl FileSource for FileProvider {
 }
 
 /// The key a module's lookups are kept under: its build-id, else its debug-id (the two
-/// never equal: hex case differs).
+/// never equal: hex case differs), else a Windows module's image key (`pe:NAME/CODE_ID`).
 fn lookup_key(m: &Module) -> Option<String> {
-    m.build_id_hex().or_else(|| m.breakpad_debug_id())
+    m.build_id_hex()
+        .or_else(|| m.breakpad_debug_id())
+        .or_else(|| Some(TableKey::for_pe(&m.name, &m.pe_code_id()?).to_string()))
 }
 
 /// A file's name as the report gives it: its last path component (a service upload is

@@ -1,5 +1,6 @@
 //! The flags of remote symbol sources, shared by `postmortem walk`, `postmortem-walk` and
-//! the service: debuginfod servers and Breakpad symbol stores asked for the files of
+//! the service: debuginfod servers, Breakpad symbol stores and (for `postmortem walk` and
+//! `postmortem-walk`) Windows symbol servers asked for the files of
 //! modules nothing on this machine (or uploaded) describes,
 //! with elfutils' environment variables honoured as gdb and eu-stack honour them
 //! (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`, `DEBUGINFOD_MAXSIZE`).
@@ -21,6 +22,12 @@ pub struct RemoteArgs {
     /// file describes it; repeatable, asked in order.
     #[arg(long = "symbols-url", value_name = "URL")]
     pub symbols_url: Vec<String>,
+    /// A symbol server (Microsoft's layout, e.g. https://msdl.microsoft.com/download/symbols):
+    /// a Windows module's image is fetched from `URL/NAME/CODE_ID/NAME` and its PDB from
+    /// `URL/NAME.pdb/DEBUG_ID/NAME.pdb` when no local file gives them; repeatable, asked in
+    /// order. (Compressed `NAME.pd_` files are not read.)
+    #[arg(long = "symbol-server", value_name = "URL")]
+    pub symbol_server: Vec<String>,
     /// Ask no remote source, whatever DEBUGINFOD_URLS says.
     #[arg(long)]
     pub offline: bool,
@@ -64,6 +71,9 @@ impl RemoteArgs {
         problems.extend(skipped);
         let (stores, skipped) = parse_urls(&self.symbols_url.join(" "));
         c.breakpad = stores;
+        problems.extend(skipped);
+        let (servers, skipped) = parse_urls(&self.symbol_server.join(" "));
+        c.symbol_server = servers;
         problems.extend(skipped);
         if let Some(d) = &self.cache_dir {
             c.cache_dir = d.clone();
