@@ -1149,14 +1149,10 @@ impl Drop for HttpDir {
     }
 }
 
-/// A symbol server in Microsoft's layout (`NAME/CODE_ID/NAME` for the image,
-/// `NAME.pdb/DEBUG_ID/NAME.pdb` for its PDB) served over HTTP, with only wine's DLLs on
-/// disk: `--symbol-server` fetches the program's image by the dump's name and code id and
-/// its PDB by the image's CodeView record, and the walk equals the one with both files on
-/// disk; the report says where they came from, and a second walk asks nothing.
-#[test]
-fn windows_image_and_pdb_from_a_symbol_server() {
-    let case = record_sources("symsrv", &["-O1"], &["basic.c"], Build::ClangPdb, None);
+/// The case's program image and PDB laid out as a symbol server (`NAME/CODE_ID/NAME`,
+/// `NAME.pdb/DEBUG_ID/NAME.pdb`) under `WORK/server`, served over HTTP; and the code id
+/// and debug id.
+fn symbol_server(case: &Case) -> (HttpDir, String, String) {
     let exe_name = case.exe_name().to_owned();
     let pdb_name = exe_name.replace(".exe", ".pdb");
     let work = case.symbols.parent().unwrap().to_path_buf();
@@ -1170,7 +1166,21 @@ fn windows_image_and_pdb_from_a_symbol_server() {
         std::fs::copy(case.symbols.join(name), dir.join(name)).unwrap();
     }
     let http = HttpDir::serve(&server, work.join("http.log"));
-    let cache = work.join("cache");
+    (http, code_id, debug_id)
+}
+
+/// A symbol server in Microsoft's layout (`NAME/CODE_ID/NAME` for the image,
+/// `NAME.pdb/DEBUG_ID/NAME.pdb` for its PDB) served over HTTP, with only wine's DLLs on
+/// disk: `--symbol-server` fetches the program's image by the dump's name and code id and
+/// its PDB by the image's CodeView record, and the walk equals the one with both files on
+/// disk; the report says where they came from, and a second walk asks nothing.
+#[test]
+fn windows_image_and_pdb_from_a_symbol_server() {
+    let case = record_sources("symsrv", &["-O1"], &["basic.c"], Build::ClangPdb, None);
+    let exe_name = case.exe_name().to_owned();
+    let pdb_name = exe_name.replace(".exe", ".pdb");
+    let (http, code_id, debug_id) = symbol_server(&case);
+    let cache = case.symbols.parent().unwrap().join("cache");
     let fetch = || {
         report::walk_report(
             std::process::Command::new(postmortem())
@@ -1222,4 +1232,50 @@ fn windows_image_and_pdb_from_a_symbol_server() {
         "the cache answers: {:?}",
         http.asked()
     );
+}
+
+/// The service with `--symbol-server`: a Windows dump whose program nobody uploaded (only
+/// wine's DLLs were) has the image and its PDB fetched from the server, stored as uploads
+/// (the binaries API lists them with their source), and its report equals the CLI's with
+/// the files on disk.
+#[tokio::test(flavor = "multi_thread")]
+async fn windows_service_fetches_image_and_pdb_from_a_symbol_server() {
+    let case = record_sources("svc_symsrv", &["-O1"], &["basic.c"], Build::ClangPdb, None);
+    let exe_name = case.exe_name().to_owned();
+    let pdb_name = exe_name.replace(".exe", ".pdb");
+    let (http, _, _) = symbol_server(&case);
+    let data = tempfile::tempdir().unwrap();
+    let (_server, base) = common::start_serve(&[
+        "--workers",
+        "1",
+        "--data-dir",
+        data.path().to_str().unwrap(),
+        "--symbol-server",
+        &http.url,
+    ]);
+    let c = common::client();
+    for dll in std::fs::read_dir(case.symbols.join("system32")).unwrap() {
+        let dll = dll.unwrap().path();
+        let name = dll.file_name().unwrap().to_str().unwrap().to_owned();
+        common::upload_binary(&c, &base, &dll, &name).await;
+    }
+    let dump = std::fs::read(&case.minidump).unwrap();
+    let id = common::upload_crash(&c, &base, &dump).await;
+    let done = common::poll_done(&c, &base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(frame_rows(&done["report"]), frame_rows(&case.report));
+    let listed = common::get_json(&c, format!("{base}/api/v1/binaries")).await;
+    for (name, format) in [(&exe_name, "pe"), (&pdb_name, "pdb")] {
+        let row = listed["binaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["file_name"] == name.as_str())
+            .unwrap_or_else(|| panic!("{name} was not stored: {listed}"));
+        assert_eq!(
+            (row["format"].as_str(), row["source"].as_str()),
+            (Some(format), Some(http.url.as_str())),
+            "{row}"
+        );
+    }
 }

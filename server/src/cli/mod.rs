@@ -131,18 +131,16 @@ impl JobArgs {
         for p in problems {
             tracing::warn!("DEBUGINFOD_URLS: {p}");
         }
-        if !sources.symbol_server.is_empty() {
-            anyhow::bail!(
-                "--symbol-server is read by `postmortem walk` and `postmortem-walk` only: the \
-                 service does not fetch from symbol servers yet (upload the .exe, .dll and \
-                 .pdb files instead)"
-            );
-        }
         if self.remote.cache_dir.is_none() {
             sources.cache_dir = data_dir.join("remote-cache");
         }
         if !sources.is_empty() {
-            tracing::info!(sources = ?sources.debuginfod, "remote symbol sources");
+            tracing::info!(
+                debuginfod = ?sources.debuginfod,
+                symbols_url = ?sources.breakpad,
+                symbol_server = ?sources.symbol_server,
+                "remote symbol sources"
+            );
         }
         let buckets = self
             .symbols_buckets

@@ -1,5 +1,6 @@
 //! Files no upload gives, fetched from the service's remote symbol sources (debuginfod
-//! servers, Breakpad symbol stores, then S3 buckets in either layout: [`super::bucket`])
+//! servers, Breakpad symbol stores, symbol servers for Windows images and PDBs, then S3
+//! buckets in any of those layouts: [`super::bucket`])
 //! while a crash is processed, and stored as an upload is: in the blob store by content, indexed in `binaries` by build-id (with the source they came from), and
 //! announced as a new file ([`super::new_file`]), so the next crash of the build needs no
 //! network and the crashes that missed the module are queued again.
@@ -108,6 +109,10 @@ enum Want {
     Build { id: String, file: RemoteFile },
     /// A `.sym` file at its store path, of a debug-id.
     Sym { rel: String, debug_id: String },
+    /// A Windows image by its name and code id (symbol-server layout).
+    Image { name: String, code_id: String },
+    /// A PDB by its name and debug id (symbol-server layout).
+    Pdb { name: String, debug_id: String },
 }
 
 impl Want {
@@ -115,6 +120,8 @@ impl Want {
         match self {
             Want::Build { file, .. } => *file,
             Want::Sym { .. } => RemoteFile::Sym,
+            Want::Image { .. } => RemoteFile::Executable,
+            Want::Pdb { .. } => RemoteFile::Debuginfo,
         }
     }
 
@@ -123,6 +130,8 @@ impl Want {
         match self {
             Want::Build { id, file } => Entry::build(id, file.as_str()),
             Want::Sym { rel, .. } => Entry::sym(rel),
+            Want::Image { name, code_id } => Entry::symsrv(name, code_id),
+            Want::Pdb { name, debug_id } => Entry::symsrv(name, debug_id),
         }
     }
 
@@ -131,6 +140,9 @@ impl Want {
         match self {
             Want::Build { id, file } => format!("buildid/{id}/{}", file.as_str()),
             Want::Sym { rel, .. } => rel.clone(),
+            Want::Image { name, code_id: id } | Want::Pdb { name, debug_id: id } => {
+                format!("{name}/{id}/{name}")
+            }
         }
     }
 
@@ -138,6 +150,8 @@ impl Want {
         match self {
             Want::Build { id, .. } => sources::check::same_build(f, id),
             Want::Sym { debug_id, .. } => sources::check::same_sym(f, debug_id),
+            Want::Image { code_id, .. } => sources::check::same_pe(f, code_id),
+            Want::Pdb { debug_id, .. } => sources::check::same_pdb(f, debug_id),
         }
     }
 }
@@ -155,6 +169,8 @@ async fn ask(
     let mut fetched = tokio::task::spawn_blocking(move || match &asked {
         Want::Build { id, file } => remote.file(id, *file),
         Want::Sym { rel, debug_id } => remote.sym(rel, debug_id),
+        Want::Image { name, code_id } => remote.pe_image(name, code_id),
+        Want::Pdb { name, debug_id } => remote.pdb(name, debug_id),
     })
     .await
     .map_err(|e| JobError::Panic(format!("asking the remote sources: {e}")))?;
@@ -262,6 +278,91 @@ pub async fn fetch_sym(
     Ok(fetched.lookups)
 }
 
+/// A Windows module's image (by the dump's name and code id) and its PDB (by the dump's
+/// CodeView debug id, else the image's record) from the symbol servers, then the buckets,
+/// when no stored row gives them; each stored as an upload. Returns what every source was
+/// asked and answered.
+pub async fn fetch_windows(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    m: &engine::dump::Module,
+) -> Result<Vec<Lookup>, JobError> {
+    if !fetcher.remote.has_symbol_servers() && fetcher.buckets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(code_id) = m.pe_code_id() else {
+        return Ok(Vec::new());
+    };
+    let name = m
+        .name
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(&m.name)
+        .to_string();
+    let key = engine::resolve::TableKey::for_pe(&name, &code_id).to_string();
+    let lock = fetcher
+        .locks
+        .get_with(key, async { Arc::new(Mutex::new(())) })
+        .await;
+    let _one_at_a_time = lock.lock().await;
+    let lower = name.to_ascii_lowercase();
+    let mut lookups = Vec::new();
+    let mut images = binaries::by_code_id(&runner.db, &lower, &code_id).await?;
+    let mut pdb_name = m.debug_file.clone();
+    if images.is_empty() {
+        let want = Want::Image {
+            name: name.clone(),
+            code_id: code_id.clone(),
+        };
+        let fetched = ask(runner, fetcher, want).await?;
+        lookups.extend(fetched.lookups);
+        if let Some((path, source)) = fetched.file {
+            if pdb_name.is_none() {
+                pdb_name = pdb_name_of(&path);
+            }
+            keep(runner, &path, name.clone(), &source).await?;
+            images = binaries::by_code_id(&runner.db, &lower, &code_id).await?;
+        }
+    }
+    let pdb_id = m
+        .breakpad_debug_id()
+        .or_else(|| images.iter().find_map(|r| r.debug_id.clone()));
+    let Some(debug_id) = pdb_id else {
+        return Ok(lookups);
+    };
+    let rows = binaries::by_debug_id(&runner.db, &debug_id).await?;
+    if rows.iter().any(|r| r.format == "pdb") {
+        return Ok(lookups);
+    }
+    // the name the CodeView record gives, else the image's with `.pdb` (the linker's)
+    let pdb_name = pdb_name.unwrap_or_else(|| match name.rsplit_once('.') {
+        Some((stem, _)) => format!("{stem}.pdb"),
+        None => format!("{name}.pdb"),
+    });
+    let want = Want::Pdb {
+        name: pdb_name.clone(),
+        debug_id,
+    };
+    let fetched = ask(runner, fetcher, want).await?;
+    lookups.extend(fetched.lookups);
+    if let Some((path, source)) = fetched.file {
+        keep(runner, &path, pdb_name, &source).await?;
+    }
+    Ok(lookups)
+}
+
+/// The file name of the PDB a PE image's CodeView record names.
+fn pdb_name_of(path: &Path) -> Option<String> {
+    use object::Object;
+    let file = std::fs::File::open(path).ok()?;
+    let cache = object::read::ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let cv = obj.pdb_info().ok()??;
+    let full = String::from_utf8_lossy(cv.path());
+    let name = full.rsplit(['/', '\\']).next().unwrap_or(&full);
+    (!name.is_empty()).then(|| name.to_string())
+}
+
 /// Stores a fetched (and checked) file as an upload is stored.
 async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
     let p = path.to_path_buf();
@@ -292,15 +393,15 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         debug_id: info.debug_id.clone(),
         format: info.format.to_string(),
         source: Some(source.to_string()),
-        code_id: None,
+        code_id: info.code_id.clone(),
     };
-    let (_, created) = binaries::insert(&runner.db, &row).await?;
+    let (stored, created) = binaries::insert(&runner.db, &row).await?;
     if created {
         let file = NewFile {
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == engine::identify::KIND_BREAKPAD,
-            pe: None,
+            pe: stored.file_name.as_deref().zip(info.code_id.as_deref()),
         };
         if file_arrived(&runner.db, &runner.cache, file).await? > 0 {
             runner.wake.notify_waiters();

@@ -72,6 +72,16 @@ pub async fn process_job(
                     located = locate(&source, m, arch).await?;
                 }
             }
+            // a Windows module without its image or its PDB: the symbol servers'
+            if m.pe_code_id().is_some()
+                && located.as_ref().is_none_or(|l| windows_part(l).is_some())
+            {
+                let got = fetch::fetch_windows(runner, fetcher, m).await?;
+                if got.iter().any(|l| l.result == LookupResult::Fetched) {
+                    located = locate(&source, m, arch).await?;
+                }
+                asked.extend(got);
+            }
             if let (None, Some(rel), Some(debug_id)) =
                 (&located, m.breakpad_sym_path(), debug_id.as_deref())
             {
