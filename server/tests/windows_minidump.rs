@@ -129,6 +129,19 @@ fn record_sources(
     build: Build,
     dll: Option<(&str, &str)>,
 ) -> Case {
+    record_dying_of(case, flags, sources, build, dll, ACCESS_VIOLATION)
+}
+
+/// As [`record_sources`], for a program that dies of exception `code` (under wine its exit
+/// status is the code's low byte).
+fn record_dying_of(
+    case: &str,
+    flags: &[&str],
+    sources: &[&str],
+    build: Build,
+    dll: Option<(&str, &str)>,
+    code: u32,
+) -> Case {
     let stripped = build == Build::GccStripped;
     assert!(
         windows::can_run(),
@@ -178,13 +191,13 @@ fn record_sources(
     let crash = windows::record(&ran);
     assert_eq!(
         crash.exit_code,
-        Some(windows::ACCESS_VIOLATION_EXIT),
-        "{case} did not die of an access violation:\n{}{}",
+        Some(i32::from(code.to_le_bytes()[0])),
+        "{case} did not die of exception {code:#x}:\n{}{}",
         crash.stdout,
         crash.stderr
     );
     let dump = windows::read_dump(&crash.minidump);
-    assert_eq!(dump.exception_code, Some(ACCESS_VIOLATION), "{dump:?}");
+    assert_eq!(dump.exception_code, Some(code), "{dump:?}");
     let winedbg = windows::winedbg_backtrace(&crash.minidump);
     let wine = windows::Wine::shared();
     // --symbols: the program that ran and the DLLs (not a stripped program's DWARF copy)
@@ -1277,5 +1290,40 @@ async fn windows_service_fetches_image_and_pdb_from_a_symbol_server() {
             (Some(format), Some(http.url.as_str())),
             "{row}"
         );
+    }
+}
+
+/// Exceptions other than an access violation, raised with `RaiseException` (raise.c): the
+/// report names each code as the Windows SDK's headers do (`ntstatus.h`, `winnt.h`; the
+/// MSVC runtime's C++ exception code is the `0xE06D7363` "msc" one), and the stack from
+/// kernelbase's `RaiseException` through the program is winedbg's.
+#[test]
+fn windows_exceptions_are_named() {
+    for (code, name) in [
+        (0xC000_0374_u32, "STATUS_HEAP_CORRUPTION"),
+        (0xC000_0409, "STATUS_STACK_BUFFER_OVERRUN"),
+        (0xE06D_7363, "Unhandled C++ Exception"),
+        (0x8000_0003, "EXCEPTION_BREAKPOINT"),
+    ] {
+        let define = format!("-DRAISED={code:#x}");
+        let case = format!("raise_{code:08x}");
+        let case = record_dying_of(
+            &case,
+            &["-O1", &define],
+            &["raise.c"],
+            Build::Gcc,
+            None,
+            code,
+        );
+        check(&case, &["(not the program)", "raise_it", "main"]);
+        let exception = &case.report["crash"]["exception"];
+        assert_eq!(
+            (exception["code"].as_str(), exception["name"].as_str()),
+            (Some(format!("{code:#x}").as_str()), Some(name)),
+            "{}",
+            case.report["crash"]
+        );
+        let frame0 = &case.crashed_thread()["frames"][0];
+        assert_eq!(frame0["function"], "RaiseException", "{frame0}");
     }
 }
