@@ -114,7 +114,7 @@ fn libc_breakpad_cfi_equals_its_eh_frame() {
 fn program_breakpad_symbols_equal_its_dwarf() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("basic");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/tests/crashers/basic.c");
+    let source = postmortem_testsupport::workspace_root().join("server/tests/crashers/basic.c");
     let out = Command::new("gcc")
         .args(["-g", "-O2", "-fomit-frame-pointer", "-o"])
         .arg(&exe)

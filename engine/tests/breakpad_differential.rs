@@ -22,7 +22,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use breakpad_symbols::{FrameSymbolizer, FrameWalker, SimpleModule, SymbolFile};
@@ -162,7 +162,7 @@ fn dumped_syms() -> Vec<(String, String)> {
         .filter_map(|l| l.split_whitespace().nth(5))
         .find(|p| p.contains("/libc.so"))
         .map(PathBuf::from);
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sframe/walk");
+    let fixtures = postmortem_testsupport::workspace_root().join("fixtures/sframe/walk");
     let programs = ["crash_deep", "crash_qsort", "crash_mixed", "crash_a64"];
     libc.into_iter()
         .chain(programs.iter().map(|p| fixtures.join(p)))

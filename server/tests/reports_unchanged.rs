@@ -25,7 +25,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use postmortem_testsupport::golden;
@@ -86,7 +86,7 @@ const CASES: &[Case] = &[
 
 /// `fixtures/reports/`.
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/reports")
+    postmortem_testsupport::workspace_root().join("fixtures/reports")
 }
 
 /// The expectation `expected/NAME.EXT`.

@@ -666,7 +666,7 @@ async fn the_service_goes_on_when_a_source_fails() {
 
 /// The repository's minidump fixture and the Breakpad symbol store beside it.
 fn minidump_and_store() -> (PathBuf, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/reports");
+    let root = postmortem_testsupport::workspace_root().join("fixtures/reports");
     (root.join("dumps/x86_64.dmp"), root.join("sym"))
 }
 

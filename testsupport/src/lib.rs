@@ -35,3 +35,18 @@ pub mod qemu;
 pub mod record;
 pub mod report;
 pub mod windows;
+
+use std::path::{Path, PathBuf};
+
+/// The workspace's root directory, found when the test runs: the parent of the running
+/// test's package (`CARGO_MANIFEST_DIR`, which `cargo test` sets; every package is a
+/// directory of the root). The path compiled into this crate is only a fallback: cargo
+/// reuses a path dependency's build for another clone that shares `CARGO_TARGET_DIR`, so
+/// a compiled-in path may be another clone's.
+pub fn workspace_root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .and_then(|dir| dir.parent().map(Path::to_path_buf))
+        .filter(|root| root.join("testsupport").is_dir() && root.join("Cargo.toml").is_file())
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+}

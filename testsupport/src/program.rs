@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// The directory holding the crash programs' sources: `server/tests/crashers`, beside
 /// the server's tests that compile most of them.
 pub fn crashers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/tests/crashers")
+    crate::workspace_root().join("server/tests/crashers")
 }
 
 /// A temporary directory for one case: sources, binaries, core, gdb script.

@@ -61,7 +61,7 @@ fn tool_works(tool: &str, args: &[&str]) -> bool {
 /// The directory of the C sources (`crash_tracer.c`, and `crash_threads.c` for the
 /// engine's tests): `c/` in this crate.
 pub fn c_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
+    crate::workspace_root().join("testsupport/c")
 }
 
 /// Compiles C `source` into `out` with gcc and `args`; panics with gcc's output on failure.

@@ -1,7 +1,7 @@
 //! The report under test: which `postmortem` binary runs, and `report.schema.json`, which
 //! every report a test reads must follow.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -18,7 +18,7 @@ pub fn postmortem(built: &str) -> PathBuf {
 fn validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../report.schema.json");
+        let path = crate::workspace_root().join("report.schema.json");
         let text = std::fs::read_to_string(&path).expect("read report.schema.json");
         let schema: Value = serde_json::from_str(&text).expect("report.schema.json is JSON");
         jsonschema::draft202012::options()

@@ -46,8 +46,11 @@ fn input_that_is_no_dump_exits_2_with_one_line() {
 /// `sha256sum` says; without it the key is absent and the rest of the report is the same.
 #[test]
 fn sha256_is_computed_on_request_only() {
-    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures/reports/dumps/x86_64.dmp");
+    // the running test's package, not a compiled-in path (another clone's, when builds
+    // are shared)
+    let package = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    let dump = std::path::Path::new(&package).join("../fixtures/reports/dumps/x86_64.dmp");
     let report = |extra: &[&str]| -> serde_json::Value {
         let mut args: Vec<&std::ffi::OsStr> = vec![dump.as_os_str(), "--no-dump-paths".as_ref()];
         args.extend(extra.iter().map(std::ffi::OsStr::new));

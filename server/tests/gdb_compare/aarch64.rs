@@ -912,7 +912,7 @@ fn aarch64_sframe_only_walk_equals_eh_frame_walk() {
     if !tools_present(CC) {
         return;
     }
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sframe/walk");
+    let fixtures = postmortem_testsupport::workspace_root().join("fixtures/sframe/walk");
     let work = Workdir::new("a64_sframe");
     let eh = work.path().join("eh");
     let sf = work.path().join("sf");

@@ -7,7 +7,7 @@
 //! (pc and function), the program's callers must come from `sframe` rules in the second
 //! walk, and both must end as the outermost frame.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
@@ -16,7 +16,7 @@ use crate::report;
 use postmortem_testsupport::program::Workdir;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/sframe")
+    postmortem_testsupport::workspace_root().join("fixtures/sframe")
 }
 
 /// One thread's (pc, function) frames and its end reason.

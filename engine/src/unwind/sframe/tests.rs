@@ -6,10 +6,17 @@
 use super::objdump::{self, Binutils};
 use super::{Abi, FdeType, FreRule, PcType, Sframe, SframeError};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/sframe");
+/// `fixtures/sframe`, found from the running test's package (`CARGO_MANIFEST_DIR` as
+/// `cargo test` sets it), not a compiled-in path, which may be another clone's when builds
+/// are shared.
+fn fixtures() -> String {
+    let package = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    format!("{package}/../fixtures/sframe")
+}
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{FIXTURES}/{name}");
+    let path = format!("{}/{name}", fixtures());
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
