@@ -112,16 +112,22 @@ fn read(
     let strings = pdb.string_table().ok();
     let ids = pdb.id_information().ok();
     let types = pdb.type_information().ok();
-    let names = Names::new(ids.as_ref(), types.as_ref());
+    let mut names = Names::new(ids.as_ref(), types.as_ref());
     let dbi = pdb.debug_information().map_err(|e| e.to_string())?;
     let mut modules = dbi.modules().map_err(|e| e.to_string())?;
-    let mut names = names;
+    // one warning per unreadable module, as many as the collector keeps: a hostile module
+    // list can be long
+    let mut warn = |message: String| {
+        if warnings.len() < super::MAX_WARNINGS {
+            warnings.push(message);
+        }
+    };
     loop {
         let module = match modules.next() {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(e) => {
-                warnings.push(format!("PDB: the module list is cut short: {e}"));
+                warn(format!("PDB: the module list is cut short: {e}"));
                 break;
             }
         };
@@ -129,7 +135,7 @@ fn read(
             Ok(Some(info)) => info,
             Ok(None) => continue,
             Err(e) => {
-                warnings.push(format!("PDB module {}: {e}", module.module_name()));
+                warn(format!("PDB module {}: {e}", module.module_name()));
                 continue;
             }
         };
@@ -140,7 +146,7 @@ fn read(
             c,
         };
         if let Err(e) = reader.module(&info) {
-            warnings.push(format!("PDB module {}: {e}", module.module_name()));
+            warn(format!("PDB module {}: {e}", module.module_name()));
         }
     }
     Ok(publics(&mut pdb, &map, c))
