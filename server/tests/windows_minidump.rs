@@ -231,6 +231,16 @@ impl Case {
         self.exe.file_name().unwrap().to_str().unwrap()
     }
 
+    /// The program's module in `report`, a report of this case's dump.
+    fn program_module<'r>(&self, report: &'r Value) -> &'r Value {
+        report["modules"]
+            .as_array()
+            .expect("modules")
+            .iter()
+            .find(|m| m["name"] == self.exe_name())
+            .unwrap_or_else(|| panic!("the report has no module {}", self.exe_name()))
+    }
+
     fn in_program(&self, pc: u64) -> bool {
         let exe = self.dump.module(self.exe_name()).unwrap_or_else(|| {
             panic!(
@@ -584,12 +594,7 @@ fn pdb_case(case: &str, flags: &[&str], source: &str, want: &[&str]) {
         from_pdb >= want.len(),
         "the program's frames were not named from its PDB"
     );
-    let module = case.report["modules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == case.exe_name())
-        .unwrap();
+    let module = case.program_module(&case.report);
     let pdb_file = module["files"]
         .as_array()
         .unwrap()
@@ -637,12 +642,7 @@ fn sym_walk_equals_pdb_walk(case: &Case) {
         std::fs::hard_link(&dll, dlls.join(dll.file_name().unwrap())).unwrap();
     }
     let from_sym = walk(&case.minidump, &store);
-    let module = from_sym["modules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == case.exe_name())
-        .unwrap();
+    let module = case.program_module(&from_sym);
     assert_eq!(
         module["symbols"],
         serde_json::json!(["breakpad"]),
@@ -862,15 +862,7 @@ async fn windows_minidump_through_the_service() {
     let first = common::poll_done(&c, &base, &id).await;
     assert_eq!(first["status"], "done", "{first}");
     let exe_name = case.exe_name().to_owned();
-    let module = |report: &Value| {
-        report["modules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == exe_name.as_str())
-            .cloned()
-            .unwrap()
-    };
+    let module = |report: &Value| case.program_module(report).clone();
     assert_eq!(module(&first["report"])["status"], "missing", "{first}");
 
     // no file name: the image cannot be matched, and is refused
@@ -999,15 +991,7 @@ fn windows_pdb_found_by_the_dumps_codeview_record() {
     let work = case.symbols.parent().unwrap();
     let dump = work.join("with-codeview.dmp");
     windows::with_codeview(&case.minidump, &dump, &case.symbols.join(&exe_name));
-    let module = |report: &Value| {
-        report["modules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["name"] == exe_name.as_str())
-            .cloned()
-            .unwrap()
-    };
+    let module = |report: &Value| case.program_module(report).clone();
 
     let with_record = walk(&dump, &case.symbols);
     assert_eq!(frame_rows(&with_record), frame_rows(&case.report));
@@ -1209,13 +1193,7 @@ fn windows_image_and_pdb_from_a_symbol_server() {
     };
     let fetched = fetch();
     assert_eq!(frame_rows(&fetched), frame_rows(&case.report));
-    let m = fetched["modules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == exe_name.as_str())
-        .unwrap()
-        .clone();
+    let m = case.program_module(&fetched).clone();
     let lookups: Vec<(&str, &str)> = m["lookups"]
         .as_array()
         .unwrap()
