@@ -211,15 +211,9 @@ pub fn build_symbol_table(
 /// cover nothing: its functions that overlap none of them, its line rows and inline
 /// records outside them.
 fn dwarf_outside(file: &object::File<'_>, c: &mut Collector, input: usize) {
-    let mut covered: Vec<(u32, u32)> = c.functions.iter().map(|f| (f.start, f.end)).collect();
-    covered.sort_unstable();
-    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(covered.len());
-    for (start, end) in covered {
-        match merged.last_mut() {
-            Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
-        }
-    }
+    let merged = crate::unwind::builders::pe_x64::merged(
+        c.functions.iter().map(|f| (f.start, f.end)).collect(),
+    );
     // whether [start, end) meets a covered range
     let overlaps = |start: u32, end: u32| {
         let i = merged.partition_point(|r| r.1 <= start);

@@ -376,16 +376,9 @@ fn at(spans: &[Span], address: u32) -> Option<Span> {
     (address < s.end).then_some(*s)
 }
 
-/// Sorted spans merged where they touch or overlap: an inline record's ranges.
+/// Spans merged where they touch or overlap: an inline record's ranges.
 fn merged(spans: &[Span]) -> Vec<(u32, u32)> {
-    let mut out: Vec<(u32, u32)> = Vec::new();
-    for s in spans {
-        match out.last_mut() {
-            Some(last) if s.start <= last.1 => last.1 = last.1.max(s.end),
-            _ => out.push((s.start, s.end)),
-        }
-    }
-    out
+    crate::unwind::builders::pe_x64::merged(spans.iter().map(|s| (s.start, s.end)).collect())
 }
 
 /// The rows of the deepest span at every address: spans are laid down deepest first, each

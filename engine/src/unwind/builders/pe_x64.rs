@@ -750,10 +750,10 @@ fn add_leaf_rule(w: &mut TableWriter, file: &object::File<'_>, covered: &[(u32, 
     }
 }
 
-/// `ranges` sorted and merged where they overlap or touch.
-fn merged(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+/// `ranges` (start, end) sorted and merged where they overlap or touch.
+pub(crate) fn merged<T: Ord + Copy>(mut ranges: Vec<(T, T)>) -> Vec<(T, T)> {
     ranges.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    let mut out: Vec<(T, T)> = Vec::with_capacity(ranges.len());
     for (b, e) in ranges {
         match out.last_mut() {
             Some(last) if b <= last.1 => last.1 = last.1.max(e),
