@@ -266,6 +266,19 @@ fn a_smashed_stack_and_a_double_free_are_aborts_with_glibcs_message() {
 }
 
 #[test]
+fn a_corrupted_heap_is_an_abort_with_glibcs_message() {
+    // an overrun into the top chunk's size: the next malloc from the top chunk aborts
+    let c = crash("topsize.c");
+    let said = glibc_said(&c, "malloc(): corrupted top size");
+    let a = analysis(&c.core, c.work.path());
+    assert_eq!(a["kind"], "abort", "{a}");
+    assert_eq!(a["evidence"]["message"], said, "{a}");
+    assert_eq!(a["summary"], format!("abort(): {said}"), "{a}");
+    // the program's function whose malloc found the corruption
+    assert_eq!(a["evidence"]["caller"], "grow", "{a}");
+}
+
+#[test]
 fn an_uncaught_cxx_exception_names_where_it_was_thrown() {
     let c = crash_with("terminate.cpp", "g++", &["-O1"]);
     // what libstdc++ printed names the type; the source throws in parse_setting
