@@ -300,6 +300,38 @@ fn an_uncaught_cxx_exception_names_where_it_was_thrown() {
 }
 
 #[test]
+fn an_uncaught_runtime_error_names_its_type_and_what() {
+    // thrown with no handler anywhere on the stack (not through a noexcept function)
+    let c = crash_with("uncaught.cpp", "g++", &["-O1"]);
+    let source = std::fs::read_to_string(c.work.path().join("uncaught.cpp")).unwrap();
+    assert!(
+        source.contains("throw std::runtime_error(\"connection refused\")"),
+        "{source}"
+    );
+    // libstdc++'s verbose terminate handler printed the type and what()
+    assert!(
+        c.stderr.contains(
+            "terminate called after throwing an instance of 'std::runtime_error'\n  \
+             what():  connection refused"
+        ),
+        "{}",
+        c.stderr
+    );
+    let a = analysis(&c.core, c.work.path());
+    assert_eq!(a["kind"], "abort", "{a}");
+    assert_eq!(a["evidence"]["caller"], "net::connect_to", "{a}");
+    assert_eq!(a["evidence"]["exception_type"], "std::runtime_error", "{a}");
+    assert_eq!(a["evidence"]["what"], "connection refused", "{a}");
+    assert!(
+        str_of(&a["summary"]).contains(
+            "uncaught C++ exception std::runtime_error (\"connection refused\"), thrown in \
+             net::connect_to"
+        ),
+        "{a}"
+    );
+}
+
+#[test]
 fn a_division_by_zero_names_the_function() {
     let c = crash("divzero.c");
     let a = analysis(&c.core, c.work.path());
