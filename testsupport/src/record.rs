@@ -39,6 +39,9 @@ pub struct RecordedCrash {
     pub minidump: PathBuf,
     pub core: PathBuf,
     pub stop: Stop,
+    /// What the program printed on its standard output before it crashed (it shares the
+    /// tracer's pipe, so its lines come before the tracer's first one).
+    pub stdout: String,
 }
 
 /// Whether this machine can run the recording (tools present, x86_64 Linux).
@@ -112,6 +115,25 @@ pub fn record_crash(program: &Path) -> RecordedCrash {
         .expect("spawn crash_tracer");
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut stdin = child.stdin.take().unwrap();
+    // the program's own lines come first: it writes them before its fatal signal, which
+    // the tracer waits for before it says anything
+    let mut printed = String::new();
+    let stopped = loop {
+        let mut l = String::new();
+        let n = out.read_line(&mut l).expect("read tracer");
+        assert!(
+            n > 0,
+            "crash_tracer said nothing; the program printed {printed:?}"
+        );
+        // a last line of the program's without a newline ends where the tracer's begins
+        match l.find("stopped pid=") {
+            Some(at) => {
+                printed.push_str(&l[..at]);
+                break l[at..].trim_end().to_string();
+            }
+            None => printed.push_str(&l),
+        }
+    };
     let mut line = |what: &str| {
         let mut l = String::new();
         out.read_line(&mut l).expect("read tracer");
@@ -121,7 +143,6 @@ pub fn record_crash(program: &Path) -> RecordedCrash {
         );
         l.trim_end().to_string()
     };
-    let stopped = line("stopped ");
     let gregs = line("gregs");
     let fpregs = line("fpregs ");
     let field = |name: &str| -> &str {
@@ -164,6 +185,7 @@ pub fn record_crash(program: &Path) -> RecordedCrash {
         minidump,
         core,
         stop,
+        stdout: printed,
     }
 }
 
