@@ -1,11 +1,18 @@
 //! `postmortem-walk` as a user runs it: its version, and the exit status and one-line
-//! message the README promises for input no report can be made from (2), never a panic.
-//! (The reports themselves are compared with gdb's and with `postmortem walk`'s in the
-//! server's minidump tests, which run this binary.)
+//! message the README promises for input no report can be made from (2), never a panic;
+//! and minidump-stackwalk's output and diagnostics flags (`--cyborg`, `--pretty`,
+//! `--output-file`, `--log-file`, `--verbose`, `--features`) doing what
+//! `walk/src/stackwalk.rs` documents. (The reports and documents themselves are compared
+//! with gdb's, minidump-stackwalk's and `postmortem walk`'s in the server's minidump
+//! tests, which run this binary.)
 
 #![allow(clippy::unwrap_used)]
 
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use serde_json::Value;
 
 fn walk(args: &[&std::ffi::OsStr]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_postmortem-walk"))
@@ -46,11 +53,7 @@ fn input_that_is_no_dump_exits_2_with_one_line() {
 /// `sha256sum` says; without it the key is absent and the rest of the report is the same.
 #[test]
 fn sha256_is_computed_on_request_only() {
-    // the running test's package, not a compiled-in path (another clone's, when builds
-    // are shared)
-    let package = std::env::var("CARGO_MANIFEST_DIR")
-        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
-    let dump = std::path::Path::new(&package).join("../fixtures/reports/dumps/x86_64.dmp");
+    let dump = fixture_dump();
     let report = |extra: &[&str]| -> serde_json::Value {
         let mut args: Vec<&std::ffi::OsStr> = vec![dump.as_os_str(), "--no-dump-paths".as_ref()];
         args.extend(extra.iter().map(std::ffi::OsStr::new));
@@ -77,4 +80,128 @@ fn sha256_is_computed_on_request_only() {
     );
     with["dump"].as_object_mut().unwrap().remove("sha256");
     assert_eq!(with, without);
+}
+
+/// The x86_64 minidump of `fixtures/reports/`, from the running test's package, not a
+/// compiled-in path (another clone's, when builds are shared).
+fn fixture_dump() -> PathBuf {
+    let package = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    Path::new(&package).join("../fixtures/reports/dumps/x86_64.dmp")
+}
+
+/// `postmortem-walk DUMP ARGS…` with no file of this machine's (the dump's recorded
+/// paths, /usr/lib/debug), so every run says the same; its output, which must be a
+/// success.
+fn walk_fixture(args: &[&OsStr]) -> std::process::Output {
+    let dump = fixture_dump();
+    let mut all: Vec<&OsStr> = vec![
+        dump.as_os_str(),
+        "--no-dump-paths".as_ref(),
+        "--no-system-debug".as_ref(),
+    ];
+    all.extend_from_slice(args);
+    let out = walk(&all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn os(s: &str) -> &OsStr {
+    s.as_ref()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// `--cyborg FILE` prints the human-readable text, as `--human` does, and writes the
+/// JSON document to FILE, as `--json` prints it (pretty with `--pretty`).
+#[test]
+fn cyborg_writes_the_json_to_its_file_and_the_text_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cyborg.json");
+    let human = walk_fixture(&[os("--human")]).stdout;
+    let json = walk_fixture(&[os("--json")]).stdout;
+    let pretty = walk_fixture(&[os("--json"), os("--pretty")]).stdout;
+    assert!(text(&human).contains("Crash reason:"), "{}", text(&human));
+
+    let out = walk_fixture(&[os("--cyborg"), file.as_os_str()]);
+    assert_eq!(text(&out.stdout), text(&human));
+    assert_eq!(text(&std::fs::read(&file).unwrap()), text(&json));
+
+    let out = walk_fixture(&[os("--cyborg"), file.as_os_str(), os("--pretty")]);
+    assert_eq!(text(&out.stdout), text(&human));
+    assert_eq!(text(&std::fs::read(&file).unwrap()), text(&pretty));
+}
+
+/// `--pretty` indents the `--json` document: the same value, on many lines, where the
+/// document without it is one line.
+#[test]
+fn pretty_is_the_json_document_indented() {
+    let compact = text(&walk_fixture(&[os("--json")]).stdout);
+    let pretty = text(&walk_fixture(&[os("--json"), os("--pretty")]).stdout);
+    assert_eq!(compact.lines().count(), 1, "{compact}");
+    assert!(pretty.lines().count() > 50, "{pretty}");
+    assert!(
+        pretty
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with("  ") || l == "}"),
+        "{pretty}"
+    );
+    let (a, b): (Value, Value) = (
+        serde_json::from_str(&compact).unwrap(),
+        serde_json::from_str(&pretty).unwrap(),
+    );
+    assert!(a["crashing_thread"]["frames"].is_array(), "{a}");
+    assert_eq!(a, b);
+}
+
+/// `--output-file FILE` writes what standard output would have had, in each format,
+/// and leaves standard output empty; with `--cyborg` the text goes to FILE and the JSON
+/// to the cyborg file still.
+#[test]
+fn output_file_holds_what_stdout_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out");
+    for args in [
+        &[os("--json")][..],
+        &[os("--json"), os("--pretty")],
+        &[os("--human")],
+        &[os("--human"), os("--brief")],
+        &[],
+        &[os("--format"), os("text")],
+    ] {
+        let expected = walk_fixture(args).stdout;
+        let mut with: Vec<&OsStr> = args.to_vec();
+        with.extend([os("--output-file"), file.as_os_str()]);
+        let out = walk_fixture(&with);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+        assert_eq!(
+            text(&std::fs::read(&file).unwrap()),
+            text(&expected),
+            "{args:?}"
+        );
+    }
+
+    let cyborg = dir.path().join("cyborg.json");
+    let out = walk_fixture(&[
+        os("--cyborg"),
+        cyborg.as_os_str(),
+        os("--output-file"),
+        file.as_os_str(),
+    ]);
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        text(&std::fs::read(&file).unwrap()),
+        text(&walk_fixture(&[os("--human")]).stdout)
+    );
+    assert_eq!(
+        text(&std::fs::read(&cyborg).unwrap()),
+        text(&walk_fixture(&[os("--json")]).stdout)
+    );
 }
