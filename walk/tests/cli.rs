@@ -205,3 +205,154 @@ fn output_file_holds_what_stdout_would() {
         text(&walk_fixture(&[os("--json")]).stdout)
     );
 }
+
+/// The lines `--verbose LEVEL` asks for, from the `--format json` report of the same
+/// walk: `warn` the report's warnings, `info` each module's status too, `debug` (and
+/// `trace`) each thread's end too; `error`, the default, nothing for a walk that works.
+fn expected_log(report: &Value, level: &str) -> Vec<String> {
+    let rank = |l: &str| {
+        ["off", "error", "warn", "info", "debug", "trace"]
+            .iter()
+            .position(|x| *x == l)
+            .unwrap()
+    };
+    let mut lines = Vec::new();
+    if rank(level) >= rank("warn") {
+        for w in report["warnings"].as_array().unwrap() {
+            lines.push(format!(
+                "warn: {}: {}",
+                w["code"].as_str().unwrap(),
+                w["message"].as_str().unwrap()
+            ));
+        }
+    }
+    if rank(level) >= rank("info") {
+        for m in report["modules"].as_array().unwrap() {
+            lines.push(format!(
+                "info: module {} {} ({})",
+                m["name"].as_str().unwrap(),
+                m["status"].as_str().unwrap(),
+                m["base"].as_str().unwrap()
+            ));
+            // the fixture's modules are looked up nowhere (no files, no servers)
+            assert!(
+                m.get("lookups")
+                    .is_none_or(|l| l.as_array().unwrap().is_empty()),
+                "{m}"
+            );
+        }
+    }
+    if rank(level) >= rank("debug") {
+        for t in report["threads"].as_array().unwrap() {
+            lines.push(format!(
+                "debug: thread {} (tid {}): {} frames, walk ended: {}",
+                t["index"],
+                t["tid"],
+                t["frames"].as_array().unwrap().len(),
+                t["end"].as_str().unwrap()
+            ));
+        }
+    }
+    lines
+}
+
+#[test]
+fn verbose_levels_add_warnings_modules_and_threads() {
+    let report: Value = serde_json::from_slice(&walk_fixture(&[]).stdout).unwrap();
+    // the fixture walked with no files: every module is missing, with a warning each
+    assert!(!report["warnings"].as_array().unwrap().is_empty());
+    let stdout = walk_fixture(&[os("--json")]).stdout;
+    for level in ["off", "error", "warn", "info", "debug", "trace"] {
+        let out = walk_fixture(&[os("--json"), os("--verbose"), os(level)]);
+        // diagnostics never change the document
+        assert_eq!(text(&out.stdout), text(&stdout), "{level}");
+        let err = text(&out.stderr);
+        let got: Vec<&str> = err.lines().collect();
+        let expected = expected_log(&report, level);
+        assert_eq!(got.len(), expected.len(), "{level}: {err}");
+        for (g, e) in got.iter().zip(&expected) {
+            // a thread's line may say why its walk ended, after the end's code
+            assert!(
+                *g == e || (e.starts_with("debug: ") && g.starts_with(&format!("{e} ("))),
+                "{level}: {g:?} is not {e:?}"
+            );
+        }
+    }
+    // the default is `error`: nothing for a walk that works
+    assert!(walk_fixture(&[os("--json")]).stderr.is_empty());
+
+    // a walk that fails says why at `error` and above, and nothing at `off`
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.dmp");
+    for (level, lines) in [("off", 0), ("error", 1), ("debug", 1)] {
+        let out = walk(&[missing.as_os_str(), os("--verbose"), os(level)]);
+        assert_eq!(out.status.code(), Some(2), "{level}");
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), lines, "{level}: {err}");
+    }
+    // a level minidump-stackwalk does not have is refused
+    let out = walk(&[missing.as_os_str(), os("--verbose"), os("loud")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("loud"), "{}", text(&out.stderr));
+}
+
+/// `--log-file FILE` takes the diagnostics standard error would have had, at every
+/// level, and standard error stays empty.
+#[test]
+fn log_file_takes_the_diagnostics_stderr_would_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("walk.log");
+    for level in ["warn", "info", "debug"] {
+        let plain = walk_fixture(&[os("--json"), os("--verbose"), os(level)]);
+        assert!(!plain.stderr.is_empty(), "{level}");
+        let logged = walk_fixture(&[
+            os("--json"),
+            os("--verbose"),
+            os(level),
+            os("--log-file"),
+            log.as_os_str(),
+        ]);
+        assert!(
+            logged.stderr.is_empty(),
+            "{level}: {}",
+            text(&logged.stderr)
+        );
+        assert_eq!(text(&logged.stdout), text(&plain.stdout), "{level}");
+        assert_eq!(
+            text(&std::fs::read(&log).unwrap()),
+            text(&plain.stderr),
+            "{level}"
+        );
+    }
+    // the one line a failed walk says, too (the file is truncated first)
+    let missing = dir.path().join("missing.dmp");
+    let out = walk(&[missing.as_os_str(), os("--log-file"), log.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let said = text(&std::fs::read(&log).unwrap());
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("missing.dmp"), "{said}");
+}
+
+/// minidump-stackwalk's `--features` families are accepted and give the document the
+/// default gives (postmortem's analysis is always complete); anything else is refused.
+#[test]
+fn features_sets_all_give_the_same_document() {
+    let default = text(&walk_fixture(&[os("--json")]).stdout);
+    for set in ["stable-basic", "stable-all", "unstable-all"] {
+        let out = walk_fixture(&[os("--json"), os("--features"), os(set)]);
+        assert_eq!(text(&out.stdout), default, "{set}");
+    }
+    let out = walk(&[
+        fixture_dump().as_os_str(),
+        os("--features"),
+        os("everything"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("everything") && err.contains("stable-basic"),
+        "{err}"
+    );
+}
