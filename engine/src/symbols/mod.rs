@@ -12,6 +12,7 @@ pub(crate) mod builders;
 pub(crate) mod demangle;
 mod error;
 pub mod format;
+mod line_sequences;
 mod lookup;
 mod on_demand;
 
@@ -21,6 +22,8 @@ pub use builders::{build_symbol_table, BuiltSymbols};
 pub use demangle::demangle;
 pub use error::SymbolsError;
 pub use format::SYMBOL_TABLE_VERSION;
+#[doc(hidden)]
+pub use line_sequences::differences_from_gimli as line_sequences_differences_from_gimli;
 pub use lookup::SymbolTable;
 pub use on_demand::OnDemandSymbols;
 

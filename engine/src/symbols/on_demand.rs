@@ -45,13 +45,14 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use object::{Object, ObjectSection};
 
 use super::builders::dwarf::{self as dwarf_builder, UnitPlan, R};
 use super::builders::{self, Collector, RawFunction};
 use super::format::MAX_ADDRESS;
+use super::line_sequences::Sequences;
 use super::{build_symbol_table, BuiltSymbols, SymbolSource, SymbolTable, SymbolsError};
 use crate::binary::{self, FileBytes};
 use crate::breakpad::index::Declined;
@@ -262,39 +263,27 @@ struct ReadAhead {
 }
 
 /// The line sequences of every line program in `.debug_line`, by offset, read one after
-/// the other from the section's start (up to the first unreadable header) with
-/// `address_size` (DWARF 5 headers give their own). `None` for a program whose opcodes
-/// are unreadable. This needs nothing of `.debug_info`, so it runs while another thread
-/// inflates that; a unit whose program is not here is read by [`line_sequences`].
-fn all_sequences(
-    debug_line: gimli::DebugLine<R<'_>>,
-    address_size: u8,
-    link_base: u64,
-) -> ReadAhead {
+/// the other from the section's start with `address_size` (DWARF 5 headers give their
+/// own), without building rows (`super::line_sequences`). `None` for a program whose opcodes
+/// gimli cannot read. This needs nothing of `.debug_info`, so it runs while another
+/// thread inflates that; a unit whose program is not here is read by [`line_sequences`].
+fn all_sequences(debug_line: R<'_>, address_size: u8, link_base: u64) -> ReadAhead {
     let mut out = ReadAhead {
         programs: Default::default(),
         address_size,
     };
-    let mut offset = 0usize;
-    while let Ok(program) =
-        debug_line.program(gimli::DebugLineOffset(offset), address_size, None, None)
-    {
-        let header = program.header();
-        let next = header
-            .unit_length()
-            .checked_add(usize::from(header.format().initial_length_size()))
-            .and_then(|len| offset.checked_add(len));
-        let sequences = program.sequences().ok().map(|(_, sequences)| {
-            sequences
-                .iter()
-                .filter_map(|s| table_range(s.start, s.end, link_base))
-                .collect()
-        });
-        out.programs.insert(offset, sequences);
-        match next {
-            Some(n) if n > offset => offset = n,
-            _ => break,
-        }
+    for program in super::line_sequences::all_programs(debug_line, address_size) {
+        let sequences = match program.sequences {
+            Sequences::Read(s) => Some(
+                s.iter()
+                    .filter_map(|&(start, end)| table_range(start, end, link_base))
+                    .collect(),
+            ),
+            Sequences::Unreadable => None,
+            // left to gimli, by the unit
+            Sequences::Skipped => continue,
+        };
+        out.programs.insert(program.offset, sequences);
     }
     out
 }
@@ -352,6 +341,51 @@ struct ReadUnit {
     lines: Vec<(u64, u64)>,
 }
 
+/// The abbreviation of a unit's root DIE, alone: all the index reads of a unit is its
+/// root, and gimli parsing libc's 1,600 tables whole (each entry's attributes into a
+/// vector, each code into a map) was a sixth of a cold walk. The table is skipped through
+/// without building anything up to the root's entry (gcc orders entries by use, so the
+/// unit's own comes last). `None` when the table ends first or gimli refuses the entry:
+/// then the whole table is parsed. A unit whose other entries are malformed is read here
+/// though the builder skips it: its ranges only make the index read more, never answer
+/// otherwise.
+fn root_abbreviations(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    header: &gimli::UnitHeader<R<'_>>,
+) -> Option<gimli::Abbreviations> {
+    use gimli::{Reader, Section};
+    let mut root = header.range_from(header.root_offset()..).ok()?;
+    let code = root.read_uleb128().ok()?;
+    let mut table = *dwarf.debug_abbrev.reader();
+    table.skip(header.debug_abbrev_offset().0).ok()?;
+    loop {
+        let entry = table;
+        let this = table.read_uleb128().ok()?;
+        if this == 0 {
+            return None;
+        }
+        table.read_uleb128().ok()?; // tag
+        table.read_u8().ok()?; // children
+        loop {
+            let name = table.read_uleb128().ok()?;
+            let form = table.read_uleb128().ok()?;
+            if form == u64::from(gimli::DW_FORM_implicit_const.0) {
+                table.read_sleb128().ok()?;
+            }
+            if name == 0 && form == 0 {
+                break;
+            }
+        }
+        if this == code {
+            let len = table.offset_from(entry);
+            let mut bytes = entry.slice().get(..len)?.to_vec();
+            bytes.push(0);
+            let alone = gimli::DebugAbbrev::new(&bytes, entry.endian());
+            return alone.abbreviations(gimli::DebugAbbrevOffset(0)).ok();
+        }
+    }
+}
+
 /// Reads the roots and ranges of the units of `headers` (in order).
 fn read_units(
     dwarf: &gimli::Dwarf<R<'_>>,
@@ -370,7 +404,13 @@ fn read_units(
             childless: false,
             lines: Vec::new(),
         };
-        match dwarf.unit(*header) {
+        let unit = match root_abbreviations(dwarf, header) {
+            Some(abbreviations) => {
+                gimli::Unit::new_with_abbreviations(dwarf, *header, Arc::new(abbreviations))
+            }
+            None => dwarf.unit(*header),
+        };
+        match unit {
             Ok(unit) if unit.dwo_id.is_some() => {
                 return Err(Declined("split DWARF: a unit refers to a .dwo file"));
             }
@@ -404,7 +444,7 @@ impl UnitIndex {
             }
             let line =
                 gimli::EndianSlice::new(sections.get(gimli::SectionId::DebugLine), sections.endian);
-            all_sequences(gimli::DebugLine::from(line), address_size, link_base)
+            all_sequences(line, address_size, link_base)
         };
         let (dwarf, sequences) = std::thread::scope(|s| {
             let lines = std::thread::Builder::new()
