@@ -801,7 +801,7 @@ impl OnDemandSymbols {
             }
             c.set_input(d.input);
         }
-        let symbols = c.add_symbols(&self.symbols(&all).1);
+        let symbols = c.add_symbols(&self.symbols(&all).1, rels);
         builders::finish(c, symbols)?.into_built()
     }
 

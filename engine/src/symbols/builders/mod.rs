@@ -261,39 +261,44 @@ impl Collector {
 /// The `.symtab`/`.dynsym` functions of `files`: as [`finish`] merges them (disjoint and
 /// sorted, before DWARF's gaps are filled with them), and as [`symtab::collect`] returns
 /// them, with their names (to add to a collector with [`Collector::add_symbols`]).
-pub(crate) type SymbolSets = (Vec<RawFunction>, Vec<(RawFunction, Box<str>)>);
+pub(crate) type SymbolSets = (Vec<RawFunction>, Vec<symtab::Unnamed>);
 
-/// See [`SymbolSets`].
+/// See [`SymbolSets`]. Nothing is demangled: the disjoint list's names are all 0 (its
+/// starts are unique, as [`symtab::collect`] keeps one symbol per address, so names break
+/// no tie in [`make_disjoint`]), and [`Collector::add_symbols`] names what a table needs.
 pub(crate) fn symbol_sets(files: &[&object::File<'_>], link_base: u64) -> SymbolSets {
     let mut c = Collector::new(link_base);
-    let symbols = symtab::collect(files, &mut c);
-    let named = symbols
-        .iter()
-        .map(|f| (*f, c.string_at(f.name).unwrap_or_default().into()))
-        .collect();
-    let mut disjoint = symbols;
+    let unnamed = symtab::collect_unnamed(files, &mut c);
+    let mut disjoint: Vec<RawFunction> = unnamed.iter().map(|n| n.function).collect();
     make_disjoint(&mut disjoint, &c.strings);
-    (disjoint, named)
+    (disjoint, unnamed)
 }
 
 impl Collector {
-    /// The string at a string offset.
-    fn string_at(&self, id: u32) -> Option<&str> {
-        let at = usize::try_from(id).ok()?;
-        let len = self.strings.get(at..at.checked_add(4)?)?;
-        let len = usize::try_from(u32::from_le_bytes(len.try_into().ok()?)).ok()?;
-        let from = at.checked_add(4)?;
-        std::str::from_utf8(self.strings.get(from..from.checked_add(len)?)?).ok()
-    }
-
-    /// Symbol-table functions read by [`symbol_sets`], their names interned here: what
-    /// [`symtab::collect`] would return for this collector.
-    pub(crate) fn add_symbols(&mut self, named: &[(RawFunction, Box<str>)]) -> Vec<RawFunction> {
+    /// Symbol-table functions read by [`symbol_sets`], interned here: what
+    /// [`symtab::collect`] would return for this collector, except that a function whose
+    /// range holds none of the offsets `rels` is left nameless (no lookup at those
+    /// offsets can answer with it: a function answers only inside its range, and
+    /// [`finish`] only shortens ranges).
+    pub(crate) fn add_symbols(
+        &mut self,
+        named: &[symtab::Unnamed],
+        rels: &[u64],
+    ) -> Vec<RawFunction> {
+        let mut rels = rels.to_vec();
+        rels.sort_unstable();
         named
             .iter()
-            .map(|(f, name)| RawFunction {
-                name: self.string(name),
-                ..*f
+            .map(|n| {
+                let f = n.function;
+                let i = rels.partition_point(|&r| r < u64::from(f.start));
+                let needed = rels.get(i).is_some_and(|&r| r < u64::from(f.end));
+                let name = if needed {
+                    self.string(&n.name())
+                } else {
+                    self.string("")
+                };
+                RawFunction { name, ..f }
             })
             .collect()
     }

@@ -41,6 +41,39 @@ struct Candidate<'d> {
 /// Reads the text symbols of `files`; the result may overlap and is made disjoint by the
 /// caller.
 pub(crate) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<RawFunction> {
+    collect_unnamed(files, c)
+        .into_iter()
+        .map(|n| RawFunction {
+            name: c.string(&n.name()),
+            ..n.function
+        })
+        .collect()
+}
+
+/// A function of [`collect_unnamed`]: its name as the file spells it, demangled only when
+/// asked ([`Unnamed::name`]). A one-shot walk names a few dozen of libstdc++'s 5,000
+/// functions; demangling them all was a sixth of a cold walk of a C++ program's core.
+#[derive(Debug, Clone)]
+pub(crate) struct Unnamed {
+    /// Its range, source and input (`name` is 0).
+    pub function: RawFunction,
+    raw: Box<str>,
+    plt: bool,
+}
+
+impl Unnamed {
+    /// The name [`collect`] gives it.
+    pub(crate) fn name(&self) -> std::borrow::Cow<'_, str> {
+        let mut name = demangle(&self.raw);
+        if self.plt {
+            name.to_mut().push_str("@plt");
+        }
+        name
+    }
+}
+
+/// What [`collect`] returns, in the same order, with names not yet demangled or interned.
+pub(crate) fn collect_unnamed(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Unnamed> {
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
     for (source, dynamic) in [(SymbolSource::Symtab, false), (SymbolSource::Dynsym, true)] {
         for (input, file) in files.iter().enumerate() {
@@ -118,17 +151,16 @@ pub(crate) fn collect(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Raw
         if end <= b.start {
             continue;
         }
-        let mut name = demangle(b.name);
-        if b.plt {
-            name.to_mut().push_str("@plt");
-        }
-        let name = c.string(&name);
-        out.push(RawFunction {
-            start: b.start,
-            end,
-            name,
-            source: b.source,
-            input: b.input,
+        out.push(Unnamed {
+            function: RawFunction {
+                start: b.start,
+                end,
+                name: 0,
+                source: b.source,
+                input: b.input,
+            },
+            raw: b.name.into(),
+            plt: b.plt,
         });
     }
     out
