@@ -531,3 +531,101 @@ fn a_rust_panic_names_the_function_and_line_that_panicked() {
         "{location} vs {at}"
     );
 }
+
+/// rust-minidump's `possible_bit_flips` of `postmortem walk DUMP --json` (its
+/// minidump-stackwalk document), as (address, the whole entry).
+fn stackwalk_bit_flips(dump: &Path, dir: &Path) -> Vec<(u64, Value)> {
+    let out = Command::new(bin())
+        .arg("walk")
+        .arg(dump)
+        .arg("--symbols")
+        .arg(dir)
+        .args(["--offline", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    bit_flips_of(&doc)
+}
+
+fn bit_flips_of(doc: &Value) -> Vec<(u64, Value)> {
+    let flips = &doc["crash_info"]["possible_bit_flips"];
+    match flips.as_array() {
+        Some(list) => list
+            .iter()
+            .map(|f| (hex_of(&f["address"]), f.clone()))
+            .collect(),
+        None => {
+            assert!(flips.is_null(), "{flips}");
+            Vec::new()
+        }
+    }
+}
+
+#[test]
+fn a_pointer_with_a_flipped_bit_lists_the_address_it_was() {
+    let c = crash("bitflip.c");
+    // the heap block's address the program printed; the source flips bit 40 of it
+    let original = printed(&c.stdout, "address ");
+    let flipped = original ^ (1 << 40);
+    let a = analysis(&c.core, c.work.path());
+    assert_eq!(a["kind"], "unmapped-access", "{a}");
+    assert_eq!(hex_of(&a["evidence"]["address"]), flipped, "{a}");
+    assert_eq!(a["evidence"]["function"], "balance_of", "{a}");
+    let listed: Vec<u64> = str_of(&a["evidence"]["bit_flip_of"])
+        .split_whitespace()
+        .map(|w| u64::from_str_radix(w.trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    assert!(listed.contains(&original), "{original:#x} not in {a}");
+    assert!(str_of(&a["summary"]).contains("one flipped bit"), "{a}");
+
+    // the minidump-stackwalk document lists the same addresses, in rust-minidump's shape
+    let flips = stackwalk_bit_flips(&c.core, c.work.path());
+    assert_eq!(
+        flips.iter().map(|(addr, _)| *addr).collect::<Vec<_>>(),
+        listed
+    );
+    let (_, entry) = flips.iter().find(|(addr, _)| *addr == original).unwrap();
+    assert_eq!(entry["address"], format!("{original:#018x}"), "{entry}");
+    // the faulting address itself, not a register the instruction read
+    assert!(entry["source_register"].is_null(), "{entry}");
+    let details = &entry["details"];
+    assert_eq!(details["was_non_canonical"], false, "{entry}");
+    assert_eq!(details["is_null"], false, "{entry}");
+    assert_eq!(details["was_low"], false, "{entry}");
+    assert!(details["poison_registers"].is_boolean(), "{entry}");
+    assert!(details["nearby_registers"].is_u64(), "{entry}");
+    let confidence = entry["confidence"].as_f64().unwrap();
+    assert!((0.25..=1.0).contains(&confidence), "{entry}");
+
+    // the minidump of the same crash, against minidump-stackwalk: theirs lists the block
+    // (its memory list marks the heap mapped) as a flip of the faulting address, with the
+    // heuristics and confidence ours gave the core; ours lists only what the minidump
+    // holds memory at (no heap), each entry as theirs has it
+    if let Some((minidump, stdout)) = recorded(&c) {
+        let original = printed(&stdout, "address ");
+        let theirs = Command::new("minidump-stackwalk")
+            .arg("--json")
+            .arg(&minidump)
+            .output()
+            .unwrap();
+        assert!(theirs.status.success(), "{theirs:?}");
+        let theirs = bit_flips_of(&serde_json::from_slice(&theirs.stdout).unwrap());
+        let without_address = |e: &Value| {
+            let mut e = e.clone();
+            e.as_object_mut().unwrap().remove("address");
+            e
+        };
+        let of_address = theirs
+            .iter()
+            .find(|(addr, e)| *addr == original && e["source_register"].is_null())
+            .unwrap_or_else(|| panic!("{original:#x} not in theirs: {theirs:?}"));
+        assert_eq!(without_address(&of_address.1), without_address(entry));
+        let ours = stackwalk_bit_flips(&minidump, c.work.path());
+        eprintln!("the minidump's bit flips: theirs {theirs:?}\nours {ours:?}");
+        for (addr, entry) in ours {
+            let same = theirs.iter().find(|(a, _)| *a == addr);
+            assert_eq!(same.map(|(_, e)| e), Some(&entry), "{addr:#x}");
+        }
+    }
+}

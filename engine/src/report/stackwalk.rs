@@ -187,6 +187,24 @@ pub fn human(report: &Report, brief: bool) -> String {
                     let _ = writeln!(out, "No instruction pointer update by instruction");
                 }
             }
+            let mut flips = bit_flips(report, width);
+            if !flips.is_empty() {
+                let _ = writeln!(out, "Crashing address may be the result of a flipped bit:");
+                // most likely first, then by address
+                flips.sort_by(|a, b| {
+                    b.confidence()
+                        .total_cmp(&a.confidence())
+                        .then(a.address.cmp(&b.address))
+                });
+                for (n, f) in flips.iter().enumerate() {
+                    let _ = writeln!(
+                        out,
+                        "  {n}. Valid address: {} ({:.3})",
+                        width.hex(f.address),
+                        f.confidence()
+                    );
+                }
+            }
             if let Some(a) = &c.analysis {
                 let _ = writeln!(out, "Crash analysis: [{}] {}", a.kind, a.summary);
             }
@@ -472,11 +490,175 @@ fn crash_info(report: &Report, width: Width) -> Value {
         "instruction_pointer_update": instruction
             .and_then(|i| i.jump.as_deref())
             .map(|a| json!({ "address": width.hex_str(a) })),
-        "possible_bit_flips": Value::Null,
+        "possible_bit_flips": possible_bit_flips(report, width),
         "crash_inconsistencies": [],
         "crashing_thread": c.thread,
         "assertion": c.assertion,
     })
+}
+
+/// The analysis's evidence key listing the mapped addresses one flipped bit from the
+/// faulting address (`crash.analysis.evidence.bit_flip_of`, space-separated).
+const BIT_FLIP_OF: &str = "bit_flip_of";
+
+/// Registers holding a value this close to a corrected address count as "nearby"
+/// (rust-minidump's `NEARBY_REGISTER_DISTANCE`).
+const NEARBY_REGISTER_DISTANCE: u64 = 1 << 12;
+/// Addresses up to this are "low" (rust-minidump's `LOW_ADDRESS_CUTOFF`).
+const LOW_ADDRESS_CUTOFF: u64 = NEARBY_REGISTER_DISTANCE * 2;
+
+/// One of rust-minidump's `possible_bit_flips`: an address one flipped bit from the
+/// faulting one that the program could have meant, with the heuristics its confidence
+/// rests on.
+struct BitFlip {
+    address: u64,
+    is_null: bool,
+    was_low: bool,
+    nearby_registers: u32,
+    poison_registers: bool,
+}
+
+impl BitFlip {
+    /// The flip to `address` of the faulting address `original`, judged by the crashed
+    /// thread's general-purpose register values, as rust-minidump's
+    /// `PossibleBitFlip::calculate_heuristics` does.
+    fn new(address: u64, original: u64, registers: &[u64], width: Width) -> BitFlip {
+        let is_null = address == 0;
+        let repeated = |v: u64| {
+            let byte = v & 0xff;
+            match width.0 {
+                8 => v == byte * 0x0101_0101,
+                _ => v == byte * 0x0101_0101_0101_0101,
+            }
+        };
+        // the fill patterns of allocators' freed memory (rust-minidump's list)
+        let poison = |v: u64| {
+            repeated(v)
+                && matches!(
+                    v & 0xff,
+                    0x2b | 0x2d
+                        | 0x2f
+                        | 0x49
+                        | 0x4b
+                        | 0x4d
+                        | 0x4f
+                        | 0x6b
+                        | 0x8b
+                        | 0x9b
+                        | 0x9f
+                        | 0xa5
+                        | 0xbb
+                        | 0xcc
+                        | 0xcd
+                        | 0xce
+                        | 0xdb
+                        | 0xe5
+                )
+        };
+        let nearby = if address > LOW_ADDRESS_CUTOFF {
+            registers
+                .iter()
+                .filter(|&&r| address.abs_diff(r) <= NEARBY_REGISTER_DISTANCE)
+                .count()
+        } else {
+            0
+        };
+        BitFlip {
+            address,
+            is_null,
+            was_low: is_null && original <= LOW_ADDRESS_CUTOFF,
+            nearby_registers: u32::try_from(nearby).unwrap_or(u32::MAX),
+            poison_registers: registers.iter().any(|&r| poison(r)),
+        }
+    }
+
+    /// rust-minidump's `BitFlipDetails::confidence`, with its weights: a baseline, more
+    /// for a null correction (less if the faulting address was low) and for registers
+    /// near the corrected address, halved if a register holds a poison pattern (a
+    /// use-after-free rather than a flip). The faulting address here is never
+    /// non-canonical: the analysis looks for flips of an unmapped, canonical address.
+    fn confidence(&self) -> f32 {
+        const MEDIUM: f32 = 0.50;
+        const LOW: f32 = 0.25;
+        const NEARBY: [f32; 4] = [MEDIUM, MEDIUM + 0.05, MEDIUM + 0.1, MEDIUM + 0.15];
+        let mut values = vec![LOW];
+        if self.is_null {
+            values.push(if self.was_low {
+                MEDIUM * MEDIUM
+            } else {
+                MEDIUM
+            });
+        }
+        if self.nearby_registers > 0 {
+            let i = usize::try_from(self.nearby_registers)
+                .unwrap_or(usize::MAX)
+                .min(NEARBY.len())
+                - 1;
+            values.extend(NEARBY.get(i));
+        }
+        let combined = 1.0 - values.iter().map(|v| 1.0 - v).product::<f32>();
+        if self.poison_registers {
+            combined * MEDIUM
+        } else {
+            combined
+        }
+    }
+
+    fn json(&self, width: Width) -> Value {
+        json!({
+            "address": width.hex(self.address),
+            "details": {
+                "was_non_canonical": false,
+                "is_null": self.is_null,
+                "was_low": self.was_low,
+                "poison_registers": self.poison_registers,
+                "nearby_registers": self.nearby_registers,
+            },
+            "confidence": self.confidence(),
+            "source_register": Value::Null,
+        })
+    }
+}
+
+/// The crash analysis's bit flips of the faulting address (see [`BIT_FLIP_OF`]), in
+/// rust-minidump's order (by the flipped bit, low first).
+fn bit_flips(report: &Report, width: Width) -> Vec<BitFlip> {
+    let Some(c) = &report.crash else {
+        return Vec::new();
+    };
+    let Some(flips) = c
+        .analysis
+        .as_ref()
+        .and_then(|a| a.evidence.get(BIT_FLIP_OF))
+    else {
+        return Vec::new();
+    };
+    let original = c.address.as_deref().and_then(super::parse_hex).unwrap_or(0);
+    let registers: Vec<u64> = report
+        .threads
+        .get(c.thread)
+        .map(|t| {
+            gprs(t, report.dump.arch, width)
+                .iter()
+                .filter_map(|(_, v)| super::parse_hex(v))
+                .collect()
+        })
+        .unwrap_or_default();
+    flips
+        .split_whitespace()
+        .filter_map(super::parse_hex)
+        .map(|a| BitFlip::new(a, original, &registers, width))
+        .collect()
+}
+
+/// `crash_info.possible_bit_flips`: `null` when there are none, as minidump-stackwalk
+/// writes it.
+fn possible_bit_flips(report: &Report, width: Width) -> Value {
+    let flips = bit_flips(report, width);
+    if flips.is_empty() {
+        return Value::Null;
+    }
+    Value::Array(flips.iter().map(|f| f.json(width)).collect())
 }
 
 /// What the crashing instruction's operands say the faulting address really was.
