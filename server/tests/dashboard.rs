@@ -425,6 +425,32 @@ async fn dashboard_in_chromium() {
     // The crash list's filter form: all three, narrowed by signature and by status.
     b.click("header a[href='/crashes']").await;
     assert_eq!(b.all("#crashes tbody tr").await.len(), 3);
+    // Under each signature, the crash's kind and the analysis's sentence, with what the
+    // sources do: `*p = 42` and `p[3] = 1` both store through a null pointer, the second
+    // at the element's offset.
+    let mut reasons = std::collections::HashMap::new();
+    for tr in b.all("#crashes tbody tr").await {
+        let text = |css: &'static str| {
+            let tr = tr.clone();
+            async move {
+                let e = tr.find(Locator::Css(css)).await;
+                let e = e.unwrap_or_else(|e| panic!("no {css} in a crash row: {e}"));
+                e.text().await.unwrap()
+            }
+        };
+        let crash = text("td:nth-child(2)").await;
+        assert_eq!(text("td.sig .kind").await, "null-pointer", "{crash}");
+        reasons.insert(crash, text("td.sig .reason").await);
+    }
+    assert_eq!(
+        reasons[&id], "write through a null pointer: NULL",
+        "{reasons:?}"
+    );
+    assert_eq!(reasons[&id2], reasons[&id], "{reasons:?}");
+    assert!(
+        reasons[&id3].starts_with("write through a null pointer: NULL + 0x3 "),
+        "{reasons:?}"
+    );
     b.find("form.filters input[name=signature]")
         .await
         .send_keys(&sig3)
@@ -479,6 +505,34 @@ async fn dashboard_in_chromium() {
     }
     assert_eq!(rows[0], ("store_answer".to_string(), rows[0].1.clone()));
     assert!(rows[0].1.ends_with("crasher.c:5"), "{rows:?}");
+    // Under the signature, the analysis and every piece of its evidence, name and value:
+    // the store in store_answer (called from middle_layer) through the null pointer, at
+    // offset 0.
+    let analysis = b.find("#analysis").await.text().await.unwrap();
+    assert!(
+        analysis.contains("null-pointer write through a null pointer: NULL"),
+        "{analysis}"
+    );
+    let names = b.texts("#analysis dl.evidence dt").await;
+    let values = b.texts("#analysis dl.evidence dd").await;
+    let evidence: std::collections::BTreeMap<String, String> =
+        names.into_iter().zip(values).collect();
+    for (name, value) in [
+        ("function", "store_answer"),
+        ("caller", "middle_layer"),
+        ("address", "0x0"),
+        ("offset", "0x0"),
+        ("access", "write"),
+    ] {
+        assert_eq!(
+            evidence.get(name).map(String::as_str),
+            Some(value),
+            "{evidence:?}"
+        );
+    }
+    let reported: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(done["report"]["crash"]["analysis"]["evidence"].clone()).unwrap();
+    assert_eq!(evidence, reported, "the page shows all the evidence");
     assert!(!b.all("details").await.is_empty(), "other threads folded");
     let missing_rows = b.texts("#modules tr.missing").await.join("\n");
     assert!(missing_rows.contains("libc.so"), "{missing_rows}");

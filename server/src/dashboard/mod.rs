@@ -201,14 +201,38 @@ async fn crash_list(
     let rows = crashes::list(&s.db, &query).await?;
     let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
     let kinds = worker::store::search::analysis_kinds(&s.db, &ids).await?;
+    let summaries: HashMap<String, String> = rows
+        .iter()
+        .filter_map(|r| Some((r.id.clone(), analysis_summary(r.report.as_deref()?)?)))
+        .collect();
     let next = if rows.len() as i64 == PAGE {
         rows.last().map(|r| format!("{}:{}", r.received_at, r.id))
     } else {
         None
     };
     Ok(Html(
-        pages::crash_list(&rows, &kinds, &params, next.as_deref()).into_string(),
+        pages::crash_list(&rows, &kinds, &summaries, &params, next.as_deref()).into_string(),
     ))
+}
+
+/// The one sentence of a stored report's crash analysis (`crash.analysis.summary`), read
+/// without building the rest of the report; `None` for a report without one or one that
+/// does not parse.
+fn analysis_summary(report: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        crash: Option<Crash>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Crash {
+        analysis: Option<Analysis>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Analysis {
+        summary: String,
+    }
+    let doc: Doc = serde_json::from_str(report).ok()?;
+    Some(doc.crash?.analysis?.summary)
 }
 
 async fn crash_detail(

@@ -43,6 +43,9 @@ pre.cmd{background:#1d2330;color:#e8ecf4;padding:.4em .6em;white-space:pre-wrap;
 button{background:#2f5bd3;color:#fff;border:0;padding:.4em 1em;border-radius:3px;cursor:pointer}
 svg.chart rect{fill:#2f5bd3}svg.chart{background:#f0f2f7}
 .muted{color:#8a90a0}
+.reason{font-family:system-ui,sans-serif;color:#4a5060;font-size:.92em;word-break:normal}
+dl.evidence{display:grid;grid-template-columns:max-content 1fr;gap:0 1em;margin:.4em 0 0}
+dl.evidence dt{color:#555}dl.evidence dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
 "#;
 
 fn layout(title: &str, body: Markup) -> Markup {
@@ -226,10 +229,12 @@ pub fn groups(
     layout("Crash groups", body)
 }
 
-/// The crash list.
+/// The crash list: each crash's signature with its analysis kind (from the search index,
+/// `kinds`) and, under it, the analysis's sentence (`summaries`), by crash id.
 pub fn crash_list(
     rows: &[CrashRow],
     kinds: &HashMap<String, String>,
+    summaries: &HashMap<String, String>,
     params: &HashMap<String, String>,
     next: Option<&str>,
 ) -> Markup {
@@ -273,6 +278,7 @@ pub fn crash_list(
                             td.sig {
                                 (r.signature.as_deref().unwrap_or(""))
                                 @if let Some(k) = kinds.get(&r.id) { " " span.kind { (k) } }
+                                @if let Some(s) = summaries.get(&r.id) { div.reason { (s) } }
                             }
                             td { (r.dump_format) }
                         }
@@ -364,6 +370,9 @@ pub fn crash_detail(
                     @if let Some(c) = &r.crash {
                         @if let Some(a) = &c.analysis { tr #analysis { td { "Analysis" } td {
                             span.kind { (a.kind) } " " (a.summary)
+                            @if !a.evidence.is_empty() {
+                                dl.evidence { @for (k, v) in &a.evidence { dt { (k) } dd { (v) } } }
+                            }
                         } } }
                         tr { td { "Reason" } td { (c.reason) } }
                         @if let Some(i) = &c.instruction { tr #instruction { td { "Instruction" } td.mono { (i.describe()) } } }
