@@ -3,6 +3,12 @@
 //! evidence it rests on (addresses, the stack pointer, the functions involved, glibc's
 //! abort message read from the dump's memory). Only what the dump and the walk show is
 //! said; where they show nothing more than the signal, there is no analysis.
+//!
+//! Linux dumps say why by a signal and its `si_code`; Windows minidumps by an exception
+//! code ([`windows`]). Both end in the same kinds where the meaning is the same: the
+//! memory faults, the stack, a division, an illegal instruction share the functions below.
+
+mod windows;
 
 use std::collections::BTreeMap;
 
@@ -40,36 +46,73 @@ pub(super) fn analyse(
 ) -> Option<Analysis> {
     let thread = threads.iter().find(|t| t.crashed)?;
     let frame0 = thread.frames.first()?;
-    let pc = report::parse_hex(&frame0.pc)?;
-    let sp = frame0.sp.as_deref().and_then(report::parse_hex);
+    let c = Crashed {
+        dump,
+        loaded,
+        thread,
+        frame0,
+        caller: thread.frames.iter().find(|f| !f.inlined && f.index > 0),
+        pc: report::parse_hex(&frame0.pc)?,
+        sp: frame0.sp.as_deref().and_then(report::parse_hex),
+        instruction,
+    };
     let mut evidence = BTreeMap::new();
     evidence.insert("thread".to_string(), thread.tid.to_string());
-    evidence.insert("pc".to_string(), hex_addr(pc));
+    evidence.insert("pc".to_string(), hex_addr(c.pc));
     if let Some(f) = described(frame0) {
         evidence.insert("function".to_string(), f);
     }
-    let caller = thread.frames.iter().find(|f| !f.inlined && f.index > 0);
-    if let Some(c) = caller.and_then(described) {
-        evidence.insert("caller".to_string(), c);
+    if let Some(f) = c.caller.and_then(described) {
+        evidence.insert("caller".to_string(), f);
     }
-    let found = |kind, summary: String, evidence| {
-        Some(Analysis {
-            kind,
-            summary,
-            evidence,
-        })
-    };
-    match (crash.signal?, crash.code) {
+    match (crash.signal, &crash.exception) {
+        (Some(signal), _) => by_signal(&c, signal, crash, evidence),
+        (None, Some(exception)) => windows::analyse(&c, exception, crash.address, evidence),
+        (None, None) => None,
+    }
+}
+
+/// The crashed thread as the walk left it, and where to read more: what every kind's
+/// evidence is drawn from.
+struct Crashed<'a, 'd> {
+    dump: &'a Dump<'d>,
+    loaded: &'a [Loaded],
+    thread: &'a report::Thread,
+    frame0: &'a report::Frame,
+    /// The first physical frame above frame 0: the one that called, or jumped.
+    caller: Option<&'a report::Frame>,
+    pc: u64,
+    sp: Option<u64>,
+    /// The instruction at `pc`, when it was decoded.
+    instruction: Option<&'a CrashInstruction>,
+}
+
+fn found(
+    kind: AnalysisKind,
+    summary: String,
+    evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    Some(Analysis {
+        kind,
+        summary,
+        evidence,
+    })
+}
+
+/// The analysis of a crash a Linux signal describes.
+fn by_signal(
+    c: &Crashed<'_, '_>,
+    signal: u32,
+    crash: &dump::CrashInfo,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let thread = c.thread;
+    match (signal, crash.code) {
         (SIGABRT, _) => {
-            let message = abort_message(dump, loaded);
-            // the program's own frame that led here, past the C and C++ runtimes
-            let caller = thread
-                .frames
-                .iter()
-                .find(|f| !in_runtime(f) && f.function.is_some())
-                .and_then(described);
-            if let Some(c) = &caller {
-                evidence.insert("caller".to_string(), c.clone());
+            let message = abort_message(c.dump, c.loaded);
+            let caller = program_caller(thread);
+            if let Some(cf) = &caller {
+                evidence.insert("caller".to_string(), cf.clone());
             }
             let thrown = thread.frames.iter().any(|f| {
                 matches!(
@@ -98,7 +141,7 @@ pub(super) fn analyse(
                 return found(AnalysisKind::Abort, summary, evidence);
             }
             let exception = thrown
-                .then(|| thrown_exception(dump, loaded, thread))
+                .then(|| thrown_exception(c.dump, c.loaded, thread))
                 .flatten();
             let what = match &exception {
                 Some(e) => {
@@ -115,11 +158,11 @@ pub(super) fn analyse(
             };
             let summary = match (&message, &caller) {
                 (Some(m), _) => format!("abort(): {m}"),
-                (None, Some(c)) if thrown => format!(
-                    "an uncaught C++ exception{what}, thrown in {c}: no handler took it (or it \
+                (None, Some(cf)) if thrown => format!(
+                    "an uncaught C++ exception{what}, thrown in {cf}: no handler took it (or it \
                      left a noexcept function), so std::terminate called abort()"
                 ),
-                (None, Some(c)) => format!("abort() called from {c}"),
+                (None, Some(cf)) => format!("abort() called from {cf}"),
                 (None, None) => "abort() called".to_string(),
             };
             if let Some(m) = message {
@@ -127,64 +170,205 @@ pub(super) fn analyse(
             }
             found(AnalysisKind::Abort, summary, evidence)
         }
-        (SIGFPE, Some(FPE_INTDIV)) => {
-            let at = described(frame0).unwrap_or_else(|| hex_addr(pc));
-            found(
-                AnalysisKind::DivideByZero,
-                format!("integer division by zero in {at}"),
-                evidence,
-            )
+        (SIGFPE, Some(FPE_INTDIV)) => divide_by_zero(c, evidence),
+        (SIGSEGV | SIGBUS | SIGILL, code) => {
+            if let Some(a) = branch_fault(c, in_code(c.dump, c.pc), &mut evidence) {
+                return Some(a);
+            }
+            if signal == SIGILL {
+                return illegal_instruction(c, evidence);
+            }
+            let mapped = match (signal, code) {
+                (SIGSEGV, Some(SEGV_MAPERR)) => Mapped::No,
+                (SIGSEGV, Some(SEGV_ACCERR)) => Mapped::Denied,
+                // SIGBUS codes mean other things than SIGSEGV's
+                _ => Mapped::Unknown,
+            };
+            let fault = MemoryFault {
+                address: crash.address,
+                way: None,
+                mapped,
+                general_protection: c.dump.arch == dump::Arch::X86_64
+                    && signal == SIGSEGV
+                    && code == Some(SI_KERNEL),
+            };
+            memory_fault(c, &fault, evidence)
         }
-        (SIGSEGV | SIGBUS | SIGILL, code) => segv(
-            dump,
-            crash,
-            code,
-            Fault {
-                pc,
-                sp,
-                instruction,
-            },
-            thread,
-            caller,
-            evidence,
-        ),
         _ => None,
     }
 }
 
-/// Where a memory fault happened: the crashed thread's pc and stack pointer, and the
-/// instruction there when it was decoded.
-struct Fault<'i> {
-    pc: u64,
-    sp: Option<u64>,
-    instruction: Option<&'i CrashInstruction>,
+/// Which way a faulting access went: what the system reports (Windows) or the decoded
+/// instruction shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Read,
+    Write,
+    ReadWrite,
+    Execute,
 }
 
-/// "read", "write", "read and write" or "read or write" of `access`.
-fn way(access: Option<AccessKind>) -> &'static str {
+impl Way {
+    fn of(k: AccessKind) -> Way {
+        match k {
+            AccessKind::Read => Way::Read,
+            AccessKind::Write => Way::Write,
+            AccessKind::ReadWrite => Way::ReadWrite,
+        }
+    }
+
+    /// The evidence's `access`: as the report's instruction accesses name it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Way::Read => AccessKind::Read.as_str(),
+            Way::Write => AccessKind::Write.as_str(),
+            Way::ReadWrite => AccessKind::ReadWrite.as_str(),
+            Way::Execute => "execute",
+        }
+    }
+}
+
+/// "read", "write", "read and write", "execute", or "read or write" when unknown.
+fn way(access: Option<Way>) -> &'static str {
     match access {
-        Some(AccessKind::Read) => "read",
-        Some(AccessKind::Write) => "write",
-        Some(AccessKind::ReadWrite) => "read and write",
+        Some(Way::Read) => "read",
+        Some(Way::Write) => "write",
+        Some(Way::ReadWrite) => "read and write",
+        Some(Way::Execute) => "execute",
         None => "read or write",
     }
 }
 
-/// A memory fault's analysis.
-fn segv(
-    dump: &Dump<'_>,
-    crash: &dump::CrashInfo,
-    code: Option<i32>,
-    fault: Fault<'_>,
-    thread: &report::Thread,
-    caller: Option<&report::Frame>,
+/// Whether the page at a faulting address was mapped, as the system says (Linux's
+/// `SEGV_MAPERR`/`SEGV_ACCERR`) or the dump shows (a Windows image is mapped whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mapped {
+    /// Nothing is mapped there.
+    No,
+    /// Mapped, but not for this access: read-only, or not executable.
+    Denied,
+    Unknown,
+}
+
+/// What the system reports of a memory fault.
+struct MemoryFault {
+    address: Option<u64>,
+    /// Which way the access went, when the system says (Windows does; a signal does not,
+    /// and the decoded instruction is asked instead).
+    way: Option<Way>,
+    mapped: Mapped,
+    /// An x86_64 general-protection fault: the CPU reports no address (a non-canonical
+    /// one), `address` is not the fault's.
+    general_protection: bool,
+}
+
+/// A call or jump that sent the pc nowhere: into the null page (a null function pointer)
+/// or, unless `in_code`, outside all code. Takes the evidence when it is one.
+fn branch_fault(
+    c: &Crashed<'_, '_>,
+    in_code: bool,
+    evidence: &mut BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let from = c
+        .caller
+        .and_then(described)
+        .map(|cf| format!(", called from {cf}"))
+        .unwrap_or_default();
+    if c.pc < NULL_PAGE {
+        return found(
+            AnalysisKind::NullPointer,
+            format!(
+                "call through a null function pointer (pc {}){from}",
+                hex_addr(c.pc)
+            ),
+            std::mem::take(evidence),
+        );
+    }
+    if !in_code {
+        return found(
+            AnalysisKind::BadJump,
+            format!(
+                "jump to {}, outside all code: a corrupted function pointer or return \
+                 address{from}",
+                hex_addr(c.pc)
+            ),
+            std::mem::take(evidence),
+        );
+    }
+    None
+}
+
+/// An illegal instruction in code.
+fn illegal_instruction(
+    c: &Crashed<'_, '_>,
+    evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let at = described(c.frame0).unwrap_or_else(|| hex_addr(c.pc));
+    found(
+        AnalysisKind::IllegalInstruction,
+        format!(
+            "illegal instruction in {at}: a trap the compiler put there (__builtin_trap, \
+             unreachable code reached, a hardening check) or code for another CPU"
+        ),
+        evidence,
+    )
+}
+
+/// An integer division by zero.
+fn divide_by_zero(c: &Crashed<'_, '_>, evidence: BTreeMap<String, String>) -> Option<Analysis> {
+    let at = described(c.frame0).unwrap_or_else(|| hex_addr(c.pc));
+    found(
+        AnalysisKind::DivideByZero,
+        format!("integer division by zero in {at}"),
+        evidence,
+    )
+}
+
+/// The crashed thread's stack overflowed: `fault` is the faulting address and how far
+/// below the stack pointer it lies, when that is how it is known; otherwise the system
+/// said so (Windows' EXCEPTION_STACK_OVERFLOW).
+fn stack_overflow(
+    c: &Crashed<'_, '_>,
+    fault: Option<(u64, u64)>,
     mut evidence: BTreeMap<String, String>,
 ) -> Option<Analysis> {
-    let Fault {
-        pc,
-        sp,
-        instruction,
-    } = fault;
+    let thread = c.thread;
+    if let Some(sp) = c.sp {
+        evidence.insert("sp".to_string(), hex_addr(sp));
+    }
+    evidence.insert("depth".to_string(), thread.frames.len().to_string());
+    let mut summary = match fault {
+        Some((addr, below)) => {
+            evidence.insert("below_sp".to_string(), below.to_string());
+            format!(
+                "stack overflow: the fault at {} is {below} bytes below the stack pointer of \
+                 thread {}, {} frames deep",
+                hex_addr(addr),
+                thread.tid,
+                thread.frames.len()
+            )
+        }
+        None => format!(
+            "stack overflow: thread {} ran out of stack, {} frames deep",
+            thread.tid,
+            thread.frames.len()
+        ),
+    };
+    if let Some((f, n)) = most_repeated(thread) {
+        summary.push_str(&format!("; {f} is {n} of them (recursion)"));
+        evidence.insert("recursing".to_string(), f);
+    }
+    found(AnalysisKind::StackOverflow, summary, evidence)
+}
+
+/// A memory fault's analysis, once the pc is known to be in code.
+fn memory_fault(
+    c: &Crashed<'_, '_>,
+    fault: &MemoryFault,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let dump = c.dump;
+    let instruction = c.instruction;
     if let Some(i) = instruction {
         evidence.insert("instruction".to_string(), i.text.clone());
     }
@@ -199,54 +383,12 @@ fn segv(
             }
         })
     };
-    let found = |kind, summary: String, evidence| {
-        Some(Analysis {
-            kind,
-            summary,
-            evidence,
-        })
-    };
-    let from = caller
+    let from = c
+        .caller
         .and_then(described)
-        .map(|c| format!(", called from {c}"))
+        .map(|cf| format!(", called from {cf}"))
         .unwrap_or_default();
-    if pc < NULL_PAGE {
-        return found(
-            AnalysisKind::NullPointer,
-            format!(
-                "call through a null function pointer (pc {}){from}",
-                hex_addr(pc)
-            ),
-            evidence,
-        );
-    }
-    if !in_code(dump, pc) {
-        return found(
-            AnalysisKind::BadJump,
-            format!(
-                "jump to {}, outside all code: a corrupted function pointer or return \
-                 address{from}",
-                hex_addr(pc)
-            ),
-            evidence,
-        );
-    }
-    if crash.signal == Some(SIGILL) {
-        let at = thread
-            .frames
-            .first()
-            .and_then(described)
-            .unwrap_or_else(|| hex_addr(pc));
-        return found(
-            AnalysisKind::IllegalInstruction,
-            format!(
-                "illegal instruction in {at}: a trap the compiler put there (__builtin_trap, \
-                 unreachable code reached, a hardening check) or code for another CPU"
-            ),
-            evidence,
-        );
-    }
-    if dump.arch == dump::Arch::X86_64 && crash.signal == Some(SIGSEGV) && code == Some(SI_KERNEL) {
+    if fault.general_protection {
         // a return or call to a non-canonical address faults on the branch itself
         let target = instruction
             .and_then(|i| i.jump.as_deref())
@@ -275,7 +417,7 @@ fn segv(
                     "general-protection fault: a {} at the non-canonical address {} (a \
                      corrupted or freed pointer; the CPU reports no address, the \
                      instruction's operands give it)",
-                    way(a.access),
+                    way(a.access.map(Way::of)),
                     a.address
                 ),
                 evidence,
@@ -289,11 +431,15 @@ fn segv(
             evidence,
         );
     }
-    let addr = crash.address?;
+    let addr = fault.address?;
     evidence.insert("address".to_string(), hex_addr(addr));
     let access = faulted(Some(addr));
-    if let Some(k) = access.and_then(|a| a.access) {
-        evidence.insert("access".to_string(), k.as_str().to_string());
+    // what the system says, else what the instruction does
+    let went = fault
+        .way
+        .or_else(|| access.and_then(|a| a.access).map(Way::of));
+    if let Some(w) = went {
+        evidence.insert("access".to_string(), w.as_str().to_string());
     }
     // a null pointer: the first page, or any offset from a base register holding 0
     if addr < NULL_PAGE || access.is_some_and(|a| a.base_null) {
@@ -308,61 +454,87 @@ fn segv(
         };
         return found(
             AnalysisKind::NullPointer,
-            format!(
-                "{} through a null pointer: {what}",
-                way(access.and_then(|a| a.access))
-            ),
+            format!("{} through a null pointer: {what}", way(went)),
             evidence,
         );
     }
-    if let Some(sp) = sp {
+    if let Some(sp) = c.sp {
         let below = sp.saturating_sub(addr);
         if addr < sp.saturating_add(64) && below <= STACK_REACH && !dump.memory.contains(addr) {
-            evidence.insert("sp".to_string(), hex_addr(sp));
-            evidence.insert("below_sp".to_string(), below.to_string());
-            evidence.insert("depth".to_string(), thread.frames.len().to_string());
-            let mut summary = format!(
-                "stack overflow: the fault at {} is {below} bytes below the stack pointer of \
-                 thread {}, {} frames deep",
-                hex_addr(addr),
-                thread.tid,
-                thread.frames.len()
-            );
-            if let Some((f, n)) = most_repeated(thread) {
-                summary.push_str(&format!("; {f} is {n} of them (recursion)"));
-                evidence.insert("recursing".to_string(), f);
-            }
-            return found(AnalysisKind::StackOverflow, summary, evidence);
+            return stack_overflow(c, Some((addr, below)), evidence);
         }
     }
-    if crash.signal != Some(SIGSEGV) {
-        // SIGBUS and SIGILL codes mean other things than SIGSEGV's
-        return None;
-    }
-    match code {
-        Some(SEGV_ACCERR) => found(
-            AnalysisKind::ProtectionFault,
-            format!(
-                "access to {} that its mapping does not allow: a write to read-only memory \
-                 (a string literal, a constant) or executing data",
-                hex_addr(addr)
-            ),
-            evidence,
-        ),
-        Some(SEGV_MAPERR) => {
+    match fault.mapped {
+        Mapped::Denied => {
+            let module = dump
+                .module_index_for(addr)
+                .and_then(|i| dump.modules.get(i))
+                .map(|m| m.name.clone());
+            let within = module
+                .as_deref()
+                .map(|m| format!(" (in {m})"))
+                .unwrap_or_default();
+            if let Some(m) = module {
+                evidence.insert("module".to_string(), m);
+            }
+            let summary = match fault.way {
+                Some(Way::Write) => format!(
+                    "write to read-only memory at {}{within}: a string literal or a \
+                     constant",
+                    hex_addr(addr)
+                ),
+                Some(Way::Execute) => format!(
+                    "execution at {}{within}, which is not code: a jump into data",
+                    hex_addr(addr)
+                ),
+                Some(w) => format!(
+                    "{} of {}{within}, which its mapping does not allow (a no-access or \
+                     guard page)",
+                    way(Some(w)),
+                    hex_addr(addr)
+                ),
+                None => format!(
+                    "access to {}{within} that its mapping does not allow: a write to \
+                     read-only memory (a string literal, a constant) or executing data",
+                    hex_addr(addr)
+                ),
+            };
+            found(AnalysisKind::ProtectionFault, summary, evidence)
+        }
+        Mapped::No => {
             let flips = bit_flips(dump, addr);
-            let mut summary = format!(
-                "access to unmapped memory at {}: a dangling or corrupted pointer",
-                hex_addr(addr)
-            );
+            let mut summary = match fault.way {
+                // the system said only that the access failed; the dump shows no module
+                // and no memory there
+                Some(w) => format!(
+                    "{} of {}, where the dump shows nothing mapped (no module, no memory \
+                     it holds): a dangling or corrupted pointer",
+                    way(Some(w)),
+                    hex_addr(addr)
+                ),
+                None => format!(
+                    "access to unmapped memory at {}: a dangling or corrupted pointer",
+                    hex_addr(addr)
+                ),
+            };
             if !flips.is_empty() {
                 summary.push_str(" (one flipped bit from mapped memory: see evidence)");
                 evidence.insert("bit_flip_of".to_string(), flips.join(" "));
             }
             found(AnalysisKind::UnmappedAccess, summary, evidence)
         }
-        _ => None,
+        Mapped::Unknown => None,
     }
+}
+
+/// The first named frame of `thread` outside the C and C++ runtimes and the system's
+/// libraries: the program's own frame that led to an abort or a raised exception.
+fn program_caller(thread: &report::Thread) -> Option<String> {
+    thread
+        .frames
+        .iter()
+        .find(|f| !in_runtime(f) && f.function.is_some())
+        .and_then(described)
 }
 
 /// Whether an x86_64 address is canonical (bits 63..47 all equal).
@@ -410,9 +582,10 @@ fn rust_panic_site(thread: &report::Thread) -> Option<&report::Frame> {
 }
 
 /// Whether a frame is in the C or C++ runtime (libc, the loader, libstdc++, libc++,
-/// libgcc's unwinder) rather than in the program.
+/// libgcc's unwinder; on Windows the system's DLLs that raise exceptions and the C and C++
+/// runtimes) rather than in the program.
 fn in_runtime(f: &report::Frame) -> bool {
-    const RUNTIME: [&str; 7] = [
+    const RUNTIME: [&str; 16] = [
         "libc.so",
         "libc-",
         "ld-linux",
@@ -420,10 +593,20 @@ fn in_runtime(f: &report::Frame) -> bool {
         "libc++",
         "libgcc_s",
         "libunwind",
+        "ntdll.dll",
+        "kernelbase.dll",
+        "kernel32.dll",
+        "ucrtbase",
+        "msvcrt",
+        "vcruntime",
+        "msvcp",
+        "api-ms-win-",
+        "libwinpthread",
     ];
-    f.module
-        .as_deref()
-        .is_some_and(|m| RUNTIME.iter().any(|r| m.starts_with(r)))
+    f.module.as_deref().is_some_and(|m| {
+        let m = m.to_ascii_lowercase();
+        RUNTIME.iter().any(|r| m.starts_with(r))
+    })
 }
 
 /// Whether `pc` lies in a module's executable mapping (or, where the dump does not say
