@@ -62,6 +62,8 @@ struct Case {
     /// The minidump, and the directory given as `--symbols` (the program, the DLLs).
     minidump: PathBuf,
     symbols: PathBuf,
+    /// What the program printed before it crashed.
+    stdout: String,
 }
 
 /// The CLI under test (`POSTMORTEM_BIN` when set, see `report::postmortem`).
@@ -222,6 +224,7 @@ fn record_dying_of(
         report,
         minidump: crash.minidump,
         symbols,
+        stdout: crash.stdout,
     }
 }
 
@@ -1304,4 +1307,84 @@ fn windows_exceptions_are_named() {
         let frame0 = &case.crashed_thread()["frames"][0];
         assert_eq!(frame0["function"], "RaiseException", "{frame0}");
     }
+}
+
+/// The crash analysis of Windows exceptions (issue 21, part 2): each case crashes a
+/// program of `crashers/windows` under wine and checks `crash.analysis`, its kind and its
+/// evidence, against what the program printed or what its source fixes (never against an
+/// earlier output of ours).
+fn analysed(case: &str, flags: &[&str], source: &str, code: u32) -> (Case, Value) {
+    let case = record_dying_of(case, flags, &[source], Build::Gcc, None, code);
+    let analysis = case.report["crash"]["analysis"].clone();
+    assert!(
+        analysis.is_object(),
+        "no analysis of {}: {}",
+        case.exe_name(),
+        case.report["crash"]
+    );
+    // shown with --nocapture
+    eprintln!("{}: {analysis:#}", case.exe_name());
+    (case, analysis)
+}
+
+/// The hex number after `label ` in the program's output.
+fn printed(stdout: &str, label: &str) -> u64 {
+    let word = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(label)?.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the program printed no {label:?}: {stdout:?}"));
+    u64::from_str_radix(word.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// A read of a struct's field through a null pointer: EXCEPTION_ACCESS_VIOLATION (read)
+/// at the field's offset, which the program printed (`offsetof`).
+#[test]
+fn windows_null_field_read_is_a_null_pointer() {
+    let (case, a) = analysed("nullfield", &["-O1"], "nullfield.c", ACCESS_VIOLATION);
+    let offset = printed(&case.stdout, "offset ");
+    assert_ne!(offset, 0);
+    assert_eq!(a["kind"], "null-pointer", "{a}");
+    assert_eq!(hex(&a["evidence"]["offset"]), offset, "{a}");
+    assert_eq!(a["evidence"]["access"], "read", "{a}");
+    assert_eq!(a["evidence"]["function"], "refs_of", "{a}");
+    let summary = a["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("read through a null pointer: NULL + {offset:#x}")),
+        "{a}"
+    );
+}
+
+/// A write to a string literal (mingw keeps them in `.rdata`, mapped read-only): a
+/// protection fault at the literal's address, which the program printed.
+#[test]
+fn windows_write_to_a_string_literal_is_a_protection_fault() {
+    let (case, a) = analysed("rodata", &["-O1"], "rodata.c", ACCESS_VIOLATION);
+    assert_eq!(a["kind"], "protection-fault", "{a}");
+    assert_eq!(
+        hex(&a["evidence"]["address"]),
+        printed(&case.stdout, "address "),
+        "{a}"
+    );
+    assert_eq!(a["evidence"]["access"], "write", "{a}");
+    assert_eq!(a["evidence"]["function"], "shout", "{a}");
+    assert_eq!(a["evidence"]["module"], case.exe_name(), "{a}");
+}
+
+/// A call through a garbage function pointer (the source's 0x13370000): the pc lies
+/// outside all code, and the frame that made the call is named.
+#[test]
+fn windows_call_through_a_garbage_pointer_is_a_bad_jump() {
+    let (_case, a) = analysed("badjump", &["-O1"], "badjump.c", ACCESS_VIOLATION);
+    assert_eq!(a["kind"], "bad-jump", "{a}");
+    assert_eq!(a["evidence"]["pc"], "0x13370000", "{a}");
+    assert_eq!(a["evidence"]["access"], "execute", "{a}");
+    assert_eq!(a["evidence"]["caller"], "dispatch", "{a}");
+}
+
+/// EXCEPTION_INT_DIVIDE_BY_ZERO in `average`.
+#[test]
+fn windows_integer_division_by_zero() {
+    let (_case, a) = analysed("divzero", &["-O1"], "divzero.c", 0xC000_0094);
+    assert_eq!(a["kind"], "divide-by-zero", "{a}");
+    assert_eq!(a["evidence"]["function"], "average", "{a}");
 }
