@@ -1388,3 +1388,57 @@ fn windows_integer_division_by_zero() {
     assert_eq!(a["kind"], "divide-by-zero", "{a}");
     assert_eq!(a["evidence"]["function"], "average", "{a}");
 }
+
+/// A fast fail, STATUS_STACK_BUFFER_OVERRUN with its code as the parameter (fastfail.c,
+/// with `FAST_FAIL_CODE` winnt.h's FAST_FAIL_INVALID_ARG, whose value the program prints):
+/// the code is read and named, and the frame that failed is the program's, past
+/// kernelbase's `RaiseException`. (A real `__fastfail` runs no filter that could write the
+/// dump.)
+#[test]
+fn windows_fast_fail_names_its_code() {
+    let name = "FAST_FAIL_INVALID_ARG";
+    let (case, a) = analysed(
+        "fastfail",
+        &["-O1", &format!("-DFAST_FAIL_CODE={name}")],
+        "fastfail.c",
+        0xC000_0409,
+    );
+    let code = case
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("code "))
+        .unwrap_or_else(|| panic!("fastfail.exe printed no code: {:?}", case.stdout));
+    assert_eq!(a["kind"], "abort", "{a}");
+    assert_eq!(a["evidence"]["fast_fail_code"], code.trim(), "{a}");
+    assert_eq!(a["evidence"]["fast_fail"], name, "{a}");
+    assert_eq!(a["evidence"]["function"], "RaiseException", "{a}");
+    assert_eq!(a["evidence"]["caller"], "check_length", "{a}");
+    assert!(a["summary"].as_str().unwrap().contains(name), "{a}");
+}
+
+/// The codes only Windows raises (raise.c, `RaiseException`): the heap's corruption
+/// check, an MSVC C++ exception and a breakpoint, each analysed with its exception and the
+/// program's frame that raised it.
+#[test]
+fn windows_raised_exceptions_are_analysed() {
+    for (code, kind, words) in [
+        (0xC000_0374_u32, "abort", "heap corruption"),
+        (0xE06D_7363, "abort", "C++ exception"),
+        (0x8000_0003, "illegal-instruction", "breakpoint"),
+    ] {
+        let define = format!("-DRAISED={code:#x}");
+        let (case, a) = analysed(
+            &format!("analysed_{code:08x}"),
+            &["-O1", &define],
+            "raise.c",
+            code,
+        );
+        assert_eq!(a["kind"], kind, "{a}");
+        assert_eq!(
+            a["evidence"]["exception"], case.report["crash"]["exception"]["name"],
+            "{a}"
+        );
+        assert_eq!(a["evidence"]["caller"], "raise_it", "{a}");
+        assert!(a["summary"].as_str().unwrap().contains(words), "{a}");
+    }
+}
