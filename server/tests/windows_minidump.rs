@@ -1442,3 +1442,14 @@ fn windows_raised_exceptions_are_analysed() {
         assert!(a["summary"].as_str().unwrap().contains(words), "{a}");
     }
 }
+
+/// A write through a non-canonical pointer (noncanon.c's 0x8000000000001000): Windows
+/// reports no address (0xffffffffffffffff), and the decoded instruction gives it.
+#[test]
+fn windows_non_canonical_pointer_is_a_general_protection_fault() {
+    let (_case, a) = analysed("noncanon", &["-O1"], "noncanon.c", ACCESS_VIOLATION);
+    assert_eq!(a["kind"], "general-protection", "{a}");
+    assert_eq!(a["evidence"]["address"], "0x8000000000001000", "{a}");
+    assert_eq!(a["evidence"]["access"], "write", "{a}");
+    assert_eq!(a["evidence"]["function"], "store", "{a}");
+}
