@@ -341,28 +341,65 @@ struct ReadUnit {
     lines: Vec<(u64, u64)>,
 }
 
-/// The abbreviation of a unit's root DIE, alone: all the index reads of a unit is its
+/// The abbreviation of each unit's root DIE, alone: all the index reads of a unit is its
 /// root, and gimli parsing libc's 1,600 tables whole (each entry's attributes into a
-/// vector, each code into a map) was a sixth of a cold walk. The table is skipped through
-/// without building anything up to the root's entry (gcc orders entries by use, so the
-/// unit's own comes last). `None` when the table ends first or gimli refuses the entry:
-/// then the whole table is parsed. A unit whose other entries are malformed is read here
-/// though the builder skips it: its ranges only make the index read more, never answer
-/// otherwise.
-fn root_abbreviations(
-    dwarf: &gimli::Dwarf<R<'_>>,
-    header: &gimli::UnitHeader<R<'_>>,
-) -> Option<gimli::Abbreviations> {
-    use gimli::{Reader, Section};
-    let mut root = header.range_from(header.root_offset()..).ok()?;
-    let code = root.read_uleb128().ok()?;
-    let mut table = *dwarf.debug_abbrev.reader();
-    table.skip(header.debug_abbrev_offset().0).ok()?;
+/// vector, each code into a map) was a sixth of a cold walk. Each table is skipped through
+/// once, without building anything, to learn where each code's entry lies (gcc orders
+/// entries by use, so the unit's own comes last); a unit's root entry is then parsed
+/// alone. Linear in the tables' bytes however many units share one.
+struct RootAbbreviations<'d> {
+    debug_abbrev: R<'d>,
+    /// By table offset: each code's entry (where it lies in `.debug_abbrev`), or `None`
+    /// for a table that cannot be skipped through.
+    tables: rustc_hash::FxHashMap<usize, Option<rustc_hash::FxHashMap<u64, Range<usize>>>>,
+}
+
+impl<'d> RootAbbreviations<'d> {
+    fn new(dwarf: &gimli::Dwarf<R<'d>>) -> Self {
+        use gimli::Section;
+        RootAbbreviations {
+            debug_abbrev: *dwarf.debug_abbrev.reader(),
+            tables: Default::default(),
+        }
+    }
+
+    /// `header`'s root abbreviation alone. `None` when its table ends first or gimli
+    /// refuses the entry: then the caller parses the whole table. A unit whose other
+    /// entries are malformed is read here though the builder skips it: its ranges only
+    /// make the index read more, never answer otherwise.
+    fn of(&mut self, header: &gimli::UnitHeader<R<'d>>) -> Option<gimli::Abbreviations> {
+        use gimli::Reader;
+        let mut root = header.range_from(header.root_offset()..).ok()?;
+        let code = root.read_uleb128().ok()?;
+        let at = header.debug_abbrev_offset().0;
+        let section = self.debug_abbrev;
+        let table = self
+            .tables
+            .entry(at)
+            .or_insert_with(|| entries(section, at))
+            .as_ref()?;
+        let entry = section.slice().get(table.get(&code)?.clone())?;
+        let mut alone = Vec::with_capacity(entry.len().saturating_add(1));
+        alone.extend_from_slice(entry);
+        alone.push(0);
+        gimli::DebugAbbrev::new(&alone, section.endian())
+            .abbreviations(gimli::DebugAbbrevOffset(0))
+            .ok()
+    }
+}
+
+/// Where each entry of the abbreviation table at `at` lies in `section`, by code (the
+/// first of a code, as gimli refuses a table with two). `None` when the table is cut short.
+fn entries(section: R<'_>, at: usize) -> Option<rustc_hash::FxHashMap<u64, Range<usize>>> {
+    use gimli::Reader;
+    let mut table = section;
+    table.skip(at).ok()?;
+    let mut out: rustc_hash::FxHashMap<u64, Range<usize>> = Default::default();
     loop {
-        let entry = table;
-        let this = table.read_uleb128().ok()?;
-        if this == 0 {
-            return None;
+        let start = table.offset_from(section);
+        let code = table.read_uleb128().ok()?;
+        if code == 0 {
+            return Some(out);
         }
         table.read_uleb128().ok()?; // tag
         table.read_u8().ok()?; // children
@@ -376,13 +413,7 @@ fn root_abbreviations(
                 break;
             }
         }
-        if this == code {
-            let len = table.offset_from(entry);
-            let mut bytes = entry.slice().get(..len)?.to_vec();
-            bytes.push(0);
-            let alone = gimli::DebugAbbrev::new(&bytes, entry.endian());
-            return alone.abbreviations(gimli::DebugAbbrevOffset(0)).ok();
-        }
+        out.entry(code).or_insert(start..table.offset_from(section));
     }
 }
 
@@ -395,6 +426,7 @@ fn read_units(
     link_base: u64,
 ) -> Result<Vec<ReadUnit>, Declined> {
     let mut out = Vec::with_capacity(headers.len());
+    let mut roots = RootAbbreviations::new(dwarf);
     for header in headers {
         let offset = header.offset().0;
         let mut read = ReadUnit {
@@ -404,7 +436,7 @@ fn read_units(
             childless: false,
             lines: Vec::new(),
         };
-        let unit = match root_abbreviations(dwarf, header) {
+        let unit = match roots.of(header) {
             Some(abbreviations) => {
                 gimli::Unit::new_with_abbreviations(dwarf, *header, Arc::new(abbreviations))
             }
@@ -1004,5 +1036,47 @@ impl super::SymbolIndex for OnDemandSymbols {
     }
     fn sources(&self) -> Vec<SymbolSource> {
         OnDemandSymbols::sources(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(bytes: &[u8]) -> R<'_> {
+        gimli::EndianSlice::new(bytes, gimli::RunTimeEndian::Little)
+    }
+
+    #[test]
+    fn abbreviation_entries_are_found_by_code_in_one_pass() {
+        // at 1: code 2 (DW_TAG_subprogram, no children, DW_AT_name strp), code 1
+        // (DW_TAG_compile_unit, children, DW_AT_language implicit_const -7), a second code
+        // 2, then the end
+        let bytes = [
+            0xff, // another table's last byte
+            2, 0x2e, 0, 0x03, 0x0e, 0, 0, //
+            1, 0x11, 1, 0x13, 0x21, 0x79, 0, 0, //
+            2, 0x24, 0, 0, 0, //
+            0,
+        ];
+        let map = entries(section(&bytes), 1).unwrap_or_default();
+        assert_eq!(map.get(&2), Some(&(1..8)), "the first entry of a code");
+        assert_eq!(
+            map.get(&1),
+            Some(&(8..16)),
+            "with an implicit_const operand"
+        );
+        assert_eq!(map.len(), 2);
+        // cut short: no terminator, or inside an entry
+        assert!(entries(section(&bytes[..21]), 1).is_none());
+        assert!(entries(section(&bytes[..12]), 1).is_none());
+        assert!(entries(section(&bytes), 99).is_none());
+        // the entry alone is what gimli parses
+        let alone = [&bytes[8..16], &[0][..]].concat();
+        let parsed = gimli::DebugAbbrev::new(&alone, gimli::LittleEndian)
+            .abbreviations(gimli::DebugAbbrevOffset(0))
+            .unwrap_or_default();
+        let root = parsed.get(1).map(|a| (a.tag(), a.has_children()));
+        assert_eq!(root, Some((gimli::DW_TAG_compile_unit, true)));
     }
 }
