@@ -8,6 +8,8 @@
 //!   long a miss is remembered), from flags and elfutils' environment variables.
 //! - [`http`]: one server's answer for one file, streamed to disk, told apart as found,
 //!   not found, or an error (unreachable, slow, 5xx, cut short, too large).
+//! - [`cabinet`]: a symbol server's compressed file (`NAME.pd_`, a CAB archive), its one
+//!   file taken out, bounded by the size cap.
 //! - [`check`]: a fetched file is used only if its build-id (or a `.sym` file's debug-id)
 //!   is the one asked for.
 //! - [`cache`]: fetched files and misses kept on disk, so the next walk asks nothing.
@@ -18,6 +20,7 @@
 //! Blocking I/O (`ureq`): the walk programs have no async runtime, and the service calls
 //! this on a blocking thread.
 
+pub mod cabinet;
 pub mod cache;
 pub mod check;
 pub mod config;
