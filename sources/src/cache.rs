@@ -1,8 +1,9 @@
 //! Fetched files and misses kept on disk, so a second walk of a dump asks no server. A
 //! file has a place ([`Entry`]): `ROOT/buildid/ID/FILE` (FILE is `executable` or
 //! `debuginfo`) for a build's files, `ROOT/breakpad/NAME/DEBUG_ID/NAME.sym` for a `.sym`
-//! file (the symbol store layout). Beside it, `FILE.source` names the server it came from,
-//! and `FILE.miss-HASH` (one per server that did not have it; its modification time says
+//! file (the symbol store layout), `ROOT/symsrv/NAME/ID/NAME` for a symbol server's.
+//! Beside it, `FILE.source` names the server it came from, `FILE.via` how, when that needs
+//! saying (extracted from a symbol server's compressed `NAME.pd_`), and `FILE.miss-HASH` (one per server that did not have it; its modification time says
 //! when it was asked). Files appear whole or not at all: written beside their final name
 //! and renamed into place, after they were checked.
 
@@ -85,6 +86,14 @@ impl DiskCache {
         DiskCache { root }
     }
 
+    /// How the kept file of `entry` came (`FILE.via`), when that was said.
+    pub fn via(&self, entry: &Entry) -> Option<String> {
+        fs::read_to_string(self.root.join(entry.with(".via")))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
     /// The kept file of `entry` and the server it came from.
     pub fn get(&self, entry: &Entry) -> Option<(PathBuf, String)> {
         let path = self.root.join(entry.with(""));
@@ -105,15 +114,25 @@ impl DiskCache {
         Ok(dir)
     }
 
-    /// Keeps a checked download as `entry`, fetched from `source`.
+    /// Keeps a checked download as `entry`, fetched from `source` (`via`: how, when that
+    /// needs saying).
     pub fn put(
         &self,
         entry: &Entry,
         downloaded: NamedTempFile,
         source: &str,
+        via: Option<&str>,
     ) -> io::Result<PathBuf> {
         self.download_dir(entry)?;
         fs::write(self.root.join(entry.with(".source")), source)?;
+        let via_path = self.root.join(entry.with(".via"));
+        match via {
+            Some(v) => fs::write(via_path, v)?,
+            None => match fs::remove_file(via_path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            },
+        }
         let path = self.root.join(entry.with(""));
         downloaded.persist(&path).map_err(|e| e.error)?;
         Ok(path)
@@ -195,9 +214,14 @@ mod tests {
         let dir = c.download_dir(&executable).expect("directory");
         let mut t = NamedTempFile::new_in(&dir).expect("temporary file");
         io::Write::write_all(&mut t, b"bytes").expect("write");
-        let kept = c.put(&executable, t, b).expect("kept");
+        let kept = c.put(&executable, t, b, None).expect("kept");
         assert_eq!(c.get(&executable), Some((kept.clone(), b.to_string())));
-        assert_eq!(fs::read(kept).expect("read"), b"bytes");
+        assert_eq!(c.via(&executable), None);
         assert_eq!(c.get(&debuginfo), None);
+        let mut t = NamedTempFile::new_in(&dir).expect("temporary file");
+        io::Write::write_all(&mut t, b"bytes").expect("write");
+        c.put(&debuginfo, t, a, Some("extracted")).expect("kept");
+        assert_eq!(c.via(&debuginfo).as_deref(), Some("extracted"));
+        assert_eq!(fs::read(kept).expect("read"), b"bytes");
     }
 }

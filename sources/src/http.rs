@@ -14,6 +14,7 @@ use std::fs::File;
 
 use tempfile::NamedTempFile;
 
+use crate::cabinet::CabError;
 use crate::check::Refused;
 use crate::config::Config;
 
@@ -32,6 +33,9 @@ pub enum FetchError {
     TooLarge { limit: u64 },
     #[error("refused: {0}")]
     Refused(#[from] Refused),
+    /// A symbol server's compressed file (at `url`) that gave no file.
+    #[error("{url}: {error}")]
+    Cab { url: String, error: CabError },
     #[error("cannot keep the file: {0}")]
     Disk(io::Error),
     #[error("{0}")]
@@ -80,6 +84,11 @@ impl Server {
         &self.base
     }
 
+    /// The largest file fetched (or extracted from a fetched archive), in bytes.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
     /// The file at `path` (below the base URL, already escaped), written to a new
     /// temporary file in `dir` and accepted by `check`; `None` when the server does not
     /// have it.
@@ -89,6 +98,16 @@ impl Server {
         dir: &Path,
         check: &dyn Fn(&File) -> Result<(), Refused>,
     ) -> Result<Option<NamedTempFile>, FetchError> {
+        let Some(out) = self.download(path, dir)? else {
+            return Ok(None);
+        };
+        check(out.as_file())?;
+        Ok(Some(out))
+    }
+
+    /// The file at `path` as [`Server::fetch`] gives it, unchecked: for a file that is
+    /// not the one asked for but holds it (a symbol server's compressed `NAME.pd_`).
+    pub fn download(&self, path: &str, dir: &Path) -> Result<Option<NamedTempFile>, FetchError> {
         let url = format!("{}/{path}", self.base);
         let mut response = self
             .agent()
@@ -113,7 +132,6 @@ impl Server {
             .reader();
         self.copy(&mut reader, out.as_file_mut())?;
         out.as_file_mut().flush().map_err(FetchError::Disk)?;
-        check(out.as_file())?;
         Ok(Some(out))
     }
 

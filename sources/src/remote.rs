@@ -4,7 +4,8 @@
 //! Breakpad symbol stores (`NAME/DEBUG_ID/NAME.sym`, as minidump-stackwalk's
 //! `--symbols-url` and Mozilla's Tecken serve them), a Windows image and its PDB from
 //! symbol servers (Microsoft's layout: `NAME/CODE_ID/NAME`, `NAME.pdb/DEBUG_ID/NAME.pdb`;
-//! the compressed `NAME.pd_` form is not read). Every server asked (or whose miss
+//! when a server has not the file, its compressed form beside it, `NAME.pd_`, a CAB
+//! archive: [`crate::cabinet`]). Every server asked (or whose miss
 //! the cache remembers) is one of the report's `modules[].lookups`. A server that could
 //! not be reached, or did not answer in time, is not asked again for [`DOWN_FOR`]: a walk
 //! with a server down costs one timeout, not one per module, and a service asks again
@@ -17,10 +18,18 @@ use std::time::{Duration, Instant};
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
 
+use crate::cabinet;
 use crate::cache::{DiskCache, Entry};
 use crate::check::{self, Refused};
 use crate::config::Config;
 use crate::http::{FetchError, Server};
+
+/// Where a symbol server may keep a file compressed: the path below its base URL
+/// (escaped), and the name the archive must hold.
+struct Compressed<'a> {
+    path: String,
+    name: &'a str,
+}
 
 /// How a server lays out its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +139,7 @@ impl Remote {
         };
         let path = format!("buildid/{build_id}/{}", file.as_str());
         let check = |f: &std::fs::File| check::same_build(f, build_id);
-        self.ask(Layout::Debuginfod, file, &entry, &path, &check)
+        self.ask(Layout::Debuginfod, file, &entry, &path, None, &check)
     }
 
     /// The `.sym` file at `rel` (`NAME/DEBUG_ID/NAME.sym`) whose `MODULE` line says
@@ -141,40 +150,56 @@ impl Remote {
         };
         let path = escape_path(rel);
         let check = |f: &std::fs::File| check::same_sym(f, debug_id);
-        self.ask(Layout::Breakpad, RemoteFile::Sym, &entry, &path, &check)
-    }
-
-    /// The Windows image `name` (asked for in the case given: the dump's) of code id
-    /// `code_id` (upper-case), from the symbol servers at `NAME/CODE_ID/NAME`.
-    pub fn pe_image(&self, name: &str, code_id: &str) -> Fetched {
-        let Some(entry) = Entry::symsrv(name, code_id) else {
-            return Fetched::default();
-        };
-        let path = escape_path(&format!("{name}/{code_id}/{name}"));
-        let check = |f: &std::fs::File| check::same_pe(f, code_id);
         self.ask(
-            Layout::SymbolServer,
-            RemoteFile::Executable,
+            Layout::Breakpad,
+            RemoteFile::Sym,
             &entry,
             &path,
+            None,
             &check,
         )
     }
 
+    /// The Windows image `name` (asked for in the case given: the dump's) of code id
+    /// `code_id` (upper-case), from the symbol servers at `NAME/CODE_ID/NAME`, else
+    /// compressed at `NAME/CODE_ID/NAME.dl_` (`.ex_`).
+    pub fn pe_image(&self, name: &str, code_id: &str) -> Fetched {
+        let check = |f: &std::fs::File| check::same_pe(f, code_id);
+        self.symsrv(name, code_id, RemoteFile::Executable, &check)
+    }
+
     /// The PDB `name` of debug id `debug_id` (upper-case), from the symbol servers at
-    /// `NAME/DEBUG_ID/NAME`.
+    /// `NAME/DEBUG_ID/NAME`, else compressed at `NAME/DEBUG_ID/NAME.pd_`.
     pub fn pdb(&self, name: &str, debug_id: &str) -> Fetched {
-        let Some(entry) = Entry::symsrv(name, debug_id) else {
+        let check = |f: &std::fs::File| check::same_pdb(f, debug_id);
+        self.symsrv(name, debug_id, RemoteFile::Debuginfo, &check)
+    }
+
+    /// File `name` of id `id` from the symbol servers, plain or compressed, accepted by
+    /// `check` either way and kept as it is (the next walk needs no server and no
+    /// decompression).
+    fn symsrv(
+        &self,
+        name: &str,
+        id: &str,
+        file: RemoteFile,
+        check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
+    ) -> Fetched {
+        let Some(entry) = Entry::symsrv(name, id) else {
             return Fetched::default();
         };
-        let path = escape_path(&format!("{name}/{debug_id}/{name}"));
-        let check = |f: &std::fs::File| check::same_pdb(f, debug_id);
+        let path = escape_path(&format!("{name}/{id}/{name}"));
+        let compressed = cabinet::compressed_name(name).map(|c| Compressed {
+            path: escape_path(&format!("{name}/{id}/{c}")),
+            name,
+        });
         self.ask(
             Layout::SymbolServer,
-            RemoteFile::Debuginfo,
+            file,
             &entry,
             &path,
-            &check,
+            compressed.as_ref(),
+            check,
         )
     }
 
@@ -189,13 +214,15 @@ impl Remote {
     }
 
     /// `entry` from the cache, else from the servers of `layout` in order (at `path`
-    /// below each base URL, the download accepted by `check`).
+    /// below each base URL, else where `compressed` says, the download — or the file
+    /// extracted from it — accepted by `check`).
     fn ask(
         &self,
         layout: Layout,
         file: RemoteFile,
         entry: &Entry,
         path: &str,
+        compressed: Option<&Compressed<'_>>,
         check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
     ) -> Fetched {
         let lookup = |source: &str, result, message: Option<String>| Lookup {
@@ -205,8 +232,9 @@ impl Remote {
             message,
         };
         if let Some((path, source)) = self.cache.get(entry) {
+            let via = self.cache.via(entry);
             return Fetched {
-                lookups: vec![lookup(&source, LookupResult::Fetched, None)],
+                lookups: vec![lookup(&source, LookupResult::Fetched, via)],
                 file: Some((path, source)),
             };
         }
@@ -233,20 +261,28 @@ impl Remote {
                 .cache
                 .download_dir(entry)
                 .map_err(FetchError::Disk)
-                .and_then(|dir| server.fetch(path, &dir, check));
+                .and_then(|dir| match server.fetch(path, &dir, check)? {
+                    Some(plain) => Ok(Some((plain, None))),
+                    None => match compressed {
+                        Some(c) => fetch_compressed(server, c, &dir, check),
+                        None => Ok(None),
+                    },
+                });
             match answer {
-                Ok(Some(downloaded)) => match self.cache.put(entry, downloaded, base) {
-                    Ok(path) => {
-                        out.lookups.push(lookup(base, LookupResult::Fetched, None));
-                        out.file = Some((path, base.to_string()));
-                        return out;
+                Ok(Some((downloaded, via))) => {
+                    match self.cache.put(entry, downloaded, base, via.as_deref()) {
+                        Ok(path) => {
+                            out.lookups.push(lookup(base, LookupResult::Fetched, via));
+                            out.file = Some((path, base.to_string()));
+                            return out;
+                        }
+                        Err(e) => out.lookups.push(lookup(
+                            base,
+                            LookupResult::Error,
+                            Some(FetchError::Disk(e).to_string()),
+                        )),
                     }
-                    Err(e) => out.lookups.push(lookup(
-                        base,
-                        LookupResult::Error,
-                        Some(FetchError::Disk(e).to_string()),
-                    )),
-                },
+                }
                 Ok(None) => {
                     // a miss that cannot be remembered is asked again next time: no harm
                     let message = self.remember_miss(entry, base).then_some(remembered);
@@ -274,6 +310,28 @@ impl Remote {
         let (since, why) = d.get(&i)?;
         (since.elapsed() < DOWN_FOR).then(|| why.clone())
     }
+}
+
+/// The file `compressed` names from `server`, extracted into `dir` and accepted by
+/// `check`, and what the lookup says of it (the archive's URL); `None` when the server
+/// has no such archive.
+fn fetch_compressed(
+    server: &Server,
+    compressed: &Compressed<'_>,
+    dir: &std::path::Path,
+    check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
+) -> Result<Option<(tempfile::NamedTempFile, Option<String>)>, FetchError> {
+    let Some(archive) = server.download(&compressed.path, dir)? else {
+        return Ok(None);
+    };
+    let url = format!("{}/{}", server.base(), compressed.path);
+    let extracted = cabinet::extract(archive.as_file(), compressed.name, dir, server.max_bytes())
+        .map_err(|e| FetchError::Cab {
+        url: url.clone(),
+        error: e,
+    })?;
+    check(extracted.as_file())?;
+    Ok(Some((extracted, Some(format!("extracted from {url}")))))
 }
 
 /// The name a file fetched for module `module` (its name or path) goes by in reports, as
