@@ -912,6 +912,12 @@ fn crash_of(
                     .get_crash_reason(system_info.os, system_info.cpu)
                     .to_string(),
                 flags: u64::from(record.exception_flags),
+                parameters: record
+                    .exception_information
+                    .iter()
+                    .take(usize::try_from(record.number_parameters).unwrap_or(usize::MAX))
+                    .copied()
+                    .collect(),
             }),
             assertion,
         }),

@@ -248,6 +248,10 @@ pub struct ExceptionInfo {
     pub code: u64,
     pub name: String,
     pub flags: u64,
+    /// The exception record's parameters (`ExceptionInformation`, up to
+    /// `NumberParameters` of them): an access violation's way (0 read, 1 write, 8
+    /// execute) and address, a fast fail's code, an MSVC C++ exception's object and type.
+    pub parameters: Vec<u64>,
 }
 
 /// What a dump says of the machine and the process beyond threads, modules and memory

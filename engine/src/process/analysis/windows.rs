@@ -5,11 +5,9 @@
 //! uses the same kinds; what only Windows says (a fast fail and its code, the heap's own
 //! corruption check, an MSVC C++ exception, a breakpoint) is said in its own words.
 //!
-//! The exception's parameters (`ExceptionInformation`) reach this module through the
-//! exception's name, which the minidump reader takes from rust-minidump: for an access
-//! violation it ends in `_READ`, `_WRITE` or `_EXEC` (parameter 0: 0, 1 or 8), for a fast
-//! fail it is followed by ` / ` and the fast-fail code's `winnt.h` name (parameter 0). The
-//! fault address of an access violation (parameter 1) is the crash's `address`.
+//! The exception record's parameters (`ExceptionInformation`) say the rest: an access
+//! violation's way (parameter 0: 0 read, 1 write, 8 execute; its address, parameter 1, is
+//! the crash's `address`) and a fast fail's code (parameter 0).
 
 use std::collections::BTreeMap;
 
@@ -56,7 +54,7 @@ pub(super) fn analyse(
     evidence.insert("exception".to_string(), e.name.clone());
     match e.code {
         ACCESS_VIOLATION => {
-            let way = access_of(&e.name);
+            let way = access_of(e);
             // Executing at the pc failed: it is not code, even where the dump holds memory
             // there (dbghelp writes the bytes around the exception's address, mapped or
             // not); in an image it is the image's data.
@@ -112,7 +110,7 @@ pub(super) fn analyse(
         }
         STACK_BUFFER_OVERRUN => {
             let at = raiser(c, &mut evidence);
-            let summary = match fast_fail_of(&e.name) {
+            let summary = match e.parameters.first().copied() {
                 Some(code) => {
                     let name = fast_fail_name(code);
                     evidence.insert("fast_fail_code".to_string(), code.to_string());
@@ -181,29 +179,14 @@ fn image_of<'m>(dump: &'m Dump<'_>, addr: u64) -> Option<&'m str> {
     Some(m.name.as_str())
 }
 
-/// Which way an access violation went, by the name rust-minidump gives it from its first
-/// parameter (`EXCEPTION_ACCESS_VIOLATION_READ`, `_WRITE`, `_EXEC`).
-fn access_of(name: &str) -> Option<Way> {
-    match name.strip_prefix("EXCEPTION_ACCESS_VIOLATION_")? {
-        "READ" => Some(Way::Read),
-        "WRITE" => Some(Way::Write),
-        "EXEC" => Some(Way::Execute),
+/// Which way an access violation went: its first parameter (`winnt.h`'s
+/// `EXCEPTION_READ_FAULT` 0, `EXCEPTION_WRITE_FAULT` 1, `EXCEPTION_EXECUTE_FAULT` 8).
+fn access_of(e: &ExceptionInfo) -> Option<Way> {
+    match e.parameters.first()? {
+        0 => Some(Way::Read),
+        1 => Some(Way::Write),
+        8 => Some(Way::Execute),
         _ => None,
-    }
-}
-
-/// The fast-fail code of a `STATUS_STACK_BUFFER_OVERRUN`, by the name rust-minidump
-/// gives it from its first parameter (`EXCEPTION_STACK_BUFFER_OVERRUN /
-/// FAST_FAIL_INVALID_ARG`, or the number in hex where it has no name for it). None when
-/// the exception has no parameter (its name is then `STATUS_STACK_BUFFER_OVERRUN`).
-fn fast_fail_of(name: &str) -> Option<u64> {
-    let (_, code) = name.split_once(" / ")?;
-    match code.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => FAST_FAIL
-            .iter()
-            .position(|&n| n == Some(code))
-            .and_then(|i| u64::try_from(i).ok()),
     }
 }
 
@@ -341,23 +324,5 @@ mod tests {
         assert_eq!(fast_fail_name(76), Some("FAST_FAIL_INVALID_EXTENDED_STATE"));
         assert_eq!(fast_fail_name(16), None);
         assert_eq!(fast_fail_name(u64::MAX), None);
-    }
-
-    #[test]
-    fn fast_fail_codes_are_read_from_the_exception_name() {
-        let of = |n: &str| fast_fail_of(n);
-        assert_eq!(
-            of("EXCEPTION_STACK_BUFFER_OVERRUN / FAST_FAIL_INVALID_BUFFER_ACCESS"),
-            Some(28)
-        );
-        assert_eq!(
-            of("EXCEPTION_STACK_BUFFER_OVERRUN / 0x0000004d"),
-            Some(0x4d)
-        );
-        assert_eq!(of("STATUS_STACK_BUFFER_OVERRUN"), None);
-        assert_eq!(
-            of("EXCEPTION_STACK_BUFFER_OVERRUN / FAST_FAIL_NO_SUCH"),
-            None
-        );
     }
 }
