@@ -37,7 +37,7 @@ $SUDO apt-get install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl debuginfod \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch \
-    wine wine64 gcc-mingw-w64-x86-64 gcab
+    wine wine64 gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 gcab
 
 # The target's own aarch64 libc and its debug package (Debian's libc6:arm64 and
 # libc6-dbg:arm64), unpacked into a folder of their own rather than installed: installed,
