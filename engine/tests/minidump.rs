@@ -649,6 +649,7 @@ fn only_a_few_vdso_images_are_built_from_dump_memory() {
             threads: vec![],
             modules: vec![vdso.clone(); copies],
             unloaded_modules: vec![],
+            regions: Default::default(),
             memory: dump::MemoryMap::new(vec![(a, &image[..])]),
             crash: None,
             annotations: Default::default(),

@@ -598,10 +598,10 @@ fn a_pointer_with_a_flipped_bit_lists_the_address_it_was() {
     let confidence = entry["confidence"].as_f64().unwrap();
     assert!((0.25..=1.0).contains(&confidence), "{entry}");
 
-    // the minidump of the same crash, against minidump-stackwalk: theirs lists the block
-    // (its memory list marks the heap mapped) as a flip of the faulting address, with the
-    // heuristics and confidence ours gave the core; ours lists only what the minidump
-    // holds memory at (no heap), each entry as theirs has it
+    // the minidump of the same crash, against minidump-stackwalk: both list the block as
+    // a flip of the faulting address — the minidump holds no heap, but its copy of
+    // /proc/self/maps says the heap was mapped — with the heuristics and confidence ours
+    // gave the core, and each of our entries as theirs has it
     if let Some((minidump, stdout)) = recorded(&c) {
         let original = printed(&stdout, "address ");
         let theirs = Command::new("minidump-stackwalk")
@@ -623,6 +623,10 @@ fn a_pointer_with_a_flipped_bit_lists_the_address_it_was() {
         assert_eq!(without_address(&of_address.1), without_address(entry));
         let ours = stackwalk_bit_flips(&minidump, c.work.path());
         eprintln!("the minidump's bit flips: theirs {theirs:?}\nours {ours:?}");
+        assert!(
+            ours.iter().any(|(addr, _)| *addr == original),
+            "{original:#x} not in ours: {ours:?}"
+        );
         for (addr, entry) in ours {
             let same = theirs.iter().find(|(a, _)| *a == addr);
             assert_eq!(same.map(|(_, e)| e), Some(&entry), "{addr:#x}");

@@ -135,6 +135,12 @@ fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         modules,
         unloaded_modules,
         memory,
+        regions: super::regions::of_minidump(
+            md.get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
+                .ok(),
+            md.get_raw_stream(MINIDUMP_STREAM_TYPE::MemoryInfoListStream as u32)
+                .ok(),
+        ),
         crash,
         annotations,
         warnings,

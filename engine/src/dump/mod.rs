@@ -11,6 +11,7 @@ mod linux_maps;
 mod memory;
 pub mod minidump;
 mod reader_log;
+mod regions;
 mod registers;
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ pub use crate::arch::x86_64::REGISTER_NAMES as X86_64_REGISTER_NAMES;
 pub use crate::arch::Arch;
 pub use error::DumpError;
 pub use memory::MemoryMap;
+pub use regions::Regions;
 pub use registers::{RegisterSet, REGISTER_SLOTS};
 
 /// Which file format a dump came in.
@@ -346,6 +348,9 @@ pub struct Dump<'d> {
     pub modules: Vec<Module>,
     pub unloaded_modules: Vec<UnloadedModule>,
     pub memory: MemoryMap<'d>,
+    /// What the process had mapped, whether or not `memory` holds its bytes (empty where
+    /// the dump does not list it).
+    pub regions: Regions,
     pub crash: Option<CrashInfo>,
     pub annotations: BTreeMap<String, String>,
     pub warnings: Vec<DumpWarning>,

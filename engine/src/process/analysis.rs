@@ -633,12 +633,14 @@ fn most_repeated(thread: &report::Thread) -> Option<(String, usize)> {
         .map(|(name, n)| (name.to_string(), n))
 }
 
-/// Addresses one flipped bit away from `addr` that the dump holds memory at (at most 4),
-/// as a hint that the pointer was corrupted by hardware rather than by the program.
+/// Addresses one flipped bit away from `addr` that were mapped (at most 4): the dump holds
+/// memory there or lists the region (a minidump holds no heap, but its maps or memory-info
+/// list say where the heap was), as a hint that the pointer was corrupted by hardware
+/// rather than by the program.
 fn bit_flips(dump: &Dump<'_>, addr: u64) -> Vec<String> {
     (0..64)
         .map(|b| addr ^ (1u64 << b))
-        .filter(|&a| a >= NULL_PAGE && dump.memory.contains(a))
+        .filter(|&a| a >= NULL_PAGE && (dump.memory.contains(a) || dump.regions.contains(a)))
         .take(4)
         .map(hex_addr)
         .collect()
