@@ -190,6 +190,25 @@ fn a_garbage_function_pointer_is_a_bad_jump() {
 }
 
 #[test]
+fn a_call_into_the_heap_is_a_bad_jump() {
+    let c = crash("datajump.c");
+    let check = |a: &Value, stdout: &str| {
+        // the block the program printed: mapped, but not code
+        let block = printed(stdout, "block ");
+        assert_eq!(a["kind"], "bad-jump", "{a}");
+        assert_eq!(hex_of(&a["evidence"]["pc"]), block, "{a}");
+        assert_eq!(a["evidence"]["caller"], "dispatch", "{a}");
+        assert!(str_of(&a["summary"]).contains("not executable"), "{a}");
+    };
+    check(&analysis(&c.core, c.work.path()), &c.stdout);
+    // the minidump of the same crash holds no heap; its copy of /proc/self/maps says the
+    // block's page was mapped without execute permission
+    if let Some((minidump, stdout)) = recorded(&c) {
+        check(&analysis(&minidump, c.work.path()), &stdout);
+    }
+}
+
+#[test]
 fn a_write_to_a_string_literal_is_a_protection_fault() {
     let c = crash("rodata.c");
     let check = |a: &Value, stdout: &str| {

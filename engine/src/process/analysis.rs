@@ -285,11 +285,16 @@ fn branch_fault(
         );
     }
     if !in_code {
+        // mapped, but the dump says not for execution: the heap, a stack, a module's data
+        let into = if c.dump.regions.executable(c.pc) == Some(false) {
+            "into memory mapped but not executable (heap, stack or data)"
+        } else {
+            "outside all code"
+        };
         return found(
             AnalysisKind::BadJump,
             format!(
-                "jump to {}, outside all code: a corrupted function pointer or return \
-                 address{from}",
+                "jump to {}, {into}: a corrupted function pointer or return address{from}",
                 hex_addr(c.pc)
             ),
             std::mem::take(evidence),
@@ -613,8 +618,9 @@ fn in_runtime(f: &report::Frame) -> bool {
 /// which mappings are executable, in a module).
 fn in_code(dump: &Dump<'_>, pc: u64) -> bool {
     dump.modules.iter().any(|m| m.contains_code(pc))
-        // JIT code lives outside modules, in memory the dump holds
-        || dump.memory.contains(pc)
+        // JIT code lives outside modules, in memory the dump holds — unless the dump
+        // says that memory was not executable (heap, stack, data)
+        || (dump.memory.contains(pc) && dump.regions.executable(pc) != Some(false))
 }
 
 /// The function most frames of `thread` are in, and how many, when it repeats enough to

@@ -137,7 +137,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         modules,
         unloaded_modules: Vec::new(),
         memory,
-        regions: super::Regions::new(loads.iter().map(|l| (l.start, l.end))),
+        regions: super::Regions::new(loads.iter().map(|l| (l.start, l.end, Some(l.executable)))),
         crash,
         annotations: BTreeMap::new(),
         warnings,
