@@ -36,8 +36,11 @@
 //! CodeView record), and DWARF too, so that addr2line still has an independent answer to
 //! compare the PDB's names and lines with.
 //!
-//! Needs `wine`, `wine64` and `gcc-mingw-w64-x86-64` (test.sh installs them) on x86_64
-//! Linux, and `clang` and `lld` for the PDB builds.
+//! Programs with a `.cpp` source are built by `x86_64-w64-mingw32-g++` ([`CXX`]) or
+//! `clang++`, against mingw's libstdc++ and libgcc (SEH-based C++ exceptions).
+//!
+//! Needs `wine`, `wine64`, `gcc-mingw-w64-x86-64` and `g++-mingw-w64-x86-64` (test.sh
+//! installs them) on x86_64 Linux, and `clang` and `lld` for the PDB builds.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -47,6 +50,12 @@ use std::time::{Duration, Instant};
 
 /// The mingw-w64 C compiler for Windows x64.
 pub const CC: &str = "x86_64-w64-mingw32-gcc";
+/// The mingw-w64 C++ compiler (Debian `g++-mingw-w64-x86-64`), for programs with a `.cpp`
+/// source.
+pub const CXX: &str = "x86_64-w64-mingw32-g++";
+/// The DLLs of mingw's C++ runtime that a program built by [`CXX`] without `-static`
+/// loads: libgcc's unwinder (SEH-based C++ exceptions) and libstdc++.
+pub const CXX_RUNTIME_DLLS: [&str; 2] = ["libgcc_s_seh-1.dll", "libstdc++-6.dll"];
 /// binutils' addr2line for PE images.
 pub const ADDR2LINE: &str = "x86_64-w64-mingw32-addr2line";
 /// The exit status of a program killed by an access violation under wine: the low byte
@@ -106,7 +115,9 @@ pub fn can_run() -> bool {
 
 /// Compiles the Windows crash program `sources` (file names in [`crashers_dir`], copied
 /// into `dir`) with `dump_on_crash.c` into `dir/NAME.exe`: `x86_64-w64-mingw32-gcc -g`,
-/// `flags`, `-ldbghelp`. Panics with the compiler's output on failure.
+/// `flags`, `-ldbghelp`; a program with a `.cpp` source is compiled and linked by
+/// [`CXX`] (`dump_on_crash.c` still as C: the C++ sources include its header in
+/// `extern "C"`). Panics with the compiler's output on failure.
 pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> PathBuf {
     copy_sources(dir, sources);
     let exe = if name.ends_with(".exe") {
@@ -114,20 +125,53 @@ pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> Path
     } else {
         format!("{name}.exe")
     };
-    let mut command = Command::new(CC);
+    let compiler = if is_cxx(sources) { CXX } else { CC };
+    let mut command = Command::new(compiler);
     command
         .arg("-g")
         .args(flags)
         .args(sources)
-        .arg(DUMP_ON_CRASH[0])
+        .args(["-x", "c", DUMP_ON_CRASH[0], "-x", "none"])
         .args(["-o", &exe, "-ldbghelp"])
         .current_dir(dir);
     compiled(
         &mut command,
         &dir.join(&exe),
-        &format!("{CC} {flags:?} {sources:?}"),
+        &format!("{compiler} {flags:?} {sources:?}"),
     );
     dir.join(exe)
+}
+
+/// The preferred address (`ImageBase`) of the PE image `image`: what its DWARF's and
+/// addr2line's addresses are relative to, wherever the loader put it.
+pub fn image_base(image: &Path) -> u64 {
+    use object::Object;
+    let data = std::fs::read(image).unwrap_or_else(|e| panic!("read {}: {e}", image.display()));
+    object::File::parse(&*data)
+        .unwrap_or_else(|e| panic!("{} is not a PE image: {e}", image.display()))
+        .relative_address_base()
+}
+
+/// Whether the program has a C++ source (`.cpp`).
+fn is_cxx(sources: &[&str]) -> bool {
+    sources.iter().any(|s| s.ends_with(".cpp"))
+}
+
+/// The files of mingw's C++ runtime DLLs ([`CXX_RUNTIME_DLLS`], as shipped with
+/// [`CXX`], DWARF included), to put beside a program built without `-static`.
+pub fn cxx_runtime_dlls() -> Vec<PathBuf> {
+    CXX_RUNTIME_DLLS
+        .iter()
+        .map(|name| {
+            let out = Command::new(CXX)
+                .arg(format!("-print-file-name={name}"))
+                .output()
+                .unwrap_or_else(|e| panic!("{CXX} -print-file-name={name}: {e} (see test.sh)"));
+            let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            assert!(path.is_absolute() && path.is_file(), "{CXX} has no {name}");
+            path
+        })
+        .collect()
 }
 
 /// Copies `sources` and the dump-writing filter into `dir`.
@@ -156,7 +200,9 @@ fn compiled(command: &mut Command, exe: &Path, what: &str) {
 /// As [`compile`], with `clang --target=x86_64-w64-mingw32 -fuse-ld=lld` and
 /// `-g -gcodeview -gdwarf`: `dir/NAME.exe`, and `dir/NAME.pdb` (`-Wl,--pdb=`) with its
 /// CodeView debug information; the image keeps the DWARF of the same build (and of the
-/// gcc-built C runtime), for [`addr2line`]. Returns the image and the PDB.
+/// gcc-built C runtime), for [`addr2line`]. Returns the image and the PDB. A C++ program
+/// is built by `clang++` against mingw's libstdc++ (Debian's clang 14 does not find its
+/// headers under gcc's `12-win32` directory: they are given with `-isystem`).
 pub fn compile_with_pdb(
     dir: &Path,
     flags: &[&str],
@@ -172,13 +218,23 @@ pub fn compile_with_pdb(
     let libgcc = PathBuf::from(String::from_utf8_lossy(&libgcc.stdout).trim());
     let libgcc_dir = libgcc.parent().expect("libgcc's directory");
     let (exe, pdb) = (format!("{name}.exe"), format!("{name}.pdb"));
-    let mut command = Command::new("clang");
+    let cxx = is_cxx(sources);
+    let mut command = Command::new(if cxx { "clang++" } else { "clang" });
     command
         .args(["--target=x86_64-w64-mingw32", "-fuse-ld=lld"])
-        .args(["-g", "-gcodeview", "-gdwarf"])
+        .args(["-g", "-gcodeview", "-gdwarf"]);
+    if cxx {
+        let headers = libgcc_dir.join("include/c++");
+        command
+            .arg("-isystem")
+            .arg(&headers)
+            .arg("-isystem")
+            .arg(headers.join("x86_64-w64-mingw32"));
+    }
+    command
         .args(flags)
         .args(sources)
-        .arg(DUMP_ON_CRASH[0])
+        .args(["-x", "c", DUMP_ON_CRASH[0], "-x", "none"])
         .arg(format!("-Wl,--pdb={pdb}"))
         .arg("-L")
         .arg(libgcc_dir)
