@@ -53,6 +53,9 @@ struct Case {
     _work: Workdir,
     /// The program as compiled, with its DWARF: what addr2line names frames from.
     exe: PathBuf,
+    /// Other images whose frames addr2line names from their DWARF, as the program's (the
+    /// C++ runtime DLLs of a `GccRuntimeDlls` build).
+    named_dlls: Vec<PathBuf>,
     /// The program that ran was `exe` stripped (no DWARF, no `.debug_frame`, no COFF
     /// symbols): the walk has only its `.pdata`, and no names for its frames.
     stripped: bool,
@@ -119,6 +122,11 @@ enum Build {
     /// clang and lld, with CodeView in a PDB beside the image and DWARF in it
     /// ([`windows::compile_with_pdb`]); the PDB is given under `--symbols` too.
     ClangPdb,
+    /// As `Gcc`, a C++ program linked with mingw's C++ runtime DLLs (libgcc's unwinder,
+    /// libstdc++; [`windows::cxx_runtime_dlls`]) rather than `-static`: they are copied
+    /// beside it and given under `--symbols`, and their frames are named by addr2line from
+    /// their DWARF as the program's are.
+    GccRuntimeDlls,
 }
 
 /// As [`record_as`], with several sources (C and assembly), built as `build` says, and
@@ -173,9 +181,21 @@ fn record_dying_of(
             let (exe, pdb) = windows::compile_with_pdb(work.path(), flags, sources, case);
             (exe, Some(pdb))
         }
-        Build::Gcc | Build::GccStripped => {
+        Build::Gcc | Build::GccStripped | Build::GccRuntimeDlls => {
             (windows::compile(work.path(), flags, sources, case), None)
         }
+    };
+    let named_dlls: Vec<PathBuf> = if build == Build::GccRuntimeDlls {
+        windows::cxx_runtime_dlls()
+            .iter()
+            .map(|from| {
+                let to = work.path().join(from.file_name().unwrap());
+                std::fs::copy(from, &to).unwrap();
+                to
+            })
+            .collect()
+    } else {
+        Vec::new()
     };
     let ran = exe.clone();
     if stripped {
@@ -211,13 +231,14 @@ fn record_dying_of(
         dump.modules
     );
     std::fs::hard_link(&ran, symbols.join(ran.file_name().unwrap())).unwrap();
-    for file in dll.iter().chain(&pdb) {
+    for file in dll.iter().chain(&pdb).chain(&named_dlls) {
         std::fs::hard_link(file, symbols.join(file.file_name().unwrap())).unwrap();
     }
     let report = walk(&crash.minidump, &symbols);
     Case {
         _work: work,
         exe,
+        named_dlls,
         stripped,
         dump,
         winedbg,
@@ -256,21 +277,36 @@ impl Case {
     }
 
     /// addr2line's names of the physical frames `pcs` (frame 0 first) that lie in the
-    /// program; None for the others.
+    /// program (or in one of `named_dlls`, from that DLL's DWARF); None for the others.
+    /// C++ names without their parameter list, as the report writes them
+    /// (`docs/report-format.md`: `ns::Widget::paint`, from addr2line's
+    /// `ns::Widget::paint(int) const`).
     fn program_names(&self, pcs: &[u64]) -> Vec<Option<Vec<String>>> {
-        let lookups: Vec<(usize, u64)> = pcs
-            .iter()
-            .enumerate()
-            .filter(|&(_, &pc)| self.in_program(pc))
-            .map(|(i, &pc)| (i, if i == 0 { pc } else { pc - 1 }))
-            .collect();
-        let addresses: Vec<u64> = lookups.iter().map(|&(_, a)| a).collect();
         let mut names = vec![None; pcs.len()];
-        for ((i, _), found) in lookups
-            .iter()
-            .zip(windows::addr2line(&self.exe, &addresses))
-        {
-            names[*i] = Some(found);
+        for image in std::iter::once(&self.exe).chain(&self.named_dlls) {
+            let name = image.file_name().unwrap().to_str().unwrap();
+            let Some(module) = self.dump.module(name) else {
+                // a runtime DLL the program did not load
+                assert!(
+                    image != &self.exe,
+                    "the dump lists no {name}: {:?}",
+                    self.dump.modules
+                );
+                continue;
+            };
+            // a DLL may not be where its image base says (addr2line's addresses are)
+            let moved = windows::image_base(image).wrapping_sub(module.base);
+            let lookups: Vec<(usize, u64)> = pcs
+                .iter()
+                .enumerate()
+                .filter(|&(_, &pc)| module.contains(pc))
+                .map(|(i, &pc)| (i, if i == 0 { pc } else { pc - 1 }.wrapping_add(moved)))
+                .collect();
+            let addresses: Vec<u64> = lookups.iter().map(|&(_, a)| a).collect();
+            for ((i, _), found) in lookups.iter().zip(windows::addr2line(image, &addresses)) {
+                let found = found.iter().map(|n| without_parameters(n)).collect();
+                names[*i] = Some(found);
+            }
         }
         names
     }
@@ -376,8 +412,57 @@ fn expect_stack(names: &[Option<Vec<String>>], want: &[&str], shown: &str) {
     }
 }
 
+/// addr2line's name `name` without its parameter list (`ns::f(int) const` → `ns::f`), as
+/// the report writes names. A bare `operator()` (a lambda's, which gcc's DWARF names so,
+/// without a linkage name) has none: `strip_parameters` would make it `operator`.
+fn without_parameters(name: &str) -> String {
+    if name.ends_with("::operator()") || name == "operator()" {
+        return name.to_owned();
+    }
+    engine::symbols::strip_parameters(name).to_owned()
+}
+
+/// Whether our names of a frame (inlined calls first) are addr2line's (`reference`, from
+/// [`Case::program_names`]). `scopes`: where addr2line's name is unqualified — gcc writes
+/// no `DW_AT_linkage_name` for a function whose type involves a lambda, so addr2line has
+/// only its `DW_AT_name` (`__unguarded_partition<…>`) — ours may be that name in one of
+/// these scopes (`std::__unguarded_partition<…>`), which the DWARF's enclosing namespace
+/// or class gives, as gdb names it.
+fn same_names(ours: &[String], reference: &[String], scopes: &[&str]) -> bool {
+    ours.len() == reference.len()
+        && ours.iter().zip(reference).all(|(o, r)| {
+            o == r
+                || (!qualified(r)
+                    && scopes
+                        .iter()
+                        .any(|s| o.strip_prefix(s).is_some_and(|rest| rest == r)))
+        })
+}
+
+/// Whether `name` has a `::` outside its template arguments and parentheses.
+fn qualified(name: &str) -> bool {
+    let mut depth = 0i32;
+    let mut colon = false;
+    for c in name.chars() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ':' if depth == 0 && colon => return true,
+            _ => {}
+        }
+        colon = c == ':' && depth == 0;
+    }
+    false
+}
+
 /// Checks the reference (winedbg's stack shows `want`) and compares the crashed thread.
 fn check(case: &Case, want: &[&str]) {
+    check_scoped(case, want, &[]);
+}
+
+/// As [`check`], our names allowed to qualify addr2line's unqualified ones with `scopes`
+/// ([`same_names`]).
+fn check_scoped(case: &Case, want: &[&str], scopes: &[&str]) {
     let reference: Vec<&WineFrame> = case.winedbg.iter().filter(|f| !f.inlined).collect();
     let pcs: Vec<u64> = reference.iter().map(|f| f.pc).collect();
     let names = case.program_names(&pcs);
@@ -393,7 +478,7 @@ fn check(case: &Case, want: &[&str]) {
             Some(_) if case.stripped => differs |= o.names().iter().any(|n| n != "??"),
             // code without DWARF (assembly): addr2line has no name to compare
             Some(expected) if expected == &["??"] => {}
-            Some(expected) => differs |= &o.names() != expected,
+            Some(expected) => differs |= !same_names(&o.names(), expected, scopes),
             None => {}
         }
     }
@@ -409,7 +494,7 @@ fn check(case: &Case, want: &[&str]) {
             o.pc
         );
     }
-    let table = side_by_side(&case.winedbg, &names, &ours);
+    let table = side_by_side(&case.winedbg, &names, &ours, scopes);
     // shown with --nocapture when the stacks agree
     eprintln!("{}: crashed thread\n{table}", case.exe_name());
     assert!(
@@ -426,6 +511,7 @@ fn side_by_side(
     winedbg: &[WineFrame],
     names: &[Option<Vec<String>>],
     ours: &[Physical<'_>],
+    scopes: &[&str],
 ) -> String {
     // winedbg's physical frames with their inlined calls before them.
     let mut left = Vec::new();
@@ -496,7 +582,7 @@ fn side_by_side(
                     && names
                         .get(i)
                         .and_then(Option::as_ref)
-                        .is_none_or(|n| n == &["??"] || *n == o.names())
+                        .is_none_or(|n| n == &["??"] || same_names(&o.names(), n, scopes))
             }
             _ => false,
         };
@@ -555,6 +641,10 @@ fn pdb_case(case: &str, flags: &[&str], source: &str, want: &[&str]) {
     let base = |path: &str| path.rsplit(['/', '\\']).next().unwrap_or(path).to_owned();
     let mut from_pdb = 0;
     for (o, expected) in in_program.iter().zip(&reference) {
+        if expected.len() == 1 && expected[0].0 == "??" {
+            // no DWARF there (the C++ runtime linked in): nothing to compare with
+            continue;
+        }
         let got: Vec<(String, String)> = o
             .entries
             .iter()
@@ -573,7 +663,9 @@ fn pdb_case(case: &str, flags: &[&str], source: &str, want: &[&str]) {
                 let (file, line) = at.rsplit_once(':').unwrap_or((at, "0"));
                 // addr2line may add " (discriminator N)"
                 let line = line.split_whitespace().next().unwrap_or("0");
-                (f.clone(), format!("{}:{line}", base(file)))
+                // the report's C++ names have no parameter list
+                let f = without_parameters(f);
+                (f, format!("{}:{line}", base(file)))
             })
             .collect();
         assert_eq!(
@@ -807,6 +899,331 @@ fn windows_threads() {
         waiting,
         ["sleep_long", "wait_forever"],
         "one thread waits in each"
+    );
+}
+
+/// C++ programs (`crashers/windows/*.cpp`) are linked `-static` unless a case says not:
+/// libgcc's unwinder and libstdc++ are in the image, whose COFF symbols name them (the
+/// archives Debian ships carry no DWARF, so addr2line says `??` there).
+const CXX_STATIC: &str = "-static";
+
+/// The COFF symbol (`x86_64-w64-mingw32-nm -C`, without its parameter list) of the text
+/// symbol at or below each of `addresses` in `exe`: what names the frames of the C++
+/// runtime linked into a program, for which addr2line has no DWARF.
+fn coff_names(exe: &Path, addresses: &[u64]) -> Vec<String> {
+    let out = std::process::Command::new("x86_64-w64-mingw32-nm")
+        .args(["-C", "--defined-only"])
+        .arg(exe)
+        .output()
+        .expect("x86_64-w64-mingw32-nm (binutils-mingw-w64-x86-64) runs");
+    assert!(out.status.success(), "nm {} failed", exe.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut symbols: Vec<(u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let (address, rest) = l.split_once(' ')?;
+            let (kind, name) = rest.split_once(' ')?;
+            matches!(kind, "T" | "t")
+                .then(|| Some((u64::from_str_radix(address, 16).ok()?, name)))
+                .flatten()
+        })
+        .collect();
+    symbols.sort_unstable();
+    addresses
+        .iter()
+        .map(|&a| {
+            let i = symbols.partition_point(|&(at, _)| at <= a);
+            assert!(i > 0, "no symbol at or below {a:#x} in {}", exe.display());
+            engine::symbols::strip_parameters(symbols[i - 1].1).to_owned()
+        })
+        .collect()
+}
+
+/// The report's function names of the crashed thread's physical frames `range`, and
+/// what `nm` names them by ([`coff_names`], at the return address minus one in callers).
+fn named_from_coff(case: &Case, range: std::ops::Range<usize>) -> (Vec<String>, Vec<String>) {
+    let ours = physical_frames(case.crashed_thread());
+    let frames = &ours[range.clone()];
+    let addresses: Vec<u64> = frames
+        .iter()
+        .zip(range)
+        .map(|(o, i)| if i == 0 { o.pc } else { o.pc - 1 })
+        .collect();
+    let names = frames
+        .iter()
+        .map(|o| o.names().last().cloned().unwrap_or_default())
+        .collect();
+    (names, coff_names(&case.exe, &addresses))
+}
+
+/// virtual.cpp: a crash in `shapes::Ring::area`, called through a `Shape` pointer in
+/// `shapes::total_area`'s loop over a `std::vector<std::unique_ptr<Shape>>`. The call is
+/// a real virtual one (an indirect call through the vtable just before the return
+/// address), and the frames carry the namespace and class.
+fn virtual_call(case: &str, flags: &[&str]) {
+    let case = record(case, flags, "virtual.cpp");
+    check(&case, &["shapes::Ring::area", "shapes::total_area", "main"]);
+    // the instruction that ends at the return address: one of 2 to 7 bytes
+    let ret = physical_frames(case.crashed_thread())[1].pc;
+    let listings: Vec<String> = (2..=7)
+        .map(|n| {
+            let out = std::process::Command::new("x86_64-w64-mingw32-objdump")
+                .args(["-d", "--no-show-raw-insn"])
+                .arg(format!("--start-address={:#x}", ret - n))
+                .arg(format!("--stop-address={ret:#x}"))
+                .arg(&case.exe)
+                .output()
+                .expect("x86_64-w64-mingw32-objdump runs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect();
+    let is_indirect_call = |listing: &str| {
+        let instructions: Vec<&str> = listing
+            .lines()
+            .filter(|l| l.starts_with("   ") && l.contains(":\t"))
+            .collect();
+        instructions.len() == 1 && instructions[0].contains("call   *")
+    };
+    assert!(
+        listings.iter().any(|l| is_indirect_call(l)),
+        "total_area's call of area is not an indirect call:\n{}",
+        listings.join("")
+    );
+}
+
+#[test]
+fn windows_cxx_virtual_call_o0() {
+    virtual_call("cxx_virtual_o0", &["-O0", CXX_STATIC]);
+}
+
+#[test]
+fn windows_cxx_virtual_call_o2() {
+    virtual_call("cxx_virtual_o2", &["-O2", CXX_STATIC]);
+}
+
+/// dtor_unwind.cpp: `io::Buffer`'s destructor faults while the `throw` in `io::fill`
+/// unwinds towards main's `catch`. mingw's SEH unwinder (libgcc's `_GCC_specific_handler`
+/// calling `RtlUnwindEx`) has already restored `fill`'s landing pad when the destructor
+/// runs, so no unwinder frame is left on the stack, in winedbg's walk or ours: the
+/// destructor's caller is `fill`, at the landing pad.
+#[test]
+fn windows_cxx_destructor_during_unwinding() {
+    for (case, flags) in [("cxx_dtor_o0", "-O0"), ("cxx_dtor_o2", "-O2")] {
+        let case = record(case, &[flags, CXX_STATIC], "dtor_unwind.cpp");
+        check(&case, &["io::Buffer::~Buffer", "io::fill", "main"]);
+    }
+}
+
+/// dtor_unwind.cpp with `-DIN_CATCH`: the fault is in `io::report`, called from main's
+/// `catch` block, after the unwinder transferred control to the handler.
+#[test]
+fn windows_cxx_crash_in_a_catch_block() {
+    let case = record(
+        "cxx_catch",
+        &["-O2", "-DIN_CATCH", CXX_STATIC],
+        "dtor_unwind.cpp",
+    );
+    check(&case, &["io::report", "main"]);
+}
+
+/// terminate.cpp: an exception nobody catches makes `__cxa_throw` call `std::terminate`
+/// (libgcc's `_Unwind_RaiseException` returns once the SEH dispatch finds no handler),
+/// whose handler faults: the stack crosses libstdc++'s exception-handling frames, named
+/// from the image's COFF symbols as `nm` names them.
+#[test]
+fn windows_cxx_crash_in_a_terminate_handler() {
+    for (case, flags) in [("cxx_terminate_o0", "-O0"), ("cxx_terminate_o2", "-O2")] {
+        let case = record(case, &[flags, CXX_STATIC], "terminate.cpp");
+        let want = [
+            "config::on_terminate",
+            "??",
+            "??",
+            "??",
+            "config::parse",
+            "config::load",
+            "main",
+        ];
+        check(&case, &want);
+        let (ours, coff) = named_from_coff(&case, 1..4);
+        assert_eq!(ours, coff, "{}: libstdc++'s frames", case.exe_name());
+        assert_eq!(
+            ours,
+            ["__cxxabiv1::__terminate", "std::terminate", "__cxa_throw"],
+            "{}",
+            case.exe_name()
+        );
+    }
+}
+
+/// terminate.cpp linked with mingw's C++ runtime DLLs: libstdc++-6.dll's frames, walked
+/// from its `.pdata` and named as addr2line names them from the DLL's DWARF (where the
+/// DWARF gives `__cxa_throw` no linkage name, its namespace, `__cxxabiv1::`, qualifies
+/// it).
+#[test]
+fn windows_cxx_terminate_handler_through_libstdcxx_dll() {
+    let case = record_sources(
+        "cxx_terminate_dll",
+        &["-O2"],
+        &["terminate.cpp"],
+        Build::GccRuntimeDlls,
+        None,
+    );
+    check_scoped(
+        &case,
+        &[
+            "config::on_terminate",
+            "__cxxabiv1::__terminate",
+            "std::terminate",
+            "__cxa_throw",
+            "config::parse",
+            "config::load",
+            "main",
+        ],
+        &["__cxxabiv1::"],
+    );
+}
+
+/// unwind_callback.cpp: the fault is in the trace function libgcc's `_Unwind_Backtrace`
+/// calls, so the stack crosses the unwinder: linked in (`-static`, named by its COFF
+/// symbol) and in libgcc_s_seh-1.dll (named by addr2line from the DLL's DWARF).
+#[test]
+fn windows_cxx_crash_in_an_unwinder_callback() {
+    for (case, flags) in [("cxx_unwind_o0", "-O0"), ("cxx_unwind_o2", "-O2")] {
+        let case = record(case, &[flags, CXX_STATIC], "unwind_callback.cpp");
+        check(
+            &case,
+            &["trace::count_frame", "??", "trace::collect", "main"],
+        );
+        let (ours, coff) = named_from_coff(&case, 1..2);
+        assert_eq!(ours, coff, "{}: libgcc's frame", case.exe_name());
+        assert_eq!(ours, ["_Unwind_Backtrace"], "{}", case.exe_name());
+    }
+    let case = record_sources(
+        "cxx_unwind_dll",
+        &["-O2"],
+        &["unwind_callback.cpp"],
+        Build::GccRuntimeDlls,
+        None,
+    );
+    check(
+        &case,
+        &[
+            "trace::count_frame",
+            "_Unwind_Backtrace",
+            "trace::collect",
+            "main",
+        ],
+    );
+    let frame1 = physical_frames(case.crashed_thread())[1].entries[0];
+    assert_eq!(frame1["module"], "libgcc_s_seh-1.dll", "{frame1}");
+}
+
+/// sort_lambda.cpp's types as gcc's DWARF names them (what addr2line prints and the
+/// template frames' names are made of).
+const ITEM_ITERATOR: &str =
+    "__gnu_cxx::__normal_iterator<inventory::Item*, std::vector<inventory::Item> >";
+const SORT_LAMBDA: &str = "inventory::order(std::vector<Item>&)::<lambda(const inventory::Item&, \
+                           const inventory::Item&)>";
+
+/// sort_lambda.cpp: `std::sort` with a lambda comparator that reads through a null
+/// pointer. At -O0 every template instantiation is a frame of its own (the lambda's
+/// `operator()`, `_Iter_comp_iter::operator()`, `std::__unguarded_partition`, …,
+/// `std::sort`); at -O2 they are inlined calls. Each name is addr2line's: gcc writes
+/// no linkage name for these instantiations (their types involve the lambda), so
+/// addr2line prints the bare `DW_AT_name` and ours is that name in its namespace or
+/// class (`std::`, `__gnu_cxx::__ops::_Iter_comp_iter<…>::`).
+fn sort_with_a_lambda(case: &str, flags: &[&str], want: &[&str]) {
+    let case = record(case, flags, "sort_lambda.cpp");
+    let comparator = format!("__gnu_cxx::__ops::_Iter_comp_iter<{SORT_LAMBDA} >::");
+    check_scoped(&case, want, &["std::", &comparator]);
+    let names: Vec<String> = physical_frames(case.crashed_thread())
+        .iter()
+        .flat_map(Physical::names)
+        .collect();
+    let sort = format!("std::sort<{ITEM_ITERATOR}, {SORT_LAMBDA} >");
+    assert!(
+        names.contains(&sort),
+        "{}: no frame {sort}: {names:#?}",
+        case.exe_name()
+    );
+}
+
+#[test]
+fn windows_cxx_sort_lambda_o0() {
+    sort_with_a_lambda(
+        "cxx_sort_o0",
+        &["-O0", CXX_STATIC],
+        &["operator()", "inventory::order", "main"],
+    );
+}
+
+#[test]
+fn windows_cxx_sort_lambda_o2() {
+    let introsort = format!(
+        "__introsort_loop<{ITEM_ITERATOR}, long long int, \
+         __gnu_cxx::__ops::_Iter_comp_iter<{SORT_LAMBDA} > >"
+    );
+    sort_with_a_lambda(
+        "cxx_sort_o2",
+        &["-O2", CXX_STATIC],
+        &[&introsort, "inventory::order", "main"],
+    );
+}
+
+/// The C++ programs built by clang and lld with a PDB (`-O1`, libstdc++ linked in): the
+/// program's frames are named from the PDB, as addr2line names them from the same
+/// build's DWARF (namespaces, classes, destructors), and libstdc++'s by the PDB's
+/// public symbols.
+#[test]
+fn windows_cxx_pdb_names() {
+    pdb_case(
+        "pdb_cxx_virtual",
+        &["-O1", CXX_STATIC],
+        "virtual.cpp",
+        &["shapes::Ring::area", "shapes::total_area", "main"],
+    );
+    pdb_case(
+        "pdb_cxx_dtor",
+        &["-O1", CXX_STATIC],
+        "dtor_unwind.cpp",
+        &["io::Buffer::~Buffer", "io::fill", "main"],
+    );
+    pdb_case(
+        "pdb_cxx_terminate",
+        &["-O1", CXX_STATIC],
+        "terminate.cpp",
+        &[
+            "config::on_terminate",
+            "config::parse",
+            "config::load",
+            "main",
+        ],
+    );
+}
+
+/// sort_lambda.cpp built by clang with a PDB: the template and lambda frames. Ignored:
+/// the PDB names them differently from addr2line on the same build's DWARF (see the
+/// reason), which is for the PDB symbol source to settle, not for this test to accept.
+#[test]
+#[ignore = "PDB names of template instantiations and lambdas differ from addr2line's: \
+            `std::__unguarded_partition` (no template arguments) for \
+            `std::__unguarded_partition<…>`, `inventory::order::<lambda0>::operator()` \
+            for `inventory::order(std::vector<…>&)::$_0::operator()`, \
+            `std::__introsort_loop<…,long long,…<`lambda at sort_lambda.cpp:21:43'> >` \
+            (CodeView's spelling) for `void std::__introsort_loop<…, long long, …$_0> >`"]
+fn windows_cxx_pdb_template_and_lambda_names() {
+    // frame 0 as addr2line names it from clang's DWARF (the demangled linkage name, with
+    // the return type of a template function)
+    let vector = "std::vector<inventory::Item, std::allocator<inventory::Item> >";
+    let introsort = format!(
+        "void std::__introsort_loop<__gnu_cxx::__normal_iterator<inventory::Item*, {vector} >, \
+         long long, __gnu_cxx::__ops::_Iter_comp_iter<inventory::order({vector}&)::$_0> >"
+    );
+    pdb_case(
+        "pdb_cxx_sort",
+        &["-O1", CXX_STATIC],
+        "sort_lambda.cpp",
+        &[&introsort, "inventory::order", "main"],
     );
 }
 
