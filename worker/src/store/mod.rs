@@ -1,6 +1,6 @@
 //! Database and blob access for the service: crashes (which are also the job queue),
-//! binaries, cached tables, the missing-modules index and the index of modules described
-//! by a `.sym` file alone.
+//! binaries, cached tables, the missing-modules index, the index of modules described
+//! by a `.sym` file alone, and the remote sources' misses and fetch claims every worker shares.
 //!
 //! One [`Db`] handle speaks SQLite or PostgreSQL; each query is written once with `$N`
 //! placeholders (both dialects accept them) and compiled for both pools by [`on_pool!`].
@@ -15,6 +15,7 @@ pub mod crashes;
 pub mod dashboard;
 mod db;
 mod error;
+pub mod fetch_state;
 pub mod missing;
 pub mod reprocess;
 pub mod search;

@@ -1,5 +1,7 @@
 //! Nothing left behind: a periodic sweep of what killed or interrupted uploads leave,
-//! staging files no upload writes any more and blobs that no crash or binary row names.
+//! staging files no upload writes any more and blobs that no crash or binary row names,
+//! and of the remote sources' misses and fetch claims that expired
+//! ([`super::fetch_state`]).
 //!
 //! Both are judged by age: a live upload writes its staging file at least every body
 //! idle timeout, and a blob is written just before its row is inserted, so only what is
@@ -14,9 +16,12 @@ use super::{crashes, Blobs, Db, Staging, StoreError};
 pub struct Swept {
     pub staging_files: usize,
     pub orphan_blobs: usize,
+    /// Expired misses and fetch claims.
+    pub expired_rows: u64,
 }
 
-/// Removes staging files and blobs with no row, both untouched for `age`.
+/// Removes staging files and blobs with no row, both untouched for `age`, and expired
+/// misses and fetch claims.
 pub async fn sweep(
     db: &Db,
     blobs: &Blobs,
@@ -36,9 +41,11 @@ pub async fn sweep(
             orphan_blobs += 1;
         }
     }
+    let expired_rows = super::fetch_state::sweep_expired(db).await?;
     Ok(Swept {
         staging_files,
         orphan_blobs,
+        expired_rows,
     })
 }
 
@@ -63,6 +70,7 @@ pub async fn run(
             Ok(s) if s != Swept::default() => tracing::info!(
                 staging_files = s.staging_files,
                 orphan_blobs = s.orphan_blobs,
+                expired_rows = s.expired_rows,
                 "swept leftovers"
             ),
             Ok(_) => {}
