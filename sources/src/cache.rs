@@ -22,6 +22,10 @@ const MAX_ID_CHARS: usize = 128;
 pub struct Entry {
     dir: PathBuf,
     file: String,
+    /// What is asked: `executable`, `debuginfo`, `sym` or `symsrv`.
+    kind: String,
+    /// Which one, in its layout: a build-id, a store path, `NAME/ID`.
+    id: String,
 }
 
 impl Entry {
@@ -35,6 +39,8 @@ impl Entry {
         ok.then(|| Entry {
             dir: Path::new("buildid").join(id),
             file: file.to_string(),
+            kind: file.to_string(),
+            id: id.to_string(),
         })
     }
 
@@ -49,6 +55,8 @@ impl Entry {
             [name, id, file] if [name, id, file].iter().all(|p| plain(p)) => Some(Entry {
                 dir: Path::new("breakpad").join(name).join(id),
                 file: (*file).to_string(),
+                kind: "sym".to_string(),
+                id: rel.to_string(),
             }),
             _ => None,
         }
@@ -68,7 +76,20 @@ impl Entry {
         (plain && hex).then(|| Entry {
             dir: Path::new("symsrv").join(name).join(id),
             file: name.to_string(),
+            kind: "symsrv".to_string(),
+            id: format!("{name}/{id}"),
         })
+    }
+
+    /// What is asked: `executable`, `debuginfo`, `sym` or `symsrv`.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// Which file of its kind: a build-id, a store path (`NAME/DEBUG_ID/NAME.sym`),
+    /// `NAME/ID`.
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     fn with(&self, suffix: &str) -> PathBuf {

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
@@ -51,6 +51,17 @@ pub struct Fetched {
     pub lookups: Vec<Lookup>,
 }
 
+/// Misses kept where every process of a service sees them (its database) rather than on
+/// this machine's disk: a worker does not ask a source what another worker was told it
+/// lacks. Called on a blocking thread.
+pub trait SharedMisses: Send + Sync {
+    /// Whether `source` said it lacks `entry` and that has not expired (a failure to
+    /// tell counts as not remembered: the source is asked).
+    fn remembered(&self, entry: &Entry, source: &str) -> bool;
+    /// Remembers that `source` lacks `entry`, for `ttl`; whether it could.
+    fn remember(&self, entry: &Entry, source: &str, ttl: Duration) -> bool;
+}
+
 /// The remote sources of one program run or service.
 pub struct Remote {
     servers: Vec<(Layout, Server)>,
@@ -61,6 +72,8 @@ pub struct Remote {
     /// A cache directory of our own, for as long as this run, when the configured one
     /// cannot be written.
     _fallback: Option<tempfile::TempDir>,
+    /// Where misses are kept instead of the disk cache, once a service said.
+    shared: OnceLock<Arc<dyn SharedMisses>>,
 }
 
 impl Remote {
@@ -104,18 +117,43 @@ impl Remote {
             miss_ttl: config.miss_ttl,
             down: Mutex::new(HashMap::new()),
             _fallback: fallback,
+            shared: OnceLock::new(),
         }
     }
 
-    /// Whether `source` said it lacks `entry` less than the miss TTL ago.
+    /// Keeps misses in `shared` from now on instead of the disk cache (the first call
+    /// wins; a service has one database).
+    pub fn share_misses(&self, shared: Arc<dyn SharedMisses>) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// Whether misses are kept in a [`SharedMisses`].
+    pub fn misses_shared(&self) -> bool {
+        self.shared.get().is_some()
+    }
+
+    /// How long a miss is remembered.
+    pub fn miss_ttl(&self) -> Duration {
+        self.miss_ttl
+    }
+
+    /// Whether `source` said it lacks `entry` less than the miss TTL ago. Blocks on the
+    /// shared misses when there are: call it on a blocking thread.
     pub fn miss_remembered(&self, entry: &Entry, source: &str) -> bool {
+        if let Some(shared) = self.shared.get() {
+            return shared.remembered(entry, source);
+        }
         self.cache
             .miss_age(entry, source)
             .is_some_and(|age| age < self.miss_ttl)
     }
 
-    /// Remembers that `source` lacks `entry`; whether it could.
+    /// Remembers that `source` lacks `entry`; whether it could. Blocks as
+    /// [`Remote::miss_remembered`] does.
     pub fn remember_miss(&self, entry: &Entry, source: &str) -> bool {
+        if let Some(shared) = self.shared.get() {
+            return shared.remember(entry, source, self.miss_ttl);
+        }
         self.cache.put_miss(entry, source).is_ok()
     }
 
