@@ -5,13 +5,19 @@
 //! announced as a new file ([`super::new_file`]), so the next crash of the build needs no
 //! network and the crashes that missed the module are queued again.
 //!
-//! Misses and unreachable servers are remembered by [`sources::Remote`] (misses on disk
-//! under the data directory, for the miss TTL). Workers of one process asking for one
-//! build-id at once make one download: the others wait for it and find its rows.
+//! Misses are remembered in the database, for the miss TTL, by every worker of it
+//! ([`crate::store::fetch_state`]): a source that said it lacks a file is not asked again
+//! by any worker on any machine until the miss expires. Unreachable servers are
+//! remembered by [`sources::Remote`] per process. Workers asking for one file at once
+//! make one download: in one process they take turns (a lock per id), across processes
+//! they claim the id in the database first, and a worker that loses the claim waits —
+//! bounded — until the winner is done (its file is then stored, as an upload, or its miss
+//! recorded) or its claim lapses, then looks again.
 
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
 use sha2::{Digest, Sha256};
@@ -22,13 +28,24 @@ use super::bucket::{Answer, Bucket};
 use super::new_file::{file_arrived, NewFile};
 use super::{JobError, Runner};
 use crate::store::binaries::{self, BinaryRow};
-use crate::store::StoreError;
+use crate::store::{fetch_state, Db, StoreError};
 
-/// The remote sources of a service, and one lock per build-id being fetched.
+/// How long a claim on a file being fetched lasts unless renewed (its holder renews it
+/// every third of that while it fetches): how long a crashed worker's claim holds others.
+pub const CLAIM_LEASE: Duration = Duration::from_secs(30);
+/// How often a worker that lost a claim tries it again.
+const CLAIM_POLL: Duration = Duration::from_millis(200);
+/// The longest a worker waits for another's fetch (a live holder's fetch is bounded by
+/// the sources' time limits, far below); then it fetches the file itself.
+const CLAIM_WAIT: Duration = Duration::from_secs(900);
+
+/// The remote sources of a service, one lock per id being fetched in this process, and
+/// this process's name in the database's fetch claims.
 pub struct Fetcher {
     remote: Arc<sources::Remote>,
     buckets: Vec<Bucket>,
     locks: moka::future::Cache<String, Arc<Mutex<()>>>,
+    holder: String,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -46,7 +63,99 @@ impl Fetcher {
             locks: moka::future::Cache::builder()
                 .time_to_idle(std::time::Duration::from_secs(600))
                 .build(),
+            holder: format!("{}-{}", std::process::id(), uuid::Uuid::now_v7()),
         }
+    }
+
+    /// Keeps the HTTP sources' misses in `db` (once: a service has one database).
+    fn share_misses(&self, db: &Db) {
+        if !self.remote.misses_shared() {
+            self.remote.share_misses(Arc::new(DbMisses {
+                db: db.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            }));
+        }
+    }
+}
+
+/// The misses of [`sources::Remote`]'s HTTP sources, kept in the database; asked from
+/// the blocking thread the sources run on.
+struct DbMisses {
+    db: Db,
+    runtime: tokio::runtime::Handle,
+}
+
+impl sources::remote::SharedMisses for DbMisses {
+    fn remembered(&self, entry: &Entry, source: &str) -> bool {
+        let asked = fetch_state::miss_remembered(&self.db, source, entry.kind(), entry.id());
+        self.runtime.block_on(asked).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "reading the remembered misses failed");
+            false
+        })
+    }
+
+    fn remember(&self, entry: &Entry, source: &str, ttl: Duration) -> bool {
+        let kept = fetch_state::remember_miss(&self.db, source, entry.kind(), entry.id(), ttl);
+        self.runtime
+            .block_on(kept)
+            .map_err(|e| tracing::warn!(error = %e, "remembering a miss failed"))
+            .is_ok()
+    }
+}
+
+/// Runs `work` (which looks for stored rows first, then fetches) as the one worker
+/// fetching `key`: after this process's other tasks on `key`, and under a claim in the
+/// database that other processes wait on, renewed while `work` runs and released after.
+async fn claimed<T>(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    key: String,
+    work: impl std::future::Future<Output = Result<T, JobError>>,
+) -> Result<T, JobError> {
+    fetcher.share_misses(&runner.db);
+    let lock = fetcher
+        .locks
+        .get_with(key.clone(), async { Arc::new(Mutex::new(())) })
+        .await;
+    let _one_at_a_time = lock.lock().await;
+    let held = claim(&runner.db, &key, &fetcher.holder).await?;
+    tokio::pin!(work);
+    let mut renew = tokio::time::interval(CLAIM_LEASE / 3);
+    renew.tick().await;
+    let out = loop {
+        tokio::select! {
+            r = &mut work => break r,
+            _ = renew.tick(), if held => {
+                let holder = &fetcher.holder;
+                let renewed = fetch_state::renew_claim(&runner.db, &key, holder, CLAIM_LEASE);
+                if let Err(e) = renewed.await {
+                    tracing::warn!(key = %key, error = %e, "could not renew a fetch claim");
+                }
+            }
+        }
+    };
+    if held {
+        if let Err(e) = fetch_state::release_claim(&runner.db, &key, &fetcher.holder).await {
+            tracing::warn!(key = %key, error = %e, "could not release a fetch claim; it lapses");
+        }
+    }
+    out
+}
+
+/// Claims `key` for `holder`, waiting while another holder's claim lasts (it fetches the
+/// file; when it is done this worker finds its rows, or its miss). Whether the claim was
+/// won: not when the wait ran out ([`CLAIM_WAIT`]).
+async fn claim(db: &Db, key: &str, holder: &str) -> Result<bool, JobError> {
+    let started = std::time::Instant::now();
+    loop {
+        if fetch_state::try_claim(db, key, holder, CLAIM_LEASE).await? {
+            return Ok(true);
+        }
+        if started.elapsed() >= CLAIM_WAIT {
+            tracing::warn!(key = %key, "another worker's fetch took too long; fetching too");
+            return Ok(false);
+        }
+        tokio::time::sleep(CLAIM_POLL).await;
     }
 }
 
@@ -79,11 +188,18 @@ pub async fn fetch_missing(
     build_id: &str,
     name: &str,
 ) -> Result<Vec<Lookup>, JobError> {
-    let lock = fetcher
-        .locks
-        .get_with(build_id.to_string(), async { Arc::new(Mutex::new(())) })
-        .await;
-    let _one_at_a_time = lock.lock().await;
+    let key = format!("buildid/{build_id}");
+    let work = fetch_missing_now(runner, fetcher, build_id, name);
+    claimed(runner, fetcher, key, work).await
+}
+
+/// [`fetch_missing`], once this worker is the one fetching.
+async fn fetch_missing_now(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    build_id: &str,
+    name: &str,
+) -> Result<Vec<Lookup>, JobError> {
     // another worker may have stored them while this one waited
     let rows = binaries::by_build_id(&runner.db, build_id).await?;
     let mut lookups = Vec::new();
@@ -175,7 +291,7 @@ async fn ask(
     .await
     .map_err(|e| JobError::Panic(format!("asking the remote sources: {e}")))?;
     if fetched.file.is_none() {
-        ask_buckets(fetcher, &want, &mut fetched).await;
+        ask_buckets(&runner.db, fetcher, &want, &mut fetched).await;
     }
     runner.metrics.count_lookups(&fetched.lookups);
     if let Some((path, source)) = &fetched.file {
@@ -187,7 +303,12 @@ async fn ask(
 
 /// Asks the buckets in order for `want`, until one has it; adds their answers to
 /// `fetched` (misses are remembered as an HTTP source's are).
-async fn ask_buckets(fetcher: &Fetcher, want: &Want, fetched: &mut sources::remote::Fetched) {
+async fn ask_buckets(
+    db: &Db,
+    fetcher: &Fetcher,
+    want: &Want,
+    fetched: &mut sources::remote::Fetched,
+) {
     let Some(entry) = want.entry() else { return };
     let remote = &fetcher.remote;
     for bucket in &fetcher.buckets {
@@ -197,7 +318,12 @@ async fn ask_buckets(fetcher: &Fetcher, want: &Want, fetched: &mut sources::remo
             result,
             message,
         };
-        if remote.miss_remembered(&entry, bucket.url()) {
+        let remembered =
+            fetch_state::miss_remembered(db, bucket.url(), entry.kind(), entry.id()).await;
+        if remembered.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "reading the remembered misses failed");
+            false
+        }) {
             let message = Some(remote.miss_message());
             fetched
                 .lookups
@@ -225,9 +351,12 @@ async fn ask_buckets(fetcher: &Fetcher, want: &Want, fetched: &mut sources::remo
                 }
             },
             Answer::NotFound => {
-                let message = remote
-                    .remember_miss(&entry, bucket.url())
-                    .then(|| remote.miss_message());
+                let ttl = remote.miss_ttl();
+                let kept =
+                    fetch_state::remember_miss(db, bucket.url(), entry.kind(), entry.id(), ttl)
+                        .await
+                        .map_err(|e| tracing::warn!(error = %e, "remembering a miss failed"));
+                let message = kept.is_ok().then(|| remote.miss_message());
                 fetched
                     .lookups
                     .push(lookup(LookupResult::NotFound, message));
@@ -257,11 +386,18 @@ pub async fn fetch_sym(
     if !fetcher.remote.has_symbol_stores() && fetcher.buckets.is_empty() {
         return Ok(Vec::new());
     }
-    let lock = fetcher
-        .locks
-        .get_with(debug_id.to_string(), async { Arc::new(Mutex::new(())) })
-        .await;
-    let _one_at_a_time = lock.lock().await;
+    let key = format!("sym/{debug_id}");
+    let work = fetch_sym_now(runner, fetcher, rel, debug_id);
+    claimed(runner, fetcher, key, work).await
+}
+
+/// [`fetch_sym`], once this worker is the one fetching.
+async fn fetch_sym_now(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    rel: &str,
+    debug_id: &str,
+) -> Result<Vec<Lookup>, JobError> {
     let rows = binaries::by_debug_id(&runner.db, debug_id).await?;
     if rows.iter().any(BinaryRow::is_breakpad) {
         return Ok(Vec::new());
@@ -299,12 +435,19 @@ pub async fn fetch_windows(
         .next()
         .unwrap_or(&m.name)
         .to_string();
-    let key = engine::resolve::TableKey::for_pe(&name, &code_id).to_string();
-    let lock = fetcher
-        .locks
-        .get_with(key, async { Arc::new(Mutex::new(())) })
-        .await;
-    let _one_at_a_time = lock.lock().await;
+    let key = format!("pe/{}", engine::resolve::TableKey::for_pe(&name, &code_id));
+    let work = fetch_windows_now(runner, fetcher, m, name, code_id);
+    claimed(runner, fetcher, key, work).await
+}
+
+/// [`fetch_windows`], once this worker is the one fetching image `name` of `code_id`.
+async fn fetch_windows_now(
+    runner: &Runner,
+    fetcher: &Fetcher,
+    m: &engine::dump::Module,
+    name: String,
+    code_id: String,
+) -> Result<Vec<Lookup>, JobError> {
     let lower = name.to_ascii_lowercase();
     let mut lookups = Vec::new();
     let mut images = binaries::by_code_id(&runner.db, &lower, &code_id).await?;

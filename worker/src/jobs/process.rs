@@ -23,7 +23,7 @@ use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 use engine::binary::FileBytes;
 use engine::dump::{Dump, Module};
 use engine::process::{CodeImage, ModuleTables, TableProvider};
-use engine::report::{Lookup, LookupResult, ModuleFile, Report};
+use engine::report::{Lookup, ModuleFile, Report};
 use engine::resolve::{build_from_files, locate, FileSource, Found, Located, SourceFile, TableKey};
 
 /// Format version of the symbol tables.
@@ -68,27 +68,23 @@ pub async fn process_job(
             let mut asked = Vec::new();
             if let Some(id) = m.build_id_hex().filter(|_| lacks_files(located.as_ref())) {
                 asked.extend(fetch::fetch_missing(runner, fetcher, &id, &m.name).await?);
-                if asked.iter().any(|l| l.result == LookupResult::Fetched) {
-                    located = locate(&source, m, arch).await?;
-                }
+                // looked at again even when this worker fetched nothing: another may have
+                // stored the files while this one waited for its claim
+                located = locate(&source, m, arch).await?;
             }
             // a Windows module without its image or its PDB: the symbol servers'
             if m.pe_code_id().is_some()
                 && located.as_ref().is_none_or(|l| windows_part(l).is_some())
             {
                 let got = fetch::fetch_windows(runner, fetcher, m).await?;
-                if got.iter().any(|l| l.result == LookupResult::Fetched) {
-                    located = locate(&source, m, arch).await?;
-                }
+                located = locate(&source, m, arch).await?;
                 asked.extend(got);
             }
             if let (None, Some(rel), Some(debug_id)) =
                 (&located, m.breakpad_sym_path(), debug_id.as_deref())
             {
                 let got = fetch::fetch_sym(runner, fetcher, &rel, debug_id).await?;
-                if got.iter().any(|l| l.result == LookupResult::Fetched) {
-                    located = locate(&source, m, arch).await?;
-                }
+                located = locate(&source, m, arch).await?;
                 asked.extend(got);
             }
             if !asked.is_empty() {
