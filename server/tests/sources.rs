@@ -284,6 +284,8 @@ enum Fault {
     Endless,
     /// Serves a real ELF file of another build (`/bin/true`).
     OtherBuild,
+    /// As `Files`, each answer after a second.
+    Slow(PathBuf),
 }
 
 /// A source on a free port answering every request with `fault`; returns its URL and
@@ -317,6 +319,13 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
         }
     }
     log.lock().unwrap().push(path.clone());
+    let fault = match fault {
+        Fault::Slow(root) => {
+            std::thread::sleep(Duration::from_secs(1));
+            Fault::Files(root)
+        }
+        other => other,
+    };
     let _ = match fault {
         Fault::Files(root) => {
             let rel = path.trim_start_matches('/');
@@ -362,6 +371,7 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
             }
             Ok(())
         }
+        Fault::Slow(_) => Ok(()),
         Fault::OtherBuild => {
             let body = std::fs::read("/bin/true").unwrap();
             let _ = write!(
@@ -829,4 +839,162 @@ async fn the_service_fetches_from_an_s3_bucket() {
             assert_eq!(f["source"], bucket.as_str(), "{m}");
         }
     }
+}
+
+/// Starts `postmortem worker` (two workers) on `db_url`, with a data directory of its own
+/// (its own disk cache of the sources), the blob store shared, asking `url` only.
+fn spawn_fetching_worker(db_url: &str, data: &Path, blobs: &str, url: &str) -> Proc {
+    let child = Command::new(bin())
+        .args(["worker", "--workers", "2", "--max-attempts", "20"])
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--database-url", db_url, "--blob-url", blobs])
+        .args(["--debuginfod", url, "--miss-ttl", "600"])
+        .env_remove("DEBUGINFOD_URLS")
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn postmortem worker");
+    Proc(child)
+}
+
+/// PostgreSQL, one `serve --workers 0` taking `crashes` uploads of `core`, then two worker
+/// processes on separate machines (data directories) asking the source at `url`: the
+/// reports of every crash, once all are processed.
+async fn scaled_out(core: &Path, url: &str, crashes: usize) -> Option<Vec<Value>> {
+    let (db_name, db_url) = common::pg_database("pm_src").await?;
+    let work = tempfile::tempdir().unwrap();
+    let blobs = format!("file://{}", work.path().join("blobs").display());
+    let ingest = work.path().join("ingest");
+    let (_server, base) = common::start_serve(&[
+        "--workers",
+        "0",
+        "--data-dir",
+        ingest.to_str().unwrap(),
+        "--database-url",
+        &db_url,
+        "--blob-url",
+        &blobs,
+    ]);
+    let c = client();
+    let core = std::fs::read(core).unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..crashes {
+        ids.push(upload_crash(&c, &base, &core).await);
+    }
+    // both start on a full queue: each takes crashes needing the same files at once
+    let workers: Vec<Proc> = (0..2)
+        .map(|i| {
+            let data = work.path().join(format!("worker{i}"));
+            spawn_fetching_worker(&db_url, &data, &blobs, url)
+        })
+        .collect();
+    let mut reports = Vec::new();
+    for id in &ids {
+        let done = poll_done(&c, &base, id).await;
+        assert_eq!(done["status"], "done", "{done}");
+        reports.push(done["report"].clone());
+    }
+    drop(workers);
+    common::drop_db(&db_name).await;
+    Some(reports)
+}
+
+/// The request paths `asked` holds more than once.
+fn asked_twice(asked: &Mutex<Vec<String>>) -> Vec<(String, usize)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for p in asked.lock().unwrap().iter() {
+        *counts.entry(p.clone()).or_insert(0) += 1;
+    }
+    counts.into_iter().filter(|(_, n)| *n > 1).collect()
+}
+
+/// Scale-out (issue 19, caching): two worker processes with their own data directories on
+/// one PostgreSQL database, many crashes missing the same modules, a source that has none
+/// of them. Misses are kept in the database, so within the miss TTL the source is asked
+/// once per file, whichever worker asks: not once per machine.
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_of_one_database_ask_a_source_once_per_miss() {
+    let (_work, core) = small_core();
+    let (url, asked) = faulty(Fault::NotFound);
+    let Some(reports) = scaled_out(&core, &url, 12).await else {
+        return;
+    };
+    for report in &reports {
+        let m = module(report, "basic");
+        assert_eq!(m["status"], "missing", "{m}");
+        let ls = m["lookups"].as_array().unwrap();
+        assert!(
+            ls.iter().all(|l| l["result"] == "not-found"),
+            "a miss, asked or remembered: {m}"
+        );
+    }
+    let id = module(&reports[0], "basic")["build_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let paths = asked.lock().unwrap().clone();
+    assert!(
+        paths.contains(&format!("/buildid/{id}/debuginfo")),
+        "{paths:?}"
+    );
+    assert_eq!(
+        asked_twice(&asked),
+        [],
+        "every file asked once, by one worker: {paths:?}"
+    );
+}
+
+/// Scale-out, a source that has the program's files and answers slowly: two worker
+/// processes, many crashes needing them at once. One worker claims each file in the
+/// database and downloads it; the other waits for it (stored, as an upload is) instead of
+/// downloading too. Every crash's report has the program's files.
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_of_one_database_download_a_file_once() {
+    let (work, core) = small_core();
+    let local = Command::new(bin())
+        .arg("walk")
+        .arg(&core)
+        .args(["--offline", "--format", "json"])
+        .output()
+        .unwrap();
+    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
+    let program = module(&local, "basic");
+    let id = program["build_id"].as_str().unwrap();
+    let exe = program["path"].as_str().unwrap();
+    let store = work.path().join("store");
+    let dir = store.join("buildid").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(exe, dir.join("executable")).unwrap();
+    tool(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(exe)
+            .arg(dir.join("debuginfo")),
+    );
+    let (url, asked) = faulty(Fault::Slow(store));
+    let Some(reports) = scaled_out(&core, &url, 12).await else {
+        return;
+    };
+    for report in &reports {
+        let m = module(report, "basic");
+        assert_eq!(m["status"], "ok", "{m}");
+        assert!(
+            m["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["source"] == url.as_str()),
+            "{m}"
+        );
+    }
+    let paths = asked.lock().unwrap().clone();
+    let executable = format!("/buildid/{id}/executable");
+    assert_eq!(
+        paths.iter().filter(|p| **p == executable).count(),
+        1,
+        "{paths:?}"
+    );
+    assert_eq!(asked_twice(&asked), [], "one download per file: {paths:?}");
 }
