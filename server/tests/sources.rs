@@ -946,16 +946,12 @@ async fn workers_of_one_database_ask_a_source_once_per_miss() {
     );
 }
 
-/// Scale-out, a source that has the program's files and answers slowly: two worker
-/// processes, many crashes needing them at once. One worker claims each file in the
-/// database and downloads it; the other waits for it (stored, as an upload is) instead of
-/// downloading too. Every crash's report has the program's files.
-#[tokio::test(flavor = "multi_thread")]
-async fn workers_of_one_database_download_a_file_once() {
-    let (work, core) = small_core();
+/// The build-id of the small core's program, and a directory laid out as a debuginfod
+/// server holding its executable and debug file.
+fn program_store(work: &Workdir, core: &Path) -> (String, PathBuf) {
     let local = Command::new(bin())
         .arg("walk")
-        .arg(&core)
+        .arg(core)
         .args(["--offline", "--format", "json"])
         .output()
         .unwrap();
@@ -973,6 +969,17 @@ async fn workers_of_one_database_download_a_file_once() {
             .arg(exe)
             .arg(dir.join("debuginfo")),
     );
+    (id.to_string(), store)
+}
+
+/// Scale-out, a source that has the program's files and answers slowly: two worker
+/// processes, many crashes needing them at once. One worker claims each file in the
+/// database and downloads it; the other waits for it (stored, as an upload is) instead of
+/// downloading too. Every crash's report has the program's files.
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_of_one_database_download_a_file_once() {
+    let (work, core) = small_core();
+    let (id, store) = program_store(&work, &core);
     let (url, asked) = faulty(Fault::Slow(store));
     let Some(reports) = scaled_out(&core, &url, 12).await else {
         return;
@@ -997,4 +1004,59 @@ async fn workers_of_one_database_download_a_file_once() {
         "{paths:?}"
     );
     assert_eq!(asked_twice(&asked), [], "one download per file: {paths:?}");
+}
+
+/// A worker killed while it held a claim on a file (its row left in the database, 4 s
+/// from lapsing): another worker needing the file waits for the claim to lapse rather than
+/// downloading beside it, then fetches the file itself — once — and the crash gets it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_workers_claim_lapses() {
+    let (work, core) = small_core();
+    let (id, store) = program_store(&work, &core);
+    let (url, asked) = faulty(Fault::Files(store));
+    let Some((db_name, db_url)) = common::pg_database("pm_src").await else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let blobs = format!("file://{}", data.path().join("blobs").display());
+    let ingest = data.path().join("ingest");
+    let (_server, base) = common::start_serve(&[
+        "--workers",
+        "0",
+        "--data-dir",
+        ingest.to_str().unwrap(),
+        "--database-url",
+        &db_url,
+        "--blob-url",
+        &blobs,
+    ]);
+    // the server migrated the database before it printed its address
+    let db = worker::store::Db::connect(&db_url).await.unwrap();
+    let lease = Duration::from_secs(4);
+    let key = format!("buildid/{id}");
+    let claimed = worker::store::fetch_state::try_claim(&db, &key, "dead-worker", lease);
+    assert!(claimed.await.unwrap());
+    let lapses = Instant::now() + lease;
+    let c = client();
+    let crash = upload_crash(&c, &base, &std::fs::read(&core).unwrap()).await;
+    let worker = spawn_fetching_worker(&db_url, &data.path().join("worker"), &blobs, &url);
+    let done = poll_done(&c, &base, &crash).await;
+    assert!(
+        Instant::now() >= lapses,
+        "the worker waited for the claim to lapse"
+    );
+    assert_eq!(done["status"], "done", "{done}");
+    let m = module(&done["report"], "basic");
+    assert_eq!(m["status"], "ok", "{m}");
+    assert_eq!(m["files"][0]["source"], url.as_str(), "{m}");
+    let paths = asked.lock().unwrap().clone();
+    let executable = format!("/buildid/{id}/executable");
+    assert_eq!(
+        paths.iter().filter(|p| **p == executable).count(),
+        1,
+        "{paths:?}"
+    );
+    drop(worker);
+    db.close().await;
+    common::drop_db(&db_name).await;
 }
