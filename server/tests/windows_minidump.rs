@@ -413,12 +413,9 @@ fn expect_stack(names: &[Option<Vec<String>>], want: &[&str], shown: &str) {
 }
 
 /// addr2line's name `name` without its parameter list (`ns::f(int) const` → `ns::f`), as
-/// the report writes names. A bare `operator()` (a lambda's, which gcc's DWARF names so,
-/// without a linkage name) has none: `strip_parameters` would make it `operator`.
+/// the report writes names (a bare `operator()`, a lambda's, which gcc's DWARF names so
+/// without a linkage name, has none and stays).
 fn without_parameters(name: &str) -> String {
-    if name.ends_with("::operator()") || name == "operator()" {
-        return name.to_owned();
-    }
     engine::symbols::strip_parameters(name).to_owned()
 }
 

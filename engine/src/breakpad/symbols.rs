@@ -42,8 +42,10 @@ pub fn strip_parameters(name: &str) -> &str {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
                     let head = &s[..i];
-                    // `(anonymous namespace)` or a bare `(...)`: nothing to strip
-                    return if head.is_empty() {
+                    // `(anonymous namespace)` or a bare `(...)`: nothing to strip; and the
+                    // `()` of a bare `operator()` is its name, not a parameter list
+                    let call_operator = head.ends_with("operator") && &s[i..] == "()";
+                    return if head.is_empty() || call_operator {
                         name.trim_end()
                     } else {
                         head
@@ -336,6 +338,9 @@ STACK CFI INIT 1000 40 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
         assert_eq!(m.name, "crash");
         assert_eq!(strip_parameters("a::b(int, char const*) const"), "a::b");
         assert_eq!(strip_parameters("S::operator()(int)"), "S::operator()");
+        assert_eq!(strip_parameters("S::operator()"), "S::operator()");
+        assert_eq!(strip_parameters("operator()"), "operator()");
+        assert_eq!(strip_parameters("S::operator()() const"), "S::operator()");
         assert_eq!(strip_parameters("main"), "main");
         assert_eq!(
             strip_parameters("(anonymous namespace)::f(std::vector<int>&)"),
