@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
+use postmortem_testsupport::http_dir::HttpDir;
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::report;
 use postmortem_testsupport::windows::{self, DumpSummary, WineFrame};
@@ -1502,64 +1503,6 @@ fn windows_pdb_found_by_the_dumps_codeview_record() {
             "minidump-stackwalk's {frame:x?} is not among ours, in order:\n\
              ours   {our_frames:x?}\ntheirs {their_frames:x?}"
         );
-    }
-}
-
-/// A directory served over HTTP by Python's `http.server` (a server that is not ours),
-/// its request log kept; stopped when dropped.
-struct HttpDir {
-    child: std::process::Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl HttpDir {
-    fn serve(dir: &Path, log: PathBuf) -> HttpDir {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("python3")
-            .args(["-u", "-m", "http.server", "--bind", "127.0.0.1"])
-            .arg(port.to_string())
-            .arg("--directory")
-            .arg(dir)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("python3 -m http.server (python3: see test.sh)");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "http.server did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        HttpDir {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            log,
-        }
-    }
-
-    /// The paths asked for so far (`GET /PATH`).
-    fn asked(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split("\"GET ").nth(1))
-            .filter_map(|l| l.split(' ').next())
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl Drop for HttpDir {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

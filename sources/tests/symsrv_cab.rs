@@ -9,66 +9,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
+use postmortem_testsupport::http_dir::HttpDir;
 use sources::{Config, Remote};
-
-/// A directory served over HTTP by `python3 -m http.server`, its request log kept;
-/// stopped when dropped.
-struct HttpDir {
-    child: std::process::Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl HttpDir {
-    fn serve(dir: &Path, log: PathBuf) -> HttpDir {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("python3")
-            .args(["-u", "-m", "http.server", "--bind", "127.0.0.1"])
-            .arg(port.to_string())
-            .arg("--directory")
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("python3 -m http.server (python3: see test.sh)");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "http.server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        HttpDir {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            log,
-        }
-    }
-
-    /// The paths asked for so far (`GET /PATH`), in order.
-    fn asked(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split("\"GET ").nth(1))
-            .filter_map(|l| l.split(' ').next())
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl Drop for HttpDir {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn run(command: &mut Command) {
     let out = command

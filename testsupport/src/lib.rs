@@ -30,6 +30,7 @@ pub mod compare;
 pub mod core_to_minidump;
 pub mod gdb;
 pub mod golden;
+pub mod http_dir;
 pub mod program;
 pub mod qemu;
 pub mod record;
