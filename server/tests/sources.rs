@@ -859,24 +859,31 @@ fn spawn_fetching_worker(db_url: &str, data: &Path, blobs: &str, url: &str) -> P
     Proc(child)
 }
 
+/// `serve --workers 0` on the database `db_url`, its data and a `file://` blob store under
+/// `dir` (the store the workers share): the server, its base URL and the blob URL.
+fn ingest_only(db_url: &str, dir: &Path) -> (Proc, String, String) {
+    let blobs = format!("file://{}", dir.join("blobs").display());
+    let ingest = dir.join("ingest");
+    let (server, base) = common::start_serve(&[
+        "--workers",
+        "0",
+        "--data-dir",
+        ingest.to_str().unwrap(),
+        "--database-url",
+        db_url,
+        "--blob-url",
+        &blobs,
+    ]);
+    (server, base, blobs)
+}
+
 /// PostgreSQL, one `serve --workers 0` taking `crashes` uploads of `core`, then two worker
 /// processes on separate machines (data directories) asking the source at `url`: the
 /// reports of every crash, once all are processed.
 async fn scaled_out(core: &Path, url: &str, crashes: usize) -> Option<Vec<Value>> {
     let (db_name, db_url) = common::pg_database("pm_src").await?;
     let work = tempfile::tempdir().unwrap();
-    let blobs = format!("file://{}", work.path().join("blobs").display());
-    let ingest = work.path().join("ingest");
-    let (_server, base) = common::start_serve(&[
-        "--workers",
-        "0",
-        "--data-dir",
-        ingest.to_str().unwrap(),
-        "--database-url",
-        &db_url,
-        "--blob-url",
-        &blobs,
-    ]);
+    let (_server, base, blobs) = ingest_only(&db_url, work.path());
     let c = client();
     let core = std::fs::read(core).unwrap();
     let mut ids = Vec::new();
@@ -1018,18 +1025,7 @@ async fn a_dead_workers_claim_lapses() {
         return;
     };
     let data = tempfile::tempdir().unwrap();
-    let blobs = format!("file://{}", data.path().join("blobs").display());
-    let ingest = data.path().join("ingest");
-    let (_server, base) = common::start_serve(&[
-        "--workers",
-        "0",
-        "--data-dir",
-        ingest.to_str().unwrap(),
-        "--database-url",
-        &db_url,
-        "--blob-url",
-        &blobs,
-    ]);
+    let (_server, base, blobs) = ingest_only(&db_url, data.path());
     // the server migrated the database before it printed its address
     let db = worker::store::Db::connect(&db_url).await.unwrap();
     let lease = Duration::from_secs(4);
