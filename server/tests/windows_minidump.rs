@@ -1810,3 +1810,272 @@ fn windows_non_canonical_pointer_is_a_general_protection_fault() {
     assert_eq!(a["evidence"]["access"], "write", "{a}");
     assert_eq!(a["evidence"]["function"], "store", "{a}");
 }
+
+/// Two DLLs the process had unloaded: Windows paths, as Windows' dbghelp records them.
+const UNLOADED: [(&str, u64, u32, u32); 2] = [
+    (
+        "C:\\windows\\system32\\version.dll",
+        0x7ffb_1230_0000,
+        0x1_2000,
+        0x5f3c_1a2b,
+    ),
+    (
+        "C:\\Program Files\\App\\plügin.dll",
+        0x1_8000_0000,
+        0x3000,
+        0x6500_0001,
+    ),
+];
+
+/// `minidump-stackwalk --json DUMP` and `postmortem-walk DUMP --format stackwalk-json`.
+fn both_stackwalk_documents(dump: &Path) -> (Value, Value) {
+    let theirs = std::process::Command::new("minidump-stackwalk")
+        .arg("--json")
+        .arg(dump)
+        .output()
+        .expect("run minidump-stackwalk (see test.sh)");
+    assert!(
+        theirs.status.success(),
+        "minidump-stackwalk failed: {}",
+        String::from_utf8_lossy(&theirs.stderr)
+    );
+    let walk_only = std::env::var_os("POSTMORTEM_WALK_BIN").map_or_else(
+        || Path::new(env!("CARGO_BIN_EXE_postmortem")).with_file_name("postmortem-walk"),
+        PathBuf::from,
+    );
+    let ours = std::process::Command::new(&walk_only)
+        .arg(dump)
+        .args(["--format", "stackwalk-json"])
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", walk_only.display()));
+    assert!(
+        ours.status.success(),
+        "postmortem-walk failed: {}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    (
+        serde_json::from_slice(&theirs.stdout).unwrap(),
+        serde_json::from_slice(&ours.stdout).unwrap(),
+    )
+}
+
+/// Each thread's id and `thread_name`, and each unloaded module's fields, of a
+/// minidump-stackwalk document.
+fn names_and_unloaded(doc: &Value) -> (Vec<(u64, Value)>, Vec<Value>) {
+    let mut threads: Vec<(u64, Value)> = doc["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|t| (t["thread_id"].as_u64().unwrap(), t["thread_name"].clone()))
+        .collect();
+    threads.sort_by_key(|t| t.0);
+    let unloaded = doc["unloaded_modules"]
+        .as_array()
+        .expect("unloaded_modules");
+    (threads, unloaded.clone())
+}
+
+/// threads.c's dump with a name for each of its threads (ids from the dump) and two
+/// unloaded DLLs, in the streams Windows' dbghelp writes them in and wine's does not
+/// (`windows::with_thread_names`, `windows::with_unloaded_modules`): the report's threads
+/// carry those names, its unloaded modules are those DLLs; minidump-stackwalk reads the
+/// same from the same file, and postmortem-walk's document equals its on those fields.
+#[test]
+fn windows_thread_names_and_unloaded_modules() {
+    let case = record("thread_names", &["-O2"], "threads.c");
+    let work = case.symbols.parent().unwrap();
+    let names: Vec<(u32, String)> = case
+        .dump
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, &tid)| {
+            let name = if Some(tid) == case.dump.crashed_tid {
+                "main thread".to_owned()
+            } else {
+                format!("wörker {i}")
+            };
+            (tid, name)
+        })
+        .collect();
+    let named: Vec<(u32, &str)> = names.iter().map(|(t, n)| (*t, n.as_str())).collect();
+    let with_names = work.join("with-names.dmp");
+    windows::with_thread_names(&case.minidump, &with_names, &named);
+    let dump = work.join("with-names-and-unloaded.dmp");
+    windows::with_unloaded_modules(&with_names, &dump, &UNLOADED);
+
+    let report = walk(&dump, &case.symbols);
+    assert_eq!(frame_rows(&report), frame_rows(&case.report));
+    for (tid, name) in &names {
+        let thread = report["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tid"] == *tid)
+            .unwrap_or_else(|| panic!("no thread {tid}"));
+        assert_eq!(thread["name"], name.as_str(), "thread {tid}");
+    }
+    let unloaded: Vec<(String, u64, u64)> = report["unloaded_modules"]
+        .as_array()
+        .expect("unloaded_modules")
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_owned(),
+                hex(&m["base"]),
+                hex(&m["end"]),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64, u64)> = UNLOADED
+        .iter()
+        .map(|(name, base, size, _)| {
+            let file = name.rsplit('\\').next().unwrap().to_owned();
+            (file, *base, base + u64::from(*size))
+        })
+        .collect();
+    assert_eq!(unloaded, want, "{}", report["unloaded_modules"]);
+
+    let (theirs, ours) = both_stackwalk_documents(&dump);
+    let (their_threads, their_unloaded) = names_and_unloaded(&theirs);
+    let mut named_by_dump: Vec<(u64, Value)> = names
+        .iter()
+        .map(|(t, n)| (u64::from(*t), Value::from(n.as_str())))
+        .collect();
+    named_by_dump.sort_by_key(|t| t.0);
+    assert_eq!(their_threads, named_by_dump, "minidump-stackwalk's names");
+    assert_eq!(
+        their_unloaded.len(),
+        UNLOADED.len(),
+        "minidump-stackwalk's: {their_unloaded:?}"
+    );
+    for (m, (name, base, size, _)) in their_unloaded.iter().zip(UNLOADED) {
+        assert_eq!(hex(&m["base_addr"]), base, "{m}");
+        assert_eq!(hex(&m["end_addr"]), base + u64::from(size), "{m}");
+        assert!(
+            m["filename"]
+                .as_str()
+                .unwrap()
+                .ends_with(name.rsplit('\\').next().unwrap()),
+            "{m}"
+        );
+    }
+    let (our_threads, our_unloaded) = names_and_unloaded(&ours);
+    assert_eq!(our_threads, their_threads, "postmortem-walk's thread names");
+    // the same ranges; minidump-stackwalk's `filename` is the Windows path and ours its
+    // last component (as the report's `name`), and its `code_id` (TimeDateStamp and
+    // SizeOfImage) is null in ours: the report keeps neither for an unloaded module
+    let fields = |m: &Value| {
+        let path = m["filename"].as_str().unwrap();
+        (
+            m["base_addr"].clone(),
+            m["end_addr"].clone(),
+            path.rsplit('\\').next().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(
+        our_unloaded.iter().map(fields).collect::<Vec<_>>(),
+        their_unloaded.iter().map(fields).collect::<Vec<_>>(),
+        "postmortem-walk's unloaded modules against minidump-stackwalk's"
+    );
+}
+
+/// Hostile streams: a thread name whose RVA is past the end of the file, and an
+/// unloaded-module list claiming more entries than its stream holds. The walk succeeds,
+/// with the names and modules that are there.
+#[test]
+fn windows_hostile_thread_names_and_unloaded_modules() {
+    let case = record("thread_names_hostile", &["-O2"], "threads.c");
+    let work = case.symbols.parent().unwrap();
+    let (good, bad) = (case.dump.threads[0], case.dump.threads[1]);
+    let with_names = work.join("hostile-names.dmp");
+    windows::with_stream(
+        &case.minidump,
+        &with_names,
+        windows::THREAD_NAMES_STREAM,
+        |rva| {
+            let mut list = 2u32.to_le_bytes().to_vec();
+            list.extend_from_slice(&good.to_le_bytes());
+            list.extend_from_slice(&(u64::from(rva) + 4 + 24).to_le_bytes());
+            list.extend_from_slice(&bad.to_le_bytes());
+            list.extend_from_slice(&(u64::from(rva) + (1 << 32)).to_le_bytes());
+            let size = list.len();
+            list.extend(windows::minidump_string("good"));
+            (list, size)
+        },
+    );
+    let dump = work.join("hostile.dmp");
+    windows::with_stream(
+        &with_names,
+        &dump,
+        windows::UNLOADED_MODULE_LIST_STREAM,
+        |rva| {
+            let mut list = Vec::new();
+            for field in [12u32, 24, 1000] {
+                list.extend_from_slice(&field.to_le_bytes());
+            }
+            let (name, base, size, stamp) = UNLOADED[0];
+            list.extend_from_slice(&base.to_le_bytes());
+            list.extend_from_slice(&size.to_le_bytes());
+            list.extend_from_slice(&0u32.to_le_bytes());
+            list.extend_from_slice(&stamp.to_le_bytes());
+            list.extend_from_slice(&(rva + 12 + 24).to_le_bytes());
+            let size = list.len();
+            list.extend(windows::minidump_string(name));
+            (list, size)
+        },
+    );
+    let report = walk(&dump, &case.symbols);
+    assert_eq!(frame_rows(&report), frame_rows(&case.report));
+    let name_of = |tid: u32| {
+        report["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tid"] == tid)
+            .unwrap()["name"]
+            .clone()
+    };
+    assert_eq!(name_of(good), "good", "{}", report["warnings"]);
+    assert_eq!(name_of(bad), Value::Null);
+    // the entry the stream holds, and a warning for the 999 it does not
+    let (name, base, size, _) = UNLOADED[0];
+    assert_eq!(
+        report["unloaded_modules"],
+        serde_json::json!([{
+            "name": name.rsplit('\\').next().unwrap(),
+            "base": format!("{base:#x}"),
+            "end": format!("{:#x}", base + u64::from(size)),
+            "build_id": null,
+            "debug_id": null,
+        }]),
+        "{}",
+        report["warnings"]
+    );
+    let warnings = report["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["code"] == "truncated-dump"
+            && w["message"]
+                .as_str()
+                .unwrap()
+                .contains("says 1000 modules; 1 could")),
+        "{}",
+        report["warnings"]
+    );
+    assert!(
+        warnings.iter().any(|w| w["code"] == "minidump-reader"
+            && w["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("thread id {bad}"))),
+        "{}",
+        report["warnings"]
+    );
+    // minidump-stackwalk reads the same names, and drops the whole unloaded-module list
+    let (theirs, ours) = both_stackwalk_documents(&dump);
+    let (their_threads, their_unloaded) = names_and_unloaded(&theirs);
+    let (our_threads, our_unloaded) = names_and_unloaded(&ours);
+    assert_eq!(our_threads, their_threads);
+    assert!(their_unloaded.is_empty(), "{their_unloaded:?}");
+    assert_eq!(our_unloaded.len(), 1, "{our_unloaded:?}");
+}

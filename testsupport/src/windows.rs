@@ -744,6 +744,123 @@ pub fn with_codeview(dump: &Path, out: &Path, image: &Path) {
     std::fs::write(out, bytes).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
 }
 
+/// Writes to `out` the minidump `dump` with one more stream of type `kind`: `data(rva)`
+/// (given the RVA it will be at, for the RVAs inside it) is appended to the file — the
+/// stream, of the size it returns beside it, then what the stream points at (its
+/// strings: the minidump crate requires a list stream's size to be that of its list),
+/// then a
+/// new stream directory — the old one copied with the new stream's entry last — and the
+/// header's `NumberOfStreams` and `StreamDirectoryRva` point at it: the file stays a
+/// valid minidump, the old directory left where it was, unused.
+pub fn with_stream(dump: &Path, out: &Path, kind: u32, data: impl FnOnce(u32) -> (Vec<u8>, usize)) {
+    let mut bytes = std::fs::read(dump).unwrap_or_else(|e| panic!("read {}: {e}", dump.display()));
+    assert_eq!(
+        bytes.get(..4),
+        Some(&b"MDMP"[..]),
+        "{} is no minidump",
+        dump.display()
+    );
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let streams = u32_at(&bytes, 8);
+    let directory = u32_at(&bytes, 12) as usize;
+    let old: Vec<u8> = bytes[directory..directory + 12 * streams as usize].to_vec();
+    let align = |bytes: &mut Vec<u8>| {
+        while !bytes.len().is_multiple_of(8) {
+            bytes.push(0);
+        }
+    };
+    align(&mut bytes);
+    let rva = u32::try_from(bytes.len()).expect("a dump under 4 GiB");
+    let (data, size) = data(rva);
+    let size = u32::try_from(size).expect("a short stream");
+    bytes.extend_from_slice(&data);
+    align(&mut bytes);
+    let new_directory = u32::try_from(bytes.len()).expect("a dump under 4 GiB");
+    bytes.extend_from_slice(&old);
+    for field in [kind, size, rva] {
+        bytes.extend_from_slice(&field.to_le_bytes());
+    }
+    bytes[8..12].copy_from_slice(&(streams + 1).to_le_bytes());
+    bytes[12..16].copy_from_slice(&new_directory.to_le_bytes());
+    std::fs::write(out, bytes).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
+}
+
+/// A `MINIDUMP_STRING`: its length in bytes, then UTF-16LE and a terminating NUL (not
+/// counted).
+pub fn minidump_string(text: &str) -> Vec<u8> {
+    let units: Vec<u16> = text.encode_utf16().collect();
+    let mut out = u32::try_from(2 * units.len())
+        .expect("a short string")
+        .to_le_bytes()
+        .to_vec();
+    for u in units.into_iter().chain([0]) {
+        out.extend_from_slice(&u.to_le_bytes());
+    }
+    out
+}
+
+/// The `ThreadNamesStream`.
+pub const THREAD_NAMES_STREAM: u32 = 24;
+/// The `UnloadedModuleListStream`.
+pub const UNLOADED_MODULE_LIST_STREAM: u32 = 14;
+
+/// Writes to `out` the minidump `dump` with a thread-name stream naming each thread id
+/// `tid` `name` (Windows' dbghelp writes one from `SetThreadDescription`; wine's none):
+/// a `MINIDUMP_THREAD_NAME_LIST` (count, then `{ThreadId, RVA64 RvaOfThreadName}`, 12
+/// bytes each), the names after it as `MINIDUMP_STRING`s ([`with_stream`]).
+pub fn with_thread_names(dump: &Path, out: &Path, names: &[(u32, &str)]) {
+    with_stream(dump, out, THREAD_NAMES_STREAM, |rva| {
+        let count = u32::try_from(names.len()).unwrap();
+        let mut list = count.to_le_bytes().to_vec();
+        let mut strings = Vec::new();
+        let first = u64::from(rva) + 4 + 12 * u64::from(count);
+        for (tid, name) in names {
+            list.extend_from_slice(&tid.to_le_bytes());
+            list.extend_from_slice(&(first + strings.len() as u64).to_le_bytes());
+            strings.extend(minidump_string(name));
+            while !strings.len().is_multiple_of(4) {
+                strings.push(0);
+            }
+        }
+        let size = list.len();
+        list.extend(strings);
+        (list, size)
+    });
+}
+
+/// Writes to `out` the minidump `dump` with an unloaded-module list of `modules` (name,
+/// base, size, TimeDateStamp), as Windows' dbghelp writes one from the loader's record of
+/// the DLLs `FreeLibrary` unloaded (wine's writes none): a `MINIDUMP_UNLOADED_MODULE_LIST`
+/// header (`SizeOfHeader` 12, `SizeOfEntry` 24, `NumberOfEntries`), the
+/// `MINIDUMP_UNLOADED_MODULE`s (`BaseOfImage`, `SizeOfImage`, `CheckSum`,
+/// `TimeDateStamp`, `ModuleNameRva`), then the names as `MINIDUMP_STRING`s.
+pub fn with_unloaded_modules(dump: &Path, out: &Path, modules: &[(&str, u64, u32, u32)]) {
+    with_stream(dump, out, UNLOADED_MODULE_LIST_STREAM, |rva| {
+        let count = u32::try_from(modules.len()).unwrap();
+        let mut list = Vec::new();
+        for field in [12, 24, count] {
+            list.extend_from_slice(&field.to_le_bytes());
+        }
+        let mut strings = Vec::new();
+        let first = rva as usize + 12 + 24 * modules.len();
+        for (name, base, size, stamp) in modules {
+            list.extend_from_slice(&base.to_le_bytes());
+            list.extend_from_slice(&size.to_le_bytes());
+            list.extend_from_slice(&0u32.to_le_bytes());
+            list.extend_from_slice(&stamp.to_le_bytes());
+            let at = u32::try_from(first + strings.len()).expect("a dump under 4 GiB");
+            list.extend_from_slice(&at.to_le_bytes());
+            strings.extend(minidump_string(name));
+            while !strings.len().is_multiple_of(4) {
+                strings.push(0);
+            }
+        }
+        let size = list.len();
+        list.extend(strings);
+        (list, size)
+    });
+}
+
 /// What a command printed and how it ended.
 #[derive(Debug)]
 struct Finished {

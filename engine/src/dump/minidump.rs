@@ -24,7 +24,7 @@ use minidump::{
     MinidumpException, MinidumpLinuxCpuInfo, MinidumpLinuxLsbRelease, MinidumpLinuxProcLimits,
     MinidumpLinuxProcStatus, MinidumpMiscInfo, MinidumpModule, MinidumpModuleList,
     MinidumpRawContext, MinidumpSoftErrors, MinidumpSystemInfo, MinidumpThreadList,
-    MinidumpThreadNames, MinidumpUnloadedModuleList, Module as _,
+    MinidumpThreadNames, Module as _,
 };
 
 use super::linux_maps;
@@ -83,7 +83,7 @@ fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let (threads, stack_ranges) = threads_of(&md, &facts, &mut warnings);
     let memory = memory_of(bytes, &md, &stack_ranges, &mut warnings);
     let modules = modules_of(&md, &memory);
-    let unloaded_modules = unloaded_modules_of(&md);
+    let unloaded_modules = unloaded_modules_of(&md, bytes, &mut warnings);
 
     // Crash.
     let assertion = md
@@ -437,24 +437,85 @@ fn modules_of(md: &Minidump<'_, &[u8]>, memory: &MemoryMap<'_>) -> Vec<Module> {
     modules
 }
 
-/// The modules the process had unloaded.
-fn unloaded_modules_of(md: &Minidump<'_, &[u8]>) -> Vec<UnloadedModule> {
-    md.get_stream::<MinidumpUnloadedModuleList>()
-        .map(|list| {
-            list.iter()
-                .map(|m| UnloadedModule {
-                    name: file_name(&m.name).to_owned(),
-                    base: m.raw.base_of_image,
-                    end: m
-                        .raw
-                        .base_of_image
-                        .saturating_add(u64::from(m.raw.size_of_image)),
-                    build_id: None,
-                    debug_id: None,
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// The modules the process had unloaded: the `MINIDUMP_UNLOADED_MODULE_LIST`'s header
+/// (`SizeOfHeader`, `SizeOfEntry`, `NumberOfEntries`), then entries (`BaseOfImage`,
+/// `SizeOfImage`, `CheckSum`, `TimeDateStamp`, `ModuleNameRva` to a `MINIDUMP_STRING`).
+/// Read here rather than by the minidump crate, which drops the whole list when its count
+/// is larger than the stream holds: the entries the stream holds are kept (at most
+/// [`MAX_SYSTEM_ITEMS`]), and a warning says how many were not there.
+fn unloaded_modules_of(
+    md: &Minidump<'_, &[u8]>,
+    file: &[u8],
+    warnings: &mut Vec<DumpWarning>,
+) -> Vec<UnloadedModule> {
+    let Ok(stream) = md.get_raw_stream(MINIDUMP_STREAM_TYPE::UnloadedModuleListStream as u32)
+    else {
+        return Vec::new();
+    };
+    let header = le_u32(stream, 0).and_then(|h| usize::try_from(h).ok());
+    let size = le_u32(stream, 4).and_then(|s| usize::try_from(s).ok());
+    let count = le_u32(stream, 8).and_then(|c| usize::try_from(c).ok());
+    let (Some(header), Some(size), Some(count)) = (header, size, count) else {
+        return Vec::new();
+    };
+    if header < 12 || size < 24 {
+        warnings.push(DumpWarning {
+            code: "truncated-dump",
+            message: format!(
+                "the minidump's unloaded-module list has a header of {header} bytes and \
+                 entries of {size} (at least 12 and 24): not read"
+            ),
+        });
+        return Vec::new();
+    }
+    let name = |rva: u32| -> Option<String> {
+        let at = usize::try_from(rva).ok().filter(|&a| a != 0)?;
+        let len = usize::try_from(le_u32(file, at)?)
+            .ok()?
+            .min(2 * MAX_SYSTEM_TEXT);
+        let bytes = file.get(at.checked_add(4)?..at.checked_add(4)?.checked_add(len)?)?;
+        let units: Vec<u16> = bytes
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        Some(String::from_utf16_lossy(&units))
+    };
+    let mut out = Vec::new();
+    let mut missing = 0usize;
+    for i in 0..count.min(MAX_SYSTEM_ITEMS) {
+        let Some(e) = header
+            .checked_add(i.saturating_mul(size))
+            .and_then(|at| stream.get(at..at.checked_add(24)?))
+        else {
+            missing = count.min(MAX_SYSTEM_ITEMS) - i;
+            break;
+        };
+        let (Some(base), Some(length), Some(rva)) = (le_u64(e, 0), le_u32(e, 8), le_u32(e, 20))
+        else {
+            break;
+        };
+        let Some(path) = name(rva) else {
+            missing += 1;
+            continue;
+        };
+        out.push(UnloadedModule {
+            name: file_name(&path).to_owned(),
+            base,
+            end: base.saturating_add(u64::from(length)),
+            build_id: None,
+            debug_id: None,
+        });
+    }
+    if missing > 0 || count > MAX_SYSTEM_ITEMS {
+        warnings.push(DumpWarning {
+            code: "truncated-dump",
+            message: format!(
+                "the minidump's unloaded-module list says {count} modules; {} could be read",
+                out.len()
+            ),
+        });
+    }
+    out
 }
 
 /// Crashpad's annotations: the process's, then each module's (the first of a key wins).
