@@ -1962,15 +1962,14 @@ fn windows_thread_names_and_unloaded_modules() {
     }
     let (our_threads, our_unloaded) = names_and_unloaded(&ours);
     assert_eq!(our_threads, their_threads, "postmortem-walk's thread names");
-    // the same ranges; minidump-stackwalk's `filename` is the Windows path and ours its
-    // last component (as the report's `name`), and its `code_id` (TimeDateStamp and
-    // SizeOfImage) is null in ours: the report keeps neither for an unloaded module
+    // field for field: the ranges, the Windows path as `filename`, and the code id
+    // (TimeDateStamp and SizeOfImage)
     let fields = |m: &Value| {
-        let path = m["filename"].as_str().unwrap();
         (
             m["base_addr"].clone(),
             m["end_addr"].clone(),
-            path.rsplit('\\').next().unwrap().to_owned(),
+            m["filename"].clone(),
+            m["code_id"].clone(),
         )
     };
     assert_eq!(
@@ -1978,6 +1977,17 @@ fn windows_thread_names_and_unloaded_modules() {
         their_unloaded.iter().map(fields).collect::<Vec<_>>(),
         "postmortem-walk's unloaded modules against minidump-stackwalk's"
     );
+    // and the report keeps them: the path as the dump records it, the code id as
+    // minidump-stackwalk gives it
+    for (m, theirs) in report["unloaded_modules"]
+        .as_array()
+        .expect("unloaded_modules")
+        .iter()
+        .zip(&their_unloaded)
+    {
+        assert_eq!(m["path"], theirs["filename"], "{m}");
+        assert_eq!(m["code_id"], theirs["code_id"], "{m}");
+    }
 }
 
 /// Hostile streams: a thread name whose RVA is past the end of the file, and an
@@ -2039,15 +2049,17 @@ fn windows_hostile_thread_names_and_unloaded_modules() {
     assert_eq!(name_of(good), "good", "{}", report["warnings"]);
     assert_eq!(name_of(bad), Value::Null);
     // the entry the stream holds, and a warning for the 999 it does not
-    let (name, base, size, _) = UNLOADED[0];
+    let (name, base, size, stamp) = UNLOADED[0];
     assert_eq!(
         report["unloaded_modules"],
         serde_json::json!([{
             "name": name.rsplit('\\').next().unwrap(),
+            "path": name,
             "base": format!("{base:#x}"),
             "end": format!("{:#x}", base + u64::from(size)),
             "build_id": null,
             "debug_id": null,
+            "code_id": format!("{stamp:08x}{size:x}"),
         }]),
         "{}",
         report["warnings"]

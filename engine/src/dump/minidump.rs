@@ -490,7 +490,8 @@ fn unloaded_modules_of(
             missing = count.min(MAX_SYSTEM_ITEMS) - i;
             break;
         };
-        let (Some(base), Some(length), Some(rva)) = (le_u64(e, 0), le_u32(e, 8), le_u32(e, 20))
+        let (Some(base), Some(length), Some(stamp), Some(rva)) =
+            (le_u64(e, 0), le_u32(e, 8), le_u32(e, 16), le_u32(e, 20))
         else {
             break;
         };
@@ -498,12 +499,16 @@ fn unloaded_modules_of(
             missing += 1;
             continue;
         };
+        let name = file_name(&path).to_owned();
         out.push(UnloadedModule {
-            name: file_name(&path).to_owned(),
+            path: (path != name).then_some(path),
+            name,
             base,
             end: base.saturating_add(u64::from(length)),
             build_id: None,
             debug_id: None,
+            // as minidump-stackwalk gives it (rust-minidump's unloaded-module code id)
+            code_id: Some(format!("{stamp:08x}{length:x}")),
         });
     }
     if missing > 0 || count > MAX_SYSTEM_ITEMS {

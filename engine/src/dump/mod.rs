@@ -225,10 +225,15 @@ impl Module {
 #[derive(Debug, Clone)]
 pub struct UnloadedModule {
     pub name: String,
+    /// The path the dump records, where it is more than the name
+    /// (`C:\windows\system32\version.dll`).
+    pub path: Option<String>,
     pub base: u64,
     pub end: u64,
     pub build_id: Option<Vec<u8>>,
     pub debug_id: Option<String>,
+    /// A Windows module's code id: its `TimeDateStamp` and `SizeOfImage` in hex.
+    pub code_id: Option<String>,
 }
 
 /// Why the process died.

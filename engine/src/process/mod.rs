@@ -182,10 +182,12 @@ fn assemble(
             .iter()
             .map(|u| report::UnloadedModule {
                 name: u.name.clone(),
+                path: u.path.clone(),
                 base: hex_addr(u.base),
                 end: hex_addr(u.end),
                 build_id: u.build_id.as_deref().map(dump::hex),
                 debug_id: u.debug_id.clone(),
+                code_id: u.code_id.clone(),
             })
             .collect(),
         annotations: dump

@@ -437,10 +437,16 @@ pub enum FileGave {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct UnloadedModule {
     pub name: String,
+    /// The path the dump records, where it is more than the name.
+    #[serde(default)]
+    pub path: Option<String>,
     pub base: String,
     pub end: String,
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
+    /// A Windows module's code id (`TimeDateStamp` then `SizeOfImage`, hex).
+    #[serde(default)]
+    pub code_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -93,8 +93,8 @@ pub fn json(report: &Report) -> Value {
         "unloaded_modules": report.unloaded_modules.iter().map(|m| json!({
             "base_addr": width.hex_str(&m.base),
             "end_addr": width.hex_str(&m.end),
-            "code_id": m.build_id,
-            "filename": m.name,
+            "code_id": m.code_id.as_ref().or(m.build_id.as_ref()),
+            "filename": m.path.as_ref().unwrap_or(&m.name),
             "cert_subject": Value::Null,
         })).collect::<Vec<_>>(),
         "handles": system.handles.as_ref().map(|handles| handles.iter().map(|h| json!({
