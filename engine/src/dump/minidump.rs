@@ -251,29 +251,13 @@ fn bounded(text: &str) -> String {
 /// stay bounded: at most [`MAX_SYSTEM_ITEMS`] descriptors, names cut to
 /// [`MAX_SYSTEM_TEXT`].
 fn handles_of(stream: &[u8], file: &[u8]) -> Option<Vec<Handle>> {
-    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(
-            b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-        ))
-    };
-    let header = usize::try_from(u32_at(stream, 0)?).ok()?;
-    let size = usize::try_from(u32_at(stream, 4)?).ok()?;
-    let count = usize::try_from(u32_at(stream, 8)?).ok()?;
+    let header = usize::try_from(le_u32(stream, 0)?).ok()?;
+    let size = usize::try_from(le_u32(stream, 4)?).ok()?;
+    let count = usize::try_from(le_u32(stream, 8)?).ok()?;
     if size < 16 || header < 16 {
         return None;
     }
-    let name = |rva: u32| -> Option<String> {
-        let at = usize::try_from(rva).ok().filter(|&a| a != 0)?;
-        let len = usize::try_from(u32_at(file, at)?)
-            .ok()?
-            .min(2 * MAX_SYSTEM_TEXT);
-        let bytes = file.get(at.checked_add(4)?..at.checked_add(4)?.checked_add(len)?)?;
-        let units: Vec<u16> = bytes
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect();
-        Some(bounded(&String::from_utf16_lossy(&units)))
-    };
+    let name = |rva: u32| minidump_string(file, rva).map(|n| bounded(&n));
     let mut out = Vec::new();
     for i in 0..count.min(MAX_SYSTEM_ITEMS) {
         // a count larger than the stream holds: the descriptors it holds
@@ -285,8 +269,8 @@ fn handles_of(stream: &[u8], file: &[u8]) -> Option<Vec<Handle>> {
         };
         out.push(Handle {
             handle: Some(u64::from_le_bytes(d.get(..8)?.try_into().ok()?)),
-            type_name: name(u32_at(d, 8)?),
-            object_name: name(u32_at(d, 12)?),
+            type_name: name(le_u32(d, 8)?),
+            object_name: name(le_u32(d, 12)?),
         });
     }
     Some(out)
@@ -468,18 +452,7 @@ fn unloaded_modules_of(
         });
         return Vec::new();
     }
-    let name = |rva: u32| -> Option<String> {
-        let at = usize::try_from(rva).ok().filter(|&a| a != 0)?;
-        let len = usize::try_from(le_u32(file, at)?)
-            .ok()?
-            .min(2 * MAX_SYSTEM_TEXT);
-        let bytes = file.get(at.checked_add(4)?..at.checked_add(4)?.checked_add(len)?)?;
-        let units: Vec<u16> = bytes
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect();
-        Some(String::from_utf16_lossy(&units))
-    };
+    let name = |rva: u32| minidump_string(file, rva);
     let mut out = Vec::new();
     let mut missing = 0usize;
     for i in 0..count.min(MAX_SYSTEM_ITEMS) {
@@ -589,6 +562,22 @@ fn file_slice(bytes: &[u8], rva: u64, size: u64) -> Option<&[u8]> {
     let size = usize::try_from(size).unwrap_or(usize::MAX);
     let slice = &rest[..rest.len().min(size)];
     (!slice.is_empty()).then_some(slice)
+}
+
+/// The `MINIDUMP_STRING` at `rva` in the file (a u32 byte length, then UTF-16LE), at
+/// most `2 * MAX_SYSTEM_TEXT` bytes of it; `None` for RVA 0 or one past the file.
+fn minidump_string(file: &[u8], rva: u32) -> Option<String> {
+    let at = usize::try_from(rva).ok().filter(|&a| a != 0)?;
+    let len = usize::try_from(le_u32(file, at)?)
+        .ok()?
+        .min(2 * MAX_SYSTEM_TEXT);
+    let from = at.checked_add(4)?;
+    let bytes = file.get(from..from.checked_add(len)?)?;
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    Some(String::from_utf16_lossy(&units))
 }
 
 fn le_u32(b: &[u8], at: usize) -> Option<u32> {
