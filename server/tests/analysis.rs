@@ -15,7 +15,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::bin;
+use common::{bin, printed};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::record;
 use postmortem_testsupport::report::assert_valid;
@@ -88,15 +88,6 @@ fn analysed_report(dump: &Path, dir: &Path) -> Value {
 
 fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or_else(|| panic!("not a string: {v}"))
-}
-
-/// The hex number after `label ` in the program's output.
-fn printed(stdout: &str, label: &str) -> u64 {
-    let word = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(label)?.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the program printed no {label:?}: {stdout:?}"));
-    u64::from_str_radix(word.trim_start_matches("0x"), 16).unwrap()
 }
 
 fn hex_of(v: &Value) -> u64 {

@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -703,25 +703,19 @@ async fn table_warnings_survive_the_cache() {
 
 /// Starts one `postmortem worker` process on the shared database and blob dir.
 fn spawn_worker(db_url: &str, data: &Path) -> Proc {
-    let child = Command::new(bin())
-        .args([
-            "worker",
+    common::spawn_worker(
+        data,
+        &[
             "--workers",
             "2",
             "--lease-secs",
             "2",
             "--max-attempts",
             "20",
-        ])
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--database-url", db_url])
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn postmortem worker");
-    Proc(child)
+            "--database-url",
+            db_url,
+        ],
+    )
 }
 
 /// A small deterministic generator, so a failing run can be replayed from its seed.

@@ -844,19 +844,23 @@ async fn the_service_fetches_from_an_s3_bucket() {
 /// Starts `postmortem worker` (two workers) on `db_url`, with a data directory of its own
 /// (its own disk cache of the sources), the blob store shared, asking `url` only.
 fn spawn_fetching_worker(db_url: &str, data: &Path, blobs: &str, url: &str) -> Proc {
-    let child = Command::new(bin())
-        .args(["worker", "--workers", "2", "--max-attempts", "20"])
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--database-url", db_url, "--blob-url", blobs])
-        .args(["--debuginfod", url, "--miss-ttl", "600"])
-        .env_remove("DEBUGINFOD_URLS")
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn postmortem worker");
-    Proc(child)
+    common::spawn_worker(
+        data,
+        &[
+            "--workers",
+            "2",
+            "--max-attempts",
+            "20",
+            "--database-url",
+            db_url,
+            "--blob-url",
+            blobs,
+            "--debuginfod",
+            url,
+            "--miss-ttl",
+            "600",
+        ],
+    )
 }
 
 /// `serve --workers 0` on the database `db_url`, its data and a `file://` blob store under

@@ -38,6 +38,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod common;
+use common::printed;
 
 use postmortem_testsupport::http_dir::HttpDir;
 use postmortem_testsupport::program::Workdir;
@@ -1682,15 +1683,6 @@ fn analysed(case: &str, flags: &[&str], source: &str, code: u32) -> (Case, Value
     // shown with --nocapture
     eprintln!("{}: {analysis:#}", case.exe_name());
     (case, analysis)
-}
-
-/// The hex number after `label ` in the program's output.
-fn printed(stdout: &str, label: &str) -> u64 {
-    let word = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(label)?.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the program printed no {label:?}: {stdout:?}"));
-    u64::from_str_radix(word.trim_start_matches("0x"), 16).unwrap()
 }
 
 /// A read of a struct's field through a null pointer: EXCEPTION_ACCESS_VIOLATION (read)

@@ -817,15 +817,20 @@ pub fn with_thread_names(dump: &Path, out: &Path, names: &[(u32, &str)]) {
         for (tid, name) in names {
             list.extend_from_slice(&tid.to_le_bytes());
             list.extend_from_slice(&(first + strings.len() as u64).to_le_bytes());
-            strings.extend(minidump_string(name));
-            while !strings.len().is_multiple_of(4) {
-                strings.push(0);
-            }
+            push_padded(&mut strings, name);
         }
         let size = list.len();
         list.extend(strings);
         (list, size)
     });
+}
+
+/// Appends `name` as a `MINIDUMP_STRING`, padded to 4 bytes as dbghelp aligns them.
+fn push_padded(strings: &mut Vec<u8>, name: &str) {
+    strings.extend(minidump_string(name));
+    while !strings.len().is_multiple_of(4) {
+        strings.push(0);
+    }
 }
 
 /// Writes to `out` the minidump `dump` with an unloaded-module list of `modules` (name,
@@ -850,10 +855,7 @@ pub fn with_unloaded_modules(dump: &Path, out: &Path, modules: &[(&str, u64, u32
             list.extend_from_slice(&stamp.to_le_bytes());
             let at = u32::try_from(first + strings.len()).expect("a dump under 4 GiB");
             list.extend_from_slice(&at.to_le_bytes());
-            strings.extend(minidump_string(name));
-            while !strings.len().is_multiple_of(4) {
-                strings.push(0);
-            }
+            push_padded(&mut strings, name);
         }
         let size = list.len();
         list.extend(strings);

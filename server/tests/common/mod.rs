@@ -319,3 +319,32 @@ pub async fn upload_binary(c: &reqwest::Client, base: &str, path: &Path, name: &
         .unwrap();
     assert_eq!(r.status(), 201);
 }
+
+/// The hex number a test program printed after `label` (`offset 0x18`, `block 0x55…`):
+/// the evidence a test checks a report against comes from the program, not from an
+/// earlier output of ours.
+pub fn printed(stdout: &str, label: &str) -> u64 {
+    let word = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(label)?.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the program printed no {label:?}: {stdout:?}"));
+    u64::from_str_radix(word.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// A `postmortem worker` process with its data in `data` and `args` (database, blob
+/// store, sources): the scale-out topology's worker, its stderr shown, killed when dropped.
+/// `DEBUGINFOD_URLS` is not passed on, so only the sources in `args` are asked.
+pub fn spawn_worker(data: &Path, args: &[&str]) -> Proc {
+    let child = Command::new(bin())
+        .arg("worker")
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("DEBUGINFOD_URLS")
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn postmortem worker");
+    Proc(child)
+}
