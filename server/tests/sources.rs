@@ -284,8 +284,8 @@ enum Fault {
     Endless,
     /// Serves a real ELF file of another build (`/bin/true`).
     OtherBuild,
-    /// As `Files`, each answer after a second.
-    Slow(PathBuf),
+    /// As `Files`, each answer after the delay.
+    Slow(PathBuf, Duration),
 }
 
 /// A source on a free port answering every request with `fault`; returns its URL and
@@ -320,8 +320,8 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
     }
     log.lock().unwrap().push(path.clone());
     let fault = match fault {
-        Fault::Slow(root) => {
-            std::thread::sleep(Duration::from_secs(1));
+        Fault::Slow(root, delay) => {
+            std::thread::sleep(delay);
             Fault::Files(root)
         }
         other => other,
@@ -371,7 +371,7 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
             }
             Ok(())
         }
-        Fault::Slow(_) => Ok(()),
+        Fault::Slow(..) => Ok(()),
         Fault::OtherBuild => {
             let body = std::fs::read("/bin/true").unwrap();
             let _ = write!(
@@ -435,6 +435,53 @@ fn a_miss_is_asked_once_within_its_time_to_live() {
             .as_str()
             .unwrap()
             .contains("remembered for 600 s")));
+    // when each miss expires: its marker's time plus the TTL, the same in both walks
+    for (a, b) in first.iter().zip(&second) {
+        assert_eq!(a, b, "the same lookup, the same until");
+        let file = a["file"].as_str().unwrap();
+        let marker = common::files_under(&cache)
+            .into_iter()
+            .find(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with(&format!("{file}.miss-"))
+            })
+            .unwrap_or_else(|| panic!("no miss marker of {file} under {}", cache.display()));
+        let recorded = std::fs::metadata(&marker).unwrap().modified().unwrap();
+        let expires = recorded + Duration::from_secs(600);
+        let whole = Duration::from_secs(
+            expires
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+        );
+        let until = a["until"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no until: {a}"));
+        assert_eq!(
+            humantime::parse_rfc3339(until).unwrap(),
+            std::time::UNIX_EPOCH + whole,
+            "{a} against {}",
+            marker.display()
+        );
+    }
+    // the text report says it too
+    let text = Command::new(bin())
+        .arg("walk")
+        .arg(&core)
+        .args(["--no-dump-paths", "--no-system-debug", "--format", "text"])
+        .args(["--debuginfod", &url])
+        .arg("--cache-dir")
+        .arg(&cache)
+        .env_remove("DEBUGINFOD_URLS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let until = first[0]["until"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("asked again after {until}")),
+        "{text}"
+    );
+    assert_eq!(asked.lock().unwrap().len(), n, "nothing asked again");
 
     program_lookups(&core, &cache, &url, &["--miss-ttl", "0"]);
     assert_eq!(
@@ -442,6 +489,193 @@ fn a_miss_is_asked_once_within_its_time_to_live() {
         2 * n,
         "asked again after the TTL"
     );
+}
+
+/// A sources file (`--sources FILE`) listing `sources`, each `(url, extra TOML lines)`, as
+/// debuginfod servers, written under `dir`.
+fn sources_file(dir: &Path, sources: &[(&str, &str)]) -> PathBuf {
+    let mut text = String::from("# written by the test\n");
+    for (url, extra) in sources {
+        text.push_str(&format!(
+            "[[source]]\nkind = \"debuginfod\"\nurl = \"{url}\"\n{extra}\n"
+        ));
+    }
+    let path = tempfile::Builder::new()
+        .prefix("sources")
+        .suffix(".toml")
+        .tempfile_in(dir)
+        .unwrap()
+        .into_temp_path()
+        .keep()
+        .unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// (source, file, result, message) of each lookup of a module.
+fn answers(m: &Value) -> Vec<(String, String, String, String)> {
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    m["lookups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                s(&l["source"]),
+                s(&l["file"]),
+                s(&l["result"]),
+                s(&l["message"]),
+            )
+        })
+        .collect()
+}
+
+/// Grows the ELF file at `path` past `bytes` with a section of zeros: its build-id stays.
+fn pad(path: &Path, bytes: usize) {
+    let zeros = path.with_extension("zeros");
+    std::fs::write(&zeros, vec![0u8; bytes]).unwrap();
+    tool(
+        Command::new("objcopy")
+            .arg(format!("--add-section=.pad={}", zeros.display()))
+            .arg(path),
+    );
+    std::fs::remove_file(zeros).unwrap();
+    assert!(std::fs::metadata(path).unwrap().len() > bytes as u64);
+}
+
+/// Limits per source, from a sources file: of two sources answering after 2 s, the one
+/// whose own timeout is 1 s gives an error (no answer in time), the other, whose timeout
+/// is 10 s, serves the files; of two sources of a 2 MB executable, the one under the
+/// command line's 1 MB cap refuses it, the other, whose own cap is 100 MB, serves it.
+#[test]
+fn each_source_fetches_within_its_own_limits() {
+    let (work, core) = small_core();
+    let (id, store) = program_store(&work, &core);
+    let slow = Duration::from_secs(2);
+    let (hasty, _) = faulty(Fault::Slow(store.clone(), slow));
+    let (patient, _) = faulty(Fault::Slow(store.clone(), slow));
+    let file = sources_file(
+        work.path(),
+        &[
+            (&hasty, "timeout_secs = 1"),
+            (&patient, "timeout_secs = 10"),
+        ],
+    );
+    let started = Instant::now();
+    let (_, report) = walk_remote(
+        &core,
+        &work.path().join("cache-timeouts"),
+        &["--sources", file.to_str().unwrap()],
+    );
+    let m = module(&report, "basic");
+    assert_eq!(m["status"], "ok", "{m}");
+    let got = answers(m);
+    assert_eq!(got.len(), 4, "{got:?}");
+    for (i, file) in ["executable", "debuginfo"].into_iter().enumerate() {
+        let (first, second) = (&got[2 * i], &got[2 * i + 1]);
+        assert_eq!(
+            (first.0.as_str(), first.1.as_str(), first.2.as_str()),
+            (hasty.as_str(), file, "error")
+        );
+        assert!(first.3.contains("no answer within 1s"), "{got:?}");
+        assert_eq!(
+            (second.0.as_str(), second.1.as_str(), second.2.as_str()),
+            (patient.as_str(), file, "fetched")
+        );
+    }
+    // answers of 2 s from the patient source, one timeout of the hasty one
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let executable = store.join("buildid").join(&id).join("executable");
+    pad(&executable, 2 << 20);
+    let (capped, _) = faulty(Fault::Files(store.clone()));
+    let (roomy, _) = faulty(Fault::Files(store.clone()));
+    let file = sources_file(
+        work.path(),
+        &[(&capped, ""), (&roomy, "max_bytes = 100_000_000")],
+    );
+    let cache = work.path().join("cache-caps");
+    let (_, report) = walk_remote(
+        &core,
+        &cache,
+        &[
+            "--sources",
+            file.to_str().unwrap(),
+            "--fetch-max-bytes",
+            "1000000",
+        ],
+    );
+    let m = module(&report, "basic");
+    assert_eq!(m["status"], "ok", "{m}");
+    let got = answers(m);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(
+        (got[0].0.as_str(), got[0].1.as_str(), got[0].2.as_str()),
+        (capped.as_str(), "executable", "error")
+    );
+    assert!(
+        got[0].3.contains("larger than the 1000000-byte cap"),
+        "{got:?}"
+    );
+    assert_eq!(
+        (got[1].0.as_str(), got[1].1.as_str(), got[1].2.as_str()),
+        (roomy.as_str(), "executable", "fetched")
+    );
+    // the small debug file is under the cap: the first source serves it
+    assert_eq!(
+        (got[2].0.as_str(), got[2].1.as_str(), got[2].2.as_str()),
+        (capped.as_str(), "debuginfo", "fetched")
+    );
+    let kept = cache.join("buildid").join(&id).join("executable");
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().len(),
+        std::fs::metadata(&executable).unwrap().len(),
+        "the 2 MB file is the one kept"
+    );
+}
+
+/// A sources file that is not understood stops the walk with the file and line named;
+/// an S3 bucket in it is refused by a walk, saying so.
+#[test]
+fn a_bad_sources_file_is_an_error_naming_its_line() {
+    let work = tempfile::tempdir().unwrap();
+    let core = work.path().join("no-core");
+    std::fs::write(&core, b"not read").unwrap();
+    for (text, says) in [
+        (
+            "[[source]]\nkind = \"debuginfod\"\nurl = \"http://a\"\ntimeout = 3\n",
+            ":4: unknown field `timeout`",
+        ),
+        (
+            "[[source]]\nkind = \"debuginfod\"\n\nurl = \"file:///x\"\n",
+            ":4: url \"file:///x\"",
+        ),
+        (
+            "[[source]]\nkind = \"s3\"\nurl = \"s3://b/p\"\nlayout = \"breakpad\"\n",
+            ":1: s3://b/p: s3 sources are not supported by a walk yet",
+        ),
+    ] {
+        let file = work.path().join("sources.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = Command::new(bin())
+            .arg("walk")
+            .arg(&core)
+            .arg("--sources")
+            .arg(&file)
+            .env_remove("DEBUGINFOD_URLS")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text}");
+        assert!(
+            stderr.contains(&format!("{}{says}", file.display())),
+            "{text}: {stderr}"
+        );
+    }
 }
 
 /// Each way a source fails: an `error` lookup saying why, a `symbol-source-error`
@@ -672,6 +906,84 @@ async fn the_service_goes_on_when_a_source_fails() {
     assert!(n >= 2, "{asked:?}");
     process().await;
     assert_eq!(asked.lock().unwrap().len(), n, "misses are remembered");
+}
+
+/// The service's sources from a sources file (`serve --sources FILE`): each source with
+/// its own limits — a miss TTL of 300 s for the one without the files, a cap of 1000
+/// bytes for the one that has them — and the miss's `until` the database row's expiry,
+/// the same in the next crash's report.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_reads_its_sources_file() {
+    let (work, core) = small_core();
+    let (id, store) = program_store(&work, &core);
+    let (missing, asked) = faulty(Fault::NotFound);
+    let (capped, _) = faulty(Fault::Files(store));
+    let file = sources_file(
+        work.path(),
+        &[
+            (&missing, "miss_ttl_secs = 300"),
+            (&capped, "max_bytes = 1000"),
+        ],
+    );
+    let server = TempServer::start(&["--sources", file.to_str().unwrap()]);
+    let c = client();
+    let core = std::fs::read(core).unwrap();
+    let mut reports = Vec::new();
+    let mut asked_after = Vec::new();
+    for _ in 0..2 {
+        let crash = upload_crash(&c, &server.base, &core).await;
+        let done = poll_done(&c, &server.base, &crash).await;
+        assert_eq!(done["status"], "done", "{done}");
+        reports.push(done["report"].clone());
+        asked_after.push(asked.lock().unwrap().len());
+    }
+    let m = module(&reports[0], "basic");
+    assert_eq!(m["status"], "missing", "{m}");
+    let got = answers(m);
+    assert_eq!(got.len(), 4, "{got:?}");
+    for (i, file) in ["executable", "debuginfo"].into_iter().enumerate() {
+        let (miss, cap) = (&got[2 * i], &got[2 * i + 1]);
+        assert_eq!(
+            (miss.0.as_str(), miss.1.as_str(), miss.2.as_str()),
+            (missing.as_str(), file, "not-found")
+        );
+        assert_eq!(miss.3, "remembered for 300 s");
+        assert_eq!(
+            (cap.0.as_str(), cap.1.as_str(), cap.2.as_str()),
+            (capped.as_str(), file, "error")
+        );
+        assert!(cap.3.contains("larger than the 1000-byte cap"), "{got:?}");
+    }
+    assert_eq!(
+        module(&reports[1], "basic")["lookups"],
+        m["lookups"],
+        "the second crash: the same lookups, the same until"
+    );
+    assert_eq!(asked_after[0], asked_after[1], "misses remembered: {asked:?}");
+    // `until` is the database's expiry of the miss
+    let db_path = server.dir.path().join("data").join("postmortem.db");
+    let db = worker::store::Db::connect(&format!("sqlite://{}", db_path.display()))
+        .await
+        .unwrap();
+    let misses = m["lookups"].as_array().unwrap();
+    for l in misses.iter().filter(|l| l["result"] == "not-found") {
+        let kind = l["file"].as_str().unwrap();
+        let expires = worker::store::fetch_state::miss_remembered(&db, &missing, kind, &id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no row for {l}"));
+        let until = humantime::parse_rfc3339(l["until"].as_str().unwrap()).unwrap();
+        let until_ms = until
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        assert_eq!(
+            i64::try_from(until_ms).unwrap(),
+            expires / 1000 * 1000,
+            "{l}: expires_at {expires}"
+        );
+    }
+    db.close().await;
 }
 
 /// The repository's minidump fixture and the Breakpad symbol store beside it.
@@ -991,7 +1303,7 @@ fn program_store(work: &Workdir, core: &Path) -> (String, PathBuf) {
 async fn workers_of_one_database_download_a_file_once() {
     let (work, core) = small_core();
     let (id, store) = program_store(&work, &core);
-    let (url, asked) = faulty(Fault::Slow(store));
+    let (url, asked) = faulty(Fault::Slow(store, Duration::from_secs(1)));
     let Some(reports) = scaled_out(&core, &url, 12).await else {
         return;
     };
@@ -1055,6 +1367,107 @@ async fn a_dead_workers_claim_lapses() {
         paths.iter().filter(|p| **p == executable).count(),
         1,
         "{paths:?}"
+    );
+    drop(worker);
+    db.close().await;
+    common::drop_db(&db_name).await;
+}
+
+/// A setup of `postmortem worker` processes only (no `serve`): the workers sweep the
+/// expired misses and fetch claims from the database, and keep the live ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_alone_sweep_expired_misses_and_claims() {
+    use worker::store::fetch_state::{remember_miss, try_claim};
+    let Some((db_name, db)) = common::pg_migrated("pm_sweep").await else {
+        return;
+    };
+    let db_url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
+    let hour = Duration::from_secs(3600);
+    let s = "http://s";
+    remember_miss(&db, s, "debuginfo", "ab", Duration::ZERO)
+        .await
+        .unwrap();
+    remember_miss(&db, s, "debuginfo", "cd", hour)
+        .await
+        .unwrap();
+    assert!(try_claim(&db, "buildid/ab", "dead", Duration::ZERO)
+        .await
+        .unwrap());
+    assert!(try_claim(&db, "buildid/cd", "alive", hour).await.unwrap());
+    let pool = sqlx::PgPool::connect(&db_url).await.unwrap();
+    let rows = || async {
+        let mut n = Vec::new();
+        for table in ["source_misses", "fetch_claims"] {
+            let sql = format!("SELECT COUNT(*) FROM {table}");
+            let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            n.push(count);
+        }
+        n
+    };
+    assert_eq!(rows().await, [2, 2]);
+    let data = tempfile::tempdir().unwrap();
+    let worker = common::spawn_worker(data.path(), &["--database-url", &db_url]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rows().await != [1, 1] {
+        assert!(Instant::now() < deadline, "not swept: {:?}", rows().await);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    drop(worker);
+    pool.close().await;
+    db.close().await;
+    common::drop_db(&db_name).await;
+}
+
+/// The claim timings are the service's settings: a worker told to wait at most 2 s for
+/// another's fetch (`--fetch-claim-wait-secs 2`) fetches the file itself once a dead
+/// worker's claim of 10 minutes has held it that long, not after 15 minutes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_waits_for_another_s_fetch_as_long_as_it_is_told() {
+    let (work, core) = small_core();
+    let (id, store) = program_store(&work, &core);
+    let (url, asked) = faulty(Fault::Files(store));
+    let Some((db_name, db_url)) = common::pg_database("pm_src").await else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let (_server, base, blobs) = ingest_only(&db_url, data.path());
+    let db = worker::store::Db::connect(&db_url).await.unwrap();
+    let key = format!("buildid/{id}");
+    let lease = Duration::from_secs(600);
+    let claimed = worker::store::fetch_state::try_claim(&db, &key, "dead-worker", lease);
+    assert!(claimed.await.unwrap());
+    let c = client();
+    let started = Instant::now();
+    let crash = upload_crash(&c, &base, &std::fs::read(&core).unwrap()).await;
+    let worker = common::spawn_worker(
+        &data.path().join("worker"),
+        &[
+            "--database-url",
+            &db_url,
+            "--blob-url",
+            &blobs,
+            "--debuginfod",
+            &url,
+            "--fetch-claim-wait-secs",
+            "2",
+            "--fetch-claim-poll-ms",
+            "100",
+        ],
+    );
+    let done = poll_done(&c, &base, &crash).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert!(started.elapsed() >= Duration::from_secs(2), "it waited");
+    let m = module(&done["report"], "basic");
+    assert_eq!(m["status"], "ok", "{m}");
+    let executable = format!("/buildid/{id}/executable");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(
+        asked.iter().filter(|p| **p == executable).count(),
+        1,
+        "{asked:?}"
     );
     drop(worker);
     db.close().await;

@@ -10,7 +10,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use tempfile::NamedTempFile;
 
@@ -159,19 +159,22 @@ impl DiskCache {
         Ok(path)
     }
 
-    /// How long ago `source` said it does not have `entry`, if it did.
-    pub fn miss_age(&self, entry: &Entry, source: &str) -> Option<Duration> {
-        let when = fs::metadata(self.miss_marker(entry, source))
+    /// When `source` said it does not have `entry` (its marker's modification time), if
+    /// it did.
+    pub fn miss_recorded(&self, entry: &Entry, source: &str) -> Option<SystemTime> {
+        fs::metadata(self.miss_marker(entry, source))
             .ok()?
             .modified()
-            .ok()?;
-        Some(SystemTime::now().duration_since(when).unwrap_or_default())
+            .ok()
     }
 
-    /// Remembers that `source` does not have `entry` (from now).
-    pub fn put_miss(&self, entry: &Entry, source: &str) -> io::Result<()> {
+    /// Remembers that `source` does not have `entry` (from now); returns when that was
+    /// recorded, as [`DiskCache::miss_recorded`] will say it.
+    pub fn put_miss(&self, entry: &Entry, source: &str) -> io::Result<SystemTime> {
         self.download_dir(entry)?;
-        fs::write(self.miss_marker(entry, source), source)
+        let marker = self.miss_marker(entry, source);
+        fs::write(&marker, source)?;
+        fs::metadata(&marker)?.modified()
     }
 
     fn miss_marker(&self, entry: &Entry, source: &str) -> PathBuf {
@@ -226,11 +229,11 @@ mod tests {
         let (a, b) = ("http://a", "http://b");
         let debuginfo = Entry::build("abcd", "debuginfo").expect("a build-id");
         let executable = Entry::build("abcd", "executable").expect("a build-id");
-        assert_eq!(c.miss_age(&debuginfo, a), None);
-        c.put_miss(&debuginfo, a).expect("miss kept");
-        assert!(c.miss_age(&debuginfo, a).is_some());
-        assert_eq!(c.miss_age(&debuginfo, b), None);
-        assert_eq!(c.miss_age(&executable, a), None);
+        assert_eq!(c.miss_recorded(&debuginfo, a), None);
+        let when = c.put_miss(&debuginfo, a).expect("miss kept");
+        assert_eq!(c.miss_recorded(&debuginfo, a), Some(when));
+        assert_eq!(c.miss_recorded(&debuginfo, b), None);
+        assert_eq!(c.miss_recorded(&executable, a), None);
 
         let dir = c.download_dir(&executable).expect("directory");
         let mut t = NamedTempFile::new_in(&dir).expect("temporary file");

@@ -1,7 +1,9 @@
-//! Which remote sources to ask and the limits of every fetch, from the command line and
+//! Which remote sources to ask and the limits of their fetches, from the command line and
 //! the environment variables elfutils' clients read, so a machine set up for gdb
-//! (`DEBUGINFOD_URLS`) is set up for postmortem too.
+//! (`DEBUGINFOD_URLS`) is set up for postmortem too. The limits given there are the
+//! defaults; a source listed in a sources file ([`crate::sources_file`]) may set its own.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,6 +38,30 @@ pub struct Config {
     pub max_bytes: u64,
     /// How long a miss is remembered.
     pub miss_ttl: Duration,
+    /// Limits of single sources (by URL) replacing the ones above.
+    pub per_source: BTreeMap<String, LimitOverrides>,
+}
+
+/// The limits one source's fetches obey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest wait for a connection, a response, or the next bytes of a body.
+    pub timeout: Duration,
+    /// Longest a whole fetch may take.
+    pub max_fetch: Duration,
+    /// Largest file fetched; a larger one is an error, never half kept.
+    pub max_bytes: u64,
+    /// How long a miss is remembered.
+    pub miss_ttl: Duration,
+}
+
+/// The limits a source sets for itself; each one not set is the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitOverrides {
+    pub timeout: Option<Duration>,
+    pub max_fetch: Option<Duration>,
+    pub max_bytes: Option<u64>,
+    pub miss_ttl: Option<Duration>,
 }
 
 impl Config {
@@ -50,6 +76,18 @@ impl Config {
             max_fetch: Duration::from_secs(DEFAULT_MAX_FETCH_SECS),
             max_bytes: DEFAULT_MAX_BYTES,
             miss_ttl: Duration::from_secs(DEFAULT_MISS_TTL_SECS),
+            per_source: BTreeMap::new(),
+        }
+    }
+
+    /// The limits of the source at `url`: its own where it set them, else the defaults.
+    pub fn limits(&self, url: &str) -> Limits {
+        let own = self.per_source.get(url).copied().unwrap_or_default();
+        Limits {
+            timeout: own.timeout.unwrap_or(self.timeout),
+            max_fetch: own.max_fetch.unwrap_or(self.max_fetch),
+            max_bytes: own.max_bytes.unwrap_or(self.max_bytes),
+            miss_ttl: own.miss_ttl.unwrap_or(self.miss_ttl),
         }
     }
 
@@ -110,5 +148,26 @@ mod tests {
         );
         assert_eq!(skipped, ["ftp://x: not an http:// or https:// URL"]);
         assert_eq!(parse_urls(""), (vec![], vec![]));
+    }
+
+    #[test]
+    fn a_source_s_own_limits_replace_the_defaults_for_it_only() {
+        let mut c = Config::none();
+        c.timeout = Duration::from_secs(7);
+        c.per_source.insert(
+            "http://a".into(),
+            LimitOverrides {
+                max_bytes: Some(10),
+                miss_ttl: Some(Duration::ZERO),
+                ..LimitOverrides::default()
+            },
+        );
+        let a = c.limits("http://a");
+        assert_eq!(
+            (a.timeout, a.max_bytes, a.miss_ttl),
+            (Duration::from_secs(7), 10, Duration::ZERO)
+        );
+        let b = c.limits("http://b");
+        assert_eq!((b.max_bytes, b.miss_ttl), (c.max_bytes, c.miss_ttl));
     }
 }

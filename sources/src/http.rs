@@ -16,7 +16,7 @@ use tempfile::NamedTempFile;
 
 use crate::cabinet::CabError;
 use crate::check::Refused;
-use crate::config::Config;
+use crate::config::Limits;
 
 /// Why a server gave no usable file.
 #[derive(Debug, thiserror::Error)]
@@ -54,14 +54,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// The server at `base` (no trailing `/`), with `config`'s limits.
-    pub fn new(base: &str, config: &Config) -> Server {
+    /// The server at `base` (no trailing `/`), its fetches within `limits` (its own:
+    /// each server has its timeouts and size cap).
+    pub fn new(base: &str, limits: &Limits) -> Server {
         Server {
             base: base.to_string(),
             agent: OnceLock::new(),
-            timeout: config.timeout,
-            max_fetch: config.max_fetch,
-            max_bytes: config.max_bytes,
+            timeout: limits.timeout,
+            max_fetch: limits.max_fetch,
+            max_bytes: limits.max_bytes,
         }
     }
 

@@ -4,8 +4,9 @@
 //! minidump-stackwalk does (`--symbols-url`). Nobody uploads their distribution's libc, yet most crashes pass
 //! through it; distributions serve the executable and debug file of every package.
 //!
-//! - [`config`]: which servers, and the limits every fetch obeys (timeouts, size cap, how
+//! - [`config`]: which servers, and the limits their fetches obey (timeouts, size cap, how
 //!   long a miss is remembered), from flags and elfutils' environment variables.
+//! - [`sources_file`]: the sources listed in a file, in order, each with its own limits.
 //! - [`http`]: one server's answer for one file, streamed to disk, told apart as found,
 //!   not found, or an error (unreachable, slow, 5xx, cut short, too large).
 //! - [`cabinet`]: a symbol server's compressed file (`NAME.pd_`, a CAB archive), its one
@@ -26,6 +27,7 @@ pub mod check;
 pub mod config;
 pub mod http;
 pub mod remote;
+pub mod sources_file;
 
 pub use config::Config;
 pub use remote::Remote;

@@ -5,8 +5,11 @@
 //! `--symbols-url` and Mozilla's Tecken serve them), a Windows image and its PDB from
 //! symbol servers (Microsoft's layout: `NAME/CODE_ID/NAME`, `NAME.pdb/DEBUG_ID/NAME.pdb`;
 //! when a server has not the file, its compressed form beside it, `NAME.pd_`, a CAB
-//! archive: [`crate::cabinet`]). Every server asked (or whose miss
-//! the cache remembers) is one of the report's `modules[].lookups`. A server that could
+//! archive: [`crate::cabinet`]), each server within its own limits
+//! ([`crate::config::Config::limits`]). Every server asked (or whose miss
+//! the cache remembers) is one of the report's `modules[].lookups`; a remembered miss says
+//! when it expires (`until`), reckoned from when it was recorded, so repeated walks
+//! print the same report. A server that could
 //! not be reached, or did not answer in time, is not asked again for [`DOWN_FOR`]: a walk
 //! with a server down costs one timeout, not one per module, and a service asks again
 //! soon after it is back.
@@ -14,7 +17,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
 
@@ -55,18 +58,20 @@ pub struct Fetched {
 /// this machine's disk: a worker does not ask a source what another worker was told it
 /// lacks. Called on a blocking thread.
 pub trait SharedMisses: Send + Sync {
-    /// Whether `source` said it lacks `entry` and that has not expired (a failure to
-    /// tell counts as not remembered: the source is asked).
-    fn remembered(&self, entry: &Entry, source: &str) -> bool;
-    /// Remembers that `source` lacks `entry`, for `ttl`; whether it could.
-    fn remember(&self, entry: &Entry, source: &str, ttl: Duration) -> bool;
+    /// When the miss of `entry` at `source` expires, if `source` said it lacks `entry` and
+    /// that has not expired (a failure to tell counts as not remembered: the source is
+    /// asked).
+    fn remembered(&self, entry: &Entry, source: &str) -> Option<SystemTime>;
+    /// Remembers that `source` lacks `entry`, for `ttl`; when that expires, if it could.
+    fn remember(&self, entry: &Entry, source: &str, ttl: Duration) -> Option<SystemTime>;
 }
 
 /// The remote sources of one program run or service.
 pub struct Remote {
     servers: Vec<(Layout, Server)>,
     cache: DiskCache,
-    miss_ttl: Duration,
+    /// The sources' limits: the defaults, and each source's own.
+    limits: Config,
     /// Servers (by index) that failed to answer, since when and why.
     down: Mutex<HashMap<usize, (Instant, String)>>,
     /// A cache directory of our own, for as long as this run, when the configured one
@@ -99,22 +104,22 @@ impl Remote {
             servers: config
                 .debuginfod
                 .iter()
-                .map(|u| (Layout::Debuginfod, Server::new(u, config)))
+                .map(|u| (Layout::Debuginfod, Server::new(u, &config.limits(u))))
                 .chain(
                     config
                         .breakpad
                         .iter()
-                        .map(|u| (Layout::Breakpad, Server::new(u, config))),
+                        .map(|u| (Layout::Breakpad, Server::new(u, &config.limits(u)))),
                 )
                 .chain(
                     config
                         .symbol_server
                         .iter()
-                        .map(|u| (Layout::SymbolServer, Server::new(u, config))),
+                        .map(|u| (Layout::SymbolServer, Server::new(u, &config.limits(u)))),
                 )
                 .collect(),
             cache: DiskCache::new(root),
-            miss_ttl: config.miss_ttl,
+            limits: config.clone(),
             down: Mutex::new(HashMap::new()),
             _fallback: fallback,
             shared: OnceLock::new(),
@@ -132,29 +137,32 @@ impl Remote {
         self.shared.get().is_some()
     }
 
-    /// How long a miss is remembered.
-    pub fn miss_ttl(&self) -> Duration {
-        self.miss_ttl
+    /// How long a miss of `source` is remembered (its own TTL, else the default).
+    pub fn miss_ttl(&self, source: &str) -> Duration {
+        self.limits.limits(source).miss_ttl
     }
 
-    /// Whether `source` said it lacks `entry` less than the miss TTL ago. Blocks on the
-    /// shared misses when there are: call it on a blocking thread.
-    pub fn miss_remembered(&self, entry: &Entry, source: &str) -> bool {
+    /// When the miss expires, if `source` said it lacks `entry` less than its miss TTL
+    /// ago. Blocks on the shared misses when there are: call it on a blocking thread.
+    pub fn miss_remembered(&self, entry: &Entry, source: &str) -> Option<SystemTime> {
         if let Some(shared) = self.shared.get() {
             return shared.remembered(entry, source);
         }
-        self.cache
-            .miss_age(entry, source)
-            .is_some_and(|age| age < self.miss_ttl)
+        let expires = self
+            .cache
+            .miss_recorded(entry, source)?
+            .checked_add(self.miss_ttl(source))?;
+        (expires > SystemTime::now()).then_some(expires)
     }
 
-    /// Remembers that `source` lacks `entry`; whether it could. Blocks as
+    /// Remembers that `source` lacks `entry`; when that expires, if it could. Blocks as
     /// [`Remote::miss_remembered`] does.
-    pub fn remember_miss(&self, entry: &Entry, source: &str) -> bool {
+    pub fn remember_miss(&self, entry: &Entry, source: &str) -> Option<SystemTime> {
+        let ttl = self.miss_ttl(source);
         if let Some(shared) = self.shared.get() {
-            return shared.remember(entry, source, self.miss_ttl);
+            return shared.remember(entry, source, ttl);
         }
-        self.cache.put_miss(entry, source).is_ok()
+        self.cache.put_miss(entry, source).ok()?.checked_add(ttl)
     }
 
     /// A directory on the cache's disk to download `entry` into (created).
@@ -162,11 +170,11 @@ impl Remote {
         self.cache.download_dir(entry)
     }
 
-    /// What a `not-found` lookup says: how long the miss is remembered (the same words
-    /// when it is new and when it is remembered, so a report does not change with the
-    /// clock).
-    pub fn miss_message(&self) -> String {
-        format!("remembered for {} s", self.miss_ttl.as_secs())
+    /// What a `not-found` lookup of `source` says: how long the miss is remembered (the
+    /// same words when it is new and when it is remembered, so a report does not change
+    /// with the clock).
+    pub fn miss_message(&self, source: &str) -> String {
+        format!("remembered for {} s", self.miss_ttl(source).as_secs())
     }
 
     /// File `file` (executable or debuginfo) of build `build_id` (lower-case hex), from
@@ -268,6 +276,7 @@ impl Remote {
             file,
             result,
             message,
+            until: None,
         };
         if let Some((path, source)) = self.cache.get(entry) {
             let via = self.cache.via(entry);
@@ -289,10 +298,12 @@ impl Remote {
                     .push(lookup(base, LookupResult::Error, Some(why)));
                 continue;
             }
-            let remembered = self.miss_message();
-            if self.miss_remembered(entry, base) {
-                out.lookups
-                    .push(lookup(base, LookupResult::NotFound, Some(remembered)));
+            let remembered = self.miss_message(base);
+            if let Some(expires) = self.miss_remembered(entry, base) {
+                out.lookups.push(Lookup {
+                    until: Some(rfc3339(expires)),
+                    ..lookup(base, LookupResult::NotFound, Some(remembered))
+                });
                 continue;
             }
             let answer = self
@@ -323,9 +334,12 @@ impl Remote {
                 }
                 Ok(None) => {
                     // a miss that cannot be remembered is asked again next time: no harm
-                    let message = self.remember_miss(entry, base).then_some(remembered);
-                    out.lookups
-                        .push(lookup(base, LookupResult::NotFound, message));
+                    let expires = self.remember_miss(entry, base);
+                    let message = expires.is_some().then_some(remembered);
+                    out.lookups.push(Lookup {
+                        until: expires.map(rfc3339),
+                        ..lookup(base, LookupResult::NotFound, message)
+                    });
                 }
                 Err(e) => {
                     let message = e.to_string();
@@ -370,6 +384,11 @@ fn fetch_compressed(
     })?;
     check(extracted.as_file())?;
     Ok(Some((extracted, Some(format!("extracted from {url}")))))
+}
+
+/// A miss's expiry as a report gives it (`until`): RFC 3339, UTC, whole seconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
 }
 
 /// The name a file fetched for module `module` (its name or path) goes by in reports, as

@@ -79,6 +79,7 @@ fn lookup(source: &str, file: RemoteFile, result: LookupResult, message: &str) -
         file,
         result,
         message: Some(message.to_string()),
+        until: None,
     }
 }
 

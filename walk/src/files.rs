@@ -942,6 +942,7 @@ mod tests {
             file,
             result: engine::report::LookupResult::Fetched,
             message: None,
+            until: None,
         };
         for _ in 0..2 {
             provider.record(&m, vec![fetched(RemoteFile::Executable)]);

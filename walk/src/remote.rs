@@ -3,12 +3,26 @@
 //! `postmortem-walk`) Windows symbol servers asked for the files of
 //! modules nothing on this machine (or uploaded) describes,
 //! with elfutils' environment variables honoured as gdb and eu-stack honour them
-//! (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`, `DEBUGINFOD_MAXSIZE`).
+//! (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`, `DEBUGINFOD_MAXSIZE`), and a sources file
+//! (`--sources FILE`, [`sources::sources_file`]) listing sources with limits of their own.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use sources::config::{self, env_number, parse_urls, Config};
+use sources::sources_file::{self, SourcesFileError};
+
+/// The sources the flags, the environment and the sources file name.
+#[derive(Debug)]
+pub struct Sources {
+    /// The HTTP sources, in order, and their limits.
+    pub config: Config,
+    /// Problems met reading them, for the caller to print (a `DEBUGINFOD_URLS` entry
+    /// that is not an HTTP URL).
+    pub problems: Vec<String>,
+    /// The sources file's S3 buckets, in order, for the caller to open.
+    pub buckets: Vec<sources_file::Source>,
+}
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct RemoteArgs {
@@ -28,7 +42,13 @@ pub struct RemoteArgs {
     /// order. (Compressed `NAME.pd_` files are not read.)
     #[arg(long = "symbol-server", value_name = "URL")]
     pub symbol_server: Vec<String>,
-    /// Ask no remote source, whatever DEBUGINFOD_URLS says.
+    /// A sources file (TOML): sources listed in order, each `[[source]]` with its `kind`
+    /// (debuginfod, breakpad, symbol-server, s3), its `url`, and optionally limits of its
+    /// own (`timeout_secs`, `max_bytes`, `max_fetch_secs`, `miss_ttl_secs`; the flags below
+    /// are the defaults). Asked after the sources given by flags, before DEBUGINFOD_URLS.
+    #[arg(long = "sources", value_name = "FILE", env = "POSTMORTEM_SOURCES")]
+    pub sources: Option<PathBuf>,
+    /// Ask no remote source, whatever DEBUGINFOD_URLS and --sources say.
     #[arg(long)]
     pub offline: bool,
     /// Where fetched files and misses are kept [default: $XDG_CACHE_HOME/postmortem or
@@ -47,26 +67,26 @@ pub struct RemoteArgs {
     /// Largest file fetched, in bytes [default: DEBUGINFOD_MAXSIZE, else 4 GiB].
     #[arg(long, value_name = "BYTES")]
     pub fetch_max_bytes: Option<u64>,
-    /// Seconds a server's "not found" is believed before it is asked again.
+    /// Seconds a source's "not found" is believed before it is asked again.
     #[arg(long, value_name = "SECS", default_value_t = config::DEFAULT_MISS_TTL_SECS)]
     pub miss_ttl: u64,
 }
 
 impl RemoteArgs {
-    /// The sources these flags and the environment name, and the problems met reading
-    /// them (for the caller to print).
-    pub fn config(&self) -> (Config, Vec<String>) {
+    /// The sources these flags, the environment and the sources file name; an error when
+    /// the file cannot be read or is not understood.
+    pub fn config(&self) -> Result<Sources, SourcesFileError> {
         let mut c = Config::none();
         let mut problems = Vec::new();
+        let mut buckets = Vec::new();
         if self.offline {
-            return (c, problems);
+            return Ok(Sources {
+                config: c,
+                problems,
+                buckets,
+            });
         }
-        let mut given = self.debuginfod.join(" ");
-        if let Ok(env) = std::env::var("DEBUGINFOD_URLS") {
-            given.push(' ');
-            given.push_str(&env);
-        }
-        let (urls, skipped) = parse_urls(&given);
+        let (urls, skipped) = parse_urls(&self.debuginfod.join(" "));
         c.debuginfod = urls;
         problems.extend(skipped);
         let (stores, skipped) = parse_urls(&self.symbols_url.join(" "));
@@ -75,6 +95,18 @@ impl RemoteArgs {
         let (servers, skipped) = parse_urls(&self.symbol_server.join(" "));
         c.symbol_server = servers;
         problems.extend(skipped);
+        if let Some(file) = &self.sources {
+            buckets = c.add_sources(sources_file::read(file)?);
+        }
+        if let Ok(env) = std::env::var("DEBUGINFOD_URLS") {
+            let (urls, skipped) = parse_urls(&env);
+            for u in urls {
+                if !c.debuginfod.contains(&u) {
+                    c.debuginfod.push(u);
+                }
+            }
+            problems.extend(skipped);
+        }
         if let Some(d) = &self.cache_dir {
             c.cache_dir = d.clone();
         }
@@ -90,6 +122,10 @@ impl RemoteArgs {
             c.max_bytes = max;
         }
         c.miss_ttl = Duration::from_secs(self.miss_ttl);
-        (c, problems)
+        Ok(Sources {
+            config: c,
+            problems,
+            buckets,
+        })
     }
 }

@@ -292,6 +292,12 @@ pub struct Lookup {
     /// Why a lookup failed (`error`), or how long a miss is remembered (`not-found`).
     #[serde(default)]
     pub message: Option<String>,
+    /// For a `not-found` answer that is remembered: when the miss expires and the source
+    /// will be asked again (RFC 3339, UTC, whole seconds). Reckoned from when the miss was
+    /// recorded, not from now, so walks of one dump within the TTL give the same report.
+    /// Absent when the miss could not be kept, and in reports stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
 }
 
 /// Which file of a build a source was asked for (debuginfod's names).

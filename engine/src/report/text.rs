@@ -105,10 +105,7 @@ pub fn render(report: &Report) -> String {
                 l.file,
                 l.result,
                 l.source,
-                l.message
-                    .as_deref()
-                    .map(|m| format!(" ({m})"))
-                    .unwrap_or_default()
+                lookup_note(l)
             );
         }
     }
@@ -119,4 +116,14 @@ pub fn render(report: &Report) -> String {
         }
     }
     out
+}
+
+/// What follows a lookup's source: its message, and when a remembered miss expires.
+fn lookup_note(l: &super::Lookup) -> String {
+    match (&l.message, &l.until) {
+        (Some(m), Some(u)) => format!(" ({m}; asked again after {u})"),
+        (Some(m), None) => format!(" ({m})"),
+        (None, Some(u)) => format!(" (asked again after {u})"),
+        (None, None) => String::new(),
+    }
 }

@@ -102,6 +102,18 @@ pub struct JobArgs {
     /// `DATA_DIR/remote-cache` unless `--cache-dir` says where.
     #[command(flatten)]
     pub remote: walk_cli::remote::RemoteArgs,
+    /// Seconds a worker's claim on a file it fetches lasts unless renewed (it renews it
+    /// every third of that while it fetches): how long a crashed worker's claim makes the
+    /// others wait.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub fetch_claim_lease_secs: u64,
+    /// Milliseconds between a waiting worker's tries of another's claim.
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    pub fetch_claim_poll_ms: u64,
+    /// Longest a worker waits for another worker's fetch of a file before it fetches the
+    /// file itself, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 900)]
+    pub fetch_claim_wait_secs: u64,
     /// An S3-compatible bucket of symbol files, `s3://BUCKET[/PREFIX]` (AWS_* environment
     /// as for --blob-url), laid out as a debuginfod server (`PREFIX/buildid/ID/executable`,
     /// `…/debuginfo`) or a Breakpad store (`PREFIX/NAME/DEBUG_ID/NAME.sym`); asked after
@@ -127,8 +139,9 @@ impl JobArgs {
         };
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;
         config.process.budget = self.budget.budget();
-        let (mut sources, problems) = self.remote.config();
-        for p in problems {
+        let configured = self.remote.config()?;
+        let mut sources = configured.config;
+        for p in configured.problems {
             tracing::warn!("DEBUGINFOD_URLS: {p}");
         }
         if self.remote.cache_dir.is_none() {
@@ -142,21 +155,41 @@ impl JobArgs {
                 "remote symbol sources"
             );
         }
-        let buckets = self
+        let mut buckets = self
             .symbols_buckets
             .iter()
             .filter(|u| !u.is_empty())
             .map(|u| ::worker::jobs::bucket::Bucket::new(u, sources.max_bytes))
             .collect::<Result<Vec<_>, _>>()
             .context("--symbols-bucket")?;
-        if !buckets.is_empty() {
-            tracing::info!(buckets = ?self.symbols_buckets, "symbol buckets");
+        for b in &configured.buckets {
+            let bucket =
+                ::worker::jobs::bucket::Bucket::new(&b.url, sources.limits(&b.url).max_bytes)
+                    .map(|bucket| bucket.with_layout(b.layout))
+                    .with_context(|| {
+                        let file = self
+                            .remote
+                            .sources
+                            .as_deref()
+                            .unwrap_or(std::path::Path::new(""));
+                        format!("{}:{}: {}", file.display(), b.line, b.url)
+                    })?;
+            buckets.push(bucket);
         }
+        if !buckets.is_empty() {
+            let urls: Vec<&str> = buckets.iter().map(|b| b.url()).collect();
+            tracing::info!(buckets = ?urls, "symbol buckets");
+        }
+        let claims = ::worker::jobs::fetch::ClaimTimings {
+            lease: Duration::from_secs(self.fetch_claim_lease_secs.max(1)),
+            poll: Duration::from_millis(self.fetch_claim_poll_ms.max(1)),
+            wait: Duration::from_secs(self.fetch_claim_wait_secs),
+        };
         config.remote = (!sources.is_empty() || !buckets.is_empty()).then(|| {
-            std::sync::Arc::new(::worker::jobs::fetch::Fetcher::new(
-                sources::Remote::open(&sources),
-                buckets,
-            ))
+            std::sync::Arc::new(
+                ::worker::jobs::fetch::Fetcher::new(sources::Remote::open(&sources), buckets)
+                    .with_claim_timings(claims),
+            )
         });
         Ok(config)
     }

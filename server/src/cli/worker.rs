@@ -1,7 +1,10 @@
 //! `postmortem worker`: workers only, sharing the queue, tables and blobs with every other
-//! process on the same (PostgreSQL) database.
+//! process on the same (PostgreSQL) database. Each also sweeps the expired misses and
+//! fetch claims of the remote sources now and then, so a setup with no `serve` keeps
+//! those tables small.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::{watch, Notify};
@@ -17,6 +20,10 @@ pub struct WorkerArgs {
     pub storage: StorageArgs,
     #[command(flatten)]
     pub jobs: JobArgs,
+    /// Seconds between sweeps of the remote sources' expired misses and fetch claims (the
+    /// first at start).
+    #[arg(long, default_value_t = 600)]
+    pub sweep_interval_secs: u64,
 }
 
 /// Runs workers until SIGTERM/Ctrl-C.
@@ -38,11 +45,13 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
             runner.clone().run(super::worker_name(i), stopped.clone()),
         ));
     }
-    tracing::info!(
-        workers = tasks.len(),
-        backend = db.kind(),
-        "workers running"
-    );
+    let workers = tasks.len();
+    tasks.push(tokio::spawn(::worker::store::sweep::run_expired_rows(
+        db.clone(),
+        Duration::from_secs(args.sweep_interval_secs.max(1)),
+        stopped.clone(),
+    )));
+    tracing::info!(workers, backend = db.kind(), "workers running");
     super::shutdown_signal().await;
     let _ = stop.send(true);
     for t in tasks {

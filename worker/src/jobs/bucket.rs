@@ -1,6 +1,8 @@
 //! Symbol files in S3-compatible buckets (`--symbols-bucket s3://BUCKET/PREFIX`), laid
 //! out as a debuginfod server (`PREFIX/buildid/ID/executable`, `…/debuginfo`) or a
-//! Breakpad symbol store (`PREFIX/NAME/DEBUG_ID/NAME.sym`): where teams keep what their
+//! Breakpad symbol store (`PREFIX/NAME/DEBUG_ID/NAME.sym`) or a symbol server
+//! (`PREFIX/NAME/ID/NAME`) — any of them, or the one a sources file's `layout` names:
+//! where teams keep what their
 //! build pipelines produce. A file is streamed to disk under the size cap and checked as
 //! an HTTP source's is ([`sources::check`]) before it is stored.
 
@@ -12,6 +14,7 @@ use futures::StreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::ObjectStore;
 use sources::check::Refused;
+use sources::sources_file::Layout;
 use tempfile::NamedTempFile;
 use tokio::io::AsyncWriteExt;
 
@@ -23,6 +26,8 @@ pub struct Bucket {
     url: String,
     store: Arc<dyn ObjectStore>,
     max_bytes: u64,
+    /// The one layout asked for, if the configuration said (else every layout is).
+    layout: Option<Layout>,
 }
 
 /// What a bucket answered for one object.
@@ -39,7 +44,19 @@ impl Bucket {
             url: url.trim_end_matches('/').to_string(),
             store: s3_store(url)?,
             max_bytes,
+            layout: None,
         })
+    }
+
+    /// The same bucket, asked only for files of `layout` when it is given.
+    pub fn with_layout(mut self, layout: Option<Layout>) -> Bucket {
+        self.layout = layout;
+        self
+    }
+
+    /// Whether files laid out as `layout` are asked of this bucket.
+    pub fn holds(&self, layout: Layout) -> bool {
+        self.layout.is_none_or(|l| l == layout)
     }
 
     /// The bucket's URL, as the report names the source.

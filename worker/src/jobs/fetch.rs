@@ -12,12 +12,14 @@
 //! make one download: in one process they take turns (a lock per id), across processes
 //! they claim the id in the database first, and a worker that loses the claim waits —
 //! bounded — until the winner is done (its file is then stored, as an upload, or its miss
-//! recorded) or its claim lapses, then looks again.
+//! recorded) or its claim lapses, then looks again. How long a claim lasts, how often a
+//! loser tries again and how long it waits at most are the service's settings
+//! ([`ClaimTimings`]).
 
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use engine::report::{Lookup, LookupResult, RemoteFile};
 use sha2::{Digest, Sha256};
@@ -30,14 +32,30 @@ use super::{JobError, Runner};
 use crate::store::binaries::{self, BinaryRow};
 use crate::store::{fetch_state, Db, StoreError};
 
-/// How long a claim on a file being fetched lasts unless renewed (its holder renews it
-/// every third of that while it fetches): how long a crashed worker's claim holds others.
-pub const CLAIM_LEASE: Duration = Duration::from_secs(30);
-/// How often a worker that lost a claim tries it again.
-const CLAIM_POLL: Duration = Duration::from_millis(200);
-/// The longest a worker waits for another's fetch (a live holder's fetch is bounded by
-/// the sources' time limits, far below); then it fetches the file itself.
-const CLAIM_WAIT: Duration = Duration::from_secs(900);
+/// The timings of the claims workers put on files they fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimTimings {
+    /// How long a claim on a file being fetched lasts unless renewed (its holder renews
+    /// it every third of that while it fetches): how long a crashed worker's claim holds
+    /// others.
+    pub lease: Duration,
+    /// How often a worker that lost a claim tries it again.
+    pub poll: Duration,
+    /// The longest a worker waits for another's fetch (a live holder's fetch is bounded
+    /// by the sources' time limits, far below); then it fetches the file itself.
+    pub wait: Duration,
+}
+
+impl Default for ClaimTimings {
+    /// A 30 s lease, tried again every 200 ms, for at most 15 min.
+    fn default() -> ClaimTimings {
+        ClaimTimings {
+            lease: Duration::from_secs(30),
+            poll: Duration::from_millis(200),
+            wait: Duration::from_secs(900),
+        }
+    }
+}
 
 /// The remote sources of a service, one lock per id being fetched in this process, and
 /// this process's name in the database's fetch claims.
@@ -46,6 +64,7 @@ pub struct Fetcher {
     buckets: Vec<Bucket>,
     locks: moka::future::Cache<String, Arc<Mutex<()>>>,
     holder: String,
+    claims: ClaimTimings,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -64,7 +83,14 @@ impl Fetcher {
                 .time_to_idle(std::time::Duration::from_secs(600))
                 .build(),
             holder: format!("{}-{}", std::process::id(), uuid::Uuid::now_v7()),
+            claims: ClaimTimings::default(),
         }
+    }
+
+    /// The same, its claims timed by `claims`.
+    pub fn with_claim_timings(mut self, claims: ClaimTimings) -> Fetcher {
+        self.claims = claims;
+        self
     }
 
     /// Keeps the HTTP sources' misses in `db` (once: a service has one database).
@@ -86,20 +112,22 @@ struct DbMisses {
 }
 
 impl sources::remote::SharedMisses for DbMisses {
-    fn remembered(&self, entry: &Entry, source: &str) -> bool {
+    fn remembered(&self, entry: &Entry, source: &str) -> Option<SystemTime> {
         let asked = fetch_state::miss_remembered(&self.db, source, entry.kind(), entry.id());
-        self.runtime.block_on(asked).unwrap_or_else(|e| {
+        let expires = self.runtime.block_on(asked).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "reading the remembered misses failed");
-            false
-        })
+            None
+        });
+        expires.map(fetch_state::system_time)
     }
 
-    fn remember(&self, entry: &Entry, source: &str, ttl: Duration) -> bool {
+    fn remember(&self, entry: &Entry, source: &str, ttl: Duration) -> Option<SystemTime> {
         let kept = fetch_state::remember_miss(&self.db, source, entry.kind(), entry.id(), ttl);
         self.runtime
             .block_on(kept)
             .map_err(|e| tracing::warn!(error = %e, "remembering a miss failed"))
-            .is_ok()
+            .ok()
+            .map(fetch_state::system_time)
     }
 }
 
@@ -118,16 +146,17 @@ async fn claimed<T>(
         .get_with(key.clone(), async { Arc::new(Mutex::new(())) })
         .await;
     let _one_at_a_time = lock.lock().await;
-    let held = claim(&runner.db, &key, &fetcher.holder).await?;
+    let timings = fetcher.claims;
+    let held = claim(&runner.db, &key, &fetcher.holder, timings).await?;
     tokio::pin!(work);
-    let mut renew = tokio::time::interval(CLAIM_LEASE / 3);
+    let mut renew = tokio::time::interval((timings.lease / 3).max(Duration::from_millis(1)));
     renew.tick().await;
     let out = loop {
         tokio::select! {
             r = &mut work => break r,
             _ = renew.tick(), if held => {
                 let holder = &fetcher.holder;
-                let renewed = fetch_state::renew_claim(&runner.db, &key, holder, CLAIM_LEASE);
+                let renewed = fetch_state::renew_claim(&runner.db, &key, holder, timings.lease);
                 if let Err(e) = renewed.await {
                     tracing::warn!(key = %key, error = %e, "could not renew a fetch claim");
                 }
@@ -144,18 +173,18 @@ async fn claimed<T>(
 
 /// Claims `key` for `holder`, waiting while another holder's claim lasts (it fetches the
 /// file; when it is done this worker finds its rows, or its miss). Whether the claim was
-/// won: not when the wait ran out ([`CLAIM_WAIT`]).
-async fn claim(db: &Db, key: &str, holder: &str) -> Result<bool, JobError> {
+/// won: not when the wait ran out ([`ClaimTimings::wait`]).
+async fn claim(db: &Db, key: &str, holder: &str, timings: ClaimTimings) -> Result<bool, JobError> {
     let started = std::time::Instant::now();
     loop {
-        if fetch_state::try_claim(db, key, holder, CLAIM_LEASE).await? {
+        if fetch_state::try_claim(db, key, holder, timings.lease).await? {
             return Ok(true);
         }
-        if started.elapsed() >= CLAIM_WAIT {
+        if started.elapsed() >= timings.wait {
             tracing::warn!(key = %key, "another worker's fetch took too long; fetching too");
             return Ok(false);
         }
-        tokio::time::sleep(CLAIM_POLL).await;
+        tokio::time::sleep(timings.poll).await;
     }
 }
 
@@ -251,6 +280,16 @@ impl Want {
         }
     }
 
+    /// The layout whose paths it is found at.
+    fn layout(&self) -> sources::sources_file::Layout {
+        use sources::sources_file::Layout;
+        match self {
+            Want::Build { .. } => Layout::Debuginfod,
+            Want::Sym { .. } => Layout::Breakpad,
+            Want::Image { .. } | Want::Pdb { .. } => Layout::SymbolServer,
+        }
+    }
+
     /// Its object key in a bucket, below the prefix.
     fn key(&self) -> String {
         match self {
@@ -311,23 +350,28 @@ async fn ask_buckets(
 ) {
     let Some(entry) = want.entry() else { return };
     let remote = &fetcher.remote;
-    for bucket in &fetcher.buckets {
+    for bucket in fetcher.buckets.iter().filter(|b| b.holds(want.layout())) {
         let lookup = |result, message: Option<String>| Lookup {
             source: bucket.url().to_string(),
             file: want.file(),
             result,
             message,
+            until: None,
+        };
+        let not_found = |expires: Option<i64>| Lookup {
+            until: expires.map(|ms| sources::remote::rfc3339(fetch_state::system_time(ms))),
+            ..lookup(
+                LookupResult::NotFound,
+                expires.map(|_| remote.miss_message(bucket.url())),
+            )
         };
         let remembered =
             fetch_state::miss_remembered(db, bucket.url(), entry.kind(), entry.id()).await;
-        if remembered.unwrap_or_else(|e| {
+        if let Some(expires) = remembered.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "reading the remembered misses failed");
-            false
+            None
         }) {
-            let message = Some(remote.miss_message());
-            fetched
-                .lookups
-                .push(lookup(LookupResult::NotFound, message));
+            fetched.lookups.push(not_found(Some(expires)));
             continue;
         }
         let dir = match remote.download_dir(&entry) {
@@ -351,15 +395,12 @@ async fn ask_buckets(
                 }
             },
             Answer::NotFound => {
-                let ttl = remote.miss_ttl();
+                let ttl = remote.miss_ttl(bucket.url());
                 let kept =
                     fetch_state::remember_miss(db, bucket.url(), entry.kind(), entry.id(), ttl)
                         .await
                         .map_err(|e| tracing::warn!(error = %e, "remembering a miss failed"));
-                let message = kept.is_ok().then(|| remote.miss_message());
-                fetched
-                    .lookups
-                    .push(lookup(LookupResult::NotFound, message));
+                fetched.lookups.push(not_found(kept.ok()));
             }
             Answer::Error(why) => fetched.lookups.push(lookup(LookupResult::Error, Some(why))),
         }

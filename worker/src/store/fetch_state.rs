@@ -11,44 +11,53 @@ fn ms(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Whether `source` said it lacks file `id` of `kind` and that has not expired.
+/// When the miss expires (`expires_at`, ms since the epoch), if `source` said it lacks
+/// file `id` of `kind` and that has not expired.
 pub async fn miss_remembered(
     db: &Db,
     source: &str,
     kind: &str,
     id: &str,
-) -> Result<bool, StoreError> {
-    let sql = "SELECT COUNT(*) FROM source_misses \
+) -> Result<Option<i64>, StoreError> {
+    let sql = "SELECT expires_at FROM source_misses \
                WHERE source = $1 AND kind = $2 AND id = $3 AND expires_at > $4";
-    let n: i64 = crate::on_pool!(db, p => sqlx::query_scalar(sql)
+    let expires: Option<i64> = crate::on_pool!(db, p => sqlx::query_scalar(sql)
         .bind(source)
         .bind(kind)
         .bind(id)
         .bind(now_ms())
-        .fetch_one(p)
+        .fetch_optional(p)
         .await)?;
-    Ok(n > 0)
+    Ok(expires)
 }
 
-/// Remembers that `source` lacks file `id` of `kind`, for `ttl` from now.
+/// Remembers that `source` lacks file `id` of `kind`, for `ttl` from now; returns when
+/// that expires (`expires_at`, ms since the epoch), as [`miss_remembered`] will say it.
 pub async fn remember_miss(
     db: &Db,
     source: &str,
     kind: &str,
     id: &str,
     ttl: std::time::Duration,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
     let sql = "INSERT INTO source_misses (source, kind, id, expires_at) VALUES ($1, $2, $3, $4) \
                ON CONFLICT (source, kind, id) DO UPDATE SET expires_at = excluded.expires_at";
+    let expires = now_ms().saturating_add(ms(ttl));
     crate::on_pool!(db, p => sqlx::query(sql)
         .bind(source)
         .bind(kind)
         .bind(id)
-        .bind(now_ms().saturating_add(ms(ttl)))
+        .bind(expires)
         .execute(p)
         .await
         .map(|_| ()))?;
-    Ok(())
+    Ok(expires)
+}
+
+/// The time `expires_at` (ms since the epoch) names.
+pub fn system_time(ms: i64) -> std::time::SystemTime {
+    let after = std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    std::time::UNIX_EPOCH + after
 }
 
 /// Claims file `id` for `holder` for `lease`: whether it won, that is whether no other
@@ -159,33 +168,43 @@ mod tests {
     async fn misses_expire_and_are_swept() {
         let (_dir, db) = db().await;
         let hour = Duration::from_secs(3600);
-        assert!(!miss_remembered(&db, "s", "debuginfo", "ab")
-            .await
-            .expect("read"));
-        remember_miss(&db, "s", "debuginfo", "ab", hour)
-            .await
-            .expect("write");
         assert!(miss_remembered(&db, "s", "debuginfo", "ab")
             .await
-            .expect("read"));
-        assert!(!miss_remembered(&db, "t", "debuginfo", "ab")
+            .expect("read")
+            .is_none());
+        let expires = remember_miss(&db, "s", "debuginfo", "ab", hour)
             .await
-            .expect("read"));
-        assert!(!miss_remembered(&db, "s", "executable", "ab")
+            .expect("write");
+        assert_eq!(
+            miss_remembered(&db, "s", "debuginfo", "ab")
+                .await
+                .expect("read"),
+            Some(expires)
+        );
+        assert!(miss_remembered(&db, "t", "debuginfo", "ab")
             .await
-            .expect("read"));
+            .expect("read")
+            .is_none());
+        assert!(miss_remembered(&db, "s", "executable", "ab")
+            .await
+            .expect("read")
+            .is_none());
         remember_miss(&db, "s", "executable", "ab", Duration::ZERO)
             .await
             .expect("write");
-        assert!(!miss_remembered(&db, "s", "executable", "ab")
+        assert!(miss_remembered(&db, "s", "executable", "ab")
             .await
-            .expect("read"));
+            .expect("read")
+            .is_none());
         try_claim(&db, "f", "a", Duration::ZERO)
             .await
             .expect("claim");
         assert_eq!(sweep_expired(&db).await.expect("sweep"), 2);
-        assert!(miss_remembered(&db, "s", "debuginfo", "ab")
-            .await
-            .expect("read"));
+        assert_eq!(
+            miss_remembered(&db, "s", "debuginfo", "ab")
+                .await
+                .expect("read"),
+            Some(expires)
+        );
     }
 }

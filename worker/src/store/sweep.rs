@@ -6,6 +6,10 @@
 //! Both are judged by age: a live upload writes its staging file at least every body
 //! idle timeout, and a blob is written just before its row is inserted, so only what is
 //! older than a bound far above both (an hour by default) is removed.
+//!
+//! `serve` sweeps everything ([`run`]); `postmortem worker` processes, which may run
+//! with no `serve` on their database, sweep the expired misses and claims
+//! ([`run_expired_rows`]), so those tables do not grow without bound.
 
 use std::time::Duration;
 
@@ -57,15 +61,9 @@ pub async fn run(
     staging: Staging,
     interval: Duration,
     age: Duration,
-    mut stop: tokio::sync::watch::Receiver<bool>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let mut tick = tokio::time::interval(interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
+    every(interval, stop, || async {
         match sweep(&db, &blobs, &staging, age).await {
             Ok(s) if s != Swept::default() => tracing::info!(
                 staging_files = s.staging_files,
@@ -76,6 +74,41 @@ pub async fn run(
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "sweeping leftovers failed"),
         }
+    })
+    .await;
+}
+
+/// Removes the expired misses and fetch claims every `interval` (the first time at once)
+/// until `stop` turns true: what a worker-only setup sweeps.
+pub async fn run_expired_rows(
+    db: Db,
+    interval: Duration,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    every(interval, stop, || async {
+        match super::fetch_state::sweep_expired(&db).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired_rows = n, "swept expired misses and claims"),
+            Err(e) => tracing::warn!(error = %e, "sweeping expired misses and claims failed"),
+        }
+    })
+    .await;
+}
+
+/// Runs `work` every `interval`, the first time at once, until `stop` turns true.
+async fn every<F, Fut>(interval: Duration, mut stop: tokio::sync::watch::Receiver<bool>, work: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.changed() => return,
+        }
+        work().await;
         if *stop.borrow() {
             return;
         }
