@@ -959,7 +959,10 @@ async fn the_service_reads_its_sources_file() {
         m["lookups"],
         "the second crash: the same lookups, the same until"
     );
-    assert_eq!(asked_after[0], asked_after[1], "misses remembered: {asked:?}");
+    assert_eq!(
+        asked_after[0], asked_after[1],
+        "misses remembered: {asked:?}"
+    );
     // `until` is the database's expiry of the miss
     let db_path = server.dir.path().join("data").join("postmortem.db");
     let db = worker::store::Db::connect(&format!("sqlite://{}", db_path.display()))
