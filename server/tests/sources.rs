@@ -932,12 +932,14 @@ async fn the_service_reads_its_sources_file() {
     let core = std::fs::read(core).unwrap();
     let mut reports = Vec::new();
     let mut asked_after = Vec::new();
+    let mut crashes = Vec::new();
     for _ in 0..2 {
         let crash = upload_crash(&c, &server.base, &core).await;
         let done = poll_done(&c, &server.base, &crash).await;
         assert_eq!(done["status"], "done", "{done}");
         reports.push(done["report"].clone());
         asked_after.push(asked.lock().unwrap().len());
+        crashes.push(crash);
     }
     let m = module(&reports[0], "basic");
     assert_eq!(m["status"], "missing", "{m}");
@@ -988,6 +990,15 @@ async fn the_service_reads_its_sources_file() {
             "{l}: expires_at {expires}"
         );
     }
+    // the crash page says when the source is asked again
+    let page = get_text(&c, &server.url(&format!("/crashes/{}", crashes[0]))).await;
+    let until = misses[0]["until"].as_str().unwrap();
+    assert!(
+        page.contains(&format!(
+            "not found at {missing} (remembered for 300 s) (asked again after {until})"
+        )),
+        "{page}"
+    );
     db.close().await;
 }
 
