@@ -21,10 +21,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::s3::S3;
 use common::{
     bin, client, compile, drop_db, make_core, pg_database, start_serve_env, Proc, CRASHER,
 };
+use postmortem_testsupport::moto::Moto;
 
 const BUCKET: &str = "crash-blobs";
 const PREFIX: &str = "team/prod";
@@ -91,8 +91,8 @@ async fn upload_and_check(base: &str, prog: &[u8], core: &[u8]) {
 }
 
 /// Both files are objects under the prefix and their content address, with their sizes.
-async fn assert_in_bucket(s3: &S3, prog: &[u8], core: &[u8]) {
-    let objects = s3.objects().await;
+async fn assert_in_bucket(s3: &Moto, prog: &[u8], core: &[u8]) {
+    let objects = s3.objects();
     for (what, bytes) in [("binary", prog), ("core", core)] {
         let key = object_key(bytes);
         assert!(
@@ -106,7 +106,7 @@ async fn assert_in_bucket(s3: &S3, prog: &[u8], core: &[u8]) {
 
 #[tokio::test]
 async fn serve_keeps_blobs_in_s3() {
-    let Some(s3) = S3::start(BUCKET).await else {
+    let Some(s3) = Moto::start(BUCKET) else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -144,7 +144,7 @@ async fn serve_keeps_blobs_in_s3() {
 
 #[tokio::test]
 async fn workers_read_blobs_from_s3() {
-    let Some(s3) = S3::start(BUCKET).await else {
+    let Some(s3) = Moto::start(BUCKET) else {
         return;
     };
     let Some((db_name, db_url)) = pg_database("pm_s3").await else {

@@ -28,6 +28,9 @@ pub struct Config {
     /// Symbol servers' base URLs (Microsoft's layout: `BASE/NAME/CODE_ID/NAME` for a
     /// Windows image, `BASE/NAME.pdb/DEBUG_ID/NAME.pdb` for its PDB), in this order.
     pub symbol_server: Vec<String>,
+    /// S3-compatible buckets, asked after the HTTP sources for a file of any layout
+    /// ([`crate::s3`]), in this order.
+    pub buckets: Vec<crate::s3::Bucket>,
     /// Where fetched files and misses are kept.
     pub cache_dir: PathBuf,
     /// Longest wait for a connection, a response, or the next bytes of a body.
@@ -71,6 +74,7 @@ impl Config {
             debuginfod: Vec::new(),
             breakpad: Vec::new(),
             symbol_server: Vec::new(),
+            buckets: Vec::new(),
             cache_dir: default_cache_dir(),
             timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             max_fetch: Duration::from_secs(DEFAULT_MAX_FETCH_SECS),
@@ -93,7 +97,10 @@ impl Config {
 
     /// Whether any source is configured.
     pub fn is_empty(&self) -> bool {
-        self.debuginfod.is_empty() && self.breakpad.is_empty() && self.symbol_server.is_empty()
+        self.debuginfod.is_empty()
+            && self.breakpad.is_empty()
+            && self.symbol_server.is_empty()
+            && self.buckets.is_empty()
     }
 }
 

@@ -3,7 +3,8 @@
 //! the file asked for ([`crate::check`]). "Not found" (404) is an answer; everything else
 //! that is not the file — no connection, no answer in time, a 5xx, a body cut short or
 //! over the size cap, a file of another build — is an error, told apart so a miss can be
-//! remembered and an outage cannot.
+//! remembered and an outage cannot. An S3 bucket is such a source too: each object is
+//! asked at a presigned URL ([`crate::s3`]), and its errors carry S3's reason.
 
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -17,6 +18,7 @@ use tempfile::NamedTempFile;
 use crate::cabinet::CabError;
 use crate::check::Refused;
 use crate::config::Limits;
+use crate::s3::{self, BucketAnswer, S3Error};
 
 /// Why a server gave no usable file.
 #[derive(Debug, thiserror::Error)]
@@ -40,11 +42,18 @@ pub enum FetchError {
     Disk(io::Error),
     #[error("{0}")]
     Transport(String),
+    /// What an S3 bucket answered instead of the object: status, S3's code and message.
+    #[error("{0}")]
+    Bucket(String),
+    #[error(transparent)]
+    Key(#[from] S3Error),
 }
 
 /// One HTTP source.
 pub struct Server {
     base: String,
+    /// Set for an S3 bucket: objects are asked at presigned URLs.
+    bucket: Option<s3::Bucket>,
     /// Made at the first fetch: a walk whose files are all on hand or cached pays nothing
     /// for HTTP and TLS set-up.
     agent: OnceLock<ureq::Agent>,
@@ -59,10 +68,20 @@ impl Server {
     pub fn new(base: &str, limits: &Limits) -> Server {
         Server {
             base: base.to_string(),
+            bucket: None,
             agent: OnceLock::new(),
             timeout: limits.timeout,
             max_fetch: limits.max_fetch,
             max_bytes: limits.max_bytes,
+        }
+    }
+
+    /// The S3 bucket `bucket`, its fetches within `limits`; named by its `s3://` URL.
+    pub fn bucket(bucket: s3::Bucket, limits: &Limits) -> Server {
+        Server {
+            base: bucket.url().to_string(),
+            bucket: Some(bucket),
+            ..Server::new("", limits)
         }
     }
 
@@ -80,7 +99,7 @@ impl Server {
         })
     }
 
-    /// The server's base URL, as configured.
+    /// The server's base URL (a bucket's `s3://` URL), as configured.
     pub fn base(&self) -> &str {
         &self.base
     }
@@ -109,16 +128,32 @@ impl Server {
     /// The file at `path` as [`Server::fetch`] gives it, unchecked: for a file that is
     /// not the one asked for but holds it (a symbol server's compressed `NAME.pd_`).
     pub fn download(&self, path: &str, dir: &Path) -> Result<Option<NamedTempFile>, FetchError> {
-        let url = format!("{}/{path}", self.base);
+        let url = match &self.bucket {
+            Some(bucket) => bucket.get_url(path)?,
+            None => format!("{}/{path}", self.base),
+        };
         let mut response = self
             .agent()
             .get(&url)
             .call()
             .map_err(|e| self.classify(e))?;
-        match response.status().as_u16() {
-            200 => {}
-            404 | 410 => return Ok(None),
-            s => return Err(FetchError::Status(s)),
+        match (response.status().as_u16(), &self.bucket) {
+            (200, _) => {}
+            (status, Some(_)) => {
+                // S3 says why in a small XML body: read a bounded piece of it
+                let mut head = Vec::new();
+                let body = response.body_mut().with_config().limit(s3::MAX_ERROR_BODY);
+                let _ = body
+                    .reader()
+                    .take(s3::MAX_ERROR_BODY)
+                    .read_to_end(&mut head);
+                return match s3::answer(status, &head) {
+                    BucketAnswer::Missing => Ok(None),
+                    BucketAnswer::Error(why) => Err(FetchError::Bucket(why)),
+                };
+            }
+            (404 | 410, None) => return Ok(None),
+            (s, None) => return Err(FetchError::Status(s)),
         }
         let body = response.body_mut();
         if body.content_length().is_some_and(|n| n > self.max_bytes) {

@@ -11,6 +11,8 @@
 //!   not found, or an error (unreachable, slow, 5xx, cut short, too large).
 //! - [`cabinet`]: a symbol server's compressed file (`NAME.pd_`, a CAB archive), its one
 //!   file taken out, bounded by the size cap.
+//! - [`s3`]: S3-compatible buckets in any of those layouts, each object asked at a
+//!   presigned URL over the same HTTP path (no async runtime, no S3 SDK).
 //! - [`check`]: a fetched file is used only if its build-id (or a `.sym` file's debug-id)
 //!   is the one asked for.
 //! - [`cache`]: fetched files and misses kept on disk, so the next walk asks nothing.
@@ -27,6 +29,7 @@ pub mod check;
 pub mod config;
 pub mod http;
 pub mod remote;
+pub mod s3;
 pub mod sources_file;
 
 pub use config::Config;

@@ -26,6 +26,7 @@ use crate::cache::{DiskCache, Entry};
 use crate::check::{self, Refused};
 use crate::config::Config;
 use crate::http::{FetchError, Server};
+use crate::sources_file;
 
 /// Where a symbol server may keep a file compressed: the path below its base URL
 /// (escaped), and the name the archive must hold.
@@ -40,6 +41,27 @@ enum Layout {
     Debuginfod,
     Breakpad,
     SymbolServer,
+    /// An S3 bucket: the layout a sources file gave it, else every layout; asked after
+    /// the HTTP sources of each.
+    Bucket(Option<sources_file::Layout>),
+}
+
+impl Layout {
+    /// Whether a server of this layout is asked for files of `layout`.
+    fn serves(self, layout: Layout) -> bool {
+        match self {
+            Layout::Bucket(None) => true,
+            Layout::Bucket(Some(own)) => {
+                layout
+                    == match own {
+                        sources_file::Layout::Debuginfod => Layout::Debuginfod,
+                        sources_file::Layout::Breakpad => Layout::Breakpad,
+                        sources_file::Layout::SymbolServer => Layout::SymbolServer,
+                    }
+            }
+            own => own == layout,
+        }
+    }
 }
 
 /// How long a server that could not be reached or did not answer in time is not asked.
@@ -87,8 +109,7 @@ impl Remote {
         (!config.is_empty()).then(|| Remote::open(config))
     }
 
-    /// The sources of `config`, even none: its cache of misses serves other sources too
-    /// (the service's buckets).
+    /// The sources of `config`, even none.
     pub fn open(config: &Config) -> Remote {
         let (root, fallback) = match std::fs::create_dir_all(&config.cache_dir) {
             Ok(()) => (config.cache_dir.clone(), None),
@@ -117,6 +138,13 @@ impl Remote {
                         .iter()
                         .map(|u| (Layout::SymbolServer, Server::new(u, &config.limits(u)))),
                 )
+                .chain(config.buckets.iter().map(|b| {
+                    let limits = config.limits(b.url());
+                    (
+                        Layout::Bucket(b.layout()),
+                        Server::bucket(b.clone(), &limits),
+                    )
+                }))
                 .collect(),
             cache: DiskCache::new(root),
             limits: config.clone(),
@@ -249,14 +277,16 @@ impl Remote {
         )
     }
 
-    /// Whether any symbol server is configured.
+    /// Whether any symbol server (or bucket) is configured.
     pub fn has_symbol_servers(&self) -> bool {
-        self.servers.iter().any(|(l, _)| *l == Layout::SymbolServer)
+        self.servers
+            .iter()
+            .any(|(l, _)| l.serves(Layout::SymbolServer))
     }
 
-    /// Whether any Breakpad symbol store is configured.
+    /// Whether any Breakpad symbol store (or bucket) is configured.
     pub fn has_symbol_stores(&self) -> bool {
-        self.servers.iter().any(|(l, _)| *l == Layout::Breakpad)
+        self.servers.iter().any(|(l, _)| l.serves(Layout::Breakpad))
     }
 
     /// `entry` from the cache, else from the servers of `layout` in order (at `path`
@@ -290,7 +320,7 @@ impl Remote {
             .servers
             .iter()
             .enumerate()
-            .filter(|(_, (l, _))| *l == layout)
+            .filter(|(_, (l, _))| l.serves(layout))
         {
             let base = server.base();
             if let Some(why) = self.down_now(i) {

@@ -5,7 +5,9 @@
 //! served by Python's `http.server` (not ours). The plain file is asked for first, then
 //! the archive; what comes out is checked and cached as a plain download would be, and a
 //! second lookup asks nothing. Archives that are cut short, of another file, of another
-//! build, or larger than the cap are errors that say why.
+//! build, or larger than the cap are errors that say why. The same archives kept in an S3
+//! bucket (moto's `moto_server`, as the service's S3 tests start it) are fetched and
+//! extracted the same way.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use std::path::{Path, PathBuf};
@@ -276,4 +278,84 @@ fn bad_compressed_files_are_errors_that_say_why() {
             .as_str()
         )
     );
+}
+
+/// A symbol server's layout kept in an S3 bucket (moto), only compressed: the PDB and the
+/// image are fetched at presigned URLs, extracted, checked and cached as from an HTTP
+/// server; the lookups name the archives by their `s3://` URLs; the second lookup asks the
+/// bucket nothing.
+#[test]
+fn compressed_files_in_a_bucket_are_fetched_and_extracted() {
+    let Some(s3) = postmortem_testsupport::moto::Moto::start("symbols") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let build_dir = work.path().join("build");
+    std::fs::create_dir(&build_dir).unwrap();
+    let (exe, pdb) = build(&build_dir);
+    let info = engine::identify::identify(&std::fs::read(&exe).unwrap()).unwrap();
+    let (code_id, debug_id) = (info.code_id.unwrap(), info.debug_id.unwrap());
+    let pd_ = format!("app.pdb/{debug_id}/app.pd_");
+    let ex_ = format!("app.exe/{code_id}/app.ex_");
+    for (file, key) in [(&pdb, &pd_), (&exe, &ex_)] {
+        let archive = work.path().join("cabs").join(key);
+        gcab(file, &archive);
+        s3.put(&format!("ms/{key}"), &std::fs::read(&archive).unwrap());
+    }
+    let env = s3.env();
+    let var = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+    let bucket = "s3://symbols/ms";
+    let cache = work.path().join("cache");
+    let walk = || {
+        let mut config = Config::none();
+        config.buckets = vec![sources::s3::Bucket::from_vars(bucket, var).unwrap()];
+        config.cache_dir = cache.clone();
+        config.timeout = Duration::from_secs(20);
+        let r = Remote::new(&config).unwrap();
+        (r.pdb("app.pdb", &debug_id), r.pe_image("app.exe", &code_id))
+    };
+    let (got_pdb, got_exe) = walk();
+    let via = |p: &str| format!("extracted from {bucket}/{p}");
+    assert_eq!(
+        got_pdb.lookups,
+        [lookup(
+            bucket,
+            RemoteFile::Debuginfo,
+            LookupResult::Fetched,
+            &via(&pd_)
+        )]
+    );
+    assert_eq!(
+        got_exe.lookups,
+        [lookup(
+            bucket,
+            RemoteFile::Executable,
+            LookupResult::Fetched,
+            &via(&ex_)
+        )]
+    );
+    for (got, original) in [(&got_pdb, &pdb), (&got_exe, &exe)] {
+        let (path, source) = got.file.clone().expect("a file");
+        assert_eq!(source, bucket);
+        assert!(path.starts_with(&cache), "{path:?} is kept in the cache");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            std::fs::read(original).unwrap()
+        );
+    }
+    let asked = s3.gets();
+    assert_eq!(
+        asked,
+        [
+            format!("ms/app.pdb/{debug_id}/app.pdb"),
+            format!("ms/{pd_}"),
+            format!("ms/app.exe/{code_id}/app.exe"),
+            format!("ms/{ex_}"),
+        ],
+        "the plain file first, then the archive"
+    );
+    let (again_pdb, again_exe) = walk();
+    assert_eq!(again_pdb, got_pdb, "the cache answers as the bucket did");
+    assert_eq!(again_exe, got_exe);
+    assert_eq!(s3.gets(), asked, "nothing asked again");
 }

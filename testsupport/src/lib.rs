@@ -11,6 +11,8 @@
 //! - [`gdb`]: gdb's frames of every thread of a core (`frames.py`);
 //! - [`compare`]: gdb's stacks and modules against a report's, frame by frame;
 //! - [`report`]: the CLI under test and `report.schema.json`;
+//! - [`moto`]: an S3-compatible server (`moto_server`) with one bucket, and what it was
+//!   asked;
 //! - [`golden`]: output compared byte for byte with a committed expectation, which
 //!   `POSTMORTEM_BLESS=1` rewrites;
 //! - [`windows`]: Windows x64 crash programs cross-compiled with mingw-w64 and run under
@@ -31,6 +33,7 @@ pub mod core_to_minidump;
 pub mod gdb;
 pub mod golden;
 pub mod http_dir;
+pub mod moto;
 pub mod program;
 pub mod qemu;
 pub mod record;

@@ -1,31 +1,40 @@
 //! `moto_server` (PyPI `moto[server]`, installed by test.sh): a real S3-compatible server
-//! on a free port with one bucket, for the tests of S3 blobs and symbol buckets.
+//! on a free port with one bucket, for the tests of S3 blobs and symbol buckets. Its
+//! request log is kept, so a test can say which objects were asked for. Stopped when
+//! dropped.
+//!
+//! `POSTMORTEM_SKIP_S3=1` skips (`Moto::start` gives `None`) where `moto_server` is not
+//! installed.
 
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{client, Proc};
-
 /// A running `moto_server` with one bucket.
-pub struct S3 {
-    _proc: Proc,
+pub struct Moto {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
     pub bucket: String,
+    /// The server's request log (its stderr), with the directory that holds it.
+    log: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
-impl S3 {
+impl Moto {
     /// Starts `moto_server` on a free port and creates `bucket`; `None` (skip) only
     /// when it is not installed and `POSTMORTEM_SKIP_S3=1`.
-    pub async fn start(bucket: &str) -> Option<S3> {
+    pub fn start(bucket: &str) -> Option<Moto> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("moto.log");
         let child = Command::new("moto_server")
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
             .spawn();
         let child = match child {
             Ok(c) => c,
@@ -37,25 +46,29 @@ impl S3 {
                 panic!("moto_server not runnable: {e}. Install it with `python3 -m pip install 'moto[server]'` (test.sh does), or set POSTMORTEM_SKIP_S3=1");
             }
         };
-        let s3 = S3 {
-            _proc: Proc(child),
+        let moto = Moto {
+            child,
             endpoint: format!("http://127.0.0.1:{port}"),
             bucket: bucket.to_string(),
+            log,
+            _dir: dir,
         };
-        let c = client();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             // Creating the bucket doubles as the readiness probe.
-            match c.put(format!("{}/{}", s3.endpoint, s3.bucket)).send().await {
+            match agent()
+                .put(&format!("{}/{}", moto.endpoint, moto.bucket))
+                .send_empty()
+            {
                 Ok(r) if r.status().is_success() => break,
                 Ok(r) => panic!("creating the bucket: {}", r.status()),
                 Err(_) if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(200)).await
+                    std::thread::sleep(Duration::from_millis(200))
                 }
                 Err(e) => panic!("moto_server did not start: {e}"),
             }
         }
-        Some(s3)
+        Some(moto)
     }
 
     /// The environment a deployment sets to reach this server.
@@ -71,9 +84,15 @@ impl S3 {
 
     /// Every object in the bucket, key → size, from the server's own listing
     /// (ListObjectsV2, one page is plenty here).
-    pub async fn objects(&self) -> Vec<(String, u64)> {
+    pub fn objects(&self) -> Vec<(String, u64)> {
         let url = format!("{}/{}?list-type=2", self.endpoint, self.bucket);
-        let xml = super::get_text(&client(), &url).await;
+        let xml = agent()
+            .get(&url)
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
         assert!(xml.contains("<IsTruncated>false</IsTruncated>"), "{xml}");
         xml.split("<Contents>")
             .skip(1)
@@ -90,13 +109,37 @@ impl S3 {
     }
 
     /// Puts `bytes` at `key` in the bucket (moto takes unsigned requests).
-    pub async fn put(&self, key: &str, bytes: Vec<u8>) {
-        let r = client()
-            .put(format!("{}/{}/{key}", self.endpoint, self.bucket))
-            .body(bytes)
-            .send()
-            .await
-            .unwrap();
+    pub fn put(&self, key: &str, bytes: &[u8]) {
+        let url = format!("{}/{}/{key}", self.endpoint, self.bucket);
+        let r = agent().put(&url).send(bytes).unwrap();
         assert!(r.status().is_success(), "putting {key}: {}", r.status());
     }
+
+    /// The object keys asked for with `GET` so far, in order (query strings dropped).
+    pub fn gets(&self) -> Vec<String> {
+        let prefix = format!("/{}/", self.bucket);
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split("\"GET ").nth(1))
+            .filter_map(|l| l.split([' ', '?']).next())
+            .filter_map(|p| p.strip_prefix(&prefix))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client that reads every status as an answer.
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
 }
