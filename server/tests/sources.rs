@@ -6,7 +6,9 @@
 //! asked (the service does the same: a crash whose libraries nobody uploaded is
 //! symbolized from the server, and the next one from the stored files): misses remembered (one request within the miss TTL), a source down, slow, a 500,
 //! a body cut short, too large, a file of another build — each a report with the module's
-//! `lookups` saying so, never a hang.
+//! `lookups` saying so, never a hang. S3 buckets (moto's `moto_server`) in the debuginfod
+//! and Breakpad layouts serve `postmortem walk` and the service alike: the same frames as
+//! local files, misses, refused keys (`POSTMORTEM_SKIP_S3=1` skips them without moto).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
@@ -21,6 +23,7 @@ use serde_json::Value;
 
 mod common;
 use common::{bin, client, get_json, get_text, poll_done, upload_crash, Proc, TempServer};
+use postmortem_testsupport::moto::Moto;
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::{compare, gdb, report::assert_valid};
 
@@ -28,6 +31,16 @@ use postmortem_testsupport::{compare, gdb, report::assert_valid};
 /// `--symbols`, no dump paths, no `/usr/lib/debug`), the environment's `DEBUGINFOD_URLS`
 /// ignored, the given `args` and `cache`.
 fn walk_remote(core: &Path, cache: &Path, args: &[&str]) -> (Output, Value) {
+    walk_remote_env(core, cache, args, &[])
+}
+
+/// [`walk_remote`] with the environment variables `env` set (a bucket's `AWS_*`).
+fn walk_remote_env(
+    core: &Path,
+    cache: &Path,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> (Output, Value) {
     let out = Command::new(bin())
         .arg("walk")
         .arg(core)
@@ -36,6 +49,8 @@ fn walk_remote(core: &Path, cache: &Path, args: &[&str]) -> (Output, Value) {
         .arg(cache)
         .args(args)
         .env_remove("DEBUGINFOD_URLS")
+        .env_remove("POSTMORTEM_SYMBOLS_BUCKETS")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap();
     assert_eq!(
@@ -213,19 +228,12 @@ fn served() -> Served {
     }
 }
 
-/// Every module's files fetched from a local debuginfod: the walk equals gdb's with the
-/// local files; a second walk, with the server gone, gives the same report from the
-/// cache (it asked nothing: an asked server that is down would be an `error`).
-#[test]
-fn a_core_walks_with_every_file_from_debuginfod_as_gdb_does() {
-    let s = served();
-    let (server, url) = start_debuginfod(&s.dir, &s.work.path().join("db.sqlite"), s.files);
-    let cache = s.work.path().join("cache");
-
-    let (_, report) = walk_remote(&s.core, &cache, &["--debuginfod", &url]);
-    compare::assert_same_stacks(&s.gdb, &report);
+/// `report`, of `s`'s core with no local file, equals gdb's walk with the local files,
+/// and every module's executable and debug file were fetched from `source`.
+fn assert_fetched_as_gdb_walks(s: &Served, report: &Value, source: &str) {
+    compare::assert_same_stacks(&s.gdb, report);
     for name in s.libs.iter().map(String::as_str).chain(["threads"]) {
-        let m = module(&report, name);
+        let m = module(report, name);
         assert_eq!(m["status"], "ok", "{m}");
         assert_eq!(
             lookups(m),
@@ -238,7 +246,7 @@ fn a_core_walks_with_every_file_from_debuginfod_as_gdb_does() {
         let files = m["files"].as_array().unwrap();
         assert!(!files.is_empty(), "{m}");
         for f in files {
-            assert_eq!(f["source"], url.as_str(), "{m}");
+            assert_eq!(f["source"], source, "{m}");
         }
     }
     let frame0 = &report["threads"][0]["frames"][0];
@@ -252,6 +260,19 @@ fn a_core_walks_with_every_file_from_debuginfod_as_gdb_does() {
         "{}",
         report["warnings"]
     );
+}
+
+/// Every module's files fetched from a local debuginfod: the walk equals gdb's with the
+/// local files; a second walk, with the server gone, gives the same report from the
+/// cache (it asked nothing: an asked server that is down would be an `error`).
+#[test]
+fn a_core_walks_with_every_file_from_debuginfod_as_gdb_does() {
+    let s = served();
+    let (server, url) = start_debuginfod(&s.dir, &s.work.path().join("db.sqlite"), s.files);
+    let cache = s.work.path().join("cache");
+
+    let (_, report) = walk_remote(&s.core, &cache, &["--debuginfod", &url]);
+    assert_fetched_as_gdb_walks(&s, &report, &url);
 
     drop(server);
     let (_, again) = walk_remote(&s.core, &cache, &["--debuginfod", &url]);
@@ -286,6 +307,8 @@ enum Fault {
     OtherBuild,
     /// As `Files`, each answer after the delay.
     Slow(PathBuf, Duration),
+    /// 403, as S3 answers a request signed with keys it does not take.
+    S3Denied,
 }
 
 /// A source on a free port answering every request with `fault`; returns its URL and
@@ -372,6 +395,15 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
             Ok(())
         }
         Fault::Slow(..) => Ok(()),
+        Fault::S3Denied => {
+            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided. Check your key and signing method.</Message></Error>";
+            let _ = write!(
+                conn,
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            conn.write_all(body.as_bytes())
+        }
         Fault::OtherBuild => {
             let body = std::fs::read("/bin/true").unwrap();
             let _ = write!(
@@ -655,10 +687,6 @@ fn a_bad_sources_file_is_an_error_naming_its_line() {
         (
             "[[source]]\nkind = \"debuginfod\"\n\nurl = \"file:///x\"\n",
             ":4: url \"file:///x\"",
-        ),
-        (
-            "[[source]]\nkind = \"s3\"\nurl = \"s3://b/p\"\nlayout = \"breakpad\"\n",
-            ":1: s3://b/p: s3 sources are not supported by a walk yet",
         ),
     ] {
         let file = work.path().join("sources.toml");
@@ -1098,44 +1126,58 @@ async fn the_service_fetches_sym_files_from_a_symbol_store() {
     );
 }
 
+/// The build-id of the ELF file at `path`, as readelf reads its note.
+fn build_id(path: &Path) -> String {
+    let out = Command::new("readelf")
+        .arg("-n")
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+        .unwrap_or_else(|| panic!("no build-id in {}", path.display()))
+}
+
+/// A moto bucket `symbols` holding under `prefix`, laid out as a debuginfod server, each
+/// library's executable and debug file that `s` serves (with `program`, the program's
+/// too: stripped, and its debug file apart); the bucket and its `s3://` URL. `None`:
+/// skipped (`POSTMORTEM_SKIP_S3=1` without moto).
+fn debuginfod_bucket(s: &Served, prefix: &str, program: bool) -> Option<(Moto, String)> {
+    let s3 = Moto::start("symbols")?;
+    let mut files: Vec<(PathBuf, PathBuf)> = s
+        .libs
+        .iter()
+        .map(|name| (s.dir.join(name), s.dir.join(format!("{name}.dbg"))))
+        .collect();
+    if program {
+        files.push((s.dir.join("threads"), s.dir.join("threads.debug")));
+    }
+    for (exe, debug) in files {
+        let id = build_id(&exe);
+        let put = |file: &str, path: &Path| {
+            s3.put(
+                &format!("{prefix}/buildid/{id}/{file}"),
+                &std::fs::read(path).unwrap(),
+            )
+        };
+        put("executable", &exe);
+        if debug.is_file() {
+            put("debuginfo", &debug);
+        }
+    }
+    Some((s3, format!("s3://symbols/{prefix}")))
+}
+
 /// An S3 bucket of symbol files (moto, as the S3 blob test): libc and the loader laid out
 /// as a debuginfod server under a prefix, the program uploaded. The service fetches them
 /// from the bucket (the report names it as the source) and the walk equals gdb's.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_service_fetches_from_an_s3_bucket() {
-    let Some(s3) = common::s3::S3::start("symbols").await else {
+    let s = served();
+    let Some((s3, bucket)) = debuginfod_bucket(&s, "team/linux", false) else {
         return;
     };
-    let s = served();
-    let prefix = "team/linux";
-    for name in &s.libs {
-        let lib = s.dir.join(name);
-        let id = {
-            let out = Command::new("readelf")
-                .arg("-n")
-                .arg(&lib)
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
-                .unwrap()
-        };
-        s3.put(
-            &format!("{prefix}/buildid/{id}/executable"),
-            std::fs::read(&lib).unwrap(),
-        )
-        .await;
-        let debug = s.dir.join(format!("{name}.dbg"));
-        if debug.is_file() {
-            s3.put(
-                &format!("{prefix}/buildid/{id}/debuginfo"),
-                std::fs::read(&debug).unwrap(),
-            )
-            .await;
-        }
-    }
-    let bucket = format!("s3://symbols/{prefix}");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let env: Vec<(&str, String)> = s3.env();
@@ -1167,6 +1209,188 @@ async fn the_service_fetches_from_an_s3_bucket() {
             assert_eq!(f["source"], bucket.as_str(), "{m}");
         }
     }
+}
+
+/// `postmortem walk` with an S3 bucket (moto) as its only source, laid out as a debuginfod
+/// server: every module's executable and debug file come from the bucket, presigned GETs
+/// over the walk's blocking HTTP client, and the walk equals gdb's with the local files,
+/// every thread. A second walk (the bucket named by `POSTMORTEM_SYMBOLS_BUCKETS` this time)
+/// gives the same report from the cache and asks the bucket nothing.
+#[test]
+fn a_core_walks_with_every_file_from_an_s3_bucket_as_gdb_does() {
+    let s = served();
+    let Some((s3, bucket)) = debuginfod_bucket(&s, "team/linux", true) else {
+        return;
+    };
+    let cache = s.work.path().join("cache");
+    let env = s3.env();
+    let (_, report) = walk_remote_env(&s.core, &cache, &["--symbols-bucket", &bucket], &env);
+    assert_fetched_as_gdb_walks(&s, &report, &bucket);
+    let asked = s3.gets();
+    let libc = module(
+        &report,
+        s.libs.iter().find(|l| l.starts_with("libc.so")).unwrap(),
+    );
+    let libc_id = libc["build_id"].as_str().unwrap();
+    assert!(
+        asked.contains(&format!("team/linux/buildid/{libc_id}/executable")),
+        "{asked:?}"
+    );
+
+    let mut env = env;
+    env.push(("POSTMORTEM_SYMBOLS_BUCKETS", bucket.clone()));
+    let (_, again) = walk_remote_env(&s.core, &cache, &[], &env);
+    assert_eq!(
+        again, report,
+        "the second walk is the first, from the cache"
+    );
+    assert_eq!(s3.gets(), asked, "nothing asked again");
+}
+
+/// A bucket without a module's files: a `not-found` lookup per file, naming the bucket,
+/// remembered as a server's miss is (the next walk asks nothing); the report is made.
+#[test]
+fn a_key_missing_from_a_bucket_is_a_miss() {
+    let (work, core) = small_core();
+    let Some(s3) = Moto::start("symbols") else {
+        return;
+    };
+    let bucket = "s3://symbols/none/here";
+    let cache = work.path().join("cache");
+    let walk = || walk_remote_env(&core, &cache, &["--symbols-bucket", bucket], &s3.env()).1;
+    let report = walk();
+    let m = module(&report, "basic");
+    assert_eq!(m["status"], "missing", "{m}");
+    // a bucket may hold any layout: the build's files, then its `.sym` file, are asked
+    assert_eq!(
+        lookups(m),
+        [
+            ("executable".to_string(), "not-found".to_string()),
+            ("debuginfo".to_string(), "not-found".to_string()),
+            ("sym".to_string(), "not-found".to_string())
+        ],
+        "{m}"
+    );
+    for l in m["lookups"].as_array().unwrap() {
+        assert_eq!(l["source"], bucket, "{l}");
+    }
+    let id = m["build_id"].as_str().unwrap();
+    let asked = s3.gets();
+    assert!(
+        asked.contains(&format!("none/here/buildid/{id}/debuginfo")),
+        "{asked:?}"
+    );
+    let again = walk();
+    assert_eq!(again["modules"], report["modules"]);
+    assert_eq!(s3.gets(), asked, "misses are remembered");
+}
+
+/// A bucket that refuses the request's keys (S3's 403 with its XML reason, from the test's
+/// own server standing in for the endpoint: moto takes any key): an `error` lookup with
+/// S3's code and message, a `symbol-source-error` warning, a report all the same. The
+/// request was presigned with the keys of the environment.
+#[test]
+fn a_bucket_refusing_the_keys_is_an_error_and_a_report() {
+    let (work, core) = small_core();
+    let (endpoint, asked) = faulty(Fault::S3Denied);
+    let env = vec![
+        ("AWS_ACCESS_KEY_ID", "wrong".to_string()),
+        ("AWS_SECRET_ACCESS_KEY", "wrong".to_string()),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ALLOW_HTTP", "true".to_string()),
+    ];
+    let bucket = "s3://symbols";
+    let cache = work.path().join("cache");
+    let (_, report) = walk_remote_env(&core, &cache, &["--symbols-bucket", bucket], &env);
+    let m = module(&report, "basic");
+    let ls = m["lookups"].as_array().unwrap();
+    assert!(!ls.is_empty(), "{m}");
+    for l in ls {
+        assert_eq!(l["result"], "error", "{l}");
+        assert_eq!(l["source"], bucket, "{l}");
+        let message = l["message"].as_str().unwrap();
+        assert!(
+            message.contains("HTTP status 403: SignatureDoesNotMatch: The request signature"),
+            "{message}"
+        );
+    }
+    assert!(
+        report["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "symbol-source-error"),
+        "{}",
+        report["warnings"]
+    );
+    assert!(report["threads"][0]["frames"].as_array().unwrap().len() > 1);
+    let asked = asked.lock().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .all(|p| p.starts_with("/symbols/") && p.contains("X-Amz-Credential=wrong%2F")),
+        "{asked:?}"
+    );
+}
+
+/// A Breakpad symbol store kept in a bucket (moto): the minidump's `.sym` file comes from
+/// `PREFIX/NAME/DEBUG_ID/NAME.sym`, and the walk is the walk with the store on disk.
+#[test]
+fn a_minidump_walks_with_its_sym_file_from_an_s3_bucket() {
+    let (dump, store) = minidump_and_store();
+    let Some(s3) = Moto::start("symbols") else {
+        return;
+    };
+    for file in common::files_under(&store) {
+        let rel = file.strip_prefix(&store).unwrap().to_str().unwrap();
+        s3.put(&format!("breakpad/{rel}"), &std::fs::read(&file).unwrap());
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (_, local) = walk_remote(
+        &dump,
+        &work.path().join("unused"),
+        &["--offline", "--symbols-path", store.to_str().unwrap()],
+    );
+    let bucket = "s3://symbols/breakpad";
+    let cache = work.path().join("cache");
+    let (_, fetched) = walk_remote_env(&dump, &cache, &["--symbols-bucket", bucket], &s3.env());
+    assert_eq!(fetched["threads"], local["threads"]);
+    let m = module(&fetched, "crash");
+    assert_eq!(m["status"], "ok", "{m}");
+    // asked by build-id first (the bucket may hold any layout), then the `.sym` file
+    assert_eq!(
+        lookups(m),
+        [
+            ("executable".to_string(), "not-found".to_string()),
+            ("debuginfo".to_string(), "not-found".to_string()),
+            ("sym".to_string(), "fetched".to_string())
+        ]
+    );
+    assert_eq!(m["files"][0]["source"], bucket, "{m}");
+    assert!(
+        s3.gets()
+            .contains(&"breakpad/crash/D8A5E4FFF58D3BAF5A6C97C3463B89E20/crash.sym".to_string()),
+        "{:?}",
+        s3.gets()
+    );
+
+    // the same bucket from a sources file that says its layout: only `.sym` files asked
+    let file = work.path().join("sources.toml");
+    std::fs::write(
+        &file,
+        format!("[[source]]\nkind = \"s3\"\nurl = \"{bucket}\"\nlayout = \"breakpad\"\n"),
+    )
+    .unwrap();
+    let (_, listed) = walk_remote_env(
+        &dump,
+        &work.path().join("cache-listed"),
+        &["--sources", file.to_str().unwrap()],
+        &s3.env(),
+    );
+    assert_eq!(listed["threads"], local["threads"]);
+    let m = module(&listed, "crash");
+    assert_eq!(lookups(m), [("sym".to_string(), "fetched".to_string())]);
+    assert_eq!(m["files"][0]["source"], bucket, "{m}");
 }
 
 /// Starts `postmortem worker` (two workers) on `db_url`, with a data directory of its own

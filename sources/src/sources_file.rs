@@ -85,13 +85,6 @@ pub enum SourcesFileError {
         line: usize,
         message: String,
     },
-    /// A source kind this program cannot ask (yet).
-    #[error("{path}:{line}: {what}")]
-    Unsupported {
-        path: PathBuf,
-        line: usize,
-        what: String,
-    },
 }
 
 #[derive(Deserialize)]

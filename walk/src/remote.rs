@@ -1,27 +1,26 @@
 //! The flags of remote symbol sources, shared by `postmortem walk`, `postmortem-walk` and
-//! the service: debuginfod servers, Breakpad symbol stores and (for `postmortem walk` and
-//! `postmortem-walk`) Windows symbol servers asked for the files of
-//! modules nothing on this machine (or uploaded) describes,
-//! with elfutils' environment variables honoured as gdb and eu-stack honour them
-//! (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`, `DEBUGINFOD_MAXSIZE`), and a sources file
+//! the service: debuginfod servers, Breakpad symbol stores, Windows symbol servers and S3
+//! buckets in any of their layouts, asked for the files of modules nothing on this
+//! machine (or uploaded) describes, with elfutils' environment variables honoured as gdb
+//! and eu-stack honour them (`DEBUGINFOD_URLS`, `DEBUGINFOD_TIMEOUT`,
+//! `DEBUGINFOD_MAXSIZE`), the `AWS_*` ones for buckets, and a sources file
 //! (`--sources FILE`, [`sources::sources_file`]) listing sources with limits of their own.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use sources::config::{self, env_number, parse_urls, Config};
+use sources::s3::Bucket;
 use sources::sources_file::{self, SourcesFileError};
 
 /// The sources the flags, the environment and the sources file name.
 #[derive(Debug)]
 pub struct Sources {
-    /// The HTTP sources, in order, and their limits.
+    /// The sources (HTTP servers, then S3 buckets), in order, and their limits.
     pub config: Config,
     /// Problems met reading them, for the caller to print (a `DEBUGINFOD_URLS` entry
-    /// that is not an HTTP URL).
+    /// that is not an HTTP URL, a `--symbols-bucket` that cannot be used).
     pub problems: Vec<String>,
-    /// The sources file's S3 buckets, in order, for the caller to open.
-    pub buckets: Vec<sources_file::Source>,
 }
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -39,9 +38,24 @@ pub struct RemoteArgs {
     /// A symbol server (Microsoft's layout, e.g. https://msdl.microsoft.com/download/symbols):
     /// a Windows module's image is fetched from `URL/NAME/CODE_ID/NAME` and its PDB from
     /// `URL/NAME.pdb/DEBUG_ID/NAME.pdb` when no local file gives them; repeatable, asked in
-    /// order. (Compressed `NAME.pd_` files are not read.)
+    /// order; where a server has not the plain file, its compressed form beside it
+    /// (`NAME.pd_`, `NAME.dl_`, `NAME.ex_`) is fetched and extracted.
     #[arg(long = "symbol-server", value_name = "URL")]
     pub symbol_server: Vec<String>,
+    /// An S3-compatible bucket of symbol files, `s3://BUCKET[/PREFIX]`, laid out as a
+    /// debuginfod server (`PREFIX/buildid/ID/executable`, `…/debuginfo`), a Breakpad store
+    /// (`PREFIX/NAME/DEBUG_ID/NAME.sym`) or a symbol server (`PREFIX/NAME/ID/NAME`, or
+    /// compressed `NAME.pd_`), asked after the HTTP sources; repeatable (the variable:
+    /// space-separated). Keys, region and endpoint from the AWS_* environment as for
+    /// --blob-url (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+    /// AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP); unsigned requests without keys.
+    #[arg(
+        long = "symbols-bucket",
+        value_name = "URL",
+        env = "POSTMORTEM_SYMBOLS_BUCKETS",
+        value_delimiter = ' '
+    )]
+    pub symbols_buckets: Vec<String>,
     /// A sources file (TOML): sources listed in order, each `[[source]]` with its `kind`
     /// (debuginfod, breakpad, symbol-server, s3), its `url`, and optionally limits of its
     /// own (`timeout_secs`, `max_bytes`, `max_fetch_secs`, `miss_ttl_secs`; the flags below
@@ -78,12 +92,10 @@ impl RemoteArgs {
     pub fn config(&self) -> Result<Sources, SourcesFileError> {
         let mut c = Config::none();
         let mut problems = Vec::new();
-        let mut buckets = Vec::new();
         if self.offline {
             return Ok(Sources {
                 config: c,
                 problems,
-                buckets,
             });
         }
         let (urls, skipped) = parse_urls(&self.debuginfod.join(" "));
@@ -95,8 +107,22 @@ impl RemoteArgs {
         let (servers, skipped) = parse_urls(&self.symbol_server.join(" "));
         c.symbol_server = servers;
         problems.extend(skipped);
+        for url in self.symbols_buckets.iter().filter(|u| !u.trim().is_empty()) {
+            match Bucket::from_env(url.trim()) {
+                Ok(b) if !c.buckets.contains(&b) => c.buckets.push(b),
+                Ok(_) => {}
+                Err(e) => problems.push(format!("{url}: {e}")),
+            }
+        }
         if let Some(file) = &self.sources {
-            buckets = c.add_sources(sources_file::read(file)?);
+            for s in c.add_sources(sources_file::read(file)?) {
+                let bucket = Bucket::from_env(&s.url).map_err(|e| SourcesFileError::Bad {
+                    path: file.clone(),
+                    line: s.line,
+                    message: format!("{}: {e}", s.url),
+                })?;
+                c.buckets.push(bucket.with_layout(s.layout));
+            }
         }
         if let Ok(env) = std::env::var("DEBUGINFOD_URLS") {
             let (urls, skipped) = parse_urls(&env);
@@ -125,7 +151,6 @@ impl RemoteArgs {
         Ok(Sources {
             config: c,
             problems,
-            buckets,
         })
     }
 }

@@ -99,16 +99,6 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let configured = args.remote.config()?;
-    if let Some(bucket) = configured.buckets.first() {
-        anyhow::bail!(sources::sources_file::SourcesFileError::Unsupported {
-            path: args.remote.sources.clone().unwrap_or_default(),
-            line: bucket.line,
-            what: format!(
-                "{}: s3 sources are not supported by a walk yet (postmortem serve and worker ask them)",
-                bucket.url
-            ),
-        });
-    }
     let sources = configured.config;
     for p in configured.problems {
         log.say(Level::Error, &format!("postmortem: remote sources: {p}"));

@@ -97,8 +97,8 @@ pub struct JobArgs {
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]
     pub budget: walk_cli::budget::BudgetArgs,
-    /// Remote symbol sources (debuginfod servers) asked for the files of modules no
-    /// upload gives; fetched files are stored as uploads, misses kept under
+    /// Remote symbol sources (debuginfod servers, symbol stores, symbol servers, S3
+    /// buckets) asked for the files of modules no upload gives; fetched files are stored as uploads, misses kept under
     /// `DATA_DIR/remote-cache` unless `--cache-dir` says where.
     #[command(flatten)]
     pub remote: walk_cli::remote::RemoteArgs,
@@ -114,17 +114,6 @@ pub struct JobArgs {
     /// file itself, seconds.
     #[arg(long, value_name = "SECS", default_value_t = 900)]
     pub fetch_claim_wait_secs: u64,
-    /// An S3-compatible bucket of symbol files, `s3://BUCKET[/PREFIX]` (AWS_* environment
-    /// as for --blob-url), laid out as a debuginfod server (`PREFIX/buildid/ID/executable`,
-    /// `…/debuginfo`) or a Breakpad store (`PREFIX/NAME/DEBUG_ID/NAME.sym`); asked after
-    /// the HTTP sources. Repeatable.
-    #[arg(
-        long = "symbols-bucket",
-        value_name = "URL",
-        env = "POSTMORTEM_SYMBOLS_BUCKETS",
-        value_delimiter = ' '
-    )]
-    pub symbols_buckets: Vec<String>,
 }
 
 impl JobArgs {
@@ -139,6 +128,16 @@ impl JobArgs {
         };
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;
         config.process.budget = self.budget.budget();
+        // a bucket that cannot be used stops the service (a walk only says so)
+        for url in self
+            .remote
+            .symbols_buckets
+            .iter()
+            .filter(|u| !u.trim().is_empty())
+        {
+            sources::s3::Bucket::from_env(url.trim())
+                .with_context(|| format!("--symbols-bucket {url}"))?;
+        }
         let configured = self.remote.config()?;
         let mut sources = configured.config;
         for p in configured.problems {
@@ -152,43 +151,18 @@ impl JobArgs {
                 debuginfod = ?sources.debuginfod,
                 symbols_url = ?sources.breakpad,
                 symbol_server = ?sources.symbol_server,
+                buckets = ?sources.buckets.iter().map(|b| b.url()).collect::<Vec<_>>(),
                 "remote symbol sources"
             );
-        }
-        let mut buckets = self
-            .symbols_buckets
-            .iter()
-            .filter(|u| !u.is_empty())
-            .map(|u| ::worker::jobs::bucket::Bucket::new(u, sources.max_bytes))
-            .collect::<Result<Vec<_>, _>>()
-            .context("--symbols-bucket")?;
-        for b in &configured.buckets {
-            let bucket =
-                ::worker::jobs::bucket::Bucket::new(&b.url, sources.limits(&b.url).max_bytes)
-                    .map(|bucket| bucket.with_layout(b.layout))
-                    .with_context(|| {
-                        let file = self
-                            .remote
-                            .sources
-                            .as_deref()
-                            .unwrap_or(std::path::Path::new(""));
-                        format!("{}:{}: {}", file.display(), b.line, b.url)
-                    })?;
-            buckets.push(bucket);
-        }
-        if !buckets.is_empty() {
-            let urls: Vec<&str> = buckets.iter().map(|b| b.url()).collect();
-            tracing::info!(buckets = ?urls, "symbol buckets");
         }
         let claims = ::worker::jobs::fetch::ClaimTimings {
             lease: Duration::from_secs(self.fetch_claim_lease_secs.max(1)),
             poll: Duration::from_millis(self.fetch_claim_poll_ms.max(1)),
             wait: Duration::from_secs(self.fetch_claim_wait_secs),
         };
-        config.remote = (!sources.is_empty() || !buckets.is_empty()).then(|| {
+        config.remote = sources::Remote::new(&sources).map(|remote| {
             std::sync::Arc::new(
-                ::worker::jobs::fetch::Fetcher::new(sources::Remote::open(&sources), buckets)
-                    .with_claim_timings(claims),
+                ::worker::jobs::fetch::Fetcher::new(remote).with_claim_timings(claims),
             )
         });
         Ok(config)

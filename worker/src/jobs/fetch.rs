@@ -1,6 +1,6 @@
 //! Files no upload gives, fetched from the service's remote symbol sources (debuginfod
 //! servers, Breakpad symbol stores, symbol servers for Windows images and PDBs, then S3
-//! buckets in any of those layouts: [`super::bucket`])
+//! buckets in any of those layouts, all in [`sources::Remote`])
 //! while a crash is processed, and stored as an upload is: in the blob store by content, indexed in `binaries` by build-id (with the source they came from), and
 //! announced as a new file ([`super::new_file`]), so the next crash of the build needs no
 //! network and the crashes that missed the module are queued again.
@@ -21,12 +21,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use engine::report::{Lookup, LookupResult, RemoteFile};
+use engine::report::{Lookup, RemoteFile};
 use sha2::{Digest, Sha256};
 use sources::cache::Entry;
 use tokio::sync::Mutex;
 
-use super::bucket::{Answer, Bucket};
 use super::new_file::{file_arrived, NewFile};
 use super::{JobError, Runner};
 use crate::store::binaries::{self, BinaryRow};
@@ -61,7 +60,6 @@ impl Default for ClaimTimings {
 /// this process's name in the database's fetch claims.
 pub struct Fetcher {
     remote: Arc<sources::Remote>,
-    buckets: Vec<Bucket>,
     locks: moka::future::Cache<String, Arc<Mutex<()>>>,
     holder: String,
     claims: ClaimTimings,
@@ -74,11 +72,10 @@ impl std::fmt::Debug for Fetcher {
 }
 
 impl Fetcher {
-    /// HTTP sources (and the cache of misses) in `remote`, then `buckets`.
-    pub fn new(remote: sources::Remote, buckets: Vec<Bucket>) -> Fetcher {
+    /// The sources (HTTP servers, then buckets) and the disk cache in `remote`.
+    pub fn new(remote: sources::Remote) -> Fetcher {
         Fetcher {
             remote: Arc::new(remote),
-            buckets,
             locks: moka::future::Cache::builder()
                 .time_to_idle(std::time::Duration::from_secs(600))
                 .build(),
@@ -260,59 +257,8 @@ enum Want {
     Pdb { name: String, debug_id: String },
 }
 
-impl Want {
-    fn file(&self) -> RemoteFile {
-        match self {
-            Want::Build { file, .. } => *file,
-            Want::Sym { .. } => RemoteFile::Sym,
-            Want::Image { .. } => RemoteFile::Executable,
-            Want::Pdb { .. } => RemoteFile::Debuginfo,
-        }
-    }
-
-    /// Where its misses are kept.
-    fn entry(&self) -> Option<Entry> {
-        match self {
-            Want::Build { id, file } => Entry::build(id, file.as_str()),
-            Want::Sym { rel, .. } => Entry::sym(rel),
-            Want::Image { name, code_id } => Entry::symsrv(name, code_id),
-            Want::Pdb { name, debug_id } => Entry::symsrv(name, debug_id),
-        }
-    }
-
-    /// The layout whose paths it is found at.
-    fn layout(&self) -> sources::sources_file::Layout {
-        use sources::sources_file::Layout;
-        match self {
-            Want::Build { .. } => Layout::Debuginfod,
-            Want::Sym { .. } => Layout::Breakpad,
-            Want::Image { .. } | Want::Pdb { .. } => Layout::SymbolServer,
-        }
-    }
-
-    /// Its object key in a bucket, below the prefix.
-    fn key(&self) -> String {
-        match self {
-            Want::Build { id, file } => format!("buildid/{id}/{}", file.as_str()),
-            Want::Sym { rel, .. } => rel.clone(),
-            Want::Image { name, code_id: id } | Want::Pdb { name, debug_id: id } => {
-                format!("{name}/{id}/{name}")
-            }
-        }
-    }
-
-    fn check(&self, f: &std::fs::File) -> Result<(), sources::check::Refused> {
-        match self {
-            Want::Build { id, .. } => sources::check::same_build(f, id),
-            Want::Sym { debug_id, .. } => sources::check::same_sym(f, debug_id),
-            Want::Image { code_id, .. } => sources::check::same_pe(f, code_id),
-            Want::Pdb { debug_id, .. } => sources::check::same_pdb(f, debug_id),
-        }
-    }
-}
-
-/// Asks the HTTP sources on a blocking thread (their I/O blocks), then the buckets,
-/// counting the answers, and the bytes and time of a fetch, in the process's metrics.
+/// Asks the sources on a blocking thread (their I/O blocks), counting the answers, and
+/// the bytes and time of a fetch, in the process's metrics.
 async fn ask(
     runner: &Runner,
     fetcher: &Fetcher,
@@ -320,8 +266,7 @@ async fn ask(
 ) -> Result<sources::remote::Fetched, JobError> {
     let remote = fetcher.remote.clone();
     let started = std::time::Instant::now();
-    let asked = want.clone();
-    let mut fetched = tokio::task::spawn_blocking(move || match &asked {
+    let fetched = tokio::task::spawn_blocking(move || match &want {
         Want::Build { id, file } => remote.file(id, *file),
         Want::Sym { rel, debug_id } => remote.sym(rel, debug_id),
         Want::Image { name, code_id } => remote.pe_image(name, code_id),
@@ -329,82 +274,12 @@ async fn ask(
     })
     .await
     .map_err(|e| JobError::Panic(format!("asking the remote sources: {e}")))?;
-    if fetched.file.is_none() {
-        ask_buckets(&runner.db, fetcher, &want, &mut fetched).await;
-    }
     runner.metrics.count_lookups(&fetched.lookups);
     if let Some((path, source)) = &fetched.file {
         let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
         runner.metrics.count_fetch(source, bytes, started.elapsed());
     }
     Ok(fetched)
-}
-
-/// Asks the buckets in order for `want`, until one has it; adds their answers to
-/// `fetched` (misses are remembered as an HTTP source's are).
-async fn ask_buckets(
-    db: &Db,
-    fetcher: &Fetcher,
-    want: &Want,
-    fetched: &mut sources::remote::Fetched,
-) {
-    let Some(entry) = want.entry() else { return };
-    let remote = &fetcher.remote;
-    for bucket in fetcher.buckets.iter().filter(|b| b.holds(want.layout())) {
-        let lookup = |result, message: Option<String>| Lookup {
-            source: bucket.url().to_string(),
-            file: want.file(),
-            result,
-            message,
-            until: None,
-        };
-        let not_found = |expires: Option<i64>| Lookup {
-            until: expires.map(|ms| sources::remote::rfc3339(fetch_state::system_time(ms))),
-            ..lookup(
-                LookupResult::NotFound,
-                expires.map(|_| remote.miss_message(bucket.url())),
-            )
-        };
-        let remembered =
-            fetch_state::miss_remembered(db, bucket.url(), entry.kind(), entry.id()).await;
-        if let Some(expires) = remembered.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "reading the remembered misses failed");
-            None
-        }) {
-            fetched.lookups.push(not_found(Some(expires)));
-            continue;
-        }
-        let dir = match remote.download_dir(&entry) {
-            Ok(d) => d,
-            Err(e) => {
-                let message = Some(format!("cannot keep the file: {e}"));
-                fetched.lookups.push(lookup(LookupResult::Error, message));
-                continue;
-            }
-        };
-        match bucket.fetch(&want.key(), &dir, |f| want.check(f)).await {
-            Answer::Found(file) => match file.keep() {
-                Ok((_, path)) => {
-                    fetched.lookups.push(lookup(LookupResult::Fetched, None));
-                    fetched.file = Some((path, bucket.url().to_string()));
-                    return;
-                }
-                Err(e) => {
-                    let message = Some(format!("cannot keep the file: {e}"));
-                    fetched.lookups.push(lookup(LookupResult::Error, message));
-                }
-            },
-            Answer::NotFound => {
-                let ttl = remote.miss_ttl(bucket.url());
-                let kept =
-                    fetch_state::remember_miss(db, bucket.url(), entry.kind(), entry.id(), ttl)
-                        .await
-                        .map_err(|e| tracing::warn!(error = %e, "remembering a miss failed"));
-                fetched.lookups.push(not_found(kept.ok()));
-            }
-            Answer::Error(why) => fetched.lookups.push(lookup(LookupResult::Error, Some(why))),
-        }
-    }
 }
 
 /// Stores a download as an upload is stored, then removes it: a file is kept once, in
@@ -424,7 +299,7 @@ pub async fn fetch_sym(
     rel: &str,
     debug_id: &str,
 ) -> Result<Vec<Lookup>, JobError> {
-    if !fetcher.remote.has_symbol_stores() && fetcher.buckets.is_empty() {
+    if !fetcher.remote.has_symbol_stores() {
         return Ok(Vec::new());
     }
     let key = format!("sym/{debug_id}");
@@ -464,7 +339,7 @@ pub async fn fetch_windows(
     fetcher: &Fetcher,
     m: &engine::dump::Module,
 ) -> Result<Vec<Lookup>, JobError> {
-    if !fetcher.remote.has_symbol_servers() && fetcher.buckets.is_empty() {
+    if !fetcher.remote.has_symbol_servers() {
         return Ok(Vec::new());
     }
     let Some(code_id) = m.pe_code_id() else {

@@ -7,7 +7,6 @@
 //! fails that job only. Store errors are transient: the job goes back to the queue until
 //! its attempts run out.
 
-pub mod bucket;
 pub mod fetch;
 pub mod new_file;
 pub mod process;
