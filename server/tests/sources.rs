@@ -706,6 +706,20 @@ fn a_bad_sources_file_is_an_error_naming_its_line() {
             "{text}: {stderr}"
         );
     }
+    // the environment names the file as the flag does
+    let file = work.path().join("from-env.toml");
+    std::fs::write(&file, "[[source]]\nkind = \"gopher\"\nurl = \"http://a\"\n").unwrap();
+    let out = Command::new(bin())
+        .arg("walk")
+        .arg(&core)
+        .env("POSTMORTEM_SOURCES", &file)
+        .env_remove("DEBUGINFOD_URLS")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    let says = format!("{}:2: unknown variant `gopher`", file.display());
+    assert!(stderr.contains(&says), "{stderr}");
 }
 
 /// Each way a source fails: an `error` lookup saying why, a `symbol-source-error`
