@@ -146,6 +146,22 @@ impl JobArgs {
         if self.remote.cache_dir.is_none() {
             sources.cache_dir = data_dir.join("remote-cache");
         }
+        // the blob store's object_store fetches role credentials these name; symbol
+        // buckets sign only with keys in the environment, so say they go unsigned
+        let roles = [
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        ];
+        if let Some(role) = roles.iter().find(|v| std::env::var_os(v).is_some()) {
+            for b in sources.buckets.iter().filter(|b| !b.signed()) {
+                tracing::warn!(
+                    bucket = b.url(),
+                    "{role} is set, but symbol buckets sign only with AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY: this bucket is asked unsigned"
+                );
+            }
+        }
         if !sources.is_empty() {
             tracing::info!(
                 debuginfod = ?sources.debuginfod,
