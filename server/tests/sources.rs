@@ -525,13 +525,13 @@ fn a_miss_is_asked_once_within_its_time_to_live() {
     );
 }
 
-/// A sources file (`--sources FILE`) listing `sources`, each `(url, extra TOML lines)`, as
-/// debuginfod servers, written under `dir`.
-fn sources_file(dir: &Path, sources: &[(&str, &str)]) -> PathBuf {
+/// A sources file (`--sources FILE`) listing `sources`, each `(kind, url, extra TOML
+/// lines)`, written under `dir`.
+fn sources_file(dir: &Path, sources: &[(&str, &str, &str)]) -> PathBuf {
     let mut text = String::from("# written by the test\n");
-    for (url, extra) in sources {
+    for (kind, url, extra) in sources {
         text.push_str(&format!(
-            "[[source]]\nkind = \"debuginfod\"\nurl = \"{url}\"\n{extra}\n"
+            "[[source]]\nkind = \"{kind}\"\nurl = \"{url}\"\n{extra}\n"
         ));
     }
     let path = tempfile::Builder::new()
@@ -591,8 +591,8 @@ fn each_source_fetches_within_its_own_limits() {
     let file = sources_file(
         work.path(),
         &[
-            (&hasty, "timeout_secs = 1"),
-            (&patient, "timeout_secs = 10"),
+            ("debuginfod", &hasty, "timeout_secs = 1"),
+            ("debuginfod", &patient, "timeout_secs = 10"),
         ],
     );
     let started = Instant::now();
@@ -630,7 +630,10 @@ fn each_source_fetches_within_its_own_limits() {
     let (roomy, _) = faulty(Fault::Files(store.clone()));
     let file = sources_file(
         work.path(),
-        &[(&capped, ""), (&roomy, "max_bytes = 100_000_000")],
+        &[
+            ("debuginfod", &capped, ""),
+            ("debuginfod", &roomy, "max_bytes = 100_000_000"),
+        ],
     );
     let cache = work.path().join("cache-caps");
     let (_, report) = walk_remote(
@@ -965,8 +968,8 @@ async fn the_service_reads_its_sources_file() {
     let file = sources_file(
         work.path(),
         &[
-            (&missing, "miss_ttl_secs = 300"),
-            (&capped, "max_bytes = 1000"),
+            ("debuginfod", &missing, "miss_ttl_secs = 300"),
+            ("debuginfod", &capped, "max_bytes = 1000"),
         ],
     );
     let server = TempServer::start(&["--sources", file.to_str().unwrap()]);
@@ -1389,12 +1392,7 @@ fn a_minidump_walks_with_its_sym_file_from_an_s3_bucket() {
     );
 
     // the same bucket from a sources file that says its layout: only `.sym` files asked
-    let file = work.path().join("sources.toml");
-    std::fs::write(
-        &file,
-        format!("[[source]]\nkind = \"s3\"\nurl = \"{bucket}\"\nlayout = \"breakpad\"\n"),
-    )
-    .unwrap();
+    let file = sources_file(work.path(), &[("s3", &bucket, "layout = \"breakpad\"")]);
     let (_, listed) = walk_remote_env(
         &dump,
         &work.path().join("cache-listed"),
