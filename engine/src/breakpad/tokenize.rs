@@ -333,12 +333,19 @@ pub struct BreakpadModule {
 }
 
 /// Reads the `MODULE` line at the start of a `.sym` file, or `None` for anything else.
+///
+/// The name may be empty: dump_syms writes `MODULE windows x86_64 ID ` (the name left
+/// blank) for a mingw-w64 image whose CodeView record names no PDB, as the record it is
+/// read from does; such a file is looked up under the image's own name.
 pub fn parse_module_line(text: &[u8]) -> Option<BreakpadModule> {
     let first = text.split(|&b| b == b'\n').next()?;
-    let first = std::str::from_utf8(first).ok()?.trim_end();
+    let first = std::str::from_utf8(first)
+        .ok()?
+        .trim_end_matches(['\r', '\n']);
     let rest = first.strip_prefix("MODULE ")?;
     let mut it = rest.splitn(4, ' ');
-    let (os, arch, id, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
+    let (os, arch, id) = (it.next()?, it.next()?, it.next()?);
+    let name = it.next().unwrap_or("").trim_end();
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
@@ -383,6 +390,28 @@ pub(crate) fn module_arch_word(text: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_module_line_may_leave_the_name_blank() {
+        // dump_syms on a mingw-w64 image linked with --build-id (a CodeView record
+        // without a PDB name)
+        let m =
+            parse_module_line(b"MODULE windows x86_64 2B7B2081BA9B9D6C23A3CA1B6C252F071 \nINFO")
+                .expect("read");
+        assert_eq!(
+            (
+                m.os.as_str(),
+                m.arch.as_str(),
+                m.debug_id.as_str(),
+                m.name.as_str()
+            ),
+            ("windows", "x86_64", "2B7B2081BA9B9D6C23A3CA1B6C252F071", "")
+        );
+        let m = parse_module_line(b"MODULE Linux x86_64 ABC0 a b.so \r\n").expect("read");
+        assert_eq!(m.name, "a b.so");
+        assert!(parse_module_line(b"MODULE windows x86_64\n").is_none());
+        assert!(parse_module_line(b"MODULE windows x86_64 \n").is_none());
+    }
 
     #[test]
     fn code_id_lines_name_the_image() {
