@@ -119,6 +119,9 @@ impl Source {
 pub struct BreakpadIndex {
     source: Source,
     arch: Arch,
+    /// A Windows x64 module's leaf rule, for code outside every block
+    /// ([`super::unwind::windows_leaf_rule`]).
+    leaf: Option<Rule<'static>>,
     /// The `MODULE` line, ending in a newline.
     module_line: Vec<u8>,
     /// `STACK CFI INIT` blocks with a non-empty range: sorted by start, disjoint.
@@ -476,9 +479,11 @@ impl Scan {
         if !self.publics.is_sorted_by_key(|p| p.at) {
             self.publics.sort_unstable_by_key(|p| p.at);
         }
+        let leaf = super::unwind::windows_leaf_rule(&module_line).map(Rule::without_expressions);
         Ok(BreakpadIndex {
             source,
             arch,
+            leaf,
             module_line,
             blocks,
             built: Mutex::new(FxHashMap::default()),
@@ -544,9 +549,10 @@ impl BreakpadIndex {
         self.arch
     }
 
-    /// Whether the file has unwind rules (a `STACK CFI INIT` block with a range).
+    /// Whether the file has unwind rules (a `STACK CFI INIT` block with a range, or a
+    /// Windows x64 module's leaf rule).
     pub fn has_unwind(&self) -> bool {
-        !self.blocks.is_empty()
+        !self.blocks.is_empty() || self.leaf.is_some()
     }
 
     /// Whether the file has symbols (a `FUNC` or `PUBLIC` record).
@@ -556,13 +562,19 @@ impl BreakpadIndex {
 
     /// The rule for table offset `rel`: the one the whole-file table gives there.
     pub fn find_rule(&self, rel: u64) -> Option<Rule<'static>> {
-        let i = self
+        // a Windows x64 module's code outside every block: a leaf (the whole table's
+        // row under every block's)
+        let outside = || self.leaf.filter(|_| rel < 1 << 32);
+        let Some(i) = self
             .blocks
             .partition_point(|b| b.start <= rel)
-            .checked_sub(1)?;
+            .checked_sub(1)
+        else {
+            return outside();
+        };
         let block = self.blocks.get(i)?;
         if rel >= block.end {
-            return None;
+            return outside();
         }
         let mut built = self.built.lock().ok()?;
         let bytes = built.entry(i).or_insert_with(|| {
@@ -757,6 +769,34 @@ mod tests {
         }
         assert_eq!(index.has_symbols(), !whole_symbols.sources().is_empty());
         true
+    }
+
+    #[test]
+    fn a_windows_x64_sym_file_answers_the_leaf_rule_like_the_whole_table() {
+        // dump_syms' shape for a PE image: one block per .pdata entry, code between them
+        // (leaf functions) and past them covered by the leaf rule alone
+        let text = "MODULE windows x86_64 0123456789ABCDEF0123456789ABCDEF1 app.pdb\n\
+INFO CODE_ID 5F3A2B1C1000 app.exe\n\
+FILE 0 a.c\n\
+FUNC 1000 20 0 caller\n\
+FUNC 1020 8 0 leaf\n\
+STACK CFI INIT 1000 20 .cfa: $rsp 48 + .ra: .cfa 8 - ^\n\
+PUBLIC 2000 0 stub\n\
+STACK CFI INIT 3000 10 .cfa: $rsp 16 + $rbx: .cfa 16 - ^ .ra: .cfa 8 - ^\n";
+        assert!(same_as_whole(text.as_bytes(), &mut Rng::new(3), 500));
+        let index = BreakpadIndex::new(Arc::new(text.as_bytes().to_vec())).expect("index");
+        let leaf = index.find_rule(0x1024).expect("a leaf's rule").record;
+        assert_eq!(leaf.cfa, crate::unwind::Slot::offset(7, 8));
+        assert_eq!(leaf.ra, crate::unwind::Slot::offset(0, -8));
+        assert_eq!(
+            index.find_rule(0x1010).expect("the block's").record.cfa,
+            crate::unwind::Slot::offset(7, 48)
+        );
+        assert!(index.find_rule(1 << 32).is_none(), "past a PE image");
+        // a Linux module's code outside every block has no rule
+        let linux = text.replace("MODULE windows", "MODULE Linux");
+        let index = BreakpadIndex::new(Arc::new(linux.into_bytes())).expect("index");
+        assert!(index.find_rule(0x1024).is_none());
     }
 
     #[test]

@@ -17,6 +17,14 @@
 //! `.sym` file are offsets from the module's load address, which for ELF is the lowest
 //! `PT_LOAD` address — our link base — so they are used as they are. Breakpad rows are
 //! pushed at [`BREAKPAD_PRIORITY`], below any table read from the binary itself.
+//!
+//! A Windows x64 module's `.sym` file (`MODULE windows x86_64`) has one `STACK CFI INIT`
+//! per `.pdata` entry (dump_syms translates each), and the x64 ABI gives every function
+//! that calls or moves the stack pointer such an entry: code no record covers is a leaf,
+//! its return address at `[rsp]`. As Windows' unwinders (and the `.pdata` builder, whose
+//! rule this is) treat such a pc, the table gets `CFA = rsp + 8`, the return address at
+//! `CFA - 8` over the whole image (RVAs are 32-bit) at [`LEAF_PRIORITY`], under every
+//! record ([`windows_leaf_rule`]).
 
 use super::text::{for_each_line, parse_i64};
 use super::tokenize::{self, classify, module_arch_word, Record};
@@ -26,6 +34,29 @@ use crate::unwind::{BuiltTable, TableWriter, UnwindError};
 
 /// Priority of Breakpad rows: every binary-derived source wins over them.
 pub const BREAKPAD_PRIORITY: u8 = 10;
+
+/// Priority of a Windows x64 `.sym` file's leaf rule: under every record.
+pub const LEAF_PRIORITY: u8 = crate::unwind::builders::pe_x64::LEAF_PRIORITY;
+
+/// The end of a PE image's address space (RVAs are 32-bit): where the leaf rule ends.
+const PE_IMAGE_END: u64 = 1 << 32;
+
+/// The leaf rule of a Windows x64 module's `.sym` file (`MODULE windows x86_64`):
+/// `CFA = rsp + 8`, the return address at `CFA - 8`; `None` for any other module.
+pub fn windows_leaf_rule(text: &[u8]) -> Option<RuleRecord> {
+    let module = tokenize::parse_module_line(text)?;
+    let windows_x64 = module.os.eq_ignore_ascii_case("windows")
+        && breakpad_arch(&module.arch) == Some(Arch::X86_64);
+    // the stack pointer's DWARF number (7) fits a slot's register byte
+    let rsp = u8::try_from(x86_64::Reg::Rsp.dwarf()).ok()?;
+    windows_x64.then(|| {
+        RuleRecord::new(
+            UnwindSource::Breakpad,
+            Slot::offset(rsp, 8),
+            Slot::offset(0, -8),
+        )
+    })
+}
 
 /// Bound on tokens in one rule set (a real one has under 20).
 const MAX_TOKENS: usize = 256;
@@ -399,6 +430,9 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
         .unwrap_or(&[]);
     for_each_line(rest_of_text, |line| reader.record(classify(line)));
     reader.close_open();
+    if let Some(leaf) = windows_leaf_rule(text) {
+        reader.w.push(0, PE_IMAGE_END, &leaf, LEAF_PRIORITY);
+    }
     Ok(reader.w.finish())
 }
 
@@ -417,6 +451,42 @@ STACK CFI INIT 2000 10 .cfa: $rsp 8 + .ra: .cfa 8 - ^ $rbx: $rbx\n\
 STACK CFI 2004 .cfa: $rsp 8 + ^ .ra: .cfa -8 + ^\n\
 STACK CFI INIT 3000 10 .cfa: $rsp 8 +\n\
 STACK WIN 4 1000 10 0 0 0 0 0 0 1 $eip 4 + ^ =\n";
+
+    #[test]
+    fn a_windows_x64_module_has_a_leaf_rule_under_its_records() {
+        let windows = SYM.replace(
+            "MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 crash",
+            "MODULE windows x86_64 0123456789ABCDEF0123456789ABCDEF1 crash.pdb",
+        );
+        let built = build_from_breakpad(windows.as_bytes()).expect("build");
+        let t = UnwindTable::open(&built.bytes).expect("open");
+        let at = |a: u64| t.find(a).map(|r| r.record);
+        // the records' rules where they are
+        assert_eq!(at(0x1002).expect("a record's row").cfa, Slot::offset(7, 16));
+        // a leaf elsewhere: return address at [rsp]
+        for a in [0, 0x1020, 0x2fff, 0xffff_ffff] {
+            let r = at(a).unwrap_or_else(|| panic!("no rule at {a:#x}"));
+            assert_eq!(
+                (r.cfa, r.ra),
+                (Slot::offset(7, 8), Slot::offset(0, -8)),
+                "{a:#x}"
+            );
+            assert_eq!(r.source(), Some(UnwindSource::Breakpad));
+        }
+        assert!(at(1 << 32).is_none(), "past a PE image");
+        // not for other modules
+        let t = build_from_breakpad(SYM.as_bytes()).expect("build");
+        assert!(UnwindTable::open(&t.bytes)
+            .expect("open")
+            .find(0x1020)
+            .is_none());
+        let arm = windows.replace("x86_64", "arm64");
+        let t = build_from_breakpad(arm.as_bytes()).expect("build");
+        assert!(UnwindTable::open(&t.bytes)
+            .expect("open")
+            .find(0x1020)
+            .is_none());
+    }
 
     #[test]
     fn cfi_records_become_rows() {
