@@ -81,6 +81,7 @@ fn report_of(
         build_id: m.build_id_hex(),
         debug_id: m.debug_id.clone(),
         code_id: m.code_id.clone(),
+        debug_file: m.debug_file.clone(),
         version: m.version.clone(),
         identity: m.identity,
         verified: l.tables.as_ref().is_some_and(|t| t.verified),

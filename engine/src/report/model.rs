@@ -258,6 +258,11 @@ pub struct Module {
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
     pub code_id: Option<String>,
+    /// The debug file the dump names for the module where it differs from the module's
+    /// own name: a Windows module's PDB, as its CodeView record gives it (`app.pdb`).
+    /// Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_file: Option<String>,
     /// The version the dump records (a minidump's file version); null for a core, and
     /// absent in reports stored before it existed.
     #[serde(default)]

@@ -22,7 +22,7 @@ use std::fmt::Write;
 use serde_json::{json, Map, Value};
 
 use super::{Frame, Report, Thread};
-use crate::dump::{Arch, Os};
+use crate::dump::{Arch, DumpFormat, Os};
 use crate::walk::Trust;
 
 /// The report as minidump-stackwalk's `--json` document.
@@ -843,17 +843,34 @@ fn module_json(m: &super::Module, report: &Report, width: Width) -> Value {
     json!({
         "base_addr": width.hex_str(&m.base),
         "end_addr": width.hex_str(&m.end),
-        "debug_file": m.name,
-        "debug_id": m.debug_id,
+        "debug_file": debug_file(m, report),
+        "debug_id": m.debug_id.as_deref().unwrap_or(NIL_DEBUG_ID),
         "filename": m.name,
         "code_id": m.code_id.as_ref().or(m.build_id.as_ref()),
         "version": m.version,
         "cert_subject": Value::Null,
         "missing_symbols": looked_for && !loaded,
-        "loaded_symbols": loaded,
+        // as `missing_symbols`: said of the modules a frame landed in
+        "loaded_symbols": looked_for && loaded,
         "corrupt_symbols": m.status == super::ModuleStatus::Corrupt,
         "symbol_url": symbol_url,
     })
+}
+
+/// minidump-stackwalk's `debug_id` of a module the dump gives none (a Windows module
+/// without a CodeView record): the nil id, as rust-minidump writes it.
+const NIL_DEBUG_ID: &str = "000000000000000000000000000000000";
+
+/// minidump-stackwalk's `debug_file`: the PDB a Windows module's CodeView record names;
+/// an ELF module's own name (its record is its build-id); empty where a minidump names
+/// none (a Windows module without a record, or one naming no PDB: mingw-w64's
+/// `--build-id`).
+fn debug_file<'m>(m: &'m super::Module, report: &Report) -> &'m str {
+    match (&m.debug_file, report.dump.format) {
+        (Some(file), _) => file,
+        (None, DumpFormat::Minidump) if m.build_id.is_none() => "",
+        (None, _) => &m.name,
+    }
 }
 
 /// The modules with the main executable first (minidump-stackwalk's `main_module` is
