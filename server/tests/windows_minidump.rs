@@ -43,6 +43,7 @@ use common::printed;
 use postmortem_testsupport::http_dir::HttpDir;
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::report;
+use postmortem_testsupport::stackwalk;
 use postmortem_testsupport::windows::{self, DumpSummary, WineFrame};
 use serde_json::Value;
 
@@ -69,6 +70,9 @@ struct Case {
     symbols: PathBuf,
     /// What the program printed before it crashed.
     stdout: String,
+    /// Frame 0 faults inside its function's prologue: dump_syms' `.sym` file cannot say
+    /// how far the prologue got ([`sym_walk_equals_image_walk`]).
+    frame0_in_prologue: bool,
 }
 
 /// The CLI under test (`POSTMORTEM_BIN` when set, see `report::postmortem`).
@@ -248,6 +252,7 @@ fn record_dying_of(
         minidump: crash.minidump,
         symbols,
         stdout: crash.stdout,
+        frame0_in_prologue: false,
     }
 }
 
@@ -502,6 +507,101 @@ fn check_scoped(case: &Case, want: &[&str], scopes: &[&str]) {
          the program's frames, by addr2line):\n{table}",
         case.exe_name()
     );
+    sym_walk_equals_image_walk(case);
+}
+
+/// The files of the dump's modules under `--symbols` (the program that ran, its DLLs and
+/// wine's, the C++ runtime's), in the dump's order.
+fn module_images(case: &Case) -> Vec<PathBuf> {
+    let dirs = [case.symbols.clone(), case.symbols.join("system32")];
+    case.dump
+        .modules
+        .iter()
+        .map(|m| {
+            dirs.iter()
+                .flat_map(|d| std::fs::read_dir(d).unwrap())
+                .map(|e| e.unwrap().path())
+                .find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.eq_ignore_ascii_case(m.file_name()))
+                })
+                .unwrap_or_else(|| panic!("no file for {} under --symbols", m.name))
+        })
+        .collect()
+}
+
+/// Issue 20: the walk from dump_syms' `.sym` files equals the walk from the images (and
+/// the PDB). Every module's `.sym` file (`dump_syms --inlines`, which reads a clang
+/// build's PDB) alone under `--symbols`: the dump names no module by a debug id (wine
+/// writes no CodeView record), so each file is found by its `INFO CODE_ID`. Every thread
+/// has the same frames (pc and stack pointer), found the same way (`trust`), as the walk
+/// from the images' `.pdata`, and ends the same way; every module is walked and named
+/// from its `.sym` file.
+///
+/// One exception, where dump_syms' output says less than `.pdata`: it writes one rule per
+/// function, the state after the prologue, so for a frame 0 inside a prologue
+/// (`frame0_in_prologue`) that rule is wrong, the walker rejects the caller it gives, and
+/// finds the same caller by scanning: frame 1 is `scan` there.
+fn sym_walk_equals_image_walk(case: &Case) {
+    let dir = case.symbols.parent().unwrap().join("sym-only");
+    std::fs::create_dir_all(&dir).unwrap();
+    for image in module_images(case) {
+        let name = image.file_name().unwrap().to_str().unwrap();
+        std::fs::write(dir.join(format!("{name}.sym")), windows::dump_syms(&image)).unwrap();
+    }
+    let from_sym = walk(&case.minidump, &dir);
+    for m in from_sym["modules"].as_array().unwrap() {
+        assert_eq!(
+            (&m["status"], &m["unwind"], &m["symbols"]),
+            (
+                &serde_json::json!("ok"),
+                &serde_json::json!(["breakpad"]),
+                &serde_json::json!(["breakpad"])
+            ),
+            "{}: every module from its .sym file: {m}",
+            case.exe_name()
+        );
+    }
+    let threads = |r: &Value| r["threads"].as_array().unwrap().clone();
+    let (images, syms) = (threads(&case.report), threads(&from_sym));
+    assert_eq!(images.len(), syms.len());
+    for (a, b) in images.iter().zip(&syms) {
+        let rows = |t: &Value| -> Vec<String> {
+            t["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["inlined"] == false)
+                .map(|f| {
+                    format!(
+                        "{} sp {} {} {}",
+                        f["pc"], f["sp"], f["trust"], f["function"]
+                    )
+                })
+                .collect()
+        };
+        let key = |rows: &[String]| -> Vec<String> {
+            rows.iter()
+                .map(|r| r.split(' ').take(4).collect::<Vec<_>>().join(" "))
+                .collect()
+        };
+        let (ra, rb) = (rows(a), rows(b));
+        let (mut ka, kb) = (key(&ra), key(&rb));
+        if case.frame0_in_prologue && a["crashed"] == true {
+            let scanned = ka[1].replace("\"cfi\"", "\"scan\"");
+            ka[1] = scanned;
+        }
+        assert_eq!(
+            (ka, &a["end"]),
+            (kb, &b["end"]),
+            "{}: thread {}: the .sym walk differs from the images' walk\nimages:\n{}\n.sym:\n{}",
+            case.exe_name(),
+            a["tid"],
+            ra.join("\n"),
+            rb.join("\n")
+        );
+    }
 }
 
 /// Both stacks, physical frame by physical frame: winedbg's (with its inlined calls and,
@@ -797,13 +897,14 @@ fn windows_alloca_xmm_and_a_qsort_callback() {
 /// prologue.c/.S: a fault between a prologue's push and its allocation.
 #[test]
 fn windows_fault_inside_a_prologue() {
-    let case = record_sources(
+    let mut case = record_sources(
         "prologue",
         &["-O2"],
         &["prologue.c", "prologue.S"],
         Build::Gcc,
         None,
     );
+    case.frame0_in_prologue = true;
     // the assembly has no DWARF: addr2line cannot name frame 0, the COFF symbols do
     check(&case, &["??", "caller", "main"]);
     let frame0 = &case.crashed_thread()["frames"][0];
@@ -2082,4 +2183,133 @@ fn windows_hostile_thread_names_and_unloaded_modules() {
     assert_eq!(our_threads, their_threads);
     assert!(their_unloaded.is_empty(), "{their_unloaded:?}");
     assert_eq!(our_unloaded.len(), 1, "{our_unloaded:?}");
+}
+
+/// Issue 21 on Windows minidumps: `postmortem walk --json DUMP STORE` against
+/// `minidump-stackwalk --json DUMP STORE` with the same Breakpad symbol store, field by
+/// field as `postmortem_testsupport::stackwalk` lays down, and the `--human` texts the
+/// same way. The store holds every module's `.sym` file (dump_syms of the program — from
+/// its PDB for the clang builds —, of its DLLs and of wine's), and the dump the CodeView
+/// records minidump-stackwalk needs to find them ([`windows::stackwalk_store`]). Where the
+/// walks part, ours must be the reference's: winedbg's frames on the crashed thread, the
+/// walk from the images' `.pdata` (which the other tests compare with winedbg) on the
+/// others. Cases: C at -O0, and at -O2 linked with `--build-id` (a CodeView record naming
+/// no PDB), clang with a PDB, inlined calls from a PDB, alloca/XMM/`qsort`, three
+/// threads, a DLL of the program's, a C++ virtual call.
+#[test]
+fn windows_stackwalk_json_agrees_with_minidump_stackwalk() {
+    let cases: Vec<Case> = vec![
+        record("sw_c_o0", &["-O0"], "basic.c"),
+        record("sw_c_o2_build_id", &["-O2", "-Wl,--build-id"], "basic.c"),
+        record_sources("sw_pdb", &["-O1"], &["basic.c"], Build::ClangPdb, None),
+        record_sources(
+            "sw_pdb_inl",
+            &["-O2"],
+            &["inlined.c"],
+            Build::ClangPdb,
+            None,
+        ),
+        record("sw_unusual", &["-O2"], "unusual.c"),
+        record("sw_threads", &["-O2"], "threads.c"),
+        record_sources(
+            "sw_plugin",
+            &["-O2"],
+            &["plugin_main.c"],
+            Build::Gcc,
+            Some(("plugin.c", "plugin.dll")),
+        ),
+        record("sw_cxx_virtual", &["-O2", CXX_STATIC], "virtual.cpp"),
+    ];
+    let mut totals = stackwalk::Differences::default();
+    for case in &cases {
+        let name = case.exe_name();
+        let work = case.symbols.parent().unwrap();
+        let sw = windows::stackwalk_store(&case.minidump, &module_images(case), work);
+        let program_record = &sw
+            .records
+            .iter()
+            .find(|(n, _)| n == name)
+            .expect("the program's record")
+            .1;
+        if name.contains("build_id") {
+            // mingw-w64's record: a GUID and no PDB name (dump_syms' MODULE line leaves
+            // the name blank)
+            assert_eq!(program_record.path, "", "{name}: {program_record:?}");
+        }
+        let os = std::ffi::OsStr::new;
+        let (dump, store) = (sw.dump.as_os_str(), sw.store.as_os_str());
+        let theirs: Value = serde_json::from_str(&stackwalk::run(
+            Path::new("minidump-stackwalk"),
+            &[os("--json"), dump, store],
+        ))
+        .unwrap();
+        // minidump-stackwalk's own command line; the local files it never reads (the
+        // dump's paths) turned off
+        let local_off = [os("--no-dump-paths"), os("--no-system-debug")];
+        let ours: Value = serde_json::from_str(&stackwalk::run(
+            &postmortem(),
+            &[&[os("walk"), os("--json"), dump, store][..], &local_off].concat(),
+        ))
+        .unwrap();
+        // both found every module's .sym file
+        for doc in [&theirs, &ours] {
+            for m in doc["modules"].as_array().unwrap() {
+                assert_eq!(m["corrupt_symbols"], false, "{name}: {m}");
+                assert_eq!(m["missing_symbols"], false, "{name}: {m}");
+            }
+        }
+        let crashed = u64::from(case.dump.crashed_tid.unwrap());
+        let reference = |tid: u64| -> Option<stackwalk::Reference> {
+            let t = case.thread(tid);
+            let images_walk = physical_frames(t);
+            let (pcs, stop): (Vec<u64>, String) = if tid == crashed {
+                let pcs = case.winedbg.iter().filter(|f| !f.inlined).map(|f| f.pc);
+                (pcs.collect(), "winedbg's outermost frame".to_owned())
+            } else {
+                let pcs = images_walk.iter().map(|f| f.pc);
+                (pcs.collect(), format!("the images' walk: {}", t["end"]))
+            };
+            // names from the images' DWARF and PDBs, not from the .sym files
+            let names = pcs
+                .iter()
+                .map(|pc: &u64| {
+                    let f = images_walk.iter().find(|f| f.pc == *pc)?.entries.last()?;
+                    Some((
+                        f["function"].as_str()?.to_owned(),
+                        f["file"].as_str().map(str::to_owned),
+                        f["line"].as_u64(),
+                    ))
+                })
+                .collect();
+            Some(stackwalk::Reference {
+                pcs,
+                complete: true,
+                stop,
+                names,
+            })
+        };
+        let d = stackwalk::assert_agree(name, &theirs, &ours, &reference);
+        eprintln!("{name}: {d:?}");
+        totals.same_frames += d.same_frames;
+        totals.ours_gdb_confirms += d.ours_gdb_confirms;
+        totals.theirs_past_gdb += d.theirs_past_gdb;
+        totals.better_trust += d.better_trust;
+        totals.better_names += d.better_names;
+
+        let frames = |v: &Value| v["crashing_thread"]["frames"].as_array().unwrap().clone();
+        let agreeing: usize = frames(&ours)
+            .iter()
+            .zip(frames(&theirs).iter())
+            .take_while(|(a, b)| a["offset"] == b["offset"])
+            .map(|(a, _)| 1 + a["inlines"].as_array().map_or(0, Vec::len))
+            .sum();
+        let their_text = stackwalk::run(Path::new("minidump-stackwalk"), &[dump, store]);
+        let our_text = stackwalk::run(
+            &postmortem(),
+            &[&[os("walk"), os("--human"), dump, store][..], &local_off].concat(),
+        );
+        stackwalk::assert_human_agrees(name, &their_text, &our_text, agreeing);
+    }
+    eprintln!("all cases: {totals:?}");
+    assert!(totals.same_frames > 40, "{totals:?}");
 }

@@ -10,6 +10,8 @@
 //!   `server/tests/crashers` and takes their cores;
 //! - [`gdb`]: gdb's frames of every thread of a core (`frames.py`);
 //! - [`compare`]: gdb's stacks and modules against a report's, frame by frame;
+//! - [`stackwalk`]: `postmortem-walk --json` against `minidump-stackwalk --json`, field by
+//!   field, with a reference stack where the walks part;
 //! - [`report`]: the CLI under test and `report.schema.json`;
 //! - [`moto`]: an S3-compatible server (`moto_server`) with one bucket, and what it was
 //!   asked;
@@ -38,6 +40,7 @@ pub mod program;
 pub mod qemu;
 pub mod record;
 pub mod report;
+pub mod stackwalk;
 pub mod windows;
 
 use std::path::{Path, PathBuf};

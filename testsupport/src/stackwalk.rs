@@ -1,22 +1,29 @@
 //! `postmortem-walk` as a drop-in for `minidump-stackwalk` (issue 21, part 1): the same
 //! command line (`--json DUMP STORE`, `--human`) over the same Breakpad symbol store gives
-//! a document that agrees with minidump-stackwalk's field by field.
+//! a document that agrees with minidump-stackwalk's field by field. Used by the Linux
+//! minidump tests (`minidump_gdb`, gdb's frames on the core of the same crash as the
+//! reference) and the Windows ones (`windows_minidump`, winedbg's frames of the crashed
+//! thread as the reference).
 //!
 //! Every field path minidump-stackwalk writes must be in ours. Each field is then
 //! compared, and where ours differs it must be for one of the reasons listed here (and in
 //! the README's "minidump-stackwalk drop-in" section):
 //! - **frames**: position by position, every field equal while both walks are at the same
 //!   address (`trust` may be better in ours: `cfi` where theirs is `scan`). From the first
-//!   frame where they part, ours must be gdb's (the kernel core of the same crash): more
-//!   frames gdb confirms, or fewer where theirs runs on past gdb's outermost frame with
-//!   scanned garbage;
+//!   frame where they part, ours must be the reference's (gdb's, on the kernel core of
+//!   the same crash; winedbg's): more frames the reference confirms, or fewer where
+//!   theirs runs on past the reference's outermost frame with scanned garbage;
 //! - **function names** are without their parameter lists (`area`, not
 //!   `area() const`), as the report names functions from any source (gdb's names);
 //! - **threads order**: ours puts the crashed thread first; threads are matched by id
 //!   and `crash_info.crashing_thread` / `crashing_thread.threads_index` must name the same
 //!   thread in each document;
-//! - **`modules[].missing_symbols`**: minidump-stackwalk sets it for a module without
-//!   symbols that a frame of its walk landed in, so it follows each walk's frames;
+//! - **modules order**: ours lists the main module first, then by address; theirs in the
+//!   dump's order. Modules are matched by base address, and `main_module` must name the
+//!   same one;
+//! - **`modules[].missing_symbols` and `loaded_symbols`**: minidump-stackwalk looks for a
+//!   module's symbols when a frame of its walk lands in it, so both follow each walk's
+//!   frames;
 //! - **`proc_limits.limits`**: theirs come out of a hash map in any order; compared as sets;
 //! - **`crash_info.possible_bit_flips`**: each of ours is one of theirs, equal in every
 //!   field (the same address, heuristics and confidence); theirs may list more. Ours are
@@ -36,8 +43,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use postmortem_testsupport::compare::parse_hex;
-use postmortem_testsupport::gdb::GdbCore;
+use crate::compare::parse_hex;
+use crate::gdb::GdbCore;
 
 /// rust-minidump's bit-flip candidates, where ours may list fewer (see the module
 /// documentation).
@@ -109,22 +116,71 @@ fn rank(trust: &Value) -> usize {
         .unwrap_or(0)
 }
 
+/// One thread's reference stack: the pc of each physical frame, innermost first (a
+/// caller's pc is its return address), whether it reaches the thread's outermost frame,
+/// and why it stopped (shown on failure).
+#[derive(Debug, Clone)]
+pub struct Reference {
+    pub pcs: Vec<u64>,
+    pub complete: bool,
+    pub stop: String,
+    /// Where the reference names frames independently of both `.sym` readings: the
+    /// function (without parameters), file and line of the frame at each of `pcs` (or
+    /// `None`); may be empty. See [`Differences::better_names`].
+    pub names: Vec<Option<Named>>,
+}
+
+/// How a reference names a frame: function (without parameters), file, line.
+pub type Named = (String, Option<String>, Option<u64>);
+
+/// gdb's stack of thread `tid` in `gdb` (inlined and tail-call frames left out), as a
+/// [`Reference`].
+pub fn gdb_reference(gdb: &GdbCore, tid: u64) -> Option<Reference> {
+    let g = gdb.thread(tid)?;
+    Some(Reference {
+        pcs: g
+            .frames
+            .iter()
+            .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
+            .map(|f| f.pc)
+            .collect(),
+        complete: g.complete,
+        stop: g.stop.clone(),
+        names: Vec::new(),
+    })
+}
+
 /// What the comparison of one case found where the documents differ on purpose.
 #[derive(Default, Debug)]
 pub struct Differences {
     /// Frames equal in every field, in both.
     pub same_frames: usize,
-    /// Frames ours has that gdb confirms and theirs lacks or has elsewhere.
+    /// Frames ours has that the reference confirms and theirs lacks or has elsewhere.
     pub ours_gdb_confirms: usize,
-    /// Frames of theirs past the point where it parts from gdb.
+    /// Frames of theirs past the point where it parts from the reference.
     pub theirs_past_gdb: usize,
     /// Frames at the same address where our trust is better.
     pub better_trust: usize,
+    /// Frames at the same address named differently, ours as the reference names them,
+    /// theirs from a record that starts before ours: a `.sym` file with overlapping
+    /// `FUNC` records (dump_syms on wine's DLLs writes one for a function's hot-patch
+    /// area, from `.pdata`, around the one its DWARF gives), where rust-minidump takes the
+    /// outer record and postmortem the innermost.
+    pub better_names: usize,
 }
 
+/// The fields that name a frame's code.
+const NAMING: [&str; 5] = ["function", "function_offset", "file", "line", "inlines"];
+
 /// Asserts that `ours` (postmortem-walk --json) agrees with `theirs` (minidump-stackwalk
-/// --json) field by field, differences allowed only as the module documentation lists.
-pub fn assert_agree(case: &str, theirs: &Value, ours: &Value, gdb: &GdbCore) -> Differences {
+/// --json) field by field, differences allowed only as the module documentation lists;
+/// `reference` gives a thread's reference stack by thread id.
+pub fn assert_agree(
+    case: &str,
+    theirs: &Value,
+    ours: &Value,
+    reference: &dyn Fn(u64) -> Option<Reference>,
+) -> Differences {
     // every field they write, we write
     let (mut tp, mut op) = (BTreeSet::new(), BTreeSet::new());
     paths(theirs, "", &mut tp);
@@ -239,7 +295,7 @@ pub fn assert_agree(case: &str, theirs: &Value, ours: &Value, gdb: &GdbCore) -> 
         for t in [ours_t, theirs_t] {
             assert_eq!(t["frame_count"], t["frames"].as_array().unwrap().len());
         }
-        frames_agree(case, *tid, ours_t, theirs_t, gdb, &mut d);
+        frames_agree(case, *tid, ours_t, theirs_t, reference, &mut d);
     }
 
     // modules, by address
@@ -257,17 +313,17 @@ pub fn assert_agree(case: &str, theirs: &Value, ours: &Value, gdb: &GdbCore) -> 
         our_modules.keys().collect::<Vec<_>>(),
         "{case}: modules"
     );
-    assert_eq!(
-        ours["modules"][0]["filename"], theirs["modules"][0]["filename"],
-        "{case}: main module"
-    );
+    let main =
+        |v: &Value| v["modules"][v["main_module"].as_u64().unwrap() as usize]["base_addr"].clone();
+    assert_eq!(main(ours), main(theirs), "{case}: main module");
     for (base, tm) in &their_modules {
         let om = &our_modules[base];
         for (k, v) in tm.as_object().unwrap() {
-            if k != "missing_symbols" {
+            if k != "missing_symbols" && k != "loaded_symbols" {
                 assert_eq!(&om[k], v, "{case}: module {base} {k}");
             }
         }
+        let mut landed_in_both = true;
         for (doc, m) in [(ours, om), (theirs, tm)] {
             let name = m["filename"].as_str().unwrap();
             let landed = doc["threads"]
@@ -276,23 +332,74 @@ pub fn assert_agree(case: &str, theirs: &Value, ours: &Value, gdb: &GdbCore) -> 
                 .iter()
                 .flat_map(|t| t["frames"].as_array().unwrap())
                 .any(|f| f["module"] == name);
+            landed_in_both &= landed;
+            assert!(
+                landed || m["loaded_symbols"] == false,
+                "{case}: {name} loaded_symbols follows the walk's frames"
+            );
             assert_eq!(
                 m["missing_symbols"],
                 landed && m["loaded_symbols"] == false,
                 "{case}: {name} missing_symbols follows the walk's frames"
             );
         }
+        if landed_in_both {
+            assert_eq!(
+                om["loaded_symbols"], tm["loaded_symbols"],
+                "{case}: module {base} loaded_symbols"
+            );
+        }
     }
     d
 }
 
-/// One thread's frames: equal while both walks agree; where they part, ours is gdb's.
+/// Frame `i` of thread `tid`, named differently in `ours` and `theirs`: ours must be
+/// named as the reference names it, and theirs by a record that starts before ours (see
+/// [`Differences::better_names`]).
+fn better_named(
+    case: &str,
+    tid: u64,
+    i: usize,
+    ours: &Value,
+    theirs: &Value,
+    reference: &dyn Fn(u64) -> Option<Reference>,
+) {
+    let context = format!("{case}: thread {tid} frame {i}\n ours   {ours}\n theirs {theirs}");
+    let r = reference(tid).unwrap_or_else(|| panic!("no reference: {context}"));
+    let offset = parse_hex(ours["offset"].as_str().unwrap()).unwrap();
+    let pc = if i == 0 { offset } else { offset + 1 };
+    let at = r.pcs.iter().position(|&p| p == pc);
+    let Some(Some((function, file, line))) = at.and_then(|n| r.names.get(n)) else {
+        panic!("named differently, and the reference names no frame at {pc:#x}: {context}");
+    };
+    let mut name = ours["function"].clone();
+    bare_names(&mut name);
+    // dump_syms writes a path's separators as the DWARF of a Windows build mixes them
+    let path = |p: Option<&str>| p.map(|p| p.replace('\\', "/"));
+    assert_eq!(
+        (
+            name.as_str(),
+            path(ours["file"].as_str()),
+            ours["line"].as_u64()
+        ),
+        (Some(function.as_str()), path(file.as_deref()), *line),
+        "ours is not named as the reference names it: {context}"
+    );
+    let function_offset = |f: &Value| parse_hex(f["function_offset"].as_str().unwrap_or("0x0"));
+    assert!(
+        function_offset(theirs) > function_offset(ours),
+        "theirs is not named by a record around ours: {context}"
+    );
+}
+
+/// One thread's frames: equal while both walks agree; where they part, ours is the
+/// reference's.
 fn frames_agree(
     case: &str,
     tid: u64,
     ours: &Value,
     theirs: &Value,
-    gdb: &GdbCore,
+    reference: &dyn Fn(u64) -> Option<Reference>,
     d: &mut Differences,
 ) {
     let of = ours["frames"].as_array().unwrap();
@@ -302,9 +409,22 @@ fn frames_agree(
         if a["offset"] != b["offset"] {
             break;
         }
+        let differently_named = NAMING.iter().any(|k| {
+            let (mut x, mut y) = (a[*k].clone(), b[*k].clone());
+            bare_names(&mut x);
+            bare_names(&mut y);
+            *k != "function_offset" && x != y
+        });
+        if differently_named {
+            better_named(case, tid, i, a, b, reference);
+            d.better_names += 1;
+        }
         for (k, v) in b.as_object().unwrap() {
             if k == "trust" && rank(&a[k]) > rank(v) {
                 d.better_trust += 1;
+                continue;
+            }
+            if differently_named && NAMING.contains(&k.as_str()) {
                 continue;
             }
             let (mut ours_v, mut theirs_v) = (a[k].clone(), v.clone());
@@ -320,16 +440,9 @@ fn frames_agree(
     if i == of.len() && i == tf.len() {
         return;
     }
-    // they part at frame i: ours from there on must be gdb's
-    let g = gdb
-        .thread(tid)
-        .unwrap_or_else(|| panic!("{case}: gdb has no thread {tid}"));
-    let gdb_pcs: Vec<u64> = g
-        .frames
-        .iter()
-        .filter(|f| f.kind != "INLINE" && f.kind != "TAILCALL")
-        .map(|f| f.pc)
-        .collect();
+    // they part at frame i: ours from there on must be the reference's
+    let g = reference(tid).unwrap_or_else(|| panic!("{case}: no reference for thread {tid}"));
+    let gdb_pcs = &g.pcs;
     let pc = |f: &Value, n: usize| {
         let o = parse_hex(f["offset"].as_str().unwrap()).unwrap();
         if n == 0 {
@@ -345,7 +458,7 @@ fn frames_agree(
             .collect()
     };
     let context = format!(
-        "{case}: thread {tid} parts at frame {i}\n ours   {:?}\n theirs {:?}\n gdb    {:x?} ({})",
+        "{case}: thread {tid} parts at frame {i}\n ours   {:?}\n theirs {:?}\n reference {:x?} ({})",
         describe(of),
         describe(tf),
         gdb_pcs,
@@ -356,7 +469,7 @@ fn frames_agree(
             Some(&want) => assert_eq!(pc(f, n), want, "{context}"),
             None => assert!(
                 !g.complete,
-                "ours runs past gdb's outermost frame: {context}"
+                "ours runs past the reference's outermost frame: {context}"
             ),
         }
         d.ours_gdb_confirms += 1;
@@ -364,7 +477,7 @@ fn frames_agree(
     if of.len() < tf.len() {
         assert!(
             g.complete && of.len() >= gdb_pcs.len(),
-            "theirs has frames where ours stops short of gdb: {context}"
+            "theirs has frames where ours stops short of the reference: {context}"
         );
         d.theirs_past_gdb += tf.len() - of.len();
     }

@@ -710,38 +710,204 @@ fn parse_dump(b: &[u8]) -> Option<DumpSummary> {
 /// The record is appended to the file and the module's `CvRecord` points at it. Panics
 /// if the image has no record or the dump no such module.
 pub fn with_codeview(dump: &Path, out: &Path, image: &Path) {
-    use object::Object;
-    let mut bytes = std::fs::read(dump).unwrap_or_else(|e| panic!("read {}: {e}", dump.display()));
-    let summary = parse_dump(&bytes).expect("a readable minidump");
     let name = image
         .file_name()
         .and_then(|n| n.to_str())
         .expect("the image's name");
-    let module = summary
-        .module(name)
-        .unwrap_or_else(|| panic!("the dump lists no {name}"))
-        .clone();
+    let record = codeview_of(image).unwrap_or_else(|| panic!("{name} has no CodeView record"));
+    with_codeview_records(dump, out, &[(name.to_owned(), record.bytes())]);
+}
+
+/// A PDB 7.0 CodeView record (`RSDS`): the PDB's GUID and age, and its path (empty when
+/// the image names no PDB, as mingw-w64's `--build-id` writes it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeView {
+    pub guid: [u8; 16],
+    pub age: u32,
+    pub path: String,
+}
+
+impl CodeView {
+    /// The record as a minidump's `CvRecord` holds it.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut record = b"RSDS".to_vec();
+        record.extend_from_slice(&self.guid);
+        record.extend_from_slice(&self.age.to_le_bytes());
+        record.extend_from_slice(self.path.as_bytes());
+        record.push(0);
+        record
+    }
+
+    /// The debug id Breakpad names it by (GUID and age, upper-case hex).
+    pub fn debug_id(&self) -> String {
+        engine::binary::pdb_debug_id(self.guid, self.age)
+    }
+
+    /// The debug file: the last component of the path (empty for none).
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit(['\\', '/']).next().unwrap_or(&self.path)
+    }
+}
+
+/// The CodeView record in `image`'s debug directory, if it has one.
+pub fn codeview_of(image: &Path) -> Option<CodeView> {
+    use object::Object;
     let data = std::fs::read(image).unwrap_or_else(|e| panic!("read {}: {e}", image.display()));
     let file = object::File::parse(&*data).expect("a PE image");
-    let cv = file
-        .pdb_info()
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("{name} has no CodeView record"));
-    let mut record = b"RSDS".to_vec();
-    record.extend_from_slice(&cv.guid());
-    record.extend_from_slice(&cv.age().to_le_bytes());
-    record.extend_from_slice(cv.path());
-    record.push(0);
-    while !bytes.len().is_multiple_of(4) {
-        bytes.push(0);
+    let cv = file.pdb_info().ok().flatten()?;
+    Some(CodeView {
+        guid: cv.guid(),
+        age: cv.age(),
+        path: String::from_utf8_lossy(cv.path()).into_owned(),
+    })
+}
+
+/// Writes to `out` the minidump `dump` with the CodeView record `bytes` given to the
+/// module of each file `name` (any case) in `records`; the records are appended to the
+/// file and each module's `CvRecord` points at its own. Panics if the dump lists no
+/// such module.
+pub fn with_codeview_records(dump: &Path, out: &Path, records: &[(String, Vec<u8>)]) {
+    let mut bytes = std::fs::read(dump).unwrap_or_else(|e| panic!("read {}: {e}", dump.display()));
+    let summary = parse_dump(&bytes).expect("a readable minidump");
+    for (name, record) in records {
+        let module = summary
+            .module(name)
+            .unwrap_or_else(|| panic!("the dump lists no {name}"))
+            .clone();
+        while !bytes.len().is_multiple_of(4) {
+            bytes.push(0);
+        }
+        let rva = u32::try_from(bytes.len()).expect("a dump under 4 GiB");
+        let size = u32::try_from(record.len()).expect("a short record");
+        bytes.extend_from_slice(record);
+        bytes[module.entry + 76..module.entry + 80].copy_from_slice(&size.to_le_bytes());
+        bytes[module.entry + 80..module.entry + 84].copy_from_slice(&rva.to_le_bytes());
     }
-    let rva = u32::try_from(bytes.len()).expect("a dump under 4 GiB");
-    let size = u32::try_from(record.len()).expect("a short record");
-    bytes.extend_from_slice(&record);
-    bytes[module.entry + 76..module.entry + 80].copy_from_slice(&size.to_le_bytes());
-    bytes[module.entry + 80..module.entry + 84].copy_from_slice(&rva.to_le_bytes());
     std::fs::write(out, bytes).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
+}
+
+/// `dump_syms --inlines IMAGE`: the image's Breakpad `.sym` file (from the PDB its
+/// CodeView record names, else from its DWARF and `.pdata`). Panics if dump_syms fails.
+pub fn dump_syms(image: &Path) -> String {
+    let out = Command::new("dump_syms")
+        .arg("--inlines")
+        .arg(image)
+        .output()
+        .expect("run dump_syms (cargo install --locked dump_syms; see test.sh)");
+    assert!(
+        out.status.success(),
+        "dump_syms {}: {}",
+        image.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("a .sym file is text")
+}
+
+/// A dump and the Breakpad symbol store both minidump-stackwalk and `postmortem-walk`
+/// read its modules' `.sym` files from ([`stackwalk_store`]).
+#[derive(Debug)]
+pub struct StackwalkStore {
+    /// The dump, with a CodeView record for every module.
+    pub dump: PathBuf,
+    /// `DEBUG_FILE/DEBUG_ID/NAME.sym`, one per module.
+    pub store: PathBuf,
+    /// Each image's record, by its file name: the image's own, or one made up.
+    pub records: Vec<(String, CodeView)>,
+}
+
+/// The dump `dump` as a Windows writer would give it for `images` (the modules' files),
+/// and the store of their `.sym` files (dump_syms) laid out as minidump-stackwalk looks
+/// them up: `DEBUG_FILE/DEBUG_ID/NAME.sym`, the debug file being the PDB the module's
+/// CodeView record names (the image's own name where the record names none; `NAME` is
+/// the PDB's without `.pdb`, else the debug file's with `.sym` added). Written under
+/// `dir`.
+///
+/// minidump-stackwalk finds a module's `.sym` file by its CodeView record's debug file and
+/// id only. wine's dbghelp writes no record (so the dump is given each image's own, as
+/// Windows' dbghelp copies it), and wine's DLLs and a mingw-w64 image without
+/// `--build-id` have none to give: such an image is given a made-up one — a GUID from its
+/// name, age 1, `STEM.pdb` — and its `.sym` file's `MODULE` line says the same id and
+/// debug file, as dump_syms would have written it had the image carried that record.
+/// Every other line of the `.sym` file is dump_syms'.
+pub fn stackwalk_store(dump: &Path, images: &[PathBuf], dir: &Path) -> StackwalkStore {
+    let store = dir.join("stackwalk-store");
+    let mut records = Vec::new();
+    for image in images {
+        let name = image
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("an image's name")
+            .to_owned();
+        let mut sym = dump_syms(image);
+        let (record, made_up) = match codeview_of(image) {
+            Some(r) => (r, false),
+            None => (made_up_codeview(&name), true),
+        };
+        let (module_line, rest) = sym.split_once('\n').expect("a MODULE line");
+        let fields: Vec<&str> = module_line.split(' ').collect();
+        assert_eq!(
+            fields[..3],
+            ["MODULE", "windows", "x86_64"],
+            "{module_line}"
+        );
+        if made_up {
+            sym = format!(
+                "MODULE windows x86_64 {} {}\n{rest}",
+                record.debug_id(),
+                record.file_name()
+            );
+        } else {
+            assert_eq!(fields[3], record.debug_id(), "dump_syms' id of {name}");
+        }
+        let debug_file = match record.file_name() {
+            "" => name.as_str(),
+            f => f,
+        };
+        let sym_name = match debug_file.len().checked_sub(4) {
+            Some(at) if debug_file[at..].eq_ignore_ascii_case(".pdb") => {
+                format!("{}.sym", &debug_file[..at])
+            }
+            _ => format!("{debug_file}.sym"),
+        };
+        let path = store
+            .join(debug_file)
+            .join(record.debug_id())
+            .join(sym_name);
+        std::fs::create_dir_all(path.parent().expect("a directory")).expect("create the store");
+        std::fs::write(&path, sym).expect("write a .sym file");
+        records.push((name, record));
+    }
+    let with_records = dir.join("with-records.dmp");
+    let bytes: Vec<(String, Vec<u8>)> = records
+        .iter()
+        .map(|(name, r)| (name.clone(), r.bytes()))
+        .collect();
+    with_codeview_records(dump, &with_records, &bytes);
+    StackwalkStore {
+        dump: with_records,
+        store,
+        records,
+    }
+}
+
+/// The CodeView record [`stackwalk_store`] gives an image without one: a GUID from the
+/// image's name (FNV-1a, never zero: both tools take a zero GUID for no id), age 1, and
+/// `STEM.pdb`.
+fn made_up_codeview(name: &str) -> CodeView {
+    let fnv = |seed: u64| {
+        name.to_ascii_lowercase().bytes().fold(seed, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+    };
+    let mut guid = [0u8; 16];
+    guid[..8].copy_from_slice(&fnv(0xcbf2_9ce4_8422_2325).to_le_bytes());
+    guid[8..].copy_from_slice(&(fnv(0x8422_2325_cbf2_9ce4) | 1).to_le_bytes());
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    CodeView {
+        guid,
+        age: 1,
+        path: format!("{stem}.pdb"),
+    }
 }
 
 /// Writes to `out` the minidump `dump` with one more stream of type `kind`: `data(rva)`

@@ -18,13 +18,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 mod aarch64;
-mod stackwalk;
 
 use std::path::PathBuf;
 
 use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::program::Workdir;
-use postmortem_testsupport::{compare, record, report};
+use postmortem_testsupport::{compare, record, report, stackwalk};
 use serde_json::Value;
 
 /// One crash recorded twice, with gdb's view of the core and our report of the minidump.
@@ -670,7 +669,7 @@ fn minidump_stackwalk_side_by_side() {
 /// `postmortem-walk --json DUMP STORE` against `minidump-stackwalk --json DUMP STORE` on
 /// the same minidumps and the same Breakpad symbol store (the program's and libc's `.sym`
 /// files, libc's with libc6-dbg's functions and lines): the documents agree field by field
-/// as `stackwalk.rs` lays down, and so do the `--human` texts. Cases: this suite's C
+/// as `postmortem_testsupport::stackwalk` lays down, and so do the `--human` texts. Cases: this suite's C
 /// programs at -O0 and -O2 without frame pointers, four threads blocked in system calls, a
 /// C++ virtual call, a fault in three functions inlined into one, and a read through a
 /// non-canonical pointer.
@@ -717,7 +716,9 @@ fn stackwalk_json_agrees_with_minidump_stackwalk() {
             &[&[os("--json"), dump, store][..], &local_off].concat(),
         ))
         .unwrap();
-        let d = stackwalk::assert_agree(case, &theirs, &ours, &r.gdb);
+        let d = stackwalk::assert_agree(case, &theirs, &ours, &|tid| {
+            stackwalk::gdb_reference(&r.gdb, tid)
+        });
         // the core of the same crash gives a document with the same fields
         let of_core: Value = serde_json::from_str(&stackwalk::run(
             &walk_only,
@@ -730,6 +731,7 @@ fn stackwalk_json_agrees_with_minidump_stackwalk() {
         totals.ours_gdb_confirms += d.ours_gdb_confirms;
         totals.theirs_past_gdb += d.theirs_past_gdb;
         totals.better_trust += d.better_trust;
+        totals.better_names += d.better_names;
 
         // the frames of the crashed thread both walks agree on, as the text counts them
         // (each inlined function a line of its own)
