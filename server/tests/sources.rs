@@ -1392,7 +1392,7 @@ fn a_minidump_walks_with_its_sym_file_from_an_s3_bucket() {
     );
 
     // the same bucket from a sources file that says its layout: only `.sym` files asked
-    let file = sources_file(work.path(), &[("s3", &bucket, "layout = \"breakpad\"")]);
+    let file = sources_file(work.path(), &[("s3", bucket, "layout = \"breakpad\"")]);
     let (_, listed) = walk_remote_env(
         &dump,
         &work.path().join("cache-listed"),
