@@ -985,6 +985,8 @@ async fn the_service_reads_its_sources_file() {
         reports.push(done["report"].clone());
         asked_after.push(asked.lock().unwrap().len());
         crashes.push(crash);
+        // a later second: an `until` reckoned from now would differ
+        tokio::time::sleep(Duration::from_millis(1100)).await;
     }
     let m = module(&reports[0], "basic");
     assert_eq!(m["status"], "missing", "{m}");
