@@ -286,6 +286,12 @@ pub fn assert_agree(
         );
     }
 
+    // a caller's `offset` is its return address minus one instruction step
+    let step = if theirs["system_info"]["cpu_arch"] == "arm64" {
+        4
+    } else {
+        1
+    };
     let mut d = Differences::default();
     for (tid, theirs_t) in &their_threads {
         let ours_t = &our_threads[tid];
@@ -295,7 +301,7 @@ pub fn assert_agree(
         for t in [ours_t, theirs_t] {
             assert_eq!(t["frame_count"], t["frames"].as_array().unwrap().len());
         }
-        frames_agree(case, *tid, ours_t, theirs_t, reference, &mut d);
+        frames_agree(case, *tid, step, ours_t, theirs_t, reference, &mut d);
     }
 
     // modules, by address
@@ -359,6 +365,7 @@ pub fn assert_agree(
 fn better_named(
     case: &str,
     tid: u64,
+    step: u64,
     i: usize,
     ours: &Value,
     theirs: &Value,
@@ -367,7 +374,7 @@ fn better_named(
     let context = format!("{case}: thread {tid} frame {i}\n ours   {ours}\n theirs {theirs}");
     let r = reference(tid).unwrap_or_else(|| panic!("no reference: {context}"));
     let offset = parse_hex(ours["offset"].as_str().unwrap()).unwrap();
-    let pc = if i == 0 { offset } else { offset + 1 };
+    let pc = if i == 0 { offset } else { offset + step };
     let at = r.pcs.iter().position(|&p| p == pc);
     let Some(Some((function, file, line))) = at.and_then(|n| r.names.get(n)) else {
         panic!("named differently, and the reference names no frame at {pc:#x}: {context}");
@@ -397,6 +404,7 @@ fn better_named(
 fn frames_agree(
     case: &str,
     tid: u64,
+    step: u64,
     ours: &Value,
     theirs: &Value,
     reference: &dyn Fn(u64) -> Option<Reference>,
@@ -416,7 +424,7 @@ fn frames_agree(
             *k != "function_offset" && x != y
         });
         if differently_named {
-            better_named(case, tid, i, a, b, reference);
+            better_named(case, tid, step, i, a, b, reference);
             d.better_names += 1;
         }
         for (k, v) in b.as_object().unwrap() {
@@ -448,7 +456,7 @@ fn frames_agree(
         if n == 0 {
             o
         } else {
-            o + 1
+            o + step
         }
     };
     let describe = |fs: &[Value]| -> Vec<String> {

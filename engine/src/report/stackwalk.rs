@@ -723,6 +723,8 @@ fn crash_type(report: &Report) -> String {
         }
     }
     match (&c.signal_name, &c.code_name) {
+        // rust-minidump names a signal sent by a process (`SI_USER`, code 0) alone
+        (Some(s), Some(code)) if code == "SI_USER" => s.clone(),
         (Some(s), Some(code)) => format!("{s} / {code}"),
         (Some(s), None) => s.clone(),
         _ => c
