@@ -40,13 +40,32 @@ pub struct BinaryInfo {
     /// `breakpad-sym`.
     pub kind: &'static str,
     /// A Windows image's code id (`TimeDateStamp` + `SizeOfImage`, upper-case), which a
-    /// minidump names its module by, with the module's file name.
+    /// minidump names its module by, with the module's file name; for a Windows `.sym`
+    /// file, that of the image it describes (its `INFO CODE_ID` record).
     pub code_id: Option<String>,
+    /// For a Windows `.sym` file, the name of the image it describes, as its
+    /// `INFO CODE_ID` record gives it (`app.exe`): with `code_id`, how a module the dump
+    /// names without a debug id (no CodeView record) finds it.
+    pub code_file: Option<String>,
     /// The unwind/debug/symbol sections present, by their report names (`eh_frame`,
     /// `debug_frame`, `sframe`, `compact_unwind`, `debug_info`, `debug_line`, `symtab`,
     /// `dynsym`, …); for a `.sym` file the records present (`stack_cfi`, `stack_win`,
     /// `func`, `line`, `inline`, `public`).
     pub sections: Vec<&'static str>,
+}
+
+impl BinaryInfo {
+    /// The Windows image a minidump names this file's module by: its file name and code
+    /// id. An image is named as it was sent (`sent_name`), a `.sym` file by the image its
+    /// `INFO CODE_ID` record names.
+    pub fn image<'a>(&'a self, sent_name: Option<&'a str>) -> Option<(&'a str, &'a str)> {
+        let name = if self.kind == KIND_BREAKPAD {
+            self.code_file.as_deref()
+        } else {
+            sent_name
+        };
+        name.zip(self.code_id.as_deref())
+    }
 }
 
 /// Why an upload is not a file we can index.
@@ -154,6 +173,7 @@ where
         arch: id.arch.map(|a| a.as_str()),
         kind: "debug",
         code_id: None,
+        code_file: None,
         sections: vec!["pdb"],
     })
 }
@@ -277,6 +297,7 @@ fn describe<'data, R: object::ReadRef<'data>>(
         arch,
         kind,
         code_id: None,
+        code_file: None,
         sections,
     })
 }
@@ -324,6 +345,7 @@ fn identify_macho(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         arch,
         kind,
         code_id: None,
+        code_file: None,
         sections,
     })
 }
@@ -378,6 +400,7 @@ fn describe_pe<'data, R: object::ReadRef<'data>>(
         arch,
         kind: if dll { "shared-object" } else { "executable" },
         code_id: Some(code_id),
+        code_file: None,
         sections,
     })
 }
@@ -389,7 +412,17 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         )
     })?;
     let arch = crate::breakpad::unwind::breakpad_arch(&module.arch).map(|a| a.as_str());
-    let code_id = crate::breakpad::parse_code_id_line(bytes).map(|(id, _)| id.to_ascii_lowercase());
+    let code_line = crate::breakpad::parse_code_id_line(bytes);
+    let code_id = code_line.as_ref().map(|(id, _)| id.to_ascii_lowercase());
+    // A Windows module's: the image's code id and name, as dump_syms writes them for an
+    // `.exe` or `.dll` (both needed: a minidump names the module by the two)
+    let (image_code_id, code_file) = match code_line {
+        Some((id, Some(file))) if module.os.eq_ignore_ascii_case("windows") => {
+            let file = file.rsplit(['/', '\\']).next().unwrap_or(&file).to_owned();
+            (Some(crate::binary::normalize_code_id(&id)), Some(file))
+        }
+        _ => (None, None),
+    };
     // A Linux module's code id is its full build-id; the debug-id is derived from its
     // first 16 bytes. Kept only when the two agree, so a `.sym` cannot claim a build-id
     // its debug-id does not come from.
@@ -428,7 +461,8 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         debug_id: Some(module.debug_id),
         arch,
         kind: KIND_BREAKPAD,
-        code_id: None,
+        code_id: image_code_id,
+        code_file,
         sections,
     })
 }
@@ -478,6 +512,21 @@ STACK CFI INIT 1130 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
             info.debug_id.as_deref(),
             Some("3A2B1C0D4E5F60718293A4B5C6D7E8F91")
         );
+        // it names the image it describes, as a minidump names the module
+        assert_eq!(info.code_id.as_deref(), Some("5F3A2B1C1000"));
+        assert_eq!(info.code_file.as_deref(), Some("app.exe"));
+        let lower = win.replace("5F3A2B1C1000", "5f3a2b1c1000");
+        assert_eq!(
+            identify(lower.as_bytes()).unwrap().code_id.as_deref(),
+            Some("5F3A2B1C1000")
+        );
+        // a Linux .sym's code id is its build-id, not an image's
+        let info = identify(LINUX_SYM.as_bytes()).unwrap();
+        assert_eq!((info.code_id, info.code_file), (None, None));
+        // a Windows .sym without the image's name cannot be matched to a module
+        let nameless = win.replace(" app.exe", "");
+        let info = identify(nameless.as_bytes()).unwrap();
+        assert_eq!((info.code_id, info.code_file), (None, None));
     }
 
     fn run(dir: &std::path::Path, tool: &str, args: &[&str]) -> String {

@@ -444,6 +444,7 @@ async fn binaries_tables_missing(db: &Db) {
         format: "elf".into(),
         source: None,
         code_id: None,
+        code_file: None,
     };
     let (_, created) = binaries::insert(db, &row).await.unwrap();
     assert!(created);
@@ -500,6 +501,59 @@ both!(
     binaries_tables_missing
 );
 
+/// A Windows `.sym` row is found by the image its `INFO CODE_ID` names (name without
+/// case, code id), the newest first, and never as an image; an image of the same name and
+/// code id is never taken for its `.sym` file.
+async fn sym_by_image(db: &Db) {
+    let row = |sha: &str, kind: &str, format: &str, name: &str, at: i64| BinaryRow {
+        sha256: sha.repeat(32),
+        build_id: String::new(),
+        arch: Some("x86_64".into()),
+        kind: kind.into(),
+        file_name: Some(name.into()),
+        size: 5,
+        sections: "stack_cfi".into(),
+        uploaded_at: at,
+        debug_id: None,
+        format: format.into(),
+        source: None,
+        code_id: Some("5F3A2B1C1000".into()),
+        code_file: (format == "breakpad").then(|| "App.exe".into()),
+    };
+    let old_sym = row("f1", "breakpad-sym", "breakpad", "old.sym", 1);
+    // sent under the image's name: still no image
+    let new_sym = row("f2", "breakpad-sym", "breakpad", "app.exe", 2);
+    let image = row("f3", "executable", "pe", "app.exe", 3);
+    for r in [&old_sym, &new_sym, &image] {
+        binaries::insert(db, r).await.unwrap();
+    }
+    assert_eq!(
+        binaries::sym_by_code_id(db, "app.exe", "5F3A2B1C1000")
+            .await
+            .unwrap(),
+        Some(new_sym)
+    );
+    assert_eq!(
+        binaries::sym_by_code_id(db, "other.exe", "5F3A2B1C1000")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        binaries::sym_by_code_id(db, "app.exe", "5F3A2B1C2000")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        binaries::by_code_id(db, "app.exe", "5F3A2B1C1000")
+            .await
+            .unwrap(),
+        vec![image]
+    );
+}
+both!(sym_by_image_sqlite, sym_by_image_postgres, sym_by_image);
+
 /// `.sym` rows are found by debug-id (and by build-id when they have one), and a `.sym`
 /// upload's identifiers requeue the crashes that missed its module: one keyed by
 /// build-id (a Linux module) and one keyed by debug-id alone (a Windows module).
@@ -517,6 +571,7 @@ async fn debug_ids_and_requeue(db: &Db) {
         format: "breakpad".into(),
         source: None,
         code_id: None,
+        code_file: None,
     };
     let linux = sym("e1", "beef", "EFBE00000000000000000000000000000");
     let windows = sym("e2", "", "ABCDEF0123456789ABCDEF01234567891");

@@ -531,6 +531,18 @@ fn module_images(case: &Case) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A directory holding dump_syms' `.sym` file (`--inlines`) of every module of the
+/// case's dump, `NAME.sym` for the image `NAME`, and nothing else.
+fn sym_only(case: &Case) -> PathBuf {
+    let dir = case.symbols.parent().unwrap().join("sym-only");
+    std::fs::create_dir_all(&dir).unwrap();
+    for image in module_images(case) {
+        let name = image.file_name().unwrap().to_str().unwrap();
+        std::fs::write(dir.join(format!("{name}.sym")), windows::dump_syms(&image)).unwrap();
+    }
+    dir
+}
+
 /// Issue 20: the walk from dump_syms' `.sym` files equals the walk from the images (and
 /// the PDB). Every module's `.sym` file (`dump_syms --inlines`, which reads a clang
 /// build's PDB) alone under `--symbols`: the dump names no module by a debug id (wine
@@ -544,12 +556,7 @@ fn module_images(case: &Case) -> Vec<PathBuf> {
 /// (`frame0_in_prologue`) that rule is wrong, the walker rejects the caller it gives, and
 /// finds the same caller by scanning: frame 1 is `scan` there.
 fn sym_walk_equals_image_walk(case: &Case) {
-    let dir = case.symbols.parent().unwrap().join("sym-only");
-    std::fs::create_dir_all(&dir).unwrap();
-    for image in module_images(case) {
-        let name = image.file_name().unwrap().to_str().unwrap();
-        std::fs::write(dir.join(format!("{name}.sym")), windows::dump_syms(&image)).unwrap();
-    }
+    let dir = sym_only(case);
     let from_sym = walk(&case.minidump, &dir);
     for m in from_sym["modules"].as_array().unwrap() {
         assert_eq!(
@@ -2312,4 +2319,79 @@ fn windows_stackwalk_json_agrees_with_minidump_stackwalk() {
     }
     eprintln!("all cases: {totals:?}");
     assert!(totals.same_frames > 40, "{totals:?}");
+}
+
+/// The service finds a Windows module's `.sym` file by its `INFO CODE_ID` record: wine's
+/// dump names no module by a debug id (no CodeView record), so the `.sym` files dump_syms
+/// wrote of the program and of wine's DLLs, uploaded over the API (without a name: a
+/// `.sym` file names its image), are found by the image name and code id the dump gives
+/// each module. Every module is then walked and named from its `.sym` file, and the
+/// crash's frames equal the CLI's with the same files under `--symbols`.
+#[tokio::test]
+async fn windows_sym_files_found_by_code_id_through_the_service() {
+    let case = record("svc_sym", &["-O2"], "threads.c");
+    let dir = sym_only(&case);
+    let (_data, _server, base) = serve();
+    let c = common::client();
+    for sym in std::fs::read_dir(&dir).unwrap() {
+        let sym = sym.unwrap().path();
+        let r = c
+            .post(format!("{base}/api/v1/binaries"))
+            .body(std::fs::read(&sym).unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "{}", sym.display());
+        let body: Value = r.json().await.unwrap();
+        let row = &body["binaries"][0];
+        assert_eq!(row["format"], "breakpad", "{row}");
+        // the image it describes, as dump_syms names it
+        let image = sym.file_stem().unwrap().to_str().unwrap();
+        assert_eq!(row["code_file"], image, "{row}");
+        let module = case
+            .dump
+            .module(image)
+            .unwrap_or_else(|| panic!("the dump lists no {image}"));
+        let code_id = format!("{:08X}{:X}", module.time_date_stamp, module.size);
+        assert_eq!(row["code_id"], code_id.as_str(), "{row}");
+    }
+    let dump = std::fs::read(&case.minidump).unwrap();
+    let id = common::upload_crash(&c, &base, &dump).await;
+    let done = common::poll_done(&c, &base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let report = &done["report"];
+    for m in report["modules"].as_array().unwrap() {
+        assert_eq!(
+            (&m["status"], &m["unwind"], &m["symbols"]),
+            (
+                &serde_json::json!("ok"),
+                &serde_json::json!(["breakpad"]),
+                &serde_json::json!(["breakpad"])
+            ),
+            "every module from its uploaded .sym file: {m}"
+        );
+    }
+    let cli = walk(&case.minidump, &dir);
+    let threads = |r: &Value| -> Vec<Vec<[Value; 5]>> {
+        r["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                t["frames"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| {
+                        ["pc", "function", "trust", "unwind_source", "module"].map(|k| f[k].clone())
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    assert_eq!(
+        threads(report),
+        threads(&cli),
+        "the service's frames are the CLI's"
+    );
 }

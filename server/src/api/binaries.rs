@@ -36,7 +36,7 @@ pub fn routes() -> Router<AppState> {
 
 fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
     let mut v = json!({
-        "build_id": row.build_id(), "debug_id": row.debug_id, "code_id": row.code_id,
+        "build_id": row.build_id(), "debug_id": row.debug_id, "code_id": row.code_id, "code_file": row.code_file,
         "format": row.format,
         "sha256": row.sha256, "arch": row.arch, "kind": row.kind,
         "file_name": row.file_name, "size": row.size, "sections": row.section_list(),
@@ -104,7 +104,7 @@ async fn upload_inner(
             },
             None => ApiError::Identify(e),
         })?;
-        if info.code_id.is_some() && name.is_none() {
+        if info.code_id.is_some() && info.kind != KIND_BREAKPAD && name.is_none() {
             return Err(ApiError::BadRequest {
                 code: "file-name-required",
                 detail: "a Windows image is found by its file name and code id, as minidumps \
@@ -132,6 +132,7 @@ async fn upload_inner(
             format: info.format.to_string(),
             source: None,
             code_id: info.code_id.clone(),
+            code_file: info.code_file.clone(),
         };
         let (stored, created) = binaries::insert(&s.db, &row).await?;
         if created {
@@ -148,7 +149,7 @@ async fn upload_inner(
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == KIND_BREAKPAD,
-            pe: name.as_deref().zip(info.code_id.as_deref()),
+            pe: info.image(name.as_deref()),
         };
         if file_arrived(&s.db, &s.cache, file).await? > 0 {
             s.wake.notify_waiters();

@@ -137,6 +137,7 @@ mod tests {
             format: format.into(),
             source: None,
             code_id: None,
+            code_file: None,
         }
     }
 

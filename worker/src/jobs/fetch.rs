@@ -453,6 +453,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         format: info.format.to_string(),
         source: Some(source.to_string()),
         code_id: info.code_id.clone(),
+        code_file: info.code_file.clone(),
     };
     let (stored, created) = binaries::insert(&runner.db, &row).await?;
     if created {
@@ -460,7 +461,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == engine::identify::KIND_BREAKPAD,
-            pe: stored.file_name.as_deref().zip(info.code_id.as_deref()),
+            pe: info.image(stored.file_name.as_deref()),
         };
         if file_arrived(&runner.db, &runner.cache, file).await? > 0 {
             runner.wake.notify_waiters();
@@ -504,6 +505,7 @@ mod tests {
             format: "elf".into(),
             source: None,
             code_id: None,
+            code_file: None,
         }
     }
 

@@ -19,7 +19,8 @@ pub struct NewFile<'a> {
     pub debug_id: Option<&'a str>,
     /// Whether it is a Breakpad `.sym` file (its tables are keyed by debug-id).
     pub breakpad: bool,
-    /// A Windows image: its file name and code id.
+    /// A Windows image, or the image a Windows `.sym` file describes: its file name and
+    /// code id.
     pub pe: Option<(&'a str, &'a str)>,
 }
 
@@ -37,6 +38,11 @@ pub async fn file_arrived(
         _ => file.build_id.map(|b| TableKey::BuildId(b.to_string())),
     };
     let mut keys: Vec<TableKey> = table_key.into_iter().collect();
+    if let (true, Some(k)) = (file.breakpad, &pe_key) {
+        // a Windows .sym file: the tables of a module the dump names by image name and
+        // code id are kept under the image's key
+        keys.push(k.clone());
+    }
     if let (Some(d), false) = (file.debug_id, file.breakpad) {
         // a PDB: the tables of the Windows images whose CodeView record names it, and of
         // the PDB alone, are built again with it

@@ -235,6 +235,18 @@ impl FileSource for Uploaded<'_> {
         Ok(files.into_iter().map(uploaded).collect())
     }
 
+    /// The newest uploaded `.sym` file whose `INFO CODE_ID` names the image.
+    async fn breakpad_by_code_id(
+        &self,
+        _module: &Module,
+        name: &str,
+        code_id: &str,
+    ) -> Result<Option<SourceFile<binaries::BinaryRow>>, JobError> {
+        Ok(binaries::sym_by_code_id(&self.0.db, name, code_id)
+            .await?
+            .map(uploaded))
+    }
+
     async fn pdb(
         &self,
         _module: &Module,

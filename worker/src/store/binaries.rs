@@ -23,8 +23,12 @@ pub struct BinaryRow {
     /// The remote source (a debuginfod server's URL) the file was fetched from; `None`
     /// for an upload.
     pub source: Option<String>,
-    /// A Windows image's code id, upper-case (`TimeDateStamp` + `SizeOfImage`).
+    /// A Windows image's code id, upper-case (`TimeDateStamp` + `SizeOfImage`); for a
+    /// Windows `.sym` file, that of the image it describes.
     pub code_id: Option<String>,
+    /// For a Windows `.sym` file, the name of the image it describes (its `INFO CODE_ID`
+    /// record): with `code_id`, what a module without a CodeView record is matched by.
+    pub code_file: Option<String>,
 }
 
 impl BinaryRow {
@@ -46,13 +50,13 @@ impl BinaryRow {
 
 const COLUMNS: &str =
     "sha256, build_id, arch, kind, file_name, size, sections, uploaded_at, debug_id, format, source, \
-     code_id";
+     code_id, code_file";
 
 /// Inserts `row` unless a binary with the same sha256 exists. Returns the stored row
 /// and whether it was created by this call.
 pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), StoreError> {
     let sql = format!(
-        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+        "INSERT INTO binaries ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
          ON CONFLICT (sha256) DO NOTHING"
     );
     let done = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
@@ -68,6 +72,7 @@ pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), Store
         .bind(&row.format)
         .bind(&row.source)
         .bind(&row.code_id)
+        .bind(&row.code_file)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
@@ -103,14 +108,10 @@ pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, Stor
 /// The Windows images with code id `code_id` (upper-case) named `name` (compared without
 /// case, as Windows names files), oldest first.
 pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
-    let sql =
-        format!("SELECT {COLUMNS} FROM binaries WHERE code_id = $1 ORDER BY uploaded_at, sha256");
-    let rows = crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(code_id)
-        .fetch_all(p)
-        .await)?;
+    let rows = with_code_id(db, code_id).await?;
     Ok(rows
         .into_iter()
+        .filter(|r| !r.is_breakpad())
         .filter(|r| {
             r.file_name.as_deref().is_some_and(|n| {
                 n.rsplit(['/', '\\'])
@@ -120,6 +121,34 @@ pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<Binary
             })
         })
         .collect())
+}
+
+/// Every file with code id `code_id` (upper-case), oldest first.
+async fn with_code_id(db: &Db, code_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM binaries WHERE code_id = $1 ORDER BY uploaded_at, sha256");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(code_id)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
+/// The newest Windows `.sym` file whose `INFO CODE_ID` record names the image `name`
+/// (compared without case) of code id `code_id` (upper-case).
+pub async fn sym_by_code_id(
+    db: &Db,
+    name: &str,
+    code_id: &str,
+) -> Result<Option<BinaryRow>, StoreError> {
+    let rows = with_code_id(db, code_id).await?;
+    Ok(rows.into_iter().rev().find(|r| {
+        r.is_breakpad()
+            && r.code_file
+                .as_deref()
+                .is_some_and(|f| f.eq_ignore_ascii_case(name))
+    }))
 }
 
 /// Every file uploaded for a debug-id (upper-case), oldest first.
