@@ -713,9 +713,10 @@ fn minidump_stackwalk_side_by_side_aarch64() {
 /// module: the program, the dynamic linker and the cross libc. Where the walks part,
 /// ours must be gdb-multiarch's frames on the core. Cases: C at -O0 and at -O2 without
 /// frame pointers, an `assert`, and four threads blocked in system calls. Not the
-/// `pac-ret` builds: gdb stops at their first signed return address, and there the walk
-/// from the `.sym` files and the walk from the binaries differ at `_start` (return
-/// address `+0x4`), which is not explained yet.
+/// `pac-ret` builds: gdb stops at their first signed return address, and dump_syms
+/// writes only the entry rule of a function that signs its return address, so the walk
+/// from the `.sym` files finds those frames by frame pointers and ends at a wrong `_start`
+/// pc (see the README's "minidump-stackwalk drop-in").
 #[test]
 fn stackwalk_json_agrees_with_minidump_stackwalk_aarch64() {
     use postmortem_testsupport::stackwalk;
