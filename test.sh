@@ -67,7 +67,8 @@ if ! command -v schemathesis >/dev/null 2>&1; then
     python3 -m pip install --quiet schemathesis
 fi
 schemathesis --version
-# moto_server: an S3-compatible server for the S3 blob store test (server/tests/blobs_s3.rs).
+# moto_server: an S3-compatible server for the S3 blob store test (server/tests/blobs_s3.rs)
+# and the symbol buckets (server/tests/sources.rs, sources/tests/symsrv_cab.rs).
 if ! command -v moto_server >/dev/null 2>&1; then
     python3 -m pip install --quiet 'moto[server]'
 fi
