@@ -12,6 +12,7 @@
 mod analysis;
 mod instruction;
 mod modules;
+mod stored;
 mod tables;
 mod threads;
 
@@ -27,6 +28,7 @@ use crate::symbols;
 use crate::unwind;
 use crate::walk::WalkOptions;
 
+pub use stored::{StoredTables, NOTES_VERSION};
 pub use tables::{
     build_tables, build_tables_from_breakpad, indexed_breakpad_tables, on_demand_tables, CodeImage,
     ModuleTables, NoTables, TableInput, TableProvider,

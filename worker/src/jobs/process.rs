@@ -22,8 +22,8 @@ use crate::cache::{CacheKey, TableKind};
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
 use engine::binary::FileBytes;
 use engine::dump::{Dump, Module};
-use engine::process::{CodeImage, ModuleTables, TableProvider};
-use engine::report::{Lookup, ModuleFile, Report};
+use engine::process::{CodeImage, ModuleTables, StoredTables, TableProvider, NOTES_VERSION};
+use engine::report::{Lookup, Report};
 use engine::resolve::{build_from_files, locate, FileSource, Found, Located, SourceFile, TableKey};
 
 /// Format version of the symbol tables.
@@ -167,24 +167,11 @@ fn module_key(m: &Module) -> Option<String> {
         .or_else(|| Some(TableKey::for_pe(&m.name, &m.pe_code_id()?).to_string()))
 }
 
-/// Format version of the stored build notes ([`BuildNotes`] as JSON); version 1 was the
-/// warnings alone.
-const WARNINGS_VERSION: u32 = 2;
-
-/// What a build says besides its tables, stored in the `warnings` row.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct BuildNotes {
-    /// (code, message) of each problem the build met.
-    warnings: Vec<(String, String)>,
-    /// Which file gave which table.
-    files: Vec<ModuleFile>,
-}
-
 /// The three rows a build stores, with their format versions.
 const KINDS: [(TableKind, u32); 3] = [
     (TableKind::Unwind, engine::unwind::UNWIND_TABLE_VERSION),
     (TableKind::Symbols, SYMBOL_TABLE_VERSION),
-    (TableKind::Warnings, WARNINGS_VERSION),
+    (TableKind::Warnings, NOTES_VERSION),
 ];
 
 /// The service's uploaded files, as [`engine::resolve::locate`] asks for them (the rule
@@ -351,39 +338,28 @@ async fn cached_tables(runner: &Runner, key: &TableKey) -> Result<Option<ModuleT
             None => return Ok(None),
         }
     }
-    let [unwind, symbols, warnings] = <[Arc<[u8]>; 3]>::try_from(got)
+    let [unwind, symbols, notes] = <[Arc<[u8]>; 3]>::try_from(got)
         .map_err(|_| JobError::Panic("three table kinds expected".into()))?;
     // Unreadable notes (never written so by us): rebuild rather than lose them.
-    let Ok(notes) = serde_json::from_slice::<BuildNotes>(&warnings) else {
-        return Ok(None);
-    };
-    Ok(Some(tables_from(Some(unwind), Some(symbols), notes)))
+    Ok(StoredTables {
+        unwind,
+        symbols,
+        notes,
+    }
+    .tables(true))
 }
 
 /// Stores freshly built tables under `key` (database and moka) and counts the build.
 async fn store_tables(
     runner: &Runner,
     key: &TableKey,
-    built: &ModuleTables,
+    stored: &StoredTables,
 ) -> Result<(), JobError> {
-    let notes = BuildNotes {
-        warnings: built.warnings.clone(),
-        files: built.files.clone(),
-    };
-    let warnings = serde_json::to_vec(&notes)
-        .map_err(|e| JobError::Serialize(format!("table warnings: {e}")))?;
     for (kind, version) in KINDS {
-        let bytes: Arc<[u8]> = match kind {
-            // An empty row means "built; the files hold no such table", so it is not rebuilt.
-            TableKind::Unwind => built
-                .unwind
-                .clone()
-                .unwrap_or_else(|| Arc::from(Vec::new())),
-            TableKind::Symbols => built
-                .symbols
-                .clone()
-                .unwrap_or_else(|| Arc::from(Vec::new())),
-            TableKind::Warnings => Arc::from(warnings.as_slice()),
+        let bytes = match kind {
+            TableKind::Unwind => stored.unwind.clone(),
+            TableKind::Symbols => stored.symbols.clone(),
+            TableKind::Warnings => stored.notes.clone(),
         };
         tables::put(&runner.db, &key.to_string(), kind.as_str(), version, &bytes).await?;
         runner
@@ -456,12 +432,12 @@ async fn stored(
     key: &TableKey,
     built: ModuleTables,
 ) -> Result<ModuleTables, JobError> {
-    store_tables(runner, key, &built).await?;
-    let notes = BuildNotes {
-        warnings: built.warnings,
-        files: built.files,
-    };
-    Ok(tables_from(built.unwind, built.symbols, notes))
+    let stored = StoredTables::of(&built)
+        .ok_or_else(|| JobError::Serialize("whole tables expected".into()))?;
+    store_tables(runner, key, &stored).await?;
+    stored
+        .tables(true)
+        .ok_or_else(|| JobError::Serialize("build notes written unreadable".into()))
 }
 
 /// The code bytes of a build-id's main (non-debug) file, which the stack scan uses to
@@ -481,22 +457,6 @@ async fn code_image(
     let bytes = runner.blobs.open(&main.handle.sha256).await?;
     runner.cache.insert_code(key, bytes.clone()).await;
     Ok(CodeImage::new(bytes))
-}
-
-fn tables_from(
-    unwind: Option<Arc<[u8]>>,
-    symbols: Option<Arc<[u8]>>,
-    notes: BuildNotes,
-) -> ModuleTables {
-    ModuleTables {
-        unwind: unwind.filter(|b| !b.is_empty()),
-        symbols: symbols.filter(|b| !b.is_empty()),
-        code: None,
-        verified: true,
-        warnings: notes.warnings,
-        files: notes.files,
-        ..ModuleTables::default()
-    }
 }
 
 /// Hands the gathered tables to the engine, by [`module_key`], with what remote sources

@@ -1,0 +1,136 @@
+//! A module's whole tables as the three byte strings a cache keeps per build: the unwind
+//! table, the symbol table and the build's notes (the warnings the build met and which file
+//! gave which table). The service keeps them as rows of its database; `postmortem walk
+//! --table-cache` as files on disk. One encoding, so that both read back exactly the tables
+//! that were built, and a later change of the notes' form bumps one version for both.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::tables::ModuleTables;
+use crate::report::ModuleFile;
+use crate::symbols::SymbolTable;
+use crate::unwind::UnwindTable;
+
+/// Format version of the stored build notes ([`BuildNotes`] as JSON); version 1 was the
+/// warnings alone.
+pub const NOTES_VERSION: u32 = 2;
+
+/// What a build says besides its tables.
+#[derive(Debug, Serialize, Deserialize)]
+struct BuildNotes {
+    /// (code, message) of each problem the build met.
+    warnings: Vec<(String, String)>,
+    /// Which file gave which table.
+    files: Vec<ModuleFile>,
+}
+
+/// The three byte strings of whole tables, as a cache stores them. An empty unwind or
+/// symbol table means "built; the files hold no such table", so that it is not rebuilt.
+#[derive(Debug, Clone)]
+pub struct StoredTables {
+    pub unwind: Arc<[u8]>,
+    pub symbols: Arc<[u8]>,
+    pub notes: Arc<[u8]>,
+}
+
+impl StoredTables {
+    /// The stored form of freshly built whole tables. On-demand parts (an indexed `.sym`
+    /// file, rules or symbols built where a walk looks) are not stored: `None` for tables
+    /// that have any, since reading them back would lose what they hold.
+    pub fn of(built: &ModuleTables) -> Option<StoredTables> {
+        if built.breakpad.is_some()
+            || built.unwind_on_demand.is_some()
+            || built.symbols_on_demand.is_some()
+        {
+            return None;
+        }
+        let notes = serde_json::to_vec(&BuildNotes {
+            warnings: built.warnings.clone(),
+            files: built.files.clone(),
+        })
+        .ok()?;
+        let empty = || Arc::<[u8]>::from(Vec::new());
+        Some(StoredTables {
+            unwind: built.unwind.clone().unwrap_or_else(empty),
+            symbols: built.symbols.clone().unwrap_or_else(empty),
+            notes: Arc::from(notes),
+        })
+    }
+
+    /// The tables these bytes hold, with `verified` as the caller matched the files (the
+    /// code image is the caller's to add). `None` when the notes cannot be read, which a
+    /// cache treats as a miss and rebuilds rather than lose them.
+    pub fn tables(self, verified: bool) -> Option<ModuleTables> {
+        let notes: BuildNotes = serde_json::from_slice(&self.notes).ok()?;
+        Some(ModuleTables {
+            unwind: Some(self.unwind).filter(|b| !b.is_empty()),
+            symbols: Some(self.symbols).filter(|b| !b.is_empty()),
+            code: None,
+            verified,
+            warnings: notes.warnings,
+            files: notes.files,
+            ..ModuleTables::default()
+        })
+    }
+
+    /// [`StoredTables::tables`] for bytes read from somewhere a crash, a full disk or
+    /// another program may have cut or changed: `None` also when a table does not open,
+    /// so that the caller rebuilds instead of walking with a table it cannot read.
+    pub fn checked_tables(self, verified: bool) -> Option<ModuleTables> {
+        let unwind_ok = self.unwind.is_empty() || UnwindTable::open(&self.unwind).is_ok();
+        let symbols_ok = self.symbols.is_empty() || SymbolTable::open(&self.symbols).is_ok();
+        if unwind_ok && symbols_ok {
+            self.tables(verified)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{FileGave, FileKind};
+
+    fn built() -> ModuleTables {
+        ModuleTables {
+            unwind: None,
+            symbols: None,
+            verified: true,
+            warnings: vec![("symbols-corrupt".into(), "a unit was cut short".into())],
+            files: vec![ModuleFile {
+                name: "libc.so.6".into(),
+                build_id: Some("ab".into()),
+                kind: FileKind::Binary,
+                gave: vec![FileGave::Unwind],
+                source: None,
+            }],
+            ..ModuleTables::default()
+        }
+    }
+
+    #[test]
+    fn tables_read_back_as_built() {
+        let stored = StoredTables::of(&built()).expect("whole tables are stored");
+        let back = stored.checked_tables(false).expect("readable");
+        assert_eq!(back.warnings, built().warnings);
+        assert_eq!(back.files, built().files);
+        assert!(back.unwind.is_none() && back.symbols.is_none());
+        assert!(!back.verified);
+    }
+
+    #[test]
+    fn unreadable_bytes_are_a_miss() {
+        let mut stored = StoredTables::of(&built()).expect("stored");
+        stored.notes = Arc::from(&b"{\"warnings\": ["[..]);
+        assert!(stored.clone().tables(true).is_none());
+        let mut stored = StoredTables::of(&built()).expect("stored");
+        stored.unwind = Arc::from(&b"PMUNWTAB cut"[..]);
+        assert!(stored.clone().checked_tables(true).is_none());
+        stored.unwind = Arc::from(Vec::new());
+        stored.symbols = Arc::from(&b"PMSYMTAB\0\0\0"[..]);
+        assert!(stored.checked_tables(true).is_none());
+    }
+}
