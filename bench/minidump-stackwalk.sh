@@ -43,6 +43,10 @@
 #      service: "cold_all"; it costs more to start)
 #    - postmortem-walk DUMP --symbols CASE/bin (x86_64: the program itself, libc at the
 #      path the dump records and its libc6-dbg debug file, no .sym: "local")
+#    - the same with --table-cache DIR after a first walk filled DIR ("cached": whole
+#      tables read from disk, as a batch of dumps of the same builds meets them), and that
+#      first walk itself, DIR emptied before each run ("first": it builds whole tables and
+#      stores them)
 #    and `postmortem bench walk` with the same inputs: the median walk + symbolize time with
 #    the tables built once ("warm", as in the service). minidump-stackwalk has no warm mode:
 #    its per-dump time is the comparison point for both.
@@ -97,8 +101,8 @@ echo "dump_syms: $(dump_syms --version)"
 echo "machine: $(nproc) cores, $(uname -sr)"
 echo
 
-printf '%-18s %12s %12s %12s %12s %12s %8s %8s\n' \
-    case stackwalk_ms cold_ms cold_all_ms local_ms warm_ms cold_x warm_x
+printf '%-18s %12s %12s %12s %12s %12s %12s %12s %8s %8s\n' \
+    case stackwalk_ms cold_ms cold_all_ms local_ms cached_ms first_ms warm_ms cold_x warm_x
 median() { # the median of the "cold" etc. run times of every round, in ms
     jq -s --arg n "$1" '[.[].results[] | select(.command == $n) | .times[]] | sort
         | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) * 1000' \
@@ -116,8 +120,11 @@ for dir in "$OUT"/*/; do
     # crashed: the program under --symbols, libc at the path the dump records with its
     # libc6-dbg debug file (x86_64 only: the aarch64 cases' libraries are not here)
     local_cmd=()
+    tables="$dir/table-cache"
+    rm -rf "$tables" "$tables-first"
     if [ -d "$dir/bin" ]; then
-        local_cmd=(-n local "$POSTMORTEM_WALK_BIN $dump --symbols $dir/bin")
+        local_cmd=(-n local "$POSTMORTEM_WALK_BIN $dump --symbols $dir/bin"
+            -n cached "$POSTMORTEM_WALK_BIN $dump --symbols $dir/bin --table-cache $tables")
     fi
     for round in $(seq "$ROUNDS"); do
         hyperfine -N --style none --warmup 2 --runs "$((RUNS / ROUNDS))" \
@@ -132,12 +139,21 @@ for dir in "$OUT"/*/; do
     cold=$(median cold "$dir")
     cold_all=$(median cold_all "$dir")
     local_ms=$( ((${#local_cmd[@]})) && median local "$dir" || echo 0)
+    cached=$( ((${#local_cmd[@]})) && median cached "$dir" || echo 0)
+    first=0
+    if ((${#local_cmd[@]})); then
+        hyperfine -N --style none --runs "$RUNS" --prepare "rm -rf $tables-first" \
+            --export-json "$dir/first.json" \
+            -n first "$POSTMORTEM_WALK_BIN $dump --symbols $dir/bin --table-cache $tables-first" \
+            >/dev/null
+        first=$(jq '[.results[0].times[]] | sort | .[length / 2 | floor] * 1000' "$dir/first.json")
+    fi
     "$POSTMORTEM_BIN" bench walk "$dump" --symbols-path "$STORE" --no-system-debug --no-dump-paths \
         --runs "$WARM_RUNS" >"$dir/bench-walk.txt"
     warm=$(sed -n 's/.*warm tables: median \([0-9.]*\) ms.*/\1/p' "$dir/bench-walk.txt")
     awk -v c="$case_name" -v sw="$sw" -v cold="$cold" -v all="$cold_all" -v loc="$local_ms" \
-        -v warm="$warm" 'BEGIN {
-        printf "%-18s %12.2f %12.2f %12.2f %12.2f %12.3f %7.1fx %7.0fx\n", c, sw, cold, all, loc, warm, sw / cold, sw / warm
+        -v cached="$cached" -v first="$first" -v warm="$warm" 'BEGIN {
+        printf "%-18s %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f %12.3f %7.1fx %7.0fx\n", c, sw, cold, all, loc, cached, first, warm, sw / cold, sw / warm
     }'
 done
 echo

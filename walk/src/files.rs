@@ -43,6 +43,8 @@ use object::Object;
 
 use mapped::Mapped;
 
+use crate::table_cache::TableCache;
+
 /// Bound on files looked at while indexing directories.
 const MAX_INDEXED_FILES: usize = 200_000;
 /// Bound on directory depth while indexing.
@@ -260,6 +262,8 @@ pub struct FileProvider {
     remote: Option<sources::Remote>,
     /// What they answered, by [`lookup_key`].
     lookups: Mutex<HashMap<String, Vec<Lookup>>>,
+    /// Whole tables kept between walks (`--table-cache`).
+    table_cache: Option<TableCache>,
 }
 
 impl FileProvider {
@@ -310,7 +314,24 @@ impl FileProvider {
             built: Mutex::new(HashMap::new()),
             remote: None,
             lookups: Mutex::new(HashMap::new()),
+            table_cache: None,
         }
+    }
+
+    /// Keeps whole tables in `cache` and reads them from it: a module whose files have an
+    /// entry there is not built at all; one without is built whole (not on demand) and
+    /// stored, for the next walk.
+    pub fn with_table_cache(mut self, cache: Option<TableCache>) -> Self {
+        self.table_cache = cache;
+        self
+    }
+
+    /// What went wrong keeping tables in the table cache, for the caller to tell.
+    pub fn table_cache_problems(&self) -> Vec<String> {
+        self.table_cache
+            .as_ref()
+            .map(TableCache::problems)
+            .unwrap_or_default()
     }
 
     /// Also asks these remote sources for what no local file gives.
@@ -843,18 +864,36 @@ impl TableProvider for FileProvider {
                     .collect();
                 // (file name as the report gives it, bytes)
                 // mapped: a table is built from a few sections of each file
+                let mut read_paths: Vec<(String, PathBuf)> = Vec::new();
                 let read: Vec<(String, FileBytes)> = files
                     .into_iter()
                     .filter_map(|f| {
                         let mapped = Mapped::open(&f.handle.path).ok()?;
+                        read_paths.push((f.name.clone(), f.handle.path));
                         Some((f.name, FileBytes::new(mapped)))
                     })
                     .collect();
+                let cache = self.table_cache.as_ref().and_then(|c| {
+                    let files: Vec<(&str, &Path)> = read_paths
+                        .iter()
+                        .map(|(n, p)| (n.as_str(), p.as_path()))
+                        .collect();
+                    Some((c, c.entry(&located.key, &files, located.verified)?))
+                });
                 (!read.is_empty()).then(|| {
-                    let mut t = if self.on_demand {
-                        on_demand_from_files(&read, located.verified)
-                    } else {
-                        build_from_files(&read, located.verified)
+                    let cached = cache
+                        .as_ref()
+                        .and_then(|(c, entry)| c.get(entry, located.verified));
+                    let mut t = match cached {
+                        Some(t) => t,
+                        None if cache.is_some() || !self.on_demand => {
+                            let t = build_from_files(&read, located.verified);
+                            if let Some((c, entry)) = &cache {
+                                c.put(entry, &t);
+                            }
+                            t
+                        }
+                        None => on_demand_from_files(&read, located.verified),
                     };
                     t.code = code_image_of(&read);
                     for f in &mut t.files {

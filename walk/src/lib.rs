@@ -20,6 +20,7 @@ pub mod budget;
 pub mod files;
 pub mod remote;
 pub mod stackwalk;
+pub mod table_cache;
 pub mod walk;
 
 use anyhow::Context;

@@ -8,6 +8,7 @@ use engine::process::{process_dump, DumpSha256, ProcessOptions};
 
 use crate::files::FileProvider;
 use crate::stackwalk::{json_text, Level, Log, StackwalkArgs};
+use crate::table_cache::TableCache;
 use mapped::Mapped;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -56,6 +57,12 @@ pub struct WalkArgs {
     /// walk looks at (Breakpad records, `.eh_frame` FDEs): slower; the report is the same.
     #[arg(long)]
     pub whole_tables: bool,
+    /// Keep every module's tables whole in DIR and read them from there: the first walk of
+    /// a build's files builds them whole (slower than a one-shot walk), later walks of any
+    /// dump of those files skip reading their debug information. For walking many dumps of
+    /// the same builds. The report is the same.
+    #[arg(long, value_name = "DIR", env = "POSTMORTEM_TABLE_CACHE")]
+    pub table_cache: Option<PathBuf>,
     /// Put the dump's SHA-256 in the report (`dump.sha256`, which the service's reports
     /// always have). Off by default: it means reading the whole dump, which for a large
     /// core takes many times as long as the walk, which reads a few pages of it.
@@ -118,6 +125,7 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     if !args.whole_tables {
         provider = provider.building_on_demand();
     }
+    provider = provider.with_table_cache(args.table_cache.as_deref().map(TableCache::new));
     let mut options = ProcessOptions::default();
     if !args.sha256 {
         options.dump_sha256 = DumpSha256::Omit;
@@ -134,6 +142,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    for p in provider.table_cache_problems() {
+        log.say(Level::Error, &format!("postmortem: {p}"));
+    }
     log.report(&report);
     let text = match args.output_format() {
         Format::Json => {
