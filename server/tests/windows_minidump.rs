@@ -2297,25 +2297,17 @@ fn windows_stackwalk_json_agrees_with_minidump_stackwalk() {
         };
         let d = stackwalk::assert_agree(name, &theirs, &ours, &reference);
         eprintln!("{name}: {d:?}");
-        totals.same_frames += d.same_frames;
-        totals.ours_gdb_confirms += d.ours_gdb_confirms;
-        totals.theirs_past_gdb += d.theirs_past_gdb;
-        totals.better_trust += d.better_trust;
-        totals.better_names += d.better_names;
-
-        let frames = |v: &Value| v["crashing_thread"]["frames"].as_array().unwrap().clone();
-        let agreeing: usize = frames(&ours)
-            .iter()
-            .zip(frames(&theirs).iter())
-            .take_while(|(a, b)| a["offset"] == b["offset"])
-            .map(|(a, _)| 1 + a["inlines"].as_array().map_or(0, Vec::len))
-            .sum();
-        let their_text = stackwalk::run(Path::new("minidump-stackwalk"), &[dump, store]);
-        let our_text = stackwalk::run(
-            &postmortem(),
-            &[&[os("walk"), os("--human"), dump, store][..], &local_off].concat(),
+        totals += &d;
+        stackwalk::assert_human_text_agrees(
+            name,
+            (dump, store),
+            (
+                &postmortem(),
+                &[&[os("walk"), os("--human"), dump, store][..], &local_off].concat(),
+            ),
+            &ours,
+            &theirs,
         );
-        stackwalk::assert_human_agrees(name, &their_text, &our_text, agreeing);
     }
     eprintln!("all cases: {totals:?}");
     assert!(totals.same_frames > 40, "{totals:?}");

@@ -88,6 +88,33 @@ fn lookup(source: &str, file: RemoteFile, result: LookupResult, message: &str) -
 /// Only the compressed forms on the server: the PDB and the image are fetched, extracted,
 /// checked and cached; the lookups name the archives' URLs, the same words from the cache;
 /// the second lookup (a new walk, the same cache) asks nothing.
+/// What a lookup of the PDB and of the image gave when only their archives were at
+/// `source`: each says it was extracted from its archive (`archive`, below `source`), and
+/// the file kept in `cache` is the original byte for byte.
+fn assert_extracted(
+    source: &str,
+    got: [(&sources::remote::Fetched, &PathBuf, &String); 2],
+    cache: &Path,
+) {
+    let via = |p: &str| format!("extracted from {source}/{p}");
+    for ((fetched, original, archive), file) in got
+        .into_iter()
+        .zip([RemoteFile::Debuginfo, RemoteFile::Executable])
+    {
+        assert_eq!(
+            fetched.lookups,
+            [lookup(source, file, LookupResult::Fetched, &via(archive))]
+        );
+        let (path, from) = fetched.file.clone().expect("a file");
+        assert_eq!(from, source);
+        assert!(path.starts_with(cache), "{path:?} is kept in the cache");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            std::fs::read(original).unwrap()
+        );
+    }
+}
+
 #[test]
 fn compressed_pdb_and_image_are_fetched_extracted_and_cached() {
     let work = tempfile::tempdir().unwrap();
@@ -115,34 +142,11 @@ fn compressed_pdb_and_image_are_fetched_extracted_and_cached() {
         (r.pdb("app.pdb", &debug_id), r.pe_image("app.exe", &code_id))
     };
     let (got_pdb, got_exe) = walk();
-    let via = |p: &str| format!("extracted from {url}/{p}");
-    assert_eq!(
-        got_pdb.lookups,
-        [lookup(
-            &url,
-            RemoteFile::Debuginfo,
-            LookupResult::Fetched,
-            &via(&pd_)
-        )]
+    assert_extracted(
+        &url,
+        [(&got_pdb, &pdb, &pd_), (&got_exe, &exe, &ex_)],
+        &cache,
     );
-    assert_eq!(
-        got_exe.lookups,
-        [lookup(
-            &url,
-            RemoteFile::Executable,
-            LookupResult::Fetched,
-            &via(&ex_)
-        )]
-    );
-    for (got, original) in [(&got_pdb, &pdb), (&got_exe, &exe)] {
-        let (path, source) = got.file.clone().expect("a file");
-        assert_eq!(source, url);
-        assert!(path.starts_with(&cache), "{path:?} is kept in the cache");
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            std::fs::read(original).unwrap()
-        );
-    }
     assert_eq!(
         http.asked(),
         [
@@ -315,34 +319,11 @@ fn compressed_files_in_a_bucket_are_fetched_and_extracted() {
         (r.pdb("app.pdb", &debug_id), r.pe_image("app.exe", &code_id))
     };
     let (got_pdb, got_exe) = walk();
-    let via = |p: &str| format!("extracted from {bucket}/{p}");
-    assert_eq!(
-        got_pdb.lookups,
-        [lookup(
-            bucket,
-            RemoteFile::Debuginfo,
-            LookupResult::Fetched,
-            &via(&pd_)
-        )]
+    assert_extracted(
+        bucket,
+        [(&got_pdb, &pdb, &pd_), (&got_exe, &exe, &ex_)],
+        &cache,
     );
-    assert_eq!(
-        got_exe.lookups,
-        [lookup(
-            bucket,
-            RemoteFile::Executable,
-            LookupResult::Fetched,
-            &via(&ex_)
-        )]
-    );
-    for (got, original) in [(&got_pdb, &pdb), (&got_exe, &exe)] {
-        let (path, source) = got.file.clone().expect("a file");
-        assert_eq!(source, bucket);
-        assert!(path.starts_with(&cache), "{path:?} is kept in the cache");
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            std::fs::read(original).unwrap()
-        );
-    }
     let asked = s3.gets();
     assert_eq!(
         asked,

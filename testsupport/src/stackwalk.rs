@@ -169,6 +169,17 @@ pub struct Differences {
     pub better_names: usize,
 }
 
+impl std::ops::AddAssign<&Differences> for Differences {
+    /// Adds one case's counts to a run's totals.
+    fn add_assign(&mut self, d: &Differences) {
+        self.same_frames += d.same_frames;
+        self.ours_gdb_confirms += d.ours_gdb_confirms;
+        self.theirs_past_gdb += d.theirs_past_gdb;
+        self.better_trust += d.better_trust;
+        self.better_names += d.better_names;
+    }
+}
+
 /// The fields that name a frame's code.
 const NAMING: [&str; 5] = ["function", "function_offset", "file", "line", "inlines"];
 
@@ -490,6 +501,34 @@ fn frames_agree(
         d.theirs_past_gdb += tf.len() - of.len();
     }
     eprintln!("{context}");
+}
+
+/// `assert_human_agrees` on minidump-stackwalk's `--human` text of `dump` over `store`
+/// and ours (`program ARGS…`), for the crashed thread's frames the JSON documents `ours`
+/// and `theirs` agree on, as the text counts them (each inlined function a line of its
+/// own).
+pub fn assert_human_text_agrees(
+    case: &str,
+    (dump, store): (&std::ffi::OsStr, &std::ffi::OsStr),
+    (program, args): (&Path, &[&std::ffi::OsStr]),
+    ours: &Value,
+    theirs: &Value,
+) {
+    let crashed = |v: &Value| {
+        v["crashing_thread"]["frames"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let agreeing: usize = crashed(ours)
+        .iter()
+        .zip(crashed(theirs).iter())
+        .take_while(|(a, b)| a["offset"] == b["offset"])
+        .map(|(a, _)| 1 + a["inlines"].as_array().map_or(0, Vec::len))
+        .sum();
+    let their_text = run(Path::new("minidump-stackwalk"), &[dump, store]);
+    let our_text = run(program, args);
+    assert_human_agrees(case, &their_text, &our_text, agreeing);
 }
 
 /// The human-readable texts read the same way: the same summary (with the crashing

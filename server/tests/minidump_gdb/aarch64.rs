@@ -791,30 +791,17 @@ fn stackwalk_json_agrees_with_minidump_stackwalk_aarch64() {
         };
         let d = stackwalk::assert_agree(case, &theirs, &ours, &reference);
         eprintln!("{case}: {d:?}");
-        totals.same_frames += d.same_frames;
-        totals.ours_gdb_confirms += d.ours_gdb_confirms;
-        totals.theirs_past_gdb += d.theirs_past_gdb;
-        totals.better_trust += d.better_trust;
-        totals.better_names += d.better_names;
-
-        let frames = |v: &Value| {
-            v["crashing_thread"]["frames"]
-                .as_array()
-                .expect("frames")
-                .clone()
-        };
-        let agreeing: usize = frames(&ours)
-            .iter()
-            .zip(frames(&theirs).iter())
-            .take_while(|(a, b)| a["offset"] == b["offset"])
-            .map(|(a, _)| 1 + a["inlines"].as_array().map_or(0, Vec::len))
-            .sum();
-        let their_text = stackwalk::run(Path::new("minidump-stackwalk"), &[dump, store]);
-        let our_text = stackwalk::run(
-            &postmortem,
-            &[&[os("walk"), os("--human"), dump, store][..], &local_off].concat(),
+        totals += &d;
+        stackwalk::assert_human_text_agrees(
+            case,
+            (dump, store),
+            (
+                &postmortem,
+                &[&[os("walk"), os("--human"), dump, store][..], &local_off].concat(),
+            ),
+            &ours,
+            &theirs,
         );
-        stackwalk::assert_human_agrees(case, &their_text, &our_text, agreeing);
     }
     eprintln!("all cases: {totals:?}");
     assert!(totals.same_frames > 10, "{totals:?}");

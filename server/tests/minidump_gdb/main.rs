@@ -727,27 +727,17 @@ fn stackwalk_json_agrees_with_minidump_stackwalk() {
         .unwrap();
         stackwalk::assert_same_shape(case, &ours, &of_core);
         eprintln!("{case}: {d:?}");
-        totals.same_frames += d.same_frames;
-        totals.ours_gdb_confirms += d.ours_gdb_confirms;
-        totals.theirs_past_gdb += d.theirs_past_gdb;
-        totals.better_trust += d.better_trust;
-        totals.better_names += d.better_names;
-
-        // the frames of the crashed thread both walks agree on, as the text counts them
-        // (each inlined function a line of its own)
-        let crashed = |v: &Value| v["crashing_thread"]["frames"].as_array().unwrap().clone();
-        let agreeing: usize = crashed(&ours)
-            .iter()
-            .zip(crashed(&theirs).iter())
-            .take_while(|(a, b)| a["offset"] == b["offset"])
-            .map(|(a, _)| 1 + a["inlines"].as_array().map_or(0, Vec::len))
-            .sum();
-        let their_text = stackwalk::run(std::path::Path::new("minidump-stackwalk"), &[dump, store]);
-        let our_text = stackwalk::run(
-            &walk_only,
-            &[&[os("--human"), dump, store][..], &local_off].concat(),
+        totals += &d;
+        stackwalk::assert_human_text_agrees(
+            case,
+            (dump, store),
+            (
+                &walk_only,
+                &[&[os("--human"), dump, store][..], &local_off].concat(),
+            ),
+            &ours,
+            &theirs,
         );
-        stackwalk::assert_human_agrees(case, &their_text, &our_text, agreeing);
     }
     eprintln!("all cases: {totals:?}");
     assert!(totals.same_frames > 20, "{totals:?}");
