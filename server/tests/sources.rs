@@ -1230,6 +1230,73 @@ async fn the_service_fetches_from_an_s3_bucket() {
     }
 }
 
+/// A service that runs under a role (here a Kubernetes pod's: EKS Pod Identity's container
+/// endpoint, played by a local server answering as AWS's does) with no keys in its
+/// environment signs its symbol buckets' requests with the role's keys, fetched by
+/// object_store's credential provider as its blob store's are. The bucket (the test's own
+/// server, refusing every request as S3 refuses keys it does not take) is asked with the
+/// role's key id and session token, and the crash is processed all the same, its lookups
+/// saying why they failed.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_service_signs_bucket_requests_with_a_role_s_keys() {
+    let (_work, core) = small_core();
+    let role = tempfile::tempdir().unwrap();
+    std::fs::write(
+        role.path().join("creds"),
+        r#"{"AccessKeyId":"ROLEKEY","SecretAccessKey":"rolesecret","Token":"ROLETOKEN","Expiration":"2099-01-01T00:00:00Z"}"#,
+    )
+    .unwrap();
+    let token_file = role.path().join("token");
+    std::fs::write(&token_file, "pod-token").unwrap();
+    let (role_url, role_asked) = faulty(Fault::Files(role.path().to_path_buf()));
+    let (endpoint, asked) = faulty(Fault::S3Denied);
+    let data = tempfile::tempdir().unwrap();
+    let full_uri = format!("{role_url}/creds");
+    let bucket = "s3://symbols";
+    let (_server, base) = common::start_serve_env(
+        &[
+            "--data-dir",
+            data.path().to_str().unwrap(),
+            "--symbols-bucket",
+            bucket,
+        ],
+        &[
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", full_uri.as_str()),
+            (
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+                token_file.to_str().unwrap(),
+            ),
+            ("AWS_ENDPOINT_URL", endpoint.as_str()),
+            ("AWS_ALLOW_HTTP", "true"),
+        ],
+    );
+    let c = client();
+    let id = upload_crash(&c, &base, &std::fs::read(&core).unwrap()).await;
+    let done = poll_done(&c, &base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let m = module(&done["report"], "basic");
+    let ls = m["lookups"].as_array().unwrap();
+    assert!(!ls.is_empty(), "{m}");
+    for l in ls {
+        assert_eq!(l["source"], bucket, "{l}");
+        assert_eq!(l["result"], "error", "{l}");
+        assert!(l["message"].as_str().unwrap().contains("403"), "{l}");
+    }
+    let asked = asked.lock().unwrap().clone();
+    assert!(!asked.is_empty());
+    for p in &asked {
+        assert!(
+            p.contains("X-Amz-Credential=ROLEKEY%2F")
+                && p.contains("X-Amz-Security-Token=ROLETOKEN"),
+            "signed with the role's keys: {p}"
+        );
+    }
+    assert!(
+        role_asked.lock().unwrap().iter().any(|p| p == "/creds"),
+        "the role's keys were fetched"
+    );
+}
+
 /// `postmortem walk` with an S3 bucket (moto) as its only source, laid out as a debuginfod
 /// server: every module's executable and debug file come from the bucket, presigned GETs
 /// over the walk's blocking HTTP client, and the walk equals gdb's with the local files,

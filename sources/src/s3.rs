@@ -20,9 +20,12 @@
 //! `AWS_ENDPOINT`; else `https://s3.REGION.amazonaws.com`), `AWS_ALLOW_HTTP` (a plain-HTTP
 //! endpoint is refused without it), path-style requests unless
 //! `AWS_VIRTUAL_HOSTED_STYLE_REQUEST` is true, and `AWS_SKIP_SIGNATURE` for unsigned
-//! requests. Only keys given in the environment sign: instance, container and
-//! web-identity credentials are not fetched.
+//! requests. Keys given in the environment sign. Keys that expire (a role's, from a
+//! container, web-identity or instance endpoint) come from a [`KeySource`] the caller
+//! gives: the service's is its object store client's own credential provider, so its
+//! symbol buckets sign as its blob store does; the walk programs have none.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusty_s3::actions::{GetObject, S3Action};
@@ -52,7 +55,35 @@ pub enum S3Error {
     NotBoolean { name: &'static str, value: String },
     #[error("{0:?} cannot be an object key")]
     Key(String),
+    #[error("cannot get the keys to sign with: {0}")]
+    Keys(String),
 }
+
+/// Keys to sign with that are fetched when a request is made, because they expire: a
+/// role's. Called on a thread that may block.
+pub trait KeySource: Send + Sync {
+    /// The access key id, the secret key and the session token to sign with now, or why
+    /// they cannot be had.
+    fn keys(&self) -> Result<(String, String, Option<String>), String>;
+}
+
+/// A [`KeySource`] held by a bucket (two are the same only if they are one).
+#[derive(Clone)]
+struct RoleKeys(Arc<dyn KeySource>);
+
+impl std::fmt::Debug for RoleKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RoleKeys")
+    }
+}
+
+impl PartialEq for RoleKeys {
+    fn eq(&self, other: &RoleKeys) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RoleKeys {}
 
 /// One bucket and key prefix, and how to ask it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +93,12 @@ pub struct Bucket {
     bucket: rusty_s3::Bucket,
     /// The key prefix, without a leading or trailing `/` (may be empty).
     prefix: String,
-    /// `None`: requests are not signed.
+    /// Keys from the environment; `None` (and no `role_keys`): requests are not signed.
     credentials: Option<Credentials>,
+    /// Keys fetched for each request, when the environment gives none.
+    role_keys: Option<RoleKeys>,
+    /// `AWS_SKIP_SIGNATURE`: never signed, whatever keys there are.
+    skip_signature: bool,
     /// The one layout its keys follow, when a sources file says (else any is asked).
     layout: Option<Layout>,
 }
@@ -131,8 +166,9 @@ impl Bucket {
         let key = var("AWS_ACCESS_KEY_ID");
         let secret = var("AWS_SECRET_ACCESS_KEY");
         let token = var("AWS_SESSION_TOKEN").or_else(|| var("AWS_TOKEN"));
+        let skip_signature = flag("AWS_SKIP_SIGNATURE")?;
         let credentials = match (key, secret) {
-            _ if flag("AWS_SKIP_SIGNATURE")? => None,
+            _ if skip_signature => None,
             (Some(key), Some(secret)) => Some(match token {
                 Some(token) => Credentials::new_with_token(key, secret, token),
                 None => Credentials::new(key, secret),
@@ -156,6 +192,8 @@ impl Bucket {
             bucket,
             prefix,
             credentials,
+            role_keys: None,
+            skip_signature,
             layout: None,
         })
     }
@@ -176,9 +214,23 @@ impl Bucket {
         &self.url
     }
 
-    /// Whether requests are signed (keys were given).
+    /// Whether requests are signed (keys were given, or a source of keys).
     pub fn signed(&self) -> bool {
-        self.credentials.is_some()
+        self.credentials.is_some() || self.role_keys.is_some()
+    }
+
+    /// The bucket's name (without the prefix).
+    pub fn name(&self) -> &str {
+        self.bucket.name()
+    }
+
+    /// The same bucket, its requests signed with keys from `source` when the environment
+    /// gives none (unless it says `AWS_SKIP_SIGNATURE`).
+    pub fn with_key_source(mut self, source: Arc<dyn KeySource>) -> Bucket {
+        if !self.skip_signature {
+            self.role_keys = Some(RoleKeys(source));
+        }
+        self
     }
 
     /// A URL that gets the object at `path` below the prefix (`path` escaped as a URL
@@ -197,7 +249,20 @@ impl Bucket {
         } else {
             format!("{}/{rel}", self.prefix)
         };
-        let get = GetObject::new(&self.bucket, self.credentials.as_ref(), &key);
+        let fetched;
+        let credentials = match (&self.credentials, &self.role_keys) {
+            (Some(c), _) => Some(c),
+            (None, Some(RoleKeys(source))) => {
+                let (key, secret, token) = source.keys().map_err(S3Error::Keys)?;
+                fetched = match token {
+                    Some(token) => Credentials::new_with_token(key, secret, token),
+                    None => Credentials::new(key, secret),
+                };
+                Some(&fetched)
+            }
+            (None, None) => None,
+        };
+        let get = GetObject::new(&self.bucket, credentials, &key);
         Ok(get.sign(URL_VALID_FOR).to_string())
     }
 }
@@ -356,6 +421,58 @@ mod tests {
         for key in ["a/../b", "a//b", "./a", "a%2", "%FF"] {
             assert!(b.get_url(key).is_err(), "{key}");
         }
+    }
+
+    struct Fixed(Result<(String, String, Option<String>), String>);
+
+    impl KeySource for Fixed {
+        fn keys(&self) -> Result<(String, String, Option<String>), String> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn keys_from_a_key_source_sign_when_the_environment_has_none() {
+        let vars = [("AWS_REGION", "eu-west-1")];
+        let plain = Bucket::from_vars("s3://b", env(&vars)).unwrap();
+        assert!(!plain.signed());
+        let role = plain.clone().with_key_source(Arc::new(Fixed(Ok((
+            "ROLEKEY".into(),
+            "secret".into(),
+            Some("session".into()),
+        )))));
+        assert!(role.signed());
+        let url = role.get_url("a/b").unwrap();
+        assert!(url.contains("X-Amz-Credential=ROLEKEY%2F"), "{url}");
+        assert!(url.contains("X-Amz-Security-Token=session"), "{url}");
+        // keys in the environment come first
+        let keyed = [
+            ("AWS_ACCESS_KEY_ID", "ENVKEY"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+        ];
+        let both = Bucket::from_vars("s3://b", env(&keyed))
+            .unwrap()
+            .with_key_source(Arc::new(Fixed(Err("never asked".into()))));
+        assert!(both
+            .get_url("a/b")
+            .unwrap()
+            .contains("X-Amz-Credential=ENVKEY%2F"));
+        // AWS_SKIP_SIGNATURE: never signed
+        let skip = [("AWS_SKIP_SIGNATURE", "true")];
+        let unsigned = Bucket::from_vars("s3://b", env(&skip))
+            .unwrap()
+            .with_key_source(Arc::new(Fixed(Err("never asked".into()))));
+        assert!(!unsigned.signed());
+        assert!(!unsigned
+            .get_url("a/b")
+            .unwrap()
+            .contains("X-Amz-Credential"));
+        // a source that cannot give keys: the object is not asked, and the reason is said
+        let failing = plain.with_key_source(Arc::new(Fixed(Err("endpoint down".into()))));
+        assert_eq!(
+            failing.get_url("a/b"),
+            Err(S3Error::Keys("endpoint down".into()))
+        );
     }
 
     #[test]

@@ -146,20 +146,21 @@ impl JobArgs {
         if self.remote.cache_dir.is_none() {
             sources.cache_dir = data_dir.join("remote-cache");
         }
-        // the blob store's object_store fetches role credentials these name; symbol
-        // buckets sign only with keys in the environment, so say they go unsigned
+        // a role's credentials (these variables name where object_store fetches them):
+        // buckets without keys in the environment sign with them, as the blob store does
         let roles = [
             "AWS_WEB_IDENTITY_TOKEN_FILE",
             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
             "AWS_CONTAINER_CREDENTIALS_FULL_URI",
         ];
         if let Some(role) = roles.iter().find(|v| std::env::var_os(v).is_some()) {
-            for b in sources.buckets.iter().filter(|b| !b.signed()) {
-                tracing::warn!(
-                    bucket = b.url(),
-                    "{role} is set, but symbol buckets sign only with AWS_ACCESS_KEY_ID and \
-                     AWS_SECRET_ACCESS_KEY: this bucket is asked unsigned"
-                );
+            for b in sources.buckets.iter_mut().filter(|b| !b.signed()) {
+                let keys = ::worker::jobs::role_keys::RoleKeys::for_bucket(b.name())
+                    .with_context(|| format!("symbol bucket {}", b.url()))?;
+                *b = b.clone().with_key_source(keys);
+                if b.signed() {
+                    tracing::info!(bucket = b.url(), "signed with the role's keys ({role})");
+                }
             }
         }
         if !sources.is_empty() {

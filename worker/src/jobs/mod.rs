@@ -10,6 +10,7 @@
 pub mod fetch;
 pub mod new_file;
 pub mod process;
+pub mod role_keys;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
