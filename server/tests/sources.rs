@@ -159,14 +159,21 @@ struct Served {
 }
 
 fn served() -> Served {
+    let s = served_program("threads.c", "threads");
+    assert!(
+        s.gdb.threads.len() >= 5 && s.gdb.crashed().frames.len() >= 3,
+        "gdb sees the program's threads: {:?}",
+        s.gdb
+    );
+    s
+}
+
+/// [`served`] for the crash program `source`, built as `name`.
+fn served_program(source: &str, name: &str) -> Served {
     let work = Workdir::new("sources");
-    let exe = work.compile("gcc", &["-O1", "-pthread"], &["threads.c"], "threads");
+    let exe = work.compile("gcc", &["-O1", "-pthread"], &[source], name);
     let core = work.crash(&exe);
     let gdb = gdb::frames(work.path(), &exe, &core);
-    assert!(
-        gdb.threads.len() >= 5 && gdb.crashed().frames.len() >= 3,
-        "gdb sees the program's threads: {gdb:?}"
-    );
 
     let dir = work.path().join("served");
     std::fs::create_dir(&dir).unwrap();
@@ -174,13 +181,13 @@ fn served() -> Served {
         Command::new("objcopy")
             .arg("--strip-debug")
             .arg(&exe)
-            .arg(dir.join("threads")),
+            .arg(dir.join(name)),
     );
     tool(
         Command::new("objcopy")
             .arg("--only-keep-debug")
             .arg(&exe)
-            .arg(dir.join("threads.debug")),
+            .arg(dir.join(format!("{name}.debug"))),
     );
     let mut files = 2;
     // the libraries the core names, found by a walk with local files
@@ -897,6 +904,44 @@ async fn the_service_fetches_what_nobody_uploaded() {
         assert_eq!(m["files"], first["files"], "stored, with their source");
         assert_eq!(m["lookups"], serde_json::json!([]), "nothing asked: {m}");
     }
+}
+
+/// Issue 19's new user, as the README has them start: `postmortem serve` with a debuginfod
+/// source, only their program uploaded, and a crash inside libc (`strlen` of a null
+/// string). The first frame is glibc's `__strlen_*` variant, every frame of every thread is
+/// gdb's with local files and none was found by scanning the stack, no module is missing,
+/// and the signature names functions, not offsets.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_new_users_crash_in_strlen_is_named_from_debuginfod() {
+    let s = served_program("strlen_null.c", "strlen_null");
+    let (_debuginfod, url) = start_debuginfod(&s.dir, &s.work.path().join("db.sqlite"), s.files);
+    let server = TempServer::start(&["--debuginfod", &url]);
+    let c = client();
+    common::upload_binary(&c, &server.base, &s.exe, "strlen_null").await;
+    let id = upload_crash(&c, &server.base, &std::fs::read(&s.core).unwrap()).await;
+    let done = poll_done(&c, &server.base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let report = &done["report"];
+    compare::assert_same_stacks(&s.gdb, report);
+    let crashed = report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["crashed"] == true)
+        .unwrap();
+    let first = crashed["frames"][0]["function"].as_str().unwrap_or("");
+    assert!(first.starts_with("__strlen_"), "first frame: {first}");
+    for t in report["threads"].as_array().unwrap() {
+        for f in t["frames"].as_array().unwrap() {
+            assert_ne!(f["trust"], "scan", "{f}");
+        }
+    }
+    for m in report["modules"].as_array().unwrap() {
+        assert_eq!(m["status"], "ok", "{m}");
+    }
+    let sig = report["signature"]["text"].as_str().unwrap();
+    assert!(!sig.contains("+0x"), "{sig}");
+    assert!(sig.contains("__strlen_"), "{sig}");
 }
 
 /// A source that is down, in the service: the crash is processed all the same, its
