@@ -358,8 +358,14 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
     };
     let _ = match fault {
         Fault::Files(root) => {
+            // a directory's listing is its `index` file (the EC2 metadata service's
+            // `…/security-credentials/`)
             let rel = path.trim_start_matches('/');
-            match std::fs::read(root.join(rel))
+            let rel = match rel.strip_suffix('/') {
+                Some(dir) => format!("{dir}/index"),
+                None => rel.to_string(),
+            };
+            match std::fs::read(root.join(&rel))
                 .ok()
                 .filter(|_| !rel.contains(".."))
             {
@@ -1340,6 +1346,61 @@ async fn the_service_signs_bucket_requests_with_a_role_s_keys() {
         role_asked.lock().unwrap().iter().any(|p| p == "/creds"),
         "the role's keys were fetched"
     );
+}
+
+/// On an EC2 instance, whose profile no variable names, `--symbols-bucket-role` has the
+/// service sign its symbol buckets with the instance's role keys from the metadata
+/// service (here a local server laid out as EC2's, at `AWS_METADATA_ENDPOINT`), as the
+/// blob store's client does; without the flag they are asked unsigned.
+#[tokio::test(flavor = "multi_thread")]
+async fn symbol_buckets_sign_with_the_instance_role_when_told() {
+    let (_work, core) = small_core();
+    let imds = tempfile::tempdir().unwrap();
+    let creds = imds
+        .path()
+        .join("latest/meta-data/iam/security-credentials");
+    std::fs::create_dir_all(&creds).unwrap();
+    std::fs::create_dir_all(imds.path().join("latest/api")).unwrap();
+    std::fs::write(imds.path().join("latest/api/token"), "IMDSTOKEN").unwrap();
+    std::fs::write(creds.join("index"), "symbols-role").unwrap();
+    std::fs::write(
+        creds.join("symbols-role"),
+        r#"{"AccessKeyId":"INSTANCEKEY","SecretAccessKey":"s","Token":"INSTANCETOKEN","Expiration":"2099-01-01T00:00:00Z"}"#,
+    )
+    .unwrap();
+    let (metadata, _) = faulty(Fault::Files(imds.path().to_path_buf()));
+    for told in [true, false] {
+        let (endpoint, asked) = faulty(Fault::S3Denied);
+        let data = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--data-dir",
+            data.path().to_str().unwrap(),
+            "--symbols-bucket",
+            "s3://symbols",
+        ];
+        if told {
+            args.push("--symbols-bucket-role");
+        }
+        let (_server, base) = common::start_serve_env(
+            &args,
+            &[
+                ("AWS_METADATA_ENDPOINT", metadata.as_str()),
+                ("AWS_ENDPOINT_URL", endpoint.as_str()),
+                ("AWS_ALLOW_HTTP", "true"),
+            ],
+        );
+        let c = client();
+        let id = upload_crash(&c, &base, &std::fs::read(&core).unwrap()).await;
+        let done = poll_done(&c, &base, &id).await;
+        assert_eq!(done["status"], "done", "{done}");
+        let asked = asked.lock().unwrap().clone();
+        assert!(!asked.is_empty());
+        for p in &asked {
+            let signed = p.contains("X-Amz-Credential=INSTANCEKEY%2F")
+                && p.contains("X-Amz-Security-Token=INSTANCETOKEN");
+            assert_eq!(signed, told, "told: {told}: {p}");
+        }
+    }
 }
 
 /// `postmortem walk` with an S3 bucket (moto) as its only source, laid out as a debuginfod

@@ -102,6 +102,13 @@ pub struct JobArgs {
     /// `DATA_DIR/remote-cache` unless `--cache-dir` says where.
     #[command(flatten)]
     pub remote: walk_cli::remote::RemoteArgs,
+    /// Sign symbol buckets that have no keys in the environment with the credentials the
+    /// blob store's S3 client finds: the EC2 instance profile (which no variable names),
+    /// or a container or web-identity role (used without this flag when
+    /// AWS_CONTAINER_CREDENTIALS_RELATIVE_URI, AWS_CONTAINER_CREDENTIALS_FULL_URI or
+    /// AWS_WEB_IDENTITY_TOKEN_FILE is set).
+    #[arg(long, env = "POSTMORTEM_SYMBOLS_BUCKET_ROLE")]
+    pub symbols_bucket_role: bool,
     /// Seconds a worker's claim on a file it fetches lasts unless renewed (it renews it
     /// every third of that while it fetches): how long a crashed worker's claim makes the
     /// others wait.
@@ -153,7 +160,12 @@ impl JobArgs {
             "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
             "AWS_CONTAINER_CREDENTIALS_FULL_URI",
         ];
-        if let Some(role) = roles.iter().find(|v| std::env::var_os(v).is_some()) {
+        let role = roles
+            .iter()
+            .find(|v| std::env::var_os(v).is_some())
+            .copied()
+            .or(self.symbols_bucket_role.then_some("--symbols-bucket-role"));
+        if let Some(role) = role {
             for b in sources.buckets.iter_mut().filter(|b| !b.signed()) {
                 let keys = ::worker::jobs::role_keys::RoleKeys::for_bucket(b.name())
                     .with_context(|| format!("symbol bucket {}", b.url()))?;
