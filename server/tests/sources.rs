@@ -1582,24 +1582,29 @@ fn a_minidump_walks_with_its_sym_file_from_an_s3_bucket() {
 
 /// Starts `postmortem worker` (two workers) on `db_url`, with a data directory of its own
 /// (its own disk cache of the sources), the blob store shared, asking `url` only.
-fn spawn_fetching_worker(db_url: &str, data: &Path, blobs: &str, url: &str) -> Proc {
-    common::spawn_worker(
-        data,
-        &[
-            "--workers",
-            "2",
-            "--max-attempts",
-            "20",
-            "--database-url",
-            db_url,
-            "--blob-url",
-            blobs,
-            "--debuginfod",
-            url,
-            "--miss-ttl",
-            "600",
-        ],
-    )
+fn spawn_fetching_worker(
+    db_url: &str,
+    data: &Path,
+    blobs: &str,
+    url: &str,
+    extra: &[&str],
+) -> Proc {
+    let mut args = vec![
+        "--workers",
+        "2",
+        "--max-attempts",
+        "20",
+        "--database-url",
+        db_url,
+        "--blob-url",
+        blobs,
+        "--debuginfod",
+        url,
+        "--miss-ttl",
+        "600",
+    ];
+    args.extend_from_slice(extra);
+    common::spawn_worker(data, &args)
 }
 
 /// `serve --workers 0` on the database `db_url`, its data and a `file://` blob store under
@@ -1637,7 +1642,7 @@ async fn scaled_out(core: &Path, url: &str, crashes: usize) -> Option<Vec<Value>
     let workers: Vec<Proc> = (0..2)
         .map(|i| {
             let data = work.path().join(format!("worker{i}"));
-            spawn_fetching_worker(&db_url, &data, &blobs, url)
+            spawn_fetching_worker(&db_url, &data, &blobs, url, &[])
         })
         .collect();
     let mut reports = Vec::new();
@@ -1756,34 +1761,29 @@ async fn workers_of_one_database_download_a_file_once() {
     assert_eq!(asked_twice(&asked), [], "one download per file: {paths:?}");
 }
 
-/// A worker killed while it held a claim on a file (its row left in the database, 4 s
-/// from lapsing): another worker needing the file waits for the claim to lapse rather than
-/// downloading beside it, then fetches the file itself — once — and the crash gets it.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_dead_workers_claim_lapses() {
+/// A crash whose program file a dead worker's claim of `lease` holds: the claim planted in
+/// PostgreSQL, the crash uploaded to `serve --workers 0`, then one worker (`extra` flags)
+/// with a source that has the file. Asserts the crash gets the file, downloaded once, and
+/// returns how long after the claim was planted the crash was done (`None` without
+/// PostgreSQL).
+async fn crash_behind_a_dead_claim(lease: Duration, extra: &[&str]) -> Option<Duration> {
     let (work, core) = small_core();
     let (id, store) = program_store(&work, &core);
     let (url, asked) = faulty(Fault::Files(store));
-    let Some((db_name, db_url)) = common::pg_database("pm_src").await else {
-        return;
-    };
+    let (db_name, db_url) = common::pg_database("pm_src").await?;
     let data = tempfile::tempdir().unwrap();
     let (_server, base, blobs) = ingest_only(&db_url, data.path());
     // the server migrated the database before it printed its address
     let db = worker::store::Db::connect(&db_url).await.unwrap();
-    let lease = Duration::from_secs(4);
     let key = format!("buildid/{id}");
     let claimed = worker::store::fetch_state::try_claim(&db, &key, "dead-worker", lease);
     assert!(claimed.await.unwrap());
-    let lapses = Instant::now() + lease;
+    let planted = Instant::now();
     let c = client();
     let crash = upload_crash(&c, &base, &std::fs::read(&core).unwrap()).await;
-    let worker = spawn_fetching_worker(&db_url, &data.path().join("worker"), &blobs, &url);
+    let worker = spawn_fetching_worker(&db_url, &data.path().join("worker"), &blobs, &url, extra);
     let done = poll_done(&c, &base, &crash).await;
-    assert!(
-        Instant::now() >= lapses,
-        "the worker waited for the claim to lapse"
-    );
+    let waited = planted.elapsed();
     assert_eq!(done["status"], "done", "{done}");
     let m = module(&done["report"], "basic");
     assert_eq!(m["status"], "ok", "{m}");
@@ -1798,6 +1798,18 @@ async fn a_dead_workers_claim_lapses() {
     drop(worker);
     db.close().await;
     common::drop_db(&db_name).await;
+    Some(waited)
+}
+
+/// A worker killed while it held a claim on a file (its row left in the database, 4 s
+/// from lapsing): another worker needing the file waits for the claim to lapse rather than
+/// downloading beside it, then fetches the file itself — once — and the crash gets it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_workers_claim_lapses() {
+    let lease = Duration::from_secs(4);
+    if let Some(waited) = crash_behind_a_dead_claim(lease, &[]).await {
+        assert!(waited >= lease, "the worker waited for the claim to lapse");
+    }
 }
 
 /// A setup of `postmortem worker` processes only (no `serve`): the workers sweep the
@@ -1853,50 +1865,14 @@ async fn workers_alone_sweep_expired_misses_and_claims() {
 /// worker's claim of 10 minutes has held it that long, not after 15 minutes.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_worker_waits_for_another_s_fetch_as_long_as_it_is_told() {
-    let (work, core) = small_core();
-    let (id, store) = program_store(&work, &core);
-    let (url, asked) = faulty(Fault::Files(store));
-    let Some((db_name, db_url)) = common::pg_database("pm_src").await else {
-        return;
-    };
-    let data = tempfile::tempdir().unwrap();
-    let (_server, base, blobs) = ingest_only(&db_url, data.path());
-    let db = worker::store::Db::connect(&db_url).await.unwrap();
-    let key = format!("buildid/{id}");
+    let told = [
+        "--fetch-claim-wait-secs",
+        "2",
+        "--fetch-claim-poll-ms",
+        "100",
+    ];
     let lease = Duration::from_secs(600);
-    let claimed = worker::store::fetch_state::try_claim(&db, &key, "dead-worker", lease);
-    assert!(claimed.await.unwrap());
-    let c = client();
-    let started = Instant::now();
-    let crash = upload_crash(&c, &base, &std::fs::read(&core).unwrap()).await;
-    let worker = common::spawn_worker(
-        &data.path().join("worker"),
-        &[
-            "--database-url",
-            &db_url,
-            "--blob-url",
-            &blobs,
-            "--debuginfod",
-            &url,
-            "--fetch-claim-wait-secs",
-            "2",
-            "--fetch-claim-poll-ms",
-            "100",
-        ],
-    );
-    let done = poll_done(&c, &base, &crash).await;
-    assert_eq!(done["status"], "done", "{done}");
-    assert!(started.elapsed() >= Duration::from_secs(2), "it waited");
-    let m = module(&done["report"], "basic");
-    assert_eq!(m["status"], "ok", "{m}");
-    let executable = format!("/buildid/{id}/executable");
-    let asked = asked.lock().unwrap().clone();
-    assert_eq!(
-        asked.iter().filter(|p| **p == executable).count(),
-        1,
-        "{asked:?}"
-    );
-    drop(worker);
-    db.close().await;
-    common::drop_db(&db_name).await;
+    if let Some(waited) = crash_behind_a_dead_claim(lease, &told).await {
+        assert!(waited >= Duration::from_secs(2), "it waited");
+    }
 }
