@@ -56,6 +56,31 @@ fn build(dir: &Path) -> (PathBuf, PathBuf) {
     (dir.join("app.exe"), dir.join("app.pdb"))
 }
 
+/// The program built by [`build`] in a new work directory: the directory, the image and
+/// its PDB, and their code id and debug id.
+struct Built {
+    work: tempfile::TempDir,
+    exe: PathBuf,
+    pdb: PathBuf,
+    code_id: String,
+    debug_id: String,
+}
+
+fn built() -> Built {
+    let work = tempfile::tempdir().unwrap();
+    let build_dir = work.path().join("build");
+    std::fs::create_dir(&build_dir).unwrap();
+    let (exe, pdb) = build(&build_dir);
+    let info = engine::identify::identify(&std::fs::read(&exe).unwrap()).unwrap();
+    Built {
+        work,
+        exe,
+        pdb,
+        code_id: info.code_id.unwrap(),
+        debug_id: info.debug_id.unwrap(),
+    }
+}
+
 /// `file` compressed by gcab (MSZIP) into `to`, holding the file under its bare name.
 fn gcab(file: &Path, to: &Path) {
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -117,12 +142,13 @@ fn assert_extracted(
 
 #[test]
 fn compressed_pdb_and_image_are_fetched_extracted_and_cached() {
-    let work = tempfile::tempdir().unwrap();
-    let build_dir = work.path().join("build");
-    std::fs::create_dir(&build_dir).unwrap();
-    let (exe, pdb) = build(&build_dir);
-    let info = engine::identify::identify(&std::fs::read(&exe).unwrap()).unwrap();
-    let (code_id, debug_id) = (info.code_id.unwrap(), info.debug_id.unwrap());
+    let Built {
+        work,
+        exe,
+        pdb,
+        code_id,
+        debug_id,
+    } = built();
     let server = work.path().join("server");
     let pd_ = format!("app.pdb/{debug_id}/app.pd_");
     let ex_ = format!("app.exe/{code_id}/app.ex_");
@@ -199,12 +225,12 @@ fn walkdir(root: &Path) -> Vec<String> {
 /// archive and says why, nothing cached, and no miss remembered (the server is asked again).
 #[test]
 fn bad_compressed_files_are_errors_that_say_why() {
-    let work = tempfile::tempdir().unwrap();
-    let build_dir = work.path().join("build");
-    std::fs::create_dir(&build_dir).unwrap();
-    let (_, pdb) = build(&build_dir);
-    let info = engine::identify::identify(&std::fs::read(&pdb).unwrap()).unwrap();
-    let debug_id = info.debug_id.unwrap();
+    let Built {
+        work,
+        pdb,
+        debug_id,
+        ..
+    } = built();
     let server = work.path().join("server");
     let pdb_len = std::fs::metadata(&pdb).unwrap().len();
 
@@ -220,7 +246,7 @@ fn bad_compressed_files_are_errors_that_say_why() {
     let other_build = "22222222222222222222222222222222B";
     gcab(&pdb, &server.join(format!("app.pdb/{other_build}/app.pd_")));
     // the right PDB under another name
-    let renamed = build_dir.join("evil.pdb");
+    let renamed = work.path().join("build/evil.pdb");
     std::fs::copy(&pdb, &renamed).unwrap();
     gcab(
         &renamed,
@@ -293,12 +319,13 @@ fn compressed_files_in_a_bucket_are_fetched_and_extracted() {
     let Some(s3) = postmortem_testsupport::moto::Moto::start("symbols") else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let build_dir = work.path().join("build");
-    std::fs::create_dir(&build_dir).unwrap();
-    let (exe, pdb) = build(&build_dir);
-    let info = engine::identify::identify(&std::fs::read(&exe).unwrap()).unwrap();
-    let (code_id, debug_id) = (info.code_id.unwrap(), info.debug_id.unwrap());
+    let Built {
+        work,
+        exe,
+        pdb,
+        code_id,
+        debug_id,
+    } = built();
     let pd_ = format!("app.pdb/{debug_id}/app.pd_");
     let ex_ = format!("app.exe/{code_id}/app.ex_");
     for (file, key) in [(&pdb, &pd_), (&exe, &ex_)] {
