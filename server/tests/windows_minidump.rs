@@ -73,6 +73,9 @@ struct Case {
     /// Frame 0 faults inside its function's prologue: dump_syms' `.sym` file cannot say
     /// how far the prologue got ([`sym_walk_equals_image_walk`]).
     frame0_in_prologue: bool,
+    /// Threads stopped inside an epilogue, which dump_syms' `.sym` file does not describe:
+    /// left out of [`sym_walk_equals_image_walk`].
+    in_epilogues: Vec<u64>,
 }
 
 /// The CLI under test (`POSTMORTEM_BIN` when set, see `report::postmortem`).
@@ -253,6 +256,7 @@ fn record_dying_of(
         symbols,
         stdout: crash.stdout,
         frame0_in_prologue: false,
+        in_epilogues: Vec::new(),
     }
 }
 
@@ -554,7 +558,9 @@ fn sym_only(case: &Case) -> PathBuf {
 /// One exception, where dump_syms' output says less than `.pdata`: it writes one rule per
 /// function, the state after the prologue, so for a frame 0 inside a prologue
 /// (`frame0_in_prologue`) that rule is wrong, the walker rejects the caller it gives, and
-/// finds the same caller by scanning: frame 1 is `scan` there.
+/// finds the same caller by scanning: frame 1 is `scan` there. Threads stopped inside an
+/// epilogue (`in_epilogues`) are left out: that rule is wrong there too, and what
+/// scanning finds from it is not the caller.
 fn sym_walk_equals_image_walk(case: &Case) {
     let dir = sym_only(case);
     let from_sym = walk(&case.minidump, &dir);
@@ -574,6 +580,12 @@ fn sym_walk_equals_image_walk(case: &Case) {
     let (images, syms) = (threads(&case.report), threads(&from_sym));
     assert_eq!(images.len(), syms.len());
     for (a, b) in images.iter().zip(&syms) {
+        if a["tid"]
+            .as_u64()
+            .is_some_and(|t| case.in_epilogues.contains(&t))
+        {
+            continue;
+        }
         let rows = |t: &Value| -> Vec<String> {
             t["frames"]
                 .as_array()
@@ -916,6 +928,127 @@ fn windows_fault_inside_a_prologue() {
     check(&case, &["??", "caller", "main"]);
     let frame0 = &case.crashed_thread()["frames"][0];
     assert_eq!(frame0["function"], "fault_in_prologue", "{frame0}");
+}
+
+/// One line of epilogue.c's reference: a thread stopped inside an epilogue.
+#[derive(Debug)]
+struct StoppedThread {
+    tid: u64,
+    /// epilogue.S's function (0: `ret`, 1: tail-call `jmp`, 2: `lea rsp`) and the
+    /// instruction of its epilogue.
+    point: String,
+    /// The frames the walk must find, (pc, sp): the thread's context, the caller known
+    /// without unwinding, then the callers of its loop as it walked them itself.
+    expected: Vec<(u64, u64)>,
+    /// wine's `RtlVirtualUnwind` walk from the same context.
+    wine: Vec<(u64, u64)>,
+}
+
+/// Parses epilogue.c's lines (`thread TID point F.I rip R rsp S truth PC SP self … wine …`).
+fn stopped_threads(stdout: &str) -> Vec<StoppedThread> {
+    let pairs = |words: &[&str]| -> Vec<(u64, u64)> {
+        let n: Vec<u64> = words
+            .iter()
+            .map(|w| u64::from_str_radix(w, 16).unwrap())
+            .collect();
+        n.chunks_exact(2).map(|p| (p[0], p[1])).collect()
+    };
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("thread "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(
+                (w[1], w[3], w[5], w[7], w[10]),
+                ("point", "rip", "rsp", "truth", "self"),
+                "{l}"
+            );
+            let wine = w.iter().position(|&x| x == "wine").unwrap();
+            let mut expected = pairs(&[w[4], w[6], w[8], w[9]]);
+            expected.extend(pairs(&w[11..wine]));
+            StoppedThread {
+                tid: w[0].parse().unwrap(),
+                point: w[2].to_owned(),
+                expected,
+                wine: pairs(&w[wine + 1..]),
+            }
+        })
+        .collect()
+}
+
+/// epilogue.c/.S: nine threads stopped inside the epilogues of three functions written
+/// with `.seh_*` directives, at each instruction after the one that releases the stack:
+/// `add rsp; pop; pop; ret`, the same ending in a tail-call `jmp` out of the function,
+/// and `lea rsp, [rbp + N]; pop; pop; ret`; the main thread faults. The crashed thread is
+/// compared with winedbg's as every case's is. Each stopped thread's frames, pc and stack
+/// pointer, equal the program's own reference: its context, the caller's frame known
+/// without unwinding (where the function stored the address of its return address), then
+/// the callers of its loop as the thread walked them itself with `RtlVirtualUnwind`;
+/// frame 1 found by the `.pdata` rules, which must read the code to see the epilogue.
+///
+/// wine's own `RtlVirtualUnwind` from the same contexts is printed too: it must agree
+/// on the `ret` epilogues, which makes the reference no product of the program alone;
+/// wine 8 takes a `jmp` out of the function for no epilogue (Windows and later wine take
+/// it for a tail call), so on those it is not required to.
+#[test]
+fn windows_threads_stopped_in_epilogues() {
+    let mut case = record_sources(
+        "epilogue",
+        &["-O2"],
+        &["epilogue.c", "epilogue.S"],
+        Build::Gcc,
+        None,
+    );
+    let stopped = stopped_threads(&case.stdout);
+    assert_eq!(stopped.len(), 9, "nine threads stopped:\n{}", case.stdout);
+    case.in_epilogues = stopped.iter().map(|t| t.tid).collect();
+    check(&case, &["fault", "main"]);
+    let functions = ["epi_ret", "epi_jmp", "epi_lea"];
+    let mut differs = Vec::new();
+    for t in &stopped {
+        let function = functions[usize::from(t.point.as_bytes()[0] - b'0')];
+        if function != "epi_jmp" {
+            assert_eq!(
+                t.wine, t.expected,
+                "thread {} ({function}, {}): wine's RtlVirtualUnwind disagrees with the \
+                 reference",
+                t.tid, t.point
+            );
+        }
+        let frames = case.thread(t.tid)["frames"].as_array().unwrap();
+        let ours: Vec<(u64, u64)> = frames
+            .iter()
+            .filter(|f| f["inlined"] != true)
+            .map(|f| (hex(&f["pc"]), hex(&f["sp"])))
+            .collect();
+        let show = |v: &[(u64, u64)]| -> String {
+            v.iter()
+                .map(|(pc, sp)| format!("{pc:#x}/{sp:#x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        eprintln!(
+            "thread {} ({function}, point {}):\n  reference {}\n  ours      {}\n  wine      {}",
+            t.tid,
+            t.point,
+            show(&t.expected),
+            show(&ours),
+            show(&t.wine)
+        );
+        let caller = &frames[1];
+        if ours != t.expected
+            || frames[0]["function"] != function
+            || (caller["function"].as_str(), caller["trust"].as_str())
+                != (Some("work"), Some("cfi"))
+            || caller["unwind_source"] != "pdata"
+        {
+            differs.push(format!("{function} point {} (thread {})", t.point, t.tid));
+        }
+    }
+    assert!(
+        differs.is_empty(),
+        "the walk of threads stopped in epilogues differs from the reference: {differs:?}"
+    );
 }
 
 /// plugin_main.c loads plugin.dll (plugin.c) with LoadLibrary; the fault is two functions

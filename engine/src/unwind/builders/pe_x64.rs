@@ -36,7 +36,11 @@
 //! prologue moved (else the body's rule stays). Inside it, after the `add`/`lea`:
 //! `CFA = rsp + 8 + 8 * pops_left`, the registers not yet popped still at their slots,
 //! and those restored by `mov` before the epilogue (saved with `SAVE_NONVOL`) unchanged.
-//! Tail-call epilogues (`jmp` instead of `ret`) keep the body's rule.
+//! A tail call ends an epilogue as a `ret` does, in the forms `RtlVirtualUnwind` takes
+//! for one: a direct `jmp` out of the function's range (or to its first byte), `jmp
+//! [rip + N]` (`FF 25`, an import thunk's), or an indirect `jmp` with a `REX.W` prefix
+//! (which compilers add to say the jump leaves the function). A `jmp` inside the
+//! function (a branch to a shared epilogue, a switch) ends none.
 //!
 //! Every read is bounded by the image; a malformed entry is skipped and counted, a chain
 //! longer than [`MAX_CHAIN`] is cut.
@@ -486,6 +490,8 @@ enum EpilogueInst {
     },
     Pop(u8),
     Ret,
+    /// A `jmp` that leaves the function: a tail call.
+    TailJmp,
     Other,
 }
 
@@ -530,6 +536,14 @@ fn decode(code: &[u8], begin: u32) -> Vec<(u32, u32, EpilogueInst)> {
         let rsp_first = matches!(inst.operand(0), Operand::Register { reg } if q(reg) == Some(4));
         let kind = match inst.opcode() {
             Opcode::RETURN => EpilogueInst::Ret,
+            Opcode::JMP => {
+                let bytes = code.get(at as usize..(at + len) as usize).unwrap_or(&[]);
+                if leaves(bytes, at, code.len()) {
+                    EpilogueInst::TailJmp
+                } else {
+                    EpilogueInst::Other
+                }
+            }
             Opcode::POP => match inst.operand(0) {
                 Operand::Register { reg } => q(reg).map_or(EpilogueInst::Other, EpilogueInst::Pop),
                 _ => EpilogueInst::Other,
@@ -559,6 +573,23 @@ fn decode(code: &[u8], begin: u32) -> Vec<(u32, u32, EpilogueInst)> {
     out
 }
 
+/// Whether the `jmp` instruction `bytes`, at offset `at` of a function `size` bytes long,
+/// leaves it as `RtlVirtualUnwind` tells a tail call: `EB rel8` or `E9 rel32` to a target
+/// outside the function or at its first byte, `FF 25` (`jmp [rip + disp32]`), or
+/// `REX.W FF /4` (an indirect `jmp` the compiler marked as leaving).
+fn leaves(bytes: &[u8], at: u32, size: usize) -> bool {
+    let next = i64::from(at) + bytes.len() as i64;
+    // the first byte counts: a jump there is a recursive tail call
+    let outside = |target: i64| target <= 0 || target >= size as i64;
+    match bytes {
+        [0xeb, rel] => outside(next + i64::from(*rel as i8)),
+        [0xe9, a, b, c, d] => outside(next + i64::from(i32::from_le_bytes([*a, *b, *c, *d]))),
+        [0xff, 0x25, ..] => true,
+        [rex, 0xff, modrm, ..] => rex & 0xf8 == 0x48 && modrm & 0x38 == 0x20,
+        _ => false,
+    }
+}
+
 /// The epilogues of a function whose prologue ends at `body_start` and whose body state
 /// is `body`: (start, end, rule) rows, ascending.
 fn epilogues(
@@ -573,7 +604,7 @@ fn epilogues(
     let insts = decode(code, begin);
     let mut out = Vec::new();
     for (i, &(ret_at, ret_len, kind)) in insts.iter().enumerate() {
-        if kind != EpilogueInst::Ret {
+        if kind != EpilogueInst::Ret && kind != EpilogueInst::TailJmp {
             continue;
         }
         let mut first_pop = i;
@@ -610,7 +641,7 @@ fn epilogues(
         if !fits || start < body_start {
             continue;
         }
-        // rows: before each pop, then at the ret
+        // rows: before each pop, then at the ret (or tail-call jmp)
         for (k, row_start) in insts[first_pop..=i].iter().map(|x| x.0).enumerate() {
             let row_start = if k == 0 { start } else { row_start };
             let row_end = if first_pop + k == i {

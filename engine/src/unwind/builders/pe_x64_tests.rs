@@ -371,6 +371,64 @@ fn epilogues_are_recognised_from_the_code() {
     assert_eq!(rule_at(&t, 0x2013, &[RBX]), body, "not an epilogue");
 }
 
+/// `push rbx` / `sub rsp, 0x20` / body, then epilogues ending in a `jmp`: a tail call
+/// (a `jmp` out of the function, `jmp [rip + N]`, `REX.W jmp rax`) ends one as a `ret`
+/// does; a `jmp` that stays in the function (`jmp rel8` back into it, a bare `jmp rax`)
+/// ends none, and the body's rule stays.
+#[test]
+fn tail_call_epilogues() {
+    let mut img = Image::new();
+    let slots = [code(5, 2, 3), code(1, 0, W_RBX)];
+    img.put(0x1000, &info(0, 5, &slots, (0, 0), &[]));
+    let mut f = vec![0x53, 0x48, 0x83, 0xec, 0x20, 0x90, 0x90, 0x90];
+    let release = [0x48, 0x83, 0xc4, 0x20, 0x5b];
+    // 0x08: add rsp, 0x20 / 0x0c: pop rbx / 0x0d: jmp rel32 past the function's end
+    f.extend_from_slice(&release);
+    f.extend_from_slice(&[0xe9, 0x00, 0x10, 0x00, 0x00]);
+    // 0x12: … / 0x17: jmp [rip + 0x100]
+    f.extend_from_slice(&release);
+    f.extend_from_slice(&[0xff, 0x25, 0x00, 0x01, 0x00, 0x00]);
+    // 0x1d: … / 0x22: rex.W jmp rax
+    f.extend_from_slice(&release);
+    f.extend_from_slice(&[0x48, 0xff, 0xe0]);
+    // 0x25: … / 0x2a: jmp rel8 back to 0x08 (inside the function)
+    f.extend_from_slice(&release);
+    f.extend_from_slice(&[0xeb, 0xdc]);
+    // 0x2c: … / 0x31: jmp rax (no REX.W: a switch's jump)
+    f.extend_from_slice(&release);
+    f.extend_from_slice(&[0xff, 0xe0]);
+    // 0x33: jmp rel8 to the function's first byte (recursion), the stack released
+    f.extend_from_slice(&release);
+    f.extend_from_slice(&[0xeb, 0xc6]);
+    img.put(0x2000, &f);
+    let end = 0x2000 + f.len() as u32;
+    let t = build(&img, &[(0x2000, end, 0x1000)]).unwrap();
+    let body = ((RSP, 0x30), -8, vec![Some(-16)]);
+    let popping = ((RSP, 16), -8, vec![Some(-16)]);
+    let popped = ((RSP, 8), -8, vec![None]);
+    for (pop, jmp) in [
+        (0x200c, 0x200d),
+        (0x2016, 0x2017),
+        (0x2021, 0x2022),
+        (0x2037, 0x2038),
+    ] {
+        assert_eq!(rule_at(&t, pop, &[RBX]), popping, "at {pop:#x}");
+        assert_eq!(rule_at(&t, jmp, &[RBX]), popped, "at {jmp:#x}");
+    }
+    for (pop, jmp) in [(0x2029, 0x202a), (0x2030, 0x2031)] {
+        assert_eq!(
+            rule_at(&t, pop, &[RBX]),
+            body,
+            "at {pop:#x}: not an epilogue"
+        );
+        assert_eq!(
+            rule_at(&t, jmp, &[RBX]),
+            body,
+            "at {jmp:#x}: not an epilogue"
+        );
+    }
+}
+
 /// `push rbp` / `mov rbp, rsp` / `sub rsp, 0x20` / … / `lea rsp, [rbp]` / `pop rbp` /
 /// `ret`: a frame-pointer epilogue; a register restored by `mov` before it is unchanged.
 /// (The `mov`s' bytes only give instruction lengths: the rules come from the codes.)
