@@ -930,6 +930,87 @@ fn windows_fault_inside_a_prologue() {
     assert_eq!(frame0["function"], "fault_in_prologue", "{frame0}");
 }
 
+/// Pairs of hex words (`PC SP PC SP …`, as the crash programs print frames).
+fn hex_pairs(words: &[&str]) -> Vec<(u64, u64)> {
+    let n: Vec<u64> = words
+        .iter()
+        .map(|w| u64::from_str_radix(w, 16).unwrap())
+        .collect();
+    n.chunks_exact(2).map(|p| (p[0], p[1])).collect()
+}
+
+/// The physical frames of a report's thread: (pc, sp) each.
+fn pcs_and_sps(thread: &Value) -> Vec<(u64, u64)> {
+    thread["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["inlined"] != true)
+        .map(|f| (hex(&f["pc"]), hex(&f["sp"])))
+        .collect()
+}
+
+/// chained.c/.S: a fault in the second part of a function split in two, whose unwind
+/// info (written by hand: no mingw compiler emits it) has its own prologue codes, an
+/// allocation and a `SAVE_NONVOL`, and chains to the first part's `RUNTIME_FUNCTION`:
+/// the walk undoes both parts' prologues to find `caller`.
+///
+/// The reference is the program's own walk of the faulting context with wine's
+/// `RtlVirtualUnwind` (rtl_walk.c, from a vectored exception handler): winedbg stops at
+/// frame 0, as wine's minidump writer copies the unwind codes into the dump but not the
+/// parent entry that ends a chained unwind info, and winedbg reads unwind info from the
+/// dump alone. Every frame, pc and stack pointer, must equal it; callers found by the
+/// `.pdata` rules; the program's frames named as addr2line names them; the `.sym` walk
+/// the same.
+#[test]
+fn windows_fault_in_chained_unwind_info() {
+    let case = record_sources(
+        "chained",
+        &["-O2"],
+        &["chained.c", "chained.S", "rtl_walk.c", "rtl_walk.h"],
+        Build::Gcc,
+        None,
+    );
+    let line = case
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("walk "))
+        .unwrap_or_else(|| panic!("the program printed no walk:\n{}", case.stdout));
+    let reference = hex_pairs(&line.split_whitespace().collect::<Vec<_>>());
+    let ours = physical_frames(case.crashed_thread());
+    let pcs: Vec<u64> = reference.iter().map(|&(pc, _)| pc).collect();
+    let names = case.program_names(&pcs);
+    // the reference itself: the fault in the assembly, then caller and main
+    expect_stack(&names, &["??", "caller", "main"], line);
+    assert_eq!(case.winedbg[0].pc, reference[0].0, "winedbg's frame 0");
+    let table: String = pcs_and_sps(case.crashed_thread())
+        .iter()
+        .zip(&ours)
+        .map(|((pc, sp), o)| format!("  {pc:#x} sp {sp:#x} {:?}\n", o.names()))
+        .collect();
+    eprintln!("reference: {line}\nours:\n{table}");
+    assert_eq!(
+        pcs_and_sps(case.crashed_thread()),
+        reference,
+        "the walk differs from RtlVirtualUnwind's:\n{table}"
+    );
+    for (i, (o, n)) in ours.iter().zip(&names).enumerate() {
+        if let Some(n) = n.as_ref().filter(|n| n != &&["??"]) {
+            assert_eq!(&o.names(), n, "frame {i}:\n{table}");
+        }
+        let frame = o.entries.last().unwrap();
+        if i > 0 {
+            assert_eq!(
+                (frame["trust"].as_str(), frame["unwind_source"].as_str()),
+                (Some("cfi"), Some("pdata")),
+                "frame {i}: {frame}"
+            );
+        }
+    }
+    assert_eq!(ours[0].names(), ["split_function_cold"], "{table}");
+    sym_walk_equals_image_walk(&case);
+}
+
 /// One line of epilogue.c's reference: a thread stopped inside an epilogue.
 #[derive(Debug)]
 struct StoppedThread {
@@ -946,13 +1027,7 @@ struct StoppedThread {
 
 /// Parses epilogue.c's lines (`thread TID point F.I rip R rsp S truth PC SP self … wine …`).
 fn stopped_threads(stdout: &str) -> Vec<StoppedThread> {
-    let pairs = |words: &[&str]| -> Vec<(u64, u64)> {
-        let n: Vec<u64> = words
-            .iter()
-            .map(|w| u64::from_str_radix(w, 16).unwrap())
-            .collect();
-        n.chunks_exact(2).map(|p| (p[0], p[1])).collect()
-    };
+    let pairs = hex_pairs;
     stdout
         .lines()
         .filter_map(|l| l.strip_prefix("thread "))
@@ -995,7 +1070,7 @@ fn windows_threads_stopped_in_epilogues() {
     let mut case = record_sources(
         "epilogue",
         &["-O2"],
-        &["epilogue.c", "epilogue.S"],
+        &["epilogue.c", "epilogue.S", "rtl_walk.c", "rtl_walk.h"],
         Build::Gcc,
         None,
     );
@@ -1016,11 +1091,7 @@ fn windows_threads_stopped_in_epilogues() {
             );
         }
         let frames = case.thread(t.tid)["frames"].as_array().unwrap();
-        let ours: Vec<(u64, u64)> = frames
-            .iter()
-            .filter(|f| f["inlined"] != true)
-            .map(|f| (hex(&f["pc"]), hex(&f["sp"])))
-            .collect();
+        let ours = pcs_and_sps(case.thread(t.tid));
         let show = |v: &[(u64, u64)]| -> String {
             v.iter()
                 .map(|(pc, sp)| format!("{pc:#x}/{sp:#x}"))

@@ -114,10 +114,11 @@ pub fn can_run() -> bool {
 }
 
 /// Compiles the Windows crash program `sources` (file names in [`crashers_dir`], copied
-/// into `dir`) with `dump_on_crash.c` into `dir/NAME.exe`: `x86_64-w64-mingw32-gcc -g`,
-/// `flags`, `-ldbghelp`; a program with a `.cpp` source is compiled and linked by
-/// [`CXX`] (`dump_on_crash.c` still as C: the C++ sources include its header in
-/// `extern "C"`). Panics with the compiler's output on failure.
+/// into `dir`; headers among them are copied only) with `dump_on_crash.c` into
+/// `dir/NAME.exe`: `x86_64-w64-mingw32-gcc -g`, `flags`, `-ldbghelp`; a program with a
+/// `.cpp` source is compiled and linked by [`CXX`] (`dump_on_crash.c` still as C: the
+/// C++ sources include its header in `extern "C"`). Panics with the compiler's output on
+/// failure.
 pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> PathBuf {
     copy_sources(dir, sources);
     let exe = if name.ends_with(".exe") {
@@ -130,7 +131,7 @@ pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> Path
     command
         .arg("-g")
         .args(flags)
-        .args(sources)
+        .args(compiled_sources(sources))
         .args(["-x", "c", DUMP_ON_CRASH[0], "-x", "none"])
         .args(["-o", &exe, "-ldbghelp"])
         .current_dir(dir);
@@ -172,6 +173,11 @@ pub fn cxx_runtime_dlls() -> Vec<PathBuf> {
             path
         })
         .collect()
+}
+
+/// The files of `sources` the compiler is given: all but the headers.
+fn compiled_sources<'a>(sources: &'a [&'a str]) -> impl Iterator<Item = &'a str> + 'a {
+    sources.iter().copied().filter(|s| !s.ends_with(".h"))
 }
 
 /// Copies `sources` and the dump-writing filter into `dir`.
@@ -233,7 +239,7 @@ pub fn compile_with_pdb(
     }
     command
         .args(flags)
-        .args(sources)
+        .args(compiled_sources(sources))
         .args(["-x", "c", DUMP_ON_CRASH[0], "-x", "none"])
         .arg(format!("-Wl,--pdb={pdb}"))
         .arg("-L")

@@ -21,19 +21,20 @@
  *   stored the address of at its entry, and the stack pointer just above it;
  * - self: the callers of the thread's loop (`work`), which the thread walked itself with
  *   RtlVirtualUnwind from RtlCaptureContext before looping: they do not change;
- * - wine: wine's own RtlVirtualUnwind walk from the thread's context, for comparison. */
+ * - wine: wine's own RtlVirtualUnwind walk from the thread's context (rtl_walk.c), for
+ *   comparison. */
 #include <windows.h>
 #include <stdio.h>
 #include <stdint.h>
 
 #include "dump_on_crash.h"
+#include "rtl_walk.h"
 
 void epi_ret(volatile uint64_t *entry);
 void epi_jmp(volatile uint64_t *entry);
 void epi_lea(volatile uint64_t *entry);
 extern void *epi_points[];
 
-#define MAX_FRAMES 16
 #define MAX_THREADS 16
 #define TRAP_FLAG 0x100
 
@@ -46,7 +47,7 @@ struct worker {
     HANDLE ready, caught, thread;
     DWORD tid;
     CONTEXT context;
-    DWORD64 self[2 * MAX_FRAMES];
+    DWORD64 self[2 * RTL_WALK_MAX];
     int self_frames;
 };
 
@@ -54,28 +55,6 @@ static struct worker workers[MAX_THREADS];
 static int count;
 static HANDLE never;
 volatile int sink;
-
-/* RtlVirtualUnwind from `c`: (rip, rsp) of each frame into out; a pc without unwind
- * info is a leaf (its return address at [rsp]). */
-static int walk(CONTEXT c, DWORD64 *out, int max) {
-    int n = 0;
-    while (n < max && c.Rip) {
-        out[2 * n] = c.Rip;
-        out[2 * n + 1] = c.Rsp;
-        n++;
-        DWORD64 base;
-        PRUNTIME_FUNCTION f = RtlLookupFunctionEntry(c.Rip, &base, NULL);
-        if (!f) {
-            c.Rip = *(DWORD64 *)c.Rsp;
-            c.Rsp += 8;
-            continue;
-        }
-        void *data;
-        DWORD64 frame;
-        RtlVirtualUnwind(UNW_FLAG_NHANDLER, base, c.Rip, f, &c, &data, &frame, NULL);
-    }
-    return n;
-}
 
 /* Single-steps a worker to its target, then parks it there. */
 static LONG WINAPI stepper(EXCEPTION_POINTERS *ep) {
@@ -103,8 +82,8 @@ __attribute__((noinline)) static DWORD WINAPI work(void *arg) {
     struct worker *w = arg;
     CONTEXT c;
     RtlCaptureContext(&c);
-    DWORD64 frames[2 * (MAX_FRAMES + 1)];
-    int n = walk(c, frames, MAX_FRAMES + 1);
+    DWORD64 frames[2 * (RTL_WALK_MAX + 1)];
+    int n = rtl_walk(c, frames, RTL_WALK_MAX + 1);
     /* frame 0 is work itself: keep its callers */
     for (int i = 1; i < n; i++) {
         w->self[2 * (i - 1)] = frames[2 * i];
@@ -172,14 +151,8 @@ int main(int argc, char **argv) {
                *(unsigned long long *)entry, entry + 8);
         for (int i = 0; i < w->self_frames; i++)
             printf(" %llx %llx", w->self[2 * i], w->self[2 * i + 1]);
-        DWORD64 frames[2 * MAX_FRAMES];
-        int n = walk(w->context, frames, MAX_FRAMES);
-        printf(" wine");
-        for (int i = 0; i < n; i++)
-            printf(" %llx %llx", frames[2 * i], frames[2 * i + 1]);
-        printf("\n");
+        print_rtl_walk(" wine", &w->context);
     }
-    fflush(stdout);
     fault(argc > 100 ? &argc : NULL);
     return 0;
 }
