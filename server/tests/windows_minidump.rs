@@ -1011,6 +1011,142 @@ fn windows_fault_in_chained_unwind_info() {
     sym_walk_equals_image_walk(&case);
 }
 
+/// The public symbols of `pdb` that are functions, (RVA, decorated name), ascending:
+/// `llvm-pdbutil dump --publics` (each at `SECTION:OFFSET`, decimal, made an RVA with
+/// `image`'s section table).
+fn pdb_public_functions(pdb: &Path, image: &Path) -> Vec<(u64, String)> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(image).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let base = file.relative_address_base();
+    let sections: Vec<u64> = file.sections().map(|s| s.address() - base).collect();
+    let out = std::process::Command::new("llvm-pdbutil")
+        .args(["dump", "--publics"])
+        .arg(pdb)
+        .output()
+        .expect("llvm-pdbutil (llvm) runs");
+    assert!(out.status.success(), "llvm-pdbutil: {out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut publics = Vec::new();
+    let mut name = None;
+    for line in text.lines() {
+        if line.contains("S_PUB32") {
+            name = line.split('`').nth(1).map(str::to_owned);
+        } else if let (Some(n), true) = (name.take(), line.contains("flags = function")) {
+            let addr = line.rsplit("addr = ").next().unwrap().trim();
+            let (section, offset) = addr.split_once(':').unwrap();
+            let section: usize = section.parse().unwrap();
+            let offset: u64 = offset.parse().unwrap();
+            publics.push((sections[section - 1] + offset, n));
+        }
+    }
+    publics.sort();
+    publics
+}
+
+/// `llvm-undname`'s undecoration of `name`, the name alone (what follows the calling
+/// convention, without the parameter list): `public: virtual int __cdecl
+/// geometry::Square::area(int *) const` → `geometry::Square::area`. A name that is no
+/// MSVC decoration stays as it is.
+fn llvm_undname(name: &str) -> String {
+    if !name.starts_with('?') {
+        return name.to_owned();
+    }
+    let out = std::process::Command::new("llvm-undname")
+        .arg(name)
+        .output()
+        .expect("llvm-undname (llvm) runs");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let full = text
+        .lines()
+        .nth(1)
+        .unwrap_or_else(|| panic!("llvm-undname {name}: {text}"));
+    let name = full.split_once(" __cdecl ").map_or(full, |(_, n)| n);
+    without_parameters(name)
+}
+
+/// `name` with template arguments spaced one way: llvm-undname writes `Grid<unsigned
+/// char, 3>` and `A<B<int>>`, Microsoft's undecorator (which the walk follows, as a PDB's
+/// procedure names do) `Grid<unsigned char,3>` and `A<B<int> >`.
+fn template_spacing(name: &str) -> String {
+    name.replace(", ", ",").replace("> >", ">>")
+}
+
+/// msvc_names.cpp: a C++ program built for the MSVC ABI by clang and lld-link without
+/// `-g`, so that its PDB holds only public symbols named by their MSVC decorations
+/// (`?area@Square@geometry@@UEBAHPEAH@Z`). Each frame of the program is named from them,
+/// undecorated as `llvm-undname` undecorates the public symbol covering its pc (found with
+/// `llvm-pdbutil`): the name alone, a template's arguments included
+/// (`geometry::scaled<__int64>`), spaced as Microsoft's undecorator spaces them.
+#[test]
+fn windows_msvc_decorated_names_from_a_pdbs_publics() {
+    assert!(
+        windows::can_run(),
+        "run ./test.sh, which installs wine and mingw-w64"
+    );
+    let work = Workdir::new("win-msvc_names");
+    let (exe, pdb) = windows::compile_msvc(work.path(), "msvc_names.cpp", "msvc_names");
+    let crash = windows::record(&exe);
+    assert_eq!(
+        crash.exit_code,
+        Some(windows::ACCESS_VIOLATION_EXIT),
+        "{}{}",
+        crash.stdout,
+        crash.stderr
+    );
+    let dump = windows::read_dump(&crash.minidump);
+    let symbols = work.path().join("symbols");
+    windows::Wine::shared().copy_modules(&crash.minidump, &symbols.join("system32"));
+    for file in [&exe, &pdb] {
+        std::fs::hard_link(file, symbols.join(file.file_name().unwrap())).unwrap();
+    }
+    let report = walk(&crash.minidump, &symbols);
+    let module = dump.module("msvc_names.exe").unwrap();
+    let publics = pdb_public_functions(&pdb, &exe);
+    let threads = report["threads"].as_array().unwrap();
+    let crashed = threads.iter().find(|t| t["crashed"] == true).unwrap();
+    let mut rows = Vec::new();
+    for (i, frame) in physical_frames(crashed).iter().enumerate() {
+        if !module.contains(frame.pc) {
+            continue;
+        }
+        let rva = frame.pc - module.base - u64::from(i > 0);
+        let (_, decorated) = publics
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= rva)
+            .unwrap_or_else(|| panic!("no public symbol below {rva:#x}: {publics:?}"));
+        let entry = frame.entries.last().unwrap();
+        rows.push((
+            entry["function"].as_str().unwrap_or("??").to_owned(),
+            llvm_undname(decorated),
+            entry["symbol_source"].clone(),
+        ));
+    }
+    let table: String = rows.iter().map(|r| format!("  {r:?}\n")).collect();
+    eprintln!("ours, llvm-undname's, symbol source:\n{table}");
+    // the reference itself: the program's calls, innermost first
+    let reference: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(
+        reference,
+        [
+            "geometry::Square::area",
+            "geometry::scaled<__int64>",
+            "geometry::Grid<unsigned char, 3>::visit",
+            "app::run",
+            "entry"
+        ],
+        "the reference does not show the program's calls"
+    );
+    for (ours, undname, source) in &rows {
+        assert_eq!(
+            (template_spacing(ours), source.as_str()),
+            (template_spacing(undname), Some("publics")),
+            "{table}"
+        );
+    }
+}
+
 /// One line of epilogue.c's reference: a thread stopped inside an epilogue.
 #[derive(Debug)]
 struct StoppedThread {

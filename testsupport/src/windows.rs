@@ -163,16 +163,23 @@ fn is_cxx(sources: &[&str]) -> bool {
 pub fn cxx_runtime_dlls() -> Vec<PathBuf> {
     CXX_RUNTIME_DLLS
         .iter()
-        .map(|name| {
-            let out = Command::new(CXX)
-                .arg(format!("-print-file-name={name}"))
-                .output()
-                .unwrap_or_else(|e| panic!("{CXX} -print-file-name={name}: {e} (see test.sh)"));
-            let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-            assert!(path.is_absolute() && path.is_file(), "{CXX} has no {name}");
-            path
-        })
+        .map(|name| print_file_name(CXX, name))
         .collect()
+}
+
+/// The file `name` of `compiler`'s installation (`-print-file-name=NAME`): a library it
+/// ships. Panics if it has none.
+fn print_file_name(compiler: &str, name: &str) -> PathBuf {
+    let out = Command::new(compiler)
+        .arg(format!("-print-file-name={name}"))
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler} -print-file-name={name}: {e} (see test.sh)"));
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(
+        path.is_absolute() && path.is_file(),
+        "{compiler} has no {name}"
+    );
+    path
 }
 
 /// The files of `sources` the compiler is given: all but the headers.
@@ -248,6 +255,45 @@ pub fn compile_with_pdb(
         .current_dir(dir);
     let what = format!("clang (mingw, PDB) {flags:?} {sources:?}");
     compiled(&mut command, &dir.join(&exe), &what);
+    (dir.join(exe), dir.join(pdb))
+}
+
+/// Builds the C++ program `source` (in [`crashers_dir`], copied into `dir`) for the MSVC
+/// ABI as a Visual Studio build would, with clang and lld-link:
+/// `clang++ --target=x86_64-pc-windows-msvc -O1 -fno-exceptions -fno-rtti -c`, then
+/// `lld-link /debug /pdb:NAME.pdb /entry:entry` into `dir/NAME.exe`. No MSVC C runtime or
+/// Windows SDK is installed here, so the program has none: its own `entry`, the Windows
+/// functions it calls declared in it and imported through mingw-w64's import libraries
+/// (`libkernel32.a`, `libdbghelp.a`). Without `-g` the PDB holds public symbols only, each
+/// named by its MSVC decoration. Returns the image and the PDB.
+pub fn compile_msvc(dir: &Path, source: &str, name: &str) -> (PathBuf, PathBuf) {
+    std::fs::copy(crashers_dir().join(source), dir.join(source))
+        .unwrap_or_else(|e| panic!("copy Windows crasher source {source}: {e}"));
+    let (obj, exe, pdb) = (
+        format!("{name}.obj"),
+        format!("{name}.exe"),
+        format!("{name}.pdb"),
+    );
+    let mut command = Command::new("clang++");
+    command
+        .args(["--target=x86_64-pc-windows-msvc", "-O1"])
+        .args(["-fno-exceptions", "-fno-rtti", "-c", source, "-o", &obj])
+        .current_dir(dir);
+    compiled(
+        &mut command,
+        &dir.join(&obj),
+        &format!("clang++ (MSVC ABI) {source}"),
+    );
+    let mut command = Command::new("lld-link");
+    command
+        .args(["/entry:entry", "/subsystem:console", "/debug"])
+        .arg(format!("/pdb:{pdb}"))
+        .arg(format!("/out:{exe}"))
+        .arg(&obj)
+        .arg(print_file_name(CC, "libkernel32.a"))
+        .arg(print_file_name(CC, "libdbghelp.a"))
+        .current_dir(dir);
+    compiled(&mut command, &dir.join(&exe), &format!("lld-link {obj}"));
     (dir.join(exe), dir.join(pdb))
 }
 

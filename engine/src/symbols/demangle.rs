@@ -4,7 +4,8 @@
 //! (`Widget::paint`, `std::vector<int, std::allocator<int> >::at`); Rust (legacy `_ZN…h…E`
 //! and v0 `_R…`) through rustc-demangle in its alternate form, which drops the hash
 //! (`core::option::unwrap_failed`); MSVC (`?…`, a PDB's public symbols) through
-//! msvc-demangler, the name alone (`ns::Widget::paint`). Anything else — C names, already demangled names — is
+//! msvc-demangler, the name alone (`ns::Widget::paint`, `ns::Grid<__int64,3>::at`), as
+//! Microsoft's undecorator spells it. Anything else — C names, already demangled names — is
 //! returned unchanged. Never fails: a name that does not demangle stays as it is.
 
 use std::borrow::Cow;
@@ -43,8 +44,11 @@ pub fn try_demangle(name: &str) -> Option<String> {
     }
     if name.starts_with('?') {
         // MSVC's decoration (a PDB's public symbols): the name alone, as Windows debuggers
-        // show a frame
-        return msvc_demangler::demangle(name, msvc_demangler::DemangleFlags::NAME_ONLY).ok();
+        // show a frame, spelled as Microsoft's undecorator and compiler spell it (a PDB's
+        // procedure names): `__int64`, not `int64_t`; `Grid<unsigned char,3>`
+        use msvc_demangler::DemangleFlags as F;
+        let flags = F::NAME_ONLY | F::MS_TYPENAMES;
+        return msvc_demangler::demangle(name, flags).ok();
     }
     None
 }
@@ -83,6 +87,45 @@ mod tests {
         assert_eq!(demangle("?paint@Widget@ns@@QEBAHH@Z"), "ns::Widget::paint");
         assert_eq!(demangle("?crash@@YAXXZ"), "crash");
         assert_eq!(demangle("?bogus"), "?bogus");
+    }
+
+    /// clang's MSVC-ABI names (`clang++ --target=x86_64-pc-windows-msvc`), each expected as
+    /// `llvm-undname` prints it (the `__cdecl` and parameter list dropped): templates,
+    /// constructors, destructors and operators. Where template arguments are listed,
+    /// llvm-undname writes `a, b` and closes nested ones with `>>`; these are written as
+    /// Microsoft's undecorator and a PDB's procedure names write them, `a,b` and `> >`.
+    #[test]
+    fn msvc_names_read_as_llvm_undname_prints_them() {
+        for (mangled, name) in [
+            (
+                "??$measure@USquare@geometry@@@geometry@@YAHAEBUSquare@0@PEAH@Z",
+                "geometry::measure<struct geometry::Square>",
+            ),
+            ("??0Widget@geometry@@QEAA@XZ", "geometry::Widget::Widget"),
+            ("??1Widget@geometry@@QEAA@XZ", "geometry::Widget::~Widget"),
+            (
+                "??RWidget@geometry@@QEBAHH@Z",
+                "geometry::Widget::operator()",
+            ),
+            (
+                "??YWidget@geometry@@QEAAAEAU01@AEBU01@@Z",
+                "geometry::Widget::operator+=",
+            ),
+            (
+                "?cell@?$Grid@E$02@geometry@@QEBA_KPEAE@Z",
+                "geometry::Grid<unsigned char,3>::cell",
+            ),
+            (
+                "??$scaled@_J@geometry@@YA_JAEBUShape@0@_JPEAH@Z",
+                "geometry::scaled<__int64>",
+            ),
+            (
+                "?at@?$V@HU?$A@U?$A@H@ns@@@ns@@@ns@@QEBAH_K@Z",
+                "ns::V<int,struct ns::A<struct ns::A<int> > >::at",
+            ),
+        ] {
+            assert_eq!(demangle(mangled), name, "{mangled}");
+        }
     }
 
     #[test]
