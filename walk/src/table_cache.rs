@@ -15,10 +15,12 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
+use engine::binary::FileBytes;
 use engine::process::{ModuleTables, StoredTables, NOTES_VERSION};
 use engine::resolve::TableKey;
+use mapped::Mapped;
 use sha2::{Digest, Sha256};
 
 /// The files of one entry.
@@ -86,9 +88,10 @@ impl TableCache {
         Some(self.root.join(&name[..2]).join(&name[2..]))
     }
 
-    /// The tables stored at `entry`, if they are all there and open.
+    /// The tables stored at `entry`, if they are all there and open. The files are mapped,
+    /// not read: a walk looks at a few pages of a libc's megabytes of symbols.
     pub fn get(&self, entry: &Path, verified: bool) -> Option<ModuleTables> {
-        let read = |name: &str| fs::read(entry.join(name)).ok().map(Arc::<[u8]>::from);
+        let read = |name: &str| Mapped::open(&entry.join(name)).ok().map(FileBytes::new);
         StoredTables {
             unwind: read(FILES[0])?,
             symbols: read(FILES[1])?,

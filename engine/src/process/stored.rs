@@ -4,11 +4,10 @@
 //! --table-cache` as files on disk. One encoding, so that both read back exactly the tables
 //! that were built, and a later change of the notes' form bumps one version for both.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 use super::tables::ModuleTables;
+use crate::binary::FileBytes;
 use crate::report::ModuleFile;
 use crate::symbols::SymbolTable;
 use crate::unwind::UnwindTable;
@@ -28,11 +27,14 @@ struct BuildNotes {
 
 /// The three byte strings of whole tables, as a cache stores them. An empty unwind or
 /// symbol table means "built; the files hold no such table", so that it is not rebuilt.
+/// Shared bytes of any owner: the service's cached rows, or files a walk maps, so that
+/// tables read back are not copied (a libc's symbol table is megabytes, and copying it
+/// cost a cached one-shot walk more than the walk itself).
 #[derive(Debug, Clone)]
 pub struct StoredTables {
-    pub unwind: Arc<[u8]>,
-    pub symbols: Arc<[u8]>,
-    pub notes: Arc<[u8]>,
+    pub unwind: FileBytes,
+    pub symbols: FileBytes,
+    pub notes: FileBytes,
 }
 
 impl StoredTables {
@@ -51,11 +53,11 @@ impl StoredTables {
             files: built.files.clone(),
         })
         .ok()?;
-        let empty = || Arc::<[u8]>::from(Vec::new());
+        let empty = || FileBytes::new(Vec::new());
         Some(StoredTables {
             unwind: built.unwind.clone().unwrap_or_else(empty),
             symbols: built.symbols.clone().unwrap_or_else(empty),
-            notes: Arc::from(notes),
+            notes: FileBytes::new(notes),
         })
     }
 
@@ -124,13 +126,13 @@ mod tests {
     #[test]
     fn unreadable_bytes_are_a_miss() {
         let mut stored = StoredTables::of(&built()).expect("stored");
-        stored.notes = Arc::from(&b"{\"warnings\": ["[..]);
+        stored.notes = FileBytes::new(&b"{\"warnings\": ["[..]);
         assert!(stored.clone().tables(true).is_none());
         let mut stored = StoredTables::of(&built()).expect("stored");
-        stored.unwind = Arc::from(&b"PMUNWTAB cut"[..]);
+        stored.unwind = FileBytes::new(&b"PMUNWTAB cut"[..]);
         assert!(stored.clone().checked_tables(true).is_none());
-        stored.unwind = Arc::from(Vec::new());
-        stored.symbols = Arc::from(&b"PMSYMTAB\0\0\0"[..]);
+        stored.unwind = FileBytes::new(Vec::new());
+        stored.symbols = FileBytes::new(&b"PMSYMTAB\0\0\0"[..]);
         assert!(stored.checked_tables(true).is_none());
     }
 }

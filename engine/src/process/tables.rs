@@ -80,10 +80,11 @@ impl CodeImage {
 /// The tables one module's files produced (see [`build_tables`]).
 #[derive(Debug, Clone, Default)]
 pub struct ModuleTables {
-    /// Serialized unwind table (`unwind::format`), if any unwind section was found.
-    pub unwind: Option<Arc<[u8]>>,
+    /// Serialized unwind table (`unwind::format`), if any unwind section was found: built
+    /// in memory, or bytes a cache holds (mapped from its file by `--table-cache`).
+    pub unwind: Option<FileBytes>,
     /// Serialized symbol table (`symbols::format`), if any symbols were found.
-    pub symbols: Option<Arc<[u8]>>,
+    pub symbols: Option<FileBytes>,
     /// Code bytes for call-site checks while scanning (optional).
     pub code: Option<CodeImage>,
     /// Whether the file's build-id equals the dump's (false for a match by path).
@@ -313,7 +314,7 @@ impl<'a> Made<'a> {
                     ));
                 }
                 if built.stats.rows > 0 {
-                    self.t.unwind = Some(built.bytes.into());
+                    self.t.unwind = Some(FileBytes::new(built.bytes));
                     self.gave(&built.inputs, report::FileGave::Unwind);
                 }
             }
@@ -350,7 +351,7 @@ impl<'a> Made<'a> {
     fn take_symbols(&mut self, result: Result<symbols::BuiltSymbols, symbols::SymbolsError>) {
         match result {
             Ok(built) => {
-                self.t.symbols = Some(built.bytes.into());
+                self.t.symbols = Some(FileBytes::new(built.bytes));
                 self.gave(&built.inputs, report::FileGave::Symbols);
             }
             Err(e) => self.t.warnings.push((
@@ -404,12 +405,12 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8]) -> ModuleTables {
     // Rules Breakpad's postfix language can say but our rules cannot (a dereferenced CFA)
     // are not corruption: those ranges simply fall back to frame pointers and scanning.
     match unwind_built {
-        Ok(built) if built.stats.rows > 0 => t.unwind = Some(built.bytes.into()),
+        Ok(built) if built.stats.rows > 0 => t.unwind = Some(FileBytes::new(built.bytes)),
         Ok(_) => {}
         Err(e) => t.warnings.push((e.code().into(), e.to_string())),
     }
     match symbols_built {
-        Ok(built) => t.symbols = Some(built.bytes.into()),
+        Ok(built) => t.symbols = Some(FileBytes::new(built.bytes)),
         Err(e) => t.warnings.push((
             "symbols-corrupt".into(),
             format!("symbols unavailable: {e}"),

@@ -342,9 +342,9 @@ async fn cached_tables(runner: &Runner, key: &TableKey) -> Result<Option<ModuleT
         .map_err(|_| JobError::Panic("three table kinds expected".into()))?;
     // Unreadable notes (never written so by us): rebuild rather than lose them.
     Ok(StoredTables {
-        unwind,
-        symbols,
-        notes,
+        unwind: FileBytes::new(unwind),
+        symbols: FileBytes::new(symbols),
+        notes: FileBytes::new(notes),
     }
     .tables(true))
 }
@@ -357,11 +357,11 @@ async fn store_tables(
 ) -> Result<(), JobError> {
     for (kind, version) in KINDS {
         let bytes = match kind {
-            TableKind::Unwind => stored.unwind.clone(),
-            TableKind::Symbols => stored.symbols.clone(),
-            TableKind::Warnings => stored.notes.clone(),
+            TableKind::Unwind => &stored.unwind,
+            TableKind::Symbols => &stored.symbols,
+            TableKind::Warnings => &stored.notes,
         };
-        tables::put(&runner.db, &key.to_string(), kind.as_str(), version, &bytes).await?;
+        tables::put(&runner.db, &key.to_string(), kind.as_str(), version, bytes).await?;
         runner
             .cache
             .insert(
@@ -370,7 +370,8 @@ async fn store_tables(
                     kind,
                     version,
                 },
-                bytes,
+                // the cache holds its own copy, made once per build
+                Arc::from(&bytes[..]),
             )
             .await;
     }
