@@ -643,3 +643,86 @@ fn a_pointer_with_a_flipped_bit_lists_the_address_it_was() {
         }
     }
 }
+
+/// What llvm-undname makes of a `type_info`'s decorated name (`.?AVruntime_error@std@@`
+/// → "class std::runtime_error `RTTI Type Descriptor Name'"), without the tag keywords
+/// and the spaces, which MSVC's tools and ours place differently.
+fn undname(decorated: &str) -> String {
+    let out = Command::new("llvm-undname")
+        .arg(decorated)
+        .output()
+        .expect("llvm-undname (llvm, see test.sh) runs");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let name = text
+        .lines()
+        .find_map(|l| l.strip_suffix("`RTTI Type Descriptor Name'"))
+        .unwrap_or_else(|| panic!("llvm-undname: {text}"));
+    bare_type(name)
+}
+
+/// A C++ type's name without `class`/`struct`/`union`/`enum` and spaces.
+fn bare_type(name: &str) -> String {
+    let mut s = format!(" {name}");
+    for tag in ["class", "struct", "union", "enum"] {
+        for before in [' ', '<', ','] {
+            s = s.replace(&format!("{before}{tag} "), &before.to_string());
+        }
+    }
+    s.replace(' ', "")
+}
+
+/// An uncaught C++ exception thrown the way MSVC's `throw` does (msvc_throw.c, built by
+/// mingw and run under wine: `_CxxThrowException`'s 0xE06D7363 with the object, its
+/// ThrowInfo and the image base as parameters, the ThrowInfo's tables in the program's
+/// `.rdata`): the analysis names the thrown type — undecorated as llvm-undname does the
+/// decorated name the source put in the TypeDescriptor — its `what()` text as the program
+/// printed it, and the program's frame that threw. A class in a namespace, and a template.
+#[test]
+fn an_msvc_cxx_exception_names_its_thrown_type() {
+    use postmortem_testsupport::windows;
+    assert!(
+        windows::can_run(),
+        "needs mingw-w64 and wine: run ./test.sh"
+    );
+    for (case, decorated) in [
+        ("runtime_error", ".?AVruntime_error@std@@"),
+        (
+            "template",
+            ".?AV?$basic_string@DU?$char_traits@D@std@@V?$allocator@D@2@@std@@",
+        ),
+    ] {
+        let work = Workdir::new(&format!("analysis-msvc-{case}"));
+        let define = format!("-DTHROWN=\"{decorated}\"");
+        let exe = windows::compile(work.path(), &["-O1", &define], &["msvc_throw.c"], case);
+        let crash = windows::record(&exe);
+        assert_eq!(crash.exit_code, Some(0x63), "{crash:?}");
+        let symbols = work.path().join("symbols");
+        windows::Wine::shared().copy_modules(&crash.minidump, &symbols.join("system32"));
+        std::fs::copy(&exe, symbols.join(exe.file_name().unwrap())).unwrap();
+        let a = analysis(&crash.minidump, &symbols);
+        eprintln!("{case}: {a:#}");
+        assert_eq!(a["kind"], "abort", "{a}");
+        assert_eq!(a["evidence"]["exception"], "Unhandled C++ Exception", "{a}");
+        assert_eq!(a["evidence"]["caller"], "throw_it", "{a}");
+        assert_eq!(a["evidence"]["thrown_type_decorated"], decorated, "{a}");
+        let thrown = str_of(&a["evidence"]["thrown_type"]);
+        assert_eq!(bare_type(thrown), undname(decorated), "{a}");
+        let what = crash
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("what "))
+            .unwrap_or_else(|| panic!("msvc_throw printed no what: {:?}", crash.stdout));
+        assert_eq!(a["evidence"]["what"], what, "{a}");
+        let summary = str_of(&a["summary"]);
+        assert!(summary.contains(thrown) && summary.contains(what), "{a}");
+        // without the program's file the ThrowInfo (in its .rdata, which the dump does
+        // not hold) is not read, and the analysis says so rather than name a type
+        std::fs::remove_file(symbols.join(exe.file_name().unwrap())).unwrap();
+        let a = analysis(&crash.minidump, &symbols);
+        assert_eq!(a["evidence"]["thrown_type"], Value::Null, "{a}");
+        assert!(
+            str_of(&a["evidence"]["thrown_type_unread"]).contains("ThrowInfo"),
+            "{a}"
+        );
+    }
+}

@@ -8,6 +8,7 @@
 //! code ([`windows`]). Both end in the same kinds where the meaning is the same: the
 //! memory faults, the stack, a division, an illegal instruction share the functions below.
 
+mod msvc_throw;
 mod windows;
 
 use std::collections::BTreeMap;

@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use crate::dump::{self, Dump, ExceptionInfo};
 use crate::report::{hex_addr, Analysis, AnalysisKind};
 
+use super::msvc_throw;
 use super::{
-    branch_fault, described, divide_by_zero, found, illegal_instruction, in_code, memory_fault,
-    program_caller, stack_overflow, Crashed, Mapped, MemoryFault, Way,
+    branch_fault, c_string, described, divide_by_zero, found, illegal_instruction, in_code,
+    memory_fault, program_caller, stack_overflow, Crashed, Mapped, MemoryFault, Way,
 };
 
 /// Exception codes, as `ntstatus.h` and `winnt.h` name them.
@@ -146,19 +147,67 @@ pub(super) fn analyse(
         }
         MSVC_CXX_EXCEPTION => {
             let at = raiser(c, &mut evidence);
-            found(
-                CXX_EXCEPTION_KIND,
+            let read = |addr, len| super::super::tables::read_image(c.dump, c.loaded, addr, len);
+            let what = match msvc_throw::read_throw(&e.parameters, read) {
+                Ok(t) => {
+                    let thrown = t.catchable.first().map(|d| {
+                        evidence.insert("thrown_type_decorated".to_string(), d.clone());
+                        msvc_throw::undecorate_type(d).unwrap_or_else(|| d.clone())
+                    });
+                    if let Some(w) = std_exception_what(c, &t) {
+                        evidence.insert("what".to_string(), w);
+                    }
+                    match thrown {
+                        Some(ty) => {
+                            evidence.insert("thrown_type".to_string(), ty.clone());
+                            match evidence.get("what") {
+                                Some(w) => format!(" {ty}({w:?})"),
+                                None => format!(" {ty}"),
+                            }
+                        }
+                        None => String::new(),
+                    }
+                }
+                Err(err) => {
+                    evidence.insert("thrown_type_unread".to_string(), err.to_string());
+                    String::new()
+                }
+            };
+            let summary = if what.is_empty() {
                 format!(
-                    "an unhandled C++ exception (MSVC, 0xE06D7363) thrown in {at}: no \
-                     handler took it; its type is in the exception's ThrowInfo, which is \
-                     not read"
-                ),
-                evidence,
-            )
+                    "an unhandled C++ exception (MSVC, 0xE06D7363) thrown in {at}: no handler \
+                     took it; its type could not be read ({})",
+                    evidence
+                        .get("thrown_type_unread")
+                        .map_or("no ThrowInfo", String::as_str)
+                )
+            } else {
+                format!(
+                    "an unhandled C++ exception{what} thrown in {at} (MSVC, 0xE06D7363): no \
+                     handler took it"
+                )
+            };
+            found(CXX_EXCEPTION_KIND, summary, evidence)
         }
         _ => None,
     }
 }
+
+/// The `what()` text of a thrown `std::exception` (or a class derived from it): MSVC's
+/// `std::exception` holds its message as a `const char *` right after the vtable pointer
+/// (`__std_exception_data::_What`). Read where the dump holds the object (the thrower's
+/// stack) and the text (the heap copy a `std::runtime_error` makes is rarely in a
+/// minidump; a literal is in the module's file).
+fn std_exception_what(c: &Crashed<'_, '_>, t: &msvc_throw::Throw) -> Option<String> {
+    if !t.catchable.iter().any(|d| d == STD_EXCEPTION) {
+        return None;
+    }
+    let text = c.dump.memory.read_u64(t.object.checked_add(8)?)?;
+    c_string(c.dump, c.loaded, text, 1024)
+}
+
+/// The decorated name of `std::exception`'s `type_info`.
+const STD_EXCEPTION: &str = ".?AVexception@std@@";
 
 /// The program's frame that raised the exception (past the system's `RaiseException`
 /// and the runtimes), named in `evidence` as the `caller`; or frame 0's description.
