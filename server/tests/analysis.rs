@@ -542,6 +542,74 @@ fn a_rust_panic_names_the_function_and_line_that_panicked() {
     );
 }
 
+/// The message std's panic hook printed on `stderr`: the lines after `thread '…'
+/// panicked at FILE:LINE:COL:`, up to std's `note:` line.
+fn printed_panic_message(stderr: &str) -> String {
+    let mut lines = stderr.lines();
+    lines
+        .by_ref()
+        .find(|l| l.contains(" panicked at "))
+        .unwrap_or_else(|| panic!("no panic line: {stderr}"));
+    lines
+        .take_while(|l| !l.starts_with("note: "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The panic message, read from the dump, is the one std's hook printed on stderr: a
+/// literal (`panic!("…")`, `unwrap()` on `None`, a `&'static str` in the binary's
+/// read-only data) and a formatted one (`panic!("{…}")`, `expect`, a `String` std
+/// formatted on the heap), with the program at opt-level 0 and 3. The minidump of the
+/// same crash holds the stack but not the heap: the literal messages are read from the
+/// binary as from the core, the formatted ones are said to be missing.
+#[test]
+fn a_rust_panic_says_the_message_std_printed() {
+    for opt in ["0", "3"] {
+        for message in ["literal", "formatted", "unwrap", "expect"] {
+            let work = Workdir::new(&format!("analysis-rust-{message}-o{opt}"));
+            let cfg = format!("message=\"{message}\"");
+            let opt_level = format!("opt-level={opt}");
+            let exe = work.rustc(
+                "rust_panic.rs",
+                &[
+                    "--edition",
+                    "2021",
+                    "-C",
+                    "panic=abort",
+                    "-C",
+                    &opt_level,
+                    "--cfg",
+                    &cfg,
+                ],
+                "rust_panic",
+            );
+            let (core, out) = work.crash_with_output(&exe);
+            let printed = printed_panic_message(&String::from_utf8_lossy(&out.stderr));
+            assert!(!printed.is_empty(), "{out:?}");
+            let a = analysis(&core, work.path());
+            eprintln!("{message} -O{opt}: {a}");
+            assert_eq!(a["kind"], "abort", "{a}");
+            assert_eq!(a["evidence"]["panicked_in"], "rust_panic::validate", "{a}");
+            assert_eq!(a["evidence"]["message"], printed.as_str(), "{a}");
+            assert!(
+                str_of(&a["summary"]).contains(&format!("{printed:?}")),
+                "{a}"
+            );
+            if record::can_record() {
+                let m = analysis(&record::record_crash(&exe).minidump, work.path());
+                eprintln!("{message} -O{opt} minidump: {m}");
+                assert_eq!(m["evidence"]["panicked_in"], "rust_panic::validate", "{m}");
+                if matches!(message, "literal" | "unwrap") {
+                    assert_eq!(m["evidence"]["message"], printed.as_str(), "{m}");
+                } else {
+                    assert_eq!(m["evidence"]["message"], Value::Null, "{m}");
+                    assert!(m["evidence"]["message_unread"].is_string(), "{m}");
+                }
+            }
+        }
+    }
+}
+
 /// rust-minidump's `possible_bit_flips` of `postmortem walk DUMP --json` (its
 /// minidump-stackwalk document), as (address, the whole entry).
 fn stackwalk_bit_flips(dump: &Path, dir: &Path) -> Vec<(u64, Value)> {

@@ -9,6 +9,7 @@
 //! memory faults, the stack, a division, an illegal instruction share the functions below.
 
 mod msvc_throw;
+mod rust_panic;
 mod windows;
 
 use std::collections::BTreeMap;
@@ -121,7 +122,7 @@ fn by_signal(
                     Some("__cxa_throw" | "__cxa_rethrow" | "_Unwind_RaiseException")
                 )
             });
-            if let Some(site) = rust_panic_site(thread) {
+            if let Some(site) = rust_panic::site(thread) {
                 let at = described(site).unwrap_or_else(|| site.pc.clone());
                 evidence.insert("panicked_in".to_string(), at.clone());
                 // the program's frame, not std's abort machinery
@@ -135,10 +136,16 @@ fn by_signal(
                     summary.push_str(&format!(" ({location})"));
                     evidence.insert("location".to_string(), location);
                 }
-                summary.push_str(
-                    ", aborting (panic=abort, or a panic while panicking); the panic message \
-                     went to the program's stderr",
-                );
+                match rust_panic::message(c.dump, c.loaded, thread, site) {
+                    Ok(m) => {
+                        summary.push_str(&format!(": {m:?}"));
+                        evidence.insert("message".to_string(), m);
+                    }
+                    Err(why) => {
+                        evidence.insert("message_unread".to_string(), why.as_str().to_string());
+                    }
+                }
+                summary.push_str(", aborting (panic=abort, or a panic while panicking)");
                 return found(AnalysisKind::Abort, summary, evidence);
             }
             let exception = thrown
@@ -556,35 +563,6 @@ fn described(f: &report::Frame) -> Option<String> {
         (None, Some(m), Some(off)) => Some(format!("{m}+{off}")),
         _ => None,
     }
-}
-
-/// The frame a Rust panic began in: on a stack through `std::panicking`, the first frame
-/// outside Rust's standard library and the C runtime.
-fn rust_panic_site(thread: &report::Thread) -> Option<&report::Frame> {
-    const STD: [&str; 9] = [
-        "std::",
-        "core::",
-        "alloc::",
-        "panic_abort::",
-        "panic_unwind::",
-        "__rust",
-        "rust_begin_unwind",
-        "<std::",
-        "<core::",
-    ];
-    let in_std = |n: &str| STD.iter().any(|p| n.starts_with(p));
-    let panicking = thread.frames.iter().any(|f| {
-        f.function.as_deref().is_some_and(|n| {
-            n.starts_with("std::panicking::") || n.starts_with("core::panicking::")
-        })
-    });
-    if !panicking {
-        return None;
-    }
-    thread
-        .frames
-        .iter()
-        .find(|f| !in_runtime(f) && f.function.as_deref().is_some_and(|n| !in_std(n)))
 }
 
 /// Whether a frame is in the C or C++ runtime (libc, the loader, libstdc++, libc++,

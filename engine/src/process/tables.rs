@@ -75,6 +75,74 @@ impl CodeImage {
             .find(|s| s.name_bytes().ok() == Some(name.as_bytes()) && s.address() != 0)?;
         binary::svma_to_offset(sym.address(), link_base)
     }
+
+    /// The link-base offset of the first function symbol whose demangled name is each of
+    /// `names` (`.symtab`, then `.dynsym`): functions the crash analysis recognises by
+    /// address (a `type_id` in a vtable). One pass over the symbols.
+    pub fn demangled_symbol_offsets(&self, names: &[&str]) -> Vec<Option<u64>> {
+        use object::{Object, ObjectSymbol};
+        let mut found = vec![None; names.len()];
+        let Ok(file) = object::File::parse(&*self.data) else {
+            return found;
+        };
+        let link_base = binary::link_base(&file);
+        for sym in file.symbols().chain(file.dynamic_symbols()) {
+            if sym.address() == 0 || sym.kind() != object::SymbolKind::Text {
+                continue;
+            }
+            let Ok(raw) = sym.name() else { continue };
+            let name = crate::symbols::demangle::demangle(raw);
+            for (want, slot) in names.iter().zip(&mut found) {
+                if slot.is_none() && name == *want {
+                    *slot = binary::svma_to_offset(sym.address(), link_base);
+                }
+            }
+            if found.iter().all(Option::is_some) {
+                break;
+            }
+        }
+        found
+    }
+
+    /// For each of `targets` (link-base offsets), the link-base offsets of the words the
+    /// dynamic loader sets to point there (ELF relative relocations, `R_X86_64_RELATIVE`
+    /// and `R_AARCH64_RELATIVE`): what relocated data (a vtable's methods) holds once
+    /// loaded, known from the file alone, where a position-independent binary leaves
+    /// those words 0.
+    pub fn relocated_pointers_to(&self, targets: &[u64]) -> Vec<Vec<u64>> {
+        use object::{Object, RelocationFlags};
+        let mut slots = vec![Vec::new(); targets.len()];
+        let Ok(file) = object::File::parse(&*self.data) else {
+            return slots;
+        };
+        let link_base = binary::link_base(&file);
+        let Some(relocations) = file.dynamic_relocations() else {
+            return slots;
+        };
+        for (at, r) in relocations {
+            let RelocationFlags::Elf { r_type } = r.flags() else {
+                continue;
+            };
+            if r_type != object::elf::R_X86_64_RELATIVE && r_type != object::elf::R_AARCH64_RELATIVE
+            {
+                continue;
+            }
+            let Some(to) = u64::try_from(r.addend())
+                .ok()
+                .and_then(|a| binary::svma_to_offset(a, link_base))
+            else {
+                continue;
+            };
+            for (target, list) in targets.iter().zip(&mut slots) {
+                if to == *target {
+                    if let Some(slot) = binary::svma_to_offset(at, link_base) {
+                        list.push(slot);
+                    }
+                }
+            }
+        }
+        slots
+    }
 }
 
 /// The tables one module's files produced (see [`build_tables`]).
