@@ -22,6 +22,11 @@ const MAGIC: [u64; 3] = [0x1993_0520, 0x1993_0521, 0x1993_0522];
 const MAX_CATCHABLE: i32 = 64;
 /// Longest decorated type name read.
 const MAX_NAME: usize = 1024;
+/// Longest decorated name undecorated (longer ones are told decorated), and most `?` in
+/// it (each opens a template or a nested name): bounds on how deep the undecorator
+/// recurses.
+const MAX_UNDECORATED: usize = 256;
+const MAX_NESTING: usize = 32;
 /// Offset of `pCatchableTypeArray` in `ThrowInfo` (after `attributes`, `pmfnUnwind`,
 /// `pForwardCompat`).
 const CATCHABLE_ARRAY_FIELD: u64 = 12;
@@ -154,6 +159,13 @@ pub(super) fn read_throw<'a>(
 /// without the `class`/`struct`/`union`/`enum` keywords (`std::runtime_error`, `point`,
 /// `int`, `char const *`); None if it does not undecorate.
 pub(super) fn undecorate_type(decorated: &str) -> Option<String> {
+    // msvc-demangler reads nested types by recursion, a frame chain per level: a hostile
+    // name nested a few hundred deep exhausts a thread's stack
+    if decorated.len() > MAX_UNDECORATED
+        || decorated.bytes().filter(|&b| b == b'?').count() > MAX_NESTING
+    {
+        return None;
+    }
     let encoded = decorated.strip_prefix('.')?;
     // a class, struct, union or enum is `?A` and its tag (`V`, `U`, `T`, `W4`) and name
     let encoded = encoded.strip_prefix("?A").unwrap_or(encoded);
@@ -309,6 +321,83 @@ mod tests {
         );
         for garbage in ["", ".", "?AVx@@", ".?AV", ".?AV@@@@@", ".\u{7f}"] {
             assert_eq!(undecorate_type(garbage), None, "{garbage:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod hostile {
+    use super::*;
+
+    /// A deterministic stream of pseudo-random numbers (xorshift64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// Random images, and random bytes planted into a valid one: an error or a throw,
+    /// never a panic; and random and deeply nested names do not bring the undecorator
+    /// down.
+    #[test]
+    fn random_bytes_never_panic() {
+        const BASE: u64 = 0x1_4000_0000;
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..2000 {
+            let len = 0x40 + (rng.next() % 0x400) as usize;
+            let image: Vec<u8> = (0..len)
+                .map(|_| match rng.next() % 4 {
+                    // small offsets, so that RVAs often land inside the image
+                    0 => (rng.next() % 0x40) as u8,
+                    1 => b'.',
+                    _ => rng.next() as u8,
+                })
+                .collect();
+            let read = |addr: u64, n: usize| {
+                let at = usize::try_from(addr.checked_sub(BASE)?).ok()?;
+                let rest = image.get(at..)?;
+                rest.get(..n.min(rest.len()))
+            };
+            let throw_info = BASE + rng.next() % (len as u64 + 8);
+            let params = [MAGIC[round % 3], rng.next(), throw_info, BASE];
+            if let Ok(t) = read_throw(&params, read) {
+                for name in &t.catchable {
+                    let _ = undecorate_type(name);
+                }
+            }
+        }
+        for _ in 0..2000 {
+            let len = (rng.next() % 64) as usize;
+            let name: String = (0..len)
+                .map(|_| {
+                    let set = b"?$@AVUW4DHPEB0123456789_abcx";
+                    char::from(set[(rng.next() % set.len() as u64) as usize])
+                })
+                .collect();
+            let _ = undecorate_type(&format!(".?AV{name}"));
+        }
+        // nesting as deep as the bounds let through, by the undecorator's costliest
+        // recursions (templates of classes, pointers, function pointers); deeper is
+        // refused
+        for unit in [
+            "?$", "V?$y@", "PEA", "PEAV?$y@", "P6APEAX", "?$y@$0", "$$A6",
+        ] {
+            for prefix in [".?AV", ".", ".?AV?$x@"] {
+                let room = MAX_UNDECORATED - prefix.len();
+                let questions = unit.matches('?').count();
+                let times = (room / unit.len()).min(
+                    MAX_NESTING.saturating_sub(prefix.matches('?').count()) / questions.max(1),
+                );
+                let _ = undecorate_type(&format!("{prefix}{}", unit.repeat(times)));
+                let deep = format!("{prefix}{}", unit.repeat(400));
+                assert_eq!(undecorate_type(&deep), None, "{deep}");
+            }
         }
     }
 }
