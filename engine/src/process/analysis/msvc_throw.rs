@@ -329,18 +329,7 @@ mod tests {
 #[allow(clippy::unwrap_used)]
 mod hostile {
     use super::*;
-
-    /// A deterministic stream of pseudo-random numbers (xorshift64).
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use crate::breakpad::text::test_texts::Rng;
 
     /// Random images, and random bytes planted into a valid one: an error or a throw,
     /// never a panic; and random and deeply nested names do not bring the undecorator
@@ -348,15 +337,15 @@ mod hostile {
     #[test]
     fn random_bytes_never_panic() {
         const BASE: u64 = 0x1_4000_0000;
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
         for round in 0..2000 {
-            let len = 0x40 + (rng.next() % 0x400) as usize;
+            let len = 0x40 + rng.below(0x400);
             let image: Vec<u8> = (0..len)
-                .map(|_| match rng.next() % 4 {
+                .map(|_| match rng.below(4) {
                     // small offsets, so that RVAs often land inside the image
-                    0 => (rng.next() % 0x40) as u8,
+                    0 => rng.below(0x40) as u8,
                     1 => b'.',
-                    _ => rng.next() as u8,
+                    _ => rng.below(256) as u8,
                 })
                 .collect();
             let read = |addr: u64, n: usize| {
@@ -364,8 +353,13 @@ mod hostile {
                 let rest = image.get(at..)?;
                 rest.get(..n.min(rest.len()))
             };
-            let throw_info = BASE + rng.next() % (len as u64 + 8);
-            let params = [MAGIC[round % 3], rng.next(), throw_info, BASE];
+            let throw_info = BASE + rng.below(len + 8) as u64;
+            let params = [
+                MAGIC[round % 3],
+                rng.below(usize::MAX) as u64,
+                throw_info,
+                BASE,
+            ];
             if let Ok(t) = read_throw(&params, read) {
                 for name in &t.catchable {
                     let _ = undecorate_type(name);
@@ -373,11 +367,11 @@ mod hostile {
             }
         }
         for _ in 0..2000 {
-            let len = (rng.next() % 64) as usize;
+            let len = rng.below(64);
             let name: String = (0..len)
                 .map(|_| {
                     let set = b"?$@AVUW4DHPEB0123456789_abcx";
-                    char::from(set[(rng.next() % set.len() as u64) as usize])
+                    char::from(set[rng.below(set.len())])
                 })
                 .collect();
             let _ = undecorate_type(&format!(".?AV{name}"));
