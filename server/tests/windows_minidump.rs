@@ -1651,6 +1651,11 @@ fn windows_cxx_pdb_names() {
 /// sort_lambda.cpp built by clang with a PDB: the template and lambda frames. Ignored:
 /// the PDB names them differently from addr2line on the same build's DWARF (see the
 /// reason), which is for the PDB symbol source to settle, not for this test to accept.
+/// Most of it is not in the PDB to settle: the inlined calls are named by CodeView's
+/// `LF_FUNC_ID` records, which hold a function template's bare name
+/// (`__unguarded_partition`, as `llvm-pdbutil dump --ids` shows) and clang's name for a
+/// lambda, and no public symbol (no linkage name) covers an inlined call; only the
+/// outermost frame has a public symbol whose Itanium name would give addr2line's.
 #[test]
 #[ignore = "PDB names of template instantiations and lambdas differ from addr2line's: \
             `std::__unguarded_partition` (no template arguments) for \
