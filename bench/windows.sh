@@ -17,6 +17,7 @@
 # private prefix OUT_DIR/prefix); each command walks the dump with them:
 # - postmortem walk DUMP --symbols OUT/symbols --format json   ("cold": the files are
 #   read and their tables built on every run, as a one-shot walk does)
+# - the same with --table-cache OUT/tables, filled by one walk before ("cached")
 # - postmortem bench walk DUMP --symbols OUT/symbols ("warm": tables built once, as the
 #   service keeps them; the median walk + symbolize time)
 # - minidump-stackwalk --json DUMP: wine's writer records no CodeView record, so there is
@@ -57,9 +58,22 @@ cp "$OUT/basic.exe" "$OUT/symbols/"
     done
 ls "$OUT/symbols"
 
+# "cached": the same walk with --table-cache, after one walk stored the modules' whole
+# tables (as a batch of dumps of the same builds meets them)
+rm -rf "$OUT/tables"
+"$POSTMORTEM_BIN" walk "$OUT/crash.dmp" --symbols "$OUT/symbols" --no-system-debug \
+    --table-cache "$OUT/tables" >/dev/null
+for how in "" "--table-cache $OUT/tables"; do
+    # shellcheck disable=SC2086 # $how is two words or none
+    "$POSTMORTEM_BIN" walk "$OUT/crash.dmp" --symbols "$OUT/symbols" --no-system-debug \
+        --format json $how > "$OUT/report${how:+-cached}.json"
+done
+cmp "$OUT/report.json" "$OUT/report-cached.json" \
+    || { echo "the cached walk's report differs from the cold walk's" >&2; exit 1; }
 hyperfine -N --style basic --warmup 3 --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
     -n minidump-stackwalk "minidump-stackwalk --json $OUT/crash.dmp" \
-    -n cold "$POSTMORTEM_BIN walk $OUT/crash.dmp --symbols $OUT/symbols --no-system-debug --format json"
+    -n cold "$POSTMORTEM_BIN walk $OUT/crash.dmp --symbols $OUT/symbols --no-system-debug --format json" \
+    -n cached "$POSTMORTEM_BIN walk $OUT/crash.dmp --symbols $OUT/symbols --no-system-debug --format json --table-cache $OUT/tables"
 "$POSTMORTEM_BIN" bench walk "$OUT/crash.dmp" --symbols "$OUT/symbols" --no-system-debug \
     --runs "$WARM_RUNS"
 echo "frames: minidump-stackwalk $(minidump-stackwalk --json "$OUT/crash.dmp" 2>/dev/null \
