@@ -78,7 +78,8 @@ impl CodeImage {
 
     /// The link-base offset of the first function symbol whose demangled name is each of
     /// `names` (`.symtab`, then `.dynsym`): functions the crash analysis recognises by
-    /// address (a `type_id` in a vtable). One pass over the symbols.
+    /// address (a `type_id` in a vtable). One pass over the symbols; only those whose
+    /// mangled name holds the last part of a wanted name (`type_id`) are demangled.
     pub fn demangled_symbol_offsets(&self, names: &[&str]) -> Vec<Option<u64>> {
         use object::{Object, ObjectSymbol};
         let mut found = vec![None; names.len()];
@@ -86,11 +87,24 @@ impl CodeImage {
             return found;
         };
         let link_base = binary::link_base(&file);
+        // an ASCII identifier is spelled as it is in every mangling
+        let lasts: Vec<&str> = names
+            .iter()
+            .map(|n| n.rsplit("::").next().unwrap_or(n))
+            .collect();
+        let worth = |raw: &str| {
+            lasts
+                .iter()
+                .any(|l| !l.is_ascii() || l.is_empty() || raw.contains(l))
+        };
         for sym in file.symbols().chain(file.dynamic_symbols()) {
             if sym.address() == 0 || sym.kind() != object::SymbolKind::Text {
                 continue;
             }
             let Ok(raw) = sym.name() else { continue };
+            if !worth(raw) {
+                continue;
+            }
             let name = crate::symbols::demangle::demangle(raw);
             for (want, slot) in names.iter().zip(&mut found) {
                 if slot.is_none() && name == *want {
