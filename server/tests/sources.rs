@@ -1093,7 +1093,7 @@ async fn the_service_reads_its_sources_file() {
     let until = misses[0]["until"].as_str().unwrap();
     assert!(
         page.contains(&format!(
-            "not found at {missing} (remembered for 300 s) (asked again after {until})"
+            "not found at {missing} (remembered for 300 s; asked again after {until})"
         )),
         "{page}"
     );

@@ -118,8 +118,9 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-/// What follows a lookup's source: its message, and when a remembered miss expires.
-fn lookup_note(l: &super::Lookup) -> String {
+/// What follows a lookup's source: its message, and when a remembered miss expires, in
+/// one pair of parentheses (the text report and the crash page both say it so).
+pub fn lookup_note(l: &super::Lookup) -> String {
     match (&l.message, &l.until) {
         (Some(m), Some(u)) => format!(" ({m}; asked again after {u})"),
         (Some(m), None) => format!(" ({m})"),

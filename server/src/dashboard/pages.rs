@@ -430,8 +430,7 @@ pub fn crash_detail(
                                         @let error = l.result == LookupResult::Error;
                                         span.origin class=[error.then_some("status-missing")] {
                                             (l.file) @if error { " — source error at " } @else { " not found at " } (l.source)
-                                            @if let Some(why) = &l.message { " (" (why) ")" }
-                                            @if let Some(until) = &l.until { " (asked again after " (until) ")" }
+                                            (engine::report::text::lookup_note(l))
                                         }
                                     }
                                 }
