@@ -148,7 +148,7 @@ impl JobArgs {
         let configured = self.remote.config()?;
         let mut sources = configured.config;
         for p in configured.problems {
-            tracing::warn!("DEBUGINFOD_URLS: {p}");
+            tracing::warn!("remote sources: {p}");
         }
         if self.remote.cache_dir.is_none() {
             sources.cache_dir = data_dir.join("remote-cache");
