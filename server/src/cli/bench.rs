@@ -6,6 +6,9 @@
 //!   evaluation (find the FDE through `.eh_frame_hdr`, run its CFI program to the pc).
 //! - `bench walk DUMP [--symbols DIR]… [--symbols-path STORE]…`: the time to walk and symbolize every thread of a
 //!   dump with tables already built (as in the service with a warm cache).
+//! - `bench inflate FILE`: the time to inflate each compressed section of a binary or debug
+//!   file with the walk's own inflater — the floor of a one-shot walk that needs that
+//!   section's DWARF (a zlib stream is read from its start: no walk can inflate less of it).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -81,6 +84,13 @@ pub enum What {
         #[arg(long)]
         no_dump_paths: bool,
     },
+    /// Inflate time of each compressed section of one file (e.g. libc6-dbg's debug file).
+    Inflate {
+        file: PathBuf,
+        /// Repetitions per section (the median is reported).
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+    },
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -111,7 +121,46 @@ fn run_bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             }
             bench_walk(&dump, files, runs.max(1))
         }
+        What::Inflate { file, runs } => bench_inflate(&file, runs.max(1)),
     }
+}
+
+fn bench_inflate(path: &std::path::Path, runs: usize) -> anyhow::Result<ExitCode> {
+    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let file = object::File::parse(&*data).context("not a binary object reads")?;
+    let mut total = Duration::ZERO;
+    let mut any = false;
+    for section in file.sections() {
+        let compressed = section.compressed_data().context("a section's header")?;
+        if compressed.format == object::CompressionFormat::None {
+            continue;
+        }
+        any = true;
+        let name = section.name().unwrap_or("?");
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t = Instant::now();
+            let bytes = compressed
+                .decompress()
+                .with_context(|| format!("inflating {name}"))?;
+            times.push(t.elapsed());
+            std::hint::black_box(bytes);
+        }
+        let m = median(times);
+        total += m;
+        outln!(
+            "{name}: {} -> {} bytes, median {:.2} ms over {runs} runs",
+            compressed.data.len(),
+            compressed.uncompressed_size,
+            m.as_secs_f64() * 1e3
+        );
+    }
+    if !any {
+        outln!("no compressed sections");
+    } else {
+        outln!("all: {:.2} ms", total.as_secs_f64() * 1e3);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
