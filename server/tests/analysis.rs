@@ -524,12 +524,8 @@ fn a_rust_panic_names_the_function_and_line_that_panicked() {
     );
     let (core, out) = work.crash_with_output(&exe);
     // std prints `thread 'main' (TID) panicked at FILE:LINE:COL:`
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let at = stderr
-        .lines()
-        .find_map(|l| l.split(" panicked at ").nth(1))
-        .unwrap_or_else(|| panic!("no panic line: {stderr}"));
-    let mut parts = at.trim_end_matches(':').rsplitn(3, ':');
+    let (at, _) = printed_panic(&String::from_utf8_lossy(&out.stderr));
+    let mut parts = at.rsplitn(3, ':');
     let (_col, line, file) = (parts.next(), parts.next().unwrap(), parts.next().unwrap());
     let a = analysis(&core, work.path());
     assert_eq!(a["kind"], "abort");
@@ -542,69 +538,85 @@ fn a_rust_panic_names_the_function_and_line_that_panicked() {
     );
 }
 
-/// The message std's panic hook printed on `stderr`: the lines after `thread '…'
-/// panicked at FILE:LINE:COL:`, up to std's `note:` line.
-fn printed_panic_message(stderr: &str) -> String {
+/// What std's panic hook printed on `stderr`: the location of `thread '…' panicked at
+/// FILE:LINE:COL:` and the message, the lines after it up to std's `note:` line.
+fn printed_panic(stderr: &str) -> (String, String) {
     let mut lines = stderr.lines();
-    lines
+    let at = lines
         .by_ref()
-        .find(|l| l.contains(" panicked at "))
+        .find_map(|l| l.split(" panicked at ").nth(1))
         .unwrap_or_else(|| panic!("no panic line: {stderr}"));
-    lines
+    let message = lines
         .take_while(|l| !l.starts_with("note: "))
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    (at.trim_end_matches(':').to_string(), message)
 }
 
-/// The panic message, read from the dump, is the one std's hook printed on stderr: a
-/// literal (`panic!("…")`, `unwrap()` on `None`, a `&'static str` in the binary's
-/// read-only data) and a formatted one (`panic!("{…}")`, `expect`, a `String` std
-/// formatted on the heap), with the program at opt-level 0 and 3. The minidump of the
-/// same crash holds the stack but not the heap: the literal messages are read from the
-/// binary as from the core, the formatted ones are said to be missing.
+/// The panic message and location, read from the dump, are those std's hook printed on
+/// stderr: a literal (`panic!("…")`, `unwrap()` on `None`, a `&'static str` in the
+/// binary's read-only data) and a formatted message (`panic!("{…}")`, `expect`, a
+/// `String` std formatted on the heap), with the program at opt-level 0 and 3, and once
+/// without debug information (`-C strip=debuginfo`, cargo's release default), where std's
+/// location is the only one. The minidump of the same crash holds the stack but not the
+/// heap: the literal messages are read from the binary as from the core, the formatted
+/// ones are said to be missing; the location is read in both.
 #[test]
 fn a_rust_panic_says_the_message_std_printed() {
+    let mut cases: Vec<(&str, &str, bool)> = Vec::new();
     for opt in ["0", "3"] {
         for message in ["literal", "formatted", "unwrap", "expect"] {
-            let work = Workdir::new(&format!("analysis-rust-{message}-o{opt}"));
-            let cfg = format!("message=\"{message}\"");
-            let opt_level = format!("opt-level={opt}");
-            let exe = work.rustc(
-                "rust_panic.rs",
-                &[
-                    "--edition",
-                    "2021",
-                    "-C",
-                    "panic=abort",
-                    "-C",
-                    &opt_level,
-                    "--cfg",
-                    &cfg,
-                ],
-                "rust_panic",
-            );
-            let (core, out) = work.crash_with_output(&exe);
-            let printed = printed_panic_message(&String::from_utf8_lossy(&out.stderr));
-            assert!(!printed.is_empty(), "{out:?}");
-            let a = analysis(&core, work.path());
-            eprintln!("{message} -O{opt}: {a}");
-            assert_eq!(a["kind"], "abort", "{a}");
-            assert_eq!(a["evidence"]["panicked_in"], "rust_panic::validate", "{a}");
-            assert_eq!(a["evidence"]["message"], printed.as_str(), "{a}");
-            assert!(
-                str_of(&a["summary"]).contains(&format!("{printed:?}")),
-                "{a}"
-            );
-            if record::can_record() {
-                let m = analysis(&record::record_crash(&exe).minidump, work.path());
-                eprintln!("{message} -O{opt} minidump: {m}");
-                assert_eq!(m["evidence"]["panicked_in"], "rust_panic::validate", "{m}");
-                if matches!(message, "literal" | "unwrap") {
-                    assert_eq!(m["evidence"]["message"], printed.as_str(), "{m}");
-                } else {
-                    assert_eq!(m["evidence"]["message"], Value::Null, "{m}");
-                    assert!(m["evidence"]["message_unread"].is_string(), "{m}");
-                }
+            cases.push((opt, message, false));
+        }
+    }
+    cases.push(("3", "formatted", true));
+    for (opt, message, stripped) in cases {
+        let name = format!(
+            "{message}-o{opt}{}",
+            if stripped { "-stripped" } else { "" }
+        );
+        let work = Workdir::new(&format!("analysis-rust-{name}"));
+        let cfg = format!("message=\"{message}\"");
+        let opt_level = format!("opt-level={opt}");
+        let mut flags = vec![
+            "--edition",
+            "2021",
+            "-C",
+            "panic=abort",
+            "-C",
+            &opt_level,
+            "--cfg",
+            &cfg,
+        ];
+        if stripped {
+            flags.extend(["-C", "strip=debuginfo"]);
+        }
+        let exe = work.rustc("rust_panic.rs", &flags, "rust_panic");
+        let (core, out) = work.crash_with_output(&exe);
+        let (at, printed) = printed_panic(&String::from_utf8_lossy(&out.stderr));
+        assert!(!printed.is_empty(), "{out:?}");
+        let a = analysis(&core, work.path());
+        eprintln!("{name}: {a}");
+        assert_eq!(a["kind"], "abort", "{a}");
+        assert_eq!(a["evidence"]["panicked_in"], "rust_panic::validate", "{a}");
+        assert_eq!(a["evidence"]["message"], printed.as_str(), "{a}");
+        assert_eq!(a["evidence"]["panicked_at"], at.as_str(), "{a}");
+        let summary = str_of(&a["summary"]);
+        assert!(summary.contains(&format!("{printed:?}")), "{a}");
+        if stripped {
+            assert_eq!(a["evidence"]["location"], Value::Null, "{a}");
+            assert!(summary.contains(&at), "{a}");
+        }
+        if record::can_record() {
+            let m = analysis(&record::record_crash(&exe).minidump, work.path());
+            eprintln!("{name} minidump: {m}");
+            assert_eq!(m["evidence"]["panicked_in"], "rust_panic::validate", "{m}");
+            assert_eq!(m["evidence"]["panicked_at"], at.as_str(), "{m}");
+            if matches!(message, "literal" | "unwrap") {
+                assert_eq!(m["evidence"]["message"], printed.as_str(), "{m}");
+            } else {
+                assert_eq!(m["evidence"]["message"], Value::Null, "{m}");
+                assert!(m["evidence"]["message_unread"].is_string(), "{m}");
             }
         }
     }

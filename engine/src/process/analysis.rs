@@ -127,16 +127,27 @@ fn by_signal(
                 evidence.insert("panicked_in".to_string(), at.clone());
                 // the program's frame, not std's abort machinery
                 evidence.insert("caller".to_string(), at.clone());
+                let (message, panicked_at) =
+                    match rust_panic::message(c.dump, c.loaded, thread, site) {
+                        Ok(h) => (h.message, h.location),
+                        Err(e) => (Err(e), None),
+                    };
                 let location = match (&site.file, site.line) {
-                    (Some(f), Some(l)) => format!("{f}:{l}"),
-                    _ => String::new(),
+                    (Some(f), Some(l)) => Some(format!("{f}:{l}")),
+                    _ => None,
                 };
                 let mut summary = format!("a Rust panic in {at}");
-                if !location.is_empty() {
-                    summary.push_str(&format!(" ({location})"));
-                    evidence.insert("location".to_string(), location);
+                // the frame's line, else std's own location (no debug information)
+                if let Some(l) = location.as_ref().or(panicked_at.as_ref()) {
+                    summary.push_str(&format!(" ({l})"));
                 }
-                match rust_panic::message(c.dump, c.loaded, thread, site) {
+                if let Some(l) = location {
+                    evidence.insert("location".to_string(), l);
+                }
+                if let Some(l) = panicked_at {
+                    evidence.insert("panicked_at".to_string(), l);
+                }
+                match message {
                     Ok(m) => {
                         summary.push_str(&format!(": {m:?}"));
                         evidence.insert("message".to_string(), m);

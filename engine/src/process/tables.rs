@@ -118,20 +118,20 @@ impl CodeImage {
         found
     }
 
-    /// For each of `targets` (link-base offsets), the link-base offsets of the words the
-    /// dynamic loader sets to point there (ELF relative relocations, `R_X86_64_RELATIVE`
-    /// and `R_AARCH64_RELATIVE`): what relocated data (a vtable's methods) holds once
-    /// loaded, known from the file alone, where a position-independent binary leaves
+    /// The words the dynamic loader sets by ELF relative relocations (`R_X86_64_RELATIVE`,
+    /// `R_AARCH64_RELATIVE`), by link-base offset, and the link-base offset each is set
+    /// to point to: what relocated data (a vtable's methods, a pointer in a static) holds
+    /// once loaded, known from the file alone, where a position-independent binary leaves
     /// those words 0.
-    pub fn relocated_pointers_to(&self, targets: &[u64]) -> Vec<Vec<u64>> {
+    pub fn relative_relocations(&self) -> std::collections::HashMap<u64, u64> {
         use object::{Object, RelocationFlags};
-        let mut slots = vec![Vec::new(); targets.len()];
+        let mut words = std::collections::HashMap::new();
         let Ok(file) = object::File::parse(&*self.data) else {
-            return slots;
+            return words;
         };
         let link_base = binary::link_base(&file);
         let Some(relocations) = file.dynamic_relocations() else {
-            return slots;
+            return words;
         };
         for (at, r) in relocations {
             let RelocationFlags::Elf { r_type } = r.flags() else {
@@ -141,21 +141,14 @@ impl CodeImage {
             {
                 continue;
             }
-            let Some(to) = u64::try_from(r.addend())
+            let to = u64::try_from(r.addend())
                 .ok()
-                .and_then(|a| binary::svma_to_offset(a, link_base))
-            else {
-                continue;
-            };
-            for (target, list) in targets.iter().zip(&mut slots) {
-                if to == *target {
-                    if let Some(slot) = binary::svma_to_offset(at, link_base) {
-                        list.push(slot);
-                    }
-                }
+                .and_then(|a| binary::svma_to_offset(a, link_base));
+            if let (Some(slot), Some(to)) = (binary::svma_to_offset(at, link_base), to) {
+                words.insert(slot, to);
             }
         }
-        slots
+        words
     }
 }
 

@@ -14,7 +14,8 @@
 //! the vtable as the loader relocated it; for a minidump, which does not, the file's
 //! relocations say which words become that address); the first points to the `&str` or
 //! the `String`. Every other payload (`panic_any` of another type) has no message, as
-//! for the default hook.
+//! for the default hook. The hook info's `location` (a `&Location`: file, line, column)
+//! lies beside the payload: where std says the panic was, debug information or not.
 //!
 //! Nothing is guessed: a vtable is recognised by the address of its `type_id` only, and
 //! two different messages found are none. What the dump does not hold (a minidump does
@@ -28,6 +29,8 @@ use super::in_runtime;
 
 /// Longest message read; a longer one is cut there.
 const MAX_MESSAGE: usize = 4096;
+/// Longest source file name of a panic's location.
+const MAX_FILE: u64 = 1024;
 /// Most stack bytes searched for the hook's payload.
 const PAYLOAD_SEARCH: u64 = 64 << 10;
 /// `type_id` of the payload types the default hook prints, as the symbol tables name
@@ -107,20 +110,26 @@ impl NoMessage {
     }
 }
 
-/// The panic's message: the payload the hook was given, a `&str` or a `String`.
+/// What the panic hook was given: the message, and where std says the panic was.
+pub(super) struct Hooked {
+    pub message: Result<String, NoMessage>,
+    /// The `Location` beside the payload in the hook's `PanicHookInfo`, as std prints it
+    /// (`src/main.rs:12:5`): known without debug information.
+    pub location: Option<String>,
+}
+
+/// The panic's message: the payload the hook was given, a `&str` or a `String`; an
+/// error when std's panic frames cannot be read at all.
 pub(super) fn message(
     dump: &Dump<'_>,
     loaded: &[Loaded],
     thread: &report::Thread,
     site: &report::Frame,
-) -> Result<String, NoMessage> {
+) -> Result<Hooked, NoMessage> {
     let std_frame = panicking_frame(thread).ok_or(NoMessage::NoTypeIds)?;
     let module = std_frame.module_index.ok_or(NoMessage::NoTypeIds)?;
-    let base = dump
-        .modules
-        .get(module)
-        .ok_or(NoMessage::NoTypeIds)?
-        .load_base;
+    let m = dump.modules.get(module).ok_or(NoMessage::NoTypeIds)?;
+    let (base, std_range) = (m.load_base, m.base..m.end);
     let code = loaded
         .get(module)
         .and_then(|l| l.tables.as_ref()?.code.as_ref())
@@ -129,20 +138,9 @@ pub(super) fn message(
     if ids.iter().all(Option::is_none) {
         return Err(NoMessage::NoTypeIds);
     }
-    // a vtable whose method is a `type_id`: its word says so once relocated (a core), or
-    // the file's relocations do (a minidump, which holds no relocated data)
-    let targets: Vec<u64> = ids.iter().map(|i| i.unwrap_or(u64::MAX)).collect();
-    let relocated = code.relocated_pointers_to(&targets);
-    let vtable_of = |i: usize, vtable: u64, word: Option<u64>| {
-        let Some(id) = ids.get(i).copied().flatten() else {
-            return false;
-        };
-        let slot = vtable
-            .checked_add(TYPE_ID_SLOT)
-            .and_then(|s| s.checked_sub(base));
-        word == id.checked_add(base)
-            || slot.is_some_and(|s| relocated.get(i).is_some_and(|r| r.contains(&s)))
-    };
+    // where the dump does not hold them (a minidump), the words the loader relocates
+    // (a vtable's methods, a Location's file) are known from the file's relocations
+    let relocated = code.relative_relocations();
     let sp = |f: &report::Frame| f.sp.as_deref().and_then(report::parse_hex);
     let low = thread
         .frames
@@ -164,25 +162,36 @@ pub(super) fn message(
         .filter_map(|w| Some(u64::from_le_bytes(w.try_into().ok()?)))
         .collect();
     let word = |addr: u64| {
-        read_image(dump, loaded, addr, 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
+        let loaded_word = || {
+            let rel = addr
+                .checked_sub(base)
+                .filter(|_| std_range.contains(&addr))?;
+            relocated.get(&rel)?.checked_add(base)
+        };
+        dump.memory.read_u64(addr).or_else(loaded_word).or_else(|| {
+            read_image(dump, loaded, addr, 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+        })
     };
+    let type_id = |i: usize| ids.get(i).copied().flatten()?.checked_add(base);
+    let (str_id, string_id) = (type_id(0), type_id(1));
     let mut messages: Vec<Option<String>> = Vec::new();
-    for pair in words.windows(2) {
+    let mut location = None;
+    for (i, pair) in words.windows(2).enumerate() {
         let &[data, vtable] = pair else { continue };
         if dump.module_index_for(vtable).is_none() {
             continue;
         }
-        let type_id = vtable.checked_add(TYPE_ID_SLOT).and_then(word);
+        let method = vtable.checked_add(TYPE_ID_SLOT).and_then(word);
         let size = vtable.checked_add(8).and_then(word);
-        let text = if size == Some(STR_SIZE) && vtable_of(0, vtable, type_id) {
+        let text = if size == Some(STR_SIZE) && method.is_some() && method == str_id {
             // &str: (pointer, length)
             match (word(data), data.checked_add(8).and_then(word)) {
                 (Some(p), Some(n)) => Some(text_at(dump, loaded, p, n)),
                 _ => continue,
             }
-        } else if size == Some(STRING_SIZE) && vtable_of(1, vtable, type_id) {
+        } else if size == Some(STRING_SIZE) && method.is_some() && method == string_id {
             // String (a Vec<u8>): its capacity, pointer and length, in the order rustc
             // chose; the pointer is the word that points to memory, the length the
             // smaller of the others (never above the capacity)
@@ -202,17 +211,49 @@ pub(super) fn message(
             continue;
         };
         let text = text.flatten();
+        if location.is_none() {
+            // `PanicHookInfo { payload, location, … }`: the `&Location` is next to the
+            // payload's fat pointer, after it as rustc lays the struct out now
+            location = [i.checked_add(2), i.checked_sub(1)]
+                .into_iter()
+                .flatten()
+                .filter_map(|j| words.get(j))
+                .find_map(|&l| location_at(dump, loaded, &word, l));
+        }
         if !messages.contains(&text) {
             messages.push(text);
         }
     }
     let texts: Vec<&String> = messages.iter().flatten().collect();
-    match (texts.as_slice(), messages.is_empty()) {
+    let message = match (texts.as_slice(), messages.is_empty()) {
         ([one], _) => Ok((*one).clone()),
         ([], true) => Err(NoMessage::NotFound),
         ([], false) => Err(NoMessage::TextMissing),
         _ => Err(NoMessage::Ambiguous),
+    };
+    Ok(Hooked { message, location })
+}
+
+/// `core::panic::Location` at `addr` (its file as a `&str`, then line and column, read
+/// by `word`), as std prints it: `file:line:col`; None unless it looks like one.
+fn location_at(
+    dump: &Dump<'_>,
+    loaded: &[Loaded],
+    word: &dyn Fn(u64) -> Option<u64>,
+    addr: u64,
+) -> Option<String> {
+    let file = word(addr)?;
+    let len = word(addr.checked_add(8)?)?;
+    let line_col = word(addr.checked_add(16)?)?;
+    let (line, col) = (line_col & 0xffff_ffff, line_col >> 32);
+    if !(1..=MAX_FILE).contains(&len) || line == 0 || col == 0 {
+        return None;
     }
+    let file = text_at(dump, loaded, file, len)?;
+    if file.chars().any(char::is_control) || file.len() != usize::try_from(len).ok()? {
+        return None;
+    }
+    Some(format!("{file}:{line}:{col}"))
 }
 
 /// The UTF-8 text of `len` bytes at `addr` (cut at [`MAX_MESSAGE`]), from the dump's
