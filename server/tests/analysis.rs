@@ -538,6 +538,68 @@ fn a_rust_panic_names_the_function_and_line_that_panicked() {
     );
 }
 
+/// A real MSVC-ABI throw (msvc_cxx_throw.cpp, built by clang for x86_64-pc-windows-msvc
+/// and lld-link, run under wine): the compiler's own ThrowInfo tables and decorated
+/// names, thrown by `_CxxThrowException` as vcruntime raises it. The thrown type is the
+/// one whose ThrowInfo (`_TI2?AUmissing_section@config@@`) the compiler emitted for the
+/// program's one `throw`, as llvm-nm lists the object's symbols, undecorated as
+/// llvm-undname does; the frame that threw is `config::load`, as the source says.
+#[test]
+fn an_msvc_abi_throw_names_the_type_the_compiler_emitted() {
+    use postmortem_testsupport::windows;
+    assert!(
+        windows::can_run(),
+        "needs mingw-w64 and wine: run ./test.sh"
+    );
+    let work = Workdir::new("analysis-msvc-abi-throw");
+    let (exe, pdb) = windows::compile_msvc_with(
+        work.path(),
+        "msvc_cxx_throw.cpp",
+        "msvc_cxx_throw",
+        &["-fexceptions", "-fcxx-exceptions"],
+    );
+    let nm = Command::new("llvm-nm")
+        .arg(work.path().join("msvc_cxx_throw.obj"))
+        .output()
+        .expect("llvm-nm (llvm, see test.sh) runs");
+    let symbols = String::from_utf8(nm.stdout).unwrap();
+    let throw_infos: Vec<&str> = symbols
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|s| s.starts_with("_TI"))
+        .collect();
+    let [throw_info] = throw_infos.as_slice() else {
+        panic!("not one ThrowInfo in the object: {symbols}")
+    };
+    // `_TI<catchable count><type>`: the type's decoration after the count
+    let decorated = format!(
+        ".{}",
+        throw_info
+            .trim_start_matches("_TI")
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+    );
+    let crash = windows::record(&exe);
+    assert_eq!(crash.exit_code, Some(0x63), "{crash:?}");
+    let dir = work.path().join("symbols");
+    windows::Wine::shared().copy_modules(&crash.minidump, &dir.join("system32"));
+    for file in [&exe, &pdb] {
+        std::fs::copy(file, dir.join(file.file_name().unwrap())).unwrap();
+    }
+    let a = analysis(&crash.minidump, &dir);
+    eprintln!("{a:#}");
+    assert_eq!(a["kind"], "abort", "{a}");
+    assert_eq!(a["evidence"]["caller"], "config::load", "{a}");
+    assert_eq!(
+        a["evidence"]["thrown_type_decorated"],
+        decorated.as_str(),
+        "{a}"
+    );
+    let thrown = str_of(&a["evidence"]["thrown_type"]);
+    assert_eq!(bare_type(thrown), undname(&decorated), "{a}");
+    assert_eq!(thrown, "config::missing_section", "{a}");
+    assert!(str_of(&a["summary"]).contains(thrown), "{a}");
+}
+
 /// What std's panic hook printed on `stderr`: the location of `thread '…' panicked at
 /// FILE:LINE:COL:` and the message, the lines after it up to std's `note:` line.
 fn printed_panic(stderr: &str) -> (String, String) {

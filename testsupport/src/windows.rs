@@ -258,6 +258,10 @@ pub fn compile_with_pdb(
     (dir.join(exe), dir.join(pdb))
 }
 
+/// The header of the MSVC-ABI crash programs: Windows' declarations and the filter that
+/// writes the minidump (their `dump_on_crash.c`).
+const MSVC_DUMP_ON_CRASH: &str = "msvc_dump_on_crash.h";
+
 /// Builds the C++ program `source` (in [`crashers_dir`], copied into `dir`) for the MSVC
 /// ABI as a Visual Studio build would, with clang and lld-link:
 /// `clang++ --target=x86_64-pc-windows-msvc -O1 -fno-exceptions -fno-rtti -c`, then
@@ -267,8 +271,21 @@ pub fn compile_with_pdb(
 /// (`libkernel32.a`, `libdbghelp.a`). Without `-g` the PDB holds public symbols only, each
 /// named by its MSVC decoration. Returns the image and the PDB.
 pub fn compile_msvc(dir: &Path, source: &str, name: &str) -> (PathBuf, PathBuf) {
-    std::fs::copy(crashers_dir().join(source), dir.join(source))
-        .unwrap_or_else(|e| panic!("copy Windows crasher source {source}: {e}"));
+    compile_msvc_with(dir, source, name, &["-fno-exceptions", "-fno-rtti"])
+}
+
+/// As [`compile_msvc`], with `flags` for clang++ in place of `-fno-exceptions -fno-rtti`
+/// (`-fexceptions -fcxx-exceptions`: C++ exceptions thrown as MSVC throws them).
+pub fn compile_msvc_with(
+    dir: &Path,
+    source: &str,
+    name: &str,
+    flags: &[&str],
+) -> (PathBuf, PathBuf) {
+    for file in [source, MSVC_DUMP_ON_CRASH] {
+        std::fs::copy(crashers_dir().join(file), dir.join(file))
+            .unwrap_or_else(|e| panic!("copy Windows crasher source {file}: {e}"));
+    }
     let (obj, exe, pdb) = (
         format!("{name}.obj"),
         format!("{name}.exe"),
@@ -277,7 +294,8 @@ pub fn compile_msvc(dir: &Path, source: &str, name: &str) -> (PathBuf, PathBuf) 
     let mut command = Command::new("clang++");
     command
         .args(["--target=x86_64-pc-windows-msvc", "-O1"])
-        .args(["-fno-exceptions", "-fno-rtti", "-c", source, "-o", &obj])
+        .args(flags)
+        .args(["-c", source, "-o", &obj])
         .current_dir(dir);
     compiled(
         &mut command,

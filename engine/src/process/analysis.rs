@@ -557,9 +557,18 @@ fn program_caller(thread: &report::Thread) -> Option<String> {
     thread
         .frames
         .iter()
-        .find(|f| !in_runtime(f) && f.function.is_some())
+        .find(|f| {
+            !in_runtime(f)
+                && f.function
+                    .as_deref()
+                    .is_some_and(|n| !RUNTIME_IN_PROGRAM.contains(&n))
+        })
         .and_then(described)
 }
+
+/// Runtime functions a program may hold itself, linked statically: MSVC's
+/// `_CxxThrowException` (vcruntime's, with `/MT`), which every `throw` calls.
+const RUNTIME_IN_PROGRAM: [&str; 1] = ["_CxxThrowException"];
 
 /// Whether an x86_64 address is canonical (bits 63..47 all equal).
 fn canonical(a: u64) -> bool {
