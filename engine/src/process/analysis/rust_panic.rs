@@ -140,7 +140,8 @@ pub(super) fn message(
     }
     // where the dump does not hold them (a minidump), the words the loader relocates
     // (a vtable's methods, a Location's file) are known from the file's relocations
-    let relocated = code.relative_relocations();
+    // (read once, and only then: a core holds the relocated words)
+    let relocated = std::cell::OnceCell::new();
     let sp = |f: &report::Frame| f.sp.as_deref().and_then(report::parse_hex);
     let low = thread
         .frames
@@ -166,7 +167,10 @@ pub(super) fn message(
             let rel = addr
                 .checked_sub(base)
                 .filter(|_| std_range.contains(&addr))?;
-            relocated.get(&rel)?.checked_add(base)
+            relocated
+                .get_or_init(|| code.relative_relocations())
+                .get(&rel)?
+                .checked_add(base)
         };
         dump.memory.read_u64(addr).or_else(loaded_word).or_else(|| {
             read_image(dump, loaded, addr, 8)
