@@ -10,6 +10,36 @@
 
 use std::borrow::Cow;
 
+/// MSVC's compilers cut decorated names at 4096 bytes: a longer one is not a name they
+/// wrote, and is left as it is.
+const MSVC_MAX_LEN: usize = 4096;
+/// Names at most this long, with at most this many `?` (each opens a template or a nested
+/// name), are undecorated on the caller's stack; longer ones on a stack of their own.
+const MSVC_INLINE_LEN: usize = 256;
+const MSVC_INLINE_NESTING: usize = 32;
+/// That stack: msvc-demangler recurses once per nested type, pointer or template, and a
+/// hostile name of 4096 bytes needs up to 16 MiB of it in a debug build (measured on
+/// pointers, templates, function pointers and arrays nested as deep as the length lets
+/// them; a release build needs far less). Only the pages touched are ever allocated.
+const MSVC_STACK: usize = 64 << 20;
+
+/// `name` undecorated by msvc-demangler with `flags`, bounded so that no name — a PDB's,
+/// a COFF symbol table's or an exception's type, all read from untrusted files — can
+/// exhaust the thread's stack; `None` if it does not undecorate or is too long.
+pub fn undecorate_msvc(name: &str, flags: msvc_demangler::DemangleFlags) -> Option<String> {
+    if name.len() > MSVC_MAX_LEN {
+        return None;
+    }
+    let run = || msvc_demangler::demangle(name, flags).ok();
+    if name.len() <= MSVC_INLINE_LEN
+        && name.bytes().filter(|&b| b == b'?').count() <= MSVC_INLINE_NESTING
+    {
+        run()
+    } else {
+        stacker::grow(MSVC_STACK, run)
+    }
+}
+
 /// The backtrace form of a (possibly mangled) symbol name.
 pub fn demangle(name: &str) -> Cow<'_, str> {
     match try_demangle(name) {
@@ -47,8 +77,7 @@ pub fn try_demangle(name: &str) -> Option<String> {
         // show a frame, spelled as Microsoft's undecorator and compiler spell it (a PDB's
         // procedure names): `__int64`, not `int64_t`; `Grid<unsigned char,3>`
         use msvc_demangler::DemangleFlags as F;
-        let flags = F::NAME_ONLY | F::MS_TYPENAMES;
-        return msvc_demangler::demangle(name, flags).ok();
+        return undecorate_msvc(name, F::NAME_ONLY | F::MS_TYPENAMES);
     }
     None
 }
@@ -126,6 +155,32 @@ mod tests {
         ] {
             assert_eq!(demangle(mangled), name, "{mangled}");
         }
+    }
+
+    /// Names nested as deep as MSVC's 4096-byte limit lets them, by msvc-demangler's
+    /// costliest recursions (templates of classes, pointers, function pointers, arrays):
+    /// undecorated or not, never a stack overflow (which would abort the whole process);
+    /// longer ones are left as they are. Run on a thread with a 2 MiB stack, as a tokio or
+    /// std worker has; the same names overflow it without the bound (checked).
+    #[test]
+    fn hostile_msvc_names_do_not_exhaust_the_stack() {
+        let run = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                for unit in [
+                    "?$", "V?$y@", "PEA", "PEAV?$y@", "P6APEAX", "?$y@$0", "$$A6",
+                ] {
+                    for prefix in ["?x@@3", "?f@", "??$g@"] {
+                        let n = (super::MSVC_MAX_LEN - prefix.len()) / unit.len();
+                        let name = format!("{prefix}{}", unit.repeat(n));
+                        let _ = demangle(&name);
+                        let longer = format!("{name}{unit}{unit}");
+                        assert_eq!(demangle(&longer), longer);
+                    }
+                }
+            })
+            .expect("a thread");
+        assert!(run.join().is_ok());
     }
 
     #[test]
