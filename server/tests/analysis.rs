@@ -590,11 +590,11 @@ fn an_msvc_abi_throw_names_the_type_the_compiler_emitted() {
     assert_eq!(a["kind"], "abort", "{a}");
     assert_eq!(a["evidence"]["caller"], "config::load", "{a}");
     assert_eq!(
-        a["evidence"]["thrown_type_decorated"],
+        a["evidence"]["exception_type_decorated"],
         decorated.as_str(),
         "{a}"
     );
-    let thrown = str_of(&a["evidence"]["thrown_type"]);
+    let thrown = str_of(&a["evidence"]["exception_type"]);
     assert_eq!(bare_type(thrown), undname(&decorated), "{a}");
     assert_eq!(thrown, "config::missing_section", "{a}");
     assert!(str_of(&a["summary"]).contains(thrown), "{a}");
@@ -846,8 +846,8 @@ fn an_msvc_cxx_exception_names_its_thrown_type() {
         assert_eq!(a["kind"], "abort", "{a}");
         assert_eq!(a["evidence"]["exception"], "Unhandled C++ Exception", "{a}");
         assert_eq!(a["evidence"]["caller"], "throw_it", "{a}");
-        assert_eq!(a["evidence"]["thrown_type_decorated"], decorated, "{a}");
-        let thrown = str_of(&a["evidence"]["thrown_type"]);
+        assert_eq!(a["evidence"]["exception_type_decorated"], decorated, "{a}");
+        let thrown = str_of(&a["evidence"]["exception_type"]);
         assert_eq!(bare_type(thrown), undname(decorated), "{a}");
         let what = crash
             .stdout
@@ -861,9 +861,9 @@ fn an_msvc_cxx_exception_names_its_thrown_type() {
         // not hold) is not read, and the analysis says so rather than name a type
         std::fs::remove_file(symbols.join(exe.file_name().unwrap())).unwrap();
         let a = analysis(&crash.minidump, &symbols);
-        assert_eq!(a["evidence"]["thrown_type"], Value::Null, "{a}");
+        assert_eq!(a["evidence"]["exception_type"], Value::Null, "{a}");
         assert!(
-            str_of(&a["evidence"]["thrown_type_unread"]).contains("ThrowInfo"),
+            str_of(&a["evidence"]["exception_type_unread"]).contains("ThrowInfo"),
             "{a}"
         );
     }

@@ -151,7 +151,7 @@ pub(super) fn analyse(
             let what = match msvc_throw::read_throw(&e.parameters, read) {
                 Ok(t) => {
                     let thrown = t.catchable.first().map(|d| {
-                        evidence.insert("thrown_type_decorated".to_string(), d.clone());
+                        evidence.insert("exception_type_decorated".to_string(), d.clone());
                         msvc_throw::undecorate_type(d).unwrap_or_else(|| d.clone())
                     });
                     if let Some(w) = std_exception_what(c, &t) {
@@ -159,7 +159,7 @@ pub(super) fn analyse(
                     }
                     match thrown {
                         Some(ty) => {
-                            evidence.insert("thrown_type".to_string(), ty.clone());
+                            evidence.insert("exception_type".to_string(), ty.clone());
                             match evidence.get("what") {
                                 Some(w) => format!(" {ty}({w:?})"),
                                 None => format!(" {ty}"),
@@ -169,7 +169,7 @@ pub(super) fn analyse(
                     }
                 }
                 Err(err) => {
-                    evidence.insert("thrown_type_unread".to_string(), err.to_string());
+                    evidence.insert("exception_type_unread".to_string(), err.to_string());
                     String::new()
                 }
             };
@@ -178,7 +178,7 @@ pub(super) fn analyse(
                     "an unhandled C++ exception (MSVC, 0xE06D7363) thrown in {at}: no handler \
                      took it; its type could not be read ({})",
                     evidence
-                        .get("thrown_type_unread")
+                        .get("exception_type_unread")
                         .map_or("no ThrowInfo", String::as_str)
                 )
             } else {
