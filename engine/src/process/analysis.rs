@@ -361,21 +361,30 @@ fn stack_overflow(
         evidence.insert("sp".to_string(), hex_addr(sp));
     }
     evidence.insert("depth".to_string(), thread.frames.len().to_string());
+    // A walk stopped by a frame limit (the thread's, or the dump's frame budget) saw only
+    // the innermost frames of a stack that goes on: its length is a lower bound.
+    let deep = if thread.end == report::EndReason::FrameLimit {
+        evidence.insert("depth_cut".to_string(), thread.end.as_str().to_string());
+        format!(
+            "at least {} frames deep (the walk stopped at its frame limit)",
+            thread.frames.len()
+        )
+    } else {
+        format!("{} frames deep", thread.frames.len())
+    };
     let mut summary = match fault {
         Some((addr, below)) => {
             evidence.insert("below_sp".to_string(), below.to_string());
             format!(
                 "stack overflow: the fault at {} is {below} bytes below the stack pointer of \
-                 thread {}, {} frames deep",
+                 thread {}, {deep}",
                 hex_addr(addr),
                 thread.tid,
-                thread.frames.len()
             )
         }
         None => format!(
-            "stack overflow: thread {} ran out of stack, {} frames deep",
-            thread.tid,
-            thread.frames.len()
+            "stack overflow: thread {} ran out of stack, {deep}",
+            thread.tid
         ),
     };
     if let Some((f, n)) = most_repeated(thread) {
