@@ -86,13 +86,19 @@ fn postmortem() -> PathBuf {
 /// Runs `postmortem walk DUMP --symbols DIR --format json`, requires exit 0, a report valid
 /// against the schema and the same report with `--whole-tables`, and nothing logged.
 fn walk(dump: &Path, symbols: &Path) -> Value {
+    walk_with(dump, symbols, &[])
+}
+
+/// As [`walk`], with `options` added to the command.
+fn walk_with(dump: &Path, symbols: &Path, options: &[&str]) -> Value {
     let (report, stderr) = report::walk_report(
         std::process::Command::new(postmortem())
             .arg("walk")
             .arg(dump)
             .arg("--symbols")
             .arg(symbols)
-            .args(["--format", "json"]),
+            .args(["--format", "json"])
+            .args(options),
     );
     // what the minidump reader notes (wine's contexts carry XSAVE state it ignores) is in
     // the report's warnings, not on stderr
@@ -492,16 +498,7 @@ fn check_scoped(case: &Case, want: &[&str], scopes: &[&str]) {
     }
     // every module on the stack has unwind info: each caller is found by its rules (the
     // program's and wine's .pdata), never by frame pointers or scanning
-    for (i, o) in ours.iter().enumerate().skip(1) {
-        let frame = o.entries.last().unwrap();
-        assert_eq!(
-            (frame["trust"].as_str(), frame["unwind_source"].as_str()),
-            (Some("cfi"), Some("pdata")),
-            "{}: frame {i} ({:#x}) was not found by .pdata: {frame}",
-            case.exe_name(),
-            o.pc
-        );
-    }
+    callers_from_pdata(case, &ours);
     let table = side_by_side(&case.winedbg, &names, &ours, scopes);
     // shown with --nocapture when the stacks agree
     eprintln!("{}: crashed thread\n{table}", case.exe_name());
@@ -512,6 +509,21 @@ fn check_scoped(case: &Case, want: &[&str], scopes: &[&str]) {
         case.exe_name()
     );
     sym_walk_equals_image_walk(case);
+}
+
+/// Every frame of `ours` but frame 0 was found by `.pdata` rules: `trust: cfi`,
+/// `unwind_source: pdata`.
+fn callers_from_pdata(case: &Case, ours: &[Physical<'_>]) {
+    for (i, o) in ours.iter().enumerate().skip(1) {
+        let frame = o.entries.last().unwrap();
+        assert_eq!(
+            (frame["trust"].as_str(), frame["unwind_source"].as_str()),
+            (Some("cfi"), Some("pdata")),
+            "{}: frame {i} ({:#x}) was not found by .pdata: {frame}",
+            case.exe_name(),
+            o.pc
+        );
+    }
 }
 
 /// The files of the dump's modules under `--symbols` (the program that ran, its DLLs and
@@ -2254,6 +2266,182 @@ fn windows_non_canonical_pointer_is_a_general_protection_fault() {
     assert_eq!(a["evidence"]["address"], "0x8000000000001000", "{a}");
     assert_eq!(a["evidence"]["access"], "write", "{a}");
     assert_eq!(a["evidence"]["function"], "store", "{a}");
+}
+
+/// `STATUS_STACK_OVERFLOW`.
+const STACK_OVERFLOW: u32 = 0xc000_00fd;
+
+/// A stack overflow (the guard page), issue 20's case: overflow.c recurses on a thread of
+/// its own until its 1 MiB stack runs out, some two thousand frames of `descend`; the
+/// dump is written by another process (the thread that overflowed has no stack left to
+/// write it), with the exception's context. The reference is the program's: the system's
+/// own walk of the crashed thread over its live stack (`RtlVirtualUnwind`, rtl_walk.c,
+/// every frame, pc and stack pointer), the exception's address, the return addresses of
+/// `descend`'s calls and how deep it went; and winedbg's `bt` of the dump, which stops at
+/// its own limit of 200 frames, inside the recursion.
+///
+/// Checked: every frame of the crashed thread equals the system's walk (pc and stack
+/// pointer, as many); frame 0 is the exception's address in `descend`, the frames below
+/// it are the calls of `descend` (as many as counted themselves) at the return address
+/// of its call of itself, then `overflow_thread` at the first call's, each named as
+/// addr2line names its pc; every caller found by `.pdata` (`cfi`), through the whole
+/// recursion, and the same walk from dump_syms' `.sym` files; winedbg's frames are ours; the analysis says `stack-overflow` on that
+/// thread, not on the main thread that waits. Then the same dump walked with a frame
+/// budget smaller than the stack: the walk stops at the budget, and says so — the
+/// thread's `end`, a `frames-cut` warning, and the analysis's depth a lower bound.
+#[test]
+fn windows_stack_overflow_in_deep_recursion() {
+    let case = record_dying_of(
+        "overflow",
+        &["-O0"],
+        &["overflow.c", "rtl_walk.c", "rtl_walk.h"],
+        Build::Gcc,
+        None,
+        STACK_OVERFLOW,
+    );
+    let out = &case.stdout;
+    let tid = printed(out, "tid ");
+    let depth = usize::try_from(printed(out, "depth ")).unwrap();
+    let counted = printed(out, "counted ");
+    let into_descend = printed(out, "into_descend ");
+    let into_caller = printed(out, "into_caller ");
+    let fault_pc = printed(out, "exception_address ");
+    let words: Vec<&str> = out
+        .lines()
+        .find_map(|l| l.strip_prefix("walk "))
+        .unwrap_or_else(|| panic!("overflow.exe printed no walk: {out:?}"))
+        .split_whitespace()
+        .collect();
+    let system = hex_pairs(&words[1..]);
+    assert_eq!(
+        system.len(),
+        usize::from_str_radix(words[0], 16).unwrap(),
+        "the program's walk"
+    );
+    // a frame 0 stopped in `descend`'s prologue did not count itself
+    let recursion = depth + usize::from(fault_pc < counted);
+    // the reference itself: two thousand calls or so (1 MiB, 400-byte buffers), the
+    // system's walk through all of them, and addr2line's names of the three pcs
+    assert!((1000..5000).contains(&depth), "depth {depth}");
+    assert_eq!(
+        system.len(),
+        recursion + 3,
+        "the system's walk: descend's frames, overflow_thread, BaseThreadInitThunk, \
+         RtlUserThreadStart"
+    );
+    assert_eq!(
+        case.program_names(&[fault_pc, into_descend, into_caller]),
+        [
+            Some(vec!["descend".to_owned()]),
+            Some(vec!["descend".to_owned()]),
+            Some(vec!["overflow_thread".to_owned()])
+        ],
+        "addr2line's names"
+    );
+    assert_eq!(case.dump.crashed_tid.map(u64::from), Some(tid));
+    assert!(
+        case.dump.threads.len() >= 2,
+        "the dump holds the main thread too: {:?}",
+        case.dump.threads
+    );
+
+    let thread = case.crashed_thread();
+    let ours = physical_frames(thread);
+    let pcs_sps = pcs_and_sps(thread);
+    if let Some(i) = (0..pcs_sps.len().max(system.len())).find(|&i| pcs_sps.get(i) != system.get(i))
+    {
+        panic!(
+            "frame {i} differs from the system's walk ({} frames ours, {} the system's): \
+             ours {:x?}, the system's {:x?}",
+            pcs_sps.len(),
+            system.len(),
+            pcs_sps.get(i),
+            system.get(i)
+        );
+    }
+    for (i, o) in ours.iter().enumerate() {
+        let (pc, function) = match i {
+            0 => (fault_pc, "descend"),
+            i if i < recursion => (into_descend, "descend"),
+            i if i == recursion => (into_caller, "overflow_thread"),
+            _ => break,
+        };
+        assert_eq!(
+            (o.pc, o.names()),
+            (pc, vec![function.to_owned()]),
+            "frame {i} of {}",
+            ours.len()
+        );
+    }
+    callers_from_pdata(&case, &ours);
+    assert_eq!(thread["end"], "pc-zero", "as the system's walk ends");
+    sym_walk_equals_image_walk(&case);
+    // winedbg stops at 200 frames; its frames all share the recursion's return address,
+    // which `parse_backtrace` takes for inlined calls: compared as they are
+    assert!(case.winedbg.len() > 100 && case.winedbg.len() <= ours.len());
+    for (i, w) in case.winedbg.iter().enumerate() {
+        assert_eq!(ours[i].pc, w.pc, "frame {i}: winedbg's is {}", w.text);
+    }
+
+    let a = &case.report["crash"]["analysis"];
+    assert_eq!(a["kind"], "stack-overflow", "{a}");
+    assert_eq!(case.report["crash"]["tid"].as_u64(), Some(tid));
+    assert_eq!(a["evidence"]["thread"], tid.to_string(), "{a}");
+    assert_eq!(a["evidence"]["function"], "descend", "{a}");
+    assert_eq!(a["evidence"]["recursing"], "descend", "{a}");
+    assert_eq!(a["evidence"]["depth"], system.len().to_string(), "{a}");
+    assert_eq!(hex(&a["evidence"]["sp"]), system[0].1, "{a}");
+    assert!(a["evidence"].get("depth_cut").is_none(), "{a}");
+    let summary = a["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("thread {tid} "))
+            && summary.contains(&format!("{} frames deep", system.len())),
+        "{a}"
+    );
+    for w in case.report["warnings"].as_array().unwrap() {
+        assert!(
+            !["frame-limit", "frames-cut", "report-cut"].contains(&w["code"].as_str().unwrap()),
+            "the whole stack fits the default limits: {w}"
+        );
+    }
+
+    // a frame budget of a third of the stack: the crashed thread, walked first, gets it
+    // all, the main thread only its context frame; each says why it stopped
+    let budget = system.len() / 3;
+    let cut = walk_with(
+        &case.minidump,
+        &case.symbols,
+        &["--max-total-frames", &budget.to_string()],
+    );
+    let thread = case.crashed_thread_of(&cut);
+    assert_eq!(pcs_and_sps(thread), system[..budget], "the budget's frames");
+    assert_eq!(thread["end"], "frame-limit");
+    let warning = cut["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "frames-cut")
+        .unwrap_or_else(|| panic!("no frames-cut warning: {}", cut["warnings"]));
+    let says = |v: &Value, text: String| v.as_str().unwrap().contains(&text);
+    assert!(
+        says(&warning["message"], format!("at most {budget} frames")),
+        "{warning}"
+    );
+    for t in cut["threads"].as_array().unwrap() {
+        if t["tid"].as_u64() != Some(tid) {
+            assert_eq!(t["frames"].as_array().unwrap().len(), 1, "{t}");
+            assert_eq!(t["end"], "frame-limit", "{t}");
+        }
+    }
+    let a = &cut["crash"]["analysis"];
+    assert_eq!(a["kind"], "stack-overflow", "{a}");
+    assert_eq!(a["evidence"]["recursing"], "descend", "{a}");
+    assert_eq!(a["evidence"]["depth"], budget.to_string(), "{a}");
+    assert_eq!(a["evidence"]["depth_cut"], "frame-limit", "{a}");
+    assert!(
+        says(&a["summary"], format!("at least {budget} frames deep")),
+        "the analysis does not pass the budget's cut for the stack's depth: {a}"
+    );
 }
 
 /// Two DLLs the process had unloaded: Windows paths, as Windows' dbghelp records them.
