@@ -467,22 +467,31 @@ impl Wine {
     pub fn winedbg_backtrace(&self, dump: &Path) -> Vec<WineFrame> {
         let dir = dump.parent().expect("the dump's directory");
         let name = dump.file_name().expect("the dump's name").to_string_lossy();
-        let out = run(
-            self.command("winedbg").arg(&*name).current_dir(dir),
-            Some("bt\nquit\n"),
-            &dir.join(format!("{name}.winedbg")),
-            RUN_TIMEOUT,
-        );
-        let frames = parse_backtrace(&out.stdout);
-        assert!(
-            out.status.success() && !frames.is_empty(),
-            "winedbg {} gave no backtrace ({}):\n{}{}",
-            dump.display(),
-            out.status,
-            out.stdout,
-            out.stderr
-        );
-        frames
+        // winedbg, the reference, now and then prints nothing at all on a loaded machine
+        // (seen once in 21 runs, not reproduced in 20 more): asked again, up to three
+        // times, before the test fails. The walk it is compared with is not retried.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let out = run(
+                self.command("winedbg").arg(&*name).current_dir(dir),
+                Some("bt\nquit\n"),
+                &dir.join(format!("{name}.winedbg")),
+                RUN_TIMEOUT,
+            );
+            let frames = parse_backtrace(&out.stdout);
+            if out.status.success() && !frames.is_empty() {
+                return frames;
+            }
+            assert!(
+                attempt < 3,
+                "winedbg {} gave no backtrace in {attempt} runs (the last: {}):\n{}{}",
+                dump.display(),
+                out.status,
+                out.stdout,
+                out.stderr
+            );
+        }
     }
 
     /// The file in this prefix of a Windows path (`C:\windows\system32\ntdll.dll`, or a
