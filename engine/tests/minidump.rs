@@ -668,3 +668,43 @@ fn only_a_few_vdso_images_are_built_from_dump_memory() {
     assert_eq!(built(1), 1, "the vdso's tables come from the dump");
     assert_eq!(built(50), 4);
 }
+
+/// A thread list whose stream is longer than its count says, as wine's dbghelp writes it
+/// when a callback leaves threads out (the stream keeps every thread's room): the threads
+/// counted are read, with a warning, instead of none.
+#[test]
+fn minidump_thread_list_longer_than_its_count_reads_the_threads_counted() {
+    let path = postmortem_testsupport::workspace_root().join("fixtures/reports/dumps/x86_64.dmp");
+    let original = std::fs::read(&path).unwrap();
+    let whole = dump::read_dump(&original).unwrap();
+    let tids: Vec<u32> = whole.threads.iter().map(|t| t.tid).collect();
+    assert!(tids.len() >= 2, "the fixture has several threads: {tids:?}");
+
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let streams = u32_at(&original, 8) as usize;
+    let dir = u32_at(&original, 12) as usize;
+    let list = (0..streams)
+        .map(|i| dir + 12 * i)
+        .find(|&e| u32_at(&original, e) == THREAD_LIST)
+        .map(|e| u32_at(&original, e + 8) as usize)
+        .unwrap();
+    let mut bytes = original.clone();
+    let fewer = u32::try_from(tids.len() - 1).unwrap();
+    bytes[list..list + 4].copy_from_slice(&fewer.to_le_bytes());
+
+    let d = dump::read_dump(&bytes).unwrap();
+    let read: Vec<u32> = d.threads.iter().map(|t| t.tid).collect();
+    assert_eq!(
+        read,
+        tids[..tids.len() - 1],
+        "the threads counted, in order"
+    );
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w.code == "minidump-reader"
+                && w.message.contains("thread list is 48 bytes longer")),
+        "{:?}",
+        d.warnings
+    );
+}

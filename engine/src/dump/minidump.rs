@@ -23,8 +23,8 @@ use minidump::{
     CodeView, Minidump, MinidumpAssertion, MinidumpContext, MinidumpCrashpadInfo,
     MinidumpException, MinidumpLinuxCpuInfo, MinidumpLinuxLsbRelease, MinidumpLinuxProcLimits,
     MinidumpLinuxProcStatus, MinidumpMiscInfo, MinidumpModule, MinidumpModuleList,
-    MinidumpRawContext, MinidumpSoftErrors, MinidumpSystemInfo, MinidumpThreadList,
-    MinidumpThreadNames, Module as _,
+    MinidumpRawContext, MinidumpSoftErrors, MinidumpStream as _, MinidumpSystemInfo,
+    MinidumpThreadList, MinidumpThreadNames, Module as _,
 };
 
 use super::linux_maps;
@@ -80,7 +80,7 @@ fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         misc: misc.as_ref(),
         exception: exception.as_ref(),
     };
-    let (threads, stack_ranges) = threads_of(&md, &facts, &mut warnings);
+    let (threads, stack_ranges) = threads_of(bytes, &md, &facts, &mut warnings);
     let memory = memory_of(bytes, &md, &stack_ranges, &mut warnings);
     let modules = modules_of(&md, &memory);
     let unloaded_modules = unloaded_modules_of(&md, bytes, &mut warnings);
@@ -301,6 +301,7 @@ type StackRange = (u64, u64, u64);
 /// The threads, with the exception context replacing the crashed thread's own context,
 /// and where each one's stack is in the file.
 fn threads_of(
+    bytes: &[u8],
     md: &Minidump<'_, &[u8]>,
     facts: &ContextFacts<'_>,
     warnings: &mut Vec<DumpWarning>,
@@ -309,6 +310,36 @@ fn threads_of(
     let names: Option<MinidumpThreadNames> = md.get_stream().ok();
     let list: MinidumpThreadList = match md.get_stream() {
         Ok(list) => list,
+        Err(minidump::Error::StreamSizeMismatch { expected, actual }) if actual > expected => {
+            // Wine's dbghelp, when a callback leaves threads out, keeps the stream's size
+            // for every thread and writes the smaller count: the threads counted are all
+            // there, followed by unused bytes, which the minidump crate refuses.
+            let counted = md
+                .get_raw_stream(MinidumpThreadList::STREAM_TYPE)
+                .ok()
+                .and_then(|raw| raw.get(..expected))
+                .and_then(|raw| MinidumpThreadList::read(raw, bytes, md.endian, None).ok());
+            let Some(list) = counted else {
+                warnings.push(DumpWarning {
+                    code: "truncated-dump",
+                    message: "the minidump's thread list could not be read; no thread can be \
+                              walked"
+                        .into(),
+                });
+                return (Vec::new(), Vec::new());
+            };
+            warnings.push(DumpWarning {
+                code: "minidump-reader",
+                message: format!(
+                    "the minidump's thread list is {} bytes longer than its {} threads (as \
+                     wine's dbghelp writes it when threads are left out); the threads \
+                     counted are read",
+                    actual - expected,
+                    list.threads.len()
+                ),
+            });
+            list
+        }
         Err(e) => {
             warnings.push(DumpWarning {
                 code: "truncated-dump",
