@@ -1021,6 +1021,74 @@ fn windows_fault_in_chained_unwind_info() {
     }
     assert_eq!(ours[0].names(), ["split_function_cold"], "{table}");
     sym_walk_equals_image_walk(&case);
+    let (ours, _) = correct_frames_beside_minidump_stackwalk(&case, &pcs);
+    assert_eq!(ours, pcs.len(), "the .sym walk is the reference's whole");
+}
+
+/// Issue 20's "at least minidump-stackwalk's frames" on a case whose reference walk is the
+/// program's own (`reference`: the crashed thread's pcs, innermost first): both tools walk
+/// the dump with the same store of dump_syms' `.sym` files (`--json`), and the frames
+/// each gets right before its first wrong or missing one are counted; ours must be at
+/// least theirs. Returns (ours, theirs).
+fn correct_frames_beside_minidump_stackwalk(case: &Case, reference: &[u64]) -> (usize, usize) {
+    let work = case.symbols.parent().unwrap();
+    let sw = windows::stackwalk_store(&case.minidump, &module_images(case), work);
+    let os = std::ffi::OsStr::new;
+    let (dump, store) = (sw.dump.as_os_str(), sw.store.as_os_str());
+    let crashed_pcs = |doc: &Value| -> Vec<u64> {
+        doc["crashing_thread"]["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let text = f["offset"].as_str().unwrap();
+                u64::from_str_radix(text.trim_start_matches("0x"), 16).unwrap()
+            })
+            .collect()
+    };
+    // a caller's `offset` is its return address less one (the call instruction's last
+    // byte), as rust-minidump writes it and our document copies
+    let correct = |pcs: &[u64]| {
+        pcs.iter()
+            .zip(reference)
+            .enumerate()
+            .take_while(|&(i, (a, b))| *a == b - u64::from(i > 0))
+            .count()
+    };
+    let theirs: Value = serde_json::from_str(&stackwalk::run(
+        Path::new("minidump-stackwalk"),
+        &[os("--json"), dump, store],
+    ))
+    .unwrap();
+    let ours: Value = serde_json::from_str(&stackwalk::run(
+        &postmortem(),
+        &[
+            os("walk"),
+            os("--json"),
+            dump,
+            store,
+            os("--no-dump-paths"),
+            os("--no-system-debug"),
+        ],
+    ))
+    .unwrap();
+    let (ours_pcs, theirs_pcs) = (crashed_pcs(&ours), crashed_pcs(&theirs));
+    let (ours_n, theirs_n) = (correct(&ours_pcs), correct(&theirs_pcs));
+    eprintln!(
+        "{}: frames right before the first wrong one: ours {ours_n} of {}, \
+         minidump-stackwalk's {theirs_n} of {} (reference {})",
+        case.exe_name(),
+        ours_pcs.len(),
+        theirs_pcs.len(),
+        reference.len()
+    );
+    assert!(
+        ours_n >= theirs_n,
+        "minidump-stackwalk got {theirs_n} frames right, ours {ours_n}:\n ours {:x?}\n theirs {:x?}",
+        &ours_pcs[..ours_pcs.len().min(theirs_n + 2)],
+        &theirs_pcs[..theirs_pcs.len().min(theirs_n + 2)]
+    );
+    (ours_n, theirs_n)
 }
 
 /// The public symbols of `pdb` that are functions, (RVA, decorated name), ascending:
@@ -2441,6 +2509,13 @@ fn windows_stack_overflow_in_deep_recursion() {
     assert!(
         says(&a["summary"], format!("at least {budget} frames deep")),
         "the analysis does not pass the budget's cut for the stack's depth: {a}"
+    );
+    let system_pcs: Vec<u64> = system.iter().map(|&(pc, _)| pc).collect();
+    let (ours, _) = correct_frames_beside_minidump_stackwalk(&case, &system_pcs);
+    assert_eq!(
+        ours,
+        system_pcs.len(),
+        "the .sym walk is the system's whole"
     );
 }
 
