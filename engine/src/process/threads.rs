@@ -240,7 +240,11 @@ fn thread_warnings(
     }
     let cut_by_budget = frame_budget.spent(&options.walk, result);
     if result.end == walk::EndReason::FrameLimit && !cut_by_budget {
-        let message = format!("thread {} has more frames than the limit", t.tid);
+        let message = format!(
+            "thread {} has more frames than the walk's limit of {} per thread: the frames \
+             past it are not shown",
+            t.tid, options.walk.max_frames
+        );
         warnings.push(thread_warning("frame-limit", message, index));
     }
 }
