@@ -205,6 +205,30 @@ async fn groups_by_kind(db: &Db) {
         .await
         .unwrap()
         .is_empty());
+
+    // a group whose null pointer is older than the window and whose crashes in the
+    // window are of another kind: not a null-pointer group of that window
+    for (at, kind) in [(100 * DAY, "null-pointer"), (500 * DAY, "divide-by-zero")] {
+        let report = format!(r#"{{"crash":{{"analysis":{{"kind":"{kind}"}}}}}}"#);
+        crash_with_report(db, at, "{}", Some("k-zmixed"), &report).await;
+    }
+    let windowed = |kind: &str| GroupQuery {
+        kind: Some(kind.to_string()),
+        since: Some(400 * DAY),
+        sort: GroupSort::Signature,
+        limit: 10,
+        ..GroupQuery::default()
+    };
+    let null = q::groups(db, &windowed("null-pointer")).await.unwrap();
+    assert_eq!(sigs(&null), ["k-null-a", "k-null-b"]);
+    let div = q::groups(db, &windowed("divide-by-zero")).await.unwrap();
+    assert_eq!(sigs(&div), ["k-div", "k-zmixed"]);
+    let all_time = GroupQuery {
+        since: None,
+        ..windowed("null-pointer")
+    };
+    let null = q::groups(db, &all_time).await.unwrap();
+    assert_eq!(sigs(&null), ["k-null-a", "k-null-b", "k-zmixed"]);
 }
 
 /// Every group in `q`'s order, read in keyset pages of 2.

@@ -94,7 +94,8 @@ pub struct GroupQuery {
     pub until: Option<i64>,
     pub product: Option<String>,
     pub version: Option<String>,
-    /// Only groups with a crash whose analysis is of this kind (`null-pointer`, …).
+    /// Only groups with a crash whose analysis is of this kind (`null-pointer`, …) in the
+    /// window the other fields set.
     pub kind: Option<String>,
     pub sort: GroupSort,
     pub descending: bool,
@@ -145,12 +146,26 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
     let mut conditions = Vec::new();
     if q.kind.is_some() {
         // the signatures of the crashes linked to that analysis kind (the crash list's
-        // index): reads the crashes of that kind, not the whole table
+        // index): reads the crashes of that kind, not the whole table — those in the
+        // page's window only (its days, product and version), as the counts are
+        let kind = arg();
+        let mut within = String::new();
+        if q.since.is_some() {
+            within.push_str(&format!(" AND c.received_at >= {}", arg()));
+        }
+        if q.until.is_some() {
+            within.push_str(&format!(" AND c.received_at < {}", arg()));
+        }
+        if q.product.is_some() {
+            within.push_str(&format!(" AND c.product = {}", arg()));
+        }
+        if q.version.is_some() {
+            within.push_str(&format!(" AND c.version = {}", arg()));
+        }
         conditions.push(format!(
             "g.signature IN (SELECT c.signature FROM search_terms st \
              JOIN crash_terms ct ON ct.term_id = st.id JOIN crashes c ON c.id = ct.crash_id \
-             WHERE st.kind = 'analysis' AND st.term = {})",
-            arg()
+             WHERE st.kind = 'analysis' AND st.term = {kind}{within})"
         ));
     }
     if q.after.is_some() {
@@ -185,7 +200,14 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
             if let Some(v) = &q.product { query = query.bind(v); }
             if let Some(v) = &q.version { query = query.bind(v); }
         }
-        if let Some(k) = &q.kind { query = query.bind(k); }
+        if let Some(k) = &q.kind {
+            query = query.bind(k);
+            // the same days as crash_group_days' rows, in received_at's milliseconds
+            if let Some(v) = since_day { query = query.bind(v * DAY_MS); }
+            if let Some(v) = until_day { query = query.bind(v * DAY_MS); }
+            if let Some(v) = &q.product { query = query.bind(v); }
+            if let Some(v) = &q.version { query = query.bind(v); }
+        }
         if let Some((key, sig)) = &q.after {
             if keyed { query = query.bind(*key); }
             query = query.bind(sig);
