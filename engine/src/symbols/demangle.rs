@@ -23,6 +23,34 @@ const MSVC_INLINE_NESTING: usize = 32;
 /// them; a release build needs far less). Only the pages touched are ever allocated.
 const MSVC_STACK: usize = 64 << 20;
 
+thread_local! {
+    /// Whether this thread runs inside [`with_deep_stack`]: long names are then undecorated
+    /// where they are, on the stack that call made.
+    static ON_DEEP_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` on a stack deep enough for every name [`undecorate_msvc`] undecorates, so that
+/// a loop over many names (a PDB's public symbols: a large C++ program has hundreds of
+/// thousands, most over the inline bound) makes one stack, not one per name (a stack
+/// costs about 20 µs to make).
+pub fn with_deep_stack<R>(f: impl FnOnce() -> R) -> R {
+    if ON_DEEP_STACK.get() {
+        return f();
+    }
+    /// Clears the flag when `f` returns or unwinds, before the stack is given back.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            ON_DEEP_STACK.set(false);
+        }
+    }
+    stacker::grow(MSVC_STACK, || {
+        ON_DEEP_STACK.set(true);
+        let _reset = Reset;
+        f()
+    })
+}
+
 /// `name` undecorated by msvc-demangler with `flags`, bounded so that no name — a PDB's,
 /// a COFF symbol table's or an exception's type, all read from untrusted files — can
 /// exhaust the thread's stack; `None` if it does not undecorate or is too long.
@@ -36,7 +64,7 @@ pub fn undecorate_msvc(name: &str, flags: msvc_demangler::DemangleFlags) -> Opti
     {
         run()
     } else {
-        stacker::grow(MSVC_STACK, run)
+        with_deep_stack(run)
     }
 }
 
@@ -177,6 +205,35 @@ mod tests {
                         let longer = format!("{name}{unit}{unit}");
                         assert_eq!(demangle(&longer), longer);
                     }
+                }
+            })
+            .expect("a thread");
+        assert!(run.join().is_ok());
+    }
+
+    /// The same names in one loop inside [`super::with_deep_stack`], as the PDB reader
+    /// undecorates its publics: undecorated where they are, on that one stack; and a
+    /// panic inside leaves the thread's next long name on a stack of its own again.
+    #[test]
+    fn hostile_msvc_names_in_one_deep_stack() {
+        let run = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let names: Vec<String> = ["?$", "PEA", "PEAV?$y@", "P6APEAX"]
+                    .iter()
+                    .map(|unit| format!("?x@@3{}", unit.repeat(4000 / unit.len())))
+                    .collect();
+                super::with_deep_stack(|| {
+                    for name in &names {
+                        let _ = demangle(name);
+                    }
+                });
+                let caught = std::panic::catch_unwind(|| {
+                    super::with_deep_stack(|| panic!("a builder's panic"));
+                });
+                assert!(caught.is_err());
+                for name in &names {
+                    let _ = demangle(name);
                 }
             })
             .expect("a thread");

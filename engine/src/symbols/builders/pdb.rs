@@ -460,25 +460,28 @@ fn publics<'s, S: pdb2::Source<'s> + 's>(
             .virtual_address
             .checked_add(header.virtual_size.max(header.size_of_raw_data))
     };
-    let mut out = Vec::with_capacity(found.len());
-    for (i, (start, section, name)) in found.iter().enumerate() {
-        let next = found.get(i + 1).filter(|n| n.1 == *section).map(|n| n.0);
-        let Some(end) = next.or_else(|| section_end(*section)) else {
-            continue;
-        };
-        if *start >= end || u64::from(end) > MAX_ADDRESS {
-            continue;
+    // one deep stack for every long decorated name (see demangle::with_deep_stack)
+    crate::symbols::demangle::with_deep_stack(|| {
+        let mut out = Vec::with_capacity(found.len());
+        for (i, (start, section, name)) in found.iter().enumerate() {
+            let next = found.get(i + 1).filter(|n| n.1 == *section).map(|n| n.0);
+            let Some(end) = next.or_else(|| section_end(*section)) else {
+                continue;
+            };
+            if *start >= end || u64::from(end) > MAX_ADDRESS {
+                continue;
+            }
+            let name = crate::symbols::demangle(name);
+            out.push(RawFunction {
+                start: *start,
+                end,
+                name: c.string(&name),
+                source: SymbolSource::Publics,
+                input: 0,
+            });
         }
-        let name = crate::symbols::demangle(name);
-        out.push(RawFunction {
-            start: *start,
-            end,
-            name: c.string(&name),
-            source: SymbolSource::Publics,
-            input: 0,
-        });
-    }
-    out
+        out
+    })
 }
 
 /// Names of inlined functions, from the id stream (and the type stream, for a member
