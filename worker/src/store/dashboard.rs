@@ -104,11 +104,42 @@ pub struct GroupQuery {
     pub limit: i64,
 }
 
+/// A value the page's window binds.
+enum WindowValue<'a> {
+    Day(i64),
+    Text(&'a str),
+}
+
+/// The page's window (its days, product and version) as conditions, each with the value
+/// it binds: (on `crash_group_days`' rows, on a crash `c`, value). A day bound on a crash
+/// compares its `received_at` with the day's first millisecond, so that both select the
+/// same days.
+fn window(q: &GroupQuery) -> Vec<(&'static str, &'static str, WindowValue<'_>)> {
+    let since_day = q.since.map(|t| t.div_euclid(DAY_MS));
+    // Exclusive: a bound inside a day keeps that day.
+    let until_day = q
+        .until
+        .map(|t| t.div_euclid(DAY_MS) + i64::from(t.rem_euclid(DAY_MS) != 0));
+    let mut w = Vec::new();
+    if let Some(d) = since_day {
+        w.push(("day >=", "c.received_at >= 86400000 *", WindowValue::Day(d)));
+    }
+    if let Some(d) = until_day {
+        w.push(("day <", "c.received_at < 86400000 *", WindowValue::Day(d)));
+    }
+    if let Some(p) = &q.product {
+        w.push(("product =", "c.product =", WindowValue::Text(p)));
+    }
+    if let Some(v) = &q.version {
+        w.push(("version =", "c.version =", WindowValue::Text(v)));
+    }
+    w
+}
+
 /// One page of crash groups in the order of `q.sort` (ties broken by signature in the
 /// same direction).
 pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
-    let filtered =
-        q.since.is_some() || q.until.is_some() || q.product.is_some() || q.version.is_some();
+    let window = window(q);
     let (cmp, dir) = if q.descending {
         ("<", "DESC")
     } else {
@@ -119,49 +150,31 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
         n += 1;
         format!("${n}")
     };
-    let mut sql = if filtered {
+    let mut sql = if window.is_empty() {
+        String::from("SELECT signature, count, first_seen, last_seen FROM crash_groups g")
+    } else {
         let mut inner = String::from(
             "SELECT signature, CAST(SUM(count) AS BIGINT) AS count, \
              MIN(first_seen) AS first_seen, MAX(last_seen) AS last_seen \
              FROM crash_group_days WHERE 1 = 1",
         );
-        if q.since.is_some() {
-            inner.push_str(&format!(" AND day >= {}", arg()));
-        }
-        if q.until.is_some() {
-            inner.push_str(&format!(" AND day < {}", arg()));
-        }
-        if q.product.is_some() {
-            inner.push_str(&format!(" AND product = {}", arg()));
-        }
-        if q.version.is_some() {
-            inner.push_str(&format!(" AND version = {}", arg()));
+        for (on_days, _, _) in &window {
+            inner.push_str(&format!(" AND {on_days} {}", arg()));
         }
         format!(
             "SELECT signature, count, first_seen, last_seen FROM ({inner} GROUP BY signature) g"
         )
-    } else {
-        String::from("SELECT signature, count, first_seen, last_seen FROM crash_groups g")
     };
     let mut conditions = Vec::new();
     if q.kind.is_some() {
         // the signatures of the crashes linked to that analysis kind (the crash list's
         // index): reads the crashes of that kind, not the whole table — those in the
-        // page's window only (its days, product and version), as the counts are
+        // page's window only, as the counts are
         let kind = arg();
-        let mut within = String::new();
-        if q.since.is_some() {
-            within.push_str(&format!(" AND c.received_at >= {}", arg()));
-        }
-        if q.until.is_some() {
-            within.push_str(&format!(" AND c.received_at < {}", arg()));
-        }
-        if q.product.is_some() {
-            within.push_str(&format!(" AND c.product = {}", arg()));
-        }
-        if q.version.is_some() {
-            within.push_str(&format!(" AND c.version = {}", arg()));
-        }
+        let within: String = window
+            .iter()
+            .map(|(_, on_crash, _)| format!(" AND {on_crash} {}", arg()))
+            .collect();
         conditions.push(format!(
             "g.signature IN (SELECT c.signature FROM search_terms st \
              JOIN crash_terms ct ON ct.term_id = st.id JOIN crashes c ON c.id = ct.crash_id \
@@ -186,27 +199,18 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
         None => sql.push_str(&format!(" ORDER BY g.signature {dir}")),
     }
     sql.push_str(&format!(" LIMIT {}", arg()));
-    let since_day = q.since.map(|t| t.div_euclid(DAY_MS));
-    // Exclusive: a bound inside a day keeps that day.
-    let until_day = q
-        .until
-        .map(|t| t.div_euclid(DAY_MS) + i64::from(t.rem_euclid(DAY_MS) != 0));
     let keyed = q.sort.column().is_some();
     Ok(crate::on_pool!(db, p => {
         let mut query = sqlx::query_as::<_, Group>(sqlx::AssertSqlSafe(sql.as_str()));
-        if filtered {
-            if let Some(v) = since_day { query = query.bind(v); }
-            if let Some(v) = until_day { query = query.bind(v); }
-            if let Some(v) = &q.product { query = query.bind(v); }
-            if let Some(v) = &q.version { query = query.bind(v); }
-        }
-        if let Some(k) = &q.kind {
-            query = query.bind(k);
-            // the same days as crash_group_days' rows, in received_at's milliseconds
-            if let Some(v) = since_day { query = query.bind(v * DAY_MS); }
-            if let Some(v) = until_day { query = query.bind(v * DAY_MS); }
-            if let Some(v) = &q.product { query = query.bind(v); }
-            if let Some(v) = &q.version { query = query.bind(v); }
+        // the window's values for the group rows, then the kind and the window's values
+        // again for its crashes: in the order of the placeholders above
+        let kind = q.kind.as_deref().map(WindowValue::Text);
+        let crashes_window = window.iter().filter(|_| kind.is_some()).map(|w| &w.2);
+        for v in window.iter().map(|w| &w.2).chain(kind.as_ref()).chain(crashes_window) {
+            query = match v {
+                WindowValue::Day(d) => query.bind(*d),
+                WindowValue::Text(t) => query.bind(*t),
+            };
         }
         if let Some((key, sig)) = &q.after {
             if keyed { query = query.bind(*key); }
