@@ -5,7 +5,36 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-section() { printf '\n==== %s ====\n' "$*"; }
+# Each section's duration is printed when it ends, and all of them with the total when the
+# script exits (also when a section fails: the list then ends with the failed one).
+suite_start=$SECONDS
+section_name=""
+section_start=$SECONDS
+durations=()
+end_section() {
+    [ -n "$section_name" ] || return 0
+    local took=$((SECONDS - section_start))
+    durations+=("$(printf '%6d s  %s' "$took" "$section_name")")
+    printf -- '---- %s: %d s\n' "$section_name" "$took"
+    section_name=""
+}
+section() {
+    end_section
+    section_name="$*"
+    section_start=$SECONDS
+    printf '\n==== %s ====\n' "$*"
+}
+print_durations() {
+    local status=$?
+    local failed="$section_name"
+    end_section
+    printf '\n==== Durations ====\n'
+    printf '%s\n' "${durations[@]}"
+    printf '%6d s  total' "$((SECONDS - suite_start))"
+    if [ "$status" -ne 0 ]; then printf ' (failed in: %s)' "${failed:-set-up}"; fi
+    printf '\n'
+}
+trap print_durations EXIT
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
