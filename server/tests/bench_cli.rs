@@ -1,4 +1,4 @@
-//! `postmortem bench inflate FILE`, the command behind the README's floor of a one-shot
+//! `postmortem bench inflate FILE`, the command behind docs/performance.md's floor of a one-shot
 //! walk: it must list exactly the compressed sections of a file, with their sizes as the
 //! section headers give them (compared with `readelf`'s), and say so when there are none.
 

@@ -11,7 +11,7 @@
 //! `seed_for_benchmark` (ignored) fills a data dir with done crashes of one core for
 //! manual runs: `POSTMORTEM_SEED_DIR=DIR POSTMORTEM_SEED_N=10000 cargo test -p postmortem
 //! --test reprocess -- --ignored`, then `postmortem reprocess --data-dir DIR --all --process`.
-//! The README's figure comes from `bench/reprocess.sh` (10,000 crashes, killed and resumed).
+//! docs/performance.md's figure comes from `bench/reprocess.sh` (10,000 crashes, killed and resumed).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 

@@ -7,7 +7,7 @@
 //!
 //! Every field path minidump-stackwalk writes must be in ours. Each field is then
 //! compared, and where ours differs it must be for one of the reasons listed here (and in
-//! the README's "minidump-stackwalk drop-in" section):
+//! docs/stackwalk-drop-in.md):
 //! - **frames**: position by position, every field equal while both walks are at the same
 //!   address (`trust` may be better in ours: `cfi` where theirs is `scan`). From the first
 //!   frame where they part, ours must be the reference's (gdb's, on the kernel core of

@@ -1,5 +1,5 @@
 //! `postmortem-walk` as a user runs it: its version, and the exit status and one-line
-//! message the README promises for input no report can be made from (2), never a panic;
+//! message docs/walking.md promises for input no report can be made from (2), never a panic;
 //! and minidump-stackwalk's output and diagnostics flags (`--cyborg`, `--pretty`,
 //! `--output-file`, `--log-file`, `--verbose`, `--features`) doing what
 //! `walk/src/stackwalk.rs` documents. (The reports and documents themselves are compared

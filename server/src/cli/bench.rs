@@ -1,4 +1,5 @@
-//! `postmortem bench`: the figures the README quotes, measured by a command anyone can run.
+//! `postmortem bench`: the figures docs/performance.md quotes, measured by a command anyone
+//! can run.
 //!
 //! - `bench unwind FILE`: unwind-table build throughput (MB of `.eh_frame` + `.debug_frame`
 //!   per second), table size ÷ source size, and the median time of one rule lookup from the

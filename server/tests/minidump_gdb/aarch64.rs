@@ -716,7 +716,7 @@ fn minidump_stackwalk_side_by_side_aarch64() {
 /// `pac-ret` builds: gdb stops at their first signed return address, and dump_syms
 /// writes only the entry rule of a function that signs its return address, so the walk
 /// from the `.sym` files finds those frames by frame pointers and ends at a wrong `_start`
-/// pc (see the README's "minidump-stackwalk drop-in").
+/// pc (see docs/stackwalk-drop-in.md).
 #[test]
 fn stackwalk_json_agrees_with_minidump_stackwalk_aarch64() {
     use postmortem_testsupport::stackwalk;
