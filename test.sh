@@ -180,6 +180,10 @@ scripts/readme-serve.sh
 section "docker/Dockerfile copies the whole workspace"
 scripts/check-dockerfile.sh
 
+section "The README is a front door; the docs' links resolve"
+# At most 200 lines (issue 36), and no relative link in README.md or docs/ leads nowhere.
+scripts/check-docs.sh
+
 section "Nothing reads outside the repository"
 # A user's clone has nothing beside it: every fixture and document lives in the repository.
 if git grep -nE '\.\./(\.\./)*shared/' -- ':!*.lock' ':!test.sh'; then
