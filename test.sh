@@ -177,6 +177,12 @@ section "The README's first command"
 # curl lines upload a crashed program and its core and the report is checked.
 scripts/readme-serve.sh
 
+section "The release binary ships without its debug information"
+# The README's first command built target/release/postmortem: its debug information is
+# split off into postmortem.dwp, and split-debuginfo.sh (as docker/Dockerfile runs it)
+# leaves code and symbol table, within the sizes docs/performance.md measured.
+scripts/check-release-binary.sh
+
 section "docker/Dockerfile copies the whole workspace"
 scripts/check-dockerfile.sh
 
