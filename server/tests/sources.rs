@@ -2033,7 +2033,10 @@ fn a_source_s_redirects_are_followed_only_where_safe() {
     for l in &ls {
         assert_eq!(l["result"], "error", "{l}");
         let message = l["message"].as_str().unwrap();
-        assert!(message.contains("HTTP status 401"), "{message}");
+        assert!(
+            message.contains("HTTP status 401 from") && message.contains("(redirected)"),
+            "{message}"
+        );
     }
     let misses: Vec<_> = common::files_under(&cache)
         .into_iter()

@@ -100,6 +100,8 @@ mod tests {
         ];
         for (raw, shown) in cases {
             assert_eq!(redact_url(raw), shown, "{raw}");
+            // shown again, the same: what is hidden once stays hidden
+            assert_eq!(redact_url(shown), shown, "{shown}");
         }
     }
 
