@@ -170,6 +170,9 @@ fn v6_reason(ip: Ipv6Addr) -> Option<&'static str> {
 /// The resolver of redirects to other hosts: the system's, with every address that is
 /// not public dropped, and an error when none is left — so the address connected to is
 /// the one checked (no second lookup between the check and the connection).
+/// Behind an HTTP proxy the proxy resolves the target, so only [`follow`]'s checks of
+/// the target's name and literal address apply; the proxy's own address is not
+/// filtered.
 pub struct PublicOnly(DefaultResolver);
 
 impl PublicOnly {
@@ -207,6 +210,12 @@ impl Resolver for PublicOnly {
         timeout: NextTimeout,
     ) -> Result<ResolvedSocketAddrs, ureq::Error> {
         let all = self.0.resolve(uri, config, timeout)?;
+        // the operator's proxy (HTTPS_PROXY …), which then resolves the target itself:
+        // it may well be on the private network
+        let proxy = config.proxy().is_some_and(|p| uri.host() == Some(p.host()));
+        if proxy {
+            return Ok(all);
+        }
         let mut public = self.0.empty();
         let mut refused = None;
         for addr in all.iter() {
