@@ -1923,6 +1923,7 @@ async fn a_slow_source_cannot_outlast_the_fetch_cap_or_the_crash_s_limit() {
     let cache = work.path().join("cache-trickle");
     let (_, ls) = program_lookups(&core, &cache, &url, &["--fetch-max-secs", "3"]);
     let took = started.elapsed();
+    eprintln!("walk with --fetch-max-secs 3 against a byte every 2 s: {took:?}");
     assert!(took < Duration::from_secs(15), "the walk took {took:?}");
     assert!(!ls.is_empty());
     for l in &ls {
@@ -1948,6 +1949,7 @@ async fn a_slow_source_cannot_outlast_the_fetch_cap_or_the_crash_s_limit() {
     let id = upload_crash(&c, &server.base, &std::fs::read(&core).unwrap()).await;
     let done = poll_done(&c, &server.base, &id).await;
     let took = started.elapsed();
+    eprintln!("crash with a {limit} s limit against a byte every 2 s: done in {took:?}");
     assert_eq!(done["status"], "done", "{done}");
     // the limit, plus one 2 s read in flight, plus processing on a loaded machine
     assert!(
