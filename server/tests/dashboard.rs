@@ -756,6 +756,24 @@ async fn tokens_and_basic_auth() {
         .await
         .unwrap();
     assert_eq!(r.status(), 403);
+    // said as what it is (issue 34): a cross-site request, not a token's missing scope
+    let problem: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(problem["code"], "cross-site", "{problem}");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("http://evil.example") && !detail.contains("scope"),
+        "{detail}"
+    );
+    let r = c
+        .post(s.url("/crashes/x/reprocess"))
+        .basic_auth("anyone", Some("s3cret"))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let problem: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(problem["code"], "cross-site", "{problem}");
     let r = c
         .post(s.url("/crashes/x/reprocess"))
         .basic_auth("anyone", Some("s3cret"))

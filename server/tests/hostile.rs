@@ -1245,3 +1245,51 @@ async fn periodic_sweep_removes_stale_staging_files_and_orphan_blobs() {
     assert_eq!(r.status(), 200);
     assert_eq!(r.bytes().await.unwrap().len(), 4096);
 }
+
+/// Issue 34, Low findings: the answers that hold a crash — its record and report JSON,
+/// its dump, its dashboard page, the lists — are kept out of every cache
+/// (`Cache-Control: no-store`) and send no `Referer` on the links they hold
+/// (`Referrer-Policy: no-referrer`), with or without tokens.
+#[tokio::test]
+async fn private_answers_are_not_cached_and_send_no_referrer() {
+    let open = Server::start(&["--workers", "0"]);
+    let with_token = Server::start(&["--workers", "0", "--token", "tok:admin"]);
+    for (s, auth) in [(&open, None), (&with_token, Some("Bearer tok"))] {
+        let with = |req: reqwest::RequestBuilder| match auth {
+            Some(a) => req.header("authorization", a),
+            None => req,
+        };
+        let r = with(client().post(s.url("/api/v1/crashes")))
+            .body(fake_core(4096))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+        let id = r.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        for path in [
+            format!("/api/v1/crashes/{id}"),
+            format!("/api/v1/crashes/{id}/dump"),
+            "/api/v1/crashes".to_string(),
+            format!("/crashes/{id}"),
+            "/crashes".to_string(),
+            "/".to_string(),
+        ] {
+            let r = with(client().get(s.url(&path))).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{path}");
+            let h = r.headers();
+            assert_eq!(
+                h.get("cache-control").map(|v| v.to_str().unwrap()),
+                Some("no-store"),
+                "{path}"
+            );
+            assert_eq!(
+                h.get("referrer-policy").map(|v| v.to_str().unwrap()),
+                Some("no-referrer"),
+                "{path}"
+            );
+        }
+    }
+}

@@ -316,6 +316,15 @@ enum Fault {
     Slow(PathBuf, Duration),
     /// 403, as S3 answers a request signed with keys it does not take.
     S3Denied,
+    /// A 1 MB body promised, then one byte of it every 2 s.
+    Trickle,
+    /// 302 to this `Location`, whatever was asked.
+    Redirect(String),
+    /// 302 from `PATH` to `/moved/PATH` on this server, where the files of the directory
+    /// are (without one, every `/moved/` path answers 401, as a CDN refusing).
+    Moved(Option<PathBuf>),
+    /// 401.
+    Unauthorized,
 }
 
 /// A source on a free port answering every request with `fault`; returns its URL and
@@ -349,12 +358,17 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
         }
     }
     log.lock().unwrap().push(path.clone());
-    let fault = match fault {
+    let (fault, path) = match fault {
         Fault::Slow(root, delay) => {
             std::thread::sleep(delay);
-            Fault::Files(root)
+            (Fault::Files(root), path)
         }
-        other => other,
+        Fault::Moved(root) => match (path.strip_prefix("/moved"), root) {
+            (Some(rest), Some(root)) => (Fault::Files(root), rest.to_string()),
+            (Some(_), None) => (Fault::Unauthorized, path),
+            (None, _) => (Fault::Redirect(format!("/moved{path}")), path),
+        },
+        other => (other, path),
     };
     let _ = match fault {
         Fault::Files(root) => {
@@ -407,7 +421,26 @@ fn answer(mut conn: TcpStream, fault: Fault, log: &Mutex<Vec<String>>) {
             }
             Ok(())
         }
-        Fault::Slow(..) => Ok(()),
+        Fault::Slow(..) | Fault::Moved(_) => Ok(()),
+        Fault::Trickle => {
+            let _ = conn.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n",
+            );
+            for _ in 0..500_000 {
+                if conn.write_all(b"x").is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_secs(2));
+            }
+            Ok(())
+        }
+        Fault::Redirect(to) => write!(
+            conn,
+            "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+        Fault::Unauthorized => conn.write_all(
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        ),
         Fault::S3Denied => {
             let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided. Check your key and signing method.</Message></Error>";
             let _ = write!(
@@ -1875,4 +1908,264 @@ async fn a_worker_waits_for_another_s_fetch_as_long_as_it_is_told() {
     if let Some(waited) = crash_behind_a_dead_claim(lease, &told).await {
         assert!(waited >= Duration::from_secs(2), "it waited");
     }
+}
+
+/// Issue 34, finding 8: a source sending one byte every 2 s. A walk's fetch ends at the
+/// whole-fetch cap `--fetch-max-secs` (an error lookup saying so, the server then left
+/// alone for the rest of the walk); in the service, a crash with a 5 s time limit is
+/// done within its limit, its lookups saying the limit ran out, though the source's own
+/// limits (90 s between bytes, 600 s a fetch) would have held it for ten minutes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_source_cannot_outlast_the_fetch_cap_or_the_crash_s_limit() {
+    let (work, core) = small_core();
+    let (url, _) = faulty(Fault::Trickle);
+    let started = Instant::now();
+    let cache = work.path().join("cache-trickle");
+    let (_, ls) = program_lookups(&core, &cache, &url, &["--fetch-max-secs", "3"]);
+    let took = started.elapsed();
+    eprintln!("walk with --fetch-max-secs 3 against a byte every 2 s: {took:?}");
+    assert!(took < Duration::from_secs(15), "the walk took {took:?}");
+    assert!(!ls.is_empty());
+    for l in &ls {
+        assert_eq!(l["result"], "error", "{l}");
+        assert!(
+            l["message"]
+                .as_str()
+                .unwrap()
+                .contains("took longer than its 3-second cap"),
+            "{l}"
+        );
+    }
+
+    let limit = 5;
+    let server = TempServer::start(&[
+        "--debuginfod",
+        &url,
+        "--job-timeout-secs",
+        &limit.to_string(),
+    ]);
+    let c = client();
+    let started = Instant::now();
+    let id = upload_crash(&c, &server.base, &std::fs::read(&core).unwrap()).await;
+    let done = poll_done(&c, &server.base, &id).await;
+    let took = started.elapsed();
+    eprintln!("crash with a {limit} s limit against a byte every 2 s: done in {took:?}");
+    assert_eq!(done["status"], "done", "{done}");
+    // the limit, plus one 2 s read in flight, plus processing on a loaded machine
+    assert!(
+        took < Duration::from_secs(limit + 10),
+        "the crash took {took:?} with a {limit} s limit"
+    );
+    let ls = module(&done["report"], "basic")["lookups"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!ls.is_empty(), "{}", done["report"]);
+    for l in &ls {
+        assert_eq!(l["result"], "error", "{l}");
+        assert!(
+            l["message"]
+                .as_str()
+                .unwrap()
+                .contains("time limit ran out"),
+            "{l}"
+        );
+    }
+}
+
+/// Issue 34, the Low findings on redirects: a source's redirect within its own origin is
+/// followed (the file is fetched); one to another host over plain http, to the cloud
+/// metadata address or to a `file://` URL is refused, an error saying which and why, and
+/// the target is never asked; a 401 after a redirect is an error, never a miss.
+#[test]
+fn a_source_s_redirects_are_followed_only_where_safe() {
+    let (work, core) = small_core();
+    let (id, store) = program_store(&work, &core);
+
+    let (moved, asked) = faulty(Fault::Moved(Some(store)));
+    let (_, report) = walk_remote(
+        &core,
+        &work.path().join("cache-moved"),
+        &["--debuginfod", &moved],
+    );
+    let m = module(&report, "basic");
+    assert_eq!(m["status"], "ok", "{m}");
+    assert!(lookups(m).iter().all(|(_, r)| r == "fetched"), "{m}");
+    assert!(
+        asked
+            .lock()
+            .unwrap()
+            .contains(&format!("/moved/buildid/{id}/executable")),
+        "{asked:?}"
+    );
+
+    let (target, target_asked) = faulty(Fault::NotFound);
+    let cases = [
+        (format!("{target}/x"), "over plain http"),
+        (
+            "https://169.254.169.254/latest/meta-data/".to_string(),
+            "169.254.169.254 is a link-local address",
+        ),
+        (
+            "https://127.0.0.1:1/x".to_string(),
+            "127.0.0.1 is a loopback address",
+        ),
+        (
+            "file:///etc/passwd".to_string(),
+            "a file: URL (file:///etc/passwd) is refused: only http and https",
+        ),
+    ];
+    for (i, (to, says)) in cases.iter().enumerate() {
+        let (url, _) = faulty(Fault::Redirect(to.clone()));
+        let cache = work.path().join(format!("cache-redirect-{i}"));
+        let (_, ls) = program_lookups(&core, &cache, &url, &[]);
+        assert!(!ls.is_empty(), "{to}");
+        for l in &ls {
+            assert_eq!(l["result"], "error", "{to}: {l}");
+            let message = l["message"].as_str().unwrap();
+            assert!(message.contains(says), "{to}: {message:?} lacks {says:?}");
+        }
+    }
+    assert!(target_asked.lock().unwrap().is_empty(), "{target_asked:?}");
+
+    let (denied, _) = faulty(Fault::Moved(None));
+    let cache = work.path().join("cache-denied");
+    let (_, ls) = program_lookups(&core, &cache, &denied, &[]);
+    assert!(!ls.is_empty());
+    for l in &ls {
+        assert_eq!(l["result"], "error", "{l}");
+        let message = l["message"].as_str().unwrap();
+        assert!(
+            message.contains("HTTP status 401 from") && message.contains("(redirected)"),
+            "{message}"
+        );
+    }
+    let misses: Vec<_> = common::files_under(&cache)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(".miss-"))
+        .collect();
+    assert!(
+        misses.is_empty(),
+        "a 401 is not remembered as a miss: {misses:?}"
+    );
+}
+
+/// Issue 34, finding 7: a source configured with credentials (`user:password@` and
+/// `?token=`) is asked with them, but neither appears in a walk's report, a service's
+/// report, its `/metrics` (which takes an admin token when tokens are configured) or its
+/// log: everywhere the source is named `http://***@HOST:PORT?token=***`.
+#[tokio::test(flavor = "multi_thread")]
+async fn source_credentials_are_never_shown() {
+    let (work, core) = small_core();
+    let (plain, asked) = faulty(Fault::NotFound);
+    let host = plain.trim_start_matches("http://").to_string();
+    let secret = format!("http://alice:pa55word@{host}?token=hunter2");
+    let shown = format!("http://***@{host}?token=***");
+    let leaks = |text: &str| text.contains("pa55word") || text.contains("hunter2");
+
+    let (out, report) = walk_remote(
+        &core,
+        &work.path().join("cache-secret"),
+        &["--debuginfod", &secret],
+    );
+    let text = serde_json::to_string(&report).unwrap();
+    assert!(!leaks(&text), "{text}");
+    assert!(!leaks(&String::from_utf8_lossy(&out.stderr)));
+    let m = module(&report, "basic");
+    for l in m["lookups"].as_array().unwrap() {
+        assert_eq!(l["source"], shown.as_str(), "{l}");
+        assert_eq!(l["result"], "not-found", "{l}");
+    }
+    // the credentials were sent: the token in the query of each request
+    assert!(
+        asked
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|p| p.starts_with("/buildid/") && p.ends_with("?token=hunter2")),
+        "{asked:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let child = Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .args([
+            "--debuginfod",
+            &secret,
+            "--token",
+            "adm1n:admin",
+            "--token",
+            "up:ingest",
+        ])
+        .env("RUST_LOG", "info")
+        .env_remove("DEBUGINFOD_URLS")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let (_serve, base) = common::listening(child);
+    let c = client();
+    let r = c
+        .post(format!("{base}/api/v1/crashes"))
+        .bearer_auth("up")
+        .body(std::fs::read(&core).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let id = r.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = loop {
+        let v: Value = c
+            .get(format!("{base}/api/v1/crashes/{id}"))
+            .bearer_auth("adm1n")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["status"] == "done" || v["status"] == "failed" {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["status"], "done", "{done}");
+    assert!(!leaks(&done.to_string()), "{done}");
+    let m = module(&done["report"], "basic");
+    for l in m["lookups"].as_array().unwrap() {
+        assert_eq!(l["source"], shown.as_str(), "{l}");
+    }
+
+    let metrics = format!("{base}/metrics");
+    assert_eq!(c.get(&metrics).send().await.unwrap().status(), 401);
+    let r = c.get(&metrics).bearer_auth("up").send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    let r = c.get(&metrics).bearer_auth("adm1n").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert!(!leaks(&text), "{text}");
+    let line =
+        format!("postmortem_symbol_lookups_total{{source=\"{shown}\",result=\"not-found\"}}");
+    assert!(text.contains(&line), "{line} in:\n{text}");
+    let page = c
+        .get(format!("{base}/crashes/{id}"))
+        .bearer_auth("adm1n")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!leaks(&page), "{page}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains(&shown),
+        "the log names the source:\n{logged}"
+    );
+    assert!(!leaks(&logged), "{logged}");
 }

@@ -15,7 +15,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
 /// How long a source's "not found" is believed before it is asked again, as elfutils'
 /// `cache_miss_s` (600 s).
 pub const DEFAULT_MISS_TTL_SECS: u64 = 600;
-/// Longest a whole fetch may take, however steadily bytes arrive.
+/// Longest a whole fetch may take, however steadily bytes arrive (`--fetch-max-secs`).
 pub const DEFAULT_MAX_FETCH_SECS: u64 = 600;
 
 /// The sources and limits of one program run (a walk) or one service.
@@ -117,7 +117,8 @@ pub fn parse_urls(value: &str) -> (Vec<String>, Vec<String>) {
                 urls.push(u);
             }
         } else {
-            skipped.push(format!("{u}: not an http:// or https:// URL"));
+            let shown = crate::redact::redact_url(u);
+            skipped.push(format!("{shown}: not an http:// or https:// URL"));
         }
     }
     (urls, skipped)

@@ -9,7 +9,7 @@
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use std::fs::File;
 
@@ -18,6 +18,8 @@ use tempfile::NamedTempFile;
 use crate::cabinet::CabError;
 use crate::check::Refused;
 use crate::config::Limits;
+use crate::redact::{redact_in, redact_url};
+use crate::redirect::{self, Hop, PrivateTarget, PublicOnly, Refusal, MAX_REDIRECTS};
 use crate::s3::{self, BucketAnswer, S3Error};
 
 /// Why a server gave no usable file.
@@ -27,8 +29,20 @@ pub enum FetchError {
     Connect(String),
     #[error("no answer within {0:?}")]
     Timeout(Duration),
+    /// The whole fetch took longer than the source's cap (`--fetch-max-secs`).
+    #[error("the fetch took longer than its {}-second cap", .0.as_secs())]
+    TooSlow(Duration),
+    /// The job asking ran out of time ([`Until`]) before the file arrived.
+    #[error("the crash's time limit ran out before the file arrived")]
+    OutOfTime,
     #[error("HTTP status {0}")]
     Status(u16),
+    /// A status that is not "not found" after a redirect: the target refused (a 401
+    /// from a CDN is not the source saying it lacks the file).
+    #[error("HTTP status {status} from {to} (redirected)")]
+    RedirectedStatus { status: u16, to: String },
+    #[error("{0}")]
+    Redirect(#[from] Refusal),
     #[error("the body was cut short: {0}")]
     Truncated(String),
     #[error("the file is larger than the {limit}-byte cap")]
@@ -49,17 +63,74 @@ pub enum FetchError {
     Key(#[from] S3Error),
 }
 
+/// When the one asking must have its answer (a job's deadline): each fetch ends by
+/// then, whatever the source's own limits. `None`: only those limits.
+pub type Until = Option<Instant>;
+
 /// One HTTP source.
 pub struct Server {
+    /// The base URL as configured: used for requests only, never shown.
     base: String,
+    /// The base URL's display form ([`crate::redact`]): what reports, metrics, logs and
+    /// errors name the source by.
+    name: String,
     /// Set for an S3 bucket: objects are asked at presigned URLs.
     bucket: Option<s3::Bucket>,
     /// Made at the first fetch: a walk whose files are all on hand or cached pays nothing
-    /// for HTTP and TLS set-up.
-    agent: OnceLock<ureq::Agent>,
+    /// for HTTP and TLS set-up. The second connects only to public addresses: for
+    /// redirects to other hosts ([`crate::redirect`]).
+    agents: OnceLock<(ureq::Agent, ureq::Agent)>,
     timeout: Duration,
     max_fetch: Duration,
     max_bytes: u64,
+    miss_ttl: Duration,
+}
+
+/// How long one fetch may still take, and which limit that is.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    /// When it ends; `None` when the cap lies beyond the clock's range (and no deadline).
+    ends: Option<Instant>,
+    /// Whether the asker's deadline, not the source's cap, ends it.
+    by_deadline: bool,
+    cap: Duration,
+}
+
+impl Budget {
+    fn new(started: Instant, cap: Duration, until: Until) -> Budget {
+        let capped = started.checked_add(cap);
+        let by_deadline = match (capped, until) {
+            (Some(c), Some(u)) => u < c,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        Budget {
+            ends: if by_deadline { until } else { capped },
+            by_deadline,
+            cap,
+        }
+    }
+
+    /// What is left, or the error saying which limit ran out.
+    fn left(&self) -> Result<Duration, FetchError> {
+        let Some(ends) = self.ends else {
+            return Ok(self.cap);
+        };
+        let left = ends.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.spent())
+        } else {
+            Ok(left)
+        }
+    }
+
+    fn spent(&self) -> FetchError {
+        if self.by_deadline {
+            FetchError::OutOfTime
+        } else {
+            FetchError::TooSlow(self.cap)
+        }
+    }
 }
 
 impl Server {
@@ -68,11 +139,13 @@ impl Server {
     pub fn new(base: &str, limits: &Limits) -> Server {
         Server {
             base: base.to_string(),
+            name: redact_url(base),
             bucket: None,
-            agent: OnceLock::new(),
+            agents: OnceLock::new(),
             timeout: limits.timeout,
             max_fetch: limits.max_fetch,
             max_bytes: limits.max_bytes,
+            miss_ttl: limits.miss_ttl,
         }
     }
 
@@ -80,28 +153,45 @@ impl Server {
     pub fn bucket(bucket: s3::Bucket, limits: &Limits) -> Server {
         Server {
             base: bucket.url().to_string(),
+            name: redact_url(bucket.url()),
             bucket: Some(bucket),
             ..Server::new("", limits)
         }
     }
 
-    fn agent(&self) -> &ureq::Agent {
-        self.agent.get_or_init(|| {
-            ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_connect(Some(self.timeout))
-                .timeout_recv_response(Some(self.timeout))
-                .timeout_per_read(Some(self.timeout))
-                .timeout_global(Some(self.max_fetch))
-                .user_agent(concat!("postmortem/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .into()
+    /// The agent for the source and its own origin, and the one for other hosts.
+    fn agents(&self) -> &(ureq::Agent, ureq::Agent) {
+        self.agents.get_or_init(|| {
+            let config = || {
+                ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    // redirects are followed here, each one checked
+                    .max_redirects(0)
+                    .timeout_connect(Some(self.timeout))
+                    .timeout_recv_response(Some(self.timeout))
+                    .timeout_per_read(Some(self.timeout))
+                    .timeout_global(Some(self.max_fetch))
+                    .user_agent(concat!("postmortem/", env!("CARGO_PKG_VERSION")))
+                    .build()
+            };
+            let public = ureq::Agent::with_parts(
+                config(),
+                ureq::unversioned::transport::DefaultConnector::new(),
+                PublicOnly::new(),
+            );
+            (config().into(), public)
         })
     }
 
-    /// The server's base URL (a bucket's `s3://` URL), as configured.
-    pub fn base(&self) -> &str {
-        &self.base
+    /// The server's base URL (a bucket's `s3://` URL) in its display form: userinfo and
+    /// query values hidden ([`crate::redact`]).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How long this server's "not found" is believed.
+    pub fn miss_ttl(&self) -> Duration {
+        self.miss_ttl
     }
 
     /// The largest file fetched (or extracted from a fetched archive), in bytes.
@@ -109,16 +199,35 @@ impl Server {
         self.max_bytes
     }
 
+    /// The URL of `path` below the base: before the base's query, if it has one
+    /// (`https://h/s?token=T` → `https://h/s/PATH?token=T`).
+    fn url_of(&self, path: &str) -> String {
+        let base = self
+            .base
+            .split_once('#')
+            .map_or(self.base.as_str(), |(b, _)| b);
+        match base.split_once('?') {
+            Some((prefix, query)) => format!("{}/{path}?{query}", prefix.trim_end_matches('/')),
+            None => format!("{base}/{path}"),
+        }
+    }
+
+    /// The URL of `path` as it may be shown ([`crate::redact`]).
+    pub fn display_url(&self, path: &str) -> String {
+        redact_url(&self.url_of(path))
+    }
+
     /// The file at `path` (below the base URL, already escaped), written to a new
     /// temporary file in `dir` and accepted by `check`; `None` when the server does not
-    /// have it.
+    /// have it. Ends by `until` at the latest.
     pub fn fetch(
         &self,
         path: &str,
         dir: &Path,
         check: &dyn Fn(&File) -> Result<(), Refused>,
+        until: Until,
     ) -> Result<Option<NamedTempFile>, FetchError> {
-        let Some(out) = self.download(path, dir)? else {
+        let Some(out) = self.download(path, dir, until)? else {
             return Ok(None);
         };
         check(out.as_file())?;
@@ -127,19 +236,21 @@ impl Server {
 
     /// The file at `path` as [`Server::fetch`] gives it, unchecked: for a file that is
     /// not the one asked for but holds it (a symbol server's compressed `NAME.pd_`).
-    pub fn download(&self, path: &str, dir: &Path) -> Result<Option<NamedTempFile>, FetchError> {
+    pub fn download(
+        &self,
+        path: &str,
+        dir: &Path,
+        until: Until,
+    ) -> Result<Option<NamedTempFile>, FetchError> {
         let url = match &self.bucket {
             Some(bucket) => bucket.get_url(path)?,
-            None => format!("{}/{path}", self.base),
+            None => self.url_of(path),
         };
-        let mut response = self
-            .agent()
-            .get(&url)
-            .call()
-            .map_err(|e| self.classify(e))?;
-        match (response.status().as_u16(), &self.bucket) {
-            (200, _) => {}
-            (status, Some(_)) => {
+        let budget = Budget::new(Instant::now(), self.max_fetch, until);
+        let (mut response, redirected) = self.get(url, &budget)?;
+        match (response.status().as_u16(), &self.bucket, redirected) {
+            (200, _, _) => {}
+            (status, Some(_), _) => {
                 // S3 says why in a small XML body: read a bounded piece of it
                 let mut head = Vec::new();
                 let body = response.body_mut().with_config().limit(s3::MAX_ERROR_BODY);
@@ -152,8 +263,9 @@ impl Server {
                     BucketAnswer::Error(why) => Err(FetchError::Bucket(why)),
                 };
             }
-            (404 | 410, None) => return Ok(None),
-            (s, None) => return Err(FetchError::Status(s)),
+            (404 | 410, None, _) => return Ok(None),
+            (status, None, Some(to)) => return Err(FetchError::RedirectedStatus { status, to }),
+            (s, None, None) => return Err(FetchError::Status(s)),
         }
         let body = response.body_mut();
         if body.content_length().is_some_and(|n| n > self.max_bytes) {
@@ -166,21 +278,65 @@ impl Server {
             .with_config()
             .limit(self.max_bytes.saturating_add(1))
             .reader();
-        self.copy(&mut reader, out.as_file_mut())?;
+        self.copy(&mut reader, out.as_file_mut(), &budget)?;
         out.as_file_mut().flush().map_err(FetchError::Disk)?;
         Ok(Some(out))
     }
 
+    /// The answer at `url`, redirects followed as [`crate::redirect`] allows, the whole
+    /// within `budget`; and where it was redirected to (its display form), if it was.
+    fn get(
+        &self,
+        mut url: String,
+        budget: &Budget,
+    ) -> Result<(ureq::http::Response<ureq::Body>, Option<String>), FetchError> {
+        let (own, public) = self.agents();
+        let mut agent = own;
+        let mut redirected = None;
+        for _ in 0..=MAX_REDIRECTS {
+            let left = budget.left()?;
+            let response = agent
+                .get(&url)
+                .config()
+                .timeout_global(Some(left))
+                .build()
+                .call()
+                .map_err(|e| self.classify(e, budget, &url))?;
+            if !response.status().is_redirection() || response.status().as_u16() == 304 {
+                return Ok((response, redirected));
+            }
+            let location = response
+                .headers()
+                .get(ureq::http::header::LOCATION)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let (next, hop) = redirect::follow(&url, location.as_deref())?;
+            if hop == Hop::OtherHost {
+                agent = public;
+            }
+            redirected = Some(redact_url(&next));
+            url = next;
+        }
+        Err(Refusal::TooMany.into())
+    }
+
     /// Copies the body to `to`, at most the cap.
-    fn copy(&self, from: &mut impl Read, to: &mut impl Write) -> Result<(), FetchError> {
+    /// Copies the body to `to`, at most the cap, within `budget` (also checked between
+    /// reads, whatever the transport's timers say).
+    fn copy(
+        &self,
+        from: &mut impl Read,
+        to: &mut impl Write,
+        budget: &Budget,
+    ) -> Result<(), FetchError> {
         let mut buf = vec![0u8; 1 << 16];
         let mut total: u64 = 0;
         loop {
+            budget.left()?;
             let n = match from.read(&mut buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.classify(ureq::Error::from(e))),
+                Err(e) => return Err(self.classify(ureq::Error::from(e), budget, "")),
             };
             total = total.saturating_add(n as u64);
             if total > self.max_bytes {
@@ -193,9 +349,16 @@ impl Server {
         }
     }
 
-    fn classify(&self, e: ureq::Error) -> FetchError {
+    /// What a transport error means; `url` (the one asked) is hidden from its text.
+    fn classify(&self, e: ureq::Error, budget: &Budget, url: &str) -> FetchError {
         match e {
+            ureq::Error::Timeout(ureq::Timeout::Global) => budget.spent(),
+            ureq::Error::Timeout(_) if budget.left().is_err() => budget.spent(),
             ureq::Error::Timeout(_) => FetchError::Timeout(self.timeout),
+            ureq::Error::Other(e) => match e.downcast::<PrivateTarget>() {
+                Ok(p) => FetchError::Transport(p.to_string()),
+                Err(e) => FetchError::Transport(redact_in(&e.to_string(), &[url, &self.base])),
+            },
             ureq::Error::BodyExceedsLimit(_) => FetchError::TooLarge {
                 limit: self.max_bytes,
             },
@@ -203,6 +366,9 @@ impl Server {
                 FetchError::Connect(e.to_string())
             }
             ureq::Error::Io(io) => match io.kind() {
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock if budget.left().is_err() => {
+                    budget.spent()
+                }
                 io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
                     FetchError::Timeout(self.timeout)
                 }
@@ -211,9 +377,9 @@ impl Server {
                 | io::ErrorKind::ConnectionReset
                 | io::ErrorKind::ConnectionAborted
                 | io::ErrorKind::NotConnected => FetchError::Connect(io.to_string()),
-                _ => FetchError::Transport(io.to_string()),
+                _ => FetchError::Transport(redact_in(&io.to_string(), &[url, &self.base])),
             },
-            other => FetchError::Transport(other.to_string()),
+            other => FetchError::Transport(redact_in(&other.to_string(), &[url, &self.base])),
         }
     }
 }

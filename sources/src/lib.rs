@@ -9,6 +9,10 @@
 //! - [`sources_file`]: the sources listed in a file, in order, each with its own limits.
 //! - [`http`]: one server's answer for one file, streamed to disk, told apart as found,
 //!   not found, or an error (unreachable, slow, 5xx, cut short, too large).
+//! - [`redirect`]: which redirects a source may send a fetch to (its own origin; other
+//!   hosts over https at public addresses only).
+//! - [`redact`]: a source URL's one display form, credentials hidden, for reports,
+//!   metrics, logs and errors.
 //! - [`cabinet`]: a symbol server's compressed file (`NAME.pd_`, a CAB archive), its one
 //!   file taken out, bounded by the size cap.
 //! - [`s3`]: S3-compatible buckets in any of those layouts, each object asked at a
@@ -28,6 +32,8 @@ pub mod cache;
 pub mod check;
 pub mod config;
 pub mod http;
+pub mod redact;
+pub mod redirect;
 pub mod remote;
 pub mod s3;
 pub mod sources_file;

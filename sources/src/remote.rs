@@ -25,7 +25,7 @@ use crate::cabinet;
 use crate::cache::{DiskCache, Entry};
 use crate::check::{self, Refused};
 use crate::config::Config;
-use crate::http::{FetchError, Server};
+use crate::http::{FetchError, Server, Until};
 use crate::sources_file;
 
 /// Where a symbol server may keep a file compressed: the path below its base URL
@@ -33,6 +33,18 @@ use crate::sources_file;
 struct Compressed<'a> {
     path: String,
     name: &'a str,
+}
+
+/// One file asked of the servers of a layout.
+struct Asked<'a> {
+    layout: Layout,
+    file: RemoteFile,
+    /// Below each base URL, escaped.
+    path: &'a str,
+    /// Where a symbol server may keep it compressed.
+    compressed: Option<&'a Compressed<'a>>,
+    /// When every fetch must have ended.
+    until: Until,
 }
 
 /// How a server lays out its files.
@@ -92,8 +104,6 @@ pub trait SharedMisses: Send + Sync {
 pub struct Remote {
     servers: Vec<(Layout, Server)>,
     cache: DiskCache,
-    /// The sources' limits: the defaults, and each source's own.
-    limits: Config,
     /// Servers (by index) that failed to answer, since when and why.
     down: Mutex<HashMap<usize, (Instant, String)>>,
     /// A cache directory of our own, for as long as this run, when the configured one
@@ -147,7 +157,6 @@ impl Remote {
                 }))
                 .collect(),
             cache: DiskCache::new(root),
-            limits: config.clone(),
             down: Mutex::new(HashMap::new()),
             _fallback: fallback,
             shared: OnceLock::new(),
@@ -165,28 +174,25 @@ impl Remote {
         self.shared.get().is_some()
     }
 
-    /// How long a miss of `source` is remembered (its own TTL, else the default).
-    pub fn miss_ttl(&self, source: &str) -> Duration {
-        self.limits.limits(source).miss_ttl
-    }
-
-    /// When the miss expires, if `source` said it lacks `entry` less than its miss TTL
+    /// When the miss expires, if `server` said it lacks `entry` less than its miss TTL
     /// ago. Blocks on the shared misses when there are: call it on a blocking thread.
-    pub fn miss_remembered(&self, entry: &Entry, source: &str) -> Option<SystemTime> {
+    /// Misses are kept under the server's display form ([`Server::name`]).
+    fn miss_remembered(&self, entry: &Entry, server: &Server) -> Option<SystemTime> {
+        let source = server.name();
         if let Some(shared) = self.shared.get() {
             return shared.remembered(entry, source);
         }
         let expires = self
             .cache
             .miss_recorded(entry, source)?
-            .checked_add(self.miss_ttl(source))?;
+            .checked_add(server.miss_ttl())?;
         (expires > SystemTime::now()).then_some(expires)
     }
 
-    /// Remembers that `source` lacks `entry`; when that expires, if it could. Blocks as
+    /// Remembers that `server` lacks `entry`; when that expires, if it could. Blocks as
     /// [`Remote::miss_remembered`] does.
-    pub fn remember_miss(&self, entry: &Entry, source: &str) -> Option<SystemTime> {
-        let ttl = self.miss_ttl(source);
+    fn remember_miss(&self, entry: &Entry, server: &Server) -> Option<SystemTime> {
+        let (source, ttl) = (server.name(), server.miss_ttl());
         if let Some(shared) = self.shared.get() {
             return shared.remember(entry, source, ttl);
         }
@@ -198,55 +204,64 @@ impl Remote {
         self.cache.download_dir(entry)
     }
 
-    /// What a `not-found` lookup of `source` says: how long the miss is remembered (the
+    /// What a `not-found` lookup of `server` says: how long the miss is remembered (the
     /// same words when it is new and when it is remembered, so a report does not change
     /// with the clock).
-    pub fn miss_message(&self, source: &str) -> String {
-        format!("remembered for {} s", self.miss_ttl(source).as_secs())
+    fn miss_message(server: &Server) -> String {
+        format!("remembered for {} s", server.miss_ttl().as_secs())
     }
 
     /// File `file` (executable or debuginfo) of build `build_id` (lower-case hex), from
-    /// the debuginfod servers.
-    pub fn file(&self, build_id: &str, file: RemoteFile) -> Fetched {
+    /// the debuginfod servers; every fetch ended by `until`.
+    pub fn file(&self, build_id: &str, file: RemoteFile, until: Until) -> Fetched {
         let Some(entry) = Entry::build(build_id, file.as_str()) else {
             return Fetched::default();
         };
         let path = format!("buildid/{build_id}/{}", file.as_str());
         let check = |f: &std::fs::File| check::same_build(f, build_id);
-        self.ask(Layout::Debuginfod, file, &entry, &path, None, &check)
+        let asked = Asked {
+            layout: Layout::Debuginfod,
+            file,
+            path: &path,
+            compressed: None,
+            until,
+        };
+        self.ask(&asked, &entry, &check)
     }
 
     /// The `.sym` file at `rel` (`NAME/DEBUG_ID/NAME.sym`) whose `MODULE` line says
-    /// `debug_id` (upper-case), from the Breakpad symbol stores.
-    pub fn sym(&self, rel: &str, debug_id: &str) -> Fetched {
+    /// `debug_id` (upper-case), from the Breakpad symbol stores; every fetch ended by
+    /// `until`.
+    pub fn sym(&self, rel: &str, debug_id: &str, until: Until) -> Fetched {
         let Some(entry) = Entry::sym(rel) else {
             return Fetched::default();
         };
         let path = escape_path(rel);
         let check = |f: &std::fs::File| check::same_sym(f, debug_id);
-        self.ask(
-            Layout::Breakpad,
-            RemoteFile::Sym,
-            &entry,
-            &path,
-            None,
-            &check,
-        )
+        let asked = Asked {
+            layout: Layout::Breakpad,
+            file: RemoteFile::Sym,
+            path: &path,
+            compressed: None,
+            until,
+        };
+        self.ask(&asked, &entry, &check)
     }
 
     /// The Windows image `name` (asked for in the case given: the dump's) of code id
     /// `code_id` (upper-case), from the symbol servers at `NAME/CODE_ID/NAME`, else
-    /// compressed at `NAME/CODE_ID/NAME.dl_` (`.ex_`).
-    pub fn pe_image(&self, name: &str, code_id: &str) -> Fetched {
+    /// compressed at `NAME/CODE_ID/NAME.dl_` (`.ex_`); every fetch ended by `until`.
+    pub fn pe_image(&self, name: &str, code_id: &str, until: Until) -> Fetched {
         let check = |f: &std::fs::File| check::same_pe(f, code_id);
-        self.symsrv(name, code_id, RemoteFile::Executable, &check)
+        self.symsrv(name, code_id, RemoteFile::Executable, &check, until)
     }
 
     /// The PDB `name` of debug id `debug_id` (upper-case), from the symbol servers at
-    /// `NAME/DEBUG_ID/NAME`, else compressed at `NAME/DEBUG_ID/NAME.pd_`.
-    pub fn pdb(&self, name: &str, debug_id: &str) -> Fetched {
+    /// `NAME/DEBUG_ID/NAME`, else compressed at `NAME/DEBUG_ID/NAME.pd_`; every fetch
+    /// ended by `until`.
+    pub fn pdb(&self, name: &str, debug_id: &str, until: Until) -> Fetched {
         let check = |f: &std::fs::File| check::same_pdb(f, debug_id);
-        self.symsrv(name, debug_id, RemoteFile::Debuginfo, &check)
+        self.symsrv(name, debug_id, RemoteFile::Debuginfo, &check, until)
     }
 
     /// File `name` of id `id` from the symbol servers, plain or compressed, accepted by
@@ -258,6 +273,7 @@ impl Remote {
         id: &str,
         file: RemoteFile,
         check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
+        until: Until,
     ) -> Fetched {
         let Some(entry) = Entry::symsrv(name, id) else {
             return Fetched::default();
@@ -267,14 +283,14 @@ impl Remote {
             path: escape_path(&format!("{name}/{id}/{c}")),
             name,
         });
-        self.ask(
-            Layout::SymbolServer,
+        let asked = Asked {
+            layout: Layout::SymbolServer,
             file,
-            &entry,
-            &path,
-            compressed.as_ref(),
-            check,
-        )
+            path: &path,
+            compressed: compressed.as_ref(),
+            until,
+        };
+        self.ask(&asked, &entry, check)
     }
 
     /// Whether any symbol server (or bucket) is configured.
@@ -289,27 +305,26 @@ impl Remote {
         self.servers.iter().any(|(l, _)| l.serves(Layout::Breakpad))
     }
 
-    /// `entry` from the cache, else from the servers of `layout` in order (at `path`
-    /// below each base URL, else where `compressed` says, the download — or the file
-    /// extracted from it — accepted by `check`).
+    /// `entry` from the cache, else from the servers of `asked.layout` in order (at
+    /// `asked.path` below each base URL, else where `asked.compressed` says, the
+    /// download — or the file extracted from it — accepted by `check`).
     fn ask(
         &self,
-        layout: Layout,
-        file: RemoteFile,
+        asked: &Asked<'_>,
         entry: &Entry,
-        path: &str,
-        compressed: Option<&Compressed<'_>>,
         check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
     ) -> Fetched {
         let lookup = |source: &str, result, message: Option<String>| Lookup {
             source: source.to_string(),
-            file,
+            file: asked.file,
             result,
             message,
             until: None,
         };
         if let Some((path, source)) = self.cache.get(entry) {
-            let via = self.cache.via(entry);
+            // written by an older version, it may hold the URL as configured
+            let source = crate::redact::redact_url(&source);
+            let via = self.cache.via(entry).map(|v| crate::redact::redact_url(&v));
             return Fetched {
                 lookups: vec![lookup(&source, LookupResult::Fetched, via)],
                 file: Some((path, source)),
@@ -320,19 +335,19 @@ impl Remote {
             .servers
             .iter()
             .enumerate()
-            .filter(|(_, (l, _))| l.serves(layout))
+            .filter(|(_, (l, _))| l.serves(asked.layout))
         {
-            let base = server.base();
+            let name = server.name();
             if let Some(why) = self.down_now(i) {
                 out.lookups
-                    .push(lookup(base, LookupResult::Error, Some(why)));
+                    .push(lookup(name, LookupResult::Error, Some(why)));
                 continue;
             }
-            let remembered = self.miss_message(base);
-            if let Some(expires) = self.miss_remembered(entry, base) {
+            let remembered = Remote::miss_message(server);
+            if let Some(expires) = self.miss_remembered(entry, server) {
                 out.lookups.push(Lookup {
                     until: Some(rfc3339(expires)),
-                    ..lookup(base, LookupResult::NotFound, Some(remembered))
+                    ..lookup(name, LookupResult::NotFound, Some(remembered))
                 });
                 continue;
             }
@@ -340,23 +355,17 @@ impl Remote {
                 .cache
                 .download_dir(entry)
                 .map_err(FetchError::Disk)
-                .and_then(|dir| match server.fetch(path, &dir, check)? {
-                    Some(plain) => Ok(Some((plain, None))),
-                    None => match compressed {
-                        Some(c) => fetch_compressed(server, c, &dir, check),
-                        None => Ok(None),
-                    },
-                });
+                .and_then(|dir| fetch_one(server, asked, &dir, check));
             match answer {
                 Ok(Some((downloaded, via))) => {
-                    match self.cache.put(entry, downloaded, base, via.as_deref()) {
+                    match self.cache.put(entry, downloaded, name, via.as_deref()) {
                         Ok(path) => {
-                            out.lookups.push(lookup(base, LookupResult::Fetched, via));
-                            out.file = Some((path, base.to_string()));
+                            out.lookups.push(lookup(name, LookupResult::Fetched, via));
+                            out.file = Some((path, name.to_string()));
                             return out;
                         }
                         Err(e) => out.lookups.push(lookup(
-                            base,
+                            name,
                             LookupResult::Error,
                             Some(FetchError::Disk(e).to_string()),
                         )),
@@ -364,22 +373,26 @@ impl Remote {
                 }
                 Ok(None) => {
                     // a miss that cannot be remembered is asked again next time: no harm
-                    let expires = self.remember_miss(entry, base);
+                    let expires = self.remember_miss(entry, server);
                     let message = expires.is_some().then_some(remembered);
                     out.lookups.push(Lookup {
                         until: expires.map(rfc3339),
-                        ..lookup(base, LookupResult::NotFound, message)
+                        ..lookup(name, LookupResult::NotFound, message)
                     });
                 }
                 Err(e) => {
                     let message = e.to_string();
-                    if matches!(e, FetchError::Connect(_) | FetchError::Timeout(_)) {
+                    let down = matches!(
+                        e,
+                        FetchError::Connect(_) | FetchError::Timeout(_) | FetchError::TooSlow(_)
+                    );
+                    if down {
                         if let Ok(mut d) = self.down.lock() {
                             d.insert(i, (Instant::now(), message.clone()));
                         }
                     }
                     out.lookups
-                        .push(lookup(base, LookupResult::Error, Some(message)));
+                        .push(lookup(name, LookupResult::Error, Some(message)));
                 }
             }
         }
@@ -394,6 +407,22 @@ impl Remote {
     }
 }
 
+/// What `server` has of `asked`: the file, else its compressed form.
+fn fetch_one(
+    server: &Server,
+    asked: &Asked<'_>,
+    dir: &std::path::Path,
+    check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
+) -> Result<Option<(tempfile::NamedTempFile, Option<String>)>, FetchError> {
+    if let Some(plain) = server.fetch(asked.path, dir, check, asked.until)? {
+        return Ok(Some((plain, None)));
+    }
+    match asked.compressed {
+        Some(c) => fetch_compressed(server, c, dir, check, asked.until),
+        None => Ok(None),
+    }
+}
+
 /// The file `compressed` names from `server`, extracted into `dir` and accepted by
 /// `check`, and what the lookup says of it (the archive's URL); `None` when the server
 /// has no such archive.
@@ -402,11 +431,12 @@ fn fetch_compressed(
     compressed: &Compressed<'_>,
     dir: &std::path::Path,
     check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
+    until: Until,
 ) -> Result<Option<(tempfile::NamedTempFile, Option<String>)>, FetchError> {
-    let Some(archive) = server.download(&compressed.path, dir)? else {
+    let Some(archive) = server.download(&compressed.path, dir, until)? else {
         return Ok(None);
     };
-    let url = format!("{}/{}", server.base(), compressed.path);
+    let url = server.display_url(&compressed.path);
     let extracted = cabinet::extract(archive.as_file(), compressed.name, dir, server.max_bytes())
         .map_err(|e| FetchError::Cab {
         url: url.clone(),

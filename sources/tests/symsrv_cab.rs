@@ -165,7 +165,10 @@ fn compressed_pdb_and_image_are_fetched_extracted_and_cached() {
 
     let walk = || {
         let r = remote(&url, &cache, 1 << 30);
-        (r.pdb("app.pdb", &debug_id), r.pe_image("app.exe", &code_id))
+        (
+            r.pdb("app.pdb", &debug_id, None),
+            r.pe_image("app.exe", &code_id, None),
+        )
     };
     let (got_pdb, got_exe) = walk();
     assert_extracted(
@@ -257,7 +260,7 @@ fn bad_compressed_files_are_errors_that_say_why() {
 
     let r = remote(&url, &work.path().join("cache"), 1 << 30);
     let error = |id: &str| {
-        let got = r.pdb("app.pdb", id);
+        let got = r.pdb("app.pdb", id, None);
         assert_eq!(got.file, None);
         let [l] = got.lookups.as_slice() else {
             panic!("one lookup: {:?}", got.lookups)
@@ -295,7 +298,7 @@ fn bad_compressed_files_are_errors_that_say_why() {
         &work.path().join("cache-capped"),
         u64::try_from(bytes.len()).unwrap() * 2,
     );
-    let got = capped.pdb("app.pdb", other_build);
+    let got = capped.pdb("app.pdb", other_build, None);
     assert_eq!(got.file, None);
     assert_eq!(
         got.lookups[0].message.as_deref(),
@@ -343,7 +346,10 @@ fn compressed_files_in_a_bucket_are_fetched_and_extracted() {
         config.cache_dir = cache.clone();
         config.timeout = Duration::from_secs(20);
         let r = Remote::new(&config).unwrap();
-        (r.pdb("app.pdb", &debug_id), r.pe_image("app.exe", &code_id))
+        (
+            r.pdb("app.pdb", &debug_id, None),
+            r.pe_image("app.exe", &code_id, None),
+        )
     };
     let (got_pdb, got_exe) = walk();
     assert_extracted(

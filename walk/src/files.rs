@@ -367,7 +367,7 @@ impl FileProvider {
             if !wanted {
                 continue;
             }
-            let fetched = remote.file(build_id, file);
+            let fetched = remote.file(build_id, file, None);
             lookups.extend(fetched.lookups);
             if let Some((path, source)) = fetched.file {
                 out.push(SourceFile {
@@ -409,9 +409,9 @@ impl FileProvider {
     ) -> Option<SourceFile<LocalFile>> {
         let remote = self.remote.as_ref().filter(|r| r.has_symbol_servers())?;
         let fetched = if pdb {
-            remote.pdb(name, id)
+            remote.pdb(name, id, None)
         } else {
-            remote.pe_image(name, id)
+            remote.pe_image(name, id, None)
         };
         self.record(m, fetched.lookups);
         let (path, source) = fetched.file?;
@@ -428,7 +428,7 @@ impl FileProvider {
     /// Module `m`'s `.sym` file (debug-id `debug_id`) from the Breakpad symbol stores.
     fn fetch_sym(&self, m: &Module, debug_id: &str) -> Option<SourceFile<LocalFile>> {
         let remote = self.remote.as_ref().filter(|r| r.has_symbol_stores())?;
-        let fetched = remote.sym(&m.breakpad_sym_path()?, debug_id);
+        let fetched = remote.sym(&m.breakpad_sym_path()?, debug_id, None);
         self.record(m, fetched.lookups);
         let (path, source) = fetched.file?;
         Some(SourceFile {

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sources::config::{self, env_number, parse_urls, Config};
+use sources::redact::redact_url;
 use sources::s3::Bucket;
 use sources::sources_file::{self, SourcesFileError};
 
@@ -81,6 +82,16 @@ pub struct RemoteArgs {
     /// Largest file fetched, in bytes [default: DEBUGINFOD_MAXSIZE, else 4 GiB].
     #[arg(long, value_name = "BYTES")]
     pub fetch_max_bytes: Option<u64>,
+    /// Longest a whole fetch of one file may take, seconds, however steadily its bytes
+    /// arrive (redirects included); at least 1. The service's fetches also end at the
+    /// crash's time limit (--job-timeout-secs).
+    #[arg(
+        long,
+        value_name = "SECS",
+        env = "POSTMORTEM_FETCH_MAX_SECS",
+        default_value_t = config::DEFAULT_MAX_FETCH_SECS
+    )]
+    pub fetch_max_secs: u64,
     /// Seconds a source's "not found" is believed before it is asked again.
     #[arg(long, value_name = "SECS", default_value_t = config::DEFAULT_MISS_TTL_SECS)]
     pub miss_ttl: u64,
@@ -111,7 +122,7 @@ impl RemoteArgs {
             match Bucket::from_env(url.trim()) {
                 Ok(b) if !c.buckets.contains(&b) => c.buckets.push(b),
                 Ok(_) => {}
-                Err(e) => problems.push(format!("{url}: {e}")),
+                Err(e) => problems.push(format!("{}: {e}", redact_url(url))),
             }
         }
         if let Some(file) = &self.sources {
@@ -148,6 +159,7 @@ impl RemoteArgs {
             c.max_bytes = max;
         }
         c.miss_ttl = Duration::from_secs(self.miss_ttl);
+        c.max_fetch = Duration::from_secs(self.fetch_max_secs.max(1));
         Ok(Sources {
             config: c,
             problems,

@@ -1,18 +1,22 @@
 //! The process's health for orchestrators and monitoring: `/healthz` (alive), `/readyz`
-//! (the database answers) and `/metrics` (Prometheus text). None needs a token.
+//! (the database answers) and `/metrics` (Prometheus text). The first two need no token;
+//! `/metrics` names the symbol sources and counts the service's work, so when tokens are
+//! configured it takes one with the `admin` scope, as the other reads of the service's
+//! state do (a scraper sends it as `Authorization: Bearer TOKEN`).
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use worker::jobs::LATENCY_BUCKETS;
 
+use super::extract::authorize;
 use super::problem::ApiError;
-use super::state::AppState;
+use super::state::{AppState, Scope};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -27,7 +31,11 @@ async fn readyz(State(s): State<AppState>) -> Result<&'static str, ApiError> {
     Ok("ready\n")
 }
 
-async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+async fn metrics(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    authorize(&s, &headers, Scope::Admin)?;
     let mut out = String::new();
     let m = &s.metrics;
     let jm = &s.job_metrics;

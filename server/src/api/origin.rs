@@ -13,6 +13,10 @@
 //! affected. With or without tokens, every response forbids framing (`X-Frame-Options`
 //! and the CSP's `frame-ancestors`), so the dashboard's Reprocess button cannot be
 //! clickjacked; the CSP allows the dashboard's inline style sheet and nothing else.
+//! Every response is also kept out of shared and browser caches (`Cache-Control:
+//! no-store`, unless a handler chose its own) and sends no `Referer` on the links it
+//! holds (`Referrer-Policy: no-referrer`): crash pages, report JSON and dump downloads
+//! hold a crashed process's memory and paths, and their URLs name crashes.
 
 use std::net::SocketAddr;
 
@@ -72,6 +76,13 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     res
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use ::worker::jobs::JobConfig;
 use ::worker::store::{Blobs, Db, Staging};
 use anyhow::Context;
+use sources::redact::redact_url;
 pub use walk_cli::signature_rules;
 
 /// A multi-threaded tokio runtime.
@@ -177,10 +178,10 @@ impl JobArgs {
         }
         if !sources.is_empty() {
             tracing::info!(
-                debuginfod = ?sources.debuginfod,
-                symbols_url = ?sources.breakpad,
-                symbol_server = ?sources.symbol_server,
-                buckets = ?sources.buckets.iter().map(|b| b.url()).collect::<Vec<_>>(),
+                debuginfod = ?shown(&sources.debuginfod),
+                symbols_url = ?shown(&sources.breakpad),
+                symbol_server = ?shown(&sources.symbol_server),
+                buckets = ?sources.buckets.iter().map(|b| redact_url(b.url())).collect::<Vec<_>>(),
                 "remote symbol sources"
             );
         }
@@ -196,6 +197,11 @@ impl JobArgs {
         });
         Ok(config)
     }
+}
+
+/// Source URLs in their display form (credentials hidden), for the log.
+fn shown(urls: &[String]) -> Vec<String> {
+    urls.iter().map(|u| redact_url(u)).collect()
 }
 
 /// A database URL without its password, for messages.

@@ -387,11 +387,15 @@ impl IntoResponse for DashError {
 /// Refuses a state-changing request sent from another site (the browser would attach
 /// Basic credentials to it): `Sec-Fetch-Site`, else `Origin`, must be this host.
 fn same_origin(headers: &HeaderMap) -> Result<(), DashError> {
-    let forbidden = || DashError(ApiError::Forbidden("same-origin"));
+    let forbidden = |from: &str| {
+        DashError(ApiError::CrossSite(format!(
+            "a request from {from} cannot change anything here: use this server's own pages"
+        )))
+    };
     if let Some(site) = headers.get("sec-fetch-site") {
         return match site.to_str().unwrap_or("") {
             "same-origin" | "none" => Ok(()),
-            _ => Err(forbidden()),
+            site => Err(forbidden(&format!("a {site} page"))),
         };
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -405,7 +409,7 @@ fn same_origin(headers: &HeaderMap) -> Result<(), DashError> {
             .or_else(|| origin.strip_prefix("https://"))
             .unwrap_or("");
         if host.is_empty() || bare != host {
-            return Err(forbidden());
+            return Err(forbidden(&format!("the web origin {origin:?}")));
         }
     }
     Ok(())

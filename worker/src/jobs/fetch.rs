@@ -24,6 +24,7 @@ use std::time::{Duration, SystemTime};
 use engine::report::{Lookup, RemoteFile};
 use sha2::{Digest, Sha256};
 use sources::cache::Entry;
+use sources::http::Until;
 use tokio::sync::Mutex;
 
 use super::new_file::{file_arrived, NewFile};
@@ -135,6 +136,7 @@ async fn claimed<T>(
     runner: &Runner,
     fetcher: &Fetcher,
     key: String,
+    until: Until,
     work: impl std::future::Future<Output = Result<T, JobError>>,
 ) -> Result<T, JobError> {
     fetcher.share_misses(&runner.db);
@@ -144,7 +146,7 @@ async fn claimed<T>(
         .await;
     let _one_at_a_time = lock.lock().await;
     let timings = fetcher.claims;
-    let held = claim(&runner.db, &key, &fetcher.holder, timings).await?;
+    let held = claim(&runner.db, &key, &fetcher.holder, timings, until).await?;
     tokio::pin!(work);
     let mut renew = tokio::time::interval((timings.lease / 3).max(Duration::from_millis(1)));
     renew.tick().await;
@@ -170,14 +172,22 @@ async fn claimed<T>(
 
 /// Claims `key` for `holder`, waiting while another holder's claim lasts (it fetches the
 /// file; when it is done this worker finds its rows, or its miss). Whether the claim was
-/// won: not when the wait ran out ([`ClaimTimings::wait`]).
-async fn claim(db: &Db, key: &str, holder: &str, timings: ClaimTimings) -> Result<bool, JobError> {
+/// won: not when the wait ran out ([`ClaimTimings::wait`], or the job's deadline `until`:
+/// the fetch that follows then ends at once, saying so).
+async fn claim(
+    db: &Db,
+    key: &str,
+    holder: &str,
+    timings: ClaimTimings,
+    until: Until,
+) -> Result<bool, JobError> {
     let started = std::time::Instant::now();
     loop {
         if fetch_state::try_claim(db, key, holder, timings.lease).await? {
             return Ok(true);
         }
-        if started.elapsed() >= timings.wait {
+        let late = until.is_some_and(|u| std::time::Instant::now() >= u);
+        if late || started.elapsed() >= timings.wait {
             tracing::warn!(key = %key, "another worker's fetch took too long; fetching too");
             return Ok(false);
         }
@@ -207,16 +217,18 @@ pub fn wanted(rows: &[BinaryRow]) -> Vec<RemoteFile> {
 }
 
 /// Fetches the files of build `build_id` (module `name`) that no stored row gives, stores
-/// each, and returns what every source was asked and answered.
+/// each, and returns what every source was asked and answered; every fetch ended by
+/// `until` (the job's deadline).
 pub async fn fetch_missing(
     runner: &Runner,
     fetcher: &Fetcher,
     build_id: &str,
     name: &str,
+    until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     let key = format!("buildid/{build_id}");
-    let work = fetch_missing_now(runner, fetcher, build_id, name);
-    claimed(runner, fetcher, key, work).await
+    let work = fetch_missing_now(runner, fetcher, build_id, name, until);
+    claimed(runner, fetcher, key, until, work).await
 }
 
 /// [`fetch_missing`], once this worker is the one fetching.
@@ -225,6 +237,7 @@ async fn fetch_missing_now(
     fetcher: &Fetcher,
     build_id: &str,
     name: &str,
+    until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     // another worker may have stored them while this one waited
     let rows = binaries::by_build_id(&runner.db, build_id).await?;
@@ -234,7 +247,7 @@ async fn fetch_missing_now(
             id: build_id.to_string(),
             file,
         };
-        let fetched = ask(runner, fetcher, want).await?;
+        let fetched = ask(runner, fetcher, want, until).await?;
         lookups.extend(fetched.lookups);
         if let Some((path, source)) = fetched.file {
             let named = sources::remote::report_name(name, file);
@@ -263,14 +276,15 @@ async fn ask(
     runner: &Runner,
     fetcher: &Fetcher,
     want: Want,
+    until: Until,
 ) -> Result<sources::remote::Fetched, JobError> {
     let remote = fetcher.remote.clone();
     let started = std::time::Instant::now();
     let fetched = tokio::task::spawn_blocking(move || match &want {
-        Want::Build { id, file } => remote.file(id, *file),
-        Want::Sym { rel, debug_id } => remote.sym(rel, debug_id),
-        Want::Image { name, code_id } => remote.pe_image(name, code_id),
-        Want::Pdb { name, debug_id } => remote.pdb(name, debug_id),
+        Want::Build { id, file } => remote.file(id, *file, until),
+        Want::Sym { rel, debug_id } => remote.sym(rel, debug_id, until),
+        Want::Image { name, code_id } => remote.pe_image(name, code_id, until),
+        Want::Pdb { name, debug_id } => remote.pdb(name, debug_id, until),
     })
     .await
     .map_err(|e| JobError::Panic(format!("asking the remote sources: {e}")))?;
@@ -298,13 +312,14 @@ pub async fn fetch_sym(
     fetcher: &Fetcher,
     rel: &str,
     debug_id: &str,
+    until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     if !fetcher.remote.has_symbol_stores() {
         return Ok(Vec::new());
     }
     let key = format!("sym/{debug_id}");
-    let work = fetch_sym_now(runner, fetcher, rel, debug_id);
-    claimed(runner, fetcher, key, work).await
+    let work = fetch_sym_now(runner, fetcher, rel, debug_id, until);
+    claimed(runner, fetcher, key, until, work).await
 }
 
 /// [`fetch_sym`], once this worker is the one fetching.
@@ -313,6 +328,7 @@ async fn fetch_sym_now(
     fetcher: &Fetcher,
     rel: &str,
     debug_id: &str,
+    until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     let rows = binaries::by_debug_id(&runner.db, debug_id).await?;
     if rows.iter().any(BinaryRow::is_breakpad) {
@@ -322,7 +338,7 @@ async fn fetch_sym_now(
         rel: rel.to_string(),
         debug_id: debug_id.to_string(),
     };
-    let fetched = ask(runner, fetcher, want).await?;
+    let fetched = ask(runner, fetcher, want, until).await?;
     if let Some((path, source)) = fetched.file {
         let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
         keep(runner, &path, name, &source).await?;
@@ -338,6 +354,7 @@ pub async fn fetch_windows(
     runner: &Runner,
     fetcher: &Fetcher,
     m: &engine::dump::Module,
+    until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     if !fetcher.remote.has_symbol_servers() {
         return Ok(Vec::new());
@@ -352,8 +369,8 @@ pub async fn fetch_windows(
         .unwrap_or(&m.name)
         .to_string();
     let key = format!("pe/{}", engine::resolve::TableKey::for_pe(&name, &code_id));
-    let work = fetch_windows_now(runner, fetcher, m, name, code_id);
-    claimed(runner, fetcher, key, work).await
+    let work = fetch_windows_now(runner, fetcher, m, (name, code_id), until);
+    claimed(runner, fetcher, key, until, work).await
 }
 
 /// [`fetch_windows`], once this worker is the one fetching image `name` of `code_id`.
@@ -361,8 +378,8 @@ async fn fetch_windows_now(
     runner: &Runner,
     fetcher: &Fetcher,
     m: &engine::dump::Module,
-    name: String,
-    code_id: String,
+    (name, code_id): (String, String),
+    until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     let lower = name.to_ascii_lowercase();
     let mut lookups = Vec::new();
@@ -373,7 +390,7 @@ async fn fetch_windows_now(
             name: name.clone(),
             code_id: code_id.clone(),
         };
-        let fetched = ask(runner, fetcher, want).await?;
+        let fetched = ask(runner, fetcher, want, until).await?;
         lookups.extend(fetched.lookups);
         if let Some((path, source)) = fetched.file {
             if pdb_name.is_none() {
@@ -402,7 +419,7 @@ async fn fetch_windows_now(
         name: pdb_name.clone(),
         debug_id,
     };
-    let fetched = ask(runner, fetcher, want).await?;
+    let fetched = ask(runner, fetcher, want, until).await?;
     lookups.extend(fetched.lookups);
     if let Some((path, source)) = fetched.file {
         keep(runner, &path, pdb_name, &source).await?;

@@ -61,7 +61,8 @@ pub struct JobConfig {
     pub lease: Duration,
     /// Leases per job before it ends `failed`.
     pub max_attempts: i32,
-    /// Wall-clock limit of the engine on one job.
+    /// Wall-clock limit of the engine on one job; also the deadline, from the job's
+    /// start, of every fetch from a remote symbol source it makes.
     pub time_limit: Duration,
     /// How long an idle worker waits before looking at the queue again (it is also
     /// woken at once by an in-process upload).

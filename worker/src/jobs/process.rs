@@ -38,6 +38,9 @@ pub async fn process_job(
     lease: &crashes::Lease,
 ) -> Result<crashes::StoredReport, JobError> {
     let limit = runner.config.time_limit;
+    // the remote sources' fetches end by then, whatever their own limits: a slow source
+    // cannot keep a crash past its time limit
+    let until = std::time::Instant::now().checked_add(limit);
     // In place (mapped): the walk reads the pages it needs of a dump of any size.
     let dump = runner.blobs.open(&lease.dump_sha256).await?;
 
@@ -67,7 +70,7 @@ pub async fn process_job(
         if let Some(fetcher) = &runner.config.remote {
             let mut asked = Vec::new();
             if let Some(id) = m.build_id_hex().filter(|_| lacks_files(located.as_ref())) {
-                asked.extend(fetch::fetch_missing(runner, fetcher, &id, &m.name).await?);
+                asked.extend(fetch::fetch_missing(runner, fetcher, &id, &m.name, until).await?);
                 // looked at again even when this worker fetched nothing: another may have
                 // stored the files while this one waited for its claim
                 located = locate(&source, m, arch).await?;
@@ -76,14 +79,14 @@ pub async fn process_job(
             if m.pe_code_id().is_some()
                 && located.as_ref().is_none_or(|l| windows_part(l).is_some())
             {
-                let got = fetch::fetch_windows(runner, fetcher, m).await?;
+                let got = fetch::fetch_windows(runner, fetcher, m, until).await?;
                 located = locate(&source, m, arch).await?;
                 asked.extend(got);
             }
             if let (None, Some(rel), Some(debug_id)) =
                 (&located, m.breakpad_sym_path(), debug_id.as_deref())
             {
-                let got = fetch::fetch_sym(runner, fetcher, &rel, debug_id).await?;
+                let got = fetch::fetch_sym(runner, fetcher, &rel, debug_id, until).await?;
                 located = locate(&source, m, arch).await?;
                 asked.extend(got);
             }
