@@ -438,3 +438,32 @@ fn data_mappings_are_not_modules() {
     assert!(d.modules[0].main);
     assert_eq!(d.modules[1].build_id.as_deref(), Some(&BUILD_ID[..]));
 }
+
+/// Issue 35 item 8: cores other systems' kernels write (NetBSD's `NetBSD-CORE` notes,
+/// FreeBSD's `FreeBSD` ones; gdb and lldb read both) are named as unsupported, never
+/// called malformed.
+#[test]
+fn other_systems_cores_are_named_unsupported_not_malformed() {
+    for (owner, system) in [
+        ("NetBSD-CORE", "NetBSD"),
+        ("NetBSD-CORE@1", "NetBSD"),
+        ("FreeBSD", "FreeBSD"),
+        ("OpenBSD", "OpenBSD"),
+    ] {
+        // NT_NETBSDCORE_PROCINFO / FreeBSD's NT_PRSTATUS are both type 1
+        let core = SCore::new(62)
+            .note(owner, 1, vec![0u8; 160])
+            .load(STACK, 6, vec![0u8; 0x100])
+            .build();
+        match read(&core) {
+            Err(DumpError::Unsupported(m)) => {
+                assert!(
+                    m.contains(&format!("a {system} core: not supported")),
+                    "{m}"
+                );
+            }
+            Err(e) => panic!("{owner}: {e}"),
+            Ok(_) => panic!("{owner}: read as a Linux core"),
+        }
+    }
+}
