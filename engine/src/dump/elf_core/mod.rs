@@ -287,7 +287,7 @@ fn find_modules(
             warnings,
         ),
     };
-    if let Some(v) = modules::vdso(notes.auxv, &loads, memory) {
+    if let Some(v) = modules::vdso(notes.auxv, &loads, core_loads, memory) {
         if !found.iter().any(|m| m.base == v.base) {
             found.push(v);
         }

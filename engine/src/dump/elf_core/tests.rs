@@ -467,3 +467,23 @@ fn other_systems_cores_are_named_unsupported_not_malformed() {
         }
     }
 }
+
+/// Issue 35 item 6: a 3.x kernel's vdso is a two-page mapping whose one PT_LOAD covers the
+/// first page only (its section headers are in the second). The module is the whole
+/// mapping the core holds, so its image is read with its section headers.
+#[test]
+fn vdso_spans_the_whole_mapping_the_core_holds() {
+    const VDSO: u64 = 0x7fff_f7ff_e000;
+    let mut image = synth::elf_image(&BUILD_ID, 0x800, 0);
+    assert_eq!(image.len(), 0x1000);
+    image.resize(0x2000, 0xcc); // the second page: section headers and the rest
+    let core = SCore::new(62)
+        .note(CORE, 1, synth::prstatus_x86_64(1, 11, &x86_regs()))
+        .note(CORE, 6, synth::auxv(&[(33, VDSO)]))
+        .load(VDSO, 5, image)
+        .build();
+    let d = read(&core).expect("read");
+    let v = d.modules.iter().find(|m| m.base == VDSO).expect("the vdso");
+    assert_eq!((v.base, v.end), (VDSO, VDSO + 0x2000));
+    assert_eq!(v.build_id.as_deref(), Some(&BUILD_ID[..]));
+}
