@@ -78,6 +78,9 @@ const KNOWN_OPEN: &[Open] = &[
     },
 ];
 
+/// Failures printed per case and tool.
+const MAX_SHOWN: usize = 6;
+
 #[derive(Default, Debug)]
 struct Score {
     /// Facts of the origin's list checked (a frame's presence, pc, name, …).
@@ -229,7 +232,7 @@ fn stackwalk(tool: &Path, c: &Case, store: &Path) -> Result<Value, String> {
                 let caller = f["trust"] != "context";
                 for inl in f["inlines"].as_array().cloned().unwrap_or_default() {
                     frames.push(serde_json::json!({
-                        "function": inl["function_name"], "file": inl["file"],
+                        "function": inl["function"], "file": inl["file"],
                         "line": inl["line"], "inlined": true, "module": f["module"],
                         "pc": Value::Null, "module_offset": Value::Null,
                     }));
@@ -339,72 +342,7 @@ fn score_thread(
                     .filter(|f| f["index"].as_u64().is_some_and(|n| (n as usize) < index))
                     .count()
         };
-        s.asserted += 1;
-        let Some(o) = ours.get(at) else {
-            s.failures.push(format!(
-                "{what}: frame {at} missing (we have {})",
-                ours.len()
-            ));
-            continue;
-        };
-        s.matched += 1;
-        if let Some(pc) = w["pc"].as_str().and_then(|p| hex(&Value::from(p))) {
-            s.asserted += 1;
-            let our = hex(&o["pc"]);
-            let ok =
-                our == Some(pc) || (at > 0 && our.and_then(|p| p.checked_sub(step)) == Some(pc));
-            if ok {
-                s.matched += 1;
-            } else {
-                s.failures.push(format!(
-                    "{what}: frame {at} pc {pc:#x} wanted, {} walked",
-                    o["pc"]
-                ));
-            }
-        }
-        let checks = [
-            (
-                "function",
-                w["function"].as_str().map(bare),
-                o["function"].as_str().map(bare),
-            ),
-            ("module", w["module"].as_str(), o["module"].as_str()),
-            (
-                "file",
-                w["file"].as_str().map(base_name),
-                o["file"].as_str().map(base_name),
-            ),
-        ];
-        for (field, want_v, our_v) in checks {
-            let Some(want_v) = want_v else { continue };
-            if field != "module" && !with_symbols {
-                s.unverifiable += 1;
-                continue;
-            }
-            s.asserted += 1;
-            if our_v == Some(want_v) {
-                s.matched += 1;
-            } else {
-                s.failures.push(format!(
-                    "{what}: frame {at} {field} {want_v:?} wanted, {our_v:?} walked"
-                ));
-            }
-        }
-        if let Some(line) = w["line"].as_u64() {
-            if with_symbols {
-                s.asserted += 1;
-                if o["line"].as_u64() == Some(line) {
-                    s.matched += 1;
-                } else {
-                    s.failures.push(format!(
-                        "{what}: frame {at} line {line} wanted, {} walked",
-                        o["line"]
-                    ));
-                }
-            } else {
-                s.unverifiable += 1;
-            }
-        }
+        check_frame(w, ours.get(at).copied(), at, with_symbols, step, what, s);
     }
     if complete && ours.len() > wanted.len() {
         s.extra += ours.len() - wanted.len();
@@ -418,13 +356,80 @@ fn score_thread(
         // no frame of ours in a module's headers (offset under 0x100): never code
         for (i, o) in ours.iter().enumerate().skip(1) {
             if hex(&o["module_offset"]).is_some_and(|off| off < 0x100) {
-                s.asserted += 1;
                 s.extra += 1;
                 s.failures.push(format!(
                     "{what}: frame {i} at {} is in a module's headers",
                     o["pc"]
                 ));
             }
+        }
+    }
+}
+
+/// Scores one frame of the origin's (`want`) against ours at the same place (`ours`,
+/// `None` where we have none): its presence, its pc, and, with the symbol files, its
+/// function, file and line; its module always. Each fact the origin gives is asserted,
+/// whether or not our frame is there.
+fn check_frame(
+    want: &Value,
+    ours: Option<&Value>,
+    at: usize,
+    with_symbols: bool,
+    step: u64,
+    what: &str,
+    s: &mut Score,
+) {
+    let null = Value::Null;
+    let o = ours.unwrap_or(&null);
+    let mut facts: Vec<(String, bool)> = vec![(format!("frame {at} missing"), ours.is_some())];
+    if let Some(pc) = want["pc"].as_str().and_then(|p| hex(&Value::from(p))) {
+        let our = hex(&o["pc"]);
+        let ok = our == Some(pc) || (at > 0 && our.and_then(|p| p.checked_sub(step)) == Some(pc));
+        facts.push((
+            format!("frame {at} pc {pc:#x} wanted, {} walked", o["pc"]),
+            ok,
+        ));
+    }
+    let fields = [
+        (
+            "function",
+            want["function"].as_str().map(bare),
+            o["function"].as_str().map(bare),
+        ),
+        ("module", want["module"].as_str(), o["module"].as_str()),
+        (
+            "file",
+            want["file"].as_str().map(base_name),
+            o["file"].as_str().map(base_name),
+        ),
+    ];
+    for (field, want_v, our_v) in fields {
+        let Some(want_v) = want_v else { continue };
+        if field != "module" && !with_symbols {
+            s.unverifiable += 1;
+            continue;
+        }
+        facts.push((
+            format!("frame {at} {field} {want_v:?} wanted, {our_v:?} walked"),
+            our_v == Some(want_v),
+        ));
+    }
+    if let Some(line) = want["line"].as_u64() {
+        if with_symbols {
+            facts.push((
+                format!("frame {at} line {line} wanted, {} walked", o["line"]),
+                o["line"].as_u64() == Some(line),
+            ));
+        } else {
+            s.unverifiable += 1;
+        }
+    }
+    for (text, ok) in facts {
+        s.asserted += 1;
+        if ok {
+            s.matched += 1;
+        } else if ours.is_some() || text.ends_with("missing") {
+            s.failures.push(format!("{what}: {text}"));
         }
     }
 }
@@ -540,8 +545,11 @@ fn every_claimed_dump_walks_as_its_origin_says() {
         }
         if let Some(s) = &scored {
             println!("{}", line("postmortem", &c, s));
-            for f in &s.failures {
+            for f in s.failures.iter().take(MAX_SHOWN) {
                 println!("    {f}");
+            }
+            if s.failures.len() > MAX_SHOWN {
+                println!("    … and {} more", s.failures.len() - MAX_SHOWN);
             }
             let known = KNOWN_OPEN.iter().find(|o| o.case == c.name);
             match (claimed(&c), s.failures.is_empty()) {
@@ -574,10 +582,13 @@ fn every_claimed_dump_walks_as_its_origin_says() {
                 .is_some_and(|k| k.starts_with("minidump"))
             {
                 match stackwalk(tool, &c, dir.path()) {
-                    Ok(report) => println!(
-                        "{}",
-                        line("stackwalk", &c, &score(&c, &report, with_symbols))
-                    ),
+                    Ok(report) => {
+                        let s = score(&c, &report, with_symbols);
+                        println!("{}", line("stackwalk", &c, &s));
+                        for f in s.failures.iter().take(MAX_SHOWN) {
+                            println!("    {f}");
+                        }
+                    }
                     Err(e) => println!("{:<42} stackwalk    failed: {e}", c.name),
                 }
             }
