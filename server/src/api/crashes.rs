@@ -19,9 +19,10 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use engine::dump::compressed::{Compression, DecompressError};
 use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
-use worker::store::{now_ms, StagedBlob};
+use worker::store::{now_ms, StagedBlob, StoreError};
 
 use super::dump_check;
 use super::extract::{
@@ -37,6 +38,35 @@ const MAX_PARTS: usize = 1024;
 const MAX_WAIT_SECS: u64 = 60;
 
 /// The routes of this module.
+/// A dump uploaded compressed as systems store it (systemd-coredump's `.zst`, `.xz`,
+/// `.lz4`; `.bz2`; `.gz`), told by its magic bytes, decompressed into a new staged file
+/// (at most `limit` bytes, the limit of a decompressed request body): the stored dump,
+/// its sha256 and size are the dump's own, as a walk of it reads it. Any other upload is
+/// returned as it is.
+async fn decompressed(s: &AppState, dump: StagedBlob, limit: u64) -> Result<StagedBlob, ApiError> {
+    let head = dump.read_at(0, 8).await?;
+    let Some(format) = Compression::of(&head) else {
+        return Ok(dump);
+    };
+    let staging = s.staging.clone();
+    let path = dump.path().display().to_string();
+    let out = tokio::task::spawn_blocking(move || staging.decompressed(&dump, format, limit))
+        .await
+        .map_err(|e| {
+            ApiError::Store(StoreError::Staging {
+                path,
+                source: std::io::Error::other(e.to_string()),
+            })
+        })??;
+    out.map_err(|e| match e {
+        DecompressError::TooLarge { limit, .. } => ApiError::DecompressedTooLarge { limit },
+        e => ApiError::Unprocessable {
+            code: "malformed-dump",
+            detail: format!("not a readable crash dump: {e}"),
+        },
+    })
+}
+
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/crashes", get(list).post(upload))
@@ -148,6 +178,7 @@ async fn upload_inner(
         }
         None => (stage_body(body, limit, &s.staging).await?, false),
     };
+    let dump = decompressed(s, dump, limit).await?;
     let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
     let annotations = serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into());
