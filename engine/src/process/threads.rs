@@ -186,7 +186,7 @@ pub(super) fn walk_all(
         warnings.push(dump_warning(
             "pac-mask-inferred",
             "the dump records no pointer-authentication mask (NT_ARM_PAC_MASK): \
-             signed return addresses were stripped to the address space's significant \
+             return addresses were stripped to the address space's significant \
              bits (at least 48)"
                 .into(),
         ));
