@@ -4,7 +4,7 @@
 //! (`expected/CASE.json`). Nothing here compares with our own earlier output.
 //!
 //! The corpus is other people's files and is not in the repository: it is read from the
-//! directory in `POSTMORTEM_CORPUS` (`.ci/run` sets it when `../shared/corpus` exists);
+//! directory in `POSTMORTEM_CORPUS` (`.ci/run` sets it when the corpus lies beside the clone);
 //! without it the test says it was skipped. Per case it prints what the origin asserts,
 //! how much of it the walk matched, and the frames past an origin's complete list; it
 //! fails on any case from a platform postmortem claims (Linux x86_64/aarch64 cores and
