@@ -708,3 +708,136 @@ fn minidump_thread_list_longer_than_its_count_reads_the_threads_counted() {
         d.warnings
     );
 }
+
+/// A minidump of one thread (tid 7) whose context is `context` and whose stack is
+/// `stack` at `stack_at`, on CPU `cpu` (9 AMD64, 0x8003 Breakpad's old ARM64) and OS
+/// `platform`, with `extra` streams after it. Laid out by hand, sharing nothing with the
+/// reader: header, directory, system info, thread list, then the context and stack bytes
+/// in an unknown stream the reader skips.
+fn one_thread(cpu: u16, platform: u32, context: &[u8], stack_at: u64, stack: &[u8]) -> Vec<u8> {
+    const BLOB: u32 = 0xffff;
+    let streams = 3u32;
+    let data = 32 + 12 * streams;
+    let blob_rva = data + 56 + 52;
+    let mut threads = Vec::new();
+    threads.extend_from_slice(&1u32.to_le_bytes());
+    for v in [7u32, 0, 0, 0] {
+        threads.extend_from_slice(&v.to_le_bytes()); // tid, suspend, class, priority
+    }
+    threads.extend_from_slice(&0u64.to_le_bytes()); // teb
+    threads.extend_from_slice(&stack_at.to_le_bytes());
+    threads.extend_from_slice(&(stack.len() as u32).to_le_bytes());
+    threads.extend_from_slice(&(blob_rva + context.len() as u32).to_le_bytes());
+    threads.extend_from_slice(&(context.len() as u32).to_le_bytes());
+    threads.extend_from_slice(&blob_rva.to_le_bytes());
+    assert_eq!(threads.len(), 52);
+    let mut blob = context.to_vec();
+    blob.extend_from_slice(stack);
+    let bytes = synth(&[
+        (SYSTEM_INFO, Ok(system_info(cpu, platform))),
+        (THREAD_LIST, Ok(threads)),
+        (BLOB, Ok(blob)),
+    ]);
+    assert_eq!(&bytes[blob_rva as usize..][..context.len()], context);
+    bytes
+}
+
+/// An AMD64 `CONTEXT` (1232 bytes) with these flags, rip, rsp and rbp (offsets of
+/// `winnt.h`'s `CONTEXT`: flags at 0x30, rsp 0x98, rbp 0xa0, rip 0xf8).
+fn amd64_context(flags: u32, rip: u64, rsp: u64, rbp: u64) -> Vec<u8> {
+    let mut c = vec![0u8; 1232];
+    c[0x30..0x34].copy_from_slice(&flags.to_le_bytes());
+    c[0x98..0xa0].copy_from_slice(&rsp.to_le_bytes());
+    c[0xa0..0xa8].copy_from_slice(&rbp.to_le_bytes());
+    c[0xf8..0x100].copy_from_slice(&rip.to_le_bytes());
+    c
+}
+
+/// Issue 35 item 1: Breakpad's Mac writer sets `context_flags` to the CPU bit alone
+/// (`0x0010_0000`, as in rust-minidump's `pipeline-inlines-macos-segv.dmp`); its
+/// registers are all there, and rust-minidump and Breakpad read them. A context that
+/// names its groups keeps only those (a Windows `CONTEXT_CONTROL` one has no rax).
+#[test]
+fn mac_writer_context_with_the_cpu_bit_alone_has_its_registers() {
+    use engine::arch::x86_64::Reg;
+    let ctx = amd64_context(0x0010_0000, 0x1000_2000, 0x7ff0_0000, 0x7ff0_0040);
+    let bytes = one_thread(9, 0x8101, &ctx, 0x7ff0_0000, &[0u8; 64]);
+    let d = dump::read_dump(&bytes).unwrap();
+    assert_eq!(d.os, Os::Macos);
+    let r = &d.threads[0].registers;
+    assert_eq!(r.get(Reg::Rip), Some(0x1000_2000));
+    assert_eq!(r.get(Reg::Rsp), Some(0x7ff0_0000));
+    assert_eq!(r.get(Reg::Rbp), Some(0x7ff0_0040));
+
+    // CONTEXT_AMD64 | CONTEXT_CONTROL: rip and rsp, but not the integer group's rbp
+    let control = amd64_context(0x0010_0001, 0x1000_2000, 0x7ff0_0000, 0x7ff0_0040);
+    let bytes = one_thread(9, 2, &control, 0x7ff0_0000, &[0u8; 64]);
+    let d = dump::read_dump(&bytes).unwrap();
+    let r = &d.threads[0].registers;
+    assert_eq!(r.get(Reg::Rip), Some(0x1000_2000));
+    assert_eq!(r.get(Reg::Rbp), None);
+}
+
+/// Issue 35 item 3: Breakpad's Android arm64 writer uses the old context layout
+/// (`MDRawContextARM64_Old`, 796 bytes) with flags `0x8000_0006` (integer and floating
+/// point; that layout's writer sets no control bit): pc, sp, fp and lr are in its
+/// register array all the same, as minidump-stackwalk reads them.
+#[test]
+fn breakpad_old_arm64_context_without_a_control_bit_has_pc_and_sp() {
+    use engine::arch::aarch64::Reg;
+    // flags u64, x0..x30, sp, pc, cpsr, fpsr, fpcr, d0..d31 (Breakpad's header)
+    let mut c = Vec::new();
+    c.extend_from_slice(&0x8000_0006u64.to_le_bytes());
+    for i in 0..31u64 {
+        c.extend_from_slice(&(0x100 + i).to_le_bytes());
+    }
+    c.extend_from_slice(&0x7fff_f000u64.to_le_bytes()); // sp
+    c.extend_from_slice(&0x5555_1234u64.to_le_bytes()); // pc
+    c.extend_from_slice(&[0u8; 12]);
+    c.extend_from_slice(&[0u8; 512]);
+    assert_eq!(c.len(), 796);
+    let bytes = one_thread(0x8003, 0x8203, &c, 0x7fff_f000, &[0u8; 64]);
+    let d = dump::read_dump(&bytes).unwrap();
+    assert_eq!(d.arch, Arch::Aarch64);
+    let r = &d.threads[0].registers;
+    assert_eq!(r.get(Reg::Pc), Some(0x5555_1234));
+    assert_eq!(r.get(Reg::Sp), Some(0x7fff_f000));
+    assert_eq!(r.get(Reg::X29), Some(0x100 + 29));
+    assert_eq!(r.get(Reg::X30), Some(0x100 + 30));
+    assert_eq!(r.get(Reg::X0), Some(0x100));
+}
+
+/// Issue 35 item 2: Breakpad's Mac writer puts 4 bytes of padding after a memory list's
+/// count, which the stream's size shows (8 + 16 × count). The descriptors are read after
+/// it (as rust-minidump and Breakpad read them): the range is there, and the dump is not
+/// called truncated.
+#[test]
+fn padded_memory_list_of_the_mac_writer_reads_its_ranges() {
+    let payload = *b"0123456789abcdef";
+    let mut ml = Vec::new();
+    ml.extend_from_slice(&1u32.to_le_bytes());
+    ml.extend_from_slice(&0u32.to_le_bytes()); // padding
+    ml.extend_from_slice(&0x7000u64.to_le_bytes());
+    ml.extend_from_slice(&16u32.to_le_bytes());
+    ml.extend_from_slice(&0u32.to_le_bytes()); // rva: patched below
+    assert_eq!(ml.len(), 8 + 16);
+    let mut bytes = synth(&[
+        (SYSTEM_INFO, Ok(system_info(9, 0x8101))),
+        (MEMORY_LIST, Ok(ml)),
+        (0xffff, Ok(payload.to_vec())),
+    ]);
+    let rva = (bytes.len() - payload.len()) as u32;
+    let ml_at = 32 + 36 + 56;
+    bytes[ml_at + 20..ml_at + 24].copy_from_slice(&rva.to_le_bytes());
+    let d = dump::minidump::read(&bytes).unwrap();
+    assert_eq!(d.memory.read_bytes(0x7000, 16), Some(&payload[..]));
+    assert_eq!(d.memory.ranges().len(), 1);
+    // (this dump has no thread list, which is warned of; its memory is whole)
+    assert!(
+        !d.warnings
+            .iter()
+            .any(|w| w.code == "truncated-dump" && w.message.contains("memory it lists")),
+        "{:?}",
+        d.warnings
+    );
+}

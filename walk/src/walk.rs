@@ -1,6 +1,6 @@
 //! `postmortem walk`: a dump and the files on this machine in, a report out.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -9,6 +9,7 @@ use engine::process::{process_dump, DumpSha256, ProcessOptions};
 use crate::files::FileProvider;
 use crate::stackwalk::{json_text, Level, Log, StackwalkArgs};
 use crate::table_cache::TableCache;
+use engine::dump::compressed::{self, Compression, Limit};
 use mapped::Mapped;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -25,7 +26,8 @@ pub enum Format {
 
 #[derive(clap::Args, Debug)]
 pub struct WalkArgs {
-    /// The crash dump: an ELF core file or a minidump.
+    /// The crash dump: an ELF core file or a minidump, as it is or compressed with zstd,
+    /// xz, lz4, bzip2 or gzip (told by its magic bytes, whatever its name).
     pub dump: PathBuf,
     /// Breakpad symbol stores, as minidump-stackwalk takes them after the dump (the same
     /// as --symbols-path).
@@ -68,6 +70,11 @@ pub struct WalkArgs {
     /// core takes many times as long as the walk, which reads a few pages of it.
     #[arg(long)]
     pub sha256: bool,
+    /// The most bytes a compressed dump may decompress to (suffixes K, M, G, T in units of
+    /// 1024). It is decompressed into a temporary file (under TMPDIR) that is removed when
+    /// the walk ends.
+    #[arg(long, value_name = "SIZE", default_value = "32G", value_parser = parse_size)]
+    pub max_decompressed_size: u64,
     /// Crash signature rules file, replacing the built-in rules.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
@@ -92,15 +99,52 @@ impl WalkArgs {
     }
 }
 
+/// The dump's bytes, mapped: the file itself, or for a compressed one, the temporary file
+/// it was decompressed into (deleted as soon as it is closed).
+pub fn open_dump(path: &Path, limit: Limit) -> anyhow::Result<Mapped> {
+    let file = Mapped::open(path)?;
+    let Some(format) = Compression::of(file.as_ref()) else {
+        return Ok(file);
+    };
+    let out = tempfile::tempfile().context("creating a temporary file to decompress into")?;
+    let mut writer = std::io::BufWriter::new(&out);
+    compressed::decompress(format, file.as_ref(), &mut writer, limit)?;
+    drop(writer);
+    Ok(Mapped::of_file(out)?)
+}
+
+/// A size in bytes with an optional binary suffix: `4096`, `512M`, `32G`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("unknown size suffix {c:?} (K, M, G or T)")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 4096, 512M, 32G)"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
 pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     let mut log = Log::open(&args.stackwalk)?;
     // mapped: the walk reads a few pages of a core that may be hundreds of megabytes
-    let bytes = match Mapped::open(&args.dump) {
+    let bytes = match open_dump(&args.dump, Limit(args.max_decompressed_size)) {
         Ok(b) => b,
         Err(e) => {
             log.say(
                 Level::Error,
-                &format!("postmortem: cannot read {}: {e}", args.dump.display()),
+                &format!("postmortem: cannot read {}: {e:#}", args.dump.display()),
             );
             return Ok(ExitCode::from(2));
         }

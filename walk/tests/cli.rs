@@ -356,3 +356,57 @@ fn features_sets_all_give_the_same_document() {
         "{err}"
     );
 }
+
+/// Issue 35 item 10: a dump compressed as systems store them (systemd-coredump's zstd,
+/// xz and lz4; bzip2 as elfutils ships cores; gzip), by each format's own tool, walks as
+/// it is: the report is the uncompressed dump's, but for its size (the decompressed
+/// dump's). A decompression limit below the dump's size ends the walk with exit 2 and
+/// one line saying so.
+#[test]
+fn compressed_dumps_walk_as_they_are() {
+    let dump = fixture_dump();
+    let dir = tempfile::tempdir().unwrap();
+    let report_of = |path: &Path, extra: &[&str]| {
+        let mut args: Vec<&OsStr> = vec![
+            path.as_os_str(),
+            "--no-dump-paths".as_ref(),
+            "--no-system-debug".as_ref(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        walk(&args)
+    };
+    let plain = report_of(&dump, &[]);
+    assert!(plain.status.success());
+    let plain: Value = serde_json::from_slice(&plain.stdout).unwrap();
+    for (tool, ext) in [
+        ("zstd", "zst"),
+        ("xz", "xz"),
+        ("lz4", "lz4"),
+        ("bzip2", "bz2"),
+        ("gzip", "gz"),
+    ] {
+        let packed = dir.path().join(format!("core.{ext}"));
+        let out = Command::new(tool).arg("-c").arg(&dump).output();
+        let Some(out) = out.ok().filter(|o| o.status.success()) else {
+            eprintln!("skipped {tool}: not installed");
+            continue;
+        };
+        std::fs::write(&packed, &out.stdout).unwrap();
+        let got = report_of(&packed, &[]);
+        assert!(
+            got.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&got.stderr)
+        );
+        let got: Value = serde_json::from_slice(&got.stdout).unwrap();
+        assert_eq!(got["threads"], plain["threads"], "{tool}");
+        assert_eq!(got["modules"], plain["modules"], "{tool}");
+        assert_eq!(got["dump"]["size"], plain["dump"]["size"], "{tool}");
+
+        let cut = report_of(&packed, &["--max-decompressed-size", "4K"]);
+        assert_eq!(cut.status.code(), Some(2), "{tool}");
+        let err = String::from_utf8_lossy(&cut.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{tool}: {err}");
+        assert!(err.contains("more than 4096 bytes"), "{tool}: {err}");
+    }
+}

@@ -111,6 +111,7 @@ fuzz_target!(|data: &[u8]| {
         code: &code,
         options: &options,
         pac_mask: 0,
+        pac_signed_seen: None,
     };
     let mut regs = RegisterSet::new(Arch::X86_64);
     regs.set(16, word(0));

@@ -623,14 +623,27 @@ fn le_u64(b: &[u8], at: usize) -> Option<u64> {
 
 /// Adds the ranges of a `MINIDUMP_MEMORY_LIST` stream. Only descriptors that lie inside the
 /// stream are read, whatever count it claims. Returns whether anything was cut short.
+///
+/// Breakpad's Mac writer aligns the descriptors to 8 bytes: 4 bytes of padding follow the
+/// count, which the stream's size shows (8 + 16 × count instead of 4 + 16 × count).
+/// rust-minidump and Breakpad's processor read that layout the same way.
 fn memory_list<'d>(bytes: &'d [u8], stream: &[u8], out: &mut Vec<(u64, &'d [u8])>) -> bool {
     let Some(count) = le_u32(stream, 0) else {
         return !stream.is_empty();
     };
-    let present = (stream.len() - 4) / MEMORY_DESCRIPTOR_SIZE;
+    let padded_len = usize::try_from(count)
+        .ok()
+        .and_then(|c| c.checked_mul(MEMORY_DESCRIPTOR_SIZE))
+        .and_then(|n| n.checked_add(8));
+    let first = if padded_len == Some(stream.len()) {
+        8
+    } else {
+        4
+    };
+    let present = (stream.len() - first) / MEMORY_DESCRIPTOR_SIZE;
     let mut truncated = usize::try_from(count).map_or(true, |c| c > present);
     for i in 0..present.min(usize::try_from(count).unwrap_or(usize::MAX)) {
-        let at = 4 + i * MEMORY_DESCRIPTOR_SIZE;
+        let at = first + i * MEMORY_DESCRIPTOR_SIZE;
         let (Some(addr), Some(size), Some(rva)) = (
             le_u64(stream, at),
             le_u32(stream, at + 8),
@@ -678,18 +691,34 @@ fn memory64_list<'d>(bytes: &'d [u8], stream: &[u8], out: &mut Vec<(u64, &'d [u8
     truncated
 }
 
+/// Windows CONTEXT flag groups, shared by every architecture's context.
+const CONTROL: u64 = 0x1;
+const INTEGER: u64 = 0x2;
+const SEGMENTS: u64 = 0x4;
+
+/// The register groups a context holds, by its flags. A context whose flags name no
+/// group at all, only its CPU (Breakpad's Mac writer sets `context_flags` to the
+/// architecture bit alone: `0x0010_0000` on x86_64), holds every register its size
+/// holds: rust-minidump and Breakpad's processor read all of them whatever the flags say,
+/// and a context of that size from that writer has them all. Where the flags do name
+/// groups (Windows, Crashpad, minidump-writer), only those are known.
+fn groups_of(flags: u64) -> u64 {
+    const GROUPS: u64 = 0xff;
+    if flags & GROUPS == 0 {
+        CONTROL | INTEGER | SEGMENTS
+    } else {
+        flags
+    }
+}
+
 /// Converts a minidump CPU context into registers by DWARF number. Only the register groups
-/// the context's flags declare present become known.
+/// the context's flags declare present become known ([`groups_of`]).
 fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
-    // Windows CONTEXT flag groups, shared by every architecture's context.
-    const CONTROL: u64 = 0x1;
-    const INTEGER: u64 = 0x2;
-    const SEGMENTS: u64 = 0x4;
     let mut r = RegisterSet::new(arch);
     match &ctx.raw {
         MinidumpRawContext::Amd64(c) if arch == Arch::X86_64 => {
             use x86_64::Reg::*;
-            let flags = u64::from(c.context_flags);
+            let flags = groups_of(u64::from(c.context_flags));
             if flags & INTEGER != 0 {
                 for (reg, v) in [
                     (Rax, c.rax),
@@ -728,7 +757,7 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
         MinidumpRawContext::Arm64(c) if arch == Arch::Aarch64 => {
             arm64(
                 &mut r,
-                u64::from(c.context_flags),
+                groups_of(u64::from(c.context_flags)),
                 &c.iregs,
                 c.sp,
                 c.pc,
@@ -736,11 +765,18 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
             );
         }
         MinidumpRawContext::OldArm64(c) if arch == Arch::Aarch64 => {
-            arm64(&mut r, c.context_flags, &c.iregs, c.sp, c.pc, c.cpsr);
+            arm64(
+                &mut r,
+                old_arm64_groups(c.context_flags),
+                &c.iregs,
+                c.sp,
+                c.pc,
+                c.cpsr,
+            );
         }
         MinidumpRawContext::X86(c) if arch == Arch::X86 => {
             use x86::Reg::*;
-            let flags = u64::from(c.context_flags);
+            let flags = groups_of(u64::from(c.context_flags));
             if flags & INTEGER != 0 {
                 for (reg, v) in [
                     (Eax, c.eax),
@@ -762,7 +798,7 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
         }
         // ARM contexts keep r0–r15 (sp, lr, pc included) in the integer group.
         MinidumpRawContext::Arm(c)
-            if arch == Arch::Arm && u64::from(c.context_flags) & INTEGER != 0 =>
+            if arch == Arch::Arm && groups_of(u64::from(c.context_flags)) & INTEGER != 0 =>
         {
             // r0–r15 in DWARF order
             for (reg, v) in (arm::Reg::R0.dwarf()..).zip(c.iregs.iter()) {
@@ -775,10 +811,23 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
     r
 }
 
+/// The groups of Breakpad's first arm64 context (`MDRawContextARM64_Old`, 64-bit flags
+/// with `0x8000_0000` as its CPU bit). Its one register array holds x0–x30, sp and pc
+/// together, and its Android writer sets `MD_CONTEXT_ARM64_FULL_OLD` as
+/// `0x8000_0006` (integer and floating point, no control bit): the integer group there
+/// stands for every register of the array, as Breakpad's processor and rust-minidump
+/// read it.
+fn old_arm64_groups(flags: u64) -> u64 {
+    let groups = groups_of(flags & !0x8000_0000);
+    if groups & INTEGER != 0 {
+        groups | CONTROL
+    } else {
+        groups
+    }
+}
+
 /// aarch64: x0–x28 in the integer group; fp, lr, sp, pc and pstate in the control group.
 fn arm64(r: &mut RegisterSet, flags: u64, iregs: &[u64; 31], sp: u64, pc: u64, cpsr: u32) {
-    const CONTROL: u64 = 0x1;
-    const INTEGER: u64 = 0x2;
     // x0–x30 in DWARF order
     for (reg, v) in (aarch64::Reg::X0.dwarf()..).zip(iregs.iter()) {
         let group = if reg >= aarch64::FP.dwarf() {

@@ -5,6 +5,7 @@
 //! copied) and read through [`MemoryMap`], which answers `None` for bytes the dump lacks, so a
 //! truncated dump is simply a dump with less memory.
 
+pub mod compressed;
 pub mod elf_core;
 mod error;
 mod linux_maps;

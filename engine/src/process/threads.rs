@@ -142,16 +142,7 @@ pub(super) fn walk_all(
         entry_answers: Default::default(),
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
-    if dump.arch.info().pointer_authentication && pac_mask == 0 {
-        // The walker then derives the mask from the address space (see walk::aarch64).
-        warnings.push(dump_warning(
-            "pac-mask-inferred",
-            "the dump records no pointer-authentication mask (NT_ARM_PAC_MASK): \
-             return addresses were stripped to the address space's significant \
-             bits (at least 48)"
-                .into(),
-        ));
-    }
+    let pac_signed_seen = std::cell::Cell::new(false);
     let ctx = walk::WalkContext {
         memory: &dump.memory,
         modules: &dump.modules,
@@ -159,6 +150,7 @@ pub(super) fn walk_all(
         code: &code,
         options: &options.walk,
         pac_mask,
+        pac_signed_seen: Some(&pac_signed_seen),
     };
     let walker = walk::arch::walker_for(dump.arch);
     if walker.is_none() {
@@ -187,6 +179,18 @@ pub(super) fn walk_all(
         results.push(result);
     }
     warnings.extend(frame_budget.warning());
+    if dump.arch.info().pointer_authentication && pac_mask == 0 && pac_signed_seen.get() {
+        // The walker derived the mask from the address space (see walk::aarch64). Said
+        // only where a signed return address was stripped with it: a core from before
+        // pointer authentication (or of a program built without it) has none.
+        warnings.push(dump_warning(
+            "pac-mask-inferred",
+            "the dump records no pointer-authentication mask (NT_ARM_PAC_MASK): \
+             return addresses were stripped to the address space's significant \
+             bits (at least 48)"
+                .into(),
+        ));
+    }
     results
 }
 

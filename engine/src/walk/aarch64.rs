@@ -143,11 +143,17 @@ impl ArchWalker for Aarch64 {
         } else {
             inferred_pac_mask(ctx)
         };
-        if ctx.pac_mask != 0 && addr & (1 << 55) != 0 {
+        let stripped = if ctx.pac_mask != 0 && addr & (1 << 55) != 0 {
             addr | mask
         } else {
             addr & !mask
+        };
+        if let Some(seen) = ctx.pac_signed_seen {
+            if stripped != addr && ctx.is_code(stripped) {
+                seen.set(true);
+            }
         }
+        stripped
     }
 
     /// Frame 0 (and a frame a signal interrupted) may be a frameless leaf whose caller is
@@ -314,6 +320,7 @@ mod tests {
             code,
             options: &opts,
             pac_mask,
+            pac_signed_seen: None,
         };
         walk_thread(&Aarch64, &ctx, regs)
     }
@@ -551,6 +558,7 @@ mod tests {
             code: &WithTrampoline,
             options: &opts,
             pac_mask: 0,
+            pac_signed_seen: None,
         };
         let r = walk_thread(&Aarch64, &ctx, &regs(0x40_1000, alt, 0, Some(TRAMP)));
         let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
@@ -614,6 +622,7 @@ mod tests {
             code: &NoCode,
             options: &opts,
             pac_mask: 0,
+            pac_signed_seen: None,
         };
         let r = walk_thread(
             &Aarch64,
@@ -641,6 +650,7 @@ mod tests {
             code: &AllCalls,
             options: &opts,
             pac_mask: 0,
+            pac_signed_seen: None,
         };
         // 52 significant bits: bits 52.. are PAC
         assert_eq!(inferred_pac_mask(&ctx), 0xfff0_0000_0000_0000);
@@ -653,6 +663,34 @@ mod tests {
             ..ctx
         };
         assert_eq!(inferred_pac_mask(&ctx), 0xffff_0000_0000_0000);
+    }
+
+    /// Issue 35 item 9: a signed return address is one whose stripped value lies in code;
+    /// an address without PAC bits, or garbage that strips to no code, is not one.
+    #[test]
+    fn a_signed_return_address_is_seen_and_a_plain_one_is_not() {
+        let mem = MemoryMap::default();
+        let opts = WalkOptions::default();
+        let tables = vec![None];
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        for (addr, signed) in [
+            (0x40_1004, false),             // no PAC bits
+            (0x002a_0000_0040_1004, true),  // PAC bits over a code address
+            (0x002a_0000_0090_0000, false), // PAC-like bits over no code
+        ] {
+            let seen = std::cell::Cell::new(false);
+            let ctx = WalkContext {
+                memory: &mem,
+                modules: &modules,
+                tables: &tables,
+                code: &AllCalls,
+                options: &opts,
+                pac_mask: 0,
+                pac_signed_seen: Some(&seen),
+            };
+            Aarch64.strip_pac(&ctx, addr);
+            assert_eq!(seen.get(), signed, "{addr:#x}");
+        }
     }
 
     #[test]
@@ -670,6 +708,7 @@ mod tests {
                 code: &AllCalls,
                 options: &opts,
                 pac_mask,
+                pac_signed_seen: None,
             };
             let mut r = RegisterSet::new(Arch::Aarch64);
             r.set(32, u64::MAX);

@@ -215,6 +215,10 @@ pub struct WalkContext<'a, 'd> {
     pub options: &'a WalkOptions,
     /// aarch64 pointer-authentication mask for return addresses (0 when none).
     pub pac_mask: u64,
+    /// Set when a return address carried pointer-authentication bits: an address into
+    /// code that stripping changed. Where the dump records no mask, only then is the
+    /// inferred one worth a warning (`pac-mask-inferred`); `None` when nobody asks.
+    pub pac_signed_seen: Option<&'a std::cell::Cell<bool>>,
 }
 
 impl WalkContext<'_, '_> {

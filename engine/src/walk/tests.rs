@@ -149,6 +149,7 @@ fn walk(
         code,
         options,
         pac_mask: 0,
+        pac_signed_seen: None,
     };
     walk_thread(&X86_64, &ctx, regs)
 }

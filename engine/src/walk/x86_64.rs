@@ -140,6 +140,7 @@ mod tests {
             code: &NoCode,
             options: &opts,
             pac_mask: 0,
+            pac_signed_seen: None,
         };
         let mut regs = RegisterSet::new(Arch::X86_64);
         regs.set(16, 0x40_1000);
@@ -169,6 +170,7 @@ mod tests {
             code: &NoCode,
             options: &opts,
             pac_mask: 0,
+            pac_signed_seen: None,
         };
         let mut regs = RegisterSet::new(Arch::X86_64);
         regs.set(16, u64::MAX);

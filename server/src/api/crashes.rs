@@ -19,9 +19,10 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use engine::dump::compressed::{Compression, DecompressError};
 use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
-use worker::store::{now_ms, StagedBlob};
+use worker::store::{now_ms, StagedBlob, StoreError};
 
 use super::dump_check;
 use super::extract::{
@@ -35,6 +36,112 @@ use crate::dashboard::{dash_auth, DashError};
 const MAX_PARTS: usize = 1024;
 /// Longest `?wait=`.
 const MAX_WAIT_SECS: u64 = 60;
+
+/// The `wait` query parameter: seconds to wait for the crash to be processed (0 to
+/// [`MAX_WAIT_SECS`]; 0 when absent).
+fn wait_secs(q: &HashMap<String, String>) -> Result<u64, ApiError> {
+    match q.get("wait") {
+        None => Ok(0),
+        Some(w) => w
+            .parse::<u64>()
+            .ok()
+            .filter(|w| *w <= MAX_WAIT_SECS)
+            .ok_or_else(|| ApiError::BadRequest {
+                code: "bad-request",
+                detail: format!(
+                    "wait must be a number of seconds from 0 to {MAX_WAIT_SECS}, not {w:?}"
+                ),
+            }),
+    }
+}
+
+/// An upload's dump, staged (and decompressed where the file itself is compressed), with
+/// its form fields.
+struct Staged {
+    dump: StagedBlob,
+    /// Whether it came as Crashpad's multipart form (which expects a plain-text answer).
+    crashpad: bool,
+    annotations: BTreeMap<String, String>,
+}
+
+/// Stages the request body: the `upload_file_minidump` part and the text fields of a
+/// Crashpad/Breakpad multipart form, or the whole body as the dump.
+async fn stage_upload(s: &AppState, headers: &HeaderMap, body: Body) -> Result<Staged, ApiError> {
+    let limit = s.config.max_decompressed_bytes;
+    let mut annotations = BTreeMap::new();
+    let (dump, crashpad): (StagedBlob, bool) = match multipart_boundary(headers)? {
+        Some(boundary) => {
+            let parts = read_multipart(
+                body,
+                boundary,
+                limit,
+                MAX_PARTS,
+                &s.staging,
+                |name, file| {
+                    match (name, file) {
+                        ("upload_file_minidump", _) => Keep::File,
+                        (_, None) => Keep::Text,
+                        // Other attached files are not kept.
+                        (_, Some(_)) => Keep::Drop,
+                    }
+                },
+            )
+            .await?;
+            let mut dump = None;
+            for part in parts {
+                match part.data {
+                    PartData::File(file) => dump = Some(file),
+                    PartData::Text(text) => {
+                        let value = String::from_utf8_lossy(&text).into_owned();
+                        annotations.insert(part.name, value);
+                    }
+                    PartData::Dropped => {}
+                }
+            }
+            let dump = dump.ok_or_else(|| ApiError::BadRequest {
+                code: "missing-minidump",
+                detail: "the multipart upload has no `upload_file_minidump` part".into(),
+            })?;
+            (dump, true)
+        }
+        None => (stage_body(body, limit, &s.staging).await?, false),
+    };
+    let dump = decompressed(s, dump, limit).await?;
+    Ok(Staged {
+        dump,
+        crashpad,
+        annotations,
+    })
+}
+
+/// A dump uploaded compressed as systems store it (systemd-coredump's `.zst`, `.xz`,
+/// `.lz4`; `.bz2`; `.gz`), told by its magic bytes, decompressed into a new staged file
+/// (at most `limit` bytes, the limit of a decompressed request body): the stored dump,
+/// its sha256 and size are the dump's own, as a walk of it reads it. Any other upload is
+/// returned as it is.
+async fn decompressed(s: &AppState, dump: StagedBlob, limit: u64) -> Result<StagedBlob, ApiError> {
+    let head = dump.read_at(0, 8).await?;
+    let Some(format) = Compression::of(&head) else {
+        return Ok(dump);
+    };
+    let staging = s.staging.clone();
+    let path = dump.path().display().to_string();
+    let out = tokio::task::spawn_blocking(move || staging.decompressed(&dump, format, limit))
+        .await
+        .map_err(|e| {
+            ApiError::Store(StoreError::Staging {
+                path,
+                source: std::io::Error::other(e.to_string()),
+            })
+        })??;
+    out.map_err(|e| match e {
+        DecompressError::TooLarge { limit, .. } => ApiError::DecompressedTooLarge { limit },
+        e => ApiError::Unprocessable {
+            code: "malformed-dump",
+            detail: format!("not a readable crash dump: {e}"),
+        },
+    })
+}
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -94,60 +201,14 @@ async fn upload_inner(
     q: &HashMap<String, String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let wait = match q.get("wait") {
-        None => 0,
-        Some(w) => w
-            .parse::<u64>()
-            .ok()
-            .filter(|w| *w <= MAX_WAIT_SECS)
-            .ok_or_else(|| ApiError::BadRequest {
-                code: "bad-request",
-                detail: format!(
-                    "wait must be a number of seconds from 0 to {MAX_WAIT_SECS}, not {w:?}"
-                ),
-            })?,
-    };
+    let wait = wait_secs(q)?;
     // Checked before the body is read: a malformed key costs no staging.
     let key = idempotency_key(headers)?;
-    let limit = s.config.max_decompressed_bytes;
-    let mut annotations = BTreeMap::new();
-    let (dump, crashpad): (StagedBlob, bool) = match multipart_boundary(headers)? {
-        Some(boundary) => {
-            let parts = read_multipart(
-                body,
-                boundary,
-                limit,
-                MAX_PARTS,
-                &s.staging,
-                |name, file| {
-                    match (name, file) {
-                        ("upload_file_minidump", _) => Keep::File,
-                        (_, None) => Keep::Text,
-                        // Other attached files are not kept.
-                        (_, Some(_)) => Keep::Drop,
-                    }
-                },
-            )
-            .await?;
-            let mut dump = None;
-            for part in parts {
-                match part.data {
-                    PartData::File(file) => dump = Some(file),
-                    PartData::Text(text) => {
-                        let value = String::from_utf8_lossy(&text).into_owned();
-                        annotations.insert(part.name, value);
-                    }
-                    PartData::Dropped => {}
-                }
-            }
-            let dump = dump.ok_or_else(|| ApiError::BadRequest {
-                code: "missing-minidump",
-                detail: "the multipart upload has no `upload_file_minidump` part".into(),
-            })?;
-            (dump, true)
-        }
-        None => (stage_body(body, limit, &s.staging).await?, false),
-    };
+    let Staged {
+        dump,
+        crashpad,
+        annotations,
+    } = stage_upload(s, headers, body).await?;
     let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
     let annotations = serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into());

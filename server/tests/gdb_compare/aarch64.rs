@@ -109,15 +109,9 @@ fn walk_report(core: &Path, symbols: &[&Path], extra: &[&str]) -> Value {
 fn check_report(report: &Value, signal: u64) {
     assert_eq!(report["dump"]["arch"], "aarch64");
     assert_eq!(report["dump"]["writer"], "qemu-user");
-    assert!(
-        report["warnings"]
-            .as_array()
-            .expect("warnings")
-            .iter()
-            .any(|w| w["code"] == "pac-mask-inferred"),
-        "QEMU cores carry no PAC mask: {}",
-        report["warnings"]
-    );
+    // QEMU cores carry no PAC mask; `pac-mask-inferred` is said only where a signed
+    // return address was stripped with the inferred one (issue 35 item 9), which depends
+    // on how the program and its libc were built, so it is not asserted here.
     assert_eq!(report["crash"]["signal"].as_u64(), Some(signal), "signal");
     assert_eq!(report["threads"][0]["crashed"].as_bool(), Some(true));
     // Where gdb gave up early, ours goes on to the outermost frame.

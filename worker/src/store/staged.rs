@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 use tempfile::TempPath;
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
+use engine::dump::compressed::{self, Compression, DecompressError, Limit};
+
 use super::StoreError;
 
 /// Write buffer of a staging file: few, large writes on the blocking pool.
@@ -95,6 +97,65 @@ impl Staging {
             hasher: Sha256::new(),
             size: 0,
         })
+    }
+}
+
+impl Staging {
+    /// `blob` decompressed (it is in `format`) into a new staging file, at most `limit`
+    /// bytes of it: a dump uploaded compressed as systems store it (systemd-coredump's
+    /// `.zst`), so that what is checked, stored and walked is the dump itself. The inner
+    /// `Err` is the upload's fault (corrupt, or larger than `limit`), the outer one the
+    /// disk's. Blocking I/O: call it off the async threads.
+    pub fn decompressed(
+        &self,
+        blob: &StagedBlob,
+        format: Compression,
+        limit: u64,
+    ) -> Result<Result<StagedBlob, DecompressError>, StoreError> {
+        let io = |e| StoreError::Staging {
+            path: self.dir.display().to_string(),
+            source: e,
+        };
+        let (file, path) = tempfile::Builder::new()
+            .prefix("upload-")
+            .tempfile_in(&self.dir)
+            .map_err(io)?
+            .into_parts();
+        let mut out = Hashing {
+            out: std::io::BufWriter::with_capacity(WRITE_BUFFER, file),
+            hasher: Sha256::new(),
+        };
+        let size = match compressed::decompress(format, blob.open()?, &mut out, Limit(limit)) {
+            Ok(size) => size,
+            Err(DecompressError::Write(e)) => return Err(staging_error(&path, e)),
+            Err(e) => return Ok(Err(e)),
+        };
+        out.out
+            .into_inner()
+            .map_err(|e| staging_error(&path, e.into_error()))?;
+        Ok(Ok(StagedBlob {
+            sha256: hex::encode(out.hasher.finalize()),
+            size,
+            path,
+        }))
+    }
+}
+
+/// A writer that hashes what it writes.
+struct Hashing<W> {
+    out: W,
+    hasher: Sha256,
+}
+
+impl<W: std::io::Write> std::io::Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }
 

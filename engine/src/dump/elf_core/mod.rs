@@ -45,12 +45,34 @@ struct Notes<'a> {
     gdb_note: bool,
     /// Notes that could not be decoded.
     bad: usize,
+    /// The system whose notes another kernel writes (`NetBSD-CORE`, `FreeBSD`,
+    /// `OpenBSD`): its threads and registers are laid out otherwise than Linux's.
+    other_system: Option<&'static str>,
+}
+
+/// The system a core's note owner names, where it is not Linux: NetBSD writes
+/// `NetBSD-CORE` (and `NetBSD-CORE@LWP` per thread), FreeBSD `FreeBSD`, OpenBSD
+/// `OpenBSD` (their own `elf_core` writers; gdb and lldb read them).
+fn other_system(owner: &[u8]) -> Option<&'static str> {
+    if owner.starts_with(b"NetBSD-CORE") {
+        Some("NetBSD")
+    } else if owner == b"FreeBSD" {
+        Some("FreeBSD")
+    } else if owner.starts_with(b"OpenBSD") {
+        Some("OpenBSD")
+    } else {
+        None
+    }
 }
 
 impl<'a> Notes<'a> {
     fn add(&mut self, note: parse::Note<'a>, arch: Arch) {
         if note.name == b"GDB" {
             self.gdb_note = true;
+            return;
+        }
+        if let Some(system) = other_system(note.name) {
+            self.other_system.get_or_insert(system);
             return;
         }
         if note.name != b"CORE" && note.name != b"LINUX" {
@@ -207,6 +229,14 @@ impl<'a> Segments<'a> {
 /// The warnings about a truncated core and undecodable notes (`len`: the core's size); an
 /// error when no thread survives, as there is nothing to walk.
 fn read_warnings(segments: &Segments<'_>, len: usize) -> Result<Vec<DumpWarning>, DumpError> {
+    if let Some(system) = segments.notes.other_system {
+        // Its threads are not in NT_PRSTATUS notes as Linux lays them out: nothing of it
+        // would be read right. Say what it is rather than call it malformed.
+        return Err(DumpError::Unsupported(format!(
+            "a {system} core: not supported (postmortem reads Linux cores and minidumps; \
+             gdb and lldb read {system} cores)"
+        )));
+    }
     if segments.notes.threads.is_empty() {
         return Err(if segments.truncated {
             DumpError::Truncated("no thread (NT_PRSTATUS) survives in the truncated core".into())
@@ -257,7 +287,7 @@ fn find_modules(
             warnings,
         ),
     };
-    if let Some(v) = modules::vdso(notes.auxv, &loads, memory) {
+    if let Some(v) = modules::vdso(notes.auxv, &loads, core_loads, memory) {
         if !found.iter().any(|m| m.base == v.base) {
             found.push(v);
         }

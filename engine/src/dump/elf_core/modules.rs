@@ -398,10 +398,29 @@ fn module_from_instance(
 }
 
 /// The vdso, whose whole image is in the core's memory.
-pub(super) fn vdso(auxv: &[u8], loads: &LoadIndex, mem: &MemoryMap<'_>) -> Option<Module> {
+///
+/// The module spans the whole mapping the core holds at the vdso's address where that is
+/// larger than its load segments: the vdso of 3.x kernels is two pages whose second holds
+/// the section headers (and the symbol table they locate), while its one PT_LOAD covers
+/// the first page only; read by the load segment alone, the image has no readable
+/// sections, and its symbols look corrupt.
+pub(super) fn vdso(
+    auxv: &[u8],
+    loads: &LoadIndex,
+    core_loads: &[CoreLoad],
+    mem: &MemoryMap<'_>,
+) -> Option<Module> {
     let addr = auxv_get(auxv, AT_SYSINFO_EHDR).filter(|&a| a != 0)?;
     let image = image_at(mem, addr)?;
     let mut m = module_from_image(VDSO_NAME.to_string(), None, addr, image, mem)?;
+    let mapping_end = core_loads
+        .iter()
+        .filter(|l| l.start == addr && l.end > m.end)
+        .map(|l| l.end)
+        .max();
+    if let Some(end) = mapping_end {
+        m.end = end;
+    }
     // The vdso's own headers may mark text executable; the core's PT_LOAD is the truth.
     for map in &mut m.mappings {
         if let Some(x) = loads.executable(map.start, map.end) {

@@ -438,3 +438,52 @@ fn data_mappings_are_not_modules() {
     assert!(d.modules[0].main);
     assert_eq!(d.modules[1].build_id.as_deref(), Some(&BUILD_ID[..]));
 }
+
+/// Issue 35 item 8: cores other systems' kernels write (NetBSD's `NetBSD-CORE` notes,
+/// FreeBSD's `FreeBSD` ones; gdb and lldb read both) are named as unsupported, never
+/// called malformed.
+#[test]
+fn other_systems_cores_are_named_unsupported_not_malformed() {
+    for (owner, system) in [
+        ("NetBSD-CORE", "NetBSD"),
+        ("NetBSD-CORE@1", "NetBSD"),
+        ("FreeBSD", "FreeBSD"),
+        ("OpenBSD", "OpenBSD"),
+    ] {
+        // NT_NETBSDCORE_PROCINFO / FreeBSD's NT_PRSTATUS are both type 1
+        let core = SCore::new(62)
+            .note(owner, 1, vec![0u8; 160])
+            .load(STACK, 6, vec![0u8; 0x100])
+            .build();
+        match read(&core) {
+            Err(DumpError::Unsupported(m)) => {
+                assert!(
+                    m.contains(&format!("a {system} core: not supported")),
+                    "{m}"
+                );
+            }
+            Err(e) => panic!("{owner}: {e}"),
+            Ok(_) => panic!("{owner}: read as a Linux core"),
+        }
+    }
+}
+
+/// Issue 35 item 6: a 3.x kernel's vdso is a two-page mapping whose one PT_LOAD covers the
+/// first page only (its section headers are in the second). The module is the whole
+/// mapping the core holds, so its image is read with its section headers.
+#[test]
+fn vdso_spans_the_whole_mapping_the_core_holds() {
+    const VDSO: u64 = 0x7fff_f7ff_e000;
+    let mut image = synth::elf_image(&BUILD_ID, 0x800, 0);
+    assert_eq!(image.len(), 0x1000);
+    image.resize(0x2000, 0xcc); // the second page: section headers and the rest
+    let core = SCore::new(62)
+        .note(CORE, 1, synth::prstatus_x86_64(1, 11, &x86_regs()))
+        .note(CORE, 6, synth::auxv(&[(33, VDSO)]))
+        .load(VDSO, 5, image)
+        .build();
+    let d = read(&core).expect("read");
+    let v = d.modules.iter().find(|m| m.base == VDSO).expect("the vdso");
+    assert_eq!((v.base, v.end), (VDSO, VDSO + 0x2000));
+    assert_eq!(v.build_id.as_deref(), Some(&BUILD_ID[..]));
+}

@@ -591,6 +591,7 @@ fn walk(
         code: &NoCode,
         options: &opts,
         pac_mask: 0,
+        pac_signed_seen: None,
     };
     walk_thread(arch, &ctx, regs)
 }
