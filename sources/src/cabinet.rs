@@ -61,6 +61,28 @@ pub fn extract(
     // archive (a file starting past its folder's data: rust-cab issues #37 and #41, fixed
     // upstream after the release; an underflow on short blocks: #43); that is the
     // archive's fault, told as an error like any other
+    extract_guarded(archive, Some(name), dir, max_bytes).map(|(file, _)| file)
+}
+
+/// The one file of the CAB archive `archive`, whatever its name (a compressed file a user
+/// hands over: `NAME.pd_`, or one passed around under the plain `NAME.pdb`), written to a
+/// new temporary file in `dir`, with the file's name as the archive stores it (its last
+/// path component); at most `max_bytes`, as for [`extract`].
+pub fn extract_single(
+    archive: &File,
+    dir: &Path,
+    max_bytes: u64,
+) -> Result<(NamedTempFile, String), CabError> {
+    extract_guarded(archive, None, dir, max_bytes)
+}
+
+/// [`extract_unguarded`], with a panic of the CAB reader told as an error.
+fn extract_guarded(
+    archive: &File,
+    name: Option<&str>,
+    dir: &Path,
+    max_bytes: u64,
+) -> Result<(NamedTempFile, String), CabError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         extract_unguarded(archive, name, dir, max_bytes)
     }))
@@ -71,12 +93,13 @@ pub fn extract(
     })
 }
 
+/// The archive's one file (which must be named `name`, where given) and its stored name.
 fn extract_unguarded(
     archive: &File,
-    name: &str,
+    name: Option<&str>,
     dir: &Path,
     max_bytes: u64,
-) -> Result<NamedTempFile, CabError> {
+) -> Result<(NamedTempFile, String), CabError> {
     let mut reader = archive;
     reader
         .seek(SeekFrom::Start(0))
@@ -93,12 +116,18 @@ fn extract_unguarded(
         [one] => one.clone(),
         several => return Err(CabError::Several(several.len())),
     };
-    let base = stored.rsplit(['\\', '/']).next().unwrap_or(&stored);
-    if !base.eq_ignore_ascii_case(name) {
-        return Err(CabError::OtherName {
-            found: stored,
-            asked: name.to_string(),
-        });
+    let base = stored
+        .rsplit(['\\', '/'])
+        .next()
+        .unwrap_or(&stored)
+        .to_string();
+    if let Some(name) = name {
+        if !base.eq_ignore_ascii_case(name) {
+            return Err(CabError::OtherName {
+                found: stored,
+                asked: name.to_string(),
+            });
+        }
     }
     if size > max_bytes {
         return Err(CabError::TooLarge {
@@ -136,7 +165,7 @@ fn extract_unguarded(
         return Err(CabError::Truncated { got, size });
     }
     out.as_file_mut().flush().map_err(CabError::Disk)?;
-    Ok(out)
+    Ok((out, base))
 }
 
 #[cfg(test)]
@@ -187,6 +216,30 @@ mod tests {
         assert_eq!(compressed_name("noext"), None);
         assert_eq!(compressed_name("trailing."), None);
         assert_eq!(compressed_name(".pdb").as_deref(), None);
+    }
+
+    #[test]
+    fn the_one_file_of_any_name_comes_out_with_its_name() {
+        let data = contents();
+        let cab = cab_of(&[("build\\App.pdb", &data)]);
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut archive = tempfile::tempfile().expect("temporary file");
+        archive.write_all(&cab).expect("write");
+        let (out, name) = extract_single(&archive, dir.path(), 1 << 30).expect("extracted");
+        assert_eq!(name, "App.pdb");
+        assert_eq!(std::fs::read(out.path()).expect("read"), data);
+        // the same limits as for a download
+        assert!(matches!(
+            extract_single(&archive, dir.path(), 10),
+            Err(CabError::TooLarge { .. })
+        ));
+        let two = cab_of(&[("a.pdb", b"a"), ("b.pdb", b"b")]);
+        let mut archive = tempfile::tempfile().expect("temporary file");
+        archive.write_all(&two).expect("write");
+        assert!(matches!(
+            extract_single(&archive, dir.path(), 1 << 30),
+            Err(CabError::Several(2))
+        ));
     }
 
     #[test]

@@ -17,6 +17,12 @@
 //! without a `.sym`, or one filed under another id's name) are all such files read,
 //! once per run — what indexing did for every run before.
 //!
+//! A file compressed as symbol servers store files (a one-file CAB archive: `NAME.pd_`,
+//! `NAME.dl_`, or one handed around under its plain name) is read as the file inside it:
+//! taken out to a temporary directory when indexed (the CAB reader downloads use), and
+//! indexed under the name the archive gives it. One that cannot be taken out is named in
+//! [`FileProvider::symbol_file_problems`], never silently ignored.
+//!
 //! With remote sources configured (`--debuginfod`, `DEBUGINFOD_URLS`), a module with a
 //! build-id whose binary or DWARF no local file gives has them fetched
 //! ([`sources::Remote`]): the executable for unwind tables and code, the debug file for
@@ -51,6 +57,11 @@ const MAX_INDEXED_FILES: usize = 200_000;
 const MAX_DEPTH: usize = 12;
 /// Bytes read from a file to tell what it is (and a `.sym` file's `MODULE` line).
 const SYM_HEAD: usize = 4096;
+/// The most a compressed symbol file under `--symbols` may hold: what one download may
+/// (`sources::config::DEFAULT_MAX_BYTES`).
+const MAX_EXTRACTED_BYTES: u64 = sources::config::DEFAULT_MAX_BYTES;
+/// A CAB archive's signature (`MSCF`).
+const CAB_MAGIC: &[u8] = b"MSCF";
 
 /// Files found under the `--symbols` paths.
 #[derive(Default)]
@@ -69,6 +80,10 @@ struct Index {
     /// `.sym` files of Windows images by the image's lower-case name and code id (their
     /// `INFO CODE_ID` record).
     sym_by_code_id: HashMap<(String, String), PathBuf>,
+    /// The directories compressed files were taken out to (removed when dropped).
+    extracted: Vec<tempfile::TempDir>,
+    /// Files that could not be read, each with why.
+    problems: Vec<String>,
 }
 
 /// The first bytes of an open file (up to [`SYM_HEAD`]), read without moving its cursor.
@@ -109,6 +124,12 @@ impl Index {
     /// store holds many files, and each system call counts in a one-shot walk) — or, for
     /// a `.sym` file in a directory named like a debug id, not opened at all.
     fn add(&mut self, path: &Path) {
+        self.add_file(path, false);
+    }
+
+    /// [`Index::add`]; `extracted` for a file taken out of a compressed one (which is
+    /// not taken apart again).
+    fn add_file(&mut self, path: &Path, extracted: bool) {
         if path.extension().is_some_and(|e| e == "sym") {
             if let Some(id) = dir_debug_id(path) {
                 self.by_dir_id
@@ -153,6 +174,9 @@ impl Index {
                     self.pdbs.entry(id).or_default().push(path.to_path_buf());
                 }
             }
+        } else if head.starts_with(CAB_MAGIC) && !extracted {
+            drop(f);
+            self.add_compressed(path);
         } else if head.starts_with(b"MODU") {
             if let Some(m) = parse_module_line(head) {
                 self.by_debug_id
@@ -166,6 +190,39 @@ impl Index {
             }
         }
     }
+}
+
+impl Index {
+    /// A symbol server's compressed file: its one file taken out to a new temporary
+    /// directory under the name the archive gives it, and indexed as if given there; or
+    /// why it could not be, in `problems`.
+    fn add_compressed(&mut self, path: &Path) {
+        match extract(path) {
+            Ok((dir, file)) => {
+                self.extracted.push(dir);
+                self.add_file(&file, true);
+            }
+            Err(why) => self.problems.push(format!(
+                "{}: a compressed symbol file (CAB) that cannot be read: {why}",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// The one file of the CAB archive at `path`, in a new temporary directory (returned: the
+/// file lasts as long as it) under the archive's name for it.
+fn extract(path: &Path) -> Result<(tempfile::TempDir, PathBuf), String> {
+    let archive = fs::File::open(path).map_err(|e| e.to_string())?;
+    let dir = tempfile::tempdir().map_err(|e| format!("no temporary directory: {e}"))?;
+    let (file, name) = sources::cabinet::extract_single(&archive, dir.path(), MAX_EXTRACTED_BYTES)
+        .map_err(|e| e.to_string())?;
+    if name.is_empty() || name == "." || name == ".." || name.contains('\0') {
+        return Err(format!("the archive names its file {name:?}"));
+    }
+    let target = dir.path().join(&name);
+    file.persist(&target).map_err(|e| e.error.to_string())?;
+    Ok((dir, target))
 }
 
 /// The image a Windows module's `.sym` file describes, from its `INFO CODE_ID` record:
@@ -258,6 +315,10 @@ pub struct FileProvider {
     on_demand: bool,
     /// Tables built this run, by [`TableKey`].
     built: Mutex<HashMap<TableKey, Option<ModuleTables>>>,
+    /// Where compressed files under `--symbols` were taken out to.
+    extracted: Vec<tempfile::TempDir>,
+    /// Files under `--symbols` that could not be read, each with why.
+    index_problems: Vec<String>,
     /// Servers asked for the files no local file gives.
     remote: Option<sources::Remote>,
     /// What they answered, by [`lookup_key`].
@@ -282,6 +343,8 @@ impl FileProvider {
             pe_pdb,
             pdbs,
             sym_by_code_id,
+            extracted,
+            problems,
         } = index;
         let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
         for path in by_build_id.values().flatten() {
@@ -312,6 +375,8 @@ impl FileProvider {
             stores: Vec::new(),
             on_demand: false,
             built: Mutex::new(HashMap::new()),
+            extracted,
+            index_problems: problems,
             remote: None,
             lookups: Mutex::new(HashMap::new()),
             table_cache: None,
@@ -332,6 +397,17 @@ impl FileProvider {
             .as_ref()
             .map(TableCache::problems)
             .unwrap_or_default()
+    }
+
+    /// Files under `--symbols` that could not be read (a compressed file that cannot be
+    /// taken out), each with why, for the caller to tell.
+    pub fn symbol_file_problems(&self) -> &[String] {
+        &self.index_problems
+    }
+
+    /// Removes the files taken out of compressed ones (once no table refers to them).
+    pub fn remove_extracted(&mut self) {
+        self.extracted.clear();
     }
 
     /// Also asks these remote sources for what no local file gives.
@@ -958,6 +1034,94 @@ mod tests {
             "the file that says the id, not the name"
         );
         assert_eq!(found("0000000000000000000000000000000A0"), None);
+    }
+
+    /// A PE image and its PDB, built by clang and lld-link from a two-function C file.
+    fn image_and_pdb(dir: &Path) -> (PathBuf, PathBuf) {
+        use std::process::Command;
+        let src = dir.join("a.c");
+        fs::write(
+            &src,
+            "int f(int x) { return x * 3; }\nint start(void) { return f(2); }\n",
+        )
+        .expect("write");
+        let obj = dir.join("a.obj");
+        let status = Command::new("clang")
+            .args(["--target=x86_64-pc-windows-msvc", "-c", "-g", "-gcodeview"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&obj)
+            .status()
+            .expect("this test needs clang (test.sh installs it)");
+        assert!(status.success(), "clang failed");
+        let (exe, pdb) = (dir.join("a.exe"), dir.join("a.pdb"));
+        let status = Command::new("lld-link")
+            .args([
+                "/debug",
+                "/entry:start",
+                "/nodefaultlib",
+                "/subsystem:console",
+            ])
+            .arg(format!("/pdb:{}", pdb.display()))
+            .arg(format!("/out:{}", exe.display()))
+            .arg(&obj)
+            .status()
+            .expect("this test needs lld-link (test.sh installs it)");
+        assert!(status.success(), "lld-link failed");
+        (exe, pdb)
+    }
+
+    /// A one-file CAB archive of `bytes` stored as `name`, as `makecab` writes one.
+    fn cab_of(name: &str, bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut builder = cab::CabinetBuilder::new();
+        builder
+            .add_folder(cab::CompressionType::MsZip)
+            .add_file(name);
+        let mut writer = builder
+            .build(std::io::Cursor::new(Vec::new()))
+            .expect("a CAB writer");
+        while let Some(mut w) = writer.next_file().expect("next file") {
+            w.write_all(bytes).expect("write");
+        }
+        writer.finish().expect("finish").into_inner()
+    }
+
+    #[test]
+    fn a_cab_compressed_pdb_is_read_as_the_pdb_inside() {
+        let build = tempfile::tempdir().expect("temporary directory");
+        let (exe, pdb) = image_and_pdb(build.path());
+        // the PDB's id as the linker recorded it in the image's CodeView record
+        let (_, named) = pe_ids_of(fs::File::open(&exe).expect("the image")).expect("a PE");
+        let (id, _) = named.expect("the image names its PDB");
+        let pdb_bytes = fs::read(&pdb).expect("the PDB");
+        let symbols = tempfile::tempdir().expect("temporary directory");
+        let s = symbols.path();
+        // as a symbol server stores it, and as some tools hand it around
+        fs::create_dir_all(s.join("server")).expect("mkdir");
+        fs::write(s.join("server/a.pd_"), cab_of("a.pdb", &pdb_bytes)).expect("write");
+        let provider = FileProvider::new(&[s.join("server")], false);
+        let found = provider.pdbs.get(&id).and_then(|p| p.first()).cloned();
+        let found = found.unwrap_or_else(|| panic!("no PDB of id {id} found in a.pd_"));
+        assert_eq!(fs::read(&found).expect("read"), pdb_bytes);
+        assert!(provider.symbol_file_problems().is_empty());
+
+        fs::create_dir_all(s.join("renamed")).expect("mkdir");
+        fs::write(s.join("renamed/a.pdb"), cab_of("a.pdb", &pdb_bytes)).expect("write");
+        let provider = FileProvider::new(&[s.join("renamed")], false);
+        assert!(provider.pdbs.contains_key(&id), "a CAB under the .pdb name");
+
+        // one that cannot be read is said, not ignored
+        let mut cut = cab_of("a.pdb", &pdb_bytes);
+        cut.truncate(cut.len() / 2);
+        fs::create_dir_all(s.join("cut")).expect("mkdir");
+        fs::write(s.join("cut/a.pd_"), cut).expect("write");
+        let mut provider = FileProvider::new(&[s.join("cut")], false);
+        assert!(provider.pdbs.is_empty());
+        let problems = provider.symbol_file_problems();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("a.pd_"), "{problems:?}");
+        provider.remove_extracted();
     }
 
     fn module(name: &str, debug_id: &str) -> Module {

@@ -189,6 +189,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     for p in provider.table_cache_problems() {
         log.say(Level::Error, &format!("postmortem: {p}"));
     }
+    for p in provider.symbol_file_problems() {
+        log.say(Level::Error, &format!("postmortem: {p}"));
+    }
     log.report(&report);
     let text = match args.output_format() {
         Format::Json => {
@@ -219,6 +222,8 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     // The process ends here: its memory goes back to the system at once, while dropping
     // the tables, the dump and the report piece by piece (unmapping each large list)
     // costs time a one-shot walk is measured by.
+    // The files taken out of compressed ones go, though: they are on disk.
+    provider.remove_extracted();
     std::mem::forget((provider, report, bytes));
     Ok(ExitCode::SUCCESS)
 }

@@ -3,8 +3,10 @@
 //! expression, glibc's `__restore_rt` signal-frame expressions, an outermost row).
 //!
 //! Input: rip, rsp, rbp, rbx as four little-endian u64s, then the stack bytes (mapped at
-//! `STACK`); the same bytes also answer the call-site checks of the scan. Property: the
-//! walk never panics and stops within the frame limit.
+//! `STACK`); the same bytes also answer the call-site checks of the scan, and the
+//! address's own bits whether its code is readable, executable and named by a symbol
+//! file (every branch of the scan's rules, generated code outside the module included).
+//! Property: the walk never panics and stops within the frame limit.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -66,9 +68,20 @@ struct InputCode<'a>(&'a [u8]);
 
 impl CodeReader for InputCode<'_> {
     fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        if addr & 0x10 != 0 {
+            return None;
+        }
         let at = (addr as usize) % (self.0.len() + 1);
         let b = self.0.get(at.saturating_sub(len)..at)?;
         Some(b.to_vec())
+    }
+
+    fn is_executable(&self, addr: u64) -> Option<bool> {
+        (addr & 0x20 != 0).then_some(addr & 0x40 != 0)
+    }
+
+    fn names_function(&self, addr: u64) -> Option<bool> {
+        (addr & 0x80 != 0).then_some(addr & 0x100 != 0)
     }
 }
 
@@ -103,6 +116,7 @@ fuzz_target!(|data: &[u8]| {
     let memory = MemoryMap::new(vec![(STACK, stack)]);
     let mut options = WalkOptions::default();
     options.max_frames = 256;
+    options.fp_without_unwind_table = word(3) & 1 == 0;
     let code = InputCode(stack);
     let ctx = WalkContext {
         memory: &memory,

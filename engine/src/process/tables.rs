@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use object::{Object, ObjectSegment};
+use object::{Object, ObjectSection, ObjectSegment};
 
 use crate::binary::{self, FileBytes};
 use crate::breakpad::index::BreakpadIndex;
@@ -22,6 +22,10 @@ pub struct CodeImage {
     data: FileBytes,
     /// (start, end, file offset) of each loadable segment, as link-base offsets.
     segments: Vec<(u64, u64, u64)>,
+    /// `[start, end)` link-base offsets of its executable code: the sections that hold
+    /// instructions (`SHF_EXECINSTR`, a PE code section, a Mach-O section of
+    /// instructions), else its executable segments; sorted.
+    text: Vec<(u64, u64)>,
 }
 
 impl CodeImage {
@@ -37,8 +41,23 @@ impl CodeImage {
                 Some((start, start.checked_add(size)?, off))
             })
             .collect();
+        let text = text_ranges(&file, link_base);
         drop(file);
-        Some(CodeImage { data, segments })
+        Some(CodeImage {
+            data,
+            segments,
+            text,
+        })
+    }
+
+    /// Whether link-base offset `rel` lies in the file's executable code; `None` when the
+    /// file names no executable section or segment at all (it then tells nothing).
+    pub fn is_executable(&self, rel: u64) -> Option<bool> {
+        if self.text.is_empty() {
+            return None;
+        }
+        let i = self.text.partition_point(|&(_, end)| end <= rel);
+        Some(self.text.get(i).is_some_and(|&(start, _)| start <= rel))
     }
 
     /// Up to `len` bytes ending right before link-base offset `rel`.
@@ -690,5 +709,42 @@ impl<'t> Opened<'t> {
             symbols,
             code,
         }
+    }
+}
+
+/// The executable ranges of a binary, as link-base offsets (see [`CodeImage`]'s `text`).
+fn text_ranges(file: &object::File<'_>, link_base: u64) -> Vec<(u64, u64)> {
+    let range = |address: u64, size: u64| {
+        let start = binary::svma_to_offset(address, link_base)?;
+        (size > 0).then_some((start, start.checked_add(size)?))
+    };
+    let mut text: Vec<(u64, u64)> = file
+        .sections()
+        .filter(|s| s.kind() == object::SectionKind::Text && s.address() != 0)
+        .filter_map(|s| range(s.address(), s.size()))
+        .collect();
+    if text.is_empty() {
+        text = file
+            .segments()
+            .filter(|s| segment_is_executable(s.flags()))
+            .filter_map(|s| range(s.address(), s.size()))
+            .collect();
+    }
+    text.sort_unstable();
+    crate::unwind::builders::pe_x64::merged(text)
+}
+
+/// Whether a segment's flags say it is executable (ELF `PF_X`, Mach-O `VM_PROT_EXECUTE`,
+/// PE `IMAGE_SCN_MEM_EXECUTE`).
+fn segment_is_executable(flags: object::SegmentFlags) -> bool {
+    match flags {
+        object::SegmentFlags::Elf { p_flags, .. } => p_flags.contains(object::elf::PF_X),
+        object::SegmentFlags::MachO { initprot, .. } => {
+            initprot.contains(object::macho::VM_PROT_EXECUTE)
+        }
+        object::SegmentFlags::Coff { characteristics } => {
+            characteristics.contains(object::pe::IMAGE_SCN_MEM_EXECUTE)
+        }
+        _ => false,
     }
 }

@@ -34,55 +34,93 @@ fn thread_warning(code: &str, message: String, index: usize) -> report::Warning 
     }
 }
 
-/// What the stack scanner asks of code: whether an address is a function's entry, and
-/// the bytes before a return address (from the dump, else the module's file).
+/// What the walker asks of code: whether an address is the entry function, the bytes
+/// before a return address (from the dump, else the module's file), whether an address is
+/// executable (the module's file, else the dump's regions) and whether a symbol file
+/// names a function there.
 struct Code<'a, 't> {
     modules: &'a [Module],
     code: &'a [Option<CodeImage>],
     memory: &'a dump::MemoryMap<'a>,
+    regions: &'a dump::Regions,
     symbols: &'a [Option<SymbolTable<'t>>],
     /// Symbol indexes, for modules without a built symbol table.
     indexed: &'a [Option<&'a dyn SymbolIndex>],
     /// Answers already found from an indexed file, by address (each costs a small
-    /// table build, and a deep recursion asks about one address many times).
-    entry_answers: std::cell::RefCell<rustc_hash::FxHashMap<u64, bool>>,
+    /// table build, and a deep recursion or a long scan asks about one address many
+    /// times).
+    answers: std::cell::RefCell<rustc_hash::FxHashMap<u64, Option<FunctionAt>>>,
+}
+
+/// What a module's symbols say of one address.
+#[derive(Debug, Clone, Copy)]
+struct FunctionAt {
+    /// A function is named there.
+    named: bool,
+    /// That function is `_start`.
+    start: bool,
+}
+
+impl Code<'_, '_> {
+    /// The module holding `addr`, by index.
+    fn module_at(&self, addr: u64) -> Option<(usize, &Module)> {
+        let i = dump::module_starting_at_or_below(self.modules, addr)?;
+        let m = self.modules.get(i)?;
+        (addr < m.end).then_some((i, m))
+    }
+
+    /// What the symbols of the module holding `addr` say of it; `None` when it has no
+    /// symbols (or no module holds it).
+    fn function_at(&self, addr: u64) -> Option<FunctionAt> {
+        let (i, m) = self.module_at(addr)?;
+        let rel = addr.checked_sub(m.load_base)?;
+        let answer = |frames: &[SymbolFrame<'_>]| FunctionAt {
+            named: frames.last().is_some_and(|f| f.function.is_some()),
+            start: is_start(frames),
+        };
+        if let Some(Some(st)) = self.symbols.get(i) {
+            let mut frames = Vec::new();
+            st.lookup(rel, &mut frames);
+            return Some(answer(&frames));
+        }
+        // symbols held as an index: a table for just this address
+        let index = (*self.indexed.get(i)?)?;
+        if let Some(&known) = self.answers.borrow().get(&addr) {
+            return known;
+        }
+        let found = index.symbols_for(&[rel]).ok().map(|built| {
+            let mut frames = Vec::new();
+            let _ = SymbolTable::open(&built.bytes).is_ok_and(|st| st.lookup(rel, &mut frames));
+            answer(&frames)
+        });
+        self.answers.borrow_mut().insert(addr, found);
+        found
+    }
 }
 
 impl CodeReader for Code<'_, '_> {
     fn is_entry_function(&self, addr: u64) -> bool {
-        let Some(i) = dump::module_starting_at_or_below(self.modules, addr) else {
-            return false;
-        };
-        let Some(m) = self.modules.get(i) else {
-            return false;
-        };
-        if !m.main || addr >= m.end {
-            return false;
-        }
-        let Some(Some(st)) = self.symbols.get(i) else {
-            // symbols held as an index: a table for just this address
-            let (Some(Some(index)), Some(rel)) =
-                (self.indexed.get(i), addr.checked_sub(m.load_base))
-            else {
-                return false;
-            };
-            if let Some(&known) = self.entry_answers.borrow().get(&addr) {
-                return known;
+        self.module_at(addr).is_some_and(|(_, m)| m.main)
+            && self.function_at(addr).is_some_and(|f| f.start)
+    }
+
+    fn is_executable(&self, addr: u64) -> Option<bool> {
+        if let Some((i, m)) = self.module_at(addr) {
+            let from_file = self
+                .code
+                .get(i)
+                .and_then(Option::as_ref)
+                .zip(addr.checked_sub(m.load_base))
+                .and_then(|(img, rel)| img.is_executable(rel));
+            if from_file.is_some() {
+                return from_file;
             }
-            let answer = index.symbols_for(&[rel]).ok().is_some_and(|built| {
-                let mut frames = Vec::new();
-                SymbolTable::open(&built.bytes).is_ok_and(|st| st.lookup(rel, &mut frames))
-                    && is_start(&frames)
-            });
-            self.entry_answers.borrow_mut().insert(addr, answer);
-            return answer;
-        };
-        let Some(rel) = addr.checked_sub(m.load_base) else {
-            return false;
-        };
-        let mut frames = Vec::new();
-        st.lookup(rel, &mut frames);
-        is_start(&frames)
+        }
+        self.regions.executable(addr)
+    }
+
+    fn names_function(&self, addr: u64) -> Option<bool> {
+        self.function_at(addr).map(|f| f.named)
     }
 
     fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
@@ -137,18 +175,24 @@ pub(super) fn walk_all(
         modules: &dump.modules,
         code: &opened.code,
         memory: &dump.memory,
+        regions: &dump.regions,
         symbols: &opened.symbols,
         indexed: &opened.indexed,
-        entry_answers: Default::default(),
+        answers: Default::default(),
     };
     let pac_mask = dump.pac_mask.unwrap_or(0);
     let pac_signed_seen = std::cell::Cell::new(false);
+    let mut base_options = options.walk.clone();
+    if dump.os == dump::Os::Windows && dump.arch == dump::Arch::X86_64 {
+        // Windows x64 code keeps no frame-pointer chain (see the option's doc).
+        base_options.fp_without_unwind_table = false;
+    }
     let ctx = walk::WalkContext {
         memory: &dump.memory,
         modules: &dump.modules,
         tables: &opened.unwind,
         code: &code,
-        options: &options.walk,
+        options: &base_options,
         pac_mask,
         pac_signed_seen: Some(&pac_signed_seen),
     };
@@ -166,7 +210,7 @@ pub(super) fn walk_all(
     let mut frame_budget = options.budget.frames();
     for (index, &ti) in order.iter().enumerate() {
         let t = &dump.threads[ti];
-        let walk_options = frame_budget.walk_options(&options.walk);
+        let walk_options = frame_budget.walk_options(&base_options);
         let ctx = walk::WalkContext {
             options: &walk_options,
             ..ctx
@@ -381,5 +425,122 @@ fn symbolize_frame<'t>(
             }
         }
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::binary::FileBytes;
+    use crate::dump::{MemoryMap, Regions};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const BASE: u64 = 0x40_0000;
+
+    fn module() -> Module {
+        Module {
+            name: "m".into(),
+            base: BASE,
+            end: BASE + 0x10_0000,
+            load_base: BASE,
+            main: true,
+            ..Module::default()
+        }
+    }
+
+    fn code<'a>(
+        modules: &'a [Module],
+        images: &'a [Option<CodeImage>],
+        memory: &'a MemoryMap<'a>,
+        regions: &'a Regions,
+        symbols: &'a [Option<SymbolTable<'a>>],
+    ) -> Code<'a, 'a> {
+        Code {
+            modules,
+            code: images,
+            memory,
+            regions,
+            symbols,
+            indexed: &[None],
+            answers: Default::default(),
+        }
+    }
+
+    /// Where this test program's own executable is loaded: its mapping at file offset 0.
+    fn own_load_base() -> u64 {
+        let exe = std::env::current_exe().unwrap();
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let line = maps
+            .lines()
+            .find(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.get(2) == Some(&"00000000")
+                    && f.get(5).is_some_and(|p| std::path::Path::new(p) == exe)
+            })
+            .unwrap();
+        let start = line.split('-').next().unwrap();
+        u64::from_str_radix(start, 16).unwrap()
+    }
+
+    #[test]
+    fn a_modules_file_tells_its_code_from_its_data() {
+        // This program itself: a function it runs is executable code, a variable it
+        // writes is not, as its own file's sections say.
+        static WRITTEN: AtomicU64 = AtomicU64::new(0);
+        WRITTEN.store(1, Ordering::Relaxed);
+        let image = CodeImage::new(FileBytes::new(
+            std::fs::read(std::env::current_exe().unwrap()).unwrap(),
+        ))
+        .unwrap();
+        let base = own_load_base();
+        let function = a_modules_file_tells_its_code_from_its_data as fn() as usize as u64;
+        let variable = &WRITTEN as *const AtomicU64 as u64;
+        assert_eq!(image.is_executable(function - base), Some(true));
+        assert_eq!(image.is_executable(variable - base), Some(false));
+        // its header (the module's first byte) is in no executable section
+        assert_eq!(image.is_executable(0), Some(false));
+    }
+
+    #[test]
+    fn without_a_file_the_dumps_regions_tell_code_from_data() {
+        let modules = [module()];
+        let memory = MemoryMap::default();
+        let regions = Regions::new([
+            (BASE, BASE + 0x8_0000, Some(true)),
+            (BASE + 0x8_0000, BASE + 0x10_0000, Some(false)),
+        ]);
+        let c = code(&modules, &[None], &memory, &regions, &[None]);
+        assert_eq!(c.is_executable(BASE + 0x1234), Some(true));
+        assert_eq!(c.is_executable(BASE + 0x9_0000), Some(false));
+        // a dump without region permissions says nothing
+        let silent = Regions::default();
+        let c = code(&modules, &[None], &memory, &silent, &[None]);
+        assert_eq!(c.is_executable(BASE + 0x9_0000), None);
+    }
+
+    #[test]
+    fn a_symbol_file_names_the_functions_it_covers() {
+        let sym = b"MODULE Linux x86_64 000102030405060708090A0B0C0D0E0F0 m\n\
+                    FUNC 1000 20 0 f\n\
+                    FUNC 3000 40 0 g\n";
+        let built = crate::breakpad::symbols::build_symbol_table_breakpad(sym).unwrap();
+        let table = SymbolTable::open(&built.bytes).unwrap();
+        let modules = [module()];
+        let memory = MemoryMap::default();
+        let regions = Regions::default();
+        let symbols = [Some(table)];
+        let c = code(&modules, &[None], &memory, &regions, &symbols);
+        assert_eq!(c.names_function(BASE + 0x1010), Some(true));
+        assert_eq!(c.names_function(BASE + 0x303f), Some(true));
+        assert_eq!(c.names_function(BASE + 0x2000), Some(false));
+        assert_eq!(c.names_function(BASE + 0x9_0040), Some(false));
+        // no symbol file: nothing to say
+        let c = code(&modules, &[None], &memory, &regions, &[None]);
+        assert_eq!(c.names_function(BASE + 0x1010), None);
+        // no module
+        assert_eq!(c.names_function(0x10), None);
     }
 }

@@ -189,6 +189,11 @@ impl ArchWalker for Aarch64 {
         4
     }
 
+    /// A64 instructions are 4 bytes, 4-aligned.
+    fn instruction_alignment(&self) -> u64 {
+        4
+    }
+
     fn is_signal_trampoline(&self, ctx: &WalkContext<'_, '_>, pc: u64) -> bool {
         let code = pc
             .checked_add(8)

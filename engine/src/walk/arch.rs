@@ -39,6 +39,11 @@ pub trait ArchWalker {
     fn is_call_before(&self, code: &[u8]) -> bool;
     /// How many code bytes [`Self::is_call_before`] wants.
     fn call_check_len(&self) -> usize;
+    /// The alignment every instruction address has (a scanned return address that lacks
+    /// it is not one): 1 on x86_64, whose instructions have any length; 4 on aarch64.
+    fn instruction_alignment(&self) -> u64 {
+        1
+    }
     /// Whether a caller may keep the callee's sp (aarch64 leaf frames may).
     fn allows_same_sp(&self, callee: &WalkFrame) -> bool {
         let _ = callee;

@@ -17,6 +17,8 @@ mod scan;
 pub mod x86_64;
 
 #[cfg(test)]
+mod scan_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::breakpad::index::BreakpadIndex;
@@ -141,6 +143,12 @@ pub struct WalkOptions {
     pub scan_words_first: usize,
     pub enable_fp: bool,
     pub enable_scan: bool,
+    /// Whether the frame-pointer chain is followed out of a function in a module that has
+    /// no unwind table. False for Windows x64 dumps: code there keeps no frame-pointer
+    /// chain (`rbp` is an ordinary register, or points into the middle of a frame), so a
+    /// caller read through it is wrong where a stack scan finds the right one. Code
+    /// outside every module (generated code) still follows the chain.
+    pub fp_without_unwind_table: bool,
 }
 
 impl Default for WalkOptions {
@@ -151,6 +159,7 @@ impl Default for WalkOptions {
             scan_words_first: 256,
             enable_fp: true,
             enable_scan: true,
+            fp_without_unwind_table: true,
         }
     }
 }
@@ -169,6 +178,24 @@ pub trait CodeReader {
     fn is_entry_function(&self, addr: u64) -> bool {
         let _ = addr;
         false
+    }
+
+    /// Whether `addr` lies in executable code, as the module's file (its executable
+    /// sections) or the dump's list of memory regions and their permissions tells;
+    /// `None` where neither says. The dump's own mappings of a module are already in
+    /// [`Module::mappings`].
+    fn is_executable(&self, addr: u64) -> Option<bool> {
+        let _ = addr;
+        None
+    }
+
+    /// Whether a symbol file names a function (a `FUNC` or `PUBLIC` record, a symbol)
+    /// covering `addr`, a lookup address; `None` where no symbol file describes the
+    /// module holding it. A scanned candidate whose code is not at hand must pass this
+    /// (Breakpad's rule).
+    fn names_function(&self, addr: u64) -> Option<bool> {
+        let _ = addr;
+        None
     }
 }
 
@@ -226,10 +253,13 @@ impl WalkContext<'_, '_> {
     pub fn module_for(&self, addr: u64) -> Option<usize> {
         crate::dump::module_containing(self.modules, addr)
     }
-    /// Whether `addr` is in executable code of a mapped module.
+    /// Whether `addr` is in executable code of a mapped module: one of its executable
+    /// mappings (where the dump lists them), and not where its file or the dump's memory
+    /// regions say the code is not executable (a module's data, `.bss`, its header).
     pub fn is_code(&self, addr: u64) -> bool {
         self.module_for(addr)
             .is_some_and(|i| self.modules[i].contains_code(addr))
+            && self.code.is_executable(addr) != Some(false)
     }
 }
 
@@ -314,6 +344,8 @@ struct Misses {
     memory_missing: bool,
     /// The rules name the callee itself as its caller.
     repeated: bool,
+    /// What the stack scan read and rejected, when it ran.
+    scan: Option<scan::Rejected>,
 }
 
 impl Walk<'_, '_, '_> {
@@ -349,7 +381,7 @@ impl Walk<'_, '_, '_> {
             caller = self.caller_by_cfi(callee, &mut misses)?;
         }
         // 2. frame pointer
-        if caller.is_none() && ctx.options.enable_fp {
+        if caller.is_none() && ctx.options.enable_fp && self.fp_applies(callee) {
             caller = arch
                 .caller_by_fp(ctx, callee, first)
                 .filter(|c| self.is_valid(callee, c));
@@ -361,10 +393,26 @@ impl Walk<'_, '_, '_> {
             } else {
                 ctx.options.scan_words
             };
-            caller = scan::caller_by_scan(arch, ctx, callee, words, self.stack_range)
-                .filter(|c| self.is_valid(callee, c));
+            let accept = |c: &Caller| self.is_valid(callee, c);
+            match scan::caller_by_scan(arch, ctx, callee, words, self.stack_range, &accept) {
+                Ok(c) => caller = Some(c),
+                Err(rejected) => misses.scan = Some(rejected),
+            }
         }
         caller.ok_or_else(|| self.no_caller(callee, &misses))
+    }
+
+    /// Whether the frame-pointer chain may be followed out of `callee`: not out of a
+    /// module without an unwind table where [`WalkOptions::fp_without_unwind_table`] says
+    /// the platform's code keeps no chain.
+    fn fp_applies(&self, callee: &WalkFrame) -> bool {
+        if self.ctx.options.fp_without_unwind_table {
+            return true;
+        }
+        match callee.module {
+            Some(i) => matches!(self.ctx.tables.get(i), Some(Some(_))),
+            None => true,
+        }
     }
 
     /// The unwind rule's caller, if valid; the walk ends where the rule says the frame
@@ -432,13 +480,15 @@ impl Walk<'_, '_, '_> {
                 Some("the next frame would leave the stack".to_string()),
             )
         } else {
-            (
-                EndReason::NoCaller,
-                Some(format!(
-                    "no strategy found a valid caller of the frame at {:#x}",
-                    callee.pc
-                )),
-            )
+            let mut detail = format!(
+                "no strategy found a valid caller of the frame at {:#x}",
+                callee.pc
+            );
+            if let Some(scan) = &misses.scan {
+                detail.push_str(": ");
+                detail.push_str(&scan.describe());
+            }
+            (EndReason::NoCaller, Some(detail))
         }
     }
 
@@ -501,7 +551,10 @@ fn is_valid_caller(
     let (Some(pc), Some(sp)) = (caller.regs.pc(), caller.regs.sp()) else {
         return false;
     };
-    if !ctx.is_code(pc) && !arch.is_signal_trampoline(ctx, pc) {
+    if !ctx.is_code(pc)
+        && !arch.is_signal_trampoline(ctx, pc)
+        && !is_generated_code_caller(ctx, caller, stack_range)
+    {
         return false;
     }
     let callee_sp = callee.sp.unwrap_or(0);
@@ -526,4 +579,41 @@ fn is_valid_caller(
         return false;
     }
     true
+}
+
+/// Lowest address generated code can run at: below it a pc is a null (or near-null)
+/// pointer's.
+const MIN_CODE_ADDRESS: u64 = 0x1000;
+/// Highest user-space address on the walked architectures (48-bit virtual addresses;
+/// aarch64's pointer-authentication bits are stripped before this is asked).
+const MAX_USER_ADDRESS: u64 = (1 << 48) - 1;
+
+/// Whether a frame-pointer caller runs generated code (a JIT's, V8's in an Electron app):
+/// its pc lies outside every module, where the dump does not say the memory is not
+/// executable, and the chain goes on coherently — the caller's own frame pointer lies on
+/// the stack, at or above its stack pointer. minidump-stackwalk follows the chain
+/// through such frames too; rejecting them would switch to scanning there, and the
+/// scan finds stale return addresses instead of the real callers.
+fn is_generated_code_caller(
+    ctx: &WalkContext<'_, '_>,
+    caller: &Caller,
+    stack_range: Option<(u64, u64)>,
+) -> bool {
+    if caller.trust != Trust::Fp {
+        return false;
+    }
+    let (Some(pc), Some(sp)) = (caller.regs.pc(), caller.regs.sp()) else {
+        return false;
+    };
+    if !(MIN_CODE_ADDRESS..=MAX_USER_ADDRESS).contains(&pc)
+        || ctx.module_for(pc).is_some()
+        || ctx.code.is_executable(pc) == Some(false)
+    {
+        return false;
+    }
+    let fp = caller.regs.get(caller.regs.arch().fp_reg());
+    match (fp, stack_range) {
+        (Some(fp), Some((lo, hi))) => fp >= sp && fp >= lo && fp < hi,
+        _ => false,
+    }
 }

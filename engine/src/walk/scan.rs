@@ -1,26 +1,179 @@
 //! The `scan` strategy: look up the stack for a word that could be a return address.
 //!
-//! A candidate must point into executable code of a mapped module and, when the module's
-//! code bytes are available, the bytes just before it must decode as a call. Scanning is
-//! the last resort: frames it finds carry `trust: scan`.
+//! Scanning is the last resort, and a word on the stack is far more often a pointer to
+//! data, a module's base (the auxiliary vector near the top of a Linux stack holds
+//! `AT_BASE` and `AT_SYSINFO_EHDR`) or a stale value than a return address. So a
+//! candidate must pass every rule below, and where none does the walk ends and says why
+//! ([`Rejected`]) instead of inventing a frame:
+//!
+//! 1. it is aligned as the architecture's instructions are (4 bytes on aarch64);
+//! 2. it lies in executable code: a module's executable mapping or section (as the dump's
+//!    mappings, the module's file or the dump's memory regions tell), never a module's
+//!    first byte (its header, which a base address in a variable points to);
+//! 3. where the code before it is readable (from the dump's memory or the module's file),
+//!    that code ends with a call instruction;
+//! 4. where it is not, a symbol file names the function holding the call (Breakpad's
+//!    rule); with neither code, file nor symbols nothing vouches for it.
+//!
+//! Frames the scan finds carry `trust: scan`. See `docs/stack-scanning.md`.
 
 use super::arch::ArchWalker;
 use super::{Caller, Trust, WalkContext, WalkFrame};
 use crate::dump::RegisterSet;
 
+/// Why stack words were not taken as return addresses, counted over one scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rejected {
+    /// Words read.
+    pub words: u64,
+    /// Not aligned as instructions are.
+    pub misaligned: u64,
+    /// Outside every module's executable code (and every mapping the dump lists as
+    /// executable).
+    pub not_code: u64,
+    /// A module's first byte.
+    pub module_start: u64,
+    /// The code before it is readable and is not a call.
+    pub not_after_call: u64,
+    /// No code, no file: the module's symbol file names no function there.
+    pub not_in_function: u64,
+    /// No code, no file and no symbol file: nothing vouches for it.
+    pub unverifiable: u64,
+    /// Passed every rule, but the caller it gives is not a valid one (its stack
+    /// pointer, or a repeated frame).
+    pub invalid_caller: u64,
+    /// The scan stopped early: the dump lacks the next stack word.
+    pub memory_ended: bool,
+}
+
+/// Why one word is not a return address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reject {
+    Misaligned,
+    NotCode,
+    ModuleStart,
+    NotAfterCall,
+    NotInFunction,
+    Unverifiable,
+}
+
+impl Rejected {
+    fn count(&mut self, why: Reject) {
+        let n = match why {
+            Reject::Misaligned => &mut self.misaligned,
+            Reject::NotCode => &mut self.not_code,
+            Reject::ModuleStart => &mut self.module_start,
+            Reject::NotAfterCall => &mut self.not_after_call,
+            Reject::NotInFunction => &mut self.not_in_function,
+            Reject::Unverifiable => &mut self.unverifiable,
+        };
+        *n += 1;
+    }
+
+    /// One sentence for the thread's `end_detail`: how many words were read and why
+    /// none was taken (only the reasons that occurred).
+    pub fn describe(&self) -> String {
+        let reasons = [
+            (self.not_code, "outside every module's executable code"),
+            (self.module_start, "a module's first byte (its base address)"),
+            (self.misaligned, "not aligned as instructions are"),
+            (
+                self.not_after_call,
+                "not just after a call instruction (the code is readable)",
+            ),
+            (
+                self.not_in_function,
+                "in no function of the module's symbol file (neither its code nor its file is at hand)",
+            ),
+            (
+                self.unverifiable,
+                "in a module with neither code, file nor symbol file at hand to verify it",
+            ),
+            (self.invalid_caller, "giving an invalid caller"),
+        ];
+        let parts: Vec<String> = reasons
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, why)| format!("{n} {why}"))
+            .collect();
+        let mut s = format!(
+            "the stack scan read {} word{} and took none as a return address",
+            self.words,
+            if self.words == 1 { "" } else { "s" }
+        );
+        if !parts.is_empty() {
+            s.push_str(": ");
+            s.push_str(&parts.join(", "));
+        }
+        if self.memory_ended {
+            s.push_str("; the dump's stack memory ended there");
+        }
+        s
+    }
+}
+
+/// Whether `candidate` (pointer-authentication bits already stripped) may be a return
+/// address, by the rules of the module doc.
+fn check_candidate(
+    arch: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    candidate: u64,
+) -> Result<(), Reject> {
+    if !candidate.is_multiple_of(arch.instruction_alignment()) {
+        return Err(Reject::Misaligned);
+    }
+    match ctx.module_for(candidate) {
+        Some(i) => {
+            let m = &ctx.modules[i];
+            if candidate == m.base || candidate == m.load_base {
+                return Err(Reject::ModuleStart);
+            }
+            if !ctx.is_code(candidate) {
+                return Err(Reject::NotCode);
+            }
+        }
+        // Generated code: only a mapping the dump lists as executable, and only where
+        // its bytes are in the dump (no symbol file describes it).
+        None if ctx.code.is_executable(candidate) == Some(true) => {}
+        None => return Err(Reject::NotCode),
+    }
+    if let Some(code) = ctx.code.bytes_before(candidate, arch.call_check_len()) {
+        return if arch.is_call_before(&code) {
+            Ok(())
+        } else {
+            Err(Reject::NotAfterCall)
+        };
+    }
+    let lookup = candidate.saturating_sub(arch.lookup_back());
+    match ctx.code.names_function(lookup) {
+        Some(true) => Ok(()),
+        Some(false) => Err(Reject::NotInFunction),
+        None => Err(Reject::Unverifiable),
+    }
+}
+
+/// Scans up to `words` stack words from the callee's sp (never past the stack's top) for
+/// the first that passes [`check_candidate`] and gives a caller `accept` takes; else
+/// what was rejected and why.
 pub(crate) fn caller_by_scan(
     arch: &dyn ArchWalker,
     ctx: &WalkContext<'_, '_>,
     callee: &WalkFrame,
     words: usize,
     stack_range: Option<(u64, u64)>,
-) -> Option<Caller> {
-    let sp = callee.sp?;
+    accept: &dyn Fn(&Caller) -> bool,
+) -> Result<Caller, Rejected> {
+    let mut rejected = Rejected::default();
+    let Some(sp) = callee.sp else {
+        return Err(rejected);
+    };
     let word = arch.pointer_size();
     let limit = stack_range.map(|(_, hi)| hi).unwrap_or(u64::MAX);
     for i in 0..words as u64 {
-        let addr = sp.checked_add(i.checked_mul(word)?)?;
-        if addr.checked_add(word)? > limit {
+        let Some(addr) = i.checked_mul(word).and_then(|o| sp.checked_add(o)) else {
+            break;
+        };
+        if addr.checked_add(word).is_none_or(|end| end > limit) {
             break;
         }
         let Some(value) = (if word == 8 {
@@ -28,33 +181,43 @@ pub(crate) fn caller_by_scan(
         } else {
             ctx.memory.read_u32(addr).map(u64::from)
         }) else {
+            rejected.memory_ended = true;
             break;
         };
+        rejected.words += 1;
         let candidate = arch.strip_pac(ctx, value);
-        if !ctx.is_code(candidate) {
+        if let Err(why) = check_candidate(arch, ctx, candidate) {
+            rejected.count(why);
             continue;
         }
-        if let Some(code) = ctx.code.bytes_before(candidate, arch.call_check_len()) {
-            if !arch.is_call_before(&code) {
-                continue;
-            }
+        let Some(caller_sp) = addr.checked_add(word) else {
+            break;
+        };
+        let caller = scanned_caller(arch, callee, candidate, caller_sp);
+        if accept(&caller) {
+            return Ok(caller);
         }
-        let mut regs = RegisterSet::new(callee.registers.arch());
-        regs.set(regs.pc_reg(), candidate);
-        regs.set(regs.sp_reg(), addr + word);
-        // Callee-saved registers cannot be recovered by a scan; frame pointers often
-        // still hold the caller's value, which later fp steps may use.
-        for &r in arch.callee_saved() {
-            if let Some(v) = callee.registers.get(r) {
-                regs.set(r, v);
-            }
-        }
-        return Some(Caller {
-            regs,
-            trust: Trust::Scan,
-            source: None,
-            exact_pc: false,
-        });
+        rejected.invalid_caller += 1;
     }
-    None
+    Err(rejected)
+}
+
+/// The caller a scanned return address gives: its pc, the sp just above the word, and
+/// the callee-saved registers the callee still holds (a scan cannot recover them; frame
+/// pointers often still hold the caller's value, which later fp steps may use).
+fn scanned_caller(arch: &dyn ArchWalker, callee: &WalkFrame, pc: u64, caller_sp: u64) -> Caller {
+    let mut regs = RegisterSet::new(callee.registers.arch());
+    regs.set(regs.pc_reg(), pc);
+    regs.set(regs.sp_reg(), caller_sp);
+    for &r in arch.callee_saved() {
+        if let Some(v) = callee.registers.get(r) {
+            regs.set(r, v);
+        }
+    }
+    Caller {
+        regs,
+        trust: Trust::Scan,
+        source: None,
+        exact_pc: false,
+    }
 }

@@ -434,10 +434,14 @@ fn scan_finds_a_return_address_after_a_call_and_skips_other_code_pointers() {
     assert_eq!(r.frames[1].trust, Trust::Scan);
     assert_eq!(r.frames[1].sp, Some(STACK + 32));
     assert_ne!(r.end, EndReason::Outermost);
-    // without code bytes, any code pointer is taken: the first one
+    // without code bytes, a file or a symbol file, nothing vouches for a code pointer:
+    // none is taken, and the walk says why
     let r = walk(&mem, None, &NoCode, &opts, &regs(BASE + 0x100, STACK));
-    assert_eq!(r.frames[1].pc, not_after_call);
-    assert_eq!(r.frames[1].sp, Some(STACK + 16));
+    assert_eq!(pcs(&r), vec![BASE + 0x100]);
+    assert_eq!(r.end, EndReason::NoCaller);
+    assert!(r
+        .end_detail
+        .is_some_and(|d| d.contains("neither code, file nor symbol file")));
 }
 
 #[test]

@@ -25,7 +25,7 @@ impl ArchWalker for X86_64 {
         // pushed is on top of the stack. rbp still belongs to the caller, so following it
         // would skip the caller; take [rsp] when it is a return address after a call.
         if first && callee.trust == Trust::Context && !ctx.is_code(callee.pc) {
-            if let Some(c) = super::scan::caller_by_scan(self, ctx, callee, 1, None) {
+            if let Ok(c) = super::scan::caller_by_scan(self, ctx, callee, 1, None, &|_| true) {
                 return Some(c);
             }
         }
