@@ -34,49 +34,20 @@ use std::process::Command;
 use engine::dump::compressed::{self, Compression, Limit};
 use serde_json::Value;
 
-/// Cases of claimed platforms still failing because of another engineer's item of issue
-/// 35, and the failures excused (by their wording): any other failure of the case still
-/// fails the test, so a regression cannot hide behind an entry. The lead removes an
-/// entry once that item is merged. Each is printed loudly.
+/// Cases of claimed platforms known to fail for a reason an open issue names, and the
+/// failures excused (by their wording): any other failure of the case still fails the
+/// test, so a regression cannot hide behind an entry. An entry goes when its case holds
+/// (the test says so), and each is printed loudly.
 struct Open {
     case: &'static str,
     why: &'static str,
     excuses: &'static [&'static str],
 }
 
-/// Frames the scanner added past the last real one.
-const SCANNED_PAST_THE_END: &[&str] = &[
-    "frames past the origin's complete list",
-    "is in a module's headers",
-];
-
-const KNOWN_OPEN: &[Open] = &[
-    // item 4 (engine/src/walk/scan.rs): the stack scanner's rules. Past the last frame
-    // the frame pointers give, the scan takes module-base addresses (a module's ELF
-    // header: offset 0 or 0x40) for return addresses
-    Open {
-        case: "rm-linux-mini",
-        why: "issue 35 item 4: scanned frames at module bases",
-        excuses: SCANNED_PAST_THE_END,
-    },
-    Open {
-        case: "lldb-linux-x86_64",
-        why: "issue 35 item 4: a scanned frame at the vdso's base past _start",
-        excuses: SCANNED_PAST_THE_END,
-    },
-    Open {
-        case: "lldb-md-linux-x86_64",
-        why: "issue 35 item 4: scanned frames at module bases past _start",
-        excuses: SCANNED_PAST_THE_END,
-    },
-    // ... and, past libsystem_pthread's thread_start (whose frame pointer chain ends at
-    // 0), a thread entry function's own address
-    Open {
-        case: "rm-macos-inlines",
-        why: "issue 35 item 4: a scanned frame past thread_start in every secondary thread",
-        excuses: SCANNED_PAST_THE_END,
-    },
-];
+// Empty since the scan rules (issue 35 item 4) landed: every claimed case holds. An entry
+// names a case, why it is open and the failure texts it excuses, e.g.
+// `Open { case: "rm-linux-mini", why: "…", excuses: &["frames past the origin's complete list"] }`.
+const KNOWN_OPEN: &[Open] = &[];
 
 /// Failures printed per case and tool.
 const MAX_SHOWN: usize = 6;
