@@ -1248,8 +1248,8 @@ async fn periodic_sweep_removes_stale_staging_files_and_orphan_blobs() {
 
 /// Issue 34, Low findings: the answers that hold a crash — its record and report JSON,
 /// its dump, its dashboard page, the lists — are kept out of every cache
-/// (`Cache-Control: no-store`) and send no `Referer` on the links they hold
-/// (`Referrer-Policy: no-referrer`), with or without tokens.
+/// (`Cache-Control: no-store`) and send no `Referer` to other sites on the links they
+/// hold (`Referrer-Policy: same-origin`), with or without tokens.
 #[tokio::test]
 async fn private_answers_are_not_cached_and_send_no_referrer() {
     let open = Server::start(&["--workers", "0"]);
@@ -1287,7 +1287,7 @@ async fn private_answers_are_not_cached_and_send_no_referrer() {
             );
             assert_eq!(
                 h.get("referrer-policy").map(|v| v.to_str().unwrap()),
-                Some("no-referrer"),
+                Some("same-origin"),
                 "{path}"
             );
         }

@@ -14,9 +14,12 @@
 //! and the CSP's `frame-ancestors`), so the dashboard's Reprocess button cannot be
 //! clickjacked; the CSP allows the dashboard's inline style sheet and nothing else.
 //! Every response is also kept out of shared and browser caches (`Cache-Control:
-//! no-store`, unless a handler chose its own) and sends no `Referer` on the links it
-//! holds (`Referrer-Policy: no-referrer`): crash pages, report JSON and dump downloads
-//! hold a crashed process's memory and paths, and their URLs name crashes.
+//! no-store`, unless a handler chose its own) and sends no `Referer` to other sites on
+//! the links it holds (`Referrer-Policy: same-origin`): crash pages, report JSON and dump
+//! downloads hold a crashed process's memory and paths, and their URLs name crashes.
+//! Not `no-referrer`: under it a browser sends `Origin: null` with the dashboard's own
+//! form posts (the Fetch standard's origin serialization), which the checks above
+//! refuse as cross-site.
 
 use std::net::SocketAddr;
 
@@ -78,7 +81,7 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     );
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     if !h.contains_key(header::CACHE_CONTROL) {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
