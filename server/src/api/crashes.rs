@@ -20,15 +20,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
+use worker::store::crashes::{self, CrashRow, CrashSummary, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob};
 
-use super::dump_check;
 use super::extract::{
     authorize, multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData,
 };
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
+use super::dump_check;
 use crate::dashboard::{dash_auth, DashError};
 
 /// Most parts (dump + annotations) in one Crashpad upload.
@@ -44,7 +44,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/crashes/{id}/dump", get(dump))
 }
 
-fn summary(row: &CrashRow) -> Value {
+fn summary(row: &CrashSummary) -> Value {
     let annotations: Value = serde_json::from_str(&row.annotations).unwrap_or_else(|_| json!({}));
     json!({
         "id": row.id, "status": row.status, "received_at": row.received_at,
@@ -66,7 +66,7 @@ struct Full<'r> {
 
 fn full(row: &CrashRow) -> Full<'_> {
     Full {
-        summary: summary(row),
+        summary: summary(&row.summary()),
         report: row
             .report
             .as_deref()
@@ -94,62 +94,27 @@ async fn upload_inner(
     q: &HashMap<String, String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let wait = match q.get("wait") {
-        None => 0,
-        Some(w) => w
-            .parse::<u64>()
-            .ok()
-            .filter(|w| *w <= MAX_WAIT_SECS)
-            .ok_or_else(|| ApiError::BadRequest {
-                code: "bad-request",
-                detail: format!(
-                    "wait must be a number of seconds from 0 to {MAX_WAIT_SECS}, not {w:?}"
-                ),
-            })?,
-    };
+    let wait = parse_wait(q)?;
     // Checked before the body is read: a malformed key costs no staging.
     let key = idempotency_key(headers)?;
     let limit = s.config.max_decompressed_bytes;
-    let mut annotations = BTreeMap::new();
-    let (dump, crashpad): (StagedBlob, bool) = match multipart_boundary(headers)? {
+    let (dump, fields, crashpad) = match multipart_boundary(headers)? {
         Some(boundary) => {
-            let parts = read_multipart(
-                body,
-                boundary,
-                limit,
-                MAX_PARTS,
-                &s.staging,
-                |name, file| {
-                    match (name, file) {
-                        ("upload_file_minidump", _) => Keep::File,
-                        (_, None) => Keep::Text,
-                        // Other attached files are not kept.
-                        (_, Some(_)) => Keep::Drop,
-                    }
-                },
-            )
-            .await?;
-            let mut dump = None;
-            for part in parts {
-                match part.data {
-                    PartData::File(file) => dump = Some(file),
-                    PartData::Text(text) => {
-                        let value = String::from_utf8_lossy(&text).into_owned();
-                        annotations.insert(part.name, value);
-                    }
-                    PartData::Dropped => {}
-                }
-            }
-            let dump = dump.ok_or_else(|| ApiError::BadRequest {
-                code: "missing-minidump",
-                detail: "the multipart upload has no `upload_file_minidump` part".into(),
-            })?;
-            (dump, true)
+            let (dump, fields) = read_crashpad(s, body, boundary, limit).await?;
+            (dump, fields, true)
         }
-        None => (stage_body(body, limit, &s.staging).await?, false),
+        None => (
+            stage_body(body, limit, &s.staging).await?,
+            Vec::new(),
+            false,
+        ),
     };
     let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
+    let annotations: BTreeMap<String, String> = fields
+        .into_iter()
+        .map(|(name, value)| (name, String::from_utf8_lossy(&value).into_owned()))
+        .collect();
     let annotations = serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into());
     // A retry of an upload already stored (its answer was lost) gets the first crash.
     let first = match &key {
@@ -203,21 +168,12 @@ async fn upload_inner(
             .into_response());
     }
     if wait > 0 {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
-        loop {
-            if let Some(row) = crashes::get(&s.db, &id).await? {
-                if row.status == "done" || row.status == "failed" {
-                    return Ok((StatusCode::OK, Json(full(&row))).into_response());
-                }
-            }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(finished) = wait_finished(s, &id, wait).await? {
+            return Ok(finished);
         }
     }
     if replayed {
-        let status = crashes::get(&s.db, &id)
+        let status = crashes::summary(&s.db, &id)
             .await?
             .map_or_else(|| "pending".to_string(), |r| r.status);
         return Ok((
@@ -232,6 +188,79 @@ async fn upload_inner(
         Json(json!({ "id": id, "status": "pending" })),
     )
         .into_response())
+}
+
+/// The `?wait=` seconds (0 when absent).
+fn parse_wait(q: &HashMap<String, String>) -> Result<u64, ApiError> {
+    let Some(w) = q.get("wait") else {
+        return Ok(0);
+    };
+    w.parse::<u64>()
+        .ok()
+        .filter(|w| *w <= MAX_WAIT_SECS)
+        .ok_or_else(|| ApiError::BadRequest {
+            code: "bad-request",
+            detail: format!(
+                "wait must be a number of seconds from 0 to {MAX_WAIT_SECS}, not {w:?}"
+            ),
+        })
+}
+
+/// The dump and the text fields of a Crashpad/Breakpad multipart upload (other attached
+/// files are read past, not kept).
+async fn read_crashpad(
+    s: &AppState,
+    body: Body,
+    boundary: String,
+    limit: u64,
+) -> Result<(StagedBlob, Vec<(String, Vec<u8>)>), ApiError> {
+    let parts = read_multipart(
+        body,
+        boundary,
+        limit,
+        MAX_PARTS,
+        &s.staging,
+        |name, file| match (name, file) {
+            ("upload_file_minidump", _) => Keep::File,
+            (_, None) => Keep::Text,
+            (_, Some(_)) => Keep::Drop,
+        },
+    )
+    .await?;
+    let mut dump = None;
+    let mut fields = Vec::new();
+    for part in parts {
+        match part.data {
+            PartData::File(file) => dump = Some(file),
+            PartData::Text(text) => fields.push((part.name, text.to_vec())),
+            PartData::Dropped => {}
+        }
+    }
+    let dump = dump.ok_or_else(|| ApiError::BadRequest {
+        code: "missing-minidump",
+        detail: "the multipart upload has no `upload_file_minidump` part".into(),
+    })?;
+    Ok((dump, fields))
+}
+
+/// Waits up to `wait` seconds for crash `id` to finish (`?wait=`): its answer with the
+/// report then, else `None`. Polled by the crash's summary: the report is read once.
+async fn wait_finished(s: &AppState, id: &str, wait: u64) -> Result<Option<Response>, ApiError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
+    loop {
+        let finished = crashes::summary(&s.db, id)
+            .await?
+            .is_some_and(|r| r.status == "done" || r.status == "failed");
+        if finished {
+            if let Some(row) = crashes::get(&s.db, id).await? {
+                return Ok(Some((StatusCode::OK, Json(full(&row))).into_response()));
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The header a client names one upload with, so that its retries are recognised.
@@ -262,7 +291,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 }
 
 /// The id to answer a retry with: the first upload's, if it was the same dump.
-fn replayed(first: &CrashRow, sha256: &str) -> Result<String, ApiError> {
+fn replayed(first: &CrashSummary, sha256: &str) -> Result<String, ApiError> {
     if first.dump_sha256 != sha256 {
         return Err(ApiError::Unprocessable {
             code: "idempotency-key-reused",

@@ -46,6 +46,54 @@ const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_for
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
     finished_at, processing_ms, previous_signature, completions";
 
+/// A crash as lists show it: every column but the report, which may be tens of MiB.
+/// Lists, upload retries and existence checks read this; only a crash's own page and its
+/// raw report read [`CrashRow`].
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CrashSummary {
+    pub id: String,
+    /// `pending`, `processing`, `done` or `failed`.
+    pub status: String,
+    pub received_at: i64,
+    pub dump_sha256: String,
+    pub dump_size: i64,
+    /// `elf-core` or `minidump` (from the magic bytes).
+    pub dump_format: String,
+    /// JSON object of string → string.
+    pub annotations: String,
+    pub attempts: i32,
+    pub error: Option<String>,
+    pub signature: Option<String>,
+    pub finished_at: Option<i64>,
+    pub processing_ms: Option<i64>,
+    /// The report's `crash.analysis.summary` sentence, once done.
+    pub analysis_summary: Option<String>,
+}
+
+const SUMMARY_COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
+    annotations, attempts, error, signature, finished_at, processing_ms, analysis_summary";
+
+impl CrashRow {
+    /// The row's summary fields (the analysis sentence is in the report here).
+    pub fn summary(&self) -> CrashSummary {
+        CrashSummary {
+            id: self.id.clone(),
+            status: self.status.clone(),
+            received_at: self.received_at,
+            dump_sha256: self.dump_sha256.clone(),
+            dump_size: self.dump_size,
+            dump_format: self.dump_format.clone(),
+            annotations: self.annotations.clone(),
+            attempts: self.attempts,
+            error: self.error.clone(),
+            signature: self.signature.clone(),
+            finished_at: self.finished_at,
+            processing_ms: self.processing_ms,
+            analysis_summary: None,
+        }
+    }
+}
+
 /// A crash about to be inserted.
 #[derive(Debug, Clone)]
 pub struct NewCrash {
@@ -95,7 +143,7 @@ pub async fn insert_keyed(
     db: &Db,
     c: &NewCrash,
     key: &str,
-) -> Result<Option<CrashRow>, StoreError> {
+) -> Result<Option<CrashSummary>, StoreError> {
     let n = insert_row(db, c, Some(key)).await?;
     if n == 1 {
         return Ok(None);
@@ -104,10 +152,10 @@ pub async fn insert_keyed(
 }
 
 /// The crash uploaded with idempotency key `key`, if any.
-pub async fn by_idempotency_key(db: &Db, key: &str) -> Result<Option<CrashRow>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM crashes WHERE idempotency_key = $1");
+pub async fn by_idempotency_key(db: &Db, key: &str) -> Result<Option<CrashSummary>, StoreError> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM crashes WHERE idempotency_key = $1");
     Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(key)
         .fetch_optional(p)
         .await)?,
@@ -122,13 +170,13 @@ pub async fn same_upload_since(
     dump_sha256: &str,
     annotations: &str,
     since: i64,
-) -> Result<Option<CrashRow>, StoreError> {
+) -> Result<Option<CrashSummary>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM crashes WHERE dump_sha256 = $1 AND received_at >= $2 \
+        "SELECT {SUMMARY_COLUMNS} FROM crashes WHERE dump_sha256 = $1 AND received_at >= $2 \
          AND annotations = $3 ORDER BY received_at, id LIMIT 1"
     );
     Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(dump_sha256)
         .bind(since)
         .bind(annotations)
@@ -148,7 +196,17 @@ pub async fn blob_is_named(db: &Db, sha256: &str) -> Result<bool, StoreError> {
     Ok(named)
 }
 
-/// One crash by id.
+/// One crash by id, without its report.
+pub async fn summary(db: &Db, id: &str) -> Result<Option<CrashSummary>, StoreError> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM crashes WHERE id = $1");
+    Ok(crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(
+        sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(id)
+        .fetch_optional(p)
+        .await)?)
+}
+
+/// One crash by id, with its report.
 pub async fn get(db: &Db, id: &str) -> Result<Option<CrashRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM crashes WHERE id = $1");
     Ok(
@@ -183,10 +241,11 @@ pub struct ListQuery {
     pub limit: i64,
 }
 
-/// Crashes matching `q`, newest first, at most `q.limit`.
-pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
+/// Crashes matching `q`, newest first, at most `q.limit`: their summaries only, so that a
+/// page of crashes never holds their reports.
+pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashSummary>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM crashes WHERE \
+        "SELECT {SUMMARY_COLUMNS} FROM crashes WHERE \
          ($1 IS NULL OR signature = $1) AND ($2 IS NULL OR status = $2) AND \
          ($3 IS NULL OR received_at >= $3) AND ($4 IS NULL OR received_at < $4) AND \
          ($5 IS NULL OR received_at < $5 OR (received_at = $5 AND id < $6)) AND \
@@ -203,12 +262,10 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
          ORDER BY received_at DESC, id DESC LIMIT $7"
     );
     let function = q.function.as_deref().map(super::search::contains_pattern);
-    let (after_ms, after_id) = match &q.after {
-        Some((ms, id)) => (Some(*ms), Some(id.clone())),
-        None => (None, None),
-    };
+    let after_id = q.after.as_ref().map(|(_, id)| id.clone());
+    let after_ms = q.after.as_ref().map(|(ms, _)| *ms);
     Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(&q.signature)
         .bind(&q.status)
         .bind(q.since)
@@ -346,15 +403,17 @@ pub async fn finish(
             signature,
             function_frames: named,
             terms,
+            analysis_summary,
         }) => {
             let sql = format!(
                 "UPDATE crashes SET status = 'done', report = $4, signature = $5, error = NULL, \
                  lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at, \
-                 completions = completions + 1, function_frames = $7 {guard}"
+                 completions = completions + 1, function_frames = $7, \
+                 analysis_summary = $8 {guard}"
             );
             let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(report).bind(signature).bind(now).bind(named)
+                .bind(report).bind(signature).bind(now).bind(named).bind(analysis_summary)
                 .execute(p).await.map(|r| r.rows_affected()))?;
             if n == 1 {
                 super::search::index_terms(db, &lease.id, terms).await?;
@@ -397,6 +456,8 @@ pub struct StoredReport {
     pub function_frames: Option<i64>,
     /// Module and function terms ([`super::search::report_terms`]).
     pub terms: BTreeSet<(&'static str, String)>,
+    /// The report's `crash.analysis.summary`, which crash lists show.
+    pub analysis_summary: Option<String>,
 }
 
 impl StoredReport {
@@ -417,6 +478,11 @@ impl StoredReport {
                     .and_then(|c| c.analysis.as_ref())
                     .map(|a| a.kind.as_str()),
             ),
+            analysis_summary: report
+                .crash
+                .as_ref()
+                .and_then(|c| c.analysis.as_ref())
+                .map(|a| a.summary.clone()),
         })
     }
 
@@ -440,6 +506,8 @@ impl StoredReport {
         #[derive(Deserialize)]
         struct AnalysisView {
             kind: String,
+            #[serde(default)]
+            summary: Option<String>,
         }
         #[derive(Deserialize)]
         struct ModuleView {
@@ -455,6 +523,9 @@ impl StoredReport {
             function: Option<String>,
         }
         let view: Option<View> = serde_json::from_str(&text).ok();
+        let analysis_summary = view
+            .as_ref()
+            .and_then(|v| v.crash.as_ref()?.analysis.as_ref()?.summary.clone());
         let (function_frames, terms) = match &view {
             Some(v) => {
                 let frames = || v.threads.iter().flat_map(|t| &t.frames);
@@ -478,6 +549,7 @@ impl StoredReport {
             signature,
             function_frames,
             terms,
+            analysis_summary,
         }
     }
 }

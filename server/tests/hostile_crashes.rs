@@ -1,0 +1,148 @@
+//! Issue 34, the crash side: what an attacker holding the tokens real deployments hand out
+//! (an ingest token in every shipped app, a symbols token in every CI job) could do to
+//! the crash lists, the queue, the database and the workers. Each test runs the real
+//! `postmortem serve` binary, on SQLite and, where the database is involved, on
+//! PostgreSQL (a fresh database per run; without PostgreSQL the test fails, saying why,
+//! unless `POSTMORTEM_SKIP_PG=1`). Memory is the server's peak resident set (`VmHWM`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use serde_json::Value;
+use worker::store::crashes::{self, NewCrash, Outcome, StoredReport};
+use worker::store::Db;
+
+mod common;
+use common::{client, drop_db, pg_database, TempServer as Server};
+
+/// A server on SQLite (its default database in the data dir) or on a fresh PostgreSQL
+/// database, with a connection of the test's own to the same database.
+struct Setup {
+    server: Server,
+    db: Db,
+    pg_name: Option<String>,
+}
+
+impl Setup {
+    /// Starts the server with `args` on SQLite (`pg` false) or PostgreSQL; `None` when
+    /// PostgreSQL is skipped.
+    async fn start(pg: bool, args: &[&str]) -> Option<Setup> {
+        let pg_db = if pg {
+            Some(pg_database("pm_h34").await?)
+        } else {
+            None
+        };
+        let mut all: Vec<&str> = args.to_vec();
+        if let Some((_, url)) = &pg_db {
+            all.extend(["--database-url", url.as_str()]);
+        }
+        let server = Server::start(&all);
+        let url = match &pg_db {
+            Some((_, url)) => url.clone(),
+            None => format!(
+                "sqlite://{}",
+                server.dir.path().join("data/postmortem.db").display()
+            ),
+        };
+        let db = Db::connect(&url)
+            .await
+            .expect("connect to the server's database");
+        Some(Setup {
+            server,
+            db,
+            pg_name: pg_db.map(|(name, _)| name),
+        })
+    }
+
+    async fn finish(self) {
+        self.db.close().await;
+        drop(self.server);
+        if let Some(name) = self.pg_name {
+            drop_db(&name).await;
+        }
+    }
+}
+
+/// Stores a finished crash with `report` as its report text, straight into the database
+/// (the queue's own insert, lease and finish), and returns its id.
+async fn stored_crash(db: &Db, report: String) -> String {
+    let id = crashes::new_id();
+    let new = NewCrash {
+        id: id.clone(),
+        received_at: worker::store::now_ms(),
+        dump_sha256: "0".repeat(64),
+        dump_size: 1,
+        dump_format: "minidump".into(),
+        annotations: "{}".into(),
+    };
+    crashes::insert(db, &new).await.unwrap();
+    let now = worker::store::now_ms();
+    let lease = crashes::lease(db, "test", now, 60_000, 3)
+        .await
+        .unwrap()
+        .expect("the crash just queued");
+    assert_eq!(lease.id, id);
+    let done = Outcome::Done(StoredReport::from_json(report, Some("sig".into())));
+    assert!(crashes::finish(db, &lease, "test", now, 3, &done)
+        .await
+        .unwrap());
+    id
+}
+
+/// Finding 2: a crash list (API at its largest page, and the dashboard's) over crashes
+/// with huge reports reads none of them. Eight 20 MiB reports: a list that loaded them
+/// would raise the server's peak memory by 160 MiB at least; the bound is 48 MiB. The
+/// dashboard list still shows each crash's analysis sentence, now from its own column.
+async fn lists_read_no_reports(pg: bool) {
+    const CRASHES: usize = 8;
+    const REPORT: usize = 20 << 20;
+    let Some(t) = Setup::start(pg, &["--workers", "0"]).await else {
+        return;
+    };
+    let sentence = "SIGSEGV reading address 0x0: a null pointer";
+    let report = format!(
+        r#"{{"crash":{{"analysis":{{"kind":"null-pointer","summary":"{sentence}"}}}},"pad":"{}"}}"#,
+        "x".repeat(REPORT)
+    );
+    for _ in 0..CRASHES {
+        stored_crash(&t.db, report.clone()).await;
+    }
+    drop(report);
+    let c = client();
+    let before = t.server.peak_rss();
+    let r = c
+        .get(t.server.url("/api/v1/crashes?limit=1000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["crashes"].as_array().unwrap().len(), CRASHES, "{v}");
+    let page = c
+        .get(t.server.url("/crashes"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(page.matches(sentence).count(), CRASHES, "{page}");
+    let grew = t.server.peak_rss().saturating_sub(before);
+    eprintln!(
+        "lists over {CRASHES} reports of {} MiB ({}): server peak RSS grew {} MiB",
+        REPORT >> 20,
+        if pg { "postgres" } else { "sqlite" },
+        grew >> 20
+    );
+    assert!(grew < 48 << 20, "peak RSS grew {} MiB", grew >> 20);
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn lists_read_no_reports_sqlite() {
+    lists_read_no_reports(false).await;
+}
+
+#[tokio::test]
+async fn lists_read_no_reports_postgres() {
+    lists_read_no_reports(true).await;
+}
