@@ -146,3 +146,77 @@ async fn lists_read_no_reports_sqlite() {
 async fn lists_read_no_reports_postgres() {
     lists_read_no_reports(true).await;
 }
+
+/// Finding 6: a NUL in a function name (a `.sym` file's `FUNC` line can hold one) and in
+/// the signature made of it: the crash ends `done` and is found by that function and by
+/// its signature, on both databases; a filter holding a NUL is answered, not a 500.
+/// (PostgreSQL's TEXT cannot hold a NUL: storing the report failed there, so the job was
+/// retried until its lease "expired", and the filter failed in the database.)
+async fn nul_in_names_and_filters(pg: bool) {
+    let Some(t) = Setup::start(pg, &["--workers", "0"]).await else {
+        return;
+    };
+    let report = r#"{"threads":[{"frames":[{"function":"evil\u0000name"},{"function":"main"}]}]}"#;
+    let id = crashes::new_id();
+    let new = NewCrash {
+        id: id.clone(),
+        received_at: worker::store::now_ms(),
+        dump_sha256: "0".repeat(64),
+        dump_size: 1,
+        dump_format: "minidump".into(),
+        annotations: "{}".into(),
+    };
+    crashes::insert(&t.db, &new).await.unwrap();
+    let now = worker::store::now_ms();
+    let lease = crashes::lease(&t.db, "test", now, 60_000, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    let stored = StoredReport::from_json(report.to_string(), Some("evil\0name".into()));
+    let done = crashes::finish(&t.db, &lease, "test", now, 3, &Outcome::Done(stored)).await;
+    assert!(done.unwrap(), "the finish was not kept");
+    let c = client();
+    for query in [
+        "function=evil%00name",
+        "function=EVIL%00",
+        "signature=evil%00name",
+    ] {
+        let r = c
+            .get(t.server.url(&format!("/api/v1/crashes?{query}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{query}");
+        let v: Value = r.json().await.unwrap();
+        let found: Vec<&str> = v["crashes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["id"].as_str())
+            .collect();
+        assert_eq!(found, [id.as_str()], "{query}: {v}");
+        assert_eq!(v["crashes"][0]["status"], "done");
+    }
+    for url in [
+        "/api/v1/crashes?module=%00&product=%00&version=%00&kind=%00",
+        "/api/v1/crashes/a%00b",
+        "/crashes?function=%00&product=%00",
+        "/?product=%00&version=%00&kind=%00",
+        "/crashes/a%00b",
+    ] {
+        let r = c.get(t.server.url(url)).send().await.unwrap();
+        let status = r.status().as_u16();
+        assert!(status == 200 || status == 404, "{url}: {status}");
+    }
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn nul_in_names_and_filters_sqlite() {
+    nul_in_names_and_filters(false).await;
+}
+
+#[tokio::test]
+async fn nul_in_names_and_filters_postgres() {
+    nul_in_names_and_filters(true).await;
+}

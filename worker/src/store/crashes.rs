@@ -199,9 +199,10 @@ pub async fn blob_is_named(db: &Db, sha256: &str) -> Result<bool, StoreError> {
 /// One crash by id, without its report.
 pub async fn summary(db: &Db, id: &str) -> Result<Option<CrashSummary>, StoreError> {
     let sql = format!("SELECT {SUMMARY_COLUMNS} FROM crashes WHERE id = $1");
+    let id = super::text::clean(id);
     Ok(crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(
         sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(id)
+        .bind(&*id)
         .fetch_optional(p)
         .await)?)
 }
@@ -209,9 +210,10 @@ pub async fn summary(db: &Db, id: &str) -> Result<Option<CrashSummary>, StoreErr
 /// One crash by id, with its report.
 pub async fn get(db: &Db, id: &str) -> Result<Option<CrashRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM crashes WHERE id = $1");
+    let id = super::text::clean(id);
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(id)
+        .bind(&*id)
         .fetch_optional(p)
         .await)?,
     )
@@ -261,23 +263,28 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashSummary>, StoreErro
              WHERE st.kind = 'analysis' AND st.term = $12)) \
          ORDER BY received_at DESC, id DESC LIMIT $7"
     );
-    let function = q.function.as_deref().map(super::search::contains_pattern);
-    let after_id = q.after.as_ref().map(|(_, id)| id.clone());
+    // text filters are cleaned as the stored text was, so that they find it
+    use super::text::clean_opt;
+    let function = clean_opt(q.function.as_deref()).map(|f| super::search::contains_pattern(&f));
+    let after_id = q
+        .after
+        .as_ref()
+        .map(|(_, id)| super::text::clean(id).into_owned());
     let after_ms = q.after.as_ref().map(|(ms, _)| *ms);
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(&q.signature)
-        .bind(&q.status)
+        .bind(clean_opt(q.signature.as_deref()))
+        .bind(clean_opt(q.status.as_deref()))
         .bind(q.since)
         .bind(q.until)
         .bind(after_ms)
         .bind(&after_id)
         .bind(q.limit)
-        .bind(&q.product)
-        .bind(&q.version)
-        .bind(&q.module)
+        .bind(clean_opt(q.product.as_deref()))
+        .bind(clean_opt(q.version.as_deref()))
+        .bind(clean_opt(q.module.as_deref()))
         .bind(&function)
-        .bind(&q.kind)
+        .bind(clean_opt(q.kind.as_deref()))
         .fetch_all(p)
         .await)?,
     )
@@ -421,16 +428,18 @@ pub async fn finish(
             n
         }
         Outcome::Failed { reason } => {
+            let reason = super::text::clean(reason);
             let sql = format!(
                 "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
                  finished_at = $5, processing_ms = $5 - started_at {guard}"
             );
             crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(reason).bind(now)
+                .bind(&*reason).bind(now)
                 .execute(p).await.map(|r| r.rows_affected()))?
         }
         Outcome::Retry { reason } => {
+            let reason = super::text::clean(reason);
             let sql = format!(
                 "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
                  error = $4, lease_until = NULL, leased_by = NULL, \
@@ -438,7 +447,7 @@ pub async fn finish(
             );
             crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(reason).bind(max_attempts).bind(now)
+                .bind(&*reason).bind(max_attempts).bind(now)
                 .execute(p).await.map(|r| r.rows_affected()))?
         }
     };
@@ -483,7 +492,25 @@ impl StoredReport {
                 .as_ref()
                 .and_then(|c| c.analysis.as_ref())
                 .map(|a| a.summary.clone()),
-        })
+        }
+        .cleaned())
+    }
+
+    /// The columns and index terms with their input text cleaned for the database
+    /// ([`super::text`]); the report text is JSON, whose NULs are escapes already.
+    fn cleaned(self) -> StoredReport {
+        use super::text::clean_owned;
+        StoredReport {
+            text: self.text,
+            signature: self.signature.map(clean_owned),
+            function_frames: self.function_frames,
+            terms: self
+                .terms
+                .into_iter()
+                .map(|(kind, term)| (kind, clean_owned(term)))
+                .collect(),
+            analysis_summary: self.analysis_summary.map(clean_owned),
+        }
     }
 
     /// A report known only as text (tests, reports written elsewhere): its index comes
@@ -551,6 +578,7 @@ impl StoredReport {
             terms,
             analysis_summary,
         }
+        .cleaned()
     }
 }
 

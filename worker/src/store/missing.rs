@@ -33,12 +33,14 @@ pub async fn record_module(
 ) -> Result<(), StoreError> {
     let sql = "INSERT INTO missing_modules (build_id, crash_id, module_name, recorded_at, \
                debug_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (build_id, crash_id) DO NOTHING";
+    // the name and a Windows module's key come from the dump
+    use super::text::{clean, clean_opt};
     crate::on_pool!(db, p => sqlx::query(sql)
-        .bind(key)
+        .bind(&*clean(key))
         .bind(crash_id)
-        .bind(name)
+        .bind(&*clean(name))
         .bind(now_ms())
-        .bind(debug_id)
+        .bind(clean_opt(debug_id))
         .execute(p)
         .await
         .map(|_| ()))?;

@@ -86,7 +86,7 @@ macro_rules! bind_filter {
         let build_id = $f.build_id.as_ref().map(|b| b.to_ascii_lowercase());
         let like = build_id.as_ref().map(|b| format!("%\"{b}\"%"));
         $q.bind($run.to_string())
-            .bind($f.signature.clone())
+            .bind($crate::store::text::clean_opt($f.signature.as_deref()))
             .bind($f.since)
             .bind($f.until)
             .bind(build_id)
