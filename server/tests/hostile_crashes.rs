@@ -220,3 +220,147 @@ async fn nul_in_names_and_filters_sqlite() {
 async fn nul_in_names_and_filters_postgres() {
     nul_in_names_and_filters(true).await;
 }
+
+/// A minidump of an x86-64 Linux process with no threads and `modules` modules, each
+/// 4 KiB at its own address with its own build-id (a Breakpad `BpEL` CodeView record),
+/// all named `libm<N>.so`-alike by one shared name string.
+fn many_module_minidump(modules: u32) -> Vec<u8> {
+    const HEADER: u32 = 32;
+    const DIR: u32 = HEADER;
+    const SYSINFO: u32 = DIR + 2 * 12;
+    const LIST: u32 = SYSINFO + 56;
+    let list_size = 4 + modules * 108;
+    let name = LIST + list_size;
+    let name_utf16: Vec<u8> = "libmany.so"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let cv = name + 4 + name_utf16.len() as u32 + 2;
+    let mut b = Vec::new();
+    b.extend_from_slice(b"MDMP");
+    b.extend_from_slice(&0xa793u32.to_le_bytes());
+    b.extend_from_slice(&2u32.to_le_bytes());
+    b.extend_from_slice(&DIR.to_le_bytes());
+    b.extend_from_slice(&[0u8; 16]);
+    for (kind, size, rva) in [(7u32, 56u32, SYSINFO), (4, list_size, LIST)] {
+        for v in [kind, size, rva] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    // MINIDUMP_SYSTEM_INFO: AMD64, Linux (Breakpad's 0x8201), no CPU details
+    b.extend_from_slice(&9u16.to_le_bytes());
+    b.extend_from_slice(&[0u8; 4 + 2 + 12]);
+    b.extend_from_slice(&0x8201u32.to_le_bytes());
+    b.extend_from_slice(&[0u8; 4 + 4 + 24]);
+    assert_eq!(b.len() as u32, LIST);
+    b.extend_from_slice(&modules.to_le_bytes());
+    for i in 0..modules {
+        let base = 0x1000_0000u64 + u64::from(i) * 0x1000;
+        b.extend_from_slice(&base.to_le_bytes());
+        b.extend_from_slice(&0x1000u32.to_le_bytes());
+        b.extend_from_slice(&[0u8; 8]); // checksum, time stamp
+        b.extend_from_slice(&name.to_le_bytes());
+        b.extend_from_slice(&[0u8; 52]); // VS_FIXEDFILEINFO
+        b.extend_from_slice(&24u32.to_le_bytes()); // CodeView record: size, rva
+        b.extend_from_slice(&(cv + i * 24).to_le_bytes());
+        b.extend_from_slice(&[0u8; 8 + 16]); // misc record, reserved
+    }
+    assert_eq!(b.len() as u32, name);
+    b.extend_from_slice(&(name_utf16.len() as u32).to_le_bytes());
+    b.extend_from_slice(&name_utf16);
+    b.extend_from_slice(&[0, 0]);
+    assert_eq!(b.len() as u32, cv);
+    for i in 0..modules {
+        b.extend_from_slice(b"LEpB");
+        let mut id = [0xabu8; 20];
+        id[..4].copy_from_slice(&i.to_le_bytes());
+        b.extend_from_slice(&id);
+    }
+    b
+}
+
+/// How many rows of `table` name crash `id`.
+async fn rows_of(db: &Db, table: &str, id: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table} WHERE crash_id = $1");
+    match db.backend() {
+        worker::store::Backend::Sqlite(p) => {
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .fetch_one(p)
+                .await
+        }
+        worker::store::Backend::Postgres(p) => {
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .fetch_one(p)
+                .await
+        }
+    }
+    .unwrap()
+}
+
+/// Finding 10: a minidump listing 100,000 modules is looked up, stored and shown as at
+/// most `--max-modules` of them, with a `modules-cut` warning saying so; its missing-module
+/// rows and its report are bounded by that, and its crash page is served.
+async fn many_modules_are_cut(pg: bool) {
+    const MAX: usize = 300;
+    let max = MAX.to_string();
+    let Some(t) = Setup::start(pg, &["--max-modules", &max]).await else {
+        return;
+    };
+    let c = client();
+    let id = common::upload_crash(&c, &t.server.base, &many_module_minidump(100_000)).await;
+    let v = common::poll_done(&c, &t.server.base, &id).await;
+    assert_eq!(v["status"], "done", "{}", v["error"]);
+    let modules = v["report"]["modules"].as_array().unwrap().len();
+    assert_eq!(modules, MAX);
+    let warning = v["report"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "modules-cut")
+        .expect("a modules-cut warning");
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("100000 modules"),
+        "{warning}"
+    );
+    assert_eq!(rows_of(&t.db, "missing_modules", &id).await, MAX as i64);
+    let r = c
+        .get(t.server.url(&format!("/crashes/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    t.finish().await;
+}
+
+#[tokio::test]
+async fn many_modules_are_cut_sqlite() {
+    many_modules_are_cut(false).await;
+}
+
+#[tokio::test]
+async fn many_modules_are_cut_postgres() {
+    many_modules_are_cut(true).await;
+}
+
+/// Finding 10, the deadline: the job's time limit covers the whole job. With the module
+/// bound lifted, the 100,000 lookups of a 100,000-module dump take far longer than a
+/// 2-second limit; the job must end `failed` for its time limit within the limit (plus
+/// scheduling slack), not when the lookups are over.
+#[tokio::test]
+async fn job_timeout_is_a_deadline() {
+    let s = Server::start(&["--max-modules", "1000000", "--job-timeout-secs", "2"]);
+    let c = client();
+    let id = common::upload_crash(&c, &s.base, &many_module_minidump(100_000)).await;
+    let v = common::poll_done(&c, &s.base, &id).await;
+    assert_eq!(v["status"], "failed", "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(error.contains("time limit"), "{error}");
+    let ms = v["processing_ms"].as_i64().unwrap();
+    eprintln!("100,000-module dump under a 2 s limit: failed after {ms} ms");
+    assert!(ms < 4_000, "the job ran {ms} ms under a 2 s limit");
+}

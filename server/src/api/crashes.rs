@@ -23,12 +23,12 @@ use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, CrashSummary, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob};
 
+use super::dump_check;
 use super::extract::{
     authorize, multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData,
 };
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
-use super::dump_check;
 use crate::dashboard::{dash_auth, DashError};
 
 /// Most parts (dump + annotations) in one Crashpad upload.

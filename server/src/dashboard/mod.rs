@@ -228,17 +228,22 @@ async fn crash_detail(
         .report
         .as_deref()
         .and_then(|r| serde_json::from_str(r).ok());
+    // which modules have an uploaded file: one query for all of them
     let uploaded: Vec<(String, bool)> = match &report {
         Some(r) => {
-            let mut v = Vec::new();
-            for m in &r.modules {
-                let up = match &m.build_id {
-                    Some(b) => !binaries::by_build_id(&s.db, b).await?.is_empty(),
-                    None => false,
-                };
-                v.push((m.name.clone(), up));
-            }
-            v
+            let ids: Vec<&str> = r
+                .modules
+                .iter()
+                .filter_map(|m| m.build_id.as_deref())
+                .collect();
+            let have = binaries::uploaded_build_ids(&s.db, &ids).await?;
+            r.modules
+                .iter()
+                .map(|m| {
+                    let up = m.build_id.as_ref().is_some_and(|b| have.contains(b));
+                    (m.name.clone(), up)
+                })
+                .collect()
         }
         None => Vec::new(),
     };

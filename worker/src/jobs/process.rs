@@ -43,8 +43,11 @@ pub async fn process_job(
 
     // 1. Which modules does the dump name?
     let bytes = dump.clone();
+    // the modules the engine will use: a dump listing 100,000 costs no more lookups
+    let max_modules = runner.config.process.budget.max_modules;
     let (arch, modules) = run_guarded(limit, move || {
-        let d = engine::dump::read_dump(&bytes)?;
+        let mut d = engine::dump::read_dump(&bytes)?;
+        d.cut_modules(max_modules);
         Ok((d.arch, d.modules))
     })
     .await?;
