@@ -73,6 +73,7 @@ async fn stored_crash(db: &Db, report: String) -> String {
         dump_size: 1,
         dump_format: "minidump".into(),
         annotations: "{}".into(),
+        annotations_cut: None,
     };
     crashes::insert(db, &new).await.unwrap();
     let now = worker::store::now_ms();
@@ -165,6 +166,7 @@ async fn nul_in_names_and_filters(pg: bool) {
         dump_size: 1,
         dump_format: "minidump".into(),
         annotations: "{}".into(),
+        annotations_cut: None,
     };
     crashes::insert(&t.db, &new).await.unwrap();
     let now = worker::store::now_ms();
@@ -363,4 +365,88 @@ async fn job_timeout_is_a_deadline() {
     let ms = v["processing_ms"].as_i64().unwrap();
     eprintln!("100,000-module dump under a 2 s limit: failed after {ms} ms");
     assert!(ms < 4_000, "the job ran {ms} ms under a 2 s limit");
+}
+
+/// Finding 9: a Crashpad upload whose fields are 1 MiB of repeated text (a few KB
+/// gzipped) stores them bounded as Crashpad bounds its annotations: each value at most
+/// 20 KiB, all of them at most 64 KiB; the report says so (`annotations-truncated`) and
+/// holds no more of them than the row does.
+#[tokio::test]
+async fn upload_fields_are_bounded() {
+    use std::io::Write;
+    let s = Server::start(&[]);
+    let boundary = "XBOUNDARYX";
+    let mut body = Vec::new();
+    let dump = many_module_minidump(1);
+    write!(
+        body,
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"upload_file_minidump\"; \
+         filename=\"a.dmp\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+    )
+    .unwrap();
+    body.extend_from_slice(&dump);
+    body.extend_from_slice(b"\r\n");
+    for (name, len) in [("prod", 5), ("huge", 200_000), ("ver", 3)] {
+        write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{}\r\n",
+            "v".repeat(len)
+        )
+        .unwrap();
+    }
+    for i in 0..250 {
+        write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"k{i}\"\r\n\r\n{}\r\n",
+            "w".repeat(3000)
+        )
+        .unwrap();
+    }
+    write!(body, "--{boundary}--\r\n").unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&body).unwrap();
+    let gz = gz.finish().unwrap();
+    eprintln!(
+        "{} bytes of fields sent as {} gzip bytes",
+        body.len(),
+        gz.len()
+    );
+    let c = client();
+    let r = c
+        .post(s.url("/api/v1/crashes"))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .header("content-encoding", "gzip")
+        .body(gz)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let id = r.text().await.unwrap().trim().to_string();
+    let v = common::poll_done(&c, &s.base, &id).await;
+    assert_eq!(v["status"], "done", "{}", v["error"]);
+    let stored = serde_json::to_string(&v["annotations"]).unwrap();
+    assert!(
+        stored.len() <= (64 << 10) + 4096,
+        "{} bytes stored",
+        stored.len()
+    );
+    assert_eq!(v["annotations"]["prod"], "vvvvv");
+    assert_eq!(v["annotations"]["ver"], "vvv");
+    assert_eq!(v["annotations"]["huge"].as_str().unwrap().len(), 20 << 10);
+    let in_report = serde_json::to_string(&v["report"]["annotations"]).unwrap();
+    assert!(
+        in_report.len() <= stored.len(),
+        "{} bytes in the report",
+        in_report.len()
+    );
+    let codes: Vec<&str> = v["report"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"annotations-truncated"), "{codes:?}");
 }

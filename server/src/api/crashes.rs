@@ -9,7 +9,7 @@
 //! Nothing is parsed on the request path beyond the cheap structural checks of
 //! `dump_check`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -23,12 +23,12 @@ use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, CrashSummary, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob};
 
-use super::dump_check;
 use super::extract::{
     authorize, multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData,
 };
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
+use super::{dump_check, upload_fields};
 use crate::dashboard::{dash_auth, DashError};
 
 /// Most parts (dump + annotations) in one Crashpad upload.
@@ -111,11 +111,8 @@ async fn upload_inner(
     };
     let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
-    let annotations: BTreeMap<String, String> = fields
-        .into_iter()
-        .map(|(name, value)| (name, String::from_utf8_lossy(&value).into_owned()))
-        .collect();
-    let annotations = serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into());
+    let bounded = upload_fields::bound(fields, s.config.field_limits);
+    let annotations = serde_json::to_string(&bounded.fields).unwrap_or_else(|_| "{}".into());
     // A retry of an upload already stored (its answer was lost) gets the first crash.
     let first = match &key {
         Some(k) => crashes::by_idempotency_key(&s.db, k).await?,
@@ -138,6 +135,7 @@ async fn upload_inner(
                 dump_size: size,
                 dump_format: format.to_string(),
                 annotations,
+                annotations_cut: bounded.cut,
             };
             let raced = match &key {
                 Some(k) => crashes::insert_keyed(&s.db, &new, k).await?,

@@ -33,6 +33,7 @@ pub(crate) mod origin;
 pub mod problem;
 mod reprocess;
 pub mod state;
+pub(crate) mod upload_fields;
 
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;

@@ -73,6 +73,8 @@ pub struct Config {
     /// An upload of the same dump bytes within this long of a stored one is a retry of
     /// it (zero: never).
     pub dedup_window: Duration,
+    /// How much of a crash upload's text fields is stored.
+    pub field_limits: super::upload_fields::FieldLimits,
 }
 
 /// Counters of the API, read by `/metrics`.

@@ -103,6 +103,8 @@ pub struct NewCrash {
     pub dump_size: i64,
     pub dump_format: String,
     pub annotations: String,
+    /// What bounding the upload's fields cut, in a sentence (none: nothing).
+    pub annotations_cut: Option<String>,
 }
 
 /// A new, time-ordered crash id (UUIDv7, hyphenless).
@@ -119,8 +121,8 @@ pub async fn insert(db: &Db, c: &NewCrash) -> Result<(), StoreError> {
 /// conflicts); returns how many rows were inserted (0: another crash has the key).
 async fn insert_row(db: &Db, c: &NewCrash, key: Option<&str>) -> Result<u64, StoreError> {
     let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
-               dump_format, annotations, attempts, idempotency_key) \
-               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7) \
+               dump_format, annotations, attempts, idempotency_key, annotations_cut) \
+               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7, $8) \
                ON CONFLICT (idempotency_key) DO NOTHING";
     let n = crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&c.id)
@@ -130,6 +132,7 @@ async fn insert_row(db: &Db, c: &NewCrash, key: Option<&str>) -> Result<u64, Sto
         .bind(&c.dump_format)
         .bind(&c.annotations)
         .bind(key)
+        .bind(super::text::clean_opt(c.annotations_cut.as_deref()))
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
@@ -307,6 +310,8 @@ pub struct Lease {
     pub attempts: i32,
     pub dump_sha256: String,
     pub annotations: String,
+    /// What bounding the upload's fields cut (a report warning).
+    pub annotations_cut: Option<String>,
 }
 
 /// Fails every job whose lease expired after its last allowed attempt. Returns how many.
@@ -344,13 +349,13 @@ pub async fn lease(
             "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
              lease_until = $1, leased_by = $2, started_at = $3 \
              WHERE id = ({pick} FOR UPDATE SKIP LOCKED) \
-             RETURNING id, attempts, dump_sha256, annotations"
+             RETURNING id, attempts, dump_sha256, annotations, annotations_cut"
         ),
         Backend::Sqlite(_) => format!(
             "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
              lease_until = $1, leased_by = $2, started_at = $3 \
              WHERE id = ({pick}) \
-             RETURNING id, attempts, dump_sha256, annotations"
+             RETURNING id, attempts, dump_sha256, annotations, annotations_cut"
         ),
     };
     let until = now.saturating_add(lease_ms);
