@@ -450,3 +450,97 @@ async fn upload_fields_are_bounded() {
         .collect();
     assert!(codes.contains(&"annotations-truncated"), "{codes:?}");
 }
+
+/// A migrated store of the test's own (no server): SQLite in a temporary directory, or a
+/// fresh PostgreSQL database (with its name, to drop).
+async fn store_db(pg: bool) -> Option<(Db, Option<String>, Option<tempfile::TempDir>)> {
+    if pg {
+        let (name, db) = common::pg_migrated("pm_h34q").await?;
+        return Some((db, Some(name), None));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::connect(&format!("sqlite://{}", dir.path().join("q.db").display()))
+        .await
+        .unwrap();
+    db.migrate().await.unwrap();
+    Some((db, None, Some(dir)))
+}
+
+/// Finding 5: twenty stored crashes that missed a library are queued again by the
+/// arrival of its file (a `.sym` upload), and a new crash arrives after them: a worker
+/// takes the new crash first. A second file for the same library queues none of them
+/// twice.
+async fn new_crashes_before_requeued(pg: bool) {
+    let Some((db, pg_name, _dir)) = store_db(pg).await else {
+        return;
+    };
+    let library = "ab".repeat(20);
+    for i in 0..20 {
+        let id = crashes::new_id();
+        let new = NewCrash {
+            id: id.clone(),
+            received_at: 1_000 + i,
+            dump_sha256: "0".repeat(64),
+            dump_size: 1,
+            dump_format: "minidump".into(),
+            annotations: "{}".into(),
+            annotations_cut: None,
+        };
+        crashes::insert(&db, &new).await.unwrap();
+        let lease = crashes::lease(&db, "w", 5_000, 60_000, 3)
+            .await
+            .unwrap()
+            .unwrap();
+        worker::store::missing::record(&db, &library, &lease.id, "libc.so.6")
+            .await
+            .unwrap();
+        let done = Outcome::Done(StoredReport::default());
+        assert!(crashes::finish(&db, &lease, "w", 5_000, 3, &done)
+            .await
+            .unwrap());
+    }
+    let fresh = crashes::new_id();
+    let new = NewCrash {
+        id: fresh.clone(),
+        received_at: 9_000,
+        dump_sha256: "1".repeat(64),
+        dump_size: 1,
+        dump_format: "minidump".into(),
+        annotations: "{}".into(),
+        annotations_cut: None,
+    };
+    crashes::insert(&db, &new).await.unwrap();
+    let requeued = worker::store::missing::requeue_for(&db, &library)
+        .await
+        .unwrap();
+    assert_eq!(requeued, 20);
+    assert_eq!(
+        worker::store::missing::requeue_for(&db, &library)
+            .await
+            .unwrap(),
+        0,
+        "crashes already queued were queued again"
+    );
+    let first = crashes::lease(&db, "w", 10_000, 60_000, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        first.id, fresh,
+        "a requeued crash was claimed before the new one"
+    );
+    db.close().await;
+    if let Some(name) = pg_name {
+        drop_db(&name).await;
+    }
+}
+
+#[tokio::test]
+async fn new_crashes_before_requeued_sqlite() {
+    new_crashes_before_requeued(false).await;
+}
+
+#[tokio::test]
+async fn new_crashes_before_requeued_postgres() {
+    new_crashes_before_requeued(true).await;
+}

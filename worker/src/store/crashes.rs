@@ -107,6 +107,10 @@ pub struct NewCrash {
     pub annotations_cut: Option<String>,
 }
 
+/// The queue priority of a crash queued again (reprocessing): claimed after every new
+/// crash (priority 0).
+pub const REQUEUED: i32 = 1;
+
 /// A new, time-ordered crash id (UUIDv7, hyphenless).
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().simple().to_string()
@@ -329,8 +333,9 @@ pub async fn fail_exhausted(db: &Db, now: i64, max_attempts: i32) -> Result<u64,
     Ok(n)
 }
 
-/// Leases the oldest job that is pending or whose lease expired (with attempts left),
-/// for `lease_ms`, to `worker`.
+/// Leases the job that is pending or whose lease expired (with attempts left), for
+/// `lease_ms`, to `worker`: new crashes first (`priority` 0), crashes queued again after
+/// them, each oldest first.
 pub async fn lease(
     db: &Db,
     worker: &str,
@@ -343,7 +348,7 @@ pub async fn lease(
     // writer, so the UPDATE with its subquery is atomic already.
     let pick = "SELECT id FROM crashes WHERE status = 'pending' \
                 OR (status = 'processing' AND lease_until < $3 AND attempts < $4) \
-                ORDER BY received_at, id LIMIT 1";
+                ORDER BY priority, received_at, id LIMIT 1";
     let sql = match db.backend() {
         Backend::Postgres(_) => format!(
             "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \

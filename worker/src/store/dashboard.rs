@@ -306,9 +306,13 @@ pub async fn failures(db: &Db, limit: i64) -> Result<Vec<Failure>, StoreError> {
 pub async fn requeue(db: &Db, id: &str) -> Result<bool, StoreError> {
     let id = super::text::clean(id);
     let id = &*id;
-    let sql = "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
-               leased_by = NULL, error = NULL WHERE id = $1 AND status IN ('done', 'failed')";
-    let n = crate::on_pool!(db, p => sqlx::query(sql)
+    let sql = format!(
+        "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
+         leased_by = NULL, error = NULL, priority = {} WHERE id = $1 \
+         AND status IN ('done', 'failed')",
+        super::crashes::REQUEUED
+    );
+    let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(id)
         .execute(p)
         .await

@@ -104,10 +104,11 @@ pub(super) async fn requeue_indexed(
         return Ok(0);
     }
     let matching = "(build_id = $1 OR debug_id = $2 OR build_id = $2)";
+    let requeued = super::crashes::REQUEUED;
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, previous_signature = signature, \
-         previous_function_frames = function_frames \
+         previous_function_frames = function_frames, priority = {requeued} \
          WHERE status IN ('done', 'failed', 'processing') AND id IN \
          (SELECT crash_id FROM {table} WHERE {matching})"
     );

@@ -146,10 +146,12 @@ pub async fn enqueue_batch(
     after: Option<&str>,
     limit: i64,
 ) -> Result<(u64, Option<String>), StoreError> {
+    let requeued = super::crashes::REQUEUED;
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, previous_signature = signature, \
-         previous_function_frames = function_frames, reprocess_run = $1 \
+         previous_function_frames = function_frames, reprocess_run = $1, \
+         priority = {requeued} \
          WHERE id IN (SELECT id FROM crashes WHERE {MATCHING} AND ($9 IS NULL OR id > $9) \
          ORDER BY id LIMIT $10) RETURNING id"
     );
