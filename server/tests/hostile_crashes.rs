@@ -544,3 +544,47 @@ async fn new_crashes_before_requeued_sqlite() {
 async fn new_crashes_before_requeued_postgres() {
     new_crashes_before_requeued(true).await;
 }
+
+/// Finding 5: `POST /api/v1/reprocess` is rate-limited per token: with two a minute, a
+/// token's third run is answered 429 with a `Retry-After`, and another token is not
+/// held back by it.
+#[tokio::test]
+async fn reprocess_is_rate_limited_per_token() {
+    let s = Server::start(&[
+        "--workers",
+        "0",
+        "--token",
+        "first:admin",
+        "--token",
+        "second:admin",
+        "--reprocess-per-minute",
+        "2",
+    ]);
+    let c = client();
+    let post = |token: &'static str| {
+        c.post(s.url("/api/v1/reprocess"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(r#"{"all":true}"#)
+            .send()
+    };
+    for _ in 0..2 {
+        assert_eq!(post("first").await.unwrap().status(), 200);
+    }
+    let r = post("first").await.unwrap();
+    assert_eq!(r.status(), 429);
+    let wait: u64 = r
+        .headers()
+        .get("retry-after")
+        .expect("a Retry-After header")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=30).contains(&wait), "Retry-After: {wait}");
+    assert_eq!(
+        r.headers()["content-type"].to_str().unwrap(),
+        "application/problem+json"
+    );
+    assert_eq!(post("second").await.unwrap().status(), 200);
+}

@@ -31,6 +31,7 @@ mod modules;
 mod openapi;
 pub(crate) mod origin;
 pub mod problem;
+pub(crate) mod rate;
 mod reprocess;
 pub mod state;
 pub(crate) mod upload_fields;

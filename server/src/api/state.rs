@@ -98,4 +98,6 @@ pub struct AppState {
     pub job_metrics: Arc<JobMetrics>,
     /// Wakes this process's workers when a crash is queued.
     pub wake: Arc<Notify>,
+    /// `POST /api/v1/reprocess` requests per token.
+    pub reprocess_rate: Arc<super::rate::RateLimit>,
 }

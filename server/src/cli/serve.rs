@@ -83,6 +83,10 @@ pub struct ServeArgs {
     /// Most bytes of field names and values stored per crash; fields past it are left out.
     #[arg(long, default_value_t = 65536)]
     pub max_fields_total_bytes: usize,
+    /// `POST /api/v1/reprocess` requests a minute per token (bursts of as many); further
+    /// ones are answered 429 with `Retry-After`. 0: no limit.
+    #[arg(long, default_value_t = 6)]
+    pub reprocess_per_minute: u32,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -180,6 +184,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         metrics: Arc::new(Metrics::default()),
         job_metrics,
         wake,
+        reprocess_rate: Arc::new(crate::api::rate::RateLimit::new(args.reprocess_per_minute)),
     };
 
     tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");
