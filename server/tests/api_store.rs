@@ -107,6 +107,7 @@ fn crash(id: &str, at: i64) -> NewCrash {
         dump_size: 10,
         dump_format: "elf-core".into(),
         annotations: r#"{"prod":"x"}"#.into(),
+        annotations_cut: None,
     }
 }
 

@@ -49,6 +49,7 @@ async fn crash_with_report(
             dump_size: 1,
             dump_format: "elf-core".into(),
             annotations: annotations.into(),
+            annotations_cut: None,
         },
     )
     .await

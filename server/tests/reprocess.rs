@@ -101,6 +101,7 @@ async fn seed(data: &Path, n: usize) -> Db {
             dump_size: size,
             dump_format: "elf-core".into(),
             annotations: "{}".into(),
+            annotations_cut: None,
         };
         sqlx::query(
             "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, dump_format, \

@@ -30,6 +30,7 @@ async fn crash(db: &Db, at: i64, signature: Option<&str>, named: usize) -> Strin
             dump_size: 1,
             dump_format: "elf-core".into(),
             annotations: "{}".into(),
+            annotations_cut: None,
         },
     )
     .await

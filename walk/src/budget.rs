@@ -1,4 +1,5 @@
-//! The flags of a dump's memory budget (threads walked, frames in all, report size),
+//! The flags of a dump's memory budget (threads walked, frames in all, report size,
+//! modules),
 //! shared by `postmortem walk`, `serve` and `worker`, so that a hostile dump costs the
 //! same bounded memory whichever of them reads it.
 
@@ -19,6 +20,11 @@ pub struct BudgetArgs {
     /// with a `report-cut` warning.
     #[arg(long, default_value_t = (Budget::default().max_report_bytes >> 20) as u64)]
     pub max_report_mb: u64,
+    /// Most modules of one dump looked up, walked and reported (those the threads run
+    /// in first, then the main executable, then by address); the rest are left out, with
+    /// a `modules-cut` warning.
+    #[arg(long, default_value_t = Budget::default().max_modules)]
+    pub max_modules: usize,
 }
 
 impl BudgetArgs {
@@ -29,6 +35,7 @@ impl BudgetArgs {
             max_total_frames: self.max_total_frames.max(1),
             max_report_bytes: usize::try_from(self.max_report_mb.max(1).saturating_mul(1 << 20))
                 .unwrap_or(usize::MAX),
+            max_modules: self.max_modules.max(1),
         }
     }
 }

@@ -370,6 +370,44 @@ impl Dump<'_> {
     pub fn module_index_for(&self, addr: u64) -> Option<usize> {
         module_containing(&self.modules, addr)
     }
+
+    /// Keeps at most `max` (at least 1) of the dump's modules, so that a dump listing a
+    /// hundred thousand costs no more lookups, walking and report than `max`: the modules
+    /// the threads are executing in first, then the main executable, then the others by
+    /// address. A `modules-cut` warning says how many were left out; a frame in one of
+    /// them has no module.
+    pub fn cut_modules(&mut self, max: usize) {
+        let max = max.max(1);
+        let total = self.modules.len();
+        if total <= max {
+            return;
+        }
+        let mut keep = vec![false; total];
+        let mut kept = 0usize;
+        let pcs = self.threads.iter().filter_map(|t| t.registers.pc());
+        let main = self.modules.iter().position(|m| m.main);
+        let first = pcs.filter_map(|pc| module_containing(&self.modules, pc));
+        for i in first.chain(main).chain(0..total) {
+            if kept >= max {
+                break;
+            }
+            if let Some(k) = keep.get_mut(i).filter(|k| !**k) {
+                *k = true;
+                kept += 1;
+            }
+        }
+        let mut flags = keep.into_iter();
+        self.modules.retain(|_| flags.next().unwrap_or(false));
+        self.warnings.push(DumpWarning {
+            code: "modules-cut",
+            message: format!(
+                "the dump lists {total} modules; only {max} were used (those the threads run \
+                 in, the main executable, then by address): frames in the other {} have no \
+                 module",
+                total - max
+            ),
+        });
+    }
 }
 
 /// The last of `modules` (sorted by base, as every dump reader leaves them) that starts

@@ -76,7 +76,8 @@ pub fn process_dump(
     provider: &dyn TableProvider,
     options: &ProcessOptions,
 ) -> Result<Report, DumpError> {
-    let dump = dump::read_dump(dump_bytes)?;
+    let mut dump = dump::read_dump(dump_bytes)?;
+    dump.cut_modules(options.budget.max_modules);
     Ok(process(&dump, dump_bytes, provider, options))
 }
 

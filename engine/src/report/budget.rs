@@ -24,6 +24,9 @@ pub struct Budget {
     pub max_total_frames: usize,
     /// Most bytes of the report's JSON text.
     pub max_report_bytes: usize,
+    /// Most modules of one dump looked up, walked and reported (see
+    /// [`crate::dump::Dump::cut_modules`]).
+    pub max_modules: usize,
 }
 
 impl Default for Budget {
@@ -32,6 +35,7 @@ impl Default for Budget {
             max_threads: 2_000,
             max_total_frames: 100_000,
             max_report_bytes: 64 << 20,
+            max_modules: 4096,
         }
     }
 }

@@ -9,7 +9,7 @@
 //! Nothing is parsed on the request path beyond the cheap structural checks of
 //! `dump_check`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -21,15 +21,15 @@ use axum::routing::get;
 use axum::{Json, Router};
 use engine::dump::compressed::{Compression, DecompressError};
 use serde_json::{json, Value};
-use worker::store::crashes::{self, CrashRow, ListQuery, NewCrash};
+use worker::store::crashes::{self, CrashRow, CrashSummary, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob, StoreError};
 
-use super::dump_check;
 use super::extract::{
     authorize, multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData,
 };
 use super::problem::ApiError;
 use super::state::{AppState, Scope};
+use super::{dump_check, upload_fields};
 use crate::dashboard::{dash_auth, DashError};
 
 /// Most parts (dump + annotations) in one Crashpad upload.
@@ -61,14 +61,15 @@ struct Staged {
     dump: StagedBlob,
     /// Whether it came as Crashpad's multipart form (which expects a plain-text answer).
     crashpad: bool,
-    annotations: BTreeMap<String, String>,
+    /// The form's text fields as sent, bounded later by [`upload_fields::bound`].
+    fields: Vec<(String, Vec<u8>)>,
 }
 
 /// Stages the request body: the `upload_file_minidump` part and the text fields of a
 /// Crashpad/Breakpad multipart form, or the whole body as the dump.
 async fn stage_upload(s: &AppState, headers: &HeaderMap, body: Body) -> Result<Staged, ApiError> {
     let limit = s.config.max_decompressed_bytes;
-    let mut annotations = BTreeMap::new();
+    let mut fields = Vec::new();
     let (dump, crashpad): (StagedBlob, bool) = match multipart_boundary(headers)? {
         Some(boundary) => {
             let parts = read_multipart(
@@ -91,10 +92,7 @@ async fn stage_upload(s: &AppState, headers: &HeaderMap, body: Body) -> Result<S
             for part in parts {
                 match part.data {
                     PartData::File(file) => dump = Some(file),
-                    PartData::Text(text) => {
-                        let value = String::from_utf8_lossy(&text).into_owned();
-                        annotations.insert(part.name, value);
-                    }
+                    PartData::Text(text) => fields.push((part.name, text.to_vec())),
                     PartData::Dropped => {}
                 }
             }
@@ -110,7 +108,7 @@ async fn stage_upload(s: &AppState, headers: &HeaderMap, body: Body) -> Result<S
     Ok(Staged {
         dump,
         crashpad,
-        annotations,
+        fields,
     })
 }
 
@@ -151,7 +149,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/crashes/{id}/dump", get(dump))
 }
 
-fn summary(row: &CrashRow) -> Value {
+fn summary(row: &CrashSummary) -> Value {
     let annotations: Value = serde_json::from_str(&row.annotations).unwrap_or_else(|_| json!({}));
     json!({
         "id": row.id, "status": row.status, "received_at": row.received_at,
@@ -173,7 +171,7 @@ struct Full<'r> {
 
 fn full(row: &CrashRow) -> Full<'_> {
     Full {
-        summary: summary(row),
+        summary: summary(&row.summary()),
         report: row
             .report
             .as_deref()
@@ -207,11 +205,12 @@ async fn upload_inner(
     let Staged {
         dump,
         crashpad,
-        annotations,
+        fields,
     } = stage_upload(s, headers, body).await?;
     let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
-    let annotations = serde_json::to_string(&annotations).unwrap_or_else(|_| "{}".into());
+    let bounded = upload_fields::bound(fields, s.config.field_limits);
+    let annotations = serde_json::to_string(&bounded.fields).unwrap_or_else(|_| "{}".into());
     // A retry of an upload already stored (its answer was lost) gets the first crash.
     let first = match &key {
         Some(k) => crashes::by_idempotency_key(&s.db, k).await?,
@@ -234,6 +233,7 @@ async fn upload_inner(
                 dump_size: size,
                 dump_format: format.to_string(),
                 annotations,
+                annotations_cut: bounded.cut,
             };
             let raced = match &key {
                 Some(k) => crashes::insert_keyed(&s.db, &new, k).await?,
@@ -264,21 +264,12 @@ async fn upload_inner(
             .into_response());
     }
     if wait > 0 {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
-        loop {
-            if let Some(row) = crashes::get(&s.db, &id).await? {
-                if row.status == "done" || row.status == "failed" {
-                    return Ok((StatusCode::OK, Json(full(&row))).into_response());
-                }
-            }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(finished) = wait_finished(s, &id, wait).await? {
+            return Ok(finished);
         }
     }
     if replayed {
-        let status = crashes::get(&s.db, &id)
+        let status = crashes::summary(&s.db, &id)
             .await?
             .map_or_else(|| "pending".to_string(), |r| r.status);
         return Ok((
@@ -293,6 +284,26 @@ async fn upload_inner(
         Json(json!({ "id": id, "status": "pending" })),
     )
         .into_response())
+}
+
+/// Waits up to `wait` seconds for crash `id` to finish (`?wait=`): its answer with the
+/// report then, else `None`. Polled by the crash's summary: the report is read once.
+async fn wait_finished(s: &AppState, id: &str, wait: u64) -> Result<Option<Response>, ApiError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
+    loop {
+        let finished = crashes::summary(&s.db, id)
+            .await?
+            .is_some_and(|r| r.status == "done" || r.status == "failed");
+        if finished {
+            if let Some(row) = crashes::get(&s.db, id).await? {
+                return Ok(Some((StatusCode::OK, Json(full(&row))).into_response()));
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The header a client names one upload with, so that its retries are recognised.
@@ -323,7 +334,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 }
 
 /// The id to answer a retry with: the first upload's, if it was the same dump.
-fn replayed(first: &CrashRow, sha256: &str) -> Result<String, ApiError> {
+fn replayed(first: &CrashSummary, sha256: &str) -> Result<String, ApiError> {
     if first.dump_sha256 != sha256 {
         return Err(ApiError::Unprocessable {
             code: "idempotency-key-reused",

@@ -31,8 +31,10 @@ mod modules;
 mod openapi;
 pub(crate) mod origin;
 pub mod problem;
+pub(crate) mod rate;
 mod reprocess;
 pub mod state;
+pub(crate) mod upload_fields;
 
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;

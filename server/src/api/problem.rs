@@ -61,6 +61,11 @@ pub enum ApiError {
     NotJson(String),
     #[error("{detail}")]
     Unprocessable { code: &'static str, detail: String },
+    #[error("{detail}")]
+    TooManyRequests {
+        detail: String,
+        retry_after_secs: u64,
+    },
     #[error(transparent)]
     Identify(#[from] IdentifyError),
     #[error("the database is unreachable")]
@@ -94,6 +99,7 @@ impl ApiError {
             }
             ApiError::NotJson(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "json-required"),
             ApiError::Unprocessable { code, .. } => (StatusCode::UNPROCESSABLE_ENTITY, code),
+            ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate-limited"),
             ApiError::Identify(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code()),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable"),
             ApiError::Store(e) if e.is_storage_write() => {
@@ -154,6 +160,13 @@ impl IntoResponse for ApiError {
                 );
             }
             _ => {}
+        }
+        if let ApiError::TooManyRequests {
+            retry_after_secs, ..
+        } = &self
+        {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
         }
         res
     }

@@ -2,7 +2,9 @@
 //! the same filter as `postmortem reprocess`, and returns how many were queued.
 //!
 //! The crashes are queued in batches of [`BATCH`] under one run id (see
-//! `worker::store::reprocess`); the workers of every process sharing the queue take them.
+//! `worker::store::reprocess`); the workers of every process sharing the queue take them
+//! after every new crash (reprocessing has the lower queue priority), and a crash already
+//! queued is not queued again. Runs are rate-limited per token (`api::rate`).
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -32,6 +34,12 @@ async fn start(
 ) -> Result<Json<Value>, ApiError> {
     authorize(&s, &headers, Scope::Admin)?;
     require_json(&s, &headers)?;
+    s.reprocess_rate
+        .check(&headers)
+        .map_err(|secs| ApiError::TooManyRequests {
+            detail: format!("this token queued a reprocess run too recently; retry in {secs} s"),
+            retry_after_secs: secs,
+        })?;
     let bad = |detail: String| ApiError::BadRequest {
         code: "bad-request",
         detail,

@@ -73,6 +73,8 @@ pub struct Config {
     /// An upload of the same dump bytes within this long of a stored one is a retry of
     /// it (zero: never).
     pub dedup_window: Duration,
+    /// How much of a crash upload's text fields is stored.
+    pub field_limits: super::upload_fields::FieldLimits,
 }
 
 /// Counters of the API, read by `/metrics`.
@@ -96,4 +98,6 @@ pub struct AppState {
     pub job_metrics: Arc<JobMetrics>,
     /// Wakes this process's workers when a crash is queued.
     pub wake: Arc<Notify>,
+    /// `POST /api/v1/reprocess` requests per token.
+    pub reprocess_rate: Arc<super::rate::RateLimit>,
 }

@@ -83,7 +83,8 @@ pub struct JobArgs {
     /// Memory for cached unwind and symbol tables, MiB.
     #[arg(long, default_value_t = 256)]
     pub cache_mb: u64,
-    /// Time limit of one job, seconds.
+    /// Time limit of one job, seconds: a deadline for the whole job (module lookups,
+    /// table builds and the walk together), after which it ends `failed`.
     #[arg(long, default_value_t = 30)]
     pub job_timeout_secs: u64,
     /// Lease length, seconds: a job held by a dead worker returns to the queue after it.

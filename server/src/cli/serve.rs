@@ -70,6 +70,23 @@ pub struct ServeArgs {
     /// above the request timeout, so no upload in progress loses its files).
     #[arg(long, default_value_t = 3600)]
     pub sweep_age_secs: u64,
+    /// Most text fields (annotations) of a crash upload stored; further ones are left out.
+    #[arg(long, default_value_t = 256)]
+    pub max_upload_fields: usize,
+    /// Longest stored field name, bytes (Crashpad's own bound); longer ones are truncated.
+    #[arg(long, default_value_t = 256)]
+    pub max_field_name_bytes: usize,
+    /// Longest stored field value, bytes (Crashpad's own bound, 20 KiB); longer ones are
+    /// truncated.
+    #[arg(long, default_value_t = 20480)]
+    pub max_field_value_bytes: usize,
+    /// Most bytes of field names and values stored per crash; fields past it are left out.
+    #[arg(long, default_value_t = 65536)]
+    pub max_fields_total_bytes: usize,
+    /// `POST /api/v1/reprocess` requests a minute per token (bursts of as many); further
+    /// ones are answered 429 with `Retry-After`. 0: no limit.
+    #[arg(long, default_value_t = 6)]
+    pub reprocess_per_minute: u32,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -153,6 +170,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             request_timeout: secs(args.request_timeout_secs),
             allowed_hosts: crate::api::origin::allowed_hosts(addr, &args.allowed_hosts),
             dedup_window: Duration::from_secs(args.dedup_window_secs),
+            field_limits: crate::api::upload_fields::FieldLimits {
+                max_fields: args.max_upload_fields,
+                max_name_bytes: args.max_field_name_bytes,
+                max_value_bytes: args.max_field_value_bytes,
+                max_total_bytes: args.max_fields_total_bytes,
+            },
         }),
         db: db.clone(),
         blobs,
@@ -161,6 +184,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         metrics: Arc::new(Metrics::default()),
         job_metrics,
         wake,
+        reprocess_rate: Arc::new(crate::api::rate::RateLimit::new(args.reprocess_per_minute)),
     };
 
     tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");

@@ -203,7 +203,7 @@ async fn crash_list(
     let kinds = worker::store::search::analysis_kinds(&s.db, &ids).await?;
     let summaries: HashMap<String, String> = rows
         .iter()
-        .filter_map(|r| Some((r.id.clone(), analysis_summary(r.report.as_deref()?)?)))
+        .filter_map(|r| Some((r.id.clone(), r.analysis_summary.clone()?)))
         .collect();
     let next = if rows.len() as i64 == PAGE {
         rows.last().map(|r| format!("{}:{}", r.received_at, r.id))
@@ -213,26 +213,6 @@ async fn crash_list(
     Ok(Html(
         pages::crash_list(&rows, &kinds, &summaries, &params, next.as_deref()).into_string(),
     ))
-}
-
-/// The one sentence of a stored report's crash analysis (`crash.analysis.summary`), read
-/// without building the rest of the report; `None` for a report without one or one that
-/// does not parse.
-fn analysis_summary(report: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Doc {
-        crash: Option<Crash>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Crash {
-        analysis: Option<Analysis>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Analysis {
-        summary: String,
-    }
-    let doc: Doc = serde_json::from_str(report).ok()?;
-    Some(doc.crash?.analysis?.summary)
 }
 
 async fn crash_detail(
@@ -248,17 +228,22 @@ async fn crash_detail(
         .report
         .as_deref()
         .and_then(|r| serde_json::from_str(r).ok());
+    // which modules have an uploaded file: one query for all of them
     let uploaded: Vec<(String, bool)> = match &report {
         Some(r) => {
-            let mut v = Vec::new();
-            for m in &r.modules {
-                let up = match &m.build_id {
-                    Some(b) => !binaries::by_build_id(&s.db, b).await?.is_empty(),
-                    None => false,
-                };
-                v.push((m.name.clone(), up));
-            }
-            v
+            let ids: Vec<&str> = r
+                .modules
+                .iter()
+                .filter_map(|m| m.build_id.as_deref())
+                .collect();
+            let have = binaries::uploaded_build_ids(&s.db, &ids).await?;
+            r.modules
+                .iter()
+                .map(|m| {
+                    let up = m.build_id.as_ref().is_some_and(|b| have.contains(b));
+                    (m.name.clone(), up)
+                })
+                .collect()
         }
         None => Vec::new(),
     };
@@ -277,7 +262,7 @@ async fn reprocess(
 ) -> Result<Response, DashError> {
     dash_auth(&s, &headers)?;
     same_origin(&headers)?;
-    if crashes::get(&s.db, &id).await?.is_none() {
+    if crashes::summary(&s.db, &id).await?.is_none() {
         return Err(ApiError::NotFound(format!("no crash with id {id:?}")).into());
     }
     if q::requeue(&s.db, &id).await? {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use engine::report::{AnalysisKind, Frame, LookupResult, Report, Thread};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use worker::store::binaries::BinaryRow;
-use worker::store::crashes::CrashRow;
+use worker::store::crashes::{CrashRow, CrashSummary};
 use worker::store::dashboard::{Failure, Group, GroupSort};
 use worker::store::missing::MissingModule;
 
@@ -232,7 +232,7 @@ pub fn groups(
 /// The crash list: each crash's signature with its analysis kind (from the search index,
 /// `kinds`) and, under it, the analysis's sentence (`summaries`), by crash id.
 pub fn crash_list(
-    rows: &[CrashRow],
+    rows: &[CrashSummary],
     kinds: &HashMap<String, String>,
     summaries: &HashMap<String, String>,
     params: &HashMap<String, String>,

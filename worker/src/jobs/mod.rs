@@ -61,8 +61,9 @@ pub struct JobConfig {
     pub lease: Duration,
     /// Leases per job before it ends `failed`.
     pub max_attempts: i32,
-    /// Wall-clock limit of the engine on one job; also the deadline, from the job's
-    /// start, of every fetch from a remote symbol source it makes.
+    /// Wall-clock limit of one job, from its lease to its report (a deadline for the
+    /// whole job, not per step); also the deadline of every fetch from a remote symbol
+    /// source it makes.
     pub time_limit: Duration,
     /// How long an idle worker waits before looking at the queue again (it is also
     /// woken at once by an in-process upload).
@@ -186,7 +187,13 @@ impl Runner {
             return Ok(false);
         };
         let started = std::time::Instant::now();
-        let outcome = self.process_with_renewal(&lease, name, lease_ms).await;
+        // The time limit is the whole job's deadline: gathering tables (one lookup per
+        // module) counts as much as the engine's own steps, each of which is bounded too.
+        let limit = self.config.time_limit;
+        let outcome =
+            tokio::time::timeout(limit, self.process_with_renewal(&lease, name, lease_ms))
+                .await
+                .unwrap_or(Err(JobError::TimeLimit(limit)));
         let elapsed = started.elapsed();
         let (outcome, counter) = match outcome {
             Ok(report) => (crashes::Outcome::Done(report), &self.metrics.processed),

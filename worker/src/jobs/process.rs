@@ -46,8 +46,11 @@ pub async fn process_job(
 
     // 1. Which modules does the dump name?
     let bytes = dump.clone();
+    // the modules the engine will use: a dump listing 100,000 costs no more lookups
+    let max_modules = runner.config.process.budget.max_modules;
     let (arch, modules) = run_guarded(limit, move || {
-        let d = engine::dump::read_dump(&bytes)?;
+        let mut d = engine::dump::read_dump(&bytes)?;
+        d.cut_modules(max_modules);
         Ok((d.arch, d.modules))
     })
     .await?;
@@ -125,14 +128,30 @@ pub async fn process_job(
         .instrument(info_span!("engine"))
         .await?;
 
-    // Upload form fields (Crashpad `prod`, `ver`, `guid`, …) are annotations too; the
-    // dump's own annotations win on a clash, and the report's budget holds.
-    let uploaded: BTreeMap<String, String> =
-        serde_json::from_str(&lease.annotations).unwrap_or_default();
-    let max_bytes = runner.config.process.budget.max_report_bytes;
-    engine::report::budget::add_annotations(&mut report, uploaded, max_bytes);
+    add_upload_fields(
+        &mut report,
+        lease,
+        runner.config.process.budget.max_report_bytes,
+    );
     crashes::StoredReport::of(&report)
         .map_err(|e| JobError::Serialize(format!("report not serializable: {e}")))
+}
+
+/// Adds the upload's form fields (Crashpad `prod`, `ver`, `guid`, …) to the report's
+/// annotations: the dump's own annotations win on a clash, and the report's budget holds.
+/// What bounding them at upload cut is an `annotations-truncated` warning.
+fn add_upload_fields(report: &mut Report, lease: &crashes::Lease, max_bytes: usize) {
+    let uploaded: BTreeMap<String, String> =
+        serde_json::from_str(&lease.annotations).unwrap_or_default();
+    engine::report::budget::add_annotations(report, uploaded, max_bytes);
+    if let Some(cut) = &lease.annotations_cut {
+        report.warnings.push(engine::report::Warning {
+            code: "annotations-truncated".into(),
+            message: cut.clone(),
+            thread: None,
+            module: None,
+        });
+    }
 }
 
 /// Runs `f` on a blocking thread, failing with [`JobError::TimeLimit`] after `limit` and

@@ -105,6 +105,30 @@ pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, Stor
     )
 }
 
+/// Which of `build_ids` have an uploaded file, in one query whatever their number (a crash
+/// page lists every module of its report: one query per module made a page of a
+/// many-module dump cost thousands).
+pub async fn uploaded_build_ids(
+    db: &Db,
+    build_ids: &[&str],
+) -> Result<std::collections::HashSet<String>, StoreError> {
+    if build_ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let list = serde_json::to_string(build_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let ids = match db.backend() {
+        super::Backend::Sqlite(_) => "SELECT value FROM json_each($1)",
+        super::Backend::Postgres(_) => "SELECT json_array_elements_text(CAST($1 AS json))",
+    };
+    let sql = format!("SELECT DISTINCT build_id FROM binaries WHERE build_id IN ({ids})");
+    let rows: Vec<(String,)> = crate::on_pool!(db, p => sqlx::query_as(
+        sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&list)
+        .fetch_all(p)
+        .await)?;
+    Ok(rows.into_iter().map(|(b,)| b).collect())
+}
+
 /// The Windows images with code id `code_id` (upper-case) named `name` (compared without
 /// case, as Windows names files), oldest first.
 pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<BinaryRow>, StoreError> {

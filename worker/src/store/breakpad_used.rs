@@ -14,10 +14,12 @@ pub async fn record(
 ) -> Result<(), StoreError> {
     let sql = "INSERT INTO breakpad_modules (build_id, crash_id, debug_id, recorded_at) \
                VALUES ($1, $2, $3, $4) ON CONFLICT (build_id, crash_id) DO NOTHING";
+    // a Windows module's key holds its name, from the dump
+    use super::text::{clean, clean_opt};
     crate::on_pool!(db, p => sqlx::query(sql)
-        .bind(key)
+        .bind(&*clean(key))
         .bind(crash_id)
-        .bind(debug_id)
+        .bind(clean_opt(debug_id))
         .bind(now_ms())
         .execute(p)
         .await

@@ -46,6 +46,54 @@ const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_for
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
     finished_at, processing_ms, previous_signature, completions";
 
+/// A crash as lists show it: every column but the report, which may be tens of MiB.
+/// Lists, upload retries and existence checks read this; only a crash's own page and its
+/// raw report read [`CrashRow`].
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CrashSummary {
+    pub id: String,
+    /// `pending`, `processing`, `done` or `failed`.
+    pub status: String,
+    pub received_at: i64,
+    pub dump_sha256: String,
+    pub dump_size: i64,
+    /// `elf-core` or `minidump` (from the magic bytes).
+    pub dump_format: String,
+    /// JSON object of string → string.
+    pub annotations: String,
+    pub attempts: i32,
+    pub error: Option<String>,
+    pub signature: Option<String>,
+    pub finished_at: Option<i64>,
+    pub processing_ms: Option<i64>,
+    /// The report's `crash.analysis.summary` sentence, once done.
+    pub analysis_summary: Option<String>,
+}
+
+const SUMMARY_COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
+    annotations, attempts, error, signature, finished_at, processing_ms, analysis_summary";
+
+impl CrashRow {
+    /// The row's summary fields (the analysis sentence is in the report here).
+    pub fn summary(&self) -> CrashSummary {
+        CrashSummary {
+            id: self.id.clone(),
+            status: self.status.clone(),
+            received_at: self.received_at,
+            dump_sha256: self.dump_sha256.clone(),
+            dump_size: self.dump_size,
+            dump_format: self.dump_format.clone(),
+            annotations: self.annotations.clone(),
+            attempts: self.attempts,
+            error: self.error.clone(),
+            signature: self.signature.clone(),
+            finished_at: self.finished_at,
+            processing_ms: self.processing_ms,
+            analysis_summary: None,
+        }
+    }
+}
+
 /// A crash about to be inserted.
 #[derive(Debug, Clone)]
 pub struct NewCrash {
@@ -55,7 +103,13 @@ pub struct NewCrash {
     pub dump_size: i64,
     pub dump_format: String,
     pub annotations: String,
+    /// What bounding the upload's fields cut, in a sentence (none: nothing).
+    pub annotations_cut: Option<String>,
 }
+
+/// The queue priority of a crash queued again (reprocessing): claimed after every new
+/// crash (priority 0).
+pub const REQUEUED: i32 = 1;
 
 /// A new, time-ordered crash id (UUIDv7, hyphenless).
 pub fn new_id() -> String {
@@ -71,8 +125,8 @@ pub async fn insert(db: &Db, c: &NewCrash) -> Result<(), StoreError> {
 /// conflicts); returns how many rows were inserted (0: another crash has the key).
 async fn insert_row(db: &Db, c: &NewCrash, key: Option<&str>) -> Result<u64, StoreError> {
     let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
-               dump_format, annotations, attempts, idempotency_key) \
-               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7) \
+               dump_format, annotations, attempts, idempotency_key, annotations_cut) \
+               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7, $8) \
                ON CONFLICT (idempotency_key) DO NOTHING";
     let n = crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&c.id)
@@ -82,6 +136,7 @@ async fn insert_row(db: &Db, c: &NewCrash, key: Option<&str>) -> Result<u64, Sto
         .bind(&c.dump_format)
         .bind(&c.annotations)
         .bind(key)
+        .bind(super::text::clean_opt(c.annotations_cut.as_deref()))
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
@@ -95,7 +150,7 @@ pub async fn insert_keyed(
     db: &Db,
     c: &NewCrash,
     key: &str,
-) -> Result<Option<CrashRow>, StoreError> {
+) -> Result<Option<CrashSummary>, StoreError> {
     let n = insert_row(db, c, Some(key)).await?;
     if n == 1 {
         return Ok(None);
@@ -104,10 +159,10 @@ pub async fn insert_keyed(
 }
 
 /// The crash uploaded with idempotency key `key`, if any.
-pub async fn by_idempotency_key(db: &Db, key: &str) -> Result<Option<CrashRow>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM crashes WHERE idempotency_key = $1");
+pub async fn by_idempotency_key(db: &Db, key: &str) -> Result<Option<CrashSummary>, StoreError> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM crashes WHERE idempotency_key = $1");
     Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(key)
         .fetch_optional(p)
         .await)?,
@@ -122,13 +177,13 @@ pub async fn same_upload_since(
     dump_sha256: &str,
     annotations: &str,
     since: i64,
-) -> Result<Option<CrashRow>, StoreError> {
+) -> Result<Option<CrashSummary>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM crashes WHERE dump_sha256 = $1 AND received_at >= $2 \
+        "SELECT {SUMMARY_COLUMNS} FROM crashes WHERE dump_sha256 = $1 AND received_at >= $2 \
          AND annotations = $3 ORDER BY received_at, id LIMIT 1"
     );
     Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(dump_sha256)
         .bind(since)
         .bind(annotations)
@@ -148,12 +203,24 @@ pub async fn blob_is_named(db: &Db, sha256: &str) -> Result<bool, StoreError> {
     Ok(named)
 }
 
-/// One crash by id.
+/// One crash by id, without its report.
+pub async fn summary(db: &Db, id: &str) -> Result<Option<CrashSummary>, StoreError> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM crashes WHERE id = $1");
+    let id = super::text::clean(id);
+    Ok(crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(
+        sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&*id)
+        .fetch_optional(p)
+        .await)?)
+}
+
+/// One crash by id, with its report.
 pub async fn get(db: &Db, id: &str) -> Result<Option<CrashRow>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM crashes WHERE id = $1");
+    let id = super::text::clean(id);
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(id)
+        .bind(&*id)
         .fetch_optional(p)
         .await)?,
     )
@@ -183,10 +250,11 @@ pub struct ListQuery {
     pub limit: i64,
 }
 
-/// Crashes matching `q`, newest first, at most `q.limit`.
-pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
+/// Crashes matching `q`, newest first, at most `q.limit`: their summaries only, so that a
+/// page of crashes never holds their reports.
+pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashSummary>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM crashes WHERE \
+        "SELECT {SUMMARY_COLUMNS} FROM crashes WHERE \
          ($1 IS NULL OR signature = $1) AND ($2 IS NULL OR status = $2) AND \
          ($3 IS NULL OR received_at >= $3) AND ($4 IS NULL OR received_at < $4) AND \
          ($5 IS NULL OR received_at < $5 OR (received_at = $5 AND id < $6)) AND \
@@ -202,25 +270,28 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashRow>, StoreError> {
              WHERE st.kind = 'analysis' AND st.term = $12)) \
          ORDER BY received_at DESC, id DESC LIMIT $7"
     );
-    let function = q.function.as_deref().map(super::search::contains_pattern);
-    let (after_ms, after_id) = match &q.after {
-        Some((ms, id)) => (Some(*ms), Some(id.clone())),
-        None => (None, None),
-    };
+    // text filters are cleaned as the stored text was, so that they find it
+    use super::text::clean_opt;
+    let function = clean_opt(q.function.as_deref()).map(|f| super::search::contains_pattern(&f));
+    let after_id = q
+        .after
+        .as_ref()
+        .map(|(_, id)| super::text::clean(id).into_owned());
+    let after_ms = q.after.as_ref().map(|(ms, _)| *ms);
     Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, CrashRow>(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(&q.signature)
-        .bind(&q.status)
+        crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(clean_opt(q.signature.as_deref()))
+        .bind(clean_opt(q.status.as_deref()))
         .bind(q.since)
         .bind(q.until)
         .bind(after_ms)
         .bind(&after_id)
         .bind(q.limit)
-        .bind(&q.product)
-        .bind(&q.version)
-        .bind(&q.module)
+        .bind(clean_opt(q.product.as_deref()))
+        .bind(clean_opt(q.version.as_deref()))
+        .bind(clean_opt(q.module.as_deref()))
         .bind(&function)
-        .bind(&q.kind)
+        .bind(clean_opt(q.kind.as_deref()))
         .fetch_all(p)
         .await)?,
     )
@@ -243,6 +314,8 @@ pub struct Lease {
     pub attempts: i32,
     pub dump_sha256: String,
     pub annotations: String,
+    /// What bounding the upload's fields cut (a report warning).
+    pub annotations_cut: Option<String>,
 }
 
 /// Fails every job whose lease expired after its last allowed attempt. Returns how many.
@@ -260,8 +333,9 @@ pub async fn fail_exhausted(db: &Db, now: i64, max_attempts: i32) -> Result<u64,
     Ok(n)
 }
 
-/// Leases the oldest job that is pending or whose lease expired (with attempts left),
-/// for `lease_ms`, to `worker`.
+/// Leases the job that is pending or whose lease expired (with attempts left), for
+/// `lease_ms`, to `worker`: new crashes first (`priority` 0), crashes queued again after
+/// them, each oldest first.
 pub async fn lease(
     db: &Db,
     worker: &str,
@@ -274,19 +348,19 @@ pub async fn lease(
     // writer, so the UPDATE with its subquery is atomic already.
     let pick = "SELECT id FROM crashes WHERE status = 'pending' \
                 OR (status = 'processing' AND lease_until < $3 AND attempts < $4) \
-                ORDER BY received_at, id LIMIT 1";
+                ORDER BY priority, received_at, id LIMIT 1";
     let sql = match db.backend() {
         Backend::Postgres(_) => format!(
             "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
              lease_until = $1, leased_by = $2, started_at = $3 \
              WHERE id = ({pick} FOR UPDATE SKIP LOCKED) \
-             RETURNING id, attempts, dump_sha256, annotations"
+             RETURNING id, attempts, dump_sha256, annotations, annotations_cut"
         ),
         Backend::Sqlite(_) => format!(
             "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
              lease_until = $1, leased_by = $2, started_at = $3 \
              WHERE id = ({pick}) \
-             RETURNING id, attempts, dump_sha256, annotations"
+             RETURNING id, attempts, dump_sha256, annotations, annotations_cut"
         ),
     };
     let until = now.saturating_add(lease_ms);
@@ -346,15 +420,17 @@ pub async fn finish(
             signature,
             function_frames: named,
             terms,
+            analysis_summary,
         }) => {
             let sql = format!(
                 "UPDATE crashes SET status = 'done', report = $4, signature = $5, error = NULL, \
                  lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at, \
-                 completions = completions + 1, function_frames = $7 {guard}"
+                 completions = completions + 1, function_frames = $7, \
+                 analysis_summary = $8 {guard}"
             );
             let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(report).bind(signature).bind(now).bind(named)
+                .bind(report).bind(signature).bind(now).bind(named).bind(analysis_summary)
                 .execute(p).await.map(|r| r.rows_affected()))?;
             if n == 1 {
                 super::search::index_terms(db, &lease.id, terms).await?;
@@ -362,16 +438,18 @@ pub async fn finish(
             n
         }
         Outcome::Failed { reason } => {
+            let reason = super::text::clean(reason);
             let sql = format!(
                 "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
                  finished_at = $5, processing_ms = $5 - started_at {guard}"
             );
             crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(reason).bind(now)
+                .bind(&*reason).bind(now)
                 .execute(p).await.map(|r| r.rows_affected()))?
         }
         Outcome::Retry { reason } => {
+            let reason = super::text::clean(reason);
             let sql = format!(
                 "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
                  error = $4, lease_until = NULL, leased_by = NULL, \
@@ -379,7 +457,7 @@ pub async fn finish(
             );
             crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(reason).bind(max_attempts).bind(now)
+                .bind(&*reason).bind(max_attempts).bind(now)
                 .execute(p).await.map(|r| r.rows_affected()))?
         }
     };
@@ -397,6 +475,8 @@ pub struct StoredReport {
     pub function_frames: Option<i64>,
     /// Module and function terms ([`super::search::report_terms`]).
     pub terms: BTreeSet<(&'static str, String)>,
+    /// The report's `crash.analysis.summary`, which crash lists show.
+    pub analysis_summary: Option<String>,
 }
 
 impl StoredReport {
@@ -417,7 +497,30 @@ impl StoredReport {
                     .and_then(|c| c.analysis.as_ref())
                     .map(|a| a.kind.as_str()),
             ),
-        })
+            analysis_summary: report
+                .crash
+                .as_ref()
+                .and_then(|c| c.analysis.as_ref())
+                .map(|a| a.summary.clone()),
+        }
+        .cleaned())
+    }
+
+    /// The columns and index terms with their input text cleaned for the database
+    /// ([`super::text`]); the report text is JSON, whose NULs are escapes already.
+    fn cleaned(self) -> StoredReport {
+        use super::text::clean_owned;
+        StoredReport {
+            text: self.text,
+            signature: self.signature.map(clean_owned),
+            function_frames: self.function_frames,
+            terms: self
+                .terms
+                .into_iter()
+                .map(|(kind, term)| (kind, clean_owned(term)))
+                .collect(),
+            analysis_summary: self.analysis_summary.map(clean_owned),
+        }
     }
 
     /// A report known only as text (tests, reports written elsewhere): its index comes
@@ -440,6 +543,8 @@ impl StoredReport {
         #[derive(Deserialize)]
         struct AnalysisView {
             kind: String,
+            #[serde(default)]
+            summary: Option<String>,
         }
         #[derive(Deserialize)]
         struct ModuleView {
@@ -455,6 +560,9 @@ impl StoredReport {
             function: Option<String>,
         }
         let view: Option<View> = serde_json::from_str(&text).ok();
+        let analysis_summary = view
+            .as_ref()
+            .and_then(|v| v.crash.as_ref()?.analysis.as_ref()?.summary.clone());
         let (function_frames, terms) = match &view {
             Some(v) => {
                 let frames = || v.threads.iter().flat_map(|t| &t.frames);
@@ -478,7 +586,9 @@ impl StoredReport {
             signature,
             function_frames,
             terms,
+            analysis_summary,
         }
+        .cleaned()
     }
 }
 

@@ -139,6 +139,18 @@ fn window(q: &GroupQuery) -> Vec<(&'static str, &'static str, WindowValue<'_>)> 
 /// One page of crash groups in the order of `q.sort` (ties broken by signature in the
 /// same direction).
 pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
+    // text filters are cleaned as the stored text was, so that they find it
+    use super::text::clean_opt;
+    let q = &GroupQuery {
+        product: clean_opt(q.product.as_deref()),
+        version: clean_opt(q.version.as_deref()),
+        kind: clean_opt(q.kind.as_deref()),
+        after: q
+            .after
+            .as_ref()
+            .map(|(k, s)| (*k, super::text::clean(s).into_owned())),
+        ..q.clone()
+    };
     let window = window(q);
     let (cmp, dir) = if q.descending {
         ("<", "DESC")
@@ -242,8 +254,9 @@ pub async fn group_days(
                count FROM crash_group_days WHERE signature = $1 AND day >= $2 AND day < $3 \
                ORDER BY day, product, version";
     let last = until.div_euclid(DAY_MS) + i64::from(until.rem_euclid(DAY_MS) != 0);
+    let signature = super::text::clean(signature);
     Ok(crate::on_pool!(db, p => sqlx::query_as::<_, GroupDay>(sql)
-        .bind(signature)
+        .bind(&*signature)
         .bind(since.div_euclid(DAY_MS))
         .bind(last)
         .fetch_all(p)
@@ -259,9 +272,10 @@ pub async fn group_products(
     let sql = "SELECT DISTINCT NULLIF(product, ''), NULLIF(version, '') FROM crash_group_days \
                WHERE signature = $1 AND (product <> '' OR version <> '') \
                ORDER BY 1, 2 LIMIT $2";
+    let signature = super::text::clean(signature);
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, (Option<String>, Option<String>)>(sql)
-        .bind(signature)
+        .bind(&*signature)
         .bind(limit)
         .fetch_all(p)
         .await)?,
@@ -290,9 +304,15 @@ pub async fn failures(db: &Db, limit: i64) -> Result<Vec<Failure>, StoreError> {
 /// Puts one finished crash (done or failed) back in the queue with fresh attempts.
 /// False when there is no such crash or it is already pending or being processed.
 pub async fn requeue(db: &Db, id: &str) -> Result<bool, StoreError> {
-    let sql = "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
-               leased_by = NULL, error = NULL WHERE id = $1 AND status IN ('done', 'failed')";
-    let n = crate::on_pool!(db, p => sqlx::query(sql)
+    let id = super::text::clean(id);
+    let id = &*id;
+    let sql = format!(
+        "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
+         leased_by = NULL, error = NULL, priority = {} WHERE id = $1 \
+         AND status IN ('done', 'failed')",
+        super::crashes::REQUEUED
+    );
+    let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(id)
         .execute(p)
         .await
@@ -306,6 +326,8 @@ pub async fn product_of(
     id: &str,
 ) -> Result<Option<(Option<String>, Option<String>)>, StoreError> {
     let sql = "SELECT product, version FROM crashes WHERE id = $1";
+    let id = super::text::clean(id);
+    let id = &*id;
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, (Option<String>, Option<String>)>(sql)
         .bind(id)

@@ -33,12 +33,14 @@ pub async fn record_module(
 ) -> Result<(), StoreError> {
     let sql = "INSERT INTO missing_modules (build_id, crash_id, module_name, recorded_at, \
                debug_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (build_id, crash_id) DO NOTHING";
+    // the name and a Windows module's key come from the dump
+    use super::text::{clean, clean_opt};
     crate::on_pool!(db, p => sqlx::query(sql)
-        .bind(key)
+        .bind(&*clean(key))
         .bind(crash_id)
-        .bind(name)
+        .bind(&*clean(name))
         .bind(now_ms())
-        .bind(debug_id)
+        .bind(clean_opt(debug_id))
         .execute(p)
         .await
         .map(|_| ()))?;
@@ -102,10 +104,11 @@ pub(super) async fn requeue_indexed(
         return Ok(0);
     }
     let matching = "(build_id = $1 OR debug_id = $2 OR build_id = $2)";
+    let requeued = super::crashes::REQUEUED;
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, previous_signature = signature, \
-         previous_function_frames = function_frames \
+         previous_function_frames = function_frames, priority = {requeued} \
          WHERE status IN ('done', 'failed', 'processing') AND id IN \
          (SELECT crash_id FROM {table} WHERE {matching})"
     );

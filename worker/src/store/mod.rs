@@ -22,6 +22,7 @@ pub mod search;
 pub mod staged;
 pub mod sweep;
 pub mod tables;
+pub mod text;
 
 pub use blobs::Blobs;
 pub use db::{now_ms, Backend, Db};

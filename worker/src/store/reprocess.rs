@@ -86,7 +86,7 @@ macro_rules! bind_filter {
         let build_id = $f.build_id.as_ref().map(|b| b.to_ascii_lowercase());
         let like = build_id.as_ref().map(|b| format!("%\"{b}\"%"));
         $q.bind($run.to_string())
-            .bind($f.signature.clone())
+            .bind($crate::store::text::clean_opt($f.signature.as_deref()))
             .bind($f.since)
             .bind($f.until)
             .bind(build_id)
@@ -146,10 +146,12 @@ pub async fn enqueue_batch(
     after: Option<&str>,
     limit: i64,
 ) -> Result<(u64, Option<String>), StoreError> {
+    let requeued = super::crashes::REQUEUED;
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, previous_signature = signature, \
-         previous_function_frames = function_frames, reprocess_run = $1 \
+         previous_function_frames = function_frames, reprocess_run = $1, \
+         priority = {requeued} \
          WHERE id IN (SELECT id FROM crashes WHERE {MATCHING} AND ($9 IS NULL OR id > $9) \
          ORDER BY id LIMIT $10) RETURNING id"
     );

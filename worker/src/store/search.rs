@@ -178,6 +178,7 @@ mod tests {
                 dump_size: 1,
                 dump_format: "minidump".into(),
                 annotations: "{}".into(),
+                annotations_cut: None,
             },
         )
         .await

@@ -11,8 +11,10 @@ pub async fn get(
     version: u32,
 ) -> Result<Option<Vec<u8>>, StoreError> {
     let sql = "SELECT bytes FROM tables WHERE build_id = $1 AND kind = $2 AND version = $3";
+    // a Windows module's key holds its name, from the dump
+    let build_id = super::text::clean(build_id);
     let row: Option<(Vec<u8>,)> = crate::on_pool!(db, p => sqlx::query_as(sql)
-        .bind(build_id)
+        .bind(&*build_id)
         .bind(kind)
         .bind(i64::from(version))
         .fetch_optional(p)
@@ -33,8 +35,9 @@ pub async fn put(
                VALUES ($1, $2, $3, $4, $5) \
                ON CONFLICT (build_id, kind, version) DO UPDATE SET bytes = excluded.bytes, \
                created_at = excluded.created_at";
+    let build_id = super::text::clean(build_id);
     crate::on_pool!(db, p => sqlx::query(sql)
-        .bind(build_id)
+        .bind(&*build_id)
         .bind(kind)
         .bind(i64::from(version))
         .bind(bytes)
