@@ -119,6 +119,7 @@ fn walk_with(
         code,
         options,
         pac_mask: 0,
+        pac_signed_seen: None,
     };
     walk_thread(arch, &ctx, regs)
 }
