@@ -96,4 +96,7 @@ pub struct AppState {
     pub job_metrics: Arc<JobMetrics>,
     /// Wakes this process's workers when a crash is queued.
     pub wake: Arc<Notify>,
+    /// Uploaded files identified at once (each reads its file from disk; a `.sym` file
+    /// is read to its end): the rest wait their turn.
+    pub identify_slots: Arc<tokio::sync::Semaphore>,
 }

@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// above the request timeout, so no upload in progress loses its files).
     #[arg(long, default_value_t = 3600)]
     pub sweep_age_secs: u64,
+    /// Uploaded symbol files identified at once; further uploads wait (each reads its
+    /// staged file from disk, a `.sym` file to its end, in bounded memory).
+    #[arg(long, default_value_t = 2)]
+    pub max_identify_jobs: usize,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -161,6 +165,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         metrics: Arc::new(Metrics::default()),
         job_metrics,
         wake,
+        identify_slots: Arc::new(tokio::sync::Semaphore::new(args.max_identify_jobs.max(1))),
     };
 
     tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");
