@@ -1444,6 +1444,25 @@ async fn first_upload_wins(s: &Server) {
     let (status, v) = post_binary(s, &d, b"../../etc/passwd").await;
     assert_eq!(status, 400, "{v}");
     assert_eq!(v["code"], "bad-file-name");
+
+    // finding 4: one Windows image, several names; each a crash can name it by
+    let exe = dir.join("hello.exe");
+    sh(&format!(
+        "printf 'int main(void){{return 0;}}' > {0}.c && x86_64-w64-mingw32-gcc -o {0} {0}.c",
+        exe.display()
+    ));
+    let (status, v) = post_binary(s, &exe, b"first.exe").await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["binaries"][0]["names"], serde_json::json!(["first.exe"]));
+    let (status, v) = post_binary(s, &exe, b"hello.exe").await;
+    assert_eq!(status, 201, "a new name is new: {v}");
+    assert_eq!(v["binaries"][0]["created"], false, "{v}");
+    assert_eq!(
+        v["binaries"][0]["names"],
+        serde_json::json!(["first.exe", "hello.exe"])
+    );
+    let (status, v) = post_binary(s, &exe, b"hello.exe").await;
+    assert_eq!(status, 200, "{v}");
 }
 
 #[tokio::test]

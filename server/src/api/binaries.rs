@@ -34,6 +34,22 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/binaries/{build_id}", get(by_build_id))
 }
 
+/// [`to_json`], with a Windows image's `names` (every name it was uploaded under).
+async fn with_names(
+    s: &AppState,
+    row: &BinaryRow,
+    created: Option<bool>,
+) -> Result<Value, ApiError> {
+    let mut v = to_json(row, created);
+    if row.format == "pe" {
+        let names = binaries::names_of(&s.db, &row.sha256).await?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("names".into(), json!(names));
+        }
+    }
+    Ok(v)
+}
+
 fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
     let mut v = json!({
         "build_id": row.build_id(), "debug_id": row.debug_id, "code_id": row.code_id, "code_file": row.code_file,
@@ -83,9 +99,16 @@ async fn upload_inner(
         let (stored, created) = binaries::insert(&s.db, &row).await?;
         if created {
             s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
-            created_infos.push((info, stored.file_name.clone()));
         }
-        out.push(to_json(&stored, Some(created)));
+        // a Windows image keeps every name it is sent under: a crash names it by any
+        let new_name = match (&row.file_name, stored.format == "pe") {
+            (Some(name), true) => binaries::add_name(&s.db, &stored.sha256, name).await?,
+            _ => false,
+        };
+        if created || new_name {
+            created_infos.push((info, row.file_name.clone()));
+        }
+        out.push(with_names(s, &stored, Some(created)).await?);
     }
     // Only once every file of the request is stored, so that a crash requeued for one of
     // them is not processed before the others (a binary and its debug file) are there.
@@ -289,7 +312,10 @@ async fn list(
         }
         (None, None) => binaries::recent(&s.db, limit).await?,
     };
-    let items: Vec<Value> = rows.iter().map(|r| to_json(r, None)).collect();
+    let mut items: Vec<Value> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        items.push(with_names(&s, r, None).await?);
+    }
     Ok(Json(json!({ "binaries": items })))
 }
 

@@ -48,10 +48,12 @@ pub async fn file_arrived(
         // the PDB alone, are built again with it
         keys.push(TableKey::Pdb(d.to_string()));
         for row in binaries::by_debug_id(db, d).await? {
-            if let (true, Some(name), Some(code_id)) =
-                (row.format == "pe", &row.file_name, &row.code_id)
-            {
-                keys.push(TableKey::for_pe(name, code_id));
+            if let (true, Some(code_id)) = (row.format == "pe", &row.code_id) {
+                let mut names = binaries::names_of(db, &row.sha256).await?;
+                names.extend(row.file_name.clone());
+                for name in names {
+                    keys.push(TableKey::for_pe(&name, code_id));
+                }
             }
         }
     }

@@ -132,7 +132,14 @@ pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), Store
 pub async fn holder_of(db: &Db, row: &BinaryRow) -> Result<Option<BinaryRow>, StoreError> {
     let rows = match (row.format.as_str(), &row.debug_id, &row.code_id) {
         ("breakpad" | "pdb", Some(d), _) => by_debug_id(db, d).await?,
-        ("pe", _, Some(c)) => with_code_id(db, c).await?,
+        // an image holds its code id under each of its names
+        ("pe", _, Some(c)) => match &row.file_name {
+            Some(name) => {
+                let images = by_code_id(db, name, c).await?;
+                return Ok(images.into_iter().find(|r| r.sha256 != row.sha256));
+            }
+            None => Vec::new(),
+        },
         _ => match row.build_id() {
             Some(b) => by_build_id(db, b).await?,
             None => Vec::new(),
@@ -164,22 +171,50 @@ pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, Stor
     )
 }
 
-/// The Windows images with code id `code_id` (upper-case) named `name` (compared without
-/// case, as Windows names files), oldest first.
+/// The Windows images with code id `code_id` (upper-case) uploaded under the name `name`
+/// (compared without case, as Windows names files; any of an image's names), oldest
+/// first.
 pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
-    let rows = with_code_id(db, code_id).await?;
-    Ok(rows
-        .into_iter()
-        .filter(|r| !r.is_breakpad())
-        .filter(|r| {
-            r.file_name.as_deref().is_some_and(|n| {
-                n.rsplit(['/', '\\'])
-                    .next()
-                    .unwrap_or(n)
-                    .eq_ignore_ascii_case(name)
-            })
-        })
-        .collect())
+    let same = |n: &str| {
+        n.rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(n)
+            .eq_ignore_ascii_case(name)
+    };
+    let mut out = Vec::new();
+    for row in with_code_id(db, code_id).await? {
+        if row.is_breakpad() {
+            continue;
+        }
+        if row.file_name.as_deref().is_some_and(same)
+            || names_of(db, &row.sha256).await?.iter().any(|n| same(n))
+        {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// Records that the file `sha256` was uploaded under `name`; whether the name is new to it.
+pub async fn add_name(db: &Db, sha256: &str, name: &str) -> Result<bool, StoreError> {
+    let sql = "INSERT INTO binary_names (sha256, name) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+    let done = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(sha256)
+        .bind(name)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(done == 1)
+}
+
+/// Every name the file `sha256` was uploaded under (see [`add_name`]), in order.
+pub async fn names_of(db: &Db, sha256: &str) -> Result<Vec<String>, StoreError> {
+    let sql = "SELECT name FROM binary_names WHERE sha256 = $1 ORDER BY name";
+    let rows: Vec<(String,)> = crate::on_pool!(db, p => sqlx::query_as(sql)
+        .bind(sha256)
+        .fetch_all(p)
+        .await)?;
+    Ok(rows.into_iter().map(|(n,)| n).collect())
 }
 
 /// Every file with code id `code_id` (upper-case), oldest first.
