@@ -19,6 +19,10 @@ pub struct BudgetArgs {
     /// with a `report-cut` warning.
     #[arg(long, default_value_t = (Budget::default().max_report_bytes >> 20) as u64)]
     pub max_report_mb: u64,
+    /// Most records (lines) of one Breakpad `.sym` file built into tables; the rest are
+    /// left out, with a `sym-records-cut` warning.
+    #[arg(long, default_value_t = Budget::default().max_sym_records)]
+    pub max_sym_records: usize,
 }
 
 impl BudgetArgs {
@@ -29,6 +33,7 @@ impl BudgetArgs {
             max_total_frames: self.max_total_frames.max(1),
             max_report_bytes: usize::try_from(self.max_report_mb.max(1).saturating_mul(1 << 20))
                 .unwrap_or(usize::MAX),
+            max_sym_records: self.max_sym_records.max(1),
         }
     }
 }

@@ -24,6 +24,9 @@ pub struct Budget {
     pub max_total_frames: usize,
     /// Most bytes of the report's JSON text.
     pub max_report_bytes: usize,
+    /// Most records (lines after `MODULE`) of one Breakpad `.sym` file built into tables;
+    /// the rest are left out with a `sym-records-cut` warning.
+    pub max_sym_records: usize,
 }
 
 impl Default for Budget {
@@ -32,6 +35,7 @@ impl Default for Budget {
             max_threads: 2_000,
             max_total_frames: 100_000,
             max_report_bytes: 64 << 20,
+            max_sym_records: 5_000_000,
         }
     }
 }

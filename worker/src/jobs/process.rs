@@ -411,8 +411,9 @@ async fn sym_tables(
     sym: SourceFile<binaries::BinaryRow>,
 ) -> Result<ModuleTables, JobError> {
     let text = runner.blobs.open(&sym.handle.sha256).await?;
+    let max_records = runner.config.process.budget.max_sym_records;
     let built = run_guarded(runner.config.time_limit, move || {
-        let mut t = engine::process::build_tables_from_breakpad(&sym.name, &text);
+        let mut t = engine::process::build_tables_from_breakpad(&sym.name, &text, max_records);
         for f in &mut t.files {
             f.source.clone_from(&sym.handle.source);
         }
