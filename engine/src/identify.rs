@@ -247,12 +247,34 @@ pub fn identify_file<F: std::io::Read + std::io::Seek + Send>(
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut start)
         .map_err(io)?;
-    let judged = identify(&start);
-    if matches!(judged, Err(IdentifyError::NotABinary)) || start.len() < SNIFF_BYTES {
-        return judged;
+    let magic: Option<[u8; 4]> = start.get(..4).and_then(|m| m.try_into().ok());
+    if magic.is_some_and(|m| MACHO_MAGICS.contains(&m)) {
+        // a Mach-O file: only its header and load commands are read
+        return identify_macho(&object::ReadCache::new(&mut reader));
     }
-    reader.read_to_end(&mut start).map_err(io)?;
-    identify(&start)
+    if !start.starts_with(b"MODULE ") || start.len() < SNIFF_BYTES {
+        return identify(&start);
+    }
+    // a `.sym` file: named by its first lines, which the start holds; its records are
+    // listed by streaming the rest through a buffer of one chunk
+    let mut info = sym_header(&start)?;
+    let mut kinds = RecordKinds::default();
+    kinds.feed(&start);
+    let mut chunk = start;
+    loop {
+        chunk.clear();
+        let n = reader
+            .by_ref()
+            .take(SNIFF_BYTES as u64)
+            .read_to_end(&mut chunk)
+            .map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        kinds.feed(&chunk);
+    }
+    info.sections = kinds.finish();
+    Ok(info)
 }
 
 /// The facts `identify` reports, from a parsed object file.
@@ -302,38 +324,91 @@ fn describe<'data, R: object::ReadRef<'data>>(
     })
 }
 
-fn identify_macho(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
-    let file =
-        object::File::parse(bytes).map_err(|e| IdentifyError::MalformedMachO(e.to_string()))?;
-    if file.kind() == ObjectKind::Core {
+/// Largest Mach-O load command table read to identify a file: real ones are tens of KiB;
+/// the header's `sizeofcmds` is a 32-bit count the file chooses.
+const MAX_MACHO_COMMANDS: u32 = 16 << 20;
+
+/// A Mach-O file from its header and load commands only (`LC_UUID`, the segments'
+/// section headers, `LC_SYMTAB`'s count): its symbol table and sections are never read,
+/// so identifying it reads at most [`MAX_MACHO_COMMANDS`] bytes past its header.
+fn identify_macho<'data, R: object::ReadRef<'data>>(data: R) -> Result<BinaryInfo, IdentifyError> {
+    use object::macho::{MachHeader32, MachHeader64};
+    use object::Endianness;
+    let magic = data
+        .read_bytes_at(0, 4)
+        .map_err(|()| IdentifyError::MalformedMachO("shorter than its magic".into()))?;
+    if magic == [0xcf, 0xfa, 0xed, 0xfe] || magic == [0xfe, 0xed, 0xfa, 0xcf] {
+        macho_facts::<MachHeader64<Endianness>, R>(data)
+    } else {
+        macho_facts::<MachHeader32<Endianness>, R>(data)
+    }
+}
+
+/// What [`identify_macho`] learns from the load commands of a Mach-O file of header type
+/// `Mach`.
+fn macho_facts<'data, Mach, R>(data: R) -> Result<BinaryInfo, IdentifyError>
+where
+    Mach: object::read::macho::MachHeader,
+    R: object::ReadRef<'data>,
+{
+    use object::macho;
+    use object::read::macho::{Section as _, Segment as _};
+    let bad = |e: object::Error| IdentifyError::MalformedMachO(e.to_string());
+    let header = Mach::parse(data, 0).map_err(bad)?;
+    let endian = header.endian().map_err(bad)?;
+    let size = header.sizeofcmds(endian);
+    if size > MAX_MACHO_COMMANDS {
+        return Err(IdentifyError::MalformedMachO(format!(
+            "{size} bytes of load commands (at most {MAX_MACHO_COMMANDS})"
+        )));
+    }
+    let filetype = header.filetype(endian);
+    if filetype == macho::MH_CORE {
         return Err(IdentifyError::CoreDump);
     }
-    let uuid = match file.mach_uuid() {
-        Ok(Some(u)) => u,
-        Ok(None) => return Err(IdentifyError::NoUuid),
-        Err(e) => return Err(IdentifyError::MalformedMachO(e.to_string())),
-    };
-    let arch = crate::binary::arch_of(&file).map(|a| a.as_str());
+    let mut commands = header.load_commands(endian, data, 0).map_err(bad)?;
+    let (mut uuid, mut symtab, mut text_has_bytes) = (None, false, false);
     let mut sections: Vec<&'static str> = Vec::new();
-    for section in file.sections() {
-        let Ok(name) = section.name() else { continue };
-        if let Some((_, short)) = MACHO_SECTIONS.iter().find(|(n, _)| *n == name) {
-            if section.file_range().is_some() && !sections.contains(short) {
-                sections.push(short);
+    while let Some(command) = commands.next().map_err(bad)? {
+        if let Some(u) = command.uuid().map_err(bad)? {
+            uuid.get_or_insert(u.uuid);
+        } else if let Some(st) = command.symtab().map_err(bad)? {
+            symtab |= st.nsyms.get(endian) > 0;
+        } else if let Some((segment, section_data)) =
+            Mach::Segment::from_command(command).map_err(bad)?
+        {
+            for section in segment.sections(endian, section_data).map_err(bad)? {
+                // zero-fill sections (and a dSYM's bss) have no bytes in the file
+                let has_bytes = section.file_size(endian).is_some();
+                let name = section.name();
+                text_has_bytes |= has_bytes && name == b"__text";
+                let short = MACHO_SECTIONS.iter().find(|(n, _)| n.as_bytes() == name);
+                if let (true, Some((_, short))) = (has_bytes, short) {
+                    if !sections.contains(short) {
+                        sections.push(short);
+                    }
+                }
             }
         }
     }
-    if file.symbols().next().is_some() {
+    let Some(uuid) = uuid else {
+        return Err(IdentifyError::NoUuid);
+    };
+    if symtab {
         sections.push("symtab");
     }
-    let text_has_bytes = file
-        .section_by_name("__text")
-        .is_some_and(|s| s.file_range().is_some());
-    let kind = match file.kind() {
-        ObjectKind::Relocatable => "relocatable",
+    let arch = match header.cputype(endian) {
+        macho::CPU_TYPE_X86_64 => Some(crate::dump::Arch::X86_64),
+        macho::CPU_TYPE_ARM64 => Some(crate::dump::Arch::Aarch64),
+        macho::CPU_TYPE_X86 => Some(crate::dump::Arch::X86),
+        macho::CPU_TYPE_ARM => Some(crate::dump::Arch::Arm),
+        _ => None,
+    };
+    let kind = match filetype {
+        macho::MH_OBJECT => "relocatable",
         // A dSYM's sections keep their headers without bytes, like an ELF debug file.
         _ if !text_has_bytes && sections.contains(&"debug_info") => "debug",
-        ObjectKind::Executable => "executable",
+        macho::MH_EXECUTE => "executable",
         _ => "shared-object",
     };
     let mut debug_id = crate::dump::hex(&uuid).to_ascii_uppercase();
@@ -342,7 +417,7 @@ fn identify_macho(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         format: "macho",
         build_id: Some(crate::dump::hex(&uuid)),
         debug_id: Some(debug_id),
-        arch,
+        arch: arch.map(|a| a.as_str()),
         kind,
         code_id: None,
         code_file: None,
@@ -406,6 +481,16 @@ fn describe_pe<'data, R: object::ReadRef<'data>>(
 }
 
 fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
+    let mut info = sym_header(bytes)?;
+    let mut kinds = RecordKinds::default();
+    kinds.feed(bytes);
+    info.sections = kinds.finish();
+    Ok(info)
+}
+
+/// A `.sym` file's identity from its first lines (`MODULE`, `INFO CODE_ID`), which
+/// `bytes` (its start) holds; `sections` is left empty for [`RecordKinds`] to fill.
+fn sym_header(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     let module = parse_module_line(bytes).ok_or_else(|| {
         IdentifyError::MalformedSym(
             "the first line must be `MODULE <os> <arch> <debug-id> <name>`".into(),
@@ -431,9 +516,54 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         .and_then(|id| crate::dump::unhex(&id).map(|b| (id, b)))
         .filter(|(_, b)| breakpad_debug_id_from_build_id(b) == module.debug_id)
         .map(|(id, _)| id);
+    Ok(BinaryInfo {
+        format: "breakpad",
+        build_id,
+        debug_id: Some(module.debug_id),
+        arch,
+        kind: KIND_BREAKPAD,
+        code_id: image_code_id,
+        code_file,
+        sections: Vec::new(),
+    })
+}
 
-    let mut sections: Vec<&'static str> = Vec::new();
-    for line in bytes.split(|&b| b == b'\n') {
+/// Longest record prefix a `.sym` line is classified by (`STACK CFI `).
+const RECORD_HEAD: usize = 10;
+
+/// The kinds of record a `.sym` file holds (`stack_cfi`, `func`, `line`, …), fed in
+/// pieces of any size: only the first [`RECORD_HEAD`] bytes of the current line are kept,
+/// so a file of any size, or a line of any length, is listed in constant memory.
+#[derive(Debug, Default)]
+struct RecordKinds {
+    head: [u8; RECORD_HEAD],
+    len: usize,
+    found: Vec<&'static str>,
+}
+
+impl RecordKinds {
+    /// The next bytes of the file.
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let end = memchr::memchr(b'\n', bytes);
+            let line = end.map_or(bytes, |e| &bytes[..e]);
+            let take = line.len().min(RECORD_HEAD - self.len);
+            self.head[self.len..self.len + take].copy_from_slice(&line[..take]);
+            self.len += take;
+            match end {
+                Some(e) => {
+                    self.end_line();
+                    bytes = &bytes[e + 1..];
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Classifies the line whose start is held and starts the next one.
+    fn end_line(&mut self) {
+        let line = &self.head[..self.len];
+        self.len = 0;
         let record = if line.starts_with(b"STACK CFI ") {
             "stack_cfi"
         } else if line.starts_with(b"STACK WIN ") {
@@ -445,26 +575,24 @@ fn identify_sym(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
         } else if line.starts_with(b"PUBLIC ") {
             "public"
         } else if line.starts_with(b"FILE ") {
-            continue;
+            return;
         } else if line.first().is_some_and(u8::is_ascii_hexdigit) {
             "line"
         } else {
-            continue;
+            return;
         };
-        if !sections.contains(&record) {
-            sections.push(record);
+        if !self.found.contains(&record) {
+            self.found.push(record);
         }
     }
-    Ok(BinaryInfo {
-        format: "breakpad",
-        build_id,
-        debug_id: Some(module.debug_id),
-        arch,
-        kind: KIND_BREAKPAD,
-        code_id: image_code_id,
-        code_file,
-        sections,
-    })
+
+    /// The kinds found, in the order first met (a last line without `\n` included).
+    fn finish(mut self) -> Vec<&'static str> {
+        if self.len > 0 {
+            self.end_line();
+        }
+        self.found
+    }
 }
 
 #[cfg(test)]
@@ -622,6 +750,102 @@ STACK CFI INIT 1130 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
         let name = frames.last().and_then(|f| f.function).unwrap();
         assert!(name.trim_start_matches('_') == "helper", "{name}");
         assert!(unwind.find(helper - text + 1).is_some());
+    }
+
+    /// A reader that counts the bytes read through it.
+    struct Counting<R> {
+        inner: R,
+        read: u64,
+    }
+
+    impl<R: std::io::Read> std::io::Read for Counting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl<R: std::io::Seek> std::io::Seek for Counting<R> {
+        fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    /// Issue 34, finding 1: a `.sym` file far larger than the identification prefix is
+    /// named from its first lines and its records listed as it streams past, with the
+    /// records met only past the prefix (and a last line without a newline) counted, as
+    /// reading it whole (`identify`) lists them.
+    #[test]
+    fn large_sym_is_identified_streaming() {
+        let mut text = LINUX_SYM.as_bytes().to_vec();
+        while text.len() < 5 * SNIFF_BYTES {
+            text.extend_from_slice(b"1130 10 3 0\n");
+        }
+        text.extend_from_slice(b"STACK WIN 4 1130 20 0 0 0 0 0 0 1 $eip");
+        let whole = identify(&text).unwrap();
+        let streamed = identify_file(std::io::Cursor::new(&text)).unwrap();
+        assert_eq!(streamed, whole);
+        assert!(streamed.sections.contains(&"stack_win"), "{streamed:?}");
+        // fed one byte at a time, the same kinds
+        let mut kinds = RecordKinds::default();
+        for b in text.chunks(1) {
+            kinds.feed(b);
+        }
+        assert_eq!(kinds.finish(), whole.sections);
+    }
+
+    /// The smallest 64-bit little-endian Mach-O executable header with these load commands.
+    fn macho(commands: &[Vec<u8>], sizeofcmds: Option<u32>) -> Vec<u8> {
+        let body: Vec<u8> = commands.concat();
+        let mut b = Vec::new();
+        for v in [0xfeed_facf_u32, 0x0100_0007, 3, 2, commands.len() as u32] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&sizeofcmds.unwrap_or(body.len() as u32).to_le_bytes());
+        b.extend_from_slice(&[0; 8]); // flags, reserved
+        b.extend_from_slice(&body);
+        b
+    }
+
+    /// Issue 34, finding 1: a Mach-O file is identified from its load commands: a symbol
+    /// table that claims the rest of a large file is counted, never read, and a load command
+    /// table larger than any real one is refused before it is read.
+    #[test]
+    fn macho_is_identified_from_its_load_commands_only() {
+        let mut uuid = Vec::new();
+        for v in [0x1b_u32, 24] {
+            uuid.extend_from_slice(&v.to_le_bytes());
+        }
+        uuid.extend_from_slice(&[0xab; 16]);
+        let mut symtab = Vec::new();
+        // LC_SYMTAB: symoff 4096, nsyms: 16-byte entries up to the end of 64 MiB
+        for v in [0x2_u32, 24, 4096, (64 << 20) / 16 - 256, 4096, 16] {
+            symtab.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut file = macho(&[uuid.clone(), symtab], None);
+        file.resize(64 << 20, 0);
+        let mut reader = Counting {
+            inner: std::io::Cursor::new(&file),
+            read: 0,
+        };
+        let info = identify_file(&mut reader).unwrap();
+        assert_eq!(info.format, "macho");
+        assert_eq!(
+            info.build_id.as_deref(),
+            Some("abababababababababababababababab")
+        );
+        assert_eq!(info.arch, Some("x86_64"));
+        assert_eq!(info.sections, ["symtab"]);
+        assert!(
+            reader.read <= 2 * SNIFF_BYTES as u64,
+            "read {} bytes",
+            reader.read
+        );
+        // `sizeofcmds` of 4 GiB - 1: refused, not read
+        let huge = macho(&[uuid], Some(u32::MAX));
+        let got = identify_file(std::io::Cursor::new(&huge)).map_err(|e| e.code());
+        assert_eq!(got, Err("malformed-binary"));
     }
 
     #[test]

@@ -1293,3 +1293,302 @@ async fn private_answers_are_not_cached_and_send_no_referrer() {
         }
     }
 }
+
+/// `sha256sum`'s hash of a file: the identity a 409 names, from the world, not from us.
+fn sha256sum(path: &Path) -> String {
+    let out = Command::new("sha256sum").arg(path).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// Runs a shell command line, which must succeed.
+fn sh(line: &str) {
+    let st = Command::new("sh").args(["-c", line]).status().unwrap();
+    assert!(st.success(), "{line}");
+}
+
+/// Issue 34, finding 1: `.sym` uploads are identified from their first lines and streamed
+/// past, never read whole: three concurrent uploads of 4 MiB of gzip that inflate to
+/// 256 MiB each raise the server's peak memory by far less than one of them (read whole,
+/// the three took 3 × 256 MiB).
+#[tokio::test]
+async fn huge_sym_uploads_are_identified_in_bounded_memory() {
+    const SIZE: u64 = 256 << 20;
+    let s = Server::start(&["--workers", "0"]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut bodies = Vec::new();
+    for i in 0..3 {
+        let gz = dir.path().join(format!("{i}.sym.gz"));
+        sh(&format!(
+            "(printf 'MODULE Linux x86_64 0F41C0EF6A4C0BD9E5EB1AAD58B4B5A{i}0 big\\n'; \
+             yes 'PUBLIC 1000 0 f' | head -c {SIZE}) | gzip -1 > {}",
+            gz.display()
+        ));
+        bodies.push(std::fs::read(&gz).unwrap());
+    }
+    let before = s.peak_rss();
+    let uploads = bodies.into_iter().map(|body| {
+        let addr = s.addr();
+        tokio::spawn(async move {
+            let head = format!(
+                "POST /api/v1/binaries HTTP/1.1\r\nContent-Encoding: gzip\r\nX-File-Name: big.sym\r\nContent-Length: {}",
+                body.len()
+            );
+            exchange(&addr, &head, body).await
+        })
+    });
+    for u in uploads.collect::<Vec<_>>() {
+        let r = u.await.unwrap();
+        assert_eq!(r.status, 201, "{r:?}");
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        // the MODULE line and SIZE bytes of records, as `head -c` cut them
+        let module = "MODULE Linux x86_64 0F41C0EF6A4C0BD9E5EB1AAD58B4B5A00 big\n";
+        assert_eq!(v["binaries"][0]["size"], SIZE + module.len() as u64, "{v}");
+        assert_eq!(v["binaries"][0]["sections"], serde_json::json!(["public"]));
+    }
+    peak_grew_less_than(&s, before, 64 << 20, "3 concurrent 256 MiB .sym uploads");
+}
+
+/// A C program with a fixed build-id, compiled with `-g`: the same build-id with other
+/// source is what a doctored upload looks like.
+fn build(dir: &Path, name: &str, build_id: &str, function: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(
+        &c,
+        format!(
+            "int {function}(int x) {{ return x * {}; }}\nint main(void) {{ return {function}(1); }}\n",
+            // other code too, so that the stripped files differ
+            function.bytes().map(u32::from).sum::<u32>()
+        ),
+    )
+    .unwrap();
+    let out = dir.join(name);
+    sh(&format!(
+        "gcc -g -O0 -Wl,--build-id=0x{build_id} -o {} {}",
+        out.display(),
+        c.display()
+    ));
+    out
+}
+
+/// Posts the file at `path` as a binary named `name` (raw `X-File-Name` bytes); returns
+/// the status and the JSON body.
+async fn post_binary(s: &Server, path: &Path, name: &[u8]) -> (u16, Value) {
+    let body = std::fs::read(path).unwrap();
+    let mut head = b"POST /api/v1/binaries HTTP/1.1\r\nX-File-Name: ".to_vec();
+    head.extend_from_slice(name);
+    head.extend_from_slice(format!("\r\nContent-Length: {}", body.len()).as_bytes());
+    // exchange() takes the head as text; a non-UTF-8 name goes through the raw path
+    let head = String::from_utf8(head).unwrap();
+    let r = exchange(&s.addr(), &head, body).await;
+    (
+        r.status,
+        serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+    )
+}
+
+/// Issue 34, findings 3 and 4, against one server: first upload wins per identity and
+/// role (a different file is refused with a 409 naming the stored file's sha256, as
+/// `sha256sum` computes it; the same bytes again are a 200), every order of a real
+/// pipeline's stripped binary, debug file and unstripped build is accepted, and a file
+/// name is a plain UTF-8 name.
+async fn first_upload_wins(s: &Server) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let id1 = "1111111111111111111111111111111111111111";
+    let genuine = build(dir, "genuine", id1, "compute_total");
+    let doctored = build(dir, "doctored", id1, "attacker_name");
+    assert_eq!(post_binary(s, &genuine, b"app").await.0, 201);
+    let (status, problem) = post_binary(s, &doctored, b"app").await;
+    assert_eq!(status, 409, "{problem}");
+    assert_eq!(problem["code"], "file-conflict");
+    assert_eq!(problem["existing_sha256"], sha256sum(&genuine).as_str());
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&sha256sum(&genuine)),
+        "{problem}"
+    );
+    assert_eq!(post_binary(s, &genuine, b"app").await.0, 200);
+    let listed = common::get_json(
+        &client(),
+        s.url(&format!("/api/v1/binaries?build_id={id1}")),
+    )
+    .await;
+    assert_eq!(listed["binaries"].as_array().unwrap().len(), 1, "{listed}");
+
+    // a pipeline's three files of one build, in two orders
+    for (n, order) in [
+        ["debug", "stripped", "unstripped"],
+        ["unstripped", "stripped", "debug"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("{n}222222222222222222222222222222222222222");
+        let full = build(dir, &format!("p{n}"), &id, "compute_total");
+        let stripped = dir.join(format!("p{n}.stripped"));
+        let debug = dir.join(format!("p{n}.debug"));
+        sh(&format!(
+            "strip -s -o {} {}",
+            stripped.display(),
+            full.display()
+        ));
+        sh(&format!(
+            "objcopy --only-keep-debug {} {}",
+            full.display(),
+            debug.display()
+        ));
+        for role in order {
+            let path = match *role {
+                "debug" => &debug,
+                "stripped" => &stripped,
+                _ => &full,
+            };
+            let (status, v) = post_binary(s, path, b"app").await;
+            assert_eq!(status, 201, "{order:?}, {role}: {v}");
+        }
+        // a different stripped binary of that build is refused
+        let other = build(dir, &format!("o{n}"), &id, "attacker_name");
+        let other_stripped = dir.join(format!("o{n}.stripped"));
+        sh(&format!(
+            "strip -s -o {} {}",
+            other_stripped.display(),
+            other.display()
+        ));
+        let (status, v) = post_binary(s, &other_stripped, b"app").await;
+        assert_eq!(status, 409, "{v}");
+        assert_eq!(v["existing_sha256"], sha256sum(&stripped).as_str());
+    }
+
+    // .sym files: first wins per debug-id
+    let sym = |f: &str| {
+        format!("MODULE Linux x86_64 3A2B1C0D4E5F60718293A4B5C6D7E8F91 app\nFUNC 1000 10 0 {f}\n")
+    };
+    let (a, b) = (dir.join("a.sym"), dir.join("b.sym"));
+    std::fs::write(&a, sym("compute_total")).unwrap();
+    std::fs::write(&b, sym("attacker_name")).unwrap();
+    assert_eq!(post_binary(s, &a, b"app.sym").await.0, 201);
+    let (status, v) = post_binary(s, &b, b"app.sym").await;
+    assert_eq!(status, 409, "{v}");
+    assert_eq!(v["existing_sha256"], sha256sum(&a).as_str());
+
+    // finding 4: a UTF-8 name is kept, raw or as RFC 8187; a path is refused
+    let c = dir.join("c.sym");
+    std::fs::write(&c, sym("x").replace("3A2B", "4A2B")).unwrap();
+    let (status, v) = post_binary(s, &c, "h\u{e9}llo.sym".as_bytes()).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["binaries"][0]["file_name"], "h\u{e9}llo.sym");
+    let d = dir.join("d.sym");
+    std::fs::write(&d, sym("x").replace("3A2B", "5A2B")).unwrap();
+    let (status, v) = post_binary(s, &d, b"UTF-8''w%C3%B6rld.sym").await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["binaries"][0]["file_name"], "w\u{f6}rld.sym");
+    let (status, v) = post_binary(s, &d, b"../../etc/passwd").await;
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["code"], "bad-file-name");
+
+    // finding 4: one Windows image, several names; each a crash can name it by
+    let exe = dir.join("hello.exe");
+    sh(&format!(
+        "printf 'int main(void){{return 0;}}' > {0}.c && x86_64-w64-mingw32-gcc -o {0} {0}.c",
+        exe.display()
+    ));
+    let (status, v) = post_binary(s, &exe, b"first.exe").await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["binaries"][0]["names"], serde_json::json!(["first.exe"]));
+    let (status, v) = post_binary(s, &exe, b"hello.exe").await;
+    assert_eq!(status, 201, "a new name is new: {v}");
+    assert_eq!(v["binaries"][0]["created"], false, "{v}");
+    assert_eq!(
+        v["binaries"][0]["names"],
+        serde_json::json!(["first.exe", "hello.exe"])
+    );
+    let (status, v) = post_binary(s, &exe, b"hello.exe").await;
+    assert_eq!(status, 200, "{v}");
+}
+
+#[tokio::test]
+async fn first_upload_wins_on_sqlite() {
+    let s = Server::start(&["--workers", "0"]);
+    first_upload_wins(&s).await;
+}
+
+#[tokio::test]
+async fn first_upload_wins_on_postgres() {
+    let Some((name, url)) = common::pg_database("pm_first").await else {
+        return;
+    };
+    let s = Server::start(&["--workers", "0", "--database-url", &url]);
+    first_upload_wins(&s).await;
+    drop(s);
+    common::drop_db(&name).await;
+}
+
+/// Issue 34, finding 11: the tables of a huge `.sym` file are bounded by
+/// `--max-sym-records`: a crash walked with a 2-million-record `.sym` file (about 80 MB)
+/// raises the server's peak memory (its worker runs in-process) by far less than
+/// building all of it does (about 500 MiB in a debug build), and its report says the
+/// file was cut. The module's build-id comes from `readelf`, its Breakpad debug-id from
+/// the build-id as `dump_syms` derives it.
+#[tokio::test]
+async fn huge_sym_tables_are_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let prog = common::compile(dir, "crasher", common::CRASHER);
+    let core = common::make_core(dir, &prog);
+    let notes = Command::new("readelf")
+        .arg("-n")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let notes = String::from_utf8_lossy(&notes.stdout);
+    let build_id = notes
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let b: Vec<u8> = (0..16)
+        .map(|i| u8::from_str_radix(&build_id[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let guid: Vec<u8> = [&b[0..4], &b[4..6], &b[6..8]]
+        .iter()
+        .flat_map(|p| p.iter().rev().copied())
+        .chain(b[8..16].iter().copied())
+        .collect();
+    let debug_id: String = guid.iter().map(|x| format!("{x:02X}")).collect::<String>() + "0";
+    let mut sym = format!("MODULE Linux x86_64 {debug_id} crasher\nINFO CODE_ID {build_id}\n");
+    for i in 0..2_000_000u64 {
+        sym.push_str(&format!(
+            "FUNC {:x} 10 0 function_number_{i}\n",
+            0x1000 + i * 0x10
+        ));
+    }
+    let path = dir.join("crasher.sym");
+    std::fs::write(&path, &sym).unwrap();
+    drop(sym);
+
+    let s = Server::start(&["--max-sym-records", "200000", "--job-timeout-secs", "300"]);
+    let before = s.peak_rss();
+    assert_eq!(post_binary(&s, &path, b"crasher.sym").await.0, 201);
+    let id = upload_raw(&s, core).await;
+    let v = common::poll_done(&client(), &s.base, &id).await;
+    assert_eq!(v["status"], "done", "{}", v["error"]);
+    peak_grew_less_than(
+        &s,
+        before,
+        160 << 20,
+        "a crash walked with a 2M-record .sym",
+    );
+    let warnings = v["report"]["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["code"] == "sym-records-cut"),
+        "{warnings:?}"
+    );
+}

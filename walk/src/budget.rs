@@ -25,6 +25,10 @@ pub struct BudgetArgs {
     /// a `modules-cut` warning.
     #[arg(long, default_value_t = Budget::default().max_modules)]
     pub max_modules: usize,
+    /// Most records (lines) of one Breakpad `.sym` file built into tables; the rest are
+    /// left out, with a `sym-records-cut` warning.
+    #[arg(long, default_value_t = Budget::default().max_sym_records)]
+    pub max_sym_records: usize,
 }
 
 impl BudgetArgs {
@@ -36,6 +40,7 @@ impl BudgetArgs {
             max_report_bytes: usize::try_from(self.max_report_mb.max(1).saturating_mul(1 << 20))
                 .unwrap_or(usize::MAX),
             max_modules: self.max_modules.max(1),
+            max_sym_records: self.max_sym_records.max(1),
         }
     }
 }

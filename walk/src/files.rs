@@ -325,6 +325,8 @@ pub struct FileProvider {
     lookups: Mutex<HashMap<String, Vec<Lookup>>>,
     /// Whole tables kept between walks (`--table-cache`).
     table_cache: Option<TableCache>,
+    /// Most records of a `.sym` file built whole (`--max-sym-records`).
+    max_sym_records: usize,
 }
 
 impl FileProvider {
@@ -380,6 +382,7 @@ impl FileProvider {
             remote: None,
             lookups: Mutex::new(HashMap::new()),
             table_cache: None,
+            max_sym_records: engine::report::budget::Budget::default().max_sym_records,
         }
     }
 
@@ -525,6 +528,13 @@ impl FileProvider {
         self
     }
 
+    /// Builds at most `max` records of a `.sym` file built whole into tables (see
+    /// `engine::process::build_tables_from_breakpad`).
+    pub fn with_max_sym_records(mut self, max: usize) -> Self {
+        self.max_sym_records = max;
+        self
+    }
+
     /// Builds tables only where the walk looks: `.sym` files indexed (see
     /// `engine::breakpad_index`), binaries' unwind rules FDE by FDE (see
     /// `engine::process::on_demand_tables`). For a single walk, where building whole
@@ -636,7 +646,7 @@ impl FileProvider {
         }
         fs::read(&path)
             .ok()
-            .map(|text| build_tables_from_breakpad(&sym.name, &text))
+            .map(|text| build_tables_from_breakpad(&sym.name, &text, self.max_sym_records))
     }
 }
 

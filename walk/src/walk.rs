@@ -170,6 +170,7 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         provider = provider.building_on_demand();
     }
     provider = provider.with_table_cache(args.table_cache.as_deref().map(TableCache::new));
+    provider = provider.with_max_sym_records(args.budget.budget().max_sym_records);
     let mut options = ProcessOptions::default();
     if !args.sha256 {
         options.dump_sha256 = DumpSha256::Omit;

@@ -483,11 +483,28 @@ impl<'a> Made<'a> {
 /// Builds the unwind and symbol tables of a module from its Breakpad `.sym` file (used
 /// when no binary of the module is available: a binary's own tables win). Failures become
 /// warnings, never errors.
-pub fn build_tables_from_breakpad(name: &str, sym: &[u8]) -> ModuleTables {
+///
+/// At most `max_records` records (lines after the `MODULE` line) are read: tables grow
+/// with the records, and a `.sym` file is anyone's upload. The rest are left out, with a
+/// `sym-records-cut` warning.
+pub fn build_tables_from_breakpad(name: &str, sym: &[u8], max_records: usize) -> ModuleTables {
     let mut t = ModuleTables {
         verified: true,
         files: vec![breakpad_file(name)],
         ..ModuleTables::default()
+    };
+    let sym = match first_records(sym, max_records) {
+        Some(cut) => {
+            t.warnings.push((
+                "sym-records-cut".into(),
+                format!(
+                    "{name} holds more than {max_records} records: only the first \
+                     {max_records} were read (--max-sym-records)"
+                ),
+            ));
+            cut
+        }
+        None => sym,
     };
     // The two tables come from disjoint records of one text: build them side by side (a
     // large `.sym` takes milliseconds each, and `postmortem walk` builds them per run).
@@ -511,6 +528,18 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8]) -> ModuleTables {
         )),
     }
     t
+}
+
+/// The `MODULE` line and the first `max_records` lines after it, when `sym` holds more;
+/// `None` when it holds no more. Only the bytes up to the cut are looked at.
+fn first_records(sym: &[u8], max_records: usize) -> Option<&[u8]> {
+    let end = memchr::memchr_iter(b'\n', sym).nth(max_records)?;
+    let rest = sym.get(end + 1..)?;
+    // a last line without its newline is a record too; trailing newlines are none
+    if rest.iter().all(|b| b.is_ascii_whitespace()) {
+        return None;
+    }
+    sym.get(..=end)
 }
 
 /// The tables of an indexed Breakpad `.sym` file, built where one walk looks
@@ -746,5 +775,43 @@ fn segment_is_executable(flags: object::SegmentFlags) -> bool {
             characteristics.contains(object::pe::IMAGE_SCN_MEM_EXECUTE)
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    /// The innermost function name the symbol table gives at `addr`.
+    fn name_at(t: &ModuleTables, addr: u64) -> Option<String> {
+        let s = crate::symbols::SymbolTable::open(t.symbols.as_deref()?).ok()?;
+        let mut frames = Vec::new();
+        s.lookup(addr, &mut frames);
+        frames.last().and_then(|f| f.function).map(str::to_string)
+    }
+
+    /// Issue 34, finding 11: a `.sym` file's records past `max_records` are left out of its
+    /// tables, with a `sym-records-cut` warning; within the bound, every record is read
+    /// and nothing is said.
+    #[test]
+    fn sym_records_past_the_bound_are_left_out_with_a_warning() {
+        let mut sym = String::from("MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 big\n");
+        for i in 0..10u64 {
+            sym.push_str(&format!("FUNC {:x} 10 0 f{i}\n", 0x1000 + i * 0x10));
+        }
+        let cut = build_tables_from_breakpad("big.sym", sym.as_bytes(), 4);
+        assert_eq!(name_at(&cut, 0x1031).as_deref(), Some("f3"));
+        assert_eq!(name_at(&cut, 0x1041), None);
+        let codes: Vec<&str> = cut.warnings.iter().map(|(c, _)| c.as_str()).collect();
+        assert_eq!(codes, ["sym-records-cut"]);
+        let whole = build_tables_from_breakpad("big.sym", sym.as_bytes(), 10);
+        assert_eq!(name_at(&whole, 0x1091).as_deref(), Some("f9"));
+        assert!(whole.warnings.is_empty(), "{:?}", whole.warnings);
+        // the last record without its newline counts too
+        let unterminated = sym.trim_end();
+        let cut = build_tables_from_breakpad("big.sym", unterminated.as_bytes(), 9);
+        assert_eq!(cut.warnings.len(), 1);
+        assert_eq!(name_at(&cut, 0x1091), None);
     }
 }

@@ -27,6 +27,9 @@ pub struct Budget {
     /// Most modules of one dump looked up, walked and reported (see
     /// [`crate::dump::Dump::cut_modules`]).
     pub max_modules: usize,
+    /// Most records (lines after `MODULE`) of one Breakpad `.sym` file built into tables;
+    /// the rest are left out with a `sym-records-cut` warning.
+    pub max_sym_records: usize,
 }
 
 impl Default for Budget {
@@ -36,6 +39,7 @@ impl Default for Budget {
             max_total_frames: 100_000,
             max_report_bytes: 64 << 20,
             max_modules: 4096,
+            max_sym_records: 5_000_000,
         }
     }
 }

@@ -34,6 +34,22 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/binaries/{build_id}", get(by_build_id))
 }
 
+/// [`to_json`], with a Windows image's `names` (every name it was uploaded under).
+async fn with_names(
+    s: &AppState,
+    row: &BinaryRow,
+    created: Option<bool>,
+) -> Result<Value, ApiError> {
+    let mut v = to_json(row, created);
+    if row.format == "pe" {
+        let names = binaries::names_of(&s.db, &row.sha256).await?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("names".into(), json!(names));
+        }
+    }
+    Ok(v)
+}
+
 fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
     let mut v = json!({
         "build_id": row.build_id(), "debug_id": row.debug_id, "code_id": row.code_id, "code_file": row.code_file,
@@ -66,80 +82,33 @@ async fn upload_inner(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let limit = s.config.max_decompressed_bytes;
-    let files: Vec<(Option<String>, StagedBlob)> = match multipart_boundary(headers)? {
-        Some(boundary) => read_multipart(body, boundary, limit, MAX_FILES, &s.staging, |_, _| {
-            Keep::File
-        })
-        .await?
-        .into_iter()
-        .filter_map(|p| match p.data {
-            PartData::File(f) if !f.is_empty() => {
-                Some((p.file_name.or(Some(p.name)).filter(|n| !n.is_empty()), f))
-            }
-            _ => None,
-        })
-        .collect(),
-        None => {
-            let name = headers
-                .get("x-file-name")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            vec![(name, stage_body(body, limit, &s.staging).await?)]
-        }
-    };
-    if files.is_empty() || files.iter().all(|(_, f)| f.is_empty()) {
-        return Err(ApiError::BadRequest {
-            code: "empty-upload",
-            detail: "the upload holds no file".into(),
-        });
-    }
-    // Identify every file before storing any, so a bad file stores nothing.
-    let mut identified = Vec::new();
+    let files = received_files(s, headers, body).await?;
+    // Identify and check every file before storing any, so a bad file stores nothing.
+    let mut checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)> = Vec::new();
     for (name, staged) in files {
-        let info = identify_staged(&staged).await?.map_err(|e| match &name {
-            Some(n) => ApiError::Unprocessable {
-                code: e.code(),
-                detail: format!("{n}: {e}"),
-            },
-            None => ApiError::Identify(e),
-        })?;
-        if info.code_id.is_some() && info.kind != KIND_BREAKPAD && name.is_none() {
-            return Err(ApiError::BadRequest {
-                code: "file-name-required",
-                detail: "a Windows image is found by its file name and code id, as minidumps \
-                         name modules: send its name (the multipart filename, or X-File-Name)"
-                    .into(),
-            });
+        let (info, row) = checked_file(s, name, &staged).await?;
+        if let Some(earlier) = checked.iter().find(|(_, _, r)| r.contests(&row)) {
+            return Err(conflict(&row, &earlier.2));
         }
-        identified.push((name, staged, info));
+        checked.push((staged, info, row));
     }
     let mut out = Vec::new();
     let mut created_infos = Vec::new();
-    for (name, staged, info) in identified {
-        let size = i64::try_from(staged.size()).unwrap_or(i64::MAX);
-        let sha256 = s.blobs.put_staged(&staged).await?;
-        let row = BinaryRow {
-            sha256,
-            build_id: info.build_id.clone().unwrap_or_default(),
-            arch: info.arch.map(str::to_string),
-            kind: info.kind.to_string(),
-            file_name: name,
-            size,
-            sections: info.sections.join(","),
-            uploaded_at: now_ms(),
-            debug_id: info.debug_id.clone(),
-            format: info.format.to_string(),
-            source: None,
-            code_id: info.code_id.clone(),
-            code_file: info.code_file.clone(),
-        };
+    for (staged, info, row) in checked {
+        s.blobs.put_staged(&staged).await?;
         let (stored, created) = binaries::insert(&s.db, &row).await?;
         if created {
             s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
-            created_infos.push((info, stored.file_name.clone()));
         }
-        out.push(to_json(&stored, Some(created)));
+        // a Windows image keeps every name it is sent under: a crash names it by any
+        let new_name = match (&row.file_name, stored.format == "pe") {
+            (Some(name), true) => binaries::add_name(&s.db, &stored.sha256, name).await?,
+            _ => false,
+        };
+        if created || new_name {
+            created_infos.push((info, row.file_name.clone()));
+        }
+        out.push(with_names(s, &stored, Some(created)).await?);
     }
     // Only once every file of the request is stored, so that a crash requeued for one of
     // them is not processed before the others (a binary and its debug file) are there.
@@ -163,13 +132,136 @@ async fn upload_inner(
     Ok((status, Json(json!({ "binaries": out }))))
 }
 
+/// The files of an upload, staged, with the names they were sent under (checked by
+/// [`super::file_name`]).
+async fn received_files(
+    s: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Vec<(Option<String>, StagedBlob)>, ApiError> {
+    let limit = s.config.max_decompressed_bytes;
+    let files: Vec<(Option<String>, StagedBlob)> = match multipart_boundary(headers)? {
+        Some(boundary) => read_multipart(body, boundary, limit, MAX_FILES, &s.staging, |_, _| {
+            Keep::File
+        })
+        .await?
+        .into_iter()
+        .filter_map(|p| match p.data {
+            PartData::File(f) if !f.is_empty() => {
+                Some((p.file_name.or(Some(p.name)).filter(|n| !n.is_empty()), f))
+            }
+            _ => None,
+        })
+        .collect(),
+        None => {
+            let name = match headers.get("x-file-name") {
+                Some(v) => Some(super::file_name::from_header(v.as_bytes())?),
+                None => None,
+            };
+            vec![(name, stage_body(body, limit, &s.staging).await?)]
+        }
+    };
+    if files.is_empty() || files.iter().all(|(_, f)| f.is_empty()) {
+        return Err(ApiError::BadRequest {
+            code: "empty-upload",
+            detail: "the upload holds no file".into(),
+        });
+    }
+    for (name, _) in &files {
+        if let Some(n) = name {
+            super::file_name::check(n)?;
+        }
+    }
+    Ok(files)
+}
+
+/// Identifies one staged file and checks it may be stored: a Windows image has a name,
+/// and no other file holds its identity in its role (first upload wins: a different file
+/// is refused with 409, and logged).
+async fn checked_file(
+    s: &AppState,
+    name: Option<String>,
+    staged: &StagedBlob,
+) -> Result<(BinaryInfo, BinaryRow), ApiError> {
+    let info = identify_staged(s, staged).await?.map_err(|e| match &name {
+        Some(n) => ApiError::Unprocessable {
+            code: e.code(),
+            detail: format!("{n}: {e}"),
+        },
+        None => ApiError::Identify(e),
+    })?;
+    if info.code_id.is_some() && info.kind != KIND_BREAKPAD && name.is_none() {
+        return Err(ApiError::BadRequest {
+            code: "file-name-required",
+            detail: "a Windows image is found by its file name and code id, as minidumps \
+                     name modules: send its name (the multipart filename, or X-File-Name)"
+                .into(),
+        });
+    }
+    let row = BinaryRow {
+        sha256: staged.sha256().to_string(),
+        build_id: info.build_id.clone().unwrap_or_default(),
+        arch: info.arch.map(str::to_string),
+        kind: info.kind.to_string(),
+        file_name: name,
+        size: i64::try_from(staged.size()).unwrap_or(i64::MAX),
+        sections: info.sections.join(","),
+        uploaded_at: now_ms(),
+        debug_id: info.debug_id.clone(),
+        format: info.format.to_string(),
+        source: None,
+        code_id: info.code_id.clone(),
+        code_file: info.code_file.clone(),
+    };
+    if let Some(holder) = binaries::holder_of(&s.db, &row).await? {
+        return Err(conflict(&row, &holder));
+    }
+    Ok((info, row))
+}
+
+/// The 409 of a file whose identity `holder` holds in the same role; logged, since a
+/// pipeline does not upload two different files for one build (a rebuild that is not
+/// reproducible, or someone trying to replace the symbols).
+fn conflict(row: &BinaryRow, holder: &BinaryRow) -> ApiError {
+    let id = row
+        .build_id()
+        .or(row.debug_id.as_deref())
+        .or(row.code_id.as_deref())
+        .unwrap_or_default();
+    tracing::warn!(
+        id,
+        role = row.role(),
+        refused = %row.sha256,
+        existing = %holder.sha256,
+        "upload refused: another file holds this identity in this role"
+    );
+    ApiError::Conflict {
+        detail: format!(
+            "another {} file ({}) is already stored for {id} as its {}: the first upload \
+             wins, and a different file for the same build is refused",
+            row.format,
+            holder.sha256,
+            row.role()
+        ),
+        existing_sha256: holder.sha256.clone(),
+    }
+}
+
 /// Identifies a staged upload from its file, on the blocking pool (it reads headers
-/// from disk).
+/// from disk, or streams a `.sym` file), once one of the server's identification slots
+/// is free.
 async fn identify_staged(
+    s: &AppState,
     staged: &StagedBlob,
 ) -> Result<Result<BinaryInfo, IdentifyError>, ApiError> {
+    let _slot = s.identify_slots.acquire().await.map_err(|e| {
+        ApiError::Store(StoreError::Staging {
+            path: staged.path().display().to_string(),
+            source: std::io::Error::other(e),
+        })
+    })?;
     let file = staged.open()?;
-    tokio::task::spawn_blocking(move || identify_file(&file))
+    tokio::task::spawn_blocking(move || identify_file(std::io::BufReader::new(file)))
         .await
         .map_err(|e| {
             ApiError::Store(StoreError::Staging {
@@ -220,7 +312,10 @@ async fn list(
         }
         (None, None) => binaries::recent(&s.db, limit).await?,
     };
-    let items: Vec<Value> = rows.iter().map(|r| to_json(r, None)).collect();
+    let mut items: Vec<Value> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        items.push(with_names(&s, r, None).await?);
+    }
     Ok(Json(json!({ "binaries": items })))
 }
 

@@ -16,6 +16,7 @@
 //!
 //! - `dump_check`: the cheap structural checks that refuse a non-dump at upload;
 //! - `extract`: body reading under limits, `?limit=`, bearer-token scopes;
+//! - `file_name`: the name an uploaded file is sent under, decoded and checked;
 //! - `limits`: header size, wire-size limit on the bytes read, body and request timeouts;
 //! - `origin`: without tokens, no cross-site or DNS-rebinding requests; no framing;
 //! - `problem`: every error as `application/problem+json` — the only place errors meet HTTP.
@@ -25,6 +26,7 @@ pub(crate) mod crashes;
 mod debuginfod;
 mod dump_check;
 pub(crate) mod extract;
+mod file_name;
 mod health;
 pub(crate) mod limits;
 mod modules;

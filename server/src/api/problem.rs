@@ -66,6 +66,12 @@ pub enum ApiError {
         detail: String,
         retry_after_secs: u64,
     },
+    /// Another file already holds this identity in this role (first upload wins).
+    #[error("{detail}")]
+    Conflict {
+        detail: String,
+        existing_sha256: String,
+    },
     #[error(transparent)]
     Identify(#[from] IdentifyError),
     #[error("the database is unreachable")]
@@ -100,6 +106,7 @@ impl ApiError {
             ApiError::NotJson(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "json-required"),
             ApiError::Unprocessable { code, .. } => (StatusCode::UNPROCESSABLE_ENTITY, code),
             ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate-limited"),
+            ApiError::Conflict { .. } => (StatusCode::CONFLICT, "file-conflict"),
             ApiError::Identify(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code()),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable"),
             ApiError::Store(e) if e.is_storage_write() => {
@@ -112,13 +119,32 @@ impl ApiError {
 
 /// A problem+json response.
 pub fn problem(status: StatusCode, code: &str, detail: &str) -> Response {
-    let body = json!({
+    problem_body(status, code, detail, json!({}))
+}
+
+/// A problem+json response with one extension member (RFC 9457, section 3.2).
+fn problem_with(status: StatusCode, code: &str, detail: &str, (k, v): (&str, &str)) -> Response {
+    problem_body(status, code, detail, json!({ k: v }))
+}
+
+fn problem_body(
+    status: StatusCode,
+    code: &str,
+    detail: &str,
+    extension: serde_json::Value,
+) -> Response {
+    let mut body = json!({
         "type": format!("https://postmortem.invalid/problems/{code}"),
         "title": status.canonical_reason().unwrap_or("error"),
         "status": status.as_u16(),
         "detail": detail,
         "code": code,
     });
+    if let (Some(body), Some(ext)) = (body.as_object_mut(), extension.as_object()) {
+        for (k, v) in ext {
+            body.insert(k.clone(), v.clone());
+        }
+    }
     let mut res = (status, body.to_string()).into_response();
     res.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -147,7 +173,12 @@ impl IntoResponse for ApiError {
             }
             _ => self.to_string(),
         };
-        let mut res = problem(status, code, &detail);
+        let mut res = match &self {
+            ApiError::Conflict {
+                existing_sha256, ..
+            } => problem_with(status, code, &detail, ("existing_sha256", existing_sha256)),
+            _ => problem(status, code, &detail),
+        };
         match status {
             StatusCode::UNAUTHORIZED => {
                 res.headers_mut()

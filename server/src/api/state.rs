@@ -100,4 +100,7 @@ pub struct AppState {
     pub wake: Arc<Notify>,
     /// `POST /api/v1/reprocess` requests per token.
     pub reprocess_rate: Arc<super::rate::RateLimit>,
+    /// Uploaded files identified at once (each reads its file from disk; a `.sym` file
+    /// is read to its end): the rest wait their turn.
+    pub identify_slots: Arc<tokio::sync::Semaphore>,
 }

@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// ones are answered 429 with `Retry-After`. 0: no limit.
     #[arg(long, default_value_t = 6)]
     pub reprocess_per_minute: u32,
+    /// Uploaded symbol files identified at once; further uploads wait (each reads its
+    /// staged file from disk, a `.sym` file to its end, in bounded memory).
+    #[arg(long, default_value_t = 2)]
+    pub max_identify_jobs: usize,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -185,6 +189,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         job_metrics,
         wake,
         reprocess_rate: Arc::new(crate::api::rate::RateLimit::new(args.reprocess_per_minute)),
+        identify_slots: Arc::new(tokio::sync::Semaphore::new(args.max_identify_jobs.max(1))),
     };
 
     tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");

@@ -1,9 +1,9 @@
 //! What a newly stored file changes, in one place: the tables of the module it describes
 //! are rebuilt from all of that module's files (their stored rows and cached entries are
 //! dropped; for a PDB, those of the Windows images that name it), and the crashes that
-//! missed the module, or had only a `.sym` file for it (a binary's tables win; a newer
-//! `.sym` replaces an older one), or a Windows image without its PDB, are queued again. Uploads
-//! call it; so will any other way files arrive.
+//! missed the module, or had only a `.sym` file for it (a binary's tables win; a `.sym`
+//! file is stored only for a debug-id no other `.sym` holds), or a Windows image without
+//! its PDB, are queued again. Uploads call it; so will any other way files arrive.
 
 use crate::cache::TablesCache;
 use crate::store::{binaries, breakpad_used, missing, tables, Db, StoreError};
@@ -48,10 +48,12 @@ pub async fn file_arrived(
         // the PDB alone, are built again with it
         keys.push(TableKey::Pdb(d.to_string()));
         for row in binaries::by_debug_id(db, d).await? {
-            if let (true, Some(name), Some(code_id)) =
-                (row.format == "pe", &row.file_name, &row.code_id)
-            {
-                keys.push(TableKey::for_pe(name, code_id));
+            if let (true, Some(code_id)) = (row.format == "pe", &row.code_id) {
+                let mut names = binaries::names_of(db, &row.sha256).await?;
+                names.extend(row.file_name.clone());
+                for name in names {
+                    keys.push(TableKey::for_pe(&name, code_id));
+                }
             }
         }
     }

@@ -198,7 +198,8 @@ const KINDS: [(TableKind, u32); 3] = [
 
 /// The service's uploaded files, as [`engine::resolve::locate`] asks for them (the rule
 /// `postmortem walk` uses too): a build-id's binaries and debug files, the Mach-O binary
-/// a debug-id names, the newest `.sym` file of a debug-id.
+/// a debug-id names, the first `.sym` file uploaded of a debug-id (first upload wins: see
+/// [`binaries::holder_of`]).
 struct Uploaded<'a>(&'a Runner);
 
 /// An uploaded file as a source file, named as it was uploaded.
@@ -226,7 +227,7 @@ impl FileSource for Uploaded<'_> {
             .collect())
     }
 
-    /// The images of the name and code id, and the newest PDB of the debug id the dump
+    /// The images of the name and code id, and the first PDB of the debug id the dump
     /// names (else the images' CodeView record).
     async fn with_code_id(
         &self,
@@ -239,12 +240,12 @@ impl FileSource for Uploaded<'_> {
             .breakpad_debug_id()
             .or_else(|| files.iter().find_map(|f| f.debug_id.clone()));
         if let (false, Some(id)) = (files.is_empty(), pdb_id) {
-            files.extend(newest_pdb(&self.0.db, &id).await?);
+            files.extend(first_pdb(&self.0.db, &id).await?);
         }
         Ok(files.into_iter().map(uploaded).collect())
     }
 
-    /// The newest uploaded `.sym` file whose `INFO CODE_ID` names the image.
+    /// The first uploaded `.sym` file whose `INFO CODE_ID` names the image.
     async fn breakpad_by_code_id(
         &self,
         _module: &Module,
@@ -261,7 +262,7 @@ impl FileSource for Uploaded<'_> {
         _module: &Module,
         debug_id: &str,
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
-        Ok(newest_pdb(&self.0.db, debug_id)
+        Ok(first_pdb(&self.0.db, debug_id)
             .await?
             .into_iter()
             .map(uploaded)
@@ -282,21 +283,17 @@ impl FileSource for Uploaded<'_> {
         debug_id: &str,
     ) -> Result<Option<SourceFile<binaries::BinaryRow>>, JobError> {
         let rows = binaries::by_debug_id(&self.0.db, debug_id).await?;
-        Ok(rows
-            .into_iter()
-            .rev()
-            .find(|f| f.is_breakpad())
-            .map(uploaded))
+        Ok(rows.into_iter().find(|f| f.is_breakpad()).map(uploaded))
     }
 }
 
-/// The newest uploaded PDB of `debug_id`.
-async fn newest_pdb(
+/// The first uploaded PDB of `debug_id` (first upload wins).
+async fn first_pdb(
     db: &crate::store::Db,
     debug_id: &str,
 ) -> Result<Option<binaries::BinaryRow>, JobError> {
     let rows = binaries::by_debug_id(db, debug_id).await?;
-    Ok(rows.into_iter().rev().find(|r| r.format == "pdb"))
+    Ok(rows.into_iter().find(|r| r.format == "pdb"))
 }
 
 /// Whether a module's located files are a Windows image without its PDB, or a PDB without
@@ -436,8 +433,9 @@ async fn sym_tables(
     sym: SourceFile<binaries::BinaryRow>,
 ) -> Result<ModuleTables, JobError> {
     let text = runner.blobs.open(&sym.handle.sha256).await?;
+    let max_records = runner.config.process.budget.max_sym_records;
     let built = run_guarded(runner.config.time_limit, move || {
-        let mut t = engine::process::build_tables_from_breakpad(&sym.name, &text);
+        let mut t = engine::process::build_tables_from_breakpad(&sym.name, &text, max_records);
         for f in &mut t.files {
             f.source.clone_from(&sym.handle.source);
         }

@@ -1,5 +1,10 @@
 //! The `binaries` table: uploaded binaries, debug files and Breakpad `.sym` files, indexed
 //! by build-id and by debug-id.
+//!
+//! First upload wins: a file holds its identity (build-id, debug-id, or a Windows image's
+//! code id and name) in its role ([`BinaryRow::role`]) once stored, and a different file
+//! claiming the same identity in the same role is refused ([`holder_of`]), so a doctored
+//! upload cannot replace the file crashes are symbolized with.
 
 use super::{Db, StoreError};
 
@@ -46,6 +51,46 @@ impl BinaryRow {
     pub fn is_breakpad(&self) -> bool {
         self.kind == engine::identify::KIND_BREAKPAD
     }
+
+    /// What the file is to the module it describes. Files of different roles legitimately
+    /// share an identity and arrive in any order: a stripped binary (`binary`), its
+    /// separate debug file (`debug-file`), the unstripped build (`unstripped`), all of one
+    /// build-id; a PDB (`pdb`) and the `.sym` file (`sym`) of one debug-id; a Windows image
+    /// (`image`) names its PDB's debug-id too. Within one role, one file per identity.
+    pub fn role(&self) -> &'static str {
+        match self.format.as_str() {
+            "breakpad" => "sym",
+            "pdb" => "pdb",
+            "pe" => "image",
+            _ if self.kind == "debug" => "debug-file",
+            _ if self.section_list().contains(&"debug_info") => "unstripped",
+            _ => "binary",
+        }
+    }
+
+    /// The identity this file holds in its role: the debug-id of a `.sym` file or PDB, a
+    /// Windows image's code id and file name (without case, as Windows names files), an
+    /// ELF or Mach-O file's build-id. `None` for a file without one (never stored).
+    fn identity(&self) -> Option<String> {
+        match self.format.as_str() {
+            "breakpad" | "pdb" => self.debug_id.clone(),
+            "pe" => Some(format!(
+                "{}/{}",
+                self.code_id.as_deref()?,
+                self.file_name.as_deref()?.to_ascii_lowercase()
+            )),
+            _ => self.build_id().map(str::to_string),
+        }
+    }
+
+    /// Whether `other` is a different file claiming this file's identity in its role.
+    pub fn contests(&self, other: &BinaryRow) -> bool {
+        self.sha256 != other.sha256
+            && self.format == other.format
+            && self.role() == other.role()
+            && self.identity().is_some()
+            && self.identity() == other.identity()
+    }
 }
 
 const COLUMNS: &str =
@@ -80,6 +125,27 @@ pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), Store
         .await?
         .ok_or_else(|| StoreError::Corrupt(format!("binary {} vanished", row.sha256)))?;
     Ok((stored, done == 1))
+}
+
+/// The stored file that already holds `row`'s identity in `row`'s role, when it is a
+/// different file (first upload wins; see [`BinaryRow::role`]).
+pub async fn holder_of(db: &Db, row: &BinaryRow) -> Result<Option<BinaryRow>, StoreError> {
+    let rows = match (row.format.as_str(), &row.debug_id, &row.code_id) {
+        ("breakpad" | "pdb", Some(d), _) => by_debug_id(db, d).await?,
+        // an image holds its code id under each of its names
+        ("pe", _, Some(c)) => match &row.file_name {
+            Some(name) => {
+                let images = by_code_id(db, name, c).await?;
+                return Ok(images.into_iter().find(|r| r.sha256 != row.sha256));
+            }
+            None => Vec::new(),
+        },
+        _ => match row.build_id() {
+            Some(b) => by_build_id(db, b).await?,
+            None => Vec::new(),
+        },
+    };
+    Ok(rows.into_iter().find(|r| r.contests(row)))
 }
 
 /// The binary with this content hash.
@@ -129,22 +195,50 @@ pub async fn uploaded_build_ids(
     Ok(rows.into_iter().map(|(b,)| b).collect())
 }
 
-/// The Windows images with code id `code_id` (upper-case) named `name` (compared without
-/// case, as Windows names files), oldest first.
+/// The Windows images with code id `code_id` (upper-case) uploaded under the name `name`
+/// (compared without case, as Windows names files; any of an image's names), oldest
+/// first.
 pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
-    let rows = with_code_id(db, code_id).await?;
-    Ok(rows
-        .into_iter()
-        .filter(|r| !r.is_breakpad())
-        .filter(|r| {
-            r.file_name.as_deref().is_some_and(|n| {
-                n.rsplit(['/', '\\'])
-                    .next()
-                    .unwrap_or(n)
-                    .eq_ignore_ascii_case(name)
-            })
-        })
-        .collect())
+    let same = |n: &str| {
+        n.rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(n)
+            .eq_ignore_ascii_case(name)
+    };
+    let mut out = Vec::new();
+    for row in with_code_id(db, code_id).await? {
+        if row.is_breakpad() {
+            continue;
+        }
+        if row.file_name.as_deref().is_some_and(same)
+            || names_of(db, &row.sha256).await?.iter().any(|n| same(n))
+        {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// Records that the file `sha256` was uploaded under `name`; whether the name is new to it.
+pub async fn add_name(db: &Db, sha256: &str, name: &str) -> Result<bool, StoreError> {
+    let sql = "INSERT INTO binary_names (sha256, name) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+    let done = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(sha256)
+        .bind(name)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(done == 1)
+}
+
+/// Every name the file `sha256` was uploaded under (see [`add_name`]), in order.
+pub async fn names_of(db: &Db, sha256: &str) -> Result<Vec<String>, StoreError> {
+    let sql = "SELECT name FROM binary_names WHERE sha256 = $1 ORDER BY name";
+    let rows: Vec<(String,)> = crate::on_pool!(db, p => sqlx::query_as(sql)
+        .bind(sha256)
+        .fetch_all(p)
+        .await)?;
+    Ok(rows.into_iter().map(|(n,)| n).collect())
 }
 
 /// Every file with code id `code_id` (upper-case), oldest first.
@@ -159,15 +253,15 @@ async fn with_code_id(db: &Db, code_id: &str) -> Result<Vec<BinaryRow>, StoreErr
     )
 }
 
-/// The newest Windows `.sym` file whose `INFO CODE_ID` record names the image `name`
-/// (compared without case) of code id `code_id` (upper-case).
+/// The first Windows `.sym` file uploaded whose `INFO CODE_ID` record names the image
+/// `name` (compared without case) of code id `code_id` (upper-case): first upload wins.
 pub async fn sym_by_code_id(
     db: &Db,
     name: &str,
     code_id: &str,
 ) -> Result<Option<BinaryRow>, StoreError> {
     let rows = with_code_id(db, code_id).await?;
-    Ok(rows.into_iter().rev().find(|r| {
+    Ok(rows.into_iter().find(|r| {
         r.is_breakpad()
             && r.code_file
                 .as_deref()
