@@ -68,7 +68,8 @@ pub struct WalkArgs {
     /// core takes many times as long as the walk, which reads a few pages of it.
     #[arg(long)]
     pub sha256: bool,
-    /// Crash signature rules file, replacing the built-in rules.
+    /// Crash signature rules file (docs/grouping.md), replacing the built-in rules, or
+    /// extending them when its first rule is `extends builtin`.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]
