@@ -371,3 +371,47 @@ fn signature_explain_says_which_rule_decided_each_frame() {
         signature(&report)
     );
 }
+
+/// The crash page has the same explanation, under the rules the service runs with: a
+/// failed assertion's page names `validate_order` as the significant frame, and each of
+/// libc's frames above it (libc's files are not uploaded) as set aside, with the rule.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_crash_page_explains_the_signature() {
+    let work = Workdir::new("grouping-page");
+    let exe = work.compile("gcc", &["-O1", "-pthread"], &["group_suite.c"], "gc");
+    let (core, _) = crash(&work.path().join("crash"), &exe, 1, false);
+    let server = common::TempServer::start(&[]);
+    let c = common::client();
+    common::upload_binary(&c, &server.base, &exe, "gc").await;
+    let id = common::upload_crash(&c, &server.base, &std::fs::read(&core).unwrap()).await;
+    let done = common::poll_done(&c, &server.base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["report"]["signature"]["text"], "validate_order");
+    let page = common::get_text(&c, &server.url(&format!("/crashes/{id}"))).await;
+    let section = page
+        .split("id=\"signature-explained\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no explanation on the crash page"));
+    let section = section.split("</details>").next().unwrap();
+    let rows: Vec<&str> = section.split("<tr class=\"verdict-").skip(1).collect();
+    let frames = done["report"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["crashed"] == true)
+        .unwrap()["frames"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(rows.len(), frames, "{section}");
+    let significant: Vec<&&str> = rows
+        .iter()
+        .filter(|r| r.starts_with("significant"))
+        .collect();
+    assert_eq!(significant.len(), 1, "{section}");
+    assert!(significant[0].contains("validate_order"), "{section}");
+    for r in rows.iter().take_while(|r| !r.starts_with("significant")) {
+        assert!(r.starts_with("aside"), "{r}");
+        assert!(r.contains("libc.so.6+0x"), "{r}");
+    }
+}

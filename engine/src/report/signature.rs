@@ -108,8 +108,8 @@ impl Explanation {
     }
 }
 
-/// Tokens of a signature that are not frames' (a kind, a collapsed run) never exceed this;
-/// with `frames` and `max-prefix` at most 32 each, a signature has at most 65 parts.
+/// Between the parts of a signature (with `frames` and `max-prefix` at most 32 each, and
+/// the kind, a signature has at most 65 parts).
 const SEPARATOR: &str = " | ";
 
 impl SignatureRules {
@@ -282,41 +282,7 @@ impl SignatureRules {
             return aside("in no module: its address says nothing that lasts".to_string());
         };
         if let Some(g) = system {
-            if let (Some(k), Some(a)) = (kind, aside_system) {
-                return aside(format!(
-                    "a system frame ({}) of a crash of kind {}: {}",
-                    g.cite("system-module"),
-                    k.as_str(),
-                    a.cite("aside-system-kind")
-                ));
-            }
-            if walk.program {
-                return aside(format!(
-                    "a system frame below the program's first: {}",
-                    g.cite("system-module")
-                ));
-            }
-            if walk.last_system.as_deref() == Some(module) {
-                return aside(format!(
-                    "a system frame of the same module as the one above, which stands for \
-                     both: {}",
-                    g.cite("system-module")
-                ));
-            }
-            if walk.prefixes >= self.max_prefix {
-                return aside(format!("past max-prefix {}", self.max_prefix));
-            }
-            walk.prefixes += 1;
-            walk.last_system = Some(module.to_string());
-            return (
-                Verdict::Prefix,
-                module.to_string(),
-                format!(
-                    "a system frame, written as its module whatever its name (the name \
-                     depends on the system's files being at hand): {}",
-                    g.cite("system-module")
-                ),
-            );
+            return self.judge_system(module, g, kind.zip(aside_system), walk);
         }
         walk.program = true;
         let Some(name) = name.filter(|n| !n.is_empty()) else {
@@ -345,6 +311,53 @@ impl SignatureRules {
             Verdict::Significant,
             name,
             "the program's frame: no rule sets it aside".to_string(),
+        )
+    }
+
+    /// The verdict of a frame of a system module (`g`): see the module's doc. `kind` is
+    /// the crash's kind with its `aside-system-kind` rule, when one matches.
+    fn judge_system(
+        &self,
+        module: &str,
+        g: &Glob,
+        kind: Option<(AnalysisKind, &Glob)>,
+        walk: &mut Walk,
+    ) -> (Verdict, String, String) {
+        let aside = |why: String| (Verdict::Aside, String::new(), why);
+        if let Some((k, a)) = kind {
+            return aside(format!(
+                "a system frame ({}) of a crash of kind {}: {}",
+                g.cite("system-module"),
+                k.as_str(),
+                a.cite("aside-system-kind")
+            ));
+        }
+        if walk.program {
+            return aside(format!(
+                "a system frame below the program's first: {}",
+                g.cite("system-module")
+            ));
+        }
+        if walk.last_system.as_deref() == Some(module) {
+            return aside(format!(
+                "a system frame of the same module as the one above, which stands for \
+                 both: {}",
+                g.cite("system-module")
+            ));
+        }
+        if walk.prefixes >= self.max_prefix {
+            return aside(format!("past max-prefix {}", self.max_prefix));
+        }
+        walk.prefixes += 1;
+        walk.last_system = Some(module.to_string());
+        (
+            Verdict::Prefix,
+            module.to_string(),
+            format!(
+                "a system frame, written as its module whatever its name (the name \
+                 depends on the system's files being at hand): {}",
+                g.cite("system-module")
+            ),
         )
     }
 }

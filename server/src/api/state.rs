@@ -73,6 +73,8 @@ pub struct Config {
     /// An upload of the same dump bytes within this long of a stored one is a retry of
     /// it (zero: never).
     pub dedup_window: Duration,
+    /// The rules the workers make signatures with, for the crash page's explanation.
+    pub signature_rules: Arc<engine::report::signature::SignatureRules>,
 }
 
 /// Counters of the API, read by `/metrics`.

@@ -153,6 +153,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             request_timeout: secs(args.request_timeout_secs),
             allowed_hosts: crate::api::origin::allowed_hosts(addr, &args.allowed_hosts),
             dedup_window: Duration::from_secs(args.dedup_window_secs),
+            signature_rules: runner.config.process.signature_rules.clone(),
         }),
         db: db.clone(),
         blobs,
