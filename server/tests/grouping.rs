@@ -415,3 +415,54 @@ async fn the_crash_page_explains_the_signature() {
         assert!(r.contains("libc.so.6+0x"), "{r}");
     }
 }
+
+/// `postmortem signature --preview` on a service's stored crashes: processed under rules
+/// that set the assertion's and the null dereference's functions aside (so two assertion
+/// bugs share their caller's group, and one null dereference reached from two callers is
+/// two groups), the built-in rules would split the first group and merge the second.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rules_change_is_previewed_on_stored_crashes() {
+    let work = Workdir::new("grouping-preview");
+    let exe = work.compile("gcc", &["-O1", "-pthread"], &["group_suite.c"], "gc");
+    let old_rules = work.path().join("old.txt");
+    std::fs::write(&old_rules, "irrelevant validate_*\nirrelevant read_field\n").unwrap();
+    let server = common::TempServer::start(&["--signature-rules", old_rules.to_str().unwrap()]);
+    let c = common::client();
+    common::upload_binary(&c, &server.base, &exe, "gc").await;
+    let mut before = Vec::new();
+    for (i, (bug, thread)) in [(1, false), (2, false), (4, false), (4, true)]
+        .into_iter()
+        .enumerate()
+    {
+        let (core, _) = crash(&work.path().join(format!("crash{i}")), &exe, bug, thread);
+        let id = common::upload_crash(&c, &server.base, &std::fs::read(&core).unwrap()).await;
+        let done = common::poll_done(&c, &server.base, &id).await;
+        before.push(signature(&done["report"]));
+    }
+    // the old rules' groups: the assertions' caller, and the dereference's two callers
+    assert_eq!(before, ["run", "run", "from_config", "from_request"]);
+    let out = Command::new(bin())
+        .args(["signature", "--preview", "--data-dir"])
+        .arg(server.dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("crashes: 4 (unreadable reports: 0)"),
+        "{text}"
+    );
+    assert!(text.contains("signature changed: 4"), "{text}");
+    assert!(
+        text.contains("groups that split: 1\ngroups that merge: 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"split "run" -> {"validate_order", "validate_user"}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"merge {"from_config", "from_request"} -> "read_field""#),
+        "{text}"
+    );
+}

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod conn;
 pub mod migrate;
+pub mod preview;
 pub mod reprocess;
 pub mod serve;
 pub mod signature;

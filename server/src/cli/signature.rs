@@ -19,7 +19,7 @@ use engine::report::Report;
 pub struct SignatureArgs {
     /// Report files (JSON): `postmortem walk --format json` output, or an API crash
     /// (`GET /api/v1/crashes/{id}`) whose `report` is used.
-    #[arg(required_unless_present = "print_builtin_rules")]
+    #[arg(required_unless_present_any = ["print_builtin_rules", "preview"])]
     pub reports: Vec<PathBuf>,
     /// Say, frame by frame, which rule kept or set aside each frame.
     #[arg(long)]
@@ -33,6 +33,12 @@ pub struct SignatureArgs {
     /// Print the built-in rules file and exit.
     #[arg(long)]
     pub print_builtin_rules: bool,
+    /// Recompute the signatures of the stored finished crashes (of --data-dir or
+    /// --database-url) and say which groups would split or merge; nothing is changed.
+    #[arg(long, conflicts_with_all = ["reports", "explain"])]
+    pub preview: bool,
+    #[command(flatten)]
+    pub storage: super::StorageArgs,
 }
 
 /// Longest report file read.
@@ -45,6 +51,14 @@ pub fn run(args: SignatureArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let rules = super::signature_rules(args.signature_rules.as_deref())?;
+    if args.preview {
+        let p = super::runtime()?.block_on(async {
+            let db = args.storage.db().await?;
+            super::preview::preview(&db, &rules).await
+        })?;
+        p.write(&mut out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     for path in &args.reports {
         let report = read_report(path).with_context(|| format!("reading {}", path.display()))?;
         let e = explain(&rules, &report);
