@@ -36,6 +36,8 @@ enum Command {
     Reprocess(cli::reprocess::ReprocessArgs),
     /// Measure table builds, lookups and warm walks (the README's figures).
     Bench(cli::bench::BenchArgs),
+    /// The crash signature of reports under a rules file; `--explain` says why.
+    Signature(cli::signature::SignatureArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Walk(args) => walk_cli::walk::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Signature(args) => cli::signature::run(args),
         Command::Serve(args) => cli::runtime().and_then(|rt| {
             rt.block_on(cli::serve::run(args))
                 .map(|()| ExitCode::SUCCESS)

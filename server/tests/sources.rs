@@ -980,7 +980,8 @@ async fn the_new_users_crash_in_strlen_is_named_from_debuginfod() {
     }
     let sig = report["signature"]["text"].as_str().unwrap();
     assert!(!sig.contains("+0x"), "{sig}");
-    assert!(sig.contains("__strlen_"), "{sig}");
+    // libc's frames enter the signature as their module, named or not (issue 37)
+    assert!(sig.starts_with("libc.so.6 | "), "{sig}");
 }
 
 /// A source that is down, in the service: the crash is processed all the same, its

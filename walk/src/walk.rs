@@ -75,7 +75,8 @@ pub struct WalkArgs {
     /// the walk ends.
     #[arg(long, value_name = "SIZE", default_value = "32G", value_parser = parse_size)]
     pub max_decompressed_size: u64,
-    /// Crash signature rules file, replacing the built-in rules.
+    /// Crash signature rules file (docs/grouping.md), replacing the built-in rules, or
+    /// extending them when its first rule is `extends builtin`.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]

@@ -353,7 +353,7 @@ fn divide_by_zero(c: &Crashed<'_, '_>, evidence: BTreeMap<String, String>) -> Op
 /// said so (Windows' EXCEPTION_STACK_OVERFLOW).
 fn stack_overflow(
     c: &Crashed<'_, '_>,
-    fault: Option<(u64, u64)>,
+    fault: Option<StackFault>,
     mut evidence: BTreeMap<String, String>,
 ) -> Option<Analysis> {
     let thread = c.thread;
@@ -373,13 +373,29 @@ fn stack_overflow(
         format!("{} frames deep", thread.frames.len())
     };
     let mut summary = match fault {
-        Some((addr, below)) => {
+        Some(StackFault::Below { addr, below }) => {
             evidence.insert("below_sp".to_string(), below.to_string());
             format!(
                 "stack overflow: the fault at {} is {below} bytes below the stack pointer of \
                  thread {}, {deep}",
                 hex_addr(addr),
                 thread.tid,
+            )
+        }
+        Some(StackFault::Above {
+            addr,
+            above,
+            bottom,
+        }) => {
+            evidence.insert("above_sp".to_string(), above.to_string());
+            evidence.insert("stack_bottom".to_string(), hex_addr(bottom));
+            format!(
+                "stack overflow: thread {}'s stack pointer was lowered past the stack's end \
+                 ({}) for a new frame, whose first write faulted at {}, {above} bytes above \
+                 the pointer, {deep}",
+                thread.tid,
+                hex_addr(bottom),
+                hex_addr(addr),
             )
         }
         None => format!(
@@ -491,11 +507,8 @@ fn memory_fault(
             evidence,
         );
     }
-    if let Some(sp) = c.sp {
-        let below = sp.saturating_sub(addr);
-        if addr < sp.saturating_add(64) && below <= STACK_REACH && !dump.memory.contains(addr) {
-            return stack_overflow(c, Some((addr, below)), evidence);
-        }
+    if let Some(at) = stack_exhausted(c, addr) {
+        return stack_overflow(c, Some(at), evidence);
     }
     match fault.mapped {
         Mapped::Denied => {
@@ -558,6 +571,57 @@ fn memory_fault(
         }
         Mapped::Unknown => None,
     }
+}
+
+/// Where a fault at `addr` lies relative to the crashed thread's stack pointer, when it is
+/// the thread's stack running out; `None` when it is not.
+///
+/// Two shapes, both with nothing the dump holds at `addr`:
+/// - the fault is just below the stack pointer (within [`STACK_REACH`]): a push, a call,
+///   or a frame's locals being touched after the pointer was lowered into the guard;
+/// - the fault is above the stack pointer, in the frame just set up, and the stack's
+///   lowest page (the start of the memory holding the innermost frame whose stack
+///   pointer the dump holds) lies just above the fault: the function lowered the pointer
+///   past the stack's end in one step (a large frame), and its first write, somewhere in
+///   that frame, fell in the guard region. Where in the frame the boundary falls is up to
+///   ASLR, so the same bug faults above or below the pointer from run to run.
+fn stack_exhausted(c: &Crashed<'_, '_>, addr: u64) -> Option<StackFault> {
+    let sp = c.sp?;
+    if c.dump.memory.contains(addr) {
+        return None;
+    }
+    if addr < sp.saturating_add(64) {
+        let below = sp.saturating_sub(addr);
+        return (below <= STACK_REACH).then_some(StackFault::Below { addr, below });
+    }
+    let above = addr - sp;
+    if above > STACK_REACH {
+        return None;
+    }
+    // the stack's bottom: where the memory of the innermost frame the dump holds begins
+    let bottom = c
+        .thread
+        .frames
+        .iter()
+        .filter_map(|f| f.sp.as_deref().and_then(report::parse_hex))
+        .filter(|&s| s > addr)
+        .find_map(|s| c.dump.memory.range_of(s))
+        .map(|(start, _)| start)?;
+    (bottom > addr && bottom - addr <= STACK_REACH).then_some(StackFault::Above {
+        addr,
+        above,
+        bottom,
+    })
+}
+
+/// A fault that is a stack overflow, relative to the stack pointer (see
+/// [`stack_exhausted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StackFault {
+    /// `below` bytes below the stack pointer.
+    Below { addr: u64, below: u64 },
+    /// `above` bytes above the stack pointer, below `bottom`, the stack's lowest byte.
+    Above { addr: u64, above: u64, bottom: u64 },
 }
 
 /// The first named frame of `thread` outside the C and C++ runtimes and the system's

@@ -132,11 +132,11 @@ pub fn process(
         };
         // The signature comes from the crashed thread (first by the ordering rule), and
         // the analysis's kind where the rules want it; a dump of a live process has none.
-        let kind = analysis.as_ref().map(|a| a.kind);
-        let signature = threads
-            .iter()
-            .find(|t| t.crashed)
-            .and_then(|t| options.signature_rules.signature_of(t, kind));
+        let signature = threads.iter().find(|t| t.crashed).and_then(|t| {
+            options
+                .signature_rules
+                .signature_of(dump.os, t, analysis.as_ref())
+        });
         let mut report = assemble(dump, dump_bytes, threads, modules, warnings, sha256);
         report.signature = signature;
         if let Some(c) = report.crash.as_mut() {

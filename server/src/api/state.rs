@@ -75,6 +75,8 @@ pub struct Config {
     pub dedup_window: Duration,
     /// How much of a crash upload's text fields is stored.
     pub field_limits: super::upload_fields::FieldLimits,
+    /// The rules the workers make signatures with, for the crash page's explanation.
+    pub signature_rules: Arc<engine::report::signature::SignatureRules>,
 }
 
 /// Counters of the API, read by `/metrics`.

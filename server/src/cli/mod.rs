@@ -3,8 +3,10 @@
 pub mod bench;
 pub mod conn;
 pub mod migrate;
+pub mod preview;
 pub mod reprocess;
 pub mod serve;
+pub mod signature;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -93,8 +95,8 @@ pub struct JobArgs {
     /// Leases per job before it is marked failed.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: i32,
-    /// Crash signature rules file (`skip GLOB`, `skip-module GLOB`, `frames N`),
-    /// replacing the built-in rules.
+    /// Crash signature rules file (docs/grouping.md), replacing the built-in rules, or
+    /// extending them when its first rule is `extends builtin`.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]

@@ -180,6 +180,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 max_value_bytes: args.max_field_value_bytes,
                 max_total_bytes: args.max_fields_total_bytes,
             },
+            signature_rules: runner.config.process.signature_rules.clone(),
         }),
         db: db.clone(),
         blobs,

@@ -249,9 +249,17 @@ async fn crash_detail(
     };
     let upload_host = host(&headers);
     let with_token = !s.config.tokens.is_empty();
+    let explained = report
+        .as_ref()
+        .map(|r| crate::cli::signature::explain(&s.config.signature_rules, r));
+    let page = pages::CrashPage {
+        uploaded: &uploaded,
+        host: &upload_host,
+        with_token,
+        explained: explained.as_ref(),
+    };
     Ok(Html(
-        pages::crash_detail(&row, report.as_ref(), &uploaded, &upload_host, with_token)
-            .into_string(),
+        pages::crash_detail(&row, report.as_ref(), &page).into_string(),
     ))
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use engine::report::signature::Explanation;
 use engine::report::{AnalysisKind, Frame, LookupResult, Report, Thread};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use worker::store::binaries::BinaryRow;
@@ -340,14 +341,41 @@ fn frames_table(t: &Thread, signature_frames: &[usize]) -> Markup {
     }
 }
 
+/// What the crash page shows beside the crash row and its report.
+pub struct CrashPage<'a> {
+    /// Each module's name, and whether a binary with its build-id was uploaded.
+    pub uploaded: &'a [(String, bool)],
+    /// The host the upload commands name.
+    pub host: &'a str,
+    pub with_token: bool,
+    /// The report's signature under the service's rules, frame by frame.
+    pub explained: Option<&'a Explanation>,
+}
+
+/// The "Signature, explained" section: each frame's verdict and the rule that gave it.
+fn signature_explained(e: &Explanation) -> Markup {
+    html! {
+        details #signature-explained {
+            summary { "Signature, explained (rules version " (e.rules_version) ")" }
+            @if let Some(k) = &e.kind_prefix { p.mono { "first: " (k) } }
+            table.frames {
+                thead { tr { th { "#" } th { "Verdict" } th { "Frame" } th { "Rule" } } }
+                tbody {
+                    @for f in &e.frames {
+                        tr class={ "verdict-" (f.verdict.as_str()) } {
+                            td { (f.index) } td { (f.verdict.as_str()) }
+                            td.mono { (f.frame) } td { (f.why) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// One crash.
-pub fn crash_detail(
-    row: &CrashRow,
-    report: Option<&Report>,
-    uploaded: &[(String, bool)],
-    host: &str,
-    with_token: bool,
-) -> Markup {
+pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_>) -> Markup {
+    let (uploaded, host, with_token) = (page.uploaded, page.host, page.with_token);
     let id = url_component(&row.id);
     let body = html! {
         h1 { "Crash " span.mono { (row.id) } " " (status_pill(&row.status)) }
@@ -388,6 +416,7 @@ pub fn crash_detail(
                     }
                 }
                 @for w in &r.warnings { div.warn { code { (w.code) } " " (w.message) } }
+                @if let Some(e) = page.explained { (signature_explained(e)) }
                 @let sig_frames = r.signature.as_ref().map(|s| s.frames.clone()).unwrap_or_default();
                 @for t in &r.threads {
                     @if t.crashed {
