@@ -20,7 +20,7 @@ import glob, os, re, sys
 # Pages linked from the README and docs/README.md that other branches are writing (issue
 # 36): a link to one of them is not broken while it is missing. Remove a name once its
 # page is merged.
-PENDING = {"docs/grouping.md"}
+PENDING = set()
 
 def slug(heading):
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to dashes."""
