@@ -95,9 +95,12 @@ pub async fn preview(db: &Db, rules: &SignatureRules) -> anyhow::Result<Preview>
         let Some(last) = rows.last() else { break };
         q.after = Some((last.received_at, last.id.clone()));
         for row in &rows {
-            let report = row
-                .report
-                .as_deref()
+            // Lists carry no reports (issue 34, finding 2): each is read on its own, so
+            // the preview holds one report at a time.
+            let full = crashes::get(db, &row.id).await?;
+            let report = full
+                .as_ref()
+                .and_then(|c| c.report.as_deref())
                 .and_then(|r| serde_json::from_str::<Report>(r).ok());
             let Some(report) = report else {
                 p.unreadable += 1;
