@@ -503,8 +503,9 @@ both!(
 );
 
 /// A Windows `.sym` row is found by the image its `INFO CODE_ID` names (name without
-/// case, code id), the newest first, and never as an image; an image of the same name and
-/// code id is never taken for its `.sym` file.
+/// case, code id), the first uploaded where two are stored (first upload wins: issue 34,
+/// finding 3), and never as an image; an image of the same name and code id is never
+/// taken for its `.sym` file.
 async fn sym_by_image(db: &Db) {
     let row = |sha: &str, kind: &str, format: &str, name: &str, at: i64| BinaryRow {
         sha256: sha.repeat(32),
@@ -532,7 +533,7 @@ async fn sym_by_image(db: &Db) {
         binaries::sym_by_code_id(db, "app.exe", "5F3A2B1C1000")
             .await
             .unwrap(),
-        Some(new_sym)
+        Some(old_sym)
     );
     assert_eq!(
         binaries::sym_by_code_id(db, "other.exe", "5F3A2B1C1000")
