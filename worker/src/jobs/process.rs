@@ -38,9 +38,11 @@ pub async fn process_job(
     lease: &crashes::Lease,
 ) -> Result<crashes::StoredReport, JobError> {
     let limit = runner.config.time_limit;
-    // the remote sources' fetches end by then, whatever their own limits: a slow source
-    // cannot keep a crash past its time limit
-    let until = std::time::Instant::now().checked_add(limit);
+    // the remote sources' fetches end four fifths into the time limit, whatever their own
+    // limits: a slow source cannot keep a crash past its limit, and the walk and the store
+    // keep the last fifth to report what was found (the limit is the whole job's deadline:
+    // at the limit itself the crash would fail without a report)
+    let until = std::time::Instant::now().checked_add(limit.saturating_sub(limit / 5));
     // In place (mapped): the walk reads the pages it needs of a dump of any size.
     let dump = runner.blobs.open(&lease.dump_sha256).await?;
 
