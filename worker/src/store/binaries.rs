@@ -68,12 +68,26 @@ impl BinaryRow {
         }
     }
 
-    /// The identity this file holds in its role: the debug-id of a `.sym` file or PDB, a
-    /// Windows image's code id and file name (without case, as Windows names files), an
+    /// The identity this file holds in its role: the debug-id of a `.sym` file or PDB (a
+    /// `.sym` file whose debug-id is zeros: the code id and name of the image it
+    /// describes), a Windows image's code id and file name (without case, as Windows names files), an
     /// ELF or Mach-O file's build-id. `None` for a file without one (never stored).
     fn identity(&self) -> Option<String> {
+        // a debug-id of zeros is no identity: dump_syms writes one for an image without a
+        // CodeView record (wine's DLLs), whose `.sym` file is known by the image instead
+        let debug_id = self
+            .debug_id
+            .clone()
+            .filter(|d| d.chars().any(|c| c != '0'));
         match self.format.as_str() {
-            "breakpad" | "pdb" => self.debug_id.clone(),
+            "breakpad" => debug_id.or_else(|| {
+                Some(format!(
+                    "{}/{}",
+                    self.code_id.as_deref()?,
+                    self.code_file.as_deref()?.to_ascii_lowercase()
+                ))
+            }),
+            "pdb" => debug_id,
             "pe" => Some(format!(
                 "{}/{}",
                 self.code_id.as_deref()?,
@@ -290,4 +304,42 @@ pub async fn recent(db: &Db, limit: i64) -> Result<Vec<BinaryRow>, StoreError> {
         .fetch_all(p)
         .await)?,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BinaryRow;
+
+    fn sym(sha: &str, debug_id: &str, code_file: &str) -> BinaryRow {
+        BinaryRow {
+            sha256: sha.repeat(32),
+            build_id: String::new(),
+            arch: Some("x86_64".into()),
+            kind: engine::identify::KIND_BREAKPAD.into(),
+            file_name: None,
+            size: 5,
+            sections: String::new(),
+            uploaded_at: 1,
+            debug_id: Some(debug_id.into()),
+            format: "breakpad".into(),
+            source: None,
+            code_id: Some("5F3A2B1C1000".into()),
+            code_file: Some(code_file.into()),
+        }
+    }
+
+    /// dump_syms gives every image without a CodeView record (wine's DLLs) the debug-id
+    /// of zeros: their `.sym` files are told apart by the image they describe, and only a
+    /// different file for the same image contests one.
+    #[test]
+    fn sym_files_of_zero_debug_ids_are_known_by_their_image() {
+        let zeros = "0".repeat(33);
+        let kernel32 = sym("a1", &zeros, "kernel32.dll");
+        let ntdll = sym("a2", &zeros, "ntdll.dll");
+        let kernel32_again = sym("a3", &zeros, "KERNEL32.dll");
+        assert!(!kernel32.contests(&ntdll));
+        assert!(kernel32.contests(&kernel32_again));
+        let real = "5A9832E5287241C1838ED98914E9B7FF1";
+        assert!(sym("b1", real, "a.dll").contests(&sym("b2", real, "b.dll")));
+    }
 }
