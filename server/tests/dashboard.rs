@@ -8,7 +8,9 @@
 //! crash → its frame rows are the frames gdb prints for the same core (function and
 //! file:line) → click Reprocess and watch the page until the crash was processed again →
 //! the jobs, missing-symbols and binaries pages through the header links. No page has a
-//! script: everything works without JavaScript.
+//! script: everything works without JavaScript. `groups_merged_and_split_in_chromium`
+//! merges two groups by ticking them, splits a crash out of the merged group, and checks
+//! that both decisions survive reprocessing and a signature-rules change (issue 37).
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (`apt-get install chromium
 //! chromium-driver`; test.sh does) and gdb. chromedriver is started on a free port and
