@@ -8,7 +8,9 @@
 //! crash → its frame rows are the frames gdb prints for the same core (function and
 //! file:line) → click Reprocess and watch the page until the crash was processed again →
 //! the jobs, missing-symbols and binaries pages through the header links. No page has a
-//! script: everything works without JavaScript.
+//! script: everything works without JavaScript. `groups_merged_and_split_in_chromium`
+//! merges two groups by ticking them, splits a crash out of the merged group, and checks
+//! that both decisions survive reprocessing and a signature-rules change (issue 37).
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (`apt-get install chromium
 //! chromium-driver`; test.sh does) and gdb. chromedriver is started on a free port and
@@ -256,7 +258,7 @@ impl Browser {
         let mut rows = Vec::new();
         for tr in self.all("#groups tbody tr").await {
             let sig = tr.find(Locator::Css("td.sig")).await.unwrap();
-            let count = tr.find(Locator::Css("td:nth-child(2)")).await.unwrap();
+            let count = tr.find(Locator::Css("td.count")).await.unwrap();
             rows.push((sig.text().await.unwrap(), count.text().await.unwrap()));
         }
         rows
@@ -412,7 +414,7 @@ async fn dashboard_in_chromium() {
 
     // A group: its crash list.
     b.click("#groups td.sig a[href*=store_answer]").await;
-    let ids = b.texts("#crashes tbody td:nth-child(2)").await;
+    let ids = b.texts("#crashes tbody td.id").await;
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&id) && ids.contains(&id2), "{ids:?}");
     b.shot("group").await;
@@ -433,7 +435,7 @@ async fn dashboard_in_chromium() {
                 e.text().await.unwrap()
             }
         };
-        let crash = text("td:nth-child(2)").await;
+        let crash = text("td.id").await;
         assert_eq!(text("td.sig .kind").await, "null-pointer", "{crash}");
         reasons.insert(crash, text("td.sig .reason").await);
     }
@@ -453,7 +455,7 @@ async fn dashboard_in_chromium() {
         .unwrap();
     b.click("form.filters button[type=submit]").await;
     assert_eq!(
-        b.texts("#crashes tbody td:nth-child(2)").await,
+        b.texts("#crashes tbody td.id").await,
         std::slice::from_ref(&id3)
     );
     b.find("form.filters select[name=status]")
@@ -773,4 +775,223 @@ async fn tokens_and_basic_auth() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+    // the groups' merge and split forms: the same checks
+    for path in ["/groups/merge", "/groups/split"] {
+        let form = [("group", "a"), ("group", "b"), ("crash", "x")];
+        let r = c
+            .post(s.url(path))
+            .basic_auth("anyone", Some("s3cret"))
+            .header("sec-fetch-site", "cross-site")
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{path}");
+        let problem: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(problem["code"], "cross-site", "{path}: {problem}");
+        let r = c
+            .post(s.url(path))
+            .basic_auth("anyone", Some("up"))
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{path}");
+        // same origin, admin: refused only because there are no such groups
+        let r = c
+            .post(s.url(path))
+            .basic_auth("anyone", Some("s3cret"))
+            .header("sec-fetch-site", "same-origin")
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+    }
+}
+
+/// Queues every crash again through the API and waits until each was processed once more.
+async fn reprocess_all(c: &reqwest::Client, base: &str, ids: &[&str]) {
+    let finished = |v: &Value| v["finished_at"].as_i64().unwrap_or(0);
+    let mut before = Vec::new();
+    for id in ids {
+        before.push(finished(
+            &common::get_json(c, format!("{base}/api/v1/crashes/{id}")).await,
+        ));
+    }
+    let r = c
+        .post(format!("{base}/api/v1/reprocess"))
+        .json(&json!({ "all": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for (id, was) in ids.iter().zip(before) {
+        loop {
+            let v = common::get_json(c, format!("{base}/api/v1/crashes/{id}")).await;
+            if v["status"] == "done" && finished(&v) > was {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{id} not reprocessed: {v}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Issue 37 in a real browser: two groups merged by ticking them on the groups page, one
+/// crash split out of the merged group from its crash list under a name typed there; then
+/// every crash reprocessed, and the server restarted under rules that give every crash
+/// another signature and everything reprocessed again: the groups page still shows the
+/// merged group and the split one. Finally the merge is undone from the group's page.
+#[tokio::test(flavor = "multi_thread")]
+async fn groups_merged_and_split_in_chromium() {
+    for tool in [CHROMIUM, CHROMEDRIVER] {
+        assert!(
+            Path::new(tool).exists(),
+            "{tool} is missing: apt-get install -y chromium chromium-driver (test.sh does)"
+        );
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (dir_a, dir_b) = (work.path().join("a"), work.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    std::fs::create_dir_all(&dir_b).unwrap();
+    let prog = compile(&dir_a, "crasher", CRASHER);
+    let core = make_core(&dir_a, &prog);
+    let other = compile(&dir_b, "other", OTHER);
+    let other_core = make_core(&dir_b, &other);
+    let s = Server::start(&[]);
+    let c = common::client();
+    upload_binary(&c, &s, &prog, "crasher").await;
+    upload_binary(&c, &s, &other, "other").await;
+    let id1 = upload_core(&c, &s, &core, "app", "1").await;
+    let id2 = upload_core(&c, &s, &core, "app", "1").await;
+    let id3 = upload_core(&c, &s, &other_core, "app", "1").await;
+    for id in [&id1, &id2, &id3] {
+        assert_eq!(poll_done(&c, &s.base, id).await["status"], "done");
+    }
+
+    let driver = Driver::start();
+    let profile = tempfile::tempdir().unwrap();
+    let b = Browser {
+        c: driver.session(profile.path()).await,
+        shots: screenshot_dir(),
+    };
+    b.c.goto(&s.url("/")).await.unwrap();
+    b.loaded().await;
+    assert_eq!(
+        b.group_rows().await,
+        [
+            ("store_answer".into(), "2".into()),
+            ("parse_header".into(), "1".into())
+        ]
+    );
+    // tick both, choose store_answer as the one to keep, merge
+    for sig in ["store_answer", "parse_header"] {
+        b.find(&format!("#merge input[name=group][value={sig}]"))
+            .await
+            .click()
+            .await
+            .unwrap();
+    }
+    b.find("#merge input[name=into][value=store_answer]")
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.click("#merge button[type=submit]").await;
+    assert!(
+        b.url().await.ends_with("/crashes?signature=store_answer"),
+        "{}",
+        b.url().await
+    );
+    let mut ids = b.texts("#crashes tbody td.id").await;
+    ids.sort();
+    let mut all = vec![id1.clone(), id2.clone(), id3.clone()];
+    all.sort();
+    assert_eq!(ids, all);
+    assert_eq!(b.texts("#merged td.sig").await, ["parse_header"]);
+    b.shot("group-merged").await;
+
+    // split id2 out under a name typed into the form
+    b.find(&format!("#crashes input[name=crash][value='{id2}']"))
+        .await
+        .click()
+        .await
+        .unwrap();
+    b.find("#split input[name=name]")
+        .await
+        .send_keys("store_answer, second look")
+        .await
+        .unwrap();
+    b.click("#split button[type=submit]").await;
+    assert_eq!(b.texts("#crashes tbody td.id").await, [id2.clone()]);
+    b.shot("group-split").await;
+
+    let decided = |rows: Vec<(String, String)>| {
+        let mut rows = rows;
+        rows.sort();
+        rows
+    };
+    let expected = vec![
+        ("store_answer".to_string(), "2".to_string()),
+        ("store_answer, second look".to_string(), "1".to_string()),
+    ];
+    b.c.goto(&s.url("/")).await.unwrap();
+    b.loaded().await;
+    assert_eq!(decided(b.group_rows().await), expected);
+
+    // reprocessing keeps both decisions
+    let ids = [id1.as_str(), id2.as_str(), id3.as_str()];
+    reprocess_all(&c, &s.base, &ids).await;
+    b.c.refresh().await.unwrap();
+    b.loaded().await;
+    assert_eq!(decided(b.group_rows().await), expected);
+
+    // a rules change: every crash gets another signature; the decisions hold
+    let rules = work.path().join("rules.txt");
+    std::fs::write(
+        &rules,
+        "extends builtin\nirrelevant store_answer\nirrelevant parse_header\n",
+    )
+    .unwrap();
+    let s = s.restart(&["--signature-rules", rules.to_str().unwrap()]);
+    reprocess_all(&c, &s.base, &ids).await;
+    for id in ids {
+        let v = common::get_json(&c, s.url(&format!("/api/v1/crashes/{id}"))).await;
+        let computed = v["computed_signature"].as_str().unwrap_or_default();
+        assert!(
+            !computed.is_empty() && computed != "store_answer" && computed != "parse_header",
+            "{id}: {computed:?}"
+        );
+    }
+    b.c.goto(&s.url("/")).await.unwrap();
+    b.loaded().await;
+    assert_eq!(decided(b.group_rows().await), expected);
+    b.shot("groups-after-rules-change").await;
+
+    // the merged group's page undoes the merge: parse_header's crash goes back
+    b.click("#groups td.sig a[href='/crashes?signature=store_answer']")
+        .await;
+    let rows = b.texts("#crashes tbody td.sig .computed").await;
+    assert!(!rows.is_empty(), "the computed signatures are shown");
+    b.click("#merged button.undo").await;
+    assert!(
+        b.url().await.ends_with("/crashes?signature=parse_header"),
+        "{}",
+        b.url().await
+    );
+    assert_eq!(b.texts("#crashes tbody td.id").await, [id3.clone()]);
+    b.c.goto(&s.url("/")).await.unwrap();
+    b.loaded().await;
+    assert_eq!(
+        decided(b.group_rows().await),
+        [
+            ("parse_header".to_string(), "1".to_string()),
+            ("store_answer".to_string(), "1".to_string()),
+            ("store_answer, second look".to_string(), "1".to_string()),
+        ]
+    );
+    b.shot("groups-merge-undone").await;
+    b.c.close().await.unwrap();
 }

@@ -486,3 +486,150 @@ async fn groups_by_kind_postgres() {
     db.close().await;
     common::drop_db(&name).await;
 }
+
+/// Reprocesses crash `id` (requeued, leased, finished) with the rules now giving it
+/// `signature`.
+async fn reprocess_as(db: &Db, id: &str, at: i64, signature: &str) {
+    assert!(q::requeue(db, id).await.unwrap());
+    let lease = crashes::lease(db, "w", at, 60_000, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lease.id, id);
+    let outcome = Outcome::Done(StoredReport::from_json("{}".into(), Some(signature.into())));
+    assert!(crashes::finish(db, &lease, "w", at + 1, 3, &outcome)
+        .await
+        .unwrap());
+}
+
+/// Each crash's (group, computed signature).
+async fn group_of(db: &Db, id: &str) -> (String, String) {
+    let row = crashes::get(db, id).await.unwrap().unwrap();
+    (
+        row.signature.unwrap_or_default(),
+        row.computed_signature.unwrap_or_default(),
+    )
+}
+
+/// Migration 0017: a merge moves a group's crashes now, keeps them there when
+/// reprocessing gives them a new signature, and sends later crashes of the merged
+/// signature along; a split moves the crashes ticked to a group of their own and keeps
+/// them there; undoing a merge gives back what it brought (the later crash too). The
+/// aggregate rows stay equal to a GROUP BY over the crashes throughout.
+async fn merges_and_splits(db: &Db) {
+    use worker::store::groups::{self, DecisionError};
+    let t0 = 1_700_000_000_000i64 / DAY * DAY;
+    let a1 = crash(db, t0, "{}", Some("a")).await;
+    let a2 = crash(db, t0 + 1, "{}", Some("a")).await;
+    let b1 = crash(db, t0 + 2, "{}", Some("b")).await;
+    let c1 = crash(db, t0 + 3, "{}", Some("c")).await;
+    let same = |(rows, truth): (Vec<(String, i64, i64, i64)>, Vec<(String, i64, i64, i64)>)| {
+        assert_eq!(rows, truth);
+        rows.into_iter().map(|r| (r.0, r.1)).collect::<Vec<_>>()
+    };
+
+    // refused decisions change nothing
+    assert!(matches!(
+        groups::merge(db, "a", "a").await,
+        Err(DecisionError::Invalid(_))
+    ));
+    assert!(matches!(
+        groups::merge(db, "a", "nope").await,
+        Err(DecisionError::NoGroup(_))
+    ));
+    assert!(matches!(
+        groups::split(db, "a", std::slice::from_ref(&c1), None).await,
+        Err(DecisionError::Invalid(_))
+    ));
+
+    let m = groups::merge(db, "a", "b").await.unwrap();
+    assert_eq!((m.group.as_str(), m.crashes), ("a", 1));
+    assert_eq!(group_of(db, &b1).await, ("a".into(), "b".into()));
+    assert_eq!(
+        same(rows_and_truth(db).await),
+        [("a".to_string(), 3), ("c".to_string(), 1)]
+    );
+    // reprocessing gives b1 a new signature: it stays in the merged group
+    reprocess_as(db, &b1, t0 + 10, "b-new").await;
+    assert_eq!(group_of(db, &b1).await, ("a".into(), "b-new".into()));
+    // a new crash of the merged signature joins it
+    let b2 = crash(db, t0 + 20, "{}", Some("b")).await;
+    assert_eq!(group_of(db, &b2).await, ("a".into(), "b".into()));
+    assert_eq!(
+        groups::merged_into(db, "a").await.unwrap(),
+        [("b".into(), 1)]
+    );
+
+    // a2 split out; reprocessing it under any signature keeps it split
+    let m = groups::split(db, "a", std::slice::from_ref(&a2), None)
+        .await
+        .unwrap();
+    assert_eq!((m.group.as_str(), m.crashes), ("a (split)", 1));
+    reprocess_as(db, &a2, t0 + 30, "a").await;
+    assert_eq!(group_of(db, &a2).await, ("a (split)".into(), "a".into()));
+    // the preview's question: where would a crash go under another signature
+    assert_eq!(groups::settle(db, &a2, "x").await.unwrap(), "a (split)");
+    assert_eq!(groups::settle(db, &c1, "b").await.unwrap(), "a");
+    assert_eq!(groups::settle(db, &c1, "x").await.unwrap(), "x");
+    assert_eq!(
+        same(rows_and_truth(db).await),
+        [
+            ("a".to_string(), 3),
+            ("a (split)".to_string(), 1),
+            ("c".to_string(), 1)
+        ]
+    );
+
+    // undo the merge: b1 (pinned) and b2 (through the merge rule) go back to "b"
+    let m = groups::unmerge(db, "a", "b").await.unwrap();
+    assert_eq!((m.group.as_str(), m.crashes), ("b", 2));
+    assert_eq!(group_of(db, &b1).await, ("b".into(), "b-new".into()));
+    assert_eq!(group_of(db, &b2).await, ("b".into(), "b".into()));
+    assert_eq!(group_of(db, &a1).await, ("a".into(), "a".into()));
+    // and it stays undone: b1 reprocessed again stays in "b", a new "b" crash goes there
+    reprocess_as(db, &b1, t0 + 40, "b-newer").await;
+    assert_eq!(group_of(db, &b1).await, ("b".into(), "b-newer".into()));
+    let b3 = crash(db, t0 + 50, "{}", Some("b")).await;
+    assert_eq!(group_of(db, &b3).await, ("b".into(), "b".into()));
+    assert!(matches!(
+        groups::unmerge(db, "a", "b").await,
+        Err(DecisionError::Invalid(_))
+    ));
+    assert_eq!(
+        same(rows_and_truth(db).await),
+        [
+            ("a".to_string(), 1),
+            ("a (split)".to_string(), 1),
+            ("b".to_string(), 3),
+            ("c".to_string(), 1)
+        ]
+    );
+    // a merge of a split group back is a merge like any other
+    groups::merge(db, "a", "a (split)").await.unwrap();
+    assert_eq!(group_of(db, &a2).await, ("a".into(), "a".into()));
+    assert_eq!(
+        same(rows_and_truth(db).await),
+        [
+            ("a".to_string(), 2),
+            ("b".to_string(), 3),
+            ("c".to_string(), 1)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn merges_and_splits_sqlite() {
+    let (db, _dir) = sqlite().await;
+    merges_and_splits(&db).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn merges_and_splits_postgres() {
+    let Some((name, db)) = common::pg_migrated("pm_groups").await else {
+        return;
+    };
+    merges_and_splits(&db).await;
+    db.close().await;
+    common::drop_db(&name).await;
+}

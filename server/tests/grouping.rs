@@ -22,7 +22,14 @@
 //!   panics (14 to 17).
 //!
 //! Each crash is walked with `postmortem walk --no-dump-paths` (the machine's own
-//! libraries are not looked at), the service's pipeline without the service.
+//! libraries are not looked at), the service's pipeline without the service; then the
+//! same crashes are uploaded to a real `postmortem serve` with the programs' files only,
+//! their groups read from the API and scored, the system libraries' files uploaded, the
+//! crashes reprocessed, and the groups read and scored again (`through_the_server`).
+//!
+//! The other tests here: `--explain` and the crash page's explanation, the preview of a
+//! rules change, and groups people merge and split through the API (kept across
+//! reprocessing and rule changes).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
@@ -167,16 +174,17 @@ fn pairwise(bugs: &[u32], groups: &[String]) -> (f64, f64) {
     (ratio(both, same_group), ratio(both, same_bug))
 }
 
-/// One crash of the suite: its bug, how it was crashed, its signatures.
+/// One crash of the suite: its bug, how it was crashed, its core, its signatures.
 struct Crashed {
     bug: u32,
     how: &'static str,
+    core: PathBuf,
     without: String,
     with: String,
 }
 
-#[test]
-fn crash_groups_mean_one_bug_each_with_and_without_the_systems_files() {
+#[tokio::test(flavor = "multi_thread")]
+async fn crash_groups_mean_one_bug_each_with_and_without_the_systems_files() {
     let p = build();
     let programs = p.work.path().join("programs");
     let system = p.work.path().join("system");
@@ -188,6 +196,8 @@ fn crash_groups_mean_one_bug_each_with_and_without_the_systems_files() {
         std::fs::copy(exe, system.join(name)).unwrap();
     }
     let mut crashes = Vec::new();
+    // the system libraries the dumps name: path → build-id
+    let mut libraries = BTreeMap::new();
     for (bug, kind) in BUGS {
         let [normal, moved] = &p.exes[kind];
         for (how, exe, thread) in [
@@ -202,6 +212,10 @@ fn crash_groups_mean_one_bug_each_with_and_without_the_systems_files() {
             // had them (a deployment uploads its distribution's)
             for m in without_report["modules"].as_array().unwrap() {
                 if let (Some(path), Some("missing")) = (m["path"].as_str(), m["status"].as_str()) {
+                    libraries.insert(
+                        PathBuf::from(path),
+                        m["build_id"].as_str().unwrap_or_default().to_string(),
+                    );
                     let name = Path::new(path).file_name().unwrap();
                     if !system.join(name).exists() {
                         std::fs::copy(path, system.join(name)).unwrap();
@@ -212,6 +226,7 @@ fn crash_groups_mean_one_bug_each_with_and_without_the_systems_files() {
             crashes.push(Crashed {
                 bug,
                 how,
+                core,
                 without: signature(&without_report),
                 with,
             });
@@ -255,6 +270,183 @@ fn crash_groups_mean_one_bug_each_with_and_without_the_systems_files() {
         "{changed} of {} signatures changed when the system's files arrived",
         crashes.len()
     );
+    let programs: Vec<&PathBuf> = p.exes.values().flatten().collect();
+    through_the_server(&programs, &crashes, &libraries).await;
+}
+
+/// The suite as a service sees it: the 51 crashes uploaded to a real `postmortem serve`
+/// that has the programs' files and not the system's, their groups read back from the
+/// API (`GET /api/v1/groups`, then each group's crashes) and scored; then libc's,
+/// libstdc++'s and libgcc's files uploaded (the files the crashing machine had, and
+/// libc's debug file from libc6-dbg where installed), every crash reprocessed, and the
+/// groups read and scored again, with the crashes whose group changed counted.
+async fn through_the_server(
+    programs: &[&PathBuf],
+    crashes: &[Crashed],
+    libraries: &BTreeMap<PathBuf, String>,
+) {
+    let started = std::time::Instant::now();
+    let server = common::TempServer::start(&[]);
+    let c = common::client();
+    for exe in programs {
+        let name = exe.file_name().unwrap().to_str().unwrap();
+        common::upload_binary(&c, &server.base, exe, name).await;
+    }
+    let mut ids = Vec::new();
+    for cr in crashes {
+        let dump = std::fs::read(&cr.core).unwrap();
+        ids.push(common::upload_crash(&c, &server.base, &dump).await);
+    }
+    for id in &ids {
+        let done = common::poll_done(&c, &server.base, id).await;
+        assert_eq!(done["status"], "done", "{done}");
+    }
+    let bugs: Vec<u32> = crashes.iter().map(|c| c.bug).collect();
+    let before = groups_by_crash(&c, &server.base, &ids).await;
+    let (p0, r0) = pairwise(&bugs, &before);
+    let uploaded_in = started.elapsed();
+
+    // the system's files arrive: each library, and its debug file where there is one
+    let mut system_files = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (path, build_id) in libraries {
+        if !build_id.is_empty() && !seen.insert(build_id.clone()) {
+            continue; // one library under two paths
+        }
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        system_files.push((path.clone(), name.clone()));
+        if build_id.len() > 2 {
+            let debug = Path::new("/usr/lib/debug/.build-id")
+                .join(&build_id[..2])
+                .join(format!("{}.debug", &build_id[2..]));
+            if debug.exists() {
+                system_files.push((debug, format!("{name}.debug")));
+            }
+        }
+    }
+    for (path, name) in &system_files {
+        common::upload_binary(&c, &server.base, path, name).await;
+        println!("uploaded {name} ({})", path.display());
+    }
+    // the uploads requeue the crashes that missed a library; once the queue is idle,
+    // everything is reprocessed once more, so that every crash saw every file whatever
+    // the order they arrived in
+    wait_idle(&c, &server.base).await;
+    reprocess_all(&c, &server.base, &ids).await;
+    let after = groups_by_crash(&c, &server.base, &ids).await;
+    let (p1, r1) = pairwise(&bugs, &after);
+    let changed = before.iter().zip(&after).filter(|(b, a)| b != a).count();
+    // the system's files were used: libc's frames have names now
+    let mut named_libc = 0;
+    for id in &ids {
+        let v = common::get_json(&c, server.url(&format!("/api/v1/crashes/{id}"))).await;
+        let frames = v["report"]["threads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["frames"].as_array().into_iter().flatten());
+        if frames
+            .filter(|f| {
+                f["module"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("libc.so"))
+            })
+            .any(|f| f["function"].is_string())
+        {
+            named_libc += 1;
+        }
+    }
+    for ((cr, b), a) in crashes.iter().zip(&before).zip(&after) {
+        println!("server: bug {:>2} {:<6} {b:?} -> {a:?}", cr.bug, cr.how);
+    }
+    println!(
+        "through the server: {} crashes of {} bugs in {} groups; without the system's files \
+         precision {p0:.3} recall {r0:.3}; with them ({} files) precision {p1:.3} recall \
+         {r1:.3}; {changed} crashes changed group; libc named in {named_libc}; uploaded and \
+         processed in {:.1} s, all in {:.1} s",
+        ids.len(),
+        BUGS.len(),
+        before
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        system_files.len(),
+        uploaded_in.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        named_libc > 0,
+        "no report names a libc function: the system's files were not used"
+    );
+    assert!(
+        p0 >= 0.98 && r0 >= 0.98,
+        "server, without: precision {p0}, recall {r0}"
+    );
+    assert!(
+        p1 >= 0.98 && r1 >= 0.98,
+        "server, with: precision {p1}, recall {r1}"
+    );
+    assert!(
+        changed * 20 <= ids.len(),
+        "{changed} of {} crashes changed group when the system's files arrived",
+        ids.len()
+    );
+}
+
+/// Each crash's group as the API says: every group of `GET /api/v1/groups`, and each
+/// group's crashes from `GET /api/v1/crashes?signature=GROUP`; in the order of `ids`.
+async fn groups_by_crash(c: &reqwest::Client, base: &str, ids: &[String]) -> Vec<String> {
+    let mut of = std::collections::HashMap::new();
+    for group in api_groups(c, base).await.keys() {
+        let mut cursor = String::new();
+        loop {
+            let url = format!(
+                "{base}/api/v1/crashes?limit=100&signature={}{}",
+                common_url_component(group),
+                if cursor.is_empty() {
+                    String::new()
+                } else {
+                    format!("&cursor={}", common_url_component(&cursor))
+                }
+            );
+            let page = common::get_json(c, url).await;
+            for cr in page["crashes"].as_array().unwrap() {
+                of.insert(cr["id"].as_str().unwrap().to_string(), group.clone());
+            }
+            match page["next_cursor"].as_str() {
+                Some(n) => cursor = n.to_string(),
+                None => break,
+            }
+        }
+    }
+    ids.iter()
+        .map(|id| {
+            of.get(id)
+                .cloned()
+                .unwrap_or_else(|| panic!("crash {id} is in no group"))
+        })
+        .collect()
+}
+
+/// Waits until no crash is pending or being processed (at most 5 minutes).
+async fn wait_idle(c: &reqwest::Client, base: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let mut busy = 0;
+        for status in ["pending", "processing"] {
+            let page =
+                common::get_json(c, format!("{base}/api/v1/crashes?limit=1&status={status}")).await;
+            busy += page["crashes"].as_array().map_or(0, Vec::len);
+        }
+        if busy == 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the queue is still busy"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// `postmortem signature --explain` on a failed assertion's report: the signature is the
@@ -422,4 +614,270 @@ async fn a_rules_change_is_previewed_on_stored_crashes() {
         text.contains(r#"merge {"from_config", "from_request"} -> "read_field""#),
         "{text}"
     );
+}
+
+/// A client that sends `Authorization: Bearer TOKEN` with every request.
+fn client_as(token: &str) -> reqwest::Client {
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert(
+        reqwest::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().unwrap(),
+    );
+    reqwest::Client::builder()
+        .default_headers(h)
+        .timeout(std::time::Duration::from_secs(60))
+        .pool_idle_timeout(std::time::Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
+/// Every group of `GET /api/v1/groups`, page by page: group → count.
+async fn api_groups(c: &reqwest::Client, base: &str) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    let mut after = String::new();
+    loop {
+        let url = format!(
+            "{base}/api/v1/groups?limit=50&after={}",
+            common_url_component(&after)
+        );
+        let page = common::get_json(c, url).await;
+        for g in page["groups"].as_array().unwrap() {
+            out.insert(
+                g["group"].as_str().unwrap().to_string(),
+                g["count"].as_i64().unwrap(),
+            );
+        }
+        match page["next"].as_str() {
+            Some(n) => after = n.to_string(),
+            None => return out,
+        }
+    }
+}
+
+/// Percent-encodes a query value.
+fn common_url_component(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `POST /api/v1/reprocess {"all": true}`, then waits until every crash in `ids` was
+/// processed once more.
+async fn reprocess_all(c: &reqwest::Client, base: &str, ids: &[String]) {
+    let mut before = Vec::new();
+    for id in ids {
+        let v = common::get_json(c, format!("{base}/api/v1/crashes/{id}")).await;
+        before.push(v["finished_at"].as_i64().unwrap());
+    }
+    let r = c
+        .post(format!("{base}/api/v1/reprocess"))
+        .json(&serde_json::json!({ "all": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    for (id, was) in ids.iter().zip(before) {
+        loop {
+            let v = common::get_json(c, format!("{base}/api/v1/crashes/{id}")).await;
+            if v["status"] == "done" && v["finished_at"].as_i64().unwrap_or(0) > was {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "not reprocessed: {v}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}
+
+async fn post_json(c: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
+    let r = c.post(url).json(&body).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// Merge and split through the HTTP API (issue 37), on a server with tokens: two
+/// assertion bugs merged by hand, one of two crashes of a null dereference split out;
+/// both decisions survive reprocessing and a restart under signature rules that give
+/// every crash another signature (the unpinned crash follows the rules); undoing the
+/// merge gives its crash back; `signature --preview` counts only the crash no decision
+/// holds. Only the admin scope may decide.
+#[tokio::test(flavor = "multi_thread")]
+async fn merges_and_splits_through_the_api_survive_reprocessing_and_rule_changes() {
+    let work = Workdir::new("grouping-decisions");
+    let exe = work.compile("gcc", &["-O1", "-pthread"], &["group_suite.c"], "gc");
+    let data = work.path().join("data");
+    let data_s = data.to_str().unwrap().to_string();
+    let tokens = ["--token", "adm:admin", "--token", "ing:ingest,symbols"];
+    let serve = |rules: Option<&Path>| {
+        let mut args = vec!["--data-dir", data_s.as_str()];
+        args.extend_from_slice(&tokens);
+        if let Some(r) = rules {
+            args.extend_from_slice(&["--signature-rules", r.to_str().unwrap()]);
+        }
+        common::start_serve(&args)
+    };
+    let (proc, base) = serve(None);
+    let c = client_as("adm");
+    let r = c
+        .post(format!("{base}/api/v1/binaries"))
+        .header("x-file-name", "gc")
+        .body(std::fs::read(&exe).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let mut ids = Vec::new();
+    for (i, (bug, thread)) in [(1, false), (2, false), (4, false), (4, true)]
+        .into_iter()
+        .enumerate()
+    {
+        let (core, _) = crash(&work.path().join(format!("crash{i}")), &exe, bug, thread);
+        let id = common::upload_crash(&c, &base, &std::fs::read(&core).unwrap()).await;
+        assert_eq!(common::poll_done(&c, &base, &id).await["status"], "done");
+        ids.push(id);
+    }
+    let groups = |pairs: &[(&str, i64)]| -> BTreeMap<String, i64> {
+        pairs.iter().map(|(g, n)| (g.to_string(), *n)).collect()
+    };
+    assert_eq!(
+        api_groups(&c, &base).await,
+        groups(&[
+            ("read_field", 2),
+            ("validate_order", 1),
+            ("validate_user", 1)
+        ])
+    );
+
+    // only the admin scope decides
+    let merge = serde_json::json!({ "into": "validate_order", "groups": ["validate_user"] });
+    let (st, _) = post_json(
+        &client_as("ing"),
+        format!("{base}/api/v1/groups/merge"),
+        merge.clone(),
+    )
+    .await;
+    assert_eq!(st, 403);
+    let (st, _) = post_json(
+        &c,
+        format!("{base}/api/v1/groups/merge"),
+        serde_json::json!({ "into": "validate_order", "groups": ["no such group"] }),
+    )
+    .await;
+    assert_eq!(st, 404);
+    let (st, moved) = post_json(&c, format!("{base}/api/v1/groups/merge"), merge).await;
+    assert_eq!(
+        (st, &moved),
+        (
+            200,
+            &serde_json::json!({ "group": "validate_order", "crashes": 1 })
+        )
+    );
+    let (st, moved) = post_json(
+        &c,
+        format!("{base}/api/v1/groups/split"),
+        serde_json::json!({ "group": "read_field", "crashes": [ids[3]] }),
+    )
+    .await;
+    assert_eq!(
+        (st, &moved),
+        (
+            200,
+            &serde_json::json!({ "group": "read_field (split)", "crashes": 1 })
+        )
+    );
+    let decided = groups(&[
+        ("read_field", 1),
+        ("read_field (split)", 1),
+        ("validate_order", 2),
+    ]);
+    assert_eq!(api_groups(&c, &base).await, decided);
+    let merged = common::get_json(&c, format!("{base}/api/v1/crashes/{}", ids[1])).await;
+    assert_eq!(merged["signature"], "validate_order");
+    assert_eq!(merged["computed_signature"], "validate_user");
+    // the crash list by group (the dashboard's group page) follows
+    let list = common::get_json(
+        &c,
+        format!("{base}/api/v1/crashes?signature=validate_order"),
+    )
+    .await;
+    assert_eq!(list["crashes"].as_array().map(Vec::len), Some(2), "{list}");
+
+    // reprocessing: the same groups
+    reprocess_all(&c, &base, &ids).await;
+    assert_eq!(api_groups(&c, &base).await, decided);
+
+    // rules that set the bugs' own functions aside: every crash gets a new signature,
+    // the decisions hold, the crash no decision holds follows the rules
+    drop(proc);
+    let rules = work.path().join("rules.txt");
+    std::fs::write(
+        &rules,
+        "extends builtin\nirrelevant validate_*\nirrelevant read_field\n",
+    )
+    .unwrap();
+    let (proc, base) = serve(Some(rules.as_path()));
+    reprocess_all(&c, &base, &ids).await;
+    let computed: Vec<String> = {
+        let mut v = Vec::new();
+        for id in &ids {
+            let r = common::get_json(&c, format!("{base}/api/v1/crashes/{id}")).await;
+            v.push(r["computed_signature"].as_str().unwrap().to_string());
+        }
+        v
+    };
+    assert_eq!(computed, ["run", "run", "from_config", "from_request"]);
+    assert_eq!(
+        api_groups(&c, &base).await,
+        groups(&[
+            ("from_config", 1),
+            ("read_field (split)", 1),
+            ("validate_order", 2),
+        ])
+    );
+
+    // undoing the merge gives validate_user's crash back, and it stays there
+    let (st, moved) = post_json(
+        &c,
+        format!("{base}/api/v1/groups/split"),
+        serde_json::json!({ "group": "validate_order", "undo_merge_of": "validate_user" }),
+    )
+    .await;
+    assert_eq!(
+        (st, &moved),
+        (
+            200,
+            &serde_json::json!({ "group": "validate_user", "crashes": 1 })
+        )
+    );
+    let undone = groups(&[
+        ("from_config", 1),
+        ("read_field (split)", 1),
+        ("validate_order", 1),
+        ("validate_user", 1),
+    ]);
+    assert_eq!(api_groups(&c, &base).await, undone);
+    reprocess_all(&c, &base, &ids).await;
+    assert_eq!(api_groups(&c, &base).await, undone);
+    drop(proc);
+
+    // the preview of going back to the built-in rules: only the unpinned crash moves
+    // (from_config -> read_field); the pinned ones stay where people put them
+    let out = Command::new(bin())
+        .args(["signature", "--preview", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("crashes: 4 (unreadable reports: 0)"),
+        "{text}"
+    );
+    assert!(text.contains("signature changed: 1\n"), "{text}");
 }

@@ -155,6 +155,7 @@ fn summary(row: &CrashSummary) -> Value {
         "id": row.id, "status": row.status, "received_at": row.received_at,
         "dump": { "sha256": row.dump_sha256, "size": row.dump_size, "format": row.dump_format },
         "attempts": row.attempts, "error": row.error, "signature": row.signature,
+        "computed_signature": row.computed_signature,
         "annotations": annotations, "finished_at": row.finished_at,
         "processing_ms": row.processing_ms,
     })

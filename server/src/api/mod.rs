@@ -8,6 +8,7 @@
 //!   them (`/buildid/{id}/executable|debuginfo`), for gdb, eu-stack and `debuginfod-find`;
 //! - `modules`: the modules crashes needed and nobody uploaded;
 //! - `reprocess`: queue finished crashes matching a filter again;
+//! - `groups`: list crash groups, merge two, split one (decisions kept across reprocessing);
 //! - `openapi`: `/api/v1/openapi.yaml`, this API's description;
 //! - `health`: `/healthz`, `/readyz`, `/metrics`;
 //! - the dashboard's pages (`crate::dashboard`), under the same layers.
@@ -27,6 +28,7 @@ mod debuginfod;
 mod dump_check;
 pub(crate) mod extract;
 mod file_name;
+pub(crate) mod groups;
 mod health;
 pub(crate) mod limits;
 mod modules;
@@ -55,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .merge(debuginfod::routes())
         .merge(modules::routes())
         .merge(reprocess::routes())
+        .merge(groups::routes())
         .merge(openapi::routes())
         .merge(health::routes())
         .merge(crate::dashboard::routes())

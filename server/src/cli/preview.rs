@@ -4,7 +4,8 @@
 //!
 //! It reads the stored reports of finished crashes, page by page, and recomputes each
 //! signature under the rules, without the dumps or binaries: the frames are the ones the
-//! last processing found.
+//! last processing found. Groups people merged or split stay as they decided
+//! (`worker::store::groups::settle`): a crash pinned to a group is not counted as moving.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -106,10 +107,12 @@ pub async fn preview(db: &Db, rules: &SignatureRules) -> anyhow::Result<Preview>
                 p.unreadable += 1;
                 continue;
             };
-            let new = super::signature::explain(rules, &report)
+            let computed = super::signature::explain(rules, &report)
                 .signature
                 .map(|s| s.text)
                 .unwrap_or_default();
+            // The group it would land in: a person's merge or split still decides.
+            let new = ::worker::store::groups::settle(db, &row.id, &computed).await?;
             p.add(
                 row.signature.as_deref().unwrap_or(""),
                 &new,

@@ -2,9 +2,11 @@
 //! the API reads.
 //!
 //! - `/`: crash groups, one row per signature, with a crashes-per-day chart, sortable by
-//!   count, first seen, last seen or signature (column headers or the form);
+//!   count, first seen, last seen or signature (column headers or the form), and a form that merges the groups ticked (`POST /groups/merge`);
 //! - `/crashes`, `/crashes/{id}`: the crash list and one crash's report, with a
-//!   Reprocess form (`POST /crashes/{id}/reprocess`);
+//!   Reprocess form (`POST /crashes/{id}/reprocess`); a group's crash list
+//!   (`/crashes?signature=…`) splits the crashes ticked into a new group, or undoes a
+//!   merge (`POST /groups/split`);
 //! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload, uploaded files,
 //!   the queue;
 //! - `/crashes/{id}/report.json`: the raw report (the dump's download link is the API's
@@ -15,14 +17,15 @@
 //! `PreEscaped` on such data. Pages need the `admin` scope when tokens are configured,
 //! like the API's read routes: a bearer token, or for a browser HTTP Basic auth with the
 //! token as password (any user name). Since a browser then sends credentials on its own,
-//! the Reprocess POST is refused unless it comes from the dashboard's own origin.
+//! the Reprocess, merge and split POSTs are refused unless they come from the dashboard's
+//! own origin.
 
 mod pages;
 mod time;
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Form, Path, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -48,6 +51,8 @@ pub fn routes() -> Router<AppState> {
         .route("/crashes", get(crash_list))
         .route("/crashes/{id}", get(crash_detail))
         .route("/crashes/{id}/reprocess", post(reprocess))
+        .route("/groups/merge", post(merge_groups))
+        .route("/groups/split", post(split_group))
         .route("/crashes/{id}/report.json", get(report_json))
         .route("/missing", get(missing_page))
         .route("/binaries", get(binaries_page))
@@ -210,9 +215,19 @@ async fn crash_list(
     } else {
         None
     };
-    Ok(Html(
-        pages::crash_list(&rows, &kinds, &summaries, &params, next.as_deref()).into_string(),
-    ))
+    // A group's own list offers its split: the merges it holds can be undone.
+    let merged = match param(&params, "signature") {
+        Some(g) => Some(worker::store::groups::merged_into(&s.db, g).await?),
+        None => None,
+    };
+    let page = pages::CrashListPage {
+        kinds: &kinds,
+        summaries: &summaries,
+        params: &params,
+        next: next.as_deref(),
+        merged: merged.as_deref(),
+    };
+    Ok(Html(pages::crash_list(&rows, &page).into_string()))
 }
 
 async fn crash_detail(
@@ -278,6 +293,74 @@ async fn reprocess(
     }
     // 303: the browser follows with a GET of the detail page, which shows the new status.
     Ok(Redirect::to(&format!("/crashes/{}", url_component(&id))).into_response())
+}
+
+/// A form's fields in order, repeated names kept (the ticked boxes).
+type Fields = Form<Vec<(String, String)>>;
+
+fn values<'a>(fields: &'a [(String, String)], key: &'a str) -> impl Iterator<Item = &'a str> {
+    fields
+        .iter()
+        .filter(move |(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// The groups page's merge: the ticked groups (`group`) join the one chosen as `into`, or
+/// the first ticked when none is chosen; then the merged group's crash list.
+async fn merge_groups(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(fields): Fields,
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
+    same_origin(&headers)?;
+    let ticked: Vec<String> = values(&fields, "group").map(str::to_string).collect();
+    let into = values(&fields, "into")
+        .next()
+        .or(ticked.first().map(String::as_str))
+        .ok_or_else(|| bad("tick the groups to merge".into()))?
+        .to_string();
+    if !ticked.iter().any(|g| *g != into) {
+        return Err(bad("tick at least one group besides the one merged into".into()).into());
+    }
+    if ticked.len() > crate::api::groups::MAX_SPLIT {
+        return Err(bad("too many groups ticked".into()).into());
+    }
+    let moved = crate::api::groups::merge_all(&s, &into, &ticked).await?;
+    Ok(Redirect::to(&group_url(&moved.group)).into_response())
+}
+
+/// A group's crash list: the crashes ticked (`crash`) leave `group` for a new group
+/// (named `name`, else after the group), or `undo` names a merge to give back.
+async fn split_group(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(fields): Fields,
+) -> Result<Response, DashError> {
+    dash_auth(&s, &headers)?;
+    same_origin(&headers)?;
+    let group = values(&fields, "group")
+        .next()
+        .ok_or_else(|| bad("which group to split is missing".into()))?;
+    let decision = match values(&fields, "undo").next() {
+        Some(from) => worker::store::groups::unmerge(&s.db, group, from).await,
+        None => {
+            let ids: Vec<String> = values(&fields, "crash").map(str::to_string).collect();
+            if ids.len() > crate::api::groups::MAX_SPLIT {
+                return Err(bad("too many crashes ticked".into()).into());
+            }
+            let name = values(&fields, "name").next();
+            worker::store::groups::split(&s.db, group, &ids, name).await
+        }
+    };
+    let moved = decision.map_err(crate::api::groups::decision_error)?;
+    Ok(Redirect::to(&group_url(&moved.group)).into_response())
+}
+
+/// The crash list of one group.
+fn group_url(group: &str) -> String {
+    format!("/crashes?signature={}", url_component(group))
 }
 
 async fn report_json(

@@ -199,8 +199,12 @@ pub fn groups(
         @if groups.is_empty() {
             p.muted { "No processed crashes match." }
         } @else {
+            form #merge method="post" action="/groups/merge" {
+            p.muted { "Tick groups that are one bug and merge them (into the one chosen, else the first ticked): "
+                button type="submit" { "Merge the ticked groups" } }
             table #groups {
                 thead { tr {
+                    th { "Merge" } th { "Into" }
                     th { (header("Signature", GroupSort::Signature)) } th { (header("Crashes", GroupSort::Count)) }
                     th { (header("First seen", GroupSort::FirstSeen)) } th { (header("Last seen", GroupSort::LastSeen)) }
                     th { "Products / versions" } th { "Last " (groups.first().map_or(0, |g| g.per_day.len())) " days" }
@@ -208,8 +212,10 @@ pub fn groups(
                 tbody {
                     @for g in groups {
                         tr {
+                            td { input type="checkbox" name="group" value=(g.group.signature); }
+                            td { input type="radio" name="into" value=(g.group.signature); }
                             td.sig { a href={ "/crashes?" (query_string(&[("signature", &g.group.signature)])) } { (g.group.signature) } }
-                            td { (g.group.count) }
+                            td.count { (g.group.count) }
                             td.mono { (format_ms(g.group.first_seen)) }
                             td.mono { (format_ms(g.group.last_seen)) }
                             td {
@@ -222,6 +228,7 @@ pub fn groups(
                     }
                 }
             }
+            }
         }
         @if let Some(after) = next {
             a #next href={ "/?" (query_string(&[("days", &days_s), ("product", get("product")), ("version", get("version")), ("kind", get("kind")), ("sort", order.sort.name()), ("dir", dir(order.descending)), ("after", after)])) } { "Next page →" }
@@ -232,14 +239,46 @@ pub fn groups(
 
 /// The crash list: each crash's signature with its analysis kind (from the search index,
 /// `kinds`) and, under it, the analysis's sentence (`summaries`), by crash id.
-pub fn crash_list(
-    rows: &[CrashSummary],
-    kinds: &HashMap<String, String>,
-    summaries: &HashMap<String, String>,
-    params: &HashMap<String, String>,
-    next: Option<&str>,
-) -> Markup {
+/// What the crash list shows beside its rows.
+pub struct CrashListPage<'a> {
+    /// Each crash's analysis kind (from the search index), by crash id.
+    pub kinds: &'a HashMap<String, String>,
+    /// Each crash's analysis sentence, by crash id.
+    pub summaries: &'a HashMap<String, String>,
+    pub params: &'a HashMap<String, String>,
+    /// The next page's cursor.
+    pub next: Option<&'a str>,
+    /// On one group's list: the groups merged into it (with their crash counts), which
+    /// a split can give back.
+    pub merged: Option<&'a [(String, i64)]>,
+}
+
+/// The "Merged into this group" section: one undo button per merged group.
+fn merged_section(group: &str, merged: &[(String, i64)]) -> Markup {
+    html! {
+        @if !merged.is_empty() {
+            h2 { "Merged into this group" }
+            table #merged {
+                thead { tr { th { "Group" } th { "Crashes" } th {} } }
+                tbody { @for (from, n) in merged {
+                    tr { td.sig { (from) } td { (n) } td {
+                        form method="post" action="/groups/split" {
+                            input type="hidden" name="group" value=(group);
+                            input type="hidden" name="undo" value=(from);
+                            button.undo type="submit" { "Undo merge" }
+                        }
+                    } }
+                } }
+            }
+        }
+    }
+}
+
+pub fn crash_list(rows: &[CrashSummary], page: &CrashListPage<'_>) -> Markup {
+    let (kinds, summaries, params, next) = (page.kinds, page.summaries, page.params, page.next);
     let get = |k: &str| params.get(k).map(String::as_str).unwrap_or("");
+    // On one group's list (and only there), crashes can be ticked and split out.
+    let group = page.merged.map(|_| get("signature"));
     let body = html! {
         h1 { "Crashes" }
         form.filters method="get" action="/crashes" {
@@ -265,19 +304,32 @@ pub fn crash_list(
             label { "To" input type="date" name="to" value=(get("to")); }
             button type="submit" { "Filter" }
         }
+        @if let (Some(g), Some(m)) = (group, page.merged) { (merged_section(g, m)) }
         @if rows.is_empty() {
             p.muted { "No crashes match." }
         } @else {
+            form #split method="post" action="/groups/split" {
+            @if let Some(g) = group {
+                input type="hidden" name="group" value=(g);
+                p {
+                    label { "New group's name " input name="name" size="40" placeholder={ (g) " (split)" }; }
+                    " " button type="submit" { "Split the ticked crashes into a new group" }
+                }
+            }
             table #crashes {
-                thead { tr { th { "Received" } th { "Crash" } th { "Status" } th { "Signature" } th { "Format" } } }
+                thead { tr { @if group.is_some() { th {} } th { "Received" } th { "Crash" } th { "Status" } th { "Signature" } th { "Format" } } }
                 tbody {
                     @for r in rows {
                         tr {
+                            @if group.is_some() { td { input type="checkbox" name="crash" value=(r.id); } }
                             td.mono { (format_ms(r.received_at)) }
-                            td.mono { a href={ "/crashes/" (url_component(&r.id)) } { (r.id) } }
+                            td.mono.id { a href={ "/crashes/" (url_component(&r.id)) } { (r.id) } }
                             td { (status_pill(&r.status)) }
                             td.sig {
                                 (r.signature.as_deref().unwrap_or(""))
+                                @if let Some(c) = r.computed_signature.as_deref().filter(|c| Some(*c) != r.signature.as_deref()) {
+                                    div.computed.muted { "signature: " (c) }
+                                }
                                 @if let Some(k) = kinds.get(&r.id) { " " span.kind { (k) } }
                                 @if let Some(s) = summaries.get(&r.id) { div.reason { (s) } }
                             }
@@ -285,6 +337,7 @@ pub fn crash_list(
                         }
                     }
                 }
+            }
             }
         }
         @if let Some(after) = next {
@@ -393,6 +446,10 @@ pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_
                 table.kv {
                     @if let Some(s) = &r.signature { tr { td { "Signature" } td.sig {
                         a href={ "/crashes?signature=" (url_component(&s.text)) } { (s.text) } } } }
+                    @if let Some(g) = row.signature.as_deref().filter(|g| Some(*g) != row.computed_signature.as_deref()) {
+                        tr #group { td { "Group" } td.sig {
+                            a href={ "/crashes?signature=" (url_component(g)) } { (g) }
+                            " " span.muted { "(merged or split by hand)" } } } }
                     @if let Some(prev) = row.previous_signature.as_deref().filter(|p| Some(*p) != row.signature.as_deref()) {
                         tr.sig-changed { td { "Signature changed" } td.sig { "was " (prev) } } }
                     @if let Some(c) = &r.crash {

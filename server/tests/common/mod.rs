@@ -218,7 +218,18 @@ pub struct TempServer {
 impl TempServer {
     /// Starts the server with `extra` arguments after `--data-dir`.
     pub fn start(extra: &[&str]) -> TempServer {
-        let dir = tempfile::tempdir().expect("tempdir");
+        Self::start_in(tempfile::tempdir().expect("tempdir"), extra)
+    }
+
+    /// Stops the server and starts it again on the same data dir with `extra` arguments
+    /// (other flags: another `--signature-rules`, …).
+    pub fn restart(self, extra: &[&str]) -> TempServer {
+        let TempServer { _proc, dir, .. } = self;
+        drop(_proc);
+        Self::start_in(dir, extra)
+    }
+
+    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> TempServer {
         let data = dir.path().join("data");
         let mut args = vec!["--data-dir", data.to_str().expect("utf-8 temp path")];
         args.extend_from_slice(extra);

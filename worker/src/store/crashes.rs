@@ -32,7 +32,11 @@ pub struct CrashRow {
     pub error: Option<String>,
     /// The `postmortem.report/1` JSON document, once done.
     pub report: Option<String>,
+    /// The crash's group: the signature the rules gave, unless a person merged or split
+    /// it elsewhere (`store::groups`).
     pub signature: Option<String>,
+    /// The signature the rules gave, last time the crash was processed.
+    pub computed_signature: Option<String>,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
@@ -44,7 +48,7 @@ pub struct CrashRow {
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
-    finished_at, processing_ms, previous_signature, completions";
+    finished_at, processing_ms, previous_signature, completions, computed_signature";
 
 /// A crash as lists show it: every column but the report, which may be tens of MiB.
 /// Lists, upload retries and existence checks read this; only a crash's own page and its
@@ -63,7 +67,10 @@ pub struct CrashSummary {
     pub annotations: String,
     pub attempts: i32,
     pub error: Option<String>,
+    /// The crash's group (see [`CrashRow::signature`]).
     pub signature: Option<String>,
+    /// The signature the rules gave.
+    pub computed_signature: Option<String>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
     /// The report's `crash.analysis.summary` sentence, once done.
@@ -71,7 +78,8 @@ pub struct CrashSummary {
 }
 
 const SUMMARY_COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
-    annotations, attempts, error, signature, finished_at, processing_ms, analysis_summary";
+    annotations, attempts, error, signature, finished_at, processing_ms, analysis_summary, \
+    computed_signature";
 
 impl CrashRow {
     /// The row's summary fields (the analysis sentence is in the report here).
@@ -87,6 +95,7 @@ impl CrashRow {
             attempts: self.attempts,
             error: self.error.clone(),
             signature: self.signature.clone(),
+            computed_signature: self.computed_signature.clone(),
             finished_at: self.finished_at,
             processing_ms: self.processing_ms,
             analysis_summary: None,
@@ -423,7 +432,9 @@ pub async fn finish(
             analysis_summary,
         }) => {
             let sql = format!(
-                "UPDATE crashes SET status = 'done', report = $4, signature = $5, error = NULL, \
+                "UPDATE crashes SET status = 'done', report = $4, computed_signature = $5, \
+                 signature = COALESCE((SELECT group_name FROM group_pins WHERE crash_id = $1), \
+                 (SELECT into_group FROM group_merges WHERE signature = $5), $5), error = NULL, \
                  lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at, \
                  completions = completions + 1, function_frames = $7, \
                  analysis_summary = $8 {guard}"

@@ -1,6 +1,6 @@
 //! Database and blob access for the service: crashes (which are also the job queue),
 //! binaries, cached tables, the missing-modules index, the index of modules described
-//! by a `.sym` file alone, and the remote sources' misses and fetch claims every worker shares.
+//! by a `.sym` file alone, the crash groups people merged and split, and the remote sources' misses and fetch claims every worker shares.
 //!
 //! One [`Db`] handle speaks SQLite or PostgreSQL; each query is written once with `$N`
 //! placeholders (both dialects accept them) and compiled for both pools by [`on_pool!`].
@@ -16,6 +16,7 @@ pub mod dashboard;
 mod db;
 mod error;
 pub mod fetch_state;
+pub mod groups;
 pub mod missing;
 pub mod reprocess;
 pub mod search;

@@ -1,0 +1,177 @@
+//! Crash groups (admin): list them, merge two and split one (issue 37; Sentry's
+//! merge/unmerge). The decisions are stored (`worker::store::groups`) and outlive
+//! reprocessing and signature-rule changes.
+//!
+//! - `GET /api/v1/groups`: groups in signature order, a page at a time (`after`, `limit`);
+//! - `POST /api/v1/groups/merge` `{"into": G, "groups": [H, …]}`: every H's crashes join G;
+//! - `POST /api/v1/groups/split` `{"group": G, "crashes": [id, …], "name"?: N}`: the
+//!   crashes leave G for a new group (N, or "G (split)"); or `{"group": G,
+//!   "undo_merge_of": H}`: what a merge of H into G brought goes back to H.
+//!
+//! The writes take the `admin` scope, as reprocessing does, and like every JSON endpoint
+//! refuse a body a cross-site form could send when the server runs without tokens.
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use worker::store::dashboard::{self as q, GroupQuery, GroupSort};
+use worker::store::groups::{self, DecisionError, Moved};
+
+use super::extract::authorize;
+use super::origin::require_json;
+use super::problem::ApiError;
+use super::state::{AppState, Scope};
+
+/// Groups per page by default, and at most.
+const PAGE: i64 = 100;
+const MAX_PAGE: i64 = 1000;
+/// Crashes one split may name.
+pub const MAX_SPLIT: usize = 1000;
+
+/// The routes of this module.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/groups", get(list))
+        .route("/api/v1/groups/merge", post(merge))
+        .route("/api/v1/groups/split", post(split))
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    after: Option<String>,
+    limit: Option<i64>,
+}
+
+async fn list(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Query(p): Query<ListParams>,
+) -> Result<Json<Value>, ApiError> {
+    authorize(&s, &headers, Scope::Admin)?;
+    let limit = p.limit.unwrap_or(PAGE).clamp(1, MAX_PAGE);
+    let query = GroupQuery {
+        since: None,
+        until: None,
+        product: None,
+        version: None,
+        kind: None,
+        sort: GroupSort::Signature,
+        descending: false,
+        after: p.after.filter(|a| !a.is_empty()).map(|a| (0, a)),
+        limit,
+    };
+    let rows = q::groups(&s.db, &query).await?;
+    let next = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|g| g.signature.clone()))
+        .flatten();
+    let groups: Vec<Value> = rows
+        .iter()
+        .map(|g| {
+            json!({ "group": g.signature, "count": g.count,
+                    "first_seen": g.first_seen, "last_seen": g.last_seen })
+        })
+        .collect();
+    Ok(Json(json!({ "groups": groups, "next": next })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MergeBody {
+    into: String,
+    groups: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SplitBody {
+    group: String,
+    #[serde(default)]
+    crashes: Vec<String>,
+    name: Option<String>,
+    undo_merge_of: Option<String>,
+}
+
+fn bad(detail: String) -> ApiError {
+    ApiError::BadRequest {
+        code: "bad-request",
+        detail,
+    }
+}
+
+/// A refused decision as the API answers it.
+pub fn decision_error(e: DecisionError) -> ApiError {
+    match e {
+        DecisionError::NoGroup(g) => ApiError::NotFound(format!("no crash group {g:?}")),
+        DecisionError::Invalid(detail) => ApiError::Unprocessable {
+            code: "bad-decision",
+            detail,
+        },
+        DecisionError::Store(e) => ApiError::Store(e),
+    }
+}
+
+/// Merges each of `from` into `into`, in order; the crashes moved in all.
+pub async fn merge_all(s: &AppState, into: &str, from: &[String]) -> Result<Moved, ApiError> {
+    let mut moved = Moved {
+        group: into.to_string(),
+        crashes: 0,
+    };
+    for g in from.iter().filter(|g| g.as_str() != into) {
+        let m = groups::merge(&s.db, into, g)
+            .await
+            .map_err(decision_error)?;
+        moved.crashes = moved.crashes.saturating_add(m.crashes);
+    }
+    Ok(moved)
+}
+
+async fn merge(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Moved>, ApiError> {
+    authorize(&s, &headers, Scope::Admin)?;
+    require_json(&s, &headers)?;
+    let b: MergeBody =
+        serde_json::from_slice(&body).map_err(|e| bad(format!("the body is not a merge: {e}")))?;
+    if b.groups.is_empty() || b.groups.len() > MAX_PAGE as usize {
+        return Err(bad(format!(
+            "groups must name 1 to {MAX_PAGE} groups to merge into {:?}",
+            b.into
+        )));
+    }
+    Ok(Json(merge_all(&s, &b.into, &b.groups).await?))
+}
+
+async fn split(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Moved>, ApiError> {
+    authorize(&s, &headers, Scope::Admin)?;
+    require_json(&s, &headers)?;
+    let b: SplitBody =
+        serde_json::from_slice(&body).map_err(|e| bad(format!("the body is not a split: {e}")))?;
+    let moved = match (&b.undo_merge_of, b.crashes.is_empty()) {
+        (Some(from), true) => groups::unmerge(&s.db, &b.group, from).await,
+        (None, false) if b.crashes.len() <= MAX_SPLIT => {
+            groups::split(&s.db, &b.group, &b.crashes, b.name.as_deref()).await
+        }
+        (None, false) => {
+            return Err(bad(format!(
+                "a split moves at most {MAX_SPLIT} crashes, not {}",
+                b.crashes.len()
+            )))
+        }
+        _ => {
+            return Err(bad(
+                "a split names either crashes or undo_merge_of (one of the two)".into(),
+            ))
+        }
+    };
+    Ok(Json(moved.map_err(decision_error)?))
+}

@@ -1,0 +1,302 @@
+//! Crash groups people corrected (migration 0017): merging groups, splitting crashes out
+//! of a group, undoing a merge — decisions that outlive reprocessing and rule changes.
+//!
+//! A crash's group is `crashes.signature`; the signature the rules gave is
+//! `crashes.computed_signature`. Whenever a report is stored ([`super::crashes::finish`])
+//! and whenever a decision is taken here, a crash's group is settled by one rule:
+//! its pin (`group_pins`) if it has one, else the merge of its computed signature
+//! (`group_merges`), else its computed signature. A merge pins every crash of both
+//! groups and records the merged one's name as a signature to follow; a split pins the
+//! crashes it moves; undoing a merge pins what it gives back. The group rows of
+//! migration 0006 follow `crashes.signature` through their triggers, so counts, lists,
+//! search and the reprocess filter all see the decision.
+//!
+//! Each operation runs in one transaction.
+
+use super::{Db, StoreError};
+
+/// SQL: the group a crash row belongs to under the stored decisions.
+const SETTLED: &str = "COALESCE(\
+    (SELECT gp.group_name FROM group_pins gp WHERE gp.crash_id = crashes.id), \
+    (SELECT gm.into_group FROM group_merges gm WHERE gm.signature = crashes.computed_signature), \
+    computed_signature)";
+
+/// Why a decision was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DecisionError {
+    #[error("no crash group {0:?}")]
+    NoGroup(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for DecisionError {
+    fn from(e: sqlx::Error) -> Self {
+        DecisionError::Store(StoreError::from(e))
+    }
+}
+
+/// What a decision changed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Moved {
+    /// The group the crashes are in now.
+    pub group: String,
+    /// Crashes whose group changed.
+    pub crashes: u64,
+}
+
+/// One statement with its text binds.
+struct Step {
+    sql: String,
+    binds: Vec<String>,
+}
+
+fn step(sql: impl Into<String>, binds: &[&str]) -> Step {
+    Step {
+        sql: sql.into(),
+        binds: binds.iter().map(|b| b.to_string()).collect(),
+    }
+}
+
+/// Runs the steps in one transaction; the rows each changed.
+async fn run(db: &Db, steps: &[Step]) -> Result<Vec<u64>, StoreError> {
+    Ok(crate::on_pool!(db, p => async {
+        let mut tx = p.begin().await?;
+        let mut counts = Vec::with_capacity(steps.len());
+        for s in steps {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(s.sql.as_str()));
+            for b in &s.binds {
+                q = q.bind(b.as_str());
+            }
+            counts.push(q.execute(&mut *tx).await?.rows_affected());
+        }
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(counts)
+    }
+    .await)?)
+}
+
+/// Whether a group with this name has crashes.
+pub async fn exists(db: &Db, group: &str) -> Result<bool, StoreError> {
+    let group = super::text::clean(group);
+    let sql = "SELECT COUNT(*) FROM crash_groups WHERE signature = $1";
+    let n: i64 = crate::on_pool!(db, p => sqlx::query_scalar(sql)
+        .bind(&*group)
+        .fetch_one(p)
+        .await)?;
+    Ok(n > 0)
+}
+
+async fn need(db: &Db, group: &str) -> Result<(), DecisionError> {
+    if group.is_empty() || !exists(db, group).await? {
+        return Err(DecisionError::NoGroup(group.to_string()));
+    }
+    Ok(())
+}
+
+/// Merges group `from` into group `into`: its crashes move now, stay there whatever
+/// signature reprocessing gives them later, and new crashes whose signature is one that
+/// `from` was made of go to `into` too.
+pub async fn merge(db: &Db, into: &str, from: &str) -> Result<Moved, DecisionError> {
+    let (into, from) = (super::text::clean(into), super::text::clean(from));
+    let (into, from) = (&*into, &*from);
+    if into == from {
+        return Err(DecisionError::Invalid(format!(
+            "a group cannot be merged into itself ({into:?})"
+        )));
+    }
+    need(db, into).await?;
+    need(db, from).await?;
+    let steps = [
+        // signatures that went to `from` go to `into`, remembered as coming from `from`
+        step(
+            "UPDATE group_merges SET into_group = $1, origin = $2 WHERE into_group = $2",
+            &[into, from],
+        ),
+        step(
+            "INSERT INTO group_merges (signature, into_group, origin) VALUES ($2, $1, $2) \
+             ON CONFLICT (signature) DO UPDATE SET into_group = $1, origin = $2",
+            &[into, from],
+        ),
+        step("DELETE FROM group_merges WHERE signature = into_group", &[]),
+        // `into`'s own crashes are pinned there (origin NULL: no merge brought them), so
+        // that a rules change cannot take the merged group apart
+        step(
+            "INSERT INTO group_pins (crash_id, group_name, origin) \
+             SELECT id, $1, NULL FROM crashes WHERE signature = $1 \
+             ON CONFLICT (crash_id) DO NOTHING",
+            &[into],
+        ),
+        // crashes pinned to `from`, and every other crash of it, are pinned to `into`
+        step(
+            "UPDATE group_pins SET group_name = $1, origin = $2 WHERE group_name = $2",
+            &[into, from],
+        ),
+        step(
+            "INSERT INTO group_pins (crash_id, group_name, origin) \
+             SELECT id, $1, $2 FROM crashes WHERE signature = $2 \
+             ON CONFLICT (crash_id) DO UPDATE SET group_name = $1, origin = $2",
+            &[into, from],
+        ),
+        step(
+            format!(
+                "UPDATE crashes SET signature = {SETTLED} WHERE signature = $1 \
+                 AND COALESCE({SETTLED}, '') <> $1"
+            ),
+            &[from],
+        ),
+    ];
+    let counts = run(db, &steps).await?;
+    Ok(Moved {
+        group: into.to_string(),
+        crashes: counts.last().copied().unwrap_or(0),
+    })
+}
+
+/// Undoes the merge of group `from` into `group`: the crashes and signatures that came
+/// from `from` go back to it (pinned there, so the split stays split).
+pub async fn unmerge(db: &Db, group: &str, from: &str) -> Result<Moved, DecisionError> {
+    let (group, from) = (super::text::clean(group), super::text::clean(from));
+    let (group, from) = (&*group, &*from);
+    need(db, group).await?;
+    let steps = [
+        step(
+            "UPDATE group_merges SET into_group = $2, origin = NULL \
+             WHERE into_group = $1 AND origin = $2",
+            &[group, from],
+        ),
+        step("DELETE FROM group_merges WHERE signature = into_group", &[]),
+        step(
+            "UPDATE group_pins SET group_name = $2, origin = NULL \
+             WHERE group_name = $1 AND origin = $2",
+            &[group, from],
+        ),
+        // every crash of the group is settled again: the pinned ones and those that
+        // came through the merge rule leave
+        step(
+            format!(
+                "UPDATE crashes SET signature = {SETTLED} WHERE signature = $1 \
+                 AND COALESCE({SETTLED}, '') <> $1"
+            ),
+            &[group],
+        ),
+    ];
+    let counts = run(db, &steps).await?;
+    let moved = counts.last().copied().unwrap_or(0);
+    if moved == 0 {
+        return Err(DecisionError::Invalid(format!(
+            "no crash of group {group:?} came from a merge of {from:?}"
+        )));
+    }
+    Ok(Moved {
+        group: from.to_string(),
+        crashes: moved,
+    })
+}
+
+/// Splits the crashes `ids` (those of them that are in `group`) out of `group` into a
+/// group of their own, named `name` or, by default, after `group` with "(split N)". They
+/// stay there across reprocessing and rule changes.
+pub async fn split(
+    db: &Db,
+    group: &str,
+    ids: &[String],
+    name: Option<&str>,
+) -> Result<Moved, DecisionError> {
+    let group = super::text::clean(group);
+    let group = &*group;
+    need(db, group).await?;
+    if ids.is_empty() {
+        return Err(DecisionError::Invalid("no crashes to split out".into()));
+    }
+    let name = match name.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) if n == group => {
+            return Err(DecisionError::Invalid(format!(
+                "the new group must have another name than {group:?}"
+            )))
+        }
+        Some(n) => super::text::clean(n).into_owned(),
+        None => fresh_name(db, group).await?,
+    };
+    let mut steps = Vec::with_capacity(ids.len() * 2);
+    for id in ids {
+        let id = super::text::clean(id);
+        steps.push(step(
+            "INSERT INTO group_pins (crash_id, group_name, origin) \
+             SELECT id, $2, $3 FROM crashes WHERE id = $1 AND signature = $3 \
+             ON CONFLICT (crash_id) DO UPDATE SET group_name = $2, origin = $3",
+            &[&*id, name.as_str(), group],
+        ));
+        steps.push(step(
+            format!(
+                "UPDATE crashes SET signature = {SETTLED} WHERE id = $1 AND signature = $2 \
+                 AND COALESCE({SETTLED}, '') <> $2"
+            ),
+            &[&*id, group],
+        ));
+    }
+    let counts = run(db, &steps).await?;
+    let moved: u64 = counts.iter().skip(1).step_by(2).sum();
+    if moved == 0 {
+        return Err(DecisionError::Invalid(format!(
+            "none of the crashes given is in group {group:?}"
+        )));
+    }
+    Ok(Moved {
+        group: name,
+        crashes: moved,
+    })
+}
+
+/// `GROUP (split)`, or `GROUP (split N)` with the first N not taken by a group or a pin.
+async fn fresh_name(db: &Db, group: &str) -> Result<String, StoreError> {
+    for n in 1..1000u32 {
+        let name = if n == 1 {
+            format!("{group} (split)")
+        } else {
+            format!("{group} (split {n})")
+        };
+        let sql = "SELECT (SELECT COUNT(*) FROM crash_groups WHERE signature = $1) + \
+                   (SELECT COUNT(*) FROM group_pins WHERE group_name = $1)";
+        let taken: i64 = crate::on_pool!(db, p => sqlx::query_scalar(sql)
+            .bind(&name)
+            .fetch_one(p)
+            .await)?;
+        if taken == 0 {
+            return Ok(name);
+        }
+    }
+    Ok(format!("{group} (split {})", super::now_ms()))
+}
+
+/// The group a crash would be in if its signature were `computed`: its pin, else the
+/// merge of `computed`, else `computed` (what `signature --preview` compares).
+pub async fn settle(db: &Db, crash_id: &str, computed: &str) -> Result<String, StoreError> {
+    let sql = "SELECT COALESCE(\
+               (SELECT group_name FROM group_pins WHERE crash_id = $1), \
+               (SELECT into_group FROM group_merges WHERE signature = $2), $2)";
+    let (id, computed) = (super::text::clean(crash_id), super::text::clean(computed));
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_scalar::<_, String>(sql)
+        .bind(&*id)
+        .bind(&*computed)
+        .fetch_one(p)
+        .await)?,
+    )
+}
+
+/// The groups merged into `group` that an undo can give back (the `origin`s of its
+/// pins), in name order.
+pub async fn merged_into(db: &Db, group: &str) -> Result<Vec<(String, i64)>, StoreError> {
+    let sql = "SELECT origin, COUNT(*) FROM group_pins WHERE group_name = $1 \
+               AND origin IS NOT NULL AND origin <> $1 GROUP BY origin ORDER BY origin LIMIT 100";
+    let group = super::text::clean(group);
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, (String, i64)>(sql)
+        .bind(&*group)
+        .fetch_all(p)
+        .await)?,
+    )
+}
