@@ -147,16 +147,15 @@ fn send_all(client: &Client, files: &[&scan::Found], tty: bool, tally: &mut Tall
                 tally.bytes += f.size;
                 tally.compressed += sent.compressed;
                 tally.resumed += sent.resumed;
+                let resumed = match sent.resumed {
+                    0 => String::new(),
+                    n => format!(", resumed ×{n}, {} sent by this run", human(sent.sent)),
+                };
                 let line = format!(
-                    "uploaded {} ({}, {} compressed{})",
+                    "uploaded {} ({}, {} compressed{resumed})",
                     f.path.display(),
                     human(f.size),
                     human(sent.compressed),
-                    if sent.resumed > 0 {
-                        format!(", resumed {} times", sent.resumed)
-                    } else {
-                        String::new()
-                    }
                 );
                 bar.suspend(|| println!("{line}"));
             }
@@ -251,7 +250,7 @@ impl Tally {
             s += &format!(", {} failed", self.failed);
         }
         if self.resumed > 0 {
-            s += &format!(", {} resumptions", self.resumed);
+            s += &format!(", resumed ×{}", self.resumed);
         }
         if !scanned.unusable.is_empty() {
             s += &format!(", {} not identifiable", scanned.unusable.len());

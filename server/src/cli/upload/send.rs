@@ -47,11 +47,12 @@ pub enum Presence {
 /// The server's answer to a finished upload.
 #[derive(Debug)]
 pub struct Sent {
-    /// Compressed bytes sent (each once, unless the server lost a session).
+    /// The file's compressed size.
     pub compressed: u64,
-    /// Whether the server says it stored a new file (not one it already had).
-    pub created: bool,
-    /// Times the upload went on after a failed chunk.
+    /// Bytes this run sent (more than `compressed` only when a chunk was cut and the
+    /// server had not received its end; less when a killed run had sent the start).
+    pub sent: u64,
+    /// Times the upload went on after a failed chunk, or from an earlier run's session.
     pub resumed: u32,
 }
 
@@ -206,11 +207,10 @@ impl Client {
             if answer.code() == Some("session-incomplete") {
                 continue;
             }
-            let created = answer.status == 201;
             answer.ok()?;
             return Ok(Sent {
-                compressed: sent,
-                created,
+                compressed: packed.size,
+                sent,
                 resumed,
             });
         }
