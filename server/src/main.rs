@@ -38,6 +38,9 @@ enum Command {
     Bench(cli::bench::BenchArgs),
     /// The crash signature of reports under a rules file; `--explain` says why.
     Signature(cli::signature::SignatureArgs),
+    /// Send a build's binaries and debug files to a server: only those it lacks, in
+    /// resumable chunks.
+    Upload(cli::upload::UploadArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Walk(args) => walk_cli::walk::run(args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Signature(args) => cli::signature::run(args),
+        Command::Upload(args) => cli::upload::run(args),
         Command::Serve(args) => cli::runtime().and_then(|rt| {
             rt.block_on(cli::serve::run(args))
                 .map(|()| ExitCode::SUCCESS)

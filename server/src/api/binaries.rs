@@ -83,6 +83,16 @@ async fn upload_inner(
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let files = received_files(s, headers, body).await?;
+    store_files(s, files).await
+}
+
+/// Identifies, checks and stores staged files with the names they were sent under (each
+/// checked by [`super::file_name::check`]): the one store path of an upload, whether it
+/// arrived in one request or in an upload session's chunks (`upload_sessions`).
+pub(super) async fn store_files(
+    s: &AppState,
+    files: Vec<(Option<String>, StagedBlob)>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     // Identify and check every file before storing any, so a bad file stores nothing.
     let mut checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)> = Vec::new();
     for (name, staged) in files {

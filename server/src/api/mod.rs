@@ -4,6 +4,7 @@
 //!
 //! - `crashes`: upload crashes, read them and their reports, list them, download a dump;
 //! - `binaries`: upload and look up binaries by build-id;
+//! - `upload_sessions`: which files the server lacks, and resumable chunked uploads;
 //! - `debuginfod`: the uploaded binaries and debug files as a debuginfod server serves
 //!   them (`/buildid/{id}/executable|debuginfo`), for gdb, eu-stack and `debuginfod-find`;
 //! - `modules`: the modules crashes needed and nobody uploaded;
@@ -39,6 +40,7 @@ pub(crate) mod rate;
 mod reprocess;
 pub mod state;
 pub(crate) mod upload_fields;
+pub mod upload_sessions;
 
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -54,6 +56,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(crashes::routes())
         .merge(binaries::routes())
+        .merge(upload_sessions::routes())
         .merge(debuginfod::routes())
         .merge(modules::routes())
         .merge(reprocess::routes())

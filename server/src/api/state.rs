@@ -105,4 +105,6 @@ pub struct AppState {
     /// Uploaded files identified at once (each reads its file from disk; a `.sym` file
     /// is read to its end): the rest wait their turn.
     pub identify_slots: Arc<tokio::sync::Semaphore>,
+    /// Resumable uploads in progress (`api::upload_sessions`).
+    pub upload_sessions: Arc<super::upload_sessions::Sessions>,
 }

@@ -7,6 +7,7 @@ pub mod preview;
 pub mod reprocess;
 pub mod serve;
 pub mod signature;
+pub mod upload;
 pub mod worker;
 
 use std::path::PathBuf;

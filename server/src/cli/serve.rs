@@ -91,6 +91,8 @@ pub struct ServeArgs {
     /// staged file from disk, a `.sym` file to its end, in bounded memory).
     #[arg(long, default_value_t = 2)]
     pub max_identify_jobs: usize,
+    #[command(flatten)]
+    pub upload_sessions: crate::api::upload_sessions::SessionArgs,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -191,6 +193,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         wake,
         reprocess_rate: Arc::new(crate::api::rate::RateLimit::new(args.reprocess_per_minute)),
         identify_slots: Arc::new(tokio::sync::Semaphore::new(args.max_identify_jobs.max(1))),
+        upload_sessions: Arc::new(crate::api::upload_sessions::Sessions::new(
+            &args.upload_sessions,
+        )),
     };
 
     tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");
