@@ -252,6 +252,7 @@ fn limit_value(v: &str) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     //! The streamed document against the tree rendering above, byte for byte, on every
     //! report the fixtures hold (cores and minidumps, x86_64 and aarch64, as `walk` and
