@@ -138,6 +138,137 @@ both!(
     lease_and_finish
 );
 
+/// A batch: leased in queue order, each job once; finished in one transaction, where a
+/// job whose lease was lost is left alone and only the stored reports are indexed.
+async fn batch_lease_and_finish(db: &Db) {
+    for (i, id) in ["c1", "c2", "c3", "c4", "c5"].iter().enumerate() {
+        crashes::insert(db, &crash(id, 1000 + i as i64))
+            .await
+            .unwrap();
+    }
+    let first = crashes::lease_batch(db, "w1", 5000, 60_000, 3, 3)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = first.iter().map(|l| l.id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2", "c3"]);
+    let rest = crashes::lease_batch(db, "w2", 5000, 60_000, 3, 10)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = rest.iter().map(|l| l.id.as_str()).collect();
+    assert_eq!(ids, ["c4", "c5"], "the rest, none twice");
+    let report = |f: &str| {
+        Outcome::Done(StoredReport::from_json(
+            format!(
+                r#"{{"modules":[{{"name":"/lib/libc.so.6"}}],"threads":[{{"frames":[{{"function":"{f}"}},{{"function":"main"}}]}}]}}"#
+            ),
+            Some(format!("sig {f}")),
+        ))
+    };
+    let (a, failed, b) = (
+        report("Crash_Here"),
+        Outcome::Failed {
+            reason: "bad dump".into(),
+        },
+        report("other"),
+    );
+    // c3's lease was lost (another attempt holds it)
+    let mut lost = first[2].clone();
+    lost.attempts += 1;
+    let jobs = [
+        crashes::Finished {
+            lease: &first[0],
+            outcome: &a,
+            processing_ms: Some(7),
+        },
+        crashes::Finished {
+            lease: &first[1],
+            outcome: &failed,
+            processing_ms: Some(3),
+        },
+        crashes::Finished {
+            lease: &lost,
+            outcome: &b,
+            processing_ms: Some(5),
+        },
+    ];
+    let kept = crashes::finish_batch(db, "w1", 6000, 3, &jobs)
+        .await
+        .unwrap();
+    assert_eq!(kept, [true, true, false]);
+    let row = crashes::get(db, "c1").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            row.status.as_str(),
+            row.processing_ms,
+            row.signature.as_deref()
+        ),
+        ("done", Some(7), Some("sig Crash_Here"))
+    );
+    let row = crashes::get(db, "c2").await.unwrap().unwrap();
+    assert_eq!(
+        (row.status.as_str(), row.processing_ms),
+        ("failed", Some(3))
+    );
+    assert_eq!(
+        crashes::get(db, "c3").await.unwrap().unwrap().status,
+        "processing"
+    );
+    let terms = |id: &'static str| async move {
+        let sql =
+            "SELECT s.kind, s.term FROM crash_terms c JOIN search_terms s ON s.id = c.term_id \
+                   WHERE c.crash_id = $1 ORDER BY s.kind, s.term";
+        let rows: Vec<(String, String)> = match db.backend() {
+            worker::store::Backend::Sqlite(p) => sqlx::query_as(sql).bind(id).fetch_all(p).await,
+            worker::store::Backend::Postgres(p) => sqlx::query_as(sql).bind(id).fetch_all(p).await,
+        }
+        .unwrap();
+        rows
+    };
+    let want: Vec<(String, String)> = [
+        ("function", "crash_here"),
+        ("function", "main"),
+        ("module", "libc.so.6"),
+    ]
+    .iter()
+    .map(|(k, t)| (k.to_string(), t.to_string()))
+    .collect();
+    assert_eq!(terms("c1").await, want);
+    assert!(
+        terms("c3").await.is_empty(),
+        "a lost job's report is not indexed"
+    );
+    // a second batch sharing terms with the first inserts no term twice
+    let d = report("main");
+    let jobs = [crashes::Finished {
+        lease: &rest[0],
+        outcome: &d,
+        processing_ms: None,
+    }];
+    assert_eq!(
+        crashes::finish_batch(db, "w2", 6500, 3, &jobs)
+            .await
+            .unwrap(),
+        [true]
+    );
+    assert_eq!(
+        crashes::get(db, "c4").await.unwrap().unwrap().processing_ms,
+        Some(1500)
+    );
+    assert_eq!(terms("c4").await.len(), 2);
+    let count = "SELECT COUNT(*) FROM search_terms";
+    let n: i64 = match db.backend() {
+        worker::store::Backend::Sqlite(p) => sqlx::query_scalar(count).fetch_one(p).await,
+        worker::store::Backend::Postgres(p) => sqlx::query_scalar(count).fetch_one(p).await,
+    }
+    .unwrap();
+    assert_eq!(n, 3, "crash_here, main, libc.so.6");
+}
+both!(
+    batch_lease_and_finish_sqlite,
+    batch_lease_and_finish_postgres,
+    batch_lease_and_finish
+);
+
 /// A job leased by a worker that died is picked up again once the lease expires, and
 /// the dead worker can no longer finish it.
 async fn lease_expiry(db: &Db) {

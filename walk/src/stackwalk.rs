@@ -154,15 +154,3 @@ impl Log {
         }
     }
 }
-
-/// The stackwalk JSON document as text, compact or pretty.
-pub fn json_text(report: &Report, pretty: bool) -> anyhow::Result<String> {
-    let doc = engine::report::stackwalk::json(report);
-    let mut s = if pretty {
-        serde_json::to_string_pretty(&doc)?
-    } else {
-        serde_json::to_string(&doc)?
-    };
-    s.push('\n');
-    Ok(s)
-}

@@ -7,7 +7,7 @@ use anyhow::Context;
 use engine::process::{process_dump, DumpSha256, ProcessOptions};
 
 use crate::files::FileProvider;
-use crate::stackwalk::{json_text, Level, Log, StackwalkArgs};
+use crate::stackwalk::{Level, Log, StackwalkArgs};
 use crate::table_cache::TableCache;
 use engine::dump::compressed::{self, Compression, Limit};
 use mapped::Mapped;
@@ -195,32 +195,15 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         log.say(Level::Error, &format!("postmortem: {p}"));
     }
     log.report(&report);
-    let text = match args.output_format() {
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(&report).context("serializing the report")?;
-            s.push('\n');
-            s
-        }
-        Format::Text => engine::report::text::render(&report),
-        Format::StackwalkJson => json_text(&report, args.stackwalk.pretty)?,
-        Format::StackwalkHuman => engine::report::stackwalk::human(&report, args.stackwalk.brief),
-    };
     if let Some(p) = &args.stackwalk.cyborg {
-        std::fs::write(p, json_text(&report, args.stackwalk.pretty)?)
-            .with_context(|| format!("writing {}", p.display()))?;
+        write_to(Some(p), |out| {
+            engine::report::stackwalk::write_json(&report, out, args.stackwalk.pretty)
+        })?;
     }
-    match &args.output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(text.as_bytes()) {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    return Err(e.into());
-                }
-            }
-        }
-    }
+    let format = args.output_format();
+    write_to(args.output.as_deref(), |out| {
+        render(&report, format, &args, out)
+    })?;
     // The process ends here: its memory goes back to the system at once, while dropping
     // the tables, the dump and the report piece by piece (unmapping each large list)
     // costs time a one-shot walk is measured by.
@@ -229,3 +212,57 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     std::mem::forget((provider, report, bytes));
     Ok(ExitCode::SUCCESS)
 }
+
+/// Writes the report in `format` to `out`: serialized once, straight into the buffer
+/// (no document tree, no whole-output string for the JSON formats).
+fn render(
+    report: &engine::report::Report,
+    format: Format,
+    args: &WalkArgs,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, report)?;
+            out.write_all(b"\n")
+        }
+        Format::Text => out.write_all(engine::report::text::render(report).as_bytes()),
+        Format::StackwalkJson => {
+            engine::report::stackwalk::write_json(report, out, args.stackwalk.pretty)
+        }
+        Format::StackwalkHuman => {
+            out.write_all(engine::report::stackwalk::human(report, args.stackwalk.brief).as_bytes())
+        }
+    }
+}
+
+/// Runs `write` on a buffered file at `path`, or on stdout (a reader that went away,
+/// `| head`, is no error).
+fn write_to(
+    path: Option<&Path>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    match path {
+        Some(p) => {
+            let file =
+                std::fs::File::create(p).with_context(|| format!("writing {}", p.display()))?;
+            let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, file);
+            write(&mut out)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("writing {}", p.display()))
+        }
+        None => {
+            let mut out =
+                std::io::BufWriter::with_capacity(OUTPUT_BUFFER, std::io::stdout().lock());
+            match write(&mut out).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// The output buffer: a report is written through it, so a deep report costs this much
+/// memory beyond the report itself.
+const OUTPUT_BUFFER: usize = 64 * 1024;

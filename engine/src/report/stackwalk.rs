@@ -19,95 +19,15 @@
 
 use std::fmt::Write;
 
-use serde_json::{json, Map, Value};
-
 use super::{Frame, Report, Thread};
 use crate::dump::{Arch, DumpFormat, Os};
 use crate::walk::Trust;
 
-/// The report as minidump-stackwalk's `--json` document.
-pub fn json(report: &Report) -> Value {
-    let width = Width::of(report.dump.arch);
-    let system = &report.dump.system;
-    let crash = report.crash.as_ref();
-    let threads: Vec<Value> = report
-        .threads
-        .iter()
-        .map(|t| thread_json(t, report, width))
-        .collect();
-    let crashing_thread = crash.and_then(|c| {
-        let mut thread = threads.get(c.thread)?.clone();
-        let registers = registers_json(report.threads.get(c.thread)?, report.dump.arch, width);
-        let obj = thread.as_object_mut()?;
-        let first = obj
-            .get_mut("frames")?
-            .as_array_mut()?
-            .first_mut()?
-            .as_object_mut()?;
-        first.insert("registers".into(), registers);
-        obj.insert("threads_index".into(), json!(c.thread));
-        Some(thread)
-    });
-    let mut doc = json!({
-        "status": "OK",
-        "system_info": {
-            "os": os_name(report.dump.os),
-            "os_ver": system.os_version,
-            "cpu_arch": cpu_name(report.dump.arch),
-            "cpu_info": system.cpu_info,
-            "cpu_count": system.cpu_count,
-            "cpu_microcode_version": system.cpu_microcode_version,
-        },
-        "crash_info": crash_info(report, width),
-        "lsb_release": system.distribution.as_ref().map(|d| json!({
-            "id": d.id,
-            "release": d.release,
-            "codename": d.codename,
-            "description": d.description,
-        })),
-        "proc_limits": system.limits.as_ref().map(|limits| json!({
-            "limits": limits.iter().map(|l| json!({
-                "name": l.name,
-                "soft": limit_value(&l.soft),
-                "hard": limit_value(&l.hard),
-                "unit": l.unit,
-            })).collect::<Vec<_>>(),
-        })),
-        "soft_errors": system
-            .writer_errors
-            .as_deref()
-            .and_then(|e| serde_json::from_str::<Value>(e).ok()),
-        "mac_crash_info": Value::Null,
-        "mac_boot_args": Value::Null,
-        "linux_memory_map_count": system.memory_map_count,
-        "main_module": main_first(report).first().map(|_| 0),
-        "modules_contains_cert_info": false,
-        "modules": main_first(report)
-            .into_iter()
-            .map(|m| module_json(m, report, width))
-            .collect::<Vec<_>>(),
-        "pid": report.dump.pid,
-        "process_uptime": system.uptime_seconds,
-        "thread_count": report.threads.len(),
-        "threads": threads,
-        "unloaded_modules": report.unloaded_modules.iter().map(|m| json!({
-            "base_addr": width.hex_str(&m.base),
-            "end_addr": width.hex_str(&m.end),
-            "code_id": m.code_id.as_ref().or(m.build_id.as_ref()),
-            "filename": m.path.as_ref().unwrap_or(&m.name),
-            "cert_subject": Value::Null,
-        })).collect::<Vec<_>>(),
-        "handles": system.handles.as_ref().map(|handles| handles.iter().map(|h| json!({
-            "handle": h.handle,
-            "type_name": h.type_name,
-            "object_name": h.object_name,
-        })).collect::<Vec<_>>()),
-    });
-    if let (Some(t), Some(obj)) = (crashing_thread, doc.as_object_mut()) {
-        obj.insert("crashing_thread".into(), t);
-    }
-    doc
-}
+mod json;
+#[cfg(test)]
+mod tree;
+
+pub use json::{document, write_json, Document};
 
 /// minidump-stackwalk's `--human` text (`--brief`: the summary and the crashed thread).
 pub fn human(report: &Report, brief: bool) -> String {
@@ -408,95 +328,6 @@ impl Address {
     }
 }
 
-fn thread_json(t: &Thread, report: &Report, width: Width) -> Value {
-    let frames: Vec<Value> = real_frames(t)
-        .into_iter()
-        .enumerate()
-        .map(|(i, real)| {
-            let f = real.frame;
-            let at = Address::of(f, i, report.dump.arch);
-            let inlines = (!real.inlines.is_empty()).then(|| {
-                real.inlines
-                    .iter()
-                    .map(|inline| {
-                        json!({
-                            "function": inline.function,
-                            "file": inline.file,
-                            "line": inline.line,
-                        })
-                    })
-                    .collect::<Vec<_>>()
-            });
-            json!({
-                "frame": i,
-                "trust": trust_name(f.trust),
-                "offset": width.hex(at.offset),
-                "module": f.module,
-                "module_offset": at.module_offset.map(|o| width.hex(o)),
-                "unloaded_modules": Value::Null,
-                "function": f.function,
-                "function_offset": at.function_offset.map(|o| width.hex(o)),
-                "file": f.file,
-                "line": f.line,
-                "missing_symbols": f.function.is_none(),
-                "inlines": inlines,
-            })
-        })
-        .collect();
-    json!({
-        "thread_name": t.name,
-        "thread_id": t.tid,
-        "last_error_value": Value::Null,
-        "frame_count": frames.len(),
-        "frames": frames,
-    })
-}
-
-fn crash_info(report: &Report, width: Width) -> Value {
-    let Some(c) = &report.crash else {
-        return Value::Null;
-    };
-    let instruction = c.instruction.as_ref();
-    let accesses = instruction.map(|i| {
-        i.accesses
-            .iter()
-            .map(|a| {
-                let mut access = json!({
-                    "address": width.hex_str(&a.address),
-                    "size": a.size,
-                });
-                if let (Some(k), Some(obj)) = (a.access, access.as_object_mut()) {
-                    obj.insert("access_type".into(), json!(access_type(k).to_lowercase()));
-                }
-                access
-            })
-            .collect::<Vec<_>>()
-    });
-    json!({
-        "type": crash_type(report),
-        "address": c.address.as_deref().map(|a| width.hex_str(a)),
-        "adjusted_address": adjusted(report).map(|a| match a {
-            Adjusted::NullPointer(offset) => json!({
-                "kind": "null-pointer",
-                "offset": width.hex(offset),
-            }),
-            Adjusted::NonCanonical(address) => json!({
-                "kind": "non-canonical",
-                "address": width.hex(address),
-            }),
-        }),
-        "instruction": instruction.map(|i| &i.text),
-        "memory_accesses": accesses,
-        "instruction_pointer_update": instruction
-            .and_then(|i| i.jump.as_deref())
-            .map(|a| json!({ "address": width.hex_str(a) })),
-        "possible_bit_flips": possible_bit_flips(report, width),
-        "crash_inconsistencies": [],
-        "crashing_thread": c.thread,
-        "assertion": c.assertion,
-    })
-}
-
 /// The analysis's evidence key listing the mapped addresses one flipped bit from the
 /// faulting address (`crash.analysis.evidence.bit_flip_of`, space-separated).
 const BIT_FLIP_OF: &str = "bit_flip_of";
@@ -603,21 +434,6 @@ impl BitFlip {
             combined
         }
     }
-
-    fn json(&self, width: Width) -> Value {
-        json!({
-            "address": width.hex(self.address),
-            "details": {
-                "was_non_canonical": false,
-                "is_null": self.is_null,
-                "was_low": self.was_low,
-                "poison_registers": self.poison_registers,
-                "nearby_registers": self.nearby_registers,
-            },
-            "confidence": self.confidence(),
-            "source_register": Value::Null,
-        })
-    }
 }
 
 /// The crash analysis's bit flips of the faulting address (see [`BIT_FLIP_OF`]), in
@@ -649,16 +465,6 @@ fn bit_flips(report: &Report, width: Width) -> Vec<BitFlip> {
         .filter_map(super::parse_hex)
         .map(|a| BitFlip::new(a, original, &registers, width))
         .collect()
-}
-
-/// `crash_info.possible_bit_flips`: `null` when there are none, as minidump-stackwalk
-/// writes it.
-fn possible_bit_flips(report: &Report, width: Width) -> Value {
-    let flips = bit_flips(report, width);
-    if flips.is_empty() {
-        return Value::Null;
-    }
-    Value::Array(flips.iter().map(|f| f.json(width)).collect())
 }
 
 /// What the crashing instruction's operands say the faulting address really was.
@@ -820,45 +626,6 @@ fn caller_registers(f: &Frame, arch: Arch, width: Width) -> Vec<(&'static str, S
     out
 }
 
-fn registers_json(t: &Thread, arch: Arch, width: Width) -> Value {
-    let map: Map<String, Value> = gprs(t, arch, width)
-        .into_iter()
-        .map(|(name, value)| (name.to_string(), Value::String(value)))
-        .collect();
-    Value::Object(map)
-}
-
-fn module_json(m: &super::Module, report: &Report, width: Width) -> Value {
-    let loaded = !m.symbols.is_empty();
-    // minidump-stackwalk looks for a module's symbols when a frame is in it, and says
-    // they are missing only then
-    let looked_for = report
-        .threads
-        .iter()
-        .flat_map(|t| &t.frames)
-        .any(|f| f.module_index == Some(m.index));
-    let symbol_url = m
-        .lookups
-        .iter()
-        .find(|l| l.result == super::LookupResult::Fetched)
-        .map(|l| l.source.clone());
-    json!({
-        "base_addr": width.hex_str(&m.base),
-        "end_addr": width.hex_str(&m.end),
-        "debug_file": debug_file(m, report),
-        "debug_id": m.debug_id.as_deref().unwrap_or(NIL_DEBUG_ID),
-        "filename": m.name,
-        "code_id": m.code_id.as_ref().or(m.build_id.as_ref()),
-        "version": m.version,
-        "cert_subject": Value::Null,
-        "missing_symbols": looked_for && !loaded,
-        // as `missing_symbols`: said of the modules a frame landed in
-        "loaded_symbols": looked_for && loaded,
-        "corrupt_symbols": m.status == super::ModuleStatus::Corrupt,
-        "symbol_url": symbol_url,
-    })
-}
-
 /// minidump-stackwalk's `debug_id` of a module the dump gives none (a Windows module
 /// without a CodeView record): the nil id, as rust-minidump writes it.
 const NIL_DEBUG_ID: &str = "000000000000000000000000000000000";
@@ -881,11 +648,6 @@ fn main_first(report: &Report) -> Vec<&super::Module> {
     let mut modules: Vec<&super::Module> = report.modules.iter().collect();
     modules.sort_by_key(|m| !m.main);
     modules
-}
-
-/// A limit as minidump-stackwalk writes it: a number, or a word (`unlimited`).
-fn limit_value(v: &str) -> Value {
-    v.parse::<u64>().map_or_else(|_| json!(v), |n| json!(n))
 }
 
 fn trust_name(t: Trust) -> &'static str {

@@ -371,7 +371,7 @@ async fn get_one(
                         row.status
                     ))
                 })?;
-            Ok(Json(engine::report::stackwalk::json(&report)).into_response())
+            Ok(Json(engine::report::stackwalk::document(&report)).into_response())
         }
         Some(other) => Err(ApiError::BadRequest {
             code: "bad-format",

@@ -145,6 +145,7 @@ async fn metrics(
     let sum = jm.latency_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0;
     let _ = writeln!(out, "postmortem_processing_seconds_sum {sum}");
     let _ = writeln!(out, "postmortem_processing_seconds_count {count}");
+    jm.steps.render(&mut out);
     let _ = writeln!(
         out,
         "# HELP postmortem_tables_cache_hits_total Table lookups served from memory."

@@ -96,6 +96,10 @@ pub struct JobArgs {
     /// Leases per job before it is marked failed.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: i32,
+    /// Jobs a worker leases at once and stores in one transaction (1 to 256).
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub claim_batch: u16,
     /// Crash signature rules file (docs/grouping.md), replacing the built-in rules, or
     /// extending them when its first rule is `extends builtin`.
     #[arg(long)]
@@ -136,6 +140,7 @@ impl JobArgs {
             lease: Duration::from_secs(self.lease_secs.max(1)),
             max_attempts: self.max_attempts.max(1),
             time_limit: Duration::from_secs(self.job_timeout_secs.max(1)),
+            batch: usize::from(self.claim_batch),
             ..JobConfig::default()
         };
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;

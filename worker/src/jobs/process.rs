@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tracing::{info_span, instrument, Instrument};
 
+use super::steps::Step;
 use super::{fetch, JobError, Runner};
 use crate::cache::{CacheKey, TableKind};
 use crate::store::{binaries, breakpad_used, crashes, missing, tables};
@@ -43,27 +44,77 @@ pub async fn process_job(
     // keep the last fifth to report what was found (the limit is the whole job's deadline:
     // at the limit itself the crash would fail without a report)
     let until = std::time::Instant::now().checked_add(limit.saturating_sub(limit / 5));
-    // In place (mapped): the walk reads the pages it needs of a dump of any size.
-    let dump = runner.blobs.open(&lease.dump_sha256).await?;
-
-    // 1. Which modules does the dump name?
-    let bytes = dump.clone();
-    // the modules the engine will use: a dump listing 100,000 costs no more lookups
+    let steps = &runner.metrics.steps;
+    // 1. Which modules does the dump name? In place (mapped): the walk reads the pages it
+    // needs of a dump of any size.
     let max_modules = runner.config.process.budget.max_modules;
-    let (arch, modules) = run_guarded(limit, move || {
-        let mut d = engine::dump::read_dump(&bytes)?;
-        d.cut_modules(max_modules);
-        Ok((d.arch, d.modules))
-    })
-    .await?;
+    let (dump, arch, modules) = steps
+        .timed(Step::Read, async {
+            let dump = runner.blobs.open(&lease.dump_sha256).await?;
+            let bytes = dump.clone();
+            // the modules the engine will use: a dump listing 100,000 costs no more lookups
+            let (arch, modules) = run_guarded(limit, move || {
+                let mut d = engine::dump::read_dump(&bytes)?;
+                d.cut_modules(max_modules);
+                Ok((d.arch, d.modules))
+            })
+            .await?;
+            Ok::<_, JobError>((dump, arch, modules))
+        })
+        .await?;
 
+    // 2. Their tables, recording the ones nobody uploaded.
+    let (found, lookups) = steps
+        .timed(
+            Step::Tables,
+            gather_tables(runner, lease, &modules, arch, until),
+        )
+        .await?;
+
+    // 3. The report.
+    let bytes = dump.clone();
+    // The blob key is the sha256 of exactly these bytes: no need to hash them again.
+    let options = runner
+        .config
+        .process
+        .clone()
+        .with_dump_sha256(lease.dump_sha256.clone());
+    let mut report = steps
+        .timed(
+            Step::Engine,
+            run_guarded(limit, move || run_engine(&bytes, found, lookups, &options)),
+        )
+        .await?;
+
+    add_upload_fields(
+        &mut report,
+        lease,
+        runner.config.process.budget.max_report_bytes,
+    );
+    let started = std::time::Instant::now();
+    let stored = tracing::info_span!("step", step = Step::Serialize.as_str())
+        .in_scope(|| crashes::StoredReport::of(&report))
+        .map_err(|e| JobError::Serialize(format!("report not serializable: {e}")));
+    steps.observe(Step::Serialize, started.elapsed());
+    stored
+}
+
+/// The tables of the dump's modules, by [`module_key`], with what remote sources were
+/// asked for each; the modules nobody uploaded are recorded as missing.
+async fn gather_tables(
+    runner: &Runner,
+    lease: &crashes::Lease,
+    modules: &[Module],
+    arch: engine::dump::Arch,
+    until: Option<std::time::Instant>,
+) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
     // 2. Their tables, recording the ones nobody uploaded.
     missing::clear_crash(&runner.db, &lease.id).await?;
     breakpad_used::clear_crash(&runner.db, &lease.id).await?;
     let source = Uploaded(runner);
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
     let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
-    for m in &modules {
+    for m in modules {
         let Some(key) = module_key(m) else { continue };
         if found.contains_key(&key) || m.is_vdso() {
             // The vdso's tables come from the dump's own memory: nobody uploads it, and
@@ -118,25 +169,7 @@ pub async fn process_job(
         }
     }
 
-    // 3. The report.
-    let bytes = dump.clone();
-    // The blob key is the sha256 of exactly these bytes: no need to hash them again.
-    let options = runner
-        .config
-        .process
-        .clone()
-        .with_dump_sha256(lease.dump_sha256.clone());
-    let mut report = run_guarded(limit, move || run_engine(&bytes, found, lookups, &options))
-        .instrument(info_span!("engine"))
-        .await?;
-
-    add_upload_fields(
-        &mut report,
-        lease,
-        runner.config.process.budget.max_report_bytes,
-    );
-    crashes::StoredReport::of(&report)
-        .map_err(|e| JobError::Serialize(format!("report not serializable: {e}")))
+    Ok((found, lookups))
 }
 
 /// Adds the upload's form fields (Crashpad `prod`, `ver`, `guid`, …) to the report's

@@ -352,36 +352,61 @@ pub async fn lease(
     lease_ms: i64,
     max_attempts: i32,
 ) -> Result<Option<Lease>, StoreError> {
+    Ok(lease_batch(db, worker, now, lease_ms, max_attempts, 1)
+        .await?
+        .pop())
+}
+
+/// Leases up to `n` jobs at once, in one statement, as [`lease`] leases one: a worker
+/// claims a batch and finishes it with [`finish_batch`], so the queue costs two
+/// statements per batch rather than two per job. Listed in queue order.
+pub async fn lease_batch(
+    db: &Db,
+    worker: &str,
+    now: i64,
+    lease_ms: i64,
+    max_attempts: i32,
+    n: usize,
+) -> Result<Vec<Lease>, StoreError> {
     // The claim is one statement on both databases. PostgreSQL: concurrent workers skip
     // rows another transaction has locked instead of waiting on them. SQLite: a single
     // writer, so the UPDATE with its subquery is atomic already.
     let pick = "SELECT id FROM crashes WHERE status = 'pending' \
                 OR (status = 'processing' AND lease_until < $3 AND attempts < $4) \
-                ORDER BY priority, received_at, id LIMIT 1";
-    let sql = match db.backend() {
-        Backend::Postgres(_) => format!(
-            "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
-             lease_until = $1, leased_by = $2, started_at = $3 \
-             WHERE id = ({pick} FOR UPDATE SKIP LOCKED) \
-             RETURNING id, attempts, dump_sha256, annotations, annotations_cut"
-        ),
-        Backend::Sqlite(_) => format!(
-            "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
-             lease_until = $1, leased_by = $2, started_at = $3 \
-             WHERE id = ({pick}) \
-             RETURNING id, attempts, dump_sha256, annotations, annotations_cut"
-        ),
+                ORDER BY priority, received_at, id LIMIT $5";
+    let lock = match db.backend() {
+        Backend::Postgres(_) => " FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite(_) => "",
     };
+    let sql = format!(
+        "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
+         lease_until = $1, leased_by = $2, started_at = $3 \
+         WHERE id IN ({pick}{lock}) \
+         RETURNING id, attempts, dump_sha256, annotations, annotations_cut, \
+         priority, received_at"
+    );
+    #[derive(sqlx::FromRow)]
+    struct Claimed {
+        #[sqlx(flatten)]
+        lease: Lease,
+        priority: i32,
+        received_at: i64,
+    }
     let until = now.saturating_add(lease_ms);
-    Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, Lease>(sqlx::AssertSqlSafe(sql.as_str()))
+    let n = i64::try_from(n.max(1)).unwrap_or(1);
+    let mut claimed: Vec<Claimed> = crate::on_pool!(db, p => sqlx::query_as::<_, Claimed>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(until)
         .bind(worker)
         .bind(now)
         .bind(max_attempts)
-        .fetch_optional(p)
-        .await)?,
-    )
+        .bind(n)
+        .fetch_all(p)
+        .await)?;
+    // RETURNING lists rows in no promised order
+    claimed.sort_by(|a, b| {
+        (a.priority, a.received_at, &a.lease.id).cmp(&(b.priority, b.received_at, &b.lease.id))
+    });
+    Ok(claimed.into_iter().map(|c| c.lease).collect())
 }
 
 /// Extends a lease still held (a long job keeps its claim). False if it was lost.
@@ -413,7 +438,7 @@ pub enum Outcome {
 /// Finishes a leased job, only if the lease is still ours. False if it was lost (another
 /// worker took the job over after our lease expired; its result wins). A `done` finish
 /// adds one to the row's `completions`, so the database itself shows that no job was
-/// completed twice.
+/// completed twice. Its `processing_ms` is the time since it was leased.
 pub async fn finish(
     db: &Db,
     lease: &Lease,
@@ -422,57 +447,126 @@ pub async fn finish(
     max_attempts: i32,
     outcome: &Outcome,
 ) -> Result<bool, StoreError> {
-    let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
-    let n = match outcome {
-        Outcome::Done(StoredReport {
-            text: report,
-            signature,
-            function_frames: named,
-            terms,
-            analysis_summary,
-        }) => {
-            let sql = format!(
-                "UPDATE crashes SET status = 'done', report = $4, computed_signature = $5, \
-                 signature = COALESCE((SELECT group_name FROM group_pins WHERE crash_id = $1), \
-                 (SELECT into_group FROM group_merges WHERE signature = $5), $5), error = NULL, \
-                 lease_until = NULL, finished_at = $6, processing_ms = $6 - started_at, \
-                 completions = completions + 1, function_frames = $7, \
-                 analysis_summary = $8 {guard}"
-            );
-            let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-                .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(report).bind(signature).bind(now).bind(named).bind(analysis_summary)
-                .execute(p).await.map(|r| r.rows_affected()))?;
-            if n == 1 {
-                super::search::index_terms(db, &lease.id, terms).await?;
-            }
-            n
-        }
-        Outcome::Failed { reason } => {
-            let reason = super::text::clean(reason);
-            let sql = format!(
-                "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
-                 finished_at = $5, processing_ms = $5 - started_at {guard}"
-            );
-            crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-                .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(&*reason).bind(now)
-                .execute(p).await.map(|r| r.rows_affected()))?
-        }
-        Outcome::Retry { reason } => {
-            let reason = super::text::clean(reason);
-            let sql = format!(
-                "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
-                 error = $4, lease_until = NULL, leased_by = NULL, \
-                 finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
-            );
-            crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-                .bind(&lease.id).bind(worker).bind(lease.attempts)
-                .bind(&*reason).bind(max_attempts).bind(now)
-                .execute(p).await.map(|r| r.rows_affected()))?
-        }
+    let job = Finished {
+        lease,
+        outcome,
+        processing_ms: None,
     };
-    Ok(n == 1)
+    let kept = finish_batch(db, worker, now, max_attempts, std::slice::from_ref(&job)).await?;
+    Ok(kept.first().copied().unwrap_or(false))
+}
+
+/// One job's end, for [`finish_batch`].
+#[derive(Debug, Clone, Copy)]
+pub struct Finished<'a> {
+    pub lease: &'a Lease,
+    pub outcome: &'a Outcome,
+    /// The time the job itself took, where the worker measured it (a job of a batch
+    /// waits for the ones before it after its lease); else the time since its lease.
+    pub processing_ms: Option<i64>,
+}
+
+/// Finishes several leased jobs of `worker` in one transaction, as [`finish`] finishes
+/// one: the rows, and the search index of every report stored, are written at once
+/// (one commit, one sync of SQLite's log, for the whole batch). Says per job whether its
+/// lease was still ours.
+pub async fn finish_batch(
+    db: &Db,
+    worker: &str,
+    now: i64,
+    max_attempts: i32,
+    jobs: &[Finished<'_>],
+) -> Result<Vec<bool>, StoreError> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
+    let done_sql = format!(
+        "UPDATE crashes SET status = 'done', report = $4, computed_signature = $5, \
+         signature = COALESCE((SELECT group_name FROM group_pins WHERE crash_id = $1), \
+         (SELECT into_group FROM group_merges WHERE signature = $5), $5), error = NULL, \
+         lease_until = NULL, finished_at = $6, \
+         processing_ms = COALESCE($9, $6 - started_at), \
+         completions = completions + 1, function_frames = $7, \
+         analysis_summary = $8 {guard}"
+    );
+    let failed_sql = format!(
+        "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
+         finished_at = $5, processing_ms = COALESCE($6, $5 - started_at) {guard}"
+    );
+    let retry_sql = format!(
+        "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
+         error = $4, lease_until = NULL, leased_by = NULL, \
+         finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
+    );
+    let kept = crate::in_transaction!(db, tx => {
+        let mut kept = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let lease = job.lease;
+            let n = match job.outcome {
+                Outcome::Done(r) => sqlx::query(sqlx::AssertSqlSafe(done_sql.as_str()))
+                    .bind(&lease.id).bind(worker).bind(lease.attempts)
+                    .bind(&r.text).bind(&r.signature).bind(now).bind(r.function_frames)
+                    .bind(&r.analysis_summary).bind(job.processing_ms)
+                    .execute(&mut *tx).await?.rows_affected(),
+                Outcome::Failed { reason } => {
+                    let reason = super::text::clean(reason);
+                    sqlx::query(sqlx::AssertSqlSafe(failed_sql.as_str()))
+                        .bind(&lease.id).bind(worker).bind(lease.attempts)
+                        .bind(&*reason).bind(now).bind(job.processing_ms)
+                        .execute(&mut *tx).await?.rows_affected()
+                }
+                Outcome::Retry { reason } => {
+                    let reason = super::text::clean(reason);
+                    sqlx::query(sqlx::AssertSqlSafe(retry_sql.as_str()))
+                        .bind(&lease.id).bind(worker).bind(lease.attempts)
+                        .bind(&*reason).bind(max_attempts).bind(now)
+                        .execute(&mut *tx).await?.rows_affected()
+                }
+            };
+            kept.push(n == 1);
+        }
+        // the search index of the reports stored: old links gone, every distinct term
+        // inserted once, then the links, each in statements of many rows
+        let indexed: Vec<(&str, &StoredReport)> = jobs
+            .iter()
+            .zip(&kept)
+            .filter_map(|(job, &kept)| match job.outcome {
+                Outcome::Done(r) if kept => Some((job.lease.id.as_str(), r)),
+                _ => None,
+            })
+            .collect();
+        for (id, _) in &indexed {
+            sqlx::query("DELETE FROM crash_terms WHERE crash_id = $1")
+                .bind(*id)
+                .execute(&mut *tx).await?;
+        }
+        let terms: BTreeSet<&(&'static str, String)> =
+            indexed.iter().flat_map(|(_, r)| &r.terms).collect();
+        let terms: Vec<_> = terms.into_iter().collect();
+        for chunk in terms.chunks(super::search::TERMS_PER_STATEMENT) {
+            let sql = super::search::insert_terms_sql(chunk.len());
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
+            for (kind, term) in chunk {
+                q = q.bind(*kind).bind(term.as_str());
+            }
+            q.execute(&mut *tx).await?;
+        }
+        let links: Vec<(&str, &str, &str)> = indexed
+            .iter()
+            .flat_map(|(id, r)| r.terms.iter().map(move |(k, t)| (*k, t.as_str(), *id)))
+            .collect();
+        for chunk in links.chunks(super::search::TERMS_PER_STATEMENT) {
+            let sql = super::search::link_terms_sql(chunk.len());
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
+            for (kind, term, id) in chunk {
+                q = q.bind(*kind).bind(*term).bind(*id);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        kept
+    });
+    Ok(kept)
 }
 
 /// A finished report as the `crashes` row and the search index take it: its JSON text and

@@ -38,6 +38,31 @@ macro_rules! on_pool {
     };
 }
 
+/// Runs `$body` in one transaction on whichever pool `$db` holds, committed when the body
+/// gives `Ok` (rolled back when it returns early with an error). `$tx` is the transaction:
+/// `&mut *$tx` is the executor of each statement. As [`on_pool!`], the body is compiled
+/// once per backend.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! in_transaction {
+    ($db:expr, $tx:ident => $body:expr) => {
+        match $db.backend() {
+            $crate::store::Backend::Sqlite(pool) => {
+                let mut $tx = pool.begin().await?;
+                let out = $body;
+                $tx.commit().await?;
+                out
+            }
+            $crate::store::Backend::Postgres(pool) => {
+                let mut $tx = pool.begin().await?;
+                let out = $body;
+                $tx.commit().await?;
+                out
+            }
+        }
+    };
+}
+
 impl Db {
     /// Connects to `url` (`sqlite://path` — created if missing, WAL mode — or
     /// `postgres://…`). Does not migrate: see [`Db::migrate`].
