@@ -1530,6 +1530,85 @@ async fn first_upload_wins_on_postgres() {
     common::drop_db(&name).await;
 }
 
+/// Issue 34, finding 3: first upload wins even between uploads at the same moment. Twelve
+/// different builds of one build-id (stripped with `strip -s`: one role) are posted at
+/// once, in three rounds: one of each round is stored (201), every other is refused with
+/// 409 naming it, and the build-id lists one file. A look-up before the insert alone let
+/// several be stored.
+async fn concurrent_uploads_store_one(s: &Server) {
+    const FILES: usize = 12;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for round in 0..3 {
+        let id = format!("{round}333333333333333333333333333333333333333");
+        let mut bodies = Vec::new();
+        for i in 0..FILES {
+            let full = build(dir, &format!("r{round}f{i}"), &id, &format!("function_{i}"));
+            let stripped = dir.join(format!("r{round}f{i}.stripped"));
+            sh(&format!("strip -s -o {} {}", stripped.display(), full.display()));
+            bodies.push((sha256sum(&stripped), std::fs::read(&stripped).unwrap()));
+        }
+        let uploads: Vec<_> = bodies
+            .into_iter()
+            .map(|(sha, body)| {
+                let addr = s.addr();
+                tokio::spawn(async move {
+                    let head = format!(
+                        "POST /api/v1/binaries HTTP/1.1\r\nX-File-Name: app\r\nContent-Length: {}",
+                        body.len()
+                    );
+                    (sha, exchange(&addr, &head, body).await)
+                })
+            })
+            .collect();
+        let mut stored = Vec::new();
+        let mut refused = Vec::new();
+        for u in uploads {
+            let (sha, r) = u.await.unwrap();
+            match r.status {
+                201 => stored.push(sha),
+                409 => refused.push(serde_json::from_slice::<Value>(&r.body).unwrap()),
+                _ => panic!("{r:?}"),
+            }
+        }
+        assert_eq!(stored.len(), 1, "round {round}: stored {stored:?}");
+        assert_eq!(refused.len(), FILES - 1);
+        for v in &refused {
+            assert_eq!(v["code"], "file-conflict", "{v}");
+            assert_eq!(v["existing_sha256"], stored[0].as_str(), "{v}");
+        }
+        let listed =
+            common::get_json(&client(), s.url(&format!("/api/v1/binaries?build_id={id}"))).await;
+        let listed = listed["binaries"].as_array().unwrap();
+        assert_eq!(listed.len(), 1, "round {round}: {listed:?}");
+        assert_eq!(listed[0]["sha256"], stored[0].as_str());
+    }
+}
+
+#[tokio::test]
+async fn concurrent_uploads_store_one_on_sqlite() {
+    let s = Server::start(&["--workers", "0", "--max-identify-jobs", "16"]);
+    concurrent_uploads_store_one(&s).await;
+}
+
+#[tokio::test]
+async fn concurrent_uploads_store_one_on_postgres() {
+    let Some((name, url)) = common::pg_database("pm_claims").await else {
+        return;
+    };
+    let s = Server::start(&[
+        "--workers",
+        "0",
+        "--max-identify-jobs",
+        "16",
+        "--database-url",
+        &url,
+    ]);
+    concurrent_uploads_store_one(&s).await;
+    drop(s);
+    common::drop_db(&name).await;
+}
+
 /// Issue 34, finding 11: the tables of a huge `.sym` file are bounded by
 /// `--max-sym-records`: a crash walked with a 2-million-record `.sym` file (about 80 MB)
 /// raises the server's peak memory (its worker runs in-process) by far less than

@@ -88,28 +88,17 @@ async fn upload_inner(
     for (name, staged) in files {
         let (info, row) = checked_file(s, name, &staged).await?;
         if let Some(earlier) = checked.iter().find(|(_, _, r)| r.contests(&row)) {
-            return Err(conflict(&row, &earlier.2));
+            return Err(conflict(&row, &earlier.2.sha256));
         }
         checked.push((staged, info, row));
     }
-    let mut out = Vec::new();
-    let mut created_infos = Vec::new();
-    for (staged, info, row) in checked {
-        s.blobs.put_staged(&staged).await?;
-        let (stored, created) = binaries::insert(&s.db, &row).await?;
-        if created {
-            s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
-        }
-        // a Windows image keeps every name it is sent under: a crash names it by any
-        let new_name = match (&row.file_name, stored.format == "pe") {
-            (Some(name), true) => binaries::add_name(&s.db, &stored.sha256, name).await?,
-            _ => false,
-        };
-        if created || new_name {
-            created_infos.push((info, row.file_name.clone()));
-        }
-        out.push(with_names(s, &stored, Some(created)).await?);
+    let rows: Vec<&BinaryRow> = checked.iter().map(|(_, _, r)| r).collect();
+    let claimed = claim_all(s, &rows).await?;
+    let stored = store_all(s, checked).await;
+    if stored.is_err() {
+        release_all(s, &claimed).await;
     }
+    let (out, created_infos) = stored?;
     // Only once every file of the request is stored, so that a crash requeued for one of
     // them is not processed before the others (a binary and its debug file) are there.
     let any_created = !created_infos.is_empty();
@@ -130,6 +119,69 @@ async fn upload_inner(
         StatusCode::OK
     };
     Ok((status, Json(json!({ "binaries": out }))))
+}
+
+/// A stored file's answer, and what a new file's arrival announces (its identity and the
+/// name it was sent under).
+type Stored = (Vec<Value>, Vec<(BinaryInfo, Option<String>)>);
+
+/// Claims every file's identity in its role (the database's key decides between uploads
+/// at the same moment: the one that loses is refused with 409, as if it came second).
+/// Returns the claims made, to release if the files are then not stored.
+async fn claim_all(s: &AppState, rows: &[&BinaryRow]) -> Result<Vec<BinaryRow>, ApiError> {
+    let mut made: Vec<BinaryRow> = Vec::new();
+    for row in rows {
+        let claimed = binaries::claim(&s.db, row).await;
+        let lost = match claimed {
+            Ok(binaries::Claim::Held { new: true }) => {
+                made.push((*row).clone());
+                continue;
+            }
+            Ok(binaries::Claim::Held { new: false } | binaries::Claim::Nothing) => continue,
+            Ok(binaries::Claim::Lost(holder)) => conflict(row, &holder),
+            Err(e) => ApiError::from(e),
+        };
+        release_all(s, &made).await;
+        return Err(lost);
+    }
+    Ok(made)
+}
+
+/// Releases claims whose files were not stored (best effort: a claim left behind names a
+/// file that is not there, and refuses others until an admin removes it; logged).
+async fn release_all(s: &AppState, claimed: &[BinaryRow]) {
+    for row in claimed {
+        if let Err(e) = binaries::release(&s.db, row).await {
+            tracing::error!(sha256 = %row.sha256, error = %e, "could not release a claim");
+        }
+    }
+}
+
+/// Stores the checked (and claimed) files of an upload: their blobs, their rows, a Windows
+/// image's new name.
+async fn store_all(
+    s: &AppState,
+    checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)>,
+) -> Result<Stored, ApiError> {
+    let mut out = Vec::new();
+    let mut created_infos = Vec::new();
+    for (staged, info, row) in checked {
+        s.blobs.put_staged(&staged).await?;
+        let (stored, created) = binaries::insert(&s.db, &row).await?;
+        if created {
+            s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
+        }
+        // a Windows image keeps every name it is sent under: a crash names it by any
+        let new_name = match (&row.file_name, stored.format == "pe") {
+            (Some(name), true) => binaries::add_name(&s.db, &stored.sha256, name).await?,
+            _ => false,
+        };
+        if created || new_name {
+            created_infos.push((info, row.file_name.clone()));
+        }
+        out.push(with_names(s, &stored, Some(created)).await?);
+    }
+    Ok((out, created_infos))
 }
 
 /// The files of an upload, staged, with the names they were sent under (checked by
@@ -177,7 +229,8 @@ async fn received_files(
 
 /// Identifies one staged file and checks it may be stored: a Windows image has a name,
 /// and no other file holds its identity in its role (first upload wins: a different file
-/// is refused with 409, and logged).
+/// is refused with 409, and logged; files being stored at this moment are told apart by
+/// [`claim_all`]).
 async fn checked_file(
     s: &AppState,
     name: Option<String>,
@@ -214,7 +267,7 @@ async fn checked_file(
         code_file: info.code_file.clone(),
     };
     if let Some(holder) = binaries::holder_of(&s.db, &row).await? {
-        return Err(conflict(&row, &holder));
+        return Err(conflict(&row, &holder.sha256));
     }
     Ok((info, row))
 }
@@ -222,7 +275,7 @@ async fn checked_file(
 /// The 409 of a file whose identity `holder` holds in the same role; logged, since a
 /// pipeline does not upload two different files for one build (a rebuild that is not
 /// reproducible, or someone trying to replace the symbols).
-fn conflict(row: &BinaryRow, holder: &BinaryRow) -> ApiError {
+fn conflict(row: &BinaryRow, holder: &str) -> ApiError {
     let id = row
         .build_id()
         .or(row.debug_id.as_deref())
@@ -232,7 +285,7 @@ fn conflict(row: &BinaryRow, holder: &BinaryRow) -> ApiError {
         id,
         role = row.role(),
         refused = %row.sha256,
-        existing = %holder.sha256,
+        existing = %holder,
         "upload refused: another file holds this identity in this role"
     );
     ApiError::Conflict {
@@ -240,10 +293,10 @@ fn conflict(row: &BinaryRow, holder: &BinaryRow) -> ApiError {
             "another {} file ({}) is already stored for {id} as its {}: the first upload \
              wins, and a different file for the same build is refused",
             row.format,
-            holder.sha256,
+            holder,
             row.role()
         ),
-        existing_sha256: holder.sha256.clone(),
+        existing_sha256: holder.to_string(),
     }
 }
 
