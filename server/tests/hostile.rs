@@ -1394,7 +1394,8 @@ async fn post_binary(s: &Server, path: &Path, name: &[u8]) -> (u16, Value) {
 /// Issue 34, findings 3 and 4, against one server: first upload wins per identity and
 /// role (a different file is refused with a 409 naming the stored file's sha256, as
 /// `sha256sum` computes it; the same bytes again are a 200), every order of a real
-/// pipeline's stripped binary, debug file and unstripped build is accepted, and a file
+/// pipeline's stripped binary (`strip -s`), binary stripped of its debug information
+/// (`strip --strip-debug`), debug file and unstripped build is accepted, and a file
 /// name is a plain UTF-8 name.
 async fn first_upload_wins(s: &Server) {
     let tmp = tempfile::tempdir().unwrap();
@@ -1422,10 +1423,13 @@ async fn first_upload_wins(s: &Server) {
     .await;
     assert_eq!(listed["binaries"].as_array().unwrap().len(), 1, "{listed}");
 
-    // a pipeline's three files of one build, in two orders
+    // a pipeline's four files of one build (`strip -s`, `strip --strip-debug`,
+    // `objcopy --only-keep-debug`, the unstripped build), in four orders
     for (n, order) in [
-        ["debug", "stripped", "unstripped"],
-        ["unstripped", "stripped", "debug"],
+        ["debug", "stripped", "symtab", "unstripped"],
+        ["unstripped", "symtab", "stripped", "debug"],
+        ["symtab", "debug", "unstripped", "stripped"],
+        ["stripped", "unstripped", "debug", "symtab"],
     ]
     .iter()
     .enumerate()
@@ -1433,10 +1437,16 @@ async fn first_upload_wins(s: &Server) {
         let id = format!("{n}222222222222222222222222222222222222222");
         let full = build(dir, &format!("p{n}"), &id, "compute_total");
         let stripped = dir.join(format!("p{n}.stripped"));
+        let symtab = dir.join(format!("p{n}.symtab"));
         let debug = dir.join(format!("p{n}.debug"));
         sh(&format!(
             "strip -s -o {} {}",
             stripped.display(),
+            full.display()
+        ));
+        sh(&format!(
+            "strip --strip-debug -o {} {}",
+            symtab.display(),
             full.display()
         ));
         sh(&format!(
@@ -1448,11 +1458,23 @@ async fn first_upload_wins(s: &Server) {
             let path = match *role {
                 "debug" => &debug,
                 "stripped" => &stripped,
+                "symtab" => &symtab,
                 _ => &full,
             };
             let (status, v) = post_binary(s, path, b"app").await;
             assert_eq!(status, 201, "{order:?}, {role}: {v}");
         }
+        // a different `strip --strip-debug` output of that build is refused
+        let other = build(dir, &format!("q{n}"), &id, "attacker_name");
+        let other_symtab = dir.join(format!("q{n}.symtab"));
+        sh(&format!(
+            "strip --strip-debug -o {} {}",
+            other_symtab.display(),
+            other.display()
+        ));
+        let (status, v) = post_binary(s, &other_symtab, b"app").await;
+        assert_eq!(status, 409, "{v}");
+        assert_eq!(v["existing_sha256"], sha256sum(&symtab).as_str());
         // a different stripped binary of that build is refused
         let other = build(dir, &format!("o{n}"), &id, "attacker_name");
         let other_stripped = dir.join(format!("o{n}.stripped"));

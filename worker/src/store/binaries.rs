@@ -55,17 +55,21 @@ impl BinaryRow {
     }
 
     /// What the file is to the module it describes. Files of different roles legitimately
-    /// share an identity and arrive in any order: a stripped binary (`binary`), its
-    /// separate debug file (`debug-file`), the unstripped build (`unstripped`), all of one
-    /// build-id; a PDB (`pdb`) and the `.sym` file (`sym`) of one debug-id; a Windows image
-    /// (`image`) names its PDB's debug-id too. Within one role, one file per identity.
+    /// share an identity and arrive in any order: a stripped binary (`binary`, as
+    /// `strip -s` leaves it), one stripped of its debug information only (`symtab`, as
+    /// `strip --strip-debug` leaves it: code and symbol table), its separate debug file
+    /// (`debug-file`), the unstripped build (`unstripped`), all of one build-id; a PDB
+    /// (`pdb`) and the `.sym` file (`sym`) of one debug-id; a Windows image (`image`)
+    /// names its PDB's debug-id too. Within one role, one file per identity.
     pub fn role(&self) -> &'static str {
+        let sections = self.section_list();
         match self.format.as_str() {
             "breakpad" => "sym",
             "pdb" => "pdb",
             "pe" => "image",
             _ if self.kind == "debug" => "debug-file",
-            _ if self.section_list().contains(&"debug_info") => "unstripped",
+            _ if sections.contains(&"debug_info") => "unstripped",
+            _ if sections.contains(&"symtab") => "symtab",
             _ => "binary",
         }
     }
