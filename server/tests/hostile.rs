@@ -1631,6 +1631,84 @@ async fn concurrent_uploads_store_one_on_postgres() {
     common::drop_db(&name).await;
 }
 
+/// The crash program built with build-id `build_id` (gcc, `-g`), with `extra` C code
+/// before it (a doctored build of the same id has other code).
+fn crasher(dir: &Path, name: &str, build_id: &str, extra: &str, flags: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, format!("{extra}\n{}", common::CRASHER)).unwrap();
+    let out = dir.join(name);
+    sh(&format!(
+        "gcc -g {flags} -Wl,--build-id=0x{build_id} -o {} {}",
+        out.display(),
+        c.display()
+    ));
+    out
+}
+
+/// The report's warnings of code `module-files-disagree`.
+fn disagreeing(report: &Value) -> Vec<Value> {
+    report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "module-files-disagree")
+        .cloned()
+        .collect()
+}
+
+/// Issue 34, finding 3: a crash's report says when a module's files disagree. A build's
+/// stripped binary (`strip -s`) and its debug file (`objcopy --only-keep-debug`) agree:
+/// no warning. The same stripped binary beside a doctored unstripped build of its
+/// build-id (another role, so the upload was accepted: other code, as `readelf -S` shows
+/// another `.text`) gives a `module-files-disagree` warning on that module naming both
+/// files and the section.
+#[tokio::test]
+async fn a_report_says_when_a_module_s_files_disagree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&[]);
+    let c = client();
+    for (n, doctored) in [(0, false), (1, true)] {
+        let dir = tmp.path().join(format!("case{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let id = format!("{n}444444444444444444444444444444444444444");
+        let prog = crasher(&dir, "app", &id, "", "-O0");
+        let core = common::make_core(&dir, &prog);
+        let stripped = dir.join("app.stripped");
+        sh(&format!("strip -s -o {} {}", stripped.display(), prog.display()));
+        let other = if doctored {
+            let extra = "int attacker_name(int x) { return x * 7 + 3; }";
+            crasher(&dir, "doctored", &id, extra, "-O0")
+        } else {
+            let debug = dir.join("app.debug");
+            sh(&format!(
+                "objcopy --only-keep-debug {} {}",
+                prog.display(),
+                debug.display()
+            ));
+            debug
+        };
+        assert_eq!(post_binary(&s, &stripped, b"app").await.0, 201);
+        assert_eq!(post_binary(&s, &other, b"app.other").await.0, 201);
+        let crash = common::upload_crash(&c, &s.base, &core).await;
+        let done = common::poll_done(&c, &s.base, &crash).await;
+        assert_eq!(done["status"], "done", "{done}");
+        let report = &done["report"];
+        let warned = disagreeing(report);
+        if !doctored {
+            assert_eq!(warned, Vec::<Value>::new(), "one build's files agree");
+            continue;
+        }
+        assert_eq!(warned.len(), 1, "{}", report["warnings"]);
+        let w = &warned[0];
+        let module = &report["modules"][w["module"].as_u64().unwrap() as usize];
+        assert!(module["name"].as_str().unwrap().ends_with("app"), "{module}");
+        let message = w["message"].as_str().unwrap();
+        for part in ["app.other", "the binary app", ".text at"] {
+            assert!(message.contains(part), "{part} in {message}");
+        }
+    }
+}
+
 /// Issue 34, finding 11: the tables of a huge `.sym` file are bounded by
 /// `--max-sym-records`: a crash walked with a 2-million-record `.sym` file (about 80 MB)
 /// raises the server's peak memory (its worker runs in-process) by far less than
