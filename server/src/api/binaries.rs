@@ -14,7 +14,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use engine::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
 use serde_json::{json, Value};
-use worker::jobs::new_file::{file_arrived, NewFile};
+use worker::jobs::new_file::{file_arrived_within, NewFile};
+use worker::store::missing::Requeued;
 use worker::store::binaries::{self, BinaryRow};
 use worker::store::{now_ms, StagedBlob, StoreError};
 
@@ -98,32 +99,64 @@ async fn upload_inner(
     if stored.is_err() {
         release_all(s, &claimed).await;
     }
-    let (out, created_infos) = stored?;
+    let (out, arrivals) = stored?;
+    let any_created = arrivals.iter().any(|(_, _, new)| *new);
     // Only once every file of the request is stored, so that a crash requeued for one of
     // them is not processed before the others (a binary and its debug file) are there.
-    let any_created = !created_infos.is_empty();
-    for (info, name) in created_infos {
+    let requeued = announce(s, headers, arrivals).await?;
+    let status = if any_created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let body = json!({
+        "binaries": out, "requeued": requeued.requeued, "requeue_left": requeued.left,
+    });
+    Ok((status, Json(body)))
+}
+
+/// A stored file's answer, and what each file's arrival announces (its identity, the name
+/// it was sent under, and whether it is new: a new file, or a Windows image's new name).
+type Stored = (Vec<Value>, Vec<(BinaryInfo, Option<String>, bool)>);
+
+/// Announces an upload's new files: each invalidates the tables it feeds and queues again
+/// the crashes that missed it, within the token's allowance of requeued crashes
+/// (`--requeue-per-minute`); the crashes past it stay listed as missing the file, for a
+/// reprocess run (`{"missing_only": true}`) or the next new file of that id.
+async fn announce(
+    s: &AppState,
+    headers: &HeaderMap,
+    arrivals: Vec<(BinaryInfo, Option<String>, bool)>,
+) -> Result<Requeued, ApiError> {
+    let mut allowance = s.requeue_rate.take(headers, u64::MAX);
+    let mut total = Requeued::default();
+    for (info, name, new) in arrivals {
         let file = NewFile {
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == KIND_BREAKPAD,
             pe: info.image(name.as_deref()),
         };
-        if file_arrived(&s.db, &s.cache, file).await? > 0 {
+        if !new {
+            continue;
+        }
+        let done = match file_arrived_within(&s.db, &s.cache, file, allowance).await {
+            Ok(d) => d,
+            Err(e) => {
+                s.requeue_rate.give_back(headers, allowance);
+                return Err(e.into());
+            }
+        };
+        allowance = allowance.saturating_sub(done.requeued);
+        total.requeued += done.requeued;
+        total.left += done.left;
+        if done.requeued > 0 {
             s.wake.notify_waiters();
         }
     }
-    let status = if any_created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(json!({ "binaries": out }))))
+    s.requeue_rate.give_back(headers, allowance);
+    Ok(total)
 }
-
-/// A stored file's answer, and what a new file's arrival announces (its identity and the
-/// name it was sent under).
-type Stored = (Vec<Value>, Vec<(BinaryInfo, Option<String>)>);
 
 /// Claims every file's identity in its role (the database's key decides between uploads
 /// at the same moment: the one that loses is refused with 409, as if it came second).
@@ -164,7 +197,7 @@ async fn store_all(
     checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)>,
 ) -> Result<Stored, ApiError> {
     let mut out = Vec::new();
-    let mut created_infos = Vec::new();
+    let mut arrivals = Vec::new();
     for (staged, info, row) in checked {
         s.blobs.put_staged(&staged).await?;
         let (stored, created) = binaries::insert(&s.db, &row).await?;
@@ -176,12 +209,10 @@ async fn store_all(
             (Some(name), true) => binaries::add_name(&s.db, &stored.sha256, name).await?,
             _ => false,
         };
-        if created || new_name {
-            created_infos.push((info, row.file_name.clone()));
-        }
+        arrivals.push((info, row.file_name.clone(), created || new_name));
         out.push(with_names(s, &stored, Some(created)).await?);
     }
-    Ok((out, created_infos))
+    Ok((out, arrivals))
 }
 
 /// The files of an upload, staged, with the names they were sent under (checked by
