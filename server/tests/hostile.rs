@@ -1567,7 +1567,11 @@ async fn concurrent_uploads_store_one(s: &Server) {
         for i in 0..FILES {
             let full = build(dir, &format!("r{round}f{i}"), &id, &format!("function_{i}"));
             let stripped = dir.join(format!("r{round}f{i}.stripped"));
-            sh(&format!("strip -s -o {} {}", stripped.display(), full.display()));
+            sh(&format!(
+                "strip -s -o {} {}",
+                stripped.display(),
+                full.display()
+            ));
             bodies.push((sha256sum(&stripped), std::fs::read(&stripped).unwrap()));
         }
         let uploads: Vec<_> = bodies
@@ -1674,7 +1678,11 @@ async fn a_report_says_when_a_module_s_files_disagree() {
         let prog = crasher(&dir, "app", &id, "", "-O0");
         let core = common::make_core(&dir, &prog);
         let stripped = dir.join("app.stripped");
-        sh(&format!("strip -s -o {} {}", stripped.display(), prog.display()));
+        sh(&format!(
+            "strip -s -o {} {}",
+            stripped.display(),
+            prog.display()
+        ));
         let other = if doctored {
             let extra = "int attacker_name(int x) { return x * 7 + 3; }";
             crasher(&dir, "doctored", &id, extra, "-O0")
@@ -1701,7 +1709,10 @@ async fn a_report_says_when_a_module_s_files_disagree() {
         assert_eq!(warned.len(), 1, "{}", report["warnings"]);
         let w = &warned[0];
         let module = &report["modules"][w["module"].as_u64().unwrap() as usize];
-        assert!(module["name"].as_str().unwrap().ends_with("app"), "{module}");
+        assert!(
+            module["name"].as_str().unwrap().ends_with("app"),
+            "{module}"
+        );
         let message = w["message"].as_str().unwrap();
         for part in ["app.other", "the binary app", ".text at"] {
             assert!(message.contains(part), "{part} in {message}");

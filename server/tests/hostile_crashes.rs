@@ -371,11 +371,10 @@ async fn job_timeout_is_a_deadline() {
 /// gzipped) stores them bounded as Crashpad bounds its annotations: each value at most
 /// 20 KiB, all of them at most 64 KiB; the report says so (`annotations-truncated`) and
 /// holds no more of them than the row does.
-#[tokio::test]
-async fn upload_fields_are_bounded() {
+/// A gzip Crashpad-style multipart upload of a one-module minidump and about 966 KB of
+/// form fields (a 200,000-byte value, 250 values of 3,000 bytes) that compress to a few KB.
+fn fields_upload(boundary: &str) -> Vec<u8> {
     use std::io::Write;
-    let s = Server::start(&[]);
-    let boundary = "XBOUNDARYX";
     let mut body = Vec::new();
     let dump = many_module_minidump(1);
     write!(
@@ -411,6 +410,14 @@ async fn upload_fields_are_bounded() {
         body.len(),
         gz.len()
     );
+    gz
+}
+
+#[tokio::test]
+async fn upload_fields_are_bounded() {
+    let s = Server::start(&[]);
+    let boundary = "XBOUNDARYX";
+    let gz = fields_upload(boundary);
     let c = client();
     let r = c
         .post(s.url("/api/v1/crashes"))
@@ -637,7 +644,11 @@ fn elf_with_build_id(dir: &std::path::Path, build_id: &str, stripped: bool) -> V
         "gcc -Wl,--build-id=0x{build_id} -o {0} {1} {2}",
         out.display(),
         c.display(),
-        if stripped { format!("&& strip -s {}", out.display()) } else { String::new() }
+        if stripped {
+            format!("&& strip -s {}", out.display())
+        } else {
+            String::new()
+        }
     );
     let st = std::process::Command::new("sh")
         .args(["-c", &line])
@@ -688,7 +699,11 @@ async fn symbol_requeues_are_rate_limited(pg: bool) {
         .unwrap();
     assert_eq!(r.status(), 201);
     let v: Value = r.json().await.unwrap();
-    assert_eq!((v["requeued"].as_u64(), v["requeue_left"].as_u64()), (Some(10), Some(2)), "{v}");
+    assert_eq!(
+        (v["requeued"].as_u64(), v["requeue_left"].as_u64()),
+        (Some(10), Some(2)),
+        "{v}"
+    );
     assert_eq!(pending(&setup.db).await, 10);
 
     let r = upload("ci", elf_with_build_id(tmp.path(), &b, false))
@@ -706,7 +721,10 @@ async fn symbol_requeues_are_rate_limited(pg: bool) {
         .unwrap();
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["requeued"].as_u64(), Some(10.min(12 - requeued)), "{v}");
-    assert_eq!(pending(&setup.db).await, 20 + i64::try_from(requeued).unwrap());
+    assert_eq!(
+        pending(&setup.db).await,
+        20 + i64::try_from(requeued).unwrap()
+    );
     setup.finish().await;
 }
 
@@ -725,11 +743,7 @@ async fn symbol_requeues_are_rate_limited_postgres() {
 /// resumes the run with the next five, then the last two (`more: false`). Unbounded, the
 /// first request queued all twelve.
 async fn reprocess_runs_are_bounded(pg: bool) {
-    let Some(setup) = Setup::start(
-        pg,
-        &["--workers", "0", "--reprocess-max-crashes", "5"],
-    )
-    .await
+    let Some(setup) = Setup::start(pg, &["--workers", "0", "--reprocess-max-crashes", "5"]).await
     else {
         return;
     };

@@ -1051,15 +1051,30 @@ async fn a_fetched_file_never_contests_an_upload() {
     let exe = work.path().join("basic");
     let id = build_id(&exe);
     let stripped = work.path().join("basic.stripped");
-    tool(Command::new("strip").arg("-s").arg("-o").arg(&stripped).arg(&exe));
+    tool(
+        Command::new("strip")
+            .arg("-s")
+            .arg("-o")
+            .arg(&stripped)
+            .arg(&exe),
+    );
     let flag = format!("-Wl,--build-id=0x{id}");
     let doctored = work.compile("gcc", &["-O2", &flag], &["basic.c"], "doctored");
     let served = work.path().join("served");
     let debuginfo = served.join(format!("buildid/{id}/debuginfo"));
     std::fs::create_dir_all(debuginfo.parent().unwrap()).unwrap();
-    tool(Command::new("strip").arg("-s").arg("-o").arg(&debuginfo).arg(&doctored));
+    tool(
+        Command::new("strip")
+            .arg("-s")
+            .arg("-o")
+            .arg(&debuginfo)
+            .arg(&doctored),
+    );
     assert_eq!(build_id(&debuginfo), id);
-    assert_ne!(std::fs::read(&debuginfo).unwrap(), std::fs::read(&stripped).unwrap());
+    assert_ne!(
+        std::fs::read(&debuginfo).unwrap(),
+        std::fs::read(&stripped).unwrap()
+    );
     let (url, asked) = faulty(Fault::Files(served));
     let server = TempServer::start(&["--debuginfod", &url]);
     let c = client();
@@ -1077,11 +1092,7 @@ async fn a_fetched_file_never_contests_an_upload() {
             .filter(|p| **p == debuginfo_path)
             .count();
         assert!(fetches >= 1, "the doctored file was served: {asked:?}");
-        let listed = get_json(
-            &c,
-            server.url(&format!("/api/v1/binaries?build_id={id}")),
-        )
-        .await;
+        let listed = get_json(&c, server.url(&format!("/api/v1/binaries?build_id={id}"))).await;
         let files = listed["binaries"].as_array().unwrap();
         assert_eq!(files.len(), 1, "{listed}");
         assert!(files[0]["source"].is_null(), "the upload: {listed}");

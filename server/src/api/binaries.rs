@@ -15,8 +15,8 @@ use axum::{Json, Router};
 use engine::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
 use serde_json::{json, Value};
 use worker::jobs::new_file::{file_arrived_within, NewFile};
-use worker::store::missing::Requeued;
 use worker::store::binaries::{self, BinaryRow};
+use worker::store::missing::Requeued;
 use worker::store::{now_ms, StagedBlob, StoreError};
 
 use super::extract::{
@@ -131,15 +131,15 @@ async fn announce(
     let mut allowance = s.requeue_rate.take(headers, u64::MAX);
     let mut total = Requeued::default();
     for (info, name, new) in arrivals {
+        if !new {
+            continue;
+        }
         let file = NewFile {
             build_id: info.build_id.as_deref(),
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == KIND_BREAKPAD,
             pe: info.image(name.as_deref()),
         };
-        if !new {
-            continue;
-        }
         let done = match file_arrived_within(&s.db, &s.cache, file, allowance).await {
             Ok(d) => d,
             Err(e) => {

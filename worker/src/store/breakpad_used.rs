@@ -45,7 +45,9 @@ pub async fn requeue_for_ids(
     build_id: Option<&str>,
     debug_id: Option<&str>,
 ) -> Result<u64, StoreError> {
-    Ok(requeue_for_ids_within(db, build_id, debug_id, u64::MAX).await?.requeued)
+    Ok(requeue_for_ids_within(db, build_id, debug_id, u64::MAX)
+        .await?
+        .requeued)
 }
 
 /// [`requeue_for_ids`], queueing at most `limit` crashes (see
