@@ -440,7 +440,7 @@ fn pdb_name_of(path: &Path) -> Option<String> {
 }
 
 /// Stores a fetched (and checked) file as an upload is stored, unless another file holds
-/// its identity in its role ([`claimed`]).
+/// its identity in its role ([`may_store`]).
 async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
     let p = path.to_path_buf();
     let (info, sha, size) = tokio::task::spawn_blocking(move || {
@@ -472,7 +472,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         code_id: info.code_id.clone(),
         code_file: info.code_file.clone(),
     };
-    if !claimed(runner, &row).await? {
+    if !may_store(runner, &row).await? {
         return Ok(());
     }
     let put = runner.blobs.put_file(path, &sha).await;
@@ -505,7 +505,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
 /// it as an upload is. A file that another (uploaded or fetched) file's identity and role
 /// already hold is not stored: it neither replaces nor stands beside the stored one, and
 /// the refusal is logged.
-async fn claimed(runner: &Runner, row: &BinaryRow) -> Result<bool, JobError> {
+async fn may_store(runner: &Runner, row: &BinaryRow) -> Result<bool, JobError> {
     let holder = match binaries::holder_of(&runner.db, row).await? {
         Some(h) => Some(h.sha256),
         None => match binaries::claim(&runner.db, row).await? {

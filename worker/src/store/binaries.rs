@@ -227,7 +227,8 @@ pub async fn release(db: &Db, row: &BinaryRow) -> Result<(), StoreError> {
         .bind(&identity)
         .bind(&row.sha256)
         .execute(p)
-        .await)?;
+        .await
+        .map(|_| ()))?;
     Ok(())
 }
 
