@@ -313,6 +313,7 @@ pub fn build_from_files<B: AsRef<[u8]>>(files: &[(String, B)], verified: bool) -
     let main = binary.and_then(|i| files.get(i));
     let mut t = build_tables(main.map(input), &debug);
     t.verified = verified;
+    t.warnings.extend(disagreements(files, binary));
     t
 }
 
@@ -328,7 +329,86 @@ pub fn on_demand_from_files(files: &[(String, FileBytes)], verified: bool) -> Mo
     let main = binary.and_then(|i| files.get(i)).map(named);
     let mut t = on_demand_tables(main, &debug);
     t.verified = verified;
+    t.warnings.extend(disagreements(files, binary));
     t
+}
+
+/// The warning code of [`disagreements`].
+pub const FILES_DISAGREE: &str = "module-files-disagree";
+
+/// Where a build's ELF files disagree with its binary (`binary`, an index of `files`): a
+/// file whose build-id is another, or whose loaded sections (address and size, which a
+/// debug file's section headers keep where the bytes were stripped) are not the
+/// binary's. Files of one build always agree; files that do not are of another build
+/// under the same id (a rebuild that is not reproducible, or a doctored upload), and the
+/// names and lines they give may not be the module's. One `module-files-disagree`
+/// warning (code, message) per such file, naming both files and the first section that
+/// differs.
+pub fn disagreements<B: AsRef<[u8]>>(
+    files: &[(String, B)],
+    binary: Option<usize>,
+) -> Vec<(String, String)> {
+    let Some((bname, bbytes)) = binary.and_then(|i| files.get(i)) else {
+        return Vec::new();
+    };
+    let Ok(bin) = object::File::parse(bbytes.as_ref()) else {
+        return Vec::new();
+    };
+    if bin.format() != object::BinaryFormat::Elf {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, (name, bytes)) in files.iter().enumerate() {
+        if Some(i) == binary {
+            continue;
+        }
+        let Ok(other) = object::File::parse(bytes.as_ref()) else {
+            continue;
+        };
+        if other.format() != object::BinaryFormat::Elf {
+            continue;
+        }
+        if let Some((theirs, ours)) = disagreement(&bin, &other) {
+            out.push((
+                FILES_DISAGREE.to_string(),
+                format!(
+                    "the module's files disagree: {name} has {theirs} where the binary {bname} \
+                     has {ours}; they are not of one build, and what {name} gives may not \
+                     describe the module"
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// How `other` differs from `bin` (what `other` has, what `bin` has): its build-id, else
+/// the first loaded section both name whose address or size is not the same.
+fn disagreement(bin: &object::File<'_>, other: &object::File<'_>) -> Option<(String, String)> {
+    let hex = |id: &[u8]| format!("build-id {}", crate::dump::hex(id));
+    if let (Ok(Some(a)), Ok(Some(b))) = (bin.build_id(), other.build_id()) {
+        if a != b {
+            return Some((hex(b), hex(a)));
+        }
+    }
+    for section in bin.sections() {
+        let Ok(name) = section.name() else { continue };
+        if section.address() == 0 || name.is_empty() {
+            continue;
+        }
+        let Some(theirs) = other.section_by_name(name) else {
+            continue;
+        };
+        let at = |address: u64, size: u64| format!("{name} at {address:#x}, {size:#x} bytes");
+        let (ours, theirs) = (
+            at(section.address(), section.size()),
+            at(theirs.address(), theirs.size()),
+        );
+        if ours != theirs {
+            return Some((theirs, ours));
+        }
+    }
+    None
 }
 
 fn named((name, bytes): &(String, FileBytes)) -> (&str, &FileBytes) {

@@ -1395,7 +1395,8 @@ async fn post_binary(s: &Server, path: &Path, name: &[u8]) -> (u16, Value) {
 /// Issue 34, findings 3 and 4, against one server: first upload wins per identity and
 /// role (a different file is refused with a 409 naming the stored file's sha256, as
 /// `sha256sum` computes it; the same bytes again are a 200), every order of a real
-/// pipeline's stripped binary, debug file and unstripped build is accepted, and a file
+/// pipeline's stripped binary (`strip -s`), binary stripped of its debug information
+/// (`strip --strip-debug`), debug file and unstripped build is accepted, and a file
 /// name is a plain UTF-8 name.
 async fn first_upload_wins(s: &Server) {
     let tmp = tempfile::tempdir().unwrap();
@@ -1423,10 +1424,13 @@ async fn first_upload_wins(s: &Server) {
     .await;
     assert_eq!(listed["binaries"].as_array().unwrap().len(), 1, "{listed}");
 
-    // a pipeline's three files of one build, in two orders
+    // a pipeline's four files of one build (`strip -s`, `strip --strip-debug`,
+    // `objcopy --only-keep-debug`, the unstripped build), in four orders
     for (n, order) in [
-        ["debug", "stripped", "unstripped"],
-        ["unstripped", "stripped", "debug"],
+        ["debug", "stripped", "symtab", "unstripped"],
+        ["unstripped", "symtab", "stripped", "debug"],
+        ["symtab", "debug", "unstripped", "stripped"],
+        ["stripped", "unstripped", "debug", "symtab"],
     ]
     .iter()
     .enumerate()
@@ -1434,10 +1438,16 @@ async fn first_upload_wins(s: &Server) {
         let id = format!("{n}222222222222222222222222222222222222222");
         let full = build(dir, &format!("p{n}"), &id, "compute_total");
         let stripped = dir.join(format!("p{n}.stripped"));
+        let symtab = dir.join(format!("p{n}.symtab"));
         let debug = dir.join(format!("p{n}.debug"));
         sh(&format!(
             "strip -s -o {} {}",
             stripped.display(),
+            full.display()
+        ));
+        sh(&format!(
+            "strip --strip-debug -o {} {}",
+            symtab.display(),
             full.display()
         ));
         sh(&format!(
@@ -1449,11 +1459,23 @@ async fn first_upload_wins(s: &Server) {
             let path = match *role {
                 "debug" => &debug,
                 "stripped" => &stripped,
+                "symtab" => &symtab,
                 _ => &full,
             };
             let (status, v) = post_binary(s, path, b"app").await;
             assert_eq!(status, 201, "{order:?}, {role}: {v}");
         }
+        // a different `strip --strip-debug` output of that build is refused
+        let other = build(dir, &format!("q{n}"), &id, "attacker_name");
+        let other_symtab = dir.join(format!("q{n}.symtab"));
+        sh(&format!(
+            "strip --strip-debug -o {} {}",
+            other_symtab.display(),
+            other.display()
+        ));
+        let (status, v) = post_binary(s, &other_symtab, b"app").await;
+        assert_eq!(status, 409, "{v}");
+        assert_eq!(v["existing_sha256"], sha256sum(&symtab).as_str());
         // a different stripped binary of that build is refused
         let other = build(dir, &format!("o{n}"), &id, "attacker_name");
         let other_stripped = dir.join(format!("o{n}.stripped"));
@@ -1529,6 +1551,174 @@ async fn first_upload_wins_on_postgres() {
     first_upload_wins(&s).await;
     drop(s);
     common::drop_db(&name).await;
+}
+
+/// Issue 34, finding 3: first upload wins even between uploads at the same moment. Twelve
+/// different builds of one build-id (stripped with `strip -s`: one role) are posted at
+/// once, in three rounds: one of each round is stored (201), every other is refused with
+/// 409 naming it, and the build-id lists one file. A look-up before the insert alone let
+/// several be stored.
+async fn concurrent_uploads_store_one(s: &Server) {
+    const FILES: usize = 12;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for round in 0..3 {
+        let id = format!("{round}333333333333333333333333333333333333333");
+        let mut bodies = Vec::new();
+        for i in 0..FILES {
+            let full = build(dir, &format!("r{round}f{i}"), &id, &format!("function_{i}"));
+            let stripped = dir.join(format!("r{round}f{i}.stripped"));
+            sh(&format!(
+                "strip -s -o {} {}",
+                stripped.display(),
+                full.display()
+            ));
+            bodies.push((sha256sum(&stripped), std::fs::read(&stripped).unwrap()));
+        }
+        let uploads: Vec<_> = bodies
+            .into_iter()
+            .map(|(sha, body)| {
+                let addr = s.addr();
+                tokio::spawn(async move {
+                    let head = format!(
+                        "POST /api/v1/binaries HTTP/1.1\r\nX-File-Name: app\r\nContent-Length: {}",
+                        body.len()
+                    );
+                    (sha, exchange(&addr, &head, body).await)
+                })
+            })
+            .collect();
+        let mut stored = Vec::new();
+        let mut refused = Vec::new();
+        for u in uploads {
+            let (sha, r) = u.await.unwrap();
+            match r.status {
+                201 => stored.push(sha),
+                409 => refused.push(serde_json::from_slice::<Value>(&r.body).unwrap()),
+                _ => panic!("{r:?}"),
+            }
+        }
+        assert_eq!(stored.len(), 1, "round {round}: stored {stored:?}");
+        assert_eq!(refused.len(), FILES - 1);
+        for v in &refused {
+            assert_eq!(v["code"], "file-conflict", "{v}");
+            assert_eq!(v["existing_sha256"], stored[0].as_str(), "{v}");
+        }
+        let listed =
+            common::get_json(&client(), s.url(&format!("/api/v1/binaries?build_id={id}"))).await;
+        let listed = listed["binaries"].as_array().unwrap();
+        assert_eq!(listed.len(), 1, "round {round}: {listed:?}");
+        assert_eq!(listed[0]["sha256"], stored[0].as_str());
+    }
+}
+
+#[tokio::test]
+async fn concurrent_uploads_store_one_on_sqlite() {
+    let s = Server::start(&["--workers", "0", "--max-identify-jobs", "16"]);
+    concurrent_uploads_store_one(&s).await;
+}
+
+#[tokio::test]
+async fn concurrent_uploads_store_one_on_postgres() {
+    let Some((name, url)) = common::pg_database("pm_claims").await else {
+        return;
+    };
+    let s = Server::start(&[
+        "--workers",
+        "0",
+        "--max-identify-jobs",
+        "16",
+        "--database-url",
+        &url,
+    ]);
+    concurrent_uploads_store_one(&s).await;
+    drop(s);
+    common::drop_db(&name).await;
+}
+
+/// The crash program built with build-id `build_id` (gcc, `-g`), with `extra` C code
+/// before it (a doctored build of the same id has other code).
+fn crasher(dir: &Path, name: &str, build_id: &str, extra: &str, flags: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, format!("{extra}\n{}", common::CRASHER)).unwrap();
+    let out = dir.join(name);
+    sh(&format!(
+        "gcc -g {flags} -Wl,--build-id=0x{build_id} -o {} {}",
+        out.display(),
+        c.display()
+    ));
+    out
+}
+
+/// The report's warnings of code `module-files-disagree`.
+fn disagreeing(report: &Value) -> Vec<Value> {
+    report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "module-files-disagree")
+        .cloned()
+        .collect()
+}
+
+/// Issue 34, finding 3: a crash's report says when a module's files disagree. A build's
+/// stripped binary (`strip -s`) and its debug file (`objcopy --only-keep-debug`) agree:
+/// no warning. The same stripped binary beside a doctored unstripped build of its
+/// build-id (another role, so the upload was accepted: other code, as `readelf -S` shows
+/// another `.text`) gives a `module-files-disagree` warning on that module naming both
+/// files and the section.
+#[tokio::test]
+async fn a_report_says_when_a_module_s_files_disagree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&[]);
+    let c = client();
+    for (n, doctored) in [(0, false), (1, true)] {
+        let dir = tmp.path().join(format!("case{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let id = format!("{n}444444444444444444444444444444444444444");
+        let prog = crasher(&dir, "app", &id, "", "-O0");
+        let core = common::make_core(&dir, &prog);
+        let stripped = dir.join("app.stripped");
+        sh(&format!(
+            "strip -s -o {} {}",
+            stripped.display(),
+            prog.display()
+        ));
+        let other = if doctored {
+            let extra = "int attacker_name(int x) { return x * 7 + 3; }";
+            crasher(&dir, "doctored", &id, extra, "-O0")
+        } else {
+            let debug = dir.join("app.debug");
+            sh(&format!(
+                "objcopy --only-keep-debug {} {}",
+                prog.display(),
+                debug.display()
+            ));
+            debug
+        };
+        assert_eq!(post_binary(&s, &stripped, b"app").await.0, 201);
+        assert_eq!(post_binary(&s, &other, b"app.other").await.0, 201);
+        let crash = common::upload_crash(&c, &s.base, &core).await;
+        let done = common::poll_done(&c, &s.base, &crash).await;
+        assert_eq!(done["status"], "done", "{done}");
+        let report = &done["report"];
+        let warned = disagreeing(report);
+        if !doctored {
+            assert_eq!(warned, Vec::<Value>::new(), "one build's files agree");
+            continue;
+        }
+        assert_eq!(warned.len(), 1, "{}", report["warnings"]);
+        let w = &warned[0];
+        let module = &report["modules"][w["module"].as_u64().unwrap() as usize];
+        assert!(
+            module["name"].as_str().unwrap().ends_with("app"),
+            "{module}"
+        );
+        let message = w["message"].as_str().unwrap();
+        for part in ["app.other", "the binary app", ".text at"] {
+            assert!(message.contains(part), "{part} in {message}");
+        }
+    }
 }
 
 /// Issue 34, finding 11: the tables of a huge `.sym` file are bounded by

@@ -371,11 +371,10 @@ async fn job_timeout_is_a_deadline() {
 /// gzipped) stores them bounded as Crashpad bounds its annotations: each value at most
 /// 20 KiB, all of them at most 64 KiB; the report says so (`annotations-truncated`) and
 /// holds no more of them than the row does.
-#[tokio::test]
-async fn upload_fields_are_bounded() {
+/// A gzip Crashpad-style multipart upload of a one-module minidump and about 966 KB of
+/// form fields (a 200,000-byte value, 250 values of 3,000 bytes) that compress to a few KB.
+fn fields_upload(boundary: &str) -> Vec<u8> {
     use std::io::Write;
-    let s = Server::start(&[]);
-    let boundary = "XBOUNDARYX";
     let mut body = Vec::new();
     let dump = many_module_minidump(1);
     write!(
@@ -411,6 +410,14 @@ async fn upload_fields_are_bounded() {
         body.len(),
         gz.len()
     );
+    gz
+}
+
+#[tokio::test]
+async fn upload_fields_are_bounded() {
+    let s = Server::start(&[]);
+    let boundary = "XBOUNDARYX";
+    let gz = fields_upload(boundary);
     let c = client();
     let r = c
         .post(s.url("/api/v1/crashes"))
@@ -587,4 +594,184 @@ async fn reprocess_is_rate_limited_per_token() {
         "application/problem+json"
     );
     assert_eq!(post("second").await.unwrap().status(), 200);
+}
+
+/// Stores `n` finished crashes that missed the library of build-id `library`, as a
+/// worker leaves them (the queue's own insert, lease, missing-module record and finish).
+async fn finished_missing(db: &Db, library: &str, n: i64) {
+    for i in 0..n {
+        let new = NewCrash {
+            id: crashes::new_id(),
+            received_at: 1_000 + i,
+            dump_sha256: "0".repeat(64),
+            dump_size: 1,
+            dump_format: "minidump".into(),
+            annotations: "{}".into(),
+            annotations_cut: None,
+        };
+        crashes::insert(db, &new).await.unwrap();
+        let lease = crashes::lease(db, "w", 5_000, 60_000, 3)
+            .await
+            .unwrap()
+            .unwrap();
+        worker::store::missing::record(db, library, &lease.id, "libfoo.so")
+            .await
+            .unwrap();
+        let done = Outcome::Done(StoredReport::default());
+        assert!(crashes::finish(db, &lease, "w", 5_000, 3, &done)
+            .await
+            .unwrap());
+    }
+}
+
+/// Crashes of the queue waiting to be processed.
+async fn pending(db: &Db) -> i64 {
+    let sql = "SELECT COUNT(*) FROM crashes WHERE status = 'pending'";
+    let (n,): (i64,) = match db.backend() {
+        worker::store::Backend::Sqlite(p) => sqlx::query_as(sql).fetch_one(p).await.unwrap(),
+        worker::store::Backend::Postgres(p) => sqlx::query_as(sql).fetch_one(p).await.unwrap(),
+    };
+    n
+}
+
+/// A small ELF executable (gcc) with build-id `build_id`, stripped (`strip -s`) or not:
+/// two files of one build in different roles.
+fn elf_with_build_id(dir: &std::path::Path, build_id: &str, stripped: bool) -> Vec<u8> {
+    let c = dir.join("lib.c");
+    std::fs::write(&c, "int main(void) { return 0; }\n").unwrap();
+    let out = dir.join(format!("lib{build_id}{stripped}"));
+    let line = format!(
+        "gcc -Wl,--build-id=0x{build_id} -o {0} {1} {2}",
+        out.display(),
+        c.display(),
+        if stripped {
+            format!("&& strip -s {}", out.display())
+        } else {
+            String::new()
+        }
+    );
+    let st = std::process::Command::new("sh")
+        .args(["-c", &line])
+        .status()
+        .unwrap();
+    assert!(st.success(), "{line}");
+    std::fs::read(out).unwrap()
+}
+
+/// Finding 5: the crashes a token's symbol uploads queue again are rate-limited per token
+/// (`--requeue-per-minute 10`). Twelve stored crashes missed a library and twelve
+/// another: the first library's file queues ten and leaves two listed; the same token's
+/// next file queues (almost) none, within the same second; another token's file queues
+/// ten of the second library's. Unbounded, the first file queued all twelve.
+async fn symbol_requeues_are_rate_limited(pg: bool) {
+    let Some(setup) = Setup::start(
+        pg,
+        &[
+            "--workers",
+            "0",
+            "--token",
+            "ci:symbols",
+            "--token",
+            "other:symbols",
+            "--requeue-per-minute",
+            "10",
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    let (a, b) = ("a1".repeat(20), "b2".repeat(20));
+    finished_missing(&setup.db, &a, 12).await;
+    finished_missing(&setup.db, &b, 12).await;
+    assert_eq!(pending(&setup.db).await, 0);
+    let tmp = tempfile::tempdir().unwrap();
+    let c = client();
+    let upload = |token: &'static str, body: Vec<u8>| {
+        c.post(setup.server.url("/api/v1/binaries"))
+            .bearer_auth(token)
+            .header("x-file-name", "libfoo.so")
+            .body(body)
+            .send()
+    };
+    let r = upload("ci", elf_with_build_id(tmp.path(), &a, false))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["requeued"].as_u64(), v["requeue_left"].as_u64()),
+        (Some(10), Some(2)),
+        "{v}"
+    );
+    assert_eq!(pending(&setup.db).await, 10);
+
+    let r = upload("ci", elf_with_build_id(tmp.path(), &b, false))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    let requeued = v["requeued"].as_u64().unwrap();
+    assert!(requeued <= 1, "the token's allowance is spent: {v}");
+    assert_eq!(v["requeue_left"].as_u64(), Some(12 - requeued), "{v}");
+
+    // another token has its own allowance (a second file of the build: stripped)
+    let r = upload("other", elf_with_build_id(tmp.path(), &b, true))
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["requeued"].as_u64(), Some(10.min(12 - requeued)), "{v}");
+    assert_eq!(
+        pending(&setup.db).await,
+        20 + i64::try_from(requeued).unwrap()
+    );
+    setup.finish().await;
+}
+
+#[tokio::test]
+async fn symbol_requeues_are_rate_limited_sqlite() {
+    symbol_requeues_are_rate_limited(false).await;
+}
+
+#[tokio::test]
+async fn symbol_requeues_are_rate_limited_postgres() {
+    symbol_requeues_are_rate_limited(true).await;
+}
+
+/// Finding 5: one reprocess request queues at most `--reprocess-max-crashes` (5) of the
+/// twelve crashes its filter matches and says `more`; the same filter posted again
+/// resumes the run with the next five, then the last two (`more: false`). Unbounded, the
+/// first request queued all twelve.
+async fn reprocess_runs_are_bounded(pg: bool) {
+    let Some(setup) = Setup::start(pg, &["--workers", "0", "--reprocess-max-crashes", "5"]).await
+    else {
+        return;
+    };
+    finished_missing(&setup.db, &"c3".repeat(20), 12).await;
+    let c = client();
+    for (queued, more, pending_after) in [(5, true, 5), (5, true, 10), (2, false, 12)] {
+        let r = c
+            .post(setup.server.url("/api/v1/reprocess"))
+            .header("content-type", "application/json")
+            .body(r#"{"all":true}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["queued"], queued, "{v}");
+        assert_eq!(v["more"], more, "{v}");
+        assert_eq!(pending(&setup.db).await, pending_after);
+    }
+    setup.finish().await;
+}
+
+#[tokio::test]
+async fn reprocess_runs_are_bounded_sqlite() {
+    reprocess_runs_are_bounded(false).await;
+}
+
+#[tokio::test]
+async fn reprocess_runs_are_bounded_postgres() {
+    reprocess_runs_are_bounded(true).await;
 }

@@ -1040,6 +1040,65 @@ async fn the_service_goes_on_when_a_source_fails() {
     assert_eq!(asked.lock().unwrap().len(), n, "misses are remembered");
 }
 
+/// Issue 34, finding 3: a fetched file is held to first upload wins, as an upload is. The
+/// program's binary is uploaded stripped (`strip -s`); the source serves, as its debug
+/// file, a doctored build of the same build-id stripped the same way (it passes the
+/// build-id check: it is the build asked for). It is not stored beside the upload: after
+/// each of two crashes the build-id lists the uploaded file alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fetched_file_never_contests_an_upload() {
+    let (work, core) = small_core();
+    let exe = work.path().join("basic");
+    let id = build_id(&exe);
+    let stripped = work.path().join("basic.stripped");
+    tool(
+        Command::new("strip")
+            .arg("-s")
+            .arg("-o")
+            .arg(&stripped)
+            .arg(&exe),
+    );
+    let flag = format!("-Wl,--build-id=0x{id}");
+    let doctored = work.compile("gcc", &["-O2", &flag], &["basic.c"], "doctored");
+    let served = work.path().join("served");
+    let debuginfo = served.join(format!("buildid/{id}/debuginfo"));
+    std::fs::create_dir_all(debuginfo.parent().unwrap()).unwrap();
+    tool(
+        Command::new("strip")
+            .arg("-s")
+            .arg("-o")
+            .arg(&debuginfo)
+            .arg(&doctored),
+    );
+    assert_eq!(build_id(&debuginfo), id);
+    assert_ne!(
+        std::fs::read(&debuginfo).unwrap(),
+        std::fs::read(&stripped).unwrap()
+    );
+    let (url, asked) = faulty(Fault::Files(served));
+    let server = TempServer::start(&["--debuginfod", &url]);
+    let c = client();
+    common::upload_binary(&c, &server.base, &stripped, "basic").await;
+    let core = std::fs::read(core).unwrap();
+    let debuginfo_path = format!("/buildid/{id}/debuginfo");
+    for _ in 0..2 {
+        let crash = upload_crash(&c, &server.base, &core).await;
+        let done = poll_done(&c, &server.base, &crash).await;
+        assert_eq!(done["status"], "done", "{done}");
+        let fetches = asked
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| **p == debuginfo_path)
+            .count();
+        assert!(fetches >= 1, "the doctored file was served: {asked:?}");
+        let listed = get_json(&c, server.url(&format!("/api/v1/binaries?build_id={id}"))).await;
+        let files = listed["binaries"].as_array().unwrap();
+        assert_eq!(files.len(), 1, "{listed}");
+        assert!(files[0]["source"].is_null(), "the upload: {listed}");
+    }
+}
+
 /// The service's sources from a sources file (`serve --sources FILE`): each source with
 /// its own limits — a miss TTL of 300 s for the one without the files, a cap of 1000
 /// bytes for the one that has them — and the miss's `until` the database row's expiry,

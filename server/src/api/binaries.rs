@@ -14,8 +14,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 use engine::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
 use serde_json::{json, Value};
-use worker::jobs::new_file::{file_arrived, NewFile};
+use worker::jobs::new_file::{file_arrived_within, NewFile};
 use worker::store::binaries::{self, BinaryRow};
+use worker::store::missing::Requeued;
 use worker::store::{now_ms, StagedBlob, StoreError};
 
 use super::extract::{
@@ -98,12 +99,115 @@ pub(super) async fn store_files(
     for (name, staged) in files {
         let (info, row) = checked_file(s, name, &staged).await?;
         if let Some(earlier) = checked.iter().find(|(_, _, r)| r.contests(&row)) {
-            return Err(conflict(&row, &earlier.2));
+            return Err(conflict(&row, &earlier.2.sha256));
         }
         checked.push((staged, info, row));
     }
+    let rows: Vec<&BinaryRow> = checked.iter().map(|(_, _, r)| r).collect();
+    let claimed = claim_all(s, &rows).await?;
+    let stored = store_all(s, checked).await;
+    if stored.is_err() {
+        release_all(s, &claimed).await;
+    }
+    let (out, arrivals) = stored?;
+    let any_created = arrivals.iter().any(|(_, _, new)| *new);
+    // Only once every file of the request is stored, so that a crash requeued for one of
+    // them is not processed before the others (a binary and its debug file) are there.
+    let requeued = announce(s, headers, arrivals).await?;
+    let status = if any_created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let body = json!({
+        "binaries": out, "requeued": requeued.requeued, "requeue_left": requeued.left,
+    });
+    Ok((status, Json(body)))
+}
+
+/// A stored file's answer, and what each file's arrival announces (its identity, the name
+/// it was sent under, and whether it is new: a new file, or a Windows image's new name).
+type Stored = (Vec<Value>, Vec<(BinaryInfo, Option<String>, bool)>);
+
+/// Announces an upload's new files: each invalidates the tables it feeds and queues again
+/// the crashes that missed it, within the token's allowance of requeued crashes
+/// (`--requeue-per-minute`); the crashes past it stay listed as missing the file, for a
+/// reprocess run (`{"missing_only": true}`) or the next new file of that id.
+async fn announce(
+    s: &AppState,
+    headers: &HeaderMap,
+    arrivals: Vec<(BinaryInfo, Option<String>, bool)>,
+) -> Result<Requeued, ApiError> {
+    let mut allowance = s.requeue_rate.take(headers, u64::MAX);
+    let mut total = Requeued::default();
+    for (info, name, new) in arrivals {
+        if !new {
+            continue;
+        }
+        let file = NewFile {
+            build_id: info.build_id.as_deref(),
+            debug_id: info.debug_id.as_deref(),
+            breakpad: info.kind == KIND_BREAKPAD,
+            pe: info.image(name.as_deref()),
+        };
+        let done = match file_arrived_within(&s.db, &s.cache, file, allowance).await {
+            Ok(d) => d,
+            Err(e) => {
+                s.requeue_rate.give_back(headers, allowance);
+                return Err(e.into());
+            }
+        };
+        allowance = allowance.saturating_sub(done.requeued);
+        total.requeued += done.requeued;
+        total.left += done.left;
+        if done.requeued > 0 {
+            s.wake.notify_waiters();
+        }
+    }
+    s.requeue_rate.give_back(headers, allowance);
+    Ok(total)
+}
+
+/// Claims every file's identity in its role (the database's key decides between uploads
+/// at the same moment: the one that loses is refused with 409, as if it came second).
+/// Returns the claims made, to release if the files are then not stored.
+async fn claim_all(s: &AppState, rows: &[&BinaryRow]) -> Result<Vec<BinaryRow>, ApiError> {
+    let mut made: Vec<BinaryRow> = Vec::new();
+    for row in rows {
+        let claimed = binaries::claim(&s.db, row).await;
+        let lost = match claimed {
+            Ok(binaries::Claim::Held { new: true }) => {
+                made.push((*row).clone());
+                continue;
+            }
+            Ok(binaries::Claim::Held { new: false } | binaries::Claim::Nothing) => continue,
+            Ok(binaries::Claim::Lost(holder)) => conflict(row, &holder),
+            Err(e) => ApiError::from(e),
+        };
+        release_all(s, &made).await;
+        return Err(lost);
+    }
+    Ok(made)
+}
+
+/// Releases claims whose files were not stored (best effort: a claim left behind names a
+/// file that is not there, and refuses others until an admin removes it; logged).
+async fn release_all(s: &AppState, claimed: &[BinaryRow]) {
+    for row in claimed {
+        if let Err(e) = binaries::release(&s.db, row).await {
+            tracing::error!(sha256 = %row.sha256, error = %e, "could not release a claim");
+        }
+    }
+}
+
+/// Stores the checked (and claimed) files of an upload: their blobs, their rows, a Windows
+/// image's new name.
+async fn store_all(
+    s: &AppState,
+    checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)>,
+) -> Result<Stored, ApiError> {
     let mut out = Vec::new();
-    let mut created_infos = Vec::new();
+    let mut arrivals = Vec::new();
     for (staged, info, row) in checked {
         s.blobs.put_staged(&staged).await?;
         let (stored, created) = binaries::insert(&s.db, &row).await?;
@@ -115,31 +219,10 @@ pub(super) async fn store_files(
             (Some(name), true) => binaries::add_name(&s.db, &stored.sha256, name).await?,
             _ => false,
         };
-        if created || new_name {
-            created_infos.push((info, row.file_name.clone()));
-        }
+        arrivals.push((info, row.file_name.clone(), created || new_name));
         out.push(with_names(s, &stored, Some(created)).await?);
     }
-    // Only once every file of the request is stored, so that a crash requeued for one of
-    // them is not processed before the others (a binary and its debug file) are there.
-    let any_created = !created_infos.is_empty();
-    for (info, name) in created_infos {
-        let file = NewFile {
-            build_id: info.build_id.as_deref(),
-            debug_id: info.debug_id.as_deref(),
-            breakpad: info.kind == KIND_BREAKPAD,
-            pe: info.image(name.as_deref()),
-        };
-        if file_arrived(&s.db, &s.cache, file).await? > 0 {
-            s.wake.notify_waiters();
-        }
-    }
-    let status = if any_created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(json!({ "binaries": out }))))
+    Ok((out, arrivals))
 }
 
 /// The files of an upload, staged, with the names they were sent under (checked by
@@ -187,7 +270,8 @@ async fn received_files(
 
 /// Identifies one staged file and checks it may be stored: a Windows image has a name,
 /// and no other file holds its identity in its role (first upload wins: a different file
-/// is refused with 409, and logged).
+/// is refused with 409, and logged; files being stored at this moment are told apart by
+/// [`claim_all`]).
 async fn checked_file(
     s: &AppState,
     name: Option<String>,
@@ -224,7 +308,7 @@ async fn checked_file(
         code_file: info.code_file.clone(),
     };
     if let Some(holder) = binaries::holder_of(&s.db, &row).await? {
-        return Err(conflict(&row, &holder));
+        return Err(conflict(&row, &holder.sha256));
     }
     Ok((info, row))
 }
@@ -232,7 +316,7 @@ async fn checked_file(
 /// The 409 of a file whose identity `holder` holds in the same role; logged, since a
 /// pipeline does not upload two different files for one build (a rebuild that is not
 /// reproducible, or someone trying to replace the symbols).
-fn conflict(row: &BinaryRow, holder: &BinaryRow) -> ApiError {
+fn conflict(row: &BinaryRow, holder: &str) -> ApiError {
     let id = row
         .build_id()
         .or(row.debug_id.as_deref())
@@ -242,7 +326,7 @@ fn conflict(row: &BinaryRow, holder: &BinaryRow) -> ApiError {
         id,
         role = row.role(),
         refused = %row.sha256,
-        existing = %holder.sha256,
+        existing = %holder,
         "upload refused: another file holds this identity in this role"
     );
     ApiError::Conflict {
@@ -250,10 +334,10 @@ fn conflict(row: &BinaryRow, holder: &BinaryRow) -> ApiError {
             "another {} file ({}) is already stored for {id} as its {}: the first upload \
              wins, and a different file for the same build is refused",
             row.format,
-            holder.sha256,
+            holder,
             row.role()
         ),
-        existing_sha256: holder.sha256.clone(),
+        existing_sha256: holder.to_string(),
     }
 }
 

@@ -4,7 +4,9 @@
 //! The crashes are queued in batches of [`BATCH`] under one run id (see
 //! `worker::store::reprocess`); the workers of every process sharing the queue take them
 //! after every new crash (reprocessing has the lower queue priority), and a crash already
-//! queued is not queued again. Runs are rate-limited per token (`api::rate`).
+//! queued is not queued again. Runs are rate-limited per token (`api::rate`), and one
+//! request queues at most `--reprocess-max-crashes`: past it the answer says `more`, the
+//! run stays open, and the same filter posted again resumes it with the next crashes.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -48,11 +50,16 @@ async fn start(
         .map_err(|e| bad(format!("the body is not a reprocess filter: {e}")))?;
     filter.check().map_err(bad)?;
     let run = reprocess::start_run(&s.db, &filter).await?;
+    let bound = match s.reprocess_max_crashes {
+        0 => u64::MAX,
+        n => n,
+    };
     let mut queued: u64 = 0;
     let mut cursor: Option<String> = None;
-    loop {
+    while queued < bound {
+        let room = i64::try_from(bound - queued).unwrap_or(BATCH).min(BATCH);
         let (n, last) =
-            reprocess::enqueue_batch(&s.db, &run.id, &filter, cursor.as_deref(), BATCH).await?;
+            reprocess::enqueue_batch(&s.db, &run.id, &filter, cursor.as_deref(), room).await?;
         if n == 0 {
             break;
         }
@@ -60,7 +67,12 @@ async fn start(
         cursor = last;
         s.wake.notify_waiters();
     }
-    // Everything is queued: the run is complete as far as queuing goes.
-    reprocess::finish_run(&s.db, &run.id).await?;
-    Ok(Json(json!({ "run_id": run.id, "queued": queued })))
+    let more = queued >= bound && reprocess::count_remaining(&s.db, &run.id, &filter).await? > 0;
+    if !more {
+        // Everything is queued: the run is complete as far as queuing goes.
+        reprocess::finish_run(&s.db, &run.id).await?;
+    }
+    Ok(Json(
+        json!({ "run_id": run.id, "queued": queued, "more": more }),
+    ))
 }

@@ -102,6 +102,10 @@ pub struct AppState {
     pub wake: Arc<Notify>,
     /// `POST /api/v1/reprocess` requests per token.
     pub reprocess_rate: Arc<super::rate::RateLimit>,
+    /// Most crashes one reprocess request queues (0: no bound).
+    pub reprocess_max_crashes: u64,
+    /// Crashes requeued by one token's symbol uploads, per minute.
+    pub requeue_rate: Arc<super::rate::RateLimit>,
     /// Uploaded files identified at once (each reads its file from disk; a `.sym` file
     /// is read to its end): the rest wait their turn.
     pub identify_slots: Arc<tokio::sync::Semaphore>,

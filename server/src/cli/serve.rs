@@ -87,6 +87,15 @@ pub struct ServeArgs {
     /// ones are answered 429 with `Retry-After`. 0: no limit.
     #[arg(long, default_value_t = 6)]
     pub reprocess_per_minute: u32,
+    /// Most crashes one `POST /api/v1/reprocess` queues; the answer then says `more`, and
+    /// the same filter posted again queues the next ones (the run resumes). 0: no bound.
+    #[arg(long, default_value_t = 10_000)]
+    pub reprocess_max_crashes: u64,
+    /// Crashes a minute that one token's symbol uploads may queue again (bursts of as
+    /// many); the crashes past it stay listed as missing the file, for a reprocess run
+    /// (`missing_only`) or the next new file of that id. 0: no limit.
+    #[arg(long, default_value_t = 10_000)]
+    pub requeue_per_minute: u32,
     /// Uploaded symbol files identified at once; further uploads wait (each reads its
     /// staged file from disk, a `.sym` file to its end, in bounded memory).
     #[arg(long, default_value_t = 2)]
@@ -192,6 +201,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         job_metrics,
         wake,
         reprocess_rate: Arc::new(crate::api::rate::RateLimit::new(args.reprocess_per_minute)),
+        reprocess_max_crashes: args.reprocess_max_crashes,
+        requeue_rate: Arc::new(crate::api::rate::RateLimit::new(args.requeue_per_minute)),
         identify_slots: Arc::new(tokio::sync::Semaphore::new(args.max_identify_jobs.max(1))),
         upload_sessions: Arc::new(crate::api::upload_sessions::Sessions::new(
             &args.upload_sessions,

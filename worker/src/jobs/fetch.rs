@@ -439,7 +439,8 @@ fn pdb_name_of(path: &Path) -> Option<String> {
     (!name.is_empty()).then(|| name.to_string())
 }
 
-/// Stores a fetched (and checked) file as an upload is stored.
+/// Stores a fetched (and checked) file as an upload is stored, unless another file holds
+/// its identity in its role ([`may_store`]).
 async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
     let p = path.to_path_buf();
     let (info, sha, size) = tokio::task::spawn_blocking(move || {
@@ -456,9 +457,8 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
             source: e,
         })
     })?;
-    let sha256 = runner.blobs.put_file(path, &sha).await?;
     let row = BinaryRow {
-        sha256,
+        sha256: sha.clone(),
         build_id: info.build_id.clone().unwrap_or_default(),
         arch: info.arch.map(str::to_string),
         kind: info.kind.to_string(),
@@ -472,7 +472,21 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         code_id: info.code_id.clone(),
         code_file: info.code_file.clone(),
     };
-    let (stored, created) = binaries::insert(&runner.db, &row).await?;
+    if !may_store(runner, &row).await? {
+        return Ok(());
+    }
+    let put = runner.blobs.put_file(path, &sha).await;
+    let inserted = match put {
+        Ok(_) => binaries::insert(&runner.db, &row).await,
+        Err(e) => Err(e),
+    };
+    let (stored, created) = match inserted {
+        Ok(done) => done,
+        Err(e) => {
+            binaries::release(&runner.db, &row).await?;
+            return Err(e.into());
+        }
+    };
     if created {
         let file = NewFile {
             build_id: info.build_id.as_deref(),
@@ -485,6 +499,30 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         }
     }
     Ok(())
+}
+
+/// Whether a fetched file may be stored: first upload wins, and a fetched file is held to
+/// it as an upload is. A file that another (uploaded or fetched) file's identity and role
+/// already hold is not stored: it neither replaces nor stands beside the stored one, and
+/// the refusal is logged.
+async fn may_store(runner: &Runner, row: &BinaryRow) -> Result<bool, JobError> {
+    let holder = match binaries::holder_of(&runner.db, row).await? {
+        Some(h) => Some(h.sha256),
+        None => match binaries::claim(&runner.db, row).await? {
+            binaries::Claim::Lost(sha) => Some(sha),
+            binaries::Claim::Held { .. } | binaries::Claim::Nothing => None,
+        },
+    };
+    if let Some(existing) = &holder {
+        tracing::warn!(
+            source = row.source.as_deref().unwrap_or_default(),
+            role = row.role(),
+            refused = %row.sha256,
+            existing = %existing,
+            "fetched file not stored: another file holds its identity in this role"
+        );
+    }
+    Ok(holder.is_none())
 }
 
 /// The sha256 (lower-case hex) and size of the file at `path`.

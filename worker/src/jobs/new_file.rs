@@ -31,6 +31,20 @@ pub async fn file_arrived(
     cache: &TablesCache,
     file: NewFile<'_>,
 ) -> Result<u64, StoreError> {
+    Ok(file_arrived_within(db, cache, file, u64::MAX)
+        .await?
+        .requeued)
+}
+
+/// [`file_arrived`], requeueing at most `limit` crashes (an upload's share of its token's
+/// allowance): the others stay listed as missing the file (`left`), for the next arrival
+/// of a file of that id or a reprocess run.
+pub async fn file_arrived_within(
+    db: &Db,
+    cache: &TablesCache,
+    file: NewFile<'_>,
+    limit: u64,
+) -> Result<missing::Requeued, StoreError> {
     let pe_key = file.pe.map(|(name, id)| TableKey::for_pe(name, id));
     let table_key = match (file.debug_id, file.breakpad, &pe_key) {
         (Some(d), true, _) => Some(TableKey::Breakpad(d.to_string())),
@@ -61,14 +75,32 @@ pub async fn file_arrived(
         tables::invalidate(db, &key.to_string()).await?;
         cache.invalidate(&key);
     }
+    requeue_within(db, file, limit).await
+}
+
+/// Requeues at most `limit` of the crashes that missed `file` (or had only a `.sym` file
+/// where it is a binary), without touching tables: what [`file_arrived_within`] does
+/// last.
+async fn requeue_within(
+    db: &Db,
+    file: NewFile<'_>,
+    limit: u64,
+) -> Result<missing::Requeued, StoreError> {
+    let pe_key = file.pe.map(|(name, id)| TableKey::for_pe(name, id));
     // a Windows module the dump gives no debug id is missed under its image's key
     let pe_key = pe_key.map(|k| k.to_string());
     let b = file.build_id.or(pe_key.as_deref());
     let d = file.debug_id;
-    let requeued = missing::requeue_for_ids(db, b, d).await?
-        + breakpad_used::requeue_for_ids(db, b, d).await?;
-    if requeued > 0 {
-        tracing::info!(build_id = ?b, debug_id = ?d, requeued, "crashes requeued");
+    let missed = missing::requeue_for_ids_within(db, b, d, limit).await?;
+    let rest = limit.saturating_sub(missed.requeued);
+    let used = breakpad_used::requeue_for_ids_within(db, b, d, rest).await?;
+    let done = missing::Requeued {
+        requeued: missed.requeued + used.requeued,
+        left: missed.left + used.left,
+    };
+    if done.requeued > 0 || done.left > 0 {
+        tracing::info!(build_id = ?b, debug_id = ?d, requeued = done.requeued, left = done.left,
+            "crashes requeued");
     }
-    Ok(requeued)
+    Ok(done)
 }

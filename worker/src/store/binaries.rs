@@ -4,7 +4,9 @@
 //! First upload wins: a file holds its identity (build-id, debug-id, or a Windows image's
 //! code id and name) in its role ([`BinaryRow::role`]) once stored, and a different file
 //! claiming the same identity in the same role is refused ([`holder_of`]), so a doctored
-//! upload cannot replace the file crashes are symbolized with.
+//! upload cannot replace the file crashes are symbolized with. The database enforces it:
+//! a file [`claim`]s its identity in a table whose key admits one file per identity and
+//! role, so of two different files stored at the same moment one is refused.
 
 use super::{Db, StoreError};
 
@@ -53,17 +55,21 @@ impl BinaryRow {
     }
 
     /// What the file is to the module it describes. Files of different roles legitimately
-    /// share an identity and arrive in any order: a stripped binary (`binary`), its
-    /// separate debug file (`debug-file`), the unstripped build (`unstripped`), all of one
-    /// build-id; a PDB (`pdb`) and the `.sym` file (`sym`) of one debug-id; a Windows image
-    /// (`image`) names its PDB's debug-id too. Within one role, one file per identity.
+    /// share an identity and arrive in any order: a stripped binary (`binary`, as
+    /// `strip -s` leaves it), one stripped of its debug information only (`symtab`, as
+    /// `strip --strip-debug` leaves it: code and symbol table), its separate debug file
+    /// (`debug-file`), the unstripped build (`unstripped`), all of one build-id; a PDB
+    /// (`pdb`) and the `.sym` file (`sym`) of one debug-id; a Windows image (`image`)
+    /// names its PDB's debug-id too. Within one role, one file per identity.
     pub fn role(&self) -> &'static str {
+        let sections = self.section_list();
         match self.format.as_str() {
             "breakpad" => "sym",
             "pdb" => "pdb",
             "pe" => "image",
             _ if self.kind == "debug" => "debug-file",
-            _ if self.section_list().contains(&"debug_info") => "unstripped",
+            _ if sections.contains(&"debug_info") => "unstripped",
+            _ if sections.contains(&"symtab") => "symtab",
             _ => "binary",
         }
     }
@@ -160,6 +166,70 @@ pub async fn holder_of(db: &Db, row: &BinaryRow) -> Result<Option<BinaryRow>, St
         },
     };
     Ok(rows.into_iter().find(|r| r.contests(row)))
+}
+
+/// The outcome of [`claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The file holds its identity in its role: `new` if this call made the claim (undo
+    /// it with [`release`] if the file is then not stored).
+    Held { new: bool },
+    /// The file has no identity to claim (never contested).
+    Nothing,
+    /// Another file (this sha256) holds the identity in this role.
+    Lost(String),
+}
+
+/// Claims `row`'s identity in its format and role for `row`'s file (migration 0018's
+/// key): of two different files claiming one identity, even at the same moment, one
+/// wins. Files stored before the claims existed hold none; [`holder_of`] finds them.
+pub async fn claim(db: &Db, row: &BinaryRow) -> Result<Claim, StoreError> {
+    let Some(identity) = row.identity() else {
+        return Ok(Claim::Nothing);
+    };
+    let insert = "INSERT INTO binary_claims (format, role, identity, sha256) \
+                  VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+    let done = crate::on_pool!(db, p => sqlx::query(insert)
+        .bind(&row.format)
+        .bind(row.role())
+        .bind(&identity)
+        .bind(&row.sha256)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    if done == 1 {
+        return Ok(Claim::Held { new: true });
+    }
+    let select =
+        "SELECT sha256 FROM binary_claims WHERE format = $1 AND role = $2 AND identity = $3";
+    let holder: Option<(String,)> = crate::on_pool!(db, p => sqlx::query_as(select)
+        .bind(&row.format)
+        .bind(row.role())
+        .bind(&identity)
+        .fetch_optional(p)
+        .await)?;
+    Ok(match holder {
+        Some((sha,)) if sha != row.sha256 => Claim::Lost(sha),
+        _ => Claim::Held { new: false },
+    })
+}
+
+/// Undoes a claim [`claim`] made for `row`'s file (the file was then not stored).
+pub async fn release(db: &Db, row: &BinaryRow) -> Result<(), StoreError> {
+    let Some(identity) = row.identity() else {
+        return Ok(());
+    };
+    let sql = "DELETE FROM binary_claims \
+               WHERE format = $1 AND role = $2 AND identity = $3 AND sha256 = $4";
+    crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(&row.format)
+        .bind(row.role())
+        .bind(&identity)
+        .bind(&row.sha256)
+        .execute(p)
+        .await
+        .map(|_| ()))?;
+    Ok(())
 }
 
 /// The binary with this content hash.

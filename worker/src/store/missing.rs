@@ -88,42 +88,80 @@ pub async fn requeue_for_ids(
     build_id: Option<&str>,
     debug_id: Option<&str>,
 ) -> Result<u64, StoreError> {
-    requeue_indexed(db, "missing_modules", build_id, debug_id).await
+    Ok(requeue_for_ids_within(db, build_id, debug_id, u64::MAX)
+        .await?
+        .requeued)
 }
 
-/// Requeues the crashes that `table` (`missing_modules` or `breakpad_modules`: both have
-/// `build_id`, `debug_id` and `crash_id` columns) lists for a module of either identifier,
-/// and empties those entries.
+/// [`requeue_for_ids`], queueing at most `limit` crashes: the others stay listed as
+/// missing the module (`left`), for a later arrival or a reprocess run.
+pub async fn requeue_for_ids_within(
+    db: &Db,
+    build_id: Option<&str>,
+    debug_id: Option<&str>,
+    limit: u64,
+) -> Result<Requeued, StoreError> {
+    requeue_indexed(db, "missing_modules", build_id, debug_id, limit).await
+}
+
+/// What a requeue did: crashes queued again, and crashes left listed (past its limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requeued {
+    pub requeued: u64,
+    pub left: u64,
+}
+
+/// Requeues at most `limit` of the crashes that `table` (`missing_modules` or
+/// `breakpad_modules`: both have `build_id`, `debug_id` and `crash_id` columns) lists for
+/// a module of either identifier, and empties the entries of every crash no longer
+/// waiting to be requeued; the rest stay, counted in `left`.
 pub(super) async fn requeue_indexed(
     db: &Db,
     table: &'static str,
     build_id: Option<&str>,
     debug_id: Option<&str>,
-) -> Result<u64, StoreError> {
+    limit: u64,
+) -> Result<Requeued, StoreError> {
     if build_id.is_none() && debug_id.is_none() {
-        return Ok(0);
+        return Ok(Requeued::default());
     }
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let matching = "(build_id = $1 OR debug_id = $2 OR build_id = $2)";
+    let finished = "status IN ('done', 'failed', 'processing')";
     let requeued = super::crashes::REQUEUED;
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, previous_signature = signature, \
          previous_function_frames = function_frames, priority = {requeued} \
-         WHERE status IN ('done', 'failed', 'processing') AND id IN \
-         (SELECT crash_id FROM {table} WHERE {matching})"
+         WHERE {finished} AND id IN \
+         (SELECT crash_id FROM {table} WHERE {matching} AND crash_id IN \
+          (SELECT id FROM crashes WHERE {finished}) ORDER BY crash_id LIMIT $3)"
     );
     let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
         .bind(debug_id)
+        .bind(limit)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
-    let sql = format!("DELETE FROM {table} WHERE {matching}");
+    let sql = format!(
+        "DELETE FROM {table} WHERE {matching} AND crash_id NOT IN \
+         (SELECT id FROM crashes WHERE {finished})"
+    );
     crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
         .bind(debug_id)
         .execute(p)
         .await
         .map(|_| ()))?;
-    Ok(n)
+    let sql = format!("SELECT COUNT(DISTINCT crash_id) FROM {table} WHERE {matching}");
+    let (left,): (i64,) = crate::on_pool!(db, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(build_id)
+        .bind(debug_id)
+        .fetch_one(p)
+        .await)?;
+    Ok(Requeued {
+        requeued: n,
+        left: u64::try_from(left).unwrap_or(0),
+    })
 }
