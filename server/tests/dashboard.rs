@@ -925,7 +925,10 @@ async fn groups_merged_and_split_in_chromium() {
         .await
         .unwrap();
     b.click("#split button[type=submit]").await;
-    assert_eq!(b.texts("#crashes tbody td.id").await, std::slice::from_ref(&id2));
+    assert_eq!(
+        b.texts("#crashes tbody td.id").await,
+        std::slice::from_ref(&id2)
+    );
     b.shot("group-split").await;
 
     let decided = |rows: Vec<(String, String)>| {
@@ -981,7 +984,10 @@ async fn groups_merged_and_split_in_chromium() {
         "{}",
         b.url().await
     );
-    assert_eq!(b.texts("#crashes tbody td.id").await, std::slice::from_ref(&id3));
+    assert_eq!(
+        b.texts("#crashes tbody td.id").await,
+        std::slice::from_ref(&id3)
+    );
     b.c.goto(&s.url("/")).await.unwrap();
     b.loaded().await;
     assert_eq!(

@@ -518,12 +518,13 @@ async fn group_of(db: &Db, id: &str) -> (String, String) {
 /// aggregate rows stay equal to a GROUP BY over the crashes throughout.
 async fn merges_and_splits(db: &Db) {
     use worker::store::groups::{self, DecisionError};
+    type GroupRows = Vec<(String, i64, i64, i64)>;
     let t0 = 1_700_000_000_000i64 / DAY * DAY;
     let a1 = crash(db, t0, "{}", Some("a")).await;
     let a2 = crash(db, t0 + 1, "{}", Some("a")).await;
     let b1 = crash(db, t0 + 2, "{}", Some("b")).await;
     let c1 = crash(db, t0 + 3, "{}", Some("c")).await;
-    let same = |(rows, truth): (Vec<(String, i64, i64, i64)>, Vec<(String, i64, i64, i64)>)| {
+    let same = |(rows, truth): (GroupRows, GroupRows)| {
         assert_eq!(rows, truth);
         rows.into_iter().map(|r| (r.0, r.1)).collect::<Vec<_>>()
     };
