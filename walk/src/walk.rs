@@ -22,12 +22,16 @@ pub enum Format {
     StackwalkJson,
     /// minidump-stackwalk's human-readable text (as `--human`).
     StackwalkHuman,
+    /// For an Apple crash report (`.ips`, `.crash`): the report re-rendered symbolicated
+    /// in the `.crash` layout, as `symbolicatecrash` and `atos` give it.
+    Apple,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct WalkArgs {
-    /// The crash dump: an ELF core file or a minidump, as it is or compressed with zstd,
-    /// xz, lz4, bzip2 or gzip (told by its magic bytes, whatever its name).
+    /// The crash dump: an ELF core file, a minidump or an Apple crash report (`.ips`,
+    /// `.crash`), as it is or compressed with zstd, xz, lz4, bzip2 or gzip (told by its
+    /// content, whatever its name).
     pub dump: PathBuf,
     /// Breakpad symbol stores, as minidump-stackwalk takes them after the dump (the same
     /// as --symbols-path).
@@ -204,6 +208,19 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         Format::Text => engine::report::text::render(&report),
         Format::StackwalkJson => json_text(&report, args.stackwalk.pretty)?,
         Format::StackwalkHuman => engine::report::stackwalk::human(&report, args.stackwalk.brief),
+        Format::Apple => match engine::report::apple::render(bytes.as_ref(), &report) {
+            Ok(text) => text,
+            Err(e) => {
+                log.say(
+                    Level::Error,
+                    &format!(
+                        "postmortem: --format apple is for Apple crash reports (.ips, .crash): {}: {e}",
+                        args.dump.display()
+                    ),
+                );
+                return Ok(ExitCode::from(2));
+            }
+        },
     };
     if let Some(p) = &args.stackwalk.cyborg {
         std::fs::write(p, json_text(&report, args.stackwalk.pretty)?)

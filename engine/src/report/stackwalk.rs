@@ -894,6 +894,7 @@ fn trust_name(t: Trust) -> &'static str {
         Trust::Cfi => "cfi",
         Trust::Fp => "frame_pointer",
         Trust::Scan => "scan",
+        Trust::Prewalked => "prewalked",
     }
 }
 
@@ -903,6 +904,7 @@ fn trust_description(t: Trust) -> &'static str {
         Trust::Cfi => "call frame info",
         Trust::Fp => "previous frame's frame pointer",
         Trust::Scan => "stack scanning",
+        Trust::Prewalked => "previous walk",
     }
 }
 
