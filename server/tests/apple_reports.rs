@@ -11,6 +11,8 @@
 //! addresses after the calls to `leaf` and `middle`. Skipped, saying so, where clang,
 //! ld64.lld or dsymutil are not installed (test.sh installs them: clang, lld, llvm).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -77,9 +79,16 @@ fn ld64_dir(dir: &Path) -> Option<PathBuf> {
 }
 
 fn tools_missing() -> Option<&'static str> {
-    ["clang", "dsymutil", "llvm-objdump", "llvm-symbolizer", "llvm-nm", "llvm-dwarfdump"]
-        .into_iter()
-        .find(|t| !have(t))
+    [
+        "clang",
+        "dsymutil",
+        "llvm-objdump",
+        "llvm-symbolizer",
+        "llvm-nm",
+        "llvm-dwarfdump",
+    ]
+    .into_iter()
+    .find(|t| !have(t))
 }
 
 /// Builds `SOURCE` for `target` in `dir`, its dSYM, and finds the crash points.
@@ -125,7 +134,9 @@ fn build(dir: &Path, target: &'static str) -> Build {
 
 /// The instructions of each function `llvm-objdump --macho -d` lists: (address, text).
 fn disassembly(exe: &Path) -> Vec<(String, Vec<(u64, String)>)> {
-    let text = run(Command::new("llvm-objdump").args(["--macho", "-d"]).arg(exe));
+    let text = run(Command::new("llvm-objdump")
+        .args(["--macho", "-d"])
+        .arg(exe));
     let mut out: Vec<(String, Vec<(u64, String)>)> = Vec::new();
     for line in text.lines() {
         if let Some(f) = line.strip_suffix(':').filter(|l| l.starts_with('_')) {
@@ -143,7 +154,13 @@ fn disassembly(exe: &Path) -> Vec<(String, Vec<(u64, String)>)> {
 /// `store`; the callers: the instructions after the calls to `leaf` and `middle`.
 fn crash_points(exe: &Path, dwarf: &Path) -> [u64; 3] {
     let funcs = disassembly(exe);
-    let body = |f: &str| funcs.iter().find(|(n, _)| n == f).map(|(_, b)| b.clone()).unwrap();
+    let body = |f: &str| {
+        funcs
+            .iter()
+            .find(|(n, _)| n == f)
+            .map(|(_, b)| b.clone())
+            .unwrap()
+    };
     let store = body("_leaf")
         .into_iter()
         .map(|(a, _)| a)
@@ -154,7 +171,11 @@ fn crash_points(exe: &Path, dwarf: &Path) -> [u64; 3] {
         let i = b.iter().position(|(_, t)| t.contains(callee)).unwrap();
         b[i + 1].0
     };
-    [store, after_call("_middle", "_leaf"), after_call("_main", "_middle")]
+    [
+        store,
+        after_call("_middle", "_leaf"),
+        after_call("_main", "_middle"),
+    ]
 }
 
 /// llvm-symbolizer's inline stack at a link-time address of the DWARF file.
@@ -164,7 +185,7 @@ fn symbolize(dwarf: &Path, addr: u64) -> Vec<Value> {
         .args(["--inlining", "--output-style=JSON"])
         .arg(format!("{addr:#x}")));
     let v: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
-    v["Symbol"].as_array().unwrap().clone()
+    v[0]["Symbol"].as_array().unwrap().clone()
 }
 
 /// The exception each build's report names: a bad access on macOS, a Swift-style trap
@@ -269,7 +290,12 @@ fn crash_text(b: &Build) -> String {
     );
     for (k, &a) in b.frames.iter().enumerate() {
         let runtime = LOAD + (a - b.text);
-        t.push_str(&line(k, &b.name, runtime, format!("{LOAD:#x} + {}", a - b.text)));
+        t.push_str(&line(
+            k,
+            &b.name,
+            runtime,
+            format!("{LOAD:#x} + {}", a - b.text),
+        ));
     }
     t.push_str(&line(3, "dyld", DYLD_LOAD + 21790, "start + 462".into()));
     t.push_str("\nThread 1 name:  worker\nThread 1:\n");
@@ -320,14 +346,19 @@ fn check_against_llvm_symbolizer(b: &Build, report: &Value, what: &str) {
         let at = if k == 0 { a } else { a - 1 };
         let expected = symbolize(&b.dwarf, at);
         let got = &groups[k];
-        assert_eq!(got.len(), expected.len(), "{what}: frame {k} at {at:#x}: {got:#?} vs {expected:#?}");
+        assert_eq!(
+            got.len(),
+            expected.len(),
+            "{what}: frame {k} at {at:#x}: {got:#?} vs {expected:#?}"
+        );
         for (g, e) in got.iter().zip(&expected) {
             assert_eq!(g["function"], e["FunctionName"], "{what}: frame {k}");
             assert_eq!(g["file"], e["FileName"], "{what}: frame {k}");
             assert_eq!(g["line"], e["Line"], "{what}: frame {k}");
             assert_eq!(g["symbol_source"], "dwarf", "{what}: frame {k}");
         }
-        let pc = u64::from_str_radix(got[0]["pc"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        let pc = u64::from_str_radix(got[0]["pc"].as_str().unwrap().trim_start_matches("0x"), 16)
+            .unwrap();
         assert_eq!(pc, LOAD + (a - b.text), "{what}: frame {k}'s pc");
         let expected_trust = if k == 0 { "context" } else { "prewalked" };
         assert_eq!(got.last().unwrap()["trust"], expected_trust, "{what}");
@@ -347,20 +378,28 @@ fn check_crash(b: &Build, report: &Value, what: &str) {
         assert_eq!(crash["signal"], 5, "{what}");
     } else {
         assert_eq!(
-            crash["reason"],
-            "EXC_BAD_ACCESS (SIGSEGV) / KERN_INVALID_ADDRESS at 0x0",
+            crash["reason"], "EXC_BAD_ACCESS (SIGSEGV) / KERN_INVALID_ADDRESS at 0x0",
             "{what}"
         );
         assert_eq!(crash["signal"], 11, "{what}");
-        assert_eq!(crash["analysis"]["kind"], "null-pointer", "{what}: {crash:#}");
+        assert_eq!(
+            crash["analysis"]["kind"], "null-pointer",
+            "{what}: {crash:#}"
+        );
     }
     // the image without a dSYM (dyld) is listed, the one with a dSYM is not
     let warnings = report["warnings"].as_array().unwrap();
     let no_dsym: Vec<&Value> = warnings.iter().filter(|w| w["code"] == "no-dsym").collect();
     assert_eq!(no_dsym.len(), 1, "{what}: {warnings:#?}");
-    assert!(no_dsym[0]["message"].as_str().unwrap().contains("dyld"), "{what}");
     assert!(
-        no_dsym[0]["message"].as_str().unwrap().contains(&DYLD_UUID.to_ascii_uppercase()),
+        no_dsym[0]["message"].as_str().unwrap().contains("dyld"),
+        "{what}"
+    );
+    assert!(
+        no_dsym[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&DYLD_UUID.to_ascii_uppercase()),
         "{what}"
     );
     let sig = report["signature"]["text"].as_str().unwrap_or_default();
@@ -374,7 +413,11 @@ fn apple_reports_of_our_mach_o_builds_symbolicate_as_llvm_symbolizer_does() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    for target in ["arm64-apple-macos11", "x86_64-apple-macos11", "arm64-apple-ios14"] {
+    for target in [
+        "arm64-apple-macos11",
+        "x86_64-apple-macos11",
+        "arm64-apple-ios14",
+    ] {
         let work = dir.path().join(target);
         std::fs::create_dir_all(&work).unwrap();
         let b = build(&work, target);
@@ -383,8 +426,10 @@ fn apple_reports_of_our_mach_o_builds_symbolicate_as_llvm_symbolizer_does() {
         std::fs::create_dir_all(&symbols).unwrap();
         std::fs::rename(&b.dsym, symbols.join(b.dsym.file_name().unwrap())).unwrap();
         let b = Build {
-            dwarf: symbols
-                .join(format!("{}.dSYM/Contents/Resources/DWARF/{}", b.name, b.name)),
+            dwarf: symbols.join(format!(
+                "{}.dSYM/Contents/Resources/DWARF/{}",
+                b.name, b.name
+            )),
             ..b
         };
         for (ext, text) in [("ips", ips(&b)), ("crash", crash_text(&b))] {
@@ -392,9 +437,20 @@ fn apple_reports_of_our_mach_o_builds_symbolicate_as_llvm_symbolizer_does() {
             std::fs::write(&file, &text).unwrap();
             let what = format!("{target} .{ext}");
             let report: Value = serde_json::from_str(&walk(&file, &symbols, "json")).unwrap();
-            let format = if ext == "ips" { "apple-ips" } else { "apple-crash" };
+            let format = if ext == "ips" {
+                "apple-ips"
+            } else {
+                "apple-crash"
+            };
             assert_eq!(report["dump"]["format"], format, "{what}");
-            assert_eq!(report["dump"]["os"], if target.contains("ios") { "ios" } else { "macos" });
+            assert_eq!(
+                report["dump"]["os"],
+                if target.contains("ios") {
+                    "ios"
+                } else {
+                    "macos"
+                }
+            );
             check_against_llvm_symbolizer(&b, &report, &what);
             check_crash(&b, &report, &what);
             check_apple_text(&b, &walk(&file, &symbols, "apple"), &what);
@@ -410,12 +466,22 @@ fn check_apple_text(b: &Build, text: &str, what: &str) {
         .iter()
         .position(|l| l.starts_with("Thread 0 Crashed"))
         .unwrap_or_else(|| panic!("{what}: no crashed thread in\n{text}"));
-    let frames: Vec<&str> = lines[start + 1..].iter().take_while(|l| !l.is_empty()).copied().collect();
+    let frames: Vec<&str> = lines[start + 1..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .copied()
+        .collect();
     let mut expected = Vec::new();
     for (k, &a) in b.frames.iter().enumerate() {
         let at = if k == 0 { a } else { a - 1 };
         for s in symbolize(&b.dwarf, at) {
-            let file = s["FileName"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+            let file = s["FileName"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string();
             expected.push(format!(
                 "{k:<4}{:<30}\t{:>#18x} {} (in {}) ({file}:{})",
                 b.name,
@@ -426,7 +492,11 @@ fn check_apple_text(b: &Build, text: &str, what: &str) {
             ));
         }
     }
-    expected.push(format!("3   {:<30}\t{:>#18x} start + 462", "dyld", DYLD_LOAD + 21790));
+    expected.push(format!(
+        "3   {:<30}\t{:>#18x} start + 462",
+        "dyld",
+        DYLD_LOAD + 21790
+    ));
     assert_eq!(frames, expected, "{what}:\n{text}");
 }
 
@@ -451,7 +521,10 @@ async fn the_service_takes_an_ips_report_and_symbolicates_it_with_an_uploaded_ds
         check_against_llvm_symbolizer(&b, report, format);
         check_crash(&b, report, format);
         let page = common::get_text(&c, &server.url(&format!("/crashes/{id}"))).await;
-        assert!(page.contains("leaf"), "the dashboard shows the symbolicated frame");
+        assert!(
+            page.contains("leaf"),
+            "the dashboard shows the symbolicated frame"
+        );
     }
     // not a report: refused at upload with the reader's reason
     let r = c

@@ -56,7 +56,10 @@ fn reference(text: &str) -> Reference {
         if let Some(v) = t.strip_prefix("Exception Type:") {
             r.exception = v.trim().to_string();
         }
-        if let Some(v) = t.strip_prefix("Crashed Thread:").or(t.strip_prefix("Triggered by Thread:")) {
+        if let Some(v) = t
+            .strip_prefix("Crashed Thread:")
+            .or(t.strip_prefix("Triggered by Thread:"))
+        {
             r.crashed = v.split_whitespace().next().and_then(|n| n.parse().ok());
         }
         if t == "Binary Images:" {
@@ -69,7 +72,8 @@ fn reference(text: &str) -> Reference {
                 t.find('<'),
                 t.find('>'),
             ) {
-                r.images.push((start, t[open + 1..close].replace('-', "").to_lowercase()));
+                r.images
+                    .push((start, t[open + 1..close].replace('-', "").to_lowercase()));
             } else {
                 images = false;
             }
@@ -93,7 +97,12 @@ fn reference(text: &str) -> Reference {
         }
         let Some(n) = thread else { continue };
         let (image_col, tail) = line.split_once('\t').unwrap();
-        let image = image_col.split_once(char::is_whitespace).unwrap().1.trim().to_string();
+        let image = image_col
+            .split_once(char::is_whitespace)
+            .unwrap()
+            .1
+            .trim()
+            .to_string();
         let tail = tail.trim();
         let (addr, rest) = tail.split_once(' ').unwrap();
         r.threads[n].push(RefFrame {
@@ -129,8 +138,14 @@ fn compare(what: &str, got: &AppleReport, r: &Reference) -> (usize, usize) {
         }
         let image = got.images.iter().find(|i| i.base == *start);
         let image = image.unwrap_or_else(|| panic!("{what}: no image at {start:#x}"));
-        let ours = image.uuid.map(|u| u.iter().map(|b| format!("{b:02x}")).collect::<String>());
-        assert_eq!(ours.as_deref(), Some(uuid.as_str()), "{what}: UUID of the image at {start:#x}");
+        let ours = image
+            .uuid
+            .map(|u| u.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        assert_eq!(
+            ours.as_deref(),
+            Some(uuid.as_str()),
+            "{what}: UUID of the image at {start:#x}"
+        );
         checked += 2;
     }
     assert_eq!(got.threads.len(), r.threads.len(), "{what}: threads");
@@ -157,7 +172,11 @@ fn compare(what: &str, got: &AppleReport, r: &Reference) -> (usize, usize) {
                     checked += 1;
                 }
                 None => {
-                    assert!(rf.rest.contains(" (in "), "{at}: atos named it: {}", rf.rest);
+                    assert!(
+                        rf.rest.contains(" (in "),
+                        "{at}: atos named it: {}",
+                        rf.rest
+                    );
                     unverifiable += 1;
                 }
             }
@@ -183,7 +202,11 @@ fn process(what: &str, bytes: &[u8], parsed: &AppleReport, r: &Reference) {
     )
     .unwrap_or_else(|e| panic!("{what}: {e}"));
     let crash = report.crash.as_ref().expect("a crash");
-    assert!(crash.reason.starts_with(&r.exception), "{what}: {}", crash.reason);
+    assert!(
+        crash.reason.starts_with(&r.exception),
+        "{what}: {}",
+        crash.reason
+    );
     let crashed = &report.threads[0];
     assert!(crashed.crashed, "{what}");
     let ref_frames = &r.threads[parsed.crashed.unwrap()];
@@ -192,7 +215,11 @@ fn process(what: &str, bytes: &[u8], parsed: &AppleReport, r: &Reference) {
         assert_eq!(f.pc, format!("{:#x}", rf.address), "{what}");
         assert_eq!(f.module.as_deref(), Some(rf.image.as_str()), "{what}");
         if let Some(name) = &f.function {
-            assert!(rf.rest.starts_with(name.as_str()), "{what}: {name} vs {}", rf.rest);
+            assert!(
+                rf.rest.starts_with(name.as_str()),
+                "{what}: {name} vs {}",
+                rf.rest
+            );
         }
     }
     assert!(report.signature.is_some(), "{what}: a signature");
@@ -220,8 +247,15 @@ fn the_corpus_apple_reports_read_as_their_symbolicated_versions_say() {
         // the symbolicated text itself is read too (a .crash with atos's names)
         let parsed = apple::parse(&symbolicated).unwrap();
         assert_eq!(parsed.threads.len(), r.threads.len(), "{case}_symbolicated");
-        let named = parsed.threads.iter().flat_map(|t| &t.frames).filter(|f| f.source.is_some());
-        assert!(named.count() > 0, "{case}_symbolicated: atos's file:line read");
+        let named = parsed
+            .threads
+            .iter()
+            .flat_map(|t| &t.frames)
+            .filter(|f| f.source.is_some());
+        assert!(
+            named.count() > 0,
+            "{case}_symbolicated: atos's file:line read"
+        );
     }
     assert_eq!(cases, 6);
 }

@@ -116,7 +116,10 @@ pub fn process(
         let order = threads::order(dump, options, &mut warnings);
         let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
         let threads = threads::symbolize(dump, opened, &order, walked);
-        if matches!(dump.format, dump::DumpFormat::AppleIps | dump::DumpFormat::AppleCrash) {
+        if matches!(
+            dump.format,
+            dump::DumpFormat::AppleIps | dump::DumpFormat::AppleCrash
+        ) {
             warnings.extend(report::apple::missing_dsyms(&modules, &threads));
         }
         let instruction = dump.crash.as_ref().and_then(|_| {
@@ -233,8 +236,9 @@ fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
         .as_ref()
         .filter(|e| c.signal.is_some() && dump::apple::exception::is_mach(e));
     let code_name = match (c.signal, c.code, mach) {
-        (_, _, Some(e)) => dump::apple::exception::code_name(e.code, &e.parameters)
-            .map(str::to_string),
+        (_, _, Some(e)) => {
+            dump::apple::exception::code_name(e.code, &e.parameters).map(str::to_string)
+        }
         (Some(s), Some(code), None) => signals::code_name(s, code).map(str::to_string),
         _ => None,
     };

@@ -34,7 +34,9 @@ pub fn missing_dsyms(modules: &[Module], threads: &[Thread]) -> Vec<Warning> {
                     "no dSYM for {} (UUID {}): its {frames} frame(s) have no file and line; \
                      upload its dSYM (POST /api/v1/binaries) or give it with --symbols",
                     m.name,
-                    m.build_id.as_deref().map_or_else(|| "unknown".into(), uuid_text)
+                    m.build_id
+                        .as_deref()
+                        .map_or_else(|| "unknown".into(), uuid_text)
                 ),
                 thread: None,
                 module: Some(m.index),
@@ -49,7 +51,14 @@ fn uuid_text(hex: &str) -> String {
         return hex.to_ascii_uppercase();
     }
     let u = hex.to_ascii_uppercase();
-    format!("{}-{}-{}-{}-{}", &u[..8], &u[8..12], &u[12..16], &u[16..20], &u[20..])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &u[..8],
+        &u[8..12],
+        &u[12..16],
+        &u[16..20],
+        &u[20..]
+    )
 }
 
 /// The report re-rendered symbolicated (see the module documentation): `original` is the
@@ -57,16 +66,20 @@ fn uuid_text(hex: &str) -> String {
 pub fn render(original: &[u8], report: &Report) -> Result<String, AppleError> {
     let parsed = apple::parse(original)?;
     match parsed.format {
-        AppleFormat::Crash if apple::sniff(original) == Some(AppleFormat::Crash) => {
-            Ok(rerender_crash(&String::from_utf8_lossy(original), &parsed, report))
-        }
+        AppleFormat::Crash if apple::sniff(original) == Some(AppleFormat::Crash) => Ok(
+            rerender_crash(&String::from_utf8_lossy(original), &parsed, report),
+        ),
         _ => Ok(render_ips(&parsed, report)),
     }
 }
 
 /// The report's frames of the thread numbered `index` in the Apple report (the last
 /// exception backtrace is numbered after the threads), grouped by physical frame.
-fn physical_frames<'r>(report: &'r Report, parsed: &AppleReport, index: usize) -> Vec<Vec<&'r Frame>> {
+fn physical_frames<'r>(
+    report: &'r Report,
+    parsed: &AppleReport,
+    index: usize,
+) -> Vec<Vec<&'r Frame>> {
     let leb = index == parsed.threads.len();
     let tid = apple::thread_id(parsed.threads.get(index).and_then(|t| t.id), index);
     let Some(thread) = report.threads.iter().find(|t| {
@@ -87,7 +100,14 @@ fn physical_frames<'r>(report: &'r Report, parsed: &AppleReport, index: usize) -
 
 /// The lines of one physical frame: `number`, image and address kept, the tail
 /// symbolicated where postmortem named it (else `original_tail`).
-fn frame_lines(out: &mut String, number: &str, image: &str, addr: u64, group: &[&Frame], original_tail: &str) {
+fn frame_lines(
+    out: &mut String,
+    number: &str,
+    image: &str,
+    addr: u64,
+    group: &[&Frame],
+    original_tail: &str,
+) {
     let named: Vec<&&Frame> = group
         .iter()
         .filter(|f| f.function.is_some() && f.symbol_source != Some(SymbolSource::Report))
@@ -145,7 +165,9 @@ fn thread_header(line: &str, parsed: &AppleReport) -> Option<usize> {
         return Some(parsed.threads.len());
     }
     let rest = line.strip_prefix("Thread ")?;
-    let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     let (num, after) = rest.split_at(end);
     let after = after.trim_start();
     let frames_follow = after.starts_with(':') || after.starts_with("Crashed:");
@@ -162,7 +184,10 @@ fn split_frame_line(line: &str) -> Option<(&str, &str, u64, &str)> {
         let at = rest[offset..].find(word)? + offset;
         offset = at + word.len();
         if seen_word {
-            if let Some(addr) = word.strip_prefix("0x").and_then(|h| u64::from_str_radix(h, 16).ok()) {
+            if let Some(addr) = word
+                .strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            {
                 return Some((number, rest[..at].trim(), addr, rest[offset..].trim()));
             }
         }
@@ -209,10 +234,18 @@ fn render_ips(parsed: &AppleReport, report: &Report) -> String {
         field(&mut out, "Exception Codes", e.subtype.as_deref());
         let codes: Vec<String> = e.codes.iter().map(|c| format!("{c:#018x}")).collect();
         let codes = codes.join(", ");
-        field(&mut out, "Exception Codes", Some(codes.as_str()).filter(|c| !c.is_empty()));
+        field(
+            &mut out,
+            "Exception Codes",
+            Some(codes.as_str()).filter(|c| !c.is_empty()),
+        );
         out.push('\n');
     }
-    field(&mut out, "Termination Reason", parsed.termination.as_deref());
+    field(
+        &mut out,
+        "Termination Reason",
+        parsed.termination.as_deref(),
+    );
     if !parsed.asi.is_empty() {
         out.push_str("\nApplication Specific Information:\n");
         for (_, line) in &parsed.asi {
@@ -249,7 +282,11 @@ fn render_ips_threads(out: &mut String, parsed: &AppleReport, report: &Report) {
                 }
                 _ => {}
             }
-            let crashed = if parsed.crashed == Some(i) { " Crashed" } else { "" };
+            let crashed = if parsed.crashed == Some(i) {
+                " Crashed"
+            } else {
+                ""
+            };
             let _ = writeln!(out, "Thread {i}{crashed}:");
         }
         let groups = physical_frames(report, parsed, i);
@@ -259,7 +296,9 @@ fn render_ips_threads(out: &mut String, parsed: &AppleReport, report: &Report) {
             let tail = match (&f.symbol, f.symbol_offset, image) {
                 (Some(s), Some(o), _) => format!("{s} + {o}"),
                 (Some(s), None, _) => s.clone(),
-                (None, _, Some(im)) => format!("{:#x} + {}", im.base, f.address.wrapping_sub(im.base)),
+                (None, _, Some(im)) => {
+                    format!("{:#x} + {}", im.base, f.address.wrapping_sub(im.base))
+                }
                 (None, _, None) => String::new(),
             };
             let group = groups.get(k).map(Vec::as_slice).unwrap_or_default();
@@ -273,10 +312,14 @@ fn render_ips_threads(out: &mut String, parsed: &AppleReport, report: &Report) {
 fn render_images(out: &mut String, parsed: &AppleReport) {
     out.push_str("Binary Images:\n");
     for im in &parsed.images {
-        let end = im.base.saturating_add(im.size.unwrap_or(1)).saturating_sub(1);
-        let uuid = im
-            .uuid
-            .map_or_else(|| "00000000-0000-0000-0000-000000000000".into(), |u| uuid_text(&crate::dump::hex(&u)));
+        let end = im
+            .base
+            .saturating_add(im.size.unwrap_or(1))
+            .saturating_sub(1);
+        let uuid = im.uuid.map_or_else(
+            || "00000000-0000-0000-0000-000000000000".into(),
+            |u| uuid_text(&crate::dump::hex(&u)),
+        );
         let arch = im.arch.as_deref().unwrap_or("");
         let path = im.path.as_deref().unwrap_or("???");
         let _ = writeln!(

@@ -133,7 +133,10 @@ impl Reader {
         let Some(rest) = line.strip_prefix("Thread ") else {
             return Ok(None);
         };
-        let (num, after) = rest.split_at(rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len()));
+        let (num, after) = rest.split_at(
+            rest.find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len()),
+        );
         let Ok(index) = num.parse::<usize>() else {
             return Ok(None);
         };
@@ -287,16 +290,24 @@ impl Reader {
             line: n,
             why: why.into(),
         };
-        let (range, rest) = line.split_at(line.find('<').ok_or_else(|| bad("no <uuid> in the image line"))?);
+        let (range, rest) = line.split_at(
+            line.find('<')
+                .ok_or_else(|| bad("no <uuid> in the image line"))?,
+        );
         let mut words = range.split_whitespace();
-        let start = words.next().and_then(hex).ok_or_else(|| bad("no start address"))?;
+        let start = words
+            .next()
+            .and_then(hex)
+            .ok_or_else(|| bad("no start address"))?;
         let dash = words.next();
         let end = words.next().and_then(hex);
         let (Some("-"), Some(end)) = (dash, end) else {
             return Err(bad("no end address"));
         };
         let described: Vec<&str> = words.collect();
-        let (uuid, path) = rest[1..].split_once('>').ok_or_else(|| bad("no closing >"))?;
+        let (uuid, path) = rest[1..]
+            .split_once('>')
+            .ok_or_else(|| bad("no closing >"))?;
         let path = Some(path.trim()).filter(|p| !p.is_empty() && *p != "???");
         if self.report.images.len() >= MAX_IMAGES {
             return Err(AppleError::TooMany {
@@ -334,7 +345,10 @@ impl Reader {
         let version = r.os_version.as_deref().unwrap_or_default();
         r.os = if version.starts_with("macOS") || version.starts_with("Mac OS") {
             Os::Macos
-        } else if ["iPhone OS", "iOS", "iPadOS"].iter().any(|p| version.starts_with(p)) {
+        } else if ["iPhone OS", "iOS", "iPadOS"]
+            .iter()
+            .any(|p| version.starts_with(p))
+        {
             Os::Ios
         } else {
             Os::Unknown
@@ -355,25 +369,28 @@ impl Reader {
 /// The image whose range holds `addr`, else the one named `name`.
 fn image_holding(images: &[Image], addr: u64, name: &str) -> Option<usize> {
     let within = |im: &Image| {
-        im.uuid.is_some()
-            && addr >= im.base
-            && im.size.is_none_or(|s| addr - im.base < s)
+        im.uuid.is_some() && addr >= im.base && im.size.is_none_or(|s| addr - im.base < s)
     };
-    images
-        .iter()
-        .position(within)
-        .or_else(|| images.iter().position(|im| im.name == name && im.uuid.is_some()))
+    images.iter().position(within).or_else(|| {
+        images
+            .iter()
+            .position(|im| im.name == name && im.uuid.is_some())
+    })
 }
 
 /// An image's name and architecture from the words between its range and its UUID: the
 /// binary's file name where the path gives it (a framework's line names its bundle id).
 fn image_name(described: &[&str], path: Option<&str>) -> (String, Option<String>) {
-    const ARCHS: &[&str] = &["x86_64", "x86_64h", "arm64", "arm64e", "arm64_32", "i386", "armv7", "armv7s", "armv7k"];
+    const ARCHS: &[&str] = &[
+        "x86_64", "x86_64h", "arm64", "arm64e", "arm64_32", "i386", "armv7", "armv7s", "armv7k",
+    ];
     let arch = described
         .iter()
         .find(|w| ARCHS.contains(w))
         .map(|w| (*w).to_string());
-    let from_path = path.and_then(|p| p.rsplit('/').next()).filter(|n| !n.is_empty());
+    let from_path = path
+        .and_then(|p| p.rsplit('/').next())
+        .filter(|n| !n.is_empty());
     let name = match from_path {
         Some(n) => n.to_string(),
         None => described
@@ -482,12 +499,18 @@ Binary Images:
         let r = parse(CRASH.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.arch, crate::dump::Arch::X86_64);
         assert_eq!(r.os, Os::Macos);
-        assert_eq!((r.process.as_deref(), r.pid), (Some("CrashingTest"), Some(1710)));
+        assert_eq!(
+            (r.process.as_deref(), r.pid),
+            (Some("CrashingTest"), Some(1710))
+        );
         assert_eq!(r.crashed, Some(0));
         let t = &r.threads[0];
         assert_eq!(t.queue.as_deref(), Some("com.apple.main-thread"));
         assert_eq!(t.frames.len(), 3);
-        assert_eq!((t.frames[0].address, t.frames[0].image), (0x10e311e45, Some(0)));
+        assert_eq!(
+            (t.frames[0].address, t.frames[0].image),
+            (0x10e311e45, Some(0))
+        );
         assert_eq!(t.frames[0].symbol, None);
         assert_eq!(t.frames[1].symbol.as_deref(), Some("main"));
         assert_eq!(t.frames[1].source, Some(("main.m".into(), 28)));
@@ -498,7 +521,10 @@ Binary Images:
         assert_eq!(e.type_name, "EXC_BAD_ACCESS");
         assert_eq!(e.signal.as_deref(), Some("SIGSEGV"));
         assert_eq!(e.codes, vec![1, 1]);
-        assert_eq!(e.subtype.as_deref(), Some("KERN_INVALID_ADDRESS at 0x0000000000000001"));
+        assert_eq!(
+            e.subtype.as_deref(),
+            Some("KERN_INVALID_ADDRESS at 0x0000000000000001")
+        );
         assert_eq!(r.images.len(), 3);
         assert_eq!(r.images[0].size, Some(0x4000));
         // a UUID with a stray space is no UUID: the image is kept, unidentified
@@ -510,11 +536,20 @@ Binary Images:
 
     #[test]
     fn hostile_text_is_refused_with_the_line() {
-        assert!(matches!(parse(b"hello\nworld\n"), Err(AppleError::NoContent)));
+        assert!(matches!(
+            parse(b"hello\nworld\n"),
+            Err(AppleError::NoContent)
+        ));
         let bad = "Code Type: X86-64\nBinary Images:\n 0x1 - <abc> /x\n";
-        assert!(matches!(parse(bad.as_bytes()), Err(AppleError::Line { line: 3, .. })));
+        assert!(matches!(
+            parse(bad.as_bytes()),
+            Err(AppleError::Line { line: 3, .. })
+        ));
         let many = format!("Code Type: X86-64\nThread {}:\n", MAX_THREADS);
-        assert!(matches!(parse(many.as_bytes()), Err(AppleError::TooMany { .. })));
+        assert!(matches!(
+            parse(many.as_bytes()),
+            Err(AppleError::TooMany { .. })
+        ));
         let ppc = "Code Type: PPC\nThread 0:\n0 a 0x1 0x0 + 1\n";
         assert!(matches!(parse(ppc.as_bytes()), Err(AppleError::Arch(_))));
     }

@@ -110,7 +110,13 @@ fn fault_address(e: &AppleException, number: Option<u64>) -> Option<u64> {
         let hex = s.get(at + 6..)?.split_whitespace().next()?;
         u64::from_str_radix(hex, 16).ok()
     });
-    from_text.or_else(|| (number == Some(1)).then(|| e.codes.get(1).copied())?)
+    from_text.or_else(|| {
+        if number == Some(1) {
+            e.codes.get(1).copied()
+        } else {
+            None
+        }
+    })
 }
 
 /// Linux's `si_code` for a memory fault (`SEGV_MAPERR`, `SEGV_ACCERR`), which the
@@ -183,7 +189,10 @@ mod tests {
         let e = c.exception.clone().unwrap_or_else(|| unreachable!());
         assert_eq!(e.name, "EXC_BAD_ACCESS (SIGSEGV)");
         assert_eq!(e.code, 1);
-        assert_eq!(code_name(e.code, &e.parameters), Some("KERN_INVALID_ADDRESS"));
+        assert_eq!(
+            code_name(e.code, &e.parameters),
+            Some("KERN_INVALID_ADDRESS")
+        );
         assert_eq!((c.signal, c.code, c.address), (Some(11), Some(1), Some(1)));
         // SIGBUS is 10 on macOS, 7 on Linux; the analysis reads Linux's numbers
         let c = exc("EXC_BAD_ACCESS", Some("SIGBUS"), &[2, 0x1000], None);

@@ -25,9 +25,12 @@ pub fn parse(bytes: &[u8]) -> Result<AppleReport, AppleError> {
         .position(|b| !b.is_ascii_whitespace())
         .unwrap_or(bytes.len());
     let bytes = &bytes[start..];
-    let newline = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
-    let header: Value = serde_json::from_slice(&bytes[..newline])
-        .map_err(|e| AppleError::Header(e.to_string()))?;
+    let newline = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let header: Value =
+        serde_json::from_slice(&bytes[..newline]).map_err(|e| AppleError::Header(e.to_string()))?;
     let header = header
         .as_object()
         .ok_or_else(|| AppleError::Header("not an object".into()))?;
@@ -39,8 +42,7 @@ pub fn parse(bytes: &[u8]) -> Result<AppleReport, AppleError> {
         report.format = AppleFormat::Ips;
         return Ok(report);
     }
-    let body: Value =
-        serde_json::from_slice(body).map_err(|e| AppleError::Body(e.to_string()))?;
+    let body: Value = serde_json::from_slice(body).map_err(|e| AppleError::Body(e.to_string()))?;
     let body = body
         .as_object()
         .ok_or_else(|| AppleError::Body("not an object".into()))?;
@@ -52,7 +54,10 @@ pub fn parse(bytes: &[u8]) -> Result<AppleReport, AppleError> {
 }
 
 /// The report of a header and a crash body.
-fn report_of(header: &Map<String, Value>, body: &Map<String, Value>) -> Result<AppleReport, AppleError> {
+fn report_of(
+    header: &Map<String, Value>,
+    body: &Map<String, Value>,
+) -> Result<AppleReport, AppleError> {
     let cpu = text(body.get("cpuType"))
         .or_else(|| first_image_arch(body))
         .unwrap_or_default();
@@ -81,12 +86,19 @@ fn report_of(header: &Map<String, Value>, body: &Map<String, Value>) -> Result<A
     };
     let os_version = text(header.get("os_version")).or_else(|| {
         let v = body.get("osVersion")?;
-        Some(format!("{} ({})", text(v.get("train"))?, text(v.get("build"))?))
+        Some(format!(
+            "{} ({})",
+            text(v.get("train"))?,
+            text(v.get("build"))?
+        ))
     });
     Ok(AppleReport {
         format: AppleFormat::Ips,
         arch,
-        os: os_of(os_version.as_deref(), header.get("platform").and_then(Value::as_u64)),
+        os: os_of(
+            os_version.as_deref(),
+            header.get("platform").and_then(Value::as_u64),
+        ),
         process: text(body.get("procName")).or_else(|| text(header.get("name"))),
         pid: body
             .get("pid")
@@ -135,7 +147,10 @@ fn os_of(version: Option<&str>, platform: Option<u64>) -> Os {
     if v.starts_with("macOS") || v.starts_with("Mac OS") {
         return Os::Macos;
     }
-    if ["iPhone OS", "iOS", "iPadOS"].iter().any(|p| v.starts_with(p)) {
+    if ["iPhone OS", "iOS", "iPadOS"]
+        .iter()
+        .any(|p| v.starts_with(p))
+    {
         return Os::Ios;
     }
     match platform {
@@ -146,7 +161,10 @@ fn os_of(version: Option<&str>, platform: Option<u64>) -> Os {
 }
 
 fn images_of(v: Option<&Value>) -> Result<Vec<Image>, AppleError> {
-    let list = v.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let list = v
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     bounded("images", list.len(), MAX_IMAGES)?;
     Ok(list
         .iter()
@@ -325,14 +343,23 @@ mod tests {
         assert!(t.registers.contains(&("x1".into(), 2)));
         assert!(t.registers.contains(&("fp".into(), 16)));
         assert_eq!(r.crashed, Some(0));
-        assert_eq!(r.asi, vec![("libswiftCore.dylib".into(), "Fatal error".into())]);
+        assert_eq!(
+            r.asi,
+            vec![("libswiftCore.dylib".into(), "Fatal error".into())]
+        );
         let e = r.exception.unwrap_or_default();
-        assert_eq!((e.type_name.as_str(), e.codes), ("EXC_BREAKPOINT", vec![1, 4200]));
+        assert_eq!(
+            (e.type_name.as_str(), e.codes),
+            ("EXC_BREAKPOINT", vec![1, 4200])
+        );
     }
 
     #[test]
     fn hostile_reports_are_refused_with_the_reason() {
-        let bad_image = IPS.replace("\"imageIndex\":0,\"imageOffset\":8", "\"imageIndex\":9,\"imageOffset\":8");
+        let bad_image = IPS.replace(
+            "\"imageIndex\":0,\"imageOffset\":8",
+            "\"imageIndex\":9,\"imageOffset\":8",
+        );
         assert!(matches!(
             parse(bad_image.as_bytes()),
             Err(AppleError::NoSuchImage { image: 9, .. })
@@ -342,7 +369,10 @@ mod tests {
             parse(overflow.as_bytes()),
             Err(AppleError::AddressOverflow { .. })
         ));
-        assert!(matches!(parse(b"{\"bug_type\":\"309\"}\n[1,2"), Err(AppleError::Body(_))));
+        assert!(matches!(
+            parse(b"{\"bug_type\":\"309\"}\n[1,2"),
+            Err(AppleError::Body(_))
+        ));
         assert!(matches!(parse(b"{oops\n{}"), Err(AppleError::Header(_))));
         assert!(matches!(
             parse(b"{\"bug_type\":\"288\"}\n{\"a\":1}"),

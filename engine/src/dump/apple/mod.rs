@@ -20,8 +20,8 @@ pub mod ips;
 use std::collections::BTreeMap;
 
 use super::{
-    Arch, CrashInfo, Dump, DumpError, DumpFormat, GivenFrame, Identity, MemoryMap, Module, Os, RegisterSet,
-    Regions, SystemInfo, Thread,
+    Arch, CrashInfo, Dump, DumpError, DumpFormat, GivenFrame, Identity, MemoryMap, Module, Os,
+    Regions, RegisterSet, SystemInfo, Thread,
 };
 
 /// The largest report read: real ones are tens of KiB (a few hundred KiB for a process
@@ -57,7 +57,9 @@ pub enum AppleError {
         count: usize,
         max: usize,
     },
-    #[error("frame {frame} of thread {thread} names image {image}, which the report does not list")]
+    #[error(
+        "frame {frame} of thread {thread} names image {image}, which the report does not list"
+    )]
     NoSuchImage {
         thread: usize,
         frame: usize,
@@ -188,10 +190,14 @@ pub fn sniff(bytes: &[u8]) -> Option<AppleFormat> {
         let has = |s: &[u8]| line.windows(s.len()).any(|w| w == s);
         return (has(b"\"bug_type\"") || has(b"\"incident_id\"")).then_some(AppleFormat::Ips);
     }
-    [b"Incident Identifier:".as_slice(), b"Process:", b"Hardware Model:"]
-        .iter()
-        .any(|p| head.starts_with(p))
-        .then_some(AppleFormat::Crash)
+    [
+        b"Incident Identifier:".as_slice(),
+        b"Process:",
+        b"Hardware Model:",
+    ]
+    .iter()
+    .any(|p| head.starts_with(p))
+    .then_some(AppleFormat::Crash)
 }
 
 /// Reads an Apple crash report of either format.
@@ -343,7 +349,9 @@ impl AppleReport {
                 end,
                 load_base: im.base,
                 build_id: im.uuid.map(|u| u.to_vec()),
-                debug_id: im.uuid.map(|u| format!("{}0", super::hex(&u).to_uppercase())),
+                debug_id: im
+                    .uuid
+                    .map(|u| format!("{}0", super::hex(&u).to_uppercase())),
                 debug_file: None,
                 code_id: im.uuid.map(|u| super::hex(&u)),
                 version: im.version.clone(),
@@ -425,7 +433,10 @@ mod tests {
             sniff(b"Incident Identifier: 1\nCrashReporter Key: 2\n"),
             Some(AppleFormat::Crash)
         );
-        assert_eq!(sniff(b"\nProcess:   CrashingTest [1710]\n"), Some(AppleFormat::Crash));
+        assert_eq!(
+            sniff(b"\nProcess:   CrashingTest [1710]\n"),
+            Some(AppleFormat::Crash)
+        );
         assert_eq!(sniff(b"{\"a\":1}\n"), None);
         assert_eq!(sniff(b"\x7fELF"), None);
         assert_eq!(sniff(b""), None);
