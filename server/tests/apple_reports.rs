@@ -98,13 +98,20 @@ fn build(dir: &Path, target: &'static str) -> Build {
     std::fs::write(&src, SOURCE).unwrap();
     let ld = ld64_dir(dir).expect("ld64.lld (Debian's lld package)");
     let exe = dir.join(&name);
+    // compiled apart: the debug map dsymutil follows names the object file, which a
+    // one-step build would delete
+    let obj = dir.join(format!("{name}.o"));
     run(Command::new("clang")
-        .args(["-target", target, "-g", "-O1", "-fuse-ld=lld", "-nostdlib"])
+        .args(["-target", target, "-g", "-O1", "-c", "-o"])
+        .arg(&obj)
+        .arg(&src));
+    run(Command::new("clang")
+        .args(["-target", target, "-fuse-ld=lld", "-nostdlib"])
         .arg("-B")
         .arg(&ld)
         .args(["-Wl,-e,_main", "-o"])
         .arg(&exe)
-        .arg(&src));
+        .arg(&obj));
     let dsym = dir.join(format!("{name}.dSYM"));
     run(Command::new("dsymutil").arg(&exe).arg("-o").arg(&dsym));
     let dwarf = dsym.join("Contents/Resources/DWARF").join(&name);
