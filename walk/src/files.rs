@@ -119,7 +119,8 @@ fn open_sym_file(path: &Path) -> Option<(fs::File, String)> {
 }
 
 impl Index {
-    /// Indexes the file at `path` if it is an ELF file with a build-id or a `.sym` file
+    /// Indexes the file at `path` if it is an ELF file with a build-id, a Mach-O file with
+    /// an LC_UUID (a dSYM's DWARF file too) or a `.sym` file
     /// with a `MODULE` line: opened once, its first bytes read with one call (a symbol
     /// store holds many files, and each system call counts in a one-shot walk) — or, for
     /// a `.sym` file in a directory named like a debug id, not opened at all.
@@ -147,7 +148,9 @@ impl Index {
             return;
         };
         let head = &head[..n];
-        if head.starts_with(b"\x7fELF") {
+        if head.starts_with(b"\x7fELF") || is_macho(head) {
+            // a Mach-O binary or a dSYM's DWARF file (`X.dSYM/Contents/Resources/DWARF/X`,
+            // found by the directory walk) is indexed by its LC_UUID
             if let Some(id) = build_id_of(f) {
                 self.by_build_id
                     .entry(id)
@@ -246,6 +249,14 @@ fn pe_ids_of(f: fs::File) -> Option<(String, Option<(String, String)>)> {
         _ => None,
     };
     Some((engine::binary::pe_code_id(&obj)?, pdb))
+}
+
+/// Whether a file's first bytes are a (thin) Mach-O header's magic, either byte order.
+fn is_macho(head: &[u8]) -> bool {
+    matches!(
+        head.get(..4),
+        Some([0xce | 0xcf, 0xfa, 0xed, 0xfe] | [0xfe, 0xed, 0xfa, 0xce | 0xcf])
+    )
 }
 
 /// The build-id of an ELF/Mach-O file, read lazily (no whole-file read).

@@ -22,12 +22,16 @@ pub enum Format {
     StackwalkJson,
     /// minidump-stackwalk's human-readable text (as `--human`).
     StackwalkHuman,
+    /// For an Apple crash report (`.ips`, `.crash`): the report re-rendered symbolicated
+    /// in the `.crash` layout, as `symbolicatecrash` and `atos` give it.
+    Apple,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct WalkArgs {
-    /// The crash dump: an ELF core file or a minidump, as it is or compressed with zstd,
-    /// xz, lz4, bzip2 or gzip (told by its magic bytes, whatever its name).
+    /// The crash dump: an ELF core file, a minidump or an Apple crash report (`.ips`,
+    /// `.crash`), as it is or compressed with zstd, xz, lz4, bzip2 or gzip (told by its
+    /// content, whatever its name).
     pub dump: PathBuf,
     /// Breakpad symbol stores, as minidump-stackwalk takes them after the dump (the same
     /// as --symbols-path).
@@ -201,9 +205,27 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
     let format = args.output_format();
-    write_to(args.output.as_deref(), |out| {
-        render(&report, format, &args, out)
-    })?;
+    if matches!(format, Format::Apple) {
+        // the original report re-rendered symbolicated: only an Apple report has one
+        let text = match engine::report::apple::render(bytes.as_ref(), &report) {
+            Ok(text) => text,
+            Err(e) => {
+                log.say(
+                    Level::Error,
+                    &format!(
+                        "postmortem: --format apple is for Apple crash reports (.ips, .crash): {}: {e}",
+                        args.dump.display()
+                    ),
+                );
+                return Ok(ExitCode::from(2));
+            }
+        };
+        write_to(args.output.as_deref(), |out| out.write_all(text.as_bytes()))?;
+    } else {
+        write_to(args.output.as_deref(), |out| {
+            render(&report, format, &args, out)
+        })?;
+    }
     // The process ends here: its memory goes back to the system at once, while dropping
     // the tables, the dump and the report piece by piece (unmapping each large list)
     // costs time a one-shot walk is measured by.
@@ -233,6 +255,8 @@ fn render(
         Format::StackwalkHuman => {
             out.write_all(engine::report::stackwalk::human(report, args.stackwalk.brief).as_bytes())
         }
+        // written by `run` from the original report, before this is reached
+        Format::Apple => Ok(()),
     }
 }
 

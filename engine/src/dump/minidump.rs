@@ -382,6 +382,7 @@ fn threads_of(
             tid,
             name,
             registers,
+            prewalked: None,
         });
         let stack = &t.raw.stack;
         stack_ranges.push((

@@ -5,6 +5,7 @@
 //! copied) and read through [`MemoryMap`], which answers `None` for bytes the dump lacks, so a
 //! truncated dump is simply a dump with less memory.
 
+pub mod apple;
 pub mod compressed;
 pub mod elf_core;
 mod error;
@@ -29,6 +30,10 @@ pub use registers::{RegisterSet, REGISTER_SLOTS};
 pub enum DumpFormat {
     ElfCore,
     Minidump,
+    /// Apple's `.ips` crash report (JSON), walked on the device.
+    AppleIps,
+    /// Apple's legacy `.crash` text report, walked on the device.
+    AppleCrash,
 }
 
 impl DumpFormat {
@@ -36,6 +41,8 @@ impl DumpFormat {
         match self {
             DumpFormat::ElfCore => "elf-core",
             DumpFormat::Minidump => "minidump",
+            DumpFormat::AppleIps => "apple-ips",
+            DumpFormat::AppleCrash => "apple-crash",
         }
     }
 }
@@ -71,6 +78,21 @@ pub struct Thread {
     pub name: Option<String>,
     /// The full register context as recorded (for the crashed thread: at the fault).
     pub registers: RegisterSet,
+    /// The frames the dump's writer already walked (an Apple crash report's, on the
+    /// device), innermost first: symbolized as they are, never walked again. `None` for
+    /// a dump whose threads are walked from their registers and memory.
+    pub prewalked: Option<Vec<GivenFrame>>,
+}
+
+/// A frame a crash report lists (see [`Thread::prewalked`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GivenFrame {
+    /// Frame 0: the pc; the others: a return address.
+    pub pc: u64,
+    /// The function the report names there, where its writer knew it.
+    pub function: Option<String>,
+    /// `pc`'s offset from that function's start.
+    pub function_offset: Option<u64>,
 }
 
 /// How a module's identity was established (the report's `identity`).
@@ -461,12 +483,15 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Reads a dump of any supported format, told apart by its magic bytes.
+/// Reads a dump of any supported format, told apart by its magic bytes (an Apple crash
+/// report by its first line: [`apple::sniff`]).
 pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     if bytes.starts_with(b"\x7fELF") {
         elf_core::read(bytes)
     } else if bytes.starts_with(b"MDMP") {
         minidump::read(bytes)
+    } else if apple::sniff(bytes).is_some() {
+        apple::read(bytes)
     } else {
         Err(DumpError::NotADump)
     }

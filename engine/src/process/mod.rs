@@ -116,6 +116,12 @@ pub fn process(
         let order = threads::order(dump, options, &mut warnings);
         let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
         let threads = threads::symbolize(dump, opened, &order, walked);
+        if matches!(
+            dump.format,
+            dump::DumpFormat::AppleIps | dump::DumpFormat::AppleCrash
+        ) {
+            warnings.extend(report::apple::missing_dsyms(&modules, &threads));
+        }
         let instruction = dump.crash.as_ref().and_then(|_| {
             let t = threads.iter().find(|t| t.crashed)?;
             let pc = report::parse_hex(&t.frames.first()?.pc)?;
@@ -222,12 +228,23 @@ fn dump_info(dump: &Dump<'_>, dump_bytes: &[u8], sha256: Option<String>) -> repo
 
 fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
     let signal_name = c.signal.and_then(signals::signal_name).map(str::to_string);
-    let code_name = match (c.signal, c.code) {
-        (Some(s), Some(code)) => signals::code_name(s, code).map(str::to_string),
+    // A Mach exception beside the signal it became (an Apple crash report's) is said as
+    // Apple says it, its signal in its name: `EXC_BAD_ACCESS (SIGSEGV) /
+    // KERN_INVALID_ADDRESS at 0x1`.
+    let mach = c
+        .exception
+        .as_ref()
+        .filter(|e| c.signal.is_some() && dump::apple::exception::is_mach(e));
+    let code_name = match (c.signal, c.code, mach) {
+        (_, _, Some(e)) => {
+            dump::apple::exception::code_name(e.code, &e.parameters).map(str::to_string)
+        }
+        (Some(s), Some(code), None) => signals::code_name(s, code).map(str::to_string),
         _ => None,
     };
     let address = c.address.map(hex_addr);
     let mut reason = match (&signal_name, c.signal, &c.exception) {
+        (_, _, Some(e)) if mach.is_some() => e.name.clone(),
         (Some(n), _, _) => n.clone(),
         (None, Some(s), _) => format!("signal {s}"),
         (None, None, Some(e)) => e.name.clone(),

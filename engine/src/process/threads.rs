@@ -197,7 +197,7 @@ pub(super) fn walk_all(
         pac_signed_seen: Some(&pac_signed_seen),
     };
     let walker = walk::arch::walker_for(dump.arch);
-    if walker.is_none() {
+    if walker.is_none() && dump.threads.iter().any(|t| t.prewalked.is_none()) {
         warnings.push(dump_warning(
             "unsupported-arch",
             format!(
@@ -215,9 +215,10 @@ pub(super) fn walk_all(
             options: &walk_options,
             ..ctx
         };
-        let result = match walker {
-            Some(w) => walk::walk_thread(w, &ctx, &t.registers),
-            None => frame_zero(dump, t),
+        let result = match (&t.prewalked, walker) {
+            (Some(given), _) => prewalked(dump, t, given, walk_options.max_frames),
+            (None, Some(w)) => walk::walk_thread(w, &ctx, &t.registers),
+            (None, None) => frame_zero(dump, t),
         };
         thread_warnings(t, index, &result, &mut frame_budget, options, warnings);
         results.push(result);
@@ -236,6 +237,54 @@ pub(super) fn walk_all(
         ));
     }
     results
+}
+
+/// The frames a crash report lists for a thread (its writer walked them), up to
+/// `max_frames`: frame 0 at its exact pc, the callers at their return addresses, which
+/// are looked up at the call (return address − 1 on x86_64, − 4 on aarch64: inside the
+/// call instruction either way, where llvm-symbolizer and lldb look callers up).
+fn prewalked(
+    dump: &Dump<'_>,
+    t: &dump::Thread,
+    given: &[dump::GivenFrame],
+    max_frames: usize,
+) -> walk::WalkResult {
+    let frames: Vec<WalkFrame> = given
+        .iter()
+        .take(max_frames)
+        .enumerate()
+        .map(|(k, g)| WalkFrame {
+            pc: g.pc,
+            sp: if k == 0 { t.registers.sp() } else { None },
+            trust: if k == 0 {
+                walk::Trust::Context
+            } else {
+                walk::Trust::Prewalked
+            },
+            unwind_source: None,
+            module: dump.module_index_for(g.pc),
+            exact_pc: k == 0,
+            registers: if k == 0 {
+                t.registers.clone()
+            } else {
+                dump::RegisterSet::new(dump.arch)
+            },
+        })
+        .collect();
+    let cut = given.len() > frames.len();
+    walk::WalkResult {
+        frames,
+        end: if cut {
+            walk::EndReason::FrameLimit
+        } else {
+            walk::EndReason::Outermost
+        },
+        end_detail: Some(if cut {
+            "the crash report lists more frames than the walk's limit".into()
+        } else {
+            "the crash report's frame list ends here (walked on the device)".into()
+        }),
+    }
 }
 
 /// Frame 0 alone, from the thread's registers: the walk of an architecture without a
@@ -318,8 +367,13 @@ pub(super) fn symbolize(
     for (index, (&ti, result)) in order.iter().zip(results).enumerate() {
         let t = &dump.threads[ti];
         let mut frames = Vec::with_capacity(result.frames.len());
-        for wf in &result.frames {
+        for (k, wf) in result.frames.iter().enumerate() {
+            let start = frames.len();
             symbolize_frame(dump, &symbol_tables, wf, back, &mut scratch, &mut frames);
+            let given = t.prewalked.as_ref().and_then(|g| g.get(k));
+            if let (Some(g), Some(f)) = (given, frames.get_mut(start)) {
+                named_by_report(f, g);
+            }
         }
         threads.push(report::Thread {
             index,
@@ -337,6 +391,19 @@ pub(super) fn symbolize(
         });
     }
     threads
+}
+
+/// A frame no symbol file names gets the name the crash report gives it (a system
+/// library's function the device knew), with `symbol_source: report`.
+fn named_by_report(f: &mut report::Frame, g: &dump::GivenFrame) {
+    if f.function.is_some() || f.inlined {
+        return;
+    }
+    if let Some(name) = &g.function {
+        f.function = Some(name.clone());
+        f.function_offset = g.function_offset.map(hex_addr);
+        f.symbol_source = Some(crate::symbols::SymbolSource::Report);
+    }
 }
 
 /// For each module whose symbols are an index (no built symbol table), the table of the

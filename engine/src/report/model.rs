@@ -510,7 +510,13 @@ mod tests {
                 assert_eq!(json.as_str(), Some(v.to_string().as_str()));
             }
         }
-        check(&[Trust::Context, Trust::Cfi, Trust::Fp, Trust::Scan]);
+        check(&[
+            Trust::Context,
+            Trust::Cfi,
+            Trust::Fp,
+            Trust::Scan,
+            Trust::Prewalked,
+        ]);
         check(&[
             EndReason::Outermost,
             EndReason::PcZero,

@@ -656,6 +656,7 @@ fn trust_name(t: Trust) -> &'static str {
         Trust::Cfi => "cfi",
         Trust::Fp => "frame_pointer",
         Trust::Scan => "scan",
+        Trust::Prewalked => "prewalked",
     }
 }
 
@@ -665,6 +666,7 @@ fn trust_description(t: Trust) -> &'static str {
         Trust::Cfi => "call frame info",
         Trust::Fp => "previous frame's frame pointer",
         Trust::Scan => "stack scanning",
+        Trust::Prewalked => "previous walk",
     }
 }
 

@@ -40,13 +40,16 @@ pub enum SymbolSource {
     Pdb,
     /// A PDB's public symbols: names without lines, where no procedure covers the code.
     Publics,
+    /// The name the crash report itself gives the frame (its writer knew the function):
+    /// used where no symbol file describes the address; never in a table.
+    Report,
 }
 
 crate::report::names::serde_by_name!(SymbolSource);
 
 impl SymbolSource {
     /// Every source, in code order.
-    pub const ALL: [SymbolSource; 7] = [
+    pub const ALL: [SymbolSource; 8] = [
         SymbolSource::Dwarf,
         SymbolSource::Symtab,
         SymbolSource::Dynsym,
@@ -54,6 +57,7 @@ impl SymbolSource {
         SymbolSource::Exports,
         SymbolSource::Pdb,
         SymbolSource::Publics,
+        SymbolSource::Report,
     ];
 
     /// The name used in reports (`symbol_source`).
@@ -66,6 +70,7 @@ impl SymbolSource {
             SymbolSource::Exports => "exports",
             SymbolSource::Pdb => "pdb",
             SymbolSource::Publics => "publics",
+            SymbolSource::Report => "report",
         }
     }
 
@@ -79,6 +84,7 @@ impl SymbolSource {
             SymbolSource::Exports => 5,
             SymbolSource::Pdb => 6,
             SymbolSource::Publics => 7,
+            SymbolSource::Report => 8,
         }
     }
 

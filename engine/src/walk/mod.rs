@@ -41,6 +41,9 @@ pub enum Trust {
     Fp,
     /// A return-address candidate found by scanning the stack.
     Scan,
+    /// A frame the crash report lists: its writer walked the stack (Apple's crash
+    /// reporter, on the device); minidump-stackwalk's `prewalked`.
+    Prewalked,
 }
 
 impl Trust {
@@ -50,6 +53,7 @@ impl Trust {
             Trust::Cfi => "cfi",
             Trust::Fp => "fp",
             Trust::Scan => "scan",
+            Trust::Prewalked => "prewalked",
         }
     }
 }

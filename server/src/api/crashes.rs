@@ -396,10 +396,11 @@ async fn dump(
     let row = crash_or_404(&s, &id).await?;
     // Streamed from the store: six downloads of a 300 MB dump must not hold 1.8 GB.
     let blob = s.blobs.get_stream(&row.dump_sha256).await?;
-    let ext = if row.dump_format == "minidump" {
-        "dmp"
-    } else {
-        "core"
+    let ext = match row.dump_format.as_str() {
+        "minidump" => "dmp",
+        "apple-ips" => "ips",
+        "apple-crash" => "crash",
+        _ => "core",
     };
     // The id is ours (hex), but it came through the URL: keep the header value plain.
     let safe: String = id.chars().filter(char::is_ascii_alphanumeric).collect();

@@ -20,9 +20,13 @@ const SYSTEM_INFO_STREAM: u32 = 7;
 /// Size of one minidump directory entry (type, size, rva).
 const DIRECTORY_ENTRY: u64 = 12;
 
-/// The dump format (`elf-core` or `minidump`) of a staged upload, or why it is refused.
+/// The dump format (`elf-core`, `minidump`, `apple-ips` or `apple-crash`) of a staged
+/// upload, or why it is refused.
 pub async fn check(dump: &StagedBlob) -> Result<&'static str, ApiError> {
     let head = dump.read_at(0, HEAD_BYTES).await?;
+    if could_be_text_report(&head) {
+        return check_apple(dump).await;
+    }
     let format = check_head(&head, dump.size())?;
     if format == "minidump" {
         let field = |o: usize| {
@@ -39,6 +43,44 @@ pub async fn check(dump: &StagedBlob) -> Result<&'static str, ApiError> {
         check_directory(&dir, dump.size())?;
     }
     Ok(format)
+}
+
+/// Whether an upload may be an Apple crash report: text that starts (after blank lines)
+/// with a JSON object or a word — never an ELF or minidump magic.
+fn could_be_text_report(head: &[u8]) -> bool {
+    head.iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{' || b.is_ascii_alphabetic())
+        && !head.starts_with(b"MDMP")
+}
+
+/// An Apple crash report (`.ips`, `.crash`) is small: it is read whole (at most
+/// `engine::dump::apple::MAX_REPORT_BYTES`) and parsed, off the async threads, so that one
+/// the reader refuses is refused here with the reader's reason.
+async fn check_apple(dump: &StagedBlob) -> Result<&'static str, ApiError> {
+    use engine::dump::apple;
+    let not_a_dump = || ApiError::Unprocessable {
+        code: "not-a-dump",
+        detail: "not a crash dump: neither an ELF core, a minidump nor an Apple crash \
+                 report (.ips, .crash)"
+            .into(),
+    };
+    let size = usize::try_from(dump.size()).unwrap_or(usize::MAX);
+    if size > apple::MAX_REPORT_BYTES {
+        return Err(not_a_dump());
+    }
+    let bytes = dump.read_at(0, size).await?;
+    let Some(format) = apple::sniff(&bytes) else {
+        return Err(not_a_dump());
+    };
+    let parsed = tokio::task::spawn_blocking(move || apple::parse(&bytes).map(|_| ()))
+        .await
+        .map_err(|e| malformed(format!("the report's check failed: {e}")))?;
+    parsed.map_err(|e| malformed(e.to_string()))?;
+    Ok(match format {
+        apple::AppleFormat::Ips => "apple-ips",
+        apple::AppleFormat::Crash => "apple-crash",
+    })
 }
 
 fn malformed(detail: String) -> ApiError {

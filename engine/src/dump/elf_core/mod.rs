@@ -88,6 +88,7 @@ impl<'a> Notes<'a> {
                         tid: s.tid,
                         name: None,
                         registers: s.registers,
+                        prewalked: None,
                     });
                     true
                 }
