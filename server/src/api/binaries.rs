@@ -84,7 +84,7 @@ async fn upload_inner(
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let files = received_files(s, headers, body).await?;
-    store_files(s, files).await
+    store_files(s, headers, files).await
 }
 
 /// Identifies, checks and stores staged files with the names they were sent under (each
@@ -92,6 +92,7 @@ async fn upload_inner(
 /// arrived in one request or in an upload session's chunks (`upload_sessions`).
 pub(super) async fn store_files(
     s: &AppState,
+    headers: &HeaderMap,
     files: Vec<(Option<String>, StagedBlob)>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     // Identify and check every file before storing any, so a bad file stores nothing.

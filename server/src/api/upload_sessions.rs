@@ -698,7 +698,7 @@ async fn finish(
         )));
     }
     let (status, Json(mut v)) =
-        super::binaries::store_files(&s, vec![(session.file_name.clone(), file)]).await?;
+        super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)]).await?;
     v["session"] = session.to_json(chunk_size(&s));
     Ok((status, Json(v)).into_response())
 }
