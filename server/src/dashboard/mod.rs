@@ -5,8 +5,8 @@
 //!   count, first seen, last seen or signature (column headers or the form);
 //! - `/crashes`, `/crashes/{id}`: the crash list and one crash's report, with a
 //!   Reprocess form (`POST /crashes/{id}/reprocess`);
-//! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload, uploaded files,
-//!   the queue;
+//! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload (Apple images by
+//!   UUID, with their dSYM's upload command: `dsym`), uploaded files, the queue;
 //! - `/crashes/{id}/report.json`: the raw report (the dump's download link is the API's
 //!   `/api/v1/crashes/{id}/dump`, which takes these pages' credentials too).
 //!
@@ -17,6 +17,7 @@
 //! token as password (any user name). Since a browser then sends credentials on its own,
 //! the Reprocess POST is refused unless it comes from the dashboard's own origin.
 
+mod dsym;
 mod pages;
 mod time;
 
