@@ -15,7 +15,7 @@
 //! `.sym` file ([`breakpad_sym`]) so the tables are built by the `.sym` builders.
 
 use object::read::macho::DyldCache;
-use object::{Endianness, Object, ObjectSymbol, SymbolKind};
+use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
 
 use crate::dump::Arch;
 
@@ -96,13 +96,23 @@ pub fn index(
     Ok((arch, out))
 }
 
-/// The names of image `index` of the cache: (offset from the image's Mach header, name)
-/// sorted by offset, one name per offset (an exported name over a local one).
+/// The names of an image and where its code ends.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImageSymbols {
+    /// (offset from the image's Mach header, name), sorted by offset, one name per
+    /// offset (an exported name over a local one).
+    pub names: Vec<(u64, String)>,
+    /// The end of its `__text` section, as an offset from its Mach header: where its
+    /// last function ends.
+    pub text_end: Option<u64>,
+}
+
+/// The names of image `index` of the cache.
 pub fn image_symbols(
     main: &[u8],
     subcaches: &[&[u8]],
     index: usize,
-) -> Result<Vec<(u64, String)>, DyldCacheError> {
+) -> Result<ImageSymbols, DyldCacheError> {
     let cache = DyldCache::<Endianness>::parse(main, subcaches).map_err(malformed)?;
     let image = cache
         .images()
@@ -110,6 +120,9 @@ pub fn image_symbols(
         .ok_or(DyldCacheError::NoImage(index))?;
     let base = image.info().address.get(cache.endianness());
     let file = image.parse_object().map_err(malformed)?;
+    let text_end = file
+        .section_by_name("__text")
+        .and_then(|t| t.address().checked_add(t.size())?.checked_sub(base));
     let mut names: Vec<(u64, String)> = Vec::new();
     for s in file.symbols() {
         if names.len() >= MAX_SYMBOLS {
@@ -170,7 +183,10 @@ pub fn image_symbols(
             }
         }
     }
-    Ok(merged)
+    Ok(ImageSymbols {
+        names: merged,
+        text_end,
+    })
 }
 
 /// A Mach-O symbol's name as a frame shows it: C's leading underscore dropped.
@@ -312,12 +328,13 @@ fn local_symbols(
 }
 
 /// Image `path` with `uuid` and `symbols` (from [`image_symbols`]) as a Breakpad `.sym`
-/// file of `PUBLIC` records: what dump_syms would write for it, names only.
+/// file, names only: a `FUNC` record per name, up to the next name (the last one to the
+/// end of `__text`), as dump_syms sizes functions from a symbol table.
 pub fn breakpad_sym(
     path: &str,
     uuid: &[u8; 16],
     arch: Option<Arch>,
-    symbols: &[(u64, String)],
+    symbols: &ImageSymbols,
 ) -> String {
     use std::fmt::Write;
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -328,16 +345,29 @@ pub fn breakpad_sym(
         _ => "unknown",
     };
     let mut out = format!("MODULE mac {arch} {id}0 {name}\nINFO CODE_ID {id}\n");
-    for (off, sym) in symbols {
+    let names = &symbols.names;
+    for (i, (off, sym)) in names.iter().enumerate() {
         // a name is one field to the end of the line
         let sym = sym.replace(['\n', '\r'], " ");
-        let _ = writeln!(out, "PUBLIC {off:x} 0 {sym}");
+        let end = names.get(i + 1).map(|n| n.0).or(symbols.text_end);
+        match end
+            .and_then(|e| e.checked_sub(*off))
+            .filter(|&size| size > 0)
+        {
+            Some(size) => {
+                let _ = writeln!(out, "FUNC {off:x} {size:x} 0 {sym}");
+            }
+            None => {
+                let _ = writeln!(out, "PUBLIC {off:x} 0 {sym}");
+            }
+        }
     }
     out
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -346,12 +376,15 @@ mod tests {
             "/usr/lib/system/libsystem_kernel.dylib",
             &[0xab; 16],
             Some(Arch::Aarch64),
-            &[(0x10, "__pthread_kill".into())],
+            &ImageSymbols {
+                names: vec![(0x10, "__pthread_kill".into())],
+                text_end: Some(0x18),
+            },
         );
         assert!(text.starts_with(
             "MODULE mac arm64 ABABABABABABABABABABABABABABABAB0 libsystem_kernel.dylib\n"
         ));
-        assert!(text.ends_with("PUBLIC 10 0 __pthread_kill\n"));
+        assert!(text.ends_with("FUNC 10 8 0 __pthread_kill\n"));
     }
 
     #[test]

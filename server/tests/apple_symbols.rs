@@ -150,12 +150,13 @@ fn walk_takes_the_slice_the_dump_names_from_a_universal_binary_and_dsym() {
         assert_eq!(frames(&report), want, "{cpu:?}");
         let module = &report["modules"][0];
         assert_eq!(module["status"], "ok", "{module}");
-        let files: Vec<&str> = module["files"]
+        let mut files: Vec<&str> = module["files"]
             .as_array()
             .unwrap()
             .iter()
             .map(|f| f["kind"].as_str().unwrap())
             .collect();
+        files.sort_unstable();
         assert_eq!(files, ["binary", "debug"], "{cpu:?}: {module}");
         let no_dsym = report["warnings"]
             .as_array()

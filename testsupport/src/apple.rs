@@ -386,7 +386,7 @@ fn mac_context(c: &MacCrash) -> Vec<u8> {
 
 /// A `MINIDUMP_STRING`.
 fn md_string(b: &mut Vec<u8>, s: &str) -> u32 {
-    while b.len() % 4 != 0 {
+    while !b.len().is_multiple_of(4) {
         b.push(0);
     }
     let rva = b.len() as u32;
@@ -411,7 +411,7 @@ pub fn mac_minidump(c: &MacCrash) -> Vec<u8> {
     u64le(&mut b, 0);
     let mut dir: Vec<(u32, u32, u32)> = Vec::new();
     let align = |b: &mut Vec<u8>| {
-        while b.len() % 8 != 0 {
+        while !b.len().is_multiple_of(8) {
             b.push(0);
         }
     };
@@ -464,7 +464,7 @@ pub fn mac_minidump(c: &MacCrash) -> Vec<u8> {
         b.push(0);
         records.push((m, name, cv, b.len() as u32 - cv));
     }
-    while b.len() % 4 != 0 {
+    while !b.len().is_multiple_of(4) {
         b.push(0);
     }
     let rva = b.len() as u32;
@@ -505,7 +505,7 @@ pub fn mac_minidump(c: &MacCrash) -> Vec<u8> {
     dir.push((STREAM_EXCEPTION, rva, b.len() as u32 - rva));
 
     let csd = md_string(&mut b, "");
-    while b.len() % 4 != 0 {
+    while !b.len().is_multiple_of(4) {
         b.push(0);
     }
     let rva = b.len() as u32;
@@ -530,7 +530,7 @@ pub fn mac_minidump(c: &MacCrash) -> Vec<u8> {
     b.resize(b.len() + 24, 0);
     dir.push((STREAM_SYSTEM_INFO, rva, b.len() as u32 - rva));
 
-    while b.len() % 4 != 0 {
+    while !b.len().is_multiple_of(4) {
         b.push(0);
     }
     let dir_rva = b.len() as u32;

@@ -94,7 +94,10 @@ fn rebase(b: &mut [u8], off: u64, addr: u64) -> Locals {
     let mut text_vmaddr = None;
     // first pass: the __TEXT address every address is moved from
     for _ in 0..ncmds {
-        let (cmd, size) = (u32_at(b, at), u32_at(b, at + 4) as usize);
+        let (cmd, size) = (
+            macho::LoadCommandType(u32_at(b, at)),
+            u32_at(b, at + 4) as usize,
+        );
         if cmd == macho::LC_SEGMENT_64 && &b[at + 8..at + 14] == b"__TEXT" {
             text_vmaddr = Some(u64_at(b, at + 24));
         }
@@ -104,7 +107,10 @@ fn rebase(b: &mut [u8], off: u64, addr: u64) -> Locals {
     let (mut symtab, mut dysymtab) = (None, None);
     at = 32;
     for _ in 0..ncmds {
-        let (cmd, size) = (u32_at(b, at), u32_at(b, at + 4) as usize);
+        let (cmd, size) = (
+            macho::LoadCommandType(u32_at(b, at)),
+            u32_at(b, at + 4) as usize,
+        );
         match cmd {
             macho::LC_SEGMENT_64 => {
                 put64(b, at + 24, u64_at(b, at + 24) + delta);
