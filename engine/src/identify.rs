@@ -140,6 +140,13 @@ const MACHO_MAGICS: &[[u8; 4]] = &[
     [0xfe, 0xed, 0xfa, 0xce],
     [0xfe, 0xed, 0xfa, 0xcf],
 ];
+/// Whether `head` (a file's first bytes) starts a thin (one-architecture) Mach-O file.
+pub fn is_thin_macho(head: &[u8]) -> bool {
+    head.get(..4)
+        .and_then(|m| <[u8; 4]>::try_from(m).ok())
+        .is_some_and(|m| MACHO_MAGICS.contains(&m))
+}
+
 /// Universal (fat) Mach-O magics.
 const FAT_MAGICS: &[[u8; 4]] = &[[0xca, 0xfe, 0xba, 0xbe], [0xca, 0xfe, 0xba, 0xbf]];
 

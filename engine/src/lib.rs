@@ -23,8 +23,11 @@
 pub mod arch;
 pub mod binary;
 pub mod breakpad;
+pub mod dsym_zip;
 pub mod dump;
+pub mod dyld_cache;
 pub mod identify;
+pub mod macho_fat;
 pub mod process;
 pub mod report;
 pub mod resolve;

@@ -18,7 +18,11 @@
 //! - [`golden`]: output compared byte for byte with a committed expectation, which
 //!   `POSTMORTEM_BLESS=1` rewrites;
 //! - [`windows`]: Windows x64 crash programs cross-compiled with mingw-w64 and run under
-//!   wine, their minidumps (wine's dbghelp) and winedbg's backtrace of them.
+//!   wine, their minidumps (wine's dbghelp) and winedbg's backtrace of them;
+//! - [`apple`]: Mach-O programs, dSYMs and universal files built with clang and LLVM's
+//!   tools, zipped dSYMs, and the minidump of a Mac process running them;
+//! - [`dyld_cache`]: a minimal dyld shared cache (and its `.symbols` subcache) of such
+//!   dylibs.
 //!
 //! Used by `engine/tests/minidump.rs` and by the server's `gdb_compare`, `minidump_gdb`,
 //! `windows_minidump`, `service` and `reports_unchanged` tests; `examples/make_dumps.rs`
@@ -30,8 +34,10 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod apple;
 pub mod compare;
 pub mod core_to_minidump;
+pub mod dyld_cache;
 pub mod gdb;
 pub mod golden;
 pub mod http_dir;

@@ -84,6 +84,10 @@ struct Index {
     extracted: Vec<tempfile::TempDir>,
     /// Files that could not be read, each with why.
     problems: Vec<String>,
+    /// Mach-O binaries and dSYM DWARF files (in `by_build_id`, by UUID).
+    apple: crate::apple_files::AppleFiles,
+    /// dyld shared caches, by their images' UUIDs.
+    dyld: crate::apple_files::DyldCaches,
 }
 
 /// The first bytes of an open file (up to [`SYM_HEAD`]), read without moving its cursor.
@@ -177,6 +181,17 @@ impl Index {
                     self.pdbs.entry(id).or_default().push(path.to_path_buf());
                 }
             }
+        } else if engine::dyld_cache::is_dyld_cache(head) {
+            drop(f);
+            self.dyld.add(path, &mut self.problems);
+        } else if crate::apple_files::is_macho(head) {
+            drop(f);
+            let (by_build_id, extracted, problems) = (
+                &mut self.by_build_id,
+                &mut self.extracted,
+                &mut self.problems,
+            );
+            self.apple.add(path, head, by_build_id, extracted, problems);
         } else if head.starts_with(CAB_MAGIC) && !extracted {
             drop(f);
             self.add_compressed(path);
@@ -330,6 +345,10 @@ pub struct FileProvider {
     extracted: Vec<tempfile::TempDir>,
     /// Files under `--symbols` that could not be read, each with why.
     index_problems: Vec<String>,
+    /// The UUIDs of the Mach-O files in `by_build_id`.
+    macho_uuids: std::collections::HashSet<Vec<u8>>,
+    /// The dyld shared caches under `--symbols`.
+    dyld: crate::apple_files::DyldCaches,
     /// Servers asked for the files no local file gives.
     remote: Option<sources::Remote>,
     /// What they answered, by [`lookup_key`].
@@ -358,9 +377,15 @@ impl FileProvider {
             sym_by_code_id,
             extracted,
             problems,
+            apple,
+            dyld,
         } = index;
         let mut by_name: HashMap<String, Vec<PathBuf>> = HashMap::new();
-        for path in by_build_id.values().flatten() {
+        // Mach-O files are named by UUID only, never matched by file name
+        let elf = by_build_id
+            .iter()
+            .filter(|(id, _)| !apple.uuids.contains(*id));
+        for path in elf.flat_map(|(_, paths)| paths) {
             if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
                 by_name
                     .entry(name.to_string())
@@ -390,6 +415,8 @@ impl FileProvider {
             built: Mutex::new(HashMap::new()),
             extracted,
             index_problems: problems,
+            macho_uuids: apple.uuids,
+            dyld,
             remote: None,
             lookups: Mutex::new(HashMap::new()),
             table_cache: None,
@@ -578,9 +605,20 @@ impl FileProvider {
         })
     }
 
+    /// The `.sym` file with debug id `id` (upper-case) among the `--symbols` files (or
+    /// written for an image of a dyld shared cache there), opened, and its path.
+    fn open_sym(&self, id: &str) -> Option<(fs::File, PathBuf)> {
+        let found = self.open_listed_sym(id);
+        if found.is_some() {
+            return found;
+        }
+        let p = self.dyld.sym_for(id)?;
+        fs::File::open(&p).ok().map(|f| (f, p))
+    }
+
     /// The `.sym` file with debug id `id` (upper-case) among the `--symbols` files,
     /// opened, and its path.
-    fn open_sym(&self, id: &str) -> Option<(fs::File, PathBuf)> {
+    fn open_listed_sym(&self, id: &str) -> Option<(fs::File, PathBuf)> {
         if let Some(p) = self.by_debug_id.get(id) {
             return fs::File::open(p).ok().map(|f| (f, p.clone()));
         }
@@ -839,6 +877,14 @@ impl FileSource for FileProvider {
             out.extend(self.files_with_build_id(&id, None));
         }
         Ok(Self::source_files(out))
+    }
+
+    /// The UUID of the Mach-O files under `--symbols` (binary, dSYM DWARF file, slice of
+    /// a universal one) that a minidump's debug id names.
+    async fn build_id_of_debug_id(&self, debug_id: &str) -> Result<Option<String>, Self::Error> {
+        Ok(crate::apple_files::uuid_of_debug_id(debug_id)
+            .filter(|uuid| self.macho_uuids.contains(uuid))
+            .map(|uuid| hex(&uuid)))
     }
 
     /// A local `.sym` file, else one from the Breakpad symbol stores.

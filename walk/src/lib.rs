@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+mod apple_files;
 pub mod budget;
 pub mod files;
 pub mod remote;

@@ -10,6 +10,7 @@
 //! ([`threads`]), then assemble the report here.
 
 mod analysis;
+mod dsym_warnings;
 mod instruction;
 mod modules;
 mod stored;

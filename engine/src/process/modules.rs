@@ -59,6 +59,7 @@ pub(super) fn reports(
         }
         modules.push(module);
     }
+    warnings.extend(super::dsym_warnings::warnings(dump, &modules));
     modules
 }
 

@@ -474,7 +474,7 @@ impl OnDemandUnwind {
     /// [`super::on_demand_pdata::PdataUnwind::new`]; `Err` where the answers could differ
     /// from the whole table's (the caller builds that).
     pub fn new(binary: FileBytes, extra: &[FileBytes]) -> Result<OnDemandUnwind, Declined> {
-        let pe = (*binary).as_ref().starts_with(b"MZ");
+        let pe = AsRef::<[u8]>::as_ref(&*binary).starts_with(b"MZ");
         if pe {
             super::on_demand_pdata::PdataUnwind::new(binary, extra)
                 .map(|p| OnDemandUnwind(Inner::Pdata(p)))

@@ -1,5 +1,5 @@
-//! `POST /api/v1/binaries` (raw or multipart, one or many files: ELF, Mach-O, Breakpad
-//! `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`.
+//! `POST /api/v1/binaries` (raw or multipart, one or many files: ELF, Mach-O (a universal
+//! one by slice), a zipped dSYM (by DWARF file), Breakpad `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`.
 //!
 //! A new file invalidates the tables it changes and requeues the crashes it may change
 //! (`worker::jobs::new_file`).
@@ -95,6 +95,8 @@ pub(super) async fn store_files(
     headers: &HeaderMap,
     files: Vec<(Option<String>, StagedBlob)>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    // zipped dSYMs and universal Mach-O files, each taken apart into thin files
+    let files = super::apple_upload::expand(s, files).await?;
     // Identify and check every file before storing any, so a bad file stores nothing.
     let mut checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)> = Vec::new();
     for (name, staged) in files {

@@ -23,6 +23,7 @@
 //! - `origin`: without tokens, no cross-site or DNS-rebinding requests; no framing;
 //! - `problem`: every error as `application/problem+json` — the only place errors meet HTTP.
 
+mod apple_upload;
 mod binaries;
 pub(crate) mod crashes;
 mod debuginfod;

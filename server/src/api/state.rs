@@ -77,6 +77,9 @@ pub struct Config {
     pub field_limits: super::upload_fields::FieldLimits,
     /// The rules the workers make signatures with, for the crash page's explanation.
     pub signature_rules: Arc<engine::report::signature::SignatureRules>,
+    /// Bounds on a zipped dSYM upload (`--max-zip-*`; the bytes taken out are bounded by
+    /// `max_decompressed_bytes`).
+    pub zip_limits: engine::dsym_zip::ZipLimits,
 }
 
 /// Counters of the API, read by `/metrics`.

@@ -102,6 +102,18 @@ pub struct ServeArgs {
     pub max_identify_jobs: usize,
     #[command(flatten)]
     pub upload_sessions: crate::api::upload_sessions::SessionArgs,
+    /// Most entries (files and folders) a zipped dSYM upload may list; a longer archive
+    /// is refused whole (422 `zip-too-many-entries`).
+    #[arg(long, default_value_t = 10_000)]
+    pub max_zip_entries: usize,
+    /// Most DWARF files taken out of one zipped dSYM upload (422 `zip-too-many-files`).
+    #[arg(long, default_value_t = 256)]
+    pub max_zip_files: usize,
+    /// Most bytes a zipped dSYM's entry may inflate to per compressed byte, once past
+    /// 1 MiB (a zip bomb: 422 `zip-bomb`); all of an archive's files together are bounded
+    /// by --max-decompressed-mb.
+    #[arg(long, default_value_t = 100)]
+    pub max_zip_ratio: u64,
 }
 
 /// Parses `TOKEN:scope,scope`.
@@ -192,6 +204,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 max_total_bytes: args.max_fields_total_bytes,
             },
             signature_rules: runner.config.process.signature_rules.clone(),
+            zip_limits: engine::dsym_zip::ZipLimits {
+                max_entries: args.max_zip_entries,
+                max_files: args.max_zip_files,
+                max_total_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
+                max_ratio: args.max_zip_ratio.max(1),
+            },
         }),
         db: db.clone(),
         blobs,

@@ -7,8 +7,8 @@
 //!   Reprocess form (`POST /crashes/{id}/reprocess`); a group's crash list
 //!   (`/crashes?signature=…`) splits the crashes ticked into a new group, or undoes a
 //!   merge (`POST /groups/split`);
-//! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload, uploaded files,
-//!   the queue;
+//! - `/missing`, `/binaries`, `/jobs`: build-ids waiting for an upload (Apple images by
+//!   UUID, with their dSYM's upload command: `dsym`), uploaded files, the queue;
 //! - `/crashes/{id}/report.json`: the raw report (the dump's download link is the API's
 //!   `/api/v1/crashes/{id}/dump`, which takes these pages' credentials too).
 //!
@@ -20,6 +20,7 @@
 //! the Reprocess, merge and split POSTs are refused unless they come from the dashboard's
 //! own origin.
 
+mod dsym;
 mod pages;
 mod time;
 

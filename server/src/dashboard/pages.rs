@@ -556,18 +556,24 @@ fn fetched_from(m: &engine::report::Module) -> Vec<&str> {
 pub fn missing(rows: &[MissingModule], host: &str, with_token: bool) -> Markup {
     let body = html! {
         h1 { "Missing symbols" }
-        p { "Build-ids that crashes needed and no binary was uploaded for, most-needed first. Uploading one reprocesses the crashes that missed it." }
+        p { "Build-ids that crashes needed and no binary was uploaded for (Apple images: the UUID of the dSYM they need), most-needed first. Uploading one reprocesses the crashes that missed it." }
         @if rows.is_empty() { p.muted { "Nothing is missing." } } @else {
             table #missing {
                 thead { tr { th { "Module" } th { "Build-id" } th { "Crashes" } th { "Last seen" } th { "Upload command" } } }
                 tbody {
                     @for m in rows {
                         tr {
+                            @let uuid = super::dsym::apple_uuid(&m.build_id, &m.module_name);
                             td.mono { (m.module_name) }
-                            td.mono { (m.build_id) }
+                            td.mono {
+                                @if let Some(uuid) = &uuid { span.dsym { "dSYM UUID " (uuid) } } @else { (m.build_id) }
+                            }
                             td { (m.crash_count) }
                             td.mono { (format_ms(m.last_seen)) }
-                            td { pre.cmd { (upload_command(host, &m.module_name, with_token)) } }
+                            td { pre.cmd {
+                                @if uuid.is_some() { (super::dsym::upload_command(host, &m.module_name, with_token)) }
+                                @else { (upload_command(host, &m.module_name, with_token)) }
+                            } }
                         }
                     }
                 }

@@ -160,6 +160,19 @@ async fn gather_tables(
                 if let Some(pdb_id) = windows_part(&located) {
                     breakpad_used::record(&runner.db, &key, Some(&pdb_id), &lease.id).await?;
                 }
+                // a Mach-O binary without its dSYM: the dSYM is missing (listed with
+                // the modules nobody uploaded), and its upload processes this crash
+                // again, for the lines and inlined frames only DWARF gives
+                if macho_without_dsym(&located) {
+                    missing::record_module(
+                        &runner.db,
+                        &key,
+                        debug_id.as_deref(),
+                        &lease.id,
+                        &m.name,
+                    )
+                    .await?;
+                }
                 found.insert(key, located_tables(runner, located).await?);
             }
             None => {
@@ -343,6 +356,19 @@ fn windows_part(located: &Located<binaries::BinaryRow>) -> Option<String> {
         TableKey::Pdb(id) => Some(id.clone()),
         _ => None,
     }
+}
+
+/// Whether a module's located files are Mach-O files none of which carries DWARF: the
+/// binary without its dSYM.
+fn macho_without_dsym(located: &Located<binaries::BinaryRow>) -> bool {
+    let Found::Files(files) = &located.found else {
+        return false;
+    };
+    let all_macho = files.iter().all(|f| f.handle.format == "macho");
+    let dwarf = files
+        .iter()
+        .any(|f| f.handle.section_list().contains(&"debug_info"));
+    all_macho && !files.is_empty() && !dwarf
 }
 
 /// The tables of located files, under their [`TableKey`]: from moka → `tables` rows →

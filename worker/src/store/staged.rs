@@ -141,6 +141,52 @@ impl Staging {
     }
 }
 
+impl Staging {
+    /// What `reader` gives, in a new staging file (its bounds are the reader's: a file
+    /// taken out of an uploaded archive, or a slice of an uploaded file). Blocking I/O:
+    /// call it off the async threads. A read error is returned as the reader gave it
+    /// (inner), a write error as the disk's (outer).
+    pub fn from_reader(
+        &self,
+        reader: &mut dyn std::io::Read,
+    ) -> Result<Result<StagedBlob, std::io::Error>, StoreError> {
+        let io = |e| StoreError::Staging {
+            path: self.dir.display().to_string(),
+            source: e,
+        };
+        let (file, path) = tempfile::Builder::new()
+            .prefix("upload-")
+            .tempfile_in(&self.dir)
+            .map_err(io)?
+            .into_parts();
+        let mut out = Hashing {
+            out: std::io::BufWriter::with_capacity(WRITE_BUFFER, file),
+            hasher: Sha256::new(),
+        };
+        let mut buf = vec![0u8; 64 << 10];
+        let mut size = 0u64;
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Ok(Err(e)),
+            };
+            let chunk = buf.get(..n).unwrap_or_default();
+            std::io::Write::write_all(&mut out, chunk).map_err(|e| staging_error(&path, e))?;
+            size += n as u64;
+        }
+        out.out
+            .into_inner()
+            .map_err(|e| staging_error(&path, e.into_error()))?;
+        Ok(Ok(StagedBlob {
+            sha256: hex::encode(out.hasher.finalize()),
+            size,
+            path,
+        }))
+    }
+}
+
 /// A writer that hashes what it writes.
 struct Hashing<W> {
     out: W,

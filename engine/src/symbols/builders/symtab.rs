@@ -88,6 +88,12 @@ pub(crate) fn collect_unnamed(files: &[&object::File<'_>], c: &mut Collector) ->
                     continue;
                 }
                 let Ok(name) = sym.name() else { continue };
+                // a Mach-O symbol carries the C prefix `_`, which Apple's tools (atos,
+                // llvm-symbolizer) drop: `_main` is `main`, `__Z3foov` is `_Z3foov`
+                let name = match file.format() {
+                    object::BinaryFormat::MachO => name.strip_prefix('_').unwrap_or(name),
+                    _ => name,
+                };
                 if name.is_empty() {
                     continue;
                 }

@@ -1,0 +1,100 @@
+//! Which of a Mac or iOS process's own images had no dSYM: each one the dump names by
+//! UUID whose symbols came without DWARF or a `.sym` file (none at all, or only the
+//! binary's symbol table) gets a `no-dsym` warning naming it and its UUID, and saying how
+//! to give its dSYM — frames in it have no file, line or inlined function without one.
+//!
+//! Apple's own images (`/usr/lib/`, `/System/`, dyld) are left out: Apple ships no dSYM
+//! for them (their names come from a dyld shared cache or the binaries themselves).
+
+use crate::dump::{Dump, Os};
+use crate::report;
+use crate::symbols::SymbolSource;
+
+/// Most images named one by one; the rest are counted in one more warning.
+const MAX_NAMED: usize = 32;
+
+/// Path prefixes of Apple's own images.
+const SYSTEM_PREFIXES: &[&str] = &[
+    "/usr/lib/",
+    "/System/",
+    "/usr/libexec/",
+    "/Library/Apple/",
+    "/private/preboot/",
+];
+
+/// The warnings of the images of `dump` (its report's `modules`) that had no dSYM.
+pub(super) fn warnings(dump: &Dump<'_>, modules: &[report::Module]) -> Vec<report::Warning> {
+    if !matches!(dump.os, Os::Macos | Os::Ios) {
+        return Vec::new();
+    }
+    let lacking: Vec<&report::Module> = modules.iter().filter(|m| lacks_dsym(m)).collect();
+    let mut out: Vec<report::Warning> = lacking
+        .iter()
+        .take(MAX_NAMED)
+        .map(|m| {
+            let uuid = m.debug_id.as_deref().map(uuid_text).unwrap_or_default();
+            report::Warning {
+                code: "no-dsym".into(),
+                message: format!(
+                    "{} (UUID {uuid}) had no dSYM: its frames have no file, line or inlined \
+                     function; upload {}.dSYM zipped (zip -r {0}.dSYM.zip {0}.dSYM) to \
+                     /api/v1/binaries, or give it under --symbols",
+                    m.name, m.name
+                ),
+                thread: None,
+                module: Some(m.index),
+            }
+        })
+        .collect();
+    if lacking.len() > MAX_NAMED {
+        out.push(report::Warning {
+            code: "no-dsym".into(),
+            message: format!("{} more images had no dSYM", lacking.len() - MAX_NAMED),
+            thread: None,
+            module: None,
+        });
+    }
+    out
+}
+
+/// Whether module `m` is an image of the app's own (a Mach-O UUID, not Apple's path)
+/// without DWARF or a `.sym` file.
+fn lacks_dsym(m: &report::Module) -> bool {
+    let is_uuid = m.debug_id.as_deref().is_some_and(|d| {
+        d.len() == 33 && d.ends_with('0') && d.bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    let path = m.path.as_deref().unwrap_or(&m.name);
+    let system = SYSTEM_PREFIXES.iter().any(|p| path.starts_with(p)) || m.name == "dyld";
+    let described = m
+        .symbols
+        .iter()
+        .any(|s| matches!(s, SymbolSource::Dwarf | SymbolSource::Breakpad));
+    is_uuid && !system && !described && m.build_id.is_none()
+}
+
+/// A debug id's UUID as Apple prints it: `4C4C4437-5555-3144-A14F-ACE88C39A0D2`.
+pub fn uuid_text(debug_id: &str) -> String {
+    let hex = debug_id.get(..32).unwrap_or(debug_id).to_ascii_uppercase();
+    let part = |a: usize, b: usize| hex.get(a..b).unwrap_or_default().to_string();
+    [
+        part(0, 8),
+        part(8, 12),
+        part(12, 16),
+        part(16, 20),
+        part(20, 32),
+    ]
+    .join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_are_printed_as_apple_prints_them() {
+        assert_eq!(
+            uuid_text("4C4C443755553144A14FACE88C39A0D20"),
+            "4C4C4437-5555-3144-A14F-ACE88C39A0D2"
+        );
+    }
+}
