@@ -58,6 +58,9 @@ section "System packages"
 # programs, dbghelp and winedbg (its Depends carry the loader, the PE DLLs and
 # wineserver; the recommends are fonts, codecs and graphics drivers).
 export DEBIAN_FRONTEND=noninteractive
+# gcc-12-multilib and g++-12-multilib: `gcc -m32` for the i386 comparison with gdb
+# (server/tests/gdb_compare/i386.rs). Not the gcc-multilib metapackage: Debian has it
+# conflict with gcc-aarch64-linux-gnu, and installing it removes the cross compilers.
 # The suite is hermetic: a walk asks no remote source unless a test names one (a
 # machine's profile may set DEBUGINFOD_URLS for gdb, which `postmortem walk` honours).
 unset DEBUGINFOD_URLS
@@ -66,7 +69,8 @@ $SUDO apt-get install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl debuginfod \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch \
-    wine wine64 gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 gcab
+    wine wine64 gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 gcab \
+    gcc-12-multilib g++-12-multilib
 
 # The target's own aarch64 libc and its debug package (Debian's libc6:arm64 and
 # libc6-dbg:arm64), unpacked into a folder of their own rather than installed: installed,

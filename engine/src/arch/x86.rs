@@ -1,5 +1,5 @@
 //! 32-bit x86: registers by their System V i386 DWARF numbers, and the architecture's
-//! description. Dumps of it are read (registers, modules) but not walked.
+//! description.
 
 use super::{dwarf_registers, ArchInfo};
 
@@ -25,6 +25,20 @@ use Reg::*;
 /// The callee-saved registers an unwind record tracks: ebp, ebx, esi, edi.
 pub const CALLEE_SAVED: &[u16] = &[Ebp.dwarf(), Ebx.dwarf(), Esi.dwarf(), Edi.dwarf()];
 
+/// Registers reported, in report order: (DWARF number, name).
+pub const REGISTER_NAMES: &[(u16, &str)] = &[
+    (Eax.dwarf(), "eax"),
+    (Ebx.dwarf(), "ebx"),
+    (Ecx.dwarf(), "ecx"),
+    (Edx.dwarf(), "edx"),
+    (Esi.dwarf(), "esi"),
+    (Edi.dwarf(), "edi"),
+    (Ebp.dwarf(), "ebp"),
+    (Esp.dwarf(), "esp"),
+    (Eip.dwarf(), "eip"),
+    (Eflags.dwarf(), "eflags"),
+];
+
 pub const INFO: ArchInfo = ArchInfo {
     name: "x86",
     pointer_size: 4,
@@ -34,8 +48,7 @@ pub const INFO: ArchInfo = ArchInfo {
     ra: Eip.dwarf(),
     call_back: 1,
     callee_saved: CALLEE_SAVED,
-    // registers of x86 dumps are not reported
-    register_names: &[],
+    register_names: REGISTER_NAMES,
     pointer_authentication: false,
     glibc_interpreter: "/lib/ld-linux.so.2",
 };

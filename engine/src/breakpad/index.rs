@@ -458,6 +458,13 @@ impl Scan {
         let mut module_line = self.module_line.take().ok_or(Declined("no MODULE line"))?;
         let module = parse_module_line(&module_line).ok_or(Declined("no MODULE line"))?;
         let arch = breakpad_arch(&module.arch).ok_or(Declined("an architecture we do not walk"))?;
+        // STACK WIN records nest and are resolved over the whole file (the unwind
+        // builder's `win_rows`), which blocks of STACK CFI lines cannot answer for
+        if arch == Arch::X86 {
+            return Err(Declined(
+                "an x86 file, whose STACK WIN records need the whole table",
+            ));
+        }
         // The unwind builder reads the line its own way (any whitespace between fields):
         // where it fails on the whole file, every block would fail too, with no warning.
         if unwind::build_from_breakpad(&module_line).is_err() {

@@ -5,8 +5,9 @@
 //! with its line and `INLINE` records, `PUBLIC` symbols and `STACK CFI`/`STACK WIN`
 //! unwind records. It is read in three ways:
 //! - [`symbols`] builds the symbol table (the format [`crate::symbols`] looks up),
-//! - [`unwind`] builds the unwind table from the `STACK CFI` records ([`crate::unwind`]'s
-//!   format),
+//! - [`unwind`] builds the unwind table ([`crate::unwind`]'s format) from the `STACK CFI`
+//!   records and, for x86, the `STACK WIN` records ([`stack_win`]; the walker evaluates
+//!   their programs with [`postfix`]),
 //! - [`index`] indexes a file for one walk and builds those tables only for the records
 //!   the walk needs, with the two builders.
 //!
@@ -17,6 +18,8 @@
 //! `engine/tests/breakpad_differential.rs`.
 
 pub mod index;
+pub mod postfix;
+pub mod stack_win;
 pub mod symbols;
 pub(crate) mod text;
 pub(crate) mod tokenize;

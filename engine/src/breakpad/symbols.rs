@@ -148,7 +148,7 @@ impl<'a> Reader<'a> {
                 self.in_func = false;
                 self.public(rest);
             }
-            Record::CfiInit(_) | Record::Cfi(_) | Record::OtherStack | Record::Other => {
+            Record::CfiInit(_) | Record::Cfi(_) | Record::OtherStack(_) | Record::Other => {
                 self.in_func = false;
             }
         }

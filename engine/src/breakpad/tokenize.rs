@@ -37,8 +37,9 @@ pub(crate) enum Record<'a> {
     CfiInit(&'a str),
     /// `STACK CFI …`: what follows `CFI `.
     Cfi(&'a str),
-    /// `STACK WIN …` or any other `STACK` record: not used on the platforms we walk.
-    OtherStack,
+    /// `STACK WIN …` or any other `STACK` record: what follows `STACK ` (the unwind
+    /// builder reads `STACK WIN` records of x86 files).
+    OtherStack(&'a str),
     /// `MODULE`, `INFO` and any kind we do not know.
     Other,
 }
@@ -74,7 +75,7 @@ pub(crate) fn classify_str(line: &str) -> Record<'_> {
             } else if let Some(delta) = rest.strip_prefix("CFI ") {
                 Record::Cfi(delta)
             } else {
-                Record::OtherStack
+                Record::OtherStack(rest)
             }
         }
         _ => Record::Other,
@@ -453,7 +454,7 @@ mod tests {
         );
         assert_eq!(
             rec("STACK WIN 4 10 20 0 0 0 0 0 0 1 $eip"),
-            Record::OtherStack
+            Record::OtherStack("WIN 4 10 20 0 0 0 0 0 0 1 $eip")
         );
         assert_eq!(rec(" \t\r"), Record::Blank);
         assert_eq!(rec(""), Record::Blank);
@@ -476,9 +477,9 @@ mod tests {
         // not a hex digit first: the word before the space is the kind
         assert_eq!(rec(" 10 4 7 3"), Record::Other);
         assert_eq!(rec("\u{a0}10 4 7 3"), Record::Other);
-        assert_eq!(rec("STACK"), Record::OtherStack);
-        assert_eq!(rec("STACK "), Record::OtherStack);
-        assert_eq!(rec("STACK  CFI 10"), Record::OtherStack);
+        assert_eq!(rec("STACK"), Record::OtherStack(""));
+        assert_eq!(rec("STACK "), Record::OtherStack(""));
+        assert_eq!(rec("STACK  CFI 10"), Record::OtherStack(" CFI 10"));
         assert_eq!(rec("STACK CFI INIT"), Record::Cfi("INIT"));
         assert_eq!(rec("STACK CFI INITIAL 10"), Record::Cfi("INITIAL 10"));
         assert_eq!(rec("PUBLIC"), Record::Public(""));

@@ -13,7 +13,7 @@
 //!
 //! A range whose rules use anything else (deref'd CFAs, arithmetic on several registers)
 //! gets no row, so the walker falls back to frame pointers and scanning there; it is
-//! counted as a skipped entry. `STACK WIN` (Windows) records are skipped. Addresses in a
+//! counted as a skipped entry. Addresses in a
 //! `.sym` file are offsets from the module's load address, which for ELF is the lowest
 //! `PT_LOAD` address — our link base — so they are used as they are. Breakpad rows are
 //! pushed at [`BREAKPAD_PRIORITY`], below any table read from the binary itself.
@@ -25,7 +25,17 @@
 //! rule this is) treat such a pc, the table gets `CFA = rsp + 8`, the return address at
 //! `CFA - 8` over the whole image (RVAs are 32-bit) at [`LEAF_PRIORITY`], under every
 //! record ([`windows_leaf_rule`]).
+//!
+//! An x86 file's `STACK WIN` records (types 4 and 0, [`super::stack_win`]) become rows
+//! whose CFA slot holds the whole record ([`Slot::win_frame`]); the walker evaluates it as
+//! Breakpad's x86 walker does. As in Breakpad's resolver, a `FrameData` record wins over
+//! an `FPO` record and both over `STACK CFI` ([`FRAME_DATA_PRIORITY`],
+//! [`FPO_PRIORITY`]), and where records of one type nest (a prologue's record inside its
+//! function's) the innermost describes the address; a record that overlaps another
+//! without nesting in it, or repeats its range, is skipped ([`win_rows`]). Other types
+//! (trap, TSS, standard) are skipped.
 
+use super::stack_win::{self, WinKind, WinRecord};
 use super::text::{for_each_line, parse_i64};
 use super::tokenize::{self, classify, module_arch_word, Record};
 use crate::arch::{aarch64, arm, x86, x86_64, Arch};
@@ -57,6 +67,11 @@ pub fn windows_leaf_rule(text: &[u8]) -> Option<RuleRecord> {
         )
     })
 }
+
+/// Priority of `STACK WIN` type 4 (`FrameData`) rows: over `FPO` and `STACK CFI` rows.
+pub const FRAME_DATA_PRIORITY: u8 = BREAKPAD_PRIORITY - 2;
+/// Priority of `STACK WIN` type 0 (`FPO`) rows: over `STACK CFI` rows.
+pub const FPO_PRIORITY: u8 = BREAKPAD_PRIORITY - 1;
 
 /// Bound on tokens in one rule set (a real one has under 20).
 const MAX_TOKENS: usize = 256;
@@ -298,6 +313,8 @@ struct Reader<'a> {
     open: Option<Open>,
     /// Scratch space for [`apply`], reused from record to record.
     tokens: Vec<&'a str>,
+    /// The `STACK WIN` records of an x86 file, in file order.
+    win: Vec<WinRecord<'a>>,
 }
 
 impl<'a> Reader<'a> {
@@ -332,7 +349,18 @@ impl<'a> Reader<'a> {
             }
             Record::CfiInit(rest) => self.init(rest),
             Record::Cfi(rest) => self.delta(rest),
-            // STACK WIN and anything else: not used on the platforms we walk
+            Record::OtherStack(rest) if self.arch == Arch::X86 && rest.starts_with("WIN ") => {
+                match stack_win::parse(rest) {
+                    Some(r) => {
+                        self.w.stats.entries += 1;
+                        self.win.push(r);
+                    }
+                    None => self.w.stats.skip(|| {
+                        "a STACK WIN record is malformed or of a type unwinders do not use".into()
+                    }),
+                }
+            }
+            // STACK WIN of other architectures and anything else: not used
             _ => {}
         }
     }
@@ -423,6 +451,7 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
         w,
         open: None,
         tokens: Vec::with_capacity(32),
+        win: Vec::new(),
     };
     // the records after the MODULE line
     let rest_of_text = memchr::memchr(b'\n', text)
@@ -430,10 +459,82 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
         .unwrap_or(&[]);
     for_each_line(rest_of_text, |line| reader.record(classify(line)));
     reader.close_open();
+    for (kind, priority) in [
+        (WinKind::FrameData, FRAME_DATA_PRIORITY),
+        (WinKind::Fpo, FPO_PRIORITY),
+    ] {
+        let records: Vec<&WinRecord<'_>> =
+            reader.win.iter().filter(|r| r.frame.kind == kind).collect();
+        for (start, end, r) in win_rows(&records, &mut reader.w.stats) {
+            let bytes = r.frame.encode();
+            match reader.w.add_expression(&bytes) {
+                Some((off, len)) => {
+                    let cfa = Slot::win_frame(off, len);
+                    let rule = RuleRecord::new(UnwindSource::Breakpad, cfa, Slot::UNCHANGED);
+                    reader.w.push(start, end, &rule, priority);
+                }
+                None => reader
+                    .w
+                    .stats
+                    .skip(|| format!("STACK WIN at {start:#x}: the program is too long")),
+            }
+        }
+    }
     if let Some(leaf) = windows_leaf_rule(text) {
         reader.w.push(0, PE_IMAGE_END, &leaf, LEAF_PRIORITY);
     }
     Ok(reader.w.finish())
+}
+
+/// The rows of one type's `STACK WIN` records: disjoint `[start, end)` pieces, each
+/// described by the innermost record holding it (see the module documentation).
+fn win_rows<'r, 'a>(
+    records: &[&'r WinRecord<'a>],
+    stats: &mut crate::unwind::BuildStats,
+) -> Vec<(u64, u64, &'r WinRecord<'a>)> {
+    let mut sorted: Vec<(u64, u64, &'r WinRecord<'a>)> = Vec::with_capacity(records.len());
+    for r in records {
+        match r.rva.checked_add(r.size) {
+            Some(end) if r.size > 0 => sorted.push((r.rva, end, r)),
+            _ => stats.skip(|| format!("STACK WIN at {:#x}: an empty or overflowing range", r.rva)),
+        }
+    }
+    // containers before what they contain; a stable sort keeps file order among equals
+    sorted.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut rows = Vec::with_capacity(sorted.len());
+    let mut open: Vec<(u64, u64, &'r WinRecord<'a>)> = Vec::new();
+    let mut cursor = 0u64;
+    fn emit<'r, 'a>(
+        rows: &mut Vec<(u64, u64, &'r WinRecord<'a>)>,
+        from: u64,
+        to: u64,
+        r: &'r WinRecord<'a>,
+    ) {
+        if from < to {
+            rows.push((from, to, r));
+        }
+    }
+    for rec in sorted {
+        while let Some(&(_, end, r)) = open.last().filter(|o| o.1 <= rec.0) {
+            emit(&mut rows, cursor, end, r);
+            cursor = cursor.max(end);
+            open.pop();
+        }
+        if let Some(&(start, end, r)) = open.last() {
+            if rec.1 > end || (rec.0 == start && rec.1 == end) {
+                stats.skip(|| format!("STACK WIN at {:#x}: overlaps another record", rec.0));
+                continue;
+            }
+            emit(&mut rows, cursor, rec.0, r);
+        }
+        cursor = rec.0;
+        open.push(rec);
+    }
+    while let Some((_, end, r)) = open.pop() {
+        emit(&mut rows, cursor, end, r);
+        cursor = cursor.max(end);
+    }
+    rows
 }
 
 #[cfg(test)]
@@ -441,6 +542,47 @@ mod tests {
     use super::*;
     use crate::unwind::lookup::UnwindTable;
     use crate::unwind::rule::SlotKind;
+
+    #[test]
+    fn stack_win_records_nest_and_win_over_stack_cfi() {
+        use crate::breakpad::stack_win::{WinFrame, WinKind};
+        let sym = "MODULE windows x86 0123456789ABCDEF0123456789ABCDEF1 t.pdb\n\
+STACK CFI INIT 1000 100 .cfa: $esp 4 + .ra: .cfa 4 - ^\n\
+STACK WIN 4 1000 40 0 0 8 4 0 0 1 $T0 $ebp = $eip $T0 4 + ^ = $ebp $T0 ^ = $esp $T0 8 + =\n\
+STACK WIN 4 1010 8 0 0 0 0 0 0 1 $eip $esp ^ = $esp $esp 4 + =\n\
+STACK WIN 4 1030 20 0 0 0 0 0 0 1 $eip 0 =\n\
+STACK WIN 0 1000 80 0 0 c 0 10 0 0 1\n\
+STACK WIN 1 2000 10 0 0 0 0 0 0 0 0\n";
+        let built = build_from_breakpad(sym.as_bytes()).unwrap();
+        // the type 1 record and the one overlapping its neighbour without nesting
+        assert_eq!(
+            built.stats.entries_skipped, 2,
+            "{:?}",
+            built.stats.first_error
+        );
+        let t = UnwindTable::open(&built.bytes).unwrap();
+        let at = |a: u64| {
+            let r = t.find(a)?;
+            if r.record.cfa.kind() != Some(SlotKind::WinFrame) {
+                return Some((None, None));
+            }
+            let f = WinFrame::decode(r.expression(r.record.cfa)?)?;
+            Some((Some(f.kind), f.program.map(str::to_string)))
+        };
+        let outer = Some("$T0 $ebp = $eip $T0 4 + ^ = $ebp $T0 ^ = $esp $T0 8 + =".into());
+        let inner = Some("$eip $esp ^ = $esp $esp 4 + =".into());
+        assert_eq!(at(0x1000), Some((Some(WinKind::FrameData), outer.clone())));
+        assert_eq!(at(0x1010), Some((Some(WinKind::FrameData), inner.clone())));
+        assert_eq!(at(0x1017), Some((Some(WinKind::FrameData), inner)));
+        assert_eq!(at(0x1018), Some((Some(WinKind::FrameData), outer.clone())));
+        assert_eq!(at(0x103f), Some((Some(WinKind::FrameData), outer)));
+        assert_eq!(at(0x1040), Some((Some(WinKind::Fpo), None)));
+        assert_eq!(at(0x107f), Some((Some(WinKind::Fpo), None)));
+        // STACK CFI where no STACK WIN record is
+        assert_eq!(at(0x1080), Some((None, None)));
+        assert_eq!(t.find(0x1080).unwrap().record.cfa, Slot::offset(4, 4));
+        assert!(t.find(0x2000).is_none());
+    }
 
     const SYM: &str = "MODULE Linux x86_64 0123456789ABCDEF0123456789ABCDEF0 crash\n\
 FILE 0 crash.c\n\

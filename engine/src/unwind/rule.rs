@@ -33,6 +33,11 @@ pub enum SlotKind {
     ValExpression = 6,
     /// CFA only: `*(reg + value)` — used by SFrame/compact unwind formats that dereference.
     DerefOffset = 7,
+    /// CFA only: a Windows x86 frame-data record (a Breakpad `STACK WIN` record) in the
+    /// expression area, encoded as [`crate::breakpad::stack_win::WinFrame::encode`] says
+    /// (`value` the offset, `expr_len` the length). It gives the caller's registers all
+    /// at once, as Breakpad's x86 walker evaluates it; the record's other slots are unused.
+    WinFrame = 8,
 }
 
 impl SlotKind {
@@ -46,6 +51,7 @@ impl SlotKind {
             5 => SlotKind::Expression,
             6 => SlotKind::ValExpression,
             7 => SlotKind::DerefOffset,
+            8 => SlotKind::WinFrame,
             _ => return None,
         })
     }
@@ -100,6 +106,15 @@ impl Slot {
             reg,
             expr_len: 0,
             value: 0,
+        }
+    }
+    /// A Windows x86 frame-data record stored at `area_offset` in the expression area.
+    pub fn win_frame(area_offset: u32, len: u16) -> Slot {
+        Slot {
+            kind: SlotKind::WinFrame as u8,
+            reg: 0,
+            expr_len: len,
+            value: area_offset as i32,
         }
     }
     pub fn deref_offset(reg: u8, offset: i32) -> Slot {

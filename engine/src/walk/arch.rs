@@ -14,7 +14,7 @@ pub trait ArchWalker {
         self.arch().ra_reg()
     }
     /// How far before a return address the call instruction's last byte lies (1 on
-    /// x86_64, 4 on aarch64): the lookup address of a caller frame is `pc - back`.
+    /// x86_64 and x86, 4 on aarch64): the lookup address of a caller frame is `pc - back`.
     fn lookup_back(&self) -> u64 {
         self.arch().call_back()
     }
@@ -66,6 +66,11 @@ pub trait ArchWalker {
         let _ = (ctx, callee);
         None
     }
+    /// Adjusts a caller a stack scan found, with what the architecture can tell from
+    /// the stack around the return address (x86: the caller's `ebp` pushed below it).
+    fn after_scan(&self, ctx: &WalkContext<'_, '_>, caller: &mut Caller) {
+        let _ = (ctx, caller);
+    }
     /// Registers a caller inherits unchanged when no rule mentions them (callee-saved).
     fn callee_saved(&self) -> &'static [u16] {
         self.arch().callee_saved()
@@ -77,6 +82,7 @@ pub fn walker_for(arch: Arch) -> Option<&'static dyn ArchWalker> {
     match arch {
         Arch::X86_64 => Some(&super::x86_64::X86_64),
         Arch::Aarch64 => Some(&super::aarch64::Aarch64),
-        _ => None,
+        Arch::X86 => Some(&super::x86::X86),
+        Arch::Arm => None,
     }
 }

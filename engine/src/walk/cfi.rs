@@ -3,7 +3,8 @@
 //! CFA first (register + offset, dereferenced register + offset, or an expression), then
 //! the return address and every callee-saved register from their slots. A register whose
 //! rule cannot be applied (memory missing, unknown base register) becomes unknown for the
-//! caller — never guessed.
+//! caller — never guessed. A rule holding Windows x86 frame data is evaluated by
+//! [`super::stack_win`] instead.
 
 use super::arch::ArchWalker;
 use super::eval;
@@ -12,10 +13,13 @@ use crate::dump::RegisterSet;
 use crate::unwind::rule::{Slot, SlotKind};
 use crate::unwind::Rule;
 
+/// The caller the unwind rule at `callee`'s pc gives; `inner` is the frame `callee`
+/// called, if any (Windows frame data needs its parameter size).
 pub(crate) fn caller_by_cfi(
     arch: &dyn ArchWalker,
     ctx: &WalkContext<'_, '_>,
     callee: &WalkFrame,
+    inner: Option<&WalkFrame>,
 ) -> CfiOutcome {
     let Some(module_index) = callee.module else {
         return CfiOutcome::NoRule;
@@ -31,7 +35,22 @@ pub(crate) fn caller_by_cfi(
     let Some(rule) = table.find(rel) else {
         return CfiOutcome::NoRule;
     };
+    if rule.record.cfa.kind() == Some(SlotKind::WinFrame) {
+        return super::stack_win::caller(arch, ctx, callee, inner, &rule);
+    }
     apply_rule(arch, ctx, callee, &rule)
+}
+
+/// The rule of the table describing `frame`, if any.
+pub(crate) fn rule_of<'a>(
+    ctx: &WalkContext<'a, '_>,
+    arch: &dyn ArchWalker,
+    frame: &WalkFrame,
+) -> Option<Rule<'a>> {
+    let i = frame.module?;
+    let table = ctx.tables.get(i)?.as_ref()?;
+    let lookup = frame.address_for_lookup(arch.lookup_back());
+    table.find(lookup.checked_sub(ctx.modules.get(i)?.load_base)?)
 }
 
 /// Whether the unwind rule describing `addr` (a lookup address) marks a signal
@@ -116,7 +135,7 @@ pub(crate) fn apply_rule(
                 };
                 Ok(eval::evaluate(expr, addr_size, Some(cfa), regs, ctx.memory))
             }
-            Some(SlotKind::DerefOffset) => Ok(None),
+            Some(SlotKind::DerefOffset | SlotKind::WinFrame) => Ok(None),
         }
     };
     if rec.ra.kind() == Some(SlotKind::Undefined) {

@@ -14,6 +14,8 @@ pub mod arch;
 mod cfi;
 pub mod eval;
 mod scan;
+mod stack_win;
+pub mod x86;
 pub mod x86_64;
 
 #[cfg(test)]
@@ -428,7 +430,13 @@ impl Walk<'_, '_, '_> {
         misses: &mut Misses,
     ) -> Result<Option<Caller>, Stop> {
         let (arch, ctx) = (self.arch, self.ctx);
-        match cfi::caller_by_cfi(arch, ctx, callee) {
+        // the callee's own callee: Windows frame data needs the size of its parameters
+        let inner = self
+            .frames
+            .len()
+            .checked_sub(2)
+            .and_then(|i| self.frames.get(i));
+        match cfi::caller_by_cfi(arch, ctx, callee, inner) {
             CfiOutcome::Caller(c) => {
                 let c = *c;
                 if c.regs.pc() == Some(0) {

@@ -193,13 +193,43 @@ pub(crate) fn caller_by_scan(
         let Some(caller_sp) = addr.checked_add(word) else {
             break;
         };
-        let caller = scanned_caller(arch, callee, candidate, caller_sp);
+        let mut caller = scanned_caller(arch, callee, candidate, caller_sp);
+        arch.after_scan(ctx, &mut caller);
         if accept(&caller) {
             return Ok(caller);
         }
         rejected.invalid_caller += 1;
     }
     Err(rejected)
+}
+
+/// The first of `words` stack words from `start` (never past `limit`) that passes
+/// [`check_candidate`]: its address and value. (Windows frame data's scans near where
+/// its program says the return address is: [`super::stack_win`].)
+pub(crate) fn find_return_address(
+    arch: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    start: u64,
+    words: u64,
+    limit: u64,
+) -> Option<(u64, u64)> {
+    let word = arch.pointer_size();
+    for i in 0..words {
+        let addr = i.checked_mul(word).and_then(|o| start.checked_add(o))?;
+        if addr.checked_add(word).is_none_or(|end| end > limit) {
+            return None;
+        }
+        let value = (if word == 8 {
+            ctx.memory.read_u64(addr)
+        } else {
+            ctx.memory.read_u32(addr).map(u64::from)
+        })?;
+        let candidate = arch.strip_pac(ctx, value);
+        if check_candidate(arch, ctx, candidate).is_ok() {
+            return Some((addr, candidate));
+        }
+    }
+    None
 }
 
 /// The caller a scanned return address gives: its pc, the sp just above the word, and

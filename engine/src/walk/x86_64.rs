@@ -59,39 +59,45 @@ impl ArchWalker for X86_64 {
 
     /// `call rel32` (E8 xx xx xx xx) or one of the `FF /2` indirect call forms.
     fn is_call_before(&self, code: &[u8]) -> bool {
-        let n = code.len();
-        if n >= 5 && code[n - 5] == 0xe8 {
+        is_call_before(code)
+    }
+}
+
+/// Whether `code` ends with a call instruction: `call rel32` (E8 xx xx xx xx) or one of
+/// the `FF /2` indirect call forms. The encodings are the same in 32-bit code (x86).
+pub(crate) fn is_call_before(code: &[u8]) -> bool {
+    let n = code.len();
+    if n >= 5 && code[n - 5] == 0xe8 {
+        return true;
+    }
+    // FF /2: call r/m64. ModRM reg field = 2. Lengths 2 (reg/[reg]), 3 (disp8 or SIB),
+    // 4 (SIB + disp8), 6 (disp32 / rip-relative), 7 (SIB + disp32); an optional REX
+    // prefix adds one byte and is covered by the shorter forms' checks.
+    for len in [2usize, 3, 4, 6, 7] {
+        if n < len {
+            continue;
+        }
+        let op = code[n - len];
+        let modrm = code[n - len + 1];
+        if op != 0xff || (modrm >> 3) & 7 != 2 {
+            continue;
+        }
+        let md = modrm >> 6;
+        let rm = modrm & 7;
+        let sib = rm == 4 && md != 3;
+        let disp = match md {
+            0 if rm == 5 => 4,
+            0 if sib && n - len + 2 < n && code[n - len + 2] & 7 == 5 => 4,
+            0 => 0,
+            1 => 1,
+            2 => 4,
+            _ => 0,
+        };
+        if 2 + usize::from(sib) + disp == len {
             return true;
         }
-        // FF /2: call r/m64. ModRM reg field = 2. Lengths 2 (reg/[reg]), 3 (disp8 or SIB),
-        // 4 (SIB + disp8), 6 (disp32 / rip-relative), 7 (SIB + disp32); an optional REX
-        // prefix adds one byte and is covered by the shorter forms' checks.
-        for len in [2usize, 3, 4, 6, 7] {
-            if n < len {
-                continue;
-            }
-            let op = code[n - len];
-            let modrm = code[n - len + 1];
-            if op != 0xff || (modrm >> 3) & 7 != 2 {
-                continue;
-            }
-            let md = modrm >> 6;
-            let rm = modrm & 7;
-            let sib = rm == 4 && md != 3;
-            let disp = match md {
-                0 if rm == 5 => 4,
-                0 if sib && n - len + 2 < n && code[n - len + 2] & 7 == 5 => 4,
-                0 => 0,
-                1 => 1,
-                2 => 4,
-                _ => 0,
-            };
-            if 2 + usize::from(sib) + disp == len {
-                return true;
-            }
-        }
-        false
     }
+    false
 }
 
 #[cfg(test)]

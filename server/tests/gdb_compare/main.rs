@@ -14,6 +14,7 @@
 
 mod aarch64;
 mod cli_errors;
+mod i386;
 mod modules;
 mod report;
 mod sframe;

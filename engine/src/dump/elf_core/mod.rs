@@ -4,9 +4,13 @@
 //! NT_AUXV, mapped files in NT_FILE and memory in PT_LOAD segments. Memory is borrowed from
 //! the core's bytes, never copied. Everything from the file is untrusted: reads are bounds
 //! checked, counts are checked against the bytes before allocating, and a truncated core is
-//! read as far as it goes (warning `truncated-dump`). Not handled: 32-bit and big-endian
-//! cores and architectures other than x86_64 and aarch64 (refused with `UnsupportedArch`),
-//! floating-point and vector registers.
+//! read as far as it goes (warning `truncated-dump`). i386 cores (ELF32, `EM_386`) are read
+//! with the 32-bit layouts of the notes; their 32-bit auxiliary vector is widened to the
+//! 64-bit layout once, so the module readers read one layout. Not handled: big-endian
+//! cores, 32-bit cores of other architectures (refused with `UnsupportedArch`), an i386
+//! core's module list from the dynamic linker's `link_map` when it has no NT_FILE (its
+//! modules are then the vDSO and the main executable's headers only), floating-point and
+//! vector registers.
 
 mod modules;
 mod notes;
@@ -18,6 +22,7 @@ mod synth;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use self::modules::{CoreLoad, LoadIndex};
@@ -25,7 +30,7 @@ use self::notes::{
     auxv_get, FileMapping, PrPsInfo, SigInfo, AT_EXECFN, NT_ARM_PAC_MASK, NT_AUXV, NT_FILE,
     NT_PRPSINFO, NT_PRSTATUS, NT_SIGINFO,
 };
-use self::parse::{Header, NoteIter, EM_AARCH64, PF_X, PT_LOAD, PT_NOTE};
+use self::parse::{Header, NoteIter, EM_386, EM_AARCH64, PF_X, PT_LOAD, PT_NOTE};
 use super::{
     Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, MemoryMap, Module, Os, Thread,
 };
@@ -38,7 +43,8 @@ struct Notes<'a> {
     first_cursig: Option<u16>,
     siginfo: Option<SigInfo>,
     prpsinfo: Option<PrPsInfo>,
-    auxv: &'a [u8],
+    /// In the 64-bit layout (an i386 core's is widened).
+    auxv: Cow<'a, [u8]>,
     files: Option<Vec<FileMapping>>,
     pac_mask: Option<u64>,
     /// A note only gdb writes (owner `GDB`, e.g. the target description).
@@ -78,8 +84,13 @@ impl<'a> Notes<'a> {
         if note.name != b"CORE" && note.name != b"LINUX" {
             return;
         }
+        let elf32 = arch == Arch::X86;
         let ok = match note.n_type {
-            NT_PRSTATUS => match notes::prstatus(note.desc, arch) {
+            NT_PRSTATUS => match if elf32 {
+                notes::prstatus32(note.desc)
+            } else {
+                notes::prstatus(note.desc, arch)
+            } {
                 Some(s) => {
                     if self.threads.is_empty() {
                         self.first_cursig = Some(s.cursig);
@@ -95,20 +106,36 @@ impl<'a> Notes<'a> {
                 None => false,
             },
             NT_PRPSINFO if self.prpsinfo.is_none() => {
-                self.prpsinfo = notes::prpsinfo(note.desc);
+                self.prpsinfo = if elf32 {
+                    notes::prpsinfo32(note.desc)
+                } else {
+                    notes::prpsinfo(note.desc)
+                };
                 self.prpsinfo.is_some()
             }
             // gcore writes one NT_SIGINFO per thread; the first one is the process's.
             NT_SIGINFO if self.siginfo.is_none() => {
-                self.siginfo = notes::siginfo(note.desc);
+                self.siginfo = if elf32 {
+                    notes::siginfo32(note.desc)
+                } else {
+                    notes::siginfo(note.desc)
+                };
                 self.siginfo.is_some()
             }
             NT_AUXV if self.auxv.is_empty() => {
-                self.auxv = note.desc;
+                self.auxv = if elf32 {
+                    Cow::Owned(notes::auxv_widen(note.desc))
+                } else {
+                    Cow::Borrowed(note.desc)
+                };
                 true
             }
             NT_FILE if self.files.is_none() => {
-                self.files = notes::nt_file(note.desc);
+                self.files = if elf32 {
+                    notes::nt_file32(note.desc)
+                } else {
+                    notes::nt_file(note.desc)
+                };
                 self.files.is_some()
             }
             NT_ARM_PAC_MASK if arch == Arch::Aarch64 => {
@@ -127,10 +154,10 @@ impl<'a> Notes<'a> {
 /// could not be read, the modules, and the process facts the notes give.
 pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let header = Header::parse(bytes)?;
-    let arch = if header.machine == EM_AARCH64 {
-        Arch::Aarch64
-    } else {
-        Arch::X86_64
+    let arch = match header.machine {
+        EM_AARCH64 => Arch::Aarch64,
+        EM_386 => Arch::X86,
+        _ => Arch::X86_64,
     };
     let (phdrs, truncated) = parse::program_headers(bytes, &header)?;
     let segments = Segments::read(bytes, &phdrs, arch, truncated);
@@ -276,11 +303,11 @@ fn find_modules(
     warnings: &mut Vec<DumpWarning>,
 ) -> (Vec<Module>, Option<String>) {
     let loads = LoadIndex::new(core_loads);
-    let execfn = auxv_get(notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(memory, a));
+    let execfn = auxv_get(&notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(memory, a));
     let mut found = match &notes.files {
         Some(files) => modules::from_nt_file(files, &loads, memory),
         None => modules::from_link_map(
-            notes.auxv,
+            &notes.auxv,
             execfn.clone(),
             memory,
             core_loads,
@@ -288,13 +315,13 @@ fn find_modules(
             warnings,
         ),
     };
-    if let Some(v) = modules::vdso(notes.auxv, &loads, core_loads, memory) {
+    if let Some(v) = modules::vdso(&notes.auxv, &loads, core_loads, memory) {
         if !found.iter().any(|m| m.base == v.base) {
             found.push(v);
         }
     }
     found.sort_by_key(|m| m.base);
-    modules::mark_main(&mut found, notes.auxv);
+    modules::mark_main(&mut found, &notes.auxv);
     let executable = found
         .iter()
         .find(|m| m.main)

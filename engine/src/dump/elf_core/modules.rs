@@ -10,8 +10,8 @@ use std::collections::{HashMap, HashSet};
 
 use super::notes::{auxv_get, FileMapping, AT_BASE, AT_ENTRY, AT_PHDR, AT_PHNUM, AT_SYSINFO_EHDR};
 use super::parse::{
-    c_str, u16_at, u64_at, NoteIter, Phdr, EHDR_SIZE, PF_X, PHDR_SIZE, PT_DYNAMIC, PT_INTERP,
-    PT_LOAD, PT_NOTE, PT_PHDR,
+    c_str, u16_at, u32_at, u64_at, NoteIter, Phdr, EHDR32_SIZE, EHDR_SIZE, PF_X, PHDR32_SIZE,
+    PHDR_SIZE, PT_DYNAMIC, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
 };
 use crate::dump::{Arch, DumpWarning, Identity, Mapping, MemoryMap, Module};
 
@@ -54,10 +54,34 @@ fn phdrs_at(mem: &MemoryMap<'_>, addr: u64, count: usize) -> Option<Vec<Phdr>> {
     bytes.chunks_exact(PHDR_SIZE).map(Phdr::parse).collect()
 }
 
-/// Reads the ELF image whose header is at `ehdr_addr` in the process.
+/// Reads the program headers of an ELF32 image at `addr` (an i386 process's modules).
+fn phdrs32_at(mem: &MemoryMap<'_>, addr: u64, count: usize) -> Option<Vec<Phdr>> {
+    if count == 0 || count > MAX_IMAGE_PHDRS {
+        return None;
+    }
+    let bytes = mem.read_bytes(addr, count.checked_mul(PHDR32_SIZE)?)?;
+    bytes.chunks_exact(PHDR32_SIZE).map(Phdr::parse32).collect()
+}
+
+/// Reads the ELF image whose header is at `ehdr_addr` in the process (ELF64, or ELF32 as
+/// an i386 process maps them).
 pub(super) fn image_at(mem: &MemoryMap<'_>, ehdr_addr: u64) -> Option<Image> {
+    let ident = mem.read_bytes(ehdr_addr, 6)?;
+    if !ident.starts_with(b"\x7fELF") || ident.get(5) != Some(&1) {
+        return None;
+    }
+    if ident.get(4) == Some(&1) {
+        let eh = mem.read_bytes(ehdr_addr, EHDR32_SIZE)?;
+        let phoff = u64::from(u32_at(eh, 28)?);
+        if usize::from(u16_at(eh, 42)?) != PHDR32_SIZE {
+            return None;
+        }
+        let phnum = usize::from(u16_at(eh, 44)?);
+        let phdrs = phdrs32_at(mem, ehdr_addr.checked_add(phoff)?, phnum)?;
+        return image_from_phdrs(phdrs);
+    }
     let eh = mem.read_bytes(ehdr_addr, EHDR_SIZE)?;
-    if !eh.starts_with(b"\x7fELF") || eh.get(4) != Some(&2) || eh.get(5) != Some(&1) {
+    if eh.get(4) != Some(&2) {
         return None;
     }
     let phoff = u64_at(eh, 32)?;
@@ -450,6 +474,16 @@ pub(super) fn from_link_map(
     warnings: &mut Vec<DumpWarning>,
 ) -> Vec<Module> {
     let mut found = Found::default();
+    if arch == Arch::X86 {
+        // the 32-bit `link_map` and dynamic section are not read (kernel cores carry
+        // NT_FILE, which lists the modules)
+        warnings.push(DumpWarning {
+            code: "modules-incomplete",
+            message: "the i386 core has no NT_FILE note, and the dynamic linker's module                       list of a 32-bit process is not read: only the vDSO is listed"
+                .into(),
+        });
+        return found.out;
+    }
     let at_base = auxv_get(auxv, AT_BASE).filter(|&b| b != 0);
     let start = Start {
         auxv,

@@ -4,10 +4,12 @@
 //! Each decoder takes one note's descriptor bytes and answers `None` when they are too short
 //! for the structure, so one bad note costs that note only. Layouts are those of the 64-bit
 //! Linux ABI (`struct elf_prstatus`, `struct elf_prpsinfo`, `siginfo_t`), written out as
-//! offsets; floating-point and vector state (NT_FPREGSET, NT_X86_XSTATE) are not read.
+//! offsets, and of the i386 ABI for 32-bit cores (the `…32` decoders: 32-bit words,
+//! i386's `user_regs_struct`); floating-point and vector state (NT_FPREGSET,
+//! NT_X86_XSTATE) are not read.
 
 use super::parse::{c_str, i32_at, u16_at, u32_at, u64_at};
-use crate::arch::{aarch64, x86_64};
+use crate::arch::{aarch64, x86, x86_64};
 use crate::dump::{Arch, RegisterSet};
 
 pub(super) const NT_PRSTATUS: u32 = 1;
@@ -63,6 +65,89 @@ const X86_64_PR_REG: [Option<x86_64::Reg>; 27] = {
     ]
 };
 
+/// Offset of `pr_reg` in i386's `struct elf_prstatus`: siginfo (12), cursig (2) + pad,
+/// sigpend, sighold, pid, ppid, pgrp, sid (4 each), four 8-byte timevals.
+const PR_REG_OFFSET_32: usize = 72;
+
+/// i386 `user_regs_struct` order (`None`: the segment registers and orig_eax, which the
+/// walk does not use).
+const X86_PR_REG: [Option<x86::Reg>; 17] = {
+    use x86::Reg::*;
+    [
+        Some(Ebx),
+        Some(Ecx),
+        Some(Edx),
+        Some(Esi),
+        Some(Edi),
+        Some(Ebp),
+        Some(Eax),
+        None,
+        None,
+        None,
+        None,
+        None,
+        Some(Eip),
+        None,
+        Some(Eflags),
+        Some(Esp),
+        None,
+    ]
+};
+
+/// Decodes an i386 NT_PRSTATUS: the thread id and the general registers.
+pub(super) fn prstatus32(desc: &[u8]) -> Option<PrStatus> {
+    let cursig = u16_at(desc, 12)?;
+    let tid = u32_at(desc, 24)?;
+    let mut registers = RegisterSet::new(Arch::X86);
+    for (i, &r) in X86_PR_REG.iter().enumerate() {
+        let value = u32_at(desc, PR_REG_OFFSET_32.checked_add(i.checked_mul(4)?)?)?;
+        if let Some(r) = r {
+            registers.set(r, u64::from(value));
+        }
+    }
+    Some(PrStatus {
+        tid,
+        cursig,
+        registers,
+    })
+}
+
+/// Decodes an i386 NT_PRPSINFO (124 bytes: 16-bit uid and gid, 32-bit flag).
+pub(super) fn prpsinfo32(desc: &[u8]) -> Option<PrPsInfo> {
+    prpsinfo_at(desc, 12, 28)
+}
+
+/// Decodes an i386 NT_SIGINFO (`si_addr` a 32-bit word at 12).
+pub(super) fn siginfo32(desc: &[u8]) -> Option<SigInfo> {
+    Some(SigInfo {
+        signo: i32_at(desc, 0)?,
+        code: i32_at(desc, 8)?,
+        addr: u64::from(u32_at(desc, 12)?),
+    })
+}
+
+/// A 32-bit NT_AUXV in the 64-bit layout [`auxv_get`] and the module readers take.
+pub(super) fn auxv_widen(auxv: &[u8]) -> Vec<u8> {
+    auxv.chunks_exact(4)
+        .flat_map(|w| u64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]])).to_le_bytes())
+        .collect()
+}
+
+/// Decodes a 32-bit NT_FILE (`count`, `page_size` and each record's three fields are
+/// 32-bit words), as [`nt_file`] does the 64-bit one.
+pub(super) fn nt_file32(desc: &[u8]) -> Option<Vec<FileMapping>> {
+    let count = u64::from(u32_at(desc, 0)?);
+    let page_size = u64::from(u32_at(desc, 4)?);
+    let records = desc.get(8..)?;
+    nt_file_records(records, count, page_size, 12, |rec| {
+        Some((
+            u64::from(u32_at(rec, 0)?),
+            u64::from(u32_at(rec, 4)?),
+            u64::from(u32_at(rec, 8)?),
+        ))
+    })
+}
+
 /// One thread's NT_PRSTATUS.
 #[derive(Debug, Clone)]
 pub(super) struct PrStatus {
@@ -111,9 +196,15 @@ pub(super) struct PrPsInfo {
 
 /// Decodes NT_PRPSINFO (64-bit `struct elf_prpsinfo`, 136 bytes).
 pub(super) fn prpsinfo(desc: &[u8]) -> Option<PrPsInfo> {
-    let pid = u32_at(desc, 24)?;
-    let fname = desc.get(40..56)?;
-    let psargs = desc.get(56..136)?;
+    prpsinfo_at(desc, 24, 40)
+}
+
+/// NT_PRPSINFO with `pr_pid` at `pid_at` and `pr_fname` (16 bytes, then 80 of
+/// `pr_psargs`) at `fname_at`.
+fn prpsinfo_at(desc: &[u8], pid_at: usize, fname_at: usize) -> Option<PrPsInfo> {
+    let pid = u32_at(desc, pid_at)?;
+    let fname = desc.get(fname_at..fname_at + 16)?;
+    let psargs = desc.get(fname_at + 16..fname_at + 96)?;
     let text = |b: &[u8]| {
         String::from_utf8_lossy(c_str(b))
             .trim_end_matches([' ', '\0'])
@@ -178,14 +269,28 @@ pub(super) fn nt_file(desc: &[u8]) -> Option<Vec<FileMapping>> {
     let count = u64_at(desc, 0)?;
     let page_size = u64_at(desc, 8)?;
     let records = desc.get(16..)?;
+    nt_file_records(records, count, page_size, FILE_RECORD, |rec| {
+        Some((u64_at(rec, 0)?, u64_at(rec, 8)?, u64_at(rec, 16)?))
+    })
+}
+
+/// NT_FILE's `count` records of `size` bytes (each read by `read` as start, end and
+/// page offset) and the paths after them.
+fn nt_file_records(
+    records: &[u8],
+    count: u64,
+    page_size: u64,
+    size: usize,
+    read: impl Fn(&[u8]) -> Option<(u64, u64, u64)>,
+) -> Option<Vec<FileMapping>> {
     // The count comes from the file: at most as many records as the bytes can hold.
-    let fits = records.len() / FILE_RECORD;
+    let fits = records.len() / size;
     let count = usize::try_from(count).unwrap_or(usize::MAX).min(fits);
-    let names_start = count.checked_mul(FILE_RECORD)?;
+    let names_start = count.checked_mul(size)?;
     let mut names = records.get(names_start..)?.split(|&b| b == 0);
     let mut out = Vec::with_capacity(count);
-    for rec in records.chunks_exact(FILE_RECORD).take(count) {
-        let (start, end, pgoff) = (u64_at(rec, 0)?, u64_at(rec, 8)?, u64_at(rec, 16)?);
+    for rec in records.chunks_exact(size).take(count) {
+        let (start, end, pgoff) = read(rec)?;
         let Some(name) = names.next() else { break };
         let Some(file_offset) = pgoff.checked_mul(page_size) else {
             continue;

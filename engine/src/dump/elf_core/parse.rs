@@ -1,4 +1,5 @@
-//! Bounds-checked little-endian reads of ELF64 structures: file header, program headers, notes.
+//! Bounds-checked little-endian reads of ELF structures: file header, program headers,
+//! notes — ELF64, and ELF32 for i386 cores.
 //!
 //! Every offset and count here comes from untrusted bytes, so each read is checked and
 //! answers `None` (or stops an iteration) instead of panicking, and every count is checked
@@ -9,6 +10,7 @@
 use crate::dump::DumpError;
 
 pub(super) const ET_CORE: u16 = 4;
+pub(super) const EM_386: u16 = 3;
 pub(super) const EM_X86_64: u16 = 62;
 pub(super) const EM_AARCH64: u16 = 183;
 pub(super) const PT_LOAD: u32 = 1;
@@ -21,6 +23,10 @@ pub(super) const PF_X: u32 = 1;
 pub(super) const EHDR_SIZE: usize = 64;
 /// Size of an ELF64 program header.
 pub(super) const PHDR_SIZE: usize = 56;
+/// Size of an ELF32 file header.
+pub(super) const EHDR32_SIZE: usize = 52;
+/// Size of an ELF32 program header.
+pub(super) const PHDR32_SIZE: usize = 32;
 /// `e_phnum` value meaning "the real count is in section header 0's `sh_info`".
 const PN_XNUM: u16 = 0xffff;
 
@@ -61,6 +67,8 @@ pub(super) fn c_str(b: &[u8]) -> &[u8] {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Header {
     pub machine: u16,
+    /// An ELF32 file (an i386 core).
+    pub elf32: bool,
     pub phoff: u64,
     pub phnum: u64,
     pub shoff: u64,
@@ -87,7 +95,7 @@ fn machine_name(machine: u16) -> String {
 
 impl Header {
     /// Checks the identification, type and machine: only 64-bit little-endian x86_64 and
-    /// aarch64 cores are read.
+    /// aarch64 cores and 32-bit little-endian i386 cores are read.
     pub fn parse(bytes: &[u8]) -> Result<Header, DumpError> {
         if !bytes.starts_with(b"\x7fELF") {
             return Err(DumpError::NotADump);
@@ -116,7 +124,9 @@ impl Header {
             };
             return Err(DumpError::NotACore(kind));
         }
-        let supported = class == 2 && data == 1 && matches!(machine, EM_X86_64 | EM_AARCH64);
+        let supported = data == 1
+            && ((class == 2 && matches!(machine, EM_X86_64 | EM_AARCH64))
+                || (class == 1 && machine == EM_386));
         if !supported {
             let layout = match (class, data) {
                 (2, 1) => String::new(),
@@ -129,6 +139,9 @@ impl Header {
                 machine_name(machine)
             )));
         }
+        if class == 1 {
+            return Self::parse32(bytes, machine);
+        }
         let short = || DumpError::Truncated("the ELF header is cut short".into());
         let phoff = u64_at(bytes, 32).ok_or_else(short)?;
         let shoff = u64_at(bytes, 40).ok_or_else(short)?;
@@ -140,28 +153,59 @@ impl Header {
                 "program header entries of {phentsize} bytes (ELF64 uses {PHDR_SIZE})"
             )));
         }
-        let phnum = if phnum16 == PN_XNUM {
-            // Section header 0's sh_info (offset 44) holds the real count.
-            usize::try_from(shoff)
-                .ok()
-                .and_then(|off| u32_at(bytes, off.checked_add(44)?))
-                .map(u64::from)
-                .ok_or_else(|| {
-                    DumpError::Malformed(
-                        "e_phnum is PN_XNUM but section header 0 is not present".into(),
-                    )
-                })?
-        } else {
-            u64::from(phnum16)
-        };
+        // Section header 0's sh_info (offset 44) holds the real count past PN_XNUM.
+        let phnum = phnum(bytes, phnum16, shoff, 44)?;
         Ok(Header {
             machine,
+            elf32: false,
             phoff,
             phnum,
             shoff,
             shnum,
         })
     }
+}
+
+impl Header {
+    /// The ELF32 header of an i386 core (class and machine already checked).
+    fn parse32(bytes: &[u8], machine: u16) -> Result<Header, DumpError> {
+        let short = || DumpError::Truncated("the ELF header is cut short".into());
+        let phoff = u64::from(u32_at(bytes, 28).ok_or_else(short)?);
+        let shoff = u64::from(u32_at(bytes, 32).ok_or_else(short)?);
+        let phentsize = u16_at(bytes, 42).ok_or_else(short)?;
+        let phnum16 = u16_at(bytes, 44).ok_or_else(short)?;
+        let shnum = u16_at(bytes, 48).ok_or_else(short)?;
+        if phentsize as usize != PHDR32_SIZE && phnum16 != 0 {
+            return Err(DumpError::Malformed(format!(
+                "program header entries of {phentsize} bytes (ELF32 uses {PHDR32_SIZE})"
+            )));
+        }
+        // an ELF32 section header's sh_info is at offset 28
+        let phnum = phnum(bytes, phnum16, shoff, 28)?;
+        Ok(Header {
+            machine,
+            elf32: true,
+            phoff,
+            phnum,
+            shoff,
+            shnum,
+        })
+    }
+}
+
+/// The program header count: `e_phnum`, or past `PN_XNUM` section header 0's `sh_info`
+/// (at `info_at` in that header).
+fn phnum(bytes: &[u8], phnum16: u16, shoff: u64, info_at: usize) -> Result<u64, DumpError> {
+    if phnum16 != PN_XNUM {
+        return Ok(u64::from(phnum16));
+    }
+    usize::try_from(shoff)
+        .ok()
+        .and_then(|off| u32_at(bytes, off.checked_add(info_at)?))
+        .map(u64::from)
+        .ok_or_else(|| {
+            DumpError::Malformed("e_phnum is PN_XNUM but section header 0 is not present".into())
+        })
 }
 
 /// One program header.
@@ -177,6 +221,20 @@ pub(super) struct Phdr {
 }
 
 impl Phdr {
+    /// Decodes one 32-byte ELF32 program header.
+    pub fn parse32(b: &[u8]) -> Option<Phdr> {
+        let w = |off: usize| u32_at(b, off).map(u64::from);
+        Some(Phdr {
+            p_type: u32_at(b, 0)?,
+            offset: w(4)?,
+            vaddr: w(8)?,
+            filesz: w(16)?,
+            memsz: w(20)?,
+            flags: u32_at(b, 24)?,
+            align: w(28)?,
+        })
+    }
+
     /// Decodes one 56-byte ELF64 program header.
     pub fn parse(b: &[u8]) -> Option<Phdr> {
         Some(Phdr {
@@ -204,14 +262,19 @@ pub(super) fn program_headers(bytes: &[u8], h: &Header) -> Result<(Vec<Phdr>, bo
                 bytes.len()
             ))
         })?;
-    let avail = (bytes.len() - start) / PHDR_SIZE;
+    let (size, parse): (usize, fn(&[u8]) -> Option<Phdr>) = if h.elf32 {
+        (PHDR32_SIZE, Phdr::parse32)
+    } else {
+        (PHDR_SIZE, Phdr::parse)
+    };
+    let avail = (bytes.len() - start) / size;
     // The count comes from the file: only as many entries as the bytes can hold are read.
     let count = usize::try_from(h.phnum).unwrap_or(usize::MAX).min(avail);
     let truncated = (count as u64) < h.phnum;
     let phdrs = bytes[start..]
-        .chunks_exact(PHDR_SIZE)
+        .chunks_exact(size)
         .take(count)
-        .filter_map(Phdr::parse)
+        .filter_map(parse)
         .collect();
     Ok((phdrs, truncated))
 }

@@ -1,0 +1,240 @@
+//! x86 (32-bit): the `ebp` chain, call-instruction decoding and the `ebp` a stack scan
+//! restores. Windows frame data (`STACK WIN`) is evaluated by [`super::stack_win`] when
+//! the unwind table's rule for a pc holds such a record.
+
+use super::arch::ArchWalker;
+use super::{Caller, Trust, WalkContext, WalkFrame};
+use crate::arch::x86::Reg::{Ebp, Ebx, Edi, Eip, Esi, Esp};
+use crate::dump::{Arch, RegisterSet};
+
+/// The x86 walker.
+pub struct X86;
+
+/// Largest gap between a scanned caller's stack pointer and the `ebp` restored for it
+/// (Breakpad's `kMaxReasonableGapBetweenFrames`).
+const MAX_FRAME_GAP: u64 = 128 * 1024;
+
+impl ArchWalker for X86 {
+    fn arch(&self) -> Arch {
+        Arch::X86
+    }
+
+    /// `(esp, ebp, eip) = (ebp + 8, *ebp, *(ebp + 4))`.
+    fn caller_by_fp(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+        first: bool,
+    ) -> Option<Caller> {
+        // A call into nowhere: the return address the call pushed is on top of the
+        // stack, and ebp still belongs to the caller (as on x86_64).
+        if first && callee.trust == Trust::Context && !ctx.is_code(callee.pc) {
+            if let Ok(c) = super::scan::caller_by_scan(self, ctx, callee, 1, None, &|_| true) {
+                return Some(c);
+            }
+        }
+        let ebp = callee.registers.get(Ebp)?;
+        let sp = callee.sp?;
+        if ebp < sp || !ebp.is_multiple_of(4) {
+            return None;
+        }
+        let caller_ebp = ctx.memory.read_u32(ebp)?;
+        let ra = ctx.memory.read_u32(ebp.checked_add(4)?)?;
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, u64::from(ra));
+        regs.set(Esp, ebp.checked_add(8)?);
+        regs.set(Ebp, u64::from(caller_ebp));
+        for r in [Ebx, Esi, Edi] {
+            if let Some(v) = callee.registers.get(r) {
+                regs.set(r, v);
+            }
+        }
+        Some(Caller {
+            regs,
+            trust: Trust::Fp,
+            source: None,
+            exact_pc: false,
+        })
+    }
+
+    fn call_check_len(&self) -> usize {
+        7
+    }
+
+    fn is_call_before(&self, code: &[u8]) -> bool {
+        super::x86_64::is_call_before(code)
+    }
+
+    /// Breakpad's x86 scan: the caller's `ebp` was pushed just below the return address
+    /// when the word there points above it, within [`MAX_FRAME_GAP`] of the caller's
+    /// stack pointer; else the callee's `ebp` is kept.
+    fn after_scan(&self, ctx: &WalkContext<'_, '_>, caller: &mut Caller) {
+        let Some(esp) = caller.regs.get(Esp) else {
+            return;
+        };
+        let Some(slot) = esp.checked_sub(8) else {
+            return;
+        };
+        if let Some(ebp) = ctx.memory.read_u32(slot).map(u64::from) {
+            if ebp > slot && ebp.wrapping_sub(esp) <= MAX_FRAME_GAP {
+                caller.regs.set(Ebp, ebp);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dump::MemoryMap;
+    use crate::walk::tests::module_at as module;
+    use crate::walk::{walk_thread, CodeReader, EndReason, WalkOptions};
+
+    struct NoCode;
+    impl CodeReader for NoCode {
+        fn bytes_before(&self, _addr: u64, _len: usize) -> Option<Vec<u8>> {
+            None
+        }
+    }
+
+    fn words32(words: &[u32]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn ebp_chain_to_stack_end() {
+        // stack at 0x1000: frame0 ebp=0x1008 -> [0x1018, ret1]; 0x1018 -> [0, 0x402000]
+        let bytes = words32(&[0, 0, 0x1018, 0x40_1234, 0, 0, 0, 0x40_2000]);
+        let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let tables = vec![None];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &NoCode,
+            options: &opts,
+            pac_mask: 0,
+            pac_signed_seen: None,
+        };
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, 0x40_1000);
+        regs.set(Esp, 0x1000);
+        regs.set(Ebp, 0x1008);
+        let r = walk_thread(&X86, &ctx, &regs);
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, 0x40_1234, 0x40_2000]);
+        assert_eq!(r.frames[1].trust, Trust::Fp);
+        assert_eq!(r.frames[1].sp, Some(0x1010));
+        assert_eq!(r.frames[2].sp, Some(0x1020));
+        assert_eq!(r.end, EndReason::StackEnd);
+    }
+
+    /// Walks `regs` over `stack` (at 0x1000) in one module at 0x40_0000 whose `.sym`
+    /// file holds `records` (offsets from the module's base).
+    fn walk_sym(records: &str, stack: &[u32], regs: &RegisterSet) -> Vec<(u64, u64, Trust)> {
+        let sym = format!("MODULE windows x86 0123456789ABCDEF0123456789ABCDEF1 t.pdb\n{records}");
+        let built = crate::unwind::build_from_breakpad(sym.as_bytes()).unwrap();
+        let table = crate::unwind::UnwindTable::open(&built.bytes).unwrap();
+        let bytes = words32(stack);
+        let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let tables = vec![Some(crate::walk::ModuleUnwind::Table(table))];
+        let opts = WalkOptions {
+            enable_scan: false,
+            enable_fp: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &NoCode,
+            options: &opts,
+            pac_mask: 0,
+            pac_signed_seen: None,
+        };
+        let r = walk_thread(&X86, &ctx, regs);
+        r.frames
+            .iter()
+            .map(|f| (f.pc, f.sp.unwrap_or(0), f.trust))
+            .collect()
+    }
+
+    #[test]
+    fn frame_data_program_and_fpo_records_with_callee_parameters() {
+        // frame 0 at +0x1004 has an ebp frame (FrameData program); its caller at +0x2010
+        // an FPO frame without base pointer: 8 bytes of locals, 4 of saved registers,
+        // and it pushed 8 bytes of parameters for frame 0 (frame 0's parameter size)
+        let records = "STACK WIN 4 1000 20 3 0 8 0 0 0 1 \
+                       $T0 $ebp = $eip $T0 4 + ^ = $ebp $T0 ^ = $esp $T0 8 + =\n\
+                       STACK WIN 0 2000 40 0 0 0 4 8 0 0 0\n";
+        let stack = [
+            0,
+            0,
+            0,
+            0,           // 0x1000: frame 0's locals
+            0x1fff_0000, // 0x1010: saved ebp (the caller's ebp, not a pointer here)
+            0x40_2010,   // 0x1014: return address into the FPO function
+            7,
+            8, // 0x1018: the 8 bytes of parameters frame 0 takes
+            0,
+            0,         // 0x1020: the FPO function's locals
+            0,         // 0x1028: its saved register
+            0x40_3000, // 0x102c: its return address
+            0,
+        ];
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, 0x40_1004);
+        regs.set(Esp, 0x1000);
+        regs.set(Ebp, 0x1010);
+        let frames = walk_sym(records, &stack, &regs);
+        assert_eq!(
+            frames,
+            vec![
+                (0x40_1004, 0x1000, Trust::Context),
+                (0x40_2010, 0x1018, Trust::Cfi),
+                (0x40_3000, 0x1030, Trust::Cfi),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failing_program_gives_no_frame_data_caller() {
+        let records = "STACK WIN 4 1000 20 3 0 0 0 0 0 1 $eip $T9 ^ = $esp $esp 4 + =\n";
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, 0x40_1004);
+        regs.set(Esp, 0x1000);
+        regs.set(Ebp, 0x1010);
+        let frames = walk_sym(records, &[0x40_2010, 0, 0, 0], &regs);
+        assert_eq!(frames.len(), 1, "{frames:?}");
+    }
+
+    #[test]
+    fn hostile_registers_do_not_panic() {
+        let bytes = words32(&[u32::MAX; 8]);
+        let mem = MemoryMap::new(vec![(0xffff_ffe0, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let tables = vec![None];
+        let opts = WalkOptions::default();
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &NoCode,
+            options: &opts,
+            pac_mask: 0,
+            pac_signed_seen: None,
+        };
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, 0xffff_ffff);
+        regs.set(Esp, 0xffff_fffc);
+        regs.set(Ebp, 0xffff_fffc);
+        let r = walk_thread(&X86, &ctx, &regs);
+        assert_eq!(r.frames.len(), 1);
+    }
+}
