@@ -323,7 +323,8 @@ async fn hostile_dsym_zips_are_refused_with_typed_errors() {
     let c = common::client();
     let base = &server.base;
     let entry = |name: &str, bytes: Vec<u8>| (name.to_string(), bytes);
-    let cases: Vec<(&str, Vec<(String, Vec<u8>)>)> = vec![
+    type Entries = Vec<(String, Vec<u8>)>;
+    let cases: Vec<(&str, Entries)> = vec![
         (
             "zip-unsafe-path",
             vec![entry(

@@ -120,6 +120,10 @@ fn split_fat(path: &Path) -> Result<(tempfile::TempDir, Vec<PathBuf>), String> {
     Ok((dir, out))
 }
 
+/// Where the `.sym` files written for a cache's images go (made on first use), and those
+/// written, by image UUID.
+type WrittenSyms = (Option<tempfile::TempDir>, HashMap<[u8; 16], PathBuf>);
+
 /// The dyld shared caches under `--symbols`, their images by UUID, and the `.sym` files
 /// written for the images looked up.
 #[derive(Default)]
@@ -129,7 +133,7 @@ pub(crate) struct DyldCaches {
     /// (cache, image index, install path) by image UUID.
     images: HashMap<[u8; 16], (usize, usize, String)>,
     /// Where the `.sym` files are written (made on first use), and those written.
-    written: Mutex<(Option<tempfile::TempDir>, HashMap<[u8; 16], PathBuf>)>,
+    written: Mutex<WrittenSyms>,
 }
 
 impl DyldCaches {

@@ -190,6 +190,7 @@ pub fn evaluate<'a>(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn stack_at(base: u32, words: &[u32]) -> impl FnMut(u32) -> Option<u32> + '_ {

@@ -147,6 +147,7 @@ impl<'a> WinFrame<'a> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -539,6 +539,7 @@ fn win_rows<'r, 'a>(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::unwind::lookup::UnwindTable;
     use crate::unwind::rule::SlotKind;

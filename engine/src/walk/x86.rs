@@ -85,6 +85,7 @@ impl ArchWalker for X86 {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::dump::MemoryMap;
     use crate::walk::tests::module_at as module;

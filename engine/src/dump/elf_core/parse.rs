@@ -262,7 +262,8 @@ pub(super) fn program_headers(bytes: &[u8], h: &Header) -> Result<(Vec<Phdr>, bo
                 bytes.len()
             ))
         })?;
-    let (size, parse): (usize, fn(&[u8]) -> Option<Phdr>) = if h.elf32 {
+    type ParsePhdr = fn(&[u8]) -> Option<Phdr>;
+    let (size, parse): (usize, ParsePhdr) = if h.elf32 {
         (PHDR32_SIZE, Phdr::parse32)
     } else {
         (PHDR_SIZE, Phdr::parse)
