@@ -385,8 +385,9 @@ where
             Mach::Segment::from_command(command).map_err(bad)?
         {
             for section in segment.sections(endian, section_data).map_err(bad)? {
-                // zero-fill sections (and a dSYM's bss) have no bytes in the file
-                let has_bytes = section.file_size(endian).is_some();
+                // zero-fill sections (and a dSYM's bss) have no bytes in the file, nor do
+                // a dSYM's code sections: their headers are kept with offset 0
+                let has_bytes = section.file_size(endian).is_some() && section.offset(endian) != 0;
                 let name = section.name();
                 text_has_bytes |= has_bytes && name == b"__text";
                 let short = MACHO_SECTIONS.iter().find(|(n, _)| n.as_bytes() == name);
@@ -413,6 +414,7 @@ where
     };
     let kind = match filetype {
         macho::MH_OBJECT => "relocatable",
+        macho::MH_DSYM => "debug",
         // A dSYM's sections keep their headers without bytes, like an ELF debug file.
         _ if !text_has_bytes && sections.contains(&"debug_info") => "debug",
         macho::MH_EXECUTE => "executable",

@@ -137,7 +137,8 @@ fn run_tool(dir: &Path, tool: &str, args: &[&str]) -> String {
 
 /// Mach-O uploads: a thin executable (clang + ld64.lld) is stored with its LC_UUID, as
 /// llvm-objdump prints it, as build-id and (upper-case, age 0) as debug-id, and found by
-/// either; a universal (fat) file is refused with a reason and stores nothing.
+/// either; a universal (fat) file is taken apart, each slice filed by its own UUID (the slice
+/// already stored is not stored twice).
 #[tokio::test]
 async fn macho_upload_is_identified_by_its_uuid() {
     let s = Server::start(&[]);
@@ -237,10 +238,41 @@ async fn macho_upload_is_identified_by_its_uuid() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 422);
-    let p: Value = r.json().await.unwrap();
-    assert_eq!(p["code"], "universal-macho");
-    assert!(p["detail"].as_str().unwrap().contains("lipo -thin"), "{p}");
+    // taken apart: each slice filed by its own UUID, the x86_64 one already there
+    assert_eq!(r.status(), 201);
+    let v: Value = r.json().await.unwrap();
+    let arm64_headers = run_tool(
+        dir,
+        "llvm-objdump",
+        &["--macho", "--private-headers", "m.arm64"],
+    );
+    let arm64_uuid = arm64_headers
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("uuid "))
+        .unwrap()
+        .replace('-', "")
+        .to_lowercase();
+    let mut slices: Vec<(String, String, bool)> = v["binaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["arch"].as_str().unwrap().to_string(),
+                b["build_id"].as_str().unwrap().to_string(),
+                b["created"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    slices.sort();
+    assert_eq!(
+        slices,
+        [
+            ("aarch64".to_string(), arm64_uuid, true),
+            ("x86_64".to_string(), uuid.to_lowercase(), false)
+        ],
+        "{v}"
+    );
     let all: Value = c
         .get(s.url("/api/v1/binaries"))
         .send()
@@ -249,7 +281,7 @@ async fn macho_upload_is_identified_by_its_uuid() {
         .json()
         .await
         .unwrap();
-    assert_eq!(all["binaries"].as_array().unwrap().len(), 1, "{all}");
+    assert_eq!(all["binaries"].as_array().unwrap().len(), 2, "{all}");
 }
 
 #[tokio::test]

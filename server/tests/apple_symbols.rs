@@ -169,7 +169,6 @@ fn walk_takes_the_slice_the_dump_names_from_a_universal_binary_and_dsym() {
 
 /// The walk with the binary alone says the image had no dSYM, naming its UUID.
 #[test]
-#[ignore = "unverified: fixed after its last run (Mach-O symtab names without `_`, cached names as sized FUNC records); the build queue did not reach this branch again before the stop — run with --ignored"]
 fn walk_without_the_dsym_says_the_image_had_none() {
     let Some(f) = fixture() else { return };
     let only_binary = f.symbols.with_file_name("binary-only");
@@ -225,7 +224,6 @@ async fn post_binary(c: &reqwest::Client, base: &str, name: &str, body: Vec<u8>)
 }
 
 #[tokio::test]
-#[ignore = "unverified: fixed after its last run (Mach-O symtab names without `_`, cached names as sized FUNC records); the build queue did not reach this branch again before the stop — run with --ignored"]
 async fn a_dsym_zip_uploaded_after_the_crash_reprocesses_it() {
     let Some(f) = fixture() else { return };
     let server = common::TempServer::start(&["--workers", "1"]);
@@ -362,7 +360,6 @@ async fn hostile_dsym_zips_are_refused_with_typed_errors() {
 /// the dylib the cache was made of. The cache is written by `testsupport::dyld_cache`
 /// from dylibs built here (there is no Apple tool to make one).
 #[test]
-#[ignore = "unverified: fixed after its last run (Mach-O symtab names without `_`, cached names as sized FUNC records); the build queue did not reach this branch again before the stop — run with --ignored"]
 fn walk_names_system_frames_from_a_dyld_shared_cache() {
     if !apple::can_build() {
         eprintln!("skipped: clang with ld64.lld is needed");
