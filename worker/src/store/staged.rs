@@ -79,15 +79,7 @@ impl Staging {
 
     /// A new, empty staging file.
     pub fn create(&self) -> Result<StagingWriter, StoreError> {
-        let io = |e| StoreError::Staging {
-            path: self.dir.display().to_string(),
-            source: e,
-        };
-        let (file, path) = tempfile::Builder::new()
-            .prefix("upload-")
-            .tempfile_in(&self.dir)
-            .map_err(io)?
-            .into_parts();
+        let (file, path) = self.temp_file()?;
         Ok(StagingWriter {
             file: tokio::io::BufWriter::with_capacity(
                 WRITE_BUFFER,
@@ -112,32 +104,14 @@ impl Staging {
         format: Compression,
         limit: u64,
     ) -> Result<Result<StagedBlob, DecompressError>, StoreError> {
-        let io = |e| StoreError::Staging {
-            path: self.dir.display().to_string(),
-            source: e,
-        };
-        let (file, path) = tempfile::Builder::new()
-            .prefix("upload-")
-            .tempfile_in(&self.dir)
-            .map_err(io)?
-            .into_parts();
-        let mut out = Hashing {
-            out: std::io::BufWriter::with_capacity(WRITE_BUFFER, file),
-            hasher: Sha256::new(),
-        };
+        let (file, path) = self.temp_file()?;
+        let mut out = Hashing::new(file);
         let size = match compressed::decompress(format, blob.open()?, &mut out, Limit(limit)) {
             Ok(size) => size,
             Err(DecompressError::Write(e)) => return Err(staging_error(&path, e)),
             Err(e) => return Ok(Err(e)),
         };
-        out.out
-            .into_inner()
-            .map_err(|e| staging_error(&path, e.into_error()))?;
-        Ok(Ok(StagedBlob {
-            sha256: hex::encode(out.hasher.finalize()),
-            size,
-            path,
-        }))
+        Ok(Ok(out.finish(path, size)?))
     }
 }
 
@@ -150,19 +124,8 @@ impl Staging {
         &self,
         reader: &mut dyn std::io::Read,
     ) -> Result<Result<StagedBlob, std::io::Error>, StoreError> {
-        let io = |e| StoreError::Staging {
-            path: self.dir.display().to_string(),
-            source: e,
-        };
-        let (file, path) = tempfile::Builder::new()
-            .prefix("upload-")
-            .tempfile_in(&self.dir)
-            .map_err(io)?
-            .into_parts();
-        let mut out = Hashing {
-            out: std::io::BufWriter::with_capacity(WRITE_BUFFER, file),
-            hasher: Sha256::new(),
-        };
+        let (file, path) = self.temp_file()?;
+        let mut out = Hashing::new(file);
         let mut buf = vec![0u8; 64 << 10];
         let mut size = 0u64;
         loop {
@@ -176,14 +139,23 @@ impl Staging {
             std::io::Write::write_all(&mut out, chunk).map_err(|e| staging_error(&path, e))?;
             size += n as u64;
         }
-        out.out
-            .into_inner()
-            .map_err(|e| staging_error(&path, e.into_error()))?;
-        Ok(Ok(StagedBlob {
-            sha256: hex::encode(out.hasher.finalize()),
-            size,
-            path,
-        }))
+        Ok(Ok(out.finish(path, size)?))
+    }
+}
+
+impl Staging {
+    /// A new, empty `upload-*` file in the staging directory (removed when its path is
+    /// dropped).
+    fn temp_file(&self) -> Result<(std::fs::File, TempPath), StoreError> {
+        let (file, path) = tempfile::Builder::new()
+            .prefix("upload-")
+            .tempfile_in(&self.dir)
+            .map_err(|e| StoreError::Staging {
+                path: self.dir.display().to_string(),
+                source: e,
+            })?
+            .into_parts();
+        Ok((file, path))
     }
 }
 
@@ -191,6 +163,29 @@ impl Staging {
 struct Hashing<W> {
     out: W,
     hasher: Sha256,
+}
+
+impl Hashing<std::io::BufWriter<std::fs::File>> {
+    /// Hashes what is written into `file`, through a large write buffer.
+    fn new(file: std::fs::File) -> Self {
+        Hashing {
+            out: std::io::BufWriter::with_capacity(WRITE_BUFFER, file),
+            hasher: Sha256::new(),
+        }
+    }
+
+    /// Flushes the file at `path` and names it by its hash: the staged blob of `size`
+    /// bytes.
+    fn finish(self, path: TempPath, size: u64) -> Result<StagedBlob, StoreError> {
+        self.out
+            .into_inner()
+            .map_err(|e| staging_error(&path, e.into_error()))?;
+        Ok(StagedBlob {
+            sha256: hex::encode(self.hasher.finalize()),
+            size,
+            path,
+        })
+    }
 }
 
 impl<W: std::io::Write> std::io::Write for Hashing<W> {
