@@ -64,7 +64,7 @@ pub const RA_SIGN_STATE: u16 = 34;
 
 /// The callee-saved registers x19–x28 (kept by the callee unless it saves and reuses
 /// them), without the frame pointer.
-pub const CALLEE_SAVED_GENERAL: std::ops::RangeInclusive<u16> = X19.dwarf()..=X28.dwarf();
+pub const CALLEE_SAVED_GENERAL: &[u16] = &super::consecutive::<10>(X19.dwarf());
 
 /// The callee-saved registers an unwind record tracks: x19–x29.
 pub const CALLEE_SAVED: &[u16] = &super::consecutive::<11>(X19.dwarf());

@@ -21,6 +21,14 @@
 use super::arch::ArchWalker;
 use super::{Caller, Trust, WalkContext, WalkFrame};
 use crate::arch::aarch64::{Reg, CALLEE_SAVED_GENERAL, FP, LR};
+
+/// The frame record's registers; x19–x28 pass to the caller unchanged.
+const RECORD: super::arch::RecordRegisters = super::arch::RecordRegisters {
+    pc: Reg::Pc.dwarf(),
+    sp: Reg::Sp.dwarf(),
+    fp: FP.dwarf(),
+    inherited: CALLEE_SAVED_GENERAL,
+};
 use crate::dump::{Arch, RegisterSet};
 /// `mov x8, #139` (`__NR_rt_sigreturn`), `svc #0`: the sigreturn trampoline.
 const SIGRETURN_CODE: [u32; 2] = [0xd280_1168, 0xd400_0001];
@@ -59,11 +67,7 @@ impl Aarch64 {
     /// not a rule, found it: they hold the caller's values unless the callee saved and
     /// reused them, which only its CFI could tell.
     fn inherit_callee_saved(callee: &RegisterSet, caller: &mut RegisterSet) {
-        for r in CALLEE_SAVED_GENERAL {
-            if let Some(v) = callee.get(r) {
-                caller.set(r, v);
-            }
-        }
+        super::arch::inherit(callee, caller, RECORD.inherited);
     }
 
     /// The caller from the frame record at `fp`: `(sp, x29, pc) = (fp + 16, *fp, *(fp + 8))`.
@@ -73,23 +77,7 @@ impl Aarch64 {
         callee: &WalkFrame,
         fp: u64,
     ) -> Option<Caller> {
-        let sp = callee.sp?;
-        if fp < sp || !fp.is_multiple_of(8) {
-            return None;
-        }
-        let caller_fp = ctx.memory.read_u64(fp)?;
-        let ra = ctx.memory.read_u64(fp.checked_add(8)?)?;
-        let mut regs = RegisterSet::new(Arch::Aarch64);
-        regs.set(Reg::Pc, self.strip_pac(ctx, ra));
-        regs.set(Reg::Sp, fp.checked_add(16)?);
-        regs.set(FP, caller_fp);
-        Self::inherit_callee_saved(&callee.registers, &mut regs);
-        Some(Caller {
-            regs,
-            trust: Trust::Fp,
-            source: None,
-            exact_pc: false,
-        })
+        super::arch::caller_from_record(self, ctx, callee, fp, &RECORD)
     }
 
     /// Frame 0 without a rule: a frameless leaf's caller is in x30, with the same sp and

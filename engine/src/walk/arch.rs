@@ -1,7 +1,7 @@
 //! What differs per architecture in the walk, behind one trait.
 
-use super::{Caller, WalkContext, WalkFrame};
-use crate::dump::Arch;
+use super::{Caller, Trust, WalkContext, WalkFrame};
+use crate::dump::{Arch, RegisterSet};
 
 /// One architecture's part of the walk: registers, frame records, call-site decoding.
 pub trait ArchWalker {
@@ -85,4 +85,75 @@ pub fn walker_for(arch: Arch) -> Option<&'static dyn ArchWalker> {
         Arch::X86 => Some(&super::x86::X86),
         Arch::Arm => None,
     }
+}
+
+/// The registers a frame-record step sets on one architecture: the caller's pc, sp and
+/// frame pointer, and the callee-saved registers it inherits unchanged.
+pub(crate) struct RecordRegisters {
+    pub pc: u16,
+    pub sp: u16,
+    pub fp: u16,
+    pub inherited: &'static [u16],
+}
+
+/// The caller from the frame record at `fp`, two words (the caller's frame pointer, then
+/// the return address): `(sp, fp, pc) = (fp + 2w, *fp, *(fp + w))`, the return address
+/// stripped of pointer-authentication bits. None when `fp` lies below the callee's sp or
+/// is misaligned, or the record is not in the dump.
+pub(crate) fn caller_from_record(
+    walker: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    callee: &WalkFrame,
+    fp: u64,
+    names: &RecordRegisters,
+) -> Option<Caller> {
+    let word = walker.pointer_size();
+    let sp = callee.sp?;
+    if fp < sp || !fp.is_multiple_of(word) {
+        return None;
+    }
+    let read = |addr: u64| match word {
+        4 => ctx.memory.read_u32(addr).map(u64::from),
+        _ => ctx.memory.read_u64(addr),
+    };
+    let caller_fp = read(fp)?;
+    let ra = read(fp.checked_add(word)?)?;
+    let mut regs = RegisterSet::new(walker.arch());
+    regs.set(names.pc, walker.strip_pac(ctx, ra));
+    regs.set(names.sp, fp.checked_add(2 * word)?);
+    regs.set(names.fp, caller_fp);
+    inherit(&callee.registers, &mut regs, names.inherited);
+    Some(Caller {
+        regs,
+        trust: Trust::Fp,
+        source: None,
+        exact_pc: false,
+    })
+}
+
+/// Copies the `registers` the callee knows into the caller (callee-saved registers no
+/// rule mentions).
+pub(crate) fn inherit(callee: &RegisterSet, caller: &mut RegisterSet, registers: &[u16]) {
+    for &r in registers {
+        if let Some(v) = callee.get(r) {
+            caller.set(r, v);
+        }
+    }
+}
+
+/// Frame 0 of a call into nowhere (a null or stale function pointer) on x86 and x86_64:
+/// the crashing pc is in no module's code, the callee never ran a prologue, and the
+/// return address the call pushed is on top of the stack. The frame pointer still belongs
+/// to the caller, so following it would skip the caller; the top of the stack is taken
+/// when it is a return address after a call.
+pub(crate) fn caller_of_call_into_nowhere(
+    walker: &dyn ArchWalker,
+    ctx: &WalkContext<'_, '_>,
+    callee: &WalkFrame,
+    first: bool,
+) -> Option<Caller> {
+    if first && callee.trust == Trust::Context && !ctx.is_code(callee.pc) {
+        return super::scan::caller_by_scan(walker, ctx, callee, 1, None, &|_| true).ok();
+    }
+    None
 }

@@ -2,10 +2,18 @@
 //! restores. Windows frame data (`STACK WIN`) is evaluated by [`super::stack_win`] when
 //! the unwind table's rule for a pc holds such a record.
 
-use super::arch::ArchWalker;
-use super::{Caller, Trust, WalkContext, WalkFrame};
+use super::arch::{ArchWalker, RecordRegisters};
+use super::{Caller, WalkContext, WalkFrame};
 use crate::arch::x86::Reg::{Ebp, Ebx, Edi, Eip, Esi, Esp};
-use crate::dump::{Arch, RegisterSet};
+use crate::dump::Arch;
+
+/// The `ebp` chain's registers; ebx, esi and edi pass to the caller unchanged.
+const RECORD: RecordRegisters = RecordRegisters {
+    pc: Eip.dwarf(),
+    sp: Esp.dwarf(),
+    fp: Ebp.dwarf(),
+    inherited: &[Ebx.dwarf(), Esi.dwarf(), Edi.dwarf()],
+};
 
 /// The x86 walker.
 pub struct X86;
@@ -26,35 +34,11 @@ impl ArchWalker for X86 {
         callee: &WalkFrame,
         first: bool,
     ) -> Option<Caller> {
-        // A call into nowhere: the return address the call pushed is on top of the
-        // stack, and ebp still belongs to the caller (as on x86_64).
-        if first && callee.trust == Trust::Context && !ctx.is_code(callee.pc) {
-            if let Ok(c) = super::scan::caller_by_scan(self, ctx, callee, 1, None, &|_| true) {
-                return Some(c);
-            }
+        if let Some(c) = super::arch::caller_of_call_into_nowhere(self, ctx, callee, first) {
+            return Some(c);
         }
         let ebp = callee.registers.get(Ebp)?;
-        let sp = callee.sp?;
-        if ebp < sp || !ebp.is_multiple_of(4) {
-            return None;
-        }
-        let caller_ebp = ctx.memory.read_u32(ebp)?;
-        let ra = ctx.memory.read_u32(ebp.checked_add(4)?)?;
-        let mut regs = RegisterSet::new(Arch::X86);
-        regs.set(Eip, u64::from(ra));
-        regs.set(Esp, ebp.checked_add(8)?);
-        regs.set(Ebp, u64::from(caller_ebp));
-        for r in [Ebx, Esi, Edi] {
-            if let Some(v) = callee.registers.get(r) {
-                regs.set(r, v);
-            }
-        }
-        Some(Caller {
-            regs,
-            trust: Trust::Fp,
-            source: None,
-            exact_pc: false,
-        })
+        super::arch::caller_from_record(self, ctx, callee, ebp, &RECORD)
     }
 
     fn call_check_len(&self) -> usize {
@@ -88,8 +72,10 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::dump::MemoryMap;
+    use crate::dump::RegisterSet;
     use crate::walk::tests::module_at as module;
-    use crate::walk::{walk_thread, CodeReader, EndReason, WalkOptions};
+    use crate::walk::Trust;
+    use crate::walk::{walk_thread, CodeReader, EndReason, ModuleUnwind, WalkOptions, WalkResult};
 
     struct NoCode;
     impl CodeReader for NoCode {
@@ -102,31 +88,44 @@ mod tests {
         words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 
-    #[test]
-    fn ebp_chain_to_stack_end() {
-        // stack at 0x1000: frame0 ebp=0x1008 -> [0x1018, ret1]; 0x1018 -> [0, 0x402000]
-        let bytes = words32(&[0, 0, 0x1018, 0x40_1234, 0, 0, 0, 0x40_2000]);
-        let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
+    /// Walks `regs` over `stack` (at `stack_at`) in one module at 0x40_0000 whose unwind
+    /// data is `table`.
+    fn walk(
+        stack_at: u64,
+        stack: &[u32],
+        table: Option<ModuleUnwind<'_>>,
+        opts: &WalkOptions,
+        regs: &RegisterSet,
+    ) -> WalkResult {
+        let bytes = words32(stack);
+        let mem = MemoryMap::new(vec![(stack_at, &bytes[..])]);
         let modules = vec![module(0x40_0000, 0x50_0000)];
-        let tables = vec![None];
-        let opts = WalkOptions {
-            enable_scan: false,
-            ..WalkOptions::default()
-        };
+        let tables = vec![table];
         let ctx = WalkContext {
             memory: &mem,
             modules: &modules,
             tables: &tables,
             code: &NoCode,
-            options: &opts,
+            options: opts,
             pac_mask: 0,
             pac_signed_seen: None,
+        };
+        walk_thread(&X86, &ctx, regs)
+    }
+
+    #[test]
+    fn ebp_chain_to_stack_end() {
+        // stack at 0x1000: frame0 ebp=0x1008 -> [0x1018, ret1]; 0x1018 -> [0, 0x402000]
+        let stack = [0, 0, 0x1018, 0x40_1234, 0, 0, 0, 0x40_2000];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
         };
         let mut regs = RegisterSet::new(Arch::X86);
         regs.set(Eip, 0x40_1000);
         regs.set(Esp, 0x1000);
         regs.set(Ebp, 0x1008);
-        let r = walk_thread(&X86, &ctx, &regs);
+        let r = walk(0x1000, &stack, None, &opts, &regs);
         let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
         assert_eq!(pcs, vec![0x40_1000, 0x40_1234, 0x40_2000]);
         assert_eq!(r.frames[1].trust, Trust::Fp);
@@ -141,25 +140,12 @@ mod tests {
         let sym = format!("MODULE windows x86 0123456789ABCDEF0123456789ABCDEF1 t.pdb\n{records}");
         let built = crate::unwind::build_from_breakpad(sym.as_bytes()).unwrap();
         let table = crate::unwind::UnwindTable::open(&built.bytes).unwrap();
-        let bytes = words32(stack);
-        let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
-        let modules = vec![module(0x40_0000, 0x50_0000)];
-        let tables = vec![Some(crate::walk::ModuleUnwind::Table(table))];
         let opts = WalkOptions {
             enable_scan: false,
             enable_fp: false,
             ..WalkOptions::default()
         };
-        let ctx = WalkContext {
-            memory: &mem,
-            modules: &modules,
-            tables: &tables,
-            code: &NoCode,
-            options: &opts,
-            pac_mask: 0,
-            pac_signed_seen: None,
-        };
-        let r = walk_thread(&X86, &ctx, regs);
+        let r = walk(0x1000, stack, Some(ModuleUnwind::Table(table)), &opts, regs);
         r.frames
             .iter()
             .map(|f| (f.pc, f.sp.unwrap_or(0), f.trust))
@@ -217,25 +203,17 @@ mod tests {
 
     #[test]
     fn hostile_registers_do_not_panic() {
-        let bytes = words32(&[u32::MAX; 8]);
-        let mem = MemoryMap::new(vec![(0xffff_ffe0, &bytes[..])]);
-        let modules = vec![module(0x40_0000, 0x50_0000)];
-        let tables = vec![None];
-        let opts = WalkOptions::default();
-        let ctx = WalkContext {
-            memory: &mem,
-            modules: &modules,
-            tables: &tables,
-            code: &NoCode,
-            options: &opts,
-            pac_mask: 0,
-            pac_signed_seen: None,
-        };
         let mut regs = RegisterSet::new(Arch::X86);
         regs.set(Eip, 0xffff_ffff);
         regs.set(Esp, 0xffff_fffc);
         regs.set(Ebp, 0xffff_fffc);
-        let r = walk_thread(&X86, &ctx, &regs);
+        let r = walk(
+            0xffff_ffe0,
+            &[u32::MAX; 8],
+            None,
+            &WalkOptions::default(),
+            &regs,
+        );
         assert_eq!(r.frames.len(), 1);
     }
 }

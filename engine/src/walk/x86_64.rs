@@ -1,9 +1,23 @@
 //! x86_64: the frame-pointer chain and call-instruction decoding.
 
-use super::arch::ArchWalker;
-use super::{Caller, Trust, WalkContext, WalkFrame};
+use super::arch::{ArchWalker, RecordRegisters};
+use super::{Caller, WalkContext, WalkFrame};
 use crate::arch::x86_64::Reg::{Rbp, Rbx, Rip, Rsp, R12, R13, R14, R15};
-use crate::dump::{Arch, RegisterSet};
+use crate::dump::Arch;
+
+/// The `rbp` chain's registers; rbx and r12–r15 pass to the caller unchanged.
+const RECORD: RecordRegisters = RecordRegisters {
+    pc: Rip.dwarf(),
+    sp: Rsp.dwarf(),
+    fp: Rbp.dwarf(),
+    inherited: &[
+        Rbx.dwarf(),
+        R12.dwarf(),
+        R13.dwarf(),
+        R14.dwarf(),
+        R15.dwarf(),
+    ],
+};
 
 /// The x86_64 walker.
 pub struct X86_64;
@@ -20,37 +34,11 @@ impl ArchWalker for X86_64 {
         callee: &WalkFrame,
         first: bool,
     ) -> Option<Caller> {
-        // A call into nowhere (a null or stale function pointer): the crashing pc is in no
-        // module's code, the callee never ran a prologue, and the return address the call
-        // pushed is on top of the stack. rbp still belongs to the caller, so following it
-        // would skip the caller; take [rsp] when it is a return address after a call.
-        if first && callee.trust == Trust::Context && !ctx.is_code(callee.pc) {
-            if let Ok(c) = super::scan::caller_by_scan(self, ctx, callee, 1, None, &|_| true) {
-                return Some(c);
-            }
+        if let Some(c) = super::arch::caller_of_call_into_nowhere(self, ctx, callee, first) {
+            return Some(c);
         }
         let rbp = callee.registers.get(Rbp)?;
-        let sp = callee.sp?;
-        if rbp < sp || rbp % 8 != 0 {
-            return None;
-        }
-        let caller_rbp = ctx.memory.read_u64(rbp)?;
-        let ra = ctx.memory.read_u64(rbp.checked_add(8)?)?;
-        let mut regs = RegisterSet::new(Arch::X86_64);
-        regs.set(Rip, ra);
-        regs.set(Rsp, rbp.checked_add(16)?);
-        regs.set(Rbp, caller_rbp);
-        for r in [Rbx, R12, R13, R14, R15] {
-            if let Some(v) = callee.registers.get(r) {
-                regs.set(r, v);
-            }
-        }
-        Some(Caller {
-            regs,
-            trust: Trust::Fp,
-            source: None,
-            exact_pc: false,
-        })
+        super::arch::caller_from_record(self, ctx, callee, rbp, &RECORD)
     }
 
     fn call_check_len(&self) -> usize {
@@ -104,7 +92,9 @@ pub(crate) fn is_call_before(code: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::dump::MemoryMap;
+    use crate::dump::RegisterSet;
     use crate::walk::tests::{module_at as module, stack_bytes};
+    use crate::walk::Trust;
     use crate::walk::{walk_thread, CodeReader, EndReason, WalkOptions};
 
     struct NoCode;
