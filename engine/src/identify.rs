@@ -82,7 +82,7 @@ pub enum IdentifyError {
     Malformed(String),
     #[error("the Mach-O file could not be read: {0}")]
     MalformedMachO(String),
-    #[error("a universal (fat) Mach-O holds several architectures: upload each one's slice (lipo -thin ARCH)")]
+    #[error("a universal (fat) Mach-O holds several architectures: each slice is identified on its own (uploads and --symbols take it apart)")]
     FatMachO,
     #[error("this is a core dump, not a binary: upload it to /api/v1/crashes")]
     CoreDump,
