@@ -435,3 +435,79 @@ async fn missing_binary_upload_reprocesses_affected_crashes() {
     })
     .await;
 }
+
+/// Frames of the crashing thread in module `prog` that carry a source line.
+fn prog_lines(v: &serde_json::Value) -> usize {
+    v["report"]["threads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["crashed"] == true)
+        .flat_map(|t| t["frames"].as_array().into_iter().flatten())
+        .filter(|f| f["module"].as_str().is_some_and(|m| m.ends_with("prog")))
+        .filter(|f| f["line"].as_u64().is_some())
+        .count()
+}
+
+/// A pipeline that uploads the stripped binary first and its debug file (`objcopy
+/// --only-keep-debug`) after a crash came in: the crash was walked from the stripped file
+/// (no lines), and the debug file's upload processes it again by itself, with lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debug_file_uploaded_after_its_stripped_binary_reprocesses_the_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("a");
+    std::fs::create_dir_all(&work).unwrap();
+    let (prog, core) = crash(&work, CRASHER);
+    let (stripped, debug) = (work.join("prog.stripped"), work.join("prog.debug"));
+    for (args, out) in [
+        (vec!["--only-keep-debug"], &debug),
+        (vec!["--strip-all"], &stripped),
+    ] {
+        let st = Command::new("objcopy")
+            .args(&args)
+            .arg(&prog)
+            .arg(out)
+            .status()
+            .expect("objcopy (binutils) must be installed");
+        assert!(st.success(), "objcopy {args:?} failed");
+    }
+    let s = Server::start(&dir.path().join("data"));
+    let c = common::client();
+    let put = |path: PathBuf| {
+        let (c, url) = (c.clone(), format!("{}/api/v1/binaries", s.base));
+        async move {
+            let r = c
+                .post(url)
+                .header("x-file-name", "prog")
+                .body(std::fs::read(path).unwrap())
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+        }
+    };
+    put(stripped).await;
+    let r = c
+        .post(format!("{}/api/v1/crashes", s.base))
+        .body(core)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: serde_json::Value = r.json().await.unwrap();
+    let id = v["id"].as_str().unwrap().to_string();
+    let before = wait_for(&c, &s, &id, |_| true).await;
+    assert!(prog_frames(&before).0 > 0, "no frame in prog: {before}");
+    assert_eq!(
+        prog_lines(&before),
+        0,
+        "lines without the debug file: {before}"
+    );
+
+    put(debug).await;
+    let after = wait_for(&c, &s, &id, |v| prog_lines(v) > 0).await;
+    assert!(
+        after["report"].to_string().contains("\"boom\""),
+        "no `boom` frame after the debug file's upload: {after}"
+    );
+}

@@ -163,6 +163,11 @@ async fn gather_tables(
                 // a Mach-O binary without its dSYM: the dSYM is missing (listed with
                 // the modules nobody uploaded), and its upload processes this crash
                 // again, for the lines and inlined frames only DWARF gives
+                // an ELF file without DWARF (a stripped binary): its debug file's upload
+                // processes this crash again, for lines and inlined frames
+                if elf_without_dwarf(&located) {
+                    breakpad_used::record(&runner.db, &key, debug_id.as_deref(), &lease.id).await?;
+                }
                 if macho_without_dsym(&located) {
                     missing::record_module(
                         &runner.db,
@@ -361,14 +366,25 @@ fn windows_part(located: &Located<binaries::BinaryRow>) -> Option<String> {
 /// Whether a module's located files are Mach-O files none of which carries DWARF: the
 /// binary without its dSYM.
 fn macho_without_dsym(located: &Located<binaries::BinaryRow>) -> bool {
+    only_format_without_dwarf(located, "macho")
+}
+
+/// Whether a module's located files are all ELF and none carries DWARF: a stripped
+/// binary, whose debug file may still arrive.
+fn elf_without_dwarf(located: &Located<binaries::BinaryRow>) -> bool {
+    only_format_without_dwarf(located, "elf")
+}
+
+/// Whether a module's located files are all of `format` and none has `.debug_info`.
+fn only_format_without_dwarf(located: &Located<binaries::BinaryRow>, format: &str) -> bool {
     let Found::Files(files) = &located.found else {
         return false;
     };
-    let all_macho = files.iter().all(|f| f.handle.format == "macho");
+    let all_of_format = files.iter().all(|f| f.handle.format == format);
     let dwarf = files
         .iter()
         .any(|f| f.handle.section_list().contains(&"debug_info"));
-    all_macho && !files.is_empty() && !dwarf
+    all_of_format && !files.is_empty() && !dwarf
 }
 
 /// The tables of located files, under their [`TableKey`]: from moka → `tables` rows →

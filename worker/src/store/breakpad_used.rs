@@ -1,6 +1,10 @@
-//! The Breakpad-only index: which crashes had a module's tables from a `.sym` file alone,
-//! so that an upload of that module's binary (whose own tables win) or of a newer `.sym`
-//! file processes exactly those crashes again, as a missing module's upload does.
+//! The partial-files index: which crashes had a module's tables from a file that is not
+//! the whole story — a `.sym` file alone, a Windows image without its PDB (or the
+//! reverse), a stripped ELF binary without its debug file — so that an upload of the
+//! better file (a binary, whose own tables win over a `.sym`; a newer `.sym`; the PDB; the
+//! debug file) processes exactly those crashes again, as a missing module's upload does.
+//! Unlike the missing-modules index, nothing here is shown as missing: a module without
+//! debug information is common (system libraries) and still walks.
 
 use super::{now_ms, Db, StoreError};
 
