@@ -241,9 +241,8 @@ async fn crash_detail(
     // A report that does not parse (an older, newer or damaged document) still shows the
     // crash row and the raw JSON link.
     let report: Option<Report> = row
-        .report
-        .as_deref()
-        .and_then(|r| serde_json::from_str(r).ok());
+        .served_report(s.config.max_report_bytes)
+        .and_then(|r| serde_json::from_str(&r).ok());
     // which modules have an uploaded file: one query for all of them
     let uploaded: Vec<(String, bool)> = match &report {
         Some(r) => {
@@ -372,8 +371,9 @@ async fn report_json(
     dash_auth(&s, &headers)?;
     let row = crash_or_404(&s, &id).await?;
     let report = row
-        .report
-        .ok_or_else(|| ApiError::NotFound(format!("crash {id} has no report yet")))?;
+        .served_report(s.config.max_report_bytes)
+        .ok_or_else(|| ApiError::NotFound(format!("crash {id} has no report yet")))?
+        .into_owned();
     Ok(([(header::CONTENT_TYPE, "application/json")], report).into_response())
 }
 
