@@ -339,7 +339,10 @@ async fn many_modules_are_cut(pg: bool) {
         .unwrap();
     assert_eq!(r.status(), 200);
     let page = r.text().await.unwrap();
-    assert!(page.contains("modules-cut"), "the page shows no modules-cut warning");
+    assert!(
+        page.contains("modules-cut"),
+        "the page shows no modules-cut warning"
+    );
     let grew = t.server.peak_rss().saturating_sub(before);
     eprintln!(
         "100,000-module dump ({}): server peak RSS grew {} MiB",
