@@ -849,3 +849,79 @@ async fn reprocess_runs_are_bounded_sqlite() {
 async fn reprocess_runs_are_bounded_postgres() {
     reprocess_runs_are_bounded(true).await;
 }
+
+/// Finding 10, the page: a crash page costs a fixed number of database queries however
+/// many modules its report lists (it asked once per module whether it had an uploaded
+/// file: the 54 MB page of the finding). The server logs every statement it runs
+/// (`sqlx::query` at debug level) to a file; a page of a crash with 1,000 modules must
+/// run fewer than 50, where one query per module is 1,000 at least.
+async fn a_crash_page_is_a_few_queries(pg: bool) {
+    const MODULES: usize = 1000;
+    let pg_db = if pg {
+        match pg_database("pm_h34p").await {
+            Some(d) => Some(d),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log_path = dir.path().join("server.log");
+    let mut cmd = std::process::Command::new(common::bin());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .env("RUST_LOG", "warn,sqlx::query=debug")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap());
+    if let Some((_, url)) = &pg_db {
+        cmd.args(["--database-url", url.as_str()]);
+    }
+    let (proc, base) = common::listening(cmd.spawn().unwrap());
+    let c = client();
+    let id = common::upload_crash(&c, &base, &many_module_minidump(MODULES as u32)).await;
+    let v = common::poll_done(&c, &base, &id).await;
+    assert_eq!(v["status"], "done", "{}", v["error"]);
+    assert_eq!(v["report"]["modules"].as_array().unwrap().len(), MODULES);
+    // the worker is idle once the crash is done; what the log gains now is the page's
+    let statements = || {
+        std::fs::read_to_string(&log_path)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("sqlx::query"))
+            .count()
+    };
+    let before = statements();
+    let r = c.get(format!("{base}/crashes/{id}")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("libmany.so"), "the page lists no module");
+    let ran = statements() - before;
+    eprintln!(
+        "crash page of {MODULES} modules ({}): {ran} statements",
+        if pg { "postgres" } else { "sqlite" }
+    );
+    assert!(
+        before > 0,
+        "no statement was logged: the count would prove nothing"
+    );
+    assert!(
+        ran < 50,
+        "the page ran {ran} statements for {MODULES} modules"
+    );
+    drop(proc);
+    if let Some((name, _)) = pg_db {
+        drop_db(&name).await;
+    }
+}
+
+#[tokio::test]
+async fn a_crash_page_is_a_few_queries_sqlite() {
+    a_crash_page_is_a_few_queries(false).await;
+}
+
+#[tokio::test]
+async fn a_crash_page_is_a_few_queries_postgres() {
+    a_crash_page_is_a_few_queries(true).await;
+}
