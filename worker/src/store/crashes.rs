@@ -104,6 +104,21 @@ impl CrashRow {
         ))
     }
 
+    /// What [`CrashRow::served_report`] changes in the stored report, as
+    /// [`super::served_report::edits`]: for a route that sends the report in pieces
+    /// instead of copying it. None: the stored report is served as it is.
+    pub fn served_edits(&self, max_bytes: usize) -> Option<Vec<(std::ops::Range<usize>, String)>> {
+        if self.report_fields_apart == 0 {
+            return None;
+        }
+        super::served_report::edits(
+            self.report.as_deref()?,
+            &self.annotations,
+            self.annotations_cut.as_deref(),
+            max_bytes,
+        )
+    }
+
     /// The row's summary fields (the analysis sentence is in the report here).
     pub fn summary(&self) -> CrashSummary {
         CrashSummary {

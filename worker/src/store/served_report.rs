@@ -11,7 +11,8 @@
 //!
 //! The report is never parsed into a tree (it may be tens of MiB): only its `annotations`
 //! object is read, and the new text is the stored text with that object replaced and the
-//! warnings appended. Text that is not a report is served as it is.
+//! warnings appended ([`edits`]); a route may send it as [`pieces`] of the stored text
+//! and the new text instead of copying it. Text that is not a report is served as it is.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -39,24 +40,61 @@ pub fn with_upload_fields<'a>(
     cut: Option<&str>,
     max_bytes: usize,
 ) -> Cow<'a, str> {
+    let Some(edits) = edits(stored, fields, cut, max_bytes) else {
+        return Cow::Borrowed(stored);
+    };
+    let added: usize = edits.iter().map(|(_, text)| text.len()).sum();
+    let mut out = String::with_capacity(stored.len().saturating_add(added));
+    for piece in pieces(stored.len(), &edits) {
+        match piece {
+            Piece::Stored(range) => out.push_str(&stored[range]),
+            Piece::New(i) => out.push_str(&edits[i].1),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One piece of a served report: a range of the stored text, or the text of edit `i`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Stored(Range<usize>),
+    New(usize),
+}
+
+/// The served report as pieces of the stored text (`stored_len` bytes) and of `edits`
+/// (sorted, as [`edits`] gives them), in order: for a server that sends a large report
+/// without copying it whole.
+pub fn pieces(stored_len: usize, edits: &[(Range<usize>, String)]) -> Vec<Piece> {
+    let mut out = Vec::with_capacity(edits.len() * 2 + 1);
+    let mut at = 0;
+    for (i, (range, _)) in edits.iter().enumerate() {
+        out.push(Piece::Stored(at..range.start));
+        out.push(Piece::New(i));
+        at = range.end;
+    }
+    out.push(Piece::Stored(at..stored_len));
+    out
+}
+
+/// What serving `stored` with the upload's fields changes: ranges of `stored` replaced by
+/// new text, in order; `None` when it is served as it is (no fields, nothing cut, or text
+/// that is not a report).
+pub fn edits(
+    stored: &str,
+    fields: &str,
+    cut: Option<&str>,
+    max_bytes: usize,
+) -> Option<Vec<(Range<usize>, String)>> {
     let uploaded: BTreeMap<String, String> = serde_json::from_str(fields).unwrap_or_default();
     if uploaded.is_empty() && cut.is_none() {
-        return Cow::Borrowed(stored);
+        return None;
     }
-    let Ok(parts) = serde_json::from_str::<Parts>(stored) else {
-        return Cow::Borrowed(stored);
-    };
-    let Ok(mut annotations) =
-        serde_json::from_str::<BTreeMap<String, String>>(parts.annotations.get())
-    else {
-        return Cow::Borrowed(stored);
-    };
-    let (Some(ann), Some(warn)) = (
-        span(stored, parts.annotations.get()),
-        span(stored, parts.warnings.get()).filter(|_| parts.warnings.get().starts_with('[')),
-    ) else {
-        return Cow::Borrowed(stored);
-    };
+    let parts = serde_json::from_str::<Parts>(stored).ok()?;
+    let mut annotations =
+        serde_json::from_str::<BTreeMap<String, String>>(parts.annotations.get()).ok()?;
+    let ann = span(stored, parts.annotations.get())?;
+    let warn =
+        span(stored, parts.warnings.get()).filter(|_| parts.warnings.get().starts_with('['))?;
     let mut added: Vec<Warning> = Vec::new();
     added.extend(engine::report::budget::add_annotations(
         &mut annotations,
@@ -72,12 +110,8 @@ pub fn with_upload_fields<'a>(
             module: None,
         });
     }
-    let (Ok(ann_text), Ok(warn_text)) = (
-        serde_json::to_string(&annotations),
-        serde_json::to_string(&added),
-    ) else {
-        return Cow::Borrowed(stored);
-    };
+    let ann_text = serde_json::to_string(&annotations).ok()?;
+    let warn_text = serde_json::to_string(&added).ok()?;
     // the new warnings go inside the array, before its closing bracket
     let old_warnings = &stored[warn.start + 1..warn.end - 1];
     let sep = if old_warnings.trim().is_empty() || added.is_empty() {
@@ -87,17 +121,9 @@ pub fn with_upload_fields<'a>(
     };
     let inserted = format!("{sep}{}", &warn_text[1..warn_text.len() - 1]);
     let close = warn.end - 1..warn.end - 1;
-    let mut edits = [(ann, ann_text), (close, inserted)];
+    let mut edits = vec![(ann, ann_text), (close, inserted)];
     edits.sort_by_key(|(r, _)| r.start);
-    let mut out = String::with_capacity(stored.len() + edits[0].1.len() + edits[1].1.len());
-    let mut at = 0;
-    for (range, text) in &edits {
-        out.push_str(&stored[at..range.start]);
-        out.push_str(text);
-        at = range.end;
-    }
-    out.push_str(&stored[at..]);
-    Cow::Owned(out)
+    Some(edits)
 }
 
 /// Where `part` (a slice of `whole`, as a borrowed [`RawValue`] is) lies in `whole`.
@@ -169,5 +195,26 @@ mod tests {
             with_upload_fields("[1,", r#"{"a":"b"}"#, None, 1 << 20),
             "[1,"
         );
+    }
+
+    /// The pieces a route sends join into the served text.
+    #[test]
+    fn the_pieces_make_the_served_text() {
+        let fields = r#"{"ver":"1"}"#;
+        let edits = edits(STORED, fields, Some("cut"), 1 << 20).unwrap_or_default();
+        assert_eq!(edits.len(), 2);
+        let joined: String = pieces(STORED.len(), &edits)
+            .into_iter()
+            .map(|p| match p {
+                Piece::Stored(r) => STORED[r].to_string(),
+                Piece::New(i) => edits[i].1.clone(),
+            })
+            .collect();
+        assert_eq!(
+            joined,
+            with_upload_fields(STORED, fields, Some("cut"), 1 << 20)
+        );
+        let v: serde_json::Value = serde_json::from_str(&joined).unwrap_or_default();
+        assert_eq!(v["annotations"]["ver"], "1");
     }
 }
