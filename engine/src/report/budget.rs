@@ -7,6 +7,7 @@
 //! (`threads-cut`, `frames-cut`, `report-cut`), so a cut report is never mistaken for a
 //! whole one.
 
+use std::collections::BTreeMap;
 use std::io;
 
 use serde::Serialize;
@@ -160,18 +161,22 @@ pub fn fit(report: &mut Report, max_bytes: usize) {
     ));
 }
 
-/// Adds an upload's annotations (a crash reporter's form fields: `prod`, `ver`, …) to the
-/// report — the dump's own win on a clash — while it stays within `max_bytes`: a field that
-/// would pass the budget is left out, and one `annotations-cut` warning says how many were.
+/// Adds an upload's annotations (a crash reporter's form fields: `prod`, `ver`, …) to a
+/// report's `annotations` — the dump's own win on a clash — while the report, whose JSON
+/// text is `report_len` bytes without them, stays within `max_bytes`: a field that would
+/// pass the budget is left out, and the `annotations-cut` warning returned says how many
+/// were. The service keeps the fields in the crash's row and adds them when the report is
+/// served, so it works on the two parts the fields touch, not on a whole report.
 pub fn add_annotations(
-    report: &mut Report,
+    annotations: &mut BTreeMap<String, String>,
+    report_len: usize,
     extra: impl IntoIterator<Item = (String, String)>,
     max_bytes: usize,
-) {
-    let mut size = json_len(report);
+) -> Option<Warning> {
+    let mut size = report_len;
     let mut cut = 0usize;
     for (k, v) in extra {
-        if report.annotations.contains_key(&k) {
+        if annotations.contains_key(&k) {
             continue;
         }
         // `"key":"value",`
@@ -181,17 +186,17 @@ pub fn add_annotations(
             continue;
         }
         size += cost;
-        report.annotations.insert(k, v);
+        annotations.insert(k, v);
     }
-    if cut > 0 {
-        report.warnings.push(warning(
+    (cut > 0).then(|| {
+        warning(
             "annotations-cut",
             format!(
                 "{cut} of the upload's annotations were left out: with them the report would \
                  pass its budget of {max_bytes} bytes"
             ),
-        ));
-    }
+        )
+    })
 }
 
 fn warning(code: &str, message: String) -> Warning {
@@ -342,7 +347,9 @@ mod tests {
             ("huge".to_string(), "x".repeat(8192)),
             ("guid".to_string(), "abc".to_string()),
         ];
-        add_annotations(&mut r, fields, max);
+        let len = json_len(&r);
+        r.warnings
+            .extend(add_annotations(&mut r.annotations, len, fields, max));
         let text = serde_json::to_string(&r).unwrap_or_default();
         assert!(text.len() <= max, "{} > {max}", text.len());
         assert_eq!(r.annotations["prod"], "from-the-dump");
@@ -359,7 +366,14 @@ mod tests {
 
         // within the budget, every field is added and nothing is said
         let mut r = report(1, 1);
-        add_annotations(&mut r, [("ver".to_string(), "1".to_string())], 1 << 20);
+        let len = json_len(&r);
+        let said = add_annotations(
+            &mut r.annotations,
+            len,
+            [("ver".into(), "1".into())],
+            1 << 20,
+        );
+        assert!(said.is_none());
         assert_eq!(r.annotations["ver"], "1");
         assert!(r.warnings.is_empty());
     }

@@ -170,13 +170,12 @@ struct Full<'r> {
     report: Option<&'r serde_json::value::RawValue>,
 }
 
-fn full(row: &CrashRow) -> Full<'_> {
+/// `row` with `report`, its report as served (with the upload's fields; see
+/// [`CrashRow::served_report`]).
+fn full<'r>(row: &CrashRow, report: Option<&'r str>) -> Full<'r> {
     Full {
         summary: summary(&row.summary()),
-        report: row
-            .report
-            .as_deref()
-            .and_then(|r| serde_json::from_str(r).ok()),
+        report: report.and_then(|r| serde_json::from_str(r).ok()),
     }
 }
 
@@ -297,7 +296,9 @@ async fn wait_finished(s: &AppState, id: &str, wait: u64) -> Result<Option<Respo
             .is_some_and(|r| r.status == "done" || r.status == "failed");
         if finished {
             if let Some(row) = crashes::get(&s.db, id).await? {
-                return Ok(Some((StatusCode::OK, Json(full(&row))).into_response()));
+                let served = row.served_report(s.config.max_report_bytes);
+                let answer = Json(full(&row, served.as_deref()));
+                return Ok(Some((StatusCode::OK, answer).into_response()));
             }
         }
         if tokio::time::Instant::now() >= deadline {
@@ -356,13 +357,13 @@ async fn get_one(
 ) -> Result<Response, ApiError> {
     authorize(&s, &headers, Scope::Admin)?;
     let row = crash_or_404(&s, &id).await?;
+    let served = row.served_report(s.config.max_report_bytes);
     match q.get("format").map(String::as_str) {
-        None | Some("postmortem") => Ok(Json(full(&row)).into_response()),
+        None | Some("postmortem") => Ok(Json(full(&row, served.as_deref())).into_response()),
         // minidump-stackwalk's `--json` document, made from the stored report, for
         // pipelines that read that schema (Socorro's processor, crash-stats tooling)
         Some("stackwalk-json") => {
-            let report: engine::report::Report = row
-                .report
+            let report: engine::report::Report = served
                 .as_deref()
                 .and_then(|r| serde_json::from_str(r).ok())
                 .ok_or_else(|| {

@@ -75,6 +75,9 @@ pub struct Config {
     pub dedup_window: Duration,
     /// How much of a crash upload's text fields is stored.
     pub field_limits: super::upload_fields::FieldLimits,
+    /// The workers' report budget (`--max-report-bytes`): a report is served with its
+    /// upload's fields added back within it (`worker::store::served_report`).
+    pub max_report_bytes: usize,
     /// The rules the workers make signatures with, for the crash page's explanation.
     pub signature_rules: Arc<engine::report::signature::SignatureRules>,
     /// Bounds on a zipped dSYM upload (`--max-zip-*`; the bytes taken out are bounded by

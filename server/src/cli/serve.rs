@@ -203,6 +203,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 max_value_bytes: args.max_field_value_bytes,
                 max_total_bytes: args.max_fields_total_bytes,
             },
+            max_report_bytes: runner.config.process.budget.max_report_bytes,
             signature_rules: runner.config.process.signature_rules.clone(),
             zip_limits: engine::dsym_zip::ZipLimits {
                 max_entries: args.max_zip_entries,

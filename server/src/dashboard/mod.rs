@@ -32,6 +32,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use engine::report::Report;
+use worker::store::served_report::{pieces, Piece};
 use worker::store::{binaries, crashes, dashboard as q, missing};
 
 use crate::api::crashes::crash_or_404;
@@ -241,9 +242,8 @@ async fn crash_detail(
     // A report that does not parse (an older, newer or damaged document) still shows the
     // crash row and the raw JSON link.
     let report: Option<Report> = row
-        .report
-        .as_deref()
-        .and_then(|r| serde_json::from_str(r).ok());
+        .served_report(s.config.max_report_bytes)
+        .and_then(|r| serde_json::from_str(&r).ok());
     // which modules have an uploaded file: one query for all of them
     let uploaded: Vec<(String, bool)> = match &report {
         Some(r) => {
@@ -371,10 +371,25 @@ async fn report_json(
 ) -> Result<Response, DashError> {
     dash_auth(&s, &headers)?;
     let row = crash_or_404(&s, &id).await?;
-    let report = row
-        .report
-        .ok_or_else(|| ApiError::NotFound(format!("crash {id} has no report yet")))?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], report).into_response())
+    // the stored text is sent in pieces around the upload's fields, never copied whole
+    let mut edits = row
+        .served_edits(s.config.max_report_bytes)
+        .unwrap_or_default();
+    let report = bytes::Bytes::from(
+        row.report
+            .ok_or_else(|| ApiError::NotFound(format!("crash {id} has no report yet")))?,
+    );
+    let chunks: Vec<bytes::Bytes> = pieces(report.len(), &edits)
+        .into_iter()
+        .map(|p| match p {
+            Piece::Stored(range) => report.slice(range),
+            Piece::New(i) => bytes::Bytes::from(std::mem::take(&mut edits[i].1)),
+        })
+        .collect();
+    let body = axum::body::Body::from_stream(futures::stream::iter(
+        chunks.into_iter().map(Ok::<_, std::convert::Infallible>),
+    ));
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 async fn missing_page(

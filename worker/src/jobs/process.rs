@@ -9,7 +9,7 @@
 //! down. (A timed-out thread cannot be killed; it runs on detached and its result is
 //! dropped, while the job is already marked failed.)
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -79,18 +79,15 @@ pub async fn process_job(
         .process
         .clone()
         .with_dump_sha256(lease.dump_sha256.clone());
-    let mut report = steps
+    let report = steps
         .timed(
             Step::Engine,
             run_guarded(limit, move || run_engine(&bytes, found, lookups, &options)),
         )
         .await?;
 
-    add_upload_fields(
-        &mut report,
-        lease,
-        runner.config.process.budget.max_report_bytes,
-    );
+    // The upload's form fields are not added here: they are stored once, in the crash's
+    // row, and added when the report is served (`store::served_report`; issue 34, finding 9).
     let started = std::time::Instant::now();
     let stored = tracing::info_span!("step", step = Step::Serialize.as_str())
         .in_scope(|| crashes::StoredReport::of(&report))
@@ -188,23 +185,6 @@ async fn gather_tables(
     }
 
     Ok((found, lookups))
-}
-
-/// Adds the upload's form fields (Crashpad `prod`, `ver`, `guid`, …) to the report's
-/// annotations: the dump's own annotations win on a clash, and the report's budget holds.
-/// What bounding them at upload cut is an `annotations-truncated` warning.
-fn add_upload_fields(report: &mut Report, lease: &crashes::Lease, max_bytes: usize) {
-    let uploaded: BTreeMap<String, String> =
-        serde_json::from_str(&lease.annotations).unwrap_or_default();
-    engine::report::budget::add_annotations(report, uploaded, max_bytes);
-    if let Some(cut) = &lease.annotations_cut {
-        report.warnings.push(engine::report::Warning {
-            code: "annotations-truncated".into(),
-            message: cut.clone(),
-            thread: None,
-            module: None,
-        });
-    }
 }
 
 /// Runs `f` on a blocking thread, failing with [`JobError::TimeLimit`] after `limit` and

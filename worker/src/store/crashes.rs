@@ -37,6 +37,11 @@ pub struct CrashRow {
     pub signature: Option<String>,
     /// The signature the rules gave, last time the crash was processed.
     pub computed_signature: Option<String>,
+    /// What bounding the upload's fields cut (none: nothing).
+    pub annotations_cut: Option<String>,
+    /// 1: `report` was stored without the upload's fields, which [`CrashRow::served_report`]
+    /// adds back; 0: a report stored before they were kept apart, which holds them.
+    pub report_fields_apart: i32,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
@@ -48,7 +53,8 @@ pub struct CrashRow {
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
-    finished_at, processing_ms, previous_signature, completions, computed_signature";
+    finished_at, processing_ms, previous_signature, completions, computed_signature, \
+    annotations_cut, report_fields_apart";
 
 /// A crash as lists show it: every column but the report, which may be tens of MiB.
 /// Lists, upload retries and existence checks read this; only a crash's own page and its
@@ -82,6 +88,37 @@ const SUMMARY_COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, 
     computed_signature";
 
 impl CrashRow {
+    /// The report as it is served (API, dashboard, raw download): with the upload's
+    /// fields in its `annotations`, within a report budget of `max_bytes`
+    /// ([`super::served_report`]). None until the crash is done.
+    pub fn served_report(&self, max_bytes: usize) -> Option<std::borrow::Cow<'_, str>> {
+        let stored = self.report.as_deref()?;
+        if self.report_fields_apart == 0 {
+            return Some(std::borrow::Cow::Borrowed(stored));
+        }
+        Some(super::served_report::with_upload_fields(
+            stored,
+            &self.annotations,
+            self.annotations_cut.as_deref(),
+            max_bytes,
+        ))
+    }
+
+    /// What [`CrashRow::served_report`] changes in the stored report, as
+    /// [`super::served_report::edits`]: for a route that sends the report in pieces
+    /// instead of copying it. None: the stored report is served as it is.
+    pub fn served_edits(&self, max_bytes: usize) -> Option<Vec<(std::ops::Range<usize>, String)>> {
+        if self.report_fields_apart == 0 {
+            return None;
+        }
+        super::served_report::edits(
+            self.report.as_deref()?,
+            &self.annotations,
+            self.annotations_cut.as_deref(),
+            max_bytes,
+        )
+    }
+
     /// The row's summary fields (the analysis sentence is in the report here).
     pub fn summary(&self) -> CrashSummary {
         CrashSummary {
@@ -488,7 +525,7 @@ pub async fn finish_batch(
          lease_until = NULL, finished_at = $6, \
          processing_ms = COALESCE($9, $6 - started_at), \
          completions = completions + 1, function_frames = $7, \
-         analysis_summary = $8 {guard}"
+         analysis_summary = $8, report_fields_apart = 1 {guard}"
     );
     let failed_sql = format!(
         "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \

@@ -20,6 +20,7 @@ pub mod groups;
 pub mod missing;
 pub mod reprocess;
 pub mod search;
+pub mod served_report;
 pub mod staged;
 pub mod sweep;
 pub mod tables;
