@@ -1,0 +1,244 @@
+//! Windows x86 frame data from a PDB: its FPO (`FPO_DATA`) and FrameData streams, read
+//! into the records a `.sym` file's `STACK WIN` lines hold, so that a Windows x86 walk is
+//! the same from the PDB as from the `.sym` file `dump_syms` makes of it.
+//!
+//! 32-bit Windows code keeps no unwind table in its image (x64's `.pdata` has no x86
+//! counterpart): where a function omits the frame pointer, only the PDB says how to find
+//! its caller. The streams are read with the `pdb2` crate's `frame_table`, and each entry
+//! becomes records exactly as `dump_syms` (symbolic-cfi's `process_pdb`) writes them:
+//!
+//! - an entry repeating the previous one's type, start, size and prologue size is
+//!   skipped (DIA lists many such; so does `dump_syms`), and so is one whose code size
+//!   exceeds `i32::MAX` (they are not sizes: such entries lie at function ends);
+//! - the entry's prologue and body are mapped to image RVAs through the address map
+//!   (OMAP, for images rearranged after linking) separately: one record where both stay
+//!   contiguous, else one per piece;
+//! - type 4 (`FrameData`) keeps its program string (from the PDB's `/names` table), type
+//!   0 (`FPO`) its "uses a base pointer" flag; other types are not used by unwinders.
+//!
+//! The records then become rows as a `.sym` file's do
+//! ([`crate::breakpad::unwind::push_win_records`]: `FrameData` over `FPO`, the innermost
+//! of nested records), under [`UnwindSource::PdbFrameData`], and the walker evaluates
+//! them as Breakpad's x86 walker does (`walk::stack_win`).
+//!
+//! Hostile files: the crate's arithmetic may overflow on hostile offsets, so the read runs
+//! under the PDB reader's panic guard; the pieces one entry maps to are bounded
+//! ([`MAX_PIECES`]), and so are the records of a file ([`MAX_RECORDS`]).
+
+use std::io::Cursor;
+
+use pdb2::FallibleIterator;
+
+use super::{BuiltTable, TableWriter};
+use crate::arch::Arch;
+use crate::breakpad::stack_win::{WinFrame, WinKind, WinRecord};
+use crate::unwind::{UnwindError, UnwindSource};
+
+/// Pieces one entry's prologue or body may map to through the address map.
+const MAX_PIECES: usize = 1024;
+
+/// Records read from one PDB (a large system PDB has a few hundred thousand).
+const MAX_RECORDS: usize = 1 << 22;
+
+/// One record read from the PDB: a `STACK WIN` record whose program is owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PdbFrameRecord {
+    pub kind: WinKind,
+    /// Image RVA and size of the code described.
+    pub rva: u64,
+    pub size: u64,
+    pub parameter_size: u32,
+    pub saved_register_size: u32,
+    pub local_size: u32,
+    pub program: Option<String>,
+    pub allocates_base_pointer: bool,
+}
+
+impl PdbFrameRecord {
+    /// The record in the form the `.sym` reader gives.
+    pub fn as_win(&self) -> WinRecord<'_> {
+        WinRecord {
+            rva: self.rva,
+            size: self.size,
+            frame: WinFrame {
+                kind: self.kind,
+                parameter_size: self.parameter_size,
+                saved_register_size: self.saved_register_size,
+                local_size: self.local_size,
+                program: self.program.as_deref(),
+                allocates_base_pointer: self.allocates_base_pointer,
+            },
+        }
+    }
+}
+
+/// What [`read`] found: the records, and the entries it could not use.
+#[derive(Debug, Default)]
+pub struct PdbFrames {
+    pub records: Vec<PdbFrameRecord>,
+    /// Entries skipped (a type unwinders do not use, a program not in the string table,
+    /// a range that does not map), and the first reason.
+    pub skipped: usize,
+    pub first_skip: Option<String>,
+}
+
+impl PdbFrames {
+    fn skip(&mut self, why: impl FnOnce() -> String) {
+        self.skipped += 1;
+        if self.first_skip.is_none() {
+            self.first_skip = Some(why());
+        }
+    }
+}
+
+/// Whether a PDB describes 32-bit x86 code (its debug-information stream's machine).
+fn is_x86<'s, S: pdb2::Source<'s> + 's>(pdb: &mut pdb2::PDB<'s, S>) -> bool {
+    pdb.debug_information()
+        .ok()
+        .and_then(|d| d.machine_type().ok())
+        .is_some_and(|m| m == pdb2::MachineType::X86)
+}
+
+/// Reads the frame data of an x86 PDB; `Ok` with no records for a PDB of another
+/// architecture (whose frame streams, if any, no unwinder uses) or without frame data.
+pub fn read(data: &[u8]) -> Result<PdbFrames, String> {
+    crate::symbols::builders::pdb::guarded(|| read_unguarded(data))
+}
+
+fn read_unguarded(data: &[u8]) -> Result<PdbFrames, String> {
+    let mut out = PdbFrames::default();
+    let mut pdb = pdb2::PDB::open(Cursor::new(data)).map_err(|e| e.to_string())?;
+    if !is_x86(&mut pdb) {
+        return Ok(out);
+    }
+    let table = pdb.frame_table().map_err(|e| e.to_string())?;
+    let map = pdb.address_map().map_err(|e| e.to_string())?;
+    let strings = pdb.string_table().ok();
+    let mut frames = table.iter();
+    let mut last: Option<(pdb2::FrameType, u32, u32, u16)> = None;
+    while let Some(f) = frames.next().map_err(|e| e.to_string())? {
+        if out.records.len() >= MAX_RECORDS {
+            out.skip(|| format!("more than {MAX_RECORDS} frame data records"));
+            break;
+        }
+        let key = (f.ty, f.code_start.0, f.code_size, f.prolog_size);
+        if f.code_size > i32::MAX as u32 || last == Some(key) {
+            continue;
+        }
+        last = Some(key);
+        entry(&f, &map, strings.as_ref(), &mut out);
+    }
+    Ok(out)
+}
+
+/// The records of one frame table entry (see the module documentation).
+fn entry(
+    f: &pdb2::FrameData,
+    map: &pdb2::AddressMap<'_>,
+    strings: Option<&pdb2::StringTable<'_>>,
+    out: &mut PdbFrames,
+) {
+    let start = f.code_start.0;
+    let kind = match f.ty {
+        pdb2::FrameType::FrameData => WinKind::FrameData,
+        pdb2::FrameType::FPO => WinKind::Fpo,
+        other => {
+            return out.skip(|| format!("frame data at {start:#x}: type {other} is not used"));
+        }
+    };
+    let program = match (f.program, strings) {
+        (None, _) => None,
+        (Some(p), Some(s)) => match p.to_string_lossy(s) {
+            Ok(text) if !text.trim().is_empty() => Some(text.trim().to_string()),
+            _ => {
+                return out.skip(|| format!("frame data at {start:#x}: its program is unreadable"))
+            }
+        },
+        (Some(_), None) => {
+            return out
+                .skip(|| format!("frame data at {start:#x}: no string table for its program"))
+        }
+    };
+    let (Some(prolog_end), Some(end)) = (
+        start.checked_add(u32::from(f.prolog_size)),
+        start.checked_add(f.code_size),
+    ) else {
+        return out.skip(|| format!("frame data at {start:#x}: its range overflows"));
+    };
+    let pieces = |from: u32, to: u32| -> Vec<(u32, u32)> {
+        let mut v: Vec<(u32, u32)> = map
+            .rva_ranges(pdb2::PdbInternalRva(from)..pdb2::PdbInternalRva(to))
+            .take(MAX_PIECES)
+            .filter(|r| r.end.0 > r.start.0)
+            .map(|r| (r.start.0, r.end.0))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (prologue, body) = (pieces(start, prolog_end), pieces(prolog_end, end));
+    let record = |(from, to): (u32, u32)| PdbFrameRecord {
+        kind,
+        rva: u64::from(from),
+        size: u64::from(to - from),
+        parameter_size: f.params_size,
+        saved_register_size: u32::from(f.saved_regs_size),
+        local_size: f.locals_size,
+        program: program.clone(),
+        allocates_base_pointer: program.is_none() && f.uses_base_pointer,
+    };
+    match (prologue.as_slice(), body.as_slice()) {
+        // contiguous: one record, as dump_syms writes it
+        ([p], [b]) if p.1 == b.0 => out.records.push(record((p.0, b.1))),
+        _ => out
+            .records
+            .extend(prologue.into_iter().chain(body).map(record)),
+    }
+}
+
+/// Adds the frame data of the x86 PDB `data` to `w` (x86): the number of records.
+pub fn add_pdb_frame_data(w: &mut TableWriter, data: &[u8]) -> usize {
+    w.stats.source_bytes += data.len();
+    match read(data) {
+        Ok(frames) => {
+            w.stats.entries += frames.records.len();
+            if let Some(why) = frames.first_skip {
+                w.stats.entries_skipped += frames.skipped.saturating_sub(1);
+                w.stats.skip(|| why);
+            }
+            let records: Vec<WinRecord<'_>> =
+                frames.records.iter().map(PdbFrameRecord::as_win).collect();
+            if !records.is_empty() {
+                w.note_source(UnwindSource::PdbFrameData);
+            }
+            crate::breakpad::unwind::push_win_records(w, &records, UnwindSource::PdbFrameData);
+            records.len()
+        }
+        Err(e) => {
+            w.stats.skip(|| format!("PDB frame data: {e}"));
+            0
+        }
+    }
+}
+
+/// The unwind table of an x86 PDB's frame data alone (a PDB found without its image);
+/// an error for a PDB of another architecture.
+pub fn build_from_pdb(data: &[u8]) -> Result<BuiltTable, UnwindError> {
+    let x86 = crate::symbols::builders::pdb::guarded(|| {
+        Ok(pdb2::PDB::open(Cursor::new(data))
+            .ok()
+            .is_some_and(|mut p| is_x86(&mut p)))
+    });
+    let x86 = x86.unwrap_or(false);
+    if !x86 {
+        return Err(UnwindError::UnsupportedArch(
+            "a PDB of code other than 32-bit x86 (its unwind rules are in the image)".into(),
+        ));
+    }
+    let mut w = TableWriter::new(Arch::X86);
+    add_pdb_frame_data(&mut w, data);
+    let mut built = w.finish();
+    if built.stats.rows > 0 {
+        built.inputs = vec![0];
+    }
+    Ok(built)
+}
