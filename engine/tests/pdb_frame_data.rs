@@ -17,6 +17,8 @@
 //!   `middle` calls `leaf`, `outer` calls `middle`): both walks give exactly the laid-out
 //!   frames, pc and stack pointer, in order.
 //!
+//! Damaged copies of each PDB are read too: an error or records, never a panic.
+//!
 //! Needs clang, lld-link, llvm-objdump and dump_syms (what `test.sh` installs): a
 //! machine without them fails here, with a message saying which.
 
@@ -402,12 +404,35 @@ fn module_tables_hold_it(c: &Case) {
     }
 }
 
+/// Damaged copies of the PDB (cut short every 4 KiB, one byte changed every 61) give
+/// records or an error, never a panic, and a table that opens.
+fn damaged_copies_do_not_break_it(c: &Case) {
+    let cuts = (0..c.pdb.len()).step_by(4096).map(|n| c.pdb[..n].to_vec());
+    let flips = (0..c.pdb.len()).step_by(61).map(|i| {
+        let mut d = c.pdb.clone();
+        d[i] ^= 0xa5;
+        d
+    });
+    for data in cuts.chain(flips) {
+        if let Ok(frames) = pdb_frame_data::read(&data) {
+            assert!(frames
+                .records
+                .iter()
+                .all(|r| r.size > 0 && r.rva + r.size <= 1 << 32));
+        }
+        if let Ok(built) = pdb_frame_data::build_from_pdb(&data) {
+            UnwindTable::open(&built.bytes).unwrap();
+        }
+    }
+}
+
 fn check(name: &str, flags: &[&str]) {
     let c = case(name, flags);
     let records = records_equal(&c);
     tables_equal(&c);
     module_tables_hold_it(&c);
     walks_equal(&c, &records);
+    damaged_copies_do_not_break_it(&c);
 }
 
 #[test]
