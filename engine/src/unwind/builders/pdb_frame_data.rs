@@ -14,7 +14,8 @@
 //!   (OMAP, for images rearranged after linking) separately: one record where both stay
 //!   contiguous, else one per piece;
 //! - type 4 (`FrameData`) keeps its program string (from the PDB's `/names` table), type
-//!   0 (`FPO`) its "uses a base pointer" flag; other types are not used by unwinders.
+//!   0 (`FPO`) its "uses a base pointer" flag; other types are not used by unwinders and
+//!   are passed over (not counted as unreadable).
 //!
 //! The records then become rows as a `.sym` file's do
 //! ([`crate::breakpad::unwind::push_win_records`]: `FrameData` over `FPO`, the innermost
@@ -72,12 +73,13 @@ impl PdbFrameRecord {
     }
 }
 
-/// What [`read`] found: the records, and the entries it could not use.
+/// What [`read`] found: the records, and the entries it could not read.
 #[derive(Debug, Default)]
 pub struct PdbFrames {
     pub records: Vec<PdbFrameRecord>,
-    /// Entries skipped (a type unwinders do not use, a program not in the string table,
-    /// a range that does not map), and the first reason.
+    /// Entries skipped (a program not in the string table, a range that overflows), and
+    /// the first reason. Types unwinders do not use (trap, TSS, standard) are passed
+    /// over without counting: they are not errors.
     pub skipped: usize,
     pub first_skip: Option<String>,
 }
@@ -142,9 +144,8 @@ fn entry(
     let kind = match f.ty {
         pdb2::FrameType::FrameData => WinKind::FrameData,
         pdb2::FrameType::FPO => WinKind::Fpo,
-        other => {
-            return out.skip(|| format!("frame data at {start:#x}: type {other} is not used"));
-        }
+        // trap, TSS and standard frames: not used by unwinders, and no error
+        _ => return,
     };
     let program = match (f.program, strings) {
         (None, _) => None,
@@ -241,4 +242,72 @@ pub fn build_from_pdb(data: &[u8]) -> Result<BuiltTable, UnwindError> {
         built.inputs = vec![0];
     }
     Ok(built)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::breakpad::stack_win;
+
+    /// An entry of the frame table (fields as the FPO stream's reader fills them).
+    fn frame(ty: pdb2::FrameType, start: u32, size: u32, program: Option<u32>) -> pdb2::FrameData {
+        pdb2::FrameData {
+            ty,
+            code_start: pdb2::PdbInternalRva(start),
+            code_size: size,
+            locals_size: 0x10,
+            params_size: 8,
+            prolog_size: 3,
+            saved_regs_size: 4,
+            max_stack_size: None,
+            has_structured_eh: false,
+            has_cpp_eh: false,
+            is_function_start: true,
+            uses_base_pointer: true,
+            program: program.map(pdb2::StringRef),
+        }
+    }
+
+    fn records(f: &pdb2::FrameData) -> PdbFrames {
+        let mut out = PdbFrames::default();
+        entry(f, &pdb2::AddressMap::default(), None, &mut out);
+        out
+    }
+
+    #[test]
+    fn an_fpo_entry_is_the_record_dump_syms_writes() {
+        // symbolic-cfi's `write_pdb_stackinfo` for this entry: type, rva, size, prologue,
+        // epilogue 0, parameters, saved registers, locals, max stack 0, no program, and
+        // the base-pointer flag
+        let want = stack_win::parse("WIN 0 7c8116f1 4b 3 0 8 4 10 0 0 1").unwrap();
+        let got = records(&frame(pdb2::FrameType::FPO, 0x7c81_16f1, 0x4b, None));
+        assert_eq!(got.skipped, 0);
+        assert_eq!(got.records.len(), 1);
+        assert_eq!(got.records[0].as_win(), want);
+    }
+
+    #[test]
+    fn unusable_entries_are_skipped_and_counted() {
+        // a type unwinders do not use: no record, and not an error
+        let got = records(&frame(pdb2::FrameType::Trap, 0x1000, 0x10, None));
+        assert!(got.records.is_empty());
+        assert_eq!(got.skipped, 0);
+        // a program without the string table it names, a range past the 32-bit space
+        for f in [
+            frame(pdb2::FrameType::FrameData, 0x1000, 0x10, Some(1)),
+            frame(pdb2::FrameType::FPO, 0xffff_fff0, 0x20, None),
+        ] {
+            let got = records(&f);
+            assert!(got.records.is_empty(), "{f:?}");
+            assert_eq!(got.skipped, 1, "{f:?}");
+            assert!(got.first_skip.is_some());
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_pdb_are_an_error() {
+        assert!(read(b"not a pdb").is_err());
+        assert!(build_from_pdb(b"not a pdb").is_err());
+    }
 }
