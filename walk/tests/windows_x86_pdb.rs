@@ -15,11 +15,13 @@
 //! - for every record, a stack is laid out as that record (frame 0 at its first byte) and
 //!   the records at the program's real call sites say (`llvm-objdump -d` gives the calls:
 //!   `middle` calls `leaf`, `outer` calls `middle`): both walks give exactly the laid-out
-//!   frames, pc and stack pointer, in order.
+//!   frames, pc and stack pointer, in order; and so does `postmortem-walk` on a Windows
+//!   x86 minidump of that stack, from the image and its PDB and from the `.sym` file, as
+//!   minidump-stackwalk does from the `.sym` file.
 //!
 //! Damaged copies of each PDB are read too: an error or records, never a panic.
 //!
-//! Needs clang, lld-link, llvm-objdump and dump_syms (what `test.sh` installs): a
+//! Needs clang, lld-link, llvm-objdump, dump_syms and minidump-stackwalk (what `test.sh` installs): a
 //! machine without them fails here, with a message saying which.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -368,12 +370,204 @@ fn walks_equal(c: &Case, records: &[Owned]) {
         let from_pdb = walk(&pdb_table, &stack, &regs);
         assert_eq!(from_sym, want, "the .sym walk from {pc0:#x}");
         assert_eq!(from_pdb, from_sym, "the PDB walk from {pc0:#x}");
+        dump_walks_equal(c, &stack, &regs, &want);
         walked += 1;
         if want.len() >= 3 {
             walked += 1000;
         }
     }
     assert!(walked > 1000, "no walk went through three frames");
+}
+
+/// The `MODULE` line's debug id (GUID and age) and debug file.
+fn module_line(sym: &str) -> (String, String) {
+    let f: Vec<&str> = sym.lines().next().unwrap().split(' ').collect();
+    (f[3].to_string(), f[4].to_string())
+}
+
+/// A little-endian u16/u32 of a PE's headers.
+fn pe_u32(image: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(image[at..at + 4].try_into().unwrap())
+}
+
+/// A Windows x86 minidump of one thread: `SystemInfo` (x86, Windows NT), `ThreadList`
+/// (a `CONTEXT_X86` with its control and integer registers, the stack), `ModuleList`
+/// (the image at its base, its PE timestamp and size, an `RSDS` CodeView record naming
+/// the PDB) and `MemoryList` (the stack), as dbghelp lays them out.
+fn minidump(image: &[u8], sym: &str, module: &str, stack: &[u32], regs: &RegisterSet) -> Vec<u8> {
+    use engine::arch::x86::Reg;
+    let (debug_id, pdb_name) = module_line(sym);
+    let pe = pe_u32(image, 0x3c) as usize;
+    let (timestamp, size_of_image) = (pe_u32(image, pe + 8), pe_u32(image, pe + 24 + 56));
+    let reg = |r: Reg| u32::try_from(regs.get(r).unwrap_or(0)).unwrap();
+    let mut d: Vec<u8> = vec![0; 32 + 4 * 12];
+    let put = |d: &mut Vec<u8>, bytes: &[u8]| -> (u32, u32) {
+        while !d.len().is_multiple_of(4) {
+            d.push(0);
+        }
+        let at = d.len();
+        d.extend_from_slice(bytes);
+        (
+            u32::try_from(bytes.len()).unwrap(),
+            u32::try_from(at).unwrap(),
+        )
+    };
+    let le = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|w| w.to_le_bytes()).collect() };
+    // CONTEXT_X86: flags (i386 | control | integer), debug registers, float save area,
+    // segments, edi esi ebx edx ecx eax, ebp eip cs eflags esp ss, extended registers
+    let mut ctx = le(&[0x0001_0003]);
+    ctx.resize(156, 0);
+    ctx.extend(le(&[
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        reg(Reg::Ebp),
+        reg(Reg::Eip),
+        0x23,
+        0x202,
+    ]));
+    ctx.extend(le(&[reg(Reg::Esp), 0x2b]));
+    ctx.resize(716, 0);
+    let ctx_loc = put(&mut d, &ctx);
+    let stack_loc = put(&mut d, &le(stack));
+    let mut name: Vec<u8> = Vec::new();
+    let units: Vec<u16> = module.encode_utf16().collect();
+    name.extend((units.len() as u32 * 2).to_le_bytes());
+    name.extend(units.iter().chain([&0]).flat_map(|u| u.to_le_bytes()));
+    let name_loc = put(&mut d, &name);
+    let guid = |i: usize| u32::from_str_radix(&debug_id[i..i + 8], 16).unwrap();
+    let mut cv = b"RSDS".to_vec();
+    cv.extend(guid(0).to_le_bytes());
+    cv.extend((u16::from_str_radix(&debug_id[8..12], 16).unwrap()).to_le_bytes());
+    cv.extend((u16::from_str_radix(&debug_id[12..16], 16).unwrap()).to_le_bytes());
+    cv.extend(
+        (16..32)
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&debug_id[i..i + 2], 16).unwrap()),
+    );
+    cv.extend(
+        u32::from_str_radix(&debug_id[32..], 16)
+            .unwrap()
+            .to_le_bytes(),
+    );
+    cv.extend(pdb_name.as_bytes());
+    cv.push(0);
+    let cv_loc = put(&mut d, &cv);
+    let stack_desc = |loc: (u32, u32)| {
+        let mut v = STACK_AT.to_le_bytes().to_vec();
+        v.extend(le(&[loc.0, loc.1]));
+        v
+    };
+    let mut threads = le(&[1, 0x1234, 0, 0, 0]);
+    threads.extend(0u64.to_le_bytes()); // teb
+    threads.extend(stack_desc(stack_loc));
+    threads.extend(le(&[ctx_loc.0, ctx_loc.1]));
+    let mut modules = le(&[1]);
+    modules.extend(IMAGE_BASE.to_le_bytes());
+    modules.extend(le(&[size_of_image, 0, timestamp, name_loc.1]));
+    modules.extend([0u8; 52]); // VS_FIXEDFILEINFO
+    modules.extend(le(&[cv_loc.0, cv_loc.1, 0, 0]));
+    modules.extend([0u8; 16]);
+    let mut memory = le(&[1]);
+    memory.extend(stack_desc(stack_loc));
+    // x86, level 6, revision 0, 1 CPU, workstation; Windows 10.0.19041, Win32 NT
+    let mut system = vec![0, 0, 6, 0, 0, 0, 1, 1];
+    system.extend(le(&[10, 0, 19041, 2, 0, 0]));
+    system.extend([0u8; 24]);
+    let streams = [(3u32, threads), (4, modules), (5, memory), (7, system)];
+    let mut dir = Vec::new();
+    for (kind, bytes) in streams {
+        let loc = put(&mut d, &bytes);
+        dir.extend(le(&[kind, loc.0, loc.1]));
+    }
+    d[32..32 + dir.len()].copy_from_slice(&dir);
+    let header = le(&[0x504d_444d, 0xa793, 4, 32, 0, 0, 0, 0]);
+    d[..32].copy_from_slice(&header);
+    d
+}
+
+/// The thread's frames (pc, sp) in a `postmortem-walk --format json` report.
+fn report_frames(report: &serde_json::Value) -> Vec<(u64, u64)> {
+    let hex = |v: &serde_json::Value| {
+        v.as_str()
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            .unwrap_or(0)
+    };
+    report["threads"][0]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["inlined"] != true)
+        .map(|f| (hex(&f["pc"]), hex(&f["sp"])))
+        .collect()
+}
+
+/// A dump of the laid-out stack walks to the laid-out frames with `postmortem-walk`, from
+/// the image and its PDB (`--symbols`, every caller `unwind_source: pdb_frame_data`) and
+/// from the `.sym` file (`--symbols-path`), and with minidump-stackwalk from the `.sym`
+/// file (pcs: it gives no stack pointer).
+fn dump_walks_equal(c: &Case, stack: &[u32], regs: &RegisterSet, want: &[(u64, u64)]) {
+    let image = std::fs::read(&c.exe).unwrap();
+    let module = c.exe.file_name().unwrap().to_str().unwrap();
+    let dir = c.exe.parent().unwrap();
+    let dump = dir.join("stack.dmp");
+    std::fs::write(&dump, minidump(&image, &c.sym, module, stack, regs)).unwrap();
+    let (debug_id, pdb_name) = module_line(&c.sym);
+    let store = dir.join("store");
+    let sym_dir = store.join(&pdb_name).join(&debug_id);
+    std::fs::create_dir_all(&sym_dir).unwrap();
+    let sym_file = format!("{}.sym", pdb_name.trim_end_matches(".pdb"));
+    std::fs::write(sym_dir.join(sym_file), &c.sym).unwrap();
+    let walk = |flag: &str, path: &Path| -> serde_json::Value {
+        let out = run(Command::new(env!("CARGO_BIN_EXE_postmortem-walk"))
+            .arg(&dump)
+            .arg(flag)
+            .arg(path)
+            .args(["--no-system-debug", "--format", "json"])
+            .env_remove("DEBUGINFOD_URLS"));
+        serde_json::from_str(&out).unwrap()
+    };
+    let from_pdb = walk("--symbols", dir);
+    assert_eq!(
+        report_frames(&from_pdb),
+        want,
+        "postmortem-walk --symbols (the PDB)"
+    );
+    for f in from_pdb["threads"][0]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+    {
+        assert_eq!(f["unwind_source"], "pdb_frame_data", "{f}");
+    }
+    let from_sym = walk("--symbols-path", &store);
+    assert_eq!(
+        report_frames(&from_sym),
+        want,
+        "postmortem-walk --symbols-path (the .sym)"
+    );
+    let out = run(Command::new("minidump-stackwalk")
+        .arg("--json")
+        .arg(&dump)
+        .arg(&store));
+    let theirs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let pcs: Vec<u64> = theirs["threads"][0]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let pc = f["offset"].as_str().unwrap().trim_start_matches("0x");
+            let pc = u64::from_str_radix(pc, 16).unwrap();
+            // minidump-stackwalk gives a caller's pc as the return address minus one
+            pc + u64::from(f["trust"] != "context")
+        })
+        .collect();
+    let want_pcs: Vec<u64> = want.iter().map(|f| f.0).collect();
+    assert_eq!(pcs, want_pcs, "minidump-stackwalk (the .sym):\n{out}");
 }
 
 /// A module's tables, as the service (`build_tables`) and a one-shot walk
