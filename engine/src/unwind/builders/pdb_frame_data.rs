@@ -24,9 +24,13 @@
 //!
 //! Hostile files: the crate's arithmetic may overflow on hostile offsets, so the read runs
 //! under the PDB reader's panic guard; the pieces one entry maps to are bounded
-//! ([`MAX_PIECES`]), and so are the records of a file ([`MAX_RECORDS`]).
+//! ([`MAX_PIECES`]), and so are the records of a file ([`MAX_RECORDS`]) and a program's
+//! length ([`MAX_PROGRAM_BYTES`]); each program is read once and shared by the records
+//! naming it, so memory stays in proportion to the file.
 
+use std::collections::HashMap;
 use std::io::Cursor;
+use std::sync::Arc;
 
 use pdb2::FallibleIterator;
 
@@ -41,6 +45,13 @@ const MAX_PIECES: usize = 1024;
 /// Records read from one PDB (a large system PDB has a few hundred thousand).
 const MAX_RECORDS: usize = 1 << 22;
 
+/// Bytes of one program string (real ones are under 200; the evaluator takes 512 tokens).
+const MAX_PROGRAM_BYTES: usize = 4096;
+
+/// Programs read so far, by their offset in the string table: each is read and kept
+/// once, however many entries name it.
+type Programs = HashMap<u32, Option<Arc<str>>>;
+
 /// One record read from the PDB: a `STACK WIN` record whose program is owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PdbFrameRecord {
@@ -51,7 +62,8 @@ pub struct PdbFrameRecord {
     pub parameter_size: u32,
     pub saved_register_size: u32,
     pub local_size: u32,
-    pub program: Option<String>,
+    /// Shared by every record whose entry names the same string.
+    pub program: Option<Arc<str>>,
     pub allocates_base_pointer: bool,
 }
 
@@ -118,6 +130,7 @@ fn read_unguarded(data: &[u8]) -> Result<PdbFrames, String> {
     let strings = pdb.string_table().ok();
     let mut frames = table.iter();
     let mut last: Option<(pdb2::FrameType, u32, u32, u16)> = None;
+    let mut programs = Programs::new();
     while let Some(f) = frames.next().map_err(|e| e.to_string())? {
         if out.records.len() >= MAX_RECORDS {
             out.skip(|| format!("more than {MAX_RECORDS} frame data records"));
@@ -128,7 +141,7 @@ fn read_unguarded(data: &[u8]) -> Result<PdbFrames, String> {
             continue;
         }
         last = Some(key);
-        entry(&f, &map, strings.as_ref(), &mut out);
+        entry(&f, &map, strings.as_ref(), &mut programs, &mut out);
     }
     Ok(out)
 }
@@ -138,6 +151,7 @@ fn entry(
     f: &pdb2::FrameData,
     map: &pdb2::AddressMap<'_>,
     strings: Option<&pdb2::StringTable<'_>>,
+    programs: &mut Programs,
     out: &mut PdbFrames,
 ) {
     let start = f.code_start.0;
@@ -149,9 +163,9 @@ fn entry(
     };
     let program = match (f.program, strings) {
         (None, _) => None,
-        (Some(p), Some(s)) => match p.to_string_lossy(s) {
-            Ok(text) if !text.trim().is_empty() => Some(text.trim().to_string()),
-            _ => {
+        (Some(p), Some(s)) => match programs.entry(p.0).or_insert_with(|| program(p, s)) {
+            Some(text) => Some(Arc::clone(text)),
+            None => {
                 return out.skip(|| format!("frame data at {start:#x}: its program is unreadable"))
             }
         },
@@ -194,6 +208,14 @@ fn entry(
             .records
             .extend(prologue.into_iter().chain(body).map(record)),
     }
+}
+
+/// The program string `p` names, trimmed: `None` where it is not in the table, empty, or
+/// longer than [`MAX_PROGRAM_BYTES`].
+fn program(p: pdb2::StringRef, strings: &pdb2::StringTable<'_>) -> Option<Arc<str>> {
+    let text = p.to_string_lossy(strings).ok()?;
+    let text = text.trim();
+    (!text.is_empty() && text.len() <= MAX_PROGRAM_BYTES).then(|| Arc::from(text))
 }
 
 /// Adds the frame data of the x86 PDB `data` to `w` (x86): the number of records.
@@ -271,7 +293,13 @@ mod tests {
 
     fn records(f: &pdb2::FrameData) -> PdbFrames {
         let mut out = PdbFrames::default();
-        entry(f, &pdb2::AddressMap::default(), None, &mut out);
+        entry(
+            f,
+            &pdb2::AddressMap::default(),
+            None,
+            &mut Programs::new(),
+            &mut out,
+        );
         out
     }
 
