@@ -459,31 +459,41 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
         .unwrap_or(&[]);
     for_each_line(rest_of_text, |line| reader.record(classify(line)));
     reader.close_open();
-    for (kind, priority) in [
-        (WinKind::FrameData, FRAME_DATA_PRIORITY),
-        (WinKind::Fpo, FPO_PRIORITY),
-    ] {
-        let records: Vec<&WinRecord<'_>> =
-            reader.win.iter().filter(|r| r.frame.kind == kind).collect();
-        for (start, end, r) in win_rows(&records, &mut reader.w.stats) {
-            let bytes = r.frame.encode();
-            match reader.w.add_expression(&bytes) {
-                Some((off, len)) => {
-                    let cfa = Slot::win_frame(off, len);
-                    let rule = RuleRecord::new(UnwindSource::Breakpad, cfa, Slot::UNCHANGED);
-                    reader.w.push(start, end, &rule, priority);
-                }
-                None => reader
-                    .w
-                    .stats
-                    .skip(|| format!("STACK WIN at {start:#x}: the program is too long")),
-            }
-        }
-    }
+    push_win_records(&mut reader.w, &reader.win, UnwindSource::Breakpad);
     if let Some(leaf) = windows_leaf_rule(text) {
         reader.w.push(0, PE_IMAGE_END, &leaf, LEAF_PRIORITY);
     }
     Ok(reader.w.finish())
+}
+
+/// Pushes Windows frame data records (a `.sym` file's `STACK WIN` records, or a PDB's
+/// FPO and FrameData streams read into the same form) as rows of `source`: `FrameData`
+/// over `FPO`, the innermost of nested records of one type (see the module documentation).
+pub(crate) fn push_win_records(
+    w: &mut TableWriter,
+    records: &[WinRecord<'_>],
+    source: UnwindSource,
+) {
+    for (kind, priority) in [
+        (WinKind::FrameData, FRAME_DATA_PRIORITY),
+        (WinKind::Fpo, FPO_PRIORITY),
+    ] {
+        let of_kind: Vec<&WinRecord<'_>> =
+            records.iter().filter(|r| r.frame.kind == kind).collect();
+        for (start, end, r) in win_rows(&of_kind, &mut w.stats) {
+            let bytes = r.frame.encode();
+            match w.add_expression(&bytes) {
+                Some((off, len)) => {
+                    let cfa = Slot::win_frame(off, len);
+                    let rule = RuleRecord::new(source, cfa, Slot::UNCHANGED);
+                    w.push(start, end, &rule, priority);
+                }
+                None => w
+                    .stats
+                    .skip(|| format!("frame data at {start:#x}: the program is too long")),
+            }
+        }
+    }
 }
 
 /// The rows of one type's `STACK WIN` records: disjoint `[start, end)` pieces, each

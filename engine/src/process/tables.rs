@@ -345,15 +345,18 @@ fn file_input<'a>((name, bytes): (&'a str, &'a FileBytes)) -> TableInput<'a> {
 }
 
 /// The whole unwind table of `inputs`: the first one's unwind sections, the others'
-/// `.debug_frame`. A PDB holds no unwind rules (a Windows image's are in its `.pdata`): a
-/// PDB first (no image on hand; a binary always comes first) gives no table, and one
-/// among the others is passed over as a file without `.debug_frame`.
+/// `.debug_frame`. A Windows x64 image's rules are in its `.pdata`, but a 32-bit one's
+/// are in its PDB (FPO and FrameData): an x86 PDB gives its table, first (no image on
+/// hand; a binary always comes first) or after the image; any other PDB first gives no
+/// table, and one among the others is passed over.
 fn whole_unwind(
     inputs: &[(TableInput<'_>, report::FileKind)],
 ) -> Option<Result<unwind::BuiltTable, unwind::UnwindError>> {
     let ((first, _), rest) = inputs.split_first()?;
     if crate::binary::is_pdb(first.bytes) {
-        return None;
+        return unwind::builders::pdb_frame_data::build_from_pdb(first.bytes)
+            .ok()
+            .map(Ok);
     }
     let extra: Vec<&[u8]> = rest.iter().map(|(f, _)| f.bytes).collect();
     Some(unwind::build_from_elf(first.bytes, &extra))

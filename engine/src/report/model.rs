@@ -376,6 +376,7 @@ impl strum::VariantArray for ModuleUnwind {
         ModuleUnwind::Rules(UnwindSource::CompactUnwind),
         ModuleUnwind::Rules(UnwindSource::Breakpad),
         ModuleUnwind::Rules(UnwindSource::Pdata),
+        ModuleUnwind::Rules(UnwindSource::PdbFrameData),
         ModuleUnwind::DumpMemory,
     ];
 }

@@ -174,6 +174,8 @@ pub enum UnwindSource {
     Breakpad = 5,
     /// A Windows x64 image's `.pdata`/`.xdata`.
     Pdata = 6,
+    /// A Windows x86 PDB's FPO and FrameData streams (the rules `STACK WIN` records hold).
+    PdbFrameData = 7,
 }
 
 crate::report::names::serde_by_name!(UnwindSource);
@@ -188,6 +190,7 @@ impl UnwindSource {
             UnwindSource::CompactUnwind => "compact_unwind",
             UnwindSource::Breakpad => "breakpad",
             UnwindSource::Pdata => "pdata",
+            UnwindSource::PdbFrameData => "pdb_frame_data",
         }
     }
     pub fn from_u8(b: u8) -> Option<Self> {
@@ -198,6 +201,7 @@ impl UnwindSource {
             4 => UnwindSource::CompactUnwind,
             5 => UnwindSource::Breakpad,
             6 => UnwindSource::Pdata,
+            7 => UnwindSource::PdbFrameData,
             _ => return None,
         })
     }

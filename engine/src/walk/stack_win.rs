@@ -68,7 +68,11 @@ pub(crate) fn caller(
         .and_then(|r| frame_of(&r))
         .map_or(0, |f| f.parameter_size);
     match evaluate(arch, ctx, callee, callee_params, &frame) {
-        Some(c) => CfiOutcome::Caller(Box::new(c)),
+        // the rule's own source: a `.sym` file's STACK WIN or a PDB's frame data
+        Some(mut c) => {
+            c.source = rule.record.source().or(c.source);
+            CfiOutcome::Caller(Box::new(c))
+        }
         None => CfiOutcome::NoRule,
     }
 }

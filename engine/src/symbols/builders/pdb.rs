@@ -80,7 +80,7 @@ where
 }
 
 /// Runs a reader of the file, turning a panic inside the crate into an error.
-fn guarded<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn guarded<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
         .unwrap_or_else(|_| Err("the PDB reader failed on this file".into()))
 }

@@ -66,6 +66,13 @@ pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, Unwind
         inputs.push(0);
     }
     for (i, extra) in extra.iter().enumerate() {
+        // a 32-bit Windows image's PDB: its FPO and FrameData streams
+        if arch == Arch::X86 && crate::binary::is_pdb(extra) {
+            if super::pdb_frame_data::add_pdb_frame_data(&mut w, extra) > 0 {
+                inputs.push(i + 1);
+            }
+            continue;
+        }
         if let Ok(f) = object::File::parse(*extra) {
             if binary::arch_of(&f) == Some(arch) {
                 let before = w.ranges_added();
