@@ -82,7 +82,9 @@ fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     };
     let (threads, stack_ranges) = threads_of(bytes, &md, &facts, &mut warnings);
     let memory = memory_of(bytes, &md, &stack_ranges, &mut warnings);
-    let modules = modules_of(&md, &memory);
+    let pcs: Vec<u64> = threads.iter().filter_map(|t| t.registers.pc()).collect();
+    let list = module_list(&md, bytes, &system_info, &pcs, &mut warnings);
+    let modules = modules_of(&md, list, &memory);
     let unloaded_modules = unloaded_modules_of(&md, bytes, &mut warnings);
 
     // Crash.
@@ -432,8 +434,81 @@ fn memory_of<'d>(
     MemoryMap::new(ranges)
 }
 
-/// The loaded modules, sorted by base, each with its `/proc/self/maps` mappings.
-fn modules_of(md: &Minidump<'_, &[u8]>, memory: &MemoryMap<'_>) -> Vec<Module> {
+/// At most this many of a minidump's modules are read: a real process loads a few
+/// thousand at most, and each module read costs about 1.4 KiB, so a hostile dump listing
+/// millions would otherwise cost gigabytes before any bound on what is walked applied.
+/// (`--max-modules`, which bounds what is walked, stored and shown, cuts further.)
+const MAX_READ_MODULES: usize = 16_384;
+
+/// Bytes of one `MINIDUMP_MODULE` entry of the module list stream.
+const MODULE_ENTRY: usize = 108;
+
+/// The module list, read by the minidump crate; of a list longer than
+/// [`MAX_READ_MODULES`], only that many entries are read (those the threads' pcs are in
+/// first, then the first ones listed, which start with the main executable), with a
+/// `modules-cut` warning.
+fn module_list(
+    md: &Minidump<'_, &[u8]>,
+    bytes: &[u8],
+    system_info: &MinidumpSystemInfo,
+    pcs: &[u64],
+    warnings: &mut Vec<DumpWarning>,
+) -> Option<MinidumpModuleList> {
+    let raw = md
+        .get_raw_stream(MINIDUMP_STREAM_TYPE::ModuleListStream as u32)
+        .ok()?;
+    let count = le_u32(raw, 0).and_then(|c| usize::try_from(c).ok())?;
+    if count <= MAX_READ_MODULES || md.endian != minidump::Endian::Little {
+        return md.get_stream::<MinidumpModuleList>().ok();
+    }
+    let held = count.min(raw.len().saturating_sub(4) / MODULE_ENTRY);
+    let entry = |i: usize| raw.get(4 + i * MODULE_ENTRY..4 + (i + 1) * MODULE_ENTRY);
+    let mut pcs = pcs.to_vec();
+    pcs.sort_unstable();
+    let runs_a_thread = |i: &usize| {
+        entry(*i).is_some_and(|e| {
+            let (base, size) = (le_u64(e, 0).unwrap_or(0), le_u32(e, 8).unwrap_or(0));
+            let first_pc = pcs.partition_point(|&pc| pc < base);
+            pcs.get(first_pc)
+                .is_some_and(|&pc| pc - base < u64::from(size))
+        })
+    };
+    let mut chosen = vec![false; held];
+    let mut kept = 0usize;
+    for i in (0..held).filter(runs_a_thread).chain(0..held) {
+        if kept >= MAX_READ_MODULES {
+            break;
+        }
+        if let Some(c) = chosen.get_mut(i).filter(|c| !**c) {
+            *c = true;
+            kept += 1;
+        }
+    }
+    let keep: Vec<usize> = (0..held)
+        .filter(|&i| chosen.get(i).copied().unwrap_or(false))
+        .collect();
+    let mut cut = Vec::with_capacity(4 + keep.len() * MODULE_ENTRY);
+    cut.extend_from_slice(&u32::try_from(keep.len()).unwrap_or(0).to_le_bytes());
+    for e in keep.iter().filter_map(|&i| entry(i)) {
+        cut.extend_from_slice(e);
+    }
+    warnings.push(DumpWarning {
+        code: "modules-cut",
+        message: format!(
+            "the dump lists {count} modules; only {} were read (those the threads run in, \
+             then the first listed): frames in the others have no module",
+            keep.len()
+        ),
+    });
+    MinidumpModuleList::read(&cut, bytes, md.endian, Some(system_info)).ok()
+}
+
+/// The loaded modules of `list`, sorted by base, each with its `/proc/self/maps` mappings.
+fn modules_of(
+    md: &Minidump<'_, &[u8]>,
+    list: Option<MinidumpModuleList>,
+    memory: &MemoryMap<'_>,
+) -> Vec<Module> {
     let mut maps: Vec<Mapping> = md
         .get_raw_stream(MINIDUMP_STREAM_TYPE::LinuxMaps as u32)
         .map(linux_maps::parse)
@@ -441,7 +516,7 @@ fn modules_of(md: &Minidump<'_, &[u8]>, memory: &MemoryMap<'_>) -> Vec<Module> {
     maps.sort_unstable_by_key(|m| m.start);
     let mut budget = linux_maps::budget(maps.len());
     let mut modules = Vec::new();
-    if let Ok(list) = md.get_stream::<MinidumpModuleList>() {
+    if let Some(list) = list {
         for (i, m) in list.iter().enumerate() {
             let (base, end) = range_of(m);
             // `/proc/self/maps` ranges (end exclusive) inside the module
