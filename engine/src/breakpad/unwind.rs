@@ -349,15 +349,23 @@ impl<'a> Reader<'a> {
             }
             Record::CfiInit(rest) => self.init(rest),
             Record::Cfi(rest) => self.delta(rest),
+            // trap, TSS and standard frames (types 1-3): real records of system PDBs that
+            // no unwinder uses, passed over as the PDB reader passes them over (not counted
+            // as skipped, which would call a system library's table corrupt)
+            Record::OtherStack(rest)
+                if self.arch == Arch::X86
+                    && matches!(rest.split_ascii_whitespace().nth(1), Some("1" | "2" | "3"))
+                    && rest.starts_with("WIN ") => {}
             Record::OtherStack(rest) if self.arch == Arch::X86 && rest.starts_with("WIN ") => {
                 match stack_win::parse(rest) {
                     Some(r) => {
                         self.w.stats.entries += 1;
                         self.win.push(r);
                     }
-                    None => self.w.stats.skip(|| {
-                        "a STACK WIN record is malformed or of a type unwinders do not use".into()
-                    }),
+                    None => self
+                        .w
+                        .stats
+                        .skip(|| "a STACK WIN record is malformed".into()),
                 }
             }
             // STACK WIN of other architectures and anything else: not used
@@ -565,9 +573,10 @@ STACK WIN 4 1030 20 0 0 0 0 0 0 1 $eip 0 =\n\
 STACK WIN 0 1000 80 0 0 c 0 10 0 0 1\n\
 STACK WIN 1 2000 10 0 0 0 0 0 0 0 0\n";
         let built = build_from_breakpad(sym.as_bytes()).unwrap();
-        // the type 1 record and the one overlapping its neighbour without nesting
+        // the one overlapping its neighbour without nesting (the type 1 record is passed
+        // over: no unwinder uses trap frames)
         assert_eq!(
-            built.stats.entries_skipped, 2,
+            built.stats.entries_skipped, 1,
             "{:?}",
             built.stats.first_error
         );
