@@ -299,48 +299,60 @@ pub struct ListQuery {
 /// Crashes matching `q`, newest first, at most `q.limit`: their summaries only, so that a
 /// page of crashes never holds their reports.
 pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashSummary>, StoreError> {
+    let c = list_conditions(q);
     let sql = format!(
-        "SELECT {SUMMARY_COLUMNS} FROM crashes WHERE \
-         ($1 IS NULL OR signature = $1) AND ($2 IS NULL OR status = $2) AND \
-         ($3 IS NULL OR received_at >= $3) AND ($4 IS NULL OR received_at < $4) AND \
-         ($5 IS NULL OR received_at < $5 OR (received_at = $5 AND id < $6)) AND \
-         ($8 IS NULL OR product = $8) AND ($9 IS NULL OR version = $9) AND \
-         ($10 IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
-             JOIN search_terms st ON st.id = ct.term_id \
-             WHERE st.kind = 'module' AND st.term = $10)) AND \
-         ($11 IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
-             JOIN search_terms st ON st.id = ct.term_id \
-             WHERE st.kind = 'function' AND lower(st.term) LIKE $11 ESCAPE '\\')) AND \
-         ($12 IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
-             JOIN search_terms st ON st.id = ct.term_id \
-             WHERE st.kind = 'analysis' AND st.term = $12)) \
-         ORDER BY received_at DESC, id DESC LIMIT $7"
+        "SELECT {SUMMARY_COLUMNS} FROM crashes{} ORDER BY received_at DESC, id DESC LIMIT ${}",
+        c.where_clause(),
+        c.values().len() + 1
     );
-    // text filters are cleaned as the stored text was, so that they find it
-    use super::text::clean_opt;
-    let function = clean_opt(q.function.as_deref()).map(|f| super::search::contains_pattern(&f));
-    let after_id = q
-        .after
-        .as_ref()
-        .map(|(_, id)| super::text::clean(id).into_owned());
-    let after_ms = q.after.as_ref().map(|(ms, _)| *ms);
-    Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(clean_opt(q.signature.as_deref()))
-        .bind(clean_opt(q.status.as_deref()))
-        .bind(q.since)
-        .bind(q.until)
-        .bind(after_ms)
-        .bind(&after_id)
+    Ok(crate::on_pool!(db, p => crate::bind_values!(
+        sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str())), c.values())
         .bind(q.limit)
-        .bind(clean_opt(q.product.as_deref()))
-        .bind(clean_opt(q.version.as_deref()))
-        .bind(clean_opt(q.module.as_deref()))
-        .bind(&function)
-        .bind(clean_opt(q.kind.as_deref()))
         .fetch_all(p)
-        .await)?,
-    )
+        .await)?)
+}
+
+/// The conditions of a crash listing: only the filters `q` sets, so that each database
+/// plans with the index of the filter given ([`super::conditions`]). Text filters are
+/// cleaned as the stored text was, so that they find it.
+fn list_conditions(q: &ListQuery) -> super::conditions::Conditions {
+    use super::conditions::{Conditions, Value};
+    use super::text::clean_opt;
+    let text = |t: &Option<String>| clean_opt(t.as_deref()).map(Value::Text);
+    let mut c = Conditions::new();
+    c.push_with(text(&q.signature), |p| format!("signature = {p}"));
+    c.push_with(text(&q.status), |p| format!("status = {p}"));
+    c.push_with(q.since.map(Value::Int), |p| format!("received_at >= {p}"));
+    c.push_with(q.until.map(Value::Int), |p| format!("received_at < {p}"));
+    if let Some((ms, id)) = &q.after {
+        let (ms, id) = (
+            c.arg(Value::Int(*ms)),
+            c.arg(Value::Text(super::text::clean(id).into_owned())),
+        );
+        c.push(format!(
+            "(received_at < {ms} OR (received_at = {ms} AND id < {id}))"
+        ));
+    }
+    c.push_with(text(&q.product), |p| format!("product = {p}"));
+    c.push_with(text(&q.version), |p| format!("version = {p}"));
+    let term = |kind: &str, test: &str| {
+        format!(
+            "id IN (SELECT ct.crash_id FROM crash_terms ct \
+             JOIN search_terms st ON st.id = ct.term_id \
+             WHERE st.kind = '{kind}' AND {test})"
+        )
+    };
+    c.push_with(text(&q.module), |p| {
+        term("module", &format!("st.term = {p}"))
+    });
+    let function = clean_opt(q.function.as_deref()).map(|f| super::search::contains_pattern(&f));
+    c.push_with(function.map(Value::Text), |p| {
+        term("function", &format!("lower(st.term) LIKE {p} ESCAPE '\\'"))
+    });
+    c.push_with(text(&q.kind), |p| {
+        term("analysis", &format!("st.term = {p}"))
+    });
+    c
 }
 
 /// Number of crashes per status (for `/metrics`).

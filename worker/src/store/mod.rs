@@ -11,6 +11,7 @@
 pub mod binaries;
 pub mod blobs;
 pub mod breakpad_used;
+pub mod conditions;
 pub mod crashes;
 pub mod dashboard;
 mod db;

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::conditions::{Conditions, Value};
 use super::{now_ms, Db, StoreError};
 
 /// Which crashes a run reprocesses. Every set field must match; `all` must be set when
@@ -71,29 +72,37 @@ impl Filter {
     }
 }
 
-/// `WHERE` clause of the matching crashes not yet queued by run `$1`; binds `$2`..`$8`.
-const MATCHING: &str = "status IN ('done', 'failed') \
-    AND (reprocess_run IS NULL OR reprocess_run <> $1) \
-    AND ($2 IS NULL OR signature = $2) \
-    AND ($3 IS NULL OR received_at >= $3) AND ($4 IS NULL OR received_at < $4) \
-    AND ($5 IS NULL OR id IN (SELECT crash_id FROM missing_modules WHERE build_id = $5) \
-         OR report LIKE $6) \
-    AND (NOT $7 OR id IN (SELECT crash_id FROM missing_modules)) \
-    AND ($8 IS NULL OR status = $8)";
-
-macro_rules! bind_filter {
-    ($q:expr, $run:expr, $f:expr) => {{
-        let build_id = $f.build_id.as_ref().map(|b| b.to_ascii_lowercase());
-        let like = build_id.as_ref().map(|b| format!("%\"{b}\"%"));
-        $q.bind($run.to_string())
-            .bind($crate::store::text::clean_opt($f.signature.as_deref()))
-            .bind($f.since)
-            .bind($f.until)
-            .bind(build_id)
-            .bind(like)
-            .bind($f.missing_only)
-            .bind($f.status.clone())
-    }};
+/// The matching crashes not yet queued by run `run`: only the filters `filter` sets, so
+/// that each database plans with the index of the one given ([`super::conditions`]).
+fn matching(run: &str, filter: &Filter) -> Conditions {
+    let mut c = Conditions::new();
+    c.push("status IN ('done', 'failed')");
+    let run = c.arg(Value::Text(run.to_string()));
+    c.push(format!("(reprocess_run IS NULL OR reprocess_run <> {run})"));
+    let signature = super::text::clean_opt(filter.signature.as_deref()).map(Value::Text);
+    c.push_with(signature, |p| format!("signature = {p}"));
+    c.push_with(filter.since.map(Value::Int), |p| {
+        format!("received_at >= {p}")
+    });
+    c.push_with(filter.until.map(Value::Int), |p| {
+        format!("received_at < {p}")
+    });
+    if let Some(b) = &filter.build_id {
+        let b = b.to_ascii_lowercase();
+        let like = c.arg(Value::Text(format!("%\"{b}\"%")));
+        let b = c.arg(Value::Text(b));
+        c.push(format!(
+            "(id IN (SELECT crash_id FROM missing_modules WHERE build_id = {b}) \
+             OR report LIKE {like})"
+        ));
+    }
+    if filter.missing_only {
+        c.push("id IN (SELECT crash_id FROM missing_modules)");
+    }
+    c.push_with(filter.status.clone().map(Value::Text), |p| {
+        format!("status = {p}")
+    });
+    c
 }
 
 /// A run: its id and whether it resumes one that was interrupted.
@@ -130,9 +139,10 @@ pub async fn finish_run(db: &Db, run: &str) -> Result<(), StoreError> {
 
 /// How many matching crashes run `run` has not queued yet.
 pub async fn count_remaining(db: &Db, run: &str, filter: &Filter) -> Result<i64, StoreError> {
-    let sql = format!("SELECT COUNT(*) FROM crashes WHERE {MATCHING}");
-    let (n,): (i64,) = crate::on_pool!(db, p => bind_filter!(
-        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), run, filter)
+    let c = matching(run, filter);
+    let sql = format!("SELECT COUNT(*) FROM crashes{}", c.where_clause());
+    let (n,): (i64,) = crate::on_pool!(db, p => crate::bind_values!(
+        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), c.values())
         .fetch_one(p).await)?;
     Ok(n)
 }
@@ -147,17 +157,22 @@ pub async fn enqueue_batch(
     limit: i64,
 ) -> Result<(u64, Option<String>), StoreError> {
     let requeued = super::crashes::REQUEUED;
+    let mut c = matching(run, filter);
+    c.push_with(after.map(|a| Value::Text(a.to_string())), |p| {
+        format!("id > {p}")
+    });
+    // the run's id is the first value: `$1` also names it in the SET list
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, previous_signature = signature, \
          previous_function_frames = function_frames, reprocess_run = $1, \
          priority = {requeued} \
-         WHERE id IN (SELECT id FROM crashes WHERE {MATCHING} AND ($9 IS NULL OR id > $9) \
-         ORDER BY id LIMIT $10) RETURNING id"
+         WHERE id IN (SELECT id FROM crashes{} ORDER BY id LIMIT ${}) RETURNING id",
+        c.where_clause(),
+        c.values().len() + 1
     );
-    let ids: Vec<(String,)> = crate::on_pool!(db, p => bind_filter!(
-        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), run, filter)
-        .bind(after.map(str::to_string))
+    let ids: Vec<(String,)> = crate::on_pool!(db, p => crate::bind_values!(
+        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), c.values())
         .bind(limit.max(1))
         .fetch_all(p).await)?;
     let last = ids.iter().map(|(id,)| id).max().cloned();
