@@ -335,22 +335,31 @@ fn list_conditions(q: &ListQuery) -> super::conditions::Conditions {
     }
     c.push_with(text(&q.product), |p| format!("product = {p}"));
     c.push_with(text(&q.version), |p| format!("version = {p}"));
-    let term = |kind: &str, test: &str| {
+    // A search term's crashes, written `(p IS NULL OR id IN …)` although p is set: so
+    // written, both databases walk the newest-first index and test each crash, which is
+    // fast for a term most crashes have (libc, a common function); planned from the term's
+    // side, a module in every crash materialized and sorted all of them (0.59 s over
+    // 100,000 crashes, against 46 ms). A rare term is the slow case either way (issue 40).
+    let term = |p: &str, kind: &str, test: &str| {
         format!(
-            "id IN (SELECT ct.crash_id FROM crash_terms ct \
+            "({p} IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
              JOIN search_terms st ON st.id = ct.term_id \
-             WHERE st.kind = '{kind}' AND {test})"
+             WHERE st.kind = '{kind}' AND {test}))"
         )
     };
     c.push_with(text(&q.module), |p| {
-        term("module", &format!("st.term = {p}"))
+        term(p, "module", &format!("st.term = {p}"))
     });
     let function = clean_opt(q.function.as_deref()).map(|f| super::search::contains_pattern(&f));
     c.push_with(function.map(Value::Text), |p| {
-        term("function", &format!("lower(st.term) LIKE {p} ESCAPE '\\'"))
+        term(
+            p,
+            "function",
+            &format!("lower(st.term) LIKE {p} ESCAPE '\\'"),
+        )
     });
     c.push_with(text(&q.kind), |p| {
-        term("analysis", &format!("st.term = {p}"))
+        term(p, "analysis", &format!("st.term = {p}"))
     });
     c
 }
