@@ -1,13 +1,13 @@
 //! The job runner: leases crashes from the queue, processes each into a report, and
 //! records the outcome.
 //!
-//! A worker loop ([`Runner::run`]) sweeps leases that expired after their last attempt,
-//! leases a batch of jobs in one statement, hands each to [`process::process_job`], and
-//! stores the batch's results in one transaction: the queue and the store cost a few
-//! statements per batch, not per job ([`steps`] measures each step). Engine work runs on
-//! a blocking thread under a time limit and `catch_unwind`, so a panicking or endless job
-//! fails that job only. Store errors are transient: the job goes back to the queue until
-//! its attempts run out.
+//! A worker loop ([`Runner::run`]) sweeps leases that expired after their last attempt
+//! and leases a batch of jobs in one transaction ([`crashes::claim_batch`]), hands each
+//! to [`process::process_job`], and stores the batch's results in one transaction: the
+//! queue and the store cost a few statements per batch, not per job ([`steps`] measures
+//! each step). Engine work runs on a blocking thread under a time limit and
+//! `catch_unwind`, so a panicking or endless job fails that job only. Store errors are
+//! transient: the job goes back to the queue until its attempts run out.
 
 pub mod fetch;
 pub mod new_file;
@@ -237,16 +237,20 @@ impl Runner {
         Ok(true)
     }
 
-    /// Fails the jobs whose attempts ran out, then leases a batch.
+    /// Fails the jobs whose attempts ran out, then leases a batch (one transaction).
     async fn claim(&self, name: &str, lease_ms: i64) -> Result<Vec<crashes::Lease>, StoreError> {
-        let now = now_ms();
-        let max_attempts = self.config.max_attempts;
-        let exhausted = crashes::fail_exhausted(&self.db, now, max_attempts).await?;
+        let claim = crashes::Claim {
+            worker: name,
+            now: now_ms(),
+            lease_ms,
+            max_attempts: self.config.max_attempts,
+            n: self.config.batch,
+        };
+        let (exhausted, leases) = crashes::claim_batch(&self.db, &claim).await?;
         if exhausted > 0 {
             self.metrics.failed.fetch_add(exhausted, Ordering::Relaxed);
         }
-        let batch = self.config.batch;
-        crashes::lease_batch(&self.db, name, now, lease_ms, max_attempts, batch).await
+        Ok(leases)
     }
 
     /// Processes a batch of leased jobs in turn, each under the time limit (the whole
