@@ -172,10 +172,16 @@ pub struct Runner {
 impl Runner {
     /// Runs one worker loop until `shutdown` turns true. `name` identifies the lease holder
     /// and must be unique across every process sharing the queue.
+    ///
+    /// A batch's results are stored while the worker processes the next batch (one store
+    /// in flight at a time, awaited before the next one starts and before the loop ends):
+    /// the store's commit — a sync of SQLite's log, a round trip to PostgreSQL — is off
+    /// the path from one job to the next.
     pub async fn run(self, name: String, mut shutdown: watch::Receiver<bool>) {
         info!(worker = %name, "worker started");
+        let mut storing: Option<tokio::task::JoinHandle<()>> = None;
         while !*shutdown.borrow() {
-            match self.step(&name).await {
+            match self.step(&name, &mut storing).await {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => warn!(worker = %name, error = %e, "queue error; retrying"),
@@ -186,29 +192,58 @@ impl Runner {
                 _ = shutdown.changed() => {}
             }
         }
+        stored(storing.take(), &name).await;
         info!(worker = %name, "worker stopped");
     }
 
-    /// Leases a batch of jobs, processes them one after the other and stores their
-    /// results together. Returns whether there was a job.
-    pub async fn step(&self, name: &str) -> Result<bool, StoreError> {
+    /// Leases a batch of jobs and processes them one after the other; then waits for the
+    /// previous batch's store (`storing`) and starts storing this one's results together
+    /// in its place. Returns whether there was a job.
+    async fn step(
+        &self,
+        name: &str,
+        storing: &mut Option<tokio::task::JoinHandle<()>>,
+    ) -> Result<bool, StoreError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
         let steps = &self.metrics.steps;
         let leases = steps.timed(Step::Claim, self.claim(name, lease_ms)).await?;
         if leases.is_empty() {
+            // nothing to do: the last results are stored before the worker idles
+            stored(storing.take(), name).await;
             return Ok(false);
         }
         let ended = self.process_with_renewal(&leases, name, lease_ms).await;
+        stored(storing.take(), name).await;
+        let runner = self.clone();
+        let worker = name.to_string();
+        *storing = Some(tokio::spawn(async move {
+            if let Err(e) = runner.store(&worker, &leases, &ended).await {
+                // the jobs stay leased: another attempt takes them once the leases expire
+                warn!(worker = %worker, error = %e, "could not store a batch's results");
+            }
+        }));
+        Ok(true)
+    }
+
+    /// Stores a processed batch's results in one transaction and counts them.
+    async fn store(
+        &self,
+        name: &str,
+        leases: &[crashes::Lease],
+        ended: &[(crashes::Outcome, Duration)],
+    ) -> Result<(), StoreError> {
         let finished: Vec<crashes::Finished<'_>> = leases
             .iter()
-            .zip(&ended)
+            .zip(ended)
             .map(|(lease, (outcome, took))| crashes::Finished {
                 lease,
                 outcome,
                 processing_ms: Some(i64::try_from(took.as_millis()).unwrap_or(i64::MAX)),
             })
             .collect();
-        let kept = steps
+        let kept = self
+            .metrics
+            .steps
             .timed(
                 Step::Store,
                 crashes::finish_batch(
@@ -220,7 +255,7 @@ impl Runner {
                 ),
             )
             .await?;
-        for ((lease, (outcome, took)), kept) in leases.iter().zip(&ended).zip(kept) {
+        for ((lease, (outcome, took)), kept) in leases.iter().zip(ended).zip(kept) {
             if kept {
                 let counter = match outcome {
                     crashes::Outcome::Done(_) => &self.metrics.processed,
@@ -234,7 +269,7 @@ impl Runner {
                 self.metrics.lost_leases.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Fails the jobs whose attempts ran out, then leases a batch (one transaction).
@@ -300,6 +335,15 @@ impl Runner {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Waits for a batch's store, if one is in flight.
+async fn stored(storing: Option<tokio::task::JoinHandle<()>>, worker: &str) {
+    if let Some(task) = storing {
+        if let Err(e) = task.await {
+            warn!(worker = %worker, error = %e, "a batch's store did not finish");
         }
     }
 }
