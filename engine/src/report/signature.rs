@@ -590,7 +590,10 @@ mod tests {
             assert_stack(true, "check_input(int)"),
             assert_stack(false, "check_input(int)"),
             vec![frame(Some("__restore_rt"), Some("libc.so.6"), "0x1"); 50],
-            vec![frame(None, Some(""), "0x1"), frame(Some("main"), Some("prog"), "0x2")],
+            vec![
+                frame(None, Some(""), "0x1"),
+                frame(Some("main"), Some("prog"), "0x2"),
+            ],
             vec![frame(None, None, "0x1"); 3],
             vec![frame(Some("raise"), Some("libc.so.6"), "0x1"); 40],
             vec![],
@@ -612,7 +615,12 @@ mod tests {
                 for a in [None, Some(&abort)] {
                     let whole = rules.explain(Os::Linux, &t, a).signature;
                     let alone = rules.signature_of(Os::Linux, &t, a);
-                    assert_eq!(alone, whole, "shape {i}, frames {n}, analysis {}", a.is_some());
+                    assert_eq!(
+                        alone,
+                        whole,
+                        "shape {i}, frames {n}, analysis {}",
+                        a.is_some()
+                    );
                 }
             }
         }

@@ -157,6 +157,9 @@ impl JobMetrics {
     }
 }
 
+/// A processed batch: its leases, and each job's outcome and the time it took.
+type Processed = (Vec<crashes::Lease>, Vec<(crashes::Outcome, Duration)>);
+
 /// Everything a worker needs; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Runner {
@@ -173,15 +176,16 @@ impl Runner {
     /// Runs one worker loop until `shutdown` turns true. `name` identifies the lease holder
     /// and must be unique across every process sharing the queue.
     ///
-    /// A batch's results are stored while the worker processes the next batch (one store
-    /// in flight at a time, awaited before the next one starts and before the loop ends):
-    /// the store's commit — a sync of SQLite's log, a round trip to PostgreSQL — is off
-    /// the path from one job to the next.
+    /// A batch's results are stored while the worker processes the next batch, which it
+    /// claimed first (so that on SQLite its claim does not wait on its own store): the
+    /// store's commit — a sync of SQLite's log, a round trip to PostgreSQL — is off the
+    /// path from one job to the next. The last results are stored before the worker idles
+    /// or stops.
     pub async fn run(self, name: String, mut shutdown: watch::Receiver<bool>) {
         info!(worker = %name, "worker started");
-        let mut storing: Option<tokio::task::JoinHandle<()>> = None;
+        let mut unstored: Option<Processed> = None;
         while !*shutdown.borrow() {
-            match self.step(&name, &mut storing).await {
+            match self.step(&name, &mut unstored).await {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => warn!(worker = %name, error = %e, "queue error; retrying"),
@@ -192,37 +196,46 @@ impl Runner {
                 _ = shutdown.changed() => {}
             }
         }
-        stored(storing.take(), &name).await;
+        self.store_logged(&name, unstored.take()).await;
         info!(worker = %name, "worker stopped");
     }
 
-    /// Leases a batch of jobs and processes them one after the other; then waits for the
-    /// previous batch's store (`storing`) and starts storing this one's results together
-    /// in its place. Returns whether there was a job.
-    async fn step(
-        &self,
-        name: &str,
-        storing: &mut Option<tokio::task::JoinHandle<()>>,
-    ) -> Result<bool, StoreError> {
+    /// Leases a batch of jobs and processes them one after the other while the previous
+    /// batch's results (`unstored`) are stored; this batch's results are left in
+    /// `unstored`. Returns whether there was a job.
+    async fn step(&self, name: &str, unstored: &mut Option<Processed>) -> Result<bool, StoreError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
         let steps = &self.metrics.steps;
-        let leases = steps.timed(Step::Claim, self.claim(name, lease_ms)).await?;
-        if leases.is_empty() {
-            // nothing to do: the last results are stored before the worker idles
-            stored(storing.take(), name).await;
-            return Ok(false);
-        }
-        let ended = self.process_with_renewal(&leases, name, lease_ms).await;
-        stored(storing.take(), name).await;
-        let runner = self.clone();
-        let worker = name.to_string();
-        *storing = Some(tokio::spawn(async move {
-            if let Err(e) = runner.store(&worker, &leases, &ended).await {
-                // the jobs stay leased: another attempt takes them once the leases expire
-                warn!(worker = %worker, error = %e, "could not store a batch's results");
+        let held: Vec<&str> = unstored
+            .iter()
+            .flat_map(|(leases, _)| leases.iter().map(|l| l.id.as_str()))
+            .collect();
+        let claimed = steps
+            .timed(Step::Claim, self.claim(name, lease_ms, &held))
+            .await;
+        drop(held);
+        let previous = self.store_logged(name, unstored.take());
+        let leases = match claimed {
+            Ok(leases) if !leases.is_empty() => leases,
+            other => {
+                previous.await;
+                return other.map(|_| false);
             }
-        }));
+        };
+        let ((), ended) =
+            tokio::join!(previous, self.process_with_renewal(&leases, name, lease_ms));
+        *unstored = Some((leases, ended));
         Ok(true)
+    }
+
+    /// Stores a batch's results, if any, saying so in the log when that fails: the jobs
+    /// stay leased, and another attempt takes them once their leases expire.
+    async fn store_logged(&self, name: &str, processed: Option<Processed>) {
+        if let Some((leases, ended)) = processed {
+            if let Err(e) = self.store(name, &leases, &ended).await {
+                warn!(worker = %name, error = %e, "could not store a batch's results");
+            }
+        }
     }
 
     /// Stores a processed batch's results in one transaction and counts them.
@@ -273,8 +286,15 @@ impl Runner {
     }
 
     /// Fails the jobs whose attempts ran out, then leases a batch (one transaction).
-    async fn claim(&self, name: &str, lease_ms: i64) -> Result<Vec<crashes::Lease>, StoreError> {
+    /// `skip`: the crashes whose results this worker holds, not yet stored.
+    async fn claim(
+        &self,
+        name: &str,
+        lease_ms: i64,
+        skip: &[&str],
+    ) -> Result<Vec<crashes::Lease>, StoreError> {
         let claim = crashes::Claim {
+            skip,
             worker: name,
             now: now_ms(),
             lease_ms,
@@ -335,15 +355,6 @@ impl Runner {
                     }
                 }
             }
-        }
-    }
-}
-
-/// Waits for a batch's store, if one is in flight.
-async fn stored(storing: Option<tokio::task::JoinHandle<()>>, worker: &str) {
-    if let Some(task) = storing {
-        if let Err(e) = task.await {
-            warn!(worker = %worker, error = %e, "a batch's store did not finish");
         }
     }
 }

@@ -273,7 +273,7 @@ pub async fn by_build_ids(
     let sql = format!(
         "SELECT {COLUMNS} FROM binaries WHERE build_id IN ({}) \
          ORDER BY uploaded_at, sha256",
-        json_list(db)
+        db.json_strings("$1")
     );
     let rows: Vec<BinaryRow> = crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(
         sqlx::AssertSqlSafe(sql.as_str()))
@@ -286,15 +286,6 @@ pub async fn by_build_ids(
         }
     }
     Ok(files)
-}
-
-/// The strings of a JSON array bound as `$1`, as a subquery (one parameter for a list of
-/// any length).
-fn json_list(db: &Db) -> &'static str {
-    match db.backend() {
-        super::Backend::Sqlite(_) => "SELECT value FROM json_each($1)",
-        super::Backend::Postgres(_) => "SELECT json_array_elements_text(CAST($1 AS json))",
-    }
 }
 
 /// Which of `build_ids` have an uploaded file, in one query whatever their number (a crash
@@ -310,7 +301,7 @@ pub async fn uploaded_build_ids(
     let list = serde_json::to_string(build_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let sql = format!(
         "SELECT DISTINCT build_id FROM binaries WHERE build_id IN ({})",
-        json_list(db)
+        db.json_strings("$1")
     );
     let rows: Vec<(String,)> = crate::on_pool!(db, p => sqlx::query_as(
         sqlx::AssertSqlSafe(sql.as_str()))

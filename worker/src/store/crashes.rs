@@ -375,6 +375,7 @@ pub async fn lease_batch(
         lease_ms,
         max_attempts,
         n,
+        skip: &[],
     };
     Ok(claim_in(db, &claim, false).await?.1)
 }
@@ -388,6 +389,10 @@ pub struct Claim<'a> {
     pub lease_ms: i64,
     pub max_attempts: i32,
     pub n: usize,
+    /// Crashes not to lease: those whose results the worker holds, not yet stored. A
+    /// requeue resets a crash's attempts, so leasing such a crash again would give the
+    /// worker a lease equal to the one its held result finishes under.
+    pub skip: &'a [&'a str],
 }
 
 /// A worker's claim in one transaction (one commit, one sync of SQLite's log, for the
@@ -409,9 +414,12 @@ async fn claim_in(
     // The claim is one statement on both databases. PostgreSQL: concurrent workers skip
     // rows another transaction has locked instead of waiting on them. SQLite: a single
     // writer, so the UPDATE with its subquery is atomic already.
-    let pick = "SELECT id FROM crashes WHERE status = 'pending' \
-                OR (status = 'processing' AND lease_until < $3 AND attempts < $4) \
-                ORDER BY priority, received_at, id LIMIT $5";
+    let pick = format!(
+        "SELECT id FROM crashes WHERE (status = 'pending' \
+         OR (status = 'processing' AND lease_until < $3 AND attempts < $4)) \
+         AND id NOT IN ({}) ORDER BY priority, received_at, id LIMIT $5",
+        db.json_strings("$6")
+    );
     let lock = match db.backend() {
         Backend::Postgres(_) => " FOR UPDATE SKIP LOCKED",
         Backend::Sqlite(_) => "",
@@ -432,6 +440,7 @@ async fn claim_in(
     }
     let until = claim.now.saturating_add(claim.lease_ms);
     let n = i64::try_from(claim.n.max(1)).unwrap_or(1);
+    let skip = serde_json::to_string(claim.skip).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let (exhausted, mut claimed) = crate::in_transaction!(db, tx => {
         let exhausted = if sweep {
             sqlx::query(FAIL_EXHAUSTED_SQL)
@@ -442,6 +451,7 @@ async fn claim_in(
         };
         let claimed: Vec<Claimed> = sqlx::query_as::<_, Claimed>(sqlx::AssertSqlSafe(sql.as_str()))
             .bind(until).bind(claim.worker).bind(claim.now).bind(claim.max_attempts).bind(n)
+            .bind(&skip)
             .fetch_all(&mut *tx).await?;
         let ids: Vec<&str> = claimed.iter().map(|c| c.lease.id.as_str()).collect();
         for table in ["missing_modules", "breakpad_modules"] {
