@@ -130,6 +130,25 @@ for backend in "${BACKENDS[@]}"; do
     done
     t1="$(date +%s.%N)"
     done_n="$(jobs_in done)"; failed_n="$(jobs_in failed)"
+    # Where the workers' time went: each step's total and mean, from /metrics.
+    curl -sf "$BASE/metrics" | awk -v backend="$backend" '
+        /^postmortem_job_step_seconds_(sum|count)/ {
+            match($0, /step="[a-z]+"/); step = substr($0, RSTART + 6, RLENGTH - 7)
+            if ($0 ~ /_sum/) sum[step] = $2; else count[step] = $2
+        }
+        END {
+            n = split("claim read tables engine serialize store", order, " ")
+            line = backend ": step seconds total / mean ms:"
+            for (i = 1; i <= n; i++) {
+                s = order[i]
+                if (count[s] > 0) line = line sprintf(" %s %.2f / %.3f", s, sum[s], 1000 * sum[s] / count[s])
+            }
+            print line " (claim and store per batch)"
+            job = 0
+            split("read tables engine serialize", own, " ")
+            for (i = 1; i <= 4; i++) if (count[own[i]] > 0) job += sum[own[i]] / count[own[i]]
+            print 1000 * job > "/dev/stderr"
+        }' 2>"$WORK/job_ms.txt"
     # Per-crash processing time, from every stored crash (keyset pages of 1000).
     : >"$WORK/ms.txt"; cursor=""
     while :; do
@@ -139,14 +158,18 @@ for backend in "${BACKENDS[@]}"; do
         [ -n "$cursor" ] || break
     done
     stop_server
-    python3 - "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" "$done_n" "$failed_n" "$WORK/ms.txt" <<'EOF'
+    python3 - "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" "$done_n" "$failed_n" "$WORK/ms.txt" "$(cat "$WORK/job_ms.txt")" "$WORKERS" <<'EOF'
 import sys
-backend, rps, p50, p99, codes, pending, t0, t1, done, failed, msf = sys.argv[1:]
+backend, rps, p50, p99, codes, pending, t0, t1, done, failed, msf, job_ms, workers = sys.argv[1:]
 ms = sorted(int(x) for x in open(msf).read().split() if x != "null")
 pct = lambda q: ms[min(len(ms) - 1, int(q * len(ms)))]
 drain = float(t1) - float(t0)
 print(f"{backend}: ingest {float(rps):.0f} req/s, latency p50 {float(p50)*1000:.1f} ms, p99 {float(p99)*1000:.1f} ms ({codes.strip()}; {pending} queued)")
-print(f"{backend}: processing {int(pending)/drain:.0f} crashes/s ({pending} in {drain:.1f} s incl. start-up; {done} done, {failed} failed), per crash p50 {pct(0.5)} ms, p99 {pct(0.99)} ms")
+rate = int(pending) / drain
+print(f"{backend}: processing {rate:.0f} crashes/s ({pending} in {drain:.1f} s incl. start-up; {done} done, {failed} failed), per crash p50 {pct(0.5)} ms, p99 {pct(0.99)} ms")
+# processing_ms is whole milliseconds: the job's own mean, from the step histograms
+# (read + tables + engine + serialize), gives the share of the workers' time spent in jobs
+print(f"{backend}: per crash mean {float(job_ms):.2f} ms (steps); crashes/s x p50 / workers = {rate * pct(0.5) / 1000 / int(workers):.2f}, x mean / workers = {rate * float(job_ms) / 1000 / int(workers):.2f}")
 EOF
     if [ -n "$PG_DB" ]; then
         psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null

@@ -857,3 +857,101 @@ both!(
     idempotent_uploads_postgres,
     idempotent_uploads
 );
+
+/// A worker's claim, one transaction: the job whose attempts ran out is failed, a batch is
+/// leased (not the crash the worker was told to skip), and what the leased crashes missed
+/// or took from a `.sym` file alone last time is forgotten (their processing records it
+/// again), while another crash's entries stay.
+async fn claim_batch_sweeps_leases_and_clears(db: &Db) {
+    for (i, id) in ["c1", "c2", "c3", "c4"].iter().enumerate() {
+        crashes::insert(db, &crash(id, 1000 + i as i64))
+            .await
+            .unwrap();
+    }
+    // c1: leased by a worker that died, on its last attempt
+    let dead = crashes::lease(db, "dead", 2000, 100, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(dead.id, "c1");
+    for id in ["c2", "c3", "c4"] {
+        missing::record(db, "beef", id, "libbeef.so").await.unwrap();
+        breakpad_used::record(db, "cafe", None, id).await.unwrap();
+    }
+    let claim = crashes::Claim {
+        worker: "w",
+        now: 5000,
+        lease_ms: 60_000,
+        max_attempts: 1,
+        n: 2,
+        // c2: a crash whose result the worker holds, not yet stored
+        skip: &["c2"],
+    };
+    let (exhausted, leases) = crashes::claim_batch(db, &claim).await.unwrap();
+    assert_eq!(exhausted, 1);
+    assert_eq!(
+        crashes::get(db, "c1").await.unwrap().unwrap().status,
+        "failed"
+    );
+    let ids: Vec<&str> = leases.iter().map(|l| l.id.as_str()).collect();
+    assert_eq!(ids, ["c3", "c4"]);
+    let left = missing::list(db, 10).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].crash_count, 1, "c2's entry only");
+    let sql = "SELECT crash_id FROM breakpad_modules ORDER BY crash_id";
+    let used: Vec<String> = match db.backend() {
+        worker::store::Backend::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+        worker::store::Backend::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+    }
+    .unwrap();
+    assert_eq!(used, ["c2"]);
+}
+both!(
+    claim_batch_sweeps_leases_and_clears_sqlite,
+    claim_batch_sweeps_leases_and_clears_postgres,
+    claim_batch_sweeps_leases_and_clears
+);
+
+/// The uploads of many build-ids in one query: each build-id's files as `by_build_id`
+/// lists them (oldest first), an empty list for a build-id nobody uploaded.
+async fn uploads_of_many_build_ids(db: &Db) {
+    let row = |sha: &str, build_id: &str, at: i64| BinaryRow {
+        sha256: sha.repeat(32),
+        build_id: build_id.into(),
+        arch: Some("x86_64".into()),
+        kind: "executable".into(),
+        file_name: Some(format!("f{at}")),
+        size: 5,
+        sections: "eh_frame".into(),
+        uploaded_at: at,
+        debug_id: None,
+        format: "elf".into(),
+        source: None,
+        code_id: None,
+        code_file: None,
+    };
+    for r in [
+        row("03", "aa", 3),
+        row("01", "aa", 1),
+        row("02", "bb", 2),
+        row("04", "cc", 4),
+    ] {
+        binaries::insert(db, &r).await.unwrap();
+    }
+    let got = binaries::by_build_ids(db, &["aa", "bb", "dd"])
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 3);
+    for id in ["aa", "bb"] {
+        assert_eq!(got[id], binaries::by_build_id(db, id).await.unwrap());
+    }
+    let names: Vec<_> = got["aa"].iter().map(|r| r.uploaded_at).collect();
+    assert_eq!(names, [1, 3]);
+    assert!(got["dd"].is_empty());
+    assert!(binaries::by_build_ids(db, &[]).await.unwrap().is_empty());
+}
+both!(
+    uploads_of_many_build_ids_sqlite,
+    uploads_of_many_build_ids_postgres,
+    uploads_of_many_build_ids
+);

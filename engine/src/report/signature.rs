@@ -121,11 +121,25 @@ impl SignatureRules {
         thread: &Thread,
         analysis: Option<&Analysis>,
     ) -> Option<Signature> {
-        self.explain(os, thread, analysis).signature
+        self.judged(os, thread, analysis, false).signature
     }
 
     /// The signature, and the verdict of every frame.
     pub fn explain(&self, os: Os, thread: &Thread, analysis: Option<&Analysis>) -> Explanation {
+        self.judged(os, thread, analysis, true)
+    }
+
+    /// The signature, and the verdicts of the frames: of every frame (`whole`, with its
+    /// text), else only of those up to the signature's last significant frame, past which
+    /// no frame changes the signature (a crash 8,192 frames deep is judged a few frames
+    /// down, not to its bottom).
+    fn judged(
+        &self,
+        os: Os,
+        thread: &Thread,
+        analysis: Option<&Analysis>,
+        whole: bool,
+    ) -> Explanation {
         let kind = analysis.map(|a| a.kind);
         let start = self.start(os, thread, analysis);
         let aside_system = kind.and_then(|k| {
@@ -134,27 +148,26 @@ impl SignatureRules {
                 .find(|g| g.matches(os, k.as_str()))
         });
         let mut walk = Walk::default();
-        let frames = thread
-            .frames
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let (verdict, text, why) = match &start {
-                    Some((at, why)) if i < *at => (Verdict::Aside, String::new(), why.clone()),
-                    _ => self.judge(os, f, kind, aside_system, &mut walk),
-                };
-                if !text.is_empty() {
-                    walk.parts.push((i, text.clone()));
-                }
-                FrameVerdict {
-                    index: i,
-                    frame: frame_text(f),
-                    text,
-                    verdict,
-                    why,
-                }
-            })
-            .collect::<Vec<_>>();
+        let mut frames = Vec::with_capacity(if whole { thread.frames.len() } else { 0 });
+        for (i, f) in thread.frames.iter().enumerate() {
+            if !whole && walk.significant >= self.frames {
+                break;
+            }
+            let (verdict, text, why) = match &start {
+                Some((at, why)) if i < *at => (Verdict::Aside, String::new(), why.clone()),
+                _ => self.judge(os, f, kind, aside_system, &mut walk),
+            };
+            if !text.is_empty() {
+                walk.parts.push((i, text.clone()));
+            }
+            frames.push(FrameVerdict {
+                index: i,
+                frame: if whole { frame_text(f) } else { String::new() },
+                text,
+                verdict,
+                why,
+            });
+        }
         let kind_prefix = kind.and_then(|k| {
             let g = self
                 .prefix_kind
@@ -162,18 +175,17 @@ impl SignatureRules {
                 .find(|g| g.matches(os, k.as_str()))?;
             Some((k, g.cite("prefix-kind")))
         });
-        let mut frames = frames;
         let mut parts = walk.parts;
-        if parts.is_empty() {
+        if let (true, Some(innermost)) = (parts.is_empty(), thread.frames.first()) {
             // nothing kept: the innermost frame stands for the crash (a crash inside abort
             // itself still needs a group)
+            let text = frame_text_stable(innermost);
             if let Some(first) = frames.first_mut() {
-                let text = frame_text_stable(&thread.frames[0]);
                 first.verdict = Verdict::Significant;
                 first.why = format!("nothing else was kept, so the innermost frame stands for the crash; before: {}", first.why);
                 first.text = text.clone();
-                parts.push((0, text));
             }
+            parts.push((0, text));
         }
         let signature = (!parts.is_empty()).then(|| Signature {
             text: kind_prefix
@@ -563,6 +575,55 @@ mod tests {
             frame(Some("main"), Some("prog"), "0x1180"),
             libc("__libc_start_call_main", "0x27249"),
         ]
+    }
+
+    /// The signature alone (judged down to the last significant frame only) is the
+    /// signature of the whole explanation, whatever the stack's shape: deep, all set
+    /// aside, nameless, system frames only, and with more frames asked for.
+    #[test]
+    fn the_signature_alone_is_the_explained_signature() {
+        let deep: Vec<Frame> = (0..3000)
+            .map(|i| frame(Some(&format!("f{}", i % 7)), Some("prog"), "0x10"))
+            .collect();
+        let mut shapes = vec![
+            deep,
+            assert_stack(true, "check_input(int)"),
+            assert_stack(false, "check_input(int)"),
+            vec![frame(Some("__restore_rt"), Some("libc.so.6"), "0x1"); 50],
+            vec![
+                frame(None, Some(""), "0x1"),
+                frame(Some("main"), Some("prog"), "0x2"),
+            ],
+            vec![frame(None, None, "0x1"); 3],
+            vec![frame(Some("raise"), Some("libc.so.6"), "0x1"); 40],
+            vec![],
+        ];
+        shapes.push(
+            std::iter::repeat_with(|| frame(Some("f"), Some("libc.so.6"), "0x1"))
+                .take(5)
+                .chain(std::iter::once(frame(Some("main"), Some("prog"), "0x2")))
+                .collect(),
+        );
+        let abort = analysis(AnalysisKind::Abort, &[]);
+        for n in [0, 1, 3, 40] {
+            let rules = SignatureRules {
+                frames: n,
+                ..SignatureRules::default()
+            };
+            for (i, frames) in shapes.iter().enumerate() {
+                let t = thread(frames.clone());
+                for a in [None, Some(&abort)] {
+                    let whole = rules.explain(Os::Linux, &t, a).signature;
+                    let alone = rules.signature_of(Os::Linux, &t, a);
+                    assert_eq!(
+                        alone,
+                        whole,
+                        "shape {i}, frames {n}, analysis {}",
+                        a.is_some()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! The job runner: leases crashes from the queue, processes each into a report, and
 //! records the outcome.
 //!
-//! A worker loop ([`Runner::run`]) sweeps leases that expired after their last attempt,
-//! leases a batch of jobs in one statement, hands each to [`process::process_job`], and
-//! stores the batch's results in one transaction: the queue and the store cost a few
-//! statements per batch, not per job ([`steps`] measures each step). Engine work runs on
-//! a blocking thread under a time limit and `catch_unwind`, so a panicking or endless job
-//! fails that job only. Store errors are transient: the job goes back to the queue until
-//! its attempts run out.
+//! A worker loop ([`Runner::run`]) sweeps leases that expired after their last attempt
+//! and leases a batch of jobs in one transaction ([`crashes::claim_batch`]), hands each
+//! to [`process::process_job`], and stores the batch's results in one transaction: the
+//! queue and the store cost a few statements per batch, not per job ([`steps`] measures
+//! each step). Engine work runs on a blocking thread under a time limit and
+//! `catch_unwind`, so a panicking or endless job fails that job only. Store errors are
+//! transient: the job goes back to the queue until its attempts run out.
 
 pub mod fetch;
 pub mod new_file;
@@ -157,6 +157,9 @@ impl JobMetrics {
     }
 }
 
+/// A processed batch: its leases, and each job's outcome and the time it took.
+type Processed = (Vec<crashes::Lease>, Vec<(crashes::Outcome, Duration)>);
+
 /// Everything a worker needs; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Runner {
@@ -172,10 +175,17 @@ pub struct Runner {
 impl Runner {
     /// Runs one worker loop until `shutdown` turns true. `name` identifies the lease holder
     /// and must be unique across every process sharing the queue.
+    ///
+    /// A batch's results are stored while the worker processes the next batch, which it
+    /// claimed first (so that on SQLite its claim does not wait on its own store): the
+    /// store's commit — a sync of SQLite's log, a round trip to PostgreSQL — is off the
+    /// path from one job to the next. The last results are stored before the worker idles
+    /// or stops.
     pub async fn run(self, name: String, mut shutdown: watch::Receiver<bool>) {
         info!(worker = %name, "worker started");
+        let mut unstored: Option<Processed> = None;
         while !*shutdown.borrow() {
-            match self.step(&name).await {
+            match self.step(&name, &mut unstored).await {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => warn!(worker = %name, error = %e, "queue error; retrying"),
@@ -186,29 +196,67 @@ impl Runner {
                 _ = shutdown.changed() => {}
             }
         }
+        self.store_logged(&name, unstored.take()).await;
         info!(worker = %name, "worker stopped");
     }
 
-    /// Leases a batch of jobs, processes them one after the other and stores their
-    /// results together. Returns whether there was a job.
-    pub async fn step(&self, name: &str) -> Result<bool, StoreError> {
+    /// Leases a batch of jobs and processes them one after the other while the previous
+    /// batch's results (`unstored`) are stored; this batch's results are left in
+    /// `unstored`. Returns whether there was a job.
+    async fn step(&self, name: &str, unstored: &mut Option<Processed>) -> Result<bool, StoreError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
         let steps = &self.metrics.steps;
-        let leases = steps.timed(Step::Claim, self.claim(name, lease_ms)).await?;
-        if leases.is_empty() {
-            return Ok(false);
+        let held: Vec<&str> = unstored
+            .iter()
+            .flat_map(|(leases, _)| leases.iter().map(|l| l.id.as_str()))
+            .collect();
+        let claimed = steps
+            .timed(Step::Claim, self.claim(name, lease_ms, &held))
+            .await;
+        drop(held);
+        let previous = self.store_logged(name, unstored.take());
+        let leases = match claimed {
+            Ok(leases) if !leases.is_empty() => leases,
+            other => {
+                previous.await;
+                return other.map(|_| false);
+            }
+        };
+        let ((), ended) =
+            tokio::join!(previous, self.process_with_renewal(&leases, name, lease_ms));
+        *unstored = Some((leases, ended));
+        Ok(true)
+    }
+
+    /// Stores a batch's results, if any, saying so in the log when that fails: the jobs
+    /// stay leased, and another attempt takes them once their leases expire.
+    async fn store_logged(&self, name: &str, processed: Option<Processed>) {
+        if let Some((leases, ended)) = processed {
+            if let Err(e) = self.store(name, &leases, &ended).await {
+                warn!(worker = %name, error = %e, "could not store a batch's results");
+            }
         }
-        let ended = self.process_with_renewal(&leases, name, lease_ms).await;
+    }
+
+    /// Stores a processed batch's results in one transaction and counts them.
+    async fn store(
+        &self,
+        name: &str,
+        leases: &[crashes::Lease],
+        ended: &[(crashes::Outcome, Duration)],
+    ) -> Result<(), StoreError> {
         let finished: Vec<crashes::Finished<'_>> = leases
             .iter()
-            .zip(&ended)
+            .zip(ended)
             .map(|(lease, (outcome, took))| crashes::Finished {
                 lease,
                 outcome,
                 processing_ms: Some(i64::try_from(took.as_millis()).unwrap_or(i64::MAX)),
             })
             .collect();
-        let kept = steps
+        let kept = self
+            .metrics
+            .steps
             .timed(
                 Step::Store,
                 crashes::finish_batch(
@@ -220,7 +268,7 @@ impl Runner {
                 ),
             )
             .await?;
-        for ((lease, (outcome, took)), kept) in leases.iter().zip(&ended).zip(kept) {
+        for ((lease, (outcome, took)), kept) in leases.iter().zip(ended).zip(kept) {
             if kept {
                 let counter = match outcome {
                     crashes::Outcome::Done(_) => &self.metrics.processed,
@@ -234,19 +282,30 @@ impl Runner {
                 self.metrics.lost_leases.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Ok(true)
+        Ok(())
     }
 
-    /// Fails the jobs whose attempts ran out, then leases a batch.
-    async fn claim(&self, name: &str, lease_ms: i64) -> Result<Vec<crashes::Lease>, StoreError> {
-        let now = now_ms();
-        let max_attempts = self.config.max_attempts;
-        let exhausted = crashes::fail_exhausted(&self.db, now, max_attempts).await?;
+    /// Fails the jobs whose attempts ran out, then leases a batch (one transaction).
+    /// `skip`: the crashes whose results this worker holds, not yet stored.
+    async fn claim(
+        &self,
+        name: &str,
+        lease_ms: i64,
+        skip: &[&str],
+    ) -> Result<Vec<crashes::Lease>, StoreError> {
+        let claim = crashes::Claim {
+            skip,
+            worker: name,
+            now: now_ms(),
+            lease_ms,
+            max_attempts: self.config.max_attempts,
+            n: self.config.batch,
+        };
+        let (exhausted, leases) = crashes::claim_batch(&self.db, &claim).await?;
         if exhausted > 0 {
             self.metrics.failed.fetch_add(exhausted, Ordering::Relaxed);
         }
-        let batch = self.config.batch;
-        crashes::lease_batch(&self.db, name, now, lease_ms, max_attempts, batch).await
+        Ok(leases)
     }
 
     /// Processes a batch of leased jobs in turn, each under the time limit (the whole

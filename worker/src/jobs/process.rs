@@ -105,10 +105,10 @@ async fn gather_tables(
     arch: engine::dump::Arch,
     until: Option<std::time::Instant>,
 ) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
-    // 2. Their tables, recording the ones nobody uploaded.
-    missing::clear_crash(&runner.db, &lease.id).await?;
-    breakpad_used::clear_crash(&runner.db, &lease.id).await?;
-    let source = Uploaded(runner);
+    // 2. Their tables, recording the ones nobody uploaded (what the crash missed last
+    // time was forgotten when it was leased: `crashes::claim_batch`).
+    let source = Uploaded::of_modules(runner, modules).await?;
+    let fresh = Uploaded::fresh(runner);
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
     let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
     for m in modules {
@@ -126,21 +126,21 @@ async fn gather_tables(
                 asked.extend(fetch::fetch_missing(runner, fetcher, &id, &m.name, until).await?);
                 // looked at again even when this worker fetched nothing: another may have
                 // stored the files while this one waited for its claim
-                located = locate(&source, m, arch).await?;
+                located = locate(&fresh, m, arch).await?;
             }
             // a Windows module without its image or its PDB: the symbol servers'
             if m.pe_code_id().is_some()
                 && located.as_ref().is_none_or(|l| windows_part(l).is_some())
             {
                 let got = fetch::fetch_windows(runner, fetcher, m, until).await?;
-                located = locate(&source, m, arch).await?;
+                located = locate(&fresh, m, arch).await?;
                 asked.extend(got);
             }
             if let (None, Some(rel), Some(debug_id)) =
                 (&located, m.breakpad_sym_path(), debug_id.as_deref())
             {
                 let got = fetch::fetch_sym(runner, fetcher, &rel, debug_id, until).await?;
-                located = locate(&source, m, arch).await?;
+                located = locate(&fresh, m, arch).await?;
                 asked.extend(got);
             }
             if !asked.is_empty() {
@@ -233,7 +233,36 @@ const KINDS: [(TableKind, u32); 3] = [
 /// `postmortem walk` uses too): a build-id's binaries and debug files, the Mach-O binary
 /// a debug-id names, the first `.sym` file uploaded of a debug-id (first upload wins: see
 /// [`binaries::holder_of`]).
-struct Uploaded<'a>(&'a Runner);
+///
+/// `known` holds the files of the dump's build-ids, looked up for all of them at once when
+/// the job began (one query, not one per module); a build-id it does not hold, and every
+/// lookup after a remote source was asked ([`Uploaded::fresh`]), is asked of the database.
+struct Uploaded<'a> {
+    runner: &'a Runner,
+    known: HashMap<String, Vec<binaries::BinaryRow>>,
+}
+
+impl<'a> Uploaded<'a> {
+    /// The uploads of the build-ids of `modules`, looked up at once.
+    async fn of_modules(runner: &'a Runner, modules: &[Module]) -> Result<Self, JobError> {
+        let ids: Vec<String> = modules
+            .iter()
+            .filter(|m| !m.is_vdso())
+            .filter_map(Module::build_id_hex)
+            .collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let known = binaries::by_build_ids(&runner.db, &ids).await?;
+        Ok(Uploaded { runner, known })
+    }
+
+    /// The database as it is now, for the lookups after a fetch stored files.
+    fn fresh(runner: &'a Runner) -> Self {
+        Uploaded {
+            runner,
+            known: HashMap::new(),
+        }
+    }
+}
 
 /// An uploaded file as a source file, named as it was uploaded.
 fn uploaded(row: binaries::BinaryRow) -> SourceFile<binaries::BinaryRow> {
@@ -252,7 +281,10 @@ impl FileSource for Uploaded<'_> {
         _module: &Module,
         build_id: &str,
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
-        let files = binaries::by_build_id(&self.0.db, build_id).await?;
+        let files = match self.known.get(build_id) {
+            Some(known) => known.clone(),
+            None => binaries::by_build_id(&self.runner.db, build_id).await?,
+        };
         Ok(files
             .into_iter()
             .filter(|f| !f.is_breakpad())
@@ -268,12 +300,12 @@ impl FileSource for Uploaded<'_> {
         name: &str,
         code_id: &str,
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
-        let mut files = binaries::by_code_id(&self.0.db, name, code_id).await?;
+        let mut files = binaries::by_code_id(&self.runner.db, name, code_id).await?;
         let pdb_id = module
             .breakpad_debug_id()
             .or_else(|| files.iter().find_map(|f| f.debug_id.clone()));
         if let (false, Some(id)) = (files.is_empty(), pdb_id) {
-            files.extend(first_pdb(&self.0.db, &id).await?);
+            files.extend(first_pdb(&self.runner.db, &id).await?);
         }
         Ok(files.into_iter().map(uploaded).collect())
     }
@@ -285,7 +317,7 @@ impl FileSource for Uploaded<'_> {
         name: &str,
         code_id: &str,
     ) -> Result<Option<SourceFile<binaries::BinaryRow>>, JobError> {
-        Ok(binaries::sym_by_code_id(&self.0.db, name, code_id)
+        Ok(binaries::sym_by_code_id(&self.runner.db, name, code_id)
             .await?
             .map(uploaded))
     }
@@ -295,7 +327,7 @@ impl FileSource for Uploaded<'_> {
         _module: &Module,
         debug_id: &str,
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
-        Ok(first_pdb(&self.0.db, debug_id)
+        Ok(first_pdb(&self.runner.db, debug_id)
             .await?
             .into_iter()
             .map(uploaded)
@@ -303,7 +335,7 @@ impl FileSource for Uploaded<'_> {
     }
 
     async fn build_id_of_debug_id(&self, debug_id: &str) -> Result<Option<String>, JobError> {
-        let rows = binaries::by_debug_id(&self.0.db, debug_id).await?;
+        let rows = binaries::by_debug_id(&self.runner.db, debug_id).await?;
         Ok(rows
             .iter()
             .filter(|f| !f.is_breakpad())
@@ -315,7 +347,7 @@ impl FileSource for Uploaded<'_> {
         _module: &Module,
         debug_id: &str,
     ) -> Result<Option<SourceFile<binaries::BinaryRow>>, JobError> {
-        let rows = binaries::by_debug_id(&self.0.db, debug_id).await?;
+        let rows = binaries::by_debug_id(&self.runner.db, debug_id).await?;
         Ok(rows.into_iter().find(|f| f.is_breakpad()).map(uploaded))
     }
 }

@@ -255,6 +255,39 @@ pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, Stor
     )
 }
 
+/// [`by_build_id`] of every build-id of `build_ids` in one query (a job looks up all of
+/// its dump's modules at once: one round trip, not one per module). Every build-id asked
+/// is a key of the answer, with no files when none was uploaded.
+pub async fn by_build_ids(
+    db: &Db,
+    build_ids: &[&str],
+) -> Result<std::collections::HashMap<String, Vec<BinaryRow>>, StoreError> {
+    let mut files: std::collections::HashMap<String, Vec<BinaryRow>> = build_ids
+        .iter()
+        .map(|id| (id.to_string(), Vec::new()))
+        .collect();
+    if build_ids.is_empty() {
+        return Ok(files);
+    }
+    let list = serde_json::to_string(build_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let sql = format!(
+        "SELECT {COLUMNS} FROM binaries WHERE build_id IN ({}) \
+         ORDER BY uploaded_at, sha256",
+        db.json_strings("$1")
+    );
+    let rows: Vec<BinaryRow> = crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(
+        sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&list)
+        .fetch_all(p)
+        .await)?;
+    for row in rows {
+        if let Some(same) = files.get_mut(&row.build_id) {
+            same.push(row);
+        }
+    }
+    Ok(files)
+}
+
 /// Which of `build_ids` have an uploaded file, in one query whatever their number (a crash
 /// page lists every module of its report: one query per module made a page of a
 /// many-module dump cost thousands).
@@ -266,11 +299,10 @@ pub async fn uploaded_build_ids(
         return Ok(Default::default());
     }
     let list = serde_json::to_string(build_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let ids = match db.backend() {
-        super::Backend::Sqlite(_) => "SELECT value FROM json_each($1)",
-        super::Backend::Postgres(_) => "SELECT json_array_elements_text(CAST($1 AS json))",
-    };
-    let sql = format!("SELECT DISTINCT build_id FROM binaries WHERE build_id IN ({ids})");
+    let sql = format!(
+        "SELECT DISTINCT build_id FROM binaries WHERE build_id IN ({})",
+        db.json_strings("$1")
+    );
     let rows: Vec<(String,)> = crate::on_pool!(db, p => sqlx::query_as(
         sqlx::AssertSqlSafe(sql.as_str()))
         .bind(&list)

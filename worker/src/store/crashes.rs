@@ -387,11 +387,7 @@ pub struct Lease {
 
 /// Fails every job whose lease expired after its last allowed attempt. Returns how many.
 pub async fn fail_exhausted(db: &Db, now: i64, max_attempts: i32) -> Result<u64, StoreError> {
-    let sql = "UPDATE crashes SET status = 'failed', lease_until = NULL, finished_at = $1, \
-               error = 'gave up after ' || CAST(attempts AS TEXT) || \
-               ' attempts: the lease expired each time (the worker died or the job outlived its lease)' \
-               WHERE status = 'processing' AND lease_until < $1 AND attempts >= $2";
-    let n = crate::on_pool!(db, p => sqlx::query(sql)
+    let n = crate::on_pool!(db, p => sqlx::query(FAIL_EXHAUSTED_SQL)
         .bind(now)
         .bind(max_attempts)
         .execute(p)
@@ -399,6 +395,12 @@ pub async fn fail_exhausted(db: &Db, now: i64, max_attempts: i32) -> Result<u64,
         .map(|r| r.rows_affected()))?;
     Ok(n)
 }
+
+/// [`fail_exhausted`]'s statement.
+const FAIL_EXHAUSTED_SQL: &str = "UPDATE crashes SET status = 'failed', lease_until = NULL, \
+    finished_at = $1, error = 'gave up after ' || CAST(attempts AS TEXT) || \
+    ' attempts: the lease expired each time (the worker died or the job outlived its lease)' \
+    WHERE status = 'processing' AND lease_until < $1 AND attempts >= $2";
 
 /// Leases the job that is pending or whose lease expired (with attempts left), for
 /// `lease_ms`, to `worker`: new crashes first (`priority` 0), crashes queued again after
@@ -415,9 +417,8 @@ pub async fn lease(
         .pop())
 }
 
-/// Leases up to `n` jobs at once, in one statement, as [`lease`] leases one: a worker
-/// claims a batch and finishes it with [`finish_batch`], so the queue costs two
-/// statements per batch rather than two per job. Listed in queue order.
+/// Leases up to `n` jobs at once, as [`lease`] leases one: a worker claims a batch and
+/// finishes it with [`finish_batch`]. Listed in queue order. See [`claim_batch`].
 pub async fn lease_batch(
     db: &Db,
     worker: &str,
@@ -426,12 +427,57 @@ pub async fn lease_batch(
     max_attempts: i32,
     n: usize,
 ) -> Result<Vec<Lease>, StoreError> {
+    let claim = Claim {
+        worker,
+        now,
+        lease_ms,
+        max_attempts,
+        n,
+        skip: &[],
+    };
+    Ok(claim_in(db, &claim, false).await?.1)
+}
+
+/// What a worker asks of the queue: up to `n` jobs leased to `worker` at `now` for
+/// `lease_ms`, each with attempts left under `max_attempts`.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    pub worker: &'a str,
+    pub now: i64,
+    pub lease_ms: i64,
+    pub max_attempts: i32,
+    pub n: usize,
+    /// Crashes not to lease: those whose results the worker holds, not yet stored. A
+    /// requeue resets a crash's attempts, so leasing such a crash again would give the
+    /// worker a lease equal to the one its held result finishes under.
+    pub skip: &'a [&'a str],
+}
+
+/// A worker's claim in one transaction (one commit, one sync of SQLite's log, for the
+/// batch): fails the jobs whose attempts ran out ([`fail_exhausted`]), leases up to
+/// `claim.n` jobs ([`lease_batch`]) and forgets what those crashes missed or took from a
+/// `.sym` file alone last time they were processed (`missing_modules`,
+/// `breakpad_modules`: their processing records it again). Returns how many jobs were
+/// failed, and the leases in queue order.
+pub async fn claim_batch(db: &Db, claim: &Claim<'_>) -> Result<(u64, Vec<Lease>), StoreError> {
+    claim_in(db, claim, true).await
+}
+
+/// [`claim_batch`], sweeping the exhausted jobs or not.
+async fn claim_in(
+    db: &Db,
+    claim: &Claim<'_>,
+    sweep: bool,
+) -> Result<(u64, Vec<Lease>), StoreError> {
     // The claim is one statement on both databases. PostgreSQL: concurrent workers skip
     // rows another transaction has locked instead of waiting on them. SQLite: a single
     // writer, so the UPDATE with its subquery is atomic already.
-    let pick = "SELECT id FROM crashes WHERE status = 'pending' \
-                OR (status = 'processing' AND lease_until < $3 AND attempts < $4) \
-                ORDER BY priority, received_at, id LIMIT $5";
+    let pick = format!(
+        "SELECT id FROM crashes WHERE (status = 'pending' \
+         OR (status = 'processing' AND lease_until < $3 AND attempts < $4)) \
+         AND id NOT IN ({}) ORDER BY priority, received_at, id LIMIT $5",
+        db.json_strings("$6")
+    );
     let lock = match db.backend() {
         Backend::Postgres(_) => " FOR UPDATE SKIP LOCKED",
         Backend::Sqlite(_) => "",
@@ -450,21 +496,51 @@ pub async fn lease_batch(
         priority: i32,
         received_at: i64,
     }
-    let until = now.saturating_add(lease_ms);
-    let n = i64::try_from(n.max(1)).unwrap_or(1);
-    let mut claimed: Vec<Claimed> = crate::on_pool!(db, p => sqlx::query_as::<_, Claimed>(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(until)
-        .bind(worker)
-        .bind(now)
-        .bind(max_attempts)
-        .bind(n)
-        .fetch_all(p)
-        .await)?;
+    let until = claim.now.saturating_add(claim.lease_ms);
+    let n = i64::try_from(claim.n.max(1)).unwrap_or(1);
+    let skip = serde_json::to_string(claim.skip).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let (exhausted, mut claimed) = crate::in_transaction!(db, tx => {
+        let exhausted = if sweep {
+            sqlx::query(FAIL_EXHAUSTED_SQL)
+                .bind(claim.now).bind(claim.max_attempts)
+                .execute(&mut *tx).await?.rows_affected()
+        } else {
+            0
+        };
+        let claimed: Vec<Claimed> = sqlx::query_as::<_, Claimed>(sqlx::AssertSqlSafe(sql.as_str()))
+            .bind(until).bind(claim.worker).bind(claim.now).bind(claim.max_attempts).bind(n)
+            .bind(&skip)
+            .fetch_all(&mut *tx).await?;
+        let ids: Vec<&str> = claimed.iter().map(|c| c.lease.id.as_str()).collect();
+        for table in ["missing_modules", "breakpad_modules"] {
+            for chunk in ids.chunks(CLEARED_PER_STATEMENT) {
+                let sql = clear_sql(table, chunk.len());
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
+                for id in chunk {
+                    q = q.bind(*id);
+                }
+                q.execute(&mut *tx).await?;
+            }
+        }
+        (exhausted, claimed)
+    });
     // RETURNING lists rows in no promised order
     claimed.sort_by(|a, b| {
         (a.priority, a.received_at, &a.lease.id).cmp(&(b.priority, b.received_at, &b.lease.id))
     });
-    Ok(claimed.into_iter().map(|c| c.lease).collect())
+    Ok((exhausted, claimed.into_iter().map(|c| c.lease).collect()))
+}
+
+/// Crashes whose index rows one statement of [`claim_batch`] deletes.
+const CLEARED_PER_STATEMENT: usize = 500;
+
+/// `DELETE FROM {table} WHERE crash_id IN ($1, …, $n)`.
+fn clear_sql(table: &str, n: usize) -> String {
+    let marks: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+    format!(
+        "DELETE FROM {table} WHERE crash_id IN ({})",
+        marks.join(", ")
+    )
 }
 
 /// Extends a lease still held (a long job keeps its claim). False if it was lost.

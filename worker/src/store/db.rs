@@ -105,6 +105,17 @@ impl Db {
         &self.backend
     }
 
+    /// A subquery giving the strings of the JSON array bound as parameter `param` (`$1`):
+    /// one parameter for a list of any length.
+    pub(crate) fn json_strings(&self, param: &str) -> String {
+        match self.backend {
+            Backend::Sqlite(_) => format!("SELECT value FROM json_each({param})"),
+            Backend::Postgres(_) => {
+                format!("SELECT json_array_elements_text(CAST({param} AS json))")
+            }
+        }
+    }
+
     /// `sqlite` or `postgres`.
     pub fn kind(&self) -> &'static str {
         match self.backend {
