@@ -3,6 +3,7 @@
 #   gdb -batch -nx -ex 'set pagination off' ... -x frames.py PROGRAM CORE
 # The document is framed by two marker lines so gdb's own chatter cannot corrupt it.
 import json
+import os
 import re
 
 import gdb
@@ -18,11 +19,31 @@ for _name in ("NORMAL_FRAME", "DUMMY_FRAME", "INLINE_FRAME", "TAILCALL_FRAME",
         FRAME_TYPES[getattr(gdb, _name)] = _name[: -len("_FRAME")]
 
 
+def source_text(frame, sal):
+    """The source line gdb's `frame` command prints for this frame (`LINE<tab>TEXT`), or
+    None where it prints none or cannot read the file (it then prints `LINE<tab>in FILE`
+    or an error instead of the text)."""
+    symtab = sal.symtab
+    if symtab is None or sal.line <= 0 or not os.path.isfile(symtab.fullname()):
+        return None
+    try:
+        frame.select()
+        text = gdb.execute("frame", to_string=True)
+    except gdb.error:
+        return None
+    prefix = "%d\t" % sal.line
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return None
+
+
 def describe(frame):
     function = frame.function()
     sal = frame.find_sal()
     symtab = sal.symtab
     return {
+        "source_text": source_text(frame, sal),
         "pc": frame.pc(),
         "name": frame.name(),
         "type": FRAME_TYPES.get(frame.type(), str(frame.type())),

@@ -7,6 +7,7 @@ use anyhow::Context;
 use engine::process::{process_dump, DumpSha256, ProcessOptions};
 
 use crate::files::FileProvider;
+use crate::source_files::LocalSources;
 use crate::stackwalk::{Level, Log, StackwalkArgs};
 use crate::table_cache::TableCache;
 use engine::dump::compressed::{self, Compression, Limit};
@@ -83,6 +84,12 @@ pub struct WalkArgs {
     /// extending them when its first rule is `extends builtin`.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
+    /// Do not read the source files frames name: the report's frames get no
+    /// `pre_context`, `context_line` or `post_context` (by default each frame's source
+    /// file is read at the path its debug information records, for a walk on the machine
+    /// that built the code; docs/source-context.md).
+    #[arg(long)]
+    pub no_source_context: bool,
     #[command(flatten)]
     pub budget: crate::budget::BudgetArgs,
     #[command(flatten)]
@@ -182,6 +189,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     }
     options.signature_rules = crate::signature_rules(args.signature_rules.as_deref())?;
     options.budget = args.budget.budget();
+    if !args.no_source_context {
+        options.source_context.provider = Some(std::sync::Arc::new(LocalSources));
+    }
     let report = match process_dump(bytes.as_ref(), &provider, &options) {
         Ok(r) => r,
         Err(e) => {
