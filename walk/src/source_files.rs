@@ -1,6 +1,7 @@
-//! Source context from this machine's files: each frame's source file read at the path
-//! its debug information records, for `postmortem walk` on the machine that built the
-//! code (`--no-source-context` turns it off).
+//! Source context from this machine's files: source bundles given with
+//! `--source-bundle` first (answering for their own build-id), then each frame's source
+//! file read at the path its debug information records, for `postmortem walk` on the
+//! machine that built the code (`--no-source-context` turns that off).
 //!
 //! Only absolute paths are read: a relative one (debug info without a compilation
 //! directory) would be resolved against wherever the walk runs and could name an
@@ -10,8 +11,75 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
+use anyhow::Context;
 use engine::report::source_context::{SourceProvider, SourceRequest};
+use engine::source_bundle::{BundleLimits, SourceBundle};
+
+/// The walk's sources: bundles in the order given, then (unless turned off) the files at
+/// their recorded paths.
+#[derive(Debug, Default)]
+pub struct WalkSources {
+    bundles: Vec<SourceBundle>,
+    local: bool,
+}
+
+impl WalkSources {
+    /// Opens the bundles at `paths` (each checked whole: a hostile one is an error naming
+    /// it); `local` reads files at their recorded paths after them.
+    pub fn open(paths: &[std::path::PathBuf], local: bool) -> anyhow::Result<Self> {
+        let limits = BundleLimits::default();
+        let mut bundles = Vec::with_capacity(paths.len());
+        for path in paths {
+            let bytes = read_at_most(path, limits.max_bundle_bytes)
+                .with_context(|| format!("reading source bundle {}", path.display()))?
+                .with_context(|| {
+                    format!(
+                        "source bundle {} is larger than {} bytes",
+                        path.display(),
+                        limits.max_bundle_bytes
+                    )
+                })?;
+            let bundle = SourceBundle::open(Arc::from(bytes), limits)
+                .with_context(|| format!("source bundle {}", path.display()))?;
+            bundles.push(bundle);
+        }
+        Ok(WalkSources { bundles, local })
+    }
+
+    /// Whether any source is asked at all.
+    pub fn any(&self) -> bool {
+        self.local || !self.bundles.is_empty()
+    }
+}
+
+impl SourceProvider for WalkSources {
+    fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
+        self.bundles
+            .iter()
+            .find_map(|b| b.source(request))
+            .or_else(|| self.local.then(|| LocalSources.source(request)).flatten())
+    }
+}
+
+/// The bytes of the regular file at `path`, or None when it is larger than `max_bytes`
+/// (not read; nor more than that many bytes of a file that grows meanwhile).
+fn read_at_most(path: &Path, max_bytes: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.len() > max_bytes {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    // one byte more than allowed tells a file that grew past the limit
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+}
 
 /// Reads a frame's source file at its recorded path.
 #[derive(Debug, Default, Clone, Copy)]
@@ -23,17 +91,7 @@ impl SourceProvider for LocalSources {
         if !path.is_absolute() {
             return None;
         }
-        let file = std::fs::File::open(path).ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() || meta.len() > request.max_bytes {
-            return None;
-        }
-        let mut bytes = Vec::new();
-        // one byte more than allowed tells a file that grew past the limit
-        file.take(request.max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .ok()?;
-        Some(bytes)
+        read_at_most(path, request.max_bytes).ok().flatten()
     }
 }
 

@@ -235,6 +235,73 @@ fn source_context_in_text_and_off() {
     assert!(!walk(&["--format", "text", "--no-source-context"]).contains(&format!("{line}\t")));
 }
 
+/// A source bundle of the crash's sources gives every frame gdb's source line once the
+/// sources themselves are gone (so the lines came from the bundle): gdb reads the files
+/// first, the bundle is made of them, they are deleted, and the walk is given the bundle.
+/// A bundle escaping itself is refused with a message naming it and exit status 2.
+#[test]
+fn source_context_from_a_bundle() {
+    let crashed = Crashed::c("source_bundle", "gcc", &["-O0"], &["basic.c"]);
+    let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
+    let walk = |extra: &[&str]| {
+        std::process::Command::new(report::postmortem())
+            .arg("walk")
+            .arg(&crashed.core)
+            .arg("--symbols")
+            .arg(crashed.work.path())
+            .args(["--format", "json"])
+            .args(extra)
+            .output()
+            .expect("run postmortem walk")
+    };
+    let json = |out: std::process::Output| -> serde_json::Value {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let before = json(walk(&["--no-source-context"]));
+    let main = before["modules"]
+        .as_array()
+        .expect("modules")
+        .iter()
+        .find(|m| m["main"] == true)
+        .expect("a main module");
+    let build_id = main["build_id"].as_str().expect("the program's build-id");
+    let file = before["threads"][0]["frames"][0]["file"]
+        .as_str()
+        .expect("frame 0's file")
+        .to_owned();
+    let bytes = std::fs::read(&file).expect("read the source");
+    let bundle = crashed.work.path().join("sources.zip");
+    let out = std::fs::File::create(&bundle).expect("create the bundle");
+    engine::source_bundle::write(out, build_id, &[(file.clone(), bytes)]).expect("write it");
+    std::fs::remove_file(&file).expect("delete the source");
+
+    let bundle_arg = bundle.to_str().expect("a UTF-8 path");
+    let with = json(walk(&["--source-bundle", bundle_arg]));
+    report::assert_valid(&with);
+    let compared = compare::assert_same_source_lines(&gdb, &with);
+    assert!(compared >= 4, "gdb printed {compared} source lines");
+    let without = json(walk(&[]));
+    assert_eq!(
+        without["threads"][0]["frames"][0]["context_line"],
+        serde_json::Value::Null,
+        "the source is gone: only the bundle can give its lines"
+    );
+
+    let hostile = crashed.work.path().join("hostile.zip");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&hostile).expect("create"));
+    zip.start_file("../escape.c", zip::write::SimpleFileOptions::default())
+        .expect("an entry");
+    zip.finish().expect("finish");
+    let out = walk(&["--source-bundle", hostile.to_str().expect("a UTF-8 path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("hostile.zip") && stderr.contains("outside the bundle"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn c_o0_gcc() {
     basic("c_o0_gcc", "gcc", &["-O0"]);
