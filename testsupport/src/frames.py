@@ -19,23 +19,24 @@ for _name in ("NORMAL_FRAME", "DUMMY_FRAME", "INLINE_FRAME", "TAILCALL_FRAME",
         FRAME_TYPES[getattr(gdb, _name)] = _name[: -len("_FRAME")]
 
 
-def source_text(frame, sal):
-    """The source line gdb's `frame` command prints for this frame (`LINE<tab>TEXT`), or
-    None where it prints none or cannot read the file (it then prints `LINE<tab>in FILE`
-    or an error instead of the text)."""
-    symtab = sal.symtab
-    if symtab is None or sal.line <= 0 or not os.path.isfile(symtab.fullname()):
-        return None
-    try:
-        frame.select()
-        text = gdb.execute("frame", to_string=True)
-    except gdb.error:
-        return None
-    prefix = "%d\t" % sal.line
-    for line in text.splitlines():
-        if line.startswith(prefix):
-            return line[len(prefix):]
-    return None
+def source_texts(frames):
+    """Adds to each described frame the source line gdb's `frame N` command prints for it
+    (`LINE<tab>TEXT`), or None where it prints none or cannot read the file (it then
+    prints `LINE<tab>in FILE` or an error instead of the text). Run after the walk:
+    selecting a frame during it changed what gdb unwound (aarch64 with PAC)."""
+    for number, f in enumerate(frames):
+        f["source_text"] = None
+        if f["line"] is None or not f["fullname"] or not os.path.isfile(f["fullname"]):
+            continue
+        try:
+            text = gdb.execute("frame %d" % number, to_string=True)
+        except gdb.error:
+            continue
+        prefix = "%d\t" % f["line"]
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                f["source_text"] = line[len(prefix):]
+                break
 
 
 def describe(frame):
@@ -43,7 +44,6 @@ def describe(frame):
     sal = frame.find_sal()
     symtab = sal.symtab
     return {
-        "source_text": source_text(frame, sal),
         "pc": frame.pc(),
         "name": frame.name(),
         "type": FRAME_TYPES.get(frame.type(), str(frame.type())),
@@ -83,6 +83,7 @@ def walk_thread(thread):
                 "text": gdb.frame_stop_reason_string(reason),
             }
         frame = older
+    source_texts(frames)
     return frames, stop, error
 
 
