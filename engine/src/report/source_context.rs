@@ -285,6 +285,73 @@ mod tests {
         assert_eq!(context_of(&l, 2, 3).unwrap().line, "é…");
     }
 
+    /// A provider that answers every file with 40 lines `line N` and counts the asks.
+    struct Counting(std::sync::Mutex<Vec<String>>);
+
+    impl SourceProvider for Counting {
+        fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
+            self.0.lock().unwrap().push(request.path.to_owned());
+            Some(
+                (1..=40)
+                    .map(|n| format!("line {n}\n"))
+                    .collect::<String>()
+                    .into_bytes(),
+            )
+        }
+    }
+
+    /// A committed report whose frames name one file (`fixtures/reports/`).
+    fn report() -> Report {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/reports/expected/x86_64-core.json");
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn with_lines(r: &Report) -> Vec<(u32, Option<String>)> {
+        r.threads
+            .iter()
+            .flat_map(|t| &t.frames)
+            .filter_map(|f| f.line.map(|l| (l, f.context_line.clone())))
+            .collect()
+    }
+
+    #[test]
+    fn each_file_is_asked_once_and_every_frame_with_a_line_gets_it() {
+        let mut r = report();
+        let provider = Counting(Default::default());
+        attach(&mut r, &provider, &SourceLimits::default());
+        assert_eq!(provider.0.lock().unwrap().len(), 1, "one file, asked once");
+        let lines = with_lines(&r);
+        assert!(lines.len() >= 4, "{lines:?}");
+        for (line, text) in lines {
+            assert_eq!(text, Some(format!("line {line}")));
+        }
+        assert!(r.warnings.iter().all(|w| w.code != "source-context-cut"));
+    }
+
+    #[test]
+    fn past_the_budget_frames_get_none_and_a_warning_says_so() {
+        for limits in [
+            SourceLimits {
+                max_files: 0,
+                ..SourceLimits::default()
+            },
+            SourceLimits {
+                max_context_bytes: 10,
+                ..SourceLimits::default()
+            },
+        ] {
+            let mut r = report();
+            attach(&mut r, &Counting(Default::default()), &limits);
+            assert!(
+                with_lines(&r).iter().all(|(_, t)| t.is_none()),
+                "{limits:?}"
+            );
+            let cut = r.warnings.iter().find(|w| w.code == "source-context-cut");
+            assert!(cut.is_some(), "{limits:?}: {:?}", r.warnings);
+        }
+    }
+
     #[test]
     fn binary_non_utf8_and_oversize_files_are_refused() {
         assert_eq!(source_text(b"int x;\n", 100), Some("int x;\n"));
