@@ -156,15 +156,8 @@ where
             return Err(DsymZipError::TooManyFiles(limits.max_files));
         }
         let file = zip.by_index(i).map_err(|e| entry_error(&name, e))?;
-        let compressed = file.compressed_size().max(1);
-        let mut bounded = Bounded {
-            inner: file,
-            out: 0,
-            total_before: total,
-            compressed,
-            limits,
-            refused: None,
-        };
+        let compressed = file.compressed_size();
+        let mut bounded = Bounded::new(file, compressed, total, limits);
         let stored = store(&stored_as, &mut bounded);
         total = total.saturating_add(bounded.out);
         if let Some(why) = bounded.refused.take() {
@@ -179,7 +172,7 @@ where
 }
 
 /// Why [`Bounded`] stopped a read.
-enum Refused {
+pub(crate) enum Refused {
     TooLarge,
     Ratio,
     Corrupt(String),
@@ -203,13 +196,28 @@ impl Refused {
 
 /// An entry's stream, counting what comes out and stopping at the first bound passed;
 /// what stopped it is kept, so the caller's error is told apart from the archive's.
-struct Bounded<R> {
+pub(crate) struct Bounded<R> {
     inner: R,
     out: u64,
     total_before: u64,
     compressed: u64,
     limits: ZipLimits,
-    refused: Option<Refused>,
+    pub(crate) refused: Option<Refused>,
+}
+
+impl<R> Bounded<R> {
+    /// `inner`, an entry of `compressed` bytes, counted from `total_before` bytes taken
+    /// out of the archive before it.
+    pub(crate) fn new(inner: R, compressed: u64, total_before: u64, limits: ZipLimits) -> Self {
+        Bounded {
+            inner,
+            out: 0,
+            total_before,
+            compressed: compressed.max(1),
+            limits,
+            refused: None,
+        }
+    }
 }
 
 impl<R: Read> Read for Bounded<R> {

@@ -31,6 +31,7 @@ pub mod macho_fat;
 pub mod process;
 pub mod report;
 pub mod resolve;
+pub mod source_bundle;
 pub mod symbols;
 pub mod unwind;
 pub mod walk;

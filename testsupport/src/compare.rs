@@ -42,6 +42,9 @@ pub struct Frame {
     /// against its source path (see [`same_file`]).
     pub recorded_file: Option<String>,
     pub line: Option<u64>,
+    /// The frame's source line: gdb's as its `frame` command prints it, ours the
+    /// report's `context_line`.
+    pub source: Option<String>,
     /// Only for the table: gdb's frame type or our trust.
     pub note: String,
 }
@@ -56,6 +59,7 @@ impl Frame {
             file: f.fullname.clone().or_else(|| f.file.clone()),
             recorded_file: f.file.clone(),
             line: f.line,
+            source: f.source_text.clone(),
             note: f.kind.to_lowercase(),
         }
     }
@@ -73,6 +77,7 @@ impl Frame {
             file: f["file"].as_str().map(str::to_owned),
             recorded_file: None,
             line: f["line"].as_u64(),
+            source: f["context_line"].as_str().map(str::to_owned),
             note: f["trust"].as_str().unwrap_or("?").to_owned(),
         }
     }
@@ -289,6 +294,83 @@ pub fn restarted_syscall(rax: u64, rip: u64, core_pc: u64) -> bool {
 
 /// Compares every thread of `gdb` with `report`; panics with side-by-side tables of all
 /// threads that differ.
+/// gdb's frames of a thread and the report's, normalized, in the order they are compared.
+fn compared_frames(gdb_thread: &GdbThread, ours: &Value) -> (Vec<Frame>, Vec<Frame>) {
+    let rust = is_rust(gdb_thread);
+    let mut expected: Vec<Frame> = gdb_thread
+        .frames
+        .iter()
+        .filter_map(|f| normalize(Frame::from_gdb(f), rust))
+        .collect();
+    if !gdb_thread.complete && gdb_thread.stop.contains("identical") {
+        trust_gdb_up_to_its_repeat(&mut expected);
+    }
+    let mut actual: Vec<Frame> = ours["frames"]
+        .as_array()
+        .expect("frames array")
+        .iter()
+        .filter_map(|f| normalize(Frame::from_report(f), rust))
+        .collect();
+    if let Some(first) = expected.first() {
+        rewind_interrupted_syscall(ours, first.pc, &mut actual);
+    }
+    (expected, actual)
+}
+
+/// Each gdb thread the report has too (by tid): gdb's, ours, and both sides' frames as
+/// [`compared_frames`] gives them.
+fn paired_threads<'g, 'r>(
+    gdb: &'g GdbCore,
+    report: &'r Value,
+) -> Vec<(&'g GdbThread, &'r Value, Vec<Frame>, Vec<Frame>)> {
+    let threads = report["threads"].as_array().expect("threads array");
+    gdb.threads
+        .iter()
+        .filter_map(|gdb_thread| {
+            let ours = threads
+                .iter()
+                .find(|t| t["tid"].as_u64() == Some(gdb_thread.lwp))?;
+            let (expected, actual) = compared_frames(gdb_thread, ours);
+            Some((gdb_thread, ours, expected, actual))
+        })
+        .collect()
+}
+
+/// Asserts that every frame for which gdb prints a source line (its `frame N` command's
+/// `LINE<tab>TEXT`) has that text as its `context_line`, frame for frame as
+/// [`assert_same_stacks`] pairs them (which must pass first). Returns how many frames
+/// were compared, so that a caller can require some.
+pub fn assert_same_source_lines(gdb: &GdbCore, report: &Value) -> usize {
+    let mut problems = String::new();
+    let mut compared = 0;
+    for (gdb_thread, _, expected, actual) in paired_threads(gdb, report) {
+        for (i, (g, o)) in expected.iter().zip(&actual).enumerate() {
+            let Some(text) = &g.source else { continue };
+            // gdb may have read another file: a relative path resolved against its
+            // working directory (see `normalize`, 3); ours reads only the recorded path
+            if g.file != o.file {
+                continue;
+            }
+            compared += 1;
+            if o.source.as_ref() != Some(text) {
+                let _ = writeln!(
+                    problems,
+                    "thread {} frame {i} ({}:{}): gdb prints {text:?}, context_line is {:?}",
+                    gdb_thread.lwp,
+                    g.file.as_deref().unwrap_or("?"),
+                    g.line.unwrap_or(0),
+                    o.source
+                );
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "source lines differ from gdb's:\n{problems}"
+    );
+    compared
+}
+
 pub fn assert_same_stacks(gdb: &GdbCore, report: &Value) {
     let threads = report["threads"].as_array().expect("threads array");
     let mut problems = String::new();
@@ -304,31 +386,7 @@ pub fn assert_same_stacks(gdb: &GdbCore, report: &Value) {
         );
     }
 
-    for gdb_thread in &gdb.threads {
-        let Some(ours) = threads
-            .iter()
-            .find(|t| t["tid"].as_u64() == Some(gdb_thread.lwp))
-        else {
-            continue;
-        };
-        let rust = is_rust(gdb_thread);
-        let mut expected: Vec<Frame> = gdb_thread
-            .frames
-            .iter()
-            .filter_map(|f| normalize(Frame::from_gdb(f), rust))
-            .collect();
-        if !gdb_thread.complete && gdb_thread.stop.contains("identical") {
-            trust_gdb_up_to_its_repeat(&mut expected);
-        }
-        let mut actual: Vec<Frame> = ours["frames"]
-            .as_array()
-            .expect("frames array")
-            .iter()
-            .filter_map(|f| normalize(Frame::from_report(f), rust))
-            .collect();
-        if let Some(first) = expected.first() {
-            rewind_interrupted_syscall(ours, first.pc, &mut actual);
-        }
+    for (gdb_thread, ours, expected, actual) in paired_threads(gdb, report) {
         let count_ok = if gdb_thread.complete {
             actual.len() == expected.len()
         } else {
@@ -490,6 +548,7 @@ mod comparison_tests {
             file: Some("a.c".to_owned()),
             fullname: Some("/src/a.c".to_owned()),
             line: Some(line),
+            source_text: None,
         }
     }
 

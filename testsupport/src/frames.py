@@ -3,6 +3,7 @@
 #   gdb -batch -nx -ex 'set pagination off' ... -x frames.py PROGRAM CORE
 # The document is framed by two marker lines so gdb's own chatter cannot corrupt it.
 import json
+import os
 import re
 
 import gdb
@@ -16,6 +17,28 @@ for _name in ("NORMAL_FRAME", "DUMMY_FRAME", "INLINE_FRAME", "TAILCALL_FRAME",
               "SIGTRAMP_FRAME", "ARCH_FRAME", "SENTINEL_FRAME"):
     if hasattr(gdb, _name):
         FRAME_TYPES[getattr(gdb, _name)] = _name[: -len("_FRAME")]
+
+
+def source_texts(frames, gdb_frames):
+    """Adds to each described frame the source line gdb's `frame` command prints for it
+    once selected (`LINE<tab>TEXT`), or None where it prints none or cannot read the file
+    (it then prints `LINE<tab>in FILE` or an error instead of the text). Run after the
+    walk: selecting a frame during it changed what gdb unwound (aarch64 with PAC); and
+    `frame N` printed to the terminal rather than into the string."""
+    for f, frame in zip(frames, gdb_frames):
+        f["source_text"] = None
+        if f["line"] is None or not f["fullname"] or not os.path.isfile(f["fullname"]):
+            continue
+        try:
+            frame.select()
+            text = gdb.execute("frame", to_string=True)
+        except gdb.error:
+            continue
+        prefix = "%d\t" % f["line"]
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                f["source_text"] = line[len(prefix):]
+                break
 
 
 def describe(frame):
@@ -36,6 +59,7 @@ def describe(frame):
 def walk_thread(thread):
     thread.switch()
     frames = []
+    gdb_frames = []
     stop = None
     error = None
     try:
@@ -45,6 +69,7 @@ def walk_thread(thread):
     while frame is not None:
         try:
             frames.append(describe(frame))
+            gdb_frames.append(frame)
         except gdb.error as e:
             # e.g. "PC not available": a frame gdb could not unwind to
             error = str(e)
@@ -62,6 +87,7 @@ def walk_thread(thread):
                 "text": gdb.frame_stop_reason_string(reason),
             }
         frame = older
+    source_texts(frames, gdb_frames)
     return frames, stop, error
 
 

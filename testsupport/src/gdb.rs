@@ -29,6 +29,9 @@ pub struct GdbFrame {
     /// `symtab.fullname()`: the file joined to its compilation directory.
     pub fullname: Option<String>,
     pub line: Option<u64>,
+    /// The source line gdb's `frame N` prints after the frame (`LINE<tab>TEXT`), without
+    /// the number; None where gdb shows none (no line, or a file it cannot read).
+    pub source_text: Option<String>,
 }
 
 /// One thread and how gdb's walk of it ended.
@@ -130,6 +133,7 @@ fn parse(doc: &Value) -> GdbCore {
                     file: text(&f["file"]),
                     fullname: text(&f["fullname"]),
                     line: f["line"].as_u64(),
+                    source_text: text(&f["source_text"]),
                 })
                 .collect();
             let (complete, stop) = match (&t["stop"], &t["error"]) {

@@ -12,7 +12,9 @@
 //! [`files`] is where this machine's files are (`--symbols`, the dump's recorded paths,
 //! `/usr/lib/debug`) as an `engine::resolve::FileSource`: which of them describe a
 //! module is the engine's rule, the same the service's workers apply to uploads;
-//! [`remote`] the flags of the debuginfod servers asked for what no local file gives.
+//! [`remote`] the flags of the debuginfod servers asked for what no local file gives;
+//! [`source_files`] the source lines around each frame, from the files at their recorded
+//! paths.
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +22,7 @@ mod apple_files;
 pub mod budget;
 pub mod files;
 pub mod remote;
+pub mod source_files;
 pub mod stackwalk;
 pub mod table_cache;
 pub mod walk;

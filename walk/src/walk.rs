@@ -7,6 +7,7 @@ use anyhow::Context;
 use engine::process::{process_dump, DumpSha256, ProcessOptions};
 
 use crate::files::FileProvider;
+use crate::source_files::WalkSources;
 use crate::stackwalk::{Level, Log, StackwalkArgs};
 use crate::table_cache::TableCache;
 use engine::dump::compressed::{self, Compression, Limit};
@@ -83,6 +84,18 @@ pub struct WalkArgs {
     /// extending them when its first rule is `extends builtin`.
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
+    /// Do not read the source files frames name at their recorded paths: without
+    /// `--source-bundle` the report's frames get no `pre_context`, `context_line` or
+    /// `post_context` (by default each frame's source file is read at the path its debug
+    /// information records, for a walk on the machine that built the code;
+    /// docs/source-context.md).
+    #[arg(long)]
+    pub no_source_context: bool,
+    /// A source bundle (`postmortem upload --include-sources` makes them; the format is in
+    /// docs/source-context.md): frames of its build-id take their source lines from it
+    /// before the files at their recorded paths. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub source_bundle: Vec<PathBuf>,
     #[command(flatten)]
     pub budget: crate::budget::BudgetArgs,
     #[command(flatten)]
@@ -182,6 +195,16 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     }
     options.signature_rules = crate::signature_rules(args.signature_rules.as_deref())?;
     options.budget = args.budget.budget();
+    let source_files = match WalkSources::open(&args.source_bundle, !args.no_source_context) {
+        Ok(s) => s,
+        Err(e) => {
+            log.say(Level::Error, &format!("postmortem: {e:#}"));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if source_files.any() {
+        options.source_context.provider = Some(std::sync::Arc::new(source_files));
+    }
     let report = match process_dump(bytes.as_ref(), &provider, &options) {
         Ok(r) => r,
         Err(e) => {

@@ -42,6 +42,9 @@ fuzz_target!(|data: &[u8]| {
                 column: None,
                 inlined: false,
                 symbol_source: None,
+                pre_context: Vec::new(),
+                context_line: None,
+                post_context: Vec::new(),
             }
         })
         .collect();

@@ -46,6 +46,8 @@ pub struct ProcessOptions {
     pub signature_rules: Arc<SignatureRules>,
     /// Threads walked, frames in all, report bytes: what one dump may cost.
     pub budget: report::budget::Budget,
+    /// Where the source lines around each frame come from; none by default.
+    pub source_context: report::source_context::SourceContextOptions,
 }
 
 impl ProcessOptions {
@@ -149,6 +151,13 @@ pub fn process(
         if let Some(c) = report.crash.as_mut() {
             c.analysis = analysis;
             c.instruction = instruction;
+        }
+        if let Some(sources) = &options.source_context.provider {
+            report::source_context::attach(
+                &mut report,
+                sources.as_ref(),
+                &options.source_context.limits,
+            );
         }
         report::budget::fit(&mut report, options.budget.max_report_bytes);
         report

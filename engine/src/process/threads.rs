@@ -470,6 +470,9 @@ fn symbolize_frame<'t>(
         column: None,
         inlined,
         symbol_source: None,
+        pre_context: Vec::new(),
+        context_line: None,
+        post_context: Vec::new(),
     };
     if scratch.is_empty() {
         let mut f = base(false);

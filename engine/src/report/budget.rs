@@ -247,6 +247,9 @@ mod tests {
             column: None,
             inlined: false,
             symbol_source: None,
+            pre_context: Vec::new(),
+            context_line: None,
+            post_context: Vec::new(),
         }
     }
 

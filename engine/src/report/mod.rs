@@ -9,6 +9,7 @@ mod model;
 pub(crate) mod names;
 pub mod signals;
 pub mod signature;
+pub mod source_context;
 pub mod stackwalk;
 pub mod text;
 

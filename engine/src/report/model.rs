@@ -246,6 +246,16 @@ pub struct Frame {
     pub column: Option<u32>,
     pub inlined: bool,
     pub symbol_source: Option<SymbolSource>,
+    /// Up to five source lines before `line` (see [`super::source_context`]); empty
+    /// without context (and in reports stored before it existed).
+    #[serde(default)]
+    pub pre_context: Vec<String>,
+    /// The source line `line` names, where a source provider gave the file.
+    #[serde(default)]
+    pub context_line: Option<String>,
+    /// Up to five source lines after `line`.
+    #[serde(default)]
+    pub post_context: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -1,6 +1,8 @@
 //! The text view: a gdb-like rendering of a report for a terminal.
 //!
-//! It renders only what the JSON document holds, so the two can never disagree.
+//! It renders only what the JSON document holds, so the two can never disagree. As gdb
+//! does where a program stops, the crashed frame is followed by its source line
+//! (`LINE<tab>TEXT`) where the report has it.
 
 use std::fmt::Write;
 
@@ -73,6 +75,11 @@ pub fn render(report: &Report) -> String {
                 let _ = writeln!(out, "#{:<3} [inlined] {what}{at}", f.index);
             } else {
                 let _ = writeln!(out, "#{:<3} {} in {what}{at}  [{}]", f.index, f.pc, f.trust);
+            }
+            // the crashed frame's line, as gdb prints it where it stops: `LINE\tTEXT`
+            if let (true, 0, Some(line), Some(text)) = (t.crashed, f.index, f.line, &f.context_line)
+            {
+                let _ = writeln!(out, "{line}\t{text}");
             }
         }
         if t.end != crate::walk::EndReason::Outermost {

@@ -79,7 +79,19 @@ fn check(crashed: &Crashed, expect: impl Fn(&GdbCore)) -> (GdbCore, serde_json::
         );
     }
     compare::assert_same_stacks(&gdb, &report);
+    compare::assert_same_source_lines(&gdb, &report);
     (gdb, report)
+}
+
+/// [`check`], then requires gdb to have printed a source line for at least `frames`
+/// frames (the program's own), so that the source-line comparison cannot pass empty.
+fn check_with_source(crashed: &Crashed, frames: usize, expect: impl Fn(&GdbCore)) {
+    let (gdb, report) = check(crashed, expect);
+    let compared = compare::assert_same_source_lines(&gdb, &report);
+    assert!(
+        compared >= frames,
+        "gdb printed the source line of {compared} frames, expected at least {frames}"
+    );
 }
 
 /// gdb's names for the crashed thread's frames, innermost first.
@@ -114,7 +126,8 @@ const SIGABRT: u64 = 6;
 
 fn basic(case: &str, compiler: &str, flags: &[&str]) {
     let crashed = Crashed::c(case, compiler, flags, &["basic.c"]);
-    check(&crashed, |gdb| {
+    // crash_here, middle, outer and main show their lines (inlined or not)
+    check_with_source(&crashed, 4, |gdb| {
         assert_eq!(gdb.signal, Some(SIGSEGV));
         expect_stack(gdb, &["crash_here", "middle", "outer", "main", "_start"]);
     });
@@ -157,6 +170,138 @@ fn gdb_harness_sees_the_crash() {
     );
 }
 
+/// The text report follows the crashed frame with its source line as gdb prints it where
+/// the program stopped (`frame 0`: `LINE<tab>TEXT`); `--no-source-context` leaves every
+/// frame without context, and the JSON report has up to five lines either side, as the
+/// file itself has them.
+#[test]
+fn source_context_in_text_and_off() {
+    let crashed = Crashed::c("source_text", "gcc", &["-O0"], &["basic.c"]);
+    let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
+    let frame0 = &gdb.crashed().frames[0];
+    let (line, text) = (
+        frame0.line.expect("gdb's frame 0 line"),
+        frame0
+            .source_text
+            .clone()
+            .expect("gdb prints frame 0's line"),
+    );
+    let walk = |extra: &[&str]| {
+        let out = std::process::Command::new(report::postmortem())
+            .arg("walk")
+            .arg(&crashed.core)
+            .arg("--symbols")
+            .arg(crashed.work.path())
+            .args(extra)
+            .output()
+            .expect("run postmortem walk");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    };
+    let rendered = walk(&["--format", "text"]);
+    let after_frame0: Vec<&str> = rendered
+        .lines()
+        .skip_while(|l| !l.starts_with("#0 "))
+        .take(2)
+        .collect();
+    assert_eq!(
+        after_frame0.get(1).copied(),
+        Some(format!("{line}\t{text}").as_str()),
+        "the line after frame 0:\n{rendered}"
+    );
+
+    let report: serde_json::Value =
+        serde_json::from_str(&walk(&["--format", "json"])).expect("JSON");
+    let f0 = &report["threads"][0]["frames"][0];
+    let file = f0["file"].as_str().expect("frame 0's file");
+    let source = std::fs::read_to_string(file).expect("read frame 0's source file");
+    let lines: Vec<&str> = source.lines().collect();
+    let at = usize::try_from(line).expect("a line number") - 1;
+    let strings = |v: &[&str]| serde_json::json!(v);
+    assert_eq!(f0["pre_context"], strings(&lines[at.saturating_sub(5)..at]));
+    assert_eq!(f0["context_line"], serde_json::json!(lines[at]));
+    assert_eq!(
+        f0["post_context"],
+        strings(&lines[at + 1..lines.len().min(at + 6)])
+    );
+
+    let off: serde_json::Value =
+        serde_json::from_str(&walk(&["--format", "json", "--no-source-context"])).expect("JSON");
+    report::assert_valid(&off);
+    for f in off["threads"][0]["frames"].as_array().expect("frames") {
+        assert_eq!(f["context_line"], serde_json::Value::Null, "{f}");
+        assert_eq!(f["pre_context"], serde_json::json!([]), "{f}");
+    }
+    assert!(!walk(&["--format", "text", "--no-source-context"]).contains(&format!("{line}\t")));
+}
+
+/// A source bundle of the crash's sources gives every frame gdb's source line once the
+/// sources themselves are gone (so the lines came from the bundle): gdb reads the files
+/// first, the bundle is made of them, they are deleted, and the walk is given the bundle.
+/// A bundle escaping itself is refused with a message naming it and exit status 2.
+#[test]
+fn source_context_from_a_bundle() {
+    let crashed = Crashed::c("source_bundle", "gcc", &["-O0"], &["basic.c"]);
+    let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
+    let walk = |extra: &[&str]| {
+        std::process::Command::new(report::postmortem())
+            .arg("walk")
+            .arg(&crashed.core)
+            .arg("--symbols")
+            .arg(crashed.work.path())
+            .args(["--format", "json"])
+            .args(extra)
+            .output()
+            .expect("run postmortem walk")
+    };
+    let json = |out: std::process::Output| -> serde_json::Value {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let before = json(walk(&["--no-source-context"]));
+    let main = before["modules"]
+        .as_array()
+        .expect("modules")
+        .iter()
+        .find(|m| m["main"] == true)
+        .expect("a main module");
+    let build_id = main["build_id"].as_str().expect("the program's build-id");
+    let file = before["threads"][0]["frames"][0]["file"]
+        .as_str()
+        .expect("frame 0's file")
+        .to_owned();
+    let bytes = std::fs::read(&file).expect("read the source");
+    let bundle = crashed.work.path().join("sources.zip");
+    let out = std::fs::File::create(&bundle).expect("create the bundle");
+    engine::source_bundle::write(out, build_id, &[(file.clone(), bytes)]).expect("write it");
+    std::fs::remove_file(&file).expect("delete the source");
+
+    let bundle_arg = bundle.to_str().expect("a UTF-8 path");
+    let with = json(walk(&["--source-bundle", bundle_arg]));
+    report::assert_valid(&with);
+    let compared = compare::assert_same_source_lines(&gdb, &with);
+    assert!(compared >= 4, "gdb printed {compared} source lines");
+    let without = json(walk(&[]));
+    assert_eq!(
+        without["threads"][0]["frames"][0]["context_line"],
+        serde_json::Value::Null,
+        "the source is gone: only the bundle can give its lines"
+    );
+
+    let hostile = crashed.work.path().join("hostile.zip");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&hostile).expect("create"));
+    zip.start_file("../escape.c", zip::write::SimpleFileOptions::default())
+        .expect("an entry");
+    zip.finish().expect("finish");
+    let out = walk(&["--source-bundle", hostile.to_str().expect("a UTF-8 path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("hostile.zip") && stderr.contains("outside the bundle"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn c_o0_gcc() {
     basic("c_o0_gcc", "gcc", &["-O0"]);
@@ -184,7 +329,7 @@ fn c_o2_no_omit_frame_pointer() {
 #[test]
 fn c_o3_inlined_functions() {
     let crashed = Crashed::c("c_o3_inline", "gcc", &["-O3"], &["inline.c"]);
-    check(&crashed, |gdb| {
+    check_with_source(&crashed, 5, |gdb| {
         expect_stack(
             gdb,
             &[

@@ -1,0 +1,125 @@
+//! Source context from this machine's files: source bundles given with
+//! `--source-bundle` first (answering for their own build-id), then each frame's source
+//! file read at the path its debug information records, for `postmortem walk` on the
+//! machine that built the code (`--no-source-context` turns that off).
+//!
+//! Only absolute paths are read: a relative one (debug info without a compilation
+//! directory) would be resolved against wherever the walk runs and could name an
+//! unrelated file of the same name. Only regular files no larger than the engine asks are
+//! read, and no more than that many bytes even if the file grows meanwhile; the engine
+//! checks what it gets (UTF-8, not binary, the line within the file).
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use engine::report::source_context::{SourceProvider, SourceRequest};
+use engine::source_bundle::{BundleLimits, SourceBundle};
+
+/// The walk's sources: bundles in the order given, then (unless turned off) the files at
+/// their recorded paths.
+#[derive(Debug, Default)]
+pub struct WalkSources {
+    bundles: Vec<SourceBundle>,
+    local: bool,
+}
+
+impl WalkSources {
+    /// Opens the bundles at `paths` (each checked whole: a hostile one is an error naming
+    /// it); `local` reads files at their recorded paths after them.
+    pub fn open(paths: &[std::path::PathBuf], local: bool) -> anyhow::Result<Self> {
+        let limits = BundleLimits::default();
+        let mut bundles = Vec::with_capacity(paths.len());
+        for path in paths {
+            let bytes = read_at_most(path, limits.max_bundle_bytes)
+                .with_context(|| format!("reading source bundle {}", path.display()))?
+                .with_context(|| {
+                    format!(
+                        "source bundle {} is larger than {} bytes",
+                        path.display(),
+                        limits.max_bundle_bytes
+                    )
+                })?;
+            let bundle = SourceBundle::open(Arc::from(bytes), limits)
+                .with_context(|| format!("source bundle {}", path.display()))?;
+            bundles.push(bundle);
+        }
+        Ok(WalkSources { bundles, local })
+    }
+
+    /// Whether any source is asked at all.
+    pub fn any(&self) -> bool {
+        self.local || !self.bundles.is_empty()
+    }
+}
+
+impl SourceProvider for WalkSources {
+    fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
+        self.bundles
+            .iter()
+            .find_map(|b| b.source(request))
+            .or_else(|| self.local.then(|| LocalSources.source(request)).flatten())
+    }
+}
+
+/// The bytes of the regular file at `path`, or None when it is larger than `max_bytes`
+/// (not read; nor more than that many bytes of a file that grows meanwhile).
+fn read_at_most(path: &Path, max_bytes: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.len() > max_bytes {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    // one byte more than allowed tells a file that grew past the limit
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+}
+
+/// Reads a frame's source file at its recorded path.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LocalSources;
+
+impl SourceProvider for LocalSources {
+    fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
+        let path = Path::new(request.path);
+        if !path.is_absolute() {
+            return None;
+        }
+        read_at_most(path, request.max_bytes).ok().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn ask(path: &str, max_bytes: u64) -> Option<Vec<u8>> {
+        LocalSources.source(&SourceRequest {
+            path,
+            build_id: None,
+            max_bytes,
+        })
+    }
+
+    #[test]
+    fn reads_absolute_regular_files_within_the_limit_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.c");
+        std::fs::write(&file, b"int main;\n").unwrap();
+        let path = file.to_str().unwrap();
+        assert_eq!(ask(path, 100).as_deref(), Some(&b"int main;\n"[..]));
+        assert_eq!(ask(path, 3), None, "over the limit");
+        assert_eq!(ask(dir.path().to_str().unwrap(), 100), None, "a directory");
+        assert_eq!(ask("a.c", 100), None, "a relative path");
+        assert_eq!(ask(dir.path().join("no.c").to_str().unwrap(), 100), None);
+    }
+}
