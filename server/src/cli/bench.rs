@@ -7,6 +7,8 @@
 //!   evaluation (find the FDE through `.eh_frame_hdr`, run its CFI program to the pc).
 //! - `bench walk DUMP [--symbols DIR]… [--symbols-path STORE]…`: the time to walk and symbolize every thread of a
 //!   dump with tables already built (as in the service with a warm cache).
+//! - `bench store --db URL`: a store of a million crashes filled through its own insert
+//!   path, and the time of every dashboard and reprocess query on it (`bench_store`).
 //! - `bench inflate FILE`: the time to inflate each compressed section of a binary or debug
 //!   file with the walk's own inflater — the floor of a one-shot walk that needs that
 //!   section's DWARF (a zlib stream is read from its start: no walk can inflate less of it).
@@ -85,6 +87,9 @@ pub enum What {
         #[arg(long)]
         no_dump_paths: bool,
     },
+    /// A store filled with many crashes, and the time of each dashboard and reprocess
+    /// query on it (bench/store.sh).
+    Store(super::bench_store::StoreArgs),
     /// Inflate time of each compressed section of one file (e.g. libc6-dbg's debug file).
     Inflate {
         file: PathBuf,
@@ -123,6 +128,12 @@ fn run_bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             bench_walk(&dump, files, runs.max(1))
         }
         What::Inflate { file, runs } => bench_inflate(&file, runs.max(1)),
+        What::Store(args) => {
+            // printed as it goes (a fill takes minutes), not buffered
+            flush_output()?;
+            super::runtime()?.block_on(super::bench_store::run(args))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

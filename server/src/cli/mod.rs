@@ -1,6 +1,7 @@
 //! One file per subcommand, plus the options they share.
 
 pub mod bench;
+pub mod bench_store;
 pub mod conn;
 pub mod migrate;
 pub mod preview;

@@ -1,0 +1,362 @@
+//! `postmortem bench store`: a store filled with many crashes through its own insert path,
+//! and the time of every query a dashboard page or a reprocess selection runs on it.
+//!
+//! The fill inserts `--crashes` pending crashes spread evenly over the last `--days` days,
+//! in `--signatures` signatures (a few hot, a long tail: the signature of crash `i` is
+//! `S × u³` for a uniform `u`, as crash storms skew real stores), three products and ten
+//! versions in their annotations, then leases and finishes them in batches with
+//! [`crashes::finish_batch`] — the worker's own statements, search index and group counts
+//! included. Each signature's report is the `--report` document (a real processed crash)
+//! with that signature and a crashing function of its own (`crash_site_K`), so that the
+//! function filter selects one signature's crashes.
+//!
+//! The timing runs each query `--runs` times and prints the median and the slowest, and
+//! the database's bytes per crash. `--fill-only` and `--time-only` split the two (a fill of
+//! a million crashes takes minutes; timing it again takes seconds).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use worker::store::crashes::{self, Finished, ListQuery, NewCrash, Outcome, StoredReport};
+use worker::store::dashboard::{self, GroupQuery, GroupSort};
+use worker::store::{Backend, Db};
+
+/// What `bench store` fills and times.
+#[derive(clap::Args, Debug)]
+pub struct StoreArgs {
+    /// The database: `sqlite://PATH?mode=rwc` or `postgres://…/DB`.
+    #[arg(long)]
+    pub db: String,
+    /// A processed report (`postmortem walk DUMP --format json`): every stored report is
+    /// this one with its own signature and crashing function.
+    #[arg(long)]
+    pub report: Option<std::path::PathBuf>,
+    /// Crashes to insert.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub crashes: u64,
+    /// Distinct signatures.
+    #[arg(long, default_value_t = 5_000)]
+    pub signatures: u64,
+    /// The crashes' `received_at` spread evenly over this many days before now.
+    #[arg(long, default_value_t = 90)]
+    pub days: u64,
+    /// Repetitions of each timed query (the median and the slowest are printed).
+    #[arg(long, default_value_t = 7)]
+    pub runs: usize,
+    /// Fill, do not time.
+    #[arg(long)]
+    pub fill_only: bool,
+    /// Time the store as it is, do not fill.
+    #[arg(long)]
+    pub time_only: bool,
+}
+
+/// Crashes inserted, leased and finished per batch.
+const BATCH: usize = 1_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// Runs `bench store`; its lines are printed as they come (a fill is long).
+pub async fn run(args: StoreArgs) -> anyhow::Result<()> {
+    let db = Db::connect(&args.db)
+        .await
+        .with_context(|| format!("opening {}", args.db))?;
+    db.migrate().await?;
+    let now = worker::store::now_ms();
+    if !args.time_only {
+        let Some(report) = &args.report else {
+            bail!("--report FILE is needed to fill the store");
+        };
+        let template: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(report).with_context(|| format!("reading {}", report.display()))?,
+        )
+        .context("--report is not JSON")?;
+        fill(&db, &args, &template, now).await?;
+    }
+    if !args.fill_only {
+        time_queries(&db, &args, now).await?;
+        println!("bytes per crash: {}", bytes_per_crash(&db, &args).await?);
+    }
+    Ok(())
+}
+
+/// A small deterministic generator (xorshift64*): the same store on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The signature of crash `k` of `signatures`.
+fn signature(k: u64) -> String {
+    format!("crash_site_{k} | caller_{} | main", k % 97)
+}
+
+/// The stored report of signature `k`: the template with that signature and crashing
+/// function.
+fn report_for(template: &serde_json::Value, k: u64) -> anyhow::Result<StoredReport> {
+    let mut r = template.clone();
+    r["signature"] = serde_json::json!({ "text": signature(k) });
+    if let Some(threads) = r["threads"].as_array_mut() {
+        let crashed = threads.iter_mut().find(|t| t["crashed"] == true);
+        if let Some(frame) = crashed.and_then(|t| t["frames"].get_mut(0)) {
+            frame["function"] = serde_json::json!(format!("crash_site_{k}"));
+        }
+    }
+    Ok(StoredReport::from_json(
+        serde_json::to_string(&r)?,
+        Some(signature(k)),
+    ))
+}
+
+/// Inserts, leases and finishes `args.crashes` crashes in batches.
+async fn fill(
+    db: &Db,
+    args: &StoreArgs,
+    template: &serde_json::Value,
+    now: i64,
+) -> anyhow::Result<()> {
+    let sigs = args.signatures.max(1);
+    let reports = (0..sigs)
+        .map(|k| report_for(template, k))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let span_ms = i64::try_from(args.days.max(1)).unwrap_or(90) * DAY_MS;
+    let total = args.crashes;
+    let step = span_ms / i64::try_from(total.max(1)).unwrap_or(1).max(1);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let started = Instant::now();
+    let mut done = 0u64;
+    while done < total {
+        let n = (total - done).min(BATCH as u64);
+        let mut sig_of = HashMap::with_capacity(n as usize);
+        for i in done..done + n {
+            let k = ((sigs as f64) * rng.unit().powi(3)) as u64;
+            let id = crashes::new_id();
+            let at = now - span_ms + step * i64::try_from(i).unwrap_or(0);
+            let annotations = serde_json::json!({
+                "prod": format!("App{}", k % 3),
+                "ver": format!("1.{}", rng.next() % 10),
+            });
+            crashes::insert(
+                db,
+                &NewCrash {
+                    id: id.clone(),
+                    received_at: at,
+                    dump_sha256: format!("{:064x}", i),
+                    dump_size: 1 << 20,
+                    dump_format: "minidump".into(),
+                    annotations: annotations.to_string(),
+                    annotations_cut: None,
+                },
+            )
+            .await?;
+            sig_of.insert(id, k.min(sigs - 1));
+        }
+        let leases = crashes::lease_batch(db, "bench", now, 600_000, 3, n as usize).await?;
+        let outcomes: Vec<Outcome> = leases
+            .iter()
+            .map(|l| {
+                let k = sig_of.get(&l.id).copied().unwrap_or(0);
+                Outcome::Done(reports[k as usize].clone())
+            })
+            .collect();
+        let jobs: Vec<Finished> = leases
+            .iter()
+            .zip(&outcomes)
+            .map(|(lease, outcome)| Finished {
+                lease,
+                outcome,
+                processing_ms: Some(4),
+            })
+            .collect();
+        crashes::finish_batch(db, "bench", now, 3, &jobs).await?;
+        done += n;
+        if done.is_multiple_of(100_000) || done == total {
+            let secs = started.elapsed().as_secs_f64();
+            println!(
+                "filled {done} crashes in {secs:.0} s ({:.0}/s)",
+                done as f64 / secs.max(1e-9)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Times `query` `runs` times: (median, slowest).
+async fn timed<F, Fut, T>(runs: usize, mut query: F) -> anyhow::Result<(Duration, Duration)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, worker::store::StoreError>>,
+{
+    let mut times = Vec::with_capacity(runs.max(1));
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        query().await?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    Ok((times[times.len() / 2], times[times.len() - 1]))
+}
+
+/// The queries of the dashboard's pages and of a reprocess selection, timed.
+async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()> {
+    let groups = |days: Option<i64>, product: Option<&str>, kind: Option<&str>| GroupQuery {
+        since: days.map(|d| now - d * DAY_MS),
+        until: None,
+        product: product.map(str::to_string),
+        version: None,
+        kind: kind.map(str::to_string),
+        sort: GroupSort::Count,
+        descending: true,
+        after: None,
+        limit: 50,
+    };
+    let list = |f: &dyn Fn(&mut ListQuery)| {
+        let mut q = ListQuery {
+            limit: 50,
+            ..ListQuery::default()
+        };
+        f(&mut q);
+        q
+    };
+    let hot = signature(0);
+    let tail = signature(args.signatures.saturating_sub(1) / 2);
+    let r = args.runs;
+    let mut rows: Vec<(&str, (Duration, Duration))> = Vec::new();
+    for (name, q) in [
+        ("groups, all time", groups(None, None, None)),
+        ("groups, 30 days", groups(Some(30), None, None)),
+        ("groups, 90 days", groups(Some(90), None, None)),
+        (
+            "groups, 90 days, one product",
+            groups(Some(90), Some("App1"), None),
+        ),
+        (
+            "groups, 30 days, one kind",
+            groups(Some(30), None, Some("null-pointer")),
+        ),
+    ] {
+        rows.push((name, timed(r, || dashboard::groups(db, &q)).await?));
+    }
+    for (name, q) in [
+        ("crash list, newest", list(&|_| {})),
+        (
+            "crash list, hot signature",
+            list(&|q| q.signature = Some(hot.clone())),
+        ),
+        (
+            "crash list, tail signature",
+            list(&|q| q.signature = Some(tail.clone())),
+        ),
+        (
+            "crash list, function filter",
+            list(&|q| q.function = Some("crash_site_17".into())),
+        ),
+        (
+            "crash list, module filter",
+            list(&|q| q.module = Some("libc.so.6".into())),
+        ),
+        (
+            "crash list, one product, 7 days",
+            list(&|q| {
+                q.product = Some("App2".into());
+                q.since = Some(now - 7 * DAY_MS);
+            }),
+        ),
+    ] {
+        rows.push((name, timed(r, || crashes::list(db, &q)).await?));
+    }
+    rows.push((
+        "group chart, hot signature, 90 days",
+        timed(r, || {
+            dashboard::group_days(db, &hot, now - 90 * DAY_MS, now)
+        })
+        .await?,
+    ));
+    let newest = crashes::list(db, &list(&|_| {})).await?;
+    if let Some(c) = newest.first() {
+        rows.push(("crash page", timed(r, || crashes::get(db, &c.id)).await?));
+    }
+    for (name, filter) in reprocess_filters(&hot, now) {
+        rows.push((
+            name,
+            timed(r, || {
+                worker::store::reprocess::count_remaining(db, "bench-selection", &filter)
+            })
+            .await?,
+        ));
+    }
+    println!("{:<44} {:>10} {:>10}", "query", "median", "slowest");
+    for (name, (median, slowest)) in rows {
+        println!(
+            "{name:<44} {:>8.1}ms {:>8.1}ms",
+            median.as_secs_f64() * 1e3,
+            slowest.as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
+
+/// The reprocess selections timed: by signature, by the last day, by build-id.
+fn reprocess_filters(hot: &str, now: i64) -> Vec<(&'static str, worker::store::reprocess::Filter)> {
+    use worker::store::reprocess::Filter;
+    vec![
+        (
+            "reprocess selection, hot signature",
+            Filter {
+                signature: Some(hot.to_string()),
+                ..Filter::default()
+            },
+        ),
+        (
+            "reprocess selection, last day",
+            Filter {
+                since: Some(now - DAY_MS),
+                ..Filter::default()
+            },
+        ),
+        (
+            "reprocess selection, one build-id",
+            Filter {
+                build_id: Some("00112233445566778899aabbccddeeff00112233".into()),
+                ..Filter::default()
+            },
+        ),
+    ]
+}
+
+/// The database's size divided by its crashes.
+async fn bytes_per_crash(db: &Db, args: &StoreArgs) -> anyhow::Result<u64> {
+    let n = crashes::count_by_status(db)
+        .await?
+        .iter()
+        .map(|(_, n)| *n)
+        .sum::<i64>()
+        .max(1);
+    let bytes: i64 = match db.backend() {
+        Backend::Sqlite(p) => {
+            sqlx::query_scalar(
+                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+            )
+            .fetch_one(p)
+            .await?
+        }
+        Backend::Postgres(p) => {
+            sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                .fetch_one(p)
+                .await?
+        }
+    };
+    let _ = args;
+    Ok(u64::try_from(bytes / n).unwrap_or(0))
+}
