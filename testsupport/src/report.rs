@@ -130,7 +130,9 @@ mod tests {
                     "index": 0, "pc": "0x401000", "sp": "0x7ffc0000", "trust": "context", "unwind_source": null,
                     "module": "x", "module_index": 0, "module_offset": "0x1000", "function": "crash_here",
                     "function_offset": "0x4", "file": "/src/a.c", "line": 8, "column": 5, "inlined": false,
-                    "symbol_source": "dwarf"
+                    "symbol_source": "dwarf",
+                    "pre_context": ["int crash_here(int *p) {"], "context_line": "    return *p;",
+                    "post_context": ["}"]
                 }],
                 "end": "outermost", "end_detail": null
             }],
