@@ -150,6 +150,32 @@ async fn groups_and_requeue(db: &Db) {
             (Some("app".into()), Some("2.0".into()))
         ]
     );
+    // The page's batched queries give each group what the one-group queries give.
+    let sigs: Vec<String> = ["a | main", "b", "c", "d", "none"]
+        .map(String::from)
+        .to_vec();
+    let all_days = q::groups_days(db, &sigs, t0, t0 + 10 * DAY).await.unwrap();
+    let all_products = q::groups_products(db, &sigs, 1).await.unwrap();
+    for sig in &sigs {
+        let mut own: Vec<q::GroupDay> = all_days
+            .iter()
+            .filter(|d| &d.signature == sig)
+            .map(|d| d.day.clone())
+            .collect();
+        own.sort_by_key(|d| (d.day, d.product.clone(), d.version.clone()));
+        assert_eq!(
+            own,
+            q::group_days(db, sig, t0, t0 + 10 * DAY).await.unwrap()
+        );
+        let own: Vec<_> = all_products
+            .iter()
+            .filter(|(s, _, _)| s == sig)
+            .map(|(_, p, v)| (p.clone(), v.clone()))
+            .collect();
+        assert_eq!(own, q::group_products(db, sig, 1).await.unwrap(), "{sig}");
+    }
+    assert_eq!(all_products.iter().filter(|p| p.0 == "a | main").count(), 1);
+    assert!(q::groups_days(db, &[], t0, t0).await.unwrap().is_empty());
     assert_eq!(
         q::product_of(db, &failed).await.unwrap(),
         Some((Some("app".into()), Some("1.0".into())))

@@ -135,21 +135,27 @@ async fn groups(
     let rows = q::groups(&s.db, &query).await?;
     let today = now.div_euclid(DAY_MS);
     let chart_since = (today - CHART_DAYS + 1) * DAY_MS;
+    // every row's chart and products in two queries, not two per row
+    let signatures: Vec<String> = rows.iter().map(|g| g.signature.clone()).collect();
+    let charts = q::groups_days(&s.db, &signatures, chart_since, now + DAY_MS).await?;
+    let mut products = q::groups_products(&s.db, &signatures, 6).await?;
     let mut groups = Vec::with_capacity(rows.len());
     for g in rows {
-        let per_day = q::group_days(&s.db, &g.signature, chart_since, now + DAY_MS).await?;
         let mut counts = vec![0i64; CHART_DAYS as usize];
-        for d in &per_day {
-            let i = d.day - (today - CHART_DAYS + 1);
+        for d in charts.iter().filter(|d| d.signature == g.signature) {
+            let i = d.day.day - (today - CHART_DAYS + 1);
             if let Some(c) = usize::try_from(i).ok().and_then(|i| counts.get_mut(i)) {
-                *c += d.count;
+                *c += d.day.count;
             }
         }
-        let products = q::group_products(&s.db, &g.signature, 6).await?;
+        let (own, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut products)
+            .into_iter()
+            .partition(|(sig, _, _)| *sig == g.signature);
+        products = rest;
         groups.push(pages::GroupView {
             group: g,
             per_day: counts,
-            products,
+            products: own.into_iter().map(|(_, p, v)| (p, v)).collect(),
         });
     }
     let next = if groups.len() as i64 == PAGE {

@@ -335,3 +335,87 @@ pub async fn product_of(
         .await)?,
     )
 }
+
+/// One signature's row of [`groups_days`].
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SignatureDay {
+    pub signature: String,
+    #[sqlx(flatten)]
+    pub day: GroupDay,
+}
+
+/// [`group_days`] of several signatures in one query (a page of groups and their
+/// charts), in no particular order.
+pub async fn groups_days(
+    db: &Db,
+    signatures: &[String],
+    since: i64,
+    until: i64,
+) -> Result<Vec<SignatureDay>, StoreError> {
+    if signatures.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = placeholders(1, signatures.len());
+    let n = signatures.len();
+    let sql = format!(
+        "SELECT signature, day, NULLIF(product, '') AS product, \
+         NULLIF(version, '') AS version, count FROM crash_group_days \
+         WHERE signature IN ({list}) AND day >= ${} AND day < ${}",
+        n + 1,
+        n + 2
+    );
+    let last = until.div_euclid(DAY_MS) + i64::from(until.rem_euclid(DAY_MS) != 0);
+    let cleaned: Vec<String> = signatures
+        .iter()
+        .map(|s| super::text::clean(s).into_owned())
+        .collect();
+    Ok(crate::on_pool!(db, p => {
+        let mut q = sqlx::query_as::<_, SignatureDay>(sqlx::AssertSqlSafe(sql.as_str()));
+        for s in &cleaned {
+            q = q.bind(s);
+        }
+        q.bind(since.div_euclid(DAY_MS)).bind(last).fetch_all(p).await
+    })?)
+}
+
+/// [`group_products`] of several signatures in one query: (signature, product, version),
+/// at most `limit` per signature, in each signature's order.
+pub async fn groups_products(
+    db: &Db,
+    signatures: &[String],
+    limit: i64,
+) -> Result<Vec<(String, Option<String>, Option<String>)>, StoreError> {
+    if signatures.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = placeholders(1, signatures.len());
+    let sql = format!(
+        "SELECT signature, p, v FROM (SELECT signature, p, v, ROW_NUMBER() OVER \
+         (PARTITION BY signature ORDER BY p, v) AS n FROM (SELECT DISTINCT signature, \
+         NULLIF(product, '') AS p, NULLIF(version, '') AS v FROM crash_group_days \
+         WHERE signature IN ({list}) AND (product <> '' OR version <> '')) d) r \
+         WHERE n <= ${} ORDER BY signature, p, v",
+        signatures.len() + 1
+    );
+    let cleaned: Vec<String> = signatures
+        .iter()
+        .map(|s| super::text::clean(s).into_owned())
+        .collect();
+    Ok(crate::on_pool!(db, p => {
+        let mut q = sqlx::query_as::<_, (String, Option<String>, Option<String>)>(
+            sqlx::AssertSqlSafe(sql.as_str()),
+        );
+        for s in &cleaned {
+            q = q.bind(s);
+        }
+        q.bind(limit).fetch_all(p).await
+    })?)
+}
+
+/// `$first, $first+1, …`: `n` placeholders.
+fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
