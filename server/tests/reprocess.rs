@@ -308,16 +308,21 @@ async fn wait_for(
     }
 }
 
-/// Frames of the crashing thread in module `prog`, and how many have a function name.
-fn prog_frames(v: &serde_json::Value) -> (usize, usize) {
-    let frames: Vec<&serde_json::Value> = v["report"]["threads"]
+/// The frames of the crashing thread in module `prog`.
+fn crashed_prog_frames(v: &serde_json::Value) -> Vec<&serde_json::Value> {
+    v["report"]["threads"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|t| t["crashed"] == true)
         .flat_map(|t| t["frames"].as_array().into_iter().flatten())
         .filter(|f| f["module"].as_str().is_some_and(|m| m.ends_with("prog")))
-        .collect();
+        .collect()
+}
+
+/// Frames of the crashing thread in module `prog`, and how many have a function name.
+fn prog_frames(v: &serde_json::Value) -> (usize, usize) {
+    let frames = crashed_prog_frames(v);
     let named = frames.iter().filter(|f| !f["function"].is_null()).count();
     (frames.len(), named)
 }
@@ -438,13 +443,8 @@ async fn missing_binary_upload_reprocesses_affected_crashes() {
 
 /// Frames of the crashing thread in module `prog` that carry a source line.
 fn prog_lines(v: &serde_json::Value) -> usize {
-    v["report"]["threads"]
-        .as_array()
+    crashed_prog_frames(v)
         .into_iter()
-        .flatten()
-        .filter(|t| t["crashed"] == true)
-        .flat_map(|t| t["frames"].as_array().into_iter().flatten())
-        .filter(|f| f["module"].as_str().is_some_and(|m| m.ends_with("prog")))
         .filter(|f| f["line"].as_u64().is_some())
         .count()
 }

@@ -107,27 +107,10 @@ fn crash_program(dir: &Path, work: &Path) -> (PathBuf, PathBuf) {
 /// `postmortem walk CORE [--symbols DIR] --no-system-debug --sha256 --format json`, parsed,
 /// without source context (the service's reports have none yet: issue 42).
 fn cli_report(core: &Path, symbols: Option<&Path>) -> Value {
-    let mut cmd = Command::new(bin());
-    cmd.arg("walk").arg(core);
-    if let Some(dir) = symbols {
-        cmd.arg("--symbols").arg(dir);
+    match symbols {
+        Some(dir) => cli_walk(core, &["--symbols".as_ref(), dir.as_os_str()]),
+        None => cli_walk(core, &[]),
     }
-    let out = cmd
-        .args([
-            "--no-system-debug",
-            "--no-source-context",
-            "--sha256",
-            "--format",
-            "json",
-        ])
-        .output()
-        .expect("run postmortem walk");
-    assert!(
-        out.status.success(),
-        "walk failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("walk prints JSON")
 }
 
 /// Links into `dir` every file the dump's modules name that exists here with the dump's
