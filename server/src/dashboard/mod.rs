@@ -138,7 +138,7 @@ async fn groups(
     // every row's chart and products in two queries, not two per row
     let signatures: Vec<String> = rows.iter().map(|g| g.signature.clone()).collect();
     let charts = q::groups_days(&s.db, &signatures, chart_since, now + DAY_MS).await?;
-    let mut products = q::groups_products(&s.db, &signatures, 6).await?;
+    let products = q::groups_products(&s.db, &signatures, 6).await?;
     let mut groups = Vec::with_capacity(rows.len());
     for g in rows {
         let mut counts = vec![0i64; CHART_DAYS as usize];
@@ -148,14 +148,15 @@ async fn groups(
                 *c += d.day.count;
             }
         }
-        let (own, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut products)
-            .into_iter()
-            .partition(|(sig, _, _)| *sig == g.signature);
-        products = rest;
+        let own = products
+            .iter()
+            .filter(|(sig, _, _)| *sig == g.signature)
+            .map(|(_, p, v)| (p.clone(), v.clone()))
+            .collect();
         groups.push(pages::GroupView {
             group: g,
             per_day: counts,
-            products: own.into_iter().map(|(_, p, v)| (p, v)).collect(),
+            products: own,
         });
     }
     let next = if groups.len() as i64 == PAGE {

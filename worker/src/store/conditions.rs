@@ -12,7 +12,6 @@
 pub enum Value {
     Text(String),
     Int(i64),
-    Bool(bool),
 }
 
 /// The conditions of one statement, joined by `AND`, and their values in placeholder
@@ -72,7 +71,6 @@ macro_rules! bind_values {
             q = match v {
                 $crate::store::conditions::Value::Text(t) => q.bind(t.clone()),
                 $crate::store::conditions::Value::Int(i) => q.bind(*i),
-                $crate::store::conditions::Value::Bool(b) => q.bind(*b),
             };
         }
         q
