@@ -116,55 +116,23 @@ pub fn pe_code_id<'data, R: object::ReadRef<'data>>(
     Some(format!("{stamp:08X}{size:X}"))
 }
 
+/// The first bytes of an MSF 7.0 file (every PDB of the last twenty years).
+pub const PDB_MAGIC: &[u8] = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0";
+
 /// Whether `data` starts as a PDB (an MSF 7.0 file) does.
 pub fn is_pdb(data: &[u8]) -> bool {
-    crate::symbols::builders::pdb::is_pdb(data)
+    data.starts_with(PDB_MAGIC)
 }
 
-/// Breakpad's debug id of a PDB: the CodeView GUID as its fields print (the first three
-/// little-endian), upper-case, then the age in hex.
-pub fn pdb_debug_id(guid: [u8; 16], age: u32) -> String {
-    let d1 = u32::from_le_bytes([guid[0], guid[1], guid[2], guid[3]]);
-    let d2 = u16::from_le_bytes([guid[4], guid[5]]);
-    let d3 = u16::from_le_bytes([guid[6], guid[7]]);
-    let mut out = format!("{d1:08X}{d2:04X}{d3:04X}");
-    for b in &guid[8..] {
-        out.push_str(&format!("{b:02X}"));
-    }
-    out.push_str(&format!("{age:X}"));
-    out
-}
-
-/// A code id in the one spelling every comparison uses: upper-case. Minidump writers and
-/// symbol servers differ in the case of its hex digits (`6B08D56C40000`,
-/// `6b08d56c40000`).
-pub fn normalize_code_id(id: &str) -> String {
-    id.to_ascii_uppercase()
+/// Runs a reader of a PDB (the `pdb` crate: symbols, FPO and FrameData streams), turning a
+/// panic inside the crate into an error.
+pub(crate) fn pdb_guarded<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+        .unwrap_or_else(|_| Err("the PDB reader failed on this file".into()))
 }
 
 /// Converts a file address to an offset from the link base.
 #[inline]
 pub fn svma_to_offset(svma: u64, link_base: u64) -> Option<u64> {
     svma.checked_sub(link_base)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// {12345678-9ABC-DEF0-1122-334455667788}, age 1: the GUID's first three fields are
-    /// stored little-endian in a CodeView record and printed as numbers.
-    #[test]
-    fn pdb_debug_ids_print_the_guid_fields_then_the_age() {
-        let guid = [
-            0x78, 0x56, 0x34, 0x12, 0xbc, 0x9a, 0xf0, 0xde, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66,
-            0x77, 0x88,
-        ];
-        assert_eq!(pdb_debug_id(guid, 1), "123456789ABCDEF011223344556677881");
-        assert_eq!(
-            pdb_debug_id(guid, 0x2a),
-            "123456789ABCDEF01122334455667788".to_owned() + "2A"
-        );
-        assert_eq!(normalize_code_id("6b08d56c40000"), "6B08D56C40000");
-    }
 }

@@ -338,7 +338,7 @@ pub fn breakpad_sym(
 ) -> String {
     use std::fmt::Write;
     let name = path.rsplit('/').next().unwrap_or(path);
-    let id = crate::dump::hex(uuid).to_ascii_uppercase();
+    let id = crate::ids::hex(uuid).to_ascii_uppercase();
     let arch = match arch {
         Some(Arch::Aarch64) => "arm64",
         Some(Arch::X86_64) => "x86_64",

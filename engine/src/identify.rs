@@ -17,8 +17,8 @@
 
 use object::{Object, ObjectKind, ObjectSection};
 
-use crate::dump::minidump::breakpad_debug_id_from_build_id;
-use crate::symbols::parse_module_line;
+use crate::breakpad::parse_module_line;
+use crate::ids::breakpad_debug_id_from_build_id;
 
 /// The `kind` of a Breakpad `.sym` upload.
 pub const KIND_BREAKPAD: &str = "breakpad-sym";
@@ -133,20 +133,6 @@ const MACHO_SECTIONS: &[(&str, &str)] = &[
     ("__debug_line", "debug_line"),
 ];
 
-/// Mach-O magics (32/64-bit, either byte order).
-const MACHO_MAGICS: &[[u8; 4]] = &[
-    [0xce, 0xfa, 0xed, 0xfe],
-    [0xcf, 0xfa, 0xed, 0xfe],
-    [0xfe, 0xed, 0xfa, 0xce],
-    [0xfe, 0xed, 0xfa, 0xcf],
-];
-/// Whether `head` (a file's first bytes) starts a thin (one-architecture) Mach-O file.
-pub fn is_thin_macho(head: &[u8]) -> bool {
-    head.get(..4)
-        .and_then(|m| <[u8; 4]>::try_from(m).ok())
-        .is_some_and(|m| MACHO_MAGICS.contains(&m))
-}
-
 /// Universal (fat) Mach-O magics.
 const FAT_MAGICS: &[[u8; 4]] = &[[0xca, 0xfe, 0xba, 0xbe], [0xca, 0xfe, 0xba, 0xbf]];
 
@@ -155,7 +141,7 @@ pub fn identify(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     let magic: Option<[u8; 4]> = bytes.get(..4).and_then(|m| m.try_into().ok());
     match magic {
         Some(m) if &m == b"\x7fELF" => identify_elf(bytes),
-        Some(m) if MACHO_MAGICS.contains(&m) => identify_macho(bytes),
+        Some(m) if crate::macho_fat::MACHO_MAGICS.contains(&m) => identify_macho(bytes),
         Some(m) if FAT_MAGICS.contains(&m) => Err(IdentifyError::FatMachO),
         Some(m) if m.starts_with(b"MZ") => identify_pe(bytes),
         _ if bytes.starts_with(b"MODULE ") => identify_sym(bytes),
@@ -255,7 +241,7 @@ pub fn identify_file<F: std::io::Read + std::io::Seek + Send>(
         .read_to_end(&mut start)
         .map_err(io)?;
     let magic: Option<[u8; 4]> = start.get(..4).and_then(|m| m.try_into().ok());
-    if magic.is_some_and(|m| MACHO_MAGICS.contains(&m)) {
+    if magic.is_some_and(|m| crate::macho_fat::MACHO_MAGICS.contains(&m)) {
         // a Mach-O file: only its header and load commands are read
         return identify_macho(&object::ReadCache::new(&mut reader));
     }
@@ -321,7 +307,7 @@ fn describe<'data, R: object::ReadRef<'data>>(
     };
     Ok(BinaryInfo {
         format: "elf",
-        build_id: Some(crate::dump::hex(&build_id)),
+        build_id: Some(crate::ids::hex(&build_id)),
         debug_id: None,
         arch,
         kind,
@@ -420,11 +406,11 @@ where
         macho::MH_EXECUTE => "executable",
         _ => "shared-object",
     };
-    let mut debug_id = crate::dump::hex(&uuid).to_ascii_uppercase();
+    let mut debug_id = crate::ids::hex(&uuid).to_ascii_uppercase();
     debug_id.push('0');
     Ok(BinaryInfo {
         format: "macho",
-        build_id: Some(crate::dump::hex(&uuid)),
+        build_id: Some(crate::ids::hex(&uuid)),
         debug_id: Some(debug_id),
         arch: arch.map(|a| a.as_str()),
         kind,
@@ -456,7 +442,7 @@ fn describe_pe<'data, R: object::ReadRef<'data>>(
     let code_id = crate::binary::pe_code_id(file)
         .ok_or_else(|| IdentifyError::MalformedPe("not a PE image".into()))?;
     let debug_id = match file.pdb_info() {
-        Ok(Some(cv)) => Some(crate::binary::pdb_debug_id(cv.guid(), cv.age())),
+        Ok(Some(cv)) => Some(crate::ids::pdb_debug_id(cv.guid(), cv.age())),
         _ => None,
     };
     let arch = crate::binary::arch_of(file).map(|a| a.as_str());
@@ -513,7 +499,7 @@ fn sym_header(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     let (image_code_id, code_file) = match code_line {
         Some((id, Some(file))) if module.os.eq_ignore_ascii_case("windows") => {
             let file = file.rsplit(['/', '\\']).next().unwrap_or(&file).to_owned();
-            (Some(crate::binary::normalize_code_id(&id)), Some(file))
+            (Some(crate::ids::normalize_code_id(&id)), Some(file))
         }
         _ => (None, None),
     };
@@ -522,7 +508,7 @@ fn sym_header(bytes: &[u8]) -> Result<BinaryInfo, IdentifyError> {
     // its debug-id does not come from.
     let build_id = code_id
         .filter(|_| module.os.eq_ignore_ascii_case("linux"))
-        .and_then(|id| crate::dump::unhex(&id).map(|b| (id, b)))
+        .and_then(|id| crate::ids::unhex(&id).map(|b| (id, b)))
         .filter(|(_, b)| breakpad_debug_id_from_build_id(b) == module.debug_id)
         .map(|(id, _)| id);
     Ok(BinaryInfo {

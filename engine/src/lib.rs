@@ -20,21 +20,39 @@
 
 #![forbid(unsafe_code)]
 
+// The modules from the bottom layer up; a module names only modules of its own layer or
+// below it (`tests/layers.rs` holds the order and rejects an upward reference).
+// 0. Shared pieces every layer may use.
 pub mod arch;
-pub mod binary;
-pub mod breakpad;
-pub mod dsym_zip;
+pub mod ids;
+mod names;
+pub mod ranges;
+pub mod signals;
+// 1. Dump bytes into the one `Dump` model.
 pub mod dump;
+// 2. Binaries' headers and containers.
+pub mod binary;
+pub mod dsym_zip;
 pub mod dyld_cache;
-pub mod identify;
 pub mod macho_fat;
-pub mod process;
+// 3. Unwind tables.
+pub mod unwind;
+// 4. Symbol tables.
+pub mod symbols;
+// 5. Both tables from Breakpad `.sym` files.
+pub mod breakpad;
+// 6. What an uploaded file is.
+pub mod identify;
+// 7. The walk.
+pub mod walk;
+// 8. The report.
 pub mod report;
+// 9. Which files describe a module, and its tables built from them (or its sources).
 pub mod resolve;
 pub mod source_bundle;
-pub mod symbols;
-pub mod unwind;
-pub mod walk;
+pub mod tables;
+// 10. The pipeline.
+pub mod process;
 
 /// The old path of [`breakpad::index`], kept for callers outside the engine.
 pub use breakpad::index as breakpad_index;

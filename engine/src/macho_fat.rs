@@ -47,6 +47,20 @@ pub enum FatError {
     NotMachO(usize),
 }
 
+/// Mach-O magics (32/64-bit, either byte order).
+pub const MACHO_MAGICS: &[[u8; 4]] = &[
+    [0xce, 0xfa, 0xed, 0xfe],
+    [0xcf, 0xfa, 0xed, 0xfe],
+    [0xfe, 0xed, 0xfa, 0xce],
+    [0xfe, 0xed, 0xfa, 0xcf],
+];
+/// Whether `head` (a file's first bytes) starts a thin (one-architecture) Mach-O file.
+pub fn is_thin_macho(head: &[u8]) -> bool {
+    head.get(..4)
+        .and_then(|m| <[u8; 4]>::try_from(m).ok())
+        .is_some_and(|m| MACHO_MAGICS.contains(&m))
+}
+
 /// Whether `head` (a file's first bytes) is a universal Mach-O's.
 pub fn is_fat(head: &[u8]) -> bool {
     head.starts_with(&FAT_MAGIC) || head.starts_with(&FAT_MAGIC_64)
@@ -89,7 +103,7 @@ pub fn slices<'data, R: ReadRef<'data>>(data: R) -> Result<Vec<Slice>, FatError>
         let magic = data
             .read_bytes_at(offset, 4)
             .map_err(|()| FatError::NotMachO(index))?;
-        if !crate::identify::is_thin_macho(magic) {
+        if !is_thin_macho(magic) {
             return Err(FatError::NotMachO(index));
         }
         out.push(Slice {

@@ -33,7 +33,7 @@ use object::{Object, ObjectSection, SectionKind};
 
 use crate::binary::FileBytes;
 use crate::dump::{Arch, Module};
-use crate::process::{build_tables, on_demand_tables, CodeImage, ModuleTables, TableInput};
+use crate::tables::{build_tables, on_demand_tables, CodeImage, ModuleTables, TableInput};
 
 /// The key a module's built tables are cached and stored under, the same in every cache
 /// (the CLI's per-run memo, the service's memory cache and database rows).
@@ -62,9 +62,19 @@ impl TableKey {
         TableKey::CodeId(format!(
             "{}/{}",
             name.to_ascii_lowercase(),
-            crate::binary::normalize_code_id(code_id)
+            crate::ids::normalize_code_id(code_id)
         ))
     }
+}
+
+/// The key a module's lookups and fetched tables are kept under, the one rule the CLI's
+/// walk and the service's jobs share: its build-id (lower-case hex), else its debug-id
+/// (upper-case, so never equal to a build-id), else a Windows module's image key
+/// (`pe:NAME/CODE_ID`); `None` for a module with no id at all.
+pub fn lookup_key(m: &Module) -> Option<String> {
+    m.build_id_hex()
+        .or_else(|| m.breakpad_debug_id())
+        .or_else(|| Some(TableKey::for_pe(&m.name, &m.pe_code_id()?).to_string()))
 }
 
 impl fmt::Display for TableKey {
@@ -269,7 +279,7 @@ pub fn binary_of<B: AsRef<[u8]>>(files: &[(String, B)]) -> Option<usize> {
 
 /// Whether a file is a PDB (a Windows image's debug file).
 fn is_pdb(data: &[u8]) -> bool {
-    crate::symbols::builders::pdb::is_pdb(data)
+    crate::binary::is_pdb(data)
 }
 
 /// What a build's files (name, bytes) on hand give: a binary (code, unwind sections),
@@ -385,7 +395,7 @@ pub fn disagreements<B: AsRef<[u8]>>(
 /// How `other` differs from `bin` (what `other` has, what `bin` has): its build-id, else
 /// the first loaded section both name whose address or size is not the same.
 fn disagreement(bin: &object::File<'_>, other: &object::File<'_>) -> Option<(String, String)> {
-    let hex = |id: &[u8]| format!("build-id {}", crate::dump::hex(id));
+    let hex = |id: &[u8]| format!("build-id {}", crate::ids::hex(id));
     if let (Ok(Some(a)), Ok(Some(b))) = (bin.build_id(), other.build_id()) {
         if a != b {
             return Some((hex(b), hex(a)));

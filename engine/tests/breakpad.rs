@@ -12,11 +12,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use engine::breakpad::symbols::build_symbol_table_breakpad;
+use engine::breakpad::unwind::build_from_breakpad;
 use engine::dump::Arch;
-use engine::symbols::{build_symbol_table, build_symbol_table_breakpad, SymbolSource, SymbolTable};
-use engine::unwind::{
-    build_from_breakpad, build_from_elf, rule::callee_saved, Slot, SlotKind, UnwindTable,
-};
+use engine::symbols::{build_symbol_table, SymbolSource, SymbolTable};
+use engine::unwind::{build_from_elf, rule::callee_saved, Slot, SlotKind, UnwindTable};
 
 fn dump_syms(binary: &Path) -> String {
     let out = Command::new("dump_syms")

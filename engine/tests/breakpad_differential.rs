@@ -26,9 +26,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use breakpad_symbols::{FrameSymbolizer, FrameWalker, SimpleModule, SymbolFile};
+use engine::breakpad::symbols::build_symbol_table_breakpad;
+use engine::breakpad::unwind::build_from_breakpad;
 use engine::dump::Arch;
-use engine::symbols::{build_symbol_table_breakpad, SymbolTable};
-use engine::unwind::{build_from_breakpad, rule::callee_saved, Slot, SlotKind, UnwindTable};
+use engine::symbols::SymbolTable;
+use engine::unwind::{rule::callee_saved, Slot, SlotKind, UnwindTable};
 
 /// A small xorshift generator: random, but the same on every run.
 struct Rng(u64);

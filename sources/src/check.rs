@@ -73,7 +73,7 @@ pub fn same_sym(file: &File, asked: &str) -> Result<(), Refused> {
             Err(_) => return Err(Refused::NotSym),
         }
     }
-    let module = engine::symbols::parse_module_line(head.get(..n).unwrap_or_default())
+    let module = engine::breakpad::parse_module_line(head.get(..n).unwrap_or_default())
         .ok_or(Refused::NotSym)?;
     if module.debug_id == asked {
         Ok(())

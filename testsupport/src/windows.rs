@@ -819,7 +819,7 @@ impl CodeView {
 
     /// The debug id Breakpad names it by (GUID and age, upper-case hex).
     pub fn debug_id(&self) -> String {
-        engine::binary::pdb_debug_id(self.guid, self.age)
+        engine::ids::pdb_debug_id(self.guid, self.age)
     }
 
     /// The debug file: the last component of the path (empty for none).

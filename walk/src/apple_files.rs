@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Mutex;
 
-use engine::dump::{unhex, Arch};
+use engine::dump::Arch;
+use engine::ids::unhex;
 use engine::{dyld_cache, macho_fat};
 use mapped::Mapped;
 
@@ -36,7 +37,7 @@ pub(crate) struct AppleFiles {
 
 /// Whether `head` (a file's first bytes) starts a Mach-O file, thin or universal.
 pub(crate) fn is_macho(head: &[u8]) -> bool {
-    engine::identify::is_thin_macho(head) || macho_fat::is_fat(head)
+    engine::macho_fat::is_thin_macho(head) || macho_fat::is_fat(head)
 }
 
 impl AppleFiles {
@@ -198,7 +199,7 @@ impl DyldCaches {
         if written.0.is_none() {
             written.0 = tempfile::tempdir().ok();
         }
-        let dir = written.0.as_ref()?.path().join(engine::dump::hex(&uuid));
+        let dir = written.0.as_ref()?.path().join(engine::ids::hex(&uuid));
         fs::create_dir_all(&dir).ok()?;
         let name = install.rsplit('/').next().unwrap_or(install);
         let path = dir.join(format!("{name}.sym"));

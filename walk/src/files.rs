@@ -34,17 +34,18 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use engine::binary::FileBytes;
+use engine::breakpad::parse_module_line;
 use engine::breakpad_index::BreakpadIndex;
-use engine::dump::{hex, unhex, Arch, Dump, Module};
+use engine::dump::{Arch, Dump, Module};
+use engine::ids::{hex, unhex};
 use engine::process::{
     build_tables_from_breakpad, indexed_breakpad_tables, ModuleTables, TableProvider,
 };
 use engine::report::{Lookup, RemoteFile};
 use engine::resolve::{
-    build_from_files, code_image_of, locate, on_demand_from_files, on_hand, FileSource, Found,
-    SourceFile, TableKey,
+    build_from_files, code_image_of, locate, lookup_key, on_demand_from_files, on_hand, FileSource,
+    Found, SourceFile, TableKey,
 };
-use engine::symbols::parse_module_line;
 use object::Object;
 
 use mapped::Mapped;
@@ -259,7 +260,7 @@ fn pe_ids_of(f: fs::File) -> Option<(String, Option<(String, String)>)> {
         Ok(Some(cv)) => {
             let path = String::from_utf8_lossy(cv.path());
             let name = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
-            Some((engine::binary::pdb_debug_id(cv.guid(), cv.age()), name))
+            Some((engine::ids::pdb_debug_id(cv.guid(), cv.age()), name))
         }
         _ => None,
     };
@@ -905,14 +906,6 @@ impl FileSource for FileProvider {
             });
         Ok(local.or_else(|| self.fetch_sym(m, debug_id)))
     }
-}
-
-/// The key a module's lookups are kept under: its build-id, else its debug-id (the two
-/// never equal: hex case differs), else a Windows module's image key (`pe:NAME/CODE_ID`).
-fn lookup_key(m: &Module) -> Option<String> {
-    m.build_id_hex()
-        .or_else(|| m.breakpad_debug_id())
-        .or_else(|| Some(TableKey::for_pe(&m.name, &m.pe_code_id()?).to_string()))
 }
 
 /// A file's name as the report gives it: its last path component (a service upload is

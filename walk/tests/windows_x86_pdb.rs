@@ -32,10 +32,11 @@ use std::process::Command;
 
 use engine::binary::FileBytes;
 use engine::breakpad::stack_win::{self, WinKind, WinRecord};
+use engine::breakpad::unwind::build_from_breakpad;
 use engine::dump::{Arch, MemoryMap, Module, RegisterSet};
 use engine::process::{build_tables, on_demand_tables, TableInput};
 use engine::unwind::builders::pdb_frame_data;
-use engine::unwind::{build_from_breakpad, UnwindSource, UnwindTable};
+use engine::unwind::{UnwindSource, UnwindTable};
 use engine::walk::x86::X86;
 use engine::walk::{walk_thread, CodeReader, ModuleUnwind, Trust, WalkContext, WalkOptions};
 

@@ -7,14 +7,14 @@
 //! lines — and then:
 //! - [`BreakpadIndex::find_rule`] builds the unwind rows of one `STACK CFI INIT` block (the
 //!   `INIT` line and every line up to the next `INIT`) the first time the walk looks inside
-//!   it, with the whole-file builder ([`crate::unwind::build_from_breakpad`]), and keeps
+//!   it, with the whole-file builder ([`crate::breakpad::unwind::build_from_breakpad`]), and keeps
 //!   them;
 //! - [`BreakpadIndex::symbols_for`] builds a symbol table from the records the walk's
 //!   addresses need — per address, the `FUNC` block with the greatest start at or before
 //!   it, and for the nearest `PUBLIC` symbol before it that symbol with its aliases, the
 //!   symbols at the next address and the `FUNC` blocks around it (together they decide
 //!   where it starts and ends) — plus every `FILE` and `INLINE_ORIGIN` line, in file
-//!   order, with the whole-file builder ([`crate::symbols::build_symbol_table_breakpad`]).
+//!   order, with the whole-file builder ([`crate::breakpad::symbols::build_symbol_table_breakpad`]).
 //!
 //! [`BreakpadIndex::from_file`] reads a file in small pieces and keeps it open: the lines
 //! needed later are read back by offset, so no copy of the file is held (on a virtual
@@ -42,7 +42,7 @@ use super::tokenize::{self, classify_str, parse_module_line, Record};
 use super::unwind::breakpad_arch;
 use crate::dump::Arch;
 use crate::symbols::{self, BuiltSymbols, SymbolsError};
-use crate::unwind::{self, Rule, UnwindTable};
+use crate::unwind::{Rule, UnwindTable};
 
 /// Bytes read from a file at a time while indexing: a buffer this size is reused, so a
 /// large file costs no page faults for a copy of itself (each fresh page costs several
@@ -84,15 +84,7 @@ struct Span {
     text: Extent,
 }
 
-/// Why a file is not indexed (the caller then builds whole tables).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Declined(pub &'static str);
-
-impl std::fmt::Display for Declined {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
-    }
-}
+pub use crate::unwind::on_demand::Declined;
 
 /// Where the text is: in memory, or in a file whose pieces are read when needed.
 enum Source {
@@ -467,7 +459,7 @@ impl Scan {
         }
         // The unwind builder reads the line its own way (any whitespace between fields):
         // where it fails on the whole file, every block would fail too, with no warning.
-        if unwind::build_from_breakpad(&module_line).is_err() {
+        if super::unwind::build_from_breakpad(&module_line).is_err() {
             return Err(Declined("the unwind builder cannot read the MODULE line"));
         }
         if !module_line.ends_with(b"\n") {
@@ -587,7 +579,7 @@ impl BreakpadIndex {
         let bytes = built.entry(i).or_insert_with(|| {
             let mut text = self.module_line.clone();
             text.extend_from_slice(&self.source.read(block.text.range())?);
-            unwind::build_from_breakpad(&text)
+            super::unwind::build_from_breakpad(&text)
                 .ok()
                 .map(|b| b.bytes.into_boxed_slice())
         });
@@ -687,7 +679,7 @@ impl BreakpadIndex {
 
     /// A symbol table that answers like the whole file's at every offset in `rels`.
     pub fn symbols_for(&self, rels: &[u64]) -> Result<BuiltSymbols, SymbolsError> {
-        symbols::build_symbol_table_breakpad(&self.symbol_text_for(rels))
+        super::symbols::build_symbol_table_breakpad(&self.symbol_text_for(rels))
     }
 }
 
@@ -739,9 +731,11 @@ mod tests {
         let Ok(index) = BreakpadIndex::new(Arc::new(text.to_vec())) else {
             return false;
         };
-        let whole_unwind = unwind::build_from_breakpad(text).expect("the MODULE line was read");
+        let whole_unwind =
+            crate::breakpad::unwind::build_from_breakpad(text).expect("the MODULE line was read");
         let whole_unwind = UnwindTable::open(&whole_unwind.bytes).expect("open");
-        let whole_symbols = symbols::build_symbol_table_breakpad(text).expect("build");
+        let whole_symbols =
+            crate::breakpad::symbols::build_symbol_table_breakpad(text).expect("build");
         let whole_symbols = SymbolTable::open(&whole_symbols.bytes).expect("open");
         let mut probes = probes(&index, rng, random);
         for &a in &probes {

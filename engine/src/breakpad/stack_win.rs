@@ -12,45 +12,12 @@
 //! Type 4 (`FrameData`) and type 0 (`FPO`) are the ones unwinders use; the other types
 //! (trap, TSS, standard) are skipped as Breakpad skips them. The walker needs the sizes,
 //! the program string or the `allocates_base_pointer` flag; the table keeps them in its
-//! expression area, encoded by [`WinFrame::encode`], under a CFA slot of kind
-//! [`SlotKind::WinFrame`](crate::unwind::rule::SlotKind::WinFrame), and the walker
-//! decodes them with [`WinFrame::decode`] and evaluates the program with
-//! [`super::postfix`].
+//! expression area (the model and its encoding are [`crate::unwind::win_frame`]'s, shared
+//! with the PDB's frame data), and the walker evaluates the program with
+//! [`super::postfix`]. This module reads the text.
 
 use super::tokenize::fields;
-
-/// The record's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WinKind {
-    /// Type 0: an `FPO_DATA` entry (no program string, or one dump_syms wrote).
-    Fpo,
-    /// Type 4: a `FRAMEDATA` entry with its program string.
-    FrameData,
-}
-
-/// One `STACK WIN` record's unwind information.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WinFrame<'a> {
-    pub kind: WinKind,
-    /// Bytes of parameters the function takes (its callers pushed them).
-    pub parameter_size: u32,
-    /// Bytes of callee-saved registers the prologue pushes.
-    pub saved_register_size: u32,
-    /// Bytes of locals.
-    pub local_size: u32,
-    /// The postfix program, when the record has one.
-    pub program: Option<&'a str>,
-    /// Without a program: whether the function sets up `ebp` for its own use.
-    pub allocates_base_pointer: bool,
-}
-
-/// A parsed record: its range (`rva`, `code_size`) and information.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WinRecord<'a> {
-    pub rva: u64,
-    pub size: u64,
-    pub frame: WinFrame<'a>,
-}
+pub use crate::unwind::win_frame::{WinFrame, WinKind, WinRecord};
 
 fn hex(tok: Option<&str>) -> Option<u64> {
     u64::from_str_radix(tok?, 16).ok()
@@ -95,54 +62,6 @@ pub fn parse(rest: &str) -> Option<WinRecord<'_>> {
             allocates_base_pointer,
         },
     })
-}
-
-/// Bytes before the program string in [`WinFrame::encode`]'s form.
-const HEADER: usize = 14;
-
-impl<'a> WinFrame<'a> {
-    /// The table's form: kind (0 or 4), flags (1: has a program, 2: allocates the base
-    /// pointer), the three sizes as little-endian u32s, then the program's bytes.
-    pub fn encode(&self) -> Vec<u8> {
-        let program = self.program.unwrap_or("");
-        let mut out = Vec::with_capacity(HEADER + program.len());
-        out.push(match self.kind {
-            WinKind::Fpo => 0,
-            WinKind::FrameData => 4,
-        });
-        out.push(u8::from(self.program.is_some()) | (u8::from(self.allocates_base_pointer) << 1));
-        for v in [
-            self.parameter_size,
-            self.saved_register_size,
-            self.local_size,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(program.as_bytes());
-        out
-    }
-
-    /// Reads [`Self::encode`]'s form back; `None` for bytes it did not write.
-    pub fn decode(bytes: &'a [u8]) -> Option<Self> {
-        let kind = match bytes.first()? {
-            0 => WinKind::Fpo,
-            4 => WinKind::FrameData,
-            _ => return None,
-        };
-        let flags = *bytes.get(1)?;
-        let u32_at = |i: usize| -> Option<u32> {
-            Some(u32::from_le_bytes(bytes.get(i..i + 4)?.try_into().ok()?))
-        };
-        let program = std::str::from_utf8(bytes.get(HEADER..)?).ok()?;
-        Some(WinFrame {
-            kind,
-            parameter_size: u32_at(2)?,
-            saved_register_size: u32_at(6)?,
-            local_size: u32_at(10)?,
-            program: (flags & 1 != 0).then_some(program),
-            allocates_base_pointer: flags & 2 != 0,
-        })
-    }
 }
 
 #[cfg(test)]

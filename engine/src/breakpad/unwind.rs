@@ -35,11 +35,13 @@
 //! without nesting in it, or repeats its range, is skipped ([`win_rows`]). Other types
 //! (trap, TSS, standard) are skipped.
 
-use super::stack_win::{self, WinKind, WinRecord};
+use super::stack_win::{self, WinRecord};
 use super::text::{for_each_line, parse_i64};
 use super::tokenize::{self, classify, module_arch_word, Record};
 use crate::arch::{aarch64, arm, x86, x86_64, Arch};
 use crate::unwind::rule::{RuleRecord, Slot, UnwindSource};
+use crate::unwind::win_frame::push_win_records;
+pub use crate::unwind::win_frame::{FPO_PRIORITY, FRAME_DATA_PRIORITY};
 use crate::unwind::{BuiltTable, TableWriter, UnwindError};
 
 /// Priority of Breakpad rows: every binary-derived source wins over them.
@@ -67,11 +69,6 @@ pub fn windows_leaf_rule(text: &[u8]) -> Option<RuleRecord> {
         )
     })
 }
-
-/// Priority of `STACK WIN` type 4 (`FrameData`) rows: over `FPO` and `STACK CFI` rows.
-pub const FRAME_DATA_PRIORITY: u8 = BREAKPAD_PRIORITY - 2;
-/// Priority of `STACK WIN` type 0 (`FPO`) rows: over `STACK CFI` rows.
-pub const FPO_PRIORITY: u8 = BREAKPAD_PRIORITY - 1;
 
 /// Bound on tokens in one rule set (a real one has under 20).
 const MAX_TOKENS: usize = 256;
@@ -472,87 +469,6 @@ pub fn build_from_breakpad(text: &[u8]) -> Result<BuiltTable, UnwindError> {
         reader.w.push(0, PE_IMAGE_END, &leaf, LEAF_PRIORITY);
     }
     Ok(reader.w.finish())
-}
-
-/// Pushes Windows frame data records (a `.sym` file's `STACK WIN` records, or a PDB's
-/// FPO and FrameData streams read into the same form) as rows of `source`: `FrameData`
-/// over `FPO`, the innermost of nested records of one type (see the module documentation).
-pub(crate) fn push_win_records(
-    w: &mut TableWriter,
-    records: &[WinRecord<'_>],
-    source: UnwindSource,
-) {
-    for (kind, priority) in [
-        (WinKind::FrameData, FRAME_DATA_PRIORITY),
-        (WinKind::Fpo, FPO_PRIORITY),
-    ] {
-        let of_kind: Vec<&WinRecord<'_>> =
-            records.iter().filter(|r| r.frame.kind == kind).collect();
-        for (start, end, r) in win_rows(&of_kind, &mut w.stats) {
-            let bytes = r.frame.encode();
-            match w.add_expression(&bytes) {
-                Some((off, len)) => {
-                    let cfa = Slot::win_frame(off, len);
-                    let rule = RuleRecord::new(source, cfa, Slot::UNCHANGED);
-                    w.push(start, end, &rule, priority);
-                }
-                None => w
-                    .stats
-                    .skip(|| format!("frame data at {start:#x}: the program is too long")),
-            }
-        }
-    }
-}
-
-/// The rows of one type's `STACK WIN` records: disjoint `[start, end)` pieces, each
-/// described by the innermost record holding it (see the module documentation).
-fn win_rows<'r, 'a>(
-    records: &[&'r WinRecord<'a>],
-    stats: &mut crate::unwind::BuildStats,
-) -> Vec<(u64, u64, &'r WinRecord<'a>)> {
-    let mut sorted: Vec<(u64, u64, &'r WinRecord<'a>)> = Vec::with_capacity(records.len());
-    for r in records {
-        match r.rva.checked_add(r.size) {
-            Some(end) if r.size > 0 => sorted.push((r.rva, end, r)),
-            _ => stats.skip(|| format!("STACK WIN at {:#x}: an empty or overflowing range", r.rva)),
-        }
-    }
-    // containers before what they contain; a stable sort keeps file order among equals
-    sorted.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-    let mut rows = Vec::with_capacity(sorted.len());
-    let mut open: Vec<(u64, u64, &'r WinRecord<'a>)> = Vec::new();
-    let mut cursor = 0u64;
-    fn emit<'r, 'a>(
-        rows: &mut Vec<(u64, u64, &'r WinRecord<'a>)>,
-        from: u64,
-        to: u64,
-        r: &'r WinRecord<'a>,
-    ) {
-        if from < to {
-            rows.push((from, to, r));
-        }
-    }
-    for rec in sorted {
-        while let Some(&(_, end, r)) = open.last().filter(|o| o.1 <= rec.0) {
-            emit(&mut rows, cursor, end, r);
-            cursor = cursor.max(end);
-            open.pop();
-        }
-        if let Some(&(start, end, r)) = open.last() {
-            if rec.1 > end || (rec.0 == start && rec.1 == end) {
-                stats.skip(|| format!("STACK WIN at {:#x}: overlaps another record", rec.0));
-                continue;
-            }
-            emit(&mut rows, cursor, rec.0, r);
-        }
-        cursor = rec.0;
-        open.push(rec);
-    }
-    while let Some((_, end, r)) = open.pop() {
-        emit(&mut rows, cursor, end, r);
-        cursor = cursor.max(end);
-    }
-    rows
 }
 
 #[cfg(test)]

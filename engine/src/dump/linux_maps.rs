@@ -70,7 +70,7 @@ fn line(line: &[u8]) -> Option<Mapping> {
 }
 
 fn hex(digits: &[u8]) -> Option<u64> {
-    crate::breakpad::text::parse_u64(digits, 16)
+    u64::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ use super::{
     UnloadedModule,
 };
 use crate::arch::{aarch64, arm, x86, x86_64};
+use crate::ids::breakpad_debug_id_from_build_id;
 
 /// `exception_code` Breakpad and minidump-writer use for a dump that was requested, not
 /// caused by a signal (`MD_EXCEPTION_CODE_LIN_DUMP_REQUESTED`).
@@ -990,19 +991,6 @@ fn module_of(
         main: first,
         mappings,
     }
-}
-
-/// Breakpad's debug id for an ELF build-id: its first 16 bytes read as a little-endian
-/// GUID, upper-case, followed by age 0.
-pub fn breakpad_debug_id_from_build_id(build_id: &[u8]) -> String {
-    let mut g = [0u8; 16];
-    for (d, s) in g.iter_mut().zip(build_id) {
-        *d = *s;
-    }
-    let order = [3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15];
-    let mut s: String = order.iter().map(|&i| format!("{:02X}", g[i])).collect();
-    s.push('0');
-    s
 }
 
 /// Reads the GNU build-id from an ELF image mapped at `base`, when the dump holds its

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 pub use crate::arch::x86_64::REGISTER_NAMES as X86_64_REGISTER_NAMES;
 pub use crate::arch::Arch;
+pub(crate) use crate::ids::{hex, unhex};
 pub use error::DumpError;
 pub use memory::MemoryMap;
 pub use regions::Regions;
@@ -189,7 +190,7 @@ impl Module {
         }
         let id = self.code_id.as_deref()?;
         ((9..=16).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit()))
-            .then(|| crate::binary::normalize_code_id(id))
+            .then(|| crate::ids::normalize_code_id(id))
     }
     /// Build-id as lower-case hex, as `readelf -n` prints it.
     pub fn build_id_hex(&self) -> Option<String> {
@@ -204,7 +205,7 @@ impl Module {
             .or_else(|| {
                 self.build_id
                     .as_deref()
-                    .map(minidump::breakpad_debug_id_from_build_id)
+                    .map(crate::ids::breakpad_debug_id_from_build_id)
             })
     }
     /// Where a Breakpad symbol store keeps this module's `.sym` file, relative to the
@@ -445,21 +446,9 @@ pub fn module_containing(modules: &[Module], addr: u64) -> Option<usize> {
     (addr < modules.get(i)?.end).then_some(i)
 }
 
-/// Even-length hex (either case) → bytes, as [`hex`] writes them; at most 64 bytes
-/// (build-ids are 20 in practice).
-pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.is_empty() || !s.len().is_multiple_of(2) || s.len() > 128 {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect()
-}
-
-crate::report::names::serde_by_name!(Arch);
-crate::report::names::serde_by_name!(DumpFormat);
-crate::report::names::serde_by_name!(Os);
+crate::names::serde_by_name!(Arch);
+crate::names::serde_by_name!(DumpFormat);
+crate::names::serde_by_name!(Os);
 
 /// Each is shown by its report name.
 macro_rules! display_by_name {
@@ -472,16 +461,6 @@ macro_rules! display_by_name {
     )*};
 }
 display_by_name!(Arch, DumpFormat, Os);
-
-/// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
 
 /// Reads a dump of any supported format, told apart by its magic bytes (an Apple crash
 /// report by its first line: [`apple::sniff`]).

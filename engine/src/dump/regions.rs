@@ -47,7 +47,7 @@ impl Regions {
             .filter(|(s, e, _)| s < e)
             .take(MAX_REGIONS)
             .collect();
-        let merged = crate::unwind::builders::pe_x64::merged;
+        let merged = crate::ranges::merged;
         Regions {
             all: merged(ranges.iter().map(|&(s, e, _)| (s, e)).collect()),
             executable: merged(

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::dump::{self, Dump};
 use crate::report::{self, hex_addr, AccessKind, Analysis, AnalysisKind, CrashInstruction};
 
-use super::tables::Loaded;
+use crate::tables::Loaded;
 
 const SIGILL: u32 = 4;
 const SIGABRT: u32 = 6;
@@ -829,7 +829,7 @@ fn standard_message(type_name: &str) -> bool {
 /// dump's memory or else from the file of the module mapped there (read-only data a core
 /// does not hold).
 fn c_string(dump: &Dump<'_>, loaded: &[Loaded], addr: u64, max: usize) -> Option<String> {
-    let bytes = super::tables::read_image(dump, loaded, addr, max)?;
+    let bytes = crate::tables::read_image(dump, loaded, addr, max)?;
     let end = bytes.iter().position(|&b| b == 0)?;
     let text = std::str::from_utf8(bytes.get(..end)?).ok()?;
     (!text.is_empty() && !text.chars().any(char::is_control)).then(|| text.to_string())

@@ -32,7 +32,11 @@ pub(super) fn warnings(dump: &Dump<'_>, modules: &[report::Module]) -> Vec<repor
         .iter()
         .take(MAX_NAMED)
         .map(|m| {
-            let uuid = m.debug_id.as_deref().map(uuid_text).unwrap_or_default();
+            let uuid = m
+                .debug_id
+                .as_deref()
+                .map(crate::ids::uuid_text)
+                .unwrap_or_default();
             report::Warning {
                 code: "no-dsym".into(),
                 message: format!(
@@ -70,31 +74,4 @@ fn lacks_dsym(m: &report::Module) -> bool {
         .iter()
         .any(|s| matches!(s, SymbolSource::Dwarf | SymbolSource::Breakpad));
     is_uuid && !system && !described && m.build_id.is_none()
-}
-
-/// A debug id's UUID as Apple prints it: `4C4C4437-5555-3144-A14F-ACE88C39A0D2`.
-pub fn uuid_text(debug_id: &str) -> String {
-    let hex = debug_id.get(..32).unwrap_or(debug_id).to_ascii_uppercase();
-    let part = |a: usize, b: usize| hex.get(a..b).unwrap_or_default().to_string();
-    [
-        part(0, 8),
-        part(8, 12),
-        part(12, 16),
-        part(16, 20),
-        part(20, 32),
-    ]
-    .join("-")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uuids_are_printed_as_apple_prints_them() {
-        assert_eq!(
-            uuid_text("4C4C443755553144A14FACE88C39A0D20"),
-            "4C4C4437-5555-3144-A14F-ACE88C39A0D2"
-        );
-    }
 }

@@ -18,7 +18,7 @@ use yaxpeax_x86::amd64::{InstDecoder, Instruction, Opcode, Operand, RegSpec};
 use crate::dump::{Arch, Dump};
 use crate::report::{self, AccessKind, CrashInstruction, MemoryAccess};
 
-use super::tables::Loaded;
+use crate::tables::Loaded;
 
 /// Longest x86 instruction.
 const MAX_LEN: usize = 15;
@@ -34,7 +34,7 @@ pub(super) fn crashing_instruction(
     if dump.arch != Arch::X86_64 {
         return None;
     }
-    let bytes = super::tables::read_image(dump, loaded, pc, MAX_LEN)?;
+    let bytes = crate::tables::read_image(dump, loaded, pc, MAX_LEN)?;
     let inst = InstDecoder::default().decode_slice(bytes).ok()?;
     let len = yaxpeax_arch::LengthedInstruction::len(&inst).to_const();
     let regs = Registers {

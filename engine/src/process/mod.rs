@@ -14,7 +14,6 @@ mod dsym_warnings;
 mod instruction;
 mod modules;
 mod stored;
-mod tables;
 mod threads;
 
 use std::collections::BTreeMap;
@@ -24,16 +23,17 @@ use sha2::{Digest, Sha256};
 
 use crate::dump::{self, Dump, DumpError};
 use crate::report::signature::SignatureRules;
-use crate::report::{self, hex_addr, signals, Report};
+use crate::report::{self, hex_addr, Report};
+use crate::signals;
 use crate::symbols;
 use crate::unwind;
 use crate::walk::WalkOptions;
 
-pub use stored::{StoredTables, NOTES_VERSION};
-pub use tables::{
+pub use crate::tables::{
     build_tables, build_tables_from_breakpad, indexed_breakpad_tables, on_demand_tables, CodeImage,
     ModuleTables, NoTables, TableInput, TableProvider,
 };
+pub use stored::{StoredTables, NOTES_VERSION};
 
 /// Options of one processing run.
 #[derive(Debug, Clone, Default)]
@@ -109,12 +109,12 @@ pub fn process(
             DumpSha256::Known(known) => Hash::Known(Some(known.clone())),
             DumpSha256::Omit => Hash::Known(None),
             DumpSha256::Compute if dump_bytes.len() >= HASH_APART_BYTES => {
-                Hash::Running(scope.spawn(|| dump::hex(&Sha256::digest(dump_bytes))))
+                Hash::Running(scope.spawn(|| crate::ids::hex(&Sha256::digest(dump_bytes))))
             }
-            DumpSha256::Compute => Hash::Known(Some(dump::hex(&Sha256::digest(dump_bytes)))),
+            DumpSha256::Compute => Hash::Known(Some(crate::ids::hex(&Sha256::digest(dump_bytes)))),
         };
-        let loaded = tables::load(dump, provider);
-        let opened = tables::Opened::new(&loaded);
+        let loaded = crate::tables::load(dump, provider);
+        let opened = crate::tables::Opened::new(&loaded);
         let modules = modules::reports(dump, provider, &loaded, &opened, &mut warnings);
         let order = threads::order(dump, options, &mut warnings);
         let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);

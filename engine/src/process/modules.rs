@@ -7,7 +7,7 @@ use crate::report::{self, hex_addr, ModuleStatus};
 use crate::symbols;
 use crate::unwind::UnwindSource;
 
-use super::tables::{Loaded, ModuleTables, Opened, TableProvider};
+use crate::tables::{Loaded, ModuleTables, Opened, TableProvider};
 
 /// A warning about module `i`.
 fn warning(code: impl Into<String>, message: String, i: usize) -> report::Warning {

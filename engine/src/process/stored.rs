@@ -6,10 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::tables::ModuleTables;
 use crate::binary::FileBytes;
 use crate::report::ModuleFile;
 use crate::symbols::SymbolTable;
+use crate::tables::ModuleTables;
 use crate::unwind::UnwindTable;
 
 /// Format version of the stored build notes ([`BuildNotes`] as JSON); version 1 was the

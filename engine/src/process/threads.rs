@@ -7,8 +7,8 @@ use crate::report::{self, budget::FrameBudget, hex_addr};
 use crate::symbols::{SymbolFrame, SymbolIndex, SymbolTable};
 use crate::walk::{self, CodeReader, WalkFrame};
 
-use super::tables::{CodeImage, Opened};
 use super::ProcessOptions;
+use crate::tables::{CodeImage, Opened};
 
 /// Below this, a pc outside every module is a call through a null (or near-null)
 /// pointer, not generated code.

@@ -36,29 +36,13 @@ pub fn missing_dsyms(modules: &[Module], threads: &[Thread]) -> Vec<Warning> {
                     m.name,
                     m.build_id
                         .as_deref()
-                        .map_or_else(|| "unknown".into(), uuid_text)
+                        .map_or_else(|| "unknown".into(), crate::ids::uuid_text)
                 ),
                 thread: None,
                 module: Some(m.index),
             })
         })
         .collect()
-}
-
-/// A UUID's hex as Apple writes it (`01D2A9D5-1F8A-35C8-9228-7C7CCA13C5FC`).
-fn uuid_text(hex: &str) -> String {
-    if hex.len() != 32 || !hex.is_ascii() {
-        return hex.to_ascii_uppercase();
-    }
-    let u = hex.to_ascii_uppercase();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &u[..8],
-        &u[8..12],
-        &u[12..16],
-        &u[16..20],
-        &u[20..]
-    )
 }
 
 /// The report re-rendered symbolicated (see the module documentation): `original` is the
@@ -318,7 +302,7 @@ fn render_images(out: &mut String, parsed: &AppleReport) {
             .saturating_sub(1);
         let uuid = im.uuid.map_or_else(
             || "00000000-0000-0000-0000-000000000000".into(),
-            |u| uuid_text(&crate::dump::hex(&u)),
+            |u| crate::ids::uuid_text(&crate::ids::hex(&u)),
         );
         let arch = im.arch.as_deref().unwrap_or("");
         let path = im.path.as_deref().unwrap_or("???");
@@ -344,13 +328,5 @@ mod tests {
             Some(("1", "My App Helper", 0x10e311e80, "0x10e30e000 + 16000"))
         );
         assert_eq!(split_frame_line("Thread 0:"), None);
-    }
-
-    #[test]
-    fn uuids_are_written_as_apple_writes_them() {
-        assert_eq!(
-            uuid_text("01d2a9d51f8a35c892287c7cca13c5fc"),
-            "01D2A9D5-1F8A-35C8-9228-7C7CCA13C5FC"
-        );
     }
 }

@@ -6,8 +6,6 @@
 pub mod apple;
 pub mod budget;
 mod model;
-pub(crate) mod names;
-pub mod signals;
 pub mod signature;
 pub mod source_context;
 pub mod stackwalk;

@@ -391,7 +391,7 @@ impl strum::VariantArray for ModuleUnwind {
     ];
 }
 
-super::names::serde_by_name!(ModuleUnwind);
+crate::names::serde_by_name!(ModuleUnwind);
 
 /// Whether a module's tables were found (the report's `status`).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]

@@ -110,6 +110,42 @@ pub fn try_demangle(name: &str) -> Option<String> {
     None
 }
 
+/// `ns::f(int, char const*) const` → `ns::f`; a name without a trailing parameter list is
+/// kept (`operator()` stays).
+pub fn strip_parameters(name: &str) -> &str {
+    let mut s = name.trim_end();
+    for suffix in [" const", " volatile", " &&", " &", " noexcept"] {
+        if let Some(t) = s.strip_suffix(suffix) {
+            s = t.trim_end();
+        }
+    }
+    if !s.ends_with(')') {
+        return name.trim_end();
+    }
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    let head = &s[..i];
+                    // `(anonymous namespace)` or a bare `(...)`: nothing to strip; and the
+                    // `()` of a bare `operator()` is its name, not a parameter list
+                    let call_operator = head.ends_with("operator") && &s[i..] == "()";
+                    return if head.is_empty() || call_operator {
+                        name.trim_end()
+                    } else {
+                        head
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    name.trim_end()
+}
+
 #[cfg(test)]
 mod tests {
     use super::demangle;

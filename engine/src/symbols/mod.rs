@@ -16,10 +16,8 @@ mod line_sequences;
 mod lookup;
 mod on_demand;
 
-pub use crate::breakpad::symbols::{build_symbol_table_breakpad, strip_parameters};
-pub use crate::breakpad::{parse_module_line, BreakpadModule};
 pub use builders::{build_symbol_table, BuiltSymbols};
-pub use demangle::demangle;
+pub use demangle::{demangle, strip_parameters};
 pub use error::SymbolsError;
 pub use format::SYMBOL_TABLE_VERSION;
 #[doc(hidden)]
@@ -45,7 +43,7 @@ pub enum SymbolSource {
     Report,
 }
 
-crate::report::names::serde_by_name!(SymbolSource);
+crate::names::serde_by_name!(SymbolSource);
 
 impl SymbolSource {
     /// Every source, in code order.

@@ -55,7 +55,7 @@ use super::format::MAX_ADDRESS;
 use super::line_sequences::Sequences;
 use super::{build_symbol_table, BuiltSymbols, SymbolSource, SymbolTable, SymbolsError};
 use crate::binary::{self, FileBytes};
-use crate::breakpad::index::Declined;
+use crate::unwind::on_demand::Declined;
 
 /// Units without address ranges are read for every table: more than this many, and more
 /// than a quarter of all units, and the index declines.

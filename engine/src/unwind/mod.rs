@@ -15,8 +15,9 @@ pub mod on_demand;
 pub mod on_demand_pdata;
 pub mod rule;
 pub mod sframe;
+pub mod win_frame;
 
-pub use builders::{build_from_breakpad, build_from_elf, BuildStats, BuiltTable, TableWriter};
+pub use builders::{build_from_elf, BuildStats, BuiltTable, TableWriter};
 pub use error::UnwindError;
 pub use format::UNWIND_TABLE_VERSION;
 pub use lookup::{Rule, UnwindTable};

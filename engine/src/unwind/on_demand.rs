@@ -41,7 +41,16 @@ use super::rule::UnwindSource;
 use crate::binary::{self, FileBytes};
 use crate::dump::Arch;
 
-pub use crate::breakpad::index::Declined;
+/// Why a file is not indexed on demand (the caller then builds whole tables): shared by
+/// the on-demand unwind, PDATA and symbol readers and the `.sym` index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declined(pub &'static str);
+
+impl std::fmt::Display for Declined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
 
 /// `DW_EH_PE_datarel | DW_EH_PE_sdata4`: the hdr table encoding every linker writes, and
 /// the only one read here (fixed 8-byte entries, binary-searchable in place).

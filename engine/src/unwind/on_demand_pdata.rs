@@ -28,7 +28,7 @@ use super::rule::UnwindSource;
 use crate::binary::FileBytes;
 use crate::dump::Arch;
 
-pub use crate::breakpad::index::Declined;
+pub use super::on_demand::Declined;
 
 /// Size of a `RUNTIME_FUNCTION`.
 const ENTRY_SIZE: usize = 12;

@@ -34,7 +34,7 @@ pub enum SlotKind {
     /// CFA only: `*(reg + value)` — used by SFrame/compact unwind formats that dereference.
     DerefOffset = 7,
     /// CFA only: a Windows x86 frame-data record (a Breakpad `STACK WIN` record) in the
-    /// expression area, encoded as [`crate::breakpad::stack_win::WinFrame::encode`] says
+    /// expression area, encoded as [`crate::unwind::win_frame::WinFrame::encode`] says
     /// (`value` the offset, `expr_len` the length). It gives the caller's registers all
     /// at once, as Breakpad's x86 walker evaluates it; the record's other slots are unused.
     WinFrame = 8,
@@ -178,7 +178,7 @@ pub enum UnwindSource {
     PdbFrameData = 7,
 }
 
-crate::report::names::serde_by_name!(UnwindSource);
+crate::names::serde_by_name!(UnwindSource);
 
 impl UnwindSource {
     /// The name used in reports.

@@ -24,8 +24,8 @@ use super::cfi::rule_of;
 use super::{scan, Caller, CfiOutcome, Trust, WalkContext, WalkFrame};
 use crate::arch::x86::Reg::{Ebp, Ebx, Edi, Eip, Esi, Esp};
 use crate::breakpad::postfix::{self, Variables};
-use crate::breakpad::stack_win::{WinFrame, WinKind};
 use crate::dump::RegisterSet;
+use crate::unwind::win_frame::{WinFrame, WinKind};
 use crate::unwind::{Rule, SlotKind};
 
 /// Most words of a saved-register area searched for the caller's `ebp`.

@@ -138,7 +138,7 @@ mod tests {
     /// file holds `records` (offsets from the module's base).
     fn walk_sym(records: &str, stack: &[u32], regs: &RegisterSet) -> Vec<(u64, u64, Trust)> {
         let sym = format!("MODULE windows x86 0123456789ABCDEF0123456789ABCDEF1 t.pdb\n{records}");
-        let built = crate::unwind::build_from_breakpad(sym.as_bytes()).unwrap();
+        let built = crate::breakpad::unwind::build_from_breakpad(sym.as_bytes()).unwrap();
         let table = crate::unwind::UnwindTable::open(&built.bytes).unwrap();
         let opts = WalkOptions {
             enable_scan: false,

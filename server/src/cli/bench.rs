@@ -345,8 +345,8 @@ fn bench_walk(path: &PathBuf, files: FileProvider, runs: usize) -> anyhow::Resul
     );
     let cold = t.elapsed();
     // The service knows a dump's sha256 from its content-addressed blob key.
-    let opts = ProcessOptions::default()
-        .with_dump_sha256(engine::dump::hex(&sha2::Sha256::digest(&bytes)));
+    let opts =
+        ProcessOptions::default().with_dump_sha256(engine::ids::hex(&sha2::Sha256::digest(&bytes)));
     let mut times = Vec::new();
     let mut frames = 0usize;
     for _ in 0..runs {

@@ -25,7 +25,9 @@ use engine::binary::FileBytes;
 use engine::dump::{Dump, Module};
 use engine::process::{CodeImage, ModuleTables, StoredTables, TableProvider, NOTES_VERSION};
 use engine::report::{Lookup, Report};
-use engine::resolve::{build_from_files, locate, FileSource, Found, Located, SourceFile, TableKey};
+use engine::resolve::{
+    build_from_files, locate, lookup_key, FileSource, Found, Located, SourceFile, TableKey,
+};
 
 /// Format version of the symbol tables.
 /// The symbol table format version the cached tables are keyed by.
@@ -96,7 +98,7 @@ pub async fn process_job(
     stored
 }
 
-/// The tables of the dump's modules, by [`module_key`], with what remote sources were
+/// The tables of the dump's modules, by [`lookup_key`], with what remote sources were
 /// asked for each; the modules nobody uploaded are recorded as missing.
 async fn gather_tables(
     runner: &Runner,
@@ -112,7 +114,7 @@ async fn gather_tables(
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
     let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
     for m in modules {
-        let Some(key) = module_key(m) else { continue };
+        let Some(key) = lookup_key(m) else { continue };
         if found.contains_key(&key) || m.is_vdso() {
             // The vdso's tables come from the dump's own memory: nobody uploads it, and
             // it is not missing.
@@ -212,14 +214,6 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     } else {
         "unknown panic payload".to_string()
     }
-}
-
-/// A module's key among the fetched tables: its build-id (lower-case hex), else its
-/// debug-id (upper-case, so never equal to a build-id).
-fn module_key(m: &Module) -> Option<String> {
-    m.build_id_hex()
-        .or_else(|| m.breakpad_debug_id())
-        .or_else(|| Some(TableKey::for_pe(&m.name, &m.pe_code_id()?).to_string()))
 }
 
 /// The three rows a build stores, with their format versions.
@@ -569,7 +563,7 @@ async fn code_image(
     Ok(CodeImage::new(bytes))
 }
 
-/// Hands the gathered tables to the engine, by [`module_key`], with what remote sources
+/// Hands the gathered tables to the engine, by [`lookup_key`], with what remote sources
 /// were asked for each module.
 struct FetchedTables {
     tables: HashMap<String, ModuleTables>,
@@ -578,11 +572,11 @@ struct FetchedTables {
 
 impl TableProvider for FetchedTables {
     fn tables(&self, _dump: &Dump<'_>, module: &Module) -> Option<ModuleTables> {
-        self.tables.get(&module_key(module)?).cloned()
+        self.tables.get(&lookup_key(module)?).cloned()
     }
 
     fn module_lookups(&self, _dump: &Dump<'_>, module: &Module) -> Vec<Lookup> {
-        module_key(module)
+        lookup_key(module)
             .and_then(|k| self.lookups.get(&k).cloned())
             .unwrap_or_default()
     }

@@ -374,7 +374,7 @@ fn crash_info(notes: &Notes<'_>) -> Option<CrashInfo> {
         signal: Some(signal),
         code: info.map(|si| si.code),
         address: info
-            .filter(|_| crate::report::signals::has_fault_address(signal))
+            .filter(|_| crate::signals::has_fault_address(signal))
             .map(|si| si.addr),
         exception: None,
         assertion: None,

@@ -24,8 +24,8 @@
 use crate::dump::Dump;
 use crate::report;
 
-use super::super::tables::{read_image, Loaded};
 use super::in_runtime;
+use crate::tables::{read_image, Loaded};
 
 /// Longest message read; a longer one is cut there.
 const MAX_MESSAGE: usize = 4096;

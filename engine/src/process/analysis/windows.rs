@@ -147,7 +147,7 @@ pub(super) fn analyse(
         }
         MSVC_CXX_EXCEPTION => {
             let at = raiser(c, &mut evidence);
-            let read = |addr, len| super::super::tables::read_image(c.dump, c.loaded, addr, len);
+            let read = |addr, len| crate::tables::read_image(c.dump, c.loaded, addr, len);
             let what = match msvc_throw::read_throw(&e.parameters, read) {
                 Ok(t) => {
                     let thrown = t.catchable.first().map(|d| {

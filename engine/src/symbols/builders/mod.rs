@@ -211,9 +211,7 @@ pub fn build_symbol_table(
 /// cover nothing: its functions that overlap none of them, its line rows and inline
 /// records outside them.
 fn dwarf_outside(file: &object::File<'_>, c: &mut Collector, input: usize) {
-    let merged = crate::unwind::builders::pe_x64::merged(
-        c.functions.iter().map(|f| (f.start, f.end)).collect(),
-    );
+    let merged = crate::ranges::merged(c.functions.iter().map(|f| (f.start, f.end)).collect());
     // whether [start, end) meets a covered range
     let overlaps = |start: u32, end: u32| {
         let i = merged.partition_point(|r| r.1 <= start);

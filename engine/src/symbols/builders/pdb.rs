@@ -28,16 +28,10 @@ use super::{Collector, RawFunction};
 use crate::symbols::format::{InlineRecord, LineRecord, MAX_ADDRESS, NONE};
 use crate::symbols::SymbolSource;
 
-/// The first bytes of an MSF 7.0 file (every PDB of the last twenty years).
-pub(crate) const MAGIC: &[u8] = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0";
+pub(crate) use crate::binary::{is_pdb, pdb_guarded as guarded, PDB_MAGIC as MAGIC};
 
 /// Inline sites nested deeper than this are skipped.
 const MAX_DEPTH: usize = 64;
-
-/// Whether `data` is a PDB.
-pub(crate) fn is_pdb(data: &[u8]) -> bool {
-    data.starts_with(MAGIC)
-}
 
 /// What identifies a PDB: its Breakpad debug id (GUID and age, as the PE's CodeView record
 /// and a minidump name it) and the architecture of its code.
@@ -73,16 +67,10 @@ where
         guid[6..8].copy_from_slice(&d3.to_le_bytes());
         guid[8..].copy_from_slice(d4);
         Ok(PdbIdentity {
-            debug_id: crate::binary::pdb_debug_id(guid, age),
+            debug_id: crate::ids::pdb_debug_id(guid, age),
             arch,
         })
     })
-}
-
-/// Runs a reader of the file, turning a panic inside the crate into an error.
-pub(crate) fn guarded<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
-        .unwrap_or_else(|_| Err("the PDB reader failed on this file".into()))
 }
 
 /// Adds the PDB's procedures, line rows and inline records to `c` (source `pdb`) and
@@ -378,7 +366,7 @@ fn at(spans: &[Span], address: u32) -> Option<Span> {
 
 /// Spans merged where they touch or overlap: an inline record's ranges.
 fn merged(spans: &[Span]) -> Vec<(u32, u32)> {
-    crate::unwind::builders::pe_x64::merged(spans.iter().map(|s| (s.start, s.end)).collect())
+    crate::ranges::merged(spans.iter().map(|s| (s.start, s.end)).collect())
 }
 
 /// The rows of the deepest span at every address: spans are laid down deepest first, each

@@ -20,7 +20,6 @@ use super::format::{self, MAX_ADDRESS};
 use super::rule::{RuleRecord, UnwindSource};
 use crate::dump::Arch;
 
-pub use crate::breakpad::unwind::build_from_breakpad;
 pub use dwarf::build_from_elf;
 
 /// What a build saw, for warnings and benchmarks.

@@ -18,7 +18,7 @@
 //!   are passed over (not counted as unreadable).
 //!
 //! The records then become rows as a `.sym` file's do
-//! ([`crate::breakpad::unwind::push_win_records`]: `FrameData` over `FPO`, the innermost
+//! ([`crate::unwind::win_frame::push_win_records`]: `FrameData` over `FPO`, the innermost
 //! of nested records), under [`UnwindSource::PdbFrameData`], and the walker evaluates
 //! them as Breakpad's x86 walker does (`walk::stack_win`).
 //!
@@ -36,7 +36,7 @@ use pdb2::FallibleIterator;
 
 use super::{BuiltTable, TableWriter};
 use crate::arch::Arch;
-use crate::breakpad::stack_win::{WinFrame, WinKind, WinRecord};
+use crate::unwind::win_frame::{WinFrame, WinKind, WinRecord};
 use crate::unwind::{UnwindError, UnwindSource};
 
 /// Pieces one entry's prologue or body may map to through the address map.
@@ -116,7 +116,7 @@ fn is_x86<'s, S: pdb2::Source<'s> + 's>(pdb: &mut pdb2::PDB<'s, S>) -> bool {
 /// Reads the frame data of an x86 PDB; `Ok` with no records for a PDB of another
 /// architecture (whose frame streams, if any, no unwinder uses) or without frame data.
 pub fn read(data: &[u8]) -> Result<PdbFrames, String> {
-    crate::symbols::builders::pdb::guarded(|| read_unguarded(data))
+    crate::binary::pdb_guarded(|| read_unguarded(data))
 }
 
 fn read_unguarded(data: &[u8]) -> Result<PdbFrames, String> {
@@ -233,7 +233,7 @@ pub fn add_pdb_frame_data(w: &mut TableWriter, data: &[u8]) -> usize {
             if !records.is_empty() {
                 w.note_source(UnwindSource::PdbFrameData);
             }
-            crate::breakpad::unwind::push_win_records(w, &records, UnwindSource::PdbFrameData);
+            crate::unwind::win_frame::push_win_records(w, &records, UnwindSource::PdbFrameData);
             records.len()
         }
         Err(e) => {
@@ -246,7 +246,7 @@ pub fn add_pdb_frame_data(w: &mut TableWriter, data: &[u8]) -> usize {
 /// The unwind table of an x86 PDB's frame data alone (a PDB found without its image);
 /// an error for a PDB of another architecture.
 pub fn build_from_pdb(data: &[u8]) -> Result<BuiltTable, UnwindError> {
-    let x86 = crate::symbols::builders::pdb::guarded(|| {
+    let x86 = crate::binary::pdb_guarded(|| {
         Ok(pdb2::PDB::open(Cursor::new(data))
             .ok()
             .is_some_and(|mut p| is_x86(&mut p)))

@@ -754,7 +754,7 @@ fn add_leaf_rule(w: &mut TableWriter, file: &object::File<'_>, covered: &[(u32, 
         .map(|&(b, e)| (u64::from(b), u64::from(e)))
         .collect();
     // one sweep over both, merged: linear whatever a hostile image claims
-    let (text, covered) = (merged(text), merged(covered));
+    let (text, covered) = (crate::ranges::merged(text), crate::ranges::merged(covered));
     let mut rest = covered.iter().peekable();
     for (start, end) in text {
         let mut at = start;
@@ -779,19 +779,6 @@ fn add_leaf_rule(w: &mut TableWriter, file: &object::File<'_>, covered: &[(u32, 
             w.push(at, end, &leaf, LEAF_PRIORITY);
         }
     }
-}
-
-/// `ranges` (start, end) sorted and merged where they overlap or touch.
-pub(crate) fn merged<T: Ord + Copy>(mut ranges: Vec<(T, T)>) -> Vec<(T, T)> {
-    ranges.sort_unstable();
-    let mut out: Vec<(T, T)> = Vec::with_capacity(ranges.len());
-    for (b, e) in ranges {
-        match out.last_mut() {
-            Some(last) if b <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((b, e)),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -38,13 +38,6 @@ pub struct Scan {
 /// Fat Mach-O magics; a Java class file starts with the same bytes, then a version
 /// over 44 where a fat file has its few architectures.
 const FAT_MAGICS: [[u8; 4]; 2] = [[0xca, 0xfe, 0xba, 0xbe], [0xca, 0xfe, 0xba, 0xbf]];
-const MACHO_MAGICS: [[u8; 4]; 4] = [
-    [0xfe, 0xed, 0xfa, 0xce],
-    [0xfe, 0xed, 0xfa, 0xcf],
-    [0xce, 0xfa, 0xed, 0xfe],
-    [0xcf, 0xfa, 0xed, 0xfe],
-];
-const PDB_MAGIC: &[u8] = b"Microsoft C/C++ MSF 7.00\r\n";
 
 /// Whether a file starting with `head` may be a binary or symbol file.
 pub fn looks_like_symbols(head: &[u8]) -> bool {
@@ -59,9 +52,9 @@ pub fn looks_like_symbols(head: &[u8]) -> bool {
         return archs.is_some_and(|n| (1..20).contains(&n));
     }
     &m == b"\x7fELF"
-        || MACHO_MAGICS.contains(&m)
+        || engine::macho_fat::is_thin_macho(head)
         || m.starts_with(b"MZ")
-        || head.starts_with(PDB_MAGIC)
+        || engine::binary::is_pdb(head)
         || head.starts_with(b"MODULE ")
 }
 

@@ -9,7 +9,7 @@ use object::{Object, ObjectSection, ObjectSegment};
 
 use crate::binary::{self, FileBytes};
 use crate::breakpad::index::BreakpadIndex;
-use crate::dump::{self, Dump, Module};
+use crate::dump::{Dump, Module};
 use crate::report;
 use crate::symbols::{self, OnDemandSymbols, SymbolIndex, SymbolTable};
 use crate::unwind::{self, OnDemandUnwind, UnwindTable};
@@ -473,7 +473,7 @@ impl<'a> Made<'a> {
                 build_id: object::File::parse(f.bytes)
                     .ok()
                     .and_then(|o| binary::build_id(&o))
-                    .map(|id| dump::hex(&id)),
+                    .map(|id| crate::ids::hex(&id)),
                 kind: *kind,
                 gave,
                 source: None,
@@ -513,8 +513,8 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8], max_records: usize) ->
     // large `.sym` takes milliseconds each, and `postmortem walk` builds them per run).
     let (unwind_built, symbols_built) = side_by_side(
         true,
-        || unwind::build_from_breakpad(sym),
-        || symbols::build_symbol_table_breakpad(sym),
+        || crate::breakpad::unwind::build_from_breakpad(sym),
+        || crate::breakpad::symbols::build_symbol_table_breakpad(sym),
     );
     // Rules Breakpad's postfix language can say but our rules cannot (a dereferenced CFA)
     // are not corruption: those ranges simply fall back to frame pointers and scanning.
@@ -568,7 +568,7 @@ fn breakpad_file(name: &str) -> report::ModuleFile {
 }
 
 /// Where a module's tables came from, for the report.
-pub(super) struct Loaded {
+pub(crate) struct Loaded {
     pub tables: Option<ModuleTables>,
     pub from_memory: bool,
 }
@@ -576,7 +576,7 @@ pub(super) struct Loaded {
 /// Up to `len` bytes at `addr`: from the dump's memory, else from the file of the module
 /// mapped there (code and read-only data, which a core leaves to the file). What the crash
 /// analysis reads: the crashing instruction, strings a library keeps (a type's name).
-pub(super) fn read_image<'a>(
+pub(crate) fn read_image<'a>(
     dump: &'a Dump<'_>,
     loaded: &'a [Loaded],
     addr: u64,
@@ -616,7 +616,7 @@ fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
 }
 
 /// Each module's tables from the provider, else (the vdso) from the dump's memory.
-pub(super) fn load(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Loaded> {
+pub(crate) fn load(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Loaded> {
     // A process has one vdso; a dump listing many (hostile) would have each one's image
     // built from its memory, so a few at most are.
     let mut images_left = MAX_MEMORY_IMAGES;
@@ -674,7 +674,7 @@ fn provider_tables(dump: &Dump<'_>, provider: &dyn TableProvider) -> Vec<Option<
 
 /// The loaded tables opened for lookups, one entry per module (`None` where a module
 /// has no such table, or its bytes do not open).
-pub(super) struct Opened<'t> {
+pub(crate) struct Opened<'t> {
     /// Symbols held as an index, whose tables are built where the walk looks (modules
     /// with no whole symbol table).
     pub indexed: Vec<Option<&'t dyn SymbolIndex>>,
@@ -763,7 +763,7 @@ fn text_ranges(file: &object::File<'_>, link_base: u64) -> Vec<(u64, u64)> {
             .collect();
     }
     text.sort_unstable();
-    crate::unwind::builders::pe_x64::merged(text)
+    crate::ranges::merged(text)
 }
 
 /// Whether a segment's flags say it is executable (ELF `PF_X`, Mach-O `VM_PROT_EXECUTE`,
