@@ -11,7 +11,6 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context;
 use engine::report::source_context::{SourceProvider, SourceRequest};
@@ -41,7 +40,7 @@ impl WalkSources {
                         limits.max_bundle_bytes
                     )
                 })?;
-            let bundle = SourceBundle::open(Arc::from(bytes), limits)
+            let bundle = SourceBundle::open(bytes, limits)
                 .with_context(|| format!("source bundle {}", path.display()))?;
             bundles.push(bundle);
         }
