@@ -1,11 +1,14 @@
 //! Source bundles end to end (issue 42), each against a real `postmortem serve` on a free
 //! port:
 //!
-//! - `uploaded_sources_are_served_by_the_debuginfod_route`: a program compiled here and
+//! - `uploaded_sources_give_the_service_reports_gdbs_lines`: a program compiled here and
 //!   split into a stripped executable and its debug file; `postmortem upload
 //!   --include-sources` sends both and a bundle of the source its line tables name (once:
 //!   the second run sends nothing); `debuginfod-find source` gets the file back from
-//!   `GET /buildid/ID/source/PATH` (404 for a file not in the bundle, 400 for `..`);
+//!   `GET /buildid/ID/source/PATH` (404 for a file not in the bundle, 400 for `..`); the
+//!   source is deleted, the core uploaded, and every frame for which gdb (run while the
+//!   source existed) prints a line has that line as its `context_line`, with the same
+//!   context as `postmortem walk` made from the file itself;
 //! - `hostile_bundles_are_refused_at_upload`: bundles with a `../` entry, an absolute
 //!   entry, a zip bomb, or a manifest of another build-id end their upload session 422
 //!   with the bundle's code, and nothing is stored;
@@ -22,7 +25,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 mod common;
-use common::{bin, client, compile, make_core, TempServer as Server};
+use common::{bin, client, compile, make_core, poll_done, upload_crash, TempServer as Server};
+use postmortem_testsupport::{compare, gdb};
 
 /// The crash program: each function on lines of its own, so that gdb's line and the
 /// context around it differ per frame.
@@ -54,6 +58,7 @@ fn run(cmd: &mut Command) -> Output {
 /// The program built in a fresh directory, its core, and its split files.
 struct Built {
     dir: tempfile::TempDir,
+    full: PathBuf,
     source: PathBuf,
     core: PathBuf,
     /// Holds the stripped executable and its debug file, and nothing else.
@@ -80,6 +85,7 @@ fn build() -> Built {
     Built {
         source: dir.path().join("prog.c"),
         dir,
+        full,
         core,
         upload,
     }
@@ -126,6 +132,25 @@ fn main_build_id(report: &Value) -> String {
         .to_string()
 }
 
+/// The source-context fields of the crashed thread's frames that have a line.
+fn context_of(report: &Value) -> Vec<Value> {
+    report["threads"][0]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["context_line"].is_null())
+        .map(|f| {
+            json!([
+                f["function"],
+                f["line"],
+                f["pre_context"],
+                f["context_line"],
+                f["post_context"]
+            ])
+        })
+        .collect()
+}
+
 async fn get(s: &Server, path: &str, token: Option<&str>) -> (u16, Vec<u8>) {
     let mut req = client().get(s.url(path));
     if let Some(t) = token {
@@ -155,9 +180,15 @@ fn debuginfod_source(s: &Server, id: &str, path: &Path) -> Option<Vec<u8>> {
 }
 
 #[tokio::test]
-async fn uploaded_sources_are_served_by_the_debuginfod_route() {
+async fn uploaded_sources_give_the_service_reports_gdbs_lines() {
     let b = build();
-    let build_id = main_build_id(&cli_report(&b));
+    // the reference: gdb's frames and source lines, and the CLI's context, both read
+    // from the source file while it exists
+    let gdb = gdb::frames(b.dir.path(), &b.full, &b.core);
+    let cli = cli_report(&b);
+    let build_id = main_build_id(&cli);
+    let expected = context_of(&cli);
+    assert!(expected.len() >= 3, "the CLI's context: {expected:?}");
 
     let s = Server::start(&["--workers", "1"]);
     let (code, out) = upload_tool(&s, None, &b.upload);
@@ -205,6 +236,21 @@ async fn uploaded_sources_are_served_by_the_debuginfod_route() {
     )
     .await;
     assert_eq!(st, 404);
+
+    // the source gone, only the bundle can give the lines
+    std::fs::remove_file(&b.source).unwrap();
+    let c = client();
+    let id = upload_crash(&c, &s.base, &std::fs::read(&b.core).unwrap()).await;
+    let done = poll_done(&c, &s.base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let report = &done["report"];
+    let compared = compare::assert_same_source_lines(&gdb, report);
+    assert!(compared >= 3, "gdb printed {compared} source lines");
+    assert_eq!(
+        context_of(report),
+        expected,
+        "the service's context vs the CLI's"
+    );
 }
 
 /// A zip of raw entries (name, bytes), written as they are.
