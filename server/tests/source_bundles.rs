@@ -91,10 +91,12 @@ fn build() -> Built {
     }
 }
 
-/// `postmortem upload --url BASE [--token T] --include-sources PATH`: exit code, stdout.
-fn upload_tool(s: &Server, token: Option<&str>, path: &Path) -> (i32, String) {
+/// `postmortem upload --url BASE [--token T] --include-sources EXTRA… PATH`: exit code,
+/// stdout and stderr.
+fn upload_tool(s: &Server, token: Option<&str>, extra: &[&str], path: &Path) -> (i32, String) {
     let mut cmd = Command::new(bin());
     cmd.args(["upload", "--url", &s.base, "--include-sources"])
+        .args(extra)
         .arg(path)
         .env_remove("POSTMORTEM_TOKEN");
     if let Some(t) = token {
@@ -191,7 +193,14 @@ async fn uploaded_sources_give_the_service_reports_gdbs_lines() {
     assert!(expected.len() >= 3, "the CLI's context: {expected:?}");
 
     let s = Server::start(&["--workers", "1"]);
-    let (code, out) = upload_tool(&s, None, &b.upload);
+    let (code, dry) = upload_tool(&s, None, &["--dry-run"], &b.upload);
+    assert_eq!(code, 0, "{dry}");
+    assert!(
+        dry.contains(&format!("would upload the source bundle of {build_id} ("))
+            && dry.contains("source bundles: 1 to upload, 0 already there"),
+        "{dry}"
+    );
+    let (code, out) = upload_tool(&s, None, &[], &b.upload);
     assert_eq!(code, 0, "{out}");
     // the program's source, and the system headers its line tables name
     assert!(
@@ -202,7 +211,7 @@ async fn uploaded_sources_give_the_service_reports_gdbs_lines() {
         out.contains("source bundles: 1 uploaded, 0 already there"),
         "{out}"
     );
-    let (code, again) = upload_tool(&s, None, &b.upload);
+    let (code, again) = upload_tool(&s, None, &[], &b.upload);
     assert_eq!(code, 0, "{again}");
     assert!(
         again.contains("2 files: 2 already there, 0 uploaded")
@@ -385,7 +394,7 @@ async fn source_route_needs_the_symbols_scope() {
         "--token",
         "in-secret:ingest",
     ]);
-    let (code, out) = upload_tool(&s, Some("sym-secret"), &b.upload);
+    let (code, out) = upload_tool(&s, Some("sym-secret"), &[], &b.upload);
     assert_eq!(code, 0, "{out}");
     let build_id = main_build_id(&cli_report(&b));
     let route = format!("/buildid/{build_id}/source{}", b.source.display());

@@ -223,14 +223,14 @@ fn send_bundles(client: &Client, bundles: &[&(String, &scan::Found)], tally: &mu
         match client.upload(&outgoing, &mut |_, _| {}) {
             Ok(sent) => {
                 tally.bundles_sent += 1;
-                tally.bytes += bundle.size;
-                tally.compressed += sent.compressed;
                 println!(
-                    "uploaded the source bundle of {id} ({} files named by {}, {} not here; {})",
+                    "uploaded the source bundle of {id} ({} files named by {}, {} not here; \
+                     {}, {} compressed)",
                     bundle.files,
                     bundle.from.display(),
                     bundle.left_out,
-                    human(bundle.size)
+                    human(bundle.size),
+                    human(sent.compressed)
                 );
             }
             Err(e) => {
@@ -332,13 +332,14 @@ impl Tally {
         if !scanned.unusable.is_empty() {
             s += &format!(", {} not identifiable", scanned.unusable.len());
         }
+        s += &format!(" in {:.1} s", took.as_secs_f64());
         if self.sources {
             s += &format!(
                 "; source bundles: {} {verb}, {} already there, {} without sources here",
                 self.bundles_sent, self.bundles_present, self.bundles_empty
             );
         }
-        s + &format!(" in {:.1} s", took.as_secs_f64())
+        s
     }
 }
 
