@@ -8,7 +8,8 @@
 //!   `GET /buildid/ID/source/PATH` (404 for a file not in the bundle, 400 for `..`); the
 //!   source is deleted, the core uploaded, and every frame for which gdb (run while the
 //!   source existed) prints a line has that line as its `context_line`, with the same
-//!   context as `postmortem walk` made from the file itself;
+//!   context as `postmortem walk` made from the file itself; and `postmortem walk
+//!   --debuginfod SERVER` gets the same context from the server's source route;
 //! - `hostile_bundles_are_refused_at_upload`: bundles with a `../` entry, an absolute
 //!   entry, a zip bomb, or a manifest of another build-id end their upload session 422
 //!   with the bundle's code, and nothing is stored;
@@ -260,6 +261,30 @@ async fn uploaded_sources_give_the_service_reports_gdbs_lines() {
         expected,
         "the service's context vs the CLI's"
     );
+
+    // postmortem walk with the server as its debuginfod gets the same lines from the
+    // server's source route, the file itself being gone; without it, none
+    let walk = |extra: &[&str]| -> Value {
+        let out = run(Command::new(bin())
+            .arg("walk")
+            .arg(&b.core)
+            .arg("--symbols")
+            .arg(&b.upload)
+            .args(["--format", "json", "--no-system-debug"])
+            .args(extra)
+            .env_remove("DEBUGINFOD_URLS")
+            .env("POSTMORTEM_CACHE_DIR", b.dir.path().join("walk-cache")));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let fetched = walk(&["--debuginfod", &s.base]);
+    assert_eq!(compare::assert_same_source_lines(&gdb, &fetched), compared);
+    assert_eq!(
+        context_of(&fetched),
+        expected,
+        "the walk's context from the server"
+    );
+    assert_eq!(context_of(&walk(&[])), Vec::<Value>::new());
 }
 
 /// A zip of raw entries (name, bytes), written as they are.
