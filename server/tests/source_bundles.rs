@@ -261,6 +261,15 @@ async fn uploaded_sources_give_the_service_reports_gdbs_lines() {
         expected,
         "the service's context vs the CLI's"
     );
+    // the crash page shows the crashed frame's line, marked, as gdb prints it
+    let gdb0 = &gdb.crashed().frames[0];
+    let (line, text) = (gdb0.line.unwrap(), gdb0.source_text.clone().unwrap());
+    let page = common::get_text(&c, &s.url(&format!("/crashes/{id}"))).await;
+    let block = page.split("id=\"source\"").nth(1).expect("a source block");
+    assert!(
+        block.contains(&format!("<mark><i>{line}</i>{text}</mark>")),
+        "{block}"
+    );
 
     // postmortem walk with the server as its debuginfod gets the same lines from the
     // server's source route, the file itself being gone; without it, none
