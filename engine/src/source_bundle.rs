@@ -18,10 +18,10 @@
 
 use std::collections::HashMap;
 use std::io::{Cursor, Read};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::binary::FileBytes;
 use crate::dsym_zip::{Bounded, Refused, ZipLimits};
 use crate::report::source_context::{SourceProvider, SourceRequest};
 
@@ -118,7 +118,7 @@ pub fn entry_name(path: &str) -> Option<String> {
 
 /// An opened, checked bundle.
 pub struct SourceBundle {
-    zip: zip::ZipArchive<Cursor<Arc<[u8]>>>,
+    zip: zip::ZipArchive<Cursor<FileBytes>>,
     manifest: Manifest,
     /// Recorded path → entry index.
     files: HashMap<String, usize>,
@@ -135,8 +135,13 @@ impl std::fmt::Debug for SourceBundle {
 
 impl SourceBundle {
     /// Opens `bytes` as a bundle, checking its directory and manifest (no file is
-    /// inflated but the manifest).
-    pub fn open(bytes: Arc<[u8]>, limits: BundleLimits) -> Result<Self, SourceBundleError> {
+    /// inflated but the manifest). The bytes may be a mapped file (the service's blobs):
+    /// they are read in place, never copied whole.
+    pub fn open(
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+        limits: BundleLimits,
+    ) -> Result<Self, SourceBundleError> {
+        let bytes = FileBytes::new(bytes);
         let size = bytes.len() as u64;
         if size > limits.max_bundle_bytes {
             return Err(SourceBundleError::TooLarge {
@@ -221,7 +226,7 @@ impl SourceProvider for SourceBundle {
 
 /// Entry `at` inflated, bounded by `limits` (`name` for the error).
 fn read_entry(
-    zip: &mut zip::ZipArchive<Cursor<Arc<[u8]>>>,
+    zip: &mut zip::ZipArchive<Cursor<FileBytes>>,
     at: usize,
     name: &str,
     limits: &BundleLimits,
@@ -254,24 +259,43 @@ fn read_entry(
     }
 }
 
-/// Writes a bundle of `files` (recorded path, bytes) for `build_id` to `out`: what
-/// `postmortem upload --include-sources` sends. Paths no bundle may hold are skipped.
+/// Writes a bundle of `files` (recorded path, bytes) for `build_id` to `out`. Paths no
+/// bundle may hold are skipped.
 pub fn write<W: std::io::Write + std::io::Seek>(
     out: W,
     build_id: &str,
     files: &[(String, Vec<u8>)],
 ) -> zip::result::ZipResult<W> {
+    write_each(
+        out,
+        build_id,
+        files.iter().map(|(p, b)| (p.clone(), b.clone())),
+    )
+}
+
+/// [`write`] with the files given one at a time, so that one file is in memory at a
+/// time: what `postmortem upload --include-sources` sends. Paths no bundle may hold, and
+/// a path given twice, are skipped.
+pub fn write_each<W, I>(out: W, build_id: &str, files: I) -> zip::result::ZipResult<W>
+where
+    W: std::io::Write + std::io::Seek,
+    I: IntoIterator<Item = (String, Vec<u8>)>,
+{
     use zip::write::SimpleFileOptions;
     let mut zip = zip::ZipWriter::new(out);
     let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
     let mut listed = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (path, bytes) in files {
-        let Some(entry) = entry_name(path) else {
+        let Some(entry) = entry_name(&path) else {
             continue;
         };
+        if !seen.insert(entry.clone()) {
+            continue;
+        }
         zip.start_file(entry, options)?;
-        std::io::Write::write_all(&mut zip, bytes)?;
-        listed.push(path.clone());
+        std::io::Write::write_all(&mut zip, &bytes)?;
+        listed.push(path);
     }
     let manifest = Manifest {
         schema: BUNDLE_SCHEMA.into(),
@@ -290,6 +314,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use std::io::Write;
+    use std::sync::Arc;
 
     use super::*;
     use zip::write::SimpleFileOptions;
@@ -347,6 +372,19 @@ mod tests {
         assert!(ask(Some("abcd")).is_some());
         assert_eq!(ask(Some("ffff")), None, "another build's bundle");
         assert_eq!(ask(None), None);
+    }
+
+    #[test]
+    fn a_path_given_twice_or_escaping_is_written_once_or_not_at_all() {
+        let files = [
+            ("/src/a.c".to_string(), b"first".to_vec()),
+            ("src/a.c".to_string(), b"same entry".to_vec()),
+            ("/src/../etc/passwd".to_string(), b"escapes".to_vec()),
+        ];
+        let out = write_each(Cursor::new(Vec::new()), "abcd", files).unwrap();
+        let b = open(out.into_inner().into()).unwrap();
+        assert_eq!(b.manifest().files, vec!["/src/a.c".to_string()]);
+        assert_eq!(b.read("/src/a.c").unwrap().as_deref(), Some(&b"first"[..]));
     }
 
     #[test]

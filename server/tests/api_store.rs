@@ -955,3 +955,45 @@ both!(
     uploads_of_many_build_ids_postgres,
     uploads_of_many_build_ids
 );
+
+/// Source bundles on both backends: the first bundle of a build-id is stored and a second
+/// is answered with it (first upload wins); the batch look-up finds only build-ids that
+/// have one; a bundle's blob is named for the orphan sweep.
+async fn source_bundles_first_upload_wins(db: &Db) {
+    use worker::store::source_bundles::{self, BundleRow};
+    let row = |sha: &str| BundleRow {
+        build_id: "ab".repeat(20),
+        sha256: sha.repeat(32),
+        size: 100,
+        file_count: 2,
+        uploaded_at: 0,
+    };
+    let (held, inserted) = source_bundles::insert(db, &row("ef")).await.unwrap();
+    assert!(inserted);
+    assert_eq!(held.sha256, "ef".repeat(32));
+    assert!(held.uploaded_at > 0);
+    let (held, inserted) = source_bundles::insert(db, &row("12")).await.unwrap();
+    assert!(!inserted);
+    assert_eq!(
+        held.sha256,
+        "ef".repeat(32),
+        "the first bundle holds the build-id"
+    );
+    let other = "cd".repeat(20);
+    let ab = "ab".repeat(20);
+    let found = source_bundles::by_build_ids(db, &[&ab, &other])
+        .await
+        .unwrap();
+    assert_eq!(found.keys().collect::<Vec<_>>(), vec![&ab]);
+    assert!(source_bundles::by_build_id(db, &other)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(crashes::blob_is_named(db, &"ef".repeat(32)).await.unwrap());
+    assert!(!crashes::blob_is_named(db, &"12".repeat(32)).await.unwrap());
+}
+both!(
+    source_bundles_first_upload_wins_sqlite,
+    source_bundles_first_upload_wins_postgres,
+    source_bundles_first_upload_wins
+);

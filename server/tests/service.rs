@@ -105,7 +105,8 @@ fn crash_program(dir: &Path, work: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// `postmortem walk CORE [--symbols DIR] --no-system-debug --sha256 --format json`, parsed,
-/// without source context (the service's reports have none yet: issue 42).
+/// without source context (the service's reports take it from uploaded source bundles
+/// only, and none is uploaded here: `tests/source_bundles.rs` compares the context).
 fn cli_report(core: &Path, symbols: Option<&Path>) -> Value {
     match symbols {
         Some(dir) => cli_walk(core, &["--symbols".as_ref(), dir.as_os_str()]),

@@ -22,7 +22,7 @@ const MAX_ID_CHARS: usize = 128;
 pub struct Entry {
     dir: PathBuf,
     file: String,
-    /// What is asked: `executable`, `debuginfo`, `sym` or `symsrv`.
+    /// What is asked: `executable`, `debuginfo`, `source`, `sym` or `symsrv`.
     kind: String,
     /// Which one, in its layout: a build-id, a store path, `NAME/ID`.
     id: String,
@@ -41,6 +41,23 @@ impl Entry {
             file: file.to_string(),
             kind: file.to_string(),
             id: id.to_string(),
+        })
+    }
+
+    /// Source file `path` (as the debug information records it) of build `id`, kept in
+    /// the build's directory under a stable 64-bit digest of the path (a path may be
+    /// longer than a file name may be, and may hold anything): `buildid/ID/source-HEX`.
+    pub fn source(id: &str, path: &str) -> Option<Entry> {
+        let build = Entry::build(id, "source")?;
+        // FNV-1a: stable across releases, unlike the standard library's hasher
+        let digest = path.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        Some(Entry {
+            file: format!("source-{digest:016x}"),
+            kind: "source".to_string(),
+            id: format!("{id}:{path}"),
+            ..build
         })
     }
 
@@ -81,7 +98,7 @@ impl Entry {
         })
     }
 
-    /// What is asked: `executable`, `debuginfo`, `sym` or `symsrv`.
+    /// What is asked: `executable`, `debuginfo`, `source`, `sym` or `symsrv`.
     pub fn kind(&self) -> &str {
         &self.kind
     }
@@ -197,6 +214,24 @@ fn fnv1a(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_is_kept_under_its_build_by_a_digest_of_its_path() {
+        let a = Entry::source("00ff", "/src/a.c").map(|e| e.with(""));
+        let b = Entry::source("00ff", "/src/../../etc/passwd").map(|e| e.with(""));
+        let fnv = |s: &str| {
+            s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            })
+        };
+        // FNV-1a's published test vector: "a" → af63dc4c8601ec8c
+        assert_eq!(fnv("a"), 0xaf63_dc4c_8601_ec8c);
+        let at = |path: &str| PathBuf::from(format!("buildid/00ff/source-{:016x}", fnv(path)));
+        assert_eq!(a, Some(at("/src/a.c")));
+        assert_eq!(b, Some(at("/src/../../etc/passwd")));
+        assert_ne!(a, b);
+        assert_eq!(Entry::source("../x", "/src/a.c"), None);
+    }
 
     #[test]
     fn entries_stay_inside_the_cache() {

@@ -293,6 +293,49 @@ impl Remote {
         self.ask(&asked, &entry, check)
     }
 
+    /// The source file recorded as `path` (absolute) in build `build_id`'s debug
+    /// information, from the debuginfod servers' `buildid/ID/source/PATH` route (on a
+    /// postmortem server: its uploaded source bundles), at most `max_bytes`; `None` when
+    /// no server has it. Cached, and misses remembered, as files are: a second walk asks
+    /// nothing. (What was asked is not reported: the report's lookups are its modules'.)
+    pub fn source(
+        &self,
+        build_id: &str,
+        path: &str,
+        max_bytes: u64,
+        until: Until,
+    ) -> Option<Vec<u8>> {
+        let plain = path.starts_with('/') && !path.split('/').any(|c| c == ".." || c == ".");
+        if !plain {
+            return None;
+        }
+        let entry = Entry::source(build_id, path)?;
+        let rel = format!("buildid/{build_id}/source{}", escape_path(path));
+        let asked = Asked {
+            layout: Layout::Debuginfod,
+            // only named in the lookups, which are not reported for sources
+            file: RemoteFile::Debuginfo,
+            path: &rel,
+            compressed: None,
+            until,
+        };
+        let (at, _) = self.ask(&asked, &entry, &|_: &std::fs::File| Ok(())).file?;
+        read_at_most(&std::fs::File::open(at).ok()?, max_bytes)
+    }
+
+    /// Marks server `i` down after `e`, if `e` says it cannot be reached in time.
+    fn mark_down_if_unreachable(&self, i: usize, e: &FetchError) {
+        let down = matches!(
+            e,
+            FetchError::Connect(_) | FetchError::Timeout(_) | FetchError::TooSlow(_)
+        );
+        if down {
+            if let Ok(mut d) = self.down.lock() {
+                d.insert(i, (Instant::now(), e.to_string()));
+            }
+        }
+    }
+
     /// Whether any symbol server (or bucket) is configured.
     pub fn has_symbol_servers(&self) -> bool {
         self.servers
@@ -381,18 +424,9 @@ impl Remote {
                     });
                 }
                 Err(e) => {
-                    let message = e.to_string();
-                    let down = matches!(
-                        e,
-                        FetchError::Connect(_) | FetchError::Timeout(_) | FetchError::TooSlow(_)
-                    );
-                    if down {
-                        if let Ok(mut d) = self.down.lock() {
-                            d.insert(i, (Instant::now(), message.clone()));
-                        }
-                    }
+                    self.mark_down_if_unreachable(i, &e);
                     out.lookups
-                        .push(lookup(name, LookupResult::Error, Some(message)));
+                        .push(lookup(name, LookupResult::Error, Some(e.to_string())));
                 }
             }
         }
@@ -463,6 +497,18 @@ pub fn report_name(module: &str, file: RemoteFile) -> String {
 }
 
 /// A store path with the bytes a URL path cannot hold as they are percent-encoded.
+/// The bytes of `file` from its start, or `None` when it holds more than `max_bytes`.
+fn read_at_most(file: &std::fs::File, max_bytes: u64) -> Option<Vec<u8>> {
+    use std::io::{Read, Seek};
+    let mut file = file;
+    file.rewind().ok()?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= max_bytes).then_some(bytes)
+}
+
 fn escape_path(rel: &str) -> String {
     let mut out = String::with_capacity(rel.len());
     for b in rel.bytes() {

@@ -1,7 +1,10 @@
-//! Source context from this machine's files: source bundles given with
-//! `--source-bundle` first (answering for their own build-id), then each frame's source
-//! file read at the path its debug information records, for `postmortem walk` on the
-//! machine that built the code (`--no-source-context` turns that off).
+//! Source context for `postmortem walk`: source bundles given with `--source-bundle`
+//! first (answering for their own build-id), then the debuginfod servers' `source` route
+//! (`--debuginfod`, `DEBUGINFOD_URLS`: a postmortem server answers from its uploaded
+//! bundles), then each frame's source file read at the path its debug information
+//! records, for a walk on the machine that built the code (`--no-source-context` turns
+//! off all but the bundles). The order is the issue's: what is known to be the build's
+//! own source before a file that may have changed since.
 //!
 //! Only absolute paths are read: a relative one (debug info without a compilation
 //! directory) would be resolved against wherever the walk runs and could name an
@@ -11,7 +14,6 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context;
 use engine::report::source_context::{SourceProvider, SourceRequest};
@@ -19,10 +21,21 @@ use engine::source_bundle::{BundleLimits, SourceBundle};
 
 /// The walk's sources: bundles in the order given, then (unless turned off) the files at
 /// their recorded paths.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct WalkSources {
     bundles: Vec<SourceBundle>,
+    remote: Option<sources::Remote>,
     local: bool,
+}
+
+impl std::fmt::Debug for WalkSources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalkSources")
+            .field("bundles", &self.bundles)
+            .field("remote", &self.remote.is_some())
+            .field("local", &self.local)
+            .finish()
+    }
 }
 
 impl WalkSources {
@@ -41,24 +54,39 @@ impl WalkSources {
                         limits.max_bundle_bytes
                     )
                 })?;
-            let bundle = SourceBundle::open(Arc::from(bytes), limits)
+            let bundle = SourceBundle::open(bytes, limits)
                 .with_context(|| format!("source bundle {}", path.display()))?;
             bundles.push(bundle);
         }
-        Ok(WalkSources { bundles, local })
+        Ok(WalkSources {
+            bundles,
+            remote: None,
+            local,
+        })
+    }
+
+    /// Asks `remote`'s debuginfod servers too (after the bundles, before local files).
+    pub fn with_remote(mut self, remote: Option<sources::Remote>) -> Self {
+        self.remote = remote;
+        self
     }
 
     /// Whether any source is asked at all.
     pub fn any(&self) -> bool {
-        self.local || !self.bundles.is_empty()
+        self.local || self.remote.is_some() || !self.bundles.is_empty()
     }
 }
 
 impl SourceProvider for WalkSources {
     fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
+        let remote = || {
+            let (remote, id) = (self.remote.as_ref()?, request.build_id?);
+            remote.source(id, request.path, request.max_bytes, None)
+        };
         self.bundles
             .iter()
             .find_map(|b| b.source(request))
+            .or_else(remote)
             .or_else(|| self.local.then(|| LocalSources.source(request)).flatten())
     }
 }

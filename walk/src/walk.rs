@@ -196,6 +196,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     options.signature_rules = crate::signature_rules(args.signature_rules.as_deref())?;
     options.budget = args.budget.budget();
     let source_files = match WalkSources::open(&args.source_bundle, !args.no_source_context) {
+        // the debuginfod servers' sources: a Remote of their own (the files' one is the
+        // provider's), no cost until a frame asks
+        Ok(s) if !args.no_source_context => s.with_remote(sources::Remote::new(&sources)),
         Ok(s) => s,
         Err(e) => {
             log.say(Level::Error, &format!("postmortem: {e:#}"));

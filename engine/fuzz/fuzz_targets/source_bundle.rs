@@ -3,8 +3,6 @@
 //! (refused, or at most `max_file_bytes`).
 #![no_main]
 
-use std::sync::Arc;
-
 use engine::source_bundle::{BundleLimits, SourceBundle};
 use libfuzzer_sys::fuzz_target;
 
@@ -14,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
         max_file_bytes: 1 << 16,
         ..BundleLimits::default()
     };
-    let Ok(bundle) = SourceBundle::open(Arc::from(data), limits) else {
+    let Ok(bundle) = SourceBundle::open(data.to_vec(), limits) else {
         return;
     };
     for path in bundle.manifest().files.clone() {

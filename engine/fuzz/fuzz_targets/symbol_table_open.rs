@@ -1,5 +1,5 @@
 //! Fuzz target: arbitrary bytes as a symbol table — `open` must fail cleanly or every
-//! lookup must return without panicking.
+//! lookup (and the list of source files) must return without panicking.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -19,5 +19,6 @@ fuzz_target!(|data: &[u8]| {
             table.lookup(end.saturating_sub(1), &mut out);
         }
         let _ = table.sources();
+        let _ = table.source_files();
     }
 });

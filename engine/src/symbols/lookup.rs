@@ -133,6 +133,15 @@ impl<'a> SymbolTable<'a> {
         (self.depth_index.len() / 4).saturating_sub(1)
     }
 
+    /// The source files the table's lines and inlined calls name, in table order, each
+    /// once: what `postmortem upload --include-sources` puts in a build's bundle, spelled
+    /// as the report's frames spell them.
+    pub fn source_files(&self) -> Vec<&'a str> {
+        (0..self.files.len() / 4)
+            .filter_map(|i| self.string(u32_at(self.files, i)?))
+            .collect()
+    }
+
     /// The sources the functions came from.
     pub fn sources(&self) -> Vec<SymbolSource> {
         SymbolSource::ALL

@@ -859,3 +859,27 @@ fn measure_libc() {
         built.inline_records
     );
 }
+
+/// The source files a table lists are the files the compiler read, spelled as a frame
+/// names them (the compilation directory joined): the program and the header it includes,
+/// each once (`postmortem upload --include-sources` bundles them).
+#[test]
+fn source_files_are_the_compiled_files_each_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(p) = compile_c(dir.path(), "gcc", &["-O2", "-g"]) else {
+        return;
+    };
+    let bytes = read(&p);
+    let built = build_symbol_table(Some(&bytes), &[]).expect("table builds");
+    let table = SymbolTable::open(&built.bytes).expect("table opens");
+    let files = table.source_files();
+    for name in ["prog.c", "helper.h"] {
+        let path = dir.path().join(name);
+        let path = path.to_str().expect("a UTF-8 path");
+        assert_eq!(
+            files.iter().filter(|f| **f == path).count(),
+            1,
+            "{path} in {files:?}"
+        );
+    }
+}

@@ -8,7 +8,9 @@
 //! - `debuginfo`: an uploaded separate debug file (`kind` `debug`) with that build-id,
 //!   else an uploaded executable that carries `.debug_info` itself, as debuginfod serves
 //!   an unstripped file for both;
-//! - `source/…`: sources are not uploaded, so always 404.
+//! - `source/{path}`: the file recorded as `/path` in the source bundle uploaded for
+//!   that build-id (`postmortem upload --include-sources`; `source_bundles`), 404 when
+//!   there is none, 400 for a path with a `..` component.
 //!
 //! Reading binaries is the `symbols` scope, as `GET /api/v1/binaries` (clients send the
 //! token with `DEBUGINFOD_HEADERS_FILE`). Files are streamed from the blob store, never
@@ -25,6 +27,7 @@ use worker::store::binaries::{self, BinaryRow};
 use super::binaries::check_build_id;
 use super::extract::authorize;
 use super::problem::ApiError;
+use super::source_bundles;
 use super::state::{AppState, Scope};
 
 /// The routes of this module.
@@ -107,16 +110,38 @@ async fn file(
         .into_response())
 }
 
+/// `GET /buildid/{id}/source/{path}`: the file recorded as `/path` (or `path`) in the
+/// source bundle uploaded for the build-id; 404 without a bundle or without that file,
+/// 400 for a path with a `..` component.
 async fn source(
     State(s): State<AppState>,
     headers: HeaderMap,
-    Path((build_id, _path)): Path<(String, String)>,
+    Path((build_id, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     authorize(&s, &headers, Scope::Symbols)?;
     let id = check_build_id(&build_id)?;
-    Err(ApiError::NotFound(format!(
-        "no sources are kept for build-id {id}: only binaries and debug files are uploaded"
-    )))
+    let paths = source_bundles::recorded_paths(&path).ok_or_else(|| ApiError::BadRequest {
+        code: "bad-source-path",
+        detail: format!("{path:?} is no source path a bundle may hold (`..`, empty)"),
+    })?;
+    let bytes = source_bundles::read_file(&s, &id, paths)
+        .await?
+        .ok_or_else(|| {
+            ApiError::NotFound(format!(
+                "no source file /{} in a source bundle of build-id {id}",
+                path.trim_start_matches('/')
+            ))
+        })?;
+    let size = bytes.len().to_string();
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::HeaderName::from_static("x-debuginfod-size"), size),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 #[cfg(test)]

@@ -6,7 +6,10 @@
 //! - `binaries`: upload and look up binaries by build-id;
 //! - `upload_sessions`: which files the server lacks, and resumable chunked uploads;
 //! - `debuginfod`: the uploaded binaries and debug files as a debuginfod server serves
-//!   them (`/buildid/{id}/executable|debuginfo`), for gdb, eu-stack and `debuginfod-find`;
+//!   them (`/buildid/{id}/executable|debuginfo`), and the files of uploaded source
+//!   bundles (`/buildid/{id}/source/{path}`), for gdb, eu-stack and `debuginfod-find`;
+//! - `source_bundles`: source bundles checked and stored at the end of their upload, and
+//!   read for the debuginfod route;
 //! - `modules`: the modules crashes needed and nobody uploaded;
 //! - `reprocess`: queue finished crashes matching a filter again;
 //! - `groups`: list crash groups, merge two, split one (decisions kept across reprocessing);
@@ -39,6 +42,7 @@ pub(crate) mod origin;
 pub mod problem;
 pub(crate) mod rate;
 mod reprocess;
+mod source_bundles;
 pub mod state;
 pub(crate) mod upload_fields;
 pub mod upload_sessions;

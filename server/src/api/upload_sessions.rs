@@ -9,7 +9,9 @@
 //! header of a refused chunk), so no byte is sent twice. On finish the file is
 //! decompressed (at most its declared size), its size and sha256 checked against what
 //! the client declared, and stored by the same path as `POST /api/v1/binaries`
-//! (`binaries::store_files`): identification, first upload wins, requeued crashes.
+//! (`binaries::store_files`): identification, first upload wins, requeued crashes. A
+//! session declared as a build's source bundle is checked and stored as one instead
+//! (`source_bundles::store`).
 //!
 //! Bounds: sessions per token and in all, a session's lifetime, its declared size, the
 //! chunk size (under the body limit), the `missing` query's size. Sessions live in this
@@ -33,9 +35,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use worker::store::binaries::{self, BinaryRow};
+use worker::store::source_bundles;
 use worker::store::staged::StagingWriter;
 use worker::store::StoreError;
 
+use super::binaries::check_build_id;
 use super::extract::authorize;
 use super::problem::{problem, ApiError};
 use super::state::{AppState, Scope};
@@ -133,6 +137,8 @@ struct Session {
     compressed_sha256: String,
     expires: Instant,
     expires_at_ms: i64,
+    /// The build-id whose source bundle this is; `None` for a binary or debug file.
+    source_bundle: Option<String>,
     /// The staged compressed bytes; `None` once finished or broken. A chunk holds it.
     writer: tokio::sync::Mutex<Option<StagingWriter>>,
     /// The staged byte count, readable while a chunk holds the writer.
@@ -151,6 +157,7 @@ impl Session {
             "offset": self.offset.load(Ordering::Acquire),
             "received_bytes": self.received.load(Ordering::Acquire),
             "chunk_size": chunk_size, "expires_at": self.expires_at_ms,
+            "source_bundle": self.source_bundle,
         })
     }
 }
@@ -291,7 +298,11 @@ struct Described {
 
 #[derive(Debug, Deserialize)]
 struct MissingQuery {
+    #[serde(default)]
     files: Vec<Described>,
+    /// Build-ids whose source bundle the client could send.
+    #[serde(default)]
+    source_bundles: Vec<String>,
 }
 
 fn check_hex(what: &str, v: &str, max: usize) -> Result<(), SessionError> {
@@ -369,7 +380,9 @@ fn row_of(d: &Described) -> Result<BinaryRow, SessionError> {
 
 /// `POST /api/v1/binaries/missing`: for each described file, `present` (the server holds
 /// these bytes, under this name for a Windows image), `conflict` (another file holds its
-/// identity in its role: an upload would be refused 409) or `missing`.
+/// identity in its role: an upload would be refused 409) or `missing`; for each build-id
+/// of `source_bundles`, `present` (a bundle is stored for it: first upload wins) or
+/// `missing`.
 async fn missing(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -377,12 +390,19 @@ async fn missing(
 ) -> Result<Json<Value>, SessionError> {
     authorize(&s, &headers, Scope::Symbols)?;
     let q: MissingQuery = json_body(body).await?;
-    if q.files.len() > MAX_MISSING_FILES {
+    if q.files.len() > MAX_MISSING_FILES || q.source_bundles.len() > MAX_MISSING_FILES {
         return Err(SessionError::Bad(format!(
-            "at most {MAX_MISSING_FILES} files per query, not {}",
-            q.files.len()
+            "at most {MAX_MISSING_FILES} files and {MAX_MISSING_FILES} source bundles per \
+             query, not {} and {}",
+            q.files.len(),
+            q.source_bundles.len()
         )));
     }
+    let bundle_ids = q
+        .source_bundles
+        .iter()
+        .map(|id| check_build_id(id))
+        .collect::<Result<Vec<_>, _>>()?;
     let rows = q.files.iter().map(row_of).collect::<Result<Vec<_>, _>>()?;
     let mut out = Vec::with_capacity(rows.len());
     let (mut lacking, mut present) = (0usize, 0usize);
@@ -395,9 +415,22 @@ async fn missing(
         }
         out.push(answer);
     }
-    Ok(Json(
-        json!({ "files": out, "missing": lacking, "present": present }),
-    ))
+    let refs: Vec<&str> = bundle_ids.iter().map(String::as_str).collect();
+    let stored = source_bundles::by_build_ids(&s.db, &refs).await?;
+    let bundles: Vec<Value> = bundle_ids
+        .iter()
+        .map(|id| {
+            let state = if stored.contains_key(id) {
+                "present"
+            } else {
+                "missing"
+            };
+            json!({ "build_id": id, "state": state })
+        })
+        .collect();
+    Ok(Json(json!({
+        "files": out, "missing": lacking, "present": present, "source_bundles": bundles,
+    })))
 }
 
 async fn state_of(s: &AppState, row: &BinaryRow) -> Result<Value, ApiError> {
@@ -430,6 +463,10 @@ struct CreateRequest {
     encoding: String,
     compressed_size: u64,
     compressed_sha256: String,
+    /// The build-id, when the file is that build's source bundle (a zip of
+    /// `engine::source_bundle`'s layout), stored as such on finish.
+    #[serde(default)]
+    source_bundle: Option<String>,
 }
 
 /// `POST /api/v1/upload-sessions`: opens a session (201), or answers the open session of
@@ -456,6 +493,11 @@ async fn create(
     if let Some(name) = &req.file_name {
         super::file_name::check(name)?;
     }
+    let source_bundle = req
+        .source_bundle
+        .as_deref()
+        .map(check_build_id)
+        .transpose()?;
     let limit = sessions.max_bytes;
     if req.size > limit || req.compressed_size > limit {
         return Err(ApiError::DecompressedTooLarge { limit }.into());
@@ -474,6 +516,7 @@ async fn create(
             && x.sha256 == sha
             && x.compressed_sha256 == csha
             && x.file_name == req.file_name
+            && x.source_bundle == source_bundle
     }) {
         let mut v = same.to_json(chunk_size(&s));
         v["resumed"] = Value::Bool(true);
@@ -501,6 +544,7 @@ async fn create(
         expires: Instant::now() + sessions.ttl,
         expires_at_ms: worker::store::now_ms()
             .saturating_add(i64::try_from(sessions.ttl.as_millis()).unwrap_or(i64::MAX)),
+        source_bundle,
         writer: tokio::sync::Mutex::new(Some(s.staging.create()?)),
         offset: AtomicU64::new(0),
         received: AtomicU64::new(0),
@@ -697,8 +741,13 @@ async fn finish(
             session.sha256
         )));
     }
-    let (status, Json(mut v)) =
-        super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)]).await?;
+    let (status, Json(mut v)) = match &session.source_bundle {
+        Some(build_id) => super::source_bundles::store(&s, build_id, file).await?,
+        None => {
+            super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)])
+                .await?
+        }
+    };
     v["session"] = session.to_json(chunk_size(&s));
     Ok((status, Json(v)).into_response())
 }

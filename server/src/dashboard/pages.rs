@@ -47,6 +47,9 @@ svg.chart rect{fill:#2f5bd3}svg.chart{background:#f0f2f7}
 .reason{font-family:system-ui,sans-serif;color:#4a5060;font-size:.92em;word-break:normal}
 dl.evidence{display:grid;grid-template-columns:max-content 1fr;gap:0 1em;margin:.4em 0 0}
 dl.evidence dt{color:#555}dl.evidence dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
+pre.source{background:#fff;border:1px solid #e3e6eb;padding:.4em 0;overflow-x:auto;margin:.2em 0}
+pre.source span{display:block;padding:0 .6em}pre.source mark{display:block;padding:0 .6em;background:#fff1c2}
+pre.source i{display:inline-block;min-width:3.5em;color:#8a90a0;font-style:normal}
 "#;
 
 fn layout(title: &str, body: Markup) -> Markup {
@@ -394,6 +397,34 @@ fn frames_table(t: &Thread, signature_frames: &[usize]) -> Markup {
     }
 }
 
+/// The source lines around the crashed thread's first frame that has them (the innermost
+/// frame in code with sources: frame 0 is often in a library without), its line marked:
+/// the line an engineer opens the file for, as gdb prints it where the program stopped.
+fn source_block(t: &Thread) -> Markup {
+    let Some(f) = t.frames.iter().find(|f| f.context_line.is_some()) else {
+        return html! {};
+    };
+    let (Some(line), Some(text)) = (f.line, &f.context_line) else {
+        return html! {};
+    };
+    let n = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+    let first = line.saturating_sub(n(f.pre_context.len()));
+    html! {
+        h2 #source { "Source of frame " (f.index) }
+        p.mono { (f.file.as_deref().unwrap_or("?")) ":" (line)
+            @if let Some(func) = &f.function { " in " (func) } }
+        pre.source {
+            @for (i, l) in f.pre_context.iter().enumerate() {
+                span { i { (first.saturating_add(n(i))) } (l) }
+            }
+            mark { i { (line) } (text) }
+            @for (i, l) in f.post_context.iter().enumerate() {
+                span { i { (line.saturating_add(1).saturating_add(n(i))) } (l) }
+            }
+        }
+    }
+}
+
 /// What the crash page shows beside the crash row and its report.
 pub struct CrashPage<'a> {
     /// Each module's name, and whether a binary with its build-id was uploaded.
@@ -480,6 +511,7 @@ pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_
                         h2 #crashed { "Crashed thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } }
                         (frames_table(t, &sig_frames))
                         p.muted { "★ frames that make the signature · grey italic rows were found by stack scanning and may be wrong · ↳ inlined" }
+                        (source_block(t))
                         h2 { "Registers of the crashing frame" }
                         table.regs.mono { tbody {
                             @for chunk in t.registers.iter().collect::<Vec<_>>().chunks(4) {

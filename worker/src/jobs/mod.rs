@@ -13,6 +13,7 @@ pub mod fetch;
 pub mod new_file;
 pub mod process;
 pub mod role_keys;
+pub mod source_bundles;
 pub mod steps;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,8 +1,8 @@
 //! One crash → one report: fetch the dump, find its modules' tables (cache → database →
-//! build from the uploaded binaries or Breakpad `.sym` files), run the engine, record what
-//! was missing. The warnings a table build met, and which file gave which table, are
-//! stored and cached with the tables, so a report made from cached tables says what the
-//! first build said.
+//! build from the uploaded binaries or Breakpad `.sym` files) and source bundles, run the
+//! engine, record what was missing. The warnings a table build met, and which file gave
+//! which table, are stored and cached with the tables, so a report made from cached
+//! tables says what the first build said.
 //!
 //! Engine calls happen on a blocking thread with a time limit and `catch_unwind`
 //! ([`run_guarded`]), so neither a panic nor an endless loop in a parser takes the worker
@@ -73,14 +73,17 @@ pub async fn process_job(
         )
         .await?;
 
-    // 3. The report.
+    // 3. The report, with source lines from the bundles uploaded for its modules.
     let bytes = dump.clone();
     // The blob key is the sha256 of exactly these bytes: no need to hash them again.
-    let options = runner
+    let mut options = runner
         .config
         .process
         .clone()
         .with_dump_sha256(lease.dump_sha256.clone());
+    if let Some(sources) = super::source_bundles::provider(runner, &modules).await? {
+        options.source_context.provider = Some(sources);
+    }
     let report = steps
         .timed(
             Step::Engine,

@@ -1,5 +1,5 @@
 //! Database and blob access for the service: crashes (which are also the job queue),
-//! binaries, cached tables, the missing-modules index, the index of modules described
+//! binaries, source bundles, cached tables, the missing-modules index, the index of modules described
 //! by a `.sym` file alone, the crash groups people merged and split, and the remote sources' misses and fetch claims every worker shares.
 //!
 //! One [`Db`] handle speaks SQLite or PostgreSQL; each query is written once with `$N`
@@ -22,6 +22,7 @@ pub mod missing;
 pub mod reprocess;
 pub mod search;
 pub mod served_report;
+pub mod source_bundles;
 pub mod staged;
 pub mod sweep;
 pub mod tables;

@@ -1,6 +1,6 @@
 //! Nothing left behind: a periodic sweep of what killed or interrupted uploads leave,
-//! staging files no upload writes any more and blobs that no crash or binary row names,
-//! and of the remote sources' misses and fetch claims that expired
+//! staging files no upload writes any more and blobs that no crash, binary or source
+//! bundle row names, and of the remote sources' misses and fetch claims that expired
 //! ([`super::fetch_state`]).
 //!
 //! Both are judged by age: a live upload writes its staging file at least every body

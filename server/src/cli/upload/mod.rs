@@ -1,12 +1,15 @@
 //! `postmortem upload PATH…`: sends a build's binaries and debug files to a postmortem
 //! server, only those it lacks. The files are found and identified here (`scan`), the
 //! server is asked once which it lacks (`send::Client::missing`), and each missing one
-//! goes up compressed in resumable chunks (`send::Client::upload`). A progress bar on a
-//! terminal; one line per file and a summary otherwise. The exit code says what a CI
-//! pipeline needs to know (see [`exit`] and docs/upload.md).
+//! goes up compressed in resumable chunks (`send::Client::upload`). With
+//! `--include-sources`, the same query asks which build-ids lack a source bundle, and
+//! each such bundle is made of this machine's sources (`sources`) and sent the same way.
+//! A progress bar on a terminal; one line per file and a summary otherwise. The exit code
+//! says what a CI pipeline needs to know (see [`exit`] and docs/upload.md).
 
 mod scan;
 mod send;
+mod sources;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -15,7 +18,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use send::{Client, Presence, SendError};
+use send::{Client, Outgoing, Presence, SendError};
 
 /// The exit codes of `postmortem upload`.
 pub mod exit {
@@ -52,8 +55,9 @@ pub struct UploadArgs {
     /// List what would be sent (the server is still asked what it lacks); send nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Also send the source files the debug files' line tables name (not yet supported:
-    /// refused with exit code 2).
+    /// Also send, for each build-id whose debug information has line tables, a source
+    /// bundle of the source files those tables name that exist on this machine (only
+    /// when the server lacks one for that build-id).
     #[arg(long)]
     pub include_sources: bool,
     /// Also list the files that look like binaries but cannot be identified.
@@ -63,10 +67,6 @@ pub struct UploadArgs {
 
 /// Runs `postmortem upload`.
 pub fn run(args: UploadArgs) -> anyhow::Result<ExitCode> {
-    if args.include_sources {
-        eprintln!("postmortem upload: --include-sources is not supported yet");
-        return Ok(ExitCode::from(exit::USAGE));
-    }
     let started = Instant::now();
     let tty = std::io::stderr().is_terminal();
     let spinner = bar(tty, None);
@@ -86,14 +86,28 @@ pub fn run(args: UploadArgs) -> anyhow::Result<ExitCode> {
     }
     let client = Client::new(&args.url, args.token.clone(), args.project.clone());
     let files: Vec<&scan::Found> = scanned.found.iter().collect();
-    let presence = match client.missing(&files) {
+    let with_sources = match args.include_sources {
+        true => sources::candidates(&scanned.found),
+        false => Vec::new(),
+    };
+    let bundle_ids: Vec<String> = with_sources.iter().map(|(id, _)| id.clone()).collect();
+    let (presence, bundles_lacking) = match client.missing(&files, &bundle_ids) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("postmortem upload: {e}");
             return Ok(ExitCode::from(code_of(&e)));
         }
     };
-    let mut tally = Tally::default();
+    let bundles: Vec<&(String, &scan::Found)> = with_sources
+        .iter()
+        .zip(bundles_lacking)
+        .filter_map(|(b, lacking)| lacking.then_some(b))
+        .collect();
+    let mut tally = Tally {
+        sources: args.include_sources,
+        bundles_present: with_sources.len() - bundles.len(),
+        ..Tally::default()
+    };
     let mut to_send = Vec::new();
     for (f, p) in files.iter().zip(presence) {
         match p {
@@ -115,8 +129,16 @@ pub fn run(args: UploadArgs) -> anyhow::Result<ExitCode> {
             tally.bytes += f.size;
         }
         tally.uploaded = to_send.len();
+        for (id, f) in &bundles {
+            println!(
+                "would upload the source bundle of {id} (sources named by {})",
+                f.path.display()
+            );
+        }
+        tally.bundles_sent = bundles.len();
     } else {
         send_all(&client, &to_send, tty, &mut tally);
+        send_bundles(&client, &bundles, &mut tally);
     }
     println!(
         "{}",
@@ -141,7 +163,7 @@ fn send_all(client: &Client, files: &[&scan::Found], tty: bool, tally: &mut Tall
             };
             bar.set_position(done_before + share);
         };
-        match client.upload(f, &mut progress) {
+        match client.upload(&Outgoing::of(f), &mut progress) {
             Ok(sent) => {
                 tally.uploaded += 1;
                 tally.bytes += f.size;
@@ -168,6 +190,55 @@ fn send_all(client: &Client, files: &[&scan::Found], tty: bool, tally: &mut Tall
         bar.set_position(done_before);
     }
     bar.finish_and_clear();
+}
+
+/// Makes and sends each build's source bundle (after the files: a bundle is of no use
+/// without its debug file), counting what happened.
+fn send_bundles(client: &Client, bundles: &[&(String, &scan::Found)], tally: &mut Tally) {
+    for (id, f) in bundles {
+        let bundle = match sources::make(id, &f.path) {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                tally.bundles_empty += 1;
+                println!(
+                    "no source bundle for {id}: none of the sources {} names is here",
+                    f.path.display()
+                );
+                continue;
+            }
+            Err(e) => {
+                tally.bundles_empty += 1;
+                println!("no source bundle for {id}: {e:#}");
+                continue;
+            }
+        };
+        let name = format!("{id}.sources.zip");
+        let outgoing = Outgoing {
+            path: bundle.file.path(),
+            name: Some(&name),
+            size: bundle.size,
+            sha256: &bundle.sha256,
+            source_bundle: Some(id),
+        };
+        match client.upload(&outgoing, &mut |_, _| {}) {
+            Ok(sent) => {
+                tally.bundles_sent += 1;
+                println!(
+                    "uploaded the source bundle of {id} ({} files named by {}, {} not here; \
+                     {}, {} compressed)",
+                    bundle.files,
+                    bundle.from.display(),
+                    bundle.left_out,
+                    human(bundle.size),
+                    human(sent.compressed)
+                );
+            }
+            Err(e) => {
+                println!("failed the source bundle of {id}: {e}");
+                tally.fail(&e);
+            }
+        }
+    }
 }
 
 /// A progress bar on a terminal (bytes when `total` is known, files seen otherwise);
@@ -201,6 +272,12 @@ struct Tally {
     bytes: u64,
     compressed: u64,
     resumed: u32,
+    /// Whether source bundles were asked for (`--include-sources`).
+    sources: bool,
+    bundles_sent: usize,
+    bundles_present: usize,
+    /// Build-ids with line tables but no source here (or unreadable line tables).
+    bundles_empty: usize,
 }
 
 impl Tally {
@@ -255,7 +332,14 @@ impl Tally {
         if !scanned.unusable.is_empty() {
             s += &format!(", {} not identifiable", scanned.unusable.len());
         }
-        s + &format!(" in {:.1} s", took.as_secs_f64())
+        s += &format!(" in {:.1} s", took.as_secs_f64());
+        if self.sources {
+            s += &format!(
+                "; source bundles: {} {verb}, {} already there, {} without sources here",
+                self.bundles_sent, self.bundles_present, self.bundles_empty
+            );
+        }
+        s
     }
 }
 

@@ -35,6 +35,31 @@ pub enum SendError {
     Refused(String),
 }
 
+/// One file to send: a binary or debug file found, or a build's source bundle.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    pub path: &'a std::path::Path,
+    /// The name it is sent under.
+    pub name: Option<&'a str>,
+    pub size: u64,
+    pub sha256: &'a str,
+    /// The build-id whose source bundle this is.
+    pub source_bundle: Option<&'a str>,
+}
+
+impl<'a> Outgoing<'a> {
+    /// A binary or debug file found by the scan.
+    pub fn of(f: &'a Found) -> Outgoing<'a> {
+        Outgoing {
+            path: &f.path,
+            name: f.name.as_deref(),
+            size: f.size,
+            sha256: &f.sha256,
+            source_bundle: None,
+        }
+    }
+}
+
 /// What the server says of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Presence {
@@ -121,25 +146,45 @@ impl Client {
         Answer::read(result, &url)
     }
 
-    /// Which of `files` the server lacks, in their order.
-    pub fn missing(&self, files: &[&Found]) -> Result<Vec<Presence>, SendError> {
+    /// Which of `files` the server lacks, in their order, and whether it lacks the
+    /// source bundle of each build-id of `bundles` (in one request for up to 5000 of
+    /// each).
+    pub fn missing(
+        &self,
+        files: &[&Found],
+        bundles: &[String],
+    ) -> Result<(Vec<Presence>, Vec<bool>), SendError> {
         let mut out = Vec::with_capacity(files.len());
-        for batch in files.chunks(MISSING_BATCH) {
+        let mut lacking = Vec::with_capacity(bundles.len());
+        let rounds = files
+            .len()
+            .max(bundles.len())
+            .div_ceil(MISSING_BATCH)
+            .max(1);
+        for round in 0..rounds {
+            let batch = files.chunks(MISSING_BATCH).nth(round).unwrap_or_default();
+            let ids = bundles.chunks(MISSING_BATCH).nth(round).unwrap_or_default();
             let described: Vec<Value> = batch.iter().map(|f| describe(f)).collect();
             let answer = self.json(
                 "POST",
                 "/api/v1/binaries/missing",
-                Some(&json!({ "files": described })),
+                Some(&json!({ "files": described, "source_bundles": ids })),
             )?;
             let body = answer.ok()?;
             let states = body["files"].as_array().cloned().unwrap_or_default();
-            if states.len() != batch.len() {
+            let bundle_states = body["source_bundles"].as_array().cloned();
+            let bundle_states = bundle_states.unwrap_or_default();
+            if states.len() != batch.len() || bundle_states.len() != ids.len() {
                 return Err(SendError::Unreachable(format!(
-                    "the server answered {} states for {} files",
+                    "the server answered {} states for {} files and {} for {} source bundles \
+                     (a server without source bundles answers none)",
                     states.len(),
-                    batch.len()
+                    batch.len(),
+                    bundle_states.len(),
+                    ids.len()
                 )));
             }
+            lacking.extend(bundle_states.iter().map(|s| s["state"] != "present"));
             out.extend(states.iter().map(|s| {
                 match s["state"].as_str() {
                     Some("present") => Presence::Present,
@@ -153,23 +198,26 @@ impl Client {
                 }
             }));
         }
-        Ok(out)
+        Ok((out, lacking))
     }
 
     /// Sends `file` through an upload session; `progress` hears the compressed bytes the
     /// server holds, and `resumed` each resumption.
     pub fn upload(
         &self,
-        file: &Found,
+        file: &Outgoing<'_>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Sent, SendError> {
-        let packed = Packed::new(&file.path)
+        let packed = Packed::new(file.path)
             .map_err(|e| SendError::Refused(format!("compressing {}: {e}", file.path.display())))?;
-        let create = json!({
+        let mut create = json!({
             "file_name": file.name, "size": file.size, "sha256": file.sha256,
             "encoding": "gzip", "compressed_size": packed.size,
             "compressed_sha256": packed.sha256,
         });
+        if let Some(build_id) = file.source_bundle {
+            create["source_bundle"] = json!(build_id);
+        }
         let mut tries = 0u32;
         let mut resumed = 0u32;
         let mut sent = 0u64;

@@ -1,0 +1,153 @@
+//! Source bundles on the server (issue 42): a bundle that finished its upload session is
+//! checked whole and stored under its build-id ([`store`]); the debuginfod route
+//! `GET /buildid/{id}/source/{path}` reads one file of it ([`read_file`]).
+//!
+//! A bundle is untrusted until checked: its zip directory and manifest are checked by
+//! `engine::source_bundle` (no path outside the bundle, no symbolic link, at most 100,000
+//! entries, at most 1 GiB) and every file it lists is inflated once, bounded (16 MiB, 100
+//! times its compressed size), so that a zip bomb is refused at the upload instead of
+//! waiting in the store for a report to trip on it. Its manifest must name the build-id
+//! the upload declared. The staged file is mapped while checked, never read into memory.
+//! First upload wins: a second bundle for a build-id is answered with the first's row.
+
+use axum::http::StatusCode;
+use axum::Json;
+use engine::source_bundle::{entry_name, BundleLimits, SourceBundle, SourceBundleError};
+use serde_json::{json, Value};
+use worker::store::source_bundles::{self, BundleRow};
+use worker::store::{StagedBlob, StoreError};
+
+use super::problem::ApiError;
+use super::state::AppState;
+
+/// Checks the staged bundle `file` declared for `build_id` and stores it: 201 with its
+/// row, or 200 with the row of the bundle stored first for that build-id.
+pub async fn store(
+    s: &AppState,
+    build_id: &str,
+    file: StagedBlob,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let path = file.path().to_path_buf();
+    let declared = build_id.to_string();
+    let checked = tokio::task::spawn_blocking(move || check(&path, &declared))
+        .await
+        .map_err(|e| joined("checking", e))?;
+    let files = checked?;
+    let sha256 = s.blobs.put_staged(&file).await?;
+    let row = BundleRow {
+        build_id: build_id.to_string(),
+        sha256,
+        size: i64::try_from(file.size()).unwrap_or(i64::MAX),
+        file_count: i64::try_from(files).unwrap_or(i64::MAX),
+        uploaded_at: 0,
+    };
+    let (held, inserted) = source_bundles::insert(&s.db, &row).await?;
+    let status = if inserted {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(json!({ "source_bundle": to_json(&held) }))))
+}
+
+/// A blocking task that did not end (a panic, or the runtime shutting down): a 500.
+fn joined(what: &str, e: tokio::task::JoinError) -> ApiError {
+    ApiError::Store(StoreError::Corrupt(format!("{what} a source bundle: {e}")))
+}
+
+/// A bundle row as the API shows it.
+pub fn to_json(row: &BundleRow) -> Value {
+    json!({
+        "build_id": row.build_id, "sha256": row.sha256, "size": row.size,
+        "files": row.file_count, "uploaded_at": row.uploaded_at,
+    })
+}
+
+/// Opens the bundle at `path` and inflates each file it lists (bounded): the number of
+/// files, or why it is refused (422 with the bundle error's code).
+fn check(path: &std::path::Path, build_id: &str) -> Result<usize, ApiError> {
+    let refuse = |e: SourceBundleError| ApiError::Unprocessable {
+        code: e.code(),
+        detail: e.to_string(),
+    };
+    let bytes = mapped::Mapped::open(path).map_err(|e| ApiError::Store(StoreError::BlobRead(e)))?;
+    let bundle = SourceBundle::open(bytes, BundleLimits::default()).map_err(refuse)?;
+    let named = &bundle.manifest().build_id;
+    if !named.eq_ignore_ascii_case(build_id) {
+        return Err(ApiError::Unprocessable {
+            code: "bad-bundle-manifest",
+            detail: format!(
+                "the bundle's manifest is for build-id {named:?}, the upload declared {build_id}"
+            ),
+        });
+    }
+    for listed in &bundle.manifest().files {
+        bundle.read(listed).map_err(refuse)?;
+    }
+    Ok(bundle.manifest().files.len())
+}
+
+/// The recorded paths a debuginfod `source/{path}` request may mean: debuginfod clients
+/// send an absolute path without its leading slash (`/buildid/ID/source/usr/src/a.c`),
+/// so `/` + path first, then the path as given (a bundle may list a relative path).
+/// `None` for a path no bundle may hold (a `..` component, a NUL, empty).
+pub fn recorded_paths(path: &str) -> Option<[String; 2]> {
+    entry_name(path)?;
+    let rest = path.trim_start_matches('/');
+    Some([format!("/{rest}"), rest.to_string()])
+}
+
+/// The bytes of the file recorded as one of `paths` in the stored bundle of `build_id`:
+/// `None` when no bundle or no such file; an error when the bundle is refused.
+pub async fn read_file(
+    s: &AppState,
+    build_id: &str,
+    paths: [String; 2],
+) -> Result<Option<Vec<u8>>, ApiError> {
+    let Some(row) = source_bundles::by_build_id(&s.db, build_id).await? else {
+        return Ok(None);
+    };
+    let bytes = s.blobs.open(&row.sha256).await?;
+    let read = tokio::task::spawn_blocking(move || -> Result<_, SourceBundleError> {
+        let bundle = SourceBundle::open(bytes, BundleLimits::default())?;
+        for p in &paths {
+            if let Some(found) = bundle.read(p)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    })
+    .await
+    .map_err(|e| joined("reading", e))?;
+    read.map_err(|e| ApiError::Unprocessable {
+        code: e.code(),
+        detail: format!("the stored source bundle of build-id {build_id} is refused: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recorded_paths;
+
+    #[test]
+    fn source_paths_are_absolute_first_and_never_escape() {
+        assert_eq!(
+            recorded_paths("usr/src/a.c"),
+            Some(["/usr/src/a.c".to_string(), "usr/src/a.c".to_string()])
+        );
+        assert_eq!(
+            recorded_paths("/home/ci/a.c").map(|p| p[0].clone()),
+            Some("/home/ci/a.c".to_string())
+        );
+        for bad in [
+            "",
+            "/",
+            "../etc/passwd",
+            "src/../../etc/passwd",
+            "a/..",
+            "a\0b",
+        ] {
+            assert_eq!(recorded_paths(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The `source_bundles` table: one source bundle (a zip of the source files a build's
+//! line tables name, `engine::source_bundle`) per build-id, its bytes a blob.
+//!
+//! First upload wins, as for binaries: a build's sources do not change, so a second
+//! bundle for a build-id is not stored ([`insert`] answers the row that holds it). The
+//! bundle is checked whole by the server before its row is inserted; the worker and the
+//! debuginfod route open it again (and refuse it again if it is hostile) when they read it.
+
+use std::collections::HashMap;
+
+use super::{now_ms, Db, StoreError};
+
+/// One stored bundle.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct BundleRow {
+    /// Lower-case hex.
+    pub build_id: String,
+    /// The blob's key.
+    pub sha256: String,
+    pub size: i64,
+    /// Files its manifest lists.
+    pub file_count: i64,
+    pub uploaded_at: i64,
+}
+
+const COLUMNS: &str = "build_id, sha256, size, file_count, uploaded_at";
+
+/// Stores `row` unless a bundle already holds its build-id; the row that holds it
+/// afterwards (this one, or the first upload's) and whether it is this one.
+pub async fn insert(db: &Db, row: &BundleRow) -> Result<(BundleRow, bool), StoreError> {
+    let sql = "INSERT INTO source_bundles (build_id, sha256, size, file_count, uploaded_at) \
+               VALUES ($1, $2, $3, $4, $5) ON CONFLICT (build_id) DO NOTHING";
+    let inserted = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(&row.build_id)
+        .bind(&row.sha256)
+        .bind(row.size)
+        .bind(row.file_count)
+        .bind(if row.uploaded_at == 0 { now_ms() } else { row.uploaded_at })
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected() > 0))?;
+    let held = by_build_id(db, &row.build_id)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt("a source bundle row vanished".into()))?;
+    Ok((held, inserted))
+}
+
+/// The bundle of `build_id`, if one was uploaded.
+pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Option<BundleRow>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM source_bundles WHERE build_id = $1");
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, BundleRow>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(build_id)
+        .fetch_optional(p)
+        .await)?,
+    )
+}
+
+/// The bundles of those of `build_ids` that have one, by build-id, in one query.
+pub async fn by_build_ids(
+    db: &Db,
+    build_ids: &[&str],
+) -> Result<HashMap<String, BundleRow>, StoreError> {
+    if build_ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let list = serde_json::to_string(build_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let sql = format!(
+        "SELECT {COLUMNS} FROM source_bundles WHERE build_id IN ({})",
+        db.json_strings("$1")
+    );
+    let rows: Vec<BundleRow> = crate::on_pool!(db, p => sqlx::query_as::<_, BundleRow>(
+        sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&list)
+        .fetch_all(p)
+        .await)?;
+    Ok(rows.into_iter().map(|r| (r.build_id.clone(), r)).collect())
+}
