@@ -11,6 +11,7 @@
 
 pub mod aarch64;
 pub mod arch;
+pub mod arm;
 mod cfi;
 pub mod eval;
 mod scan;
