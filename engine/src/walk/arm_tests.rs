@@ -1,12 +1,14 @@
 //! Literal-stack walks of the arm walker: the leaf's lr, both frame-record layouts,
-//! Thumb return addresses, a signal frame, call decoding.
+//! Thumb return addresses, an EHABI table, a signal frame, call decoding.
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::arch::arm::Reg::{R11, R7};
+use crate::arch::arm::Reg::{R11, R4, R7};
 use crate::dump::MemoryMap;
+use crate::unwind::builders::ehabi::{self, Section};
+use crate::unwind::{TableWriter, UnwindSource, UnwindTable};
 use crate::walk::tests::module_at as module;
-use crate::walk::{walk_thread, CodeReader, ModuleUnwind, WalkOptions, WalkResult};
+use crate::walk::{walk_thread, CodeReader, EndReason, ModuleUnwind, WalkOptions, WalkResult};
 
 /// Every address's preceding bytes are a call in both instruction sets: `0xeb00f000` is
 /// an ARM `bl` and a Thumb-2 `blx`.
@@ -169,6 +171,63 @@ fn clang_thumb_r7_records_and_the_thumb_bit() {
     assert_eq!(pcs(&r), vec![0x40_3000, 0x40_3456, 0x40_4000]);
     assert_eq!(r.frames[1].sp, Some(0x1010));
     assert_eq!(r.frames[2].sp, Some(0x1020));
+}
+
+#[test]
+fn ehabi_rules_walk_with_lr_at_frame_0_only() {
+    // 0x40_0000 + 0x1000: a leaf (finish); + 0x2000: vsp += 8; pop {r4, r14}
+    let exidx_addr = 0x8000u64;
+    let prel = |target: u64, place: u64| (target.wrapping_sub(place) as u32) & 0x7fff_ffff;
+    let exidx = words32(&[
+        prel(0x1000, exidx_addr),
+        0x80b0_b0b0,
+        prel(0x2000, exidx_addr + 8),
+        0x8001_a8b0,
+        prel(0x3000, exidx_addr + 16),
+        1,
+    ]);
+    let mut w = TableWriter::new(Arch::Arm);
+    ehabi::add_index(
+        &mut w,
+        Section {
+            bytes: &exidx,
+            address: exidx_addr,
+        },
+        Section {
+            bytes: &[],
+            address: 0,
+        },
+        0,
+        &[(0x1000, 0x4000)],
+    );
+    let built = w.finish();
+    let table = UnwindTable::open(&built.bytes).unwrap();
+    // frame 0 at +0x1010 (leaf): lr = +0x2021 (Thumb); frame 1's rule: CFA = sp + 16,
+    // r4 at CFA - 8, lr at CFA - 4
+    let stack = [0, 0, 0x77, 0x40_3011, 0, 0, 0, 0];
+    let r = walk(
+        &stack,
+        &regs(0x40_1010, 0x1000, Some(0x40_2021), &[(R4, 5)]),
+        Some(ModuleUnwind::Table(table)),
+        &AllCalls,
+    );
+    assert_eq!(pcs(&r), vec![0x40_1010, 0x40_2020, 0x40_3010]);
+    assert_eq!(r.frames[1].trust, Trust::Cfi);
+    assert_eq!(r.frames[1].unwind_source, Some(UnwindSource::ArmExidx));
+    assert_eq!(r.frames[2].sp, Some(0x1010));
+    assert_eq!(r.frames[2].registers.get(R4), Some(0x77));
+    // frame 2 (+0x3010) is EXIDX_CANTUNWIND: no rule, and no record: the walk ends
+    assert_eq!(r.end, EndReason::NoCaller);
+    // without lr, frame 0's leaf rule gives nothing
+    let r = walk(
+        &stack,
+        &regs(0x40_1010, 0x1000, None, &[]),
+        Some(ModuleUnwind::Table(
+            UnwindTable::open(&built.bytes).unwrap(),
+        )),
+        &AllCalls,
+    );
+    assert_eq!(pcs(&r), vec![0x40_1010]);
 }
 
 /// Code bytes: QEMU's sigreturn page at 0x3000_0000, `bl` before everything else.

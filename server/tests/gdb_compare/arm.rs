@@ -1,0 +1,280 @@
+//! 32-bit arm (armhf): the same comparison with gdb, on crash programs cross-compiled
+//! with `arm-linux-gnueabihf-gcc` (ARM and Thumb code) and crashed under
+//! `qemu-arm-static`, against `gdb-multiarch`.
+//!
+//! QEMU's core is as the aarch64 comparison describes (no NT_FILE, no read-only file
+//! mappings, no siginfo), so programs are linked `-no-pie` and found by name under
+//! `--symbols`. Debian's armhf libc carries no DWARF CFI at all (its `.eh_frame` is the
+//! 4-byte terminator): every libc frame is unwound from its EHABI tables
+//! (`.ARM.exidx`/`.ARM.extab`), on both sides. The EHABI-only cases build with
+//! `-funwind-tables -fno-asynchronous-unwind-tables` and drop the `.debug_frame` that
+//! `-g` adds, so the program's own frames are unwound from EHABI too.
+//!
+//! Skipped, with the reason printed, when the cross tools are absent (`test.sh` installs
+//! `gcc-arm-linux-gnueabihf`).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use postmortem_testsupport::compare;
+use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::qemu;
+
+use crate::report;
+
+const CC: &str = "arm-linux-gnueabihf-gcc";
+const OBJCOPY: &str = "arm-linux-gnueabihf-objcopy";
+const QEMU: &str = "qemu-arm-static";
+const GDB: &str = "gdb-multiarch";
+/// The cross libc: QEMU's `-L` prefix, gdb's sysroot.
+const SYSROOT: &str = "/usr/arm-linux-gnueabihf";
+/// An ARMv7-A CPU with VFP and NEON, as armhf needs.
+const CPU: &str = "cortex-a15";
+const SIGSEGV: u64 = 11;
+
+/// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
+fn tools_present() -> bool {
+    for tool in [CC, OBJCOPY, QEMU, GDB] {
+        let ok = Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipping the arm gdb comparison: {tool} is not installed (see test.sh)");
+            return false;
+        }
+    }
+    if !Path::new(SYSROOT).join("lib/libc.so.6").is_file() {
+        eprintln!("skipping the arm gdb comparison: no cross libc under {SYSROOT}");
+        return false;
+    }
+    true
+}
+
+/// How a case's program is built.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unwind {
+    /// As the compiler leaves it with `-g`: `.debug_frame` for the program's own code.
+    Dwarf,
+    /// EHABI tables only: `-funwind-tables -fno-asynchronous-unwind-tables`, and the
+    /// `.debug_frame` `-g` adds removed.
+    EhabiOnly,
+}
+
+/// A case's program, QEMU's core, gdb's frames and our report.
+struct Ran {
+    report: Value,
+}
+
+/// Compiles `sources` with `flags` (besides `-g -no-pie`), crashes the program under
+/// QEMU, checks gdb's frames with `expect` and compares ours with them on every thread.
+fn run(
+    name: &str,
+    flags: &[&str],
+    unwind: Unwind,
+    sources: &[&str],
+    signal: u64,
+    expect: impl Fn(&GdbCore),
+) -> Option<Ran> {
+    if !tools_present() {
+        return None;
+    }
+    let work = Workdir::new(name);
+    let mut all = vec!["-no-pie"];
+    if unwind == Unwind::EhabiOnly {
+        all.extend(["-funwind-tables", "-fno-asynchronous-unwind-tables"]);
+    }
+    all.extend_from_slice(flags);
+    let exe = work.compile(CC, &all, sources, name);
+    if unwind == Unwind::EhabiOnly {
+        let path = exe.to_string_lossy().into_owned();
+        work.run_tool(OBJCOPY, &["--remove-section=.debug_frame", &path]);
+        assert_ehabi_only(&exe);
+    }
+    let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
+    let gdb = gdb_frames(&work, &exe, &core);
+    expect(&gdb);
+    let symbols = [work.path(), &Path::new(SYSROOT).join("lib")];
+    let report = walk_report(&core, &symbols);
+    check_report(&report, signal);
+    assert_eq!(
+        report["crash"]["tid"].as_u64(),
+        gdb.crashed_lwp,
+        "crashed thread"
+    );
+    compare::assert_same_stacks(&gdb, &report);
+    compare::assert_same_source_lines(&gdb, &report);
+    Some(Ran { report })
+}
+
+/// The program has EHABI tables and no DWARF CFI: no `.debug_frame`, and an `.eh_frame`
+/// of at most crt's 4-byte terminator.
+fn assert_ehabi_only(exe: &Path) {
+    let bytes = std::fs::read(exe).expect("read the program");
+    let file = object::File::parse(&*bytes).expect("an ELF file");
+    use object::{Object, ObjectSection};
+    let size = |name: &str| file.section_by_name(name).map(|s| s.size());
+    assert!(size(".ARM.exidx").is_some_and(|n| n > 8), "EHABI index");
+    assert_eq!(size(".debug_frame"), None, ".debug_frame left");
+    assert!(
+        size(".eh_frame").is_none_or(|n| n <= 4),
+        ".eh_frame holds CFI: {:?}",
+        size(".eh_frame")
+    );
+}
+
+/// gdb-multiarch's frames of a QEMU core (libraries under the sysroot, the test's own in
+/// the work directory).
+fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
+    let sysroot = format!("set sysroot {SYSROOT}");
+    let search = format!("set solib-search-path {}", work.path().display());
+    gdb::frames_with(GDB, &[&sysroot, &search], work.path(), exe, core)
+}
+
+/// `postmortem walk CORE --symbols DIR… --format json`, checked against the schema.
+fn walk_report(core: &Path, symbols: &[&Path]) -> Value {
+    let mut command = Command::new(report::postmortem());
+    command.arg("walk").arg(core);
+    for dir in symbols {
+        command.arg("--symbols").arg(dir);
+    }
+    let out = report::output_same_with_whole_tables(
+        command
+            .args(["--format", "json"])
+            .env("RUST_BACKTRACE", "1"),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "postmortem walk {} failed:\n{}",
+        core.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the report is JSON");
+    report::assert_valid(&report);
+    report
+}
+
+/// What every report of a QEMU arm core must say.
+fn check_report(report: &Value, signal: u64) {
+    assert_eq!(report["dump"]["arch"], "arm");
+    assert_eq!(report["dump"]["writer"], "qemu-user");
+    assert_eq!(report["crash"]["signal"].as_u64(), Some(signal), "signal");
+    assert_eq!(report["threads"][0]["crashed"].as_bool(), Some(true));
+}
+
+/// gdb's names for the crashed thread's frames.
+fn names(gdb: &GdbCore) -> Vec<String> {
+    gdb.crashed()
+        .frames
+        .iter()
+        .map(|f| f.name.clone().unwrap_or_else(|| "??".to_owned()))
+        .collect()
+}
+
+/// gdb's crashed stack holds `expected` in order, the first in frame 0.
+fn expect_stack(gdb: &GdbCore, expected: &[&str]) {
+    let stack = names(gdb);
+    assert_eq!(
+        stack.first().map(String::as_str),
+        expected.first().copied(),
+        "gdb's frame 0: {stack:?}"
+    );
+    let mut rest = stack.iter();
+    for name in expected {
+        assert!(
+            rest.any(|s| s == name),
+            "gdb's crashed stack lacks {name} in order: {stack:?}"
+        );
+    }
+}
+
+const BASIC_STACK: &[&str] = &[
+    "crash_here",
+    "middle",
+    "outer",
+    "main",
+    "__libc_start_main",
+    "_start",
+];
+
+/// The crashed thread's frames from `first` to `last` (by function) were unwound from
+/// `source`.
+fn assert_unwound_from(report: &Value, functions: &[&str], source: &str) {
+    let frames = report["threads"][0]["frames"].as_array().expect("frames");
+    for f in frames.iter().skip(1) {
+        if functions.contains(&f["function"].as_str().unwrap_or("")) {
+            assert_eq!(f["unwind_source"], source, "frame {f}");
+        }
+    }
+}
+
+fn basic(name: &str, flags: &[&str], unwind: Unwind) -> Option<Ran> {
+    run(name, flags, unwind, &["basic.c"], SIGSEGV, |gdb| {
+        expect_stack(gdb, BASIC_STACK)
+    })
+}
+
+#[test]
+fn arm_c_o0_arm() {
+    let Some(ran) = basic("arm_o0_arm", &["-O0", "-marm"], Unwind::Dwarf) else {
+        return;
+    };
+    assert_unwound_from(&ran.report, &["middle", "outer", "main"], "debug_frame");
+    // libc has EHABI tables only
+    assert_unwound_from(&ran.report, &["__libc_start_main"], "arm_exidx");
+}
+
+#[test]
+fn arm_c_o0_thumb() {
+    basic("arm_o0_thumb", &["-O0", "-mthumb"], Unwind::Dwarf);
+}
+
+#[test]
+fn arm_c_o2_thumb() {
+    basic("arm_o2_thumb", &["-O2", "-mthumb"], Unwind::Dwarf);
+}
+
+#[test]
+fn arm_c_o2_arm_frame_pointer() {
+    basic(
+        "arm_o2_arm_fp",
+        &["-O2", "-marm", "-fno-omit-frame-pointer"],
+        Unwind::Dwarf,
+    );
+}
+
+#[test]
+fn arm_ehabi_only_arm() {
+    let Some(ran) = basic("arm_ehabi_arm", &["-O2", "-marm"], Unwind::EhabiOnly) else {
+        return;
+    };
+    assert_unwound_from(&ran.report, &["middle", "outer", "main"], "arm_exidx");
+}
+
+#[test]
+fn arm_ehabi_only_thumb() {
+    let Some(ran) = basic("arm_ehabi_thumb", &["-O0", "-mthumb"], Unwind::EhabiOnly) else {
+        return;
+    };
+    assert_unwound_from(&ran.report, &["middle", "outer", "main"], "arm_exidx");
+}
+
+#[test]
+fn arm_threads_blocked_in_syscalls() {
+    run(
+        "arm_threads",
+        &["-O0", "-pthread"],
+        Unwind::Dwarf,
+        &["threads.c"],
+        SIGSEGV,
+        |gdb| {
+            assert_eq!(gdb.threads.len(), 5, "main, three parked threads, crasher");
+        },
+    );
+}
