@@ -10,15 +10,18 @@
 //! add fp, sp, #4` (`[fp]` = return address, `[fp - 4]` = caller fp, caller sp `fp + 4`).
 //! A record is taken only where its return address lies in code just after a call; GCC's
 //! Thumb `r7` points below the locals and is no record at all (CFI or the scan find
-//! those callers).
+//! those callers). Before the records, a function the symbols locate but no unwind rule
+//! describes has its prologue read ([`super::arm_prologue`]), as gdb does; such callers
+//! are reported with `trust: fp`.
 //!
 //! Signal frames: a handler returns to a sigreturn trampoline (`mov r7, #119` or `#173`,
 //! then `svc`, in ARM or Thumb code: the kernel's `sigreturn_codes`, which QEMU copies),
 //! and the interrupted registers are read from the `struct sigcontext` on its stack.
 
 use super::arch::{inherit, ArchWalker};
+use super::arm_prologue::{self, MAX_PROLOGUE_BYTES};
 use super::{Caller, Trust, WalkContext, WalkFrame};
-use crate::arch::arm::{Reg, LR, PC, SP};
+use crate::arch::arm::{Reg, CPSR_SLOT, CPSR_THUMB, LR, PC, SP};
 use crate::dump::{Arch, RegisterSet};
 
 /// The arm walker.
@@ -96,6 +99,68 @@ impl Arm {
         None
     }
 
+    /// The caller from the prologue of the function holding `callee`'s pc: its start from
+    /// the symbols (a set low bit, or frame 0's `cpsr`, says Thumb), the instructions from
+    /// there to the pc analysed, the return address from where `lr` was pushed (frame 0:
+    /// from `lr` itself when it was not).
+    fn caller_from_prologue(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+    ) -> Option<Caller> {
+        let entry = ctx
+            .code
+            .function_start(callee.address_for_lookup(self.lookup_back()))?;
+        let first = callee.trust == Trust::Context;
+        let thumb_state = callee
+            .registers
+            .get(CPSR_SLOT)
+            .is_some_and(|c| c & CPSR_THUMB != 0);
+        let thumb = entry & 1 != 0 || (first && thumb_state);
+        let start = entry & !1;
+        let len = callee.pc.checked_sub(start)?.min(MAX_PROLOGUE_BYTES);
+        let code = match len {
+            0 => Vec::new(),
+            _ => ctx
+                .code
+                .bytes_before(start.checked_add(len)?, usize::try_from(len).ok()?)?,
+        };
+        let p = arm_prologue::analyze(&code, thumb);
+        let cfa = callee.sp?.checked_add(p.frame_size)?;
+        let read = |below: u64| {
+            cfa.checked_sub(below)
+                .and_then(|a| ctx.memory.read_u32(a))
+                .map(u64::from)
+        };
+        let raw = match p.saved[usize::from(LR.dwarf())] {
+            Some(below) => read(below)?,
+            None if first => callee.registers.get(LR)?,
+            None => return None,
+        };
+        let pc = self.strip_pac(ctx, raw);
+        if !self.is_signal_trampoline(ctx, pc) && !self.returns_after_call(ctx, raw) {
+            return None;
+        }
+        let mut regs = RegisterSet::new(Arch::Arm);
+        inherit(&callee.registers, &mut regs, INHERITED);
+        for &r in INHERITED {
+            if let Some(below) = p.saved[usize::from(r)] {
+                match read(below) {
+                    Some(v) => regs.set(r, v),
+                    None => regs.clear(r),
+                }
+            }
+        }
+        regs.set(PC, pc);
+        regs.set(SP, cfa);
+        Some(Caller {
+            regs,
+            trust: Trust::Fp,
+            source: None,
+            exact_pc: false,
+        })
+    }
+
     /// Whether the return address `raw` (Thumb bit included) lies in code and, where the
     /// code before it is readable, follows a call.
     fn returns_after_call(&self, ctx: &WalkContext<'_, '_>, raw: u64) -> bool {
@@ -166,15 +231,18 @@ impl ArchWalker for Arm {
         addr & !1
     }
 
-    /// Frame 0 (and a frame a signal interrupted) may be a leaf whose caller is still in
-    /// lr; a record it already built agrees with lr. Every other frame follows the record
-    /// at r11, else at r7.
+    /// The function's prologue where the symbols locate it. Else frame 0 (and a frame a
+    /// signal interrupted) may be a leaf whose caller is still in lr; a record it already
+    /// built agrees with lr. Every other frame follows the record at r11, else at r7.
     fn caller_by_fp(
         &self,
         ctx: &WalkContext<'_, '_>,
         callee: &WalkFrame,
         _first: bool,
     ) -> Option<Caller> {
+        if let Some(c) = self.caller_from_prologue(ctx, callee) {
+            return Some(c);
+        }
         let record = FRAME_POINTERS.iter().find_map(|&r| {
             let fp = callee.registers.get(r)?;
             self.caller_from_record(ctx, callee, r, fp)

@@ -302,3 +302,40 @@ fn hostile_registers_do_not_panic() {
     );
     assert!(r.frames.len() <= 2);
 }
+
+/// A Thumb function at 0x40_1000 (`push {r7, lr}; sub sp, #8; nop`) that no unwind rule
+/// describes, located by its symbol (low bit set: Thumb); `bl` before everything else.
+struct WithSymbol;
+impl CodeReader for WithSymbol {
+    fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        if addr == 0x40_1006 && len == 6 {
+            return Some(
+                [0xb580u16, 0xb082, 0xbf00]
+                    .iter()
+                    .flat_map(|h| h.to_le_bytes())
+                    .collect(),
+            );
+        }
+        AllCalls.bytes_before(addr, len)
+    }
+    fn function_start(&self, addr: u64) -> Option<u64> {
+        (0x40_1000..0x40_1100).contains(&addr).then_some(0x40_1001)
+    }
+}
+
+#[test]
+fn a_function_without_rules_is_unwound_from_its_prologue() {
+    // frame 0 at +6, after the prologue: CFA = sp + 16, r7 at CFA - 8, lr at CFA - 4;
+    // lr itself holds garbage that must not be taken
+    let stack = [0, 0, 0x55, 0x40_2001, 0, 0, 0, 0];
+    let r = walk(
+        &stack,
+        &regs(0x40_1006, 0x1000, Some(0x40_7777), &[(R7, 0x1000)]),
+        None,
+        &WithSymbol,
+    );
+    assert_eq!(pcs(&r)[..2], [0x40_1006, 0x40_2000]);
+    assert_eq!(r.frames[1].sp, Some(0x1010));
+    assert_eq!(r.frames[1].registers.get(R7), Some(0x55));
+    assert_eq!(r.frames[1].trust, Trust::Fp);
+}

@@ -12,6 +12,7 @@
 pub mod aarch64;
 pub mod arch;
 pub mod arm;
+mod arm_prologue;
 mod cfi;
 pub mod eval;
 mod scan;
@@ -201,6 +202,14 @@ pub trait CodeReader {
     /// module holding it. A scanned candidate whose code is not at hand must pass this
     /// (Breakpad's rule).
     fn names_function(&self, addr: u64) -> Option<bool> {
+        let _ = addr;
+        None
+    }
+
+    /// The run-time address of the start of the function covering `addr` (a lookup
+    /// address), as the module's symbols give it (an arm symbol's low bit marks Thumb
+    /// code); `None` where no symbol covers it. arm's prologue analysis reads from there.
+    fn function_start(&self, addr: u64) -> Option<u64> {
         let _ = addr;
         None
     }

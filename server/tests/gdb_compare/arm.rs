@@ -34,6 +34,7 @@ const SYSROOT: &str = "/usr/arm-linux-gnueabihf";
 /// An ARMv7-A CPU with VFP and NEON, as armhf needs.
 const CPU: &str = "cortex-a15";
 const SIGSEGV: u64 = 11;
+const SIGABRT: u64 = 6;
 
 /// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
 fn tools_present() -> bool {
@@ -263,6 +264,46 @@ fn arm_ehabi_only_thumb() {
         return;
     };
     assert_unwound_from(&ran.report, &["middle", "outer", "main"], "arm_exidx");
+}
+
+/// abort's caller is found from its prologue: without it the scan finds stale
+/// return addresses between abort and __assert_fail.
+#[test]
+fn arm_abort_through_libc() {
+    let ran = run(
+        "arm_assert",
+        &["-O0", "-mthumb"],
+        Unwind::Dwarf,
+        &["assert.c"],
+        SIGABRT,
+        |gdb| {
+            // glibc's abort has no unwind table: gdb reads its prologue to reach its
+            // caller (and stops after it, in __assert_fail_base, which has no symbol)
+            expect_stack(gdb, &["??", "??", "raise", "abort", "??"]);
+        },
+    );
+    let Some(ran) = ran else { return };
+    // where gdb stopped, ours goes on to the program's frames
+    let frames = ran.report["threads"][0]["frames"]
+        .as_array()
+        .expect("frames");
+    let ours: Vec<&str> = frames
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    let mut rest = ours.iter();
+    for name in [
+        "abort",
+        "__assert_fail",
+        "check_invariant",
+        "main",
+        "_start",
+    ] {
+        assert!(
+            rest.any(|n| *n == name),
+            "ours lack {name} in order: {ours:?}"
+        );
+    }
 }
 
 #[test]
