@@ -30,6 +30,12 @@ pub trait ArchWalker {
         let _ = ctx;
         addr
     }
+    /// Records in a caller's registers what its return address `raw` (as found, before
+    /// [`Self::strip_pac`]) says besides the address: arm's instruction set, from its low
+    /// bit, which a later step needs to read the caller's own code.
+    fn note_return_address(&self, raw: u64, caller: &mut RegisterSet) {
+        let _ = (raw, caller);
+    }
     /// The frame-pointer strategy.
     fn caller_by_fp(
         &self,

@@ -33,14 +33,20 @@ const FRAME_POINTERS: [Reg; 2] = [Reg::R11, Reg::R7];
 /// (the callee keeps them unless its CFI says otherwise).
 const INHERITED: &[u16] = crate::arch::arm::CALLEE_SAVED;
 
-/// The sigreturn trampolines' first two instructions, as the 8 bytes at their address:
-/// ARM `mov r7, #119; svc #0x900077`, Thumb `movs r7, #119; svc #0` (sigreturn), and the
-/// same for rt_sigreturn (173).
-const SIGRETURN_CODES: [(u32, u32, bool); 4] = [
-    (0xe3a0_7077, 0xef90_0077, false),
-    (0xdf00_2777, 0, false),
-    (0xe3a0_70ad, 0xef90_00ad, true),
-    (0xdf00_27ad, 0, true),
+/// The sigreturn trampolines' first instructions, as the two little-endian words at their
+/// address and the mask of the second word that must match: the kernel's (and QEMU's)
+/// ARM `mov r7, #119; svc #0x900077` and Thumb `movs r7, #119; svc #0`, glibc's own
+/// restorers (`__default_sa_restorer`: ARM `svc #0`, Thumb-2 `mov.w r7, #119; svc #0`),
+/// and the same for rt_sigreturn (173). The flag: an rt frame.
+const SIGRETURN_CODES: [(u32, u32, u32, bool); 8] = [
+    (0xe3a0_7077, 0xef90_0077, u32::MAX, false),
+    (0xe3a0_7077, 0xef00_0000, u32::MAX, false),
+    (0xdf00_2777, 0, 0, false),
+    (0x0777_f04f, 0xdf00, 0xffff, false),
+    (0xe3a0_70ad, 0xef90_00ad, u32::MAX, true),
+    (0xe3a0_70ad, 0xef00_0000, u32::MAX, true),
+    (0xdf00_27ad, 0, 0, true),
+    (0x07ad_f04f, 0xdf00, 0xffff, true),
 ];
 /// Offset of `uc_mcontext.arm_r0` from a `struct ucontext`: uc_flags, uc_link, uc_stack
 /// (12 bytes), then the sigcontext's trap_no, error_code and oldmask.
@@ -87,6 +93,7 @@ impl Arm {
             let mut regs = RegisterSet::new(Arch::Arm);
             inherit(&callee.registers, &mut regs, INHERITED);
             regs.set(PC, pc);
+            self.note_return_address(ra, &mut regs);
             regs.set(SP, caller_sp);
             regs.set(fp_reg, caller_fp);
             return Some(Caller {
@@ -100,7 +107,8 @@ impl Arm {
     }
 
     /// The caller from the prologue of the function holding `callee`'s pc: its start from
-    /// the symbols (a set low bit, or frame 0's `cpsr`, says Thumb), the instructions from
+    /// the symbols (its `cpsr`'s T bit says Thumb: the dump's, a signal frame's, or the
+    /// one [`Arm::note_return_address`] set from a return address), the instructions from
     /// there to the pc analysed, the return address from where `lr` was pushed (frame 0:
     /// from `lr` itself when it was not).
     fn caller_from_prologue(
@@ -112,11 +120,10 @@ impl Arm {
             .code
             .function_start(callee.address_for_lookup(self.lookup_back()))?;
         let first = callee.trust == Trust::Context;
-        let thumb_state = callee
+        let thumb = callee
             .registers
             .get(CPSR_SLOT)
             .is_some_and(|c| c & CPSR_THUMB != 0);
-        let thumb = entry & 1 != 0 || (first && thumb_state);
         let start = entry & !1;
         let len = callee.pc.checked_sub(start)?.min(MAX_PROLOGUE_BYTES);
         let code = match len {
@@ -152,6 +159,7 @@ impl Arm {
             }
         }
         regs.set(PC, pc);
+        self.note_return_address(raw, &mut regs);
         regs.set(SP, cfa);
         Some(Caller {
             regs,
@@ -190,6 +198,7 @@ impl Arm {
         let mut regs = RegisterSet::new(Arch::Arm);
         inherit(&callee.registers, &mut regs, INHERITED);
         regs.set(PC, pc);
+        self.note_return_address(lr, &mut regs);
         regs.set(SP, callee.sp?);
         Some(Caller {
             regs,
@@ -215,8 +224,8 @@ impl Arm {
         let (first, second) = Self::words_at(ctx, pc)?;
         SIGRETURN_CODES
             .iter()
-            .find(|&&(a, b, _)| first == a && (b == 0 || second == b))
-            .map(|&(_, _, rt)| rt)
+            .find(|&&(a, b, mask, _)| first == a && second & mask == b)
+            .map(|&(_, _, _, rt)| rt)
     }
 }
 
@@ -229,6 +238,12 @@ impl ArchWalker for Arm {
     /// of the address); arm has no pointer authentication.
     fn strip_pac(&self, _ctx: &WalkContext<'_, '_>, addr: u64) -> u64 {
         addr & !1
+    }
+
+    /// The caller runs Thumb code where its return address's low bit is set: kept as
+    /// `cpsr`'s T bit (returning there sets it on the CPU too).
+    fn note_return_address(&self, raw: u64, caller: &mut RegisterSet) {
+        caller.set(CPSR_SLOT, if raw & 1 != 0 { CPSR_THUMB } else { 0 });
     }
 
     /// The function's prologue where the symbols locate it. Else frame 0 (and a frame a
@@ -321,6 +336,10 @@ impl ArchWalker for Arm {
         }
         regs.set(SP, slot(SP.dwarf())?);
         regs.set(PC, slot(PC.dwarf())? & !1);
+        // arm_cpsr follows arm_pc
+        if let Some(cpsr) = slot(PC.dwarf() + 1) {
+            regs.set(CPSR_SLOT, cpsr);
+        }
         Some(Caller {
             regs,
             trust: Trust::Context,

@@ -281,6 +281,32 @@ fn rt_signal_frame_restores_the_interrupted_registers() {
 }
 
 #[test]
+fn glibc_s_thumb2_restorer_is_a_trampoline() {
+    // __default_sa_restorer: mov.w r7, #119; svc 0; nop
+    struct Restorer;
+    impl CodeReader for Restorer {
+        fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+            (addr == 0x40_2008 && len == 8).then(|| words32(&[0x0777_f04f, 0xbf00_df00]))
+        }
+    }
+    let bytes = words32(&[0; 4]);
+    let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
+    let modules = vec![module(0x40_0000, 0x50_0000)];
+    let opts = WalkOptions::default();
+    let ctx = WalkContext {
+        memory: &mem,
+        modules: &modules,
+        tables: &[None],
+        code: &Restorer,
+        options: &opts,
+        pac_mask: 0,
+        pac_signed_seen: None,
+    };
+    assert!(Arm.is_signal_trampoline(&ctx, 0x40_2000));
+    assert!(!Arm.is_signal_trampoline(&ctx, 0x40_2004));
+}
+
+#[test]
 fn hostile_registers_do_not_panic() {
     let r = walk(
         &[u32::MAX; 8],
@@ -304,7 +330,7 @@ fn hostile_registers_do_not_panic() {
 }
 
 /// A Thumb function at 0x40_1000 (`push {r7, lr}; sub sp, #8; nop`) that no unwind rule
-/// describes, located by its symbol (low bit set: Thumb); `bl` before everything else.
+/// describes, located by its symbol; `bl` before everything else.
 struct WithSymbol;
 impl CodeReader for WithSymbol {
     fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
@@ -319,7 +345,7 @@ impl CodeReader for WithSymbol {
         AllCalls.bytes_before(addr, len)
     }
     fn function_start(&self, addr: u64) -> Option<u64> {
-        (0x40_1000..0x40_1100).contains(&addr).then_some(0x40_1001)
+        (0x40_1000..0x40_1100).contains(&addr).then_some(0x40_1000)
     }
 }
 
@@ -328,13 +354,12 @@ fn a_function_without_rules_is_unwound_from_its_prologue() {
     // frame 0 at +6, after the prologue: CFA = sp + 16, r7 at CFA - 8, lr at CFA - 4;
     // lr itself holds garbage that must not be taken
     let stack = [0, 0, 0x55, 0x40_2001, 0, 0, 0, 0];
-    let r = walk(
-        &stack,
-        &regs(0x40_1006, 0x1000, Some(0x40_7777), &[(R7, 0x1000)]),
-        None,
-        &WithSymbol,
-    );
+    let mut thumb = regs(0x40_1006, 0x1000, Some(0x40_7777), &[(R7, 0x1000)]);
+    thumb.set(CPSR_SLOT, CPSR_THUMB);
+    let r = walk(&stack, &thumb, None, &WithSymbol);
     assert_eq!(pcs(&r)[..2], [0x40_1006, 0x40_2000]);
+    // the caller's Thumb state, from the return address's low bit
+    assert_eq!(r.frames[1].registers.get(CPSR_SLOT), Some(CPSR_THUMB));
     assert_eq!(r.frames[1].sp, Some(0x1010));
     assert_eq!(r.frames[1].registers.get(R7), Some(0x55));
     assert_eq!(r.frames[1].trust, Trust::Fp);

@@ -207,8 +207,8 @@ pub trait CodeReader {
     }
 
     /// The run-time address of the start of the function covering `addr` (a lookup
-    /// address), as the module's symbols give it (an arm symbol's low bit marks Thumb
-    /// code); `None` where no symbol covers it. arm's prologue analysis reads from there.
+    /// address), as the module's symbols give it; `None` where no symbol covers it. arm's
+    /// prologue analysis reads from there.
     fn function_start(&self, addr: u64) -> Option<u64> {
         let _ = addr;
         None

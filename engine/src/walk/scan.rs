@@ -195,6 +195,7 @@ pub(crate) fn caller_by_scan(
             break;
         };
         let mut caller = scanned_caller(arch, callee, candidate, caller_sp);
+        arch.note_return_address(value, &mut caller.regs);
         arch.after_scan(ctx, &mut caller);
         if accept(&caller) {
             return Ok(caller);

@@ -306,6 +306,57 @@ fn arm_abort_through_libc() {
     }
 }
 
+/// A crash inside a SIGSEGV handler. QEMU writes the signal frame with `uc_flags` 0,
+/// where the kernel writes a magic number, and gdb then reads the interrupted registers
+/// in the layout of kernels before 2.6.18 (its next frame's pc is 0): gdb's frames are
+/// compared up to its signal frame, and ours must go on to the interrupted `victim`, at
+/// the faulting line, and `main`.
+fn signal_case(name: &str, flags: &[&str]) {
+    if !tools_present() {
+        return;
+    }
+    let work = Workdir::new(name);
+    let mut all = vec!["-no-pie"];
+    all.extend_from_slice(flags);
+    let exe = work.compile(CC, &all, &["sighandler.c"], name);
+    let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
+    let mut gdb = gdb_frames(&work, &exe, &core);
+    expect_stack(&gdb, &["handler_fault", "on_segv"]);
+    let crashed = gdb.crashed_lwp;
+    let thread = gdb
+        .threads
+        .iter_mut()
+        .find(|t| Some(t.lwp) == crashed)
+        .expect("the crashed thread");
+    let tramp = thread
+        .frames
+        .iter()
+        .position(|f| f.kind == "SIGTRAMP")
+        .expect("gdb sees the signal frame");
+    thread.frames.truncate(tramp + 1);
+    thread.complete = false;
+    let symbols = [work.path(), &Path::new(SYSROOT).join("lib")];
+    let report = walk_report(&core, &symbols);
+    check_report(&report, SIGSEGV);
+    compare::assert_same_stacks(&gdb, &report);
+    let frames = report["threads"][0]["frames"].as_array().expect("frames");
+    let interrupted = &frames[tramp + 1];
+    assert_eq!(interrupted["function"], "victim", "{interrupted}");
+    assert_eq!(interrupted["line"], 24, "the first fault's line");
+    assert_eq!(interrupted["trust"], "context");
+    assert_eq!(frames[tramp + 2]["function"], "main");
+}
+
+#[test]
+fn arm_crash_inside_signal_handler() {
+    signal_case("arm_sighandler", &["-O0", "-marm"]);
+}
+
+#[test]
+fn arm_crash_inside_signal_handler_thumb() {
+    signal_case("arm_sighandler_thumb", &["-O0", "-mthumb"]);
+}
+
 #[test]
 fn arm_threads_blocked_in_syscalls() {
     run(
