@@ -26,6 +26,7 @@ use postmortem_testsupport::qemu;
 use crate::report;
 
 const CC: &str = "arm-linux-gnueabihf-gcc";
+const CXX: &str = "arm-linux-gnueabihf-g++";
 const OBJCOPY: &str = "arm-linux-gnueabihf-objcopy";
 const QEMU: &str = "qemu-arm-static";
 const GDB: &str = "gdb-multiarch";
@@ -38,7 +39,7 @@ const SIGABRT: u64 = 6;
 
 /// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
 fn tools_present() -> bool {
-    for tool in [CC, OBJCOPY, QEMU, GDB] {
+    for tool in [CC, CXX, OBJCOPY, QEMU, GDB] {
         let ok = Command::new(tool)
             .arg("--version")
             .stdout(Stdio::null())
@@ -91,7 +92,8 @@ fn run(
         all.extend(["-funwind-tables", "-fno-asynchronous-unwind-tables"]);
     }
     all.extend_from_slice(flags);
-    let exe = work.compile(CC, &all, sources, name);
+    let cxx = sources.iter().any(|s| s.ends_with(".cpp"));
+    let exe = work.compile(if cxx { CXX } else { CC }, &all, sources, name);
     if unwind == Unwind::EhabiOnly {
         let path = exe.to_string_lossy().into_owned();
         work.run_tool(OBJCOPY, &["--remove-section=.debug_frame", &path]);
@@ -204,14 +206,17 @@ const BASIC_STACK: &[&str] = &[
     "_start",
 ];
 
-/// The crashed thread's frames from `first` to `last` (by function) were unwound from
-/// `source`.
+/// The crashed thread has a caller frame of each of `functions`, and each was unwound
+/// from `source`.
 fn assert_unwound_from(report: &Value, functions: &[&str], source: &str) {
     let frames = report["threads"][0]["frames"].as_array().expect("frames");
-    for f in frames.iter().skip(1) {
-        if functions.contains(&f["function"].as_str().unwrap_or("")) {
-            assert_eq!(f["unwind_source"], source, "frame {f}");
-        }
+    for name in functions {
+        let f = frames
+            .iter()
+            .skip(1)
+            .find(|f| f["function"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("no frame of {name}"));
+        assert_eq!(f["unwind_source"], source, "frame {f}");
     }
 }
 
@@ -355,6 +360,50 @@ fn arm_crash_inside_signal_handler() {
 #[test]
 fn arm_crash_inside_signal_handler_thumb() {
     signal_case("arm_sighandler_thumb", &["-O0", "-mthumb"]);
+}
+
+/// C++: an uncaught exception through libstdc++'s EHABI tables (its personality
+/// routine's entries are the generic model) to std::terminate and abort.
+fn uncaught(name: &str, unwind: Unwind) -> Option<Ran> {
+    run(
+        name,
+        &["-O0", "-mthumb"],
+        unwind,
+        &["uncaught.cpp"],
+        SIGABRT,
+        |gdb| {
+            let stack = names(gdb);
+            let mut rest = stack.iter();
+            for name in [
+                "abort",
+                "std::terminate()",
+                "__cxa_throw",
+                "net::connect_to",
+            ] {
+                assert!(
+                    rest.any(|n| n == name),
+                    "gdb's stack lacks {name}: {stack:?}"
+                );
+            }
+        },
+    )
+}
+
+#[test]
+fn arm_cxx_uncaught_exception() {
+    uncaught("arm_uncaught", Unwind::Dwarf);
+}
+
+#[test]
+fn arm_cxx_uncaught_exception_ehabi_only() {
+    let Some(ran) = uncaught("arm_uncaught_ehabi", Unwind::EhabiOnly) else {
+        return;
+    };
+    assert_unwound_from(
+        &ran.report,
+        &["net::connect_to", "net::open_session", "main"],
+        "arm_exidx",
+    );
 }
 
 #[test]
