@@ -386,11 +386,18 @@ pub fn add_index(
     let mut entries = read_index(exidx, extab);
     // the ABI sorts the index; a table that is not sorted is read as if it were
     entries.sort_by_key(|e| e.start);
-    for (i, entry) in entries.iter().enumerate() {
-        let next = entries
-            .get(i + 1..)
-            .and_then(|rest| rest.iter().find(|e| e.start > entry.start))
-            .map(|e| e.start);
+    // each entry's next greater start, found once from the end (entries may repeat a
+    // start: a linear search from each would be quadratic on a hostile table)
+    let mut next_start: Vec<Option<u64>> = vec![None; entries.len()];
+    let mut following: Option<u64> = None;
+    for i in (0..entries.len()).rev() {
+        let start = entries[i].start;
+        if let Some(n) = entries.get(i + 1).map(|e| e.start).filter(|&n| n > start) {
+            following = Some(n);
+        }
+        next_start[i] = following;
+    }
+    for (entry, next) in entries.iter().zip(next_start) {
         let section_end = code
             .iter()
             .find(|&&(s, e)| s <= entry.start && entry.start < e)

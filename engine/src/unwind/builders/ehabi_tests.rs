@@ -262,3 +262,25 @@ fn hostile_tables_never_panic() {
     add_index(&mut w, x, t, u64::MAX, &[]);
     let _ = w.finish();
 }
+
+#[test]
+fn many_entries_at_one_start_take_linear_time() {
+    // 200 000 entries for the same function (a hostile index): each one's range must be
+    // found without searching the rest (quadratic: 4e10 steps)
+    let n = 200_000u64;
+    let mut words = Vec::with_capacity(2 * n as usize + 2);
+    for i in 0..n {
+        words.push(prel(0x1000, EXIDX + 8 * i));
+        words.push(0x80a8_b0b0);
+    }
+    words.push(prel(0x1100, EXIDX + 8 * n));
+    words.push(1);
+    let exidx = le(&words);
+    let (x, t) = sections(&exidx, &[]);
+    let mut w = TableWriter::new(Arch::Arm);
+    add_index(&mut w, x, t, 0, &[(0x1000, 0x2000)]);
+    let built = w.finish();
+    let table = UnwindTable::open(&built.bytes).unwrap();
+    assert_eq!(table.find(0x10fe).map(|r| r.record.cfa.value), Some(8));
+    assert_eq!(table.find(0x1100).map(|r| r.record.cfa.value), None);
+}
