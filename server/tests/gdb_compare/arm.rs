@@ -19,6 +19,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use postmortem_testsupport::compare;
+use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
 use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::qemu;
@@ -112,7 +113,34 @@ fn run(
     );
     compare::assert_same_stacks(&gdb, &report);
     compare::assert_same_source_lines(&gdb, &report);
+    // the same crash as a Breakpad/Crashpad arm minidump walks to the same frames
+    let minidump = arm_minidump(&work, &core);
+    let from_minidump = walk_report(&minidump, &symbols);
+    assert_eq!(from_minidump["dump"]["format"], "minidump");
+    assert_eq!(from_minidump["dump"]["arch"], "arm");
+    compare::assert_same_stacks(&gdb, &from_minidump);
     Some(Ran { report })
+}
+
+/// The minidump a Breakpad/Crashpad client would have written of `core`'s crash
+/// ([`Arm64Layout::Arm32`]), with the modules' build-ids from their files.
+fn arm_minidump(work: &Workdir, core: &Path) -> std::path::PathBuf {
+    let bytes = std::fs::read(core).expect("read the core");
+    let dir = work.path().to_path_buf();
+    let module_file = |path: &str| {
+        let name = Path::new(path).file_name()?;
+        [
+            dir.join(name),
+            Path::new(SYSROOT).join(path.trim_start_matches('/')),
+            Path::new(SYSROOT).join("lib").join(name),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+    };
+    let converted = core_to_minidump(&bytes, Arm64Layout::Arm32, module_file);
+    let out = work.path().join("crash.dmp");
+    std::fs::write(&out, &converted.bytes).expect("write the minidump");
+    out
 }
 
 /// The program has EHABI tables and no DWARF CFI: no `.debug_frame`, and an `.eh_frame`
