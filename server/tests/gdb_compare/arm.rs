@@ -140,6 +140,24 @@ fn arm_minidump(work: &Workdir, core: &Path) -> std::path::PathBuf {
     let converted = core_to_minidump(&bytes, Arm64Layout::Arm32, module_file);
     let out = work.path().join("crash.dmp");
     std::fs::write(&out, &converted.bytes).expect("write the minidump");
+    // MDBENCH_OUT=DIR keeps each case's minidump and program (for minidump-stackwalk
+    // side by side, as docs/arm.md measures it)
+    if let Some(keep) = std::env::var_os("MDBENCH_OUT") {
+        let case = work
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let dir = Path::new(&keep).join(case.unwrap_or_default());
+        std::fs::create_dir_all(&dir).expect("create the kept directory");
+        std::fs::copy(&out, dir.join("minidump.dmp")).expect("keep the minidump");
+        for entry in std::fs::read_dir(work.path()).expect("the work directory") {
+            let path = entry.expect("an entry").path();
+            let program = path.extension().is_none() && path.is_file();
+            if let (true, Some(name)) = (program, path.file_name()) {
+                std::fs::copy(&path, dir.join(name)).expect("keep the program");
+            }
+        }
+    }
     out
 }
 
