@@ -841,3 +841,29 @@ fn padded_memory_list_of_the_mac_writer_reads_its_ranges() {
         d.warnings
     );
 }
+
+/// Issue 39: an Android/Linux arm minidump (Breakpad's and Crashpad's `MDRawContextARM`,
+/// 368 bytes: flags `MD_CONTEXT_ARM | INTEGER`, r0–r15, cpsr, the VFP area; CPU id 5)
+/// gives r0–r15 by their DWARF numbers and cpsr, whose T bit says Thumb.
+#[test]
+fn arm_context_gives_r0_to_r15_and_cpsr() {
+    use engine::arch::arm::{Reg, CPSR_SLOT, CPSR_THUMB};
+    let mut c = Vec::new();
+    c.extend_from_slice(&0x4000_0002u32.to_le_bytes());
+    for i in 0..16u32 {
+        c.extend_from_slice(&(0x100 + i).to_le_bytes());
+    }
+    c.extend_from_slice(&0x6000_0030u32.to_le_bytes()); // cpsr: Thumb
+    c.extend_from_slice(&[0u8; 296]);
+    assert_eq!(c.len(), 368);
+    let bytes = one_thread(5, 0x8201, &c, 0x10d, &[0u8; 64]);
+    let d = dump::read_dump(&bytes).unwrap();
+    assert_eq!(d.arch, Arch::Arm);
+    let r = &d.threads[0].registers;
+    assert_eq!(r.get(Reg::R0), Some(0x100));
+    assert_eq!(r.get(Reg::R7), Some(0x107));
+    assert_eq!(r.get(Reg::R13), Some(0x10d));
+    assert_eq!(r.get(Reg::R14), Some(0x10e));
+    assert_eq!(r.get(Reg::R15), Some(0x10f));
+    assert_eq!(r.get(CPSR_SLOT).map(|c| c & CPSR_THUMB), Some(CPSR_THUMB));
+}

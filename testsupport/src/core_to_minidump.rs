@@ -1,4 +1,5 @@
-//! Writes a Linux arm64 minidump from the ELF core of the same crash.
+//! Writes a Linux arm64 (or 32-bit arm, [`Arm64Layout::Arm32`]) minidump from the ELF
+//! core of the same crash.
 //!
 //! ptrace does not reach programs running under qemu-user, so arm64 crashes cannot be
 //! recorded by `minidump-writer` the way x86_64 ones are (see `record`). QEMU writes a
@@ -41,12 +42,24 @@ pub enum Arm64Layout {
     /// stack's range) in a `MemoryList`: what minidump-writer and Breakpad's Linux client
     /// write for a crash, and what the x86_64 cases record with minidump-writer itself.
     Client,
+    /// A 32-bit arm core's minidump: Breakpad's and Crashpad's `MDRawContextARM` (flags
+    /// `MD_CONTEXT_ARM | INTEGER`, r0–r15, cpsr, the VFP area left zero: 368 bytes; CPU
+    /// id 5), all memory in a `Memory64List`.
+    Arm32,
 }
 
 impl Arm64Layout {
     /// Whether every byte of the core is written (else only the stacks).
     fn all_memory(self) -> bool {
-        self == Arm64Layout::Current
+        matches!(self, Arm64Layout::Current | Arm64Layout::Arm32)
+    }
+
+    /// The core's architecture this layout is for.
+    fn arch(self) -> Arch {
+        match self {
+            Arm64Layout::Arm32 => Arch::Arm,
+            _ => Arch::Aarch64,
+        }
     }
 }
 
@@ -59,6 +72,9 @@ const STREAM_MEMORY64_LIST: u32 = 9;
 const STREAM_LINUX_CMD_LINE: u32 = 0x4767_0006;
 
 const PROCESSOR_ARCHITECTURE_ARM64: u16 = 12;
+const PROCESSOR_ARCHITECTURE_ARM: u16 = 5;
+/// `MD_CONTEXT_ARM | MD_CONTEXT_ARM_INTEGER`: r0–r15 and cpsr.
+const CONTEXT_ARM_INTEGER: u32 = 0x4000_0002;
 const PROCESSOR_ARCHITECTURE_ARM64_OLD: u16 = 0x8003;
 const PLATFORM_LINUX: u32 = 0x8201;
 
@@ -154,6 +170,15 @@ fn context(layout: Arm64Layout, regs: &dump::RegisterSet) -> Vec<u8> {
             c.zeros(4 + 4 + 32 * 16);
             assert_eq!(c.b.len(), 796);
         }
+        Arm64Layout::Arm32 => {
+            c.u32(CONTEXT_ARM_INTEGER);
+            for n in 0..=16 {
+                // r0–r15, then cpsr (engine::arch::arm::CPSR_SLOT)
+                c.u32(u32::try_from(reg(n) & 0xffff_ffff).unwrap_or(0));
+            }
+            c.zeros(8 + 32 * 8 + 8 * 4);
+            assert_eq!(c.b.len(), 368);
+        }
     }
     c.b
 }
@@ -168,14 +193,14 @@ pub fn core_to_minidump(
     module_file: impl Fn(&str) -> Option<PathBuf>,
 ) -> Converted {
     let d = dump::read_dump(core).expect("the engine reads the core");
-    assert_eq!(d.arch, Arch::Aarch64, "an aarch64 core");
+    assert_eq!(d.arch, layout.arch(), "a core of the layout's architecture");
     let build_ids: Vec<(String, Vec<u8>)> = d
         .modules
         .iter()
         .filter_map(|m| {
             let path = m.path.clone().unwrap_or_else(|| m.name.clone());
             let id = module_file(&path)
-                .and_then(|f| build_id_of_file(&f))
+                .and_then(|f| build_id_of_file(&f, layout.arch()))
                 .or_else(|| m.build_id.clone())?;
             Some((path, id))
         })
@@ -184,11 +209,15 @@ pub fn core_to_minidump(
     Converted { bytes, build_ids }
 }
 
-fn build_id_of_file(path: &std::path::Path) -> Option<Vec<u8>> {
+fn build_id_of_file(path: &std::path::Path, arch: Arch) -> Option<Vec<u8>> {
     use object::Object;
     let data = std::fs::read(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
-    if file.architecture() != object::Architecture::Aarch64 {
+    let wanted = match arch {
+        Arch::Arm => object::Architecture::Arm,
+        _ => object::Architecture::Aarch64,
+    };
+    if file.architecture() != wanted {
         return None;
     }
     file.build_id().ok()?.map(<[u8]>::to_vec)
@@ -357,6 +386,7 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
     o.u16(match layout {
         Arm64Layout::Current | Arm64Layout::Client => PROCESSOR_ARCHITECTURE_ARM64,
         Arm64Layout::BreakpadOld => PROCESSOR_ARCHITECTURE_ARM64_OLD,
+        Arm64Layout::Arm32 => PROCESSOR_ARCHITECTURE_ARM,
     });
     o.u16(0); // level
     o.u16(0); // revision

@@ -1,4 +1,5 @@
-//! aarch64 crash programs run under QEMU's user-mode emulator.
+//! aarch64 crash programs run under QEMU's user-mode emulator (and, through
+//! [`crash_under`], the 32-bit arm ones).
 //!
 //! Programs are cross-compiled with `aarch64-linux-gnu-gcc` and run under
 //! `qemu-aarch64-static -cpu max` (which implements pointer authentication) against the
@@ -59,8 +60,14 @@ pub fn crash_on(dir: &Path, exe: &Path, cpu: &str) -> PathBuf {
 /// [`crash_on`] with the target's libraries under `sysroot` (QEMU's `-L`; `/` for the
 /// target's own libraries installed through Debian's multiarch).
 pub fn crash_in(dir: &Path, exe: &Path, cpu: &str, sysroot: &str) -> PathBuf {
+    crash_under(QEMU, dir, exe, cpu, sysroot)
+}
+
+/// [`crash_in`] under another of QEMU's user-mode emulators (`qemu-arm-static` for the
+/// 32-bit arm programs).
+pub fn crash_under(qemu: &str, dir: &Path, exe: &Path, cpu: &str, sysroot: &str) -> PathBuf {
     let script = format!(
-        "ulimit -c unlimited; exec {QEMU} -cpu {cpu} -L {sysroot} '{}'",
+        "ulimit -c unlimited; exec {qemu} -cpu {cpu} -L {sysroot} '{}'",
         exe.display()
     );
     let out = Command::new("sh")

@@ -877,10 +877,11 @@ fn registers_of(arch: Arch, ctx: &MinidumpContext) -> RegisterSet {
         MinidumpRawContext::Arm(c)
             if arch == Arch::Arm && groups_of(u64::from(c.context_flags)) & INTEGER != 0 =>
         {
-            // r0–r15 in DWARF order
+            // r0–r15 in DWARF order, and cpsr (its T bit: the thread ran Thumb code)
             for (reg, v) in (arm::Reg::R0.dwarf()..).zip(c.iregs.iter()) {
                 r.set(reg, u64::from(*v));
             }
+            r.set(arm::CPSR_SLOT, u64::from(c.cpsr));
         }
         // A context of another CPU than the system info says: nothing is trusted.
         _ => {}

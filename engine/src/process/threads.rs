@@ -59,6 +59,8 @@ struct FunctionAt {
     named: bool,
     /// That function is `_start`.
     start: bool,
+    /// The run-time address the function starts at, where the symbols say.
+    entry: Option<u64>,
 }
 
 impl Code<'_, '_> {
@@ -77,6 +79,10 @@ impl Code<'_, '_> {
         let answer = |frames: &[SymbolFrame<'_>]| FunctionAt {
             named: frames.last().is_some_and(|f| f.function.is_some()),
             start: is_start(frames),
+            entry: frames
+                .last()
+                .and_then(|f| f.function_start)
+                .and_then(|s| s.checked_add(m.load_base)),
         };
         if let Some(Some(st)) = self.symbols.get(i) {
             let mut frames = Vec::new();
@@ -121,6 +127,10 @@ impl CodeReader for Code<'_, '_> {
 
     fn names_function(&self, addr: u64) -> Option<bool> {
         self.function_at(addr).map(|f| f.named)
+    }
+
+    fn function_start(&self, addr: u64) -> Option<u64> {
+        self.function_at(addr).and_then(|f| f.entry)
     }
 
     fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {

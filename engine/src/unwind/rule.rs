@@ -176,6 +176,8 @@ pub enum UnwindSource {
     Pdata = 6,
     /// A Windows x86 PDB's FPO and FrameData streams (the rules `STACK WIN` records hold).
     PdbFrameData = 7,
+    /// An arm binary's `.ARM.exidx`/`.ARM.extab` (EHABI) unwind tables.
+    ArmExidx = 8,
 }
 
 crate::names::serde_by_name!(UnwindSource);
@@ -191,6 +193,7 @@ impl UnwindSource {
             UnwindSource::Breakpad => "breakpad",
             UnwindSource::Pdata => "pdata",
             UnwindSource::PdbFrameData => "pdb_frame_data",
+            UnwindSource::ArmExidx => "arm_exidx",
         }
     }
     pub fn from_u8(b: u8) -> Option<Self> {
@@ -202,6 +205,7 @@ impl UnwindSource {
             5 => UnwindSource::Breakpad,
             6 => UnwindSource::Pdata,
             7 => UnwindSource::PdbFrameData,
+            8 => UnwindSource::ArmExidx,
             _ => return None,
         })
     }

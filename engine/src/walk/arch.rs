@@ -14,7 +14,8 @@ pub trait ArchWalker {
         self.arch().ra_reg()
     }
     /// How far before a return address the call instruction's last byte lies (1 on
-    /// x86_64 and x86, 4 on aarch64): the lookup address of a caller frame is `pc - back`.
+    /// x86_64 and x86, 4 on aarch64, 2 on arm): the lookup address of a caller frame is
+    /// `pc - back`.
     fn lookup_back(&self) -> u64 {
         self.arch().call_back()
     }
@@ -23,10 +24,17 @@ pub trait ArchWalker {
     fn sp_from_cfa(&self, cfa: u64) -> u64 {
         cfa
     }
-    /// Removes pointer-authentication bits from a recovered return address.
+    /// Removes pointer-authentication bits (aarch64), or the Thumb bit (arm), from a
+    /// recovered return address.
     fn strip_pac(&self, ctx: &WalkContext<'_, '_>, addr: u64) -> u64 {
         let _ = ctx;
         addr
+    }
+    /// Records in a caller's registers what its return address `raw` (as found, before
+    /// [`Self::strip_pac`]) says besides the address: arm's instruction set, from its low
+    /// bit, which a later step needs to read the caller's own code.
+    fn note_return_address(&self, raw: u64, caller: &mut RegisterSet) {
+        let _ = (raw, caller);
     }
     /// The frame-pointer strategy.
     fn caller_by_fp(
@@ -37,6 +45,12 @@ pub trait ArchWalker {
     ) -> Option<Caller>;
     /// Whether the bytes just before a return address decode as a call instruction.
     fn is_call_before(&self, code: &[u8]) -> bool;
+    /// [`Self::is_call_before`] for the return address `raw` as it was found (before
+    /// [`Self::strip_pac`]): arm reads the caller's instruction set from its low bit.
+    fn is_call_before_return(&self, raw: u64, code: &[u8]) -> bool {
+        let _ = raw;
+        self.is_call_before(code)
+    }
     /// How many code bytes [`Self::is_call_before`] wants.
     fn call_check_len(&self) -> usize;
     /// The alignment every instruction address has (a scanned return address that lacks
@@ -83,7 +97,7 @@ pub fn walker_for(arch: Arch) -> Option<&'static dyn ArchWalker> {
         Arch::X86_64 => Some(&super::x86_64::X86_64),
         Arch::Aarch64 => Some(&super::aarch64::Aarch64),
         Arch::X86 => Some(&super::x86::X86),
-        Arch::Arm => None,
+        Arch::Arm => Some(&super::arm::Arm),
     }
 }
 

@@ -146,9 +146,11 @@ pub(crate) fn apply_rule(
         Ok(None) => return CfiOutcome::NoRule,
         Err(()) => return CfiOutcome::MemoryMissing,
     };
+    let raw_ra = ra;
     let ra = arch.strip_pac(ctx, ra);
     let mut caller = RegisterSet::new(regs.arch());
     caller.set(caller.pc_reg(), ra);
+    arch.note_return_address(raw_ra, &mut caller);
     caller.set(caller.sp_reg(), arch.sp_from_cfa(cfa));
     for (i, &reg) in arch.callee_saved().iter().enumerate() {
         let slot = rec.regs.get(i).copied().unwrap_or(Slot::UNCHANGED);

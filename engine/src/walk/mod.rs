@@ -11,6 +11,8 @@
 
 pub mod aarch64;
 pub mod arch;
+pub mod arm;
+mod arm_prologue;
 mod cfi;
 pub mod eval;
 mod scan;
@@ -200,6 +202,14 @@ pub trait CodeReader {
     /// module holding it. A scanned candidate whose code is not at hand must pass this
     /// (Breakpad's rule).
     fn names_function(&self, addr: u64) -> Option<bool> {
+        let _ = addr;
+        None
+    }
+
+    /// The run-time address of the start of the function covering `addr` (a lookup
+    /// address), as the module's symbols give it; `None` where no symbol covers it. arm's
+    /// prologue analysis reads from there.
+    fn function_start(&self, addr: u64) -> Option<u64> {
         let _ = addr;
         None
     }

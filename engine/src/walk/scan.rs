@@ -112,11 +112,12 @@ impl Rejected {
     }
 }
 
-/// Whether `candidate` (pointer-authentication bits already stripped) may be a return
-/// address, by the rules of the module doc.
+/// Whether `candidate` (the stack word `raw` with pointer-authentication bits, or arm's
+/// Thumb bit, stripped) may be a return address, by the rules of the module doc.
 fn check_candidate(
     arch: &dyn ArchWalker,
     ctx: &WalkContext<'_, '_>,
+    raw: u64,
     candidate: u64,
 ) -> Result<(), Reject> {
     if !candidate.is_multiple_of(arch.instruction_alignment()) {
@@ -138,7 +139,7 @@ fn check_candidate(
         None => return Err(Reject::NotCode),
     }
     if let Some(code) = ctx.code.bytes_before(candidate, arch.call_check_len()) {
-        return if arch.is_call_before(&code) {
+        return if arch.is_call_before_return(raw, &code) {
             Ok(())
         } else {
             Err(Reject::NotAfterCall)
@@ -186,7 +187,7 @@ pub(crate) fn caller_by_scan(
         };
         rejected.words += 1;
         let candidate = arch.strip_pac(ctx, value);
-        if let Err(why) = check_candidate(arch, ctx, candidate) {
+        if let Err(why) = check_candidate(arch, ctx, value, candidate) {
             rejected.count(why);
             continue;
         }
@@ -194,6 +195,7 @@ pub(crate) fn caller_by_scan(
             break;
         };
         let mut caller = scanned_caller(arch, callee, candidate, caller_sp);
+        arch.note_return_address(value, &mut caller.regs);
         arch.after_scan(ctx, &mut caller);
         if accept(&caller) {
             return Ok(caller);
@@ -225,7 +227,7 @@ pub(crate) fn find_return_address(
             ctx.memory.read_u32(addr).map(u64::from)
         })?;
         let candidate = arch.strip_pac(ctx, value);
-        if check_candidate(arch, ctx, candidate).is_ok() {
+        if check_candidate(arch, ctx, value, candidate).is_ok() {
             return Some((addr, candidate));
         }
     }

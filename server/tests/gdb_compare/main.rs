@@ -13,6 +13,7 @@
 //! that up.
 
 mod aarch64;
+mod arm;
 mod cli_errors;
 mod i386;
 mod modules;

@@ -4,13 +4,12 @@
 //! NT_AUXV, mapped files in NT_FILE and memory in PT_LOAD segments. Memory is borrowed from
 //! the core's bytes, never copied. Everything from the file is untrusted: reads are bounds
 //! checked, counts are checked against the bytes before allocating, and a truncated core is
-//! read as far as it goes (warning `truncated-dump`). i386 cores (ELF32, `EM_386`) are read
-//! with the 32-bit layouts of the notes; their 32-bit auxiliary vector is widened to the
-//! 64-bit layout once, so the module readers read one layout. Not handled: big-endian
-//! cores, 32-bit cores of other architectures (refused with `UnsupportedArch`), an i386
-//! core's module list from the dynamic linker's `link_map` when it has no NT_FILE (its
-//! modules are then the vDSO and the main executable's headers only), floating-point and
-//! vector registers.
+//! read as far as it goes (warning `truncated-dump`). i386 and 32-bit arm cores (ELF32,
+//! `EM_386`, `EM_ARM`) are read with the 32-bit layouts of the notes; their 32-bit
+//! auxiliary vector is widened to the 64-bit layout once, so the module readers read one
+//! layout (the dynamic linker's structures they read in the process's word size). Not
+//! handled: big-endian cores, 32-bit cores of other architectures (refused with
+//! `UnsupportedArch`), floating-point and vector registers.
 
 mod modules;
 mod notes;
@@ -30,7 +29,7 @@ use self::notes::{
     auxv_get, FileMapping, PrPsInfo, SigInfo, AT_EXECFN, NT_ARM_PAC_MASK, NT_AUXV, NT_FILE,
     NT_PRPSINFO, NT_PRSTATUS, NT_SIGINFO,
 };
-use self::parse::{Header, NoteIter, EM_386, EM_AARCH64, PF_X, PT_LOAD, PT_NOTE};
+use self::parse::{Header, NoteIter, EM_386, EM_AARCH64, EM_ARM, PF_X, PT_LOAD, PT_NOTE};
 use super::{
     Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, MemoryMap, Module, Os, Thread,
 };
@@ -84,10 +83,10 @@ impl<'a> Notes<'a> {
         if note.name != b"CORE" && note.name != b"LINUX" {
             return;
         }
-        let elf32 = arch == Arch::X86;
+        let elf32 = matches!(arch, Arch::X86 | Arch::Arm);
         let ok = match note.n_type {
             NT_PRSTATUS => match if elf32 {
-                notes::prstatus32(note.desc)
+                notes::prstatus32(note.desc, arch)
             } else {
                 notes::prstatus(note.desc, arch)
             } {
@@ -157,6 +156,7 @@ pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let arch = match header.machine {
         EM_AARCH64 => Arch::Aarch64,
         EM_386 => Arch::X86,
+        EM_ARM => Arch::Arm,
         _ => Arch::X86_64,
     };
     let (phdrs, truncated) = parse::program_headers(bytes, &header)?;

@@ -1,6 +1,10 @@
 //! The modules of a core: from NT_FILE where present, else from the dynamic linker's
 //! `link_map` list in the core's memory (as gdb does), plus the vdso.
 //!
+//! The dynamic linker's structures (`r_debug`, `link_map`, the dynamic section) are read
+//! in the process's word size: 8 bytes in a 64-bit process, 4 in an i386 or arm one, whose
+//! fields sit at the same word indices.
+//!
 //! A module's identity comes from its own ELF header, program headers and PT_NOTE as found
 //! in the core's memory (the kernel dumps the first page of every ELF mapping by default), so
 //! build-ids are read without the binary files. Nothing here opens files: paths are only
@@ -54,7 +58,26 @@ fn phdrs_at(mem: &MemoryMap<'_>, addr: u64, count: usize) -> Option<Vec<Phdr>> {
     bytes.chunks_exact(PHDR_SIZE).map(Phdr::parse).collect()
 }
 
-/// Reads the program headers of an ELF32 image at `addr` (an i386 process's modules).
+/// Reads the program headers at `addr` in the layout of a process whose words are
+/// `word` bytes (ELF32 for 4).
+fn phdrs_for_word(mem: &MemoryMap<'_>, addr: u64, count: usize, word: u64) -> Option<Vec<Phdr>> {
+    if word == 4 {
+        phdrs32_at(mem, addr, count)
+    } else {
+        phdrs_at(mem, addr, count)
+    }
+}
+
+/// The `word`-byte (4 or 8) little-endian word at `addr`.
+fn read_word(mem: &MemoryMap<'_>, addr: u64, word: u64) -> Option<u64> {
+    if word == 4 {
+        mem.read_u32(addr).map(u64::from)
+    } else {
+        mem.read_u64(addr)
+    }
+}
+
+/// Reads the program headers of an ELF32 image at `addr` (an i386 or arm process's modules).
 fn phdrs32_at(mem: &MemoryMap<'_>, addr: u64, count: usize) -> Option<Vec<Phdr>> {
     if count == 0 || count > MAX_IMAGE_PHDRS {
         return None;
@@ -64,7 +87,7 @@ fn phdrs32_at(mem: &MemoryMap<'_>, addr: u64, count: usize) -> Option<Vec<Phdr>>
 }
 
 /// Reads the ELF image whose header is at `ehdr_addr` in the process (ELF64, or ELF32 as
-/// an i386 process maps them).
+/// an i386 or arm process maps them).
 pub(super) fn image_at(mem: &MemoryMap<'_>, ehdr_addr: u64) -> Option<Image> {
     let ident = mem.read_bytes(ehdr_addr, 6)?;
     if !ident.starts_with(b"\x7fELF") || ident.get(5) != Some(&1) {
@@ -474,22 +497,13 @@ pub(super) fn from_link_map(
     warnings: &mut Vec<DumpWarning>,
 ) -> Vec<Module> {
     let mut found = Found::default();
-    if arch == Arch::X86 {
-        // the 32-bit `link_map` and dynamic section are not read (kernel cores carry
-        // NT_FILE, which lists the modules)
-        warnings.push(DumpWarning {
-            code: "modules-incomplete",
-            message: "the i386 core has no NT_FILE note, and the dynamic linker's module                       list of a 32-bit process is not read: only the vDSO is listed"
-                .into(),
-        });
-        return found.out;
-    }
     let at_base = auxv_get(auxv, AT_BASE).filter(|&b| b != 0);
     let start = Start {
         auxv,
         mem,
         core_loads,
         at_base,
+        word: arch.pointer_size(),
     };
     let (interp_path, r_debug) = main_module(&start, exe_path, arch, &mut found, warnings);
     let vdso_addr = auxv_get(auxv, AT_SYSINFO_EHDR).unwrap_or(0);
@@ -523,6 +537,8 @@ struct Start<'a, 'm> {
     core_loads: &'a [CoreLoad],
     /// The dynamic linker's base (AT_BASE), if any.
     at_base: Option<u64>,
+    /// The process's word size in bytes (4 or 8).
+    word: u64,
 }
 
 /// The modules found so far, and their bases.
@@ -544,17 +560,19 @@ impl Found {
 fn executable_from_phdrs(
     auxv: &[u8],
     mem: &MemoryMap<'_>,
+    word: u64,
 ) -> Option<(u64, Image, Option<String>, Option<u64>)> {
     let phdr_addr = auxv_get(auxv, AT_PHDR)?;
     let phnum = usize::try_from(auxv_get(auxv, AT_PHNUM)?).ok()?;
-    let phdrs = phdrs_at(mem, phdr_addr, phnum)?;
+    let phdrs = phdrs_for_word(mem, phdr_addr, phnum, word)?;
+    let ehdr_size = if word == 4 { EHDR32_SIZE } else { EHDR_SIZE };
     let image = image_from_phdrs(phdrs)?;
     // Load bias from PT_PHDR when present, else assume the headers follow the ELF
     // header at the start of the first page (what every linker does).
     let bias = match image.phdrs.iter().find(|p| p.p_type == PT_PHDR) {
         Some(p) => phdr_addr.checked_sub(p.vaddr)?,
         None => phdr_addr
-            .checked_sub(EHDR_SIZE as u64)?
+            .checked_sub(ehdr_size as u64)?
             .checked_sub(image.link_base)?,
     };
     let load_base = bias.checked_add(image.link_base)?;
@@ -567,7 +585,7 @@ fn executable_from_phdrs(
             interp_path = read_c_string(mem, addr);
         }
         if p.p_type == PT_DYNAMIC {
-            r_debug = find_r_debug(mem, addr, p.memsz);
+            r_debug = find_r_debug(mem, addr, p.memsz, word);
         }
     }
     Some((load_base, image, interp_path, r_debug))
@@ -583,7 +601,9 @@ fn main_module(
     warnings: &mut Vec<DumpWarning>,
 ) -> (Option<String>, Option<u64>) {
     let mem = start.mem;
-    if let Some((load_base, image, interp_path, r_debug)) = executable_from_phdrs(start.auxv, mem) {
+    if let Some((load_base, image, interp_path, r_debug)) =
+        executable_from_phdrs(start.auxv, mem, start.word)
+    {
         let name = exe_path.as_deref().map(file_name).unwrap_or_default();
         if let Some(m) = module_from_image(name, exe_path, load_base, image, mem) {
             found.push(m);
@@ -598,7 +618,7 @@ fn main_module(
         // QEMU's user-mode cores leave out every read-only file mapping, headers included:
         // the executable is the core mapping holding AT_PHDR, and `r_debug` is found
         // in the dynamic linker's data by its signature.
-        let r_debug = start.at_base.and_then(|b| scan_r_debug(mem, b));
+        let r_debug = start.at_base.and_then(|b| scan_r_debug(mem, b, start.word));
         // The dynamic linker's `l_name` points at the executable's PT_INTERP string, which
         // is not in the core either: glibc's standard interpreter path stands in for it
         // (the module stays identified by path only, so the report marks it unverified).
@@ -625,10 +645,11 @@ fn follow_link_map(
     found: &mut Found,
     warnings: &mut Vec<DumpWarning>,
 ) {
-    let mem = start.mem;
+    let (mem, w) = (start.mem, start.word);
     let mut seen = HashSet::new();
+    // r_debug: r_version, r_map, …; link_map: l_addr, l_name, l_ld, l_next, … (words)
     let mut lm = r_debug
-        .and_then(|r| mem.read_u64(r.checked_add(8)?))
+        .and_then(|r| read_word(mem, r.checked_add(w)?, w))
         .unwrap_or(0);
     while lm != 0 {
         if seen.len() >= MAX_LINK_MAP || !seen.insert(lm) {
@@ -641,9 +662,9 @@ fn follow_link_map(
             break;
         }
         let (Some(l_addr), Some(l_name), Some(next)) = (
-            mem.read_u64(lm),
-            mem.read_u64(lm.wrapping_add(8)),
-            mem.read_u64(lm.wrapping_add(24)),
+            read_word(mem, lm, w),
+            read_word(mem, lm.wrapping_add(w), w),
+            read_word(mem, lm.wrapping_add(3 * w), w),
         ) else {
             break;
         };
@@ -692,20 +713,22 @@ fn follow_link_map(
 const MAX_R_DEBUG_SCAN: u64 = 64 << 20;
 
 /// Finds glibc's `_r_debug` in the dynamic linker's data by its shape: `r_version` 1,
-/// a non-null `r_map`, `r_state` RT_CONSISTENT (0) and `r_ldbase` equal to AT_BASE.
-fn scan_r_debug(mem: &MemoryMap<'_>, ld_base: u64) -> Option<u64> {
+/// a non-null `r_map`, `r_state` RT_CONSISTENT (0) and `r_ldbase` equal to AT_BASE
+/// (words of `w` bytes).
+fn scan_r_debug(mem: &MemoryMap<'_>, ld_base: u64, w: u64) -> Option<u64> {
     let limit = ld_base.saturating_add(MAX_R_DEBUG_SCAN);
+    let size = usize::try_from(w).ok()?;
     for &(start, bytes) in mem.ranges() {
         let end = start.saturating_add(bytes.len() as u64);
         if end <= ld_base || start >= limit {
             continue;
         }
-        for (i, chunk) in bytes.chunks_exact(8).enumerate() {
-            if u64::from_le_bytes(chunk.try_into().ok()?) != 1 {
+        for (i, chunk) in bytes.chunks_exact(size).enumerate() {
+            if chunk.first() != Some(&1) || chunk.iter().skip(1).any(|&b| b != 0) {
                 continue;
             }
-            let at = start.checked_add(u64::try_from(i).ok()?.checked_mul(8)?)?;
-            let word = |k: u64| mem.read_u64(at.checked_add(k * 8)?);
+            let at = start.checked_add(u64::try_from(i).ok()?.checked_mul(w)?)?;
+            let word = |k: u64| read_word(mem, at.checked_add(k * w)?, w);
             if word(4) == Some(ld_base) && word(3) == Some(0) && word(1).is_some_and(|m| m != 0) {
                 return Some(at);
             }
@@ -769,17 +792,18 @@ fn module_from_core_loads(
     })
 }
 
-/// The `r_debug` address from the executable's dynamic section (DT_DEBUG), if set.
-fn find_r_debug(mem: &MemoryMap<'_>, dynamic: u64, size: u64) -> Option<u64> {
-    let entries = usize::try_from(size / 16).ok()?.min(MAX_DYN_ENTRIES);
+/// The `r_debug` address from the executable's dynamic section (DT_DEBUG), if set: its
+/// entries are two words of `w` bytes (tag, value).
+fn find_r_debug(mem: &MemoryMap<'_>, dynamic: u64, size: u64, w: u64) -> Option<u64> {
+    let entries = usize::try_from(size / (2 * w)).ok()?.min(MAX_DYN_ENTRIES);
     for i in 0..entries {
-        let at = dynamic.checked_add(u64::try_from(i).ok()?.checked_mul(16)?)?;
-        let tag = mem.read_u64(at)?;
+        let at = dynamic.checked_add(u64::try_from(i).ok()?.checked_mul(2 * w)?)?;
+        let tag = read_word(mem, at, w)?;
         if tag == DT_NULL {
             return None;
         }
         if tag == DT_DEBUG {
-            return mem.read_u64(at.checked_add(8)?).filter(|&r| r != 0);
+            return read_word(mem, at.checked_add(w)?, w).filter(|&r| r != 0);
         }
     }
     None
@@ -841,8 +865,53 @@ mod qemu_tests {
         words.extend_from_slice(&[1, 0x10_2000, 0x10_0500, 0, ld_base]);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         let mem = MemoryMap::new(vec![(ld_base + 0x1000, &bytes[..])]);
-        assert_eq!(scan_r_debug(&mem, ld_base), Some(ld_base + 0x1000 + 48));
-        assert_eq!(scan_r_debug(&mem, ld_base + 0x1000_0000), None);
-        assert_eq!(scan_r_debug(&MemoryMap::default(), ld_base), None);
+        assert_eq!(scan_r_debug(&mem, ld_base, 8), Some(ld_base + 0x1000 + 48));
+        assert_eq!(scan_r_debug(&mem, ld_base + 0x1000_0000, 8), None);
+        assert_eq!(scan_r_debug(&MemoryMap::default(), ld_base, 8), None);
+    }
+
+    #[test]
+    fn r_debug_and_link_map_of_a_32_bit_process() {
+        // an arm process (QEMU core): 4-byte words. r_debug at 0x10_1010 after three
+        // words that only look like it; two link_map entries after it.
+        let ld_base = 0x10_0000u64;
+        let at = ld_base + 0x1000;
+        let name_a = at + 0x100;
+        let name_b = at + 0x120;
+        let (lm_a, lm_b) = (at + 0x40, at + 0x60);
+        let mut words = vec![0u32; 0x50];
+        words[1] = 1; // r_version 1 but r_ldbase wrong below: not it
+        words[4..9].copy_from_slice(&[1, lm_a as u32, 0x10_0500, 0, ld_base as u32]);
+        // link_map a: l_addr, l_name, l_ld, l_next
+        words[0x10..0x14].copy_from_slice(&[0x20_0000, name_a as u32, 0, lm_b as u32]);
+        words[0x18..0x1c].copy_from_slice(&[0x30_0000, name_b as u32, 0, 0]);
+        let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        bytes[0x100..0x10a].copy_from_slice(b"/lib/a.so\0");
+        bytes[0x120..0x12a].copy_from_slice(b"/lib/b.so\0");
+        let mem = MemoryMap::new(vec![(at, &bytes[..])]);
+        assert_eq!(scan_r_debug(&mem, ld_base, 4), Some(at + 16));
+        // the 64-bit reading of the same bytes finds no r_debug
+        assert_eq!(scan_r_debug(&mem, ld_base, 8), None);
+        let loads = [
+            load(0x20_0000, 0x20_1000, true),
+            load(0x30_0000, 0x30_1000, true),
+        ];
+        let start = Start {
+            auxv: &[],
+            mem: &mem,
+            core_loads: &loads,
+            at_base: Some(ld_base),
+            word: 4,
+        };
+        let mut found = Found::default();
+        let mut warnings = Vec::new();
+        follow_link_map(&start, Some(at + 16), 0, None, &mut found, &mut warnings);
+        let names: Vec<(&str, u64)> = found
+            .out
+            .iter()
+            .map(|m| (m.name.as_str(), m.base))
+            .collect();
+        assert_eq!(names, vec![("a.so", 0x20_0000), ("b.so", 0x30_0000)]);
+        assert!(warnings.is_empty());
     }
 }

@@ -4,12 +4,12 @@
 //! Each decoder takes one note's descriptor bytes and answers `None` when they are too short
 //! for the structure, so one bad note costs that note only. Layouts are those of the 64-bit
 //! Linux ABI (`struct elf_prstatus`, `struct elf_prpsinfo`, `siginfo_t`), written out as
-//! offsets, and of the i386 ABI for 32-bit cores (the `…32` decoders: 32-bit words,
-//! i386's `user_regs_struct`); floating-point and vector state (NT_FPREGSET,
+//! offsets, and of the i386 and arm ABIs for 32-bit cores (the `…32` decoders: 32-bit
+//! words, i386's `user_regs_struct`, arm's `pt_regs`); floating-point and vector state (NT_FPREGSET,
 //! NT_X86_XSTATE) are not read.
 
 use super::parse::{c_str, i32_at, u16_at, u32_at, u64_at};
-use crate::arch::{aarch64, x86, x86_64};
+use crate::arch::{aarch64, arm, x86, x86_64};
 use crate::dump::{Arch, RegisterSet};
 
 pub(super) const NT_PRSTATUS: u32 = 1;
@@ -94,12 +94,30 @@ const X86_PR_REG: [Option<x86::Reg>; 17] = {
     ]
 };
 
-/// Decodes an i386 NT_PRSTATUS: the thread id and the general registers.
-pub(super) fn prstatus32(desc: &[u8]) -> Option<PrStatus> {
+/// arm `pt_regs` order (`elf_gregset_t`, 18 words): r0–r15 (DWARF 0–15), cpsr, orig_r0
+/// (`None`: not used by the walk).
+const ARM_PR_REG: [Option<u16>; 18] = {
+    let mut regs = [None; 18];
+    let mut i = 0;
+    while i < 16 {
+        regs[i] = Some(i as u16);
+        i += 1;
+    }
+    regs[16] = Some(arm::CPSR_SLOT);
+    regs
+};
+
+/// Decodes a 32-bit NT_PRSTATUS (i386 or arm; both kernels lay `struct elf_prstatus`
+/// out alike): the thread id and the general registers.
+pub(super) fn prstatus32(desc: &[u8], arch: Arch) -> Option<PrStatus> {
     let cursig = u16_at(desc, 12)?;
     let tid = u32_at(desc, 24)?;
-    let mut registers = RegisterSet::new(Arch::X86);
-    for (i, &r) in X86_PR_REG.iter().enumerate() {
+    let mut registers = RegisterSet::new(arch);
+    let table: Vec<Option<u16>> = match arch {
+        Arch::Arm => ARM_PR_REG.to_vec(),
+        _ => X86_PR_REG.iter().map(|r| r.map(x86::Reg::dwarf)).collect(),
+    };
+    for (i, &r) in table.iter().enumerate() {
         let value = u32_at(desc, PR_REG_OFFSET_32.checked_add(i.checked_mul(4)?)?)?;
         if let Some(r) = r {
             registers.set(r, u64::from(value));

@@ -1,5 +1,5 @@
 //! Bounds-checked little-endian reads of ELF structures: file header, program headers,
-//! notes — ELF64, and ELF32 for i386 cores.
+//! notes — ELF64, and ELF32 for i386 and 32-bit arm cores.
 //!
 //! Every offset and count here comes from untrusted bytes, so each read is checked and
 //! answers `None` (or stops an iteration) instead of panicking, and every count is checked
@@ -11,6 +11,7 @@ use crate::dump::DumpError;
 
 pub(super) const ET_CORE: u16 = 4;
 pub(super) const EM_386: u16 = 3;
+pub(super) const EM_ARM: u16 = 40;
 pub(super) const EM_X86_64: u16 = 62;
 pub(super) const EM_AARCH64: u16 = 183;
 pub(super) const PT_LOAD: u32 = 1;
@@ -67,7 +68,7 @@ pub(super) fn c_str(b: &[u8]) -> &[u8] {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Header {
     pub machine: u16,
-    /// An ELF32 file (an i386 core).
+    /// An ELF32 file (an i386 or arm core).
     pub elf32: bool,
     pub phoff: u64,
     pub phnum: u64,
@@ -95,7 +96,7 @@ fn machine_name(machine: u16) -> String {
 
 impl Header {
     /// Checks the identification, type and machine: only 64-bit little-endian x86_64 and
-    /// aarch64 cores and 32-bit little-endian i386 cores are read.
+    /// aarch64 cores and 32-bit little-endian i386 and arm cores are read.
     pub fn parse(bytes: &[u8]) -> Result<Header, DumpError> {
         if !bytes.starts_with(b"\x7fELF") {
             return Err(DumpError::NotADump);
@@ -126,7 +127,7 @@ impl Header {
         }
         let supported = data == 1
             && ((class == 2 && matches!(machine, EM_X86_64 | EM_AARCH64))
-                || (class == 1 && machine == EM_386));
+                || (class == 1 && matches!(machine, EM_386 | EM_ARM)));
         if !supported {
             let layout = match (class, data) {
                 (2, 1) => String::new(),
@@ -167,7 +168,7 @@ impl Header {
 }
 
 impl Header {
-    /// The ELF32 header of an i386 core (class and machine already checked).
+    /// The ELF32 header of an i386 or arm core (class and machine already checked).
     fn parse32(bytes: &[u8], machine: u16) -> Result<Header, DumpError> {
         let short = || DumpError::Truncated("the ELF header is cut short".into());
         let phoff = u64::from(u32_at(bytes, 28).ok_or_else(short)?);

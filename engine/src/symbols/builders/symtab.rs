@@ -83,8 +83,16 @@ pub(crate) fn collect_unnamed(files: &[&object::File<'_>], c: &mut Collector) ->
             } else {
                 file.symbols()
             };
+            // an arm symbol's low bit says Thumb code; the function starts at the even
+            // address (as gdb, objdump and addr2line take it)
+            let arm = file.architecture() == object::Architecture::Arm;
             for sym in symbols {
-                if sym.kind() != SymbolKind::Text || !sym.is_definition() || sym.address() == 0 {
+                let address = if arm {
+                    sym.address() & !1
+                } else {
+                    sym.address()
+                };
+                if sym.kind() != SymbolKind::Text || !sym.is_definition() || address == 0 {
                     continue;
                 }
                 let Ok(name) = sym.name() else { continue };
@@ -97,7 +105,7 @@ pub(crate) fn collect_unnamed(files: &[&object::File<'_>], c: &mut Collector) ->
                 if name.is_empty() {
                     continue;
                 }
-                let Some(start) = c.offset(sym.address()) else {
+                let Some(start) = c.offset(address) else {
                     continue;
                 };
                 let section_end = sym
@@ -108,7 +116,7 @@ pub(crate) fn collect_unnamed(files: &[&object::File<'_>], c: &mut Collector) ->
                 let end = if sym.size() == 0 {
                     0
                 } else {
-                    c.range(sym.address(), sym.address().saturating_add(sym.size()))
+                    c.range(address, address.saturating_add(sym.size()))
                         .map_or(0, |(_, e)| e)
                 };
                 candidates.push(Candidate {

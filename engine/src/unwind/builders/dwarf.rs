@@ -34,7 +34,8 @@ use crate::unwind::rule::{
 type R<'a> = EndianSlice<'a, LittleEndian>;
 
 /// Builds the unwind table of one ELF binary from its `.eh_frame`, `.debug_frame` and
-/// `.sframe` (see [`super::sframe`]),
+/// `.sframe` (see [`super::sframe`]), an arm binary's also from its EHABI tables (see
+/// [`super::ehabi`]),
 /// plus the `.debug_frame` of any separate debug files in `extra` (same build-id); of a
 /// Mach-O binary also from `__unwind_info`; of a Windows x64 image from `.pdata` alone.
 pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, UnwindError> {
@@ -56,6 +57,7 @@ pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, Unwind
     }
     add_elf_sections(&mut w, &file, true)?;
     super::sframe::add_elf_sframe(&mut w, &file, data);
+    super::ehabi::add_arm_exidx(&mut w, &file);
     if file.format() == object::BinaryFormat::MachO {
         super::compact_unwind::add_macho_compact_unwind(&mut w, &file);
     }

@@ -1,0 +1,467 @@
+//! 32-bit arm (armhf): the same comparison with gdb, on crash programs cross-compiled
+//! with `arm-linux-gnueabihf-gcc` (ARM and Thumb code) and crashed under
+//! `qemu-arm-static`, against `gdb-multiarch`.
+//!
+//! QEMU's core is as the aarch64 comparison describes (no NT_FILE, no read-only file
+//! mappings, no siginfo), so programs are linked `-no-pie` and found by name under
+//! `--symbols`. Debian's armhf libc carries no DWARF CFI at all (its `.eh_frame` is the
+//! 4-byte terminator): every libc frame is unwound from its EHABI tables
+//! (`.ARM.exidx`/`.ARM.extab`), on both sides. The EHABI-only cases build with
+//! `-funwind-tables -fno-asynchronous-unwind-tables` and drop the `.debug_frame` that
+//! `-g` adds, so the program's own frames are unwound from EHABI too.
+//!
+//! Skipped, with the reason printed, when the cross tools are absent (`test.sh` installs
+//! `gcc-arm-linux-gnueabihf`).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use postmortem_testsupport::compare;
+use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
+use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::qemu;
+
+use crate::report;
+
+const CC: &str = "arm-linux-gnueabihf-gcc";
+const CXX: &str = "arm-linux-gnueabihf-g++";
+const OBJCOPY: &str = "arm-linux-gnueabihf-objcopy";
+const QEMU: &str = "qemu-arm-static";
+const GDB: &str = "gdb-multiarch";
+/// The cross libc: QEMU's `-L` prefix, gdb's sysroot.
+const SYSROOT: &str = "/usr/arm-linux-gnueabihf";
+/// An ARMv7-A CPU with VFP and NEON, as armhf needs.
+const CPU: &str = "cortex-a15";
+const SIGSEGV: u64 = 11;
+const SIGABRT: u64 = 6;
+
+/// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
+fn tools_present() -> bool {
+    for tool in [CC, CXX, OBJCOPY, QEMU, GDB] {
+        let ok = Command::new(tool)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipping the arm gdb comparison: {tool} is not installed (see test.sh)");
+            return false;
+        }
+    }
+    if !Path::new(SYSROOT).join("lib/libc.so.6").is_file() {
+        eprintln!("skipping the arm gdb comparison: no cross libc under {SYSROOT}");
+        return false;
+    }
+    true
+}
+
+/// How a case's program is built.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unwind {
+    /// As the compiler leaves it with `-g`: `.debug_frame` for the program's own code.
+    Dwarf,
+    /// EHABI tables only: `-funwind-tables -fno-asynchronous-unwind-tables`, and the
+    /// `.debug_frame` `-g` adds removed.
+    EhabiOnly,
+}
+
+/// A case's program, QEMU's core, gdb's frames and our report.
+struct Ran {
+    report: Value,
+}
+
+/// Compiles `sources` with `flags` (besides `-g -no-pie`), crashes the program under
+/// QEMU, checks gdb's frames with `expect` and compares ours with them on every thread.
+fn run(
+    name: &str,
+    flags: &[&str],
+    unwind: Unwind,
+    sources: &[&str],
+    signal: u64,
+    expect: impl Fn(&GdbCore),
+) -> Option<Ran> {
+    if !tools_present() {
+        return None;
+    }
+    let work = Workdir::new(name);
+    let mut all = vec!["-no-pie"];
+    if unwind == Unwind::EhabiOnly {
+        all.extend(["-funwind-tables", "-fno-asynchronous-unwind-tables"]);
+    }
+    all.extend_from_slice(flags);
+    let cxx = sources.iter().any(|s| s.ends_with(".cpp"));
+    let exe = work.compile(if cxx { CXX } else { CC }, &all, sources, name);
+    if unwind == Unwind::EhabiOnly {
+        let path = exe.to_string_lossy().into_owned();
+        work.run_tool(OBJCOPY, &["--remove-section=.debug_frame", &path]);
+        assert_ehabi_only(&exe);
+    }
+    let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
+    let gdb = gdb_frames(&work, &exe, &core);
+    expect(&gdb);
+    let symbols = [work.path(), &Path::new(SYSROOT).join("lib")];
+    let report = walk_report(&core, &symbols);
+    check_report(&report, signal);
+    assert_eq!(
+        report["crash"]["tid"].as_u64(),
+        gdb.crashed_lwp,
+        "crashed thread"
+    );
+    compare::assert_same_stacks(&gdb, &report);
+    compare::assert_same_source_lines(&gdb, &report);
+    // the same crash as a Breakpad/Crashpad arm minidump walks to the same frames
+    let minidump = arm_minidump(&work, &core);
+    let from_minidump = walk_report(&minidump, &symbols);
+    assert_eq!(from_minidump["dump"]["format"], "minidump");
+    assert_eq!(from_minidump["dump"]["arch"], "arm");
+    compare::assert_same_stacks(&gdb, &from_minidump);
+    Some(Ran { report })
+}
+
+/// The minidump a Breakpad/Crashpad client would have written of `core`'s crash
+/// ([`Arm64Layout::Arm32`]), with the modules' build-ids from their files.
+fn arm_minidump(work: &Workdir, core: &Path) -> std::path::PathBuf {
+    let bytes = std::fs::read(core).expect("read the core");
+    let dir = work.path().to_path_buf();
+    let module_file = |path: &str| {
+        let name = Path::new(path).file_name()?;
+        [
+            dir.join(name),
+            Path::new(SYSROOT).join(path.trim_start_matches('/')),
+            Path::new(SYSROOT).join("lib").join(name),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+    };
+    let converted = core_to_minidump(&bytes, Arm64Layout::Arm32, module_file);
+    let out = work.path().join("crash.dmp");
+    std::fs::write(&out, &converted.bytes).expect("write the minidump");
+    // MDBENCH_OUT=DIR keeps each case's minidump and program (for minidump-stackwalk
+    // side by side, as docs/arm.md measures it)
+    if let Some(keep) = std::env::var_os("MDBENCH_OUT") {
+        let case = work
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let dir = Path::new(&keep).join(case.unwrap_or_default());
+        std::fs::create_dir_all(&dir).expect("create the kept directory");
+        std::fs::copy(&out, dir.join("minidump.dmp")).expect("keep the minidump");
+        for entry in std::fs::read_dir(work.path()).expect("the work directory") {
+            let path = entry.expect("an entry").path();
+            let program = path.extension().is_none() && path.is_file();
+            if let (true, Some(name)) = (program, path.file_name()) {
+                std::fs::copy(&path, dir.join(name)).expect("keep the program");
+            }
+        }
+    }
+    out
+}
+
+/// The program has EHABI tables and no DWARF CFI: no `.debug_frame`, and an `.eh_frame`
+/// of at most crt's 4-byte terminator.
+fn assert_ehabi_only(exe: &Path) {
+    let bytes = std::fs::read(exe).expect("read the program");
+    let file = object::File::parse(&*bytes).expect("an ELF file");
+    use object::{Object, ObjectSection};
+    let size = |name: &str| file.section_by_name(name).map(|s| s.size());
+    assert!(size(".ARM.exidx").is_some_and(|n| n > 8), "EHABI index");
+    assert_eq!(size(".debug_frame"), None, ".debug_frame left");
+    assert!(
+        size(".eh_frame").is_none_or(|n| n <= 4),
+        ".eh_frame holds CFI: {:?}",
+        size(".eh_frame")
+    );
+}
+
+/// gdb-multiarch's frames of a QEMU core (libraries under the sysroot, the test's own in
+/// the work directory).
+fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
+    let sysroot = format!("set sysroot {SYSROOT}");
+    let search = format!("set solib-search-path {}", work.path().display());
+    gdb::frames_with(GDB, &[&sysroot, &search], work.path(), exe, core)
+}
+
+/// `postmortem walk CORE --symbols DIR… --format json`, checked against the schema.
+fn walk_report(core: &Path, symbols: &[&Path]) -> Value {
+    let mut command = Command::new(report::postmortem());
+    command.arg("walk").arg(core);
+    for dir in symbols {
+        command.arg("--symbols").arg(dir);
+    }
+    let out = report::output_same_with_whole_tables(
+        command
+            .args(["--format", "json"])
+            .env("RUST_BACKTRACE", "1"),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "postmortem walk {} failed:\n{}",
+        core.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the report is JSON");
+    report::assert_valid(&report);
+    report
+}
+
+/// What every report of a QEMU arm core must say.
+fn check_report(report: &Value, signal: u64) {
+    assert_eq!(report["dump"]["arch"], "arm");
+    assert_eq!(report["dump"]["writer"], "qemu-user");
+    assert_eq!(report["crash"]["signal"].as_u64(), Some(signal), "signal");
+    assert_eq!(report["threads"][0]["crashed"].as_bool(), Some(true));
+}
+
+/// gdb's names for the crashed thread's frames.
+fn names(gdb: &GdbCore) -> Vec<String> {
+    gdb.crashed()
+        .frames
+        .iter()
+        .map(|f| f.name.clone().unwrap_or_else(|| "??".to_owned()))
+        .collect()
+}
+
+/// gdb's crashed stack holds `expected` in order, the first in frame 0.
+fn expect_stack(gdb: &GdbCore, expected: &[&str]) {
+    let stack = names(gdb);
+    assert_eq!(
+        stack.first().map(String::as_str),
+        expected.first().copied(),
+        "gdb's frame 0: {stack:?}"
+    );
+    let mut rest = stack.iter();
+    for name in expected {
+        assert!(
+            rest.any(|s| s == name),
+            "gdb's crashed stack lacks {name} in order: {stack:?}"
+        );
+    }
+}
+
+const BASIC_STACK: &[&str] = &[
+    "crash_here",
+    "middle",
+    "outer",
+    "main",
+    "__libc_start_main",
+    "_start",
+];
+
+/// The crashed thread has a caller frame of each of `functions`, and each was unwound
+/// from `source`.
+fn assert_unwound_from(report: &Value, functions: &[&str], source: &str) {
+    let frames = report["threads"][0]["frames"].as_array().expect("frames");
+    for name in functions {
+        let f = frames
+            .iter()
+            .skip(1)
+            .find(|f| f["function"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("no frame of {name}"));
+        assert_eq!(f["unwind_source"], source, "frame {f}");
+    }
+}
+
+fn basic(name: &str, flags: &[&str], unwind: Unwind) -> Option<Ran> {
+    run(name, flags, unwind, &["basic.c"], SIGSEGV, |gdb| {
+        expect_stack(gdb, BASIC_STACK)
+    })
+}
+
+#[test]
+fn arm_c_o0_arm() {
+    let Some(ran) = basic("arm_o0_arm", &["-O0", "-marm"], Unwind::Dwarf) else {
+        return;
+    };
+    assert_unwound_from(&ran.report, &["middle", "outer", "main"], "debug_frame");
+    // libc has EHABI tables only
+    assert_unwound_from(&ran.report, &["__libc_start_main"], "arm_exidx");
+}
+
+#[test]
+fn arm_c_o0_thumb() {
+    basic("arm_o0_thumb", &["-O0", "-mthumb"], Unwind::Dwarf);
+}
+
+#[test]
+fn arm_c_o2_thumb() {
+    basic("arm_o2_thumb", &["-O2", "-mthumb"], Unwind::Dwarf);
+}
+
+#[test]
+fn arm_c_o2_arm_frame_pointer() {
+    basic(
+        "arm_o2_arm_fp",
+        &["-O2", "-marm", "-fno-omit-frame-pointer"],
+        Unwind::Dwarf,
+    );
+}
+
+#[test]
+fn arm_ehabi_only_arm() {
+    let Some(ran) = basic("arm_ehabi_arm", &["-O2", "-marm"], Unwind::EhabiOnly) else {
+        return;
+    };
+    assert_unwound_from(&ran.report, &["middle", "outer", "main"], "arm_exidx");
+}
+
+#[test]
+fn arm_ehabi_only_thumb() {
+    let Some(ran) = basic("arm_ehabi_thumb", &["-O0", "-mthumb"], Unwind::EhabiOnly) else {
+        return;
+    };
+    assert_unwound_from(&ran.report, &["middle", "outer", "main"], "arm_exidx");
+}
+
+/// abort's caller is found from its prologue: without it the scan finds stale
+/// return addresses between abort and __assert_fail.
+#[test]
+fn arm_abort_through_libc() {
+    let ran = run(
+        "arm_assert",
+        &["-O0", "-mthumb"],
+        Unwind::Dwarf,
+        &["assert.c"],
+        SIGABRT,
+        |gdb| {
+            // glibc's abort has no unwind table: gdb reads its prologue to reach its
+            // caller (and stops after it, in __assert_fail_base, which has no symbol)
+            expect_stack(gdb, &["??", "??", "raise", "abort", "??"]);
+        },
+    );
+    let Some(ran) = ran else { return };
+    // where gdb stopped, ours goes on to the program's frames
+    let frames = ran.report["threads"][0]["frames"]
+        .as_array()
+        .expect("frames");
+    let ours: Vec<&str> = frames
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    let mut rest = ours.iter();
+    for name in [
+        "abort",
+        "__assert_fail",
+        "check_invariant",
+        "main",
+        "_start",
+    ] {
+        assert!(
+            rest.any(|n| *n == name),
+            "ours lack {name} in order: {ours:?}"
+        );
+    }
+}
+
+/// A crash inside a SIGSEGV handler. QEMU writes the signal frame with `uc_flags` 0,
+/// where the kernel writes a magic number, and gdb then reads the interrupted registers
+/// in the layout of kernels before 2.6.18 (its next frame's pc is 0): gdb's frames are
+/// compared up to its signal frame, and ours must go on to the interrupted `victim`, at
+/// the faulting line, and `main`.
+fn signal_case(name: &str, flags: &[&str]) {
+    if !tools_present() {
+        return;
+    }
+    let work = Workdir::new(name);
+    let mut all = vec!["-no-pie"];
+    all.extend_from_slice(flags);
+    let exe = work.compile(CC, &all, &["sighandler.c"], name);
+    let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
+    let mut gdb = gdb_frames(&work, &exe, &core);
+    expect_stack(&gdb, &["handler_fault", "on_segv"]);
+    let crashed = gdb.crashed_lwp;
+    let thread = gdb
+        .threads
+        .iter_mut()
+        .find(|t| Some(t.lwp) == crashed)
+        .expect("the crashed thread");
+    let tramp = thread
+        .frames
+        .iter()
+        .position(|f| f.kind == "SIGTRAMP")
+        .expect("gdb sees the signal frame");
+    thread.frames.truncate(tramp + 1);
+    thread.complete = false;
+    let symbols = [work.path(), &Path::new(SYSROOT).join("lib")];
+    let report = walk_report(&core, &symbols);
+    check_report(&report, SIGSEGV);
+    compare::assert_same_stacks(&gdb, &report);
+    let frames = report["threads"][0]["frames"].as_array().expect("frames");
+    let interrupted = &frames[tramp + 1];
+    assert_eq!(interrupted["function"], "victim", "{interrupted}");
+    assert_eq!(interrupted["line"], 24, "the first fault's line");
+    assert_eq!(interrupted["trust"], "context");
+    assert_eq!(frames[tramp + 2]["function"], "main");
+}
+
+#[test]
+fn arm_crash_inside_signal_handler() {
+    signal_case("arm_sighandler", &["-O0", "-marm"]);
+}
+
+#[test]
+fn arm_crash_inside_signal_handler_thumb() {
+    signal_case("arm_sighandler_thumb", &["-O0", "-mthumb"]);
+}
+
+/// C++: an uncaught exception through libstdc++'s EHABI tables (its personality
+/// routine's entries are the generic model) to std::terminate and abort.
+fn uncaught(name: &str, unwind: Unwind) -> Option<Ran> {
+    run(
+        name,
+        &["-O0", "-mthumb"],
+        unwind,
+        &["uncaught.cpp"],
+        SIGABRT,
+        |gdb| {
+            let stack = names(gdb);
+            let mut rest = stack.iter();
+            for name in [
+                "abort",
+                "std::terminate()",
+                "__cxa_throw",
+                "net::connect_to",
+            ] {
+                assert!(
+                    rest.any(|n| n == name),
+                    "gdb's stack lacks {name}: {stack:?}"
+                );
+            }
+        },
+    )
+}
+
+#[test]
+fn arm_cxx_uncaught_exception() {
+    uncaught("arm_uncaught", Unwind::Dwarf);
+}
+
+#[test]
+fn arm_cxx_uncaught_exception_ehabi_only() {
+    let Some(ran) = uncaught("arm_uncaught_ehabi", Unwind::EhabiOnly) else {
+        return;
+    };
+    assert_unwound_from(
+        &ran.report,
+        &["net::connect_to", "net::open_session", "main"],
+        "arm_exidx",
+    );
+}
+
+#[test]
+fn arm_threads_blocked_in_syscalls() {
+    run(
+        "arm_threads",
+        &["-O0", "-pthread"],
+        Unwind::Dwarf,
+        &["threads.c"],
+        SIGSEGV,
+        |gdb| {
+            assert_eq!(gdb.threads.len(), 5, "main, three parked threads, crasher");
+        },
+    );
+}
