@@ -61,7 +61,8 @@ export DEBIAN_FRONTEND=noninteractive
 # gcc-12-multilib and g++-12-multilib: `gcc -m32` for the i386 comparison with gdb
 # (server/tests/gdb_compare/i386.rs). Not the gcc-multilib metapackage: Debian has it
 # conflict with gcc-aarch64-linux-gnu, and installing it removes the cross compilers.
-# gcc-arm-linux-gnueabihf: the armhf cross compiler (and its libc under
+# gcc-arm-linux-gnueabihf and g++-arm-linux-gnueabihf: the armhf cross compilers (C++ for
+# the uncaught-exception cases; the libc under
 # /usr/arm-linux-gnueabihf) for the 32-bit arm comparison with gdb-multiarch under
 # qemu-arm-static (server/tests/gdb_compare/arm.rs).
 # The suite is hermetic: a walk asks no remote source unless a test names one (a
@@ -73,7 +74,7 @@ $SUDO apt-get install -y --no-install-recommends \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch \
     wine wine64 gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 gcab \
-    gcc-12-multilib g++-12-multilib gcc-arm-linux-gnueabihf
+    gcc-12-multilib g++-12-multilib gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
 
 # The target's own aarch64 libc and its debug package (Debian's libc6:arm64 and
 # libc6-dbg:arm64), unpacked into a folder of their own rather than installed: installed,

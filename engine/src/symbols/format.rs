@@ -31,7 +31,7 @@ use bytemuck::{Pod, Zeroable};
 /// Magic at offset 0.
 pub const MAGIC: [u8; 8] = *b"PMSYMTAB";
 /// Bumped on any change of layout or meaning; an older table is rebuilt, never misread.
-pub const SYMBOL_TABLE_VERSION: u32 = 2;
+pub const SYMBOL_TABLE_VERSION: u32 = 3;
 /// Bytes of the header.
 pub const HEADER_SIZE: usize = 64;
 /// Addresses must be below this (4 GiB from the link base); the builder drops others.

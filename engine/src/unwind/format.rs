@@ -30,7 +30,7 @@ use crate::dump::Arch;
 /// Magic at offset 0.
 pub const MAGIC: [u8; 8] = *b"PMUNWTAB";
 /// Bumped on any change of layout or meaning; an older table is rebuilt, never misread.
-pub const UNWIND_TABLE_VERSION: u32 = 2;
+pub const UNWIND_TABLE_VERSION: u32 = 3;
 /// Bytes of the header.
 pub const HEADER_SIZE: usize = 64;
 /// Row starts must be below this (4 GiB from the link base); the builder drops others.
