@@ -639,7 +639,7 @@ pub async fn finish_batch(
          lease_until = NULL, finished_at = $6, \
          processing_ms = COALESCE($9, $6 - started_at), \
          completions = completions + 1, function_frames = $7, \
-         analysis_summary = $8, report_fields_apart = 1 {guard}"
+         analysis_summary = $8, report_fields_apart = 1, analysis_kind = $10 {guard}"
     );
     let failed_sql = format!(
         "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
@@ -659,6 +659,7 @@ pub async fn finish_batch(
                     .bind(&lease.id).bind(worker).bind(lease.attempts)
                     .bind(&r.text).bind(&r.signature).bind(now).bind(r.function_frames)
                     .bind(&r.analysis_summary).bind(job.processing_ms)
+                    .bind(r.analysis_kind())
                     .execute(&mut *tx).await?.rows_affected(),
                 Outcome::Failed { reason } => {
                     let reason = super::text::clean(reason);
@@ -717,6 +718,15 @@ pub struct StoredReport {
 }
 
 impl StoredReport {
+    /// The report's analysis kind (its search term): a column of the crash, which the
+    /// groups page's kind filter counts (migration 0021).
+    pub fn analysis_kind(&self) -> Option<&str> {
+        self.terms
+            .iter()
+            .find(|(kind, _)| *kind == super::search::ANALYSIS)
+            .map(|(_, term)| term.as_str())
+    }
+
     /// Serializes `report` once and takes its index terms from the typed value.
     pub fn of(report: &Report) -> Result<StoredReport, serde_json::Error> {
         Ok(StoredReport {
