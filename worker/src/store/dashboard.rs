@@ -146,57 +146,92 @@ fn window_conditions(c: &mut Conditions, q: &GroupQuery, alias: &str) -> Vec<Str
 /// The groups of the page's window, as rows (signature, count, first_seen, last_seen):
 /// - no window: the all-time rows (`crash_groups`);
 /// - days and perhaps a product: per group, its running counts (`crash_group_running`,
-///   migration 0021) read at the window's two ends, and the first and last seen of its
-///   first and last day in the window: four index lookups per group, whatever the number
-///   of crashes;
+///   migration 0021) read at the window's ends (one index lookup per group for the page's
+///   usual window, "the last N days": the all-time count minus the running count before
+///   it), whatever the number of crashes and days;
 /// - a version: the sum of the group's day rows in the window (`crash_group_days`).
-fn window_rows(c: &mut Conditions, q: &GroupQuery) -> String {
+///
+/// With running counts, the first and last seen that the order does not need are left
+/// for the page's rows: [`Rows::late`].
+struct Rows {
+    sql: String,
+    /// (first_seen, last_seen) of a page row `p`, when `sql` leaves them out.
+    late: Option<(String, String)>,
+}
+
+fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
+    let early = |sql: String| Rows { sql, late: None };
     if q.since.is_none() && q.until.is_none() && q.product.is_none() && q.version.is_none() {
-        return String::from("SELECT signature, count, first_seen, last_seen FROM crash_groups");
+        return early("SELECT signature, count, first_seen, last_seen FROM crash_groups".into());
     }
     if q.version.is_some() {
         let w = window_conditions(c, q, "");
-        return format!(
+        return early(format!(
             "SELECT signature, CAST(SUM(count) AS BIGINT) AS count, \
              MIN(first_seen) AS first_seen, MAX(last_seen) AS last_seen \
              FROM crash_group_days WHERE {} GROUP BY signature",
             w.join(" AND ")
-        );
+        ));
     }
     let scope = match &q.product {
         Some(p) => format!("p:{p}"),
         None => String::new(),
     };
+    let every_product = scope.is_empty();
     let scope = c.arg(Value::Text(scope));
     let (since, until) = window_days(q);
     let since = since.map(|d| c.arg(Value::Int(d)));
     let until = until.map(|d| c.arg(Value::Int(d)));
-    let row = |what: &str, bound: Option<String>, order: &str| {
+    // the one row of group `alias` nearest to a bound
+    let row = |alias: &str, what: &str, bound: Option<String>, order: &str| {
         format!(
             "(SELECT r.{what} FROM crash_group_running r WHERE r.scope = {scope} \
-             AND r.signature = g.signature{} ORDER BY r.day {order} LIMIT 1)",
+             AND r.signature = {alias}.signature{} ORDER BY r.day {order} LIMIT 1)",
             bound.map(|b| format!(" AND r.day {b}")).unwrap_or_default()
         )
     };
     let below = |b: &Option<String>| b.as_ref().map(|b| format!("< {b}"));
-    let mut count = format!("COALESCE({}, 0)", row("running", below(&until), "DESC"));
+    let mut count = match (&until, every_product) {
+        (None, true) => String::from("g.count"),
+        _ => format!(
+            "COALESCE({}, 0)",
+            row("g", "running", below(&until), "DESC")
+        ),
+    };
     if since.is_some() {
         count.push_str(&format!(
             " - COALESCE({}, 0)",
-            row("running", below(&since), "DESC")
+            row("g", "running", below(&since), "DESC")
         ));
     }
-    let first = row(
-        "first_seen",
-        since.as_ref().map(|s| format!(">= {s}")),
-        "ASC",
-    );
-    let last = row("last_seen", below(&until), "DESC");
-    format!(
-        "SELECT signature, count, first_seen, last_seen FROM (SELECT g.signature, \
-         {count} AS count, {first} AS first_seen, {last} AS last_seen FROM crash_groups g) w \
-         WHERE count > 0"
-    )
+    let first = |alias: &str| {
+        let from = since.as_ref().map(|s| format!(">= {s}"));
+        row(alias, "first_seen", from, "ASC")
+    };
+    let last = |alias: &str| row(alias, "last_seen", below(&until), "DESC");
+    let (early_first, early_last) = match q.sort {
+        GroupSort::FirstSeen => (first("g"), String::from("0")),
+        GroupSort::LastSeen => (String::from("0"), last("g")),
+        _ => (String::from("0"), String::from("0")),
+    };
+    Rows {
+        sql: format!(
+            "SELECT g.signature, {count} AS count, {early_first} AS first_seen, \
+             {early_last} AS last_seen FROM crash_groups g"
+        ),
+        late: Some((
+            if q.sort == GroupSort::FirstSeen {
+                "p.first_seen".into()
+            } else {
+                first("p")
+            },
+            if q.sort == GroupSort::LastSeen {
+                "p.last_seen".into()
+            } else {
+                last("p")
+            },
+        )),
+    }
 }
 
 /// One page of crash groups in the order of `q.sort` (ties broken by signature in the
@@ -221,7 +256,18 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
     };
     let mut c = Conditions::new();
     let rows = window_rows(&mut c, q);
-    let mut sql = format!("SELECT signature, count, first_seen, last_seen FROM ({rows}) g");
+    // running counts: each group's count computed once (a materialized table, not an
+    // expression the planner copies into the filter and the order), then the page
+    let mut sql = match &rows.late {
+        Some(_) => String::from("SELECT signature, count, first_seen, last_seen FROM w g"),
+        None => format!(
+            "SELECT signature, count, first_seen, last_seen FROM ({}) g",
+            rows.sql
+        ),
+    };
+    if rows.late.is_some() {
+        c.push("g.count > 0");
+    }
     if let Some(kind) = &q.kind {
         // a crash of that analysis kind in the page's window: the group's kind rows
         // (migration 0021), one index range per group
@@ -252,6 +298,19 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
     }
     let limit = c.arg(Value::Int(q.limit));
     sql.push_str(&format!(" LIMIT {limit}"));
+    if let Some((first, last)) = &rows.late {
+        let order = match q.sort.column() {
+            Some(col) => format!("{col} {dir}, signature {dir}"),
+            None => format!("signature {dir}"),
+        };
+        sql = format!(
+            "WITH w AS MATERIALIZED ({}), page AS MATERIALIZED ({sql}) \
+             SELECT signature, count, first_seen, last_seen FROM (SELECT p.signature, \
+             p.count, {first} AS first_seen, {last} AS last_seen FROM page p) l \
+             ORDER BY {order}",
+            rows.sql
+        );
+    }
     Ok(crate::on_pool!(db, p => crate::bind_values!(
         sqlx::query_as::<_, Group>(sqlx::AssertSqlSafe(sql.as_str())), c.values())
         .fetch_all(p)
