@@ -300,10 +300,32 @@ pub struct ListQuery {
 
 /// Crashes matching `q`, newest first, at most `q.limit`: their summaries only, so that a
 /// page of crashes never holds their reports.
+///
+/// With a module filter the crashes are read from the module index (migration 0021),
+/// newest first: a module every crash has gives the first page at once, a rare one reads
+/// only its own crashes.
 pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashSummary>, StoreError> {
-    let c = list_conditions(q);
+    let module = super::text::clean_opt(q.module.as_deref());
+    let (from, at, id) = match module {
+        Some(_) => (
+            "crash_module_names m JOIN crashes ON crashes.id = m.crash_id",
+            "m.crash_at",
+            "m.crash_id",
+        ),
+        None => ("crashes", "received_at", "id"),
+    };
+    let mut c = super::conditions::Conditions::new();
+    c.push_with(module.map(super::conditions::Value::Text), |p| {
+        format!("m.name = {p}")
+    });
+    list_conditions(&mut c, q, at, id);
+    let columns: String = SUMMARY_COLUMNS
+        .split(", ")
+        .map(|col| format!("crashes.{col}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let sql = format!(
-        "SELECT {SUMMARY_COLUMNS} FROM crashes{} ORDER BY received_at DESC, id DESC LIMIT ${}",
+        "SELECT {columns} FROM {from}{} ORDER BY {at} DESC, {id} DESC LIMIT ${}",
         c.where_clause(),
         c.values().len() + 1
     );
@@ -314,44 +336,40 @@ pub async fn list(db: &Db, q: &ListQuery) -> Result<Vec<CrashSummary>, StoreErro
         .await)?)
 }
 
-/// The conditions of a crash listing: only the filters `q` sets, so that each database
-/// plans with the index of the filter given ([`super::conditions`]). Text filters are
-/// cleaned as the stored text was, so that they find it.
-fn list_conditions(q: &ListQuery) -> super::conditions::Conditions {
-    use super::conditions::{Conditions, Value};
+/// The conditions of a crash listing but its module filter: only the filters `q` sets, so
+/// that each database plans with the index of the filter given ([`super::conditions`]).
+/// `at` and `id` name the columns of the time bounds and the keyset (the crash's, or the
+/// module index's copies). Text filters are cleaned as the stored text was, so that they
+/// find it.
+fn list_conditions(c: &mut super::conditions::Conditions, q: &ListQuery, at: &str, id: &str) {
+    use super::conditions::Value;
     use super::text::clean_opt;
     let text = |t: &Option<String>| clean_opt(t.as_deref()).map(Value::Text);
-    let mut c = Conditions::new();
-    c.push_with(text(&q.signature), |p| format!("signature = {p}"));
-    c.push_with(text(&q.status), |p| format!("status = {p}"));
-    c.push_with(q.since.map(Value::Int), |p| format!("received_at >= {p}"));
-    c.push_with(q.until.map(Value::Int), |p| format!("received_at < {p}"));
-    if let Some((ms, id)) = &q.after {
-        let (ms, id) = (
+    c.push_with(text(&q.signature), |p| format!("crashes.signature = {p}"));
+    c.push_with(text(&q.status), |p| format!("crashes.status = {p}"));
+    c.push_with(q.since.map(Value::Int), |p| format!("{at} >= {p}"));
+    c.push_with(q.until.map(Value::Int), |p| format!("{at} < {p}"));
+    if let Some((ms, after)) = &q.after {
+        let (ms, after) = (
             c.arg(Value::Int(*ms)),
-            c.arg(Value::Text(super::text::clean(id).into_owned())),
+            c.arg(Value::Text(super::text::clean(after).into_owned())),
         );
-        c.push(format!(
-            "(received_at < {ms} OR (received_at = {ms} AND id < {id}))"
-        ));
+        c.push(format!("({at} < {ms} OR ({at} = {ms} AND {id} < {after}))"));
     }
-    c.push_with(text(&q.product), |p| format!("product = {p}"));
-    c.push_with(text(&q.version), |p| format!("version = {p}"));
+    c.push_with(text(&q.product), |p| format!("crashes.product = {p}"));
+    c.push_with(text(&q.version), |p| format!("crashes.version = {p}"));
     // A search term's crashes, written `(p IS NULL OR id IN …)` although p is set: so
     // written, both databases walk the newest-first index and test each crash, which is
-    // fast for a term most crashes have (libc, a common function); planned from the term's
-    // side, a module in every crash materialized and sorted all of them (0.59 s over
-    // 100,000 crashes, against 46 ms). A rare term is the slow case either way (issue 40).
+    // fast for a term most crashes have (a common function); planned from the term's
+    // side, a term in every crash materialized and sorted all of them (0.59 s over
+    // 100,000 crashes, against 46 ms).
     let term = |p: &str, kind: &str, test: &str| {
         format!(
-            "({p} IS NULL OR id IN (SELECT ct.crash_id FROM crash_terms ct \
+            "({p} IS NULL OR crashes.id IN (SELECT ct.crash_id FROM crash_terms ct \
              JOIN search_terms st ON st.id = ct.term_id \
              WHERE st.kind = '{kind}' AND {test}))"
         )
     };
-    c.push_with(text(&q.module), |p| {
-        term(p, "module", &format!("st.term = {p}"))
-    });
     let function = clean_opt(q.function.as_deref()).map(|f| super::search::contains_pattern(&f));
     c.push_with(function.map(Value::Text), |p| {
         term(
@@ -363,7 +381,6 @@ fn list_conditions(q: &ListQuery) -> super::conditions::Conditions {
     c.push_with(text(&q.kind), |p| {
         term(p, "analysis", &format!("st.term = {p}"))
     });
-    c
 }
 
 /// Number of crashes per status (for `/metrics`).
@@ -624,7 +641,7 @@ pub async fn finish_batch(
          lease_until = NULL, finished_at = $6, \
          processing_ms = COALESCE($9, $6 - started_at), \
          completions = completions + 1, function_frames = $7, \
-         analysis_summary = $8, report_fields_apart = 1 {guard}"
+         analysis_summary = $8, report_fields_apart = 1, analysis_kind = $10 {guard}"
     );
     let failed_sql = format!(
         "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
@@ -644,6 +661,7 @@ pub async fn finish_batch(
                     .bind(&lease.id).bind(worker).bind(lease.attempts)
                     .bind(&r.text).bind(&r.signature).bind(now).bind(r.function_frames)
                     .bind(&r.analysis_summary).bind(job.processing_ms)
+                    .bind(r.analysis_kind())
                     .execute(&mut *tx).await?.rows_affected(),
                 Outcome::Failed { reason } => {
                     let reason = super::text::clean(reason);
@@ -662,8 +680,7 @@ pub async fn finish_batch(
             };
             kept.push(n == 1);
         }
-        // the search index of the reports stored: old links gone, every distinct term
-        // inserted once, then the links, each in statements of many rows
+        // the search and module index of the reports stored, replaced
         let indexed: Vec<(&str, &StoredReport)> = jobs
             .iter()
             .zip(&kept)
@@ -672,31 +689,10 @@ pub async fn finish_batch(
                 _ => None,
             })
             .collect();
-        for (id, _) in &indexed {
-            sqlx::query("DELETE FROM crash_terms WHERE crash_id = $1")
-                .bind(*id)
-                .execute(&mut *tx).await?;
-        }
-        let terms: BTreeSet<&(&'static str, String)> =
-            indexed.iter().flat_map(|(_, r)| &r.terms).collect();
-        let terms: Vec<_> = terms.into_iter().collect();
-        for chunk in terms.chunks(super::search::TERMS_PER_STATEMENT) {
-            let sql = super::search::insert_terms_sql(chunk.len());
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
-            for (kind, term) in chunk {
-                q = q.bind(*kind).bind(term.as_str());
-            }
-            q.execute(&mut *tx).await?;
-        }
-        let links: Vec<(&str, &str, &str)> = indexed
-            .iter()
-            .flat_map(|(id, r)| r.terms.iter().map(move |(k, t)| (*k, t.as_str(), *id)))
-            .collect();
-        for chunk in links.chunks(super::search::TERMS_PER_STATEMENT) {
-            let sql = super::search::link_terms_sql(chunk.len());
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
-            for (kind, term, id) in chunk {
-                q = q.bind(*kind).bind(*term).bind(*id);
+        for st in super::crash_index::statements(&indexed) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(st.sql.as_str()));
+            for b in st.binds {
+                q = q.bind(b);
             }
             q.execute(&mut *tx).await?;
         }
@@ -718,9 +714,21 @@ pub struct StoredReport {
     pub terms: BTreeSet<(&'static str, String)>,
     /// The report's `crash.analysis.summary`, which crash lists show.
     pub analysis_summary: Option<String>,
+    /// Every build-id, debug-id and code-id of its modules and their files, lower-case
+    /// (the module index, [`super::crash_index`]).
+    pub build_ids: BTreeSet<String>,
 }
 
 impl StoredReport {
+    /// The report's analysis kind (its search term): a column of the crash, which the
+    /// groups page's kind filter counts (migration 0021).
+    pub fn analysis_kind(&self) -> Option<&str> {
+        self.terms
+            .iter()
+            .find(|(kind, _)| *kind == super::search::ANALYSIS)
+            .map(|(_, term)| term.as_str())
+    }
+
     /// Serializes `report` once and takes its index terms from the typed value.
     pub fn of(report: &Report) -> Result<StoredReport, serde_json::Error> {
         Ok(StoredReport {
@@ -743,6 +751,12 @@ impl StoredReport {
                 .as_ref()
                 .and_then(|c| c.analysis.as_ref())
                 .map(|a| a.summary.clone()),
+            build_ids: build_ids(report.modules.iter().flat_map(|m| {
+                [&m.build_id, &m.debug_id, &m.code_id]
+                    .into_iter()
+                    .chain(m.files.iter().map(|f| &f.build_id))
+                    .filter_map(|b| b.as_deref())
+            })),
         }
         .cleaned())
     }
@@ -761,6 +775,7 @@ impl StoredReport {
                 .map(|(kind, term)| (kind, clean_owned(term)))
                 .collect(),
             analysis_summary: self.analysis_summary.map(clean_owned),
+            build_ids: self.build_ids.into_iter().map(clean_owned).collect(),
         }
     }
 
@@ -790,6 +805,19 @@ impl StoredReport {
         #[derive(Deserialize)]
         struct ModuleView {
             name: String,
+            #[serde(default)]
+            build_id: Option<String>,
+            #[serde(default)]
+            debug_id: Option<String>,
+            #[serde(default)]
+            code_id: Option<String>,
+            #[serde(default)]
+            files: Vec<FileView>,
+        }
+        #[derive(Deserialize)]
+        struct FileView {
+            #[serde(default)]
+            build_id: Option<String>,
         }
         #[derive(Deserialize)]
         struct ThreadView {
@@ -804,6 +832,12 @@ impl StoredReport {
         let analysis_summary = view
             .as_ref()
             .and_then(|v| v.crash.as_ref()?.analysis.as_ref()?.summary.clone());
+        let build_ids = build_ids(view.iter().flat_map(|v| &v.modules).flat_map(|m| {
+            [&m.build_id, &m.debug_id, &m.code_id]
+                .into_iter()
+                .chain(m.files.iter().map(|f| &f.build_id))
+                .filter_map(|b| b.as_deref())
+        }));
         let (function_frames, terms) = match &view {
             Some(v) => {
                 let frames = || v.threads.iter().flat_map(|t| &t.frames);
@@ -828,9 +862,17 @@ impl StoredReport {
             function_frames,
             terms,
             analysis_summary,
+            build_ids,
         }
         .cleaned()
     }
+}
+
+/// Distinct non-empty ids, lower-case.
+fn build_ids<'a>(ids: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
+    ids.filter(|b| !b.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect()
 }
 
 /// `terms` and the report's analysis kind, if any (the crash list filters by it).

@@ -1,15 +1,18 @@
 //! Queries of the dashboard: crash groups (one per signature), their daily counts and
 //! products, failed jobs, and re-queuing one crash.
 //!
-//! Groups are read from the aggregate rows of migration 0006, which triggers keep in step
-//! with the crashes table: `crash_groups` (one row per signature) serves the unfiltered
-//! page as a keyset walk of the index of the chosen sort order, so a page reads one page
-//! of rows whatever the number of crashes; with a time range, product or version filter
-//! the page sums the matching `crash_group_days` rows (one per signature, UTC day,
-//! product and version: far fewer than crashes) and then sorts. Time filters therefore
-//! have day granularity. Filter SQL is assembled from fixed fragments only; every value
-//! is a bound parameter.
+//! Groups are read from aggregate rows that triggers keep in step with the crashes table
+//! (migrations 0006 and 0021), so that no page aggregates crashes: `crash_groups` (one row
+//! per signature) serves the unfiltered page as a keyset walk of the index of the chosen
+//! sort order; a time range or a product reads each group's running counts
+//! (`crash_group_running`) at the window's two ends, a handful of index lookups per group
+//! whatever the number of crashes and days; a version sums the group's
+//! `crash_group_days` rows (one per signature, UTC day, product and version); the
+//! analysis-kind filter tests each group's `crash_group_kinds` rows. Time filters
+//! therefore have day granularity. Filter SQL is assembled from fixed fragments only;
+//! every value is a bound parameter.
 
+use super::conditions::{Conditions, Value};
 use super::{Db, StoreError};
 
 const DAY_MS: i64 = 86_400_000;
@@ -104,36 +107,131 @@ pub struct GroupQuery {
     pub limit: i64,
 }
 
-/// A value the page's window binds.
-enum WindowValue<'a> {
-    Day(i64),
-    Text(&'a str),
-}
-
-/// The page's window (its days, product and version) as conditions, each with the value
-/// it binds: (on `crash_group_days`' rows, on a crash `c`, value). A day bound on a crash
-/// compares its `received_at` with the day's first millisecond, so that both select the
-/// same days.
-fn window(q: &GroupQuery) -> Vec<(&'static str, &'static str, WindowValue<'_>)> {
-    let since_day = q.since.map(|t| t.div_euclid(DAY_MS));
+/// The page's window in whole UTC days: `[since, until)`, either side open.
+fn window_days(q: &GroupQuery) -> (Option<i64>, Option<i64>) {
+    let since = q.since.map(|t| t.div_euclid(DAY_MS));
     // Exclusive: a bound inside a day keeps that day.
-    let until_day = q
+    let until = q
         .until
         .map(|t| t.div_euclid(DAY_MS) + i64::from(t.rem_euclid(DAY_MS) != 0));
+    (since, until)
+}
+
+/// The page's window as conditions on rows with `day`, `product` and `version` columns
+/// (`alias.` before each), with their values.
+fn window_conditions(c: &mut Conditions, q: &GroupQuery, alias: &str) -> Vec<String> {
+    let (since, until) = window_days(q);
     let mut w = Vec::new();
-    if let Some(d) = since_day {
-        w.push(("day >=", "c.received_at >= 86400000 *", WindowValue::Day(d)));
+    if let Some(d) = since {
+        w.push(format!("{alias}day >= {}", c.arg(Value::Int(d))));
     }
-    if let Some(d) = until_day {
-        w.push(("day <", "c.received_at < 86400000 *", WindowValue::Day(d)));
+    if let Some(d) = until {
+        w.push(format!("{alias}day < {}", c.arg(Value::Int(d))));
     }
     if let Some(p) = &q.product {
-        w.push(("product =", "c.product =", WindowValue::Text(p)));
+        w.push(format!(
+            "{alias}product = {}",
+            c.arg(Value::Text(p.clone()))
+        ));
     }
     if let Some(v) = &q.version {
-        w.push(("version =", "c.version =", WindowValue::Text(v)));
+        w.push(format!(
+            "{alias}version = {}",
+            c.arg(Value::Text(v.clone()))
+        ));
     }
     w
+}
+
+/// The groups of the page's window, as rows (signature, count, first_seen, last_seen):
+/// - no window: the all-time rows (`crash_groups`);
+/// - days and perhaps a product: per group, its running counts (`crash_group_running`,
+///   migration 0021) read at the window's ends (one index lookup per group for the page's
+///   usual window, "the last N days": the all-time count minus the running count before
+///   it), whatever the number of crashes and days;
+/// - a version: the sum of the group's day rows in the window (`crash_group_days`).
+///
+/// With running counts, the first and last seen that the order does not need are left
+/// for the page's rows: [`Rows::late`].
+struct Rows {
+    sql: String,
+    /// (first_seen, last_seen) of a page row `p`, when `sql` leaves them out.
+    late: Option<(String, String)>,
+}
+
+fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
+    let early = |sql: String| Rows { sql, late: None };
+    if q.since.is_none() && q.until.is_none() && q.product.is_none() && q.version.is_none() {
+        return early("SELECT signature, count, first_seen, last_seen FROM crash_groups".into());
+    }
+    if q.version.is_some() {
+        let w = window_conditions(c, q, "");
+        return early(format!(
+            "SELECT signature, CAST(SUM(count) AS BIGINT) AS count, \
+             MIN(first_seen) AS first_seen, MAX(last_seen) AS last_seen \
+             FROM crash_group_days WHERE {} GROUP BY signature",
+            w.join(" AND ")
+        ));
+    }
+    let scope = match &q.product {
+        Some(p) => format!("p:{p}"),
+        None => String::new(),
+    };
+    let every_product = scope.is_empty();
+    let scope = c.arg(Value::Text(scope));
+    let (since, until) = window_days(q);
+    let since = since.map(|d| c.arg(Value::Int(d)));
+    let until = until.map(|d| c.arg(Value::Int(d)));
+    // the one row of group `alias` nearest to a bound
+    let row = |alias: &str, what: &str, bound: Option<String>, order: &str| {
+        format!(
+            "(SELECT r.{what} FROM crash_group_running r WHERE r.scope = {scope} \
+             AND r.signature = {alias}.signature{} ORDER BY r.day {order} LIMIT 1)",
+            bound.map(|b| format!(" AND r.day {b}")).unwrap_or_default()
+        )
+    };
+    let below = |b: &Option<String>| b.as_ref().map(|b| format!("< {b}"));
+    let mut count = match (&until, every_product) {
+        (None, true) => String::from("g.count"),
+        _ => format!(
+            "COALESCE({}, 0)",
+            row("g", "running", below(&until), "DESC")
+        ),
+    };
+    if since.is_some() {
+        count.push_str(&format!(
+            " - COALESCE({}, 0)",
+            row("g", "running", below(&since), "DESC")
+        ));
+    }
+    let first = |alias: &str| {
+        let from = since.as_ref().map(|s| format!(">= {s}"));
+        row(alias, "first_seen", from, "ASC")
+    };
+    let last = |alias: &str| row(alias, "last_seen", below(&until), "DESC");
+    let (early_first, early_last) = match q.sort {
+        GroupSort::FirstSeen => (first("g"), String::from("0")),
+        GroupSort::LastSeen => (String::from("0"), last("g")),
+        _ => (String::from("0"), String::from("0")),
+    };
+    Rows {
+        sql: format!(
+            "SELECT g.signature, {count} AS count, {early_first} AS first_seen, \
+             {early_last} AS last_seen FROM crash_groups g"
+        ),
+        late: Some((
+            if q.sort == GroupSort::FirstSeen {
+                "p.first_seen".into()
+            } else {
+                first("p")
+            },
+            if q.sort == GroupSort::LastSeen {
+                "p.last_seen".into()
+            } else {
+                last("p")
+            },
+        )),
+    }
 }
 
 /// One page of crash groups in the order of `q.sort` (ties broken by signature in the
@@ -151,85 +249,72 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
             .map(|(k, s)| (*k, super::text::clean(s).into_owned())),
         ..q.clone()
     };
-    let window = window(q);
     let (cmp, dir) = if q.descending {
         ("<", "DESC")
     } else {
         (">", "ASC")
     };
-    let mut n = 0;
-    let mut arg = || {
-        n += 1;
-        format!("${n}")
+    let mut c = Conditions::new();
+    let rows = window_rows(&mut c, q);
+    // running counts: each group's count computed once (a materialized table, not an
+    // expression the planner copies into the filter and the order), then the page
+    let mut sql = match &rows.late {
+        Some(_) => String::from("SELECT signature, count, first_seen, last_seen FROM w g"),
+        None => format!(
+            "SELECT signature, count, first_seen, last_seen FROM ({}) g",
+            rows.sql
+        ),
     };
-    let mut sql = if window.is_empty() {
-        String::from("SELECT signature, count, first_seen, last_seen FROM crash_groups g")
-    } else {
-        let mut inner = String::from(
-            "SELECT signature, CAST(SUM(count) AS BIGINT) AS count, \
-             MIN(first_seen) AS first_seen, MAX(last_seen) AS last_seen \
-             FROM crash_group_days WHERE 1 = 1",
-        );
-        for (on_days, _, _) in &window {
-            inner.push_str(&format!(" AND {on_days} {}", arg()));
-        }
-        format!(
-            "SELECT signature, count, first_seen, last_seen FROM ({inner} GROUP BY signature) g"
-        )
-    };
-    let mut conditions = Vec::new();
-    if q.kind.is_some() {
-        // the signatures of the crashes linked to that analysis kind (the crash list's
-        // index): reads the crashes of that kind, not the whole table — those in the
-        // page's window only, as the counts are
-        let kind = arg();
-        let within: String = window
+    if rows.late.is_some() {
+        c.push("g.count > 0");
+    }
+    if let Some(kind) = &q.kind {
+        // a crash of that analysis kind in the page's window: the group's kind rows
+        // (migration 0021), one index range per group
+        let kind = c.arg(Value::Text(kind.clone()));
+        let within: String = window_conditions(&mut c, q, "k.")
             .iter()
-            .map(|(_, on_crash, _)| format!(" AND {on_crash} {}", arg()))
+            .map(|w| format!(" AND {w}"))
             .collect();
-        conditions.push(format!(
-            "g.signature IN (SELECT c.signature FROM search_terms st \
-             JOIN crash_terms ct ON ct.term_id = st.id JOIN crashes c ON c.id = ct.crash_id \
-             WHERE st.kind = 'analysis' AND st.term = {kind}{within})"
+        c.push(format!(
+            "EXISTS (SELECT 1 FROM crash_group_kinds k WHERE k.kind = {kind} \
+             AND k.signature = g.signature{within})"
         ));
     }
-    if q.after.is_some() {
+    if let Some((key, sig)) = &q.after {
+        let sig = c.arg(Value::Text(sig.clone()));
         match q.sort.column() {
             Some(col) => {
-                let (k, s) = (arg(), arg());
-                conditions.push(format!("(g.{col}, g.signature) {cmp} ({k}, {s})"));
+                let key = c.arg(Value::Int(*key));
+                c.push(format!("(g.{col}, g.signature) {cmp} ({key}, {sig})"));
             }
-            None => conditions.push(format!("g.signature {cmp} {}", arg())),
+            None => c.push(format!("g.signature {cmp} {sig}")),
         }
     }
-    if !conditions.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&conditions.join(" AND "));
-    }
+    sql.push_str(&c.where_clause());
     match q.sort.column() {
         Some(col) => sql.push_str(&format!(" ORDER BY g.{col} {dir}, g.signature {dir}")),
         None => sql.push_str(&format!(" ORDER BY g.signature {dir}")),
     }
-    sql.push_str(&format!(" LIMIT {}", arg()));
-    let keyed = q.sort.column().is_some();
-    Ok(crate::on_pool!(db, p => {
-        let mut query = sqlx::query_as::<_, Group>(sqlx::AssertSqlSafe(sql.as_str()));
-        // the window's values for the group rows, then the kind and the window's values
-        // again for its crashes: in the order of the placeholders above
-        let kind = q.kind.as_deref().map(WindowValue::Text);
-        let crashes_window = window.iter().filter(|_| kind.is_some()).map(|w| &w.2);
-        for v in window.iter().map(|w| &w.2).chain(kind.as_ref()).chain(crashes_window) {
-            query = match v {
-                WindowValue::Day(d) => query.bind(*d),
-                WindowValue::Text(t) => query.bind(*t),
-            };
-        }
-        if let Some((key, sig)) = &q.after {
-            if keyed { query = query.bind(*key); }
-            query = query.bind(sig);
-        }
-        query.bind(q.limit).fetch_all(p).await
-    })?)
+    let limit = c.arg(Value::Int(q.limit));
+    sql.push_str(&format!(" LIMIT {limit}"));
+    if let Some((first, last)) = &rows.late {
+        let order = match q.sort.column() {
+            Some(col) => format!("{col} {dir}, signature {dir}"),
+            None => format!("signature {dir}"),
+        };
+        sql = format!(
+            "WITH w AS MATERIALIZED ({}), page AS MATERIALIZED ({sql}) \
+             SELECT signature, count, first_seen, last_seen FROM (SELECT p.signature, \
+             p.count, {first} AS first_seen, {last} AS last_seen FROM page p) l \
+             ORDER BY {order}",
+            rows.sql
+        );
+    }
+    Ok(crate::on_pool!(db, p => crate::bind_values!(
+        sqlx::query_as::<_, Group>(sqlx::AssertSqlSafe(sql.as_str())), c.values())
+        .fetch_all(p)
+        .await)?)
 }
 
 /// Crashes of one group per (UTC day, product, version): the chart and the products

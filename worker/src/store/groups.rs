@@ -7,9 +7,9 @@
 //! its pin (`group_pins`) if it has one, else the merge of its computed signature
 //! (`group_merges`), else its computed signature. A merge pins every crash of both
 //! groups and records the merged one's name as a signature to follow; a split pins the
-//! crashes it moves; undoing a merge pins what it gives back. The group rows of
-//! migration 0006 follow `crashes.signature` through their triggers, so counts, lists,
-//! search and the reprocess filter all see the decision.
+//! crashes it moves; undoing a merge pins what it gives back. The group rows and rollups
+//! of migrations 0006 and 0021 follow `crashes.signature` through their triggers, so
+//! counts, windows, lists, search and the reprocess filter all see the decision.
 //!
 //! Each operation runs in one transaction.
 

@@ -12,6 +12,7 @@ pub mod binaries;
 pub mod blobs;
 pub mod breakpad_used;
 pub mod conditions;
+mod crash_index;
 pub mod crashes;
 pub mod dashboard;
 mod db;

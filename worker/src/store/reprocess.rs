@@ -88,12 +88,13 @@ fn matching(run: &str, filter: &Filter) -> Conditions {
         format!("received_at < {p}")
     });
     if let Some(b) = &filter.build_id {
-        let b = b.to_ascii_lowercase();
-        let like = c.arg(Value::Text(format!("%\"{b}\"%")));
-        let b = c.arg(Value::Text(b));
+        // the module index (migration 0021) names the crashes that used it, the
+        // missing-modules index those that missed it: one list, so that both databases
+        // look its crashes up by key instead of testing every crash against two
+        let b = c.arg(Value::Text(b.to_ascii_lowercase()));
         c.push(format!(
-            "(id IN (SELECT crash_id FROM missing_modules WHERE build_id = {b}) \
-             OR report LIKE {like})"
+            "id IN (SELECT crash_id FROM missing_modules WHERE build_id = {b} \
+             UNION SELECT crash_id FROM crash_build_ids WHERE build_id = {b})"
         ));
     }
     if filter.missing_only {
