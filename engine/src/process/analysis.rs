@@ -108,87 +108,8 @@ fn by_signal(
     crash: &dump::CrashInfo,
     mut evidence: BTreeMap<String, String>,
 ) -> Option<Analysis> {
-    let thread = c.thread;
     match (signal, crash.code) {
-        (SIGABRT, _) => {
-            let message = abort_message(c.dump, c.loaded);
-            let caller = program_caller(thread);
-            if let Some(cf) = &caller {
-                evidence.insert("caller".to_string(), cf.clone());
-            }
-            let thrown = thread.frames.iter().any(|f| {
-                matches!(
-                    f.function.as_deref(),
-                    Some("__cxa_throw" | "__cxa_rethrow" | "_Unwind_RaiseException")
-                )
-            });
-            if let Some(site) = rust_panic::site(thread) {
-                let at = described(site).unwrap_or_else(|| site.pc.clone());
-                evidence.insert("panicked_in".to_string(), at.clone());
-                // the program's frame, not std's abort machinery
-                evidence.insert("caller".to_string(), at.clone());
-                let (message, panicked_at) =
-                    match rust_panic::message(c.dump, c.loaded, thread, site) {
-                        Ok(h) => (h.message, h.location),
-                        Err(e) => (Err(e), None),
-                    };
-                let location = match (&site.file, site.line) {
-                    (Some(f), Some(l)) => Some(format!("{f}:{l}")),
-                    _ => None,
-                };
-                let mut summary = format!("a Rust panic in {at}");
-                // the frame's line, else std's own location (no debug information)
-                if let Some(l) = location.as_ref().or(panicked_at.as_ref()) {
-                    summary.push_str(&format!(" ({l})"));
-                }
-                if let Some(l) = location {
-                    evidence.insert("location".to_string(), l);
-                }
-                if let Some(l) = panicked_at {
-                    evidence.insert("panicked_at".to_string(), l);
-                }
-                match message {
-                    Ok(m) => {
-                        summary.push_str(&format!(": {m:?}"));
-                        evidence.insert("message".to_string(), m);
-                    }
-                    Err(why) => {
-                        evidence.insert("message_unread".to_string(), why.as_str().to_string());
-                    }
-                }
-                summary.push_str(", aborting (panic=abort, or a panic while panicking)");
-                return found(AnalysisKind::Abort, summary, evidence);
-            }
-            let exception = thrown
-                .then(|| thrown_exception(c.dump, c.loaded, thread))
-                .flatten();
-            let what = match &exception {
-                Some(e) => {
-                    evidence.insert("exception_type".to_string(), e.type_name.clone());
-                    if let Some(w) = &e.what {
-                        evidence.insert("what".to_string(), w.clone());
-                    }
-                    match &e.what {
-                        Some(w) => format!(" {} ({w:?})", e.type_name),
-                        None => format!(" {}", e.type_name),
-                    }
-                }
-                None => String::new(),
-            };
-            let summary = match (&message, &caller) {
-                (Some(m), _) => format!("abort(): {m}"),
-                (None, Some(cf)) if thrown => format!(
-                    "an uncaught C++ exception{what}, thrown in {cf}: no handler took it (or it \
-                     left a noexcept function), so std::terminate called abort()"
-                ),
-                (None, Some(cf)) => format!("abort() called from {cf}"),
-                (None, None) => "abort() called".to_string(),
-            };
-            if let Some(m) = message {
-                evidence.insert("message".to_string(), m);
-            }
-            found(AnalysisKind::Abort, summary, evidence)
-        }
+        (SIGABRT, _) => abort(c, evidence),
         (SIGFPE, Some(FPE_INTDIV)) => divide_by_zero(c, evidence),
         (SIGSEGV | SIGBUS | SIGILL, code) => {
             if let Some(a) = branch_fault(c, in_code(c.dump, c.pc), &mut evidence) {
@@ -215,6 +136,99 @@ fn by_signal(
         }
         _ => None,
     }
+}
+
+/// The analysis of `SIGABRT`: abort()'s message, a Rust panic that aborted, or an uncaught
+/// C++ exception and where it was thrown.
+fn abort(c: &Crashed<'_, '_>, mut evidence: BTreeMap<String, String>) -> Option<Analysis> {
+    let thread = c.thread;
+    let message = abort_message(c.dump, c.loaded);
+    let caller = program_caller(thread);
+    if let Some(cf) = &caller {
+        evidence.insert("caller".to_string(), cf.clone());
+    }
+    let thrown = thread.frames.iter().any(|f| {
+        matches!(
+            f.function.as_deref(),
+            Some("__cxa_throw" | "__cxa_rethrow" | "_Unwind_RaiseException")
+        )
+    });
+    if let Some(site) = rust_panic::site(thread) {
+        return rust_abort(c, site, evidence);
+    }
+    let exception = thrown
+        .then(|| thrown_exception(c.dump, c.loaded, thread))
+        .flatten();
+    let what = match &exception {
+        Some(e) => {
+            evidence.insert("exception_type".to_string(), e.type_name.clone());
+            if let Some(w) = &e.what {
+                evidence.insert("what".to_string(), w.clone());
+            }
+            match &e.what {
+                Some(w) => format!(" {} ({w:?})", e.type_name),
+                None => format!(" {}", e.type_name),
+            }
+        }
+        None => String::new(),
+    };
+    let summary = match (&message, &caller) {
+        (Some(m), _) => format!("abort(): {m}"),
+        (None, Some(cf)) if thrown => format!(
+            "an uncaught C++ exception{what}, thrown in {cf}: no handler took it (or it \
+             left a noexcept function), so std::terminate called abort()"
+        ),
+        (None, Some(cf)) => format!("abort() called from {cf}"),
+        (None, None) => "abort() called".to_string(),
+    };
+    if let Some(m) = message {
+        evidence.insert("message".to_string(), m);
+    }
+    found(AnalysisKind::Abort, summary, evidence)
+}
+
+/// The analysis of a Rust panic that aborted (`panic=abort`, or a panic while panicking),
+/// from the panicking frame `site`: where, and the message when the dump holds it.
+fn rust_abort(
+    c: &Crashed<'_, '_>,
+    site: &report::Frame,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let thread = c.thread;
+    let at = described(site).unwrap_or_else(|| site.pc.clone());
+    evidence.insert("panicked_in".to_string(), at.clone());
+    // the program's frame, not std's abort machinery
+    evidence.insert("caller".to_string(), at.clone());
+    let (message, panicked_at) = match rust_panic::message(c.dump, c.loaded, thread, site) {
+        Ok(h) => (h.message, h.location),
+        Err(e) => (Err(e), None),
+    };
+    let location = match (&site.file, site.line) {
+        (Some(f), Some(l)) => Some(format!("{f}:{l}")),
+        _ => None,
+    };
+    let mut summary = format!("a Rust panic in {at}");
+    // the frame's line, else std's own location (no debug information)
+    if let Some(l) = location.as_ref().or(panicked_at.as_ref()) {
+        summary.push_str(&format!(" ({l})"));
+    }
+    if let Some(l) = location {
+        evidence.insert("location".to_string(), l);
+    }
+    if let Some(l) = panicked_at {
+        evidence.insert("panicked_at".to_string(), l);
+    }
+    match message {
+        Ok(m) => {
+            summary.push_str(&format!(": {m:?}"));
+            evidence.insert("message".to_string(), m);
+        }
+        Err(why) => {
+            evidence.insert("message_unread".to_string(), why.as_str().to_string());
+        }
+    }
+    summary.push_str(", aborting (panic=abort, or a panic while panicking)");
+    found(AnalysisKind::Abort, summary, evidence)
 }
 
 /// Which way a faulting access went: what the system reports (Windows) or the decoded
@@ -438,47 +452,7 @@ fn memory_fault(
         .map(|cf| format!(", called from {cf}"))
         .unwrap_or_default();
     if fault.general_protection {
-        // a return or call to a non-canonical address faults on the branch itself
-        let target = instruction
-            .and_then(|i| i.jump.as_deref())
-            .and_then(report::parse_hex)
-            .filter(|&t| !canonical(t));
-        if let Some(t) = target {
-            evidence.insert("address".to_string(), hex_addr(t));
-            return found(
-                AnalysisKind::BadJump,
-                format!(
-                    "jump to the non-canonical address {}: a smashed return address or a \
-                     corrupted function pointer (the branch itself faulted){from}",
-                    hex_addr(t)
-                ),
-                evidence,
-            );
-        }
-        if let Some(a) = faulted(None) {
-            evidence.insert("address".to_string(), a.address.clone());
-            if let Some(k) = a.access {
-                evidence.insert("access".to_string(), k.as_str().to_string());
-            }
-            return found(
-                AnalysisKind::GeneralProtection,
-                format!(
-                    "general-protection fault: a {} at the non-canonical address {} (a \
-                     corrupted or freed pointer; the CPU reports no address, the \
-                     instruction's operands give it)",
-                    way(a.access.map(Way::of)),
-                    a.address
-                ),
-                evidence,
-            );
-        }
-        return found(
-            AnalysisKind::GeneralProtection,
-            "general-protection fault: the CPU reports no address (a non-canonical \
-             pointer, such as a corrupted or freed one)"
-                .to_string(),
-            evidence,
-        );
+        return general_protection(instruction, faulted(None), &from, evidence);
     }
     let addr = fault.address?;
     evidence.insert("address".to_string(), hex_addr(addr));
@@ -511,66 +485,134 @@ fn memory_fault(
         return stack_overflow(c, Some(at), evidence);
     }
     match fault.mapped {
-        Mapped::Denied => {
-            let module = dump
-                .module_index_for(addr)
-                .and_then(|i| dump.modules.get(i))
-                .map(|m| m.name.clone());
-            let within = module
-                .as_deref()
-                .map(|m| format!(" (in {m})"))
-                .unwrap_or_default();
-            if let Some(m) = module {
-                evidence.insert("module".to_string(), m);
-            }
-            let summary = match fault.way {
-                Some(Way::Write) => format!(
-                    "write to read-only memory at {}{within}: a string literal or a \
-                     constant",
-                    hex_addr(addr)
-                ),
-                Some(Way::Execute) => format!(
-                    "execution at {}{within}, which is not code: a jump into data",
-                    hex_addr(addr)
-                ),
-                Some(w) => format!(
-                    "{} of {}{within}, which its mapping does not allow (a no-access or \
-                     guard page)",
-                    way(Some(w)),
-                    hex_addr(addr)
-                ),
-                None => format!(
-                    "access to {}{within} that its mapping does not allow: a write to \
-                     read-only memory (a string literal, a constant) or executing data",
-                    hex_addr(addr)
-                ),
-            };
-            found(AnalysisKind::ProtectionFault, summary, evidence)
-        }
-        Mapped::No => {
-            let flips = bit_flips(dump, addr);
-            let mut summary = match fault.way {
-                // the system said only that the access failed; the dump shows no module
-                // and no memory there
-                Some(w) => format!(
-                    "{} of {}, where the dump shows nothing mapped (no module, no memory \
-                     it holds): a dangling or corrupted pointer",
-                    way(Some(w)),
-                    hex_addr(addr)
-                ),
-                None => format!(
-                    "access to unmapped memory at {}: a dangling or corrupted pointer",
-                    hex_addr(addr)
-                ),
-            };
-            if !flips.is_empty() {
-                summary.push_str(" (one flipped bit from mapped memory: see evidence)");
-                evidence.insert("bit_flip_of".to_string(), flips.join(" "));
-            }
-            found(AnalysisKind::UnmappedAccess, summary, evidence)
-        }
+        Mapped::Denied => protection_fault(dump, fault, addr, evidence),
+        Mapped::No => unmapped_access(dump, fault, addr, evidence),
         Mapped::Unknown => None,
     }
+}
+
+/// A general-protection fault (x86_64: the CPU reports no address): a branch to a
+/// non-canonical address, else the access of the instruction (`faulted`) at one.
+fn general_protection(
+    instruction: Option<&CrashInstruction>,
+    faulted: Option<&report::MemoryAccess>,
+    from: &str,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    // a return or call to a non-canonical address faults on the branch itself
+    let target = instruction
+        .and_then(|i| i.jump.as_deref())
+        .and_then(report::parse_hex)
+        .filter(|&t| !canonical(t));
+    if let Some(t) = target {
+        evidence.insert("address".to_string(), hex_addr(t));
+        return found(
+            AnalysisKind::BadJump,
+            format!(
+                "jump to the non-canonical address {}: a smashed return address or a \
+                 corrupted function pointer (the branch itself faulted){from}",
+                hex_addr(t)
+            ),
+            evidence,
+        );
+    }
+    if let Some(a) = faulted {
+        evidence.insert("address".to_string(), a.address.clone());
+        if let Some(k) = a.access {
+            evidence.insert("access".to_string(), k.as_str().to_string());
+        }
+        return found(
+            AnalysisKind::GeneralProtection,
+            format!(
+                "general-protection fault: a {} at the non-canonical address {} (a \
+                 corrupted or freed pointer; the CPU reports no address, the \
+                 instruction's operands give it)",
+                way(a.access.map(Way::of)),
+                a.address
+            ),
+            evidence,
+        );
+    }
+    found(
+        AnalysisKind::GeneralProtection,
+        "general-protection fault: the CPU reports no address (a non-canonical \
+         pointer, such as a corrupted or freed one)"
+            .to_string(),
+        evidence,
+    )
+}
+
+/// An access at `addr` that its mapping does not allow (Linux's `SEGV_ACCERR`).
+fn protection_fault(
+    dump: &Dump<'_>,
+    fault: &MemoryFault,
+    addr: u64,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let module = dump
+        .module_index_for(addr)
+        .and_then(|i| dump.modules.get(i))
+        .map(|m| m.name.clone());
+    let within = module
+        .as_deref()
+        .map(|m| format!(" (in {m})"))
+        .unwrap_or_default();
+    if let Some(m) = module {
+        evidence.insert("module".to_string(), m);
+    }
+    let summary = match fault.way {
+        Some(Way::Write) => format!(
+            "write to read-only memory at {}{within}: a string literal or a \
+             constant",
+            hex_addr(addr)
+        ),
+        Some(Way::Execute) => format!(
+            "execution at {}{within}, which is not code: a jump into data",
+            hex_addr(addr)
+        ),
+        Some(w) => format!(
+            "{} of {}{within}, which its mapping does not allow (a no-access or \
+             guard page)",
+            way(Some(w)),
+            hex_addr(addr)
+        ),
+        None => format!(
+            "access to {}{within} that its mapping does not allow: a write to \
+             read-only memory (a string literal, a constant) or executing data",
+            hex_addr(addr)
+        ),
+    };
+    found(AnalysisKind::ProtectionFault, summary, evidence)
+}
+
+/// An access at `addr` where nothing is mapped (Linux's `SEGV_MAPERR`), with the mapped
+/// addresses one flipped bit away.
+fn unmapped_access(
+    dump: &Dump<'_>,
+    fault: &MemoryFault,
+    addr: u64,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let flips = bit_flips(dump, addr);
+    let mut summary = match fault.way {
+        // the system said only that the access failed; the dump shows no module
+        // and no memory there
+        Some(w) => format!(
+            "{} of {}, where the dump shows nothing mapped (no module, no memory \
+             it holds): a dangling or corrupted pointer",
+            way(Some(w)),
+            hex_addr(addr)
+        ),
+        None => format!(
+            "access to unmapped memory at {}: a dangling or corrupted pointer",
+            hex_addr(addr)
+        ),
+    };
+    if !flips.is_empty() {
+        summary.push_str(" (one flipped bit from mapped memory: see evidence)");
+        evidence.insert("bit_flip_of".to_string(), flips.join(" "));
+    }
+    found(AnalysisKind::UnmappedAccess, summary, evidence)
 }
 
 /// Where a fault at `addr` lies relative to the crashed thread's stack pointer, when it is

@@ -34,101 +34,10 @@ pub fn human(report: &Report, brief: bool) -> String {
     let width = Width::of(report.dump.arch);
     let system = &report.dump.system;
     let mut out = String::new();
-    let _ = writeln!(out, "Operating system: {}", os_name(report.dump.os));
-    if let Some(v) = &system.os_version {
-        let _ = writeln!(out, "                  {v}");
-    }
-    let _ = writeln!(out, "CPU: {}", cpu_name(report.dump.arch));
-    if let Some(info) = &system.cpu_info {
-        let _ = writeln!(out, "     {info}");
-    }
-    if let Some(n) = system.cpu_count {
-        let _ = writeln!(out, "     {n} CPU{}", if n > 1 { "s" } else { "" });
-    }
-    if let Some(d) = &system.distribution {
-        let _ = writeln!(
-            out,
-            "Linux {} {} - {} ({})",
-            d.id, d.release, d.codename, d.description
-        );
-    }
+    human_system(&mut out, report);
     out.push('\n');
     match &report.crash {
-        Some(c) => {
-            let _ = writeln!(out, "Crash reason:  {}", crash_type(report));
-            let address = c.address.as_deref().map(|a| width.hex_str(a));
-            let address = address.as_deref().unwrap_or("(none)");
-            match adjusted(report) {
-                Some(Adjusted::NullPointer(offset)) => {
-                    let _ = writeln!(out, "Crash address: {address} **");
-                    let _ = writeln!(
-                        out,
-                        "    ** Null pointer detected with offset: {}",
-                        width.hex(offset)
-                    );
-                }
-                Some(Adjusted::NonCanonical(a)) => {
-                    let _ = writeln!(out, "Crash address: {address} **");
-                    let _ = writeln!(
-                        out,
-                        "    ** Non-canonical address detected: {}",
-                        width.hex(a)
-                    );
-                }
-                None => {
-                    let _ = writeln!(out, "Crash address: {address}");
-                }
-            }
-            if let Some(i) = &c.instruction {
-                let _ = writeln!(out, "Crashing instruction: `{}`", i.text);
-                if i.accesses.is_empty() {
-                    let _ = writeln!(out, "No memory accessed by instruction");
-                } else {
-                    let _ = writeln!(out, "Memory accessed by instruction:");
-                }
-                for (n, a) in i.accesses.iter().enumerate() {
-                    let _ = writeln!(out, "  {n}. Address: {}", width.hex_str(&a.address));
-                    match a.size {
-                        Some(size) => {
-                            let _ = writeln!(out, "     Size: {size}");
-                        }
-                        None => {
-                            let _ = writeln!(out, "     Size: Unknown");
-                        }
-                    }
-                    if let Some(k) = a.access {
-                        let _ = writeln!(out, "     Access type: {}", access_type(k));
-                    }
-                }
-                if let Some(j) = &i.jump {
-                    let _ = writeln!(out, "Instruction pointer update done by instruction:");
-                    let _ = writeln!(out, "  Address: {}", width.hex_str(j));
-                } else if !is_branch(&i.text) {
-                    let _ = writeln!(out, "No instruction pointer update by instruction");
-                }
-            }
-            let mut flips = bit_flips(report, width);
-            if !flips.is_empty() {
-                let _ = writeln!(out, "Crashing address may be the result of a flipped bit:");
-                // most likely first, then by address
-                flips.sort_by(|a, b| {
-                    b.confidence()
-                        .total_cmp(&a.confidence())
-                        .then(a.address.cmp(&b.address))
-                });
-                for (n, f) in flips.iter().enumerate() {
-                    let _ = writeln!(
-                        out,
-                        "  {n}. Valid address: {} ({:.3})",
-                        width.hex(f.address),
-                        f.confidence()
-                    );
-                }
-            }
-            if let Some(a) = &c.analysis {
-                let _ = writeln!(out, "Crash analysis: [{}] {}", a.kind, a.summary);
-            }
-        }
+        Some(c) => human_crash(&mut out, report, c, width),
         None => {
             let _ = writeln!(out, "No crash");
         }
@@ -189,6 +98,112 @@ pub fn human(report: &Report, brief: bool) -> String {
         );
     }
     out
+}
+
+/// The system the dump was written on: OS, CPU, Linux distribution.
+fn human_system(out: &mut String, report: &Report) {
+    let system = &report.dump.system;
+    let _ = writeln!(out, "Operating system: {}", os_name(report.dump.os));
+    if let Some(v) = &system.os_version {
+        let _ = writeln!(out, "                  {v}");
+    }
+    let _ = writeln!(out, "CPU: {}", cpu_name(report.dump.arch));
+    if let Some(info) = &system.cpu_info {
+        let _ = writeln!(out, "     {info}");
+    }
+    if let Some(n) = system.cpu_count {
+        let _ = writeln!(out, "     {n} CPU{}", if n > 1 { "s" } else { "" });
+    }
+    if let Some(d) = &system.distribution {
+        let _ = writeln!(
+            out,
+            "Linux {} {} - {} ({})",
+            d.id, d.release, d.codename, d.description
+        );
+    }
+}
+
+/// The crash: its reason and address, the crashing instruction, flipped-bit candidates
+/// and our analysis.
+fn human_crash(out: &mut String, report: &Report, c: &super::Crash, width: Width) {
+    let _ = writeln!(out, "Crash reason:  {}", crash_type(report));
+    let address = c.address.as_deref().map(|a| width.hex_str(a));
+    let address = address.as_deref().unwrap_or("(none)");
+    match adjusted(report) {
+        Some(Adjusted::NullPointer(offset)) => {
+            let _ = writeln!(out, "Crash address: {address} **");
+            let _ = writeln!(
+                out,
+                "    ** Null pointer detected with offset: {}",
+                width.hex(offset)
+            );
+        }
+        Some(Adjusted::NonCanonical(a)) => {
+            let _ = writeln!(out, "Crash address: {address} **");
+            let _ = writeln!(
+                out,
+                "    ** Non-canonical address detected: {}",
+                width.hex(a)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "Crash address: {address}");
+        }
+    }
+    if let Some(i) = &c.instruction {
+        human_instruction(out, i, width);
+    }
+    let mut flips = bit_flips(report, width);
+    if !flips.is_empty() {
+        let _ = writeln!(out, "Crashing address may be the result of a flipped bit:");
+        // most likely first, then by address
+        flips.sort_by(|a, b| {
+            b.confidence()
+                .total_cmp(&a.confidence())
+                .then(a.address.cmp(&b.address))
+        });
+        for (n, f) in flips.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  {n}. Valid address: {} ({:.3})",
+                width.hex(f.address),
+                f.confidence()
+            );
+        }
+    }
+    if let Some(a) = &c.analysis {
+        let _ = writeln!(out, "Crash analysis: [{}] {}", a.kind, a.summary);
+    }
+}
+
+/// The crashing instruction and the memory it accesses.
+fn human_instruction(out: &mut String, i: &super::CrashInstruction, width: Width) {
+    let _ = writeln!(out, "Crashing instruction: `{}`", i.text);
+    if i.accesses.is_empty() {
+        let _ = writeln!(out, "No memory accessed by instruction");
+    } else {
+        let _ = writeln!(out, "Memory accessed by instruction:");
+    }
+    for (n, a) in i.accesses.iter().enumerate() {
+        let _ = writeln!(out, "  {n}. Address: {}", width.hex_str(&a.address));
+        match a.size {
+            Some(size) => {
+                let _ = writeln!(out, "     Size: {size}");
+            }
+            None => {
+                let _ = writeln!(out, "     Size: Unknown");
+            }
+        }
+        if let Some(k) = a.access {
+            let _ = writeln!(out, "     Access type: {}", access_type(k));
+        }
+    }
+    if let Some(j) = &i.jump {
+        let _ = writeln!(out, "Instruction pointer update done by instruction:");
+        let _ = writeln!(out, "  Address: {}", width.hex_str(j));
+    } else if !is_branch(&i.text) {
+        let _ = writeln!(out, "No instruction pointer update by instruction");
+    }
 }
 
 /// One thread's heading (`tag`: ` (crashed)` or nothing) and frames as

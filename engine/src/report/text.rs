@@ -11,6 +11,22 @@ use super::Report;
 /// Renders `report` for people: the crash line, every thread's frames, modules, warnings.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
+    header(&mut out, report);
+    for t in &report.threads {
+        thread(&mut out, t);
+    }
+    modules(&mut out, &report.modules);
+    if !report.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings:");
+        for w in &report.warnings {
+            let _ = writeln!(out, "  [{}] {}", w.code, w.message);
+        }
+    }
+    out
+}
+
+/// The dump's line, the crash with its analysis and instruction, and the signature.
+fn header(out: &mut String, report: &Report) {
     let d = &report.dump;
     let _ = writeln!(
         out,
@@ -45,57 +61,63 @@ pub fn render(report: &Report) -> String {
     if let Some(sig) = &report.signature {
         let _ = writeln!(out, "Signature: {}", sig.text);
     }
-    for t in &report.threads {
-        let _ = writeln!(
-            out,
-            "\nThread {} (tid {}{}){}:",
-            t.index,
-            t.tid,
-            t.name
-                .as_deref()
-                .map(|n| format!(", \"{n}\""))
-                .unwrap_or_default(),
-            if t.crashed { " crashed" } else { "" }
-        );
-        for f in &t.frames {
-            let what = match (&f.function, &f.module, &f.module_offset) {
-                (Some(func), _, _) => format!("{func} ()"),
-                (None, Some(m), Some(off)) => format!("{m}+{off}"),
-                _ => "??".to_string(),
-            };
-            let at = match (&f.file, f.line) {
-                (Some(file), Some(line)) => format!(" at {file}:{line}"),
-                (Some(file), None) => format!(" at {file}"),
-                _ => match (&f.module, &f.function) {
-                    (Some(m), Some(_)) => format!(" from {m}"),
-                    _ => String::new(),
-                },
-            };
-            if f.inlined {
-                let _ = writeln!(out, "#{:<3} [inlined] {what}{at}", f.index);
-            } else {
-                let _ = writeln!(out, "#{:<3} {} in {what}{at}  [{}]", f.index, f.pc, f.trust);
-            }
-            // the crashed frame's line, as gdb prints it where it stops: `LINE\tTEXT`
-            if let (true, 0, Some(line), Some(text)) = (t.crashed, f.index, f.line, &f.context_line)
-            {
-                let _ = writeln!(out, "{line}\t{text}");
-            }
+}
+
+/// One thread: its line, its frames (the crashed frame's source line after it, as gdb
+/// prints it where it stops) and why its walk ended, unless at the outermost frame.
+fn thread(out: &mut String, t: &super::Thread) {
+    let _ = writeln!(
+        out,
+        "\nThread {} (tid {}{}){}:",
+        t.index,
+        t.tid,
+        t.name
+            .as_deref()
+            .map(|n| format!(", \"{n}\""))
+            .unwrap_or_default(),
+        if t.crashed { " crashed" } else { "" }
+    );
+    for f in &t.frames {
+        let what = match (&f.function, &f.module, &f.module_offset) {
+            (Some(func), _, _) => format!("{func} ()"),
+            (None, Some(m), Some(off)) => format!("{m}+{off}"),
+            _ => "??".to_string(),
+        };
+        let at = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!(" at {file}:{line}"),
+            (Some(file), None) => format!(" at {file}"),
+            _ => match (&f.module, &f.function) {
+                (Some(m), Some(_)) => format!(" from {m}"),
+                _ => String::new(),
+            },
+        };
+        if f.inlined {
+            let _ = writeln!(out, "#{:<3} [inlined] {what}{at}", f.index);
+        } else {
+            let _ = writeln!(out, "#{:<3} {} in {what}{at}  [{}]", f.index, f.pc, f.trust);
         }
-        if t.end != crate::walk::EndReason::Outermost {
-            let _ = writeln!(
-                out,
-                "     (walk ended: {}{})",
-                t.end,
-                t.end_detail
-                    .as_deref()
-                    .map(|d| format!(": {d}"))
-                    .unwrap_or_default()
-            );
+        // the crashed frame's line, as gdb prints it where it stops: `LINE\tTEXT`
+        if let (true, 0, Some(line), Some(text)) = (t.crashed, f.index, f.line, &f.context_line) {
+            let _ = writeln!(out, "{line}\t{text}");
         }
     }
+    if t.end != crate::walk::EndReason::Outermost {
+        let _ = writeln!(
+            out,
+            "     (walk ended: {}{})",
+            t.end,
+            t.end_detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        );
+    }
+}
+
+/// The module list, each with the lookups of its files.
+fn modules(out: &mut String, modules: &[super::Module]) {
     let _ = writeln!(out, "\nModules:");
-    for m in &report.modules {
+    for m in modules {
         let _ = writeln!(
             out,
             "  {:>18}-{:<18} {:<28} {:<10} {}",
@@ -116,13 +138,6 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
-    if !report.warnings.is_empty() {
-        let _ = writeln!(out, "\nWarnings:");
-        for w in &report.warnings {
-            let _ = writeln!(out, "  [{}] {}", w.code, w.message);
-        }
-    }
-    out
 }
 
 /// What follows a lookup's source: its message, and when a remembered miss expires, in

@@ -141,6 +141,97 @@ fn has_debug_frame(file: &object::File<'_>) -> bool {
         .is_some_and(|d| !d.is_empty())
 }
 
+/// The architecture of `file` (the module's binary, whose bytes are `data`) when the
+/// on-demand rules agree with the whole build's for it and its debug files `extra` (see
+/// [`EhFrameUnwind::new`]); else why not.
+fn whole_build_agrees(
+    file: &object::File<'_>,
+    data: &[u8],
+    extra: &[FileBytes],
+) -> Result<Arch, Declined> {
+    if file.format() != object::BinaryFormat::Elf {
+        return Err(Declined("not ELF"));
+    }
+    if !file.is_little_endian() {
+        return Err(Declined("big-endian"));
+    }
+    let arch = match binary::arch_of(file) {
+        Some(a @ (Arch::X86_64 | Arch::Aarch64)) => a,
+        _ => return Err(Declined("an architecture other than x86_64 and aarch64")),
+    };
+    if !file.is_64() {
+        return Err(Declined("a 32-bit ELF"));
+    }
+    if has_debug_frame(file) {
+        return Err(Declined("the binary has a .debug_frame"));
+    }
+    let sframe_section = file
+        .section_by_name(".sframe")
+        .and_then(|s| s.data().ok())
+        .is_some_and(|d| !d.is_empty());
+    if sframe_section {
+        return Err(Declined("the binary has SFrame data"));
+    }
+    // a PT_GNU_SFRAME segment without a section header: whatever the build reads
+    let mut probe = TableWriter::new(arch);
+    sframe::add_elf_sframe(&mut probe, file, data);
+    if probe.ranges_added() > 0 || probe.sources_noted() != 0 {
+        return Err(Declined("the binary has SFrame data"));
+    }
+    for e in extra {
+        let Ok(f) = object::File::parse((**e).as_ref()) else {
+            continue;
+        };
+        if binary::arch_of(&f) != Some(arch) {
+            continue;
+        }
+        if !f.is_little_endian() {
+            return Err(Declined("a big-endian debug file"));
+        }
+        if has_debug_frame(&f) {
+            return Err(Declined("a debug file has a .debug_frame"));
+        }
+    }
+    Ok(arch)
+}
+
+/// The binary-search table of the `.eh_frame_hdr` bytes `hdr` (at `hdr_addr`), which
+/// must describe the `.eh_frame` at `eh_addr`: its offset in `hdr`, its entry count and
+/// its length; declined unless version 1 with a table in the usual encoding.
+fn search_table(
+    hdr: &[u8],
+    hdr_addr: u64,
+    eh_addr: u64,
+) -> Result<(usize, usize, usize), Declined> {
+    let (version, ptr_enc, count_enc, table_enc) = match hdr {
+        [v, p, c, t, ..] => (*v, *p, *c, *t),
+        _ => return Err(Declined("a truncated .eh_frame_hdr")),
+    };
+    if version != 1 {
+        return Err(Declined("an .eh_frame_hdr version other than 1"));
+    }
+    let (eh_ptr, ptr_len) =
+        read_encoded(hdr, 4, ptr_enc, hdr_addr).ok_or(Declined("an unreadable eh_frame_ptr"))?;
+    if eh_ptr != eh_addr {
+        return Err(Declined(".eh_frame_hdr describes another .eh_frame"));
+    }
+    if count_enc == 0xff || table_enc == 0xff {
+        return Err(Declined("an .eh_frame_hdr without a search table"));
+    }
+    if table_enc != TABLE_ENC || count_enc & 0xf0 != 0 {
+        return Err(Declined("an .eh_frame_hdr table in an unusual encoding"));
+    }
+    let (count, count_len) = read_encoded(hdr, 4 + ptr_len, count_enc, hdr_addr)
+        .ok_or(Declined("an unreadable fde_count"))?;
+    let table_at = 4 + ptr_len + count_len;
+    let fde_count = usize::try_from(count).map_err(|_| Declined("a huge fde_count"))?;
+    let table_len = fde_count
+        .checked_mul(ENTRY_SIZE)
+        .filter(|&n| table_at.checked_add(n).is_some_and(|end| end <= hdr.len()))
+        .ok_or(Declined("the hdr table runs past its section"))?;
+    Ok((table_at, fde_count, table_len))
+}
+
 impl EhFrameUnwind {
     /// Reads the headers of `binary` (the module's binary file) and of `extra` (its
     /// separate debug files: the same inputs as [`build_from_elf`]), or declines when the
@@ -154,49 +245,7 @@ impl EhFrameUnwind {
     fn new(binary: FileBytes, extra: &[FileBytes]) -> Result<EhFrameUnwind, Declined> {
         let data: &[u8] = (*binary).as_ref();
         let file = object::File::parse(data).map_err(|_| Declined("not an object file"))?;
-        if file.format() != object::BinaryFormat::Elf {
-            return Err(Declined("not ELF"));
-        }
-        if !file.is_little_endian() {
-            return Err(Declined("big-endian"));
-        }
-        let arch = match binary::arch_of(&file) {
-            Some(a @ (Arch::X86_64 | Arch::Aarch64)) => a,
-            _ => return Err(Declined("an architecture other than x86_64 and aarch64")),
-        };
-        if !file.is_64() {
-            return Err(Declined("a 32-bit ELF"));
-        }
-        if has_debug_frame(&file) {
-            return Err(Declined("the binary has a .debug_frame"));
-        }
-        let sframe_section = file
-            .section_by_name(".sframe")
-            .and_then(|s| s.data().ok())
-            .is_some_and(|d| !d.is_empty());
-        if sframe_section {
-            return Err(Declined("the binary has SFrame data"));
-        }
-        // a PT_GNU_SFRAME segment without a section header: whatever the build reads
-        let mut probe = TableWriter::new(arch);
-        sframe::add_elf_sframe(&mut probe, &file, data);
-        if probe.ranges_added() > 0 || probe.sources_noted() != 0 {
-            return Err(Declined("the binary has SFrame data"));
-        }
-        for e in extra {
-            let Ok(f) = object::File::parse((**e).as_ref()) else {
-                continue;
-            };
-            if binary::arch_of(&f) != Some(arch) {
-                continue;
-            }
-            if !f.is_little_endian() {
-                return Err(Declined("a big-endian debug file"));
-            }
-            if has_debug_frame(&f) {
-                return Err(Declined("a debug file has a .debug_frame"));
-            }
-        }
+        let arch = whole_build_agrees(&file, data, extra)?;
         let eh = file
             .section_by_name(".eh_frame")
             .ok_or(Declined("no .eh_frame"))?;
@@ -212,32 +261,7 @@ impl EhFrameUnwind {
             .get(hdr_range.clone())
             .ok_or(Declined("a truncated .eh_frame_hdr"))?;
         let hdr_addr = hdr_sec.address();
-        let (version, ptr_enc, count_enc, table_enc) = match hdr {
-            [v, p, c, t, ..] => (*v, *p, *c, *t),
-            _ => return Err(Declined("a truncated .eh_frame_hdr")),
-        };
-        if version != 1 {
-            return Err(Declined("an .eh_frame_hdr version other than 1"));
-        }
-        let (eh_ptr, ptr_len) = read_encoded(hdr, 4, ptr_enc, hdr_addr)
-            .ok_or(Declined("an unreadable eh_frame_ptr"))?;
-        if eh_ptr != eh.address() {
-            return Err(Declined(".eh_frame_hdr describes another .eh_frame"));
-        }
-        if count_enc == 0xff || table_enc == 0xff {
-            return Err(Declined("an .eh_frame_hdr without a search table"));
-        }
-        if table_enc != TABLE_ENC || count_enc & 0xf0 != 0 {
-            return Err(Declined("an .eh_frame_hdr table in an unusual encoding"));
-        }
-        let (count, count_len) = read_encoded(hdr, 4 + ptr_len, count_enc, hdr_addr)
-            .ok_or(Declined("an unreadable fde_count"))?;
-        let table_at = 4 + ptr_len + count_len;
-        let fde_count = usize::try_from(count).map_err(|_| Declined("a huge fde_count"))?;
-        let table_len = fde_count
-            .checked_mul(ENTRY_SIZE)
-            .filter(|&n| table_at.checked_add(n).is_some_and(|end| end <= hdr.len()))
-            .ok_or(Declined("the hdr table runs past its section"))?;
+        let (table_at, fde_count, table_len) = search_table(hdr, hdr_addr, eh.address())?;
         let table_start = hdr_range.start + table_at;
         Ok(EhFrameUnwind {
             arch,

@@ -113,35 +113,70 @@ const HEAD_BYTES: usize = 64;
 /// The dump format, from the magic bytes and header completeness: `b` is the start of
 /// the dump (up to [`HEAD_BYTES`]), `len` its whole size.
 fn check_head(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
-    let truncated = |what: &str| ApiError::Unprocessable {
-        code: "truncated-dump",
-        detail: format!("the dump is truncated: {what} (received {len} bytes)"),
-    };
-    let u16_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 2] = b.get(o..o + 2)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u16::from_le_bytes(s)
-        } else {
-            u16::from_be_bytes(s)
-        }))
-    };
-    let u32_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 4] = b.get(o..o + 4)?.try_into().ok()?;
-        Some(u64::from(if le {
-            u32::from_le_bytes(s)
-        } else {
-            u32::from_be_bytes(s)
-        }))
-    };
-    let u64_at = |o: usize, le: bool| -> Option<u64> {
-        let s: [u8; 8] = b.get(o..o + 8)?.try_into().ok()?;
-        Some(if le {
-            u64::from_le_bytes(s)
-        } else {
-            u64::from_be_bytes(s)
-        })
-    };
+    let head = Head { b, len };
     if b.starts_with(b"\x7fELF") {
+        head.elf_core()
+    } else if b.starts_with(b"MDMP") {
+        head.minidump()
+    } else if len == 0 {
+        Err(ApiError::Unprocessable {
+            code: "not-a-dump",
+            detail: "the upload is empty".into(),
+        })
+    } else {
+        Err(ApiError::Unprocessable {
+            code: "not-a-dump",
+            detail: "not a crash dump: the file starts with neither an ELF nor a minidump magic"
+                .into(),
+        })
+    }
+}
+
+/// A dump's first bytes (`b`, up to [`HEAD_BYTES`]) and its whole size.
+struct Head<'a> {
+    b: &'a [u8],
+    len: u64,
+}
+
+impl Head<'_> {
+    fn truncated(&self, what: &str) -> ApiError {
+        ApiError::Unprocessable {
+            code: "truncated-dump",
+            detail: format!(
+                "the dump is truncated: {what} (received {} bytes)",
+                self.len
+            ),
+        }
+    }
+
+    /// The `N`-byte unsigned integer at `o`, little- or big-endian.
+    fn uint<const N: usize>(&self, o: usize, le: bool) -> Option<u64> {
+        let s: [u8; N] = self.b.get(o..o.checked_add(N)?)?.try_into().ok()?;
+        let mut bytes = [0u8; 8];
+        if le {
+            bytes[..N].copy_from_slice(&s);
+            Some(u64::from_le_bytes(bytes))
+        } else {
+            bytes[8 - N..].copy_from_slice(&s);
+            Some(u64::from_be_bytes(bytes))
+        }
+    }
+
+    fn u16_at(&self, o: usize, le: bool) -> Option<u64> {
+        self.uint::<2>(o, le)
+    }
+
+    fn u32_at(&self, o: usize, le: bool) -> Option<u64> {
+        self.uint::<4>(o, le)
+    }
+
+    fn u64_at(&self, o: usize, le: bool) -> Option<u64> {
+        self.uint::<8>(o, le)
+    }
+
+    /// An ELF core's header and program header table: complete, and of a core.
+    fn elf_core(&self) -> Result<&'static str, ApiError> {
+        let (b, len) = (self.b, self.len);
         let is64 = match b.get(4) {
             Some(2) => true,
             Some(1) => false,
@@ -151,33 +186,41 @@ fn check_head(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
                     detail: "not a crash dump: unknown ELF class".into(),
                 })
             }
-            None => return Err(truncated("the ELF header is incomplete")),
+            None => return Err(self.truncated("the ELF header is incomplete")),
         };
         let le = b.get(5) != Some(&2);
         let header_len = if is64 { 64 } else { 52 };
         if len < header_len {
-            return Err(truncated("the ELF header is incomplete"));
+            return Err(self.truncated("the ELF header is incomplete"));
         }
-        let e_type = u16_at(16, le).ok_or_else(|| truncated("the ELF header is incomplete"))?;
+        let e_type = self
+            .u16_at(16, le)
+            .ok_or_else(|| self.truncated("the ELF header is incomplete"))?;
         if e_type != 4 {
             return Err(ApiError::Unprocessable {
-                code: "not-a-core",
-                detail: format!("this ELF file is not a core dump (e_type {e_type}: an executable or library?); binaries go to /api/v1/binaries"),
-            });
+            code: "not-a-core",
+            detail: format!("this ELF file is not a core dump (e_type {e_type}: an executable or library?); binaries go to /api/v1/binaries"),
+        });
         }
         let (phoff, entsize, num) = if is64 {
-            (u64_at(32, le), u16_at(54, le), u16_at(56, le))
+            (
+                self.u64_at(32, le),
+                self.u16_at(54, le),
+                self.u16_at(56, le),
+            )
         } else {
-            (u32_at(28, le), u16_at(42, le), u16_at(44, le))
+            (
+                self.u32_at(28, le),
+                self.u16_at(42, le),
+                self.u16_at(44, le),
+            )
         };
         let end = match (phoff, entsize, num) {
             (Some(o), Some(e), Some(n)) => e.checked_mul(n).and_then(|x| x.checked_add(o)),
             _ => None,
         };
         if end.is_none_or(|end| end > len) || num == Some(0) {
-            return Err(truncated(
-                "the program headers run past the end of the file",
-            ));
+            return Err(self.truncated("the program headers run past the end of the file"));
         }
         // The reader's first check: entries of another size cannot be program headers.
         let want = if is64 { 56 } else { 32 };
@@ -188,11 +231,18 @@ fn check_head(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
             )));
         }
         Ok("elf-core")
-    } else if b.starts_with(b"MDMP") {
-        let (Some(version), Some(count), Some(rva)) =
-            (u32_at(4, true), u32_at(8, true), u32_at(12, true))
-        else {
-            return Err(truncated("the minidump header is incomplete"));
+    }
+
+    /// A minidump's header and stream directory: a known version, a sane stream count,
+    /// the directory within the file.
+    fn minidump(&self) -> Result<&'static str, ApiError> {
+        let len = self.len;
+        let (Some(version), Some(count), Some(rva)) = (
+            self.u32_at(4, true),
+            self.u32_at(8, true),
+            self.u32_at(12, true),
+        ) else {
+            return Err(self.truncated("the minidump header is incomplete"));
         };
         if version & 0xffff != MINIDUMP_VERSION {
             return Err(malformed(format!(
@@ -206,7 +256,7 @@ fn check_head(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
         if count > MAX_STREAMS {
             return Err(malformed(format!(
                 "the minidump lists {count} streams (writers list a few dozen; at most \
-                 {MAX_STREAMS} are accepted)"
+             {MAX_STREAMS} are accepted)"
             )));
         }
         if count
@@ -214,21 +264,8 @@ fn check_head(b: &[u8], len: u64) -> Result<&'static str, ApiError> {
             .and_then(|x| x.checked_add(rva))
             .is_none_or(|end| end > len)
         {
-            return Err(truncated(
-                "the stream directory runs past the end of the file",
-            ));
+            return Err(self.truncated("the stream directory runs past the end of the file"));
         }
         Ok("minidump")
-    } else if len == 0 {
-        Err(ApiError::Unprocessable {
-            code: "not-a-dump",
-            detail: "the upload is empty".into(),
-        })
-    } else {
-        Err(ApiError::Unprocessable {
-            code: "not-a-dump",
-            detail: "not a crash dump: the file starts with neither an ELF nor a minidump magic"
-                .into(),
-        })
     }
 }

@@ -142,26 +142,7 @@ pub(super) fn message(
     // (a vtable's methods, a Location's file) are known from the file's relocations
     // (read once, and only then: a core holds the relocated words)
     let relocated = std::cell::OnceCell::new();
-    let sp = |f: &report::Frame| f.sp.as_deref().and_then(report::parse_hex);
-    let low = thread
-        .frames
-        .first()
-        .and_then(sp)
-        .ok_or(NoMessage::NoStack)?;
-    let high = sp(site)
-        .filter(|&h| h > low)
-        .ok_or(NoMessage::NoStack)?
-        .min(low.saturating_add(PAYLOAD_SEARCH));
-    let len = usize::try_from(high - low).map_err(|_| NoMessage::NoStack)?;
-    let stack = dump
-        .memory
-        .read_bytes(low, len)
-        .or_else(|| dump.memory.read_to_range_end(low))
-        .ok_or(NoMessage::NoStack)?;
-    let words: Vec<u64> = stack
-        .chunks_exact(8)
-        .filter_map(|w| Some(u64::from_le_bytes(w.try_into().ok()?)))
-        .collect();
+    let words = stack_words(dump, thread, site)?;
     let word = |addr: u64| {
         let loaded_word = || {
             let rel = addr
@@ -187,34 +168,10 @@ pub(super) fn message(
         if dump.module_index_for(vtable).is_none() {
             continue;
         }
-        let method = vtable.checked_add(TYPE_ID_SLOT).and_then(word);
-        let size = vtable.checked_add(8).and_then(word);
-        let text = if size == Some(STR_SIZE) && method.is_some() && method == str_id {
-            // &str: (pointer, length)
-            match (word(data), data.checked_add(8).and_then(word)) {
-                (Some(p), Some(n)) => Some(text_at(dump, loaded, p, n)),
-                _ => continue,
-            }
-        } else if size == Some(STRING_SIZE) && method.is_some() && method == string_id {
-            // String (a Vec<u8>): its capacity, pointer and length, in the order rustc
-            // chose; the pointer is the word that points to memory, the length the
-            // smaller of the others (never above the capacity)
-            let fields: Vec<u64> = (0..3u64)
-                .filter_map(|i| data.checked_add(8 * i).and_then(word))
-                .collect();
-            let &[a, b, c] = fields.as_slice() else {
-                continue;
-            };
-            let readable = |p: u64| p >= 0x1000 && read_image(dump, loaded, p, 1).is_some();
-            // none readable: the heap the String points to is not in the dump
-            [(a, b, c), (b, a, c), (c, a, b)]
-                .into_iter()
-                .find(|&(p, _, _)| readable(p))
-                .map(|(p, x, y)| text_at(dump, loaded, p, x.min(y)))
-        } else {
+        let ids = (str_id, string_id);
+        let Some(text) = payload_text(dump, loaded, &word, data, vtable, ids) else {
             continue;
         };
-        let text = text.flatten();
         if location.is_none() {
             // `PanicHookInfo { payload, location, … }`: the `&Location` is next to the
             // payload's fat pointer, after it as rustc lays the struct out now
@@ -236,6 +193,76 @@ pub(super) fn message(
         _ => Err(NoMessage::Ambiguous),
     };
     Ok(Hooked { message, location })
+}
+
+/// The words of the crashed thread's stack from its innermost frame up to the panicking
+/// frame `site` (at most [`PAYLOAD_SEARCH`] bytes), where the hook's payload lies.
+fn stack_words(
+    dump: &Dump<'_>,
+    thread: &report::Thread,
+    site: &report::Frame,
+) -> Result<Vec<u64>, NoMessage> {
+    let sp = |f: &report::Frame| f.sp.as_deref().and_then(report::parse_hex);
+    let low = thread
+        .frames
+        .first()
+        .and_then(sp)
+        .ok_or(NoMessage::NoStack)?;
+    let high = sp(site)
+        .filter(|&h| h > low)
+        .ok_or(NoMessage::NoStack)?
+        .min(low.saturating_add(PAYLOAD_SEARCH));
+    let len = usize::try_from(high - low).map_err(|_| NoMessage::NoStack)?;
+    let stack = dump
+        .memory
+        .read_bytes(low, len)
+        .or_else(|| dump.memory.read_to_range_end(low))
+        .ok_or(NoMessage::NoStack)?;
+    Ok(stack
+        .chunks_exact(8)
+        .filter_map(|w| Some(u64::from_le_bytes(w.try_into().ok()?)))
+        .collect())
+}
+
+/// The text of a panic payload whose fat pointer is (`data`, `vtable`): `None` when the
+/// pair is no `&str` or `String` payload (by the vtable's type id method, `ids`: those of
+/// `&str` and `String`), `Some(None)` when it is one whose text the dump does not hold.
+fn payload_text(
+    dump: &Dump<'_>,
+    loaded: &[Loaded],
+    word: &dyn Fn(u64) -> Option<u64>,
+    data: u64,
+    vtable: u64,
+    (str_id, string_id): (Option<u64>, Option<u64>),
+) -> Option<Option<String>> {
+    let method = vtable.checked_add(TYPE_ID_SLOT).and_then(word);
+    let size = vtable.checked_add(8).and_then(word);
+    let text = if size == Some(STR_SIZE) && method.is_some() && method == str_id {
+        // &str: (pointer, length)
+        match (word(data), data.checked_add(8).and_then(word)) {
+            (Some(p), Some(n)) => Some(text_at(dump, loaded, p, n)),
+            _ => return None,
+        }
+    } else if size == Some(STRING_SIZE) && method.is_some() && method == string_id {
+        // String (a Vec<u8>): its capacity, pointer and length, in the order rustc
+        // chose; the pointer is the word that points to memory, the length the
+        // smaller of the others (never above the capacity)
+        let fields: Vec<u64> = (0..3u64)
+            .filter_map(|i| data.checked_add(8 * i).and_then(word))
+            .collect();
+        let &[a, b, c] = fields.as_slice() else {
+            return None;
+        };
+        let readable = |p: u64| p >= 0x1000 && read_image(dump, loaded, p, 1).is_some();
+        // none readable: the heap the String points to is not in the dump
+        [(a, b, c), (b, a, c), (c, a, b)]
+            .into_iter()
+            .find(|&(p, _, _)| readable(p))
+            .map(|(p, x, y)| text_at(dump, loaded, p, x.min(y)))
+    } else {
+        return None;
+    };
+    Some(text.flatten())
 }
 
 /// `core::panic::Location` at `addr` (its file as a `&str`, then line and column, read

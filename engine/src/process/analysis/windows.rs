@@ -54,41 +54,7 @@ pub(super) fn analyse(
 ) -> Option<Analysis> {
     evidence.insert("exception".to_string(), e.name.clone());
     match e.code {
-        ACCESS_VIOLATION => {
-            let way = access_of(e);
-            // Executing at the pc failed: it is not code, even where the dump holds memory
-            // there (dbghelp writes the bytes around the exception's address, mapped or
-            // not); in an image it is the image's data.
-            let code = match way {
-                Some(Way::Execute) => {
-                    evidence.insert("access".to_string(), Way::Execute.as_str().to_string());
-                    image_of(c.dump, c.pc).is_some()
-                }
-                _ => in_code(c.dump, c.pc),
-            };
-            if let Some(a) = branch_fault(c, code, &mut evidence) {
-                return Some(a);
-            }
-            // A non-canonical address faults as a general-protection fault, which Windows
-            // reports as a read at 0xffffffffffffffff.
-            let general_protection = c.dump.arch == dump::Arch::X86_64 && address == Some(u64::MAX);
-            let mapped = match address {
-                // an image is mapped whole, and what the dump holds was mapped: the page
-                // was there but did not allow the access
-                Some(a) if image_of(c.dump, a).is_some() || c.dump.memory.contains(a) => {
-                    Mapped::Denied
-                }
-                Some(_) => Mapped::No,
-                None => Mapped::Unknown,
-            };
-            let fault = MemoryFault {
-                address,
-                way,
-                mapped,
-                general_protection,
-            };
-            memory_fault(c, &fault, evidence)
-        }
+        ACCESS_VIOLATION => access_violation(c, e, address, evidence),
         STACK_OVERFLOW => stack_overflow(c, None, evidence),
         INT_DIVIDE_BY_ZERO => divide_by_zero(c, evidence),
         ILLEGAL_INSTRUCTION | PRIVILEGED_INSTRUCTION => {
@@ -109,30 +75,7 @@ pub(super) fn analyse(
                 evidence,
             )
         }
-        STACK_BUFFER_OVERRUN => {
-            let at = raiser(c, &mut evidence);
-            let summary = match e.parameters.first().copied() {
-                Some(code) => {
-                    let name = fast_fail_name(code);
-                    evidence.insert("fast_fail_code".to_string(), code.to_string());
-                    if let Some(n) = name {
-                        evidence.insert("fast_fail".to_string(), n.to_string());
-                    }
-                    let what = name.map_or_else(|| format!("{code:#x}"), str::to_string);
-                    let mut s = format!("a fast fail, __fastfail({what}), in {at}");
-                    if let Some(m) = fast_fail_meaning(code) {
-                        s.push_str(": ");
-                        s.push_str(m);
-                    }
-                    s
-                }
-                None => format!(
-                    "a fast fail (__fastfail, STATUS_STACK_BUFFER_OVERRUN) in {at}, its code \
-                     not recorded: the program found its own state corrupt and ended at once"
-                ),
-            };
-            found(FAST_FAIL_KIND, summary, evidence)
-        }
+        STACK_BUFFER_OVERRUN => fast_fail(c, e, evidence),
         HEAP_CORRUPTION => {
             let at = raiser(c, &mut evidence);
             found(
@@ -145,52 +88,130 @@ pub(super) fn analyse(
                 evidence,
             )
         }
-        MSVC_CXX_EXCEPTION => {
-            let at = raiser(c, &mut evidence);
-            let read = |addr, len| crate::tables::read_image(c.dump, c.loaded, addr, len);
-            let what = match msvc_throw::read_throw(&e.parameters, read) {
-                Ok(t) => {
-                    let thrown = t.catchable.first().map(|d| {
-                        evidence.insert("exception_type_decorated".to_string(), d.clone());
-                        msvc_throw::undecorate_type(d).unwrap_or_else(|| d.clone())
-                    });
-                    if let Some(w) = std_exception_what(c, &t) {
-                        evidence.insert("what".to_string(), w);
-                    }
-                    match thrown {
-                        Some(ty) => {
-                            evidence.insert("exception_type".to_string(), ty.clone());
-                            match evidence.get("what") {
-                                Some(w) => format!(" {ty}({w:?})"),
-                                None => format!(" {ty}"),
-                            }
-                        }
-                        None => String::new(),
-                    }
-                }
-                Err(err) => {
-                    evidence.insert("exception_type_unread".to_string(), err.to_string());
-                    String::new()
-                }
-            };
-            let summary = if what.is_empty() {
-                format!(
-                    "an unhandled C++ exception (MSVC, 0xE06D7363) thrown in {at}: no handler \
-                     took it; its type could not be read ({})",
-                    evidence
-                        .get("exception_type_unread")
-                        .map_or("no ThrowInfo", String::as_str)
-                )
-            } else {
-                format!(
-                    "an unhandled C++ exception{what} thrown in {at} (MSVC, 0xE06D7363): no \
-                     handler took it"
-                )
-            };
-            found(CXX_EXCEPTION_KIND, summary, evidence)
-        }
+        MSVC_CXX_EXCEPTION => cxx_exception(c, e, evidence),
         _ => None,
     }
+}
+
+/// An access violation: a branch to a bad target, else a memory fault at `address`.
+fn access_violation(
+    c: &Crashed<'_, '_>,
+    e: &ExceptionInfo,
+    address: Option<u64>,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let way = access_of(e);
+    // Executing at the pc failed: it is not code, even where the dump holds memory
+    // there (dbghelp writes the bytes around the exception's address, mapped or
+    // not); in an image it is the image's data.
+    let code = match way {
+        Some(Way::Execute) => {
+            evidence.insert("access".to_string(), Way::Execute.as_str().to_string());
+            image_of(c.dump, c.pc).is_some()
+        }
+        _ => in_code(c.dump, c.pc),
+    };
+    if let Some(a) = branch_fault(c, code, &mut evidence) {
+        return Some(a);
+    }
+    // A non-canonical address faults as a general-protection fault, which Windows
+    // reports as a read at 0xffffffffffffffff.
+    let general_protection = c.dump.arch == dump::Arch::X86_64 && address == Some(u64::MAX);
+    let mapped = match address {
+        // an image is mapped whole, and what the dump holds was mapped: the page
+        // was there but did not allow the access
+        Some(a) if image_of(c.dump, a).is_some() || c.dump.memory.contains(a) => Mapped::Denied,
+        Some(_) => Mapped::No,
+        None => Mapped::Unknown,
+    };
+    let fault = MemoryFault {
+        address,
+        way,
+        mapped,
+        general_protection,
+    };
+    memory_fault(c, &fault, evidence)
+}
+
+/// `__fastfail` (`STATUS_STACK_BUFFER_OVERRUN`), with its code's name and meaning.
+fn fast_fail(
+    c: &Crashed<'_, '_>,
+    e: &ExceptionInfo,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let at = raiser(c, &mut evidence);
+    let summary = match e.parameters.first().copied() {
+        Some(code) => {
+            let name = fast_fail_name(code);
+            evidence.insert("fast_fail_code".to_string(), code.to_string());
+            if let Some(n) = name {
+                evidence.insert("fast_fail".to_string(), n.to_string());
+            }
+            let what = name.map_or_else(|| format!("{code:#x}"), str::to_string);
+            let mut s = format!("a fast fail, __fastfail({what}), in {at}");
+            if let Some(m) = fast_fail_meaning(code) {
+                s.push_str(": ");
+                s.push_str(m);
+            }
+            s
+        }
+        None => format!(
+            "a fast fail (__fastfail, STATUS_STACK_BUFFER_OVERRUN) in {at}, its code \
+             not recorded: the program found its own state corrupt and ended at once"
+        ),
+    };
+    found(FAST_FAIL_KIND, summary, evidence)
+}
+
+/// An unhandled MSVC C++ exception (`0xE06D7363`): the thrown type and `what()` when the
+/// dump holds them.
+fn cxx_exception(
+    c: &Crashed<'_, '_>,
+    e: &ExceptionInfo,
+    mut evidence: BTreeMap<String, String>,
+) -> Option<Analysis> {
+    let at = raiser(c, &mut evidence);
+    let read = |addr, len| crate::tables::read_image(c.dump, c.loaded, addr, len);
+    let what = match msvc_throw::read_throw(&e.parameters, read) {
+        Ok(t) => {
+            let thrown = t.catchable.first().map(|d| {
+                evidence.insert("exception_type_decorated".to_string(), d.clone());
+                msvc_throw::undecorate_type(d).unwrap_or_else(|| d.clone())
+            });
+            if let Some(w) = std_exception_what(c, &t) {
+                evidence.insert("what".to_string(), w);
+            }
+            match thrown {
+                Some(ty) => {
+                    evidence.insert("exception_type".to_string(), ty.clone());
+                    match evidence.get("what") {
+                        Some(w) => format!(" {ty}({w:?})"),
+                        None => format!(" {ty}"),
+                    }
+                }
+                None => String::new(),
+            }
+        }
+        Err(err) => {
+            evidence.insert("exception_type_unread".to_string(), err.to_string());
+            String::new()
+        }
+    };
+    let summary = if what.is_empty() {
+        format!(
+            "an unhandled C++ exception (MSVC, 0xE06D7363) thrown in {at}: no handler \
+             took it; its type could not be read ({})",
+            evidence
+                .get("exception_type_unread")
+                .map_or("no ThrowInfo", String::as_str)
+        )
+    } else {
+        format!(
+            "an unhandled C++ exception{what} thrown in {at} (MSVC, 0xE06D7363): no \
+             handler took it"
+        )
+    };
+    found(CXX_EXCEPTION_KIND, summary, evidence)
 }
 
 /// The `what()` text of a thrown `std::exception` (or a class derived from it): MSVC's

@@ -193,84 +193,22 @@ impl ModuleReader<'_, '_, '_> {
             match data {
                 pdb2::SymbolData::Procedure(p) => {
                     stack.clear();
-                    let Some((start, end)) = self.range(p.offset, p.len) else {
-                        continue;
-                    };
-                    let name = self.c.string(&p.name.to_string());
-                    self.c.functions.push(RawFunction {
-                        start,
-                        end,
-                        name,
-                        source: SymbolSource::Pdb,
-                        input: 0,
-                    });
-                    let own = match &program {
-                        Some(program) => self.procedure_lines(program, p.offset, end),
-                        None => Vec::new(),
-                    };
-                    spans.extend_from_slice(&own);
-                    stack.push(Scope {
-                        end: p.end,
-                        spans: own,
-                        level: 0,
-                        proc_offset: p.offset,
-                    });
+                    if let Some(scope) = self.procedure(program.as_ref(), &p) {
+                        spans.extend_from_slice(&scope.spans);
+                        stack.push(scope);
+                    }
                 }
                 pdb2::SymbolData::InlineSite(site) => {
                     let Some(parent) = stack.last() else { continue };
                     if stack.len() > MAX_DEPTH {
                         continue;
                     }
-                    let depth = parent.level;
                     let Some(inlinee) = inlinees.get(&site.inlinee) else {
                         continue;
                     };
-                    let mut own = Vec::new();
-                    let mut lines = inlinee.lines(parent.proc_offset, &site);
-                    while let Ok(Some(l)) = lines.next() {
-                        let Some(len) = l.length else { continue };
-                        let Some((start, end)) = self.range(l.offset, len) else {
-                            continue;
-                        };
-                        let file = match &program {
-                            Some(program) => self.file(program, l.file_index),
-                            None => NONE,
-                        };
-                        own.push(Span {
-                            start,
-                            end,
-                            file,
-                            line: l.line_start,
-                            column: l.column_start.unwrap_or(0),
-                            level: depth + 1,
-                        });
-                    }
-                    own.sort_by_key(|s| s.start);
-                    if let Some(first) = own.first() {
-                        let call = at(&parent.spans, first.start);
-                        let name = self.names.inlinee(site.inlinee);
-                        let name = name.map_or(NONE, |n| self.c.string(&n));
-                        for (start, end) in merged(&own) {
-                            self.c.inlines.push((
-                                depth,
-                                InlineRecord {
-                                    start,
-                                    end,
-                                    name,
-                                    call_file: call.map_or(NONE, |s| s.file),
-                                    call_line: call.map_or(0, |s| s.line),
-                                    call_column: call.map_or(0, |s| s.column),
-                                },
-                            ));
-                        }
-                    }
-                    spans.extend_from_slice(&own);
-                    stack.push(Scope {
-                        end: site.end,
-                        spans: own,
-                        level: depth + 1,
-                        proc_offset: parent.proc_offset,
-                    });
+                    let scope = self.inline_site(program.as_ref(), inlinee, parent, &site);
+                    spans.extend_from_slice(&scope.spans);
+                    stack.push(scope);
                 }
                 _ => {}
             }
@@ -290,6 +228,91 @@ impl ModuleReader<'_, '_, '_> {
             });
         }
         Ok(())
+    }
+
+    /// A procedure's function and its own line rows, as the scope its inline sites nest in;
+    /// `None` for one outside the image.
+    fn procedure(
+        &mut self,
+        program: Option<&pdb2::LineProgram<'_>>,
+        p: &pdb2::ProcedureSymbol<'_>,
+    ) -> Option<Scope> {
+        let (start, end) = self.range(p.offset, p.len)?;
+        let name = self.c.string(&p.name.to_string());
+        self.c.functions.push(RawFunction {
+            start,
+            end,
+            name,
+            source: SymbolSource::Pdb,
+            input: 0,
+        });
+        let own = match program {
+            Some(program) => self.procedure_lines(program, p.offset, end),
+            None => Vec::new(),
+        };
+        Some(Scope {
+            end: p.end,
+            spans: own,
+            level: 0,
+            proc_offset: p.offset,
+        })
+    }
+
+    /// An inline site within `parent`: its line rows, and its inline records (the call's
+    /// file and line from the parent's rows), as the scope deeper sites nest in.
+    fn inline_site(
+        &mut self,
+        program: Option<&pdb2::LineProgram<'_>>,
+        inlinee: &pdb2::Inlinee<'_>,
+        parent: &Scope,
+        site: &pdb2::InlineSiteSymbol<'_>,
+    ) -> Scope {
+        let depth = parent.level;
+        let mut own = Vec::new();
+        let mut lines = inlinee.lines(parent.proc_offset, site);
+        while let Ok(Some(l)) = lines.next() {
+            let Some(len) = l.length else { continue };
+            let Some((start, end)) = self.range(l.offset, len) else {
+                continue;
+            };
+            let file = match program {
+                Some(program) => self.file(program, l.file_index),
+                None => NONE,
+            };
+            own.push(Span {
+                start,
+                end,
+                file,
+                line: l.line_start,
+                column: l.column_start.unwrap_or(0),
+                level: depth + 1,
+            });
+        }
+        own.sort_by_key(|s| s.start);
+        if let Some(first) = own.first() {
+            let call = at(&parent.spans, first.start);
+            let name = self.names.inlinee(site.inlinee);
+            let name = name.map_or(NONE, |n| self.c.string(&n));
+            for (start, end) in merged(&own) {
+                self.c.inlines.push((
+                    depth,
+                    InlineRecord {
+                        start,
+                        end,
+                        name,
+                        call_file: call.map_or(NONE, |s| s.file),
+                        call_line: call.map_or(0, |s| s.line),
+                        call_column: call.map_or(0, |s| s.column),
+                    },
+                ));
+            }
+        }
+        Scope {
+            end: site.end,
+            spans: own,
+            level: depth + 1,
+            proc_offset: parent.proc_offset,
+        }
     }
 
     /// The table range of `len` bytes at a section offset.
