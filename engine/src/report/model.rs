@@ -387,6 +387,7 @@ impl strum::VariantArray for ModuleUnwind {
         ModuleUnwind::Rules(UnwindSource::Breakpad),
         ModuleUnwind::Rules(UnwindSource::Pdata),
         ModuleUnwind::Rules(UnwindSource::PdbFrameData),
+        ModuleUnwind::Rules(UnwindSource::PeArm64),
         ModuleUnwind::DumpMemory,
     ];
 }

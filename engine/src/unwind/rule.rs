@@ -176,6 +176,8 @@ pub enum UnwindSource {
     Pdata = 6,
     /// A Windows x86 PDB's FPO and FrameData streams (the rules `STACK WIN` records hold).
     PdbFrameData = 7,
+    /// A Windows ARM64 image's `.pdata` (packed unwind data) and `.xdata`.
+    PeArm64 = 8,
 }
 
 crate::names::serde_by_name!(UnwindSource);
@@ -191,6 +193,7 @@ impl UnwindSource {
             UnwindSource::Breakpad => "breakpad",
             UnwindSource::Pdata => "pdata",
             UnwindSource::PdbFrameData => "pdb_frame_data",
+            UnwindSource::PeArm64 => "pe_arm64",
         }
     }
     pub fn from_u8(b: u8) -> Option<Self> {
@@ -202,6 +205,7 @@ impl UnwindSource {
             5 => UnwindSource::Breakpad,
             6 => UnwindSource::Pdata,
             7 => UnwindSource::PdbFrameData,
+            8 => UnwindSource::PeArm64,
             _ => return None,
         })
     }
