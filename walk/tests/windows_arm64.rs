@@ -20,7 +20,9 @@
 //!   `ext` (a leaf: no `.pdata`, its return address in lr), each caller's frame below
 //!   the return address after its `bl` (`llvm-objdump -d` gives the calls), and the walk
 //!   from our table (no frame-pointer chain, no scanning) gives exactly those frames, pc
-//!   and sp, with `unwind_source` `pe_arm64`.
+//!   and sp, with `unwind_source` `pe_arm64`; and so does `postmortem-walk` on a
+//!   Windows ARM64 minidump of that stack (a `CONTEXT_ARM64`, the image named by its file
+//!   name and code id, found under `--symbols`).
 //!
 //! Needs clang, lld-link, llvm-readobj and llvm-objdump (what `test.sh` installs): a
 //! machine without them fails here, with a message saying which.
@@ -525,6 +527,112 @@ fn check(name: &str, flags: &[&str]) {
     let (stack, regs, want) = lay_out(&refs, &calls, ext);
     assert!(want.len() >= 7, "{want:x?}");
     assert_eq!(walk(&built.bytes, &stack, &regs), want);
+    dump_walk_equals(&exe, &image, &stack, &regs, &want);
+}
+
+/// A Windows ARM64 minidump of one thread: `SystemInfo` (ARM64, Windows NT),
+/// `ThreadList` (a `CONTEXT_ARM64` with its control and integer registers, the stack),
+/// `ModuleList` (the image at its base with its PE timestamp and size, no CodeView
+/// record) and `MemoryList` (the stack), as dbghelp lays them out.
+fn minidump(image: &[u8], module: &str, stack: &[u64], regs: &RegisterSet) -> Vec<u8> {
+    let pe_u32 = |at: usize| u32::from_le_bytes(image[at..at + 4].try_into().unwrap());
+    let pe = pe_u32(0x3c) as usize;
+    let (timestamp, size_of_image) = (pe_u32(pe + 8), pe_u32(pe + 24 + 56));
+    let mut d: Vec<u8> = vec![0; 32 + 4 * 12];
+    let put = |d: &mut Vec<u8>, bytes: &[u8]| -> (u32, u32) {
+        while !d.len().is_multiple_of(16) {
+            d.push(0);
+        }
+        let at = d.len();
+        d.extend_from_slice(bytes);
+        (
+            u32::try_from(bytes.len()).unwrap(),
+            u32::try_from(at).unwrap(),
+        )
+    };
+    let le = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|w| w.to_le_bytes()).collect() };
+    // CONTEXT_ARM64 (0x390 bytes): flags (arm64 | control | integer), cpsr, x0–x28, fp,
+    // lr, sp, pc, then the vector and debug registers
+    let mut ctx = le(&[0x0040_0003, 0]);
+    for r in 0..=32u16 {
+        ctx.extend(regs.get(r).unwrap_or(0).to_le_bytes());
+    }
+    ctx.resize(0x390, 0);
+    let ctx_loc = put(&mut d, &ctx);
+    let bytes: Vec<u8> = stack.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let stack_loc = put(&mut d, &bytes);
+    let units: Vec<u16> = module.encode_utf16().collect();
+    let mut name: Vec<u8> = (units.len() as u32 * 2).to_le_bytes().to_vec();
+    name.extend(units.iter().chain([&0]).flat_map(|u| u.to_le_bytes()));
+    let name_loc = put(&mut d, &name);
+    let stack_desc = |loc: (u32, u32)| {
+        let mut v = STACK_AT.to_le_bytes().to_vec();
+        v.extend(le(&[loc.0, loc.1]));
+        v
+    };
+    let mut threads = le(&[1, 0x1234, 0, 0, 0]);
+    threads.extend(0u64.to_le_bytes()); // teb
+    threads.extend(stack_desc(stack_loc));
+    threads.extend(le(&[ctx_loc.0, ctx_loc.1]));
+    let mut modules = le(&[1]);
+    modules.extend(IMAGE_BASE.to_le_bytes());
+    modules.extend(le(&[size_of_image, 0, timestamp, name_loc.1]));
+    modules.extend([0u8; 52]); // VS_FIXEDFILEINFO
+    modules.extend(le(&[0, 0, 0, 0])); // no CodeView record, no misc record
+    modules.extend([0u8; 16]);
+    let mut memory = le(&[1]);
+    memory.extend(stack_desc(stack_loc));
+    // ARM64 (12), level 8, revision 0, 1 CPU, workstation; Windows 10.0.22621, Win32 NT
+    let mut system = vec![12, 0, 8, 0, 0, 0, 1, 1];
+    system.extend(le(&[10, 0, 22621, 2, 0, 0]));
+    system.extend([0u8; 24]);
+    let streams = [(3u32, threads), (4, modules), (5, memory), (7, system)];
+    let mut dir = Vec::new();
+    for (kind, bytes) in streams {
+        let loc = put(&mut d, &bytes);
+        dir.extend(le(&[kind, loc.0, loc.1]));
+    }
+    d[32..32 + dir.len()].copy_from_slice(&dir);
+    let header = le(&[0x504d_444d, 0xa793, 4, 32, 0, 0, 0, 0]);
+    d[..32].copy_from_slice(&header);
+    d
+}
+
+/// `postmortem-walk` on a minidump of the laid-out stack gives the laid-out frames, every
+/// caller from the image's own unwind data.
+fn dump_walk_equals(
+    exe: &Path,
+    image: &[u8],
+    stack: &[u64],
+    regs: &RegisterSet,
+    want: &[(u64, u64)],
+) {
+    let dir = exe.parent().unwrap();
+    let module = exe.file_name().unwrap().to_str().unwrap();
+    let dump = dir.join("stack.dmp");
+    std::fs::write(&dump, minidump(image, module, stack, regs)).unwrap();
+    let out = run(Command::new(env!("CARGO_BIN_EXE_postmortem-walk"))
+        .arg(&dump)
+        .arg("--symbols")
+        .arg(dir)
+        .args(["--no-system-debug", "--format", "json"])
+        .env_remove("DEBUGINFOD_URLS"));
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let hex = |v: &serde_json::Value| {
+        v.as_str()
+            .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            .unwrap_or(0)
+    };
+    let frames = report["threads"][0]["frames"].as_array().unwrap();
+    let got: Vec<(u64, u64)> = frames
+        .iter()
+        .filter(|f| f["inlined"] != true)
+        .map(|f| (hex(&f["pc"]), hex(&f["sp"])))
+        .collect();
+    assert_eq!(got, want, "postmortem-walk: {report}");
+    for f in frames.iter().skip(1) {
+        assert_eq!(f["unwind_source"], "pe_arm64", "{f}");
+    }
 }
 
 #[test]
