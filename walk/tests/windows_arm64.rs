@@ -245,6 +245,9 @@ struct Reference {
     epilogues: Vec<(u64, Vec<Inst>)>,
     /// With the `E` bit: the byte index of the epilogue's first code.
     e_index: Option<usize>,
+    /// llvm-readobj prints `INVALID!` for the prologue (packed `RegI` 1 with `CR` 1: no
+    /// unwind code stores x19 and lr with a pre-decrement): nothing to compare against.
+    invalid: bool,
 }
 
 fn value(line: &str) -> &str {
@@ -294,7 +297,9 @@ fn references(exe: &Path) -> Vec<Reference> {
                     None => (0, l),
                 };
                 let r = cur.unwrap();
+                r.invalid |= inst.starts_with("INVALID");
                 match list {
+                    Some("pro") if r.invalid => {}
                     Some("pro") if inst != "end" => r.prologue.push((inst.to_string(), bytes)),
                     Some("epi") => packed_epilogue.push(parse_inst(inst)),
                     Some("scope") if inst == "end" => {}
@@ -381,7 +386,7 @@ fn decode_agrees(exe: &Path, table: &UnwindTable<'_>) -> Vec<Reference> {
     let refs = references(exe);
     assert!(refs.len() >= 6, "{refs:?}");
     let mut checked = 0;
-    for r in &refs {
+    for r in refs.iter().filter(|r| !r.invalid) {
         for offset in (0..r.length).step_by(4) {
             let Some(want) = reference_at(r, offset) else {
                 continue;
@@ -648,4 +653,63 @@ fn arm64_unwind_equals_llvm_readobj_frame_pointer() {
 #[test]
 fn arm64_unwind_equals_llvm_readobj_branch_protection() {
     check("pac", &["-O2", "-mbranch-protection=pac-ret+b-key"]);
+}
+
+/// Every packed form clang does not emit (each `RegF`, `RegI`, `H` and `CR` 0, 1, 3, small
+/// and large frames): an image whose `.pdata` holds one entry of each, over functions of
+/// 128 bytes, decodes as llvm-readobj prints it, at every instruction of each prologue and
+/// body.
+#[test]
+fn arm64_packed_forms_equal_llvm_readobj() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut text, mut pdata) = (
+        String::from(".text\n"),
+        String::from(".section .pdata,\"dr\"\n"),
+    );
+    let mut n = 0;
+    for reg_f in 0..8u32 {
+        for reg_i in 0..11u32 {
+            for h in 0..2u32 {
+                for cr in [0u32, 1, 3] {
+                    for frame in [1u32, 2, 5, 40, 300, 511] {
+                        let int = reg_i * 8 + if cr == 1 { 8 } else { 0 };
+                        let fp = if reg_f > 0 { reg_f * 8 + 8 } else { 0 };
+                        let save = (int + fp + 64 * h + 15) & !15;
+                        if frame * 16 < save + if cr == 3 { 16 } else { 0 } {
+                            continue;
+                        }
+                        let word = 1
+                            | (128 / 4) << 2
+                            | reg_f << 13
+                            | reg_i << 16
+                            | h << 20
+                            | cr << 21
+                            | frame << 23;
+                        text.push_str(&format!(".globl f{n}\nf{n}:\n  .space 128\n"));
+                        pdata.push_str(&format!("  .long f{n}@IMGREL\n  .long {word:#x}\n"));
+                        n += 1;
+                    }
+                }
+            }
+        }
+    }
+    let src = dir.path().join("packed.s");
+    std::fs::write(&src, text + &pdata).unwrap();
+    let obj = dir.path().join("packed.obj");
+    let target = "--target=aarch64-pc-windows-msvc";
+    run(Command::new("clang")
+        .args([target, "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj));
+    let exe = dir.path().join("packed.dll");
+    run(Command::new("lld-link")
+        .args(["/machine:arm64", "/dll", "/noentry", "/base:0x140000000"])
+        .arg(&obj)
+        .arg(format!("/out:{}", exe.display())));
+    let image = std::fs::read(&exe).unwrap();
+    let built = build_from_elf(&image, &[]).unwrap();
+    assert_eq!(built.stats.entries, n, "{:?}", built.stats);
+    let refs = decode_agrees(&exe, &UnwindTable::open(&built.bytes).unwrap());
+    assert_eq!(refs.len(), n);
 }

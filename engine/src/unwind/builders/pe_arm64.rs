@@ -382,9 +382,9 @@ fn canonical_prologue(data: u32) -> Result<Vec<(Op, bool)>, Arm64Error> {
     }
     // step 5: the locals, and x29/lr for a chained function
     let alloc = |exec: &mut Vec<(Op, bool)>| {
-        if local > 4088 {
-            exec.push((Op::Alloc(4088), false));
-            exec.push((Op::Alloc(local - 4088), false));
+        if local > 4080 {
+            exec.push((Op::Alloc(4080), false));
+            exec.push((Op::Alloc(local - 4080), false));
         } else if local > 0 {
             exec.push((Op::Alloc(local), false));
         }
