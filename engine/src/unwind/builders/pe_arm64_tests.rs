@@ -163,3 +163,54 @@ fn hostile_records_never_panic() {
         }
     }
 }
+
+#[test]
+fn end_c_runs_the_parent_prologue_first() {
+    // a fragment: its own `sub sp, sp, #16`, then `end_c` and the parent's phantom
+    // prologue `stp x29, lr, [sp, #-16]!` / `add x29, sp, #8` (stored last first)
+    let head: u32 = (32 / 4) | (2 << 27);
+    let mut image = head.to_le_bytes().to_vec();
+    image.extend_from_slice(&[0x01, 0xe5, 0xe2, 0x01, 0x81, 0xe4, 0xe4, 0xe4]);
+    let read = |rva: u32, len: usize| image.get(rva as usize..rva as usize + len);
+    let f = parse_xdata(&read, 0).unwrap();
+    assert_eq!(f.prologue.own.len(), 1);
+    assert_eq!(f.prologue.parent.len(), 2);
+    let rows = function_rows(0, &f).unwrap();
+    // at the fragment's first instruction the parent's frame is whole: x29 = sp + 8
+    assert_eq!(
+        summary(&rule_at(&rows, 0)),
+        (29, 8, Some(-8), vec![(29, -16)])
+    );
+    assert_eq!(
+        summary(&rule_at(&rows, 4)),
+        (29, 8, Some(-8), vec![(29, -16)])
+    );
+    // an epilogue scope at 24 running the parent's codes only after its own
+    let head: u32 = (32 / 4) | (1 << 22) | (2 << 27);
+    let scope: u32 = (24 / 4) | (4 << 22);
+    let mut image = head.to_le_bytes().to_vec();
+    image.extend_from_slice(&scope.to_le_bytes());
+    image.extend_from_slice(&[0x01, 0xe1, 0x81, 0xe4, 0x81, 0xe4, 0xe4, 0xe4]);
+    let read = |rva: u32, len: usize| image.get(rva as usize..rva as usize + len);
+    let rows = function_rows(0, &parse_xdata(&read, 0).unwrap()).unwrap();
+    // body: stp x29, lr, [sp, #-16]! / mov x29, sp / sub sp, sp, #16
+    assert_eq!(
+        summary(&rule_at(&rows, 12)),
+        (29, 16, Some(-8), vec![(29, -16)])
+    );
+    // the scope (index 4: ldp x29, lr, [sp], #16 / ret)
+    assert_eq!(
+        summary(&rule_at(&rows, 24)),
+        (31, 16, Some(-8), vec![(29, -16)])
+    );
+    assert_eq!(summary(&rule_at(&rows, 28)), (31, 0, None, vec![]));
+    // a scope starting inside a code is refused
+    let scope: u32 = (24 / 4) | (5 << 22);
+    image[4..8].copy_from_slice(&scope.to_le_bytes());
+    image[8..16].copy_from_slice(&[0x01, 0xe1, 0xe0, 0, 0, 1, 0xe4, 0xe4]);
+    let read = |rva: u32, len: usize| image.get(rva as usize..rva as usize + len);
+    assert!(matches!(
+        parse_xdata(&read, 0),
+        Err(Arm64Error::Inconsistent(_))
+    ));
+}
