@@ -28,6 +28,9 @@
 //! in lr, at a lower priority. Every read is bounded by the image; an entry whose data
 //! cannot be read or makes no sense is skipped and counted.
 
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
 use object::read::pe::ImageNtHeaders;
 use object::{pe, LittleEndian as LE};
 
@@ -211,8 +214,9 @@ fn sequence(codes: &[(usize, Code)], index: usize) -> Result<Sequence, Arm64Erro
 pub struct Function {
     pub length: u32,
     pub prologue: Sequence,
-    /// (offset of the first instruction from the function's start, sequence).
-    pub epilogues: Vec<(u32, Sequence)>,
+    /// (offset of the first instruction from the function's start, sequence); scopes
+    /// sharing a start index share their sequence.
+    pub epilogues: Vec<(u32, Rc<Sequence>)>,
 }
 
 /// Parses the `.xdata` record at `rva` of an image read by `read(rva, len)`.
@@ -251,12 +255,23 @@ pub fn parse_xdata<'a>(
         let seq = sequence(&codes, epilog_count as usize)?;
         let words = u32::try_from(seq.own.len() + 1).unwrap_or(u32::MAX);
         if let Some(start) = (length / 4).checked_sub(words) {
-            epilogues.push((start * 4, seq));
+            epilogues.push((start * 4, Rc::new(seq)));
         }
     } else {
-        for s in scopes.chunks_exact(4) {
+        // each distinct start index decoded once (at most the 1 020 code bytes), and no
+        // more scopes than the function has instructions, whatever the count claims
+        let mut decoded: BTreeMap<usize, Rc<Sequence>> = BTreeMap::new();
+        for s in scopes.chunks_exact(4).take((length / 4) as usize) {
             let s = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
-            let seq = sequence(&codes, (s >> 22) as usize)?;
+            let index = (s >> 22) as usize;
+            let seq = match decoded.get(&index) {
+                Some(seq) => Rc::clone(seq),
+                None => {
+                    let seq = Rc::new(sequence(&codes, index)?);
+                    decoded.insert(index, Rc::clone(&seq));
+                    seq
+                }
+            };
             epilogues.push(((s & 0x3ffff) * 4, seq));
         }
     }
@@ -287,10 +302,10 @@ pub fn unpack(data: u32) -> Result<Function, Arm64Error> {
         if let Some(start) = (length / 4).checked_sub(words) {
             epilogues.push((
                 start * 4,
-                Sequence {
+                Rc::new(Sequence {
                     own,
                     parent: Vec::new(),
-                },
+                }),
             ));
         }
         return Ok(Function {
@@ -517,6 +532,22 @@ fn state_at(seq: &Sequence, n: usize) -> Result<State, Arm64Error> {
     Ok(s)
 }
 
+/// The rule at each instruction `k` of an epilogue (0 to the `ret`): its codes from the
+/// `k`-th on still to undo, after the parent's prologue.
+fn epilogue_rules(seq: &Sequence) -> Result<Vec<RuleRecord>, Arm64Error> {
+    const BAD: Arm64Error = Arm64Error::Inconsistent("an offset beyond what a rule holds");
+    let mut s = State::default();
+    s.run(&seq.parent)?;
+    // the ret first (nothing left), then each code back to the first, in execution order
+    let mut rules = vec![s.rule().ok_or(BAD)?];
+    for op in seq.own.iter().rev() {
+        s.apply(*op)?;
+        rules.push(s.rule().ok_or(BAD)?);
+    }
+    rules.reverse();
+    Ok(rules)
+}
+
 /// The rows of one function starting at RVA `begin`: (start, end, rule), ascending and
 /// disjoint, covering `[begin, begin + length)`.
 pub fn function_rows(begin: u32, f: &Function) -> Result<Vec<(u32, u32, RuleRecord)>, Arm64Error> {
@@ -534,19 +565,21 @@ pub fn function_rows(begin: u32, f: &Function) -> Result<Vec<(u32, u32, RuleReco
         let rule = state_at(&f.prologue, n)?.rule().ok_or(BAD)?;
         special.push((begin + 4 * n as u32, rule));
     }
+    // scopes sharing a sequence share its rules: bounded work whatever the scope count
+    let mut decoded: BTreeMap<usize, Vec<RuleRecord>> = BTreeMap::new();
     for (start, seq) in &f.epilogues {
-        for k in 0..=seq.own.len() {
-            if special.len() > cap {
-                break;
-            }
+        if special.len() > cap {
+            break;
+        }
+        let key = Rc::as_ptr(seq) as usize;
+        if let std::collections::btree_map::Entry::Vacant(e) = decoded.entry(key) {
+            e.insert(epilogue_rules(seq)?);
+        }
+        for (k, rule) in decoded.get(&key).into_iter().flatten().enumerate() {
             let Some(at) = start.checked_add(4 * k as u32).filter(|a| *a < f.length) else {
                 break;
             };
-            let rest = seq.own.get(k..).unwrap_or_default();
-            let mut s = State::default();
-            s.run(&seq.parent)?;
-            s.run(rest)?;
-            special.push((begin + at, s.rule().ok_or(BAD)?));
+            special.push((begin + at, *rule));
         }
     }
     special.sort_by_key(|(a, _)| *a);

@@ -214,3 +214,26 @@ fn end_c_runs_the_parent_prologue_first() {
         Err(Arm64Error::Inconsistent(_))
     ));
 }
+
+#[test]
+fn the_largest_record_is_bounded_work() {
+    // a 1 MiB function claiming 65 535 epilogue scopes over 1 020 code bytes: each
+    // distinct sequence is replayed once, and rows stay within one per instruction
+    let head: u32 = 0x3ffff;
+    let ext: u32 = 0xffff | (0xff << 16);
+    let mut image = head.to_le_bytes().to_vec();
+    image.extend_from_slice(&ext.to_le_bytes());
+    for i in 0..0xffffu32 {
+        let scope = ((i * 4) & 0x3ffff) | ((i % 3) << 22);
+        image.extend_from_slice(&scope.to_le_bytes());
+    }
+    let mut codes = vec![0x01u8; 1019];
+    codes.push(0xe4);
+    image.extend_from_slice(&codes);
+    let read = |rva: u32, len: usize| image.get(rva as usize..rva as usize + len);
+    let f = parse_xdata(&read, 0).unwrap();
+    assert_eq!(f.epilogues.len(), 0xffff);
+    let rows = function_rows(0, &f).unwrap();
+    assert!(rows.len() <= 2 * (0x3ffff + 1), "{}", rows.len());
+    assert_eq!(rows.last().unwrap().1, 0x3ffff * 4);
+}
