@@ -386,9 +386,10 @@ fn canonical_prologue(data: u32) -> Result<Vec<(Op, bool)>, Arm64Error> {
             pre = 0;
         }
     }
-    // step 4: x0–x7 homed (nothing to undo but the stack the first store may claim)
+    // step 4: x0–x7 homed (nothing to undo but the stack the first store may claim: the
+    // epilogue has no homing stores, but it must give that stack back before its `ret`)
     for _ in 0..4 * h {
-        exec.push((save([0, 0], 0, 0, pre, true), true));
+        exec.push((save([0, 0], 0, 0, pre, true), pre == 0));
         pre = 0;
     }
     if pre != 0 {

@@ -237,3 +237,17 @@ fn the_largest_record_is_bounded_work() {
     assert!(rows.len() <= 2 * (0x3ffff + 1), "{}", rows.len());
     assert_eq!(rows.last().unwrap().1, 0x3ffff * 4);
 }
+
+#[test]
+fn packed_homed_parameters_alone() {
+    // H 1 and nothing else saved: stp x0, x1, [sp, #-64]! / three more stp / sub sp, sp,
+    // #48; the epilogue gives back all 112 bytes before its ret
+    let f = unpack(packed(64, 0, 0, 1, 0, 112)).unwrap();
+    let rows = function_rows(0, &f).unwrap();
+    assert_eq!(summary(&rule_at(&rows, 4)), (31, 64, None, vec![]));
+    assert_eq!(summary(&rule_at(&rows, 20)), (31, 112, None, vec![]));
+    // epilogue: add sp, sp, #48 / add sp, sp, #64 / ret at 52, 56, 60
+    assert_eq!(summary(&rule_at(&rows, 52)), (31, 112, None, vec![]));
+    assert_eq!(summary(&rule_at(&rows, 56)), (31, 64, None, vec![]));
+    assert_eq!(summary(&rule_at(&rows, 60)), (31, 0, None, vec![]));
+}
