@@ -388,6 +388,7 @@ impl strum::VariantArray for ModuleUnwind {
         ModuleUnwind::Rules(UnwindSource::Pdata),
         ModuleUnwind::Rules(UnwindSource::PdbFrameData),
         ModuleUnwind::Rules(UnwindSource::ArmExidx),
+        ModuleUnwind::Rules(UnwindSource::PeArm64),
         ModuleUnwind::DumpMemory,
     ];
 }

@@ -178,6 +178,8 @@ pub enum UnwindSource {
     PdbFrameData = 7,
     /// An arm binary's `.ARM.exidx`/`.ARM.extab` (EHABI) unwind tables.
     ArmExidx = 8,
+    /// A Windows ARM64 image's `.pdata` (packed unwind data) and `.xdata`.
+    PeArm64 = 9,
 }
 
 crate::names::serde_by_name!(UnwindSource);
@@ -194,6 +196,7 @@ impl UnwindSource {
             UnwindSource::Pdata => "pdata",
             UnwindSource::PdbFrameData => "pdb_frame_data",
             UnwindSource::ArmExidx => "arm_exidx",
+            UnwindSource::PeArm64 => "pe_arm64",
         }
     }
     pub fn from_u8(b: u8) -> Option<Self> {
@@ -206,6 +209,7 @@ impl UnwindSource {
             6 => UnwindSource::Pdata,
             7 => UnwindSource::PdbFrameData,
             8 => UnwindSource::ArmExidx,
+            9 => UnwindSource::PeArm64,
             _ => return None,
         })
     }

@@ -37,17 +37,24 @@ type R<'a> = EndianSlice<'a, LittleEndian>;
 /// `.sframe` (see [`super::sframe`]), an arm binary's also from its EHABI tables (see
 /// [`super::ehabi`]),
 /// plus the `.debug_frame` of any separate debug files in `extra` (same build-id); of a
-/// Mach-O binary also from `__unwind_info`; of a Windows x64 image from `.pdata` alone.
+/// Mach-O binary also from `__unwind_info`; of a Windows x64 or ARM64 image from `.pdata`
+/// (and `.xdata`) alone.
 pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, UnwindError> {
     let file = object::File::parse(data).map_err(|e| UnwindError::Object(e.to_string()))?;
     let arch = binary::arch_of(&file)
         .ok_or_else(|| UnwindError::UnsupportedArch(format!("{:?}", file.architecture())))?;
     let mut w = TableWriter::new(arch);
     let mut inputs = Vec::new();
-    // a Windows x64 image unwinds from its .pdata alone, as Windows and its debuggers do
-    // (mingw-w64 images also carry DWARF CFI: the same prologues, described twice)
-    if super::pe_x64::pdata_of(&file).is_some() {
-        super::pe_x64::add_pe_pdata(&mut w, &file);
+    // a Windows x64 or ARM64 image unwinds from its .pdata alone, as Windows and its
+    // debuggers do (mingw-w64 images also carry DWARF CFI: the same prologues, described
+    // twice)
+    let x64 = super::pe_x64::pdata_of(&file).is_some();
+    if x64 || super::pe_arm64::pdata_of(&file).is_some() {
+        if x64 {
+            super::pe_x64::add_pe_pdata(&mut w, &file);
+        } else {
+            super::pe_arm64::add_pe_pdata(&mut w, &file);
+        }
         if w.ranges_added() > 0 {
             inputs.push(0);
         }

@@ -10,6 +10,7 @@ pub mod compact_unwind;
 pub mod dwarf;
 pub mod ehabi;
 pub mod pdb_frame_data;
+pub mod pe_arm64;
 pub mod pe_x64;
 pub mod sframe;
 

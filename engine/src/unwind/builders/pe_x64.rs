@@ -735,12 +735,23 @@ pub fn add_pe_pdata(w: &mut TableWriter, file: &object::File<'_>) {
 
 /// `CFA = rsp + 8` over the executable sections' bytes outside `covered` (RVA ranges).
 fn add_leaf_rule(w: &mut TableWriter, file: &object::File<'_>, covered: &[(u32, u32)]) {
-    let base = file.relative_address_base();
     let leaf = RuleRecord::new(
         UnwindSource::Pdata,
         Slot::offset(RSP, 8),
         Slot::offset(0, -8),
     );
+    add_leaf_rows(w, file, covered, &leaf);
+}
+
+/// `leaf` at [`LEAF_PRIORITY`] over the executable sections' bytes outside `covered` (RVA
+/// ranges): the rule of a leaf function, which an image's exception directory omits.
+pub(crate) fn add_leaf_rows(
+    w: &mut TableWriter,
+    file: &object::File<'_>,
+    covered: &[(u32, u32)],
+    leaf: &RuleRecord,
+) {
+    let base = file.relative_address_base();
     let text: Vec<(u64, u64)> = file
         .sections()
         .filter(|s| s.kind() == SectionKind::Text)
@@ -767,7 +778,7 @@ fn add_leaf_rule(w: &mut TableWriter, file: &object::File<'_>, covered: &[(u32, 
                 break;
             }
             if b > at {
-                w.push(at, b, &leaf, LEAF_PRIORITY);
+                w.push(at, b, leaf, LEAF_PRIORITY);
             }
             at = e;
             if e > end {
@@ -776,7 +787,7 @@ fn add_leaf_rule(w: &mut TableWriter, file: &object::File<'_>, covered: &[(u32, 
             rest.next();
         }
         if at < end {
-            w.push(at, end, &leaf, LEAF_PRIORITY);
+            w.push(at, end, leaf, LEAF_PRIORITY);
         }
     }
 }
