@@ -169,7 +169,7 @@ section "postmortem-walk linked statically"
 # The walk-only binary ships linked statically (docker/Dockerfile, README): built so
 # here, it must give the same reports (the minidump test that runs postmortem-walk, again
 # with this build).
-cargo rustc -p postmortem-walk --bin postmortem-walk -- -C target-feature=+crt-static
+cargo rustc -p postmortem-cli --bin postmortem-walk -- -C target-feature=+crt-static
 static_dir="$(mktemp -d)"
 cp "${CARGO_TARGET_DIR:-target}/debug/postmortem-walk" "$static_dir/"
 if ldd "$static_dir/postmortem-walk" 2>&1 | grep -q '=>'; then
@@ -201,7 +201,7 @@ scripts/check-docs.sh
 section "Nothing reads outside the repository"
 # A user's clone has nothing beside it: every fixture and document lives in the repository.
 # Only .ci/run may point the corpus tests at the dumps other projects wrote, which are never
-# committed (walk/tests/corpus.rs reads them through POSTMORTEM_CORPUS, and says when skipped).
+# committed (cli/tests/corpus.rs reads them through POSTMORTEM_CORPUS, and says when skipped).
 if git grep -nE '\.\./(\.\./)*shared/' -- ':!*.lock' ':!test.sh' ':!.ci/run'; then
     echo "test.sh: the files above read a shared folder beside the clone, which a clone does not have" >&2
     exit 1
@@ -213,7 +213,7 @@ section "The engine stays pure"
 # the walk-only program, links the engine and a blocking HTTP client for debuginfod
 # (ureq): never an async runtime, database or object store.
 async_or_store='tokio|sqlx|object_store|hyper|axum|reqwest|moka|postmortem-worker'
-for check in "postmortem-engine:$async_or_store|ureq|rustls" "postmortem-walk:$async_or_store"; do
+for check in "postmortem-engine:$async_or_store|ureq|rustls" "postmortem-cli:$async_or_store"; do
     pkg="${check%%:*}"
     if cargo tree -p "$pkg" -e normal,build --prefix none | grep -E "^(${check#*:}) "; then
         echo "test.sh: the crates above entered $pkg's dependency tree" >&2

@@ -25,7 +25,7 @@ for tool in gcc hyperfine dump_syms minidump-stackwalk jq; do
 done
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 if [ -z "${POSTMORTEM_WALK_BIN:-}" ]; then
-    cargo build --release -p postmortem-walk >&2
+    cargo build --release -p postmortem-cli >&2
     POSTMORTEM_WALK_BIN="$TARGET/release/postmortem-walk"
 fi
 WALK="$(realpath "$POSTMORTEM_WALK_BIN")"

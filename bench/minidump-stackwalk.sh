@@ -71,7 +71,7 @@ POSTMORTEM_BIN="$(realpath "$POSTMORTEM_BIN")"
 export POSTMORTEM_BIN
 if [ -z "${POSTMORTEM_WALK_BIN:-}" ]; then
     # as docker/Dockerfile builds it; kept apart, as a later `cargo build` relinks it
-    cargo rustc --release -p postmortem-walk --bin postmortem-walk -- \
+    cargo rustc --release -p postmortem-cli --bin postmortem-walk -- \
         -C target-feature=+crt-static >&2
     mkdir -p "$TARGET/bench"
     cp "$TARGET/release/postmortem-walk" "$TARGET/bench/postmortem-walk"

@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Walk the stacks of a dump and print the report.
-    Walk(walk_cli::walk::WalkArgs),
+    Walk(postmortem_cli::walk::WalkArgs),
     /// Run the HTTP API with in-process workers.
     Serve(cli::serve::ServeArgs),
     /// Run workers only, sharing the queue of a PostgreSQL database.
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match cli.command {
-        Command::Walk(args) => walk_cli::walk::run(args),
+        Command::Walk(args) => postmortem_cli::walk::run(args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Signature(args) => cli::signature::run(args),
         Command::Upload(args) => cli::upload::run(args),

@@ -6,7 +6,7 @@
 //! FPO and FrameData streams read (`engine::unwind::builders::pdb_frame_data`, which reads
 //! only an x86 PDB's) and built into an unwind table, opened and asked likewise. Seed it
 //! with the PDBs the Windows tests build (`clang --target=x86_64-w64-mingw32 -g -gcodeview
-//! -fuse-ld=lld -Wl,--pdb=X.pdb`) and the x86 ones of `walk/tests/windows_x86_pdb.rs`.
+//! -fuse-ld=lld -Wl,--pdb=X.pdb`) and the x86 ones of `cli/tests/windows_x86_pdb.rs`.
 //! Properties: no panic escapes the engine, no hang, tables that open, frame data records
 //! whose ranges lie in the 32-bit address space.
 //!

@@ -24,7 +24,7 @@ use engine::unwind::{build_from_elf, UnwindTable};
 use object::{Object, ObjectSection};
 use sha2::Digest;
 
-use walk_cli::files::FileProvider;
+use postmortem_cli::files::FileProvider;
 
 /// Bench output goes to a buffer written once at the end, so a closed pipe
 /// (`postmortem bench … | head`) ends the command quietly instead of panicking.

@@ -18,7 +18,7 @@ use ::worker::jobs::JobConfig;
 use ::worker::store::{Blobs, Db, Staging};
 use anyhow::Context;
 use sources::redact::redact_url;
-pub use walk_cli::signature_rules;
+pub use postmortem_cli::signature_rules;
 
 /// A multi-threaded tokio runtime.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -106,12 +106,12 @@ pub struct JobArgs {
     #[arg(long)]
     pub signature_rules: Option<PathBuf>,
     #[command(flatten)]
-    pub budget: walk_cli::budget::BudgetArgs,
+    pub budget: postmortem_cli::budget::BudgetArgs,
     /// Remote symbol sources (debuginfod servers, symbol stores, symbol servers, S3
     /// buckets) asked for the files of modules no upload gives; fetched files are stored as uploads, misses kept under
     /// `DATA_DIR/remote-cache` unless `--cache-dir` says where.
     #[command(flatten)]
-    pub remote: walk_cli::remote::RemoteArgs,
+    pub remote: postmortem_cli::remote::RemoteArgs,
     /// Sign symbol buckets that have no keys in the environment with the credentials the
     /// blob store's S3 client finds: the EC2 instance profile (which no variable names),
     /// or a container or web-identity role (used without this flag when

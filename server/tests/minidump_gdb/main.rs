@@ -358,7 +358,7 @@ fn walk_only_binary() -> PathBuf {
         std::path::Path::new(env!("CARGO_BIN_EXE_postmortem")).with_file_name("postmortem-walk");
     assert!(
         p.is_file(),
-        "{} is not built: cargo build -p postmortem-walk, or set POSTMORTEM_WALK_BIN",
+        "{} is not built: cargo build -p postmortem-cli, or set POSTMORTEM_WALK_BIN",
         p.display()
     );
     p

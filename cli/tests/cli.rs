@@ -2,7 +2,7 @@
 //! message docs/walking.md promises for input no report can be made from (2), never a panic;
 //! and minidump-stackwalk's output and diagnostics flags (`--cyborg`, `--pretty`,
 //! `--output-file`, `--log-file`, `--verbose`, `--features`) doing what
-//! `walk/src/stackwalk.rs` documents. (The reports and documents themselves are compared
+//! `cli/src/stackwalk.rs` documents. (The reports and documents themselves are compared
 //! with gdb's, minidump-stackwalk's and `postmortem walk`'s in the server's minidump
 //! tests, which run this binary.)
 
