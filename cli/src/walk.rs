@@ -172,29 +172,8 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     for p in configured.problems {
         log.say(Level::Error, &format!("postmortem: remote sources: {p}"));
     }
-    let stores: Vec<PathBuf> = args
-        .symbols_path
-        .iter()
-        .chain(&args.stores)
-        .cloned()
-        .collect();
-    let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug)
-        .with_breakpad_stores(&stores)
-        .with_remote(sources::Remote::new(&sources));
-    if args.no_dump_paths {
-        provider = provider.without_dump_paths();
-    }
-    if !args.whole_tables {
-        provider = provider.building_on_demand();
-    }
-    provider = provider.with_table_cache(args.table_cache.as_deref().map(TableCache::new));
-    provider = provider.with_max_sym_records(args.budget.budget().max_sym_records);
-    let mut options = ProcessOptions::default();
-    if !args.sha256 {
-        options.dump_sha256 = DumpSha256::Omit;
-    }
-    options.signature_rules = crate::signature_rules(args.signature_rules.as_deref())?;
-    options.budget = args.budget.budget();
+    let mut provider = file_provider(&args, &sources);
+    let mut options = process_options(&args)?;
     let source_files = match WalkSources::open(&args.source_bundle, !args.no_source_context) {
         // the debuginfod servers' sources: a Remote of their own (the files' one is the
         // provider's), no cost until a frame asks
@@ -259,6 +238,39 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     provider.remove_extracted();
     std::mem::forget((provider, report, bytes));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The files of this machine, the Breakpad stores and the remote sources, as `args` ask.
+fn file_provider(args: &WalkArgs, sources: &sources::config::Config) -> FileProvider {
+    let stores: Vec<PathBuf> = args
+        .symbols_path
+        .iter()
+        .chain(&args.stores)
+        .cloned()
+        .collect();
+    let mut provider = FileProvider::new(&args.symbols, !args.no_system_debug)
+        .with_breakpad_stores(&stores)
+        .with_remote(sources::Remote::new(sources));
+    if args.no_dump_paths {
+        provider = provider.without_dump_paths();
+    }
+    if !args.whole_tables {
+        provider = provider.building_on_demand();
+    }
+    provider = provider.with_table_cache(args.table_cache.as_deref().map(TableCache::new));
+    provider = provider.with_max_sym_records(args.budget.budget().max_sym_records);
+    provider
+}
+
+/// The walk's options as `args` ask (the source context is added by the caller).
+fn process_options(args: &WalkArgs) -> anyhow::Result<ProcessOptions> {
+    let mut options = ProcessOptions::default();
+    if !args.sha256 {
+        options.dump_sha256 = DumpSha256::Omit;
+    }
+    options.signature_rules = crate::signature_rules(args.signature_rules.as_deref())?;
+    options.budget = args.budget.budget();
+    Ok(options)
 }
 
 /// Writes the report in `format` to `out`: serialized once, straight into the buffer

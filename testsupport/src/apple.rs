@@ -445,90 +445,11 @@ pub fn mac_minidump(c: &MacCrash) -> Vec<u8> {
     u32le(&mut b, ctx_rva);
     dir.push((STREAM_THREAD_LIST, rva, b.len() as u32 - rva));
 
-    let mut records = Vec::new();
-    for m in &c.modules {
-        let name = md_string(&mut b, &m.path);
-        align(&mut b);
-        let cv = b.len() as u32;
-        b.extend_from_slice(b"RSDS");
-        let u = &m.uuid;
-        // GUID { data1: u32, data2: u16, data3: u16, data4: [u8; 8] }, little-endian in
-        // the file, holding the UUID's fields read big-endian
-        u32le(&mut b, u32::from_be_bytes([u[0], u[1], u[2], u[3]]));
-        u16le(&mut b, u16::from_be_bytes([u[4], u[5]]));
-        u16le(&mut b, u16::from_be_bytes([u[6], u[7]]));
-        b.extend_from_slice(&u[8..16]);
-        u32le(&mut b, 0); // age
-        let file = m.path.rsplit('/').next().unwrap_or(&m.path);
-        b.extend_from_slice(file.as_bytes());
-        b.push(0);
-        records.push((m, name, cv, b.len() as u32 - cv));
-    }
-    while !b.len().is_multiple_of(4) {
-        b.push(0);
-    }
-    let rva = b.len() as u32;
-    u32le(&mut b, records.len() as u32);
-    for (m, name, cv, cv_size) in records {
-        u64le(&mut b, m.base);
-        u32le(&mut b, m.size);
-        u32le(&mut b, 0);
-        u32le(&mut b, 0);
-        u32le(&mut b, name);
-        b.resize(b.len() + 13 * 4, 0);
-        u32le(&mut b, cv_size);
-        u32le(&mut b, cv);
-        u32le(&mut b, 0);
-        u32le(&mut b, 0);
-        u64le(&mut b, 0);
-        u64le(&mut b, 0);
-    }
-    dir.push((STREAM_MODULE_LIST, rva, b.len() as u32 - rva));
+    dir.push(mac_modules(&mut b, c));
 
-    align(&mut b);
-    let ex_ctx = b.len() as u32;
-    b.extend_from_slice(&ctx);
-    let rva = b.len() as u32;
-    u32le(&mut b, 0x103);
-    u32le(&mut b, 0);
-    u32le(&mut b, EXC_BAD_ACCESS);
-    u32le(&mut b, KERN_INVALID_ADDRESS);
-    u64le(&mut b, 0);
-    u64le(&mut b, c.fault_address);
-    u32le(&mut b, 2); // parameters: code, subcode (the address)
-    u32le(&mut b, 0);
-    u64le(&mut b, u64::from(KERN_INVALID_ADDRESS));
-    u64le(&mut b, c.fault_address);
-    b.resize(b.len() + 13 * 8, 0);
-    u32le(&mut b, ctx.len() as u32);
-    u32le(&mut b, ex_ctx);
-    dir.push((STREAM_EXCEPTION, rva, b.len() as u32 - rva));
+    dir.push(mac_exception(&mut b, c, &ctx));
 
-    let csd = md_string(&mut b, "");
-    while !b.len().is_multiple_of(4) {
-        b.push(0);
-    }
-    let rva = b.len() as u32;
-    u16le(
-        &mut b,
-        match c.cpu {
-            MacCpu::Arm64 => 12,
-            MacCpu::X86_64 => 9,
-        },
-    );
-    u16le(&mut b, 0);
-    u16le(&mut b, 0);
-    b.push(1);
-    b.push(1);
-    u32le(&mut b, 11);
-    u32le(&mut b, 0);
-    u32le(&mut b, 0);
-    u32le(&mut b, PLATFORM_MACOS);
-    u32le(&mut b, csd);
-    u16le(&mut b, 0);
-    u16le(&mut b, 0);
-    b.resize(b.len() + 24, 0);
-    dir.push((STREAM_SYSTEM_INFO, rva, b.len() as u32 - rva));
+    dir.push(mac_system_info(&mut b, c));
 
     while !b.len().is_multiple_of(4) {
         b.push(0);
@@ -543,6 +464,104 @@ pub fn mac_minidump(c: &MacCrash) -> Vec<u8> {
     b[8..12].copy_from_slice(&n.to_le_bytes());
     b[12..16].copy_from_slice(&dir_rva.to_le_bytes());
     b
+}
+
+/// The module list: each module's name and an RSDS CodeView record holding its UUID.
+fn mac_modules(b: &mut Vec<u8>, c: &MacCrash) -> (u32, u32, u32) {
+    let mut records = Vec::new();
+    for m in &c.modules {
+        let name = md_string(b, &m.path);
+        while !b.len().is_multiple_of(8) {
+            b.push(0);
+        }
+        let cv = b.len() as u32;
+        b.extend_from_slice(b"RSDS");
+        let u = &m.uuid;
+        // GUID { data1: u32, data2: u16, data3: u16, data4: [u8; 8] }, little-endian in
+        // the file, holding the UUID's fields read big-endian
+        u32le(b, u32::from_be_bytes([u[0], u[1], u[2], u[3]]));
+        u16le(b, u16::from_be_bytes([u[4], u[5]]));
+        u16le(b, u16::from_be_bytes([u[6], u[7]]));
+        b.extend_from_slice(&u[8..16]);
+        u32le(b, 0); // age
+        let file = m.path.rsplit('/').next().unwrap_or(&m.path);
+        b.extend_from_slice(file.as_bytes());
+        b.push(0);
+        records.push((m, name, cv, b.len() as u32 - cv));
+    }
+    while !b.len().is_multiple_of(4) {
+        b.push(0);
+    }
+    let rva = b.len() as u32;
+    u32le(b, records.len() as u32);
+    for (m, name, cv, cv_size) in records {
+        u64le(b, m.base);
+        u32le(b, m.size);
+        u32le(b, 0);
+        u32le(b, 0);
+        u32le(b, name);
+        b.resize(b.len() + 13 * 4, 0);
+        u32le(b, cv_size);
+        u32le(b, cv);
+        u32le(b, 0);
+        u32le(b, 0);
+        u64le(b, 0);
+        u64le(b, 0);
+    }
+    (STREAM_MODULE_LIST, rva, b.len() as u32 - rva)
+}
+
+/// The exception stream: EXC_BAD_ACCESS / KERN_INVALID_ADDRESS at the fault address.
+fn mac_exception(b: &mut Vec<u8>, c: &MacCrash, ctx: &[u8]) -> (u32, u32, u32) {
+    while !b.len().is_multiple_of(8) {
+        b.push(0);
+    }
+    let ex_ctx = b.len() as u32;
+    b.extend_from_slice(ctx);
+    let rva = b.len() as u32;
+    u32le(b, 0x103);
+    u32le(b, 0);
+    u32le(b, EXC_BAD_ACCESS);
+    u32le(b, KERN_INVALID_ADDRESS);
+    u64le(b, 0);
+    u64le(b, c.fault_address);
+    u32le(b, 2); // parameters: code, subcode (the address)
+    u32le(b, 0);
+    u64le(b, u64::from(KERN_INVALID_ADDRESS));
+    u64le(b, c.fault_address);
+    b.resize(b.len() + 13 * 8, 0);
+    u32le(b, ctx.len() as u32);
+    u32le(b, ex_ctx);
+    (STREAM_EXCEPTION, rva, b.len() as u32 - rva)
+}
+
+/// The system info stream: the CPU, macOS 11.
+fn mac_system_info(b: &mut Vec<u8>, c: &MacCrash) -> (u32, u32, u32) {
+    let csd = md_string(b, "");
+    while !b.len().is_multiple_of(4) {
+        b.push(0);
+    }
+    let rva = b.len() as u32;
+    u16le(
+        b,
+        match c.cpu {
+            MacCpu::Arm64 => 12,
+            MacCpu::X86_64 => 9,
+        },
+    );
+    u16le(b, 0);
+    u16le(b, 0);
+    b.push(1);
+    b.push(1);
+    u32le(b, 11);
+    u32le(b, 0);
+    u32le(b, 0);
+    u32le(b, PLATFORM_MACOS);
+    u32le(b, csd);
+    u16le(b, 0);
+    u16le(b, 0);
+    b.resize(b.len() + 24, 0);
+    (STREAM_SYSTEM_INFO, rva, b.len() as u32 - rva)
 }
 
 /// The crash of [`CRASH_C`]'s build `exe` (thin, `cpu`) loaded at `base`: stopped at

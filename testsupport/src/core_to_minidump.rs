@@ -223,6 +223,9 @@ fn build_id_of_file(path: &std::path::Path, arch: Arch) -> Option<Vec<u8>> {
     file.build_id().ok()?.map(<[u8]>::to_vec)
 }
 
+/// A stream's directory entry: (stream type, rva, size).
+type DirEntry = (u32, u32, u32);
+
 fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut o = Out::default();
     // Header; directory rva and count are patched at the end.
@@ -233,10 +236,44 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
     o.u32(0); // checksum
     o.u32(0); // time: the core records none
     o.u64(0);
-    let mut dir: Vec<(u32, u32, u32)> = Vec::new();
+    let mut dir: Vec<DirEntry> = Vec::new();
+    let range_rva = write_memory(&mut o, d, layout, &mut dir);
+    let stacks = write_stacks(&mut o, d, layout, &range_rva, &mut dir);
+    dir.push(write_threads(&mut o, d, layout, &stacks));
+    dir.push(write_modules(&mut o, d, build_ids));
+    if let Some(entry) = write_exception(&mut o, d, layout) {
+        dir.push(entry);
+    }
+    dir.push(write_system_info(&mut o, layout));
+    if let Some(cmd) = &d.command_line {
+        let mut raw = cmd.replace(' ', "\0").into_bytes();
+        raw.push(0);
+        let (rva, size) = o.blob(&raw);
+        dir.push((STREAM_LINUX_CMD_LINE, rva, size));
+    }
 
-    // Memory: in the current layout all of the core's bytes, back to back, so that the
-    // stacks can point into them; in the old one, each stack on its own.
+    o.align(4);
+    let dir_rva = o.pos();
+    for (kind, rva, size) in &dir {
+        o.u32(*kind);
+        o.u32(*size);
+        o.u32(*rva);
+    }
+    let count = u32::try_from(dir.len()).expect("stream count");
+    o.b[8..12].copy_from_slice(&count.to_le_bytes());
+    o.b[12..16].copy_from_slice(&dir_rva.to_le_bytes());
+    o.b
+}
+
+/// Memory: in the current layout all of the core's bytes, back to back, so that the
+/// stacks can point into them (the rva of each range returned); in the old one, nothing
+/// here (each stack is written on its own).
+fn write_memory(
+    o: &mut Out,
+    d: &Dump<'_>,
+    layout: Arm64Layout,
+    dir: &mut Vec<DirEntry>,
+) -> Vec<u64> {
     let ranges = d.memory.ranges();
     let mut range_rva: Vec<u64> = Vec::new();
     if layout.all_memory() {
@@ -257,8 +294,18 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
         }
         dir.push((STREAM_MEMORY64_LIST, list_rva, o.pos() - list_rva));
     }
+    range_rva
+}
 
-    // Thread stacks: from sp to the end of the range holding it.
+/// Thread stacks, from sp to the end of the range holding it: (start, rva, size) each.
+fn write_stacks(
+    o: &mut Out,
+    d: &Dump<'_>,
+    layout: Arm64Layout,
+    range_rva: &[u64],
+    dir: &mut Vec<DirEntry>,
+) -> Vec<(u64, u32, u32)> {
+    let ranges = d.memory.ranges();
     let mut stacks: Vec<(u64, u32, u32)> = Vec::new(); // (start, rva, size)
     for t in &d.threads {
         let sp = t.registers.sp().unwrap_or(0);
@@ -291,8 +338,16 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
         }
         dir.push((STREAM_MEMORY_LIST, list_rva, o.pos() - list_rva));
     }
+    stacks
+}
 
-    // Contexts, then the thread list.
+/// The threads' contexts, then the thread list.
+fn write_threads(
+    o: &mut Out,
+    d: &Dump<'_>,
+    layout: Arm64Layout,
+    stacks: &[(u64, u32, u32)],
+) -> DirEntry {
     let contexts: Vec<(u32, u32)> = d
         .threads
         .iter()
@@ -302,7 +357,7 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
     let list_rva = o.pos();
     o.u32(u32::try_from(d.threads.len()).expect("thread count"));
     for ((t, &(start, rva, size)), &(ctx_rva, ctx_size)) in
-        d.threads.iter().zip(&stacks).zip(&contexts)
+        d.threads.iter().zip(stacks).zip(&contexts)
     {
         o.u32(t.tid);
         o.u32(0); // suspend count
@@ -315,9 +370,11 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
         o.u32(ctx_size);
         o.u32(ctx_rva);
     }
-    dir.push((STREAM_THREAD_LIST, list_rva, o.pos() - list_rva));
+    (STREAM_THREAD_LIST, list_rva, o.pos() - list_rva)
+}
 
-    // Modules: the main executable first, as clients write it.
+/// Modules: the main executable first, as clients write it.
+fn write_modules(o: &mut Out, d: &Dump<'_>, build_ids: &[(String, Vec<u8>)]) -> DirEntry {
     let mut modules: Vec<&dump::Module> = d.modules.iter().collect();
     modules.sort_by_key(|m| !m.main);
     let mut records = Vec::new();
@@ -352,34 +409,37 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
         o.u64(0);
         o.u64(0);
     }
-    dir.push((STREAM_MODULE_LIST, list_rva, o.pos() - list_rva));
+    (STREAM_MODULE_LIST, list_rva, o.pos() - list_rva)
+}
 
-    // Exception.
-    if let Some(crash) = &d.crash {
-        let regs = d
-            .threads
-            .iter()
-            .find(|t| t.tid == crash.tid)
-            .map(|t| &t.registers)
-            .expect("the crashed thread is in the core");
-        let (ctx_rva, ctx_size) = o.blob(&context(layout, regs));
-        o.align(4);
-        let rva = o.pos();
-        o.u32(crash.tid);
-        o.u32(0);
-        o.u32(crash.signal.unwrap_or(0));
-        o.u32(crash.code.unwrap_or(0) as u32);
-        o.u64(0); // nested record
-        o.u64(crash.address.unwrap_or(0));
-        o.u32(0); // parameters
-        o.u32(0);
-        o.zeros(15 * 8);
-        o.u32(ctx_size);
-        o.u32(ctx_rva);
-        dir.push((STREAM_EXCEPTION, rva, o.pos() - rva));
-    }
+/// The exception stream, when the core records a crash.
+fn write_exception(o: &mut Out, d: &Dump<'_>, layout: Arm64Layout) -> Option<DirEntry> {
+    let crash = d.crash.as_ref()?;
+    let regs = d
+        .threads
+        .iter()
+        .find(|t| t.tid == crash.tid)
+        .map(|t| &t.registers)
+        .expect("the crashed thread is in the core");
+    let (ctx_rva, ctx_size) = o.blob(&context(layout, regs));
+    o.align(4);
+    let rva = o.pos();
+    o.u32(crash.tid);
+    o.u32(0);
+    o.u32(crash.signal.unwrap_or(0));
+    o.u32(crash.code.unwrap_or(0) as u32);
+    o.u64(0); // nested record
+    o.u64(crash.address.unwrap_or(0));
+    o.u32(0); // parameters
+    o.u32(0);
+    o.zeros(15 * 8);
+    o.u32(ctx_size);
+    o.u32(ctx_rva);
+    Some((STREAM_EXCEPTION, rva, o.pos() - rva))
+}
 
-    // System info.
+/// The system info stream: the CPU the layout names, Linux.
+fn write_system_info(o: &mut Out, layout: Arm64Layout) -> DirEntry {
     let csd = o.string("");
     o.align(4);
     let rva = o.pos();
@@ -400,24 +460,5 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
     o.u16(0);
     o.u16(0);
     o.zeros(24); // CPU_INFORMATION
-    dir.push((STREAM_SYSTEM_INFO, rva, o.pos() - rva));
-
-    if let Some(cmd) = &d.command_line {
-        let mut raw = cmd.replace(' ', "\0").into_bytes();
-        raw.push(0);
-        let (rva, size) = o.blob(&raw);
-        dir.push((STREAM_LINUX_CMD_LINE, rva, size));
-    }
-
-    o.align(4);
-    let dir_rva = o.pos();
-    for (kind, rva, size) in &dir {
-        o.u32(*kind);
-        o.u32(*size);
-        o.u32(*rva);
-    }
-    let count = u32::try_from(dir.len()).expect("stream count");
-    o.b[8..12].copy_from_slice(&count.to_le_bytes());
-    o.b[12..16].copy_from_slice(&dir_rva.to_le_bytes());
-    o.b
+    (STREAM_SYSTEM_INFO, rva, o.pos() - rva)
 }

@@ -242,10 +242,22 @@ pub fn write(dylibs: &[Dylib], main: &Path) -> Vec<Placed> {
     file[paths_at..paths_at + paths.len()].copy_from_slice(&paths);
     std::fs::write(main, &file).unwrap();
 
-    // the .symbols subcache
+    write_symbols_subcache(main, magic, symbols_uuid, &locals_of, &offsets);
+    placed
+}
+
+/// Writes `<main>.symbols`, the subcache holding each image's local symbols (nlist
+/// entries and their strings) found by the image's offset in the shared region.
+fn write_symbols_subcache(
+    main: &Path,
+    magic: &[u8; 16],
+    symbols_uuid: [u8; 16],
+    locals_of: &[Locals],
+    offsets: &[usize],
+) {
     let mut sym = new_header(magic, symbols_uuid);
     let info_at = sym.len();
-    let n = dylibs.len();
+    let n = locals_of.len();
     let entries_off = 24usize;
     let nlist_off = entries_off + n * 16;
     let total_nlists: usize = locals_of.iter().map(|l| l.nlists.len()).sum();
@@ -254,7 +266,7 @@ pub fn write(dylibs: &[Dylib], main: &Path) -> Vec<Placed> {
     let mut table = vec![0u8; strings_off];
     let mut first = 0usize;
     let mut k = 0usize;
-    for (i, (l, &off)) in locals_of.iter().zip(&offsets).enumerate() {
+    for (i, (l, &off)) in locals_of.iter().zip(offsets).enumerate() {
         let e = entries_off + i * 16;
         put64(&mut table, e, off as u64); // VM offset from the shared region
         put32(&mut table, e + 8, first as u32);
@@ -292,5 +304,4 @@ pub fn write(dylibs: &[Dylib], main: &Path) -> Vec<Placed> {
     let mut name = main.as_os_str().to_os_string();
     name.push(".symbols");
     std::fs::write(name, sym).unwrap();
-    placed
 }

@@ -192,6 +192,14 @@ pub fn assert_agree(
     ours: &Value,
     reference: &dyn Fn(u64) -> Option<Reference>,
 ) -> Differences {
+    process_fields_agree(case, theirs, ours);
+    let d = threads_agree(case, theirs, ours, reference);
+    modules_agree(case, theirs, ours);
+    d
+}
+
+/// Every field they write, we write; the process-wide fields, bit flips and limits equal.
+fn process_fields_agree(case: &str, theirs: &Value, ours: &Value) {
     // every field they write, we write
     let (mut tp, mut op) = (BTreeSet::new(), BTreeSet::new());
     paths(theirs, "", &mut tp);
@@ -251,8 +259,15 @@ pub fn assert_agree(
             .unwrap_or_default()
     };
     assert_eq!(limits(ours), limits(theirs), "{case}: proc_limits");
+}
 
-    // threads, by id
+/// The same threads by id, the same crashed thread, and each thread's frames agreeing.
+fn threads_agree(
+    case: &str,
+    theirs: &Value,
+    ours: &Value,
+    reference: &dyn Fn(u64) -> Option<Reference>,
+) -> Differences {
     let by_id = |v: &Value| -> BTreeMap<u64, Value> {
         v["threads"]
             .as_array()
@@ -314,8 +329,11 @@ pub fn assert_agree(
         }
         frames_agree(case, *tid, step, ours_t, theirs_t, reference, &mut d);
     }
+    d
+}
 
-    // modules, by address
+/// The same modules by address, each field equal, symbol flags following the frames.
+fn modules_agree(case: &str, theirs: &Value, ours: &Value) {
     let modules = |v: &Value| -> BTreeMap<String, Value> {
         v["modules"]
             .as_array()
@@ -367,7 +385,6 @@ pub fn assert_agree(
             );
         }
     }
-    d
 }
 
 /// Frame `i` of thread `tid`, named differently in `ours` and `theirs`: ours must be

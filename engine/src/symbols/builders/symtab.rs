@@ -75,6 +75,19 @@ impl Unnamed {
 /// What [`collect`] returns, in the same order, with names not yet demangled or interned.
 pub(crate) fn collect_unnamed(files: &[&object::File<'_>], c: &mut Collector) -> Vec<Unnamed> {
     let mut candidates: Vec<Candidate<'_>> = Vec::new();
+    add_symbol_candidates(files, c, &mut candidates);
+    add_pe_exports(files, c, &mut candidates);
+    add_plt_candidates(files, c, &mut candidates);
+    best_per_address(candidates)
+}
+
+/// The defined text symbols of every file's `.symtab` and `.dynsym` (or the Mach-O and
+/// PE symbol tables), as candidates sized by their symbol or, failing that, their section.
+fn add_symbol_candidates<'d>(
+    files: &[&object::File<'d>],
+    c: &mut Collector,
+    candidates: &mut Vec<Candidate<'d>>,
+) {
     for (source, dynamic) in [(SymbolSource::Symtab, false), (SymbolSource::Dynsym, true)] {
         for (input, file) in files.iter().enumerate() {
             let input = u16::try_from(input).unwrap_or(u16::MAX);
@@ -132,8 +145,11 @@ pub(crate) fn collect_unnamed(files: &[&object::File<'_>], c: &mut Collector) ->
             }
         }
     }
-    add_pe_exports(files, c, &mut candidates);
-    add_plt_candidates(files, c, &mut candidates);
+}
+
+/// One candidate per address (see the order below), each ending where its symbol says or
+/// at the next one.
+fn best_per_address(mut candidates: Vec<Candidate<'_>>) -> Vec<Unnamed> {
     // Per address: .symtab before .dynsym, sized before zero-size, global before local,
     // then the greatest name first.
     candidates.sort_by(|a, b| {
