@@ -177,7 +177,7 @@ if ldd "$static_dir/postmortem-walk" 2>&1 | grep -q '=>'; then
     exit 1
 fi
 POSTMORTEM_WALK_BIN="$static_dir/postmortem-walk" \
-    cargo test -p postmortem --test minidump_gdb -- --exact indexed_sym_files_give_the_whole_tables_report
+    cargo test -p postmortem --test suite -- --exact minidump_gdb::indexed_sym_files_give_the_whole_tables_report
 rm -rf "$static_dir"
 
 section "The README's first command"

@@ -89,8 +89,8 @@ case "${ARCH:-x86_64}" in
     *) echo "ARCH must be x86_64 or aarch64" >&2; exit 2 ;;
 esac
 rm -rf "${OUT:?}/$STORE_NAME"
-MDBENCH_OUT="$(realpath "$OUT")" cargo test -p postmortem --test minidump_gdb -- \
-    --ignored --exact "$TEST" >&2
+MDBENCH_OUT="$(realpath "$OUT")" cargo test -p postmortem --test suite -- \
+    --ignored --exact "minidump_gdb::$TEST" >&2
 OUT="$(realpath "$OUT")"
 STORE="$OUT/$STORE_NAME"
 

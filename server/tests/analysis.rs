@@ -14,7 +14,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{bin, printed};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::record;

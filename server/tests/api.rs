@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{bin, client, compile, make_core, poll_done, TempServer as Server, CRASHER};
 
 /// Until the engine's ELF core reader lands on this branch, the adapter's `read_dump`

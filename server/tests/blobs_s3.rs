@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-mod common;
+use crate::common;
 use common::{
     bin, client, compile, drop_db, make_core, pg_database, start_serve_env, Proc, CRASHER,
 };

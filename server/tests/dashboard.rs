@@ -28,7 +28,7 @@ use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 use common::{bin, make_core, poll_done, Proc, TempServer as Server};
 
 const CHROMIUM: &str = "/usr/bin/chromium";

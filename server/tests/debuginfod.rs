@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{client, compile, make_core, TempServer as Server, CRASHER};
 
 fn run(cmd: &mut Command) -> Output {

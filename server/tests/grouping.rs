@@ -39,7 +39,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::bin;
 use postmortem_testsupport::program::Workdir;
 

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-mod common;
+use crate::common;
 use common::{bin, client, Proc, TempServer as Server};
 
 /// A response read off the wire.

@@ -11,7 +11,7 @@ use serde_json::Value;
 use worker::store::crashes::{self, NewCrash, Outcome, StoredReport};
 use worker::store::Db;
 
-mod common;
+use crate::common;
 use common::{client, drop_db, pg_database, TempServer as Server};
 
 /// A server on SQLite (its default database in the data dir) or on a fresh PostgreSQL

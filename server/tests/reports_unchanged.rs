@@ -30,7 +30,7 @@ use std::process::Command;
 
 use postmortem_testsupport::golden;
 
-mod common;
+use crate::common;
 use common::{bin, client, poll_done, TempServer};
 
 /// One dump of the corpus and the files it is walked with.

@@ -10,7 +10,7 @@
 //!
 //! `seed_for_benchmark` (ignored) fills a data dir with done crashes of one core for
 //! manual runs: `POSTMORTEM_SEED_DIR=DIR POSTMORTEM_SEED_N=10000 cargo test -p postmortem
-//! --test reprocess -- --ignored`, then `postmortem reprocess --data-dir DIR --all --process`.
+//! --test suite -- reprocess:: --ignored`, then `postmortem reprocess --data-dir DIR --all --process`.
 //! docs/performance.md's figure comes from `bench/reprocess.sh` (10,000 crashes, killed and resumed).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use worker::store::crashes::{self, NewCrash};
 use worker::store::{Backend, Blobs, Db};
 
-mod common;
+use crate::common;
 use common::bin;
 
 const CRASHER: &str = r#"

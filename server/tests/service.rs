@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{bin, client, drop_db, pg_database, poll_done, start_serve, Proc};
 use postmortem_testsupport::record;
 

@@ -25,7 +25,7 @@ use std::process::{Command, Output};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-mod common;
+use crate::common;
 use common::{bin, client, compile, make_core, poll_done, upload_crash, TempServer as Server};
 use postmortem_testsupport::{compare, gdb};
 

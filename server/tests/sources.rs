@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{bin, client, get_json, get_text, poll_done, upload_crash, Proc, TempServer};
 use postmortem_testsupport::moto::Moto;
 use postmortem_testsupport::program::Workdir;

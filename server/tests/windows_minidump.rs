@@ -37,7 +37,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::printed;
 
 use postmortem_testsupport::http_dir::HttpDir;

@@ -37,7 +37,7 @@ use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::qemu::{tools_present_with as tools_present, CC, GDB, SYSROOT};
 use postmortem_testsupport::{compare, qemu};
 
-use crate::report;
+use super::report;
 
 const CXX: &str = "aarch64-linux-gnu-g++";
 /// QEMU's CPU for the cores we walk: every extension, pointer authentication included.

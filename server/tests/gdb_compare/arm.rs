@@ -24,7 +24,7 @@ use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::qemu;
 
-use crate::report;
+use super::report;
 
 const CC: &str = "arm-linux-gnueabihf-gcc";
 const CXX: &str = "arm-linux-gnueabihf-g++";

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::report;
+use super::report;
 use postmortem_testsupport::program::Workdir;
 
 /// Exit 2 and exactly one non-empty line on stderr.

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use postmortem_testsupport::gdb::GdbCore;
 
-use crate::{check, crashed_names, Crashed, SIGABRT, SIGSEGV};
+use super::{check, crashed_names, Crashed, SIGABRT, SIGSEGV};
 
 /// Whether `gcc -m32` links a program here; prints why not.
 fn multilib_present() -> bool {

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::report;
+use super::report;
 use postmortem_testsupport::program::Workdir;
 
 fn fixtures() -> PathBuf {

@@ -29,7 +29,7 @@ use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
 
-use crate::{dump_syms, walk};
+use super::{dump_syms, walk};
 
 const SIGSEGV: u64 = 11;
 const SIGABRT: u64 = 6;
@@ -693,9 +693,9 @@ fn minidump_stackwalk_side_by_side_aarch64() {
         for m in ours["modules"].as_array().expect("modules") {
             assert_eq!(m["symbols"], serde_json::json!(["breakpad"]), "{m}");
         }
-        let our_threads = crate::physical_threads(&ours);
-        let their_threads = crate::stackwalk_threads(&store, &r.minidump, 4);
-        table.push_str(&crate::side_by_side_rows(
+        let our_threads = super::physical_threads(&ours);
+        let their_threads = super::stackwalk_threads(&store, &r.minidump, 4);
+        table.push_str(&super::side_by_side_rows(
             case,
             &r.gdb,
             &our_threads,
@@ -753,7 +753,7 @@ fn stackwalk_json_agrees_with_minidump_stackwalk_aarch64() {
             &[os("--json"), dump, store],
         ))
         .expect("their JSON");
-        let postmortem = crate::postmortem();
+        let postmortem = super::postmortem();
         let local_off = [os("--no-dump-paths"), os("--no-system-debug")];
         let ours: Value = serde_json::from_str(&stackwalk::run(
             &postmortem,

@@ -1,0 +1,15 @@
+//! The integration tests of this crate, one test binary (issue 36: one binary links
+//! the crate once, where one per file linked it once each). Each file of `tests/` is a
+//! module here: run one with `cargo test -p PACKAGE --test suite -- MODULE::`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod breakpad;
+mod breakpad_differential;
+mod ehabi_readelf;
+mod layers;
+mod minidump;
+mod on_demand_symbols;
+mod report_schema;
+mod unwind_on_demand;
+mod unwind_roundtrip;

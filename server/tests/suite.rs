@@ -1,0 +1,33 @@
+//! The integration tests of this crate, one test binary (issue 36: one binary links
+//! the crate once, where one per file linked it once each). Each file of `tests/` is a
+//! module here: run one with `cargo test -p PACKAGE --test suite -- MODULE::`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+mod analysis;
+mod api;
+mod api_store;
+mod apple_reports;
+mod apple_symbols;
+mod bench_cli;
+mod blobs_s3;
+mod dashboard;
+mod dashboard_store;
+mod debuginfod;
+#[path = "gdb_compare/main.rs"]
+mod gdb_compare;
+mod grouping;
+mod hostile;
+mod hostile_crashes;
+#[path = "minidump_gdb/main.rs"]
+mod minidump_gdb;
+mod reports_unchanged;
+mod reprocess;
+mod reprocess_store;
+mod service;
+mod source_bundles;
+mod sources;
+mod store_indexes;
+mod upload;
+mod windows_minidump;
