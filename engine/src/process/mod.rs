@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::dump::{self, Dump, DumpError};
 use crate::report::signature::SignatureRules;
-use crate::report::{self, hex_addr, Report};
+use crate::report::{self, hex_addr, Addr, Report};
 use crate::signals;
 use crate::symbols;
 use crate::unwind;
@@ -127,7 +127,7 @@ pub fn process(
         }
         let instruction = dump.crash.as_ref().and_then(|_| {
             let t = threads.iter().find(|t| t.crashed)?;
-            let pc = report::parse_hex(&t.frames.first()?.pc)?;
+            let pc = t.frames.first()?.pc.get();
             instruction::crashing_instruction(dump, &loaded, pc, &t.registers)
         });
         let analysis = dump
@@ -202,8 +202,8 @@ fn assemble(
             .map(|u| report::UnloadedModule {
                 name: u.name.clone(),
                 path: u.path.clone(),
-                base: hex_addr(u.base),
-                end: hex_addr(u.end),
+                base: Addr(u.base),
+                end: Addr(u.end),
                 build_id: u.build_id.as_deref().map(dump::hex),
                 debug_id: u.debug_id.clone(),
                 code_id: u.code_id.clone(),
@@ -252,7 +252,7 @@ fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
         (Some(s), Some(code), None) => signals::code_name(s, code).map(str::to_string),
         _ => None,
     };
-    let address = c.address.map(hex_addr);
+    let address = c.address.map(Addr);
     let mut reason = match (&signal_name, c.signal, &c.exception) {
         (_, _, Some(e)) if mach.is_some() => e.name.clone(),
         (Some(n), _, _) => n.clone(),

@@ -3,7 +3,7 @@
 //! unverified) and those the provider and the table builds met.
 
 use crate::dump::{Dump, Module};
-use crate::report::{self, hex_addr, ModuleStatus};
+use crate::report::{self, Addr, ModuleStatus};
 use crate::symbols;
 use crate::unwind::UnwindSource;
 
@@ -77,8 +77,8 @@ fn report_of(
         index: i,
         name: m.name.clone(),
         path: m.path.clone(),
-        base: hex_addr(m.base),
-        end: hex_addr(m.end),
+        base: Addr(m.base),
+        end: Addr(m.end),
         build_id: m.build_id_hex(),
         debug_id: m.debug_id.clone(),
         code_id: m.code_id.clone(),

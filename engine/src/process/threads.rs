@@ -3,7 +3,7 @@
 //! indexed `.sym` file builds its symbols once for all the addresses the walks need.
 
 use crate::dump::{self, Dump, Module};
-use crate::report::{self, budget::FrameBudget, hex_addr};
+use crate::report::{self, budget::FrameBudget, hex_addr, Addr};
 use crate::symbols::{SymbolFrame, SymbolIndex, SymbolTable};
 use crate::walk::{self, CodeReader, WalkFrame};
 
@@ -393,7 +393,7 @@ pub(super) fn symbolize(
             registers: t
                 .registers
                 .named()
-                .map(|(n, v)| (n.to_string(), hex_addr(v)))
+                .map(|(n, v)| (n.to_string(), Addr(v)))
                 .collect(),
             frames,
             end: result.end,
@@ -411,7 +411,7 @@ fn named_by_report(f: &mut report::Frame, g: &dump::GivenFrame) {
     }
     if let Some(name) = &g.function {
         f.function = Some(name.clone());
-        f.function_offset = g.function_offset.map(hex_addr);
+        f.function_offset = g.function_offset.map(Addr);
         f.symbol_source = Some(crate::symbols::SymbolSource::Report);
     }
 }
@@ -466,13 +466,13 @@ fn symbolize_frame<'t>(
     }
     let base = |inlined: bool| report::Frame {
         index: 0,
-        pc: hex_addr(wf.pc),
-        sp: wf.sp.map(hex_addr),
+        pc: Addr(wf.pc),
+        sp: wf.sp.map(Addr),
         trust: wf.trust,
         unwind_source: wf.unwind_source,
         module: module.map(|(_, m)| m.name.clone()),
         module_index: module.map(|(i, _)| i),
-        module_offset: module.map(|(_, m)| hex_addr(wf.pc.wrapping_sub(m.base))),
+        module_offset: module.map(|(_, m)| Addr(wf.pc.wrapping_sub(m.base))),
         function: None,
         function_offset: None,
         file: None,
@@ -501,7 +501,7 @@ fn symbolize_frame<'t>(
         if !sf.inlined {
             if let (Some(start), Some((_, m))) = (sf.function_start, module) {
                 let start = m.load_base.wrapping_add(start);
-                f.function_offset = wf.pc.checked_sub(start).map(hex_addr);
+                f.function_offset = wf.pc.checked_sub(start).map(Addr);
             }
         }
         out.push(f);

@@ -109,7 +109,7 @@ fn frame_lines(
                 let _ = write!(tail, " ({file}:{line})");
             }
             _ => {
-                if let Some(off) = f.function_offset.as_deref().and_then(super::parse_hex) {
+                if let Some(off) = f.function_offset.map(super::Addr::get) {
                     let _ = write!(tail, " + {off}");
                 }
             }

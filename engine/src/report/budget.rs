@@ -233,7 +233,7 @@ mod tests {
     fn frame(i: usize) -> super::super::Frame {
         super::super::Frame {
             index: i,
-            pc: format!("{:#x}", 0x1000 + i),
+            pc: super::super::Addr(0x1000 + i as u64),
             sp: None,
             trust: crate::walk::Trust::Fp,
             unwind_source: None,

@@ -1,11 +1,13 @@
 //! Serde types of `postmortem.report/1`, field for field as `docs/report-format.md` lists them.
 //!
 //! Every documented field is always present (`null` when unknown), so nothing here uses
-//! `skip_serializing_if`. Addresses are `String`s of lower-case hex (see [`super::hex_addr`]).
+//! `skip_serializing_if`. Addresses are [`Addr`]s, written as lower-case hex strings.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use super::Addr;
 
 pub use crate::dump::{Arch, Distribution, DumpFormat, Identity, Os, SystemInfo};
 pub use crate::symbols::SymbolSource;
@@ -64,7 +66,7 @@ pub struct Crash {
     pub signal_name: Option<String>,
     pub code: Option<i32>,
     pub code_name: Option<String>,
-    pub address: Option<String>,
+    pub address: Option<Addr>,
     pub exception: Option<Exception>,
     pub assertion: Option<String>,
     /// What kind of bug the crash looks like, with the evidence; `null` when nothing
@@ -90,7 +92,7 @@ pub struct CrashInstruction {
     /// from the dump, the return address on the stack), when the dump tells; `null` for
     /// other instructions (and in reports stored before it existed).
     #[serde(default)]
-    pub jump: Option<String>,
+    pub jump: Option<Addr>,
 }
 
 impl CrashInstruction {
@@ -119,7 +121,7 @@ impl CrashInstruction {
 /// One memory access of the crashing instruction.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MemoryAccess {
-    pub address: String,
+    pub address: Addr,
     /// Bytes accessed, where the instruction says.
     pub size: Option<u32>,
     /// Which way, where the kind of instruction makes it certain.
@@ -223,7 +225,7 @@ pub struct Thread {
     pub tid: u32,
     pub name: Option<String>,
     pub crashed: bool,
-    pub registers: BTreeMap<String, String>,
+    pub registers: BTreeMap<String, Addr>,
     pub frames: Vec<Frame>,
     pub end: EndReason,
     pub end_detail: Option<String>,
@@ -232,15 +234,15 @@ pub struct Thread {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Frame {
     pub index: usize,
-    pub pc: String,
-    pub sp: Option<String>,
+    pub pc: Addr,
+    pub sp: Option<Addr>,
     pub trust: Trust,
     pub unwind_source: Option<UnwindSource>,
     pub module: Option<String>,
     pub module_index: Option<usize>,
-    pub module_offset: Option<String>,
+    pub module_offset: Option<Addr>,
     pub function: Option<String>,
-    pub function_offset: Option<String>,
+    pub function_offset: Option<Addr>,
     pub file: Option<String>,
     pub line: Option<u32>,
     pub column: Option<u32>,
@@ -263,8 +265,8 @@ pub struct Module {
     pub index: usize,
     pub name: String,
     pub path: Option<String>,
-    pub base: String,
-    pub end: String,
+    pub base: Addr,
+    pub end: Addr,
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
     pub code_id: Option<String>,
@@ -464,8 +466,8 @@ pub struct UnloadedModule {
     /// The path the dump records, where it is more than the name.
     #[serde(default)]
     pub path: Option<String>,
-    pub base: String,
-    pub end: String,
+    pub base: Addr,
+    pub end: Addr,
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
     /// A Windows module's code id (`TimeDateStamp` then `SizeOfImage`, hex).
