@@ -28,6 +28,7 @@ pub mod ids;
 mod names;
 pub mod ranges;
 pub mod signals;
+pub mod warning;
 // 1. Dump bytes into the one `Dump` model.
 pub mod dump;
 // 2. Binaries' headers and containers.

@@ -14,6 +14,7 @@ use crate::report;
 use crate::symbols::{self, OnDemandSymbols, SymbolIndex, SymbolTable};
 use crate::unwind::{self, OnDemandUnwind, UnwindTable};
 use crate::walk::ModuleUnwind;
+use crate::warning::Warning;
 
 /// Code bytes of a binary file, addressed by offset from its link base, for the
 /// stack scanner's call-site check.
@@ -185,7 +186,7 @@ pub struct ModuleTables {
     pub verified: bool,
     /// Problems met while building (`unwind-table-corrupt`, `symbols-corrupt`): (code,
     /// message). Owned, so that a cache can store and replay them with the tables.
-    pub warnings: Vec<(String, String)>,
+    pub warnings: Vec<Warning>,
     /// A Breakpad file indexed instead of built (one-shot walks, see
     /// [`indexed_breakpad_tables`]): `unwind` and `symbols` are then `None` and the tables
     /// are built where the walk looks.
@@ -212,7 +213,7 @@ pub trait TableProvider: Sync {
     /// Problems met looking for `module`'s files that the report should tell whether or
     /// not tables were found (code, message): e.g. a file at the module's path that is
     /// another build.
-    fn module_warnings(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<(String, String)> {
+    fn module_warnings(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<Warning> {
         Vec::new()
     }
     /// Whether [`TableProvider::tables`] builds tables (tens of milliseconds for a libc),
@@ -401,8 +402,8 @@ impl<'a> Made<'a> {
         match result {
             Ok(built) => {
                 if built.stats.entries_skipped > 0 {
-                    self.t.warnings.push((
-                        "unwind-table-corrupt".into(),
+                    self.t.warnings.push(Warning::new(
+                        "unwind-table-corrupt",
                         format!(
                             "{} unwind entries could not be read and were skipped (first: {})",
                             built.stats.entries_skipped,
@@ -415,7 +416,7 @@ impl<'a> Made<'a> {
                     self.gave(&built.inputs, report::FileGave::Unwind);
                 }
             }
-            Err(e) => self.t.warnings.push((e.code().into(), e.to_string())),
+            Err(e) => self.t.warnings.push(Warning::new(e.code(), e.to_string())),
         }
     }
 
@@ -451,8 +452,8 @@ impl<'a> Made<'a> {
                 self.t.symbols = Some(FileBytes::new(built.bytes));
                 self.gave(&built.inputs, report::FileGave::Symbols);
             }
-            Err(e) => self.t.warnings.push((
-                "symbols-corrupt".into(),
+            Err(e) => self.t.warnings.push(Warning::new(
+                "symbols-corrupt",
                 format!("symbols unavailable: {e}"),
             )),
         }
@@ -498,8 +499,8 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8], max_records: usize) ->
     };
     let sym = match first_records(sym, max_records) {
         Some(cut) => {
-            t.warnings.push((
-                "sym-records-cut".into(),
+            t.warnings.push(Warning::new(
+                "sym-records-cut",
                 format!(
                     "{name} holds more than {max_records} records: only the first \
                      {max_records} were read (--max-sym-records)"
@@ -521,12 +522,12 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8], max_records: usize) ->
     match unwind_built {
         Ok(built) if built.stats.rows > 0 => t.unwind = Some(FileBytes::new(built.bytes)),
         Ok(_) => {}
-        Err(e) => t.warnings.push((e.code().into(), e.to_string())),
+        Err(e) => t.warnings.push(Warning::new(e.code(), e.to_string())),
     }
     match symbols_built {
         Ok(built) => t.symbols = Some(FileBytes::new(built.bytes)),
-        Err(e) => t.warnings.push((
-            "symbols-corrupt".into(),
+        Err(e) => t.warnings.push(Warning::new(
+            "symbols-corrupt",
             format!("symbols unavailable: {e}"),
         )),
     }
@@ -806,7 +807,7 @@ mod tests {
         let cut = build_tables_from_breakpad("big.sym", sym.as_bytes(), 4);
         assert_eq!(name_at(&cut, 0x1031).as_deref(), Some("f3"));
         assert_eq!(name_at(&cut, 0x1041), None);
-        let codes: Vec<&str> = cut.warnings.iter().map(|(c, _)| c.as_str()).collect();
+        let codes: Vec<&str> = cut.warnings.iter().map(|w| w.code.as_str()).collect();
         assert_eq!(codes, ["sym-records-cut"]);
         let whole = build_tables_from_breakpad("big.sym", sym.as_bytes(), 10);
         assert_eq!(name_at(&whole, 0x1091).as_deref(), Some("f9"));

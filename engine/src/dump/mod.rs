@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 pub use crate::arch::x86_64::REGISTER_NAMES as X86_64_REGISTER_NAMES;
 pub use crate::arch::Arch;
 pub(crate) use crate::ids::{hex, unhex};
+pub use crate::warning::Warning;
 pub use error::DumpError;
 pub use memory::MemoryMap;
 pub use regions::Regions;
@@ -350,14 +351,6 @@ pub struct Distribution {
     pub description: String,
 }
 
-/// Something a reader noticed that does not stop the report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DumpWarning {
-    /// Stable kebab-case code (`truncated-dump`, `memory-missing`, …).
-    pub code: &'static str,
-    pub message: String,
-}
-
 /// A crashed process, as read from a dump.
 #[derive(Debug, Clone)]
 pub struct Dump<'d> {
@@ -382,7 +375,7 @@ pub struct Dump<'d> {
     pub regions: Regions,
     pub crash: Option<CrashInfo>,
     pub annotations: BTreeMap<String, String>,
-    pub warnings: Vec<DumpWarning>,
+    pub warnings: Vec<Warning>,
     /// aarch64 pointer-authentication mask (NT_ARM_PAC_MASK), when recorded.
     pub pac_mask: Option<u64>,
     pub system: SystemInfo,
@@ -421,15 +414,15 @@ impl Dump<'_> {
         }
         let mut flags = keep.into_iter();
         self.modules.retain(|_| flags.next().unwrap_or(false));
-        self.warnings.push(DumpWarning {
-            code: "modules-cut",
-            message: format!(
+        self.warnings.push(Warning::new(
+            "modules-cut",
+            format!(
                 "the dump lists {total} modules; only {max} were used (those the threads run \
                  in, the main executable, then by address): frames in the other {} have no \
                  module",
                 total - max
             ),
-        });
+        ));
     }
 }
 

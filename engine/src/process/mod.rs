@@ -91,16 +91,7 @@ pub fn process(
     provider: &dyn TableProvider,
     options: &ProcessOptions,
 ) -> Report {
-    let mut warnings: Vec<report::Warning> = dump
-        .warnings
-        .iter()
-        .map(|w| report::Warning {
-            code: w.code.to_string(),
-            message: w.message.clone(),
-            thread: None,
-            module: None,
-        })
-        .collect();
+    let mut warnings: Vec<report::Warning> = dump.warnings.clone();
     // Hashing a large core takes as long as the rest of a one-shot walk: it runs on the
     // other core meanwhile. (The service knows the hash already; a small dump hashes in
     // less time than a thread takes to start.)

@@ -11,12 +11,7 @@ use crate::tables::{Loaded, ModuleTables, Opened, TableProvider};
 
 /// A warning about module `i`.
 fn warning(code: impl Into<String>, message: String, i: usize) -> report::Warning {
-    report::Warning {
-        code: code.into(),
-        message,
-        thread: None,
-        module: Some(i),
-    }
+    report::Warning::new(code, message).of_module(i)
 }
 
 /// The report of every module of `dump`, in dump order; their warnings go to `warnings`.
@@ -30,12 +25,13 @@ pub(super) fn reports(
     let mut modules = Vec::with_capacity(dump.modules.len());
     let mut told = std::collections::HashSet::new();
     for (i, (m, l)) in dump.modules.iter().zip(loaded).enumerate() {
-        for (code, message) in provider.module_warnings(dump, m) {
-            warnings.push(warning(code, message, i));
+        for w in provider.module_warnings(dump, m) {
+            warnings.push(w.of_module(i));
         }
         if let Some(t) = &l.tables {
-            for (code, msg) in &t.warnings {
-                warnings.push(warning(code.clone(), format!("{}: {msg}", m.name), i));
+            for w in &t.warnings {
+                let message = format!("{}: {}", m.name, w.message);
+                warnings.push(warning(w.code.clone(), message, i));
             }
         }
         let mut module = report_of(i, m, l, opened, warnings);

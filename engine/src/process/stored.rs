@@ -11,6 +11,7 @@ use crate::report::ModuleFile;
 use crate::symbols::SymbolTable;
 use crate::tables::ModuleTables;
 use crate::unwind::UnwindTable;
+use crate::warning::Warning;
 
 /// Format version of the stored build notes ([`BuildNotes`] as JSON); version 1 was the
 /// warnings alone.
@@ -19,7 +20,8 @@ pub const NOTES_VERSION: u32 = 2;
 /// What a build says besides its tables.
 #[derive(Debug, Serialize, Deserialize)]
 struct BuildNotes {
-    /// (code, message) of each problem the build met.
+    /// (code, message) of each problem the build met: the [`Warning`]s of the tables,
+    /// stored in the form version 2 has always had.
     warnings: Vec<(String, String)>,
     /// Which file gave which table.
     files: Vec<ModuleFile>,
@@ -49,7 +51,11 @@ impl StoredTables {
             return None;
         }
         let notes = serde_json::to_vec(&BuildNotes {
-            warnings: built.warnings.clone(),
+            warnings: built
+                .warnings
+                .iter()
+                .map(|w| (w.code.clone(), w.message.clone()))
+                .collect(),
             files: built.files.clone(),
         })
         .ok()?;
@@ -71,7 +77,11 @@ impl StoredTables {
             symbols: Some(self.symbols).filter(|b| !b.is_empty()),
             code: None,
             verified,
-            warnings: notes.warnings,
+            warnings: notes
+                .warnings
+                .into_iter()
+                .map(|(code, message)| Warning::new(code, message))
+                .collect(),
             files: notes.files,
             ..ModuleTables::default()
         })
@@ -101,7 +111,7 @@ mod tests {
             unwind: None,
             symbols: None,
             verified: true,
-            warnings: vec![("symbols-corrupt".into(), "a unit was cut short".into())],
+            warnings: vec![Warning::new("symbols-corrupt", "a unit was cut short")],
             files: vec![ModuleFile {
                 name: "libc.so.6".into(),
                 build_id: Some("ab".into()),

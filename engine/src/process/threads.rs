@@ -14,24 +14,9 @@ use crate::tables::{CodeImage, Opened};
 /// pointer, not generated code.
 const MIN_CODE_ADDRESS: u64 = 0x1000;
 
-/// A warning about the dump as a whole.
-fn dump_warning(code: &str, message: String) -> report::Warning {
-    report::Warning {
-        code: code.into(),
-        message,
-        thread: None,
-        module: None,
-    }
-}
-
 /// A warning about the report's thread `index`.
 fn thread_warning(code: &str, message: String, index: usize) -> report::Warning {
-    report::Warning {
-        code: code.into(),
-        message,
-        thread: Some(index),
-        module: None,
-    }
+    report::Warning::new(code, message).of_thread(index)
 }
 
 /// What the walker asks of code: whether an address is the entry function, the bytes
@@ -208,7 +193,7 @@ pub(super) fn walk_all(
     };
     let walker = walk::arch::walker_for(dump.arch);
     if walker.is_none() && dump.threads.iter().any(|t| t.prewalked.is_none()) {
-        warnings.push(dump_warning(
+        warnings.push(report::Warning::new(
             "unsupported-arch",
             format!(
                 "stack walking is not supported for {} yet: only frame 0 is shown",
@@ -238,12 +223,11 @@ pub(super) fn walk_all(
         // The walker derived the mask from the address space (see walk::aarch64). Said
         // only where a signed return address was stripped with it: a core from before
         // pointer authentication (or of a program built without it) has none.
-        warnings.push(dump_warning(
+        warnings.push(report::Warning::new(
             "pac-mask-inferred",
             "the dump records no pointer-authentication mask (NT_ARM_PAC_MASK): \
              return addresses were stripped to the address space's significant \
-             bits (at least 48)"
-                .into(),
+             bits (at least 48)",
         ));
     }
     results

@@ -200,12 +200,7 @@ pub fn add_annotations(
 }
 
 fn warning(code: &str, message: String) -> Warning {
-    Warning {
-        code: code.into(),
-        message,
-        thread: None,
-        module: None,
-    }
+    Warning::new(code, message)
 }
 
 /// The length of `v`'s JSON text, counted without building it.

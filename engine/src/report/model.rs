@@ -13,6 +13,7 @@ pub use crate::dump::{Arch, Distribution, DumpFormat, Identity, Os, SystemInfo};
 pub use crate::symbols::SymbolSource;
 pub use crate::unwind::UnwindSource;
 pub use crate::walk::{EndReason, Trust};
+pub use crate::warning::Warning;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
@@ -479,14 +480,6 @@ pub struct UnloadedModule {
 pub struct Signature {
     pub text: String,
     pub frames: Vec<usize>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Warning {
-    pub code: String,
-    pub message: String,
-    pub thread: Option<usize>,
-    pub module: Option<usize>,
 }
 
 /// The report's spelling of each enum, for text output and pages (width and alignment

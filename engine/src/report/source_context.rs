@@ -148,16 +148,14 @@ pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &Sourc
         }
     }
     if cut > 0 {
-        report.warnings.push(Warning {
-            code: "source-context-cut".into(),
-            message: format!(
+        report.warnings.push(Warning::new(
+            "source-context-cut",
+            format!(
                 "{cut} frames have no source context: a report takes the lines of at most \
                  {} source files and {} bytes of them (source context budget)",
                 limits.max_files, limits.max_context_bytes
             ),
-            thread: None,
-            module: None,
-        });
+        ));
     }
 }
 
