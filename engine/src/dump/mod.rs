@@ -28,7 +28,8 @@ pub use regions::Regions;
 pub use registers::{RegisterSet, REGISTER_SLOTS};
 
 /// Which file format a dump came in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum DumpFormat {
     ElfCore,
     Minidump,
@@ -40,17 +41,13 @@ pub enum DumpFormat {
 
 impl DumpFormat {
     pub fn as_str(self) -> &'static str {
-        match self {
-            DumpFormat::ElfCore => "elf-core",
-            DumpFormat::Minidump => "minidump",
-            DumpFormat::AppleIps => "apple-ips",
-            DumpFormat::AppleCrash => "apple-crash",
-        }
+        self.into()
     }
 }
 
 /// The operating system, as far as the dump proves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Os {
     Linux,
     Android,
@@ -62,14 +59,7 @@ pub enum Os {
 
 impl Os {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Os::Linux => "linux",
-            Os::Android => "android",
-            Os::Macos => "macos",
-            Os::Ios => "ios",
-            Os::Windows => "windows",
-            Os::Unknown => "unknown",
-        }
+        self.into()
     }
 }
 
@@ -98,18 +88,8 @@ pub struct GivenFrame {
 }
 
 /// How a module's identity was established (the report's `identity`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Identity {
     /// The build-id (or debug-id) was read from the dump itself.
     BuildId,
@@ -120,13 +100,11 @@ pub enum Identity {
     None,
 }
 
+crate::names::serde_by_name!(Identity);
+
 impl Identity {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Identity::BuildId => "build-id",
-            Identity::Path => "path",
-            Identity::None => "none",
-        }
+        self.into()
     }
 }
 

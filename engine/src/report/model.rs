@@ -15,17 +15,30 @@ pub use crate::unwind::UnwindSource;
 pub use crate::walk::{EndReason, Trust};
 pub use crate::warning::Warning;
 
+/// One crash's `postmortem.report/1` document (`docs/report-format.md` describes every
+/// field; `report.schema.json` is its JSON Schema).
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
+    /// Always [`super::SCHEMA`].
     pub schema: String,
+    /// The program that made the report, and its table format versions.
     pub processor: Processor,
+    /// The dump: its format, size, system, the process it recorded.
     pub dump: DumpInfo,
+    /// Why the process died; `null` for a dump of a live process.
     pub crash: Option<Crash>,
+    /// Every thread walked, the crashed thread first.
     pub threads: Vec<Thread>,
+    /// Every module of the dump, in dump order, with the files that described it.
     pub modules: Vec<Module>,
+    /// Modules the process had unloaded, as the dump lists them.
     pub unloaded_modules: Vec<UnloadedModule>,
+    /// Key-value pairs the dump carries (a minidump's crashpad annotations).
     pub annotations: BTreeMap<String, String>,
+    /// The crash signature for grouping; `null` without a crash.
     pub signature: Option<Signature>,
+    /// What made the report less than complete.
     pub warnings: Vec<Warning>,
 }
 
@@ -132,21 +145,19 @@ pub struct MemoryAccess {
 }
 
 /// Which way a [`MemoryAccess`] goes.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum AccessKind {
     Read,
     Write,
     ReadWrite,
 }
 
+crate::names::serde_by_name!(AccessKind);
+
 impl AccessKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            AccessKind::Read => "read",
-            AccessKind::Write => "write",
-            AccessKind::ReadWrite => "read-write",
-        }
+        self.into()
     }
 }
 
@@ -162,8 +173,8 @@ pub struct Analysis {
 }
 
 /// The kinds of [`Analysis`].
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum AnalysisKind {
     /// A read or write through a null pointer, or a call through a null function
     /// pointer: the address lies in the first page.
@@ -192,6 +203,8 @@ pub enum AnalysisKind {
     IllegalInstruction,
 }
 
+crate::names::serde_by_name!(AnalysisKind);
+
 impl AnalysisKind {
     /// Every kind, in declaration order.
     pub fn all() -> &'static [AnalysisKind] {
@@ -199,17 +212,7 @@ impl AnalysisKind {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            AnalysisKind::NullPointer => "null-pointer",
-            AnalysisKind::StackOverflow => "stack-overflow",
-            AnalysisKind::BadJump => "bad-jump",
-            AnalysisKind::Abort => "abort",
-            AnalysisKind::UnmappedAccess => "unmapped-access",
-            AnalysisKind::ProtectionFault => "protection-fault",
-            AnalysisKind::GeneralProtection => "general-protection",
-            AnalysisKind::DivideByZero => "divide-by-zero",
-            AnalysisKind::IllegalInstruction => "illegal-instruction",
-        }
+        self.into()
     }
 }
 
@@ -319,8 +322,8 @@ pub struct Lookup {
 }
 
 /// Which file of a build a source was asked for (debuginfod's names).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RemoteFile {
     /// The binary itself: its unwind sections, symbols and code.
     Executable,
@@ -330,9 +333,11 @@ pub enum RemoteFile {
     Sym,
 }
 
+crate::names::serde_by_name!(RemoteFile);
+
 /// A source's answer.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LookupResult {
     /// The source had it (fetched now, or earlier and kept in the cache).
     Fetched,
@@ -343,23 +348,17 @@ pub enum LookupResult {
     Error,
 }
 
+crate::names::serde_by_name!(LookupResult);
+
 impl RemoteFile {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RemoteFile::Executable => "executable",
-            RemoteFile::Debuginfo => "debuginfo",
-            RemoteFile::Sym => "sym",
-        }
+        self.into()
     }
 }
 
 impl LookupResult {
     pub fn as_str(self) -> &'static str {
-        match self {
-            LookupResult::Fetched => "fetched",
-            LookupResult::NotFound => "not-found",
-            LookupResult::Error => "error",
-        }
+        self.into()
     }
 }
 
@@ -399,8 +398,8 @@ impl strum::VariantArray for ModuleUnwind {
 crate::names::serde_by_name!(ModuleUnwind);
 
 /// Whether a module's tables were found (the report's `status`).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ModuleStatus {
     /// Unwind or symbol tables were found for its build.
     Ok,
@@ -412,14 +411,11 @@ pub enum ModuleStatus {
     Corrupt,
 }
 
+crate::names::serde_by_name!(ModuleStatus);
+
 impl ModuleStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ModuleStatus::Ok => "ok",
-            ModuleStatus::Missing => "missing",
-            ModuleStatus::Unverified => "unverified",
-            ModuleStatus::Corrupt => "corrupt",
-        }
+        self.into()
     }
 }
 

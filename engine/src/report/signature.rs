@@ -32,8 +32,8 @@ use crate::dump::Os;
 use crate::walk::Trust;
 
 /// What the rules decided about one frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Verdict {
     /// The frame names the bug: it is in the signature and counts toward `frames`.
     Significant,
@@ -45,14 +45,11 @@ pub enum Verdict {
     NotReached,
 }
 
+crate::names::serde_by_name!(Verdict);
+
 impl Verdict {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Significant => "significant",
-            Verdict::Prefix => "prefix",
-            Verdict::Aside => "aside",
-            Verdict::NotReached => "not-reached",
-        }
+        self.into()
     }
 }
 
