@@ -31,14 +31,17 @@ use crate::walk::WalkOptions;
 
 pub use crate::tables::{
     build_tables, build_tables_from_breakpad, indexed_breakpad_tables, on_demand_tables, CodeImage,
-    ModuleTables, NoTables, TableInput, TableProvider,
+    ModuleTables, NoTables, SymbolTables, TableInput, TableProvider, Tables, UnwindTables,
 };
 pub use stored::{StoredTables, NOTES_VERSION};
 
-/// Options of one processing run.
+/// Options of one processing run: `ProcessOptions::default()`, then set the fields that
+/// differ (the struct is `#[non_exhaustive]`, so new options do not break callers).
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ProcessOptions {
+    /// How each thread is walked (frame limits, scanning).
     pub walk: WalkOptions,
     /// Whether the report gets the dump's sha256, and whether it must be computed.
     pub dump_sha256: DumpSha256,
@@ -59,6 +62,7 @@ impl ProcessOptions {
 }
 
 /// Whether and how the report gets the dump's sha256 (`dump.sha256`).
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum DumpSha256 {
     /// Computed here (beside the walk, for a large dump).

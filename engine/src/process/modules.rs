@@ -183,7 +183,7 @@ pub(super) fn module_files(
         symbol_sources.contains(&symbols::SymbolSource::Breakpad),
     ];
     // on-demand symbols: `files` is every input, in order (see `ModuleTables`)
-    let symbol_inputs = t.symbols_on_demand.as_ref().map(|od| od.inputs());
+    let symbol_inputs = t.symbols_on_demand().map(|od| od.inputs());
     let gave_symbols = |i: usize| symbol_inputs.as_ref().is_none_or(|ins| ins.contains(&i));
     t.files
         .iter()
