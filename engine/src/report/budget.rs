@@ -15,8 +15,10 @@ use serde::Serialize;
 use super::{Report, Warning};
 use crate::walk::{EndReason, WalkOptions, WalkResult};
 
-/// Limits on one report.
+/// Limits on one report: `Budget::default()`, then set the limits that differ (the
+/// struct is `#[non_exhaustive]`, so new limits do not break callers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Budget {
     /// Most threads walked (the crashed thread first); the others are left out.
     pub max_threads: usize,

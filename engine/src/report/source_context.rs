@@ -63,9 +63,13 @@ impl Default for SourceLimits {
 }
 
 /// The provider and limits a report's source context comes from; no provider, no context.
+/// `SourceContextOptions::default()`, then set what differs (`#[non_exhaustive]`).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct SourceContextOptions {
+    /// Where source files come from; `None`: no source context.
     pub provider: Option<Arc<dyn SourceProvider>>,
+    /// Bounds on the context of one report.
     pub limits: SourceLimits,
 }
 
