@@ -34,13 +34,14 @@ pub struct BudgetArgs {
 impl BudgetArgs {
     /// The engine's budget.
     pub fn budget(&self) -> Budget {
-        Budget {
-            max_threads: self.max_threads.max(1),
-            max_total_frames: self.max_total_frames.max(1),
-            max_report_bytes: usize::try_from(self.max_report_mb.max(1).saturating_mul(1 << 20))
-                .unwrap_or(usize::MAX),
-            max_modules: self.max_modules.max(1),
-            max_sym_records: self.max_sym_records.max(1),
-        }
+        let mut budget = Budget::default();
+        budget.max_threads = self.max_threads.max(1);
+        budget.max_total_frames = self.max_total_frames.max(1);
+        budget.max_report_bytes =
+            usize::try_from(self.max_report_mb.max(1).saturating_mul(1 << 20))
+                .unwrap_or(usize::MAX);
+        budget.max_modules = self.max_modules.max(1);
+        budget.max_sym_records = self.max_sym_records.max(1);
+        budget
     }
 }

@@ -945,14 +945,14 @@ fn index_dir(dir: &Path, depth: usize, seen: &mut usize, out: &mut Index) {
 impl TableProvider for FileProvider {
     /// A module whose recorded path now holds another build (the file was replaced since
     /// the crash): that file is never used, and the report says why.
-    fn module_warnings(&self, _dump: &Dump<'_>, m: &Module) -> Vec<(String, String)> {
+    fn module_warnings(&self, _dump: &Dump<'_>, m: &Module) -> Vec<engine::report::Warning> {
         let (Some(id), Some(path)) = (&m.build_id, m.path.as_ref().filter(|_| self.dump_paths))
         else {
             return Vec::new();
         };
         let path = Path::new(path);
         match path.is_file().then(|| file_build_id(path)).flatten() {
-            Some(found) if found != *id => vec![(
+            Some(found) if found != *id => vec![engine::report::Warning::new(
                 "module-file-changed".to_string(),
                 format!(
                     "{} on this machine has build-id {}, not the crashed build's {}: the file \

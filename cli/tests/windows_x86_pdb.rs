@@ -590,8 +590,7 @@ fn module_tables_hold_it(c: &Case) {
     ];
     for (i, t) in made.iter().enumerate() {
         let unwind = t
-            .unwind
-            .as_ref()
+            .whole_unwind()
             .unwrap_or_else(|| panic!("tables {i}: no unwind"));
         let bytes: &[u8] = (**unwind).as_ref();
         assert_eq!(bytes, &want[..], "tables {i}");

@@ -723,7 +723,7 @@ STACK CFI INIT 1130 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
         };
         let t = crate::process::build_tables(Some(input), &[]);
         assert!(t.warnings.is_empty(), "{:?}", t.warnings);
-        let unwind = crate::unwind::UnwindTable::open(t.unwind.as_deref().unwrap()).unwrap();
+        let unwind = crate::unwind::UnwindTable::open(t.whole_unwind().unwrap()).unwrap();
         let sources: Vec<&str> = unwind.sources().iter().map(|s| s.as_str()).collect();
         assert!(sources.contains(&"compact_unwind"), "{sources:?}");
         let nm = run(dir, "llvm-nm", &["m.macho"]);
@@ -732,7 +732,7 @@ STACK CFI INIT 1130 20 .cfa: $rsp 8 + .ra: .cfa -8 + ^\n";
             .find(|l| l.ends_with(" _helper"))
             .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
             .unwrap();
-        let symbols = crate::symbols::SymbolTable::open(t.symbols.as_deref().unwrap()).unwrap();
+        let symbols = crate::symbols::SymbolTable::open(t.whole_symbols().unwrap()).unwrap();
         let mut frames = Vec::new();
         // Tables are keyed by offset from `__TEXT`'s address.
         let text = headers

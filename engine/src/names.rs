@@ -1,7 +1,10 @@
-//! Enums the report spells by name: [`serde_by_name!`] gives a type with `as_str` and a
-//! complete variant list (`strum::VariantArray`) serde impls that write and read exactly
-//! those names, so the name a report carries, the text output and the schema test
-//! (`engine/tests/report_schema.rs`) all come from one `as_str`.
+//! Enums the report spells by name. Each is spelled once, by strum's `IntoStaticStr`
+//! derive (`#[strum(serialize_all = "kebab-case")]`, or `= "snake_case"` for the unwind
+//! sources, or a variant's own `#[strum(serialize = "…")]`); its `as_str` is that name,
+//! and [`serde_by_name!`] gives a type with `as_str` and a complete variant list
+//! (`strum::VariantArray`) serde impls that write and read exactly those names, so the
+//! name a report carries, the text output and the schema test
+//! (`engine/tests/report_schema.rs`) all come from one spelling.
 
 /// Implements `Serialize`/`Deserialize` for `$t` by its `as_str` names; an unknown name is
 /// a deserialization error listing the known ones.

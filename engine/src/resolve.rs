@@ -34,6 +34,7 @@ use object::{Object, ObjectSection, SectionKind};
 use crate::binary::FileBytes;
 use crate::dump::{Arch, Module};
 use crate::tables::{build_tables, on_demand_tables, CodeImage, ModuleTables, TableInput};
+use crate::warning::Warning;
 
 /// The key a module's built tables are cached and stored under, the same in every cache
 /// (the CLI's per-run memo, the service's memory cache and database rows).
@@ -354,10 +355,7 @@ pub const FILES_DISAGREE: &str = "module-files-disagree";
 /// names and lines they give may not be the module's. One `module-files-disagree`
 /// warning (code, message) per such file, naming both files and the first section that
 /// differs.
-pub fn disagreements<B: AsRef<[u8]>>(
-    files: &[(String, B)],
-    binary: Option<usize>,
-) -> Vec<(String, String)> {
+pub fn disagreements<B: AsRef<[u8]>>(files: &[(String, B)], binary: Option<usize>) -> Vec<Warning> {
     let Some((bname, bbytes)) = binary.and_then(|i| files.get(i)) else {
         return Vec::new();
     };
@@ -379,8 +377,8 @@ pub fn disagreements<B: AsRef<[u8]>>(
             continue;
         }
         if let Some((theirs, ours)) = disagreement(&bin, &other) {
-            out.push((
-                FILES_DISAGREE.to_string(),
+            out.push(Warning::new(
+                FILES_DISAGREE,
                 format!(
                     "the module's files disagree: {name} has {theirs} where the binary {bname} \
                      has {ours}; they are not of one build, and what {name} gives may not \

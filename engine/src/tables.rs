@@ -14,6 +14,7 @@ use crate::report;
 use crate::symbols::{self, OnDemandSymbols, SymbolIndex, SymbolTable};
 use crate::unwind::{self, OnDemandUnwind, UnwindTable};
 use crate::walk::ModuleUnwind;
+use crate::warning::Warning;
 
 /// Code bytes of a binary file, addressed by offset from its link base, for the
 /// stack scanner's call-site check.
@@ -171,40 +172,143 @@ impl CodeImage {
     }
 }
 
+/// A module's unwind rules, in the form a provider hands them over.
+#[warn(missing_docs)]
+#[derive(Debug, Clone)]
+pub enum UnwindTables {
+    /// The serialized table (`unwind::format`) of every rule: built in memory, or bytes a
+    /// cache holds (mapped from its file by `--table-cache`).
+    Whole(FileBytes),
+    /// A binary's `.eh_frame` rules built where the walk looks (one-shot walks, see
+    /// [`on_demand_tables`]).
+    OnDemand(Arc<OnDemandUnwind>),
+}
+
+/// A module's symbols, in the form a provider hands them over.
+#[warn(missing_docs)]
+#[derive(Debug, Clone)]
+pub enum SymbolTables {
+    /// The serialized table (`symbols::format`) of every symbol.
+    Whole(FileBytes),
+    /// A binary's symbols built from the DWARF units the walk's addresses need (one-shot
+    /// walks, see [`on_demand_tables`]): [`ModuleTables::files`] then lists every input
+    /// in the builders' order, each as having given symbols; the report keeps that only
+    /// for the inputs [`OnDemandSymbols::inputs`] names.
+    OnDemand(Arc<OnDemandSymbols>),
+}
+
+#[warn(missing_docs)]
+/// What a module's files gave: tables built from a binary and its debug files (or a
+/// Breakpad file built whole), each of which may be absent, or an indexed Breakpad file.
+#[derive(Debug, Clone)]
+pub enum Tables {
+    /// Unwind rules and symbols, each in one form, if the files had them.
+    Built {
+        /// The unwind rules, if any unwind section (or `STACK` record) was found.
+        unwind: Option<UnwindTables>,
+        /// The symbols, if any were found.
+        symbols: Option<SymbolTables>,
+    },
+    /// A Breakpad file indexed instead of built (one-shot walks, see
+    /// [`indexed_breakpad_tables`]): both tables are built where the walk looks.
+    Breakpad(Arc<BreakpadIndex>),
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        Tables::Built {
+            unwind: None,
+            symbols: None,
+        }
+    }
+}
+
 /// The tables one module's files produced (see [`build_tables`]).
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Default)]
 pub struct ModuleTables {
-    /// Serialized unwind table (`unwind::format`), if any unwind section was found: built
-    /// in memory, or bytes a cache holds (mapped from its file by `--table-cache`).
-    pub unwind: Option<FileBytes>,
-    /// Serialized symbol table (`symbols::format`), if any symbols were found.
-    pub symbols: Option<FileBytes>,
+    /// The unwind and symbol tables, in whichever form they came.
+    pub tables: Tables,
     /// Code bytes for call-site checks while scanning (optional).
     pub code: Option<CodeImage>,
     /// Whether the file's build-id equals the dump's (false for a match by path).
     pub verified: bool,
     /// Problems met while building (`unwind-table-corrupt`, `symbols-corrupt`): (code,
     /// message). Owned, so that a cache can store and replay them with the tables.
-    pub warnings: Vec<(String, String)>,
-    /// A Breakpad file indexed instead of built (one-shot walks, see
-    /// [`indexed_breakpad_tables`]): `unwind` and `symbols` are then `None` and the tables
-    /// are built where the walk looks.
-    pub breakpad: Option<Arc<BreakpadIndex>>,
-    /// A binary's `.eh_frame` rules built where the walk looks (one-shot walks, see
-    /// [`on_demand_tables`]): `unwind` is then `None`.
-    pub unwind_on_demand: Option<Arc<OnDemandUnwind>>,
-    /// A binary's symbols built from the DWARF units the walk's addresses need (one-shot
-    /// walks, see [`on_demand_tables`]): `symbols` is then `None`, and `files` lists
-    /// every input in the builders' order, each as having given symbols; the report keeps
-    /// that only for the inputs [`OnDemandSymbols::inputs`] names.
-    pub symbols_on_demand: Option<Arc<OnDemandSymbols>>,
+    pub warnings: Vec<Warning>,
     /// The files the tables came from and what each gave (a `.sym` file's `gave` is
     /// filled when the report is made, as it is for an indexed one). Owned and
     /// serializable, so that a cache can store it with the tables.
     pub files: Vec<report::ModuleFile>,
 }
 
+impl ModuleTables {
+    /// The whole serialized unwind table, if the tables hold one.
+    pub fn whole_unwind(&self) -> Option<&FileBytes> {
+        match &self.tables {
+            Tables::Built {
+                unwind: Some(UnwindTables::Whole(b)),
+                ..
+            } => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The whole serialized symbol table, if the tables hold one.
+    pub fn whole_symbols(&self) -> Option<&FileBytes> {
+        match &self.tables {
+            Tables::Built {
+                symbols: Some(SymbolTables::Whole(b)),
+                ..
+            } => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Unwind rules built where the walk looks, if the tables are so.
+    pub fn unwind_on_demand(&self) -> Option<&OnDemandUnwind> {
+        match &self.tables {
+            Tables::Built {
+                unwind: Some(UnwindTables::OnDemand(od)),
+                ..
+            } => Some(od),
+            _ => None,
+        }
+    }
+
+    /// Symbols built where the walk looks, if the tables are so.
+    pub fn symbols_on_demand(&self) -> Option<&OnDemandSymbols> {
+        match &self.tables {
+            Tables::Built {
+                symbols: Some(SymbolTables::OnDemand(od)),
+                ..
+            } => Some(od),
+            _ => None,
+        }
+    }
+
+    /// The indexed Breakpad file, if the tables are one.
+    pub fn breakpad(&self) -> Option<&BreakpadIndex> {
+        match &self.tables {
+            Tables::Breakpad(index) => Some(index),
+            Tables::Built { .. } => None,
+        }
+    }
+
+    /// Whether any part is built where the walk looks (and so cannot be stored whole).
+    pub fn is_on_demand(&self) -> bool {
+        match &self.tables {
+            Tables::Breakpad(_) => true,
+            Tables::Built { unwind, symbols } => {
+                matches!(unwind, Some(UnwindTables::OnDemand(_)))
+                    || matches!(symbols, Some(SymbolTables::OnDemand(_)))
+            }
+        }
+    }
+}
+
 /// Supplies tables for the modules of a dump.
+#[warn(missing_docs)]
 pub trait TableProvider: Sync {
     /// The tables for `module` of `dump`, or `None` when no file describes it (the
     /// report then marks the module `missing`).
@@ -212,7 +316,7 @@ pub trait TableProvider: Sync {
     /// Problems met looking for `module`'s files that the report should tell whether or
     /// not tables were found (code, message): e.g. a file at the module's path that is
     /// another build.
-    fn module_warnings(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<(String, String)> {
+    fn module_warnings(&self, _dump: &Dump<'_>, _module: &Module) -> Vec<Warning> {
         Vec::new()
     }
     /// Whether [`TableProvider::tables`] builds tables (tens of milliseconds for a libc),
@@ -238,10 +342,12 @@ impl TableProvider for NoTables {
 }
 
 /// One file handed to [`build_tables`]: its bytes and the name the report gives it.
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Copy)]
 pub struct TableInput<'a> {
     /// The file's name (its last path component, or the name it was uploaded under).
     pub name: &'a str,
+    /// The file's contents.
     pub bytes: &'a [u8],
 }
 
@@ -365,6 +471,8 @@ fn whole_unwind(
 /// A module's tables while they are made from its files: which file gave what.
 struct Made<'a> {
     t: ModuleTables,
+    unwind: Option<UnwindTables>,
+    symbols: Option<SymbolTables>,
     /// Every input by index: the binary first, then the debug files — the order both
     /// builders number their inputs in.
     inputs: Vec<(TableInput<'a>, report::FileKind)>,
@@ -383,6 +491,8 @@ impl<'a> Made<'a> {
                 verified: true,
                 ..ModuleTables::default()
             },
+            unwind: None,
+            symbols: None,
             gave: vec![Vec::new(); inputs.len()],
             inputs,
         }
@@ -401,8 +511,8 @@ impl<'a> Made<'a> {
         match result {
             Ok(built) => {
                 if built.stats.entries_skipped > 0 {
-                    self.t.warnings.push((
-                        "unwind-table-corrupt".into(),
+                    self.t.warnings.push(Warning::new(
+                        "unwind-table-corrupt",
                         format!(
                             "{} unwind entries could not be read and were skipped (first: {})",
                             built.stats.entries_skipped,
@@ -411,11 +521,11 @@ impl<'a> Made<'a> {
                     ));
                 }
                 if built.stats.rows > 0 {
-                    self.t.unwind = Some(FileBytes::new(built.bytes));
+                    self.unwind = Some(UnwindTables::Whole(FileBytes::new(built.bytes)));
                     self.gave(&built.inputs, report::FileGave::Unwind);
                 }
             }
-            Err(e) => self.t.warnings.push((e.code().into(), e.to_string())),
+            Err(e) => self.t.warnings.push(Warning::new(e.code(), e.to_string())),
         }
     }
 
@@ -425,7 +535,7 @@ impl<'a> Made<'a> {
         let inputs = on_demand.inputs();
         if !inputs.is_empty() {
             self.gave(&inputs, report::FileGave::Unwind);
-            self.t.unwind_on_demand = Some(Arc::new(on_demand));
+            self.unwind = Some(UnwindTables::OnDemand(Arc::new(on_demand)));
         }
     }
 
@@ -442,17 +552,17 @@ impl<'a> Made<'a> {
         // every input may have given symbols: `module_files` keeps those that did
         let all: Vec<usize> = (0..self.inputs.len()).collect();
         self.gave(&all, report::FileGave::Symbols);
-        self.t.symbols_on_demand = Some(on_demand);
+        self.symbols = Some(SymbolTables::OnDemand(on_demand));
     }
 
     fn take_symbols(&mut self, result: Result<symbols::BuiltSymbols, symbols::SymbolsError>) {
         match result {
             Ok(built) => {
-                self.t.symbols = Some(FileBytes::new(built.bytes));
+                self.symbols = Some(SymbolTables::Whole(FileBytes::new(built.bytes)));
                 self.gave(&built.inputs, report::FileGave::Symbols);
             }
-            Err(e) => self.t.warnings.push((
-                "symbols-corrupt".into(),
+            Err(e) => self.t.warnings.push(Warning::new(
+                "symbols-corrupt",
                 format!("symbols unavailable: {e}"),
             )),
         }
@@ -461,9 +571,12 @@ impl<'a> Made<'a> {
     fn finish(self) -> ModuleTables {
         let Made {
             mut t,
+            unwind,
+            symbols,
             inputs,
             gave,
         } = self;
+        t.tables = Tables::Built { unwind, symbols };
         t.files = inputs
             .iter()
             .zip(gave)
@@ -498,8 +611,8 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8], max_records: usize) ->
     };
     let sym = match first_records(sym, max_records) {
         Some(cut) => {
-            t.warnings.push((
-                "sym-records-cut".into(),
+            t.warnings.push(Warning::new(
+                "sym-records-cut",
                 format!(
                     "{name} holds more than {max_records} records: only the first \
                      {max_records} were read (--max-sym-records)"
@@ -516,20 +629,24 @@ pub fn build_tables_from_breakpad(name: &str, sym: &[u8], max_records: usize) ->
         || crate::breakpad::unwind::build_from_breakpad(sym),
         || crate::breakpad::symbols::build_symbol_table_breakpad(sym),
     );
+    let (mut unwind, mut symbols) = (None, None);
     // Rules Breakpad's postfix language can say but our rules cannot (a dereferenced CFA)
     // are not corruption: those ranges simply fall back to frame pointers and scanning.
     match unwind_built {
-        Ok(built) if built.stats.rows > 0 => t.unwind = Some(FileBytes::new(built.bytes)),
+        Ok(built) if built.stats.rows > 0 => {
+            unwind = Some(UnwindTables::Whole(FileBytes::new(built.bytes)));
+        }
         Ok(_) => {}
-        Err(e) => t.warnings.push((e.code().into(), e.to_string())),
+        Err(e) => t.warnings.push(Warning::new(e.code(), e.to_string())),
     }
     match symbols_built {
-        Ok(built) => t.symbols = Some(FileBytes::new(built.bytes)),
-        Err(e) => t.warnings.push((
-            "symbols-corrupt".into(),
+        Ok(built) => symbols = Some(SymbolTables::Whole(FileBytes::new(built.bytes))),
+        Err(e) => t.warnings.push(Warning::new(
+            "symbols-corrupt",
             format!("symbols unavailable: {e}"),
         )),
     }
+    t.tables = Tables::Built { unwind, symbols };
     t
 }
 
@@ -550,7 +667,7 @@ fn first_records(sym: &[u8], max_records: usize) -> Option<&[u8]> {
 pub fn indexed_breakpad_tables(name: &str, index: BreakpadIndex) -> ModuleTables {
     ModuleTables {
         verified: true,
-        breakpad: Some(Arc::new(index)),
+        tables: Tables::Breakpad(Arc::new(index)),
         files: vec![breakpad_file(name)],
         ..ModuleTables::default()
     }
@@ -688,18 +805,18 @@ impl<'t> Opened<'t> {
         let tables = |l: &'t Loaded| l.tables.as_ref();
         let breakpad: Vec<Option<&BreakpadIndex>> = loaded
             .iter()
-            .map(|l| tables(l).and_then(|t| t.breakpad.as_deref()))
+            .map(|l| tables(l).and_then(ModuleTables::breakpad))
             .collect();
         let unwind = loaded
             .iter()
             .zip(&breakpad)
             .map(|(l, index)| {
                 let table = tables(l)
-                    .and_then(|t| t.unwind.as_deref())
+                    .and_then(ModuleTables::whole_unwind)
                     .and_then(|b| UnwindTable::open(b).ok())
                     .map(ModuleUnwind::Table);
                 let on_demand = || {
-                    let od = tables(l)?.unwind_on_demand.as_deref()?;
+                    let od = tables(l)?.unwind_on_demand()?;
                     Some(ModuleUnwind::OnDemand(od))
                 };
                 table
@@ -711,7 +828,7 @@ impl<'t> Opened<'t> {
             .iter()
             .map(|l| {
                 tables(l)
-                    .and_then(|t| t.symbols.as_deref())
+                    .and_then(ModuleTables::whole_symbols)
                     .and_then(|b| SymbolTable::open(b).ok())
             })
             .collect();
@@ -723,7 +840,7 @@ impl<'t> Opened<'t> {
                 if table.is_some() {
                     return None;
                 }
-                let on_demand = tables(l).and_then(|t| t.symbols_on_demand.as_deref());
+                let on_demand = tables(l).and_then(ModuleTables::symbols_on_demand);
                 match (on_demand, index) {
                     (Some(od), _) => Some(od as &dyn SymbolIndex),
                     (None, Some(index)) => Some(*index as &dyn SymbolIndex),
@@ -788,7 +905,7 @@ mod tests {
 
     /// The innermost function name the symbol table gives at `addr`.
     fn name_at(t: &ModuleTables, addr: u64) -> Option<String> {
-        let s = crate::symbols::SymbolTable::open(t.symbols.as_deref()?).ok()?;
+        let s = crate::symbols::SymbolTable::open(t.whole_symbols()?).ok()?;
         let mut frames = Vec::new();
         s.lookup(addr, &mut frames);
         frames.last().and_then(|f| f.function).map(str::to_string)
@@ -806,7 +923,7 @@ mod tests {
         let cut = build_tables_from_breakpad("big.sym", sym.as_bytes(), 4);
         assert_eq!(name_at(&cut, 0x1031).as_deref(), Some("f3"));
         assert_eq!(name_at(&cut, 0x1041), None);
-        let codes: Vec<&str> = cut.warnings.iter().map(|(c, _)| c.as_str()).collect();
+        let codes: Vec<&str> = cut.warnings.iter().map(|w| w.code.as_str()).collect();
         assert_eq!(codes, ["sym-records-cut"]);
         let whole = build_tables_from_breakpad("big.sym", sym.as_bytes(), 10);
         assert_eq!(name_at(&whole, 0x1091).as_deref(), Some("f9"));

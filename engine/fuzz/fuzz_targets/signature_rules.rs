@@ -8,7 +8,7 @@
 
 use engine::dump::Os;
 use engine::report::signature::SignatureRules;
-use engine::report::{Frame, Thread};
+use engine::report::{Addr, Frame, Thread};
 use engine::walk::{EndReason, Trust};
 use libfuzzer_sys::fuzz_target;
 
@@ -28,13 +28,13 @@ fuzz_target!(|data: &[u8]| {
             let (module, function) = l.split_once('\t').unwrap_or((l, ""));
             Frame {
                 index: i,
-                pc: format!("{:#x}", 0x1000 + i),
+                pc: Addr(0x1000 + i as u64),
                 sp: None,
                 trust: if i % 5 == 3 { Trust::Scan } else { Trust::Cfi },
                 unwind_source: None,
                 module: (!module.is_empty()).then(|| module.to_string()),
                 module_index: None,
-                module_offset: Some(format!("{i:#x}")),
+                module_offset: Some(Addr(i as u64)),
                 function: (!function.is_empty()).then(|| function.to_string()),
                 function_offset: None,
                 file: None,

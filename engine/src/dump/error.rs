@@ -1,7 +1,7 @@
 //! Errors of the dump readers: why no `Dump` could be made from some bytes.
 
 /// Why a dump could not be read at all. Problems that still allow a report are
-/// [`super::DumpWarning`]s instead.
+/// [`super::Warning`]s instead.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DumpError {

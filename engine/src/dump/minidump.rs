@@ -29,9 +29,9 @@ use minidump::{
 
 use super::linux_maps;
 use super::{
-    Arch, CrashInfo, Distribution, Dump, DumpError, DumpFormat, DumpWarning, ExceptionInfo, Handle,
-    Identity, Limit, Mapping, MemoryMap, Module, Os, RegisterSet, SystemInfo, Thread,
-    UnloadedModule,
+    Arch, CrashInfo, Distribution, Dump, DumpError, DumpFormat, ExceptionInfo, Handle, Identity,
+    Limit, Mapping, MemoryMap, Module, Os, RegisterSet, SystemInfo, Thread, UnloadedModule,
+    Warning,
 };
 use crate::arch::{aarch64, arm, x86, x86_64};
 use crate::ids::breakpad_debug_id_from_build_id;
@@ -51,11 +51,12 @@ const MEMORY_DESCRIPTOR64_SIZE: usize = 16;
 pub fn read(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     let (read, logged) = super::reader_log::collect(|| read_dump(bytes));
     let mut dump = read?;
-    dump.warnings
-        .extend(logged.into_iter().map(|message| DumpWarning {
-            code: "minidump-reader",
-            message: format!("the minidump reader noted: {message}"),
-        }));
+    dump.warnings.extend(logged.into_iter().map(|message| {
+        Warning::new(
+            "minidump-reader",
+            format!("the minidump reader noted: {message}"),
+        )
+    }));
     Ok(dump)
 }
 
@@ -307,7 +308,7 @@ fn threads_of(
     bytes: &[u8],
     md: &Minidump<'_, &[u8]>,
     facts: &ContextFacts<'_>,
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) -> (Vec<Thread>, Vec<StackRange>) {
     let arch = facts.arch;
     let names: Option<MinidumpThreadNames> = md.get_stream().ok();
@@ -323,34 +324,33 @@ fn threads_of(
                 .and_then(|raw| raw.get(..expected))
                 .and_then(|raw| MinidumpThreadList::read(raw, bytes, md.endian, None).ok());
             let Some(list) = counted else {
-                warnings.push(DumpWarning {
-                    code: "truncated-dump",
-                    message: "the minidump's thread list could not be read; no thread can be \
-                              walked"
-                        .into(),
-                });
+                warnings.push(Warning::new(
+                    "truncated-dump",
+                    "the minidump's thread list could not be read; no thread can be \
+                              walked",
+                ));
                 return (Vec::new(), Vec::new());
             };
-            warnings.push(DumpWarning {
-                code: "minidump-reader",
-                message: format!(
+            warnings.push(Warning::new(
+                "minidump-reader",
+                format!(
                     "the minidump's thread list is {} bytes longer than its {} threads (as \
                      wine's dbghelp writes it when threads are left out); the threads \
                      counted are read",
                     actual - expected,
                     list.threads.len()
                 ),
-            });
+            ));
             list
         }
         Err(e) => {
-            warnings.push(DumpWarning {
-                code: "truncated-dump",
-                message: format!(
+            warnings.push(Warning::new(
+                "truncated-dump",
+                format!(
                     "the minidump's thread list could not be read ({}); no thread can be walked",
                     e.name()
                 ),
-            });
+            ));
             return (Vec::new(), Vec::new());
         }
     };
@@ -369,10 +369,10 @@ fn threads_of(
         let registers = match (&exception_context, crashed_tid == Some(tid)) {
             (Some(ctx), true) => ctx.clone(),
             _ => own.unwrap_or_else(|| {
-                warnings.push(DumpWarning {
-                    code: "memory-missing",
-                    message: format!("thread {tid} has no readable register context"),
-                });
+                warnings.push(Warning::new(
+                    "memory-missing",
+                    format!("thread {tid} has no readable register context"),
+                ));
                 RegisterSet::new(arch)
             }),
         };
@@ -402,7 +402,7 @@ fn memory_of<'d>(
     bytes: &'d [u8],
     md: &Minidump<'_, &[u8]>,
     stack_ranges: &[StackRange],
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) -> MemoryMap<'d> {
     let mut ranges: Vec<(u64, &[u8])> = Vec::new();
     for &(addr, rva, size) in stack_ranges {
@@ -425,12 +425,11 @@ fn memory_of<'d>(
         }
     }
     if truncated_memory {
-        warnings.push(DumpWarning {
-            code: "truncated-dump",
-            message: "the minidump ends before some of the memory it lists; those bytes are \
-                      missing"
-                .into(),
-        });
+        warnings.push(Warning::new(
+            "truncated-dump",
+            "the minidump ends before some of the memory it lists; those bytes are \
+                      missing",
+        ));
     }
     MemoryMap::new(ranges)
 }
@@ -453,7 +452,7 @@ fn module_list(
     bytes: &[u8],
     system_info: &MinidumpSystemInfo,
     pcs: &[u64],
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) -> Option<MinidumpModuleList> {
     let raw = md
         .get_raw_stream(MINIDUMP_STREAM_TYPE::ModuleListStream as u32)
@@ -493,14 +492,14 @@ fn module_list(
     for e in keep.iter().filter_map(|&i| entry(i)) {
         cut.extend_from_slice(e);
     }
-    warnings.push(DumpWarning {
-        code: "modules-cut",
-        message: format!(
+    warnings.push(Warning::new(
+        "modules-cut",
+        format!(
             "the dump lists {count} modules; only {} were read (those the threads run in, \
              then the first listed): frames in the others have no module",
             keep.len()
         ),
-    });
+    ));
     MinidumpModuleList::read(&cut, bytes, md.endian, Some(system_info)).ok()
 }
 
@@ -538,7 +537,7 @@ fn modules_of(
 fn unloaded_modules_of(
     md: &Minidump<'_, &[u8]>,
     file: &[u8],
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) -> Vec<UnloadedModule> {
     let Ok(stream) = md.get_raw_stream(MINIDUMP_STREAM_TYPE::UnloadedModuleListStream as u32)
     else {
@@ -551,13 +550,13 @@ fn unloaded_modules_of(
         return Vec::new();
     };
     if header < 12 || size < 24 {
-        warnings.push(DumpWarning {
-            code: "truncated-dump",
-            message: format!(
+        warnings.push(Warning::new(
+            "truncated-dump",
+            format!(
                 "the minidump's unloaded-module list has a header of {header} bytes and \
                  entries of {size} (at least 12 and 24): not read"
             ),
-        });
+        ));
         return Vec::new();
     }
     let name = |rva: u32| minidump_string(file, rva);
@@ -593,13 +592,13 @@ fn unloaded_modules_of(
         });
     }
     if missing > 0 || count > MAX_SYSTEM_ITEMS {
-        warnings.push(DumpWarning {
-            code: "truncated-dump",
-            message: format!(
+        warnings.push(Warning::new(
+            "truncated-dump",
+            format!(
                 "the minidump's unloaded-module list says {count} modules; {} could be read",
                 out.len()
             ),
-        });
+        ));
     }
     out
 }

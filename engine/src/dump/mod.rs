@@ -21,13 +21,15 @@ use std::collections::BTreeMap;
 pub use crate::arch::x86_64::REGISTER_NAMES as X86_64_REGISTER_NAMES;
 pub use crate::arch::Arch;
 pub(crate) use crate::ids::{hex, unhex};
+pub use crate::warning::Warning;
 pub use error::DumpError;
 pub use memory::MemoryMap;
 pub use regions::Regions;
 pub use registers::{RegisterSet, REGISTER_SLOTS};
 
 /// Which file format a dump came in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum DumpFormat {
     ElfCore,
     Minidump,
@@ -39,17 +41,13 @@ pub enum DumpFormat {
 
 impl DumpFormat {
     pub fn as_str(self) -> &'static str {
-        match self {
-            DumpFormat::ElfCore => "elf-core",
-            DumpFormat::Minidump => "minidump",
-            DumpFormat::AppleIps => "apple-ips",
-            DumpFormat::AppleCrash => "apple-crash",
-        }
+        self.into()
     }
 }
 
 /// The operating system, as far as the dump proves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Os {
     Linux,
     Android,
@@ -61,14 +59,7 @@ pub enum Os {
 
 impl Os {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Os::Linux => "linux",
-            Os::Android => "android",
-            Os::Macos => "macos",
-            Os::Ios => "ios",
-            Os::Windows => "windows",
-            Os::Unknown => "unknown",
-        }
+        self.into()
     }
 }
 
@@ -97,18 +88,8 @@ pub struct GivenFrame {
 }
 
 /// How a module's identity was established (the report's `identity`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Identity {
     /// The build-id (or debug-id) was read from the dump itself.
     BuildId,
@@ -119,13 +100,11 @@ pub enum Identity {
     None,
 }
 
+crate::names::serde_by_name!(Identity);
+
 impl Identity {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Identity::BuildId => "build-id",
-            Identity::Path => "path",
-            Identity::None => "none",
-        }
+        self.into()
     }
 }
 
@@ -350,14 +329,6 @@ pub struct Distribution {
     pub description: String,
 }
 
-/// Something a reader noticed that does not stop the report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DumpWarning {
-    /// Stable kebab-case code (`truncated-dump`, `memory-missing`, …).
-    pub code: &'static str,
-    pub message: String,
-}
-
 /// A crashed process, as read from a dump.
 #[derive(Debug, Clone)]
 pub struct Dump<'d> {
@@ -382,7 +353,7 @@ pub struct Dump<'d> {
     pub regions: Regions,
     pub crash: Option<CrashInfo>,
     pub annotations: BTreeMap<String, String>,
-    pub warnings: Vec<DumpWarning>,
+    pub warnings: Vec<Warning>,
     /// aarch64 pointer-authentication mask (NT_ARM_PAC_MASK), when recorded.
     pub pac_mask: Option<u64>,
     pub system: SystemInfo,
@@ -421,15 +392,15 @@ impl Dump<'_> {
         }
         let mut flags = keep.into_iter();
         self.modules.retain(|_| flags.next().unwrap_or(false));
-        self.warnings.push(DumpWarning {
-            code: "modules-cut",
-            message: format!(
+        self.warnings.push(Warning::new(
+            "modules-cut",
+            format!(
                 "the dump lists {total} modules; only {max} were used (those the threads run \
                  in, the main executable, then by address): frames in the other {} have no \
                  module",
                 total - max
             ),
-        });
+        ));
     }
 }
 

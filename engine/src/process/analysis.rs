@@ -15,7 +15,7 @@ mod windows;
 use std::collections::BTreeMap;
 
 use crate::dump::{self, Dump};
-use crate::report::{self, hex_addr, AccessKind, Analysis, AnalysisKind, CrashInstruction};
+use crate::report::{self, hex_addr, AccessKind, Addr, Analysis, AnalysisKind, CrashInstruction};
 
 use crate::tables::Loaded;
 
@@ -54,8 +54,8 @@ pub(super) fn analyse(
         thread,
         frame0,
         caller: thread.frames.iter().find(|f| !f.inlined && f.index > 0),
-        pc: report::parse_hex(&frame0.pc)?,
-        sp: frame0.sp.as_deref().and_then(report::parse_hex),
+        pc: frame0.pc.get(),
+        sp: frame0.sp.map(Addr::get),
         instruction,
     };
     let mut evidence = BTreeMap::new();
@@ -195,7 +195,7 @@ fn rust_abort(
     mut evidence: BTreeMap<String, String>,
 ) -> Option<Analysis> {
     let thread = c.thread;
-    let at = described(site).unwrap_or_else(|| site.pc.clone());
+    let at = described(site).unwrap_or_else(|| site.pc.to_string());
     evidence.insert("panicked_in".to_string(), at.clone());
     // the program's frame, not std's abort machinery
     evidence.insert("caller".to_string(), at.clone());
@@ -439,10 +439,10 @@ fn memory_fault(
     // (no address reported) the one at a non-canonical address
     let faulted = |addr: Option<u64>| {
         instruction?.accesses.iter().find(|a| {
-            let at = report::parse_hex(&a.address);
+            let at = a.address.get();
             match addr {
-                Some(addr) => at == Some(addr),
-                None => at.is_some_and(|a| !canonical(a)),
+                Some(addr) => at == addr,
+                None => !canonical(at),
             }
         })
     };
@@ -501,8 +501,8 @@ fn general_protection(
 ) -> Option<Analysis> {
     // a return or call to a non-canonical address faults on the branch itself
     let target = instruction
-        .and_then(|i| i.jump.as_deref())
-        .and_then(report::parse_hex)
+        .and_then(|i| i.jump)
+        .map(Addr::get)
         .filter(|&t| !canonical(t));
     if let Some(t) = target {
         evidence.insert("address".to_string(), hex_addr(t));
@@ -517,7 +517,7 @@ fn general_protection(
         );
     }
     if let Some(a) = faulted {
-        evidence.insert("address".to_string(), a.address.clone());
+        evidence.insert("address".to_string(), a.address.to_string());
         if let Some(k) = a.access {
             evidence.insert("access".to_string(), k.as_str().to_string());
         }
@@ -645,7 +645,7 @@ fn stack_exhausted(c: &Crashed<'_, '_>, addr: u64) -> Option<StackFault> {
         .thread
         .frames
         .iter()
-        .filter_map(|f| f.sp.as_deref().and_then(report::parse_hex))
+        .filter_map(|f| f.sp.map(Addr::get))
         .filter(|&s| s > addr)
         .find_map(|s| c.dump.memory.range_of(s))
         .map(|(start, _)| start)?;
@@ -794,7 +794,7 @@ fn thrown_exception(dump: &Dump<'_>, loaded: &[Loaded], thread: &report::Thread)
     let sps: Vec<u64> = thread
         .frames
         .iter()
-        .filter_map(|f| f.sp.as_deref().and_then(report::parse_hex))
+        .filter_map(|f| f.sp.map(Addr::get))
         .collect();
     let low = *sps.iter().min()?;
     let high = sps

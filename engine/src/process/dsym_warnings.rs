@@ -37,26 +37,23 @@ pub(super) fn warnings(dump: &Dump<'_>, modules: &[report::Module]) -> Vec<repor
                 .as_deref()
                 .map(crate::ids::uuid_text)
                 .unwrap_or_default();
-            report::Warning {
-                code: "no-dsym".into(),
-                message: format!(
+            report::Warning::new(
+                "no-dsym",
+                format!(
                     "{} (UUID {uuid}) had no dSYM: its frames have no file, line or inlined \
                      function; upload {}.dSYM zipped (zip -r {0}.dSYM.zip {0}.dSYM) to \
                      /api/v1/binaries, or give it under --symbols",
                     m.name, m.name
                 ),
-                thread: None,
-                module: Some(m.index),
-            }
+            )
+            .of_module(m.index)
         })
         .collect();
     if lacking.len() > MAX_NAMED {
-        out.push(report::Warning {
-            code: "no-dsym".into(),
-            message: format!("{} more images had no dSYM", lacking.len() - MAX_NAMED),
-            thread: None,
-            module: None,
-        });
+        out.push(report::Warning::new(
+            "no-dsym",
+            format!("{} more images had no dSYM", lacking.len() - MAX_NAMED),
+        ));
     }
     out
 }

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use yaxpeax_x86::amd64::{InstDecoder, Instruction, Opcode, Operand, RegSpec};
 
 use crate::dump::{Arch, Dump};
-use crate::report::{self, AccessKind, CrashInstruction, MemoryAccess};
+use crate::report::{AccessKind, Addr, CrashInstruction, MemoryAccess};
 
 use crate::tables::Loaded;
 
@@ -29,7 +29,7 @@ pub(super) fn crashing_instruction(
     dump: &Dump<'_>,
     loaded: &[Loaded],
     pc: u64,
-    registers: &BTreeMap<String, String>,
+    registers: &BTreeMap<String, Addr>,
 ) -> Option<CrashInstruction> {
     if dump.arch != Arch::X86_64 {
         return None;
@@ -44,7 +44,7 @@ pub(super) fn crashing_instruction(
     Some(CrashInstruction {
         text: inst.to_string(),
         accesses: accesses(&inst, &regs),
-        jump: jump(&inst, &regs, |a| dump.memory.read_u64(a)).map(report::hex_addr),
+        jump: jump(&inst, &regs, |a| dump.memory.read_u64(a)).map(Addr),
     })
 }
 
@@ -69,7 +69,7 @@ fn jump(
 
 /// The register values an address is computed from.
 struct Registers<'r> {
-    values: &'r BTreeMap<String, String>,
+    values: &'r BTreeMap<String, Addr>,
     /// `rip` as an operand means the next instruction's address.
     next_pc: u64,
 }
@@ -80,7 +80,7 @@ impl Registers<'_> {
         if name == "rip" {
             return Some(self.next_pc);
         }
-        let read = |n: &str| self.values.get(n).and_then(|v| report::parse_hex(v));
+        let read = |n: &str| self.values.get(n).map(|v| v.get());
         if let Some(v) = read(name) {
             return Some(v);
         }
@@ -133,7 +133,7 @@ fn accesses(inst: &Instruction, regs: &Registers<'_>) -> Vec<MemoryAccess> {
             continue;
         };
         out.push(MemoryAccess {
-            address: report::hex_addr(address),
+            address: Addr(address),
             size,
             access: direction(op, index),
             base_null,
@@ -149,7 +149,7 @@ fn accesses(inst: &Instruction, regs: &Registers<'_>) -> Vec<MemoryAccess> {
     };
     if let Some((address, access)) = stack {
         out.push(MemoryAccess {
-            address: report::hex_addr(address),
+            address: Addr(address),
             size,
             access: Some(access),
             base_null: false,
@@ -215,9 +215,9 @@ mod tests {
     use super::*;
 
     fn decode(bytes: &[u8], regs: &[(&str, u64)]) -> CrashInstruction {
-        let values: BTreeMap<String, String> = regs
+        let values: BTreeMap<String, Addr> = regs
             .iter()
-            .map(|(n, v)| (n.to_string(), report::hex_addr(*v)))
+            .map(|(n, v)| (n.to_string(), Addr(*v)))
             .collect();
         let inst = InstDecoder::default().decode_slice(bytes).unwrap();
         let regs = Registers {
@@ -230,7 +230,7 @@ mod tests {
             jump: jump(&inst, &regs, |a| {
                 (a == 0x7000).then_some(0xdead_0000_0000_0000)
             })
-            .map(report::hex_addr),
+            .map(Addr),
         }
     }
 
@@ -240,7 +240,7 @@ mod tests {
         let i = decode(&[0x89, 0x07], &[("rdi", 0), ("rax", 5)]);
         assert_eq!(i.text, "mov dword [rdi], eax");
         assert_eq!(i.accesses.len(), 1);
-        assert_eq!(i.accesses[0].address, "0x0");
+        assert_eq!(i.accesses[0].address, Addr(0x0));
         assert_eq!(i.accesses[0].access, Some(AccessKind::Write));
         assert_eq!(i.accesses[0].size, Some(4));
         assert!(i.accesses[0].base_null);
@@ -249,17 +249,17 @@ mod tests {
             &[0x48, 0x8b, 0x44, 0xcb, 0x18],
             &[("rbx", 0x1000), ("rcx", 2)],
         );
-        assert_eq!(i.accesses[0].address, "0x1028");
+        assert_eq!(i.accesses[0].address, Addr(0x1028));
         assert_eq!(i.accesses[0].access, Some(AccessKind::Read));
         assert!(!i.accesses[0].base_null);
         // add dword [rdx + 0x4], 1: read and write
         let i = decode(&[0x83, 0x42, 0x04, 0x01], &[("rdx", 0x2000)]);
         assert_eq!(i.accesses[0].access, Some(AccessKind::ReadWrite));
-        assert_eq!(i.accesses[0].address, "0x2004");
+        assert_eq!(i.accesses[0].address, Addr(0x2004));
         // push rbp: the slot below the stack pointer
         let i = decode(&[0x55], &[("rsp", 0x7000), ("rbp", 1)]);
         assert_eq!(i.accesses.len(), 1);
-        assert_eq!(i.accesses[0].address, "0x6ff8");
+        assert_eq!(i.accesses[0].address, Addr(0x6ff8));
         assert_eq!(i.accesses[0].access, Some(AccessKind::Write));
         // lea touches no memory
         let i = decode(&[0x48, 0x8d, 0x47, 0x08], &[("rdi", 0)]);
@@ -270,16 +270,16 @@ mod tests {
         // ret: to the address at the stack pointer; call rax: to rax; mov: nowhere
         let i = decode(&[0xc3], &[("rsp", 0x7000)]);
         assert_eq!(i.text, "ret");
-        assert_eq!(i.jump.as_deref(), Some("0xdead000000000000"));
+        assert_eq!(i.jump, Some(Addr(0xdead_0000_0000_0000)));
         let i = decode(&[0xff, 0xd0], &[("rax", 0x4242), ("rsp", 0x8000)]);
-        assert_eq!(i.jump.as_deref(), Some("0x4242"));
+        assert_eq!(i.jump, Some(Addr(0x4242)));
         // call qword [rax + 0x10]: the pointer read there
         let i = decode(&[0xff, 0x50, 0x10], &[("rax", 0x6ff0), ("rsp", 0x9000)]);
-        assert_eq!(i.jump.as_deref(), Some("0xdead000000000000"));
+        assert_eq!(i.jump, Some(Addr(0xdead_0000_0000_0000)));
         let i = decode(&[0x89, 0x07], &[("rdi", 0)]);
         assert_eq!(i.jump, None);
         // rip-relative: from the next instruction
         let i = decode(&[0x8b, 0x05, 0x10, 0x00, 0x00, 0x00], &[]);
-        assert_eq!(i.accesses[0].address, report::hex_addr(0x1006 + 0x10));
+        assert_eq!(i.accesses[0].address, Addr(0x1006 + 0x10));
     }
 }

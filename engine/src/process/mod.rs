@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::dump::{self, Dump, DumpError};
 use crate::report::signature::SignatureRules;
-use crate::report::{self, hex_addr, Report};
+use crate::report::{self, hex_addr, Addr, Report};
 use crate::signals;
 use crate::symbols;
 use crate::unwind;
@@ -31,14 +31,17 @@ use crate::walk::WalkOptions;
 
 pub use crate::tables::{
     build_tables, build_tables_from_breakpad, indexed_breakpad_tables, on_demand_tables, CodeImage,
-    ModuleTables, NoTables, TableInput, TableProvider,
+    ModuleTables, NoTables, SymbolTables, TableInput, TableProvider, Tables, UnwindTables,
 };
 pub use stored::{StoredTables, NOTES_VERSION};
 
-/// Options of one processing run.
+/// Options of one processing run: `ProcessOptions::default()`, then set the fields that
+/// differ (the struct is `#[non_exhaustive]`, so new options do not break callers).
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ProcessOptions {
+    /// How each thread is walked (frame limits, scanning).
     pub walk: WalkOptions,
     /// Whether the report gets the dump's sha256, and whether it must be computed.
     pub dump_sha256: DumpSha256,
@@ -59,6 +62,7 @@ impl ProcessOptions {
 }
 
 /// Whether and how the report gets the dump's sha256 (`dump.sha256`).
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum DumpSha256 {
     /// Computed here (beside the walk, for a large dump).
@@ -91,16 +95,7 @@ pub fn process(
     provider: &dyn TableProvider,
     options: &ProcessOptions,
 ) -> Report {
-    let mut warnings: Vec<report::Warning> = dump
-        .warnings
-        .iter()
-        .map(|w| report::Warning {
-            code: w.code.to_string(),
-            message: w.message.clone(),
-            thread: None,
-            module: None,
-        })
-        .collect();
+    let mut warnings: Vec<report::Warning> = dump.warnings.clone();
     // Hashing a large core takes as long as the rest of a one-shot walk: it runs on the
     // other core meanwhile. (The service knows the hash already; a small dump hashes in
     // less time than a thread takes to start.)
@@ -127,7 +122,7 @@ pub fn process(
         }
         let instruction = dump.crash.as_ref().and_then(|_| {
             let t = threads.iter().find(|t| t.crashed)?;
-            let pc = report::parse_hex(&t.frames.first()?.pc)?;
+            let pc = t.frames.first()?.pc.get();
             instruction::crashing_instruction(dump, &loaded, pc, &t.registers)
         });
         let analysis = dump
@@ -202,8 +197,8 @@ fn assemble(
             .map(|u| report::UnloadedModule {
                 name: u.name.clone(),
                 path: u.path.clone(),
-                base: hex_addr(u.base),
-                end: hex_addr(u.end),
+                base: Addr(u.base),
+                end: Addr(u.end),
                 build_id: u.build_id.as_deref().map(dump::hex),
                 debug_id: u.debug_id.clone(),
                 code_id: u.code_id.clone(),
@@ -252,7 +247,7 @@ fn crash_of(c: &dump::CrashInfo, threads: &[report::Thread]) -> report::Crash {
         (Some(s), Some(code), None) => signals::code_name(s, code).map(str::to_string),
         _ => None,
     };
-    let address = c.address.map(hex_addr);
+    let address = c.address.map(Addr);
     let mut reason = match (&signal_name, c.signal, &c.exception) {
         (_, _, Some(e)) if mach.is_some() => e.name.clone(),
         (Some(n), _, _) => n.clone(),

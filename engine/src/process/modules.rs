@@ -3,7 +3,7 @@
 //! unverified) and those the provider and the table builds met.
 
 use crate::dump::{Dump, Module};
-use crate::report::{self, hex_addr, ModuleStatus};
+use crate::report::{self, Addr, ModuleStatus};
 use crate::symbols;
 use crate::unwind::UnwindSource;
 
@@ -11,12 +11,7 @@ use crate::tables::{Loaded, ModuleTables, Opened, TableProvider};
 
 /// A warning about module `i`.
 fn warning(code: impl Into<String>, message: String, i: usize) -> report::Warning {
-    report::Warning {
-        code: code.into(),
-        message,
-        thread: None,
-        module: Some(i),
-    }
+    report::Warning::new(code, message).of_module(i)
 }
 
 /// The report of every module of `dump`, in dump order; their warnings go to `warnings`.
@@ -30,12 +25,13 @@ pub(super) fn reports(
     let mut modules = Vec::with_capacity(dump.modules.len());
     let mut told = std::collections::HashSet::new();
     for (i, (m, l)) in dump.modules.iter().zip(loaded).enumerate() {
-        for (code, message) in provider.module_warnings(dump, m) {
-            warnings.push(warning(code, message, i));
+        for w in provider.module_warnings(dump, m) {
+            warnings.push(w.of_module(i));
         }
         if let Some(t) = &l.tables {
-            for (code, msg) in &t.warnings {
-                warnings.push(warning(code.clone(), format!("{}: {msg}", m.name), i));
+            for w in &t.warnings {
+                let message = format!("{}: {}", m.name, w.message);
+                warnings.push(warning(w.code.clone(), message, i));
             }
         }
         let mut module = report_of(i, m, l, opened, warnings);
@@ -77,8 +73,8 @@ fn report_of(
         index: i,
         name: m.name.clone(),
         path: m.path.clone(),
-        base: hex_addr(m.base),
-        end: hex_addr(m.end),
+        base: Addr(m.base),
+        end: Addr(m.end),
         build_id: m.build_id_hex(),
         debug_id: m.debug_id.clone(),
         code_id: m.code_id.clone(),
@@ -187,7 +183,7 @@ pub(super) fn module_files(
         symbol_sources.contains(&symbols::SymbolSource::Breakpad),
     ];
     // on-demand symbols: `files` is every input, in order (see `ModuleTables`)
-    let symbol_inputs = t.symbols_on_demand.as_ref().map(|od| od.inputs());
+    let symbol_inputs = t.symbols_on_demand().map(|od| od.inputs());
     let gave_symbols = |i: usize| symbol_inputs.as_ref().is_none_or(|ins| ins.contains(&i));
     t.files
         .iter()

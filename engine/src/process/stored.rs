@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::binary::FileBytes;
 use crate::report::ModuleFile;
 use crate::symbols::SymbolTable;
-use crate::tables::ModuleTables;
+use crate::tables::{ModuleTables, SymbolTables, Tables, UnwindTables};
 use crate::unwind::UnwindTable;
+use crate::warning::Warning;
 
 /// Format version of the stored build notes ([`BuildNotes`] as JSON); version 1 was the
 /// warnings alone.
@@ -19,7 +20,8 @@ pub const NOTES_VERSION: u32 = 2;
 /// What a build says besides its tables.
 #[derive(Debug, Serialize, Deserialize)]
 struct BuildNotes {
-    /// (code, message) of each problem the build met.
+    /// (code, message) of each problem the build met: the [`Warning`]s of the tables,
+    /// stored in the form version 2 has always had.
     warnings: Vec<(String, String)>,
     /// Which file gave which table.
     files: Vec<ModuleFile>,
@@ -42,21 +44,22 @@ impl StoredTables {
     /// file, rules or symbols built where a walk looks) are not stored: `None` for tables
     /// that have any, since reading them back would lose what they hold.
     pub fn of(built: &ModuleTables) -> Option<StoredTables> {
-        if built.breakpad.is_some()
-            || built.unwind_on_demand.is_some()
-            || built.symbols_on_demand.is_some()
-        {
+        if built.is_on_demand() {
             return None;
         }
         let notes = serde_json::to_vec(&BuildNotes {
-            warnings: built.warnings.clone(),
+            warnings: built
+                .warnings
+                .iter()
+                .map(|w| (w.code.clone(), w.message.clone()))
+                .collect(),
             files: built.files.clone(),
         })
         .ok()?;
         let empty = || FileBytes::new(Vec::new());
         Some(StoredTables {
-            unwind: built.unwind.clone().unwrap_or_else(empty),
-            symbols: built.symbols.clone().unwrap_or_else(empty),
+            unwind: built.whole_unwind().cloned().unwrap_or_else(empty),
+            symbols: built.whole_symbols().cloned().unwrap_or_else(empty),
             notes: FileBytes::new(notes),
         })
     }
@@ -67,11 +70,21 @@ impl StoredTables {
     pub fn tables(self, verified: bool) -> Option<ModuleTables> {
         let notes: BuildNotes = serde_json::from_slice(&self.notes).ok()?;
         Some(ModuleTables {
-            unwind: Some(self.unwind).filter(|b| !b.is_empty()),
-            symbols: Some(self.symbols).filter(|b| !b.is_empty()),
+            tables: Tables::Built {
+                unwind: Some(self.unwind)
+                    .filter(|b| !b.is_empty())
+                    .map(UnwindTables::Whole),
+                symbols: Some(self.symbols)
+                    .filter(|b| !b.is_empty())
+                    .map(SymbolTables::Whole),
+            },
             code: None,
             verified,
-            warnings: notes.warnings,
+            warnings: notes
+                .warnings
+                .into_iter()
+                .map(|(code, message)| Warning::new(code, message))
+                .collect(),
             files: notes.files,
             ..ModuleTables::default()
         })
@@ -98,10 +111,8 @@ mod tests {
 
     fn built() -> ModuleTables {
         ModuleTables {
-            unwind: None,
-            symbols: None,
             verified: true,
-            warnings: vec![("symbols-corrupt".into(), "a unit was cut short".into())],
+            warnings: vec![Warning::new("symbols-corrupt", "a unit was cut short")],
             files: vec![ModuleFile {
                 name: "libc.so.6".into(),
                 build_id: Some("ab".into()),
@@ -119,7 +130,7 @@ mod tests {
         let back = stored.checked_tables(false).expect("readable");
         assert_eq!(back.warnings, built().warnings);
         assert_eq!(back.files, built().files);
-        assert!(back.unwind.is_none() && back.symbols.is_none());
+        assert!(back.whole_unwind().is_none() && back.whole_symbols().is_none());
         assert!(!back.verified);
     }
 

@@ -3,7 +3,7 @@
 //! indexed `.sym` file builds its symbols once for all the addresses the walks need.
 
 use crate::dump::{self, Dump, Module};
-use crate::report::{self, budget::FrameBudget, hex_addr};
+use crate::report::{self, budget::FrameBudget, hex_addr, Addr};
 use crate::symbols::{SymbolFrame, SymbolIndex, SymbolTable};
 use crate::walk::{self, CodeReader, WalkFrame};
 
@@ -14,24 +14,9 @@ use crate::tables::{CodeImage, Opened};
 /// pointer, not generated code.
 const MIN_CODE_ADDRESS: u64 = 0x1000;
 
-/// A warning about the dump as a whole.
-fn dump_warning(code: &str, message: String) -> report::Warning {
-    report::Warning {
-        code: code.into(),
-        message,
-        thread: None,
-        module: None,
-    }
-}
-
 /// A warning about the report's thread `index`.
 fn thread_warning(code: &str, message: String, index: usize) -> report::Warning {
-    report::Warning {
-        code: code.into(),
-        message,
-        thread: Some(index),
-        module: None,
-    }
+    report::Warning::new(code, message).of_thread(index)
 }
 
 /// What the walker asks of code: whether an address is the entry function, the bytes
@@ -208,7 +193,7 @@ pub(super) fn walk_all(
     };
     let walker = walk::arch::walker_for(dump.arch);
     if walker.is_none() && dump.threads.iter().any(|t| t.prewalked.is_none()) {
-        warnings.push(dump_warning(
+        warnings.push(report::Warning::new(
             "unsupported-arch",
             format!(
                 "stack walking is not supported for {} yet: only frame 0 is shown",
@@ -238,12 +223,11 @@ pub(super) fn walk_all(
         // The walker derived the mask from the address space (see walk::aarch64). Said
         // only where a signed return address was stripped with it: a core from before
         // pointer authentication (or of a program built without it) has none.
-        warnings.push(dump_warning(
+        warnings.push(report::Warning::new(
             "pac-mask-inferred",
             "the dump records no pointer-authentication mask (NT_ARM_PAC_MASK): \
              return addresses were stripped to the address space's significant \
-             bits (at least 48)"
-                .into(),
+             bits (at least 48)",
         ));
     }
     results
@@ -393,7 +377,7 @@ pub(super) fn symbolize(
             registers: t
                 .registers
                 .named()
-                .map(|(n, v)| (n.to_string(), hex_addr(v)))
+                .map(|(n, v)| (n.to_string(), Addr(v)))
                 .collect(),
             frames,
             end: result.end,
@@ -411,7 +395,7 @@ fn named_by_report(f: &mut report::Frame, g: &dump::GivenFrame) {
     }
     if let Some(name) = &g.function {
         f.function = Some(name.clone());
-        f.function_offset = g.function_offset.map(hex_addr);
+        f.function_offset = g.function_offset.map(Addr);
         f.symbol_source = Some(crate::symbols::SymbolSource::Report);
     }
 }
@@ -466,13 +450,13 @@ fn symbolize_frame<'t>(
     }
     let base = |inlined: bool| report::Frame {
         index: 0,
-        pc: hex_addr(wf.pc),
-        sp: wf.sp.map(hex_addr),
+        pc: Addr(wf.pc),
+        sp: wf.sp.map(Addr),
         trust: wf.trust,
         unwind_source: wf.unwind_source,
         module: module.map(|(_, m)| m.name.clone()),
         module_index: module.map(|(i, _)| i),
-        module_offset: module.map(|(_, m)| hex_addr(wf.pc.wrapping_sub(m.base))),
+        module_offset: module.map(|(_, m)| Addr(wf.pc.wrapping_sub(m.base))),
         function: None,
         function_offset: None,
         file: None,
@@ -501,7 +485,7 @@ fn symbolize_frame<'t>(
         if !sf.inlined {
             if let (Some(start), Some((_, m))) = (sf.function_start, module) {
                 let start = m.load_base.wrapping_add(start);
-                f.function_offset = wf.pc.checked_sub(start).map(hex_addr);
+                f.function_offset = wf.pc.checked_sub(start).map(Addr);
             }
         }
         out.push(f);

@@ -28,18 +28,19 @@ pub fn missing_dsyms(modules: &[Module], threads: &[Thread]) -> Vec<Warning> {
                 .flat_map(|t| &t.frames)
                 .filter(|f| f.module_index == Some(m.index))
                 .count();
-            (frames > 0).then(|| Warning {
-                code: "no-dsym".into(),
-                message: format!(
-                    "no dSYM for {} (UUID {}): its {frames} frame(s) have no file and line; \
+            (frames > 0).then(|| {
+                Warning::new(
+                    "no-dsym",
+                    format!(
+                        "no dSYM for {} (UUID {}): its {frames} frame(s) have no file and line; \
                      upload its dSYM (POST /api/v1/binaries) or give it with --symbols",
-                    m.name,
-                    m.build_id
-                        .as_deref()
-                        .map_or_else(|| "unknown".into(), crate::ids::uuid_text)
-                ),
-                thread: None,
-                module: Some(m.index),
+                        m.name,
+                        m.build_id
+                            .as_deref()
+                            .map_or_else(|| "unknown".into(), crate::ids::uuid_text)
+                    ),
+                )
+                .of_module(m.index)
             })
         })
         .collect()
@@ -109,7 +110,7 @@ fn frame_lines(
                 let _ = write!(tail, " ({file}:{line})");
             }
             _ => {
-                if let Some(off) = f.function_offset.as_deref().and_then(super::parse_hex) {
+                if let Some(off) = f.function_offset.map(super::Addr::get) {
                     let _ = write!(tail, " + {off}");
                 }
             }

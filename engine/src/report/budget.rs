@@ -15,8 +15,10 @@ use serde::Serialize;
 use super::{Report, Warning};
 use crate::walk::{EndReason, WalkOptions, WalkResult};
 
-/// Limits on one report.
+/// Limits on one report: `Budget::default()`, then set the limits that differ (the
+/// struct is `#[non_exhaustive]`, so new limits do not break callers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Budget {
     /// Most threads walked (the crashed thread first); the others are left out.
     pub max_threads: usize,
@@ -200,12 +202,7 @@ pub fn add_annotations(
 }
 
 fn warning(code: &str, message: String) -> Warning {
-    Warning {
-        code: code.into(),
-        message,
-        thread: None,
-        module: None,
-    }
+    Warning::new(code, message)
 }
 
 /// The length of `v`'s JSON text, counted without building it.
@@ -233,7 +230,7 @@ mod tests {
     fn frame(i: usize) -> super::super::Frame {
         super::super::Frame {
             index: i,
-            pc: format!("{:#x}", 0x1000 + i),
+            pc: super::super::Addr(0x1000 + i as u64),
             sp: None,
             trust: crate::walk::Trust::Fp,
             unwind_source: None,

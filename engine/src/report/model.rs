@@ -1,28 +1,44 @@
 //! Serde types of `postmortem.report/1`, field for field as `docs/report-format.md` lists them.
 //!
 //! Every documented field is always present (`null` when unknown), so nothing here uses
-//! `skip_serializing_if`. Addresses are `String`s of lower-case hex (see [`super::hex_addr`]).
+//! `skip_serializing_if`. Addresses are [`Addr`]s, written as lower-case hex strings.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::Addr;
+
 pub use crate::dump::{Arch, Distribution, DumpFormat, Identity, Os, SystemInfo};
 pub use crate::symbols::SymbolSource;
 pub use crate::unwind::UnwindSource;
 pub use crate::walk::{EndReason, Trust};
+pub use crate::warning::Warning;
 
+/// One crash's `postmortem.report/1` document (`docs/report-format.md` describes every
+/// field; `report.schema.json` is its JSON Schema).
+#[warn(missing_docs)]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
+    /// Always [`super::SCHEMA`].
     pub schema: String,
+    /// The program that made the report, and its table format versions.
     pub processor: Processor,
+    /// The dump: its format, size, system, the process it recorded.
     pub dump: DumpInfo,
+    /// Why the process died; `null` for a dump of a live process.
     pub crash: Option<Crash>,
+    /// Every thread walked, the crashed thread first.
     pub threads: Vec<Thread>,
+    /// Every module of the dump, in dump order, with the files that described it.
     pub modules: Vec<Module>,
+    /// Modules the process had unloaded, as the dump lists them.
     pub unloaded_modules: Vec<UnloadedModule>,
+    /// Key-value pairs the dump carries (a minidump's crashpad annotations).
     pub annotations: BTreeMap<String, String>,
+    /// The crash signature for grouping; `null` without a crash.
     pub signature: Option<Signature>,
+    /// What made the report less than complete.
     pub warnings: Vec<Warning>,
 }
 
@@ -64,7 +80,7 @@ pub struct Crash {
     pub signal_name: Option<String>,
     pub code: Option<i32>,
     pub code_name: Option<String>,
-    pub address: Option<String>,
+    pub address: Option<Addr>,
     pub exception: Option<Exception>,
     pub assertion: Option<String>,
     /// What kind of bug the crash looks like, with the evidence; `null` when nothing
@@ -90,7 +106,7 @@ pub struct CrashInstruction {
     /// from the dump, the return address on the stack), when the dump tells; `null` for
     /// other instructions (and in reports stored before it existed).
     #[serde(default)]
-    pub jump: Option<String>,
+    pub jump: Option<Addr>,
 }
 
 impl CrashInstruction {
@@ -119,7 +135,7 @@ impl CrashInstruction {
 /// One memory access of the crashing instruction.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MemoryAccess {
-    pub address: String,
+    pub address: Addr,
     /// Bytes accessed, where the instruction says.
     pub size: Option<u32>,
     /// Which way, where the kind of instruction makes it certain.
@@ -129,21 +145,19 @@ pub struct MemoryAccess {
 }
 
 /// Which way a [`MemoryAccess`] goes.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum AccessKind {
     Read,
     Write,
     ReadWrite,
 }
 
+crate::names::serde_by_name!(AccessKind);
+
 impl AccessKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            AccessKind::Read => "read",
-            AccessKind::Write => "write",
-            AccessKind::ReadWrite => "read-write",
-        }
+        self.into()
     }
 }
 
@@ -159,8 +173,8 @@ pub struct Analysis {
 }
 
 /// The kinds of [`Analysis`].
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum AnalysisKind {
     /// A read or write through a null pointer, or a call through a null function
     /// pointer: the address lies in the first page.
@@ -189,6 +203,8 @@ pub enum AnalysisKind {
     IllegalInstruction,
 }
 
+crate::names::serde_by_name!(AnalysisKind);
+
 impl AnalysisKind {
     /// Every kind, in declaration order.
     pub fn all() -> &'static [AnalysisKind] {
@@ -196,17 +212,7 @@ impl AnalysisKind {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            AnalysisKind::NullPointer => "null-pointer",
-            AnalysisKind::StackOverflow => "stack-overflow",
-            AnalysisKind::BadJump => "bad-jump",
-            AnalysisKind::Abort => "abort",
-            AnalysisKind::UnmappedAccess => "unmapped-access",
-            AnalysisKind::ProtectionFault => "protection-fault",
-            AnalysisKind::GeneralProtection => "general-protection",
-            AnalysisKind::DivideByZero => "divide-by-zero",
-            AnalysisKind::IllegalInstruction => "illegal-instruction",
-        }
+        self.into()
     }
 }
 
@@ -223,7 +229,7 @@ pub struct Thread {
     pub tid: u32,
     pub name: Option<String>,
     pub crashed: bool,
-    pub registers: BTreeMap<String, String>,
+    pub registers: BTreeMap<String, Addr>,
     pub frames: Vec<Frame>,
     pub end: EndReason,
     pub end_detail: Option<String>,
@@ -232,15 +238,15 @@ pub struct Thread {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Frame {
     pub index: usize,
-    pub pc: String,
-    pub sp: Option<String>,
+    pub pc: Addr,
+    pub sp: Option<Addr>,
     pub trust: Trust,
     pub unwind_source: Option<UnwindSource>,
     pub module: Option<String>,
     pub module_index: Option<usize>,
-    pub module_offset: Option<String>,
+    pub module_offset: Option<Addr>,
     pub function: Option<String>,
-    pub function_offset: Option<String>,
+    pub function_offset: Option<Addr>,
     pub file: Option<String>,
     pub line: Option<u32>,
     pub column: Option<u32>,
@@ -263,8 +269,8 @@ pub struct Module {
     pub index: usize,
     pub name: String,
     pub path: Option<String>,
-    pub base: String,
-    pub end: String,
+    pub base: Addr,
+    pub end: Addr,
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
     pub code_id: Option<String>,
@@ -316,8 +322,8 @@ pub struct Lookup {
 }
 
 /// Which file of a build a source was asked for (debuginfod's names).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum RemoteFile {
     /// The binary itself: its unwind sections, symbols and code.
     Executable,
@@ -327,9 +333,11 @@ pub enum RemoteFile {
     Sym,
 }
 
+crate::names::serde_by_name!(RemoteFile);
+
 /// A source's answer.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum LookupResult {
     /// The source had it (fetched now, or earlier and kept in the cache).
     Fetched,
@@ -340,23 +348,17 @@ pub enum LookupResult {
     Error,
 }
 
+crate::names::serde_by_name!(LookupResult);
+
 impl RemoteFile {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RemoteFile::Executable => "executable",
-            RemoteFile::Debuginfo => "debuginfo",
-            RemoteFile::Sym => "sym",
-        }
+        self.into()
     }
 }
 
 impl LookupResult {
     pub fn as_str(self) -> &'static str {
-        match self {
-            LookupResult::Fetched => "fetched",
-            LookupResult::NotFound => "not-found",
-            LookupResult::Error => "error",
-        }
+        self.into()
     }
 }
 
@@ -396,8 +398,8 @@ impl strum::VariantArray for ModuleUnwind {
 crate::names::serde_by_name!(ModuleUnwind);
 
 /// Whether a module's tables were found (the report's `status`).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ModuleStatus {
     /// Unwind or symbol tables were found for its build.
     Ok,
@@ -409,14 +411,11 @@ pub enum ModuleStatus {
     Corrupt,
 }
 
+crate::names::serde_by_name!(ModuleStatus);
+
 impl ModuleStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ModuleStatus::Ok => "ok",
-            ModuleStatus::Missing => "missing",
-            ModuleStatus::Unverified => "unverified",
-            ModuleStatus::Corrupt => "corrupt",
-        }
+        self.into()
     }
 }
 
@@ -464,8 +463,8 @@ pub struct UnloadedModule {
     /// The path the dump records, where it is more than the name.
     #[serde(default)]
     pub path: Option<String>,
-    pub base: String,
-    pub end: String,
+    pub base: Addr,
+    pub end: Addr,
     pub build_id: Option<String>,
     pub debug_id: Option<String>,
     /// A Windows module's code id (`TimeDateStamp` then `SizeOfImage`, hex).
@@ -477,14 +476,6 @@ pub struct UnloadedModule {
 pub struct Signature {
     pub text: String,
     pub frames: Vec<usize>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Warning {
-    pub code: String,
-    pub message: String,
-    pub thread: Option<usize>,
-    pub module: Option<usize>,
 }
 
 /// The report's spelling of each enum, for text output and pages (width and alignment

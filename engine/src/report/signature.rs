@@ -32,8 +32,8 @@ use crate::dump::Os;
 use crate::walk::Trust;
 
 /// What the rules decided about one frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Verdict {
     /// The frame names the bug: it is in the signature and counts toward `frames`.
     Significant,
@@ -45,14 +45,11 @@ pub enum Verdict {
     NotReached,
 }
 
+crate::names::serde_by_name!(Verdict);
+
 impl Verdict {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Significant => "significant",
-            Verdict::Prefix => "prefix",
-            Verdict::Aside => "aside",
-            Verdict::NotReached => "not-reached",
-        }
+        self.into()
     }
 }
 
@@ -392,7 +389,7 @@ fn described(f: &Frame) -> String {
     match (&f.function, &f.module, &f.module_offset) {
         (Some(func), _, _) => func.clone(),
         (None, Some(m), Some(off)) => format!("{m}+{off}"),
-        _ => f.pc.clone(),
+        _ => f.pc.to_string(),
     }
 }
 
@@ -408,7 +405,7 @@ fn frame_text(f: &Frame) -> String {
     match (&f.module, &f.module_offset) {
         (Some(m), Some(off)) => format!("{m}+{off}"),
         (Some(m), None) => m.clone(),
-        _ => f.pc.clone(),
+        _ => f.pc.to_string(),
     }
 }
 
@@ -498,18 +495,19 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Addr;
     use std::collections::BTreeMap;
 
     fn frame(function: Option<&str>, module: Option<&str>, offset: &str) -> Frame {
         Frame {
             index: 0,
-            pc: "0x1000".into(),
+            pc: Addr(0x1000),
             sp: None,
             trust: Trust::Cfi,
             unwind_source: None,
             module: module.map(str::to_string),
             module_index: None,
-            module_offset: Some(offset.into()),
+            module_offset: Addr::parse(offset),
             function: function.map(str::to_string),
             function_offset: None,
             file: None,

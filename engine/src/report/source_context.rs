@@ -63,9 +63,13 @@ impl Default for SourceLimits {
 }
 
 /// The provider and limits a report's source context comes from; no provider, no context.
+/// `SourceContextOptions::default()`, then set what differs (`#[non_exhaustive]`).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct SourceContextOptions {
+    /// Where source files come from; `None`: no source context.
     pub provider: Option<Arc<dyn SourceProvider>>,
+    /// Bounds on the context of one report.
     pub limits: SourceLimits,
 }
 
@@ -148,16 +152,14 @@ pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &Sourc
         }
     }
     if cut > 0 {
-        report.warnings.push(Warning {
-            code: "source-context-cut".into(),
-            message: format!(
+        report.warnings.push(Warning::new(
+            "source-context-cut",
+            format!(
                 "{cut} frames have no source context: a report takes the lines of at most \
                  {} source files and {} bytes of them (source context budget)",
                 limits.max_files, limits.max_context_bytes
             ),
-            thread: None,
-            module: None,
-        });
+        ));
     }
 }
 

@@ -73,10 +73,9 @@ pub fn human(report: &Report, brief: bool) -> String {
     }
     out.push_str("\nLoaded modules:\n");
     let mut modules: Vec<&super::Module> = report.modules.iter().collect();
-    modules.sort_by_key(|m| super::parse_hex(&m.base));
+    modules.sort_by_key(|m| m.base);
     for m in modules {
-        let base = super::parse_hex(&m.base).unwrap_or(0);
-        let end = super::parse_hex(&m.end).unwrap_or(0);
+        let (base, end) = (m.base.get(), m.end.get());
         let _ = writeln!(
             out,
             "{base:#010x} - {:#010x}  {}  {}{}",
@@ -88,8 +87,7 @@ pub fn human(report: &Report, brief: bool) -> String {
     }
     out.push_str("\nUnloaded modules:\n");
     for m in &report.unloaded_modules {
-        let base = super::parse_hex(&m.base).unwrap_or(0);
-        let end = super::parse_hex(&m.end).unwrap_or(0);
+        let (base, end) = (m.base.get(), m.end.get());
         let _ = writeln!(
             out,
             "{base:#010x} - {:#010x}  {}",
@@ -127,7 +125,7 @@ fn human_system(out: &mut String, report: &Report) {
 /// and our analysis.
 fn human_crash(out: &mut String, report: &Report, c: &super::Crash, width: Width) {
     let _ = writeln!(out, "Crash reason:  {}", crash_type(report));
-    let address = c.address.as_deref().map(|a| width.hex_str(a));
+    let address = c.address.map(|a| width.addr(a));
     let address = address.as_deref().unwrap_or("(none)");
     match adjusted(report) {
         Some(Adjusted::NullPointer(offset)) => {
@@ -185,7 +183,7 @@ fn human_instruction(out: &mut String, i: &super::CrashInstruction, width: Width
         let _ = writeln!(out, "Memory accessed by instruction:");
     }
     for (n, a) in i.accesses.iter().enumerate() {
-        let _ = writeln!(out, "  {n}. Address: {}", width.hex_str(&a.address));
+        let _ = writeln!(out, "  {n}. Address: {}", width.addr(a.address));
         match a.size {
             Some(size) => {
                 let _ = writeln!(out, "     Size: {size}");
@@ -198,9 +196,9 @@ fn human_instruction(out: &mut String, i: &super::CrashInstruction, width: Width
             let _ = writeln!(out, "     Access type: {}", access_type(k));
         }
     }
-    if let Some(j) = &i.jump {
+    if let Some(j) = i.jump {
         let _ = writeln!(out, "Instruction pointer update done by instruction:");
-        let _ = writeln!(out, "  Address: {}", width.hex_str(j));
+        let _ = writeln!(out, "  Address: {}", width.addr(j));
     } else if !is_branch(&i.text) {
         let _ = writeln!(out, "No instruction pointer update by instruction");
     }
@@ -319,7 +317,7 @@ impl Address {
     /// was; a caller's address is the call instruction's (return address minus one
     /// step), and its offsets are measured from there.
     fn of(f: &Frame, index: usize, arch: Arch) -> Address {
-        let pc = super::parse_hex(&f.pc).unwrap_or(0);
+        let pc = f.pc.get();
         let back = if index == 0 {
             0
         } else {
@@ -329,12 +327,7 @@ impl Address {
                 Arch::X86_64 | Arch::X86 => 1,
             }
         };
-        let from = |offset: &Option<String>| {
-            offset
-                .as_deref()
-                .and_then(super::parse_hex)
-                .map(|o| o.saturating_sub(back))
-        };
+        let from = |offset: &Option<super::Addr>| offset.map(|o| o.get().saturating_sub(back));
         Address {
             offset: pc.saturating_sub(back),
             module_offset: from(&f.module_offset),
@@ -464,20 +457,20 @@ fn bit_flips(report: &Report, width: Width) -> Vec<BitFlip> {
     else {
         return Vec::new();
     };
-    let original = c.address.as_deref().and_then(super::parse_hex).unwrap_or(0);
+    let original = c.address.map_or(0, super::Addr::get);
     let registers: Vec<u64> = report
         .threads
         .get(c.thread)
         .map(|t| {
-            gprs(t, report.dump.arch, width)
-                .iter()
-                .filter_map(|(_, v)| super::parse_hex(v))
+            gpr_values(t, report.dump.arch)
+                .into_iter()
+                .map(|(_, v)| v)
                 .collect()
         })
         .unwrap_or_default();
     flips
         .split_whitespace()
-        .filter_map(super::parse_hex)
+        .filter_map(|w| super::Addr::parse(w).map(super::Addr::get))
         .map(|a| BitFlip::new(a, original, &registers, width))
         .collect()
 }
@@ -495,8 +488,8 @@ fn adjusted(report: &Report) -> Option<Adjusted> {
     let c = report.crash.as_ref()?;
     let instruction = c.instruction.as_ref()?;
     let accesses = &instruction.accesses;
-    let address = |a: &super::MemoryAccess| super::parse_hex(&a.address);
-    let jump = instruction.jump.as_deref().and_then(super::parse_hex);
+    let address = |a: &super::MemoryAccess| Some(a.address.get());
+    let jump = instruction.jump.map(super::Addr::get);
     if let Some(offset) = accesses.iter().filter(|a| a.base_null).find_map(address) {
         return Some(Adjusted::NullPointer(offset));
     }
@@ -560,6 +553,14 @@ fn crash_type(report: &Report) -> String {
 /// The crashed thread's general-purpose registers, in minidump-stackwalk's order and
 /// names (`fp`/`lr` for aarch64's x29/x30).
 fn gprs(t: &Thread, arch: Arch, width: Width) -> Vec<(&'static str, String)> {
+    gpr_values(t, arch)
+        .into_iter()
+        .map(|(shown, v)| (shown, width.hex(v)))
+        .collect()
+}
+
+/// The values of [`gprs`].
+fn gpr_values(t: &Thread, arch: Arch) -> Vec<(&'static str, u64)> {
     const X86_64: &[(&str, &str)] = &[
         ("rax", "rax"),
         ("rdx", "rdx"),
@@ -621,7 +622,7 @@ fn gprs(t: &Thread, arch: Arch, width: Width) -> Vec<(&'static str, String)> {
     };
     names
         .iter()
-        .filter_map(|&(shown, ours)| Some((shown, width.hex_str(t.registers.get(ours)?))))
+        .filter_map(|&(shown, ours)| Some((shown, t.registers.get(ours)?.get())))
         .collect()
 }
 
@@ -634,10 +635,10 @@ fn caller_registers(f: &Frame, arch: Arch, width: Width) -> Vec<(&'static str, S
         Arch::Aarch64 | Arch::Arm => ("sp", "pc"),
     };
     let mut out = Vec::new();
-    if let Some(v) = &f.sp {
-        out.push((sp, width.hex_str(v)));
+    if let Some(v) = f.sp {
+        out.push((sp, width.addr(v)));
     }
-    out.push((pc, width.hex_str(&f.pc)));
+    out.push((pc, width.addr(f.pc)));
     out
 }
 
@@ -724,8 +725,8 @@ impl Width {
     fn hex(self, v: u64) -> String {
         format!("0x{v:0w$x}", w = self.0)
     }
-    /// A report address (`0x1a`) padded; anything unreadable is passed through.
-    fn hex_str(self, s: &str) -> String {
-        super::parse_hex(s).map_or_else(|| s.to_string(), |v| self.hex(v))
+    /// A report address (`0x1a`) padded.
+    fn addr(self, a: super::Addr) -> String {
+        self.hex(a.get())
     }
 }

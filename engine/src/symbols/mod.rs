@@ -27,7 +27,19 @@ pub use on_demand::OnDemandSymbols;
 
 /// Where a function's name came from; reported per frame as `symbol_source`, spelled as
 /// [`SymbolSource::as_str`] says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, strum::VariantArray)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::VariantArray,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum SymbolSource {
     Dwarf,
     Symtab,
@@ -60,16 +72,7 @@ impl SymbolSource {
 
     /// The name used in reports (`symbol_source`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            SymbolSource::Dwarf => "dwarf",
-            SymbolSource::Symtab => "symtab",
-            SymbolSource::Dynsym => "dynsym",
-            SymbolSource::Breakpad => "breakpad",
-            SymbolSource::Exports => "exports",
-            SymbolSource::Pdb => "pdb",
-            SymbolSource::Publics => "publics",
-            SymbolSource::Report => "report",
-        }
+        self.into()
     }
 
     /// The code stored in the table (part of the format: never renumber).

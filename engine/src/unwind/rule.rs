@@ -164,8 +164,9 @@ pub const SOURCE_SHIFT: u32 = 8;
 
 /// Where a rule came from; reported per frame as `unwind_source`, spelled as
 /// [`UnwindSource::as_str`] says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray, strum::IntoStaticStr)]
 #[repr(u8)]
+#[strum(serialize_all = "snake_case")]
 pub enum UnwindSource {
     EhFrame = 1,
     DebugFrame = 2,
@@ -187,17 +188,7 @@ crate::names::serde_by_name!(UnwindSource);
 impl UnwindSource {
     /// The name used in reports.
     pub fn as_str(self) -> &'static str {
-        match self {
-            UnwindSource::EhFrame => "eh_frame",
-            UnwindSource::DebugFrame => "debug_frame",
-            UnwindSource::Sframe => "sframe",
-            UnwindSource::CompactUnwind => "compact_unwind",
-            UnwindSource::Breakpad => "breakpad",
-            UnwindSource::Pdata => "pdata",
-            UnwindSource::PdbFrameData => "pdb_frame_data",
-            UnwindSource::ArmExidx => "arm_exidx",
-            UnwindSource::PeArm64 => "pe_arm64",
-        }
+        self.into()
     }
     pub fn from_u8(b: u8) -> Option<Self> {
         Some(match b {

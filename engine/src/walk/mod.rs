@@ -32,10 +32,8 @@ use crate::unwind::{OnDemandUnwind, Rule, UnwindSource, UnwindTable};
 pub use arch::ArchWalker;
 
 /// How a frame was found (the report's `trust`, spelled as [`Trust::as_str`] says).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::VariantArray,
-)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Trust {
     /// Registers from the dump (frame 0).
     Context,
@@ -50,23 +48,17 @@ pub enum Trust {
     Prewalked,
 }
 
+crate::names::serde_by_name!(Trust);
+
 impl Trust {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Trust::Context => "context",
-            Trust::Cfi => "cfi",
-            Trust::Fp => "fp",
-            Trust::Scan => "scan",
-            Trust::Prewalked => "prewalked",
-        }
+        self.into()
     }
 }
 
 /// Why a walk stopped (the report's `end`, spelled as [`EndReason::as_str`] says).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::VariantArray,
-)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum EndReason {
     /// The unwind rules say so (return address undefined).
     Outermost,
@@ -83,18 +75,11 @@ pub enum EndReason {
     UnwindError,
 }
 
+crate::names::serde_by_name!(EndReason);
+
 impl EndReason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            EndReason::Outermost => "outermost",
-            EndReason::PcZero => "pc-zero",
-            EndReason::StackEnd => "stack-end",
-            EndReason::FrameLimit => "frame-limit",
-            EndReason::Loop => "loop",
-            EndReason::NoCaller => "no-caller",
-            EndReason::MemoryMissing => "memory-missing",
-            EndReason::UnwindError => "unwind-error",
-        }
+        self.into()
     }
 }
 

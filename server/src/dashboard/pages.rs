@@ -381,7 +381,7 @@ fn frame_row(f: &Frame, signature_frames: &[usize]) -> Markup {
             td.mono { (f.module.as_deref().unwrap_or("?")) }
             td.fn.mono { (f.function.as_deref().unwrap_or("")) }
             td.mono.loc { (location) }
-            td.mono { (f.module_offset.as_deref().unwrap_or(&f.pc)) }
+            td.mono { (f.module_offset.unwrap_or(f.pc)) }
             td.trust { (f.trust) @if f.inlined { " (inlined)" } }
         }
     }

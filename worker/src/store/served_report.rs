@@ -103,12 +103,7 @@ pub fn edits(
         max_bytes,
     ));
     if let Some(cut) = cut {
-        added.push(Warning {
-            code: "annotations-truncated".into(),
-            message: cut.to_string(),
-            thread: None,
-            module: None,
-        });
+        added.push(Warning::new("annotations-truncated", cut.to_string()));
     }
     let ann_text = serde_json::to_string(&annotations).ok()?;
     let warn_text = serde_json::to_string(&added).ok()?;

@@ -30,9 +30,7 @@ use self::notes::{
     NT_PRPSINFO, NT_PRSTATUS, NT_SIGINFO,
 };
 use self::parse::{Header, NoteIter, EM_386, EM_AARCH64, EM_ARM, PF_X, PT_LOAD, PT_NOTE};
-use super::{
-    Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, MemoryMap, Module, Os, Thread,
-};
+use super::{Arch, CrashInfo, Dump, DumpError, DumpFormat, MemoryMap, Module, Os, Thread, Warning};
 
 /// What the notes of a core say, gathered in one pass.
 #[derive(Default)]
@@ -256,7 +254,7 @@ impl<'a> Segments<'a> {
 
 /// The warnings about a truncated core and undecodable notes (`len`: the core's size); an
 /// error when no thread survives, as there is nothing to walk.
-fn read_warnings(segments: &Segments<'_>, len: usize) -> Result<Vec<DumpWarning>, DumpError> {
+fn read_warnings(segments: &Segments<'_>, len: usize) -> Result<Vec<Warning>, DumpError> {
     if let Some(system) = segments.notes.other_system {
         // Its threads are not in NT_PRSTATUS notes as Linux lays them out: nothing of it
         // would be read right. Say what it is rather than call it malformed.
@@ -274,21 +272,21 @@ fn read_warnings(segments: &Segments<'_>, len: usize) -> Result<Vec<DumpWarning>
     }
     let mut warnings = Vec::new();
     if segments.truncated {
-        warnings.push(DumpWarning {
-            code: "truncated-dump",
-            message: format!(
+        warnings.push(Warning::new(
+            "truncated-dump",
+            format!(
                 "the core is truncated ({len} bytes): memory and notes past the end are missing"
             ),
-        });
+        ));
     }
     if segments.notes.bad > 0 {
-        warnings.push(DumpWarning {
-            code: "notes-malformed",
-            message: format!(
+        warnings.push(Warning::new(
+            "notes-malformed",
+            format!(
                 "{} note(s) of the core could not be decoded",
                 segments.notes.bad
             ),
-        });
+        ));
     }
     Ok(warnings)
 }
@@ -300,7 +298,7 @@ fn find_modules(
     memory: &MemoryMap<'_>,
     core_loads: &[CoreLoad],
     arch: Arch,
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) -> (Vec<Module>, Option<String>) {
     let loads = LoadIndex::new(core_loads);
     let execfn = auxv_get(&notes.auxv, AT_EXECFN).and_then(|a| modules::read_c_string(memory, a));

@@ -17,7 +17,7 @@ use super::parse::{
     c_str, u16_at, u32_at, u64_at, NoteIter, Phdr, EHDR32_SIZE, EHDR_SIZE, PF_X, PHDR32_SIZE,
     PHDR_SIZE, PT_DYNAMIC, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
 };
-use crate::dump::{Arch, DumpWarning, Identity, Mapping, MemoryMap, Module};
+use crate::dump::{Arch, Identity, Mapping, MemoryMap, Module, Warning};
 
 /// Page granularity of link bases, as `binary::link_base` computes them.
 const PAGE_MASK: u64 = !0xfff;
@@ -494,7 +494,7 @@ pub(super) fn from_link_map(
     mem: &MemoryMap<'_>,
     core_loads: &[CoreLoad],
     arch: Arch,
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) -> Vec<Module> {
     let mut found = Found::default();
     let at_base = auxv_get(auxv, AT_BASE).filter(|&b| b != 0);
@@ -598,7 +598,7 @@ fn main_module(
     exe_path: Option<String>,
     arch: Arch,
     found: &mut Found,
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) -> (Option<String>, Option<u64>) {
     let mem = start.mem;
     if let Some((load_base, image, interp_path, r_debug)) =
@@ -626,12 +626,11 @@ fn main_module(
         found.push(m);
         return (Some(interp_path.to_string()), r_debug);
     }
-    warnings.push(DumpWarning {
-        code: "modules-incomplete",
-        message: "the core has no NT_FILE note and the executable's program headers \
-                  (AT_PHDR) are not in its memory, so modules are missing"
-            .into(),
-    });
+    warnings.push(Warning::new(
+        "modules-incomplete",
+        "the core has no NT_FILE note and the executable's program headers \
+                  (AT_PHDR) are not in its memory, so modules are missing",
+    ));
     (None, None)
 }
 
@@ -643,7 +642,7 @@ fn follow_link_map(
     vdso_addr: u64,
     interp_path: Option<&str>,
     found: &mut Found,
-    warnings: &mut Vec<DumpWarning>,
+    warnings: &mut Vec<Warning>,
 ) {
     let (mem, w) = (start.mem, start.word);
     let mut seen = HashSet::new();
@@ -653,12 +652,11 @@ fn follow_link_map(
         .unwrap_or(0);
     while lm != 0 {
         if seen.len() >= MAX_LINK_MAP || !seen.insert(lm) {
-            warnings.push(DumpWarning {
-                code: "link-map-loop",
-                message: "the dynamic linker's module list loops or is too long; \
-                          the modules after the loop are not listed"
-                    .into(),
-            });
+            warnings.push(Warning::new(
+                "link-map-loop",
+                "the dynamic linker's module list loops or is too long; \
+                          the modules after the loop are not listed",
+            ));
             break;
         }
         let (Some(l_addr), Some(l_name), Some(next)) = (

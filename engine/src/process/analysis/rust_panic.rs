@@ -202,7 +202,7 @@ fn stack_words(
     thread: &report::Thread,
     site: &report::Frame,
 ) -> Result<Vec<u64>, NoMessage> {
-    let sp = |f: &report::Frame| f.sp.as_deref().and_then(report::parse_hex);
+    let sp = |f: &report::Frame| f.sp.map(report::Addr::get);
     let low = thread
         .frames
         .first()

@@ -133,10 +133,10 @@ impl Serialize for Document<'_> {
                 threads_index: None,
             }),
             unloaded_modules: each(&report.unloaded_modules, |m| UnloadedDoc {
-                base_addr: HexStr::of(width, &m.base),
+                base_addr: Hex::of(width, m.base),
                 cert_subject: None,
                 code_id: m.code_id.as_ref().or(m.build_id.as_ref()),
-                end_addr: HexStr::of(width, &m.end),
+                end_addr: Hex::of(width, m.end),
                 filename: m.path.as_ref().unwrap_or(&m.name),
             }),
         }
@@ -149,13 +149,13 @@ impl Document<'_> {
         let loaded = !m.symbols.is_empty();
         let looked_for = self.looked_for.contains(&m.index);
         ModuleDoc {
-            base_addr: HexStr::of(self.width, &m.base),
+            base_addr: Hex::of(self.width, m.base),
             cert_subject: None,
             code_id: m.code_id.as_ref().or(m.build_id.as_ref()),
             corrupt_symbols: m.status == crate::report::ModuleStatus::Corrupt,
             debug_file: debug_file(m, self.report),
             debug_id: m.debug_id.as_deref().unwrap_or(NIL_DEBUG_ID),
-            end_addr: HexStr::of(self.width, &m.end),
+            end_addr: Hex::of(self.width, m.end),
             filename: &m.name,
             // as `missing_symbols`: said of the modules a frame landed in
             loaded_symbols: looked_for && loaded,
@@ -271,13 +271,13 @@ struct HandleDoc<'a> {
 
 #[derive(Serialize)]
 struct ModuleDoc<'a> {
-    base_addr: HexStr<'a>,
+    base_addr: Hex,
     cert_subject: Null,
     code_id: Option<&'a String>,
     corrupt_symbols: bool,
     debug_file: &'a str,
     debug_id: &'a str,
-    end_addr: HexStr<'a>,
+    end_addr: Hex,
     filename: &'a str,
     loaded_symbols: bool,
     missing_symbols: bool,
@@ -287,10 +287,10 @@ struct ModuleDoc<'a> {
 
 #[derive(Serialize)]
 struct UnloadedDoc<'a> {
-    base_addr: HexStr<'a>,
+    base_addr: Hex,
     cert_subject: Null,
     code_id: Option<&'a String>,
-    end_addr: HexStr<'a>,
+    end_addr: Hex,
     filename: &'a str,
 }
 
@@ -409,14 +409,14 @@ impl Serialize for Inlines<'_> {
 
 #[derive(Serialize)]
 struct CrashInfo<'a> {
-    address: Option<HexStr<'a>>,
+    address: Option<Hex>,
     adjusted_address: Option<AdjustedDoc>,
     assertion: &'a Option<String>,
     crash_inconsistencies: [(); 0],
     crashing_thread: usize,
     instruction: Option<&'a String>,
-    instruction_pointer_update: Option<AddressDoc<'a>>,
-    memory_accesses: Option<Vec<AccessDoc<'a>>>,
+    instruction_pointer_update: Option<AddressDoc>,
+    memory_accesses: Option<Vec<AccessDoc>>,
     possible_bit_flips: Option<Vec<FlipDoc>>,
     #[serde(rename = "type")]
     kind: String,
@@ -430,15 +430,15 @@ enum AdjustedDoc {
 }
 
 #[derive(Serialize)]
-struct AddressDoc<'a> {
-    address: HexStr<'a>,
+struct AddressDoc {
+    address: Hex,
 }
 
 #[derive(Serialize)]
-struct AccessDoc<'a> {
+struct AccessDoc {
     #[serde(skip_serializing_if = "Option::is_none")]
     access_type: Option<String>,
-    address: HexStr<'a>,
+    address: Hex,
     size: Option<u32>,
 }
 
@@ -480,9 +480,7 @@ fn crash_info(report: &Report, width: Width) -> CrashInfo<'_> {
         })
         .collect();
     CrashInfo {
-        address: c
-            .and_then(|c| c.address.as_deref())
-            .map(|a| HexStr::of(width, a)),
+        address: c.and_then(|c| c.address).map(|a| Hex::of(width, a)),
         adjusted_address: adjusted(report).map(|a| match a {
             Adjusted::NullPointer(offset) => AdjustedDoc::NullPointer {
                 kind: "null-pointer",
@@ -500,17 +498,15 @@ fn crash_info(report: &Report, width: Width) -> CrashInfo<'_> {
         crash_inconsistencies: [],
         crashing_thread: c.map_or(0, |c| c.thread),
         instruction: instruction.map(|i| &i.text),
-        instruction_pointer_update: instruction.and_then(|i| i.jump.as_deref()).map(|a| {
-            AddressDoc {
-                address: HexStr::of(width, a),
-            }
+        instruction_pointer_update: instruction.and_then(|i| i.jump).map(|a| AddressDoc {
+            address: Hex::of(width, a),
         }),
         memory_accesses: instruction.map(|i| {
             i.accesses
                 .iter()
                 .map(|a| AccessDoc {
                     access_type: a.access.map(|k| access_type(k).to_lowercase()),
-                    address: HexStr::of(width, &a.address),
+                    address: Hex::of(width, a.address),
                     size: a.size,
                 })
                 .collect()
@@ -531,23 +527,9 @@ impl Serialize for Hex {
     }
 }
 
-/// A report address padded as [`Hex`]; anything unreadable passed through as it is.
-enum HexStr<'a> {
-    Hex(Hex),
-    Raw(&'a str),
-}
-
-impl<'a> HexStr<'a> {
-    fn of(width: Width, s: &'a str) -> HexStr<'a> {
-        crate::report::parse_hex(s).map_or(HexStr::Raw(s), |v| HexStr::Hex(Hex(v, width)))
-    }
-}
-
-impl Serialize for HexStr<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            HexStr::Hex(h) => h.serialize(s),
-            HexStr::Raw(r) => s.serialize_str(r),
-        }
+impl Hex {
+    /// A report address, padded.
+    fn of(width: Width, a: crate::report::Addr) -> Hex {
+        Hex(a.get(), width)
     }
 }

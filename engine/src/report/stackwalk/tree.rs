@@ -73,8 +73,8 @@ pub(super) fn json(report: &Report) -> Value {
         "thread_count": report.threads.len(),
         "threads": threads,
         "unloaded_modules": report.unloaded_modules.iter().map(|m| json!({
-            "base_addr": width.hex_str(&m.base),
-            "end_addr": width.hex_str(&m.end),
+            "base_addr": width.addr(m.base),
+            "end_addr": width.addr(m.end),
             "code_id": m.code_id.as_ref().or(m.build_id.as_ref()),
             "filename": m.path.as_ref().unwrap_or(&m.name),
             "cert_subject": Value::Null,
@@ -145,7 +145,7 @@ fn crash_info(report: &Report, width: Width) -> Value {
             .iter()
             .map(|a| {
                 let mut access = json!({
-                    "address": width.hex_str(&a.address),
+                    "address": width.addr(a.address),
                     "size": a.size,
                 });
                 if let (Some(k), Some(obj)) = (a.access, access.as_object_mut()) {
@@ -157,7 +157,7 @@ fn crash_info(report: &Report, width: Width) -> Value {
     });
     json!({
         "type": crash_type(report),
-        "address": c.address.as_deref().map(|a| width.hex_str(a)),
+        "address": c.address.map(|a| width.addr(a)),
         "adjusted_address": adjusted(report).map(|a| match a {
             Adjusted::NullPointer(offset) => json!({
                 "kind": "null-pointer",
@@ -171,8 +171,8 @@ fn crash_info(report: &Report, width: Width) -> Value {
         "instruction": instruction.map(|i| &i.text),
         "memory_accesses": accesses,
         "instruction_pointer_update": instruction
-            .and_then(|i| i.jump.as_deref())
-            .map(|a| json!({ "address": width.hex_str(a) })),
+            .and_then(|i| i.jump)
+            .map(|a| json!({ "address": width.addr(a) })),
         "possible_bit_flips": possible_bit_flips(report, width),
         "crash_inconsistencies": [],
         "crashing_thread": c.thread,
@@ -230,8 +230,8 @@ fn module_json(m: &crate::report::Module, report: &Report, width: Width) -> Valu
         .find(|l| l.result == crate::report::LookupResult::Fetched)
         .map(|l| l.source.clone());
     json!({
-        "base_addr": width.hex_str(&m.base),
-        "end_addr": width.hex_str(&m.end),
+        "base_addr": width.addr(m.base),
+        "end_addr": width.addr(m.end),
         "debug_file": debug_file(m, report),
         "debug_id": m.debug_id.as_deref().unwrap_or(NIL_DEBUG_ID),
         "filename": m.name,

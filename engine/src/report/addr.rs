@@ -1,0 +1,131 @@
+//! [`Addr`]: a machine word of the report (an address, an offset, a register's value),
+//! held as a number and written as the report spells it, lower-case hex with `0x` and no
+//! padding (`0x7f3a1c`, `0x0`).
+//!
+//! The report's addresses were strings, which every reader of a report (the text view,
+//! the minidump-stackwalk rendering, the crash analysis) parsed back, each in its own way
+//! and some with a silent `0` for what did not parse. Holding the number makes the
+//! spelling one `Display` and the reading one `Deserialize`, where a malformed address in
+//! a stored report is an error rather than a zero.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A 64-bit word of the report, serialized as lower-case hex with `0x` and no padding
+/// (the schema's `hex`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Addr(pub u64);
+
+impl Addr {
+    /// The number.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// Reads the report's spelling: `0x` and 1 to 16 hex digits (upper-case digits and
+    /// leading zeros are read too, as `u64::from_str_radix` reads them, but never
+    /// written). `None` for anything else, a sign included.
+    pub fn parse(s: &str) -> Option<Addr> {
+        let digits = s.strip_prefix("0x")?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u64::from_str_radix(digits, 16).ok().map(Addr)
+    }
+}
+
+impl From<u64> for Addr {
+    fn from(v: u64) -> Addr {
+        Addr(v)
+    }
+}
+
+impl From<Addr> for u64 {
+    fn from(a: Addr) -> u64 {
+        a.0
+    }
+}
+
+impl fmt::Display for Addr {
+    /// `0x` and lower-case hex digits, no padding; width and alignment are honoured (the
+    /// text report's columns).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.width().is_some() {
+            f.pad(&format!("{:#x}", self.0))
+        } else {
+            write!(f, "{:#x}", self.0)
+        }
+    }
+}
+
+impl fmt::LowerHex for Addr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.0, f)
+    }
+}
+
+impl Serialize for Addr {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:#x}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Addr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Addr;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an address as `0x` and hex digits")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Addr, E> {
+                Addr::parse(v).ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Addr;
+
+    #[test]
+    fn writes_and_reads_the_schema_spelling() {
+        for (v, s) in [(0, "0x0"), (0x1a, "0x1a"), (u64::MAX, "0xffffffffffffffff")] {
+            assert_eq!(
+                serde_json::to_string(&Addr(v)).ok(),
+                Some(format!("\"{s}\""))
+            );
+            assert_eq!(Addr(v).to_string(), s);
+            assert_eq!(
+                serde_json::from_str::<Addr>(&format!("\"{s}\"")).ok(),
+                Some(Addr(v))
+            );
+        }
+        assert_eq!(format!("[{:>6}]", Addr(0x1a)), "[  0x1a]");
+    }
+
+    #[test]
+    fn refuses_what_is_not_an_address() {
+        for bad in [
+            "",
+            "0x",
+            "1a",
+            "0x+1",
+            "0x-1",
+            "0xg",
+            " 0x1",
+            "0x10000000000000000",
+        ] {
+            assert_eq!(Addr::parse(bad), None, "{bad:?}");
+            assert!(
+                serde_json::from_str::<Addr>(&format!("{bad:?}")).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(serde_json::from_str::<Addr>("26").is_err());
+        assert_eq!(Addr::parse("0x00Ab"), Some(Addr(0xab)));
+    }
+}
