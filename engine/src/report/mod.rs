@@ -3,6 +3,7 @@
 //! Every way postmortem answers about a crash is this one document (see the binding
 //! `docs/report-format.md`); the text view is a rendering of it for people.
 
+pub mod android;
 pub mod apple;
 pub mod budget;
 mod model;
