@@ -260,7 +260,7 @@ struct Pending {
     build_id: Option<Vec<u8>>,
     /// The absolute address of the ELF's virtual address 0, where known.
     base: Option<u64>,
-    /// One past the highest rel_pc of its frames.
+    /// One past the highest rel_pc of its frames (and its caller frames' pc as given).
     span: u64,
 }
 
@@ -347,6 +347,7 @@ impl Tombstone {
         &self,
         warnings: &mut Vec<DumpWarning>,
     ) -> (Vec<Module>, BTreeMap<(String, u64), u64>) {
+        let back = self.arch.call_back();
         let mut pending: BTreeMap<(String, u64), Pending> = BTreeMap::new();
         for f in self.threads.iter().flat_map(|t| &t.frames) {
             let Some(path) = f.file.as_ref().filter(|p| is_file_path(p)) else {
@@ -366,7 +367,8 @@ impl Tombstone {
             if p.base.is_none() {
                 p.base = f.pc.and_then(|pc| pc.checked_sub(f.rel_pc));
             }
-            p.span = p.span.max(f.rel_pc.saturating_add(1));
+            // a caller's pc is given back at rel_pc + call_back: still inside its module
+            p.span = p.span.max(f.rel_pc.saturating_add(1 + back));
         }
         for p in pending.values_mut() {
             self.from_mappings(p);
@@ -550,7 +552,93 @@ fn registers_of(arch: Arch, named: &[(String, u64)], first: Option<&GivenFrame>)
 
 #[cfg(test)]
 mod tests {
+    // Test code: a failed unwrap is a failed test.
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    const TEXT: &str = "*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***
+Build fingerprint: 'google/raven/raven:14/UQ1A/1:user/release-keys'
+ABI: 'arm64'
+pid: 10, tid: 11, name: worker  >>> /system/bin/app --flag <<<
+signal 11 (SIGSEGV), code 1 (SEGV_MAPERR), fault addr 0x0000000000000008
+Cause: null pointer dereference
+    x0  0000000000000001  x1  0000000000000002
+    lr  0000007f00001238  sp  0000007ff0000000  pc  0000007f00001100  pst 0000000060000000
+
+backtrace:
+      #00 pc 0000000000001100  /system/lib64/liba.so (f+16) (BuildId: 0a0b)
+      #01 pc 0000000000001234  /system/lib64/liba.so (g+4) (BuildId: 0a0b)
+      #02 pc 0000000000000200  /system/lib64/libb.so (h) (BuildId: 0c0d)
+
+--- --- --- --- --- --- --- --- --- --- --- --- --- --- --- ---
+pid: 10, tid: 12, name: other  >>> /system/bin/app --flag <<<
+    x0  0000000000000003
+backtrace:
+      #00 pc 0000000000000300  /system/lib64/libb.so (i+8) (BuildId: 0c0d)
+
+memory map (2 entries):
+    0000007f'00000000-0000007f'00001fff r-x         0      2000  /system/lib64/liba.so (BuildId: 0a0b)
+--->Fault address falls at 00000000'00000008 before any mapped regions
+";
+
+    #[test]
+    fn a_text_tombstone_becomes_a_dump_at_the_devices_addresses() {
+        let t = parse(TEXT.as_bytes()).unwrap();
+        assert_eq!((t.pid, t.tid), (Some(10), Some(11)));
+        assert_eq!(t.command_line.as_deref(), Some("/system/bin/app --flag"));
+        assert_eq!(t.threads.len(), 2);
+        assert_eq!(t.causes, vec!["null pointer dereference".to_string()]);
+        let d = t.into_dump();
+        assert_eq!(d.format, DumpFormat::AndroidTombstone);
+        assert_eq!(d.arch, Arch::Aarch64);
+        // liba from the memory map; libb made up, above it, and said so
+        let a = d.modules.iter().find(|m| m.name == "liba.so").unwrap();
+        assert_eq!((a.base, a.load_base), (0x7f_0000_0000, 0x7f_0000_0000));
+        assert_eq!(a.build_id, Some(vec![0x0a, 0x0b]));
+        let b = d.modules.iter().find(|m| m.name == "libb.so").unwrap();
+        assert!(b.base >= SYNTHETIC_BASE && b.base % SYNTHETIC_ALIGN == 0);
+        assert!(d.warnings.iter().any(|w| w.code == "tombstone-addresses"));
+        // frame 0 at its pc, callers at the device's pc + 4 (aarch64's call-back)
+        let given = d.threads[0].prewalked.as_ref().unwrap();
+        assert_eq!(given[0].pc, 0x7f_0000_1100);
+        assert_eq!(given[1].pc, 0x7f_0000_1234 + 4);
+        assert_eq!(given[2].pc, b.base + 0x200 + 4);
+        assert_eq!(given[1].function.as_deref(), Some("g"));
+        assert_eq!(d.threads[0].registers.pc(), Some(0x7f_0000_1100));
+        let crash = d.crash.unwrap();
+        assert_eq!(
+            (crash.tid, crash.signal, crash.code),
+            (11, Some(11), Some(1))
+        );
+        assert_eq!(crash.address, Some(8));
+        assert_eq!(d.threads[1].tid, 12);
+        assert_eq!(
+            d.annotations.get("android.cause.0").map(String::as_str),
+            Some("null pointer dereference")
+        );
+    }
+
+    #[test]
+    fn read_dump_tells_tombstones_apart() {
+        assert_eq!(
+            crate::dump::read_dump(TEXT.as_bytes()).unwrap().format,
+            DumpFormat::AndroidTombstone
+        );
+        // no header, no fingerprint: not a tombstone, not a dump
+        assert!(matches!(
+            crate::dump::read_dump(b"\x08\x01\x10\x02"),
+            Err(DumpError::NotADump)
+        ));
+        // a proto that starts as debuggerd writes one and is cut short: malformed
+        let mut pb = vec![0x08, 0x01, 0x12, 0x0b];
+        pb.extend_from_slice(b"a/b/c:1/2/3");
+        pb.extend_from_slice(&[0x82, 0x01, 0x40]);
+        assert!(matches!(
+            crate::dump::read_dump(&pb),
+            Err(DumpError::Malformed(_))
+        ));
+    }
 
     #[test]
     fn abis_name_the_architectures() {

@@ -72,113 +72,44 @@ enum Section {
 /// Reads a text tombstone.
 pub fn parse(bytes: &[u8]) -> Result<Tombstone, TombstoneError> {
     let text = String::from_utf8_lossy(bytes);
-    let mut t = Tombstone {
-        format: TombstoneFormat::Text,
-        arch: super::Arch::Aarch64,
-        build_fingerprint: None,
-        revision: None,
-        timestamp: None,
-        pid: None,
-        tid: None,
-        uid: None,
-        selinux_label: None,
-        command_line: None,
-        signal: None,
-        abort_message: None,
-        causes: Vec::new(),
-        threads: Vec::new(),
-        mappings: Vec::new(),
+    let mut r = Reader {
+        t: Tombstone {
+            format: TombstoneFormat::Text,
+            arch: super::Arch::Aarch64,
+            build_fingerprint: None,
+            revision: None,
+            timestamp: None,
+            pid: None,
+            tid: None,
+            uid: None,
+            selinux_label: None,
+            command_line: None,
+            signal: None,
+            abort_message: None,
+            causes: Vec::new(),
+            threads: Vec::new(),
+            mappings: Vec::new(),
+        },
+        abi: None,
+        section: Section::Other,
+        seen_header: false,
+        total_frames: 0,
     };
-    let mut abi = None;
-    let mut section = Section::Other;
-    let mut seen_header = false;
-    let mut total_frames = 0usize;
     for (n, line) in text.lines().enumerate() {
         if n >= MAX_LINES {
-            return Err(TombstoneError::TooMany {
-                what: "lines",
-                count: text.lines().count(),
-                max: MAX_LINES,
-            });
+            return Err(too_many("lines", text.lines().count(), MAX_LINES));
         }
-        let at = |why: String| TombstoneError::Line { line: n + 1, why };
-        let trimmed = line.trim();
-        if !seen_header {
-            seen_header = trimmed.starts_with(HEADER);
-            section = Section::Thread;
-            continue;
-        }
-        if trimmed.starts_with(SEPARATOR) {
-            section = Section::Other;
-            continue;
-        }
-        if let Some(rest) = trimmed.strip_prefix("pid: ") {
-            let thread = thread_header(rest, &mut t).ok_or_else(|| at("a bad pid line".into()))?;
-            if t.threads.len() >= MAX_THREADS {
-                return Err(TombstoneError::TooMany {
-                    what: "threads",
-                    count: t.threads.len() + 1,
-                    max: MAX_THREADS,
-                });
-            }
-            t.threads.push(thread);
-            section = Section::Thread;
-            continue;
-        }
-        match section {
-            Section::Backtrace if trimmed.starts_with('#') => {
-                let frame = frame_line(trimmed).map_err(at)?;
-                let thread = t
-                    .threads
-                    .last_mut()
-                    .ok_or_else(|| at("a backtrace before any thread".into()))?;
-                total_frames += 1;
-                if total_frames > MAX_TOTAL_FRAMES {
-                    return Err(TombstoneError::TooMany {
-                        what: "frames in all",
-                        count: total_frames,
-                        max: MAX_TOTAL_FRAMES,
-                    });
-                }
-                if thread.frames.len() >= MAX_FRAMES {
-                    return Err(TombstoneError::TooMany {
-                        what: "frames in a thread",
-                        count: thread.frames.len() + 1,
-                        max: MAX_FRAMES,
-                    });
-                }
-                thread.frames.push(frame);
-                continue;
-            }
-            Section::MemoryMap if !trimmed.is_empty() => {
-                if let Some(m) = mapping_line(trimmed) {
-                    if t.mappings.len() >= MAX_MAPPINGS {
-                        return Err(TombstoneError::TooMany {
-                            what: "mappings",
-                            count: t.mappings.len() + 1,
-                            max: MAX_MAPPINGS,
-                        });
-                    }
-                    t.mappings.push(m);
-                }
-                continue;
-            }
-            _ => {}
-        }
-        if trimmed == "backtrace:" {
-            section = Section::Backtrace;
-        } else if trimmed.starts_with("memory map") {
-            section = Section::MemoryMap;
-        } else if trimmed.is_empty() || !line.starts_with(' ') {
-            if section != Section::Thread || !trimmed.is_empty() {
-                section = header_line(trimmed, &mut t, &mut abi).map_err(at)?;
-            }
-        } else if section == Section::Thread {
-            if let Some(thread) = t.threads.last_mut() {
-                registers_line(trimmed, &mut thread.registers);
-            }
-        }
+        r.line(line).map_err(|e| match e {
+            Problem::Line(why) => TombstoneError::Line { line: n + 1, why },
+            Problem::Bound(e) => e,
+        })?;
     }
+    let Reader {
+        mut t,
+        abi,
+        seen_header,
+        ..
+    } = r;
     if !seen_header {
         return Err(TombstoneError::NoHeader);
     }
@@ -187,6 +118,115 @@ pub fn parse(bytes: &[u8]) -> Result<Tombstone, TombstoneError> {
     }
     t.arch = arch_of(abi.as_deref().unwrap_or_default())?;
     Ok(t)
+}
+
+fn too_many(what: &'static str, count: usize, max: usize) -> TombstoneError {
+    TombstoneError::TooMany { what, count, max }
+}
+
+/// Why a line stopped the reader: a line that is not what its place says it is, or a
+/// bound passed.
+enum Problem {
+    Line(String),
+    Bound(TombstoneError),
+}
+
+impl From<String> for Problem {
+    fn from(why: String) -> Self {
+        Problem::Line(why)
+    }
+}
+
+/// The reader's state between lines.
+struct Reader {
+    t: Tombstone,
+    abi: Option<String>,
+    section: Section,
+    seen_header: bool,
+    total_frames: usize,
+}
+
+impl Reader {
+    /// One line of the tombstone.
+    fn line(&mut self, line: &str) -> Result<(), Problem> {
+        let trimmed = line.trim();
+        if !self.seen_header {
+            self.seen_header = trimmed.starts_with(HEADER);
+            self.section = Section::Thread;
+            return Ok(());
+        }
+        if trimmed.starts_with(SEPARATOR) {
+            self.section = Section::Other;
+            return Ok(());
+        }
+        if let Some(rest) = trimmed.strip_prefix("pid: ") {
+            let thread = thread_header(rest, &mut self.t).ok_or("a bad pid line".to_string())?;
+            if self.t.threads.len() >= MAX_THREADS {
+                let count = self.t.threads.len() + 1;
+                return Err(Problem::Bound(too_many("threads", count, MAX_THREADS)));
+            }
+            self.t.threads.push(thread);
+            self.section = Section::Thread;
+            return Ok(());
+        }
+        match self.section {
+            Section::Backtrace if trimmed.starts_with('#') => return self.frame(trimmed),
+            Section::MemoryMap if !trimmed.is_empty() => {
+                if let Some(m) = mapping_line(trimmed) {
+                    if self.t.mappings.len() >= MAX_MAPPINGS {
+                        let count = self.t.mappings.len() + 1;
+                        return Err(Problem::Bound(too_many("mappings", count, MAX_MAPPINGS)));
+                    }
+                    self.t.mappings.push(m);
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        if trimmed == "backtrace:" {
+            self.section = Section::Backtrace;
+        } else if trimmed.starts_with("memory map") {
+            self.section = Section::MemoryMap;
+        } else if trimmed.is_empty() || !line.starts_with(' ') {
+            if self.section != Section::Thread || !trimmed.is_empty() {
+                self.section = header_line(trimmed, &mut self.t, &mut self.abi)?;
+            }
+        } else if self.section == Section::Thread {
+            if let Some(thread) = self.t.threads.last_mut() {
+                registers_line(trimmed, &mut thread.registers);
+            }
+        }
+        Ok(())
+    }
+
+    /// A frame line of the last thread's backtrace.
+    fn frame(&mut self, line: &str) -> Result<(), Problem> {
+        let frame = frame_line(line)?;
+        let thread = self
+            .t
+            .threads
+            .last_mut()
+            .ok_or("a backtrace before any thread".to_string())?;
+        self.total_frames += 1;
+        if self.total_frames > MAX_TOTAL_FRAMES {
+            let count = self.total_frames;
+            return Err(Problem::Bound(too_many(
+                "frames in all",
+                count,
+                MAX_TOTAL_FRAMES,
+            )));
+        }
+        if thread.frames.len() >= MAX_FRAMES {
+            let count = thread.frames.len() + 1;
+            return Err(Problem::Bound(too_many(
+                "frames in a thread",
+                count,
+                MAX_FRAMES,
+            )));
+        }
+        thread.frames.push(frame);
+        Ok(())
+    }
 }
 
 /// A line at the left margin: a fact of the header or the crash, or the start of a
