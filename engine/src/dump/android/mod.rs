@@ -371,7 +371,7 @@ impl Tombstone {
             p.span = p.span.max(f.rel_pc.saturating_add(1 + back));
         }
         for p in pending.values_mut() {
-            self.from_mappings(p);
+            self.place_by_mappings(p);
         }
         let synthetic = self.place_unmapped(&mut pending);
         if synthetic > 0 {
@@ -401,7 +401,7 @@ impl Tombstone {
 
     /// Fills in a module's base, build-id and extent from the memory map: the file's
     /// mapping at the ELF's offset starts at the ELF's address 0.
-    fn from_mappings(&self, p: &mut Pending) {
+    fn place_by_mappings(&self, p: &mut Pending) {
         let of_file = self
             .mappings
             .iter()

@@ -259,9 +259,11 @@ fn header_line(line: &str, t: &mut Tombstone, abi: &mut Option<String>) -> Resul
         if t.signal.is_none() {
             t.signal = Some(signal_line(v).ok_or("a bad signal line")?);
         }
-    } else if line.is_empty() || line.starts_with("tagged_addr_ctrl") || line.starts_with("pac_") {
-        return Ok(Section::Thread);
-    } else if line.starts_with("Process uptime") || line.starts_with("Process name") {
+    } else if line.is_empty()
+        || ["tagged_addr_ctrl", "pac_", "Process uptime", "Process name"]
+            .iter()
+            .any(|p| line.starts_with(p))
+    {
         return Ok(Section::Thread);
     } else {
         return Ok(Section::Other);
@@ -313,12 +315,7 @@ fn signal_line(v: &str) -> Option<SignalInfo> {
     };
     let name = paren(rest);
     let after_code = rest.split_once("code ").map(|(_, c)| c);
-    let code = after_code.and_then(|c| {
-        c.split(|ch: char| ch == ' ' || ch == ',')
-            .next()?
-            .parse::<i32>()
-            .ok()
-    });
+    let code = after_code.and_then(|c| c.split([' ', ',']).next()?.parse::<i32>().ok());
     let code_name = after_code.and_then(|c| paren(c.split_once(' ')?.1));
     let fault_address = rest
         .split_once("fault addr ")
