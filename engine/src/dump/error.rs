@@ -5,7 +5,7 @@
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DumpError {
-    #[error("not a crash dump: the file starts with neither an ELF nor a minidump magic, nor is it an Apple crash report (.ips or .crash)")]
+    #[error("not a crash dump: the file starts with neither an ELF nor a minidump magic, nor is it an Apple crash report (.ips or .crash) or an Android tombstone (text or .pb)")]
     NotADump,
     #[error("not a core file: this ELF file is of type {0} (an executable or library?), not a core (ET_CORE)")]
     NotACore(String),

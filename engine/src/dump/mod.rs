@@ -5,6 +5,7 @@
 //! copied) and read through [`MemoryMap`], which answers `None` for bytes the dump lacks, so a
 //! truncated dump is simply a dump with less memory.
 
+pub mod android;
 pub mod apple;
 pub mod compressed;
 pub mod elf_core;
@@ -37,6 +38,10 @@ pub enum DumpFormat {
     AppleIps,
     /// Apple's legacy `.crash` text report, walked on the device.
     AppleCrash,
+    /// Android's text tombstone (debuggerd), walked on the device.
+    AndroidTombstone,
+    /// Android's `tombstone.proto` (debuggerd, Android 12+), walked on the device.
+    AndroidTombstoneProto,
 }
 
 impl DumpFormat {
@@ -434,7 +439,8 @@ macro_rules! display_by_name {
 display_by_name!(Arch, DumpFormat, Os);
 
 /// Reads a dump of any supported format, told apart by its magic bytes (an Apple crash
-/// report by its first line: [`apple::sniff`]).
+/// report by its first line: [`apple::sniff`]; an Android tombstone by its header line, or
+/// for a `tombstone.proto` by decoding it: [`android::sniff`]).
 pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     if bytes.starts_with(b"\x7fELF") {
         elf_core::read(bytes)
@@ -442,6 +448,14 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         minidump::read(bytes)
     } else if apple::sniff(bytes).is_some() {
         apple::read(bytes)
+    } else if android::sniff(bytes) == Some(android::TombstoneFormat::Text)
+        || android::proto::fingerprinted(bytes)
+    {
+        android::read(bytes)
+    } else if android::sniff(bytes) == Some(android::TombstoneFormat::Proto) {
+        // A proto has no magic: bytes that neither start as a tombstone does (its build
+        // fingerprint) nor decode as one are no dump at all.
+        android::read(bytes).map_err(|_| DumpError::NotADump)
     } else {
         Err(DumpError::NotADump)
     }

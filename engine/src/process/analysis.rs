@@ -67,11 +67,16 @@ pub(super) fn analyse(
     if let Some(f) = c.caller.and_then(described) {
         evidence.insert("caller".to_string(), f);
     }
-    match (crash.signal, &crash.exception) {
+    let mut analysis = match (crash.signal, &crash.exception) {
         (Some(signal), _) => by_signal(&c, signal, crash, evidence),
         (None, Some(exception)) => windows::analyse(&c, exception, crash.address, evidence),
         (None, None) => None,
+    };
+    // An Android tombstone's own diagnosis (debuggerd's `Cause:`), beside ours.
+    if let (Some(a), Some(cause)) = (analysis.as_mut(), dump.annotations.get("android.cause.0")) {
+        a.evidence.insert("cause".to_string(), cause.clone());
     }
+    analysis
 }
 
 /// The crashed thread as the walk left it, and where to read more: what every kind's
@@ -877,9 +882,16 @@ fn c_string(dump: &Dump<'_>, loaded: &[Loaded], addr: u64, max: usize) -> Option
     (!text.is_empty() && !text.chars().any(char::is_control)).then(|| text.to_string())
 }
 
-/// glibc's abort message (`__abort_msg`: a failed assertion, a heap check, a stack
-/// protector), read from the dump's memory through libc's symbol table.
+/// abort()'s message: an Android tombstone's `Abort message` (bionic's
+/// `android_set_abort_message`), else glibc's (`__abort_msg`: a failed assertion, a heap
+/// check, a stack protector), read from the dump's memory through libc's symbol table.
 fn abort_message(dump: &Dump<'_>, loaded: &[Loaded]) -> Option<String> {
+    if let Some(m) = dump
+        .annotations
+        .get(crate::dump::android::ABORT_MESSAGE_ANNOTATION)
+    {
+        return Some(m.clone());
+    }
     let (m, l) = dump
         .modules
         .iter()

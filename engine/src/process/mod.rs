@@ -120,6 +120,12 @@ pub fn process(
         ) {
             warnings.extend(report::apple::missing_dsyms(&modules, &threads));
         }
+        if matches!(
+            dump.format,
+            dump::DumpFormat::AndroidTombstone | dump::DumpFormat::AndroidTombstoneProto
+        ) {
+            warnings.extend(report::android::missing_libraries(&modules, &threads));
+        }
         let instruction = dump.crash.as_ref().and_then(|_| {
             let t = threads.iter().find(|t| t.crashed)?;
             let pc = t.frames.first()?.pc.get();

@@ -4,6 +4,7 @@
 //! `docs/report-format.md`); the text view is a rendering of it for people.
 
 mod addr;
+pub mod android;
 pub mod apple;
 pub mod budget;
 mod model;

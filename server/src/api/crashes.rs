@@ -401,6 +401,8 @@ async fn dump(
         "minidump" => "dmp",
         "apple-ips" => "ips",
         "apple-crash" => "crash",
+        "android-tombstone" => "txt",
+        "android-tombstone-proto" => "pb",
         _ => "core",
     };
     // The id is ours (hex), but it came through the URL: keep the header value plain.

@@ -20,10 +20,14 @@ const SYSTEM_INFO_STREAM: u32 = 7;
 /// Size of one minidump directory entry (type, size, rva).
 const DIRECTORY_ENTRY: u64 = 12;
 
-/// The dump format (`elf-core`, `minidump`, `apple-ips` or `apple-crash`) of a staged
-/// upload, or why it is refused.
+/// The dump format (`elf-core`, `minidump`, `apple-ips`, `apple-crash`,
+/// `android-tombstone` or `android-tombstone-proto`) of a staged upload, or why it is
+/// refused.
 pub async fn check(dump: &StagedBlob) -> Result<&'static str, ApiError> {
     let head = dump.read_at(0, HEAD_BYTES).await?;
+    if engine::dump::android::sniff(&head).is_some() {
+        return check_android(dump).await;
+    }
     if could_be_text_report(&head) {
         return check_apple(dump).await;
     }
@@ -81,6 +85,37 @@ async fn check_apple(dump: &StagedBlob) -> Result<&'static str, ApiError> {
         apple::AppleFormat::Ips => "apple-ips",
         apple::AppleFormat::Crash => "apple-crash",
     })
+}
+
+/// An Android tombstone (text or `tombstone.proto`) is read whole (at most
+/// `engine::dump::android::MAX_TOMBSTONE_BYTES`) and parsed off the async threads, so that
+/// one the reader refuses is refused here with the reader's reason. Bytes that merely
+/// start as a proto might (no text header, no build fingerprint) and do not decode are
+/// not a dump.
+async fn check_android(dump: &StagedBlob) -> Result<&'static str, ApiError> {
+    use engine::dump::android;
+    let not_a_dump = || ApiError::Unprocessable {
+        code: "not-a-dump",
+        detail: "not a crash dump: neither an ELF core, a minidump, an Apple crash report \
+                 nor an Android tombstone"
+            .into(),
+    };
+    let size = usize::try_from(dump.size()).unwrap_or(usize::MAX);
+    if size > android::MAX_TOMBSTONE_BYTES {
+        return Err(not_a_dump());
+    }
+    let bytes = dump.read_at(0, size).await?;
+    let certain = android::sniff(&bytes) == Some(android::TombstoneFormat::Text)
+        || android::proto::fingerprinted(&bytes);
+    let parsed = tokio::task::spawn_blocking(move || android::parse(&bytes).map(|t| t.format))
+        .await
+        .map_err(|e| malformed(format!("the tombstone's check failed: {e}")))?;
+    match parsed {
+        Ok(android::TombstoneFormat::Text) => Ok("android-tombstone"),
+        Ok(android::TombstoneFormat::Proto) => Ok("android-tombstone-proto"),
+        Err(e) if certain => Err(malformed(e.to_string())),
+        Err(_) => Err(not_a_dump()),
+    }
 }
 
 fn malformed(detail: String) -> ApiError {

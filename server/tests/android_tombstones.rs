@@ -1,0 +1,779 @@
+//! Android tombstones of our own aarch64 crashes: a library (`libcrash.so`, position
+//! independent as every Android library is, with a build-id and DWARF) called from a
+//! program, cross-compiled with `aarch64-linux-gnu-gcc` and crashed under
+//! `qemu-aarch64-static`. gdb-multiarch reads QEMU's core for the real stack (its pcs)
+//! and `info sharedlibrary` with `readelf` for where each library was loaded; from those
+//! the test writes the tombstone debuggerd would have written — text and
+//! `tombstone.proto`, the proto encoded here by hand from AOSP's field numbers, not with
+//! the reader's own structs — with each frame's `rel_pc` as libunwindstack computes it
+//! (the pc's offset in the file; callers at their return address − 4, the adjustment
+//! libunwindstack makes on arm64). Then `postmortem walk` and `POST /api/v1/crashes`
+//! must name every frame of the libraries whose files they have (inlined frames included)
+//! as `llvm-symbolizer --inlining --obj=FILE` names the same `rel_pc`, keep the device's
+//! name for the program (its file deliberately not given: a missing build-id, which the
+//! report and the missing-symbols page name), and analyse the crash as the signal.
+//!
+//! The program is linked `-no-pie` (gdb cannot relocate a PIE from QEMU's core, which has
+//! no NT_FILE: see gdb_compare/aarch64.rs); Android's linker never loads such an
+//! `ET_EXEC`, and postmortem's rule for `rel_pc` (an offset from a link base of 0) is not
+//! meant for one, so its frames are only the missing module's here.
+//!
+//! Skipped, saying why, when the cross tools or llvm-symbolizer are absent (test.sh
+//! installs them).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use postmortem_testsupport::gdb::{self, GdbFrame};
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
+
+const LIB: &str = r#"#include <stdlib.h>
+volatile int *volatile target;
+static inline __attribute__((always_inline)) int store(int v) { *target = v; return v + 1; }
+__attribute__((noinline)) int leaf(int v) { return store(v) * 3; }
+__attribute__((noinline)) int middle(int v) { return leaf(v + 1) + 7; }
+__attribute__((noinline)) void fail(int v) { if (v > 2) abort(); }
+__attribute__((noinline)) int checked(int v) { fail(v); return v + 1; }
+"#;
+
+const MAIN_SEGV: &str = "int middle(int);\nint main(void) { return middle(4) + 1; }\n";
+const MAIN_ABORT: &str = "int checked(int);\nint main(void) { return checked(5) + 1; }\n";
+
+/// Where the tombstone says the library and libc lie on the device.
+const LIB_DEVICE_PATH: &str = "/data/app/~~Xy3==/com.example.crasher-Ab1==/lib/arm64/libcrash.so";
+const LIBC_DEVICE_PATH: &str = "/apex/com.android.runtime/lib64/bionic/libc.so";
+const EXE_DEVICE_PATH: &str = "/system/bin/crasher";
+const ABORT_MESSAGE: &str = "checked: value 5 out of range";
+/// libunwindstack's pc adjustment of a caller frame on arm64.
+const ARM64_PC_ADJUSTMENT: u64 = 4;
+/// The cross binutils' `nm` (the host's may not know aarch64).
+const NM: &str = "aarch64-linux-gnu-nm";
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn tools_present() -> bool {
+    if !qemu::tools_present() {
+        return false;
+    }
+    for tool in ["llvm-symbolizer", "readelf", NM] {
+        if !have(tool) {
+            eprintln!("skipping the tombstone comparison: {tool} is not installed (see test.sh)");
+            return false;
+        }
+    }
+    true
+}
+
+/// A module the crash ran in, as the reference tools place it.
+#[derive(Debug, Clone)]
+struct Lib {
+    /// The file on this machine.
+    file: PathBuf,
+    /// Where the tombstone says it lies.
+    device_path: &'static str,
+    /// The run-time address of its virtual address 0 (gdb's `.text` start − `.text`'s
+    /// address in the file); 0 for the `ET_EXEC` program.
+    base: u64,
+    /// gdb's `.text` range.
+    text: (u64, u64),
+    build_id: String,
+    /// Its mapping (for the memory map): start, end.
+    map: (u64, u64),
+}
+
+/// One frame of the tombstone.
+#[derive(Debug, Clone)]
+struct TFrame {
+    rel_pc: u64,
+    /// The absolute pc debuggerd records (adjusted as `rel_pc`).
+    pc: u64,
+    /// gdb's pc (a caller's return address).
+    gdb_pc: u64,
+    lib: usize,
+    function: Option<String>,
+    function_offset: u64,
+}
+
+/// A crash, its modules and its frames as debuggerd would list them.
+struct Crash {
+    work: Workdir,
+    libs: Vec<Lib>,
+    frames: Vec<TFrame>,
+    lwp: u64,
+    signal: (u32, &'static str, i32, &'static str, Option<u64>),
+    abort_message: Option<&'static str>,
+}
+
+/// The build-id `readelf -n` prints for `file`.
+fn build_id(file: &Path) -> String {
+    let out = run(Command::new("readelf").arg("-n").arg(file));
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap_or_else(|| panic!("{} has no build-id", file.display()))
+        .trim()
+        .to_string()
+}
+
+/// `.text`'s address in `file` (`readelf -SW`).
+fn text_address(file: &Path) -> u64 {
+    let out = run(Command::new("readelf").arg("-SW").arg(file));
+    let line = out
+        .lines()
+        .find(|l| l.contains(" .text "))
+        .expect("a .text section");
+    let after = line.split(" .text ").nth(1).unwrap();
+    let addr = after.split_whitespace().nth(1).unwrap();
+    u64::from_str_radix(addr, 16).unwrap()
+}
+
+/// gdb's `info sharedlibrary`: (.text start, end, path) of each library.
+fn shared_libraries(work: &Workdir, exe: &Path, core: &Path) -> Vec<(u64, u64, PathBuf)> {
+    let out = run(Command::new(GDB)
+        .args(["-batch", "-nx"])
+        .args(["-ex", &format!("set sysroot {SYSROOT}")])
+        .args([
+            "-ex",
+            &format!("set solib-search-path {}", work.path().display()),
+        ])
+        .args(["-ex", "set architecture aarch64"])
+        .args(["-ex", "info sharedlibrary"])
+        .arg(exe)
+        .arg(core)
+        .env("LC_ALL", "C"));
+    out.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let hex = |s: &str| u64::from_str_radix(s.strip_prefix("0x")?, 16).ok();
+            let (from, to) = (hex(w.first()?)?, hex(w.get(1)?)?);
+            Some((from, to, PathBuf::from(w.last()?)))
+        })
+        .collect()
+}
+
+/// `nm`'s (else `nm -D`'s) address of the function `name` in `file`, for the device's
+/// own `(function+offset)`.
+fn symbol_start(file: &Path, name: &str) -> Option<u64> {
+    [&[][..], &["-D"][..]].iter().find_map(|flags| {
+        let out = Command::new(NM).args(*flags).arg(file).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let bare = w.get(2)?.split('@').next()?;
+            (w.len() == 3 && bare == name).then(|| u64::from_str_radix(w[0], 16).ok())?
+        })
+    })
+}
+
+/// Builds the library and `main`, crashes the program under QEMU and lays out its
+/// tombstone frames from gdb's.
+fn crash(case: &str, main: &str) -> Crash {
+    let work = Workdir::new(&format!("tomb-{case}"));
+    let dir = work.path().to_path_buf();
+    std::fs::write(dir.join("lib.c"), LIB).unwrap();
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    work.run_tool(
+        CC,
+        &[
+            "-g",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            "-Wl,--build-id",
+            "-o",
+            "libcrash.so",
+            "lib.c",
+        ],
+    );
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    work.run_tool(
+        CC,
+        &[
+            "-g",
+            "-O1",
+            "-no-pie",
+            "-Wl,--build-id",
+            "-o",
+            "crasher",
+            "main.c",
+            "-L.",
+            "-lcrash",
+            &rpath,
+        ],
+    );
+    let exe = dir.join("crasher");
+    let core = qemu::crash_on(&dir, &exe, "max,pauth=off");
+    let sysroot = format!("set sysroot {SYSROOT}");
+    let search = format!("set solib-search-path {}", dir.display());
+    let g = gdb::frames_with(
+        GDB,
+        &[&sysroot, &search, "set architecture aarch64"],
+        &dir,
+        &exe,
+        &core,
+    );
+    let thread = g.crashed();
+    let lwp = thread.lwp;
+    let physical: Vec<GdbFrame> = thread
+        .frames
+        .iter()
+        .filter(|f| f.kind != "INLINE_FRAME")
+        .cloned()
+        .collect();
+    let mut libs = vec![Lib {
+        file: exe.clone(),
+        device_path: EXE_DEVICE_PATH,
+        base: 0,
+        text: (0, 0),
+        build_id: build_id(&exe),
+        map: (0, 0),
+    }];
+    for (from, to, path) in shared_libraries(&work, &exe, &core) {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let device_path = match name.as_str() {
+            "libcrash.so" => LIB_DEVICE_PATH,
+            n if n.starts_with("libc.so") => LIBC_DEVICE_PATH,
+            _ => continue,
+        };
+        let base = from - text_address(&path);
+        let size = std::fs::metadata(&path).unwrap().len();
+        libs.push(Lib {
+            build_id: build_id(&path),
+            file: path,
+            device_path,
+            base,
+            text: (from, to),
+            map: (base, (base + size).next_multiple_of(0x1000)),
+        });
+    }
+    assert!(libs.len() == 3, "gdb lists libcrash.so and libc: {libs:#?}");
+    let frames = physical
+        .iter()
+        .enumerate()
+        .map(|(k, f)| {
+            let adjust = if k == 0 { 0 } else { ARM64_PC_ADJUSTMENT };
+            let lib = libs
+                .iter()
+                .position(|l| l.text.0 <= f.pc && f.pc < l.text.1)
+                .unwrap_or(0);
+            let l = &libs[lib];
+            let rel_pc = f.pc - adjust - l.base;
+            let function = f.name.clone();
+            let function_offset = function
+                .as_deref()
+                .and_then(|n| symbol_start(&l.file, n))
+                .map_or(0, |s| rel_pc.saturating_sub(s));
+            TFrame {
+                rel_pc,
+                pc: f.pc - adjust,
+                gdb_pc: f.pc,
+                lib,
+                function,
+                function_offset,
+            }
+        })
+        .collect::<Vec<_>>();
+    assert!(frames.len() >= 3, "gdb's frames: {physical:#?}");
+    let abort = main.contains("checked");
+    Crash {
+        work,
+        libs,
+        frames,
+        lwp,
+        signal: if abort {
+            (6, "SIGABRT", -6, "SI_TKILL", None)
+        } else {
+            (11, "SIGSEGV", 1, "SEGV_MAPERR", Some(0))
+        },
+        abort_message: abort.then_some(ABORT_MESSAGE),
+    }
+}
+
+/// The text tombstone debuggerd (tombstone_proto_to_text.cpp) writes for the crash; the
+/// program left out of the memory map (no address for it: made up by the reader).
+fn tombstone_text(c: &Crash) -> String {
+    let (number, name, code, code_name, addr) = c.signal;
+    let mut t = String::new();
+    t.push_str("*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\n");
+    t.push_str(
+        "Build fingerprint: 'google/raven/raven:14/UQ1A.240105.004/11206848:user/release-keys'\n",
+    );
+    t.push_str("Revision: 'MP1.0'\nABI: 'arm64'\n");
+    t.push_str("Timestamp: 2024-01-20 10:11:12.123456789+0000\nProcess uptime: 1s\n");
+    writeln!(t, "Cmdline: {EXE_DEVICE_PATH}").unwrap();
+    writeln!(
+        t,
+        "pid: {0}, tid: {0}, name: crasher  >>> {EXE_DEVICE_PATH} <<<",
+        c.lwp
+    )
+    .unwrap();
+    t.push_str("uid: 2000\ntagged_addr_ctrl: 0000000000000001 (PR_TAGGED_ADDR_ENABLE)\n");
+    let fault = addr.map_or("--------".to_string(), |a| format!("0x{a:016x}"));
+    writeln!(
+        t,
+        "signal {number} ({name}), code {code} ({code_name}), fault addr {fault}"
+    )
+    .unwrap();
+    if number == 11 {
+        t.push_str("Cause: null pointer dereference\n");
+    }
+    if let Some(m) = c.abort_message {
+        writeln!(t, "Abort message: '{m}'").unwrap();
+    }
+    writeln!(
+        t,
+        "    x0  0000000000000005  x1  0000000000000000  x2  0000000000000000  x3  0000000000000000"
+    )
+    .unwrap();
+    writeln!(
+        t,
+        "    lr  {:016x}  sp  0000007fffffe000  pc  {:016x}  pst 0000000060000000",
+        c.frames.get(1).map_or(0, |f| f.gdb_pc),
+        c.frames[0].pc
+    )
+    .unwrap();
+    t.push_str("\nbacktrace:\n");
+    for (k, f) in c.frames.iter().enumerate() {
+        let l = &c.libs[f.lib];
+        write!(t, "      #{k:02} pc {:016x}  {}", f.rel_pc, l.device_path).unwrap();
+        if let Some(name) = &f.function {
+            if f.function_offset == 0 {
+                write!(t, " ({name})").unwrap();
+            } else {
+                write!(t, " ({name}+{})", f.function_offset).unwrap();
+            }
+        }
+        writeln!(t, " (BuildId: {})", l.build_id).unwrap();
+    }
+    t.push_str("\nmemory near x1:\n    0000007fffffe000 0000000000000000 0000000000000000  ................\n\n");
+    writeln!(t, "memory map ({} entries):", c.libs.len() - 1).unwrap();
+    for l in c.libs.iter().skip(1) {
+        writeln!(
+            t,
+            "    {:016x}-{:016x} r-x         0  {:8x}  {} (BuildId: {})",
+            l.map.0,
+            l.map.1 - 1,
+            l.map.1 - l.map.0,
+            l.device_path,
+            l.build_id
+        )
+        .unwrap();
+    }
+    t.push_str("\nopen files:\n    fd 0: /dev/null (unowned)\n");
+    t
+}
+
+/// Protocol buffers, written by hand: a varint, a key, a length-delimited field.
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+fn field_varint(out: &mut Vec<u8>, field: u64, v: u64) {
+    varint(out, field << 3);
+    varint(out, v);
+}
+fn field_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
+    varint(out, (field << 3) | 2);
+    varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// The tombstone.proto debuggerd writes for the crash, by AOSP's `tombstone.proto`
+/// field numbers (Tombstone: arch 1, build_fingerprint 2, pid 5, tid 6, uid 7,
+/// command_line 9, signal_info 10, abort_message 14, causes 15, threads 16 (map entry:
+/// key 1, value 2), memory_mappings 17; Signal: number 1, name 2, code 3, code_name 4,
+/// has_fault_address 8, fault_address 9; Thread: id 1, name 2, registers 3,
+/// current_backtrace 4; Register: name 1, u64 2; BacktraceFrame: rel_pc 1, pc 2, sp 3,
+/// function_name 4, function_offset 5, file_name 6, build_id 8; MemoryMapping:
+/// begin_address 1, end_address 2, offset 3, read 4, execute 6, mapping_name 7,
+/// build_id 8).
+fn tombstone_proto(c: &Crash) -> Vec<u8> {
+    let (number, name, code, code_name, addr) = c.signal;
+    let mut t = Vec::new();
+    field_varint(&mut t, 1, 1); // ARM64
+    field_bytes(
+        &mut t,
+        2,
+        b"google/raven/raven:14/UQ1A.240105.004/11206848:user/release-keys",
+    );
+    field_varint(&mut t, 5, c.lwp);
+    field_varint(&mut t, 6, c.lwp);
+    field_varint(&mut t, 7, 2000);
+    field_bytes(&mut t, 9, EXE_DEVICE_PATH.as_bytes());
+    let mut s = Vec::new();
+    field_varint(&mut s, 1, u64::from(number));
+    field_bytes(&mut s, 2, name.as_bytes());
+    field_varint(&mut s, 3, code as i64 as u64);
+    field_bytes(&mut s, 4, code_name.as_bytes());
+    if let Some(a) = addr {
+        field_varint(&mut s, 8, 1);
+        field_varint(&mut s, 9, a);
+    }
+    field_bytes(&mut t, 10, &s);
+    if let Some(m) = c.abort_message {
+        field_bytes(&mut t, 14, m.as_bytes());
+    }
+    if number == 11 {
+        let mut cause = Vec::new();
+        field_bytes(&mut cause, 1, b"null pointer dereference");
+        field_bytes(&mut t, 15, &cause);
+    }
+    let mut thread = Vec::new();
+    field_varint(&mut thread, 1, c.lwp);
+    field_bytes(&mut thread, 2, b"crasher");
+    for (reg, v) in [("x0", 5), ("pc", c.frames[0].pc)] {
+        let mut r = Vec::new();
+        field_bytes(&mut r, 1, reg.as_bytes());
+        field_varint(&mut r, 2, v);
+        field_bytes(&mut thread, 3, &r);
+    }
+    for f in &c.frames {
+        let l = &c.libs[f.lib];
+        let mut fr = Vec::new();
+        field_varint(&mut fr, 1, f.rel_pc);
+        field_varint(&mut fr, 2, f.pc);
+        field_varint(&mut fr, 3, 0x7f_ffff_e000);
+        if let Some(n) = &f.function {
+            field_bytes(&mut fr, 4, n.as_bytes());
+            field_varint(&mut fr, 5, f.function_offset);
+        }
+        field_bytes(&mut fr, 6, l.device_path.as_bytes());
+        field_bytes(&mut fr, 8, l.build_id.as_bytes());
+        field_bytes(&mut thread, 4, &fr);
+    }
+    let mut entry = Vec::new();
+    field_varint(&mut entry, 1, c.lwp);
+    field_bytes(&mut entry, 2, &thread);
+    field_bytes(&mut t, 16, &entry);
+    for l in c.libs.iter().skip(1) {
+        let mut m = Vec::new();
+        field_varint(&mut m, 1, l.map.0);
+        field_varint(&mut m, 2, l.map.1);
+        field_varint(&mut m, 4, 1);
+        field_varint(&mut m, 6, 1);
+        field_bytes(&mut m, 7, l.device_path.as_bytes());
+        field_bytes(&mut m, 8, l.build_id.as_bytes());
+        field_bytes(&mut t, 17, &m);
+    }
+    t
+}
+
+/// llvm-symbolizer's inline stack at `addr` of `file`.
+fn symbolize(file: &Path, addr: u64) -> Vec<Value> {
+    let out = run(Command::new("llvm-symbolizer")
+        .arg(format!("--obj={}", file.display()))
+        .args(["--inlining", "--output-style=JSON"])
+        .arg(format!("{addr:#x}")));
+    let v: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    v[0]["Symbol"].as_array().unwrap().clone()
+}
+
+/// The report's frames of its first thread grouped by physical frame.
+fn physical(thread: &Value) -> Vec<Vec<Value>> {
+    let mut groups = Vec::new();
+    let mut group = Vec::new();
+    for f in thread["frames"].as_array().unwrap() {
+        group.push(f.clone());
+        if f["inlined"] == false {
+            groups.push(std::mem::take(&mut group));
+        }
+    }
+    groups
+}
+
+/// The directory `--symbols` gets: libcrash.so and the cross libc, not the program.
+fn symbols_dir(c: &Crash) -> PathBuf {
+    let dir = c.work.path().join("symbols");
+    std::fs::create_dir_all(&dir).unwrap();
+    for l in c.libs.iter().skip(1) {
+        std::fs::copy(&l.file, dir.join(l.file.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// Every frame of the crashed thread against llvm-symbolizer at the frame's `rel_pc`
+/// (libraries given), or the device's name (the program, whose file is missing).
+fn check_frames(c: &Crash, report: &Value, what: &str, real_addresses: bool) {
+    let thread = &report["threads"][0];
+    assert_eq!(thread["crashed"], true, "{what}");
+    let groups = physical(thread);
+    assert_eq!(groups.len(), c.frames.len(), "{what}: {thread:#}");
+    for (k, (f, got)) in c.frames.iter().zip(&groups).enumerate() {
+        let l = &c.libs[f.lib];
+        let module = l.device_path.rsplit('/').next().unwrap();
+        assert_eq!(got[0]["module"], module, "{what}: frame {k}");
+        if f.lib == 0 {
+            assert_eq!(got.len(), 1, "{what}: frame {k}: {got:#?}");
+            assert_eq!(
+                got[0]["function"].as_str(),
+                f.function.as_deref(),
+                "{what}: frame {k}"
+            );
+            assert_eq!(got[0]["symbol_source"], "report", "{what}: frame {k}");
+            continue;
+        }
+        let expected = symbolize(&l.file, f.rel_pc);
+        assert_eq!(
+            got.len(),
+            expected.len(),
+            "{what}: frame {k} at {:#x}: {got:#?} vs {expected:#?}",
+            f.rel_pc
+        );
+        for (g, e) in got.iter().zip(&expected) {
+            // where llvm-symbolizer knows no name (libc's static functions: the cross
+            // libc has no .symtab), the frame keeps the device's, if it gave one
+            let function = e["FunctionName"]
+                .as_str()
+                .filter(|f| !f.is_empty())
+                .or(f.function.as_deref());
+            assert_eq!(g["function"].as_str(), function, "{what}: frame {k}: {g:#}");
+            let file = e["FileName"].as_str().filter(|f| !f.is_empty());
+            assert_eq!(g["file"].as_str(), file, "{what}: frame {k}: {g:#}");
+            let line = e["Line"].as_u64().filter(|&l| l != 0);
+            assert_eq!(g["line"].as_u64(), line, "{what}: frame {k}: {g:#}");
+        }
+        if real_addresses {
+            // the device's address space: frame 0 at its pc, callers at their return address
+            let pc = got[0]["pc"].as_str().unwrap();
+            assert_eq!(pc, format!("{:#x}", f.gdb_pc), "{what}: frame {k}'s pc");
+        }
+    }
+    // the libcrash frames carry DWARF (file and line), inlined `store` among them
+    let lib_lines = groups
+        .iter()
+        .flatten()
+        .filter(|f| f["module"] == "libcrash.so" && f["line"].is_u64())
+        .count();
+    assert!(lib_lines >= 2, "{what}: {thread:#}");
+}
+
+/// The crash as the signal: the analysis, the abort message, debuggerd's cause; the
+/// program's missing build-id named.
+fn check_crash(c: &Crash, report: &Value, what: &str) {
+    let crash = &report["crash"];
+    assert_eq!(crash["signal"], c.signal.0, "{what}: {crash:#}");
+    let analysis = &crash["analysis"];
+    if c.signal.0 == 11 {
+        assert_eq!(analysis["kind"], "null-pointer", "{what}: {crash:#}");
+        assert_eq!(
+            analysis["evidence"]["cause"], "null pointer dereference",
+            "{what}"
+        );
+    } else {
+        assert_eq!(analysis["kind"], "abort", "{what}: {crash:#}");
+        let text = analysis.to_string();
+        assert!(text.contains(ABORT_MESSAGE), "{what}: {analysis:#}");
+    }
+    let exe_id = &c.libs[0].build_id;
+    let warnings = report["warnings"].as_array().unwrap();
+    let missing: Vec<&Value> = warnings
+        .iter()
+        .filter(|w| w["code"] == "missing-build-id")
+        .collect();
+    assert_eq!(missing.len(), 1, "{what}: {warnings:#?}");
+    assert!(
+        missing[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(exe_id.as_str()),
+        "{what}: {missing:#?}"
+    );
+    let exe = report["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "crasher")
+        .expect("the program is a module");
+    assert_eq!(exe["build_id"].as_str(), Some(exe_id.as_str()), "{what}");
+    assert_eq!(exe["status"], "missing", "{what}");
+}
+
+/// `postmortem walk FILE --symbols DIR` as JSON.
+fn walk(file: &Path, symbols: &Path) -> Value {
+    let out = run(Command::new(common::bin())
+        .args(["walk", "--no-system-debug", "--format", "json"])
+        .arg(file)
+        .arg("--symbols")
+        .arg(symbols)
+        .env_remove("DEBUGINFOD_URLS"));
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn tombstones_of_our_aarch64_crashes_symbolicate_as_llvm_symbolizer_does() {
+    if !tools_present() {
+        return;
+    }
+    for (case, main) in [("segv", MAIN_SEGV), ("abort", MAIN_ABORT)] {
+        let c = crash(case, main);
+        let symbols = symbols_dir(&c);
+        let text = c.work.path().join("tombstone_00");
+        std::fs::write(&text, tombstone_text(&c)).unwrap();
+        let pb = c.work.path().join("tombstone_00.pb");
+        std::fs::write(&pb, tombstone_proto(&c)).unwrap();
+        for (file, format) in [
+            (&text, "android-tombstone"),
+            (&pb, "android-tombstone-proto"),
+        ] {
+            let what = format!("{case} {format}");
+            let report = walk(file, &symbols);
+            assert_eq!(report["dump"]["format"], format, "{what}");
+            assert_eq!(report["dump"]["os"], "android", "{what}");
+            assert_eq!(report["dump"]["arch"], "aarch64", "{what}");
+            check_frames(&c, &report, &what, true);
+            check_crash(&c, &report, &what);
+            // the program is in no memory map of the text: its addresses are made up
+            let made_up = report["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["code"] == "tombstone-addresses");
+            assert_eq!(made_up, format == "android-tombstone", "{what}");
+        }
+    }
+}
+
+#[test]
+fn broken_tombstones_are_refused_with_the_readers_reason() {
+    let header = "*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\n";
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "no-threads",
+            format!("{header}ABI: 'arm64'\n").into_bytes(),
+            "no thread",
+        ),
+        (
+            "bad-frame",
+            format!("{header}ABI: 'arm64'\npid: 1, tid: 1, name: x  >>> x <<<\n\nbacktrace:\n      #00 pc zz  /x\n")
+                .into_bytes(),
+            "line 6",
+        ),
+        (
+            "riscv",
+            format!("{header}ABI: 'riscv64'\npid: 1, tid: 1, name: x  >>> x <<<\n").into_bytes(),
+            "riscv64",
+        ),
+        (
+            "truncated-proto",
+            {
+                let mut t = Vec::new();
+                field_varint(&mut t, 1, 1);
+                field_bytes(&mut t, 2, b"google/raven/raven:14/UQ1A/1:user/release-keys");
+                // a thread entry that claims more bytes than follow
+                t.extend_from_slice(&[0x82, 0x01, 0x40, 0x08]);
+                t
+            },
+            "truncated",
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let file = dir.path().join(name);
+        std::fs::write(&file, &bytes).unwrap();
+        let out = Command::new(common::bin())
+            .args(["walk", "--no-system-debug"])
+            .arg(&file)
+            .env_remove("DEBUGINFOD_URLS")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
+    if !tools_present() {
+        return;
+    }
+    let c = crash("service", MAIN_SEGV);
+    let server = common::TempServer::start(&[]);
+    let client = common::client();
+    for l in c.libs.iter().skip(1) {
+        let name = l.file.file_name().unwrap().to_string_lossy().to_string();
+        common::upload_binary(&client, &server.base, &l.file, &name).await;
+    }
+    let mut signatures = Vec::new();
+    for (bytes, format) in [
+        (tombstone_text(&c).into_bytes(), "android-tombstone"),
+        (tombstone_proto(&c), "android-tombstone-proto"),
+    ] {
+        let id = common::upload_crash(&client, &server.base, &bytes).await;
+        let record = common::poll_done(&client, &server.base, &id).await;
+        assert_eq!(record["status"], "done", "{record:#}");
+        let report = &record["report"];
+        assert_eq!(report["dump"]["format"], format);
+        check_frames(&c, report, format, true);
+        check_crash(&c, report, format);
+        signatures.push(record["signature"].as_str().unwrap_or_default().to_string());
+    }
+    // one crash, two forms: one signature, one group of two
+    assert_eq!(signatures[0], signatures[1]);
+    // starting at frame 0's innermost function, as llvm-symbolizer names it
+    let innermost = symbolize(&c.libs[c.frames[0].lib].file, c.frames[0].rel_pc);
+    let innermost = innermost[0]["FunctionName"].as_str().unwrap();
+    assert!(signatures[0].starts_with(innermost), "{signatures:?}");
+    let groups = common::get_json(&client, format!("{}/api/v1/groups", server.base)).await;
+    let group = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == signatures[0].as_str())
+        .unwrap_or_else(|| panic!("{groups:#}"));
+    assert_eq!(group["count"], 2, "{groups:#}");
+    // the program's build-id is on the missing-symbols page
+    let page = common::get_text(&client, &server.url("/missing")).await;
+    assert!(page.contains(&c.libs[0].build_id), "{page}");
+    // garbage behind a tombstone header, and a truncated proto: 422 with the reason
+    for (body, reason) in [
+        (
+            b"*** *** *** *** ***\nABI: 'arm64'\npid: 1, tid: 1\n\nbacktrace:\n   #00 pc\n"
+                .to_vec(),
+            "line 6",
+        ),
+        (
+            {
+                let pb = tombstone_proto(&c);
+                pb[..pb.len() - 10].to_vec()
+            },
+            "truncated",
+        ),
+    ] {
+        let r = client
+            .post(format!("{}/api/v1/crashes", server.base))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422);
+        let text = r.text().await.unwrap();
+        assert!(text.contains(reason), "{text}");
+    }
+}
