@@ -1,7 +1,8 @@
 //! Source context for `postmortem walk`: source bundles given with `--source-bundle`
 //! first (answering for their own build-id), then the debuginfod servers' `source` route
 //! (`--debuginfod`, `DEBUGINFOD_URLS`: a postmortem server answers from its uploaded
-//! bundles), then each frame's source file read at the path its debug information
+//! bundles), then the source-link mappings (`--source-link`, `--source-commit`), then
+//! each frame's source file read at the path its debug information
 //! records, for a walk on the machine that built the code (`--no-source-context` turns
 //! off all but the bundles). The order is the issue's: what is known to be the build's
 //! own source before a file that may have changed since.
@@ -18,6 +19,7 @@ use std::path::Path;
 use anyhow::Context;
 use engine::report::source_context::{SourceProvider, SourceRequest};
 use engine::source_bundle::{BundleLimits, SourceBundle};
+use sources::source_link::{Build, Mapping, SourceLinkLimits, SourceLinks};
 
 /// The walk's sources: bundles in the order given, then (unless turned off) the files at
 /// their recorded paths.
@@ -25,6 +27,8 @@ use engine::source_bundle::{BundleLimits, SourceBundle};
 pub struct WalkSources {
     bundles: Vec<SourceBundle>,
     remote: Option<sources::Remote>,
+    /// The source-link mappings, and the walk's commit (`--source-commit`).
+    links: Option<(SourceLinks, Option<String>)>,
     local: bool,
 }
 
@@ -33,6 +37,7 @@ impl std::fmt::Debug for WalkSources {
         f.debug_struct("WalkSources")
             .field("bundles", &self.bundles)
             .field("remote", &self.remote.is_some())
+            .field("links", &self.links)
             .field("local", &self.local)
             .finish()
     }
@@ -61,6 +66,7 @@ impl WalkSources {
         Ok(WalkSources {
             bundles,
             remote: None,
+            links: None,
             local,
         })
     }
@@ -71,9 +77,35 @@ impl WalkSources {
         self
     }
 
+    /// Asks the source-link `mappings` too (after the debuginfod servers, before local
+    /// files), with `commit` for their `{commit}`.
+    pub fn with_links(mut self, mappings: &[Mapping], commit: Option<String>) -> Self {
+        if !mappings.is_empty() {
+            let limits = SourceLinkLimits::default();
+            let links = SourceLinks::new(mappings.to_vec(), limits, std::env::temp_dir());
+            self.links = Some((links, commit));
+        }
+        self
+    }
+
     /// Whether any source is asked at all.
     pub fn any(&self) -> bool {
-        self.local || self.remote.is_some() || !self.bundles.is_empty()
+        self.local || self.remote.is_some() || self.links.is_some() || !self.bundles.is_empty()
+    }
+
+    /// The file from the first source-link mapping that covers it (a failed fetch said
+    /// on standard error).
+    fn linked(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
+        let (links, commit) = self.links.as_ref()?;
+        let build = Build {
+            commit: commit.as_deref(),
+            build_id: request.build_id,
+        };
+        links
+            .source(request.path, build, request.max_bytes, None)
+            .map_err(|why| eprintln!("postmortem: {why}"))
+            .ok()
+            .flatten()
     }
 }
 
@@ -87,6 +119,7 @@ impl SourceProvider for WalkSources {
             .iter()
             .find_map(|b| b.source(request))
             .or_else(remote)
+            .or_else(|| self.linked(request))
             .or_else(|| self.local.then(|| LocalSources.source(request)).flatten())
     }
 }

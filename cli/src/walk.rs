@@ -96,6 +96,18 @@ pub struct WalkArgs {
     /// before the files at their recorded paths. Repeatable.
     #[arg(long, value_name = "FILE")]
     pub source_bundle: Vec<PathBuf>,
+    /// A source-link mapping, `PREFIX=URL_TEMPLATE [WEB_TEMPLATE]`: a frame whose file
+    /// lies under PREFIX gets its lines from the URL (`{path}` the rest of the path,
+    /// `{commit}` the value of `--source-commit`, `{build_id}` the frame's module's), after
+    /// the bundles and debuginfod servers, before the file at its recorded path
+    /// (docs/source-context.md). Repeatable: the first mapping whose prefix a file has is
+    /// used.
+    #[arg(long, value_name = "MAPPING")]
+    pub source_link: Vec<sources::source_link::Mapping>,
+    /// The commit (or revision) the crashed build was made from, for the `{commit}` of
+    /// `--source-link` templates.
+    #[arg(long, value_name = "REV")]
+    pub source_commit: Option<String>,
     #[command(flatten)]
     pub budget: crate::budget::BudgetArgs,
     #[command(flatten)]
@@ -177,7 +189,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     let source_files = match WalkSources::open(&args.source_bundle, !args.no_source_context) {
         // the debuginfod servers' sources: a Remote of their own (the files' one is the
         // provider's), no cost until a frame asks
-        Ok(s) if !args.no_source_context => s.with_remote(sources::Remote::new(&sources)),
+        Ok(s) if !args.no_source_context => s
+            .with_remote(sources::Remote::new(&sources))
+            .with_links(&args.source_link, args.source_commit.clone()),
         Ok(s) => s,
         Err(e) => {
             log.say(Level::Error, &format!("postmortem: {e:#}"));

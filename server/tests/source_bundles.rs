@@ -10,6 +10,9 @@
 //!   source existed) prints a line has that line as its `context_line`, with the same
 //!   context as `postmortem walk` made from the file itself; and `postmortem walk
 //!   --debuginfod SERVER` gets the same context from the server's source route;
+//! - `a_late_bundle_requeues_the_crashes_that_name_it`: the files and the crash first,
+//!   whose report has no lines; the bundle second, and the crash is processed again and
+//!   its frames get gdb's lines;
 //! - `hostile_bundles_are_refused_at_upload`: bundles with a `../` entry, an absolute
 //!   entry, a zip bomb, or a manifest of another build-id end their upload session 422
 //!   with the bundle's code, and nothing is stored;
@@ -95,9 +98,16 @@ fn build() -> Built {
 /// `postmortem upload --url BASE [--token T] --include-sources EXTRA… PATH`: exit code,
 /// stdout and stderr.
 fn upload_tool(s: &Server, token: Option<&str>, extra: &[&str], path: &Path) -> (i32, String) {
+    let mut with_sources = vec!["--include-sources"];
+    with_sources.extend_from_slice(extra);
+    upload_cmd(s, token, &with_sources, path)
+}
+
+/// `postmortem upload --url BASE [--token T] ARGS… PATH`: exit code, stdout and stderr.
+fn upload_cmd(s: &Server, token: Option<&str>, args: &[&str], path: &Path) -> (i32, String) {
     let mut cmd = Command::new(bin());
-    cmd.args(["upload", "--url", &s.base, "--include-sources"])
-        .args(extra)
+    cmd.args(["upload", "--url", &s.base])
+        .args(args)
         .arg(path)
         .env_remove("POSTMORTEM_TOKEN");
     if let Some(t) = token {
@@ -296,6 +306,43 @@ async fn uploaded_sources_give_the_service_reports_gdbs_lines() {
     assert_eq!(context_of(&walk(&[])), Vec::<Value>::new());
 }
 
+#[tokio::test]
+async fn a_late_bundle_requeues_the_crashes_that_name_it() {
+    let b = build();
+    let gdb = gdb::frames(b.dir.path(), &b.full, &b.core);
+    let s = Server::start(&["--workers", "1"]);
+    // the binary and its debug file first, without sources, then the crash
+    let (code, out) = upload_cmd(&s, None, &[], &b.upload);
+    assert_eq!(code, 0, "{out}");
+    let c = client();
+    let id = upload_crash(&c, &s.base, &std::fs::read(&b.core).unwrap()).await;
+    let first = poll_done(&c, &s.base, &id).await;
+    assert_eq!(first["status"], "done", "{first}");
+    assert_eq!(
+        context_of(&first["report"]),
+        Vec::<Value>::new(),
+        "no bundle yet, no lines (the server reads no local file)"
+    );
+    // the bundle second: the crash is queued again and its report gains gdb's lines
+    let (code, out) = upload_tool(&s, None, &[], &b.upload);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("source bundles: 1 uploaded"), "{out}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let report = loop {
+        let v = poll_done(&c, &s.base, &id).await;
+        if !context_of(&v["report"]).is_empty() {
+            break v["report"].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the crash was not reprocessed with the bundle: {v}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let compared = compare::assert_same_source_lines(&gdb, &report);
+    assert!(compared >= 3, "gdb printed {compared} source lines");
+}
+
 /// A zip of raw entries (name, bytes), written as they are.
 fn raw_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
@@ -406,6 +453,12 @@ async fn hostile_bundles_are_refused_at_upload() {
     let (st, v) = send_bundle(&s, &id, &good).await;
     assert_eq!(st, 201, "{v}");
     assert_eq!(v["source_bundle"]["files"], 1, "{v}");
+    // no crash names this build-id: nothing to requeue
+    assert_eq!(
+        (&v["requeued"], &v["requeue_left"]),
+        (&json!(0), &json!(0)),
+        "{v}"
+    );
     assert_eq!(get(&s, &route, None).await, (200, b"int a;\n".to_vec()));
     // first upload wins: another bundle for the build-id is answered with the first
     let other = raw_zip(&[("files/src/a.c", b"int b;\n"), ("manifest.json", &m)]);

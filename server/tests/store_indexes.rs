@@ -9,6 +9,9 @@
 //!   counts and kind rows) against the groups computed here from the crashes' rows and
 //!   their search index's analysis kind, in every sort order, in keyset pages.
 //!
+//! - a late source bundle's requeue (the module index) against the finished reports that
+//!   name its build-id, within a limit and then the rest.
+//!
 //! Counts, not timings: `postmortem bench store` times them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
@@ -17,7 +20,7 @@ use crate::common;
 
 use worker::store::crashes::{self, ListQuery, NewCrash, Outcome, StoredReport};
 use worker::store::dashboard::{self as q, Group, GroupQuery, GroupSort};
-use worker::store::{groups, reprocess, Backend, Db};
+use worker::store::{groups, reprocess, source_bundles, Backend, Db};
 
 const DAY: i64 = 86_400_000;
 const T0: i64 = 1_700_000_000_000 / DAY * DAY;
@@ -358,12 +361,49 @@ async fn groups_page(db: &Db, rng: &mut Rng) {
     assert!(nonempty > 60, "only {nonempty} windows had groups");
 }
 
+/// The finished crashes whose report names `build_id` (`report LIKE`).
+async fn naming_count(db: &Db, build_id: &str) -> i64 {
+    let sql = "SELECT COUNT(*) FROM crashes WHERE status IN ('done', 'failed') \
+               AND report LIKE $1";
+    let like = format!("%\"{build_id}\"%");
+    match db.backend() {
+        Backend::Sqlite(p) => sqlx::query_scalar(sql).bind(&like).fetch_one(p).await,
+        Backend::Postgres(p) => sqlx::query_scalar(sql).bind(&like).fetch_one(p).await,
+    }
+    .unwrap()
+}
+
+/// A source bundle that arrives late requeues the finished crashes whose reports name
+/// its build-id (the module index), at most its limit at a time, the rest counted left.
+async fn late_bundle_requeue(db: &Db) {
+    let want = naming_count(db, "cc01").await;
+    assert!(want > 3, "build-id cc01: only {want} crashes");
+    let want = u64::try_from(want).unwrap();
+    let first = source_bundles::requeue_naming(db, "CC01", 3).await.unwrap();
+    assert_eq!((first.requeued, first.left), (3, want - 3));
+    assert_eq!(
+        naming_count(db, "cc01").await,
+        i64::try_from(want - 3).unwrap()
+    );
+    let rest = source_bundles::requeue_naming(db, "cc01", u64::MAX)
+        .await
+        .unwrap();
+    assert_eq!((rest.requeued, rest.left), (want - 3, 0));
+    assert_eq!(naming_count(db, "cc01").await, 0);
+    let none = source_bundles::requeue_naming(db, "ff99", u64::MAX)
+        .await
+        .unwrap();
+    assert_eq!((none.requeued, none.left), (0, 0));
+}
+
 async fn all(db: &Db) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     fill(db, &mut rng).await;
     module_filter(db).await;
     build_id_selection(db).await;
     groups_page(db, &mut rng).await;
+    // last: it puts crashes back in the queue
+    late_bundle_requeue(db).await;
 }
 
 #[tokio::test]

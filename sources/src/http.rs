@@ -246,6 +246,19 @@ impl Server {
             Some(bucket) => bucket.get_url(path)?,
             None => self.url_of(path),
         };
+        self.download_url(&url, dir, until)
+    }
+
+    /// The file at the whole URL `url` (not below the base: a source-link mapping's,
+    /// [`crate::source_link`]) as [`Server::download`] gives it, within this server's
+    /// limits and redirect rules.
+    pub fn download_url(
+        &self,
+        url: &str,
+        dir: &Path,
+        until: Until,
+    ) -> Result<Option<NamedTempFile>, FetchError> {
+        let url = url.to_string();
         let budget = Budget::new(Instant::now(), self.max_fetch, until);
         let (mut response, redirected) = self.get(url, &budget)?;
         match (response.status().as_u16(), &self.bucket, redirected) {

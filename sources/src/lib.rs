@@ -20,6 +20,8 @@
 //! - [`check`]: a fetched file is used only if its build-id (or a `.sym` file's debug-id)
 //!   is the one asked for.
 //! - [`cache`]: fetched files and misses kept on disk, so the next walk asks nothing.
+//! - [`source_link`]: source-link mappings, a path prefix to a URL template with the
+//!   build's commit: a frame's source file fetched from its repository, and its link.
 //! - [`remote`]: the servers in order, behind the cache — debuginfod servers for a build's
 //!   executable and debug file, Breakpad symbol stores for `.sym` files — with what each
 //!   answered as the report's `modules[].lookups`.
@@ -36,6 +38,7 @@ pub mod redact;
 pub mod redirect;
 pub mod remote;
 pub mod s3;
+pub mod source_link;
 pub mod sources_file;
 
 pub use config::Config;

@@ -9,11 +9,13 @@
 //! waiting in the store for a report to trip on it. Its manifest must name the build-id
 //! the upload declared. The staged file is mapped while checked, never read into memory.
 //! First upload wins: a second bundle for a build-id is answered with the first's row.
+//! A bundle that arrives after crashes naming its build-id were processed requeues them.
 
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use engine::source_bundle::{entry_name, BundleLimits, SourceBundle, SourceBundleError};
 use serde_json::{json, Value};
+use worker::store::missing::Requeued;
 use worker::store::source_bundles::{self, BundleRow};
 use worker::store::{StagedBlob, StoreError};
 
@@ -21,9 +23,11 @@ use super::problem::ApiError;
 use super::state::AppState;
 
 /// Checks the staged bundle `file` declared for `build_id` and stores it: 201 with its
-/// row, or 200 with the row of the bundle stored first for that build-id.
+/// row, or 200 with the row of the bundle stored first for that build-id. A new bundle
+/// requeues the crashes already processed that name its build-id ([`announce`]).
 pub async fn store(
     s: &AppState,
+    headers: &HeaderMap,
     build_id: &str,
     file: StagedBlob,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -42,12 +46,44 @@ pub async fn store(
         uploaded_at: 0,
     };
     let (held, inserted) = source_bundles::insert(&s.db, &row).await?;
-    let status = if inserted {
-        StatusCode::CREATED
+    let (status, requeued) = if inserted {
+        (
+            StatusCode::CREATED,
+            announce(s, headers, &held.build_id).await?,
+        )
     } else {
-        StatusCode::OK
+        (StatusCode::OK, Requeued::default())
     };
-    Ok((status, Json(json!({ "source_bundle": to_json(&held) }))))
+    Ok((
+        status,
+        Json(json!({
+            "source_bundle": to_json(&held),
+            "requeued": requeued.requeued, "requeue_left": requeued.left,
+        })),
+    ))
+}
+
+/// A bundle that arrives after the crash: the crashes already processed that name its
+/// build-id had no lines for its frames, and are queued again within the token's
+/// allowance of requeued crashes (`--requeue-per-minute`, shared with new binaries); the
+/// others are counted in `requeue_left`, for a reprocess run by build-id.
+async fn announce(s: &AppState, headers: &HeaderMap, build_id: &str) -> Result<Requeued, ApiError> {
+    let allowance = s.requeue_rate.take(headers, u64::MAX);
+    let done = source_bundles::requeue_naming(&s.db, build_id, allowance).await;
+    let used = done.as_ref().map(|d| d.requeued).unwrap_or(0);
+    s.requeue_rate
+        .give_back(headers, allowance.saturating_sub(used));
+    let done = done?;
+    if done.requeued > 0 {
+        tracing::info!(
+            build_id,
+            requeued = done.requeued,
+            left = done.left,
+            "crashes requeued for a source bundle"
+        );
+        s.wake.notify_waiters();
+    }
+    Ok(done)
 }
 
 /// A blocking task that did not end (a panic, or the runtime shutting down): a 500.

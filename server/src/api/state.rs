@@ -83,6 +83,9 @@ pub struct Config {
     /// Bounds on a zipped dSYM upload (`--max-zip-*`; the bytes taken out are bounded by
     /// `max_decompressed_bytes`).
     pub zip_limits: engine::dsym_zip::ZipLimits,
+    /// Source-link mappings (`--source-link`): the crash page links a frame's file to its
+    /// repository with them.
+    pub source_links: Vec<sources::source_link::Mapping>,
 }
 
 /// Counters of the API, read by `/metrics`.

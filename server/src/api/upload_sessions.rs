@@ -742,7 +742,7 @@ async fn finish(
         )));
     }
     let (status, Json(mut v)) = match &session.source_bundle {
-        Some(build_id) => super::source_bundles::store(&s, build_id, file).await?,
+        Some(build_id) => super::source_bundles::store(&s, &headers, build_id, file).await?,
         None => {
             super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)])
                 .await?

@@ -131,6 +131,14 @@ pub struct JobArgs {
     /// file itself, seconds.
     #[arg(long, value_name = "SECS", default_value_t = 900)]
     pub fetch_claim_wait_secs: u64,
+    /// A source-link mapping, `PREFIX=URL_TEMPLATE [WEB_TEMPLATE]`: a frame whose file
+    /// lies under PREFIX and that no uploaded source bundle gives gets its lines from the
+    /// URL (`{path}` the rest of the file's path, `{commit}` the crash's `commit` or
+    /// `revision` upload field, `{build_id}` its module's), and the crash page links it
+    /// to the web template's URL (docs/source-context.md). Repeatable: the first mapping
+    /// whose prefix a file has is used.
+    #[arg(long, value_name = "MAPPING")]
+    pub source_link: Vec<sources::source_link::Mapping>,
 }
 
 impl JobArgs {
@@ -146,6 +154,16 @@ impl JobArgs {
         };
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;
         config.process.budget = self.budget.budget();
+        if !self.source_link.is_empty() {
+            let dir = data_dir.join("source-link-tmp");
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            config.source_links =
+                Some(std::sync::Arc::new(sources::source_link::SourceLinks::new(
+                    self.source_link.clone(),
+                    sources::source_link::SourceLinkLimits::default(),
+                    dir,
+                )));
+        }
         // a bucket that cannot be used stops the service (a walk only says so)
         for url in self
             .remote

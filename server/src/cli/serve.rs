@@ -211,6 +211,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 max_total_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
                 max_ratio: args.max_zip_ratio.max(1),
             },
+            source_links: args.jobs.source_link.clone(),
         }),
         db: db.clone(),
         blobs,

@@ -280,6 +280,8 @@ async fn crash_detail(
         host: &upload_host,
         with_token,
         explained: explained.as_ref(),
+        source_links: &s.config.source_links,
+        commit: ::worker::jobs::source_links::commit_of(&row.annotations),
     };
     Ok(Html(
         pages::crash_detail(&row, report.as_ref(), &page).into_string(),

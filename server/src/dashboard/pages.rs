@@ -400,7 +400,7 @@ fn frames_table(t: &Thread, signature_frames: &[usize]) -> Markup {
 /// The source lines around the crashed thread's first frame that has them (the innermost
 /// frame in code with sources: frame 0 is often in a library without), its line marked:
 /// the line an engineer opens the file for, as gdb prints it where the program stopped.
-fn source_block(t: &Thread) -> Markup {
+fn source_block(t: &Thread, modules: &[engine::report::Module], page: &CrashPage<'_>) -> Markup {
     let Some(f) = t.frames.iter().find(|f| f.context_line.is_some()) else {
         return html! {};
     };
@@ -409,9 +409,23 @@ fn source_block(t: &Thread) -> Markup {
     };
     let n = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
     let first = line.saturating_sub(n(f.pre_context.len()));
+    let file = f.file.as_deref().unwrap_or("?");
+    let build = sources::source_link::Build {
+        commit: page.commit.as_deref(),
+        build_id: f
+            .module_index
+            .and_then(|m| modules.get(m))
+            .and_then(|m| m.build_id.as_deref()),
+    };
+    // the mapped URL, at the line (`#L8`, as the forges mark one)
+    let link = sources::source_link::urls(page.source_links, file, build)
+        .map(|(_, web)| format!("{web}#L{line}"));
     html! {
         h2 #source { "Source of frame " (f.index) }
-        p.mono { (f.file.as_deref().unwrap_or("?")) ":" (line)
+        p.mono {
+            @if let Some(url) = &link {
+                a #source-link href=(url) rel="noopener noreferrer nofollow" { (file) ":" (line) }
+            } @else { (file) ":" (line) }
             @if let Some(func) = &f.function { " in " (func) } }
         pre.source {
             @for (i, l) in f.pre_context.iter().enumerate() {
@@ -434,6 +448,10 @@ pub struct CrashPage<'a> {
     pub with_token: bool,
     /// The report's signature under the service's rules, frame by frame.
     pub explained: Option<&'a Explanation>,
+    /// The source-link mappings, and the crash's commit: the source block links its
+    /// frame's file to the repository.
+    pub source_links: &'a [sources::source_link::Mapping],
+    pub commit: Option<String>,
 }
 
 /// The "Signature, explained" section: each frame's verdict and the rule that gave it.
@@ -511,7 +529,7 @@ pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_
                         h2 #crashed { "Crashed thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } }
                         (frames_table(t, &sig_frames))
                         p.muted { "★ frames that make the signature · grey italic rows were found by stack scanning and may be wrong · ↳ inlined" }
-                        (source_block(t))
+                        (source_block(t, &r.modules, page))
                         h2 { "Registers of the crashing frame" }
                         table.regs.mono { tbody {
                             @for chunk in t.registers.iter().collect::<Vec<_>>().chunks(4) {

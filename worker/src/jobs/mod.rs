@@ -14,6 +14,7 @@ pub mod new_file;
 pub mod process;
 pub mod role_keys;
 pub mod source_bundles;
+pub mod source_links;
 pub mod steps;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,6 +78,9 @@ pub struct JobConfig {
     pub process: engine::process::ProcessOptions,
     /// Remote symbol sources asked for what no upload gives (none by default).
     pub remote: Option<Arc<fetch::Fetcher>>,
+    /// Source-link mappings asked for a frame's source after the uploaded bundles
+    /// (`--source-link`; none by default).
+    pub source_links: Option<Arc<sources::source_link::SourceLinks>>,
     /// Jobs a worker leases at once; their results are stored together when the last
     /// is done, so a larger batch saves statements and adds up to a batch's processing
     /// time to each crash's wait for its report.
@@ -92,6 +96,7 @@ impl Default for JobConfig {
             poll_interval: Duration::from_millis(500),
             process: engine::process::ProcessOptions::default(),
             remote: None,
+            source_links: None,
             batch: DEFAULT_BATCH,
         }
     }

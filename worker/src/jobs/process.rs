@@ -73,7 +73,8 @@ pub async fn process_job(
         )
         .await?;
 
-    // 3. The report, with source lines from the bundles uploaded for its modules.
+    // 3. The report, with source lines from the bundles uploaded for its modules, then
+    // from the source-link mappings.
     let bytes = dump.clone();
     // The blob key is the sha256 of exactly these bytes: no need to hash them again.
     let mut options = runner
@@ -81,9 +82,8 @@ pub async fn process_job(
         .process
         .clone()
         .with_dump_sha256(lease.dump_sha256.clone());
-    if let Some(sources) = super::source_bundles::provider(runner, &modules).await? {
-        options.source_context.provider = Some(sources);
-    }
+    options.source_context.provider =
+        super::source_links::provider(runner, &modules, &lease.annotations, until).await?;
     let report = steps
         .timed(
             Step::Engine,

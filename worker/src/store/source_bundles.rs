@@ -76,3 +76,48 @@ pub async fn by_build_ids(
         .await)?;
     Ok(rows.into_iter().map(|r| (r.build_id.clone(), r)).collect())
 }
+
+/// A bundle for `build_id` arrived after crashes that name it were processed: puts at
+/// most `limit` of them back in the queue, so that their frames of that build get their
+/// lines (a late debug file requeues the crashes that missed it in the same way,
+/// `missing::requeue_for_ids_within`). The crashes are those of the module index
+/// (`crash_build_ids`, migration 0021) that are finished or being processed: none of them
+/// can have had this bundle, which is the first for the build-id (first upload wins); a
+/// crash still pending will read it when it is processed. Returns the crashes requeued
+/// and those left past `limit` (a reprocess run by build-id takes them).
+pub async fn requeue_naming(
+    db: &Db,
+    build_id: &str,
+    limit: u64,
+) -> Result<super::missing::Requeued, StoreError> {
+    let b = build_id.to_ascii_lowercase();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let finished = "status IN ('done', 'failed', 'processing')";
+    let requeued = super::crashes::REQUEUED;
+    let sql = format!(
+        "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
+         leased_by = NULL, error = NULL, previous_signature = signature, \
+         previous_function_frames = function_frames, priority = {requeued} \
+         WHERE {finished} AND id IN \
+         (SELECT crash_id FROM crash_build_ids WHERE build_id = $1 AND crash_id IN \
+          (SELECT id FROM crashes WHERE {finished}) ORDER BY crash_id LIMIT $2)"
+    );
+    let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&b)
+        .bind(limit)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    let sql = format!(
+        "SELECT COUNT(*) FROM crashes WHERE {finished} AND id IN \
+         (SELECT crash_id FROM crash_build_ids WHERE build_id = $1)"
+    );
+    let (left,): (i64,) = crate::on_pool!(db, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&b)
+        .fetch_one(p)
+        .await)?;
+    Ok(super::missing::Requeued {
+        requeued: n,
+        left: u64::try_from(left).unwrap_or(0),
+    })
+}
