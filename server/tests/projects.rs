@@ -209,9 +209,18 @@ fn fake_core(len: usize, tag: u8) -> Vec<u8> {
     b
 }
 
-/// A real crash's core (a compiled program that writes through a null pointer).
-fn real_core(dir: &std::path::Path) -> Vec<u8> {
+/// A real crash's core (a compiled program that writes through a null pointer), its
+/// program uploaded first (by the server-wide token: symbol files are server-wide) so
+/// that the report names its functions.
+async fn real_core(c: &reqwest::Client, e: &Env, dir: &std::path::Path) -> Vec<u8> {
     let prog = compile(dir, "prog", common::CRASHER);
+    let bytes = std::fs::read(&prog).unwrap();
+    let url = e.url("/api/v1/binaries");
+    let up = send(c, Method::POST, &url, ROOT, |r| {
+        r.header("x-file-name", "prog").body(bytes)
+    })
+    .await;
+    assert_eq!(up.status, StatusCode::CREATED, "{}", up.body);
     make_core(dir, &prog)
 }
 
@@ -245,7 +254,7 @@ async fn isolation(pg: bool) {
     };
     let c = client();
     let work = tempfile::tempdir().unwrap();
-    let core = real_core(work.path());
+    let core = real_core(&c, &e, work.path()).await;
     let theirs = upload_id(&c, &e, B, &core).await;
     let record = finished(&c, &e, B, &theirs).await;
     assert_eq!(record["project"], "team-b");
@@ -540,7 +549,7 @@ both!(flood_sqlite, flood_postgres, flood);
 /// Crashes the group of `signature` counts.
 async fn group_count(e: &Env, signature: &str) -> i64 {
     let sql = format!(
-        "SELECT COALESCE(SUM(count), 0) FROM crash_groups WHERE signature = '{}'",
+        "SELECT CAST(COALESCE(SUM(count), 0) AS BIGINT) FROM crash_groups WHERE signature = '{}'",
         signature.replace('\'', "''")
     );
     e.scalar(&sql).await
@@ -566,7 +575,7 @@ async fn deletion(pg: bool) {
     };
     let c = client();
     let work = tempfile::tempdir().unwrap();
-    let core = real_core(work.path());
+    let core = real_core(&c, &e, work.path()).await;
     let theirs = upload_id(&c, &e, B, &core).await;
     let mine = upload_id(&c, &e, A, &core).await;
     let record = finished(&c, &e, B, &theirs).await;

@@ -35,26 +35,28 @@ pub async fn crash(
     audit: &Entry,
 ) -> Result<Option<String>, StoreError> {
     let id = super::text::clean(id);
-    let found = "SELECT dump_sha256, project FROM crashes WHERE id = $1";
+    // The crash row goes first: the transaction's first statement is a write, so that
+    // SQLite takes its write lock at once (a read first, then a write, fails with
+    // "database is locked" when a worker wrote in between).
+    let remove = "DELETE FROM crashes WHERE id = $1 AND ($2 IS NULL OR project = $2) \
+                  RETURNING dump_sha256, project";
     Ok(crate::in_transaction!(db, tx => {
-        let row: Option<(String, String)> =
-            sqlx::query_as(found).bind(&*id).fetch_optional(&mut *tx).await?;
+        let row: Option<(String, String)> = sqlx::query_as(remove)
+            .bind(&*id).bind(project).fetch_optional(&mut *tx).await?;
         match row {
-            Some((sha, owner)) if project.is_none_or(|p| p == owner) => {
+            Some((sha, owner)) => {
                 sqlx::query(ORPHAN_TERMS).bind(&*id).execute(&mut *tx).await?;
                 for table in CRASH_TABLES {
                     let sql = format!("DELETE FROM {table} WHERE crash_id = $1");
                     sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&*id).execute(&mut *tx).await?;
                 }
-                sqlx::query("DELETE FROM crashes WHERE id = $1")
-                    .bind(&*id).execute(&mut *tx).await?;
                 sqlx::query(audit::INSERT)
                     .bind(audit.at).bind(&audit.token).bind(&owner)
                     .bind(&audit.action).bind(&audit.route).bind(&audit.target)
                     .execute(&mut *tx).await?;
                 Some(sha)
             }
-            _ => None,
+            None => None,
         }
     }))
 }
