@@ -830,23 +830,37 @@ both!(
 /// under a key finds the first crash, the same upload is found within its window, and a
 /// blob is named by a crash row or a binary row.
 async fn idempotent_uploads(db: &Db) {
-    assert!(crashes::insert_keyed(db, &crash("k1", 1000), "key-1")
-        .await
-        .unwrap()
-        .is_none());
-    let again = crashes::insert_keyed(db, &crash("k2", 2000), "key-1")
+    let default = crashes::DEFAULT_PROJECT;
+    assert!(
+        crashes::insert_keyed(db, &crash("k1", 1000), default, "key-1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let again = crashes::insert_keyed(db, &crash("k2", 2000), default, "key-1")
         .await
         .unwrap()
         .expect("the first crash");
     assert_eq!(again.id, "k1");
     assert!(crashes::get(db, "k2").await.unwrap().is_none());
+    // another project's key of the same text is another crash, and never finds k1
+    assert!(
+        crashes::insert_keyed(db, &crash("k3", 2000), "other", "key-1")
+            .await
+            .unwrap()
+            .is_none()
+    );
     let sha = "ab".repeat(32);
-    let found = crashes::same_upload_since(db, &sha, r#"{"prod":"x"}"#, 500)
+    let found = crashes::same_upload_since(db, default, &sha, r#"{"prod":"x"}"#, 500)
         .await
         .unwrap();
     assert_eq!(found.map(|r| r.id).as_deref(), Some("k1"));
+    let theirs = crashes::same_upload_since(db, "other", &sha, r#"{"prod":"x"}"#, 500)
+        .await
+        .unwrap();
+    assert_eq!(theirs.map(|r| r.id).as_deref(), Some("k3"));
     for (fields, since) in [(r#"{"prod":"y"}"#, 500), (r#"{"prod":"x"}"#, 1001)] {
-        let none = crashes::same_upload_since(db, &sha, fields, since).await;
+        let none = crashes::same_upload_since(db, default, &sha, fields, since).await;
         assert!(none.unwrap().is_none(), "{fields} since {since}");
     }
     assert!(crashes::blob_is_named(db, &sha).await.unwrap());

@@ -19,11 +19,10 @@ use worker::store::binaries::{self, BinaryRow};
 use worker::store::missing::Requeued;
 use worker::store::{now_ms, StagedBlob, StoreError};
 
-use super::extract::{
-    authorize, multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData,
-};
+use super::auth::{ServerWide, Symbols};
+use super::extract::{multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData};
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
+use super::state::AppState;
 
 /// Most files in one multipart upload.
 const MAX_FILES: usize = 64;
@@ -67,10 +66,10 @@ fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
 
 async fn upload(
     State(s): State<AppState>,
+    _caller: ServerWide<Symbols>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    authorize(&s, &headers, Scope::Symbols)?;
     let result = upload_inner(&s, &headers, body).await;
     if result.is_err() {
         s.metrics.rejected_uploads.fetch_add(1, Ordering::Relaxed);
@@ -393,10 +392,9 @@ fn check_debug_id(id: &str) -> Result<String, ApiError> {
 
 async fn list(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Symbols>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, Scope::Symbols)?;
     let limit = parse_limit(&q, 100)?;
     let rows = match (q.get("build_id"), q.get("debug_id")) {
         (Some(id), None) => binaries::by_build_id(&s.db, &check_build_id(id)?).await?,
@@ -418,10 +416,9 @@ async fn list(
 
 async fn by_build_id(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Symbols>,
     Path(build_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, Scope::Symbols)?;
     let id = check_build_id(&build_id)
         .map_err(|_| ApiError::NotFound(format!("no binary with build-id {build_id:?}")))?;
     let rows = binaries::by_build_id(&s.db, &id).await?;

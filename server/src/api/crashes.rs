@@ -1,6 +1,11 @@
 //! `POST /api/v1/crashes` (Crashpad/Breakpad multipart, raw dumps, gzip/zstd bodies),
 //! `GET /api/v1/crashes/{id}`, `GET /api/v1/crashes` (keyset pagination, newest first),
-//! `GET /api/v1/crashes/{id}/dump` (the dump as uploaded, streamed from the store).
+//! `GET /api/v1/crashes/{id}/dump` (the dump as uploaded, streamed from the store), and
+//! `DELETE /api/v1/crashes/{id}` (`api::crash_delete`).
+//!
+//! Every route acts in the caller's project (`api::auth`): an upload is filed under it
+//! (within its quota, `api::quota`), and another project's crash is answered exactly as
+//! a missing one.
 //!
 //! The dashboard's crash page links to the dump, so that route also takes the dashboard's
 //! credentials (HTTP Basic with the token as password) and answers a missing one with
@@ -24,13 +29,13 @@ use serde_json::{json, Value};
 use worker::store::crashes::{self, CrashRow, CrashSummary, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob, StoreError};
 
-use super::extract::{
-    authorize, multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData,
-};
+use super::auth::{Caller, Ingest, Read, Who};
+use super::extract::{multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData};
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
+use super::quota::{Over, Refusal};
+use super::state::AppState;
 use super::{dump_check, upload_fields};
-use crate::dashboard::{dash_auth, DashError};
+use crate::dashboard::{dash_caller, DashError};
 
 /// Most parts (dump + annotations) in one Crashpad upload.
 const MAX_PARTS: usize = 1024;
@@ -145,7 +150,10 @@ async fn decompressed(s: &AppState, dump: StagedBlob, limit: u64) -> Result<Stag
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/crashes", get(list).post(upload))
-        .route("/api/v1/crashes/{id}", get(get_one))
+        .route(
+            "/api/v1/crashes/{id}",
+            get(get_one).delete(super::crash_delete::delete),
+        )
         .route("/api/v1/crashes/{id}/dump", get(dump))
 }
 
@@ -157,7 +165,7 @@ fn summary(row: &CrashSummary) -> Value {
         "attempts": row.attempts, "error": row.error, "signature": row.signature,
         "computed_signature": row.computed_signature,
         "annotations": annotations, "finished_at": row.finished_at,
-        "processing_ms": row.processing_ms,
+        "processing_ms": row.processing_ms, "project": row.project,
     })
 }
 
@@ -181,43 +189,67 @@ fn full<'r>(row: &CrashRow, report: Option<&'r str>) -> Full<'r> {
 
 async fn upload(
     State(s): State<AppState>,
+    Caller { who, .. }: Caller<Ingest>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    authorize(&s, &headers, Scope::Ingest)?;
-    let result = upload_inner(&s, &headers, &q, body).await;
+    let result = upload_inner(&s, &who, &headers, &q, body).await;
     if result.is_err() {
         s.metrics.rejected_uploads.fetch_add(1, Ordering::Relaxed);
     }
     result
 }
 
+/// A quota's refusal as the answer: 429 with the wait.
+fn over_quota(project: &str, r: Refusal) -> ApiError {
+    let what = match r.over {
+        Over::CrashesPerMinute => "crashes a minute",
+        Over::BytesPerDay => "dump bytes a day",
+    };
+    ApiError::TooManyRequests {
+        detail: format!(
+            "project {project:?} is over its quota of {what}; retry in {} s",
+            r.retry_after_secs
+        ),
+        retry_after_secs: r.retry_after_secs,
+    }
+}
+
 async fn upload_inner(
     s: &AppState,
+    who: &Who,
     headers: &HeaderMap,
     q: &HashMap<String, String>,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let project = who.upload_project();
     let wait = wait_secs(q)?;
     // Checked before the body is read: a malformed key costs no staging.
     let key = idempotency_key(headers)?;
+    s.quotas
+        .take_crash(project)
+        .map_err(|r| over_quota(project, r))?;
     let Staged {
         dump,
         crashpad,
         fields,
     } = stage_upload(s, headers, body).await?;
+    if let Err(r) = s.quotas.take_bytes(project, dump.size(), now_ms()) {
+        s.quotas.give_back_crash(project);
+        return Err(over_quota(project, r));
+    }
     let format = dump_check::check(&dump).await?;
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
     let bounded = upload_fields::bound(fields, s.config.field_limits);
     let annotations = serde_json::to_string(&bounded.fields).unwrap_or_else(|_| "{}".into());
     // A retry of an upload already stored (its answer was lost) gets the first crash.
     let first = match &key {
-        Some(k) => crashes::by_idempotency_key(&s.db, k).await?,
+        Some(k) => crashes::by_idempotency_key(&s.db, project, k).await?,
         None if !s.config.dedup_window.is_zero() => {
             let window = i64::try_from(s.config.dedup_window.as_millis()).unwrap_or(i64::MAX);
             let since = now_ms().saturating_sub(window);
-            crashes::same_upload_since(&s.db, dump.sha256(), &annotations, since).await?
+            crashes::same_upload_since(&s.db, project, dump.sha256(), &annotations, since).await?
         }
         None => None,
     };
@@ -236,9 +268,9 @@ async fn upload_inner(
                 annotations_cut: bounded.cut,
             };
             let raced = match &key {
-                Some(k) => crashes::insert_keyed(&s.db, &new, k).await?,
+                Some(k) => crashes::insert_keyed(&s.db, &new, project, k).await?,
                 None => {
-                    crashes::insert(&s.db, &new).await?;
+                    crashes::insert_in(&s.db, &new, project).await?;
                     None
                 }
             };
@@ -351,12 +383,11 @@ fn replayed(first: &CrashSummary, sha256: &str) -> Result<String, ApiError> {
 
 async fn get_one(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller { who, .. }: Caller<Read>,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
-    let row = crash_or_404(&s, &id).await?;
+    let row = crash_or_404(&s, &id, who.filter()).await?;
     let served = row.served_report(s.config.max_report_bytes);
     match q.get("format").map(String::as_str) {
         None | Some("postmortem") => Ok(Json(full(&row, served.as_deref())).into_response()),
@@ -381,20 +412,31 @@ async fn get_one(
     }
 }
 
-/// The crash `id`, or a 404 that names it.
-pub(crate) async fn crash_or_404(s: &AppState, id: &str) -> Result<CrashRow, ApiError> {
-    crashes::get(&s.db, id)
+/// The crash `id` of `project` (none: any), or a 404 that names it: the same 404 for
+/// another project's crash as for a missing one.
+pub(crate) async fn crash_or_404(
+    s: &AppState,
+    id: &str,
+    project: Option<&str>,
+) -> Result<CrashRow, ApiError> {
+    crashes::get_in(&s.db, id, project)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no crash with id {id:?}")))
+        .ok_or_else(|| not_found(id))
+}
+
+/// The answer for a crash that is not there (or not the caller's).
+pub(crate) fn not_found(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no crash with id {id:?}"))
 }
 
 async fn dump(
     State(s): State<AppState>,
     headers: HeaderMap,
+    uri: axum::http::Uri,
     Path(id): Path<String>,
 ) -> Result<Response, DashError> {
-    dash_auth(&s, &headers)?;
-    let row = crash_or_404(&s, &id).await?;
+    let who = dash_caller(&s, &headers, &uri)?;
+    let row = crash_or_404(&s, &id, who.filter()).await?;
     // Streamed from the store: six downloads of a 300 MB dump must not hold 1.8 GB.
     let blob = s.blobs.get_stream(&row.dump_sha256).await?;
     let ext = match row.dump_format.as_str() {
@@ -442,10 +484,9 @@ fn parse_ms(q: &HashMap<String, String>, key: &str) -> Result<Option<i64>, ApiEr
 
 async fn list(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    Caller { who, .. }: Caller<Read>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
     let limit = parse_limit(&q, 50)?;
     let status = q.get("status").cloned();
     if let Some(st) = &status {
@@ -468,6 +509,7 @@ async fn list(
         }
     };
     let query = ListQuery {
+        project: who.project,
         signature: q.get("signature").cloned(),
         status,
         since: parse_ms(&q, "since")?,

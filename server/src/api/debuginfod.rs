@@ -18,28 +18,28 @@
 
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use worker::store::binaries::{self, BinaryRow};
 
+use super::auth::{ServerWide, Symbols};
 use super::binaries::check_build_id;
-use super::extract::authorize;
 use super::problem::ApiError;
 use super::source_bundles;
-use super::state::{AppState, Scope};
+use super::state::AppState;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(
             "/buildid/{build_id}/executable",
-            get(|s, h, p| file(s, h, p, Wanted::Executable)),
+            get(|s, c, p| file(s, c, p, Wanted::Executable)),
         )
         .route(
             "/buildid/{build_id}/debuginfo",
-            get(|s, h, p| file(s, h, p, Wanted::Debuginfo)),
+            get(|s, c, p| file(s, c, p, Wanted::Debuginfo)),
         )
         .route("/buildid/{build_id}/source/{*path}", get(source))
 }
@@ -68,11 +68,10 @@ fn answer(rows: &[BinaryRow], wanted: Wanted) -> Option<&BinaryRow> {
 /// The handler of both file routes, told which file its route serves.
 async fn file(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Symbols>,
     Path(build_id): Path<String>,
     wanted: Wanted,
 ) -> Result<Response, ApiError> {
-    authorize(&s, &headers, Scope::Symbols)?;
     let id = check_build_id(&build_id)?;
     let rows = binaries::by_build_id(&s.db, &id).await?;
     let what = match wanted {
@@ -115,10 +114,9 @@ async fn file(
 /// 400 for a path with a `..` component.
 async fn source(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Symbols>,
     Path((build_id, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    authorize(&s, &headers, Scope::Symbols)?;
     let id = check_build_id(&build_id)?;
     let paths = source_bundles::recorded_paths(&path).ok_or_else(|| ApiError::BadRequest {
         code: "bad-source-path",

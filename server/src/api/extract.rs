@@ -1,6 +1,6 @@
 //! Request plumbing shared by the handlers: streaming the body (raw or multipart) into
-//! staging files under the decompressed-size limit, the listings' `?limit=`, and
-//! bearer-token scopes. No upload is held whole in memory.
+//! staging files under the decompressed-size limit, and the listings' `?limit=`. No
+//! upload is held whole in memory. (Bearer tokens: `api::auth`.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,11 +9,9 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 use futures::StreamExt;
-use sha2::{Digest, Sha256};
 use worker::store::{StagedBlob, Staging};
 
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
 
 /// Streams the (already decompressing) body into a staging file while hashing it,
 /// failing as soon as it passes `limit` bytes: a gzip bomb is inflated at most `limit`
@@ -199,62 +197,5 @@ pub fn parse_limit(q: &HashMap<String, String>, default: i64) -> Result<i64, Api
                 code: "bad-request",
                 detail: format!("limit must be an integer from 1 to 1000, not {v:?}"),
             }),
-    }
-}
-
-/// Checks that the request carries a token with `scope` (or `admin`). Without configured
-/// tokens every request passes (the server then listens on loopback only). The scheme is
-/// case-insensitive (RFC 7235); the token is compared with every configured one by their
-/// SHA-256 digests in constant time, so neither its bytes nor its length leak by timing.
-pub fn authorize(state: &AppState, headers: &HeaderMap, scope: Scope) -> Result<(), ApiError> {
-    if state.config.tokens.is_empty() {
-        return Ok(());
-    }
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer)
-        .ok_or(ApiError::Unauthorized)?;
-    let presented = Sha256::digest(presented.as_bytes());
-    let mut found = None;
-    for t in &state.config.tokens {
-        let same = constant_time_eq(&Sha256::digest(t.secret.as_bytes()), &presented);
-        if same && found.is_none() {
-            found = Some(t);
-        }
-    }
-    let token = found.ok_or(ApiError::Unauthorized)?;
-    if token.scopes.contains(&scope) || token.scopes.contains(&Scope::Admin) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(scope.as_str()))
-    }
-}
-
-/// The credentials of `Bearer TOKEN`, the scheme in any case.
-fn bearer(value: &str) -> Option<&str> {
-    let (scheme, rest) = value.trim().split_once([' ', '\t'])?;
-    let token = rest.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-/// Equality of two digests in time independent of where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bearer_scheme_in_any_case() {
-        assert_eq!(bearer("Bearer abc"), Some("abc"));
-        assert_eq!(bearer("bearer abc"), Some("abc"));
-        assert_eq!(bearer("BEARER   abc "), Some("abc"));
-        assert_eq!(bearer("Bearer\tabc"), Some("abc"));
-        assert_eq!(bearer("Basic abc"), None);
-        assert_eq!(bearer("Bearer"), None);
-        assert_eq!(bearer("Bearer "), None);
     }
 }

@@ -21,10 +21,10 @@ use serde_json::{json, Value};
 use worker::store::dashboard::{self as q, GroupQuery, GroupSort};
 use worker::store::groups::{self, DecisionError, Moved};
 
-use super::extract::authorize;
+use super::auth::{Admin, ServerWide};
 use super::origin::require_json;
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
+use super::state::AppState;
 
 /// Groups per page by default, and at most.
 const PAGE: i64 = 100;
@@ -48,10 +48,9 @@ struct ListParams {
 
 async fn list(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Admin>,
     Query(p): Query<ListParams>,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
     let limit = p.limit.unwrap_or(PAGE).clamp(1, MAX_PAGE);
     let query = GroupQuery {
         since: None,
@@ -131,10 +130,10 @@ pub async fn merge_all(s: &AppState, into: &str, from: &[String]) -> Result<Move
 
 async fn merge(
     State(s): State<AppState>,
+    _caller: ServerWide<Admin>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Moved>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
     require_json(&s, &headers)?;
     let b: MergeBody =
         serde_json::from_slice(&body).map_err(|e| bad(format!("the body is not a merge: {e}")))?;
@@ -149,10 +148,10 @@ async fn merge(
 
 async fn split(
     State(s): State<AppState>,
+    _caller: ServerWide<Admin>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Moved>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
     require_json(&s, &headers)?;
     let b: SplitBody =
         serde_json::from_slice(&body).map_err(|e| bad(format!("the body is not a split: {e}")))?;

@@ -8,15 +8,15 @@ use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap};
+use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use worker::jobs::LATENCY_BUCKETS;
 
-use super::extract::authorize;
+use super::auth::{Admin, ServerWide};
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
+use super::state::AppState;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -31,11 +31,28 @@ async fn readyz(State(s): State<AppState>) -> Result<&'static str, ApiError> {
     Ok("ready\n")
 }
 
+/// The refusals of each project's quota: `throttled` (crashes a minute) and `refused`
+/// (bytes a day).
+fn quota_lines(out: &mut String, s: &AppState) {
+    let _ = writeln!(
+        out,
+        "# HELP postmortem_quota_refusals_total Crash uploads a project's quota refused (429), by project and limit: throttled (crashes a minute), refused (bytes a day)."
+    );
+    let _ = writeln!(out, "# TYPE postmortem_quota_refusals_total counter");
+    for (project, c) in s.quotas.counts() {
+        for (kind, n) in [("throttled", c.throttled), ("refused", c.refused)] {
+            let _ = writeln!(
+                out,
+                "postmortem_quota_refusals_total{{project=\"{project}\",kind=\"{kind}\"}} {n}"
+            );
+        }
+    }
+}
+
 async fn metrics(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Admin>,
 ) -> Result<impl IntoResponse, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
     let mut out = String::new();
     let m = &s.metrics;
     let jm = &s.job_metrics;
@@ -65,6 +82,7 @@ async fn metrics(
         "postmortem_uploads_rejected_total {}",
         m.rejected_uploads.load(Ordering::Relaxed)
     );
+    quota_lines(&mut out, &s);
     let _ = writeln!(
         out,
         "# HELP postmortem_jobs Crashes in the queue, by state (whole database)."

@@ -2,7 +2,8 @@
 //!
 //! One module per resource, each with its routes (`routes()`) and handlers:
 //!
-//! - `crashes`: upload crashes, read them and their reports, list them, download a dump;
+//! - `crashes`: upload crashes, read them and their reports, list them, download a dump,
+//!   delete one;
 //! - `binaries`: upload and look up binaries by build-id;
 //! - `upload_sessions`: which files the server lacks, and resumable chunked uploads;
 //! - `debuginfod`: the uploaded binaries and debug files as a debuginfod server serves
@@ -20,14 +21,18 @@
 //! Shared by the handlers:
 //!
 //! - `dump_check`: the cheap structural checks that refuse a non-dump at upload;
-//! - `extract`: body reading under limits, `?limit=`, bearer-token scopes;
+//! - `auth`: who is calling, with which scopes, in which project (an extractor);
+//! - `extract`: body reading under limits, `?limit=`;
+//! - `quota`: per-project upload quotas;
 //! - `file_name`: the name an uploaded file is sent under, decoded and checked;
 //! - `limits`: header size, wire-size limit on the bytes read, body and request timeouts;
 //! - `origin`: without tokens, no cross-site or DNS-rebinding requests; no framing;
 //! - `problem`: every error as `application/problem+json` — the only place errors meet HTTP.
 
 mod apple_upload;
+pub mod auth;
 mod binaries;
+mod crash_delete;
 pub(crate) mod crashes;
 mod debuginfod;
 mod dump_check;
@@ -40,6 +45,7 @@ mod modules;
 mod openapi;
 pub(crate) mod origin;
 pub mod problem;
+pub mod quota;
 pub(crate) mod rate;
 mod reprocess;
 mod source_bundles;

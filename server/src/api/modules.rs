@@ -5,15 +5,15 @@
 use std::collections::HashMap;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 use worker::store::missing;
 
-use super::extract::{authorize, parse_limit};
+use super::auth::{Admin, ServerWide};
+use super::extract::parse_limit;
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
+use super::state::AppState;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -22,10 +22,9 @@ pub fn routes() -> Router<AppState> {
 
 async fn list_missing(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Admin>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
     let limit = parse_limit(&q, 100)?;
     let rows = missing::list(&s.db, limit).await?;
     let modules: Vec<_> = rows

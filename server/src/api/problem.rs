@@ -25,6 +25,10 @@ pub enum ApiError {
     Unauthorized,
     #[error("this token lacks the `{0}` scope")]
     Forbidden(&'static str),
+    #[error("this token belongs to another project")]
+    WrongProject,
+    #[error("this route takes a server-wide token (one without a project) for now")]
+    ServerWideOnly,
     #[error("{0}")]
     CrossSite(String),
     #[error(
@@ -85,6 +89,8 @@ impl ApiError {
         match self {
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::WrongProject => (StatusCode::FORBIDDEN, "wrong-project"),
+            ApiError::ServerWideOnly => (StatusCode::FORBIDDEN, "server-wide-token-required"),
             ApiError::CrossSite(_) => (StatusCode::FORBIDDEN, "cross-site"),
             ApiError::HostNotAllowed(_) => (StatusCode::MISDIRECTED_REQUEST, "host-not-allowed"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found"),

@@ -1,4 +1,5 @@
-//! `POST /api/v1/reprocess` (admin): queues the finished crashes matching a filter again,
+//! `POST /api/v1/reprocess` (admin): queues the finished crashes matching a filter again
+//! (of the caller's project only, when it has one),
 //! the same filter as `postmortem reprocess`, and returns how many were queued.
 //!
 //! The crashes are queued in batches of [`BATCH`] under one run id (see
@@ -16,10 +17,10 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use worker::store::reprocess::{self, Filter};
 
-use super::extract::authorize;
+use super::auth::{Admin, Caller};
 use super::origin::require_json;
 use super::problem::ApiError;
-use super::state::{AppState, Scope};
+use super::state::AppState;
 
 /// Crashes queued per statement.
 const BATCH: i64 = 1000;
@@ -31,10 +32,10 @@ pub fn routes() -> Router<AppState> {
 
 async fn start(
     State(s): State<AppState>,
+    Caller { who, .. }: Caller<Admin>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    authorize(&s, &headers, Scope::Admin)?;
     require_json(&s, &headers)?;
     s.reprocess_rate
         .check(&headers)
@@ -46,8 +47,10 @@ async fn start(
         code: "bad-request",
         detail,
     };
-    let filter: Filter = serde_json::from_slice(&body)
+    let mut filter: Filter = serde_json::from_slice(&body)
         .map_err(|e| bad(format!("the body is not a reprocess filter: {e}")))?;
+    // A project's caller reprocesses its own crashes only.
+    filter.project = who.project;
     filter.check().map_err(bad)?;
     let run = reprocess::start_run(&s.db, &filter).await?;
     let bound = match s.reprocess_max_crashes {

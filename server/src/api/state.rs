@@ -16,16 +16,19 @@ pub enum Scope {
     Ingest,
     /// Upload and read binaries.
     Symbols,
-    /// Everything, including reading crashes.
+    /// Read crashes, their reports and dumps, and list them.
+    Read,
+    /// Everything: read, delete and reprocess crashes, and what the other scopes allow.
     Admin,
 }
 
 impl Scope {
-    /// From `ingest`, `symbols`, `admin`.
+    /// From `ingest`, `symbols`, `read`, `admin`.
     pub fn parse(s: &str) -> Option<Scope> {
         match s {
             "ingest" => Some(Scope::Ingest),
             "symbols" => Some(Scope::Symbols),
+            "read" => Some(Scope::Read),
             "admin" => Some(Scope::Admin),
             _ => None,
         }
@@ -35,22 +38,36 @@ impl Scope {
         match self {
             Scope::Ingest => "ingest",
             Scope::Symbols => "symbols",
+            Scope::Read => "read",
             Scope::Admin => "admin",
         }
     }
 }
 
-/// A configured bearer token.
+/// A configured bearer token (`SECRET:SCOPES[:PROJECT]`).
 #[derive(Clone)]
 pub struct Token {
     pub secret: String,
     pub scopes: Vec<Scope>,
+    /// The project the token belongs to; none: a server-wide token (every project).
+    pub project: Option<String>,
+}
+
+impl Token {
+    /// The token's name in logs and the audit log: the first 12 hex digits of the
+    /// SHA-256 of its secret (never the secret).
+    pub fn label(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.secret.as_bytes());
+        digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+    }
 }
 
 impl std::fmt::Debug for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Token")
             .field("scopes", &self.scopes)
+            .field("project", &self.project)
             .finish_non_exhaustive()
     }
 }
@@ -60,6 +77,9 @@ impl std::fmt::Debug for Token {
 pub struct Config {
     /// Empty: no authentication (loopback only).
     pub tokens: Vec<Token>,
+    /// Projects a caller may name (`?project=`, `X-Postmortem-Project`): `default`, the
+    /// projects of the tokens and quotas, and those the database holds at start.
+    pub projects: Vec<String>,
     /// Largest body accepted on the wire (declared or read, chunked or not).
     pub max_body_bytes: u64,
     /// Largest body after decompression.
@@ -96,6 +116,16 @@ pub struct Metrics {
     pub rejected_uploads: AtomicU64,
 }
 
+/// A project's upload limits (`--quota PROJECT:CRASHES_PER_MINUTE:BYTES_PER_DAY`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quota {
+    pub project: String,
+    /// Crash uploads a minute (0: no limit).
+    pub crashes_per_minute: u32,
+    /// Dump bytes a UTC day (0: no limit).
+    pub bytes_per_day: u64,
+}
+
 /// Shared by every handler.
 #[derive(Debug, Clone)]
 pub struct AppState {
@@ -118,6 +148,8 @@ pub struct AppState {
     /// Uploaded files identified at once (each reads its file from disk; a `.sym` file
     /// is read to its end): the rest wait their turn.
     pub identify_slots: Arc<tokio::sync::Semaphore>,
+    /// Per-project upload quotas and their counts (`api::quota`).
+    pub quotas: Arc<super::quota::Quotas>,
     /// Resumable uploads in progress (`api::upload_sessions`).
     pub upload_sessions: Arc<super::upload_sessions::Sessions>,
 }

@@ -39,10 +39,10 @@ use worker::store::source_bundles;
 use worker::store::staged::StagingWriter;
 use worker::store::StoreError;
 
+use super::auth::{ServerWide, Symbols};
 use super::binaries::check_build_id;
-use super::extract::authorize;
 use super::problem::{problem, ApiError};
-use super::state::{AppState, Scope};
+use super::state::AppState;
 
 /// Most files one `missing` query may ask about.
 pub const MAX_MISSING_FILES: usize = 5000;
@@ -248,9 +248,9 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/upload-sessions/{id}/finish", post(finish))
 }
 
-/// Who is asking: a digest of the bearer token, after [`authorize`] let it through.
+/// Who is asking: a digest of the bearer token, after the `ServerWide<Symbols>` extractor
+/// let it through.
 fn owner(s: &AppState, headers: &HeaderMap) -> Result<String, ApiError> {
-    authorize(s, headers, Scope::Symbols)?;
     if s.config.tokens.is_empty() {
         return Ok(String::new());
     }
@@ -385,10 +385,9 @@ fn row_of(d: &Described) -> Result<BinaryRow, SessionError> {
 /// `missing`.
 async fn missing(
     State(s): State<AppState>,
-    headers: HeaderMap,
+    _caller: ServerWide<Symbols>,
     body: Body,
 ) -> Result<Json<Value>, SessionError> {
-    authorize(&s, &headers, Scope::Symbols)?;
     let q: MissingQuery = json_body(body).await?;
     if q.files.len() > MAX_MISSING_FILES || q.source_bundles.len() > MAX_MISSING_FILES {
         return Err(SessionError::Bad(format!(
@@ -473,6 +472,7 @@ struct CreateRequest {
 /// this token for the same bytes (200, `resumed`), with the offset to send from.
 async fn create(
     State(s): State<AppState>,
+    _caller: ServerWide<Symbols>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), SessionError> {
@@ -557,7 +557,11 @@ async fn create(
 
 /// `GET /api/v1/upload-sessions`: this token's open sessions, and the bytes chunk
 /// requests brought this server since it started.
-async fn list(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<Value>, SessionError> {
+async fn list(
+    State(s): State<AppState>,
+    _caller: ServerWide<Symbols>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, SessionError> {
     let owner = owner(&s, &headers)?;
     s.upload_sessions.reap();
     let cs = chunk_size(&s);
@@ -577,6 +581,7 @@ async fn list(State(s): State<AppState>, headers: HeaderMap) -> Result<Json<Valu
 /// `GET /api/v1/upload-sessions/{id}`: the session, with the offset to send from.
 async fn status(
     State(s): State<AppState>,
+    _caller: ServerWide<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, SessionError> {
@@ -588,6 +593,7 @@ async fn status(
 /// `DELETE /api/v1/upload-sessions/{id}`: drops the session and its staged bytes.
 async fn cancel(
     State(s): State<AppState>,
+    _caller: ServerWide<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<StatusCode, SessionError> {
@@ -601,6 +607,7 @@ async fn cancel(
 /// the session's byte count. What arrives before a connection drops is kept.
 async fn chunk(
     State(s): State<AppState>,
+    _caller: ServerWide<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -694,6 +701,7 @@ async fn append(
 /// does (its answer, with the session's byte counts).
 async fn finish(
     State(s): State<AppState>,
+    _caller: ServerWide<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, SessionError> {

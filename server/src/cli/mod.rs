@@ -1,5 +1,6 @@
 //! One file per subcommand, plus the options they share.
 
+pub mod access;
 pub mod bench;
 pub mod bench_store;
 pub mod conn;

@@ -45,6 +45,9 @@ pub struct ReprocessArgs {
     /// Every finished crash (required when no other filter is given).
     #[arg(long)]
     pub all: bool,
+    /// Only this project's crashes.
+    #[arg(long)]
+    pub project: Option<String>,
     /// Count the matching crashes and exit without queuing them.
     #[arg(long)]
     pub dry_run: bool,
@@ -88,6 +91,7 @@ impl ReprocessArgs {
             missing_only: self.missing_only,
             status: self.status.clone(),
             all: self.all,
+            project: self.project.clone(),
         }
     }
 }

@@ -13,7 +13,7 @@ use worker::cache::TablesCache;
 use worker::jobs::{JobMetrics, Runner};
 
 use super::{JobArgs, StorageArgs};
-use crate::api::state::{AppState, Config, Metrics, Scope, Token};
+use crate::api::state::{AppState, Config, Metrics};
 
 /// Arguments of `postmortem serve`.
 #[derive(Debug, clap::Args)]
@@ -25,10 +25,17 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// A bearer token and its scopes, `TOKEN:ingest,symbols,admin`. Repeatable. Without
-    /// any, every request is accepted and the server listens on loopback only.
+    /// A bearer token, its scopes and its project, `SECRET:ingest,symbols,read,admin` or
+    /// `SECRET:SCOPES:PROJECT` (a project token: that project only; without one, every
+    /// project). Repeatable. Without any, every request is accepted and the server
+    /// listens on loopback only.
     #[arg(long = "token", env = "POSTMORTEM_TOKENS", value_delimiter = ' ')]
     pub tokens: Vec<String>,
+    /// A project's upload quota, `PROJECT:CRASHES_PER_MINUTE:BYTES_PER_DAY` (0: no limit
+    /// of that kind); over it a crash upload is answered 429 with `Retry-After`.
+    /// Repeatable.
+    #[arg(long = "quota")]
+    pub quotas: Vec<String>,
     /// Largest request body accepted on the wire, MiB.
     #[arg(long, default_value_t = 512)]
     pub max_body_mb: u64,
@@ -116,32 +123,18 @@ pub struct ServeArgs {
     pub max_zip_ratio: u64,
 }
 
-/// Parses `TOKEN:scope,scope`.
-fn parse_token(s: &str) -> anyhow::Result<Token> {
-    let (token, scopes) = s
-        .rsplit_once(':')
-        .with_context(|| "a token is TOKEN:SCOPES, e.g. s3cret:ingest,symbols".to_string())?;
-    anyhow::ensure!(!token.is_empty(), "empty token in --token");
-    let scopes = scopes
-        .split(',')
-        .map(|sc| {
-            Scope::parse(sc.trim())
-                .with_context(|| format!("unknown scope {sc:?} (ingest, symbols, admin)"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(Token {
-        secret: token.to_string(),
-        scopes,
-    })
-}
-
 /// Runs the server until SIGTERM/Ctrl-C.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let tokens = args
         .tokens
         .iter()
         .filter(|t| !t.is_empty())
-        .map(|t| parse_token(t))
+        .map(|t| super::access::parse_token(t))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let quotas = args
+        .quotas
+        .iter()
+        .map(|q| super::access::parse_quota(q))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if tokens.is_empty() {
         anyhow::ensure!(
@@ -154,6 +147,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
     let db = args.storage.db().await?;
     db.migrate().await.context("migrating the database")?;
+    let projects = super::access::projects(&db, &tokens, &quotas).await?;
     let blobs = args.storage.blobs()?;
     let staging = args.storage.staging()?;
     let cache = TablesCache::new(args.jobs.cache_mb.saturating_mul(1 << 20));
@@ -191,6 +185,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let state = AppState {
         config: Arc::new(Config {
             tokens,
+            projects,
             max_body_bytes: args.max_body_mb.saturating_mul(1 << 20),
             max_decompressed_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
             body_idle_timeout: secs(args.body_idle_timeout_secs),
@@ -224,6 +219,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         reprocess_max_crashes: args.reprocess_max_crashes,
         requeue_rate: Arc::new(crate::api::rate::RateLimit::new(args.requeue_per_minute)),
         identify_slots: Arc::new(tokio::sync::Semaphore::new(args.max_identify_jobs.max(1))),
+        quotas: Arc::new(crate::api::quota::Quotas::new(&quotas)),
         upload_sessions: Arc::new(crate::api::upload_sessions::Sessions::new(
             &args.upload_sessions,
         )),

@@ -35,8 +35,8 @@ use engine::report::Report;
 use worker::store::served_report::{pieces, Piece};
 use worker::store::{binaries, crashes, dashboard as q, missing};
 
+use crate::api::auth::{self, Who};
 use crate::api::crashes::crash_or_404;
-use crate::api::extract::authorize;
 use crate::api::problem::ApiError;
 use crate::api::state::{AppState, Scope};
 
@@ -200,6 +200,7 @@ async fn crash_list(
     // `to` is inclusive: the whole day.
     let until = date("to")?.map(|d| d.saturating_add(DAY_MS));
     let query = crashes::ListQuery {
+        project: None,
         signature: param(&params, "signature").map(str::to_string),
         status: param(&params, "status").map(str::to_string),
         since,
@@ -245,7 +246,7 @@ async fn crash_detail(
     Path(id): Path<String>,
 ) -> Result<Html<String>, DashError> {
     dash_auth(&s, &headers)?;
-    let row = crash_or_404(&s, &id).await?;
+    let row = crash_or_404(&s, &id, None).await?;
     // A report that does not parse (an older, newer or damaged document) still shows the
     // crash row and the raw JSON link.
     let report: Option<Report> = row
@@ -379,7 +380,7 @@ async fn report_json(
     Path(id): Path<String>,
 ) -> Result<Response, DashError> {
     dash_auth(&s, &headers)?;
-    let row = crash_or_404(&s, &id).await?;
+    let row = crash_or_404(&s, &id, None).await?;
     // the stored text is sent in pieces around the upload's fields, never copied whole
     let mut edits = row
         .served_edits(s.config.max_report_bytes)
@@ -431,9 +432,36 @@ async fn jobs_page(
     Ok(Html(pages::jobs(&counts, &failures).into_string()))
 }
 
-/// The `admin` scope from a bearer token or from HTTP Basic auth (password = token).
-/// Without configured tokens every request passes (the server is on loopback then).
+/// The `admin` scope of a server-wide token, from a bearer token or from HTTP Basic auth
+/// (password = token): the dashboard's pages are not yet kept apart per project, so a
+/// project token may not read them. Without configured tokens every request passes (the
+/// server is on loopback then).
 pub(crate) fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashError> {
+    let who = caller(s, headers, Scope::Admin, None)?;
+    if !who.server_wide {
+        return Err(DashError(ApiError::ServerWideOnly));
+    }
+    Ok(())
+}
+
+/// The caller with the `read` scope, by bearer token or HTTP Basic auth, in the project
+/// the request names (`?project=` or the header) or its token's: for the dump download
+/// the crash page links to.
+pub(crate) fn dash_caller(
+    s: &AppState,
+    headers: &HeaderMap,
+    uri: &axum::http::Uri,
+) -> Result<Who, DashError> {
+    let named = auth::named_project(uri, headers)?;
+    caller(s, headers, Scope::Read, named)
+}
+
+fn caller(
+    s: &AppState,
+    headers: &HeaderMap,
+    scope: Scope,
+    named: Option<String>,
+) -> Result<Who, DashError> {
     let basic = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -443,14 +471,14 @@ pub(crate) fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashErr
         .and_then(|up| up.split_once(':').map(|(_, pw)| pw.to_string()));
     let result = match basic {
         Some(token) => {
-            let mut h = HeaderMap::new();
+            let mut h = headers.clone();
             let value = format!("Bearer {token}")
                 .parse()
                 .map_err(|_| DashError(ApiError::Unauthorized))?;
             h.insert(header::AUTHORIZATION, value);
-            authorize(s, &h, Scope::Admin)
+            auth::identify(s, &h, scope, named)
         }
-        None => authorize(s, headers, Scope::Admin),
+        None => auth::identify(s, headers, scope, named),
     };
     result.map_err(DashError)
 }

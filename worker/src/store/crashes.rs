@@ -49,12 +49,14 @@ pub struct CrashRow {
     pub previous_signature: Option<String>,
     /// How many times the crash was finished `done` (1, plus one per reprocessing).
     pub completions: i32,
+    /// The project the crash belongs to (migration 0023).
+    pub project: String,
 }
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
     finished_at, processing_ms, previous_signature, completions, computed_signature, \
-    annotations_cut, report_fields_apart";
+    annotations_cut, report_fields_apart, project";
 
 /// A crash as lists show it: every column but the report, which may be tens of MiB.
 /// Lists, upload retries and existence checks read this; only a crash's own page and its
@@ -81,11 +83,13 @@ pub struct CrashSummary {
     pub processing_ms: Option<i64>,
     /// The report's `crash.analysis.summary` sentence, once done.
     pub analysis_summary: Option<String>,
+    /// The project the crash belongs to.
+    pub project: String,
 }
 
 const SUMMARY_COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, error, signature, finished_at, processing_ms, analysis_summary, \
-    computed_signature";
+    computed_signature, project";
 
 impl CrashRow {
     /// The report as it is served (API, dashboard, raw download): with the upload's
@@ -136,6 +140,7 @@ impl CrashRow {
             finished_at: self.finished_at,
             processing_ms: self.processing_ms,
             analysis_summary: None,
+            project: self.project.clone(),
         }
     }
 }
@@ -153,6 +158,9 @@ pub struct NewCrash {
     pub annotations_cut: Option<String>,
 }
 
+/// The project of a crash stored without one being named (migration 0023).
+pub const DEFAULT_PROJECT: &str = "default";
+
 /// The queue priority of a crash queued again (reprocessing): claimed after every new
 /// crash (priority 0).
 pub const REQUEUED: i32 = 1;
@@ -162,18 +170,29 @@ pub fn new_id() -> String {
     uuid::Uuid::now_v7().simple().to_string()
 }
 
-/// Inserts a pending crash.
+/// Inserts a pending crash in the `default` project.
 pub async fn insert(db: &Db, c: &NewCrash) -> Result<(), StoreError> {
-    insert_row(db, c, None).await.map(|_| ())
+    insert_in(db, c, DEFAULT_PROJECT).await
 }
 
-/// Inserts a pending crash row with `key` as its idempotency key (none: NULL, which never
-/// conflicts); returns how many rows were inserted (0: another crash has the key).
-async fn insert_row(db: &Db, c: &NewCrash, key: Option<&str>) -> Result<u64, StoreError> {
+/// Inserts a pending crash in `project`.
+pub async fn insert_in(db: &Db, c: &NewCrash, project: &str) -> Result<(), StoreError> {
+    insert_row(db, c, project, None).await.map(|_| ())
+}
+
+/// Inserts a pending crash row of `project` with `key` as its idempotency key (none:
+/// NULL, which never conflicts); returns how many rows were inserted (0: another crash
+/// of the project has the key).
+async fn insert_row(
+    db: &Db,
+    c: &NewCrash,
+    project: &str,
+    key: Option<&str>,
+) -> Result<u64, StoreError> {
     let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
-               dump_format, annotations, attempts, idempotency_key, annotations_cut) \
-               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7, $8) \
-               ON CONFLICT (idempotency_key) DO NOTHING";
+               dump_format, annotations, attempts, idempotency_key, annotations_cut, project) \
+               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7, $8, $9) \
+               ON CONFLICT (project, idempotency_key) DO NOTHING";
     let n = crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&c.id)
         .bind(c.received_at)
@@ -183,56 +202,67 @@ async fn insert_row(db: &Db, c: &NewCrash, key: Option<&str>) -> Result<u64, Sto
         .bind(&c.annotations)
         .bind(key)
         .bind(super::text::clean_opt(c.annotations_cut.as_deref()))
+        .bind(project)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
     Ok(n)
 }
 
-/// Inserts a pending crash under a client's idempotency key, unless a crash already has
-/// that key. Returns `None` when inserted, else the crash that has the key (its first
-/// upload, or a concurrent one that won the race).
+/// Inserts a pending crash of `project` under a client's idempotency key, unless a crash
+/// of the project already has that key. Returns `None` when inserted, else the crash that
+/// has the key (its first upload, or a concurrent one that won the race).
 pub async fn insert_keyed(
     db: &Db,
     c: &NewCrash,
+    project: &str,
     key: &str,
 ) -> Result<Option<CrashSummary>, StoreError> {
-    let n = insert_row(db, c, Some(key)).await?;
+    let n = insert_row(db, c, project, Some(key)).await?;
     if n == 1 {
         return Ok(None);
     }
-    by_idempotency_key(db, key).await
+    by_idempotency_key(db, project, key).await
 }
 
-/// The crash uploaded with idempotency key `key`, if any.
-pub async fn by_idempotency_key(db: &Db, key: &str) -> Result<Option<CrashSummary>, StoreError> {
-    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM crashes WHERE idempotency_key = $1");
+/// The crash of `project` uploaded with idempotency key `key`, if any.
+pub async fn by_idempotency_key(
+    db: &Db,
+    project: &str,
+    key: &str,
+) -> Result<Option<CrashSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {SUMMARY_COLUMNS} FROM crashes WHERE idempotency_key = $1 AND project = $2"
+    );
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(key)
+        .bind(project)
         .fetch_optional(p)
         .await)?,
     )
 }
 
-/// The first crash with exactly this dump (`dump_sha256`) and these upload annotations
-/// (the JSON text [`NewCrash::annotations`] holds), received at or after `since`: an
-/// upload of the same bytes with the same fields then is a retry of it.
+/// The first crash of `project` with exactly this dump (`dump_sha256`) and these upload
+/// annotations (the JSON text [`NewCrash::annotations`] holds), received at or after
+/// `since`: an upload of the same bytes with the same fields then is a retry of it.
 pub async fn same_upload_since(
     db: &Db,
+    project: &str,
     dump_sha256: &str,
     annotations: &str,
     since: i64,
 ) -> Result<Option<CrashSummary>, StoreError> {
     let sql = format!(
         "SELECT {SUMMARY_COLUMNS} FROM crashes WHERE dump_sha256 = $1 AND received_at >= $2 \
-         AND annotations = $3 ORDER BY received_at, id LIMIT 1"
+         AND annotations = $3 AND project = $4 ORDER BY received_at, id LIMIT 1"
     );
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, CrashSummary>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(dump_sha256)
         .bind(since)
         .bind(annotations)
+        .bind(project)
         .fetch_optional(p)
         .await)?,
     )
@@ -274,9 +304,35 @@ pub async fn get(db: &Db, id: &str) -> Result<Option<CrashRow>, StoreError> {
     )
 }
 
+/// One crash by id, without its report, if it belongs to `project` (none: any project).
+/// Another project's crash is `None`, exactly as a missing one.
+pub async fn summary_in(
+    db: &Db,
+    id: &str,
+    project: Option<&str>,
+) -> Result<Option<CrashSummary>, StoreError> {
+    Ok(summary(db, id)
+        .await?
+        .filter(|c| project.is_none_or(|p| c.project == p)))
+}
+
+/// One crash by id, with its report, if it belongs to `project` (none: any project).
+/// Another project's crash is `None`, exactly as a missing one.
+pub async fn get_in(
+    db: &Db,
+    id: &str,
+    project: Option<&str>,
+) -> Result<Option<CrashRow>, StoreError> {
+    Ok(get(db, id)
+        .await?
+        .filter(|c| project.is_none_or(|p| c.project == p)))
+}
+
 /// Filters and the keyset position of a listing (newest first).
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
+    /// Only this project's crashes (none: every project's).
+    pub project: Option<String>,
     pub signature: Option<String>,
     pub status: Option<String>,
     /// Inclusive lower bound on `received_at`.
@@ -345,6 +401,7 @@ fn list_conditions(c: &mut super::conditions::Conditions, q: &ListQuery, at: &st
     use super::conditions::Value;
     use super::text::clean_opt;
     let text = |t: &Option<String>| clean_opt(t.as_deref()).map(Value::Text);
+    c.push_with(text(&q.project), |p| format!("crashes.project = {p}"));
     c.push_with(text(&q.signature), |p| format!("crashes.signature = {p}"));
     c.push_with(text(&q.status), |p| format!("crashes.status = {p}"));
     c.push_with(q.since.map(Value::Int), |p| format!("{at} >= {p}"));

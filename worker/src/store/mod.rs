@@ -1,4 +1,5 @@
-//! Database and blob access for the service: crashes (which are also the job queue),
+//! Database and blob access for the service: projects, crashes (which are also the job
+//! queue), their deletion and the audit log,
 //! binaries, source bundles, cached tables, the missing-modules index, the index of modules described
 //! by a `.sym` file alone, the crash groups people merged and split, and the remote sources' misses and fetch claims every worker shares.
 //!
@@ -8,6 +9,7 @@
 //! runtime `query_as` + `FromRow`, not `query!`, because `query!` checks against a single
 //! database and we ship two (docs/style.md 2.13). Times are Unix milliseconds.
 
+pub mod audit;
 pub mod binaries;
 pub mod blobs;
 pub mod breakpad_used;
@@ -16,10 +18,12 @@ mod crash_index;
 pub mod crashes;
 pub mod dashboard;
 mod db;
+pub mod delete;
 mod error;
 pub mod fetch_state;
 pub mod groups;
 pub mod missing;
+pub mod projects;
 pub mod reprocess;
 pub mod search;
 pub mod served_report;

@@ -37,6 +37,10 @@ pub struct Filter {
     /// Every finished crash.
     #[serde(default)]
     pub all: bool,
+    /// Only this project's crashes: set from the caller's project, never from the body
+    /// (an API caller's filter naming one is refused as an unknown field).
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 impl Filter {
@@ -79,6 +83,9 @@ fn matching(run: &str, filter: &Filter) -> Conditions {
     c.push("status IN ('done', 'failed')");
     let run = c.arg(Value::Text(run.to_string()));
     c.push(format!("(reprocess_run IS NULL OR reprocess_run <> {run})"));
+    c.push_with(filter.project.clone().map(Value::Text), |p| {
+        format!("project = {p}")
+    });
     let signature = super::text::clean_opt(filter.signature.as_deref()).map(Value::Text);
     c.push_with(signature, |p| format!("signature = {p}"));
     c.push_with(filter.since.map(Value::Int), |p| {
