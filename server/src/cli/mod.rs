@@ -17,8 +17,8 @@ use std::time::Duration;
 use ::worker::jobs::JobConfig;
 use ::worker::store::{Blobs, Db, Staging};
 use anyhow::Context;
-use sources::redact::redact_url;
 pub use postmortem_cli::signature_rules;
+use sources::redact::redact_url;
 
 /// A multi-threaded tokio runtime.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
