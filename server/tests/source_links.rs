@@ -21,7 +21,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{bin, client, make_core, poll_done, upload_binary, TempServer as Server};
 use postmortem_testsupport::gdb;
 use postmortem_testsupport::http_dir::HttpDir;

@@ -1,4 +1,4 @@
-//! The store's indexes and rollups of migration 0021 (issue 40) against the definitions
+//! The store's indexes and rollups of migrations 0021 and 0035 (issue 40) against the definitions
 //! they replace, on SQLite and on PostgreSQL (a fresh `pm_*` database, dropped after):
 //! a small random store of crashes, reprocessed, merged, split, unmerged and pruned, then
 //! - the crash list's module filter (the module index) against the crashes whose search
@@ -7,8 +7,8 @@
 //!   name it (`report LIKE`, the old statement) or miss it;
 //! - the groups page for random windows, products, versions and kinds (the running
 //!   counts and kind rows) against the groups computed here from the crashes' rows and
-//!   their search index's analysis kind, in every sort order, in keyset pages.
-//!
+//!   their search index's analysis kind, in every sort order, in keyset pages;
+//! - each group's products and versions (migration 0035) against its crashes';
 //! - a late source bundle's requeue (the module index) against the finished reports that
 //!   name its build-id, within a limit and then the rest.
 //!
@@ -396,12 +396,53 @@ async fn late_bundle_requeue(db: &Db) {
     assert_eq!((none.requeued, none.left), (0, 0));
 }
 
+/// Each group's products and versions (the rows of migration 0035), one group at a time
+/// and all at once, against the distinct products and versions of its crashes.
+async fn group_versions(db: &Db) {
+    let rows = rows(db).await;
+    let mut signatures: Vec<String> = rows.iter().filter_map(|r| r.1.clone()).collect();
+    signatures.sort();
+    signatures.dedup();
+    signatures.retain(|s| !s.is_empty());
+    assert!(signatures.len() > 3, "only {} groups", signatures.len());
+    let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    let all = q::groups_products(db, &signatures, 100).await.unwrap();
+    let mut with_versions = 0;
+    for sig in &signatures {
+        let mut want: Vec<(Option<String>, Option<String>)> = rows
+            .iter()
+            .filter(|r| r.1.as_deref() == Some(sig.as_str()))
+            .map(|r| (nonempty(&r.3), nonempty(&r.4)))
+            .filter(|pv| *pv != (None, None))
+            .collect();
+        want.sort();
+        want.dedup();
+        with_versions += usize::from(want.len() > 1);
+        // NULL sorts first on SQLite, last on PostgreSQL: compared as sets
+        let mut got = q::group_products(db, sig, 100).await.unwrap();
+        got.sort();
+        assert_eq!(got, want, "{sig}");
+        let mut got: Vec<_> = all
+            .iter()
+            .filter(|(s, _, _)| s == sig)
+            .map(|(_, p, v)| (p.clone(), v.clone()))
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{sig}, with the others");
+    }
+    assert!(
+        with_versions > 3,
+        "only {with_versions} groups with versions"
+    );
+}
+
 async fn all(db: &Db) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     fill(db, &mut rng).await;
     module_filter(db).await;
     build_id_selection(db).await;
     groups_page(db, &mut rng).await;
+    group_versions(db).await;
     // last: it puts crashes back in the queue
     late_bundle_requeue(db).await;
 }

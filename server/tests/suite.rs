@@ -6,6 +6,7 @@
 
 mod common;
 mod analysis;
+mod android_tombstones;
 mod api;
 mod api_store;
 mod apple_reports;
@@ -22,11 +23,13 @@ mod hostile;
 mod hostile_crashes;
 #[path = "minidump_gdb/main.rs"]
 mod minidump_gdb;
+mod projects;
 mod reports_unchanged;
 mod reprocess;
 mod reprocess_store;
 mod service;
 mod source_bundles;
+mod source_links;
 mod sources;
 mod store_indexes;
 mod upload;

@@ -70,7 +70,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     pub dedup_window_secs: u64,
     /// Seconds between sweeps of leftovers: staging files no upload writes and blobs no
-    /// crash or binary names.
+    /// crash or binary names; and between refreshes of SQLite's planner statistics.
     #[arg(long, default_value_t = 600)]
     pub sweep_interval_secs: u64,
     /// Only staging files and orphan blobs older than this many seconds are swept (far
@@ -175,6 +175,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         staging.clone(),
         Duration::from_secs(args.sweep_interval_secs.max(1)),
         Duration::from_secs(args.sweep_age_secs),
+        stopped.clone(),
+    )));
+    // SQLite's planner statistics follow the store's growth (PostgreSQL's autovacuum
+    // does that itself): at start and every sweep interval
+    tasks.push(tokio::spawn(::worker::store::statistics::run(
+        db.clone(),
+        Duration::from_secs(args.sweep_interval_secs.max(1)),
         stopped.clone(),
     )));
     let listener = tokio::net::TcpListener::bind(args.listen)

@@ -21,7 +21,7 @@ pub struct WorkerArgs {
     #[command(flatten)]
     pub jobs: JobArgs,
     /// Seconds between sweeps of the remote sources' expired misses and fetch claims (the
-    /// first at start).
+    /// first at start), and between refreshes of SQLite's planner statistics.
     #[arg(long, default_value_t = 600)]
     pub sweep_interval_secs: u64,
 }
@@ -47,6 +47,11 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
     }
     let workers = tasks.len();
     tasks.push(tokio::spawn(::worker::store::sweep::run_expired_rows(
+        db.clone(),
+        Duration::from_secs(args.sweep_interval_secs.max(1)),
+        stopped.clone(),
+    )));
+    tasks.push(tokio::spawn(::worker::store::statistics::run(
         db.clone(),
         Duration::from_secs(args.sweep_interval_secs.max(1)),
         stopped.clone(),

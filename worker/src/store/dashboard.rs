@@ -9,8 +9,9 @@
 //! whatever the number of crashes and days; a version sums the group's
 //! `crash_group_days` rows (one per signature, UTC day, product and version); the
 //! analysis-kind filter tests each group's `crash_group_kinds` rows. Time filters
-//! therefore have day granularity. Filter SQL is assembled from fixed fragments only;
-//! every value is a bound parameter.
+//! therefore have day granularity. A group's products and versions are its
+//! `crash_group_versions` rows (migration 0035). Filter SQL is assembled from fixed
+//! fragments only; every value is a bound parameter.
 
 use super::conditions::{Conditions, Value};
 use super::{Db, StoreError};
@@ -348,13 +349,14 @@ pub async fn group_days(
         .await)?)
 }
 
-/// The distinct products and versions seen for a signature (at most `limit`).
+/// The distinct products and versions seen for a signature (at most `limit`), from its
+/// `crash_group_versions` rows.
 pub async fn group_products(
     db: &Db,
     signature: &str,
     limit: i64,
 ) -> Result<Vec<(Option<String>, Option<String>)>, StoreError> {
-    let sql = "SELECT DISTINCT NULLIF(product, ''), NULLIF(version, '') FROM crash_group_days \
+    let sql = "SELECT NULLIF(product, ''), NULLIF(version, '') FROM crash_group_versions \
                WHERE signature = $1 AND (product <> '' OR version <> '') \
                ORDER BY 1, 2 LIMIT $2";
     let signature = super::text::clean(signature);
@@ -464,7 +466,9 @@ pub async fn groups_days(
 }
 
 /// [`group_products`] of several signatures in one query: (signature, product, version),
-/// at most `limit` per signature, in each signature's order.
+/// at most `limit` per signature, in each signature's order. Reads the groups' rows of
+/// `crash_group_versions` (migration 0035: one per product and version), not their day
+/// rows.
 pub async fn groups_products(
     db: &Db,
     signatures: &[String],
@@ -476,8 +480,8 @@ pub async fn groups_products(
     let list = placeholders(1, signatures.len());
     let sql = format!(
         "SELECT signature, p, v FROM (SELECT signature, p, v, ROW_NUMBER() OVER \
-         (PARTITION BY signature ORDER BY p, v) AS n FROM (SELECT DISTINCT signature, \
-         NULLIF(product, '') AS p, NULLIF(version, '') AS v FROM crash_group_days \
+         (PARTITION BY signature ORDER BY p, v) AS n FROM (SELECT signature, \
+         NULLIF(product, '') AS p, NULLIF(version, '') AS v FROM crash_group_versions \
          WHERE signature IN ({list}) AND (product <> '' OR version <> '')) d) r \
          WHERE n <= ${} ORDER BY signature, p, v",
         signatures.len() + 1

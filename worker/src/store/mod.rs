@@ -1,7 +1,7 @@
 //! Database and blob access for the service: projects, crashes (which are also the job
 //! queue), their deletion and the audit log,
 //! binaries, source bundles, cached tables, the missing-modules index, the index of modules described
-//! by a `.sym` file alone, the crash groups people merged and split, and the remote sources' misses and fetch claims every worker shares.
+//! by a `.sym` file alone, the crash groups people merged and split, the remote sources' misses and fetch claims every worker shares, and the planner's statistics.
 //!
 //! One [`Db`] handle speaks SQLite or PostgreSQL; each query is written once with `$N`
 //! placeholders (both dialects accept them) and compiled for both pools by [`on_pool!`].
@@ -29,6 +29,7 @@ pub mod search;
 pub mod served_report;
 pub mod source_bundles;
 pub mod staged;
+pub mod statistics;
 pub mod sweep;
 pub mod tables;
 pub mod text;

@@ -96,8 +96,11 @@ pub async fn run_expired_rows(
 }
 
 /// Runs `work` every `interval`, the first time at once, until `stop` turns true.
-async fn every<F, Fut>(interval: Duration, mut stop: tokio::sync::watch::Receiver<bool>, work: F)
-where
+pub(super) async fn every<F, Fut>(
+    interval: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    work: F,
+) where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
