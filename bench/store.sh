@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A store that grows: a million crashes of 5,000 signatures over 90 days, filled through
 # the store's own insert path (`postmortem bench store`: insert, lease, finish in batches,
-# as workers do), on SQLite and on PostgreSQL; then the time of every dashboard and
-# reprocess query on it, the dashboard's pages through a real server (curl, medians), and
-# the database's bytes per crash.
+# as workers do), on SQLite and on PostgreSQL, and analyzed at its end (SQLite: the
+# service's own `PRAGMA optimize`, which it runs at start and every sweep interval;
+# PostgreSQL: `VACUUM ANALYZE`, what autovacuum does a little later); then the time of
+# every dashboard and reprocess query on it, the dashboard's pages through a real server
+# (curl, medians), and the database's bytes per crash.
 #
 # Usage: bench/store.sh [BACKEND...]      BACKEND: sqlite, postgres (default: both)
 # Environment:

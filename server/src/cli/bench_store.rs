@@ -6,8 +6,8 @@
 //! `S × u³` for a uniform `u`, as crash storms skew real stores), three products and ten
 //! versions in their annotations, then leases and finishes them in batches with
 //! [`crashes::finish_batch`] — the worker's own statements, search index and group counts
-//! included, then analyzes every table (`ANALYZE`, `VACUUM ANALYZE` on PostgreSQL:
-//! [`worker::store::statistics`]). Each signature's report is the `--report` document (a
+//! included, then analyzes (the service's own `PRAGMA optimize` on SQLite, `VACUUM
+//! ANALYZE` on PostgreSQL: [`worker::store::statistics`]). Each signature's report is the `--report` document (a
 //! real processed crash) with that signature and a crashing function of its own
 //! (`crash_site_K`), so that the function filter selects one signature's crashes.
 //!
