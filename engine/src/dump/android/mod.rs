@@ -38,8 +38,8 @@ pub mod text;
 use std::collections::BTreeMap;
 
 use super::{
-    Arch, CrashInfo, Dump, DumpError, DumpFormat, DumpWarning, GivenFrame, Identity, Mapping,
-    MemoryMap, Module, Os, Regions, RegisterSet, SystemInfo, Thread,
+    Arch, CrashInfo, Dump, DumpError, DumpFormat, GivenFrame, Identity, Mapping,
+    MemoryMap, Module, Os, Regions, RegisterSet, SystemInfo, Thread, Warning,
 };
 
 /// The largest tombstone read: real ones are tens to hundreds of KiB (a few MiB with
@@ -345,7 +345,7 @@ impl Tombstone {
     /// (path, ELF offset in the file).
     fn modules(
         &self,
-        warnings: &mut Vec<DumpWarning>,
+        warnings: &mut Vec<Warning>,
     ) -> (Vec<Module>, BTreeMap<(String, u64), u64>) {
         let back = self.arch.call_back();
         let mut pending: BTreeMap<(String, u64), Pending> = BTreeMap::new();
@@ -375,14 +375,14 @@ impl Tombstone {
         }
         let synthetic = self.place_unmapped(&mut pending);
         if synthetic > 0 {
-            warnings.push(DumpWarning {
-                code: "tombstone-addresses",
-                message: format!(
+            warnings.push(Warning::new(
+                "tombstone-addresses",
+                format!(
                     "the tombstone gives no absolute address for {synthetic} module(s) (no \
                      memory map lists them): their frames' addresses are made up from the \
                      device's file offsets (rel_pc), which symbolication uses as they are"
                 ),
-            });
+            ));
         }
         let main = self
             .command_line
