@@ -86,7 +86,6 @@ impl StoredTables {
                 .map(|(code, message)| Warning::new(code, message))
                 .collect(),
             files: notes.files,
-            ..ModuleTables::default()
         })
     }
 

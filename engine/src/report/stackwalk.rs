@@ -488,9 +488,9 @@ fn adjusted(report: &Report) -> Option<Adjusted> {
     let c = report.crash.as_ref()?;
     let instruction = c.instruction.as_ref()?;
     let accesses = &instruction.accesses;
-    let address = |a: &super::MemoryAccess| Some(a.address.get());
+    let address = |a: &super::MemoryAccess| a.address.get();
     let jump = instruction.jump.map(super::Addr::get);
-    if let Some(offset) = accesses.iter().filter(|a| a.base_null).find_map(address) {
+    if let Some(offset) = accesses.iter().find(|a| a.base_null).map(address) {
         return Some(Adjusted::NullPointer(offset));
     }
     if jump == Some(0) {
@@ -504,7 +504,7 @@ fn adjusted(report: &Report) -> Option<Adjusted> {
     }
     accesses
         .iter()
-        .filter_map(address)
+        .map(address)
         .chain(jump)
         .find(|a| (0x0000_8000_0000_0000..=0xffff_7fff_ffff_ffff).contains(a))
         .map(Adjusted::NonCanonical)

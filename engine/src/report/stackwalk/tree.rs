@@ -327,7 +327,7 @@ mod tests {
             }
         }
         v["unloaded_modules"] = json!([{"name": "gone.so", "path": "/lib/gone.so",
-            "base": "0x1000", "end": "not-hex", "build_id": "ab", "debug_id": null}]);
+            "base": "0x1000", "end": "0x2000", "build_id": "ab", "debug_id": null}]);
         if let Some(m) = v["modules"].get_mut(0) {
             m["lookups"] = json!([{"source": "https://symbols.example/", "file": "sym",
                                    "result": "fetched"}]);
@@ -354,6 +354,11 @@ mod tests {
             let what = path.display().to_string();
             let report: Report = serde_json::from_value(v.clone()).unwrap();
             same(&what, &report);
+            // an address that is not one is refused where the report is read, not
+            // passed through to the rendering
+            let mut bad = enriched(v.clone());
+            bad["unloaded_modules"][0]["end"] = json!("not-hex");
+            assert!(serde_json::from_value::<Report>(bad).is_err(), "{what}");
             let rich: Report = serde_json::from_value(enriched(v)).unwrap();
             assert!(rich.crash.as_ref().unwrap().analysis.is_some());
             same(&format!("{what}, enriched"), &rich);
