@@ -212,7 +212,7 @@ fn process(what: &str, bytes: &[u8], parsed: &AppleReport, r: &Reference) {
     let ref_frames = &r.threads[parsed.crashed.unwrap()];
     assert_eq!(crashed.frames.len(), ref_frames.len(), "{what}");
     for (f, rf) in crashed.frames.iter().zip(ref_frames) {
-        assert_eq!(f.pc, format!("{:#x}", rf.address), "{what}");
+        assert_eq!(f.pc.get(), rf.address, "{what}");
         assert_eq!(f.module.as_deref(), Some(rf.image.as_str()), "{what}");
         if let Some(name) = &f.function {
             assert!(

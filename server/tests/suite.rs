@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
-mod common;
 mod analysis;
 mod android_tombstones;
 mod api;
@@ -13,6 +12,7 @@ mod apple_reports;
 mod apple_symbols;
 mod bench_cli;
 mod blobs_s3;
+mod common;
 mod dashboard;
 mod dashboard_store;
 mod debuginfod;

@@ -38,8 +38,8 @@ pub mod text;
 use std::collections::BTreeMap;
 
 use super::{
-    Arch, CrashInfo, Dump, DumpError, DumpFormat, GivenFrame, Identity, Mapping,
-    MemoryMap, Module, Os, Regions, RegisterSet, SystemInfo, Thread, Warning,
+    Arch, CrashInfo, Dump, DumpError, DumpFormat, GivenFrame, Identity, Mapping, MemoryMap, Module,
+    Os, Regions, RegisterSet, SystemInfo, Thread, Warning,
 };
 
 /// The largest tombstone read: real ones are tens to hundreds of KiB (a few MiB with
@@ -343,10 +343,7 @@ impl Tombstone {
 
     /// The files the frames run in as modules sorted by base, and each file's base by
     /// (path, ELF offset in the file).
-    fn modules(
-        &self,
-        warnings: &mut Vec<Warning>,
-    ) -> (Vec<Module>, BTreeMap<(String, u64), u64>) {
+    fn modules(&self, warnings: &mut Vec<Warning>) -> (Vec<Module>, BTreeMap<(String, u64), u64>) {
         let back = self.arch.call_back();
         let mut pending: BTreeMap<(String, u64), Pending> = BTreeMap::new();
         for f in self.threads.iter().flat_map(|t| &t.frames) {

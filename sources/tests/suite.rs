@@ -1,0 +1,8 @@
+//! The integration tests of this crate, one test binary (issue 36: one binary links
+//! the crate once, where one per file linked it once each). Each file of `tests/` is a
+//! module here: run one with `cargo test -p PACKAGE --test suite -- MODULE::`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod source_link;
+mod symsrv_cab;
