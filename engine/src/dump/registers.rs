@@ -49,6 +49,24 @@ impl RegisterSet {
     }
     /// Sets DWARF register `reg`; registers outside the slots are ignored.
     #[inline]
+    /// Sets the register a crash report names `name` (the report's own spelling: the
+    /// architecture's names, or the aliases Apple's and Android's reports use — `fp`, `lr`,
+    /// `cpsr`/`pst` on arm64, `ip`, `fp` on arm); a name it does not know is skipped.
+    pub(crate) fn set_named(&mut self, name: &str, value: u64) {
+        let arch = self.arch;
+        let name = match (arch, name) {
+            (Arch::Aarch64, "fp") => "x29",
+            (Arch::Aarch64, "lr") => "x30",
+            (Arch::Aarch64, "cpsr" | "pst") => "pstate",
+            (Arch::Arm, "ip") => "r12",
+            (Arch::Arm, "fp") => "r11",
+            (_, n) => n,
+        };
+        if let Some(&(reg, _)) = arch.register_names().iter().find(|(_, n)| *n == name) {
+            self.set(reg, value);
+        }
+    }
+
     pub fn set(&mut self, reg: impl DwarfRegister, value: u64) {
         let i = usize::from(reg.dwarf_number());
         if i < REGISTER_SLOTS {

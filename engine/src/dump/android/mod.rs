@@ -528,17 +528,7 @@ fn absolute_pc(f: &Frame, bases: &BTreeMap<(String, u64), u64>) -> u64 {
 fn registers_of(arch: Arch, named: &[(String, u64)], first: Option<&GivenFrame>) -> RegisterSet {
     let mut regs = RegisterSet::new(arch);
     for (name, value) in named {
-        let name = match (arch, name.as_str()) {
-            (Arch::Aarch64, "lr") => "x30",
-            (Arch::Aarch64, "fp") => "x29",
-            (Arch::Aarch64, "pst") => "pstate",
-            (Arch::Arm, "ip") => "r12",
-            (Arch::Arm, "fp") => "r11",
-            (_, n) => n,
-        };
-        if let Some(&(reg, _)) = arch.register_names().iter().find(|(_, n)| *n == name) {
-            regs.set(reg, *value);
-        }
+        regs.set_named(name, *value);
     }
     // The frames are at the addresses the dump uses (made up or not): the pc follows them.
     if let Some(f) = first {

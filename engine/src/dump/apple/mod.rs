@@ -401,15 +401,7 @@ pub(crate) fn thread_id(id: Option<u64>, index: usize) -> u32 {
 fn registers_of(arch: Arch, named: &[(String, u64)], first: Option<&Frame>) -> RegisterSet {
     let mut regs = RegisterSet::new(arch);
     for (name, value) in named {
-        let name = match (arch, name.as_str()) {
-            (Arch::Aarch64, "fp") => "x29",
-            (Arch::Aarch64, "lr") => "x30",
-            (Arch::Aarch64, "cpsr") => "pstate",
-            (_, n) => n,
-        };
-        if let Some(&(reg, _)) = arch.register_names().iter().find(|(_, n)| *n == name) {
-            regs.set(reg, *value);
-        }
+        regs.set_named(name, *value);
     }
     if regs.pc().is_none() {
         if let Some(f) = first {
