@@ -8,7 +8,8 @@
 //!   `FileSource`), builds or fetches their tables (cached per `TableKey`) and runs the
 //!   engine's pipeline; `jobs::new_file` is what a newly stored file invalidates and
 //!   requeues;
-//! - [`cache`]: the in-memory cache of built tables shared by a process's workers.
+//! - [`cache`]: the in-memory cache of built tables shared by a process's workers;
+//! - [`prometheus`]: the text format `/metrics` is written in.
 //!
 //! The crash-reading itself is the `engine` crate's (`postmortem-engine`): this crate
 //! never parses dump or binary bytes on its own, and it never serves HTTP (that is the
@@ -18,4 +19,5 @@
 
 pub mod cache;
 pub mod jobs;
+pub mod prometheus;
 pub mod store;

@@ -4,7 +4,6 @@
 //! configured it takes one with the `admin` scope, as the other reads of the service's
 //! state do (a scraper sends it as `Authorization: Bearer TOKEN`).
 
-use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
 use axum::extract::State;
@@ -12,11 +11,12 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use worker::jobs::LATENCY_BUCKETS;
+use worker::jobs::{JobMetrics, LATENCY_BUCKETS};
+use worker::prometheus::{Exposition, Histogram, Kind};
 
 use super::auth::{Admin, ServerWide};
 use super::problem::ApiError;
-use super::state::AppState;
+use super::state::{AppState, Metrics};
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
@@ -33,176 +33,215 @@ async fn readyz(State(s): State<AppState>) -> Result<&'static str, ApiError> {
 
 /// The refusals of each project's quota: `throttled` (crashes a minute) and `refused`
 /// (bytes a day).
-fn quota_lines(out: &mut String, s: &AppState) {
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_quota_refusals_total Crash uploads a project's quota refused (429), by project and limit: throttled (crashes a minute), refused (bytes a day)."
+fn quota_lines(out: &mut Exposition, s: &AppState) {
+    out.family(
+        "postmortem_quota_refusals_total",
+        Kind::Counter,
+        "Crash uploads a project's quota refused (429), by project and limit: throttled (crashes a minute), refused (bytes a day).",
     );
-    let _ = writeln!(out, "# TYPE postmortem_quota_refusals_total counter");
     for (project, c) in s.quotas.counts() {
         for (kind, n) in [("throttled", c.throttled), ("refused", c.refused)] {
-            let _ = writeln!(
-                out,
-                "postmortem_quota_refusals_total{{project=\"{project}\",kind=\"{kind}\"}} {n}"
+            out.sample(
+                "postmortem_quota_refusals_total",
+                &[("project", project.as_str()), ("kind", kind)],
+                n,
             );
         }
     }
 }
 
-async fn metrics(
-    State(s): State<AppState>,
-    _caller: ServerWide<Admin>,
-) -> Result<impl IntoResponse, ApiError> {
-    let mut out = String::new();
-    let m = &s.metrics;
-    let jm = &s.job_metrics;
-    let c = s.cache.stats();
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_uploads_total Uploads accepted, by kind."
+/// What the API took and refused.
+fn upload_lines(out: &mut Exposition, m: &Metrics) {
+    out.family(
+        "postmortem_uploads_total",
+        Kind::Counter,
+        "Uploads accepted, by kind.",
     );
-    let _ = writeln!(out, "# TYPE postmortem_uploads_total counter");
-    let _ = writeln!(
-        out,
-        "postmortem_uploads_total{{kind=\"crash\"}} {}",
-        m.crash_uploads.load(Ordering::Relaxed)
+    for (kind, n) in [("crash", &m.crash_uploads), ("binary", &m.binary_uploads)] {
+        out.sample(
+            "postmortem_uploads_total",
+            &[("kind", kind)],
+            n.load(Ordering::Relaxed),
+        );
+    }
+    out.family(
+        "postmortem_uploads_rejected_total",
+        Kind::Counter,
+        "Uploads refused (4xx).",
+    )
+    .sample(
+        "postmortem_uploads_rejected_total",
+        &[],
+        m.rejected_uploads.load(Ordering::Relaxed),
     );
-    let _ = writeln!(
-        out,
-        "postmortem_uploads_total{{kind=\"binary\"}} {}",
-        m.binary_uploads.load(Ordering::Relaxed)
+}
+
+/// The queue in the database and what this process's workers finished.
+async fn job_lines(out: &mut Exposition, s: &AppState) -> Result<(), ApiError> {
+    out.family(
+        "postmortem_jobs",
+        Kind::Gauge,
+        "Crashes in the queue, by state (whole database).",
     );
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_uploads_rejected_total Uploads refused (4xx)."
-    );
-    let _ = writeln!(out, "# TYPE postmortem_uploads_rejected_total counter");
-    let _ = writeln!(
-        out,
-        "postmortem_uploads_rejected_total {}",
-        m.rejected_uploads.load(Ordering::Relaxed)
-    );
-    quota_lines(&mut out, &s);
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_jobs Crashes in the queue, by state (whole database)."
-    );
-    let _ = writeln!(out, "# TYPE postmortem_jobs gauge");
     let counts = worker::store::crashes::count_by_status(&s.db).await?;
     for state in ["pending", "processing", "done", "failed"] {
         let n = counts
             .iter()
             .find(|(k, _)| k == state)
             .map_or(0, |(_, n)| *n);
-        let _ = writeln!(out, "postmortem_jobs{{state=\"{state}\"}} {n}");
+        out.sample("postmortem_jobs", &[("state", state)], n);
     }
-    let _ = writeln!(out, "# HELP postmortem_jobs_finished_total Jobs finished by this process's workers, by outcome.");
-    let _ = writeln!(out, "# TYPE postmortem_jobs_finished_total counter");
+    let jm = &s.job_metrics;
+    out.family(
+        "postmortem_jobs_finished_total",
+        Kind::Counter,
+        "Jobs finished by this process's workers, by outcome.",
+    );
     for (outcome, v) in [
         ("done", &jm.processed),
         ("failed", &jm.failed),
         ("retried", &jm.retried),
         ("lease-lost", &jm.lost_leases),
     ] {
-        let _ = writeln!(
-            out,
-            "postmortem_jobs_finished_total{{outcome=\"{outcome}\"}} {}",
-            v.load(Ordering::Relaxed)
+        out.sample(
+            "postmortem_jobs_finished_total",
+            &[("outcome", outcome)],
+            v.load(Ordering::Relaxed),
         );
     }
-    let _ = writeln!(out, "# HELP postmortem_symbol_lookups_total Files this process's workers asked of remote symbol sources, by source and answer (fetched, not-found, error).");
-    let _ = writeln!(out, "# TYPE postmortem_symbol_lookups_total counter");
-    let label = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    Ok(())
+}
+
+/// What the workers asked of remote symbol sources, and what fetching cost.
+fn symbol_source_lines(out: &mut Exposition, jm: &JobMetrics) {
+    out.family(
+        "postmortem_symbol_lookups_total",
+        Kind::Counter,
+        "Files this process's workers asked of remote symbol sources, by source and answer (fetched, not-found, error).",
+    );
     if let Ok(lookups) = jm.lookups.lock() {
         for ((source, result), n) in lookups.iter() {
-            let _ = writeln!(
-                out,
-                "postmortem_symbol_lookups_total{{source=\"{}\",result=\"{result}\"}} {n}",
-                label(source)
+            out.sample(
+                "postmortem_symbol_lookups_total",
+                &[("source", source.as_str()), ("result", result)],
+                n,
             );
         }
     }
-    let _ = writeln!(out, "# HELP postmortem_symbol_fetched_bytes_total Bytes of the files fetched from each remote symbol source.");
-    let _ = writeln!(out, "# TYPE postmortem_symbol_fetched_bytes_total counter");
-    let _ = writeln!(out, "# HELP postmortem_symbol_fetch_seconds Time from asking the sources to holding a fetched file, by the source that gave it.");
-    let _ = writeln!(out, "# TYPE postmortem_symbol_fetch_seconds summary");
-    if let Ok(fetches) = jm.fetches.lock() {
-        for (source, (n, bytes, secs)) in fetches.iter() {
-            let source = label(source);
-            let _ = writeln!(
-                out,
-                "postmortem_symbol_fetched_bytes_total{{source=\"{source}\"}} {bytes}"
-            );
-            let _ = writeln!(
-                out,
-                "postmortem_symbol_fetch_seconds_sum{{source=\"{source}\"}} {secs:.6}"
-            );
-            let _ = writeln!(
-                out,
-                "postmortem_symbol_fetch_seconds_count{{source=\"{source}\"}} {n}"
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_processing_seconds Time to process one crash."
+    out.family(
+        "postmortem_symbol_fetched_bytes_total",
+        Kind::Counter,
+        "Bytes of the files fetched from each remote symbol source.",
     );
-    let _ = writeln!(out, "# TYPE postmortem_processing_seconds histogram");
-    for (i, le) in LATENCY_BUCKETS.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "postmortem_processing_seconds_bucket{{le=\"{le}\"}} {}",
-            jm.latency_buckets[i].load(Ordering::Relaxed)
+    let fetches: Vec<(String, (u64, u64, f64))> = jm
+        .fetches
+        .lock()
+        .map(|f| f.iter().map(|(k, v)| (k.clone(), *v)).collect())
+        .unwrap_or_default();
+    for (source, (_, bytes, _)) in &fetches {
+        out.sample(
+            "postmortem_symbol_fetched_bytes_total",
+            &[("source", source.as_str())],
+            bytes,
         );
     }
-    let count = jm.latency_count.load(Ordering::Relaxed);
-    let _ = writeln!(
-        out,
-        "postmortem_processing_seconds_bucket{{le=\"+Inf\"}} {count}"
+    out.family(
+        "postmortem_symbol_fetch_seconds",
+        Kind::Summary,
+        "Time from asking the sources to holding a fetched file, by the source that gave it.",
     );
-    let sum = jm.latency_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0;
-    let _ = writeln!(out, "postmortem_processing_seconds_sum {sum}");
-    let _ = writeln!(out, "postmortem_processing_seconds_count {count}");
-    jm.steps.render(&mut out);
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_tables_cache_hits_total Table lookups served from memory."
+    for (source, (n, _, secs)) in &fetches {
+        out.sample(
+            "postmortem_symbol_fetch_seconds_sum",
+            &[("source", source.as_str())],
+            format_args!("{secs:.6}"),
+        );
+        out.sample(
+            "postmortem_symbol_fetch_seconds_count",
+            &[("source", source.as_str())],
+            n,
+        );
+    }
+}
+
+/// How long a crash takes, whole and step by step.
+fn latency_lines(out: &mut Exposition, jm: &JobMetrics) {
+    let counts: Vec<u64> = jm
+        .latency_buckets
+        .iter()
+        .map(|b| b.load(Ordering::Relaxed))
+        .collect();
+    out.family(
+        "postmortem_processing_seconds",
+        Kind::Histogram,
+        "Time to process one crash.",
+    )
+    .histogram(
+        "postmortem_processing_seconds",
+        &[],
+        Histogram {
+            bounds: LATENCY_BUCKETS,
+            counts: counts.get(..LATENCY_BUCKETS.len()).unwrap_or(&[]),
+            count: jm.latency_count.load(Ordering::Relaxed),
+            sum: jm.latency_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+        },
     );
-    let _ = writeln!(out, "# TYPE postmortem_tables_cache_hits_total counter");
-    let _ = writeln!(
-        out,
-        "postmortem_tables_cache_hits_total {}",
-        c.hits.load(Ordering::Relaxed)
+    jm.steps.render(out);
+}
+
+/// The in-memory cache of built tables.
+async fn cache_lines(out: &mut Exposition, s: &AppState) {
+    let c = s.cache.stats();
+    for (name, help, n) in [
+        (
+            "postmortem_tables_cache_hits_total",
+            "Table lookups served from memory.",
+            &c.hits,
+        ),
+        (
+            "postmortem_tables_cache_misses_total",
+            "Table lookups not in memory.",
+            &c.misses,
+        ),
+    ] {
+        out.family(name, Kind::Counter, help)
+            .sample(name, &[], n.load(Ordering::Relaxed));
+    }
+    out.family(
+        "postmortem_tables_cache_bytes",
+        Kind::Gauge,
+        "Bytes of tables held in memory.",
+    )
+    .sample(
+        "postmortem_tables_cache_bytes",
+        &[],
+        s.cache.weighted_bytes().await,
     );
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_tables_cache_misses_total Table lookups not in memory."
+    out.family(
+        "postmortem_tables_built_total",
+        Kind::Counter,
+        "Build-ids whose tables were built from binaries.",
+    )
+    .sample(
+        "postmortem_tables_built_total",
+        &[],
+        c.built.load(Ordering::Relaxed),
     );
-    let _ = writeln!(out, "# TYPE postmortem_tables_cache_misses_total counter");
-    let _ = writeln!(
-        out,
-        "postmortem_tables_cache_misses_total {}",
-        c.misses.load(Ordering::Relaxed)
-    );
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_tables_cache_bytes Bytes of tables held in memory."
-    );
-    let _ = writeln!(out, "# TYPE postmortem_tables_cache_bytes gauge");
-    let _ = writeln!(
-        out,
-        "postmortem_tables_cache_bytes {}",
-        s.cache.weighted_bytes().await
-    );
-    let _ = writeln!(
-        out,
-        "# HELP postmortem_tables_built_total Build-ids whose tables were built from binaries."
-    );
-    let _ = writeln!(out, "# TYPE postmortem_tables_built_total counter");
-    let _ = writeln!(
-        out,
-        "postmortem_tables_built_total {}",
-        c.built.load(Ordering::Relaxed)
-    );
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out))
+}
+
+async fn metrics(
+    State(s): State<AppState>,
+    _caller: ServerWide<Admin>,
+) -> Result<impl IntoResponse, ApiError> {
+    let mut out = Exposition::new();
+    upload_lines(&mut out, &s.metrics);
+    quota_lines(&mut out, &s);
+    job_lines(&mut out, &s).await?;
+    symbol_source_lines(&mut out, &s.job_metrics);
+    latency_lines(&mut out, &s.job_metrics);
+    cache_lines(&mut out, &s).await;
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        out.finish(),
+    ))
 }

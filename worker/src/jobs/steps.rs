@@ -6,12 +6,13 @@
 //! Claiming and storing are done for a batch of jobs at once: their histograms count
 //! batches, not jobs.
 
-use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
+
+use crate::prometheus::{Exposition, Histogram, Kind};
 
 /// One step of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +64,7 @@ pub const STEP_BUCKETS: &[f64] = &[
 
 /// One step's histogram: cumulative counts per bucket of [`STEP_BUCKETS`], then +Inf.
 #[derive(Debug, Default)]
-struct Histogram {
+struct StepHistogram {
     buckets: [AtomicU64; 14],
     sum_us: AtomicU64,
 }
@@ -71,7 +72,7 @@ struct Histogram {
 /// The histograms of every step.
 #[derive(Debug, Default)]
 pub struct StepMetrics {
-    steps: [Histogram; 6],
+    steps: [StepHistogram; 6],
 }
 
 impl StepMetrics {
@@ -102,35 +103,28 @@ impl StepMetrics {
     }
 
     /// The histograms in Prometheus' text format.
-    pub fn render(&self, out: &mut String) {
-        let _ = writeln!(
-            out,
-            "# HELP postmortem_job_step_seconds Time of each step of the job pipeline \
-             (claim and store: per batch of jobs)."
+    pub fn render(&self, out: &mut Exposition) {
+        out.family(
+            "postmortem_job_step_seconds",
+            Kind::Histogram,
+            "Time of each step of the job pipeline (claim and store: per batch of jobs).",
         );
-        let _ = writeln!(out, "# TYPE postmortem_job_step_seconds histogram");
         for (step, h) in Step::ALL.iter().zip(&self.steps) {
-            let name = step.as_str();
-            for (i, le) in STEP_BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "postmortem_job_step_seconds_bucket{{step=\"{name}\",le=\"{le}\"}} {}",
-                    h.buckets[i].load(Ordering::Relaxed)
-                );
-            }
-            let count = h.buckets[STEP_BUCKETS.len()].load(Ordering::Relaxed);
-            let _ = writeln!(
-                out,
-                "postmortem_job_step_seconds_bucket{{step=\"{name}\",le=\"+Inf\"}} {count}"
-            );
-            let sum = h.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
-            let _ = writeln!(
-                out,
-                "postmortem_job_step_seconds_sum{{step=\"{name}\"}} {sum}"
-            );
-            let _ = writeln!(
-                out,
-                "postmortem_job_step_seconds_count{{step=\"{name}\"}} {count}"
+            let counts: Vec<u64> = h
+                .buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect();
+            let (bounded, all) = counts.split_at(STEP_BUCKETS.len());
+            out.histogram(
+                "postmortem_job_step_seconds",
+                &[("step", step.as_str())],
+                Histogram {
+                    bounds: STEP_BUCKETS,
+                    counts: bounded,
+                    count: all.first().copied().unwrap_or(0),
+                    sum: h.sum_us.load(Ordering::Relaxed) as f64 / 1e6,
+                },
             );
         }
     }
@@ -146,8 +140,9 @@ mod tests {
         m.observe(Step::Engine, Duration::from_micros(300));
         m.observe(Step::Engine, Duration::from_millis(20));
         m.observe(Step::Store, Duration::from_secs(20));
-        let mut out = String::new();
+        let mut out = Exposition::new();
         m.render(&mut out);
+        let out = out.finish();
         for line in [
             "postmortem_job_step_seconds_bucket{step=\"engine\",le=\"0.00025\"} 0",
             "postmortem_job_step_seconds_bucket{step=\"engine\",le=\"0.0005\"} 1",
