@@ -3,6 +3,7 @@
 //! module here: run one with `cargo test -p PACKAGE --test suite -- MODULE::`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+#![allow(clippy::too_many_lines)] // a test reads top to bottom as one scenario
 
 mod breakpad;
 mod breakpad_differential;

@@ -3,34 +3,32 @@
 //! module here: run one with `cargo test -p PACKAGE --test suite -- MODULE::`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+#![allow(clippy::too_many_lines)] // a test reads top to bottom as one scenario
 
 mod analysis;
 mod android_tombstones;
 mod api;
-mod api_store;
 mod apple_reports;
 mod apple_symbols;
 mod bench_cli;
 mod blobs_s3;
 mod common;
 mod dashboard;
-mod dashboard_store;
 mod debuginfod;
 #[path = "gdb_compare/main.rs"]
 mod gdb_compare;
 mod grouping;
 mod hostile;
 mod hostile_crashes;
+mod in_process;
 #[path = "minidump_gdb/main.rs"]
 mod minidump_gdb;
 mod projects;
 mod reports_unchanged;
 mod reprocess;
-mod reprocess_store;
 mod service;
 mod source_bundles;
 mod source_links;
 mod sources;
-mod store_indexes;
 mod upload;
 mod windows_minidump;
