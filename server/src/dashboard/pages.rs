@@ -129,59 +129,70 @@ pub struct GroupOrder {
     pub descending: bool,
 }
 
-/// Home: crash groups.
-pub fn groups(
-    groups: &[GroupView],
-    params: &HashMap<String, String>,
-    days: Option<i64>,
+/// The groups page's current filters and order, which its links keep.
+struct GroupsQuery<'a> {
+    params: &'a HashMap<String, String>,
+    days: String,
     order: GroupOrder,
-    next: Option<&str>,
-    today: i64,
-) -> Markup {
-    let get = |k: &str| params.get(k).map(String::as_str).unwrap_or("");
-    let days_s = days.map_or("all".to_string(), |d| d.to_string());
-    let dir = |descending: bool| if descending { "desc" } else { "asc" };
-    // A column header sorts by its column; on the current one it flips the direction.
-    let header = |label: &str, sort: GroupSort| {
+}
+
+impl GroupsQuery<'_> {
+    fn get(&self, k: &str) -> &str {
+        self.params.get(k).map(String::as_str).unwrap_or("")
+    }
+
+    /// This page's address with `sort`, `descending` and an optional cursor.
+    fn href(&self, sort: GroupSort, descending: bool, after: Option<&str>) -> String {
+        let mut q = vec![
+            ("days", self.days.as_str()),
+            ("product", self.get("product")),
+            ("version", self.get("version")),
+            ("kind", self.get("kind")),
+            ("sort", sort.name()),
+            ("dir", if descending { "desc" } else { "asc" }),
+        ];
+        if let Some(after) = after {
+            q.push(("after", after));
+        }
+        format!("/?{}", query_string(&q))
+    }
+
+    /// A column header that sorts by its column; on the current one it flips the
+    /// direction.
+    fn header(&self, label: &str, sort: GroupSort) -> Markup {
+        let order = self.order;
         let descending = if sort == order.sort {
             !order.descending
         } else {
             sort.default_descending()
         };
-        let href = format!(
-            "/?{}",
-            query_string(&[
-                ("days", &days_s),
-                ("product", get("product")),
-                ("version", get("version")),
-                ("kind", get("kind")),
-                ("sort", sort.name()),
-                ("dir", dir(descending)),
-            ])
-        );
         let arrow = match (sort == order.sort, order.descending) {
             (false, _) => "",
             (true, true) => " ▼",
             (true, false) => " ▲",
         };
-        html! { a.sort href=(href) data-sort=(sort.name()) { (label) (arrow) } }
-    };
-    let body = html! {
-        h1 { "Crash groups" }
+        html! { a.sort href=(self.href(sort, descending, None)) data-sort=(sort.name()) { (label) (arrow) } }
+    }
+}
+
+/// The groups page's filter form.
+fn group_filters(q: &GroupsQuery<'_>) -> Markup {
+    let order = q.order;
+    html! {
         form.filters method="get" action="/" {
             label { "Time range"
                 select name="days" {
                     @for (v, label) in [("1", "last day"), ("7", "last 7 days"), ("30", "last 30 days"), ("90", "last 90 days"), ("all", "all time")] {
-                        option value=(v) selected[days_s == v] { (label) }
+                        option value=(v) selected[q.days == v] { (label) }
                     }
                 }
             }
-            label { "Product" input name="product" value=(get("product")); }
-            label { "Version" input name="version" value=(get("version")); }
+            label { "Product" input name="product" value=(q.get("product")); }
+            label { "Version" input name="version" value=(q.get("version")); }
             label { "Kind" select name="kind" {
-                option value="" selected[get("kind").is_empty()] { "any" }
+                option value="" selected[q.get("kind").is_empty()] { "any" }
                 @for k in AnalysisKind::all() {
-                    option value=(k) selected[get("kind") == k.as_str()] { (k) }
+                    option value=(k) selected[q.get("kind") == k.as_str()] { (k) }
                 }
             } }
             label { "Sort by"
@@ -199,42 +210,69 @@ pub fn groups(
             }
             button type="submit" { "Filter" }
         }
-        @if groups.is_empty() {
-            p.muted { "No processed crashes match." }
-        } @else {
-            form #merge method="post" action="/groups/merge" {
-            p.muted { "Tick groups that are one bug and merge them (into the one chosen, else the first ticked): "
-                button type="submit" { "Merge the ticked groups" } }
-            table #groups {
-                thead { tr {
-                    th { "Merge" } th { "Into" }
-                    th { (header("Signature", GroupSort::Signature)) } th { (header("Crashes", GroupSort::Count)) }
-                    th { (header("First seen", GroupSort::FirstSeen)) } th { (header("Last seen", GroupSort::LastSeen)) }
-                    th { "Products / versions" } th { "Last " (groups.first().map_or(0, |g| g.per_day.len())) " days" }
-                } }
-                tbody {
-                    @for g in groups {
-                        tr {
-                            td { input type="checkbox" name="group" value=(g.group.signature); }
-                            td { input type="radio" name="into" value=(g.group.signature); }
-                            td.sig { a href={ "/crashes?" (query_string(&[("signature", &g.group.signature)])) } { (g.group.signature) } }
-                            td.count { (g.group.count) }
-                            td.mono { (format_ms(g.group.first_seen)) }
-                            td.mono { (format_ms(g.group.last_seen)) }
-                            td {
-                                @for (p, v) in &g.products {
-                                    span.pill { (p.as_deref().unwrap_or("?")) " " (v.as_deref().unwrap_or("")) } " "
-                                }
+    }
+}
+
+/// The groups table, inside the form that merges the ticked ones.
+fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup {
+    html! {
+        form #merge method="post" action="/groups/merge" {
+        p.muted { "Tick groups that are one bug and merge them (into the one chosen, else the first ticked): "
+            button type="submit" { "Merge the ticked groups" } }
+        table #groups {
+            thead { tr {
+                th { "Merge" } th { "Into" }
+                th { (q.header("Signature", GroupSort::Signature)) } th { (q.header("Crashes", GroupSort::Count)) }
+                th { (q.header("First seen", GroupSort::FirstSeen)) } th { (q.header("Last seen", GroupSort::LastSeen)) }
+                th { "Products / versions" } th { "Last " (groups.first().map_or(0, |g| g.per_day.len())) " days" }
+            } }
+            tbody {
+                @for g in groups {
+                    tr {
+                        td { input type="checkbox" name="group" value=(g.group.signature); }
+                        td { input type="radio" name="into" value=(g.group.signature); }
+                        td.sig { a href={ "/crashes?" (query_string(&[("signature", &g.group.signature)])) } { (g.group.signature) } }
+                        td.count { (g.group.count) }
+                        td.mono { (format_ms(g.group.first_seen)) }
+                        td.mono { (format_ms(g.group.last_seen)) }
+                        td {
+                            @for (p, v) in &g.products {
+                                span.pill { (p.as_deref().unwrap_or("?")) " " (v.as_deref().unwrap_or("")) } " "
                             }
-                            td { (chart(&g.per_day, today)) }
                         }
+                        td { (chart(&g.per_day, today)) }
                     }
                 }
             }
-            }
+        }
+        }
+    }
+}
+
+/// Home: crash groups.
+pub fn groups(
+    groups: &[GroupView],
+    params: &HashMap<String, String>,
+    days: Option<i64>,
+    order: GroupOrder,
+    next: Option<&str>,
+    today: i64,
+) -> Markup {
+    let q = GroupsQuery {
+        params,
+        days: days.map_or("all".to_string(), |d| d.to_string()),
+        order,
+    };
+    let body = html! {
+        h1 { "Crash groups" }
+        (group_filters(&q))
+        @if groups.is_empty() {
+            p.muted { "No processed crashes match." }
+        } @else {
+            (groups_table(groups, &q, today))
         }
         @if let Some(after) = next {
-            a #next href={ "/?" (query_string(&[("days", &days_s), ("product", get("product")), ("version", get("version")), ("kind", get("kind")), ("sort", order.sort.name()), ("dir", dir(order.descending)), ("after", after)])) } { "Next page →" }
+            a #next href=(q.href(order.sort, order.descending, Some(after))) { "Next page →" }
         }
     };
     layout("Crash groups", body)
@@ -475,9 +513,116 @@ fn signature_explained(e: &Explanation) -> Markup {
     }
 }
 
+/// The crash's facts: signature and group, analysis, reason, dump and times.
+fn crash_facts(row: &CrashRow, r: &Report) -> Markup {
+    html! {
+        table.kv {
+            @if let Some(s) = &r.signature { tr { td { "Signature" } td.sig {
+                a href={ "/crashes?signature=" (url_component(&s.text)) } { (s.text) } } } }
+            @if let Some(g) = row.signature.as_deref().filter(|g| Some(*g) != row.computed_signature.as_deref()) {
+                tr #group { td { "Group" } td.sig {
+                    a href={ "/crashes?signature=" (url_component(g)) } { (g) }
+                    " " span.muted { "(merged or split by hand)" } } } }
+            @if let Some(prev) = row.previous_signature.as_deref().filter(|p| Some(*p) != row.signature.as_deref()) {
+                tr.sig-changed { td { "Signature changed" } td.sig { "was " (prev) } } }
+            @if let Some(c) = &r.crash {
+                @if let Some(a) = &c.analysis { tr #analysis { td { "Analysis" } td {
+                    span.kind { (a.kind) } " " (a.summary)
+                    @if !a.evidence.is_empty() {
+                        dl.evidence { @for (k, v) in &a.evidence { dt { (k) } dd { (v) } } }
+                    }
+                } } }
+                tr { td { "Reason" } td { (c.reason) } }
+                @if let Some(i) = &c.instruction { tr #instruction { td { "Instruction" } td.mono { (i.describe()) } } }
+                @if let Some(a) = &c.assertion { tr { td { "Assertion" } td { (a) } } } }
+            tr { td { "Executable" } td.mono { (r.dump.executable.as_deref().unwrap_or("?")) } }
+            tr { td { "Dump" } td { (r.dump.format) ", " (r.dump.os) "/" (r.dump.arch) ", " (r.dump.size) " bytes" } }
+            tr { td { "Received" } td.mono { (format_ms(row.received_at)) } }
+            @if let Some(t) = row.finished_at {
+                tr #processed { td { "Processed" } td {
+                    span.mono { (format_ms(t)) }
+                    " · " (row.completions) @if row.completions == 1 { " time" } @else { " times" }
+                } }
+            }
+        }
+    }
+}
+
+/// The crashed thread (frames, source, registers), then the others folded.
+fn crash_threads(r: &Report, page: &CrashPage<'_>) -> Markup {
+    let sig_frames = r
+        .signature
+        .as_ref()
+        .map(|s| s.frames.clone())
+        .unwrap_or_default();
+    html! {
+        @for t in r.threads.iter().filter(|t| t.crashed) {
+            h2 #crashed { "Crashed thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } }
+            (frames_table(t, &sig_frames))
+            p.muted { "★ frames that make the signature · grey italic rows were found by stack scanning and may be wrong · ↳ inlined" }
+            (source_block(t, &r.modules, page))
+            h2 { "Registers of the crashing frame" }
+            table.regs.mono { tbody {
+                @for chunk in t.registers.iter().collect::<Vec<_>>().chunks(4) {
+                    tr { @for (k, v) in chunk { td { b { (k) } } td { (v) } } }
+                }
+            } }
+        }
+        h2 { "Other threads" }
+        @if r.threads.iter().all(|t| t.crashed) { p.muted { "None." } }
+        @for t in r.threads.iter().filter(|t| !t.crashed) {
+            details {
+                summary { "Thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } " — " (t.frames.len()) " frames" }
+                (frames_table(t, &[]))
+            }
+        }
+    }
+}
+
+/// The modules table: status, where files came from, and the upload command of a
+/// missing one.
+fn crash_modules(r: &Report, page: &CrashPage<'_>) -> Markup {
+    html! {
+        h2 { "Modules" }
+        table #modules {
+            thead { tr { th { "Name" } th { "Build-id" } th { "Base" } th { "Status" } th { "Unwind" } th { "Symbols" } } }
+            tbody {
+                @for (i, m) in r.modules.iter().enumerate() {
+                    @let missing = m.status == engine::report::ModuleStatus::Missing;
+                    @let is_uploaded = page.uploaded.get(i).is_some_and(|u| u.1);
+                    tr class=[missing.then_some("missing")] {
+                        td.mono { (m.name) }
+                        td.mono { (m.build_id.as_deref().unwrap_or("—")) }
+                        td.mono { (m.base) }
+                        td class={ "status-" (m.status) } {
+                            (m.status)
+                            @if missing && is_uploaded { " (uploaded since: reprocess)" }
+                            @for source in fetched_from(m) { br; span.muted.origin { "fetched from " (source) } }
+                            @for l in m.lookups.iter().filter(|l| l.result != LookupResult::Fetched) {
+                                br;
+                                @let error = l.result == LookupResult::Error;
+                                span.origin class=[error.then_some("status-missing")] {
+                                    (l.file) @if error { " — source error at " } @else { " not found at " } (l.source)
+                                    (engine::report::text::lookup_note(l))
+                                }
+                            }
+                        }
+                        td { (names(&m.unwind, |s| s.as_str())) }
+                        td { (names(&m.symbols, |s| s.as_str())) }
+                    }
+                    @if missing && m.build_id.is_some() && !is_uploaded {
+                        tr.missing { td colspan="6" {
+                            "Upload it: " pre.cmd { (upload_command(page.host, m.path.as_deref().unwrap_or(&m.name), page.with_token)) }
+                        } }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// One crash.
 pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_>) -> Markup {
-    let (uploaded, host, with_token) = (page.uploaded, page.host, page.with_token);
     let id = url_component(&row.id);
     let body = html! {
         h1 { "Crash " span.mono { (row.id) } " " (status_pill(&row.status)) }
@@ -492,95 +637,11 @@ pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_
         @match report {
             None => { p.muted { "No report yet." } }
             Some(r) => {
-                table.kv {
-                    @if let Some(s) = &r.signature { tr { td { "Signature" } td.sig {
-                        a href={ "/crashes?signature=" (url_component(&s.text)) } { (s.text) } } } }
-                    @if let Some(g) = row.signature.as_deref().filter(|g| Some(*g) != row.computed_signature.as_deref()) {
-                        tr #group { td { "Group" } td.sig {
-                            a href={ "/crashes?signature=" (url_component(g)) } { (g) }
-                            " " span.muted { "(merged or split by hand)" } } } }
-                    @if let Some(prev) = row.previous_signature.as_deref().filter(|p| Some(*p) != row.signature.as_deref()) {
-                        tr.sig-changed { td { "Signature changed" } td.sig { "was " (prev) } } }
-                    @if let Some(c) = &r.crash {
-                        @if let Some(a) = &c.analysis { tr #analysis { td { "Analysis" } td {
-                            span.kind { (a.kind) } " " (a.summary)
-                            @if !a.evidence.is_empty() {
-                                dl.evidence { @for (k, v) in &a.evidence { dt { (k) } dd { (v) } } }
-                            }
-                        } } }
-                        tr { td { "Reason" } td { (c.reason) } }
-                        @if let Some(i) = &c.instruction { tr #instruction { td { "Instruction" } td.mono { (i.describe()) } } }
-                        @if let Some(a) = &c.assertion { tr { td { "Assertion" } td { (a) } } } }
-                    tr { td { "Executable" } td.mono { (r.dump.executable.as_deref().unwrap_or("?")) } }
-                    tr { td { "Dump" } td { (r.dump.format) ", " (r.dump.os) "/" (r.dump.arch) ", " (r.dump.size) " bytes" } }
-                    tr { td { "Received" } td.mono { (format_ms(row.received_at)) } }
-                    @if let Some(t) = row.finished_at {
-                        tr #processed { td { "Processed" } td {
-                            span.mono { (format_ms(t)) }
-                            " · " (row.completions) @if row.completions == 1 { " time" } @else { " times" }
-                        } }
-                    }
-                }
+                (crash_facts(row, r))
                 @for w in &r.warnings { div.warn { code { (w.code) } " " (w.message) } }
                 @if let Some(e) = page.explained { (signature_explained(e)) }
-                @let sig_frames = r.signature.as_ref().map(|s| s.frames.clone()).unwrap_or_default();
-                @for t in &r.threads {
-                    @if t.crashed {
-                        h2 #crashed { "Crashed thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } }
-                        (frames_table(t, &sig_frames))
-                        p.muted { "★ frames that make the signature · grey italic rows were found by stack scanning and may be wrong · ↳ inlined" }
-                        (source_block(t, &r.modules, page))
-                        h2 { "Registers of the crashing frame" }
-                        table.regs.mono { tbody {
-                            @for chunk in t.registers.iter().collect::<Vec<_>>().chunks(4) {
-                                tr { @for (k, v) in chunk { td { b { (k) } } td { (v) } } }
-                            }
-                        } }
-                    }
-                }
-                h2 { "Other threads" }
-                @if r.threads.iter().all(|t| t.crashed) { p.muted { "None." } }
-                @for t in r.threads.iter().filter(|t| !t.crashed) {
-                    details {
-                        summary { "Thread " (t.tid) @if let Some(n) = &t.name { " (" (n) ")" } " — " (t.frames.len()) " frames" }
-                        (frames_table(t, &[]))
-                    }
-                }
-                h2 { "Modules" }
-                table #modules {
-                    thead { tr { th { "Name" } th { "Build-id" } th { "Base" } th { "Status" } th { "Unwind" } th { "Symbols" } } }
-                    tbody {
-                        @for (i, m) in r.modules.iter().enumerate() {
-                            @let missing = m.status == engine::report::ModuleStatus::Missing;
-                            @let is_uploaded = uploaded.get(i).is_some_and(|u| u.1);
-                            tr class=[missing.then_some("missing")] {
-                                td.mono { (m.name) }
-                                td.mono { (m.build_id.as_deref().unwrap_or("—")) }
-                                td.mono { (m.base) }
-                                td class={ "status-" (m.status) } {
-                                    (m.status)
-                                    @if missing && is_uploaded { " (uploaded since: reprocess)" }
-                                    @for source in fetched_from(m) { br; span.muted.origin { "fetched from " (source) } }
-                                    @for l in m.lookups.iter().filter(|l| l.result != LookupResult::Fetched) {
-                                        br;
-                                        @let error = l.result == LookupResult::Error;
-                                        span.origin class=[error.then_some("status-missing")] {
-                                            (l.file) @if error { " — source error at " } @else { " not found at " } (l.source)
-                                            (engine::report::text::lookup_note(l))
-                                        }
-                                    }
-                                }
-                                td { (names(&m.unwind, |s| s.as_str())) }
-                                td { (names(&m.symbols, |s| s.as_str())) }
-                            }
-                            @if missing && m.build_id.is_some() && !is_uploaded {
-                                tr.missing { td colspan="6" {
-                                    "Upload it: " pre.cmd { (upload_command(host, m.path.as_deref().unwrap_or(&m.name), with_token)) }
-                                } }
-                            }
-                        }
-                    }
-                }
+                (crash_threads(r, page))
+                (crash_modules(r, page))
                 h2 { "Annotations" }
                 @if r.annotations.is_empty() { p.muted { "None." } } @else {
                     table.kv { @for (k, v) in &r.annotations { tr { td { (k) } td { (v) } } } }
