@@ -17,7 +17,9 @@ use std::io::{self, Read, Seek};
 use std::path::{Component, Path};
 
 /// Bounds on one archive.
+/// `ZipLimits::default()`, then set what differs (`#[non_exhaustive]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ZipLimits {
     /// Entries in the archive's directory (files and folders, DWARF or not).
     pub max_entries: usize,

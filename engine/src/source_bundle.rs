@@ -31,7 +31,9 @@ pub const BUNDLE_SCHEMA: &str = "postmortem.source-bundle/1";
 pub const MANIFEST: &str = "manifest.json";
 
 /// Bounds on one bundle.
+/// `BundleLimits::default()`, then set what differs (`#[non_exhaustive]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BundleLimits {
     pub max_bundle_bytes: u64,
     /// Entries in the archive's directory, the manifest and folders included.

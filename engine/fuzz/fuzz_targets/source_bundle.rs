@@ -7,11 +7,9 @@ use engine::source_bundle::{BundleLimits, SourceBundle};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = BundleLimits {
-        max_entries: 64,
-        max_file_bytes: 1 << 16,
-        ..BundleLimits::default()
-    };
+    let mut limits = BundleLimits::default();
+    limits.max_entries = 64;
+    limits.max_file_bytes = 1 << 16;
     let Ok(bundle) = SourceBundle::open(data.to_vec(), limits) else {
         return;
     };

@@ -10,11 +10,9 @@ fuzz_target!(|data: &[u8]| {
     let Some((head, file)) = data.split_first_chunk::<4>() else {
         return;
     };
-    let limits = SourceLimits {
-        max_file_bytes: 1 << 16,
-        max_line_bytes: 64,
-        ..SourceLimits::default()
-    };
+    let mut limits = SourceLimits::default();
+    limits.max_file_bytes = 1 << 16;
+    limits.max_line_bytes = 64;
     let Some(c) = lines_around(file, u32::from_le_bytes(*head), &limits) else {
         return;
     };

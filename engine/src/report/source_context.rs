@@ -39,7 +39,9 @@ pub trait SourceProvider: Send + Sync {
 }
 
 /// Bounds on the source context of one report.
+/// `SourceLimits::default()`, then set what differs (`#[non_exhaustive]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SourceLimits {
     /// A source file larger than this gives no context.
     pub max_file_bytes: u64,

@@ -30,10 +30,8 @@ pub(super) async fn expand(s: &AppState, files: Vec<Named>) -> Result<Vec<Named>
     for (name, staged) in files {
         let head = staged.read_at(0, HEAD).await?;
         if is_zip(&head) {
-            let limits = ZipLimits {
-                max_total_bytes: s.config.max_decompressed_bytes,
-                ..s.config.zip_limits
-            };
+            let mut limits: ZipLimits = s.config.zip_limits;
+            limits.max_total_bytes = s.config.max_decompressed_bytes;
             let staging = s.staging.clone();
             let dwarf = blocking(move || unzip(&staging, &staged, limits)).await??;
             for (inner, blob) in dwarf {
