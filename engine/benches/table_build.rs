@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use engine::unwind::{build_from_elf, UnwindTable};
+use postmortem_engine::unwind::{build_from_elf, UnwindTable};
 use std::hint::black_box;
 
 fn bench_build(c: &mut Criterion) {

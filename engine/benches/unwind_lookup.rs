@@ -11,9 +11,9 @@ mod support;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use engine::unwind::{build_from_elf, UnwindTable};
 use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindContext, UnwindSection};
 use object::{Object, ObjectSection};
+use postmortem_engine::unwind::{build_from_elf, UnwindTable};
 use std::hint::black_box;
 
 /// 4096 addresses spread over the table's rows (fixed seed, so runs compare).
@@ -39,7 +39,7 @@ fn bench_lookup(c: &mut Criterion) {
     let addrs = addresses(&table);
 
     let file = object::File::parse(&*data).unwrap();
-    let link_base = engine::binary::link_base(&file);
+    let link_base = postmortem_engine::binary::link_base(&file);
     let eh_sec = file.section_by_name(".eh_frame").unwrap();
     let hdr_sec = file.section_by_name(".eh_frame_hdr").unwrap();
     let bases = BaseAddresses::default()

@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use engine::binary::FileBytes;
-use engine::symbols::{build_symbol_table, OnDemandSymbols, SymbolTable};
+use postmortem_engine::binary::FileBytes;
+use postmortem_engine::symbols::{build_symbol_table, OnDemandSymbols, SymbolTable};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -7,7 +7,7 @@
 //! here, so their frames come from scanning):
 //!
 //! ```
-//! use engine::{
+//! use postmortem_engine::{
 //!     build_tables, process_dump, Dump, Module, ModuleTables, ProcessOptions, TableInput,
 //!     TableProvider,
 //! };
@@ -39,7 +39,7 @@
 //! // the JSON document (`postmortem.report/1`), and the same for people
 //! let json = serde_json::to_string(&report)?;
 //! assert!(json.contains(r#""function":"store""#));
-//! print!("{}", engine::report::text::render(&report));
+//! print!("{}", postmortem_engine::report::text::render(&report));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

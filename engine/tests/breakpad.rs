@@ -12,11 +12,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use engine::breakpad::symbols::build_symbol_table_breakpad;
-use engine::breakpad::unwind::build_from_breakpad;
-use engine::dump::Arch;
-use engine::symbols::{build_symbol_table, SymbolSource, SymbolTable};
-use engine::unwind::{build_from_elf, rule::callee_saved, Slot, SlotKind, UnwindTable};
+use postmortem_engine::breakpad::symbols::build_symbol_table_breakpad;
+use postmortem_engine::breakpad::unwind::build_from_breakpad;
+use postmortem_engine::dump::Arch;
+use postmortem_engine::symbols::{build_symbol_table, SymbolSource, SymbolTable};
+use postmortem_engine::unwind::{build_from_elf, rule::callee_saved, Slot, SlotKind, UnwindTable};
 
 fn dump_syms(binary: &Path) -> String {
     let out = Command::new("dump_syms")
@@ -145,7 +145,7 @@ fn program_breakpad_symbols_equal_its_dwarf() {
             let (mut a, mut b) = (Vec::new(), Vec::new());
             dwarf.lookup(addr, &mut a);
             bp.lookup(addr, &mut b);
-            let key = |v: &[engine::symbols::SymbolFrame<'_>]| {
+            let key = |v: &[postmortem_engine::symbols::SymbolFrame<'_>]| {
                 v.iter()
                     .map(|f| (f.function.map(str::to_owned), f.line, f.inlined))
                     .collect::<Vec<_>>()

@@ -26,11 +26,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use breakpad_symbols::{FrameSymbolizer, FrameWalker, SimpleModule, SymbolFile};
-use engine::breakpad::symbols::build_symbol_table_breakpad;
-use engine::breakpad::unwind::build_from_breakpad;
-use engine::dump::Arch;
-use engine::symbols::SymbolTable;
-use engine::unwind::{rule::callee_saved, Slot, SlotKind, UnwindTable};
+use postmortem_engine::breakpad::symbols::build_symbol_table_breakpad;
+use postmortem_engine::breakpad::unwind::build_from_breakpad;
+use postmortem_engine::dump::Arch;
+use postmortem_engine::symbols::SymbolTable;
+use postmortem_engine::unwind::{rule::callee_saved, Slot, SlotKind, UnwindTable};
 
 /// A small xorshift generator: random, but the same on every run.
 struct Rng(u64);
@@ -429,7 +429,7 @@ fn eval(arch: Arch, slot: Slot, cfa: Option<u64>, own: u16) -> Option<u64> {
 }
 
 /// Whether every rule in force at `addr` is one our table represents (see
-/// `engine::breakpad::unwind`): `reg N ±`, `reg`, `.cfa N ± ^`, `.cfa ^`, `.cfa N ±`,
+/// `postmortem_engine::breakpad::unwind`): `reg N ±`, `reg`, `.cfa N ± ^`, `.cfa ^`, `.cfa N ±`,
 /// `.cfa`, `reg` — judged from the text, independently of our translation.
 fn representable(rules: &[&str]) -> bool {
     let mut exprs: HashMap<&str, Vec<&str>> = HashMap::new();

@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use engine::unwind::builders::ehabi::{read_index, EntryKind, Section};
 use object::{Object, ObjectSection};
+use postmortem_engine::unwind::builders::ehabi::{read_index, EntryKind, Section};
 
 const READELF: &str = "arm-linux-gnueabihf-readelf";
 const LIBS: [&str; 2] = [

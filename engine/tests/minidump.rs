@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use engine::dump::{self, Arch, DumpError, DumpFormat, Os};
+use postmortem_engine::dump::{self, Arch, DumpError, DumpFormat, Os};
 use postmortem_testsupport::{qemu, record};
 
 /// Builds and records the crash program once per test that needs it.
@@ -657,12 +657,17 @@ fn only_a_few_vdso_images_are_built_from_dump_memory() {
             pac_mask: None,
             system: Default::default(),
         };
-        let options = engine::process::ProcessOptions::default();
-        let report = engine::process::process(&d, &image, &engine::process::NoTables, &options);
+        let options = postmortem_engine::process::ProcessOptions::default();
+        let report = postmortem_engine::process::process(
+            &d,
+            &image,
+            &postmortem_engine::process::NoTables,
+            &options,
+        );
         report
             .modules
             .iter()
-            .filter(|m| m.unwind == [engine::report::ModuleUnwind::DumpMemory])
+            .filter(|m| m.unwind == [postmortem_engine::report::ModuleUnwind::DumpMemory])
             .count()
     };
     assert_eq!(built(1), 1, "the vdso's tables come from the dump");
@@ -759,7 +764,7 @@ fn amd64_context(flags: u32, rip: u64, rsp: u64, rbp: u64) -> Vec<u8> {
 /// names its groups keeps only those (a Windows `CONTEXT_CONTROL` one has no rax).
 #[test]
 fn mac_writer_context_with_the_cpu_bit_alone_has_its_registers() {
-    use engine::arch::x86_64::Reg;
+    use postmortem_engine::arch::x86_64::Reg;
     let ctx = amd64_context(0x0010_0000, 0x1000_2000, 0x7ff0_0000, 0x7ff0_0040);
     let bytes = one_thread(9, 0x8101, &ctx, 0x7ff0_0000, &[0u8; 64]);
     let d = dump::read_dump(&bytes).unwrap();
@@ -784,7 +789,7 @@ fn mac_writer_context_with_the_cpu_bit_alone_has_its_registers() {
 /// register array all the same, as minidump-stackwalk reads them.
 #[test]
 fn breakpad_old_arm64_context_without_a_control_bit_has_pc_and_sp() {
-    use engine::arch::aarch64::Reg;
+    use postmortem_engine::arch::aarch64::Reg;
     // flags u64, x0..x30, sp, pc, cpsr, fpsr, fpcr, d0..d31 (Breakpad's header)
     let mut c = Vec::new();
     c.extend_from_slice(&0x8000_0006u64.to_le_bytes());
@@ -847,7 +852,7 @@ fn padded_memory_list_of_the_mac_writer_reads_its_ranges() {
 /// gives r0–r15 by their DWARF numbers and cpsr, whose T bit says Thumb.
 #[test]
 fn arm_context_gives_r0_to_r15_and_cpsr() {
-    use engine::arch::arm::{Reg, CPSR_SLOT, CPSR_THUMB};
+    use postmortem_engine::arch::arm::{Reg, CPSR_SLOT, CPSR_THUMB};
     let mut c = Vec::new();
     c.extend_from_slice(&0x4000_0002u32.to_le_bytes());
     for i in 0..16u32 {

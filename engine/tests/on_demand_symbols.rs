@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use engine::binary::FileBytes;
-use engine::symbols::{build_symbol_table, OnDemandSymbols, SymbolFrame, SymbolTable};
+use postmortem_engine::binary::FileBytes;
+use postmortem_engine::symbols::{build_symbol_table, OnDemandSymbols, SymbolFrame, SymbolTable};
 
 /// A small xorshift generator: random, but the same on every run.
 struct Rng(u64);

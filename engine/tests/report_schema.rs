@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use engine::report::{
+use postmortem_engine::report::{
     Arch, DumpFormat, EndReason, FileGave, FileKind, Identity, ModuleStatus, ModuleUnwind, Os,
     SymbolSource, Trust, UnwindSource,
 };

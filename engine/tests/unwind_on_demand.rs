@@ -20,10 +20,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use engine::binary::FileBytes;
-use engine::unwind::{build_from_elf, OnDemandUnwind, Rule, Slot, SlotKind, UnwindTable};
 use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, UnwindSection};
 use object::{Object, ObjectSection};
+use postmortem_engine::binary::FileBytes;
+use postmortem_engine::unwind::{
+    build_from_elf, OnDemandUnwind, Rule, Slot, SlotKind, UnwindTable,
+};
 
 /// xorshift64*: deterministic, good enough to spread addresses.
 struct Rng(u64);
@@ -60,7 +62,9 @@ fn read_required(path: &str) -> Vec<u8> {
 
 /// A rule with each expression slot's offset replaced by its bytes (offsets are into
 /// each table's own expression area).
-fn normalized(rule: Option<Rule<'_>>) -> Option<(engine::unwind::RuleRecord, Vec<Vec<u8>>)> {
+fn normalized(
+    rule: Option<Rule<'_>>,
+) -> Option<(postmortem_engine::unwind::RuleRecord, Vec<Vec<u8>>)> {
     let rule = rule?;
     let mut rec = rule.record;
     let mut exprs = Vec::new();
@@ -88,7 +92,7 @@ fn normalized(rule: Option<Rule<'_>>) -> Option<(engine::unwind::RuleRecord, Vec
 /// (start, end) of each `.eh_frame` FDE as gimli reads it, offsets from the link base.
 fn fde_extents(data: &[u8]) -> Vec<(u64, u64)> {
     let file = object::File::parse(data).unwrap();
-    let link_base = engine::binary::link_base(&file);
+    let link_base = postmortem_engine::binary::link_base(&file);
     let Some(sec) = file.section_by_name(".eh_frame") else {
         return Vec::new();
     };
@@ -115,7 +119,7 @@ fn fde_extents(data: &[u8]) -> Vec<(u64, u64)> {
 /// The text's span, offsets from the link base.
 fn text_span(data: &[u8]) -> (u64, u64) {
     let file = object::File::parse(data).unwrap();
-    let link_base = engine::binary::link_base(&file);
+    let link_base = postmortem_engine::binary::link_base(&file);
     let text = file.section_by_name(".text").expect(".text");
     let start = text.address() - link_base;
     (start, start + text.size())
@@ -384,7 +388,7 @@ fn check_fallback(name: &str, bytes: Vec<u8>, addrs: &[u64]) {
 fn overlapping_fdes_fall_back_to_whole_table() {
     let mut bytes = read_required("/lib/x86_64-linux-gnu/libc.so.6");
     let file = object::File::parse(&*bytes).unwrap();
-    let link_base = engine::binary::link_base(&file);
+    let link_base = postmortem_engine::binary::link_base(&file);
     let sec = file.section_by_name(".eh_frame").unwrap();
     let (sec_off, _) = sec.file_range().unwrap();
     let data = sec.data().unwrap();
@@ -437,7 +441,7 @@ fn incomplete_hdr_table_falls_back_to_whole_table() {
     let hdr_addr = {
         let file = object::File::parse(&*bytes).unwrap();
         let a = file.section_by_name(".eh_frame_hdr").unwrap().address();
-        a - engine::binary::link_base(&file)
+        a - postmortem_engine::binary::link_base(&file)
     };
     let start = i32::from_le_bytes(bytes[last..last + 4].try_into().unwrap());
     let start = hdr_addr.wrapping_add(start as i64 as u64);

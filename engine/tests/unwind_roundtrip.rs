@@ -13,13 +13,13 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::dump::Arch;
-use engine::unwind::{build_from_elf, Rule, Slot, SlotKind, UnwindSource, UnwindTable};
 use gimli::{
     BaseAddresses, CfaRule, CieOrFde, EhFrame, EhFrameHdr, EndianSlice, LittleEndian, Register,
     RegisterRule, UnwindContext, UnwindSection,
 };
 use object::{Object, ObjectSection};
+use postmortem_engine::dump::Arch;
+use postmortem_engine::unwind::{build_from_elf, Rule, Slot, SlotKind, UnwindSource, UnwindTable};
 
 type R<'a> = EndianSlice<'a, LittleEndian>;
 
@@ -246,7 +246,7 @@ fn compare_at(
 fn round_trip(path: &Path, samples: usize, random: usize) -> Outcome {
     let data = std::fs::read(path).unwrap();
     let file = object::File::parse(&*data).unwrap();
-    let link_base = engine::binary::link_base(&file);
+    let link_base = postmortem_engine::binary::link_base(&file);
     let started = std::time::Instant::now();
     let built = build_from_elf(&data, &[]).unwrap();
     let build_time = started.elapsed();

@@ -4,18 +4,15 @@
 //! the file, or a typed refusal); never a panic, never more bytes out than the bounds.
 #![no_main]
 
-use std::io::Read;
-
 use engine::dsym_zip::{each_dwarf_file, ZipLimits};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = ZipLimits {
-        max_entries: 64,
-        max_files: 8,
-        max_total_bytes: 1 << 20,
-        max_ratio: 100,
-    };
+    let mut limits = ZipLimits::default();
+    limits.max_entries = 64;
+    limits.max_files = 8;
+    limits.max_total_bytes = 1 << 20;
+    limits.max_ratio = 100;
     let mut out = 0u64;
     let _ = each_dwarf_file(std::io::Cursor::new(data), limits, |_, r| {
         let mut sink = Vec::new();

@@ -7,18 +7,29 @@
 
 use std::sync::Arc;
 
-use libfuzzer_sys::fuzz_target;
 use engine::breakpad::index::BreakpadIndex;
 use engine::breakpad::symbols::build_symbol_table_breakpad;
 use engine::breakpad::unwind::build_from_breakpad;
 use engine::symbols::SymbolTable;
 use engine::unwind::UnwindTable;
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(index) = BreakpadIndex::new(Arc::new(data.to_vec())) else {
         return;
     };
-    let probes = [0u64, 1, 0x10, 0x18, 0x20, 0x1000, 0x1008, 0x1234, 0xffff_ffff, u64::MAX];
+    let probes = [
+        0u64,
+        1,
+        0x10,
+        0x18,
+        0x20,
+        0x1000,
+        0x1008,
+        0x1234,
+        0xffff_ffff,
+        u64::MAX,
+    ];
     let whole = build_from_breakpad(data).expect("an indexed file has a MODULE line");
     let whole = UnwindTable::open(&whole.bytes).expect("a built table opens");
     for a in probes {

@@ -2,11 +2,11 @@
 //! builders must fail cleanly or build tables that open and answer lookups.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::breakpad::symbols::build_symbol_table_breakpad;
 use engine::breakpad::unwind::build_from_breakpad;
 use engine::symbols::SymbolTable;
 use engine::unwind::UnwindTable;
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let probes = [0u64, 1, 0x10, 0x1000, 0x1234, 0xffff_ffff, u64::MAX];

@@ -4,11 +4,11 @@
 //! never hang, and the table stays bounded; the table then opens and answers lookups.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::dump::Arch;
 use engine::unwind::builders::compact_unwind::{add_unwind_info, Context};
 use engine::unwind::compact::{objdump, UnwindInfo};
 use engine::unwind::{TableWriter, UnwindTable};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(info) = UnwindInfo::parse(data) {

@@ -5,10 +5,10 @@
 //! only ever writes well-formed tables, whatever the section holds).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::dump::Arch;
 use engine::unwind::builders::dwarf::add_eh_frame_section;
 use engine::unwind::{TableWriter, UnwindTable};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     for arch in [Arch::X86_64, Arch::Aarch64] {

@@ -12,7 +12,10 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // the first byte says where the index ends and the extab begins
-    let split = data.first().map_or(0, |&b| usize::from(b) * 8).min(data.len());
+    let split = data
+        .first()
+        .map_or(0, |&b| usize::from(b) * 8)
+        .min(data.len());
     let (exidx, extab) = data.split_at(split);
     let exidx = Section {
         bytes: exidx,

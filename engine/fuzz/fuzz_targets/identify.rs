@@ -5,8 +5,8 @@
 //! named by its first 64 KiB and streamed past).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::identify::{identify, identify_file};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     for got in [identify(data), identify_file(std::io::Cursor::new(data))] {

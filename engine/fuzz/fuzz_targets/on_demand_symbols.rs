@@ -5,10 +5,9 @@
 //! trusts may not hold the units' records (see the module documentation).
 #![no_main]
 
-
-use libfuzzer_sys::fuzz_target;
 use engine::binary::FileBytes;
 use engine::symbols::{OnDemandSymbols, SymbolTable};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let file: FileBytes = FileBytes::new(data.to_vec());

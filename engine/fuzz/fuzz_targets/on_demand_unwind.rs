@@ -9,7 +9,6 @@
 //! the answers must be that table's.
 #![no_main]
 
-
 use engine::binary::FileBytes;
 use engine::unwind::{build_from_elf, OnDemandUnwind, UnwindTable};
 use libfuzzer_sys::fuzz_target;

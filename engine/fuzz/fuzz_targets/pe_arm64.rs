@@ -18,7 +18,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut w = TableWriter::new(Arch::Aarch64);
     for entry in data.chunks_exact(8).take(64) {
-        let word = |i: usize| u32::from_le_bytes([entry[i], entry[i + 1], entry[i + 2], entry[i + 3]]);
+        let word =
+            |i: usize| u32::from_le_bytes([entry[i], entry[i + 1], entry[i + 2], entry[i + 3]]);
         let _ = add_function(&mut w, &read, word(0), word(4));
     }
     let built = w.finish();

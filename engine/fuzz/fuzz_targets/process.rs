@@ -5,8 +5,8 @@
 //! and a report that serializes.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::process::{process_dump, NoTables, ProcessOptions};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let options = ProcessOptions::default();

@@ -5,11 +5,11 @@
 //! answers lookups.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::dump::Arch;
 use engine::unwind::builders::sframe::add_sframe_section;
 use engine::unwind::sframe::{objdump, Sframe};
 use engine::unwind::{TableWriter, UnwindTable};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(s) = Sframe::parse(data, 0x1000) {

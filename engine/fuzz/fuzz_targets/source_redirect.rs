@@ -17,6 +17,9 @@ fuzz_target!(|data: &[u8]| {
     let shown = redact_url(location);
     assert_eq!(redact_url(&shown), shown);
     if let Ok((to, _)) = follow(from, Some(location)) {
-        assert!(to.starts_with("http://") || to.starts_with("https://"), "{to}");
+        assert!(
+            to.starts_with("http://") || to.starts_with("https://"),
+            "{to}"
+        );
     }
 });

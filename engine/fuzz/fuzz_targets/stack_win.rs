@@ -44,7 +44,11 @@ fuzz_target!(|data: &[u8]| {
         Some(u32::from_le_bytes(data.get(i..i + 4)?.try_into().ok()?))
     };
     let mut vars = Variables::new();
-    for (name, v) in [("$esp", STACK as u32), ("$ebp", STACK as u32 + 16), (".cbParams", 8)] {
+    for (name, v) in [
+        ("$esp", STACK as u32),
+        ("$ebp", STACK as u32 + 16),
+        (".cbParams", 8),
+    ] {
         let _ = vars.set(name, v);
     }
     let _ = evaluate(rest, &mut vars, &mut |a| word(a));
@@ -84,7 +88,10 @@ fuzz_target!(|data: &[u8]| {
         pac_signed_seen: None,
     };
     let mut regs = RegisterSet::new(Arch::X86);
-    regs.set(8, BASE + 0x1000 + u64::from(data.first().copied().unwrap_or(0)));
+    regs.set(
+        8,
+        BASE + 0x1000 + u64::from(data.first().copied().unwrap_or(0)),
+    );
     regs.set(4, STACK);
     regs.set(5, STACK + 16);
     let r = walk_thread(&X86, &ctx, &regs);

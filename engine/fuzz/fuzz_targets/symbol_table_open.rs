@@ -2,8 +2,8 @@
 //! lookup (and the list of source files) must return without panicking.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::symbols::SymbolTable;
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(table) = SymbolTable::open(data) {

@@ -4,8 +4,8 @@
 //! names) returns without panicking, in bounded time.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::unwind::UnwindTable;
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(t) = UnwindTable::open(data) else {

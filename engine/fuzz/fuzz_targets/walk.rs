@@ -9,12 +9,12 @@
 //! Property: the walk never panics and stops within the frame limit.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use engine::dump::{Arch, Identity, MemoryMap, Module, RegisterSet};
 use engine::unwind::rule::FLAG_SIGNAL_FRAME;
 use engine::unwind::{RuleRecord, Slot, TableWriter, UnwindSource, UnwindTable};
 use engine::walk::x86_64::X86_64;
 use engine::walk::{walk_thread, CodeReader, WalkContext, WalkOptions};
+use libfuzzer_sys::fuzz_target;
 
 const BASE: u64 = 0x40_0000;
 const STACK: u64 = 0x7fff_0000;
