@@ -2,17 +2,14 @@
 //! in-process workers), standalone workers, or database migrations.
 //!
 //! This file parses the command line, initializes tracing and dispatches; the work is in
-//! `cli/`.
+//! the `postmortem_server` library (`lib.rs`), its `cli/` above all.
 
 #![forbid(unsafe_code)]
-
-mod api;
-mod cli;
-mod dashboard;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use postmortem_server::cli;
 
 /// Post-mortem crash symbolizer.
 #[derive(Debug, Parser)]

@@ -63,7 +63,7 @@ use state::AppState;
 /// The whole API with its layers, outermost first: a panic answered as a problem, tracing,
 /// the framework's errors as problems, the cross-site guard and framing headers, the
 /// request limits and timeouts, then streaming request decompression.
-pub fn router(state: AppState) -> Router {
+pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(crashes::routes())
         .merge(binaries::routes())

@@ -268,6 +268,33 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// The job runner every worker of this process shares, over `db` and the storage's blobs.
+pub fn runner(
+    db: &Db,
+    storage: &StorageArgs,
+    jobs: &JobArgs,
+) -> anyhow::Result<::worker::jobs::Runner> {
+    Ok(::worker::jobs::Runner {
+        db: db.clone(),
+        blobs: storage.blobs()?,
+        cache: ::worker::cache::TablesCache::new(jobs.cache_mb.saturating_mul(1 << 20)),
+        config: jobs.config(&storage.data_dir)?,
+        metrics: std::sync::Arc::new(::worker::jobs::JobMetrics::default()),
+        wake: std::sync::Arc::new(tokio::sync::Notify::new()),
+    })
+}
+
+/// `n` workers of `runner`, each under a lease-holder name of its own, until `stopped`.
+pub fn spawn_workers(
+    runner: &::worker::jobs::Runner,
+    n: usize,
+    stopped: &tokio::sync::watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..n)
+        .map(|i| tokio::spawn(runner.clone().run(worker_name(i), stopped.clone())))
+        .collect()
+}
+
 /// A lease-holder name unique across processes and machines.
 pub fn worker_name(i: usize) -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_string());

@@ -5,14 +5,11 @@
 //! The run is recorded in the database: interrupted (Ctrl-C, SIGKILL) and started again
 //! with the same filter, it resumes and skips the crashes it already queued.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use tokio::sync::{watch, Notify};
-use worker::cache::TablesCache;
-use worker::jobs::{JobMetrics, Runner};
+use tokio::sync::watch;
 use worker::store::{now_ms, reprocess, Db};
 
 use super::{JobArgs, StorageArgs};
@@ -117,19 +114,8 @@ pub async fn run(args: ReprocessArgs) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
     let mut tasks = Vec::new();
     if args.process {
-        let runner = Runner {
-            db: db.clone(),
-            blobs: args.storage.blobs()?,
-            cache: TablesCache::new(args.jobs.cache_mb.saturating_mul(1 << 20)),
-            config: args.jobs.config(&args.storage.data_dir)?,
-            metrics: Arc::new(JobMetrics::default()),
-            wake: Arc::new(Notify::new()),
-        };
-        for i in 0..args.jobs.workers.max(1) {
-            tasks.push(tokio::spawn(
-                runner.clone().run(super::worker_name(i), stopped.clone()),
-            ));
-        }
+        let runner = super::runner(&db, &args.storage, &args.jobs)?;
+        tasks = super::spawn_workers(&runner, args.jobs.workers.max(1), &stopped);
     }
 
     let outcome = tokio::select! {

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::{watch, Notify};
-use worker::cache::TablesCache;
-use worker::jobs::{JobMetrics, Runner};
+use tokio::sync::watch;
+use worker::jobs::Runner;
 
 use super::{JobArgs, StorageArgs};
 use crate::api::state::{AppState, Config, Metrics};
@@ -123,8 +122,26 @@ pub struct ServeArgs {
     pub max_zip_ratio: u64,
 }
 
-/// Runs the server until SIGTERM/Ctrl-C.
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+/// The service assembled from its arguments, before it listens: the API's state and the
+/// runner its workers share.
+pub struct Service {
+    /// What every request handler sees.
+    pub state: AppState,
+    /// The job runner (clone it for each worker).
+    pub runner: Runner,
+}
+
+impl Service {
+    /// The whole API router with its layers ([`crate::api::app`]).
+    pub fn app(&self) -> axum::Router {
+        crate::api::app(self.state.clone())
+    }
+}
+
+/// Assembles the service for `addr` (the address it answers on, for the Host guard):
+/// parses the tokens and quotas, opens and migrates the database, and builds the state.
+/// Nothing is spawned and nothing listens.
+pub async fn assemble(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Service> {
     let tokens = args
         .tokens
         .iter()
@@ -138,90 +155,25 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     if tokens.is_empty() {
         anyhow::ensure!(
-            args.listen.ip().is_loopback(),
-            "refusing to listen on {} without tokens: pass --token TOKEN:SCOPES, or listen on a loopback address",
-            args.listen
+            addr.ip().is_loopback(),
+            "refusing to listen on {addr} without tokens: pass --token TOKEN:SCOPES, or listen on a loopback address",
         );
         tracing::warn!("no --token configured: every request is accepted, so the server listens on loopback only");
     }
-
     let db = args.storage.db().await?;
     db.migrate().await.context("migrating the database")?;
     let projects = super::access::projects(&db, &tokens, &quotas).await?;
-    let blobs = args.storage.blobs()?;
-    let staging = args.storage.staging()?;
-    let cache = TablesCache::new(args.jobs.cache_mb.saturating_mul(1 << 20));
-    let job_metrics = Arc::new(JobMetrics::default());
-    let wake = Arc::new(Notify::new());
-    let runner = Runner {
-        db: db.clone(),
-        blobs: blobs.clone(),
-        cache: cache.clone(),
-        config: args.jobs.config(&args.storage.data_dir)?,
-        metrics: job_metrics.clone(),
-        wake: wake.clone(),
-    };
-    let (stop, stopped) = watch::channel(false);
-    let mut tasks = Vec::new();
-    for i in 0..args.jobs.workers {
-        tasks.push(tokio::spawn(
-            runner.clone().run(super::worker_name(i), stopped.clone()),
-        ));
-    }
-
-    tasks.push(tokio::spawn(::worker::store::sweep::run(
-        db.clone(),
-        blobs.clone(),
-        staging.clone(),
-        Duration::from_secs(args.sweep_interval_secs.max(1)),
-        Duration::from_secs(args.sweep_age_secs),
-        stopped.clone(),
-    )));
-    // SQLite's planner statistics follow the store's growth (PostgreSQL's autovacuum
-    // does that itself): at start and every sweep interval
-    tasks.push(tokio::spawn(::worker::store::statistics::run(
-        db.clone(),
-        Duration::from_secs(args.sweep_interval_secs.max(1)),
-        stopped.clone(),
-    )));
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
-    let addr = listener.local_addr().context("reading the bound address")?;
-    let secs = |s: u64| Duration::from_secs(s.max(1));
+    let runner = super::runner(&db, &args.storage, &args.jobs)?;
+    let config = config(args, addr, tokens, projects, &runner);
     let state = AppState {
-        config: Arc::new(Config {
-            tokens,
-            projects,
-            max_body_bytes: args.max_body_mb.saturating_mul(1 << 20),
-            max_decompressed_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
-            body_idle_timeout: secs(args.body_idle_timeout_secs),
-            request_timeout: secs(args.request_timeout_secs),
-            allowed_hosts: crate::api::origin::allowed_hosts(addr, &args.allowed_hosts),
-            dedup_window: Duration::from_secs(args.dedup_window_secs),
-            field_limits: crate::api::upload_fields::FieldLimits {
-                max_fields: args.max_upload_fields,
-                max_name_bytes: args.max_field_name_bytes,
-                max_value_bytes: args.max_field_value_bytes,
-                max_total_bytes: args.max_fields_total_bytes,
-            },
-            max_report_bytes: runner.config.process.budget.max_report_bytes,
-            signature_rules: runner.config.process.signature_rules.clone(),
-            zip_limits: engine::dsym_zip::ZipLimits {
-                max_entries: args.max_zip_entries,
-                max_files: args.max_zip_files,
-                max_total_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
-                max_ratio: args.max_zip_ratio.max(1),
-            },
-            source_links: args.jobs.source_link.clone(),
-        }),
-        db: db.clone(),
-        blobs,
-        staging,
-        cache,
+        config: Arc::new(config),
+        db,
+        blobs: runner.blobs.clone(),
+        staging: args.storage.staging()?,
+        cache: runner.cache.clone(),
         metrics: Arc::new(Metrics::default()),
-        job_metrics,
-        wake,
+        job_metrics: runner.metrics.clone(),
+        wake: runner.wake.clone(),
         reprocess_rate: Arc::new(crate::api::rate::RateLimit::new(args.reprocess_per_minute)),
         reprocess_max_crashes: args.reprocess_max_crashes,
         requeue_rate: Arc::new(crate::api::rate::RateLimit::new(args.requeue_per_minute)),
@@ -231,21 +183,105 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             &args.upload_sessions,
         )),
     };
+    Ok(Service { state, runner })
+}
 
+/// The service's configuration from its arguments.
+fn config(
+    args: &ServeArgs,
+    addr: SocketAddr,
+    tokens: Vec<crate::api::state::Token>,
+    projects: Vec<String>,
+    runner: &Runner,
+) -> Config {
+    let secs = |s: u64| Duration::from_secs(s.max(1));
+    Config {
+        tokens,
+        projects,
+        max_body_bytes: args.max_body_mb.saturating_mul(1 << 20),
+        max_decompressed_bytes: args.max_decompressed_mb.saturating_mul(1 << 20),
+        body_idle_timeout: secs(args.body_idle_timeout_secs),
+        request_timeout: secs(args.request_timeout_secs),
+        allowed_hosts: crate::api::origin::allowed_hosts(addr, &args.allowed_hosts),
+        dedup_window: Duration::from_secs(args.dedup_window_secs),
+        field_limits: crate::api::upload_fields::FieldLimits {
+            max_fields: args.max_upload_fields,
+            max_name_bytes: args.max_field_name_bytes,
+            max_value_bytes: args.max_field_value_bytes,
+            max_total_bytes: args.max_fields_total_bytes,
+        },
+        max_report_bytes: runner.config.process.budget.max_report_bytes,
+        signature_rules: runner.config.process.signature_rules.clone(),
+        zip_limits: zip_limits(args),
+        source_links: args.jobs.source_link.clone(),
+    }
+}
+
+/// The bounds on a zipped dSYM upload.
+fn zip_limits(args: &ServeArgs) -> engine::dsym_zip::ZipLimits {
+    let mut limits = engine::dsym_zip::ZipLimits::default();
+    limits.max_entries = args.max_zip_entries;
+    limits.max_files = args.max_zip_files;
+    limits.max_total_bytes = args.max_decompressed_mb.saturating_mul(1 << 20);
+    limits.max_ratio = args.max_zip_ratio.max(1);
+    limits
+}
+
+/// The service in this process without a socket, for tests and embedders: assembled for
+/// the listen address of `args`, with its workers (if `args` asks for any) and its
+/// background sweeps running until the returned sender says stop.
+pub async fn in_process(args: &ServeArgs) -> anyhow::Result<(Service, watch::Sender<bool>)> {
+    let service = assemble(args, args.listen).await?;
+    let (stop, stopped) = watch::channel(false);
+    drop(spawn_background(args, &service, &stopped));
+    Ok((service, stop))
+}
+
+/// The workers, the sweeper of leftovers and SQLite's statistics refresh.
+fn spawn_background(
+    args: &ServeArgs,
+    service: &Service,
+    stopped: &watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = super::spawn_workers(&service.runner, args.jobs.workers, stopped);
+    let s = &service.state;
+    let interval = Duration::from_secs(args.sweep_interval_secs.max(1));
+    tasks.push(tokio::spawn(::worker::store::sweep::run(
+        s.db.clone(),
+        s.blobs.clone(),
+        s.staging.clone(),
+        interval,
+        Duration::from_secs(args.sweep_age_secs),
+        stopped.clone(),
+    )));
+    // SQLite's planner statistics follow the store's growth (PostgreSQL's autovacuum
+    // does that itself): at start and every sweep interval
+    tasks.push(tokio::spawn(::worker::store::statistics::run(
+        s.db.clone(),
+        interval,
+        stopped.clone(),
+    )));
+    tasks
+}
+
+/// Runs the server until SIGTERM/Ctrl-C.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let service = assemble(&args, addr).await?;
+    let (stop, stopped) = watch::channel(false);
+    let tasks = spawn_background(&args, &service, &stopped);
+    let db = service.state.db.clone();
     tracing::info!(%addr, backend = db.kind(), workers = args.jobs.workers, "serving");
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("postmortem listening on http://{addr}");
     let limits = super::conn::ConnLimits {
         max_connections: args.max_connections,
-        header_timeout: secs(args.header_timeout_secs),
+        header_timeout: Duration::from_secs(args.header_timeout_secs.max(1)),
     };
-    super::conn::serve(
-        listener,
-        crate::api::router(state),
-        limits,
-        super::shutdown_signal(),
-    )
-    .await;
+    super::conn::serve(listener, service.app(), limits, super::shutdown_signal()).await;
     let _ = stop.send(true);
     for t in tasks {
         let _ = t.await;

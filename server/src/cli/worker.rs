@@ -3,13 +3,10 @@
 //! fetch claims of the remote sources now and then, so a setup with no `serve` keeps
 //! those tables small.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::{watch, Notify};
-use worker::cache::TablesCache;
-use worker::jobs::{JobMetrics, Runner};
+use tokio::sync::watch;
 
 use super::{JobArgs, StorageArgs};
 
@@ -30,21 +27,9 @@ pub struct WorkerArgs {
 pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
     let db = args.storage.db().await?;
     db.migrate().await.context("migrating the database")?;
-    let runner = Runner {
-        db: db.clone(),
-        blobs: args.storage.blobs()?,
-        cache: TablesCache::new(args.jobs.cache_mb.saturating_mul(1 << 20)),
-        config: args.jobs.config(&args.storage.data_dir)?,
-        metrics: Arc::new(JobMetrics::default()),
-        wake: Arc::new(Notify::new()),
-    };
+    let runner = super::runner(&db, &args.storage, &args.jobs)?;
     let (stop, stopped) = watch::channel(false);
-    let mut tasks = Vec::new();
-    for i in 0..args.jobs.workers.max(1) {
-        tasks.push(tokio::spawn(
-            runner.clone().run(super::worker_name(i), stopped.clone()),
-        ));
-    }
+    let mut tasks = super::spawn_workers(&runner, args.jobs.workers.max(1), &stopped);
     let workers = tasks.len();
     tasks.push(tokio::spawn(::worker::store::sweep::run_expired_rows(
         db.clone(),

@@ -107,49 +107,6 @@ pub fn make_core(dir: &Path, prog: &Path) -> Vec<u8> {
     std::fs::read(core).expect("read core")
 }
 
-/// The database PostgreSQL tests connect to, to create and drop their own.
-const PG_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-/// A fresh PostgreSQL database for one test, named `PREFIX_<id>`, dropped by
-/// [`drop_db`]; returns its name and URL. `None` (skip) only when PostgreSQL is
-/// unreachable and `POSTMORTEM_SKIP_PG=1`.
-pub async fn pg_database(prefix: &str) -> Option<(String, String)> {
-    use sqlx::Connection;
-    let mut admin = match sqlx::PgConnection::connect(PG_ADMIN_URL).await {
-        Ok(c) => c,
-        Err(e) => {
-            if std::env::var("POSTMORTEM_SKIP_PG").as_deref() == Ok("1") {
-                eprintln!("PostgreSQL unreachable at {PG_ADMIN_URL} ({e}); skipped (POSTMORTEM_SKIP_PG=1)");
-                return None;
-            }
-            panic!("PostgreSQL unreachable at {PG_ADMIN_URL}: {e}. Start it, or set POSTMORTEM_SKIP_PG=1 to skip");
-        }
-    };
-    let name = format!("{prefix}_{}", worker::store::crashes::new_id());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut admin)
-        .await
-        .expect("create database");
-    let _ = admin.close().await;
-    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    Some((name, url))
-}
-
-/// Drops a database made by [`pg_database`].
-pub async fn drop_db(name: &str) {
-    use sqlx::Connection;
-    let mut admin = sqlx::PgConnection::connect(PG_ADMIN_URL)
-        .await
-        .expect("pg admin");
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(&mut admin)
-    .await
-    .expect("drop database");
-    let _ = admin.close().await;
-}
-
 /// Compiles `src` with gcc (with a build-id) into `dir/name`.
 pub fn compile(dir: &Path, name: &str, src: &str) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
@@ -196,15 +153,6 @@ pub async fn poll_done(c: &reqwest::Client, base: &str, id: &str) -> serde_json:
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// A fresh, migrated PostgreSQL database for a store test (see [`pg_database`]); returns
-/// its name (for [`drop_db`]) and the connection.
-pub async fn pg_migrated(prefix: &str) -> Option<(String, worker::store::Db)> {
-    let (name, url) = pg_database(prefix).await?;
-    let db = worker::store::Db::connect(&url).await.expect("pg connect");
-    db.migrate().await.expect("pg migrate");
-    Some((name, db))
 }
 
 /// `postmortem serve` with its data dir in a fresh temporary directory (`dir/data`);
@@ -357,3 +305,9 @@ pub fn spawn_worker(data: &Path, args: &[&str]) -> Proc {
         .expect("spawn postmortem worker");
     Proc(child)
 }
+
+// The PostgreSQL scratch databases, shared with the store's own tests (one file, two
+// suites).
+#[path = "../../../worker/tests/pg.rs"]
+mod pg;
+pub use pg::{drop_db, pg_database, pg_migrated};

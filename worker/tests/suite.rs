@@ -1,0 +1,18 @@
+//! The store's integration tests, one test binary: every query of `worker::store` on SQLite
+//! and on PostgreSQL, without starting the service (issue 36: tests that never start the
+//! binary live with the store). Run one file's with
+//! `cargo test -p postmortem-worker --test suite -- MODULE::`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+#![allow(clippy::too_many_lines)] // a test reads top to bottom as one scenario
+
+mod api_store;
+mod dashboard_store;
+mod pg;
+mod reprocess_store;
+mod store_indexes;
+
+/// What the test files call `common::…`.
+mod common {
+    pub use crate::pg::{drop_db, pg_migrated};
+}
