@@ -29,6 +29,7 @@ mod reprocess;
 mod reprocess_store;
 mod service;
 mod source_bundles;
+mod source_debuginfod;
 mod source_links;
 mod sources;
 mod store_indexes;

@@ -4,5 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
+mod debuginfod_source;
 mod source_link;
 mod symsrv_cab;

@@ -1,9 +1,9 @@
 //! Source context from source-link mappings (`--source-link`, issue 42): after a crash's
-//! uploaded source bundles, a frame whose file lies under a mapped prefix gets its lines
-//! from the mapping's URL, with the crash's commit — its upload's `commit` field, else
-//! its `revision` field — where the template names `{commit}`. The fetch itself, its
-//! bounds and the cache of answers by URL are `sources::source_link`'s; this module
-//! chains the providers and reads the commit.
+//! uploaded source bundles and its debuginfod servers' `source` route, a frame whose file
+//! lies under a mapped prefix gets its lines from the mapping's URL, with the crash's
+//! commit — its upload's `commit` field, else its `revision` field — where the template
+//! names `{commit}`. The fetch itself, its bounds and the cache of answers by URL are
+//! `sources::source_link`'s; this module chains the providers and reads the commit.
 
 use std::sync::Arc;
 
@@ -26,8 +26,8 @@ pub fn commit_of(annotations: &str) -> Option<String> {
 }
 
 /// The source provider of a crash: its modules' uploaded bundles, then the service's
-/// mappings with the commit its upload's fields name (`annotations`); `None` when it has
-/// neither.
+/// debuginfod servers' `source` route, then the service's mappings with the commit its
+/// upload's fields name (`annotations`); `None` when it has none of them.
 pub async fn provider(
     runner: &Runner,
     modules: &[Module],
@@ -36,6 +36,7 @@ pub async fn provider(
 ) -> Result<Option<Arc<dyn SourceProvider>>, JobError> {
     let mut providers = Vec::new();
     providers.extend(super::source_bundles::provider(runner, modules).await?);
+    providers.extend(super::source_servers::provider(runner, until));
     if let Some(links) = &runner.config.source_links {
         providers.push(Arc::new(CrashLinks {
             links: links.clone(),
