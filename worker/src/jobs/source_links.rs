@@ -59,17 +59,34 @@ pub struct CrashLinks {
     pub until: Option<std::time::Instant>,
 }
 
-impl SourceProvider for CrashLinks {
-    fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
-        let build = Build {
+impl CrashLinks {
+    fn build<'a>(&'a self, request: &SourceRequest<'a>) -> Build<'a> {
+        Build {
             commit: self.commit.as_deref(),
             build_id: request.build_id,
-        };
+        }
+    }
+}
+
+impl SourceProvider for CrashLinks {
+    fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
         self.links
-            .source(request.path, build, request.max_bytes, self.until)
+            .source(
+                request.path,
+                self.build(request),
+                request.max_bytes,
+                self.until,
+            )
             .map_err(|why| tracing::warn!("{why}"))
             .ok()
             .flatten()
+    }
+
+    /// The first covering mapping's web URL (its raw one without a web template), as the
+    /// crash page links the file.
+    fn web_url(&self, request: &SourceRequest<'_>) -> Option<String> {
+        let mappings = self.links.mappings();
+        sources::source_link::urls(mappings, request.path, self.build(request)).map(|(_, web)| web)
     }
 }
 
@@ -79,6 +96,10 @@ pub struct FirstOf(pub Vec<Arc<dyn SourceProvider>>);
 impl SourceProvider for FirstOf {
     fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
         self.0.iter().find_map(|p| p.source(request))
+    }
+
+    fn web_url(&self, request: &SourceRequest<'_>) -> Option<String> {
+        self.0.iter().find_map(|p| p.web_url(request))
     }
 }
 
