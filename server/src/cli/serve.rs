@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// (`missing_only`) or the next new file of that id. 0: no limit.
     #[arg(long, default_value_t = 10_000)]
     pub requeue_per_minute: u32,
+    /// Seconds between passes of the requeue backlog: the crashes a late source bundle
+    /// names past the uploading token's allowance, requeued later, at most
+    /// `--requeue-per-minute` of them a pass.
+    #[arg(long, default_value_t = 60)]
+    pub requeue_backlog_interval_secs: u64,
     /// Uploaded symbol files identified at once; further uploads wait (each reads its
     /// staged file from disk, a `.sym` file to its end, in bounded memory).
     #[arg(long, default_value_t = 2)]
@@ -169,21 +174,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ));
     }
 
-    tasks.push(tokio::spawn(::worker::store::sweep::run(
-        db.clone(),
-        blobs.clone(),
-        staging.clone(),
-        Duration::from_secs(args.sweep_interval_secs.max(1)),
-        Duration::from_secs(args.sweep_age_secs),
-        stopped.clone(),
-    )));
-    // SQLite's planner statistics follow the store's growth (PostgreSQL's autovacuum
-    // does that itself): at start and every sweep interval
-    tasks.push(tokio::spawn(::worker::store::statistics::run(
-        db.clone(),
-        Duration::from_secs(args.sweep_interval_secs.max(1)),
-        stopped.clone(),
-    )));
+    tasks.extend(housekeeping(&args, &db, &blobs, &staging, &wake, &stopped));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -252,4 +243,45 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     db.close().await;
     Ok(())
+}
+
+/// The server's periodic tasks: the sweep of leftovers, the requeue backlog's passes and
+/// SQLite's planner statistics, until `stopped` turns true.
+fn housekeeping(
+    args: &ServeArgs,
+    db: &::worker::store::Db,
+    blobs: &::worker::store::Blobs,
+    staging: &::worker::store::Staging,
+    wake: &Arc<Notify>,
+    stopped: &watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(::worker::store::sweep::run(
+        db.clone(),
+        blobs.clone(),
+        staging.clone(),
+        Duration::from_secs(args.sweep_interval_secs.max(1)),
+        Duration::from_secs(args.sweep_age_secs),
+        stopped.clone(),
+    )));
+    // the crashes late source bundles name past their uploaders' allowances
+    let backlog_limit = match args.requeue_per_minute {
+        0 => u64::MAX,
+        n => u64::from(n),
+    };
+    tasks.push(tokio::spawn(::worker::store::requeue_backlog::run(
+        db.clone(),
+        Duration::from_secs(args.requeue_backlog_interval_secs.max(1)),
+        backlog_limit,
+        wake.clone(),
+        stopped.clone(),
+    )));
+    // SQLite's planner statistics follow the store's growth (PostgreSQL's autovacuum
+    // does that itself): at start and every sweep interval
+    tasks.push(tokio::spawn(::worker::store::statistics::run(
+        db.clone(),
+        Duration::from_secs(args.sweep_interval_secs.max(1)),
+        stopped.clone(),
+    )));
+    tasks
 }
