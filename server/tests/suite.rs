@@ -34,4 +34,5 @@ mod source_links;
 mod sources;
 mod store_indexes;
 mod upload;
+mod upload_store;
 mod windows_minidump;
