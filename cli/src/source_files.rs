@@ -122,6 +122,16 @@ impl SourceProvider for WalkSources {
             .or_else(|| self.linked(request))
             .or_else(|| self.local.then(|| LocalSources.source(request)).flatten())
     }
+
+    /// The first covering source-link mapping's web URL, with `--source-commit`.
+    fn web_url(&self, request: &SourceRequest<'_>) -> Option<String> {
+        let (links, commit) = self.links.as_ref()?;
+        let build = Build {
+            commit: commit.as_deref(),
+            build_id: request.build_id,
+        };
+        sources::source_link::urls(links.mappings(), request.path, build).map(|(_, web)| web)
+    }
 }
 
 /// The bytes of the regular file at `path`, or None when it is larger than `max_bytes`

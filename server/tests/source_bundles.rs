@@ -13,6 +13,9 @@
 //! - `a_late_bundle_requeues_the_crashes_that_name_it`: the files and the crash first,
 //!   whose report has no lines; the bundle second, and the crash is processed again and
 //!   its frames get gdb's lines;
+//! - `requeues_past_the_allowance_are_done_later`: three crashes and a token allowed one
+//!   requeue a minute: the bundle's finish requeues one and leaves two, which the
+//!   requeue backlog requeues later; all three get gdb's lines;
 //! - `hostile_bundles_are_refused_at_upload`: bundles with a `../` entry, an absolute
 //!   entry, a zip bomb, or a manifest of another build-id end their upload session 422
 //!   with the bundle's code, and nothing is stored;
@@ -341,6 +344,87 @@ async fn a_late_bundle_requeues_the_crashes_that_name_it() {
     };
     let compared = compare::assert_same_source_lines(&gdb, &report);
     assert!(compared >= 3, "gdb printed {compared} source lines");
+}
+
+/// More crashes name a late bundle's build-id than the uploading token's allowance takes
+/// (`--requeue-per-minute 1`): the finish answers 1 requeued and 2 left, the 2 are
+/// remembered, and the requeue backlog's pass (every second here, 1 crash a pass)
+/// requeues them later: every crash's report gains gdb's lines.
+#[tokio::test(flavor = "multi_thread")]
+async fn requeues_past_the_allowance_are_done_later() {
+    let b = build();
+    let gdb = gdb::frames(b.dir.path(), &b.full, &b.core);
+    let s = Server::start(&[
+        "--workers",
+        "1",
+        "--requeue-per-minute",
+        "1",
+        "--requeue-backlog-interval-secs",
+        "1",
+    ]);
+    let (code, out) = upload_cmd(&s, None, &[], &b.upload);
+    assert_eq!(code, 0, "{out}");
+    let c = client();
+    // three crashes of the program (three runs: three cores)
+    let mut ids = vec![upload_crash(&c, &s.base, &std::fs::read(&b.core).unwrap()).await];
+    for i in 1..3 {
+        let run = b.dir.path().join(format!("run{i}"));
+        std::fs::create_dir(&run).unwrap();
+        ids.push(upload_crash(&c, &s.base, &make_core(&run, &b.full)).await);
+    }
+    let mut distinct = ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "{ids:?}");
+    let mut first = Value::Null;
+    for id in &ids {
+        let v = poll_done(&c, &s.base, id).await;
+        assert_eq!(v["status"], "done", "{v}");
+        assert_eq!(context_of(&v["report"]), Vec::<Value>::new(), "{v}");
+        first = v["report"].clone();
+    }
+    // the bundle of the program's one source, as its frames name it
+    let build_id = main_build_id(&first);
+    let path = first["threads"][0]["frames"][0]["file"]
+        .as_str()
+        .expect("frame 0's file")
+        .to_string();
+    let entry = format!("files/{}", path.trim_start_matches('/'));
+    let source = std::fs::read(&b.source).unwrap();
+    let bundle = raw_zip(&[
+        (entry.as_str(), &source),
+        ("manifest.json", &manifest(&build_id, &[&path])),
+    ]);
+    let (status, answer) = send_bundle(&s, &build_id, &bundle).await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(
+        (answer["requeued"].as_u64(), answer["requeue_left"].as_u64()),
+        (Some(1), Some(2)),
+        "{answer}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let mut reports = Vec::new();
+    for id in &ids {
+        let report = loop {
+            let v = poll_done(&c, &s.base, id).await;
+            if !context_of(&v["report"]).is_empty() {
+                break v["report"].clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "crash {id} was not requeued for the bundle: {v}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        reports.push(report);
+    }
+    // gdb's lines in the core gdb read (threads are paired by id: the other runs' differ)
+    let compared = compare::assert_same_source_lines(&gdb, &reports[0]);
+    assert!(compared >= 3, "gdb printed {compared} source lines");
+    // and the same lines in the other runs' crashes, whose stacks are the same
+    for r in &reports[1..] {
+        assert_eq!(context_of(r), context_of(&reports[0]));
+    }
 }
 
 /// A zip of raw entries (name, bytes), written as they are.

@@ -7,8 +7,9 @@
 //!
 //! - `a_mapping_gives_the_walk_its_lines`: `postmortem walk --source-link MAP
 //!   --source-commit C` gives every frame gdb shows a line of `prog.c` for that line, the
-//!   file's text at it as `context_line` and the file's own lines around it; without the commit the template
-//!   cannot be filled and nothing is fetched;
+//!   file's text at it as `context_line`, the file's own lines around it, and as
+//!   `source_url` the web template's URL at the commit and line; without the commit the
+//!   template cannot be filled: nothing is fetched and no frame is linked;
 //! - `a_mapping_gives_the_service_its_lines_and_the_page_its_link`: a real `postmortem
 //!   serve --source-link MAP` with the crash uploaded with a `commit` field: the same
 //!   lines in the stored report, and the crash page links the source block's file to
@@ -122,6 +123,9 @@ fn assert_lines(b: &Built, report: &Value) -> usize {
         let post: Vec<&str> = lines[line..(line + 5).min(lines.len())].to_vec();
         assert_eq!(f["pre_context"], serde_json::json!(pre), "{f}");
         assert_eq!(f["post_context"], serde_json::json!(post), "{f}");
+        // the repository link: the web template at the build's commit, at gdb's line
+        let web = format!("{}/web/{COMMIT}/prog.c#L{line}", b.http.url);
+        assert_eq!(f["source_url"], web.as_str(), "{f}");
         from_file += 1;
     }
     assert!(from_file >= 3, "only {from_file} frames of prog.c");
@@ -144,12 +148,13 @@ fn walk(b: &Built, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Frames with context, or with a repository link.
 fn with_context(report: &Value) -> usize {
     report["threads"][0]["frames"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| !f["context_line"].is_null())
+        .filter(|f| !f["context_line"].is_null() || !f["source_url"].is_null())
         .count()
 }
 

@@ -108,7 +108,7 @@ fn free_port() -> u16 {
 }
 
 /// elfutils' `debuginfod` serving the ELF files in `dir`, ready (all `files` scanned).
-fn start_debuginfod(dir: &Path, db: &Path, files: usize) -> (Proc, String) {
+pub(crate) fn start_debuginfod(dir: &Path, db: &Path, files: usize) -> (Proc, String) {
     let port = free_port();
     let child = Command::new("debuginfod")
         .args(["-F", "-t0", "-g0", "-p", &port.to_string(), "-d"])

@@ -28,6 +28,7 @@ mod reports_unchanged;
 mod reprocess;
 mod service;
 mod source_bundles;
+mod source_debuginfod;
 mod source_links;
 mod sources;
 mod upload;

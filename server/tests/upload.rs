@@ -3,8 +3,9 @@
 //! unstripped library, a Breakpad `.sym` file) is sent whole the first time, not at all
 //! the second, and only a rebuilt library the third; an upload whose connection a proxy
 //! cuts resumes from the server's byte count (checked on the server: no byte arrives
-//! twice); a file over the server's body limit goes up in chunks; hostile chunk requests
-//! are refused with typed problems.
+//! twice); a file over the server's body limit goes up in chunks; an upload session
+//! outlives a SIGKILLed server, and an abandoned one expires with its chunks; hostile
+//! chunk requests are refused with typed problems.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -483,17 +484,28 @@ async fn a_killed_upload_resumes_when_run_again() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().unwrap();
     child.wait().unwrap();
-    let sessions: Value = common::client()
-        .get(format!("{base}/api/v1/upload-sessions"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let held = sessions["sessions"][0]["offset"].as_u64().unwrap();
-    assert!(held > 1 << 20, "the server kept what arrived: {sessions}");
+    // the hanging chunk is kept once the server ends it (its body idle timeout, 2 s)
+    let started = std::time::Instant::now();
+    loop {
+        let sessions: Value = common::client()
+            .get(format!("{base}/api/v1/upload-sessions"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let held = sessions["sessions"][0]["offset"].as_u64().unwrap();
+        if held > 1 << 20 {
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the server kept what arrived: {sessions}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
     let out = upload(&base, &[big.to_str().unwrap()]);
     assert_eq!(out.code, 0);
     assert_eq!(counts(&out), (1, 0, 1));
@@ -507,6 +519,145 @@ async fn a_killed_upload_resumes_when_run_again() {
         binaries_of(&base, &build_id(&big)).await[0]["sha256"],
         sha256_file(&big).as_str()
     );
+}
+
+fn gzip(p: &Path) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&std::fs::read(p).unwrap()).unwrap();
+    gz.finish().unwrap()
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+async fn session(base: &str, id: &str) -> reqwest::Response {
+    common::client()
+        .get(format!("{base}/api/v1/upload-sessions/{id}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Half a file sent in chunks, the server SIGKILLed and started again on its data dir
+/// (on another port): the session is there with the bytes it held; `postmortem upload`
+/// finds it and sends only the rest (the restarted server reads exactly the rest from
+/// chunk bodies); the stored file has the file's sha256.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_session_survives_a_server_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let big = big_binary(&files, 3);
+    let packed = gzip(&big);
+    let (server, base) = serve(dir.path(), &["--max-body-mb", "1"]);
+    let c = common::client();
+    let s: Value = c
+        .post(format!("{base}/api/v1/upload-sessions"))
+        .bearer_auth(TOKEN)
+        .json(&json!({
+            "file_name": "big", "size": std::fs::metadata(&big).unwrap().len(),
+            "sha256": sha256_file(&big), "encoding": "gzip",
+            "compressed_size": packed.len(), "compressed_sha256": hex_sha256(&packed),
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = s["id"].as_str().unwrap().to_string();
+    let chunk = usize::try_from(s["chunk_size"].as_u64().unwrap()).unwrap();
+    let half = packed.len() / 2;
+    let mut offset = 0;
+    while offset < half {
+        let end = (offset + chunk).min(half);
+        let r = c
+            .put(format!(
+                "{base}/api/v1/upload-sessions/{id}?offset={offset}"
+            ))
+            .bearer_auth(TOKEN)
+            .body(packed[offset..end].to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        offset = end;
+    }
+    assert!(
+        half > chunk,
+        "half the file is more than one chunk: {half}, {chunk}"
+    );
+    let before: Value = session(&base, &id).await.json().await.unwrap();
+    assert_eq!(before["offset"], half, "{before}");
+    assert_eq!(before["received_bytes"], half, "{before}");
+
+    drop(server); // SIGKILL
+    let (_server, base) = serve(dir.path(), &["--max-body-mb", "1"]);
+    let after = session(&base, &id).await;
+    assert_eq!(after.status(), 200, "the session outlived its server");
+    let after: Value = after.json().await.unwrap();
+    assert_eq!(after["offset"], half, "{after}");
+    assert_eq!(after["received_bytes"], half, "{after}");
+
+    let out = upload(&base, &[big.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(counts(&out), (1, 0, 1));
+    assert!(out.stdout.contains("resumed"), "{}", out.stdout);
+    // the restarted server read the rest from chunk bodies, not a byte more
+    assert_eq!(
+        received_bytes(&base).await,
+        (packed.len() - half) as u64,
+        "bytes the restarted server read"
+    );
+    let stored = binaries_of(&base, &build_id(&big)).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0]["sha256"], sha256_file(&big).as_str());
+    // finished: the session and its chunks are gone
+    assert_eq!(session(&base, &id).await.status(), 404);
+    let chunk_blob = hex_sha256(&packed[..chunk.min(half)]);
+    let left: Vec<_> = common::files_under(&dir.path().join("data"))
+        .into_iter()
+        .filter(|p| p.ends_with(&chunk_blob))
+        .collect();
+    assert!(left.is_empty(), "chunk blobs left: {left:?}");
+}
+
+/// An abandoned session expires: past its lifetime it is not found, and once the server
+/// next looks (a session created, or the sweep) its chunk's blob is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_abandoned_session_expires_with_its_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, base) = serve(dir.path(), &["--upload-session-ttl-secs", "1"]);
+    let c = common::client();
+    let body = b"not even gzip, but a chunk all the same".to_vec();
+    let s: Value = create_session(&base, TOKEN, 1000)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = s["id"].as_str().unwrap().to_string();
+    let r = c
+        .put(format!("{base}/api/v1/upload-sessions/{id}?offset=0"))
+        .bearer_auth(TOKEN)
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let blob = hex_sha256(&body);
+    let named = |d: &Path| {
+        common::files_under(d)
+            .into_iter()
+            .filter(|p| p.ends_with(&blob))
+            .count()
+    };
+    assert_eq!(named(&dir.path().join("data")), 1, "the chunk is a blob");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(session(&base, &id).await.status(), 404);
+    assert_eq!(create_session(&base, TOKEN, 999).await.status(), 201);
+    assert_eq!(named(&dir.path().join("data")), 0, "the chunk went with it");
 }
 
 async fn create_session(base: &str, token: &str, size: u64) -> reqwest::Response {

@@ -217,17 +217,23 @@ impl Server {
         redact_url(&self.url_of(path))
     }
 
-    /// The file at `path` (below the base URL, already escaped), written to a new
-    /// temporary file in `dir` and accepted by `check`; `None` when the server does not
-    /// have it. Ends by `until` at the latest.
+    /// The file at `path` (below the base URL, already escaped), at most `cap` bytes (and
+    /// this server's cap: a source file's is far below the debug files' the server's is
+    /// made for), written to a new temporary file in `dir` and accepted by `check`;
+    /// `None` when the server does not have it. Ends by `until` at the latest.
     pub fn fetch(
         &self,
         path: &str,
         dir: &Path,
         check: &dyn Fn(&File) -> Result<(), Refused>,
         until: Until,
+        cap: u64,
     ) -> Result<Option<NamedTempFile>, FetchError> {
-        let Some(out) = self.download(path, dir, until)? else {
+        let url = match &self.bucket {
+            Some(bucket) => bucket.get_url(path)?,
+            None => self.url_of(path),
+        };
+        let Some(out) = self.download_within(&url, dir, until, cap.min(self.max_bytes))? else {
             return Ok(None);
         };
         check(out.as_file())?;
@@ -258,6 +264,17 @@ impl Server {
         dir: &Path,
         until: Until,
     ) -> Result<Option<NamedTempFile>, FetchError> {
+        self.download_within(url, dir, until, self.max_bytes)
+    }
+
+    /// [`Server::download_url`], the body at most `max_bytes`.
+    fn download_within(
+        &self,
+        url: &str,
+        dir: &Path,
+        until: Until,
+        max_bytes: u64,
+    ) -> Result<Option<NamedTempFile>, FetchError> {
         let url = url.to_string();
         let budget = Budget::new(Instant::now(), self.max_fetch, until);
         let (mut response, redirected) = self.get(url, &budget)?;
@@ -281,17 +298,15 @@ impl Server {
             (s, None, None) => return Err(FetchError::Status(s)),
         }
         let body = response.body_mut();
-        if body.content_length().is_some_and(|n| n > self.max_bytes) {
-            return Err(FetchError::TooLarge {
-                limit: self.max_bytes,
-            });
+        if body.content_length().is_some_and(|n| n > max_bytes) {
+            return Err(FetchError::TooLarge { limit: max_bytes });
         }
         let mut out = NamedTempFile::new_in(dir).map_err(FetchError::Disk)?;
         let mut reader = body
             .with_config()
-            .limit(self.max_bytes.saturating_add(1))
+            .limit(max_bytes.saturating_add(1))
             .reader();
-        self.copy(&mut reader, out.as_file_mut(), &budget)?;
+        self.copy(&mut reader, out.as_file_mut(), &budget, max_bytes)?;
         out.as_file_mut().flush().map_err(FetchError::Disk)?;
         Ok(Some(out))
     }
@@ -332,14 +347,14 @@ impl Server {
         Err(Refusal::TooMany.into())
     }
 
-    /// Copies the body to `to`, at most the cap.
-    /// Copies the body to `to`, at most the cap, within `budget` (also checked between
+    /// Copies the body to `to`, at most `max_bytes`, within `budget` (also checked between
     /// reads, whatever the transport's timers say).
     fn copy(
         &self,
         from: &mut impl Read,
         to: &mut impl Write,
         budget: &Budget,
+        max_bytes: u64,
     ) -> Result<(), FetchError> {
         let mut buf = vec![0u8; 1 << 16];
         let mut total: u64 = 0;
@@ -352,10 +367,8 @@ impl Server {
                 Err(e) => return Err(self.classify(ureq::Error::from(e), budget, "")),
             };
             total = total.saturating_add(n as u64);
-            if total > self.max_bytes {
-                return Err(FetchError::TooLarge {
-                    limit: self.max_bytes,
-                });
+            if total > max_bytes {
+                return Err(FetchError::TooLarge { limit: max_bytes });
             }
             to.write_all(buf.get(..n).unwrap_or_default())
                 .map_err(FetchError::Disk)?;

@@ -45,6 +45,8 @@ struct Asked<'a> {
     compressed: Option<&'a Compressed<'a>>,
     /// When every fetch must have ended.
     until: Until,
+    /// A size cap below the server's own (a source file's); `None`: the server's.
+    max_bytes: Option<u64>,
 }
 
 /// How a server lays out its files.
@@ -225,6 +227,7 @@ impl Remote {
             path: &path,
             compressed: None,
             until,
+            max_bytes: None,
         };
         self.ask(&asked, &entry, &check)
     }
@@ -244,6 +247,7 @@ impl Remote {
             path: &path,
             compressed: None,
             until,
+            max_bytes: None,
         };
         self.ask(&asked, &entry, &check)
     }
@@ -289,6 +293,7 @@ impl Remote {
             path: &path,
             compressed: compressed.as_ref(),
             until,
+            max_bytes: None,
         };
         self.ask(&asked, &entry, check)
     }
@@ -318,6 +323,7 @@ impl Remote {
             path: &rel,
             compressed: None,
             until,
+            max_bytes: Some(max_bytes),
         };
         let (at, _) = self.ask(&asked, &entry, &|_: &std::fs::File| Ok(())).file?;
         read_at_most(&std::fs::File::open(at).ok()?, max_bytes)
@@ -341,6 +347,13 @@ impl Remote {
         self.servers
             .iter()
             .any(|(l, _)| l.serves(Layout::SymbolServer))
+    }
+
+    /// Whether any debuginfod server (or bucket) is configured.
+    pub fn has_debuginfod_servers(&self) -> bool {
+        self.servers
+            .iter()
+            .any(|(l, _)| l.serves(Layout::Debuginfod))
     }
 
     /// Whether any Breakpad symbol store (or bucket) is configured.
@@ -448,7 +461,8 @@ fn fetch_one(
     dir: &std::path::Path,
     check: &dyn Fn(&std::fs::File) -> Result<(), Refused>,
 ) -> Result<Option<(tempfile::NamedTempFile, Option<String>)>, FetchError> {
-    if let Some(plain) = server.fetch(asked.path, dir, check, asked.until)? {
+    let cap = asked.max_bytes.unwrap_or(server.max_bytes());
+    if let Some(plain) = server.fetch(asked.path, dir, check, asked.until, cap)? {
         return Ok(Some((plain, None)));
     }
     match asked.compressed {

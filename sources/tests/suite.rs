@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 #![allow(clippy::too_many_lines)] // a test reads top to bottom as one scenario
 
+mod debuginfod_source;
 mod source_link;
 mod symsrv_cab;

@@ -11,6 +11,7 @@ mod dashboard_store;
 mod pg;
 mod reprocess_store;
 mod store_indexes;
+mod upload_store;
 
 /// What the test files call `common::…`.
 mod common {

@@ -45,6 +45,7 @@ fuzz_target!(|data: &[u8]| {
                 pre_context: Vec::new(),
                 context_line: None,
                 post_context: Vec::new(),
+                source_url: None,
             }
         })
         .collect();

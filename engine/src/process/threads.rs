@@ -467,6 +467,7 @@ fn symbolize_frame<'t>(
         pre_context: Vec::new(),
         context_line: None,
         post_context: Vec::new(),
+        source_url: None,
     };
     if scratch.is_empty() {
         let mut f = base(false);

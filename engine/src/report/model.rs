@@ -262,6 +262,11 @@ pub struct Frame {
     /// Up to five source lines after `line`.
     #[serde(default)]
     pub post_context: Vec<String>,
+    /// The frame's file at its line in the build's repository (`…/blob/COMMIT/a.c#L8`),
+    /// where the source provider maps the file to one (a source-link mapping); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -518,6 +518,7 @@ mod tests {
             pre_context: Vec::new(),
             context_line: None,
             post_context: Vec::new(),
+            source_url: None,
         }
     }
 

@@ -36,7 +36,18 @@ pub struct SourceRequest<'a> {
 /// not read); the bytes it gives are checked by [`attach`], never trusted.
 pub trait SourceProvider: Send + Sync {
     fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>>;
+
+    /// The URL a person follows to read the file at its build's revision (a
+    /// repository's web view: a source-link mapping's), where the provider knows one;
+    /// [`attach`] adds `#L` and each frame's line. Asked once per file and report, it
+    /// must not fetch anything. None by default.
+    fn web_url(&self, _request: &SourceRequest<'_>) -> Option<String> {
+        None
+    }
 }
+
+/// A longer URL from [`SourceProvider::web_url`] is not put in the report.
+pub const MAX_URL_BYTES: usize = 2048;
 
 /// Bounds on the source context of one report.
 /// `SourceLimits::default()`, then set what differs (`#[non_exhaustive]`).
@@ -124,6 +135,9 @@ pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &Sourc
             build_id: key.0.as_deref(),
             max_bytes: limits.max_file_bytes,
         };
+        if let Some(url) = provider.web_url(&request) {
+            link(report, frames, &url, &mut budget);
+        }
         let Some(bytes) = provider.source(&request) else {
             continue;
         };
@@ -162,6 +176,28 @@ pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &Sourc
                 limits.max_files, limits.max_context_bytes
             ),
         ));
+    }
+}
+
+/// Sets each of `frames`' `source_url` to `url` at its line, each link's bytes taken
+/// from `budget` (the report's context budget); none for a URL over [`MAX_URL_BYTES`].
+fn link(report: &mut Report, frames: &[(usize, usize, u32)], url: &str, budget: &mut usize) {
+    if url.len() > MAX_URL_BYTES {
+        return;
+    }
+    for &(ti, fi, line) in frames {
+        let at = format!("{url}#L{line}");
+        let Some(left) = budget.checked_sub(at.len()) else {
+            return;
+        };
+        if let Some(f) = report
+            .threads
+            .get_mut(ti)
+            .and_then(|t| t.frames.get_mut(fi))
+        {
+            *budget = left;
+            f.source_url = Some(at);
+        }
     }
 }
 
@@ -354,6 +390,65 @@ mod tests {
             let cut = r.warnings.iter().find(|w| w.code == "source-context-cut");
             assert!(cut.is_some(), "{limits:?}: {:?}", r.warnings);
         }
+    }
+
+    /// A provider that knows no file's bytes, only where a person reads it.
+    struct Linked(String);
+
+    impl SourceProvider for Linked {
+        fn source(&self, _: &SourceRequest<'_>) -> Option<Vec<u8>> {
+            None
+        }
+
+        fn web_url(&self, request: &SourceRequest<'_>) -> Option<String> {
+            Some(format!("{}{}", self.0, request.path))
+        }
+    }
+
+    #[test]
+    fn every_frame_with_a_line_links_to_it_where_the_provider_maps_its_file() {
+        let mut r = report();
+        attach(
+            &mut r,
+            &Linked("https://git.example/blob/c1".into()),
+            &SourceLimits::default(),
+        );
+        let frames: Vec<_> = r.threads.iter().flat_map(|t| &t.frames).collect();
+        let mut linked = 0;
+        for f in &frames {
+            match (&f.file, f.line) {
+                (Some(file), Some(line)) => {
+                    let want = format!("https://git.example/blob/c1{file}#L{line}");
+                    assert_eq!(f.source_url.as_deref(), Some(want.as_str()));
+                    linked += 1;
+                }
+                _ => assert_eq!(f.source_url, None, "{f:?}"),
+            }
+        }
+        assert!(linked >= 4, "{linked}");
+        // a URL too long for a report, or past the context budget: none
+        let mut r = report();
+        attach(
+            &mut r,
+            &Linked("x".repeat(MAX_URL_BYTES)),
+            &SourceLimits::default(),
+        );
+        assert!(frames_linked(&r) == 0);
+        let mut r = report();
+        let tight = SourceLimits {
+            max_context_bytes: 10,
+            ..SourceLimits::default()
+        };
+        attach(&mut r, &Linked("https://git.example/".into()), &tight);
+        assert!(frames_linked(&r) == 0);
+    }
+
+    fn frames_linked(r: &Report) -> usize {
+        r.threads
+            .iter()
+            .flat_map(|t| &t.frames)
+            .filter(|f| f.source_url.is_some())
+            .count()
     }
 
     #[test]

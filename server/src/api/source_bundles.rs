@@ -9,13 +9,15 @@
 //! waiting in the store for a report to trip on it. Its manifest must name the build-id
 //! the upload declared. The staged file is mapped while checked, never read into memory.
 //! First upload wins: a second bundle for a build-id is answered with the first's row.
-//! A bundle that arrives after crashes naming its build-id were processed requeues them.
+//! A bundle that arrives after crashes naming its build-id were processed requeues them
+//! (those past the token's allowance later, from the requeue backlog).
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use engine::source_bundle::{entry_name, BundleLimits, SourceBundle, SourceBundleError};
 use serde_json::{json, Value};
 use worker::store::missing::Requeued;
+use worker::store::requeue_backlog;
 use worker::store::source_bundles::{self, BundleRow};
 use worker::store::{StagedBlob, StoreError};
 
@@ -47,10 +49,7 @@ pub async fn store(
     };
     let (held, inserted) = source_bundles::insert(&s.db, &row).await?;
     let (status, requeued) = if inserted {
-        (
-            StatusCode::CREATED,
-            announce(s, headers, &held.build_id).await?,
-        )
+        (StatusCode::CREATED, announce(s, headers, &held).await?)
     } else {
         (StatusCode::OK, Requeued::default())
     };
@@ -66,14 +65,27 @@ pub async fn store(
 /// A bundle that arrives after the crash: the crashes already processed that name its
 /// build-id had no lines for its frames, and are queued again within the token's
 /// allowance of requeued crashes (`--requeue-per-minute`, shared with new binaries); the
-/// others are counted in `requeue_left`, for a reprocess run by build-id.
-async fn announce(s: &AppState, headers: &HeaderMap, build_id: &str) -> Result<Requeued, ApiError> {
+/// others are counted in `requeue_left` and remembered in the requeue backlog, whose
+/// pass requeues them later (`worker::store::requeue_backlog`).
+async fn announce(
+    s: &AppState,
+    headers: &HeaderMap,
+    held: &BundleRow,
+) -> Result<Requeued, ApiError> {
+    let build_id = held.build_id.as_str();
     let allowance = s.requeue_rate.take(headers, u64::MAX);
-    let done = source_bundles::requeue_naming(&s.db, build_id, allowance).await;
+    let without = source_bundles::Without {
+        since: held.uploaded_at,
+        processing: true,
+    };
+    let done = source_bundles::requeue_naming(&s.db, build_id, without, allowance).await;
     let used = done.as_ref().map(|d| d.requeued).unwrap_or(0);
     s.requeue_rate
         .give_back(headers, allowance.saturating_sub(used));
     let done = done?;
+    if done.left > 0 {
+        requeue_backlog::remember(&s.db, build_id, held.uploaded_at).await?;
+    }
     if done.requeued > 0 {
         tracing::info!(
             build_id,

@@ -3,25 +3,27 @@
 //! upload sessions `POST /api/v1/upload-sessions` → `PUT …/{id}?offset=N` (chunks of the
 //! compressed file, appended in order) → `POST …/{id}/finish`, used by `postmortem upload`.
 //!
-//! A session's bytes go straight into a staging file ([`worker::store::StagingWriter`]),
-//! never into memory beyond one buffer; a chunk cut short keeps what arrived, and the
-//! client resumes from the session's byte count (`GET …/{id}`, or the `Upload-Offset`
-//! header of a refused chunk), so no byte is sent twice. On finish the file is
+//! A chunk's bytes go straight into a staging file ([`worker::store::StagingWriter`]),
+//! never into memory beyond one buffer, and then into a blob; a chunk cut short keeps
+//! what arrived, and the client resumes from the session's byte count (`GET …/{id}`, or
+//! the `Upload-Offset` header of a refused chunk), so no byte is sent twice. On finish the file is
 //! decompressed (at most its declared size), its size and sha256 checked against what
 //! the client declared, and stored by the same path as `POST /api/v1/binaries`
 //! (`binaries::store_files`): identification, first upload wins, requeued crashes. A
 //! session declared as a build's source bundle is checked and stored as one instead
 //! (`source_bundles::store`).
 //!
-//! Bounds: sessions per token and in all, a session's lifetime, its declared size, the
-//! chunk size (under the body limit), the `missing` query's size. Sessions live in this
-//! process's memory: a restarted server has none (the client starts the file again), and
-//! servers behind one address need sticky routing for them.
+//! Sessions live in the store (`worker::store::upload_sessions`, migration 0028): a row
+//! per session and a blob per chunk received, so a session survives a restart of the
+//! server, and any server on the same database and blob store takes its next chunk.
+//! Bounds: sessions per token and in all, a session's lifetime (an expired one is removed
+//! with its chunks, here and by the sweep), its declared size, the chunk size (under the
+//! body limit), the `missing` query's size.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -36,7 +38,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use worker::store::binaries::{self, BinaryRow};
 use worker::store::source_bundles;
-use worker::store::staged::StagingWriter;
+use worker::store::staged::{StagedBlob, StagingWriter};
+use worker::store::upload_sessions::{self, AssembleError, SessionRow};
 use worker::store::StoreError;
 
 use super::auth::{ServerWide, Symbols};
@@ -72,93 +75,95 @@ pub struct SessionArgs {
     pub max_upload_session_mb: u64,
 }
 
-/// The open sessions of this process, and the bytes their chunks brought.
+/// The bounds of upload sessions, the sessions a request of this process is writing,
+/// and the bytes chunks brought this process. The sessions themselves are in the store
+/// (`worker::store::upload_sessions`).
 #[derive(Debug)]
 pub struct Sessions {
     per_token: usize,
     max_open: usize,
     ttl: Duration,
     max_bytes: u64,
-    open: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions a chunk or finish request of this process holds.
+    busy: Mutex<HashSet<String>>,
     /// Every byte read from chunk bodies since the start (what the wire brought).
     received: AtomicU64,
 }
 
 impl Sessions {
-    /// An empty registry bounded as `args` say.
+    /// Bounded as `args` say.
     pub fn new(args: &SessionArgs) -> Sessions {
         Sessions {
             per_token: args.upload_sessions_per_token.max(1),
             max_open: args.max_upload_sessions.max(1),
             ttl: Duration::from_secs(args.upload_session_ttl_secs.max(1)),
             max_bytes: args.max_upload_session_mb.saturating_mul(1 << 20),
-            open: Mutex::new(HashMap::new()),
+            busy: Mutex::new(HashSet::new()),
             received: AtomicU64::new(0),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        // a panic while holding it left a map of whole entries: keep using it
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Removes expired sessions (their staged bytes go with them).
-    fn reap(&self) {
-        let now = Instant::now();
-        self.lock().retain(|_, s| s.expires > now);
-    }
-
-    /// The open session `id` of `owner` (another token's session is not found).
-    fn get(&self, id: &str, owner: &str) -> Result<Arc<Session>, SessionError> {
-        self.reap();
-        self.lock()
-            .get(id)
-            .filter(|s| s.owner == owner)
-            .cloned()
-            .ok_or_else(|| SessionError::NoSuchSession(id.to_string()))
-    }
-
-    fn remove(&self, id: &str) {
-        self.lock().remove(id);
-    }
-}
-
-/// One upload in progress.
-#[derive(Debug)]
-struct Session {
-    id: String,
-    /// Who created it: a digest of its token ("" without tokens).
-    owner: String,
-    file_name: Option<String>,
-    size: u64,
-    sha256: String,
-    encoding: Compression,
-    compressed_size: u64,
-    compressed_sha256: String,
-    expires: Instant,
-    expires_at_ms: i64,
-    /// The build-id whose source bundle this is; `None` for a binary or debug file.
-    source_bundle: Option<String>,
-    /// The staged compressed bytes; `None` once finished or broken. A chunk holds it.
-    writer: tokio::sync::Mutex<Option<StagingWriter>>,
-    /// The staged byte count, readable while a chunk holds the writer.
-    offset: AtomicU64,
-    /// Bytes read from this session's chunk bodies.
-    received: AtomicU64,
-}
-
-impl Session {
-    fn to_json(&self, chunk_size: u64) -> Value {
-        json!({
-            "id": self.id, "file_name": self.file_name, "size": self.size,
-            "sha256": self.sha256, "encoding": self.encoding.name(),
-            "compressed_size": self.compressed_size,
-            "compressed_sha256": self.compressed_sha256,
-            "offset": self.offset.load(Ordering::Acquire),
-            "received_bytes": self.received.load(Ordering::Acquire),
-            "chunk_size": chunk_size, "expires_at": self.expires_at_ms,
-            "source_bundle": self.source_bundle,
+    /// Holds session `id` for one request of this process; `Busy` while another holds it.
+    fn hold(&self, id: &str) -> Result<Held<'_>, SessionError> {
+        // a panic while holding it left a set of whole entries: keep using it
+        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        if !busy.insert(id.to_string()) {
+            return Err(SessionError::Busy);
+        }
+        Ok(Held {
+            sessions: self,
+            id: id.to_string(),
         })
+    }
+}
+
+/// A session held by one request; released when dropped.
+struct Held<'a> {
+    sessions: &'a Sessions,
+    id: String,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut busy = self.sessions.busy.lock().unwrap_or_else(|p| p.into_inner());
+        busy.remove(&self.id);
+    }
+}
+
+/// The open session `id` of `owner` (another token's session is not found).
+async fn session_of(s: &AppState, id: &str, owner: &str) -> Result<SessionRow, SessionError> {
+    upload_sessions::get(&s.db, id)
+        .await?
+        .filter(|x| x.owner == owner)
+        .ok_or_else(|| SessionError::NoSuchSession(id.to_string()))
+}
+
+/// A stored count as bytes (never negative).
+fn bytes(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// The session as the API answers it.
+fn to_json(x: &SessionRow, chunk_size: u64) -> Value {
+    json!({
+        "id": x.id, "file_name": x.file_name, "size": bytes(x.size),
+        "sha256": x.sha256, "encoding": x.encoding,
+        "compressed_size": bytes(x.compressed_size),
+        "compressed_sha256": x.compressed_sha256,
+        "offset": bytes(x.staged),
+        "received_bytes": bytes(x.received),
+        "chunk_size": chunk_size, "expires_at": x.expires_at,
+        "source_bundle": x.source_bundle,
+    })
+}
+
+fn encoding_of(name: &str) -> Result<Compression, SessionError> {
+    match name {
+        "gzip" => Ok(Compression::Gzip),
+        "zstd" => Ok(Compression::Zstd),
+        other => Err(SessionError::Bad(format!(
+            "encoding must be gzip or zstd, not {other:?}"
+        ))),
     }
 }
 
@@ -481,15 +486,7 @@ async fn create(
     let sessions = &s.upload_sessions;
     check_hex("sha256", &req.sha256, 64)?;
     check_hex("compressed_sha256", &req.compressed_sha256, 64)?;
-    let encoding = match req.encoding.as_str() {
-        "gzip" => Compression::Gzip,
-        "zstd" => Compression::Zstd,
-        other => {
-            return Err(SessionError::Bad(format!(
-                "encoding must be gzip or zstd, not {other:?}"
-            )))
-        }
-    };
+    let encoding = encoding_of(&req.encoding)?;
     if let Some(name) = &req.file_name {
         super::file_name::check(name)?;
     }
@@ -507,70 +504,65 @@ async fn create(
             "an empty file has nothing to upload".into(),
         ));
     }
-    sessions.reap();
+    upload_sessions::expire(&s.db, &s.blobs).await?;
     let sha = req.sha256.to_ascii_lowercase();
     let csha = req.compressed_sha256.to_ascii_lowercase();
-    let mut open = sessions.lock();
-    if let Some(same) = open.values().find(|x| {
-        x.owner == owner
-            && x.sha256 == sha
+    let open = upload_sessions::of_owner(&s.db, &owner).await?;
+    if let Some(same) = open.iter().find(|x| {
+        x.sha256 == sha
             && x.compressed_sha256 == csha
             && x.file_name == req.file_name
             && x.source_bundle == source_bundle
     }) {
-        let mut v = same.to_json(chunk_size(&s));
+        let mut v = to_json(same, chunk_size(&s));
         v["resumed"] = Value::Bool(true);
         return Ok((StatusCode::OK, Json(v)));
     }
-    let mine = open.values().filter(|x| x.owner == owner).count();
-    if mine >= sessions.per_token || open.len() >= sessions.max_open {
+    let all = usize::try_from(upload_sessions::count_open(&s.db).await?).unwrap_or(usize::MAX);
+    let mine = open.len();
+    if mine >= sessions.per_token || all >= sessions.max_open {
         return Err(SessionError::TooMany(format!(
-            "{mine} upload sessions are open for this token and {} in all (at most {} per token, \
-             {} in all): finish or cancel one, or wait until they expire",
-            open.len(),
-            sessions.per_token,
-            sessions.max_open
+            "{mine} upload sessions are open for this token and {all} in all (at most {} per \
+             token, {} in all): finish or cancel one, or wait until they expire",
+            sessions.per_token, sessions.max_open
         )));
     }
-    let session = Arc::new(Session {
+    let now = worker::store::now_ms();
+    let as_i64 = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let row = SessionRow {
         id: worker::store::crashes::new_id(),
         owner,
         file_name: req.file_name,
-        size: req.size,
+        size: as_i64(req.size),
         sha256: sha,
-        encoding,
-        compressed_size: req.compressed_size,
+        encoding: encoding.name().to_string(),
+        compressed_size: as_i64(req.compressed_size),
         compressed_sha256: csha,
-        expires: Instant::now() + sessions.ttl,
-        expires_at_ms: worker::store::now_ms()
-            .saturating_add(i64::try_from(sessions.ttl.as_millis()).unwrap_or(i64::MAX)),
         source_bundle,
-        writer: tokio::sync::Mutex::new(Some(s.staging.create()?)),
-        offset: AtomicU64::new(0),
-        received: AtomicU64::new(0),
-    });
-    open.insert(session.id.clone(), session.clone());
-    let mut v = session.to_json(chunk_size(&s));
+        staged: 0,
+        received: 0,
+        created_at: now,
+        expires_at: now.saturating_add(i64::try_from(sessions.ttl.as_millis()).unwrap_or(i64::MAX)),
+    };
+    upload_sessions::insert(&s.db, &row).await?;
+    let mut v = to_json(&row, chunk_size(&s));
     v["resumed"] = Value::Bool(false);
     Ok((StatusCode::CREATED, Json(v)))
 }
 
 /// `GET /api/v1/upload-sessions`: this token's open sessions, and the bytes chunk
-/// requests brought this server since it started.
+/// requests brought this server process since it started.
 async fn list(
     State(s): State<AppState>,
     _caller: ServerWide<Symbols>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, SessionError> {
     let owner = owner(&s, &headers)?;
-    s.upload_sessions.reap();
     let cs = chunk_size(&s);
-    let items: Vec<Value> = s
-        .upload_sessions
-        .lock()
-        .values()
-        .filter(|x| x.owner == owner)
-        .map(|x| x.to_json(cs))
+    let items: Vec<Value> = upload_sessions::of_owner(&s.db, &owner)
+        .await?
+        .iter()
+        .map(|x| to_json(x, cs))
         .collect();
     Ok(Json(json!({
         "sessions": items,
@@ -586,11 +578,11 @@ async fn status(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, SessionError> {
     let owner = owner(&s, &headers)?;
-    let session = s.upload_sessions.get(&id, &owner)?;
-    Ok(Json(session.to_json(chunk_size(&s))))
+    let session = session_of(&s, &id, &owner).await?;
+    Ok(Json(to_json(&session, chunk_size(&s))))
 }
 
-/// `DELETE /api/v1/upload-sessions/{id}`: drops the session and its staged bytes.
+/// `DELETE /api/v1/upload-sessions/{id}`: drops the session and its chunks.
 async fn cancel(
     State(s): State<AppState>,
     _caller: ServerWide<Symbols>,
@@ -598,13 +590,15 @@ async fn cancel(
     Path(id): Path<String>,
 ) -> Result<StatusCode, SessionError> {
     let owner = owner(&s, &headers)?;
-    let session = s.upload_sessions.get(&id, &owner)?;
-    s.upload_sessions.remove(&session.id);
+    let session = session_of(&s, &id, &owner).await?;
+    let _held = s.upload_sessions.hold(&session.id)?;
+    upload_sessions::discard(&s.db, &s.blobs, &session.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// `PUT /api/v1/upload-sessions/{id}?offset=N`: appends the body, which must start at
-/// the session's byte count. What arrives before a connection drops is kept.
+/// the session's byte count. What arrives before a connection drops is kept: the bytes
+/// of the request are a chunk blob, recorded in the store with the session's new count.
 async fn chunk(
     State(s): State<AppState>,
     _caller: ServerWide<Symbols>,
@@ -614,37 +608,58 @@ async fn chunk(
     body: Body,
 ) -> Result<Json<Value>, SessionError> {
     let owner = owner(&s, &headers)?;
-    let session = s.upload_sessions.get(&id, &owner)?;
     let got = q
         .get("offset")
         .and_then(|v| v.parse::<u64>().ok())
         .ok_or_else(|| {
             SessionError::Bad("?offset=N (the chunk's first byte) is required".into())
         })?;
-    let mut guard = session.writer.try_lock().map_err(|_| SessionError::Busy)?;
-    let writer = guard
-        .as_mut()
-        .ok_or_else(|| SessionError::NoSuchSession(id.clone()))?;
-    let expected = writer.size();
+    session_of(&s, &id, &owner).await?;
+    let _held = s.upload_sessions.hold(&id)?;
+    // read again once held: a request that just ended may have moved it on
+    let session = session_of(&s, &id, &owner).await?;
+    let expected = bytes(session.staged);
     if got != expected {
         return Err(SessionError::OffsetMismatch { expected, got });
     }
     let limit = chunk_size(&s);
+    let size = bytes(session.compressed_size);
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if let Some(n) = declared {
-        check_room(n, limit, expected, session.compressed_size)?;
+        check_room(n, limit, expected, size)?;
     }
-    let written = append(&s, &session, writer, body, limit).await;
-    if let Err(SessionError::Api(ApiError::Store(_))) = &written {
-        // the staging file may hold part of a write: this session cannot go on
-        *guard = None;
-        s.upload_sessions.remove(&session.id);
+    let mut writer = s.staging.create()?;
+    let mut received = 0u64;
+    let written = append(
+        &s,
+        &mut writer,
+        &mut received,
+        body,
+        (limit, expected, size),
+    )
+    .await;
+    if let Err(SessionError::Api(ApiError::Store(e))) = written {
+        // the staging file may hold part of a write: nothing of this chunk is kept
+        return Err(SessionError::Api(ApiError::Store(e)));
     }
+    if writer.size() > 0 {
+        let blob = writer.finish().await?;
+        let sha = s.blobs.put_staged(&blob).await?;
+        let n = i64::try_from(blob.size()).unwrap_or(i64::MAX);
+        let r = i64::try_from(received).unwrap_or(i64::MAX);
+        if !upload_sessions::add_chunk(&s.db, &id, session.staged, n, &sha, r).await? {
+            // another server wrote this session meanwhile (the blob is swept if unnamed)
+            let now = session_of(&s, &id, &owner).await?;
+            let expected = bytes(now.staged);
+            return Err(SessionError::OffsetMismatch { expected, got });
+        }
+    }
+    // a chunk cut short is refused once what arrived of it is kept
     written?;
-    Ok(Json(session.to_json(limit)))
+    Ok(Json(to_json(&session_of(&s, &id, &owner).await?, limit)))
 }
 
 fn check_room(n: u64, limit: u64, offset: u64, size: u64) -> Result<(), SessionError> {
@@ -657,16 +672,16 @@ fn check_room(n: u64, limit: u64, offset: u64, size: u64) -> Result<(), SessionE
     Ok(())
 }
 
-/// Streams `body` onto the session's staged bytes, at most `limit` bytes and never past
-/// the declared size; a body cut short keeps what arrived.
+/// Streams `body` into `writer`, at most `limit` bytes and never past the declared
+/// `size` from `start` (`bounds`); counts what the body brought in `received`. A body
+/// cut short keeps what arrived (the error says why it ended).
 async fn append(
     s: &AppState,
-    session: &Session,
     writer: &mut StagingWriter,
+    received: &mut u64,
     body: Body,
-    limit: u64,
+    (limit, start, size): (u64, u64, u64),
 ) -> Result<(), SessionError> {
-    let start = writer.size();
     let mut stream = body.into_data_stream();
     while let Some(piece) = stream.next().await {
         let piece = match piece {
@@ -681,24 +696,17 @@ async fn append(
             }
         };
         let n = piece.len() as u64;
-        let this_chunk = writer.size() - start;
-        check_room(
-            this_chunk.saturating_add(n),
-            limit,
-            start,
-            session.compressed_size,
-        )?;
+        check_room(writer.size().saturating_add(n), limit, start, size)?;
         s.upload_sessions.received.fetch_add(n, Ordering::AcqRel);
-        session.received.fetch_add(n, Ordering::AcqRel);
+        *received = received.saturating_add(n);
         writer.write(&piece).await?;
-        session.offset.store(writer.size(), Ordering::Release);
     }
     Ok(())
 }
 
-/// `POST /api/v1/upload-sessions/{id}/finish`: decompresses the staged bytes, checks them
-/// against the declared size and sha256, and stores the file as `POST /api/v1/binaries`
-/// does (its answer, with the session's byte counts).
+/// `POST /api/v1/upload-sessions/{id}/finish`: puts the session's chunks together,
+/// decompresses them, checks them against the declared size and sha256, and stores the
+/// file as `POST /api/v1/binaries` does (its answer, with the session's byte counts).
 async fn finish(
     State(s): State<AppState>,
     _caller: ServerWide<Symbols>,
@@ -706,21 +714,28 @@ async fn finish(
     Path(id): Path<String>,
 ) -> Result<Response, SessionError> {
     let owner = owner(&s, &headers)?;
-    let session = s.upload_sessions.get(&id, &owner)?;
-    let mut guard = session.writer.try_lock().map_err(|_| SessionError::Busy)?;
-    let have = guard.as_ref().map(StagingWriter::size).unwrap_or_default();
-    if have != session.compressed_size {
+    session_of(&s, &id, &owner).await?;
+    let _held = s.upload_sessions.hold(&id)?;
+    let session = session_of(&s, &id, &owner).await?;
+    if session.staged != session.compressed_size {
         return Err(SessionError::Incomplete {
-            have,
-            size: session.compressed_size,
+            have: bytes(session.staged),
+            size: bytes(session.compressed_size),
         });
     }
-    let writer = guard
-        .take()
-        .ok_or_else(|| SessionError::NoSuchSession(id.clone()))?;
+    let assembled = upload_sessions::assemble(&s.db, &s.blobs, &s.staging, &session).await;
     // whatever happens next, the session is over (a mismatch is not fixed by resending)
-    s.upload_sessions.remove(&session.id);
-    let compressed = writer.finish().await?;
+    upload_sessions::discard(&s.db, &s.blobs, &session.id).await?;
+    let compressed = match assembled {
+        Ok(c) => c,
+        Err(AssembleError::Gap { size, at }) => {
+            return Err(SessionError::Mismatch(format!(
+                "the session's chunks do not cover bytes 0..{size}: {at}"
+            )))
+        }
+        Err(AssembleError::Store(e)) => return Err(e.into()),
+    };
+    let session_json = to_json(&session, chunk_size(&s));
     if compressed.sha256() != session.compressed_sha256 {
         return Err(SessionError::Mismatch(format!(
             "the bytes received hash to {}, not the declared compressed_sha256 {}",
@@ -728,8 +743,27 @@ async fn finish(
             session.compressed_sha256
         )));
     }
+    let file = decompress(&s, compressed, &session).await?;
+    let (status, Json(mut v)) = match &session.source_bundle {
+        Some(build_id) => super::source_bundles::store(&s, &headers, build_id, file).await?,
+        None => {
+            super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)])
+                .await?
+        }
+    };
+    v["session"] = session_json;
+    Ok((status, Json(v)).into_response())
+}
+
+/// The session's file: `compressed` decompressed (at most its declared size), its size
+/// and sha256 checked against the declared ones.
+async fn decompress(
+    s: &AppState,
+    compressed: StagedBlob,
+    session: &SessionRow,
+) -> Result<StagedBlob, SessionError> {
     let staging = s.staging.clone();
-    let (format, limit) = (session.encoding, session.size);
+    let (format, limit) = (encoding_of(&session.encoding)?, bytes(session.size));
     let file =
         tokio::task::spawn_blocking(move || staging.decompressed(&compressed, format, limit))
             .await
@@ -740,22 +774,14 @@ async fn finish(
         )),
         e => SessionError::Mismatch(e.to_string()),
     })?;
-    if file.size() != session.size || file.sha256() != session.sha256 {
+    if file.size() != limit || file.sha256() != session.sha256 {
         return Err(SessionError::Mismatch(format!(
             "the file decompresses to {} bytes with sha256 {}, not the declared {} bytes with {}",
             file.size(),
             file.sha256(),
-            session.size,
+            limit,
             session.sha256
         )));
     }
-    let (status, Json(mut v)) = match &session.source_bundle {
-        Some(build_id) => super::source_bundles::store(&s, &headers, build_id, file).await?,
-        None => {
-            super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)])
-                .await?
-        }
-    };
-    v["session"] = session.to_json(chunk_size(&s));
-    Ok((status, Json(v)).into_response())
+    Ok(file)
 }

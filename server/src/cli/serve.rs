@@ -102,6 +102,11 @@ pub struct ServeArgs {
     /// (`missing_only`) or the next new file of that id. 0: no limit.
     #[arg(long, default_value_t = 10_000)]
     pub requeue_per_minute: u32,
+    /// Seconds between passes of the requeue backlog: the crashes a late source bundle
+    /// names past the uploading token's allowance, requeued later, at most
+    /// `--requeue-per-minute` of them a pass.
+    #[arg(long, default_value_t = 60)]
+    pub requeue_backlog_interval_secs: u64,
     /// Uploaded symbol files identified at once; further uploads wait (each reads its
     /// staged file from disk, a `.sym` file to its end, in bounded memory).
     #[arg(long, default_value_t = 2)]
@@ -237,7 +242,8 @@ pub async fn in_process(args: &ServeArgs) -> anyhow::Result<(Service, watch::Sen
     Ok((service, stop))
 }
 
-/// The workers, the sweeper of leftovers and SQLite's statistics refresh.
+/// The workers, the sweeper of leftovers, the requeue backlog of late source bundles and
+/// SQLite's statistics refresh.
 fn spawn_background(
     args: &ServeArgs,
     service: &Service,
@@ -252,6 +258,18 @@ fn spawn_background(
         s.staging.clone(),
         interval,
         Duration::from_secs(args.sweep_age_secs),
+        stopped.clone(),
+    )));
+    // the crashes late source bundles name past their uploaders' allowances
+    let backlog_limit = match args.requeue_per_minute {
+        0 => u64::MAX,
+        n => u64::from(n),
+    };
+    tasks.push(tokio::spawn(::worker::store::requeue_backlog::run(
+        s.db.clone(),
+        Duration::from_secs(args.requeue_backlog_interval_secs.max(1)),
+        backlog_limit,
+        s.wake.clone(),
         stopped.clone(),
     )));
     // SQLite's planner statistics follow the store's growth (PostgreSQL's autovacuum

@@ -91,6 +91,13 @@ impl Fetcher {
         self
     }
 
+    /// The sources, their misses kept in `db`: for the source files of a crash's frames
+    /// (`super::source_servers`), asked from the engine's blocking thread.
+    pub fn sources_for(&self, db: &Db) -> Arc<sources::Remote> {
+        self.share_misses(db);
+        self.remote.clone()
+    }
+
     /// Keeps the HTTP sources' misses in `db` (once: a service has one database).
     fn share_misses(&self, db: &Db) {
         if !self.remote.misses_shared() {

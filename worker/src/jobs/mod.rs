@@ -15,6 +15,7 @@ pub mod process;
 pub mod role_keys;
 pub mod source_bundles;
 pub mod source_links;
+pub mod source_servers;
 pub mod steps;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -74,7 +74,7 @@ pub async fn process_job(
         .await?;
 
     // 3. The report, with source lines from the bundles uploaded for its modules, then
-    // from the source-link mappings.
+    // from the debuginfod servers, then from the source-link mappings.
     let bytes = dump.clone();
     // The blob key is the sha256 of exactly these bytes: no need to hash them again.
     let mut options = runner

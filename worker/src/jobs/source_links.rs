@@ -1,9 +1,9 @@
 //! Source context from source-link mappings (`--source-link`, issue 42): after a crash's
-//! uploaded source bundles, a frame whose file lies under a mapped prefix gets its lines
-//! from the mapping's URL, with the crash's commit — its upload's `commit` field, else
-//! its `revision` field — where the template names `{commit}`. The fetch itself, its
-//! bounds and the cache of answers by URL are `sources::source_link`'s; this module
-//! chains the providers and reads the commit.
+//! uploaded source bundles and its debuginfod servers' `source` route, a frame whose file
+//! lies under a mapped prefix gets its lines from the mapping's URL, with the crash's
+//! commit — its upload's `commit` field, else its `revision` field — where the template
+//! names `{commit}`. The fetch itself, its bounds and the cache of answers by URL are
+//! `sources::source_link`'s; this module chains the providers and reads the commit.
 
 use std::sync::Arc;
 
@@ -26,8 +26,8 @@ pub fn commit_of(annotations: &str) -> Option<String> {
 }
 
 /// The source provider of a crash: its modules' uploaded bundles, then the service's
-/// mappings with the commit its upload's fields name (`annotations`); `None` when it has
-/// neither.
+/// debuginfod servers' `source` route, then the service's mappings with the commit its
+/// upload's fields name (`annotations`); `None` when it has none of them.
 pub async fn provider(
     runner: &Runner,
     modules: &[Module],
@@ -36,6 +36,7 @@ pub async fn provider(
 ) -> Result<Option<Arc<dyn SourceProvider>>, JobError> {
     let mut providers = Vec::new();
     providers.extend(super::source_bundles::provider(runner, modules).await?);
+    providers.extend(super::source_servers::provider(runner, until));
     if let Some(links) = &runner.config.source_links {
         providers.push(Arc::new(CrashLinks {
             links: links.clone(),
@@ -58,17 +59,34 @@ pub struct CrashLinks {
     pub until: Option<std::time::Instant>,
 }
 
-impl SourceProvider for CrashLinks {
-    fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
-        let build = Build {
+impl CrashLinks {
+    fn build<'a>(&'a self, request: &SourceRequest<'a>) -> Build<'a> {
+        Build {
             commit: self.commit.as_deref(),
             build_id: request.build_id,
-        };
+        }
+    }
+}
+
+impl SourceProvider for CrashLinks {
+    fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
         self.links
-            .source(request.path, build, request.max_bytes, self.until)
+            .source(
+                request.path,
+                self.build(request),
+                request.max_bytes,
+                self.until,
+            )
             .map_err(|why| tracing::warn!("{why}"))
             .ok()
             .flatten()
+    }
+
+    /// The first covering mapping's web URL (its raw one without a web template), as the
+    /// crash page links the file.
+    fn web_url(&self, request: &SourceRequest<'_>) -> Option<String> {
+        let mappings = self.links.mappings();
+        sources::source_link::urls(mappings, request.path, self.build(request)).map(|(_, web)| web)
     }
 }
 
@@ -78,6 +96,10 @@ pub struct FirstOf(pub Vec<Arc<dyn SourceProvider>>);
 impl SourceProvider for FirstOf {
     fn source(&self, request: &SourceRequest<'_>) -> Option<Vec<u8>> {
         self.0.iter().find_map(|p| p.source(request))
+    }
+
+    fn web_url(&self, request: &SourceRequest<'_>) -> Option<String> {
+        self.0.iter().find_map(|p| p.web_url(request))
     }
 }
 

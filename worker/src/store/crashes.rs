@@ -268,12 +268,13 @@ pub async fn same_upload_since(
     )
 }
 
-/// Whether a crash, binary or source bundle row names the blob `sha256` (the orphan
-/// sweep's question).
+/// Whether a crash, binary, source bundle or upload session's chunk row names the blob
+/// `sha256` (the orphan sweep's question).
 pub async fn blob_is_named(db: &Db, sha256: &str) -> Result<bool, StoreError> {
     let sql = "SELECT (EXISTS (SELECT 1 FROM crashes WHERE dump_sha256 = $1) \
                OR EXISTS (SELECT 1 FROM binaries WHERE sha256 = $1) \
-               OR EXISTS (SELECT 1 FROM source_bundles WHERE sha256 = $1))";
+               OR EXISTS (SELECT 1 FROM source_bundles WHERE sha256 = $1) \
+               OR EXISTS (SELECT 1 FROM upload_session_chunks WHERE sha256 = $1))";
     let named: bool = crate::on_pool!(db, p => sqlx::query_scalar(sql)
         .bind(sha256)
         .fetch_one(p)

@@ -1,6 +1,6 @@
 //! Database and blob access for the service: projects, crashes (which are also the job
 //! queue), their deletion and the audit log,
-//! binaries, source bundles, cached tables, the missing-modules index, the index of modules described
+//! binaries, source bundles and the requeues they leave for later, open upload sessions and their chunks, cached tables, the missing-modules index, the index of modules described
 //! by a `.sym` file alone, the crash groups people merged and split, the remote sources' misses and fetch claims every worker shares, and the planner's statistics.
 //!
 //! One [`Db`] handle speaks SQLite or PostgreSQL; each query is written once with `$N`
@@ -25,6 +25,7 @@ pub mod groups;
 pub mod missing;
 pub mod projects;
 pub mod reprocess;
+pub mod requeue_backlog;
 pub mod search;
 pub mod served_report;
 pub mod source_bundles;
@@ -33,6 +34,7 @@ pub mod statistics;
 pub mod sweep;
 pub mod tables;
 pub mod text;
+pub mod upload_sessions;
 
 pub use blobs::Blobs;
 pub use db::{now_ms, Backend, Db};

@@ -77,22 +77,47 @@ pub async fn by_build_ids(
     Ok(rows.into_iter().map(|r| (r.build_id.clone(), r)).collect())
 }
 
+/// Which crashes a bundle's requeue takes: those finished (done or failed) no later than
+/// the bundle's upload, `since`; at the upload itself, those being processed too (their
+/// worker may have looked for the bundle before it arrived), not in a later pass (they
+/// may be processed with it by then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Without {
+    /// The bundle's upload time (Unix ms).
+    pub since: i64,
+    pub processing: bool,
+}
+
+impl Without {
+    /// The condition on a crash's row, `since` bound at `placeholder`.
+    fn condition(&self, placeholder: &str) -> String {
+        let finished =
+            format!("(status IN ('done', 'failed') AND COALESCE(finished_at, 0) <= {placeholder})");
+        if self.processing {
+            format!("({finished} OR status = 'processing')")
+        } else {
+            finished
+        }
+    }
+}
+
 /// A bundle for `build_id` arrived after crashes that name it were processed: puts at
 /// most `limit` of them back in the queue, so that their frames of that build get their
 /// lines (a late debug file requeues the crashes that missed it in the same way,
 /// `missing::requeue_for_ids_within`). The crashes are those of the module index
-/// (`crash_build_ids`, migration 0021) that are finished or being processed: none of them
-/// can have had this bundle, which is the first for the build-id (first upload wins); a
-/// crash still pending will read it when it is processed. Returns the crashes requeued
-/// and those left past `limit` (a reprocess run by build-id takes them).
+/// (`crash_build_ids`, migration 0021) that were processed without it (`without`): the
+/// bundle is the first for the build-id (first upload wins); a crash still pending will
+/// read it when it is processed. Returns the crashes requeued and those left past
+/// `limit` (the requeue backlog takes them later: `super::requeue_backlog`).
 pub async fn requeue_naming(
     db: &Db,
     build_id: &str,
+    without: Without,
     limit: u64,
 ) -> Result<super::missing::Requeued, StoreError> {
     let b = build_id.to_ascii_lowercase();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let finished = "status IN ('done', 'failed', 'processing')";
+    let finished = without.condition("$3");
     let requeued = super::crashes::REQUEUED;
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
@@ -105,15 +130,18 @@ pub async fn requeue_naming(
     let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(&b)
         .bind(limit)
+        .bind(without.since)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
     let sql = format!(
-        "SELECT COUNT(*) FROM crashes WHERE {finished} AND id IN \
-         (SELECT crash_id FROM crash_build_ids WHERE build_id = $1)"
+        "SELECT COUNT(*) FROM crashes WHERE {} AND id IN \
+         (SELECT crash_id FROM crash_build_ids WHERE build_id = $1)",
+        without.condition("$2")
     );
     let (left,): (i64,) = crate::on_pool!(db, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(&b)
+        .bind(without.since)
         .fetch_one(p)
         .await)?;
     Ok(super::missing::Requeued {

@@ -1,7 +1,8 @@
 //! Nothing left behind: a periodic sweep of what killed or interrupted uploads leave,
-//! staging files no upload writes any more and blobs that no crash, binary or source
-//! bundle row names, and of the remote sources' misses and fetch claims that expired
-//! ([`super::fetch_state`]).
+//! staging files no upload writes any more, upload sessions past their expiry with their
+//! chunks ([`super::upload_sessions::expire`]) and blobs that no crash, binary, source
+//! bundle or session chunk row names, and of the remote sources' misses and fetch claims
+//! that expired ([`super::fetch_state`]).
 //!
 //! Both are judged by age: a live upload writes its staging file at least every body
 //! idle timeout, and a blob is written just before its row is inserted, so only what is
@@ -19,6 +20,8 @@ use super::{crashes, Blobs, Db, Staging, StoreError};
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Swept {
     pub staging_files: usize,
+    /// Upload sessions removed at their expiry, with their chunks.
+    pub expired_sessions: u64,
     pub orphan_blobs: usize,
     /// Expired misses and fetch claims.
     pub expired_rows: u64,
@@ -36,6 +39,7 @@ pub async fn sweep(
     let staging_files = tokio::task::spawn_blocking(move || staging.sweep(age))
         .await
         .unwrap_or(0);
+    let expired_sessions = super::upload_sessions::expire(db, blobs).await?;
     let age_ms = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
     let before = now_ms().saturating_sub(age_ms);
     let mut orphan_blobs = 0;
@@ -48,6 +52,7 @@ pub async fn sweep(
     let expired_rows = super::fetch_state::sweep_expired(db).await?;
     Ok(Swept {
         staging_files,
+        expired_sessions,
         orphan_blobs,
         expired_rows,
     })
@@ -67,6 +72,7 @@ pub async fn run(
         match sweep(&db, &blobs, &staging, age).await {
             Ok(s) if s != Swept::default() => tracing::info!(
                 staging_files = s.staging_files,
+                expired_sessions = s.expired_sessions,
                 orphan_blobs = s.orphan_blobs,
                 expired_rows = s.expired_rows,
                 "swept leftovers"
