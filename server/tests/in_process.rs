@@ -1,6 +1,6 @@
 //! The service driven in-process: `postmortem_server::cli::serve::in_process` assembles the
 //! same state `postmortem serve` does (database, blobs, tokens, workers), and the requests
-//! go to `api::app`'s router through `tower::ServiceExt::oneshot`, with no socket and no
+//! go to `postmortem_server::app`'s router through `tower::ServiceExt::oneshot`, with no socket and no
 //! child process. It checks what a caller meets first — health, a token's refusal, another
 //! project's crash answered as a missing one — and one crash from upload to report, whose
 //! frames are compared with the program's source (`fixtures/reports/src/crash.c`), not

@@ -26,7 +26,7 @@ use crate::cache::{DiskCache, Entry};
 use crate::check::{self, Refused};
 use crate::config::Config;
 use crate::http::{FetchError, Server, Until};
-use crate::sources_file;
+use crate::s3;
 
 /// Where a symbol server may keep a file compressed: the path below its base URL
 /// (escaped), and the name the archive must hold.
@@ -57,7 +57,7 @@ enum Layout {
     SymbolServer,
     /// An S3 bucket: the layout a sources file gave it, else every layout; asked after
     /// the HTTP sources of each.
-    Bucket(Option<sources_file::Layout>),
+    Bucket(Option<s3::Layout>),
 }
 
 impl Layout {
@@ -68,9 +68,9 @@ impl Layout {
             Layout::Bucket(Some(own)) => {
                 layout
                     == match own {
-                        sources_file::Layout::Debuginfod => Layout::Debuginfod,
-                        sources_file::Layout::Breakpad => Layout::Breakpad,
-                        sources_file::Layout::SymbolServer => Layout::SymbolServer,
+                        s3::Layout::Debuginfod => Layout::Debuginfod,
+                        s3::Layout::Breakpad => Layout::Breakpad,
+                        s3::Layout::SymbolServer => Layout::SymbolServer,
                     }
             }
             own => own == layout,

@@ -30,8 +30,17 @@ use std::time::Duration;
 
 use rusty_s3::actions::{GetObject, S3Action};
 use rusty_s3::{Credentials, UrlStyle};
+use serde::Deserialize;
 
-use crate::sources_file::Layout;
+/// How an S3 bucket's keys are laid out: as one of the HTTP kinds' paths (a sources
+/// file's `layout = "…"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    Debuginfod,
+    Breakpad,
+    SymbolServer,
+}
 
 /// How long a presigned URL is valid: it is used at once, but a machine's clock may be a
 /// few minutes off the bucket's.

@@ -30,6 +30,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::config::{Config, LimitOverrides};
+/// How an S3 bucket's keys are laid out (the bucket's own type, named here too).
+pub use crate::s3::Layout;
 
 /// Largest sources file read: a list of servers, not data.
 const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -46,15 +48,6 @@ pub enum Kind {
     SymbolServer,
     /// An S3-compatible bucket laid out as one of the others.
     S3,
-}
-
-/// How an S3 bucket's keys are laid out: as one of the HTTP kinds' paths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layout {
-    Debuginfod,
-    Breakpad,
-    SymbolServer,
 }
 
 /// One source of the file.

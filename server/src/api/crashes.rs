@@ -30,12 +30,12 @@ use worker::store::crashes::{self, CrashRow, CrashSummary, ListQuery, NewCrash};
 use worker::store::{now_ms, StagedBlob, StoreError};
 
 use super::auth::{Caller, Ingest, Read, Who};
+use super::browser_auth::{dash_caller, DashError};
 use super::extract::{multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData};
 use super::problem::ApiError;
 use super::quota::{Over, Refusal};
 use super::state::AppState;
 use super::{dump_check, upload_fields};
-use crate::dashboard::{dash_caller, DashError};
 
 /// Most parts (dump + annotations) in one Crashpad upload.
 const MAX_PARTS: usize = 1024;

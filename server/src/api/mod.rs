@@ -16,12 +16,16 @@
 //! - `groups`: list crash groups, merge two, split one (decisions kept across reprocessing);
 //! - `openapi`: `/api/v1/openapi.yaml`, this API's description;
 //! - `health`: `/healthz`, `/readyz`, `/metrics`;
-//! - the dashboard's pages (`crate::dashboard`), under the same layers.
+//!
+//! The dashboard's pages (`crate::dashboard`) sit above this module and use its
+//! authentication; `crate::app` merges both route sets under [`layers`].
 //!
 //! Shared by the handlers:
 //!
 //! - `dump_check`: the cheap structural checks that refuse a non-dump at upload;
 //! - `auth`: who is calling, with which scopes, in which project (an extractor);
+//!   `browser_auth`: the same for a browser, by HTTP Basic auth (the dashboard and the
+//!   dump download);
 //! - `extract`: body reading under limits, `?limit=`;
 //! - `quota`: per-project upload quotas;
 //! - `file_name`: the name an uploaded file is sent under, decoded and checked;
@@ -32,6 +36,7 @@
 mod apple_upload;
 pub mod auth;
 mod binaries;
+pub mod browser_auth;
 mod crash_delete;
 pub(crate) mod crashes;
 mod debuginfod;
@@ -60,10 +65,9 @@ use tower_http::trace::TraceLayer;
 
 use state::AppState;
 
-/// The whole API with its layers, outermost first: a panic answered as a problem, tracing,
-/// the framework's errors as problems, the cross-site guard and framing headers, the
-/// request limits and timeouts, then streaming request decompression.
-pub fn app(state: AppState) -> Router {
+/// The API's routes, without layers or state (`crate::app` adds the dashboard's, then
+/// [`layers`]).
+pub fn routes() -> Router<AppState> {
     Router::new()
         .merge(crashes::routes())
         .merge(binaries::routes())
@@ -74,7 +78,13 @@ pub fn app(state: AppState) -> Router {
         .merge(groups::routes())
         .merge(openapi::routes())
         .merge(health::routes())
-        .merge(crate::dashboard::routes())
+}
+
+/// The service's layers around `routes`, outermost first: a panic answered as a problem,
+/// tracing, the framework's errors as problems, the cross-site guard and framing
+/// headers, the request limits and timeouts, then streaming request decompression.
+pub fn layers(routes: Router<AppState>, state: AppState) -> Router {
+    routes
         .layer(RequestDecompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

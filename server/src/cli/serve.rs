@@ -137,9 +137,9 @@ pub struct Service {
 }
 
 impl Service {
-    /// The whole API router with its layers ([`crate::api::app`]).
+    /// The whole router with its layers ([`crate::app`]).
     pub fn app(&self) -> axum::Router {
-        crate::api::app(self.state.clone())
+        crate::app(self.state.clone())
     }
 }
 

@@ -35,7 +35,7 @@ use engine::report::Report;
 use worker::store::served_report::{pieces, Piece};
 use worker::store::{binaries, crashes, dashboard as q, missing};
 
-use crate::api::auth::{self, Who};
+use crate::api::browser_auth::{caller, DashError};
 use crate::api::crashes::crash_or_404;
 use crate::api::problem::ApiError;
 use crate::api::state::{AppState, Scope};
@@ -439,85 +439,16 @@ async fn jobs_page(
 pub(crate) fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashError> {
     let who = caller(s, headers, Scope::Admin, None)?;
     if !who.server_wide {
-        return Err(DashError(ApiError::ServerWideOnly));
+        return Err(ApiError::ServerWideOnly.into());
     }
     Ok(())
-}
-
-/// The caller with the `read` scope, by bearer token or HTTP Basic auth, in the project
-/// the request names (`?project=` or the header) or its token's: for the dump download
-/// the crash page links to.
-pub(crate) fn dash_caller(
-    s: &AppState,
-    headers: &HeaderMap,
-    uri: &axum::http::Uri,
-) -> Result<Who, DashError> {
-    let named = auth::named_project(uri, headers)?;
-    caller(s, headers, Scope::Read, named)
-}
-
-fn caller(
-    s: &AppState,
-    headers: &HeaderMap,
-    scope: Scope,
-    named: Option<String>,
-) -> Result<Who, DashError> {
-    let basic = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Basic "))
-        .and_then(|b64| decode_base64(b64.trim()))
-        .and_then(|raw| String::from_utf8(raw).ok())
-        .and_then(|up| up.split_once(':').map(|(_, pw)| pw.to_string()));
-    let result = match basic {
-        Some(token) => {
-            let mut h = headers.clone();
-            let value = format!("Bearer {token}")
-                .parse()
-                .map_err(|_| DashError(ApiError::Unauthorized))?;
-            h.insert(header::AUTHORIZATION, value);
-            auth::identify(s, &h, scope, named)
-        }
-        None => auth::identify(s, headers, scope, named),
-    };
-    result.map_err(DashError)
-}
-
-/// An API error, answered with a Basic-auth challenge when credentials are missing so
-/// that a browser asks for them.
-pub struct DashError(ApiError);
-
-impl From<ApiError> for DashError {
-    fn from(e: ApiError) -> Self {
-        DashError(e)
-    }
-}
-
-impl From<worker::store::StoreError> for DashError {
-    fn from(e: worker::store::StoreError) -> Self {
-        DashError(ApiError::Store(e))
-    }
-}
-
-impl IntoResponse for DashError {
-    fn into_response(self) -> Response {
-        let challenge = matches!(self.0, ApiError::Unauthorized);
-        let mut r = self.0.into_response();
-        if challenge {
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Basic realm=\"postmortem\", charset=\"UTF-8\""),
-            );
-        }
-        r
-    }
 }
 
 /// Refuses a state-changing request sent from another site (the browser would attach
 /// Basic credentials to it): `Sec-Fetch-Site`, else `Origin`, must be this host.
 fn same_origin(headers: &HeaderMap) -> Result<(), DashError> {
     let forbidden = |from: &str| {
-        DashError(ApiError::CrossSite(format!(
+        DashError::from(ApiError::CrossSite(format!(
             "a request from {from} cannot change anything here: use this server's own pages"
         )))
     };
@@ -545,29 +476,6 @@ fn same_origin(headers: &HeaderMap) -> Result<(), DashError> {
 }
 
 /// Standard base64 (with or without padding); `None` on any other byte.
-fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() / 4 * 3);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes().take_while(|&c| c != b'=') {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
-
 fn bad(detail: String) -> ApiError {
     ApiError::BadRequest {
         code: "bad-request",
@@ -592,17 +500,6 @@ pub fn url_component(s: &str) -> String {
 #[allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64() {
-        assert_eq!(
-            decode_base64("dTpzM2NyZXQ=").as_deref(),
-            Some(&b"u:s3cret"[..])
-        );
-        assert_eq!(decode_base64("YWJj").as_deref(), Some(&b"abc"[..]));
-        assert_eq!(decode_base64("YQ").as_deref(), Some(&b"a"[..]));
-        assert_eq!(decode_base64("a b"), None);
-    }
 
     #[test]
     fn cross_site_posts_are_refused() {
