@@ -1,5 +1,5 @@
 //! Uploads of symbol files too large for one request, or over connections that drop:
-//! `POST /api/v1/binaries/missing` (which of these files does the server lack?) and the
+//! `POST /api/v1/binaries/missing` (which of these files does the caller's project lack?) and the
 //! upload sessions `POST /api/v1/upload-sessions` → `PUT …/{id}?offset=N` (chunks of the
 //! compressed file, appended in order) → `POST …/{id}/finish`, used by `postmortem upload`.
 //!
@@ -12,6 +12,11 @@
 //! (`binaries::store_files`): identification, first upload wins, requeued crashes. A
 //! session declared as a build's source bundle is checked and stored as one instead
 //! (`source_bundles::store`).
+//!
+//! A session stores its file in the project its creation named (issue 41); `missing`
+//! answers what that project sees, so a file only another project holds is `missing` (its
+//! bytes are sent again, and stored once). Source bundles are not kept per project yet:
+//! sessions and queries of them take a server-wide token.
 //!
 //! Bounds: sessions per token and in all, a session's lifetime, its declared size, the
 //! chunk size (under the body limit), the `missing` query's size. Sessions live in this
@@ -39,7 +44,7 @@ use worker::store::source_bundles;
 use worker::store::staged::StagingWriter;
 use worker::store::StoreError;
 
-use super::auth::{ServerWide, Symbols};
+use super::auth::{Caller, Symbols, Who};
 use super::binaries::check_build_id;
 use super::problem::{problem, ApiError};
 use super::state::AppState;
@@ -129,6 +134,8 @@ struct Session {
     id: String,
     /// Who created it: a digest of its token ("" without tokens).
     owner: String,
+    /// The project its file is stored in.
+    project: String,
     file_name: Option<String>,
     size: u64,
     sha256: String,
@@ -248,7 +255,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/upload-sessions/{id}/finish", post(finish))
 }
 
-/// Who is asking: a digest of the bearer token, after the `ServerWide<Symbols>` extractor
+/// Who is asking: a digest of the bearer token, after the `Caller<Symbols>` extractor
 /// let it through.
 fn owner(s: &AppState, headers: &HeaderMap) -> Result<String, ApiError> {
     if s.config.tokens.is_empty() {
@@ -385,10 +392,13 @@ fn row_of(d: &Described) -> Result<BinaryRow, SessionError> {
 /// `missing`.
 async fn missing(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     body: Body,
 ) -> Result<Json<Value>, SessionError> {
     let q: MissingQuery = json_body(body).await?;
+    if !q.source_bundles.is_empty() {
+        bundles_need_server_wide(&caller.who)?;
+    }
     if q.files.len() > MAX_MISSING_FILES || q.source_bundles.len() > MAX_MISSING_FILES {
         return Err(SessionError::Bad(format!(
             "at most {MAX_MISSING_FILES} files and {MAX_MISSING_FILES} source bundles per \
@@ -406,7 +416,7 @@ async fn missing(
     let mut out = Vec::with_capacity(rows.len());
     let (mut lacking, mut present) = (0usize, 0usize);
     for row in &rows {
-        let answer = state_of(&s, row).await?;
+        let answer = state_of(&s, &caller.who, row).await?;
         match answer["state"].as_str() {
             Some("missing") => lacking += 1,
             Some("present") => present += 1,
@@ -432,8 +442,19 @@ async fn missing(
     })))
 }
 
-async fn state_of(s: &AppState, row: &BinaryRow) -> Result<Value, ApiError> {
-    if binaries::by_sha256(&s.db, &row.sha256).await?.is_some() {
+/// Source bundles are not kept per project yet: a project token may not send or ask
+/// about them.
+fn bundles_need_server_wide(who: &Who) -> Result<(), ApiError> {
+    match who.server_wide {
+        true => Ok(()),
+        false => Err(ApiError::ServerWideOnly),
+    }
+}
+
+/// What the caller's project has of the file `row` describes (another project's file,
+/// even of these very bytes, is `missing` to it).
+async fn state_of(s: &AppState, who: &Who, row: &BinaryRow) -> Result<Value, ApiError> {
+    if binaries::is_visible(&s.db, who.sees(), &row.sha256).await? {
         // an image is found by each name it was sent under: a new name is worth sending
         let named = match (&row.file_name, row.format == "pe") {
             (Some(name), true) => binaries::names_of(&s.db, &row.sha256)
@@ -446,7 +467,7 @@ async fn state_of(s: &AppState, row: &BinaryRow) -> Result<Value, ApiError> {
             return Ok(json!({ "state": "present" }));
         }
     }
-    if let Some(holder) = binaries::holder_of(&s.db, row).await? {
+    if let Some(holder) = binaries::holder_of(&s.db, row, who.upload_project()).await? {
         return Ok(json!({
             "state": "conflict", "role": row.role(), "existing_sha256": holder.sha256,
         }));
@@ -472,12 +493,16 @@ struct CreateRequest {
 /// this token for the same bytes (200, `resumed`), with the offset to send from.
 async fn create(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), SessionError> {
     let owner = owner(&s, &headers)?;
+    let project = caller.who.upload_project().to_string();
     let req: CreateRequest = json_body(body).await?;
+    if req.source_bundle.is_some() {
+        bundles_need_server_wide(&caller.who)?;
+    }
     let sessions = &s.upload_sessions;
     check_hex("sha256", &req.sha256, 64)?;
     check_hex("compressed_sha256", &req.compressed_sha256, 64)?;
@@ -513,6 +538,7 @@ async fn create(
     let mut open = sessions.lock();
     if let Some(same) = open.values().find(|x| {
         x.owner == owner
+            && x.project == project
             && x.sha256 == sha
             && x.compressed_sha256 == csha
             && x.file_name == req.file_name
@@ -535,6 +561,7 @@ async fn create(
     let session = Arc::new(Session {
         id: worker::store::crashes::new_id(),
         owner,
+        project,
         file_name: req.file_name,
         size: req.size,
         sha256: sha,
@@ -559,7 +586,7 @@ async fn create(
 /// requests brought this server since it started.
 async fn list(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, SessionError> {
     let owner = owner(&s, &headers)?;
@@ -581,7 +608,7 @@ async fn list(
 /// `GET /api/v1/upload-sessions/{id}`: the session, with the offset to send from.
 async fn status(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, SessionError> {
@@ -593,7 +620,7 @@ async fn status(
 /// `DELETE /api/v1/upload-sessions/{id}`: drops the session and its staged bytes.
 async fn cancel(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<StatusCode, SessionError> {
@@ -607,7 +634,7 @@ async fn cancel(
 /// the session's byte count. What arrives before a connection drops is kept.
 async fn chunk(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -701,7 +728,7 @@ async fn append(
 /// does (its answer, with the session's byte counts).
 async fn finish(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, SessionError> {
@@ -752,8 +779,8 @@ async fn finish(
     let (status, Json(mut v)) = match &session.source_bundle {
         Some(build_id) => super::source_bundles::store(&s, &headers, build_id, file).await?,
         None => {
-            super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)])
-                .await?
+            let files = vec![(session.file_name.clone(), file)];
+            super::binaries::store_files(&s, &headers, &session.project, files).await?
         }
     };
     v["session"] = session.to_json(chunk_size(&s));

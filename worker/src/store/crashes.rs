@@ -459,6 +459,8 @@ pub struct Lease {
     pub annotations: String,
     /// What bounding the upload's fields cut (a report warning).
     pub annotations_cut: Option<String>,
+    /// The crash's project: whose symbol files it is symbolized with.
+    pub project: String,
 }
 
 /// Fails every job whose lease expired after its last allowed attempt. Returns how many.
@@ -562,7 +564,7 @@ async fn claim_in(
         "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
          lease_until = $1, leased_by = $2, started_at = $3 \
          WHERE id IN ({pick}{lock}) \
-         RETURNING id, attempts, dump_sha256, annotations, annotations_cut, \
+         RETURNING id, attempts, dump_sha256, annotations, annotations_cut, project, \
          priority, received_at"
     );
     #[derive(sqlx::FromRow)]
