@@ -24,6 +24,7 @@ mod hostile_crashes;
 #[path = "minidump_gdb/main.rs"]
 mod minidump_gdb;
 mod projects;
+mod projects_symbols;
 mod reports_unchanged;
 mod reprocess;
 mod reprocess_store;
