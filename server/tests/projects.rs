@@ -532,6 +532,19 @@ async fn flood(pg: bool) {
         "postmortem_quota_refusals_total{{project=\"team-a\",kind=\"throttled\"}} {refused}"
     );
     assert!(metrics.contains(&line), "{line} not in\n{metrics}");
+    // The crashes each project had accepted, by project: counted by this process, and in
+    // the database by state.
+    for (project, n) in [("team-a", accepted + 1), ("team-b", b_accepted)] {
+        let line = format!("postmortem_project_crash_uploads_total{{project=\"{project}\"}} {n}");
+        assert!(metrics.contains(&line), "{line} not in\n{metrics}");
+        let prefix = format!("postmortem_project_crashes{{project=\"{project}\",state=");
+        let stored: u32 = metrics
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u32>().unwrap())
+            .sum();
+        assert_eq!(stored, n, "{project} in\n{metrics}");
+    }
 
     // Bytes a day: 6000 fit in 10000, the next 6000 wait until midnight UTC.
     let first = upload(&c, &e, C, "", &fake_core(6000, 1)).await;

@@ -49,6 +49,38 @@ fn quota_lines(out: &mut String, s: &AppState) {
     }
 }
 
+/// The crash counts by project (issue 41): crashes stored by this process, and the
+/// database's crashes by state (a project with none in a state has no line for it).
+async fn project_lines(out: &mut String, s: &AppState) -> Result<(), ApiError> {
+    let _ = writeln!(
+        out,
+        "# HELP postmortem_project_crash_uploads_total Crash uploads accepted by this process, by project."
+    );
+    let _ = writeln!(out, "# TYPE postmortem_project_crash_uploads_total counter");
+    if let Ok(by) = s.metrics.crash_uploads_by_project.lock() {
+        for (project, n) in by.iter() {
+            let _ = writeln!(
+                out,
+                "postmortem_project_crash_uploads_total{{project=\"{project}\"}} {n}"
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP postmortem_project_crashes Crashes in the database, by project and state."
+    );
+    let _ = writeln!(out, "# TYPE postmortem_project_crashes gauge");
+    let counts = worker::store::crashes::count_by_project_and_status(&s.db).await?;
+    for (project, state, n) in counts {
+        // project names are plain (`projects::valid_name`), states are the queue's
+        let _ = writeln!(
+            out,
+            "postmortem_project_crashes{{project=\"{project}\",state=\"{state}\"}} {n}"
+        );
+    }
+    Ok(())
+}
+
 async fn metrics(
     State(s): State<AppState>,
     _caller: ServerWide<Admin>,
@@ -96,6 +128,7 @@ async fn metrics(
             .map_or(0, |(_, n)| *n);
         let _ = writeln!(out, "postmortem_jobs{{state=\"{state}\"}} {n}");
     }
+    project_lines(&mut out, &s).await?;
     let _ = writeln!(out, "# HELP postmortem_jobs_finished_total Jobs finished by this process's workers, by outcome.");
     let _ = writeln!(out, "# TYPE postmortem_jobs_finished_total counter");
     for (outcome, v) in [

@@ -440,6 +440,19 @@ fn list_conditions(c: &mut super::conditions::Conditions, q: &ListQuery, at: &st
     });
 }
 
+/// Number of crashes per project and status (for `/metrics`), by project.
+pub async fn count_by_project_and_status(
+    db: &Db,
+) -> Result<Vec<(String, String, i64)>, StoreError> {
+    let sql = "SELECT project, status, COUNT(*) FROM crashes GROUP BY project, status \
+               ORDER BY project, status";
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, (String, String, i64)>(sql)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
 /// Number of crashes per status (for `/metrics`).
 pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, StoreError> {
     let sql = "SELECT status, COUNT(*) FROM crashes GROUP BY status ORDER BY status";
