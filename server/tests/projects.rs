@@ -112,7 +112,7 @@ impl Env {
         .unwrap()
     }
 
-    fn blob_files(&self) -> usize {
+    pub(crate) fn blob_files(&self) -> usize {
         files_under(&self.dir.path().join("data").join("blobs")).len()
     }
 }

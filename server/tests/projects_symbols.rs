@@ -14,7 +14,8 @@
 //! - team-a's token against team-b's symbol routes (`/api/v1/binaries` list, filters and
 //!   `{build_id}`, the debuginfod routes, the upload client's `missing` query, the
 //!   missing-modules list): another project's file answers as one that is not stored,
-//!   byte for byte; team-a's crash of a program only team-b uploaded has it missing;
+//!   byte for byte; team-a's crash of a program only team-b uploaded has it missing, and
+//!   once team-a sends the same bytes they are stored for it, in the one blob;
 //! - a file the server-wide admin marks shared symbolizes the crashes of both projects
 //!   that missed it (they are queued again), and a project token may not share.
 
@@ -328,6 +329,18 @@ async fn hostile_reads(pg: bool) {
         .await
         .iter()
         .any(|(id, _)| id == ONLY_B));
+
+    // team-a sends the very bytes team-b holds: stored for team-a (201, `created`), and
+    // still one blob; team-a's next crash of the program is symbolized with it
+    let blobs = e.blob_files();
+    let up = upload_file(&c, &e, A, "", &only_b).await;
+    assert_eq!(up.status, StatusCode::CREATED, "{}", up.body);
+    assert_eq!(json_of(&up)["binaries"][0]["created"], true, "{}", up.body);
+    assert_eq!(e.blob_files(), blobs, "the bytes are stored once");
+    let q = format!("/api/v1/binaries?build_id={ONLY_B}");
+    assert_eq!(shas(&get(&c, &e.url(&q), A).await), [sha_b.clone()]);
+    let a2 = upload_id(&c, &e, A, &core).await;
+    assert!(symbolized_as(&finished(&c, &e, A, &a2).await, "only"));
     e.finish().await;
 }
 both!(hostile_reads_sqlite, hostile_reads_postgres, hostile_reads);
