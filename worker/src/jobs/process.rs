@@ -263,10 +263,8 @@ impl<'a> Uploaded<'a> {
             .collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sees = binaries::Sees::Project(project);
-        let mut known = HashMap::new();
-        for (id, rows) in binaries::by_build_ids(&runner.db, &ids).await? {
-            known.insert(id, binaries::visible(&runner.db, sees, rows).await?);
-        }
+        let rows = binaries::by_build_ids(&runner.db, &ids).await?;
+        let known = binaries::visible_each(&runner.db, sees, rows).await?;
         Ok(Uploaded {
             runner,
             sees,

@@ -282,6 +282,23 @@ pub async fn visible(
     Ok(pick_visible(&holders, project, rows))
 }
 
+/// [`visible`] of each list of `groups` (a job's files by build-id), in one query.
+pub async fn visible_each(
+    db: &Db,
+    sees: Sees<'_>,
+    groups: HashMap<String, Vec<BinaryRow>>,
+) -> Result<HashMap<String, Vec<BinaryRow>>, StoreError> {
+    let Sees::Project(project) = sees else {
+        return Ok(groups);
+    };
+    let all: Vec<BinaryRow> = groups.values().flatten().cloned().collect();
+    let holders = holders(db, &all).await?;
+    Ok(groups
+        .into_iter()
+        .map(|(id, rows)| (id, pick_visible(&holders, project, rows)))
+        .collect())
+}
+
 /// [`visible`]'s rule, given each file's holders.
 fn pick_visible(
     holders: &HashMap<String, Vec<String>>,
