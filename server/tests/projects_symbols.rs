@@ -338,7 +338,7 @@ async fn hostile_reads(pg: bool) {
     assert_eq!(json_of(&up)["binaries"][0]["created"], true, "{}", up.body);
     assert_eq!(e.blob_files(), blobs, "the bytes are stored once");
     let q = format!("/api/v1/binaries?build_id={ONLY_B}");
-    assert_eq!(shas(&get(&c, &e.url(&q), A).await), [sha_b.clone()]);
+    assert_eq!(shas(&get(&c, &e.url(&q), A).await), [sha_b]);
     let a2 = upload_id(&c, &e, A, &core).await;
     assert!(symbolized_as(&finished(&c, &e, A, &a2).await, "only"));
     e.finish().await;
