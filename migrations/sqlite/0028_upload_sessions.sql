@@ -7,6 +7,8 @@
 CREATE TABLE upload_sessions (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
+    -- the project its file is stored in (issue 41)
+    project TEXT NOT NULL,
     file_name TEXT,
     size BIGINT NOT NULL,
     sha256 TEXT NOT NULL,

@@ -84,7 +84,7 @@ async fn a_crash_goes_from_upload_to_report_through_the_router_without_a_socket(
         "--token",
         &format!("{ADMIN}:ingest,symbols,read,admin"),
         "--token",
-        &format!("{TEAM_A}:ingest,read:team-a"),
+        &format!("{TEAM_A}:ingest,symbols,read:team-a"),
         "--token",
         &format!("{TEAM_B}:ingest,read:team-b"),
     ]);
@@ -96,13 +96,13 @@ async fn a_crash_goes_from_upload_to_report_through_the_router_without_a_socket(
     let (status, _) = call(&app, Method::GET, "/api/v1/crashes", None, &[], vec![]).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
-    // the program first (a server-wide token with the symbols scope), then its crash
+    // the program first (team-a's, with the symbols scope), then its crash
     let program = std::fs::read(fixtures().join("bin/crash")).unwrap();
     let (status, body) = call(
         &app,
         Method::POST,
         "/api/v1/binaries",
-        Some(ADMIN),
+        Some(TEAM_A),
         &[("x-file-name", "crash")],
         program,
     )

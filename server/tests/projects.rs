@@ -5,7 +5,8 @@
 //! - a token of project A against every route of project B's crash: 404, byte for byte the
 //!   answer for a missing id; lists, filters, reprocessing, idempotency keys and the
 //!   dedup window never reach B's crashes; the routes not yet kept apart per project
-//!   refuse project tokens; the Crashpad route files an upload under `?project=`;
+//!   refuse project tokens; the Crashpad route files an upload under `?project=`
+//!   (symbol files per project: `projects_symbols.rs`);
 //! - a flood of one project's uploads meets 429 with the `Retry-After` after which an
 //!   upload is taken again, while another project's uploads go on (figures printed);
 //! - `DELETE` leaves no row in any table that names the crash, no search term only it
@@ -24,15 +25,15 @@ use worker::store::Db;
 
 use common::{client, compile, drop_db, files_under, make_core, pg_database, start_serve, Proc};
 
-const ROOT: &str = "root-secret";
-const A: &str = "a-secret";
-const B: &str = "b-secret";
+pub(crate) const ROOT: &str = "root-secret";
+pub(crate) const A: &str = "a-secret";
+pub(crate) const B: &str = "b-secret";
 const B_INGEST: &str = "b-ingest";
-const C: &str = "c-secret";
+pub(crate) const C: &str = "c-secret";
 
 /// A server with one server-wide admin token and tokens of projects team-a, team-b and
 /// team-c, and a connection to its database for counting rows.
-struct Env {
+pub(crate) struct Env {
     proc: Option<Proc>,
     base: String,
     dir: tempfile::TempDir,
@@ -41,7 +42,7 @@ struct Env {
 }
 
 impl Env {
-    async fn start(pg: bool, extra: &[&str]) -> Option<Env> {
+    pub(crate) async fn start(pg: bool, extra: &[&str]) -> Option<Env> {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         std::fs::create_dir_all(&data).unwrap();
@@ -84,11 +85,11 @@ impl Env {
         })
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
-    async fn finish(mut self) {
+    pub(crate) async fn finish(mut self) {
         drop(self.proc.take());
         self.db.close().await;
         if let Some(name) = &self.pg {
@@ -97,7 +98,7 @@ impl Env {
     }
 
     /// Rows of `table` whose `column` is `value`.
-    async fn count(&self, table: &str, column: &str, value: &str) -> i64 {
+    pub(crate) async fn count(&self, table: &str, column: &str, value: &str) -> i64 {
         let sql = format!("SELECT COUNT(*) FROM {table} WHERE {column} = $1");
         worker::on_pool!(self.db, p => sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
             .bind(value).fetch_one(p).await)
@@ -111,20 +112,20 @@ impl Env {
         .unwrap()
     }
 
-    fn blob_files(&self) -> usize {
+    pub(crate) fn blob_files(&self) -> usize {
         files_under(&self.dir.path().join("data").join("blobs")).len()
     }
 }
 
 /// An answer: status, content type and body.
-struct Answer {
-    status: StatusCode,
-    content_type: String,
-    body: String,
-    retry_after: Option<u64>,
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) content_type: String,
+    pub(crate) body: String,
+    pub(crate) retry_after: Option<u64>,
 }
 
-async fn send(
+pub(crate) async fn send(
     c: &reqwest::Client,
     method: Method,
     url: &str,
@@ -153,29 +154,35 @@ async fn send(
     }
 }
 
-async fn get(c: &reqwest::Client, url: &str, token: &str) -> Answer {
+pub(crate) async fn get(c: &reqwest::Client, url: &str, token: &str) -> Answer {
     send(c, Method::GET, url, token, |r| r).await
 }
 
-fn json_of(a: &Answer) -> Value {
+pub(crate) fn json_of(a: &Answer) -> Value {
     serde_json::from_str(&a.body).unwrap_or_else(|e| panic!("{e}: {}", a.body))
 }
 
 /// Uploads `dump` as a raw body with `token`; the answer.
-async fn upload(c: &reqwest::Client, e: &Env, token: &str, query: &str, dump: &[u8]) -> Answer {
+pub(crate) async fn upload(
+    c: &reqwest::Client,
+    e: &Env,
+    token: &str,
+    query: &str,
+    dump: &[u8],
+) -> Answer {
     let url = e.url(&format!("/api/v1/crashes{query}"));
     send(c, Method::POST, &url, token, |r| r.body(dump.to_vec())).await
 }
 
 /// Uploads and returns the new crash's id (202).
-async fn upload_id(c: &reqwest::Client, e: &Env, token: &str, dump: &[u8]) -> String {
+pub(crate) async fn upload_id(c: &reqwest::Client, e: &Env, token: &str, dump: &[u8]) -> String {
     let a = upload(c, e, token, "", dump).await;
     assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
     json_of(&a)["id"].as_str().unwrap().to_string()
 }
 
 /// Waits until the crash is done or failed, read with `token`; its record.
-async fn finished(c: &reqwest::Client, e: &Env, token: &str, id: &str) -> Value {
+pub(crate) async fn finished(c: &reqwest::Client, e: &Env, token: &str, id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let a = get(c, &e.url(&format!("/api/v1/crashes/{id}")), token).await;
@@ -210,17 +217,21 @@ fn fake_core(len: usize, tag: u8) -> Vec<u8> {
 }
 
 /// A real crash's core (a compiled program that writes through a null pointer), its
-/// program uploaded first (by the server-wide token: symbol files are server-wide) so
-/// that the report names its functions.
+/// program uploaded first by the server-wide token and marked shared, so that the reports
+/// of every project name its functions.
 async fn real_core(c: &reqwest::Client, e: &Env, dir: &std::path::Path) -> Vec<u8> {
     let prog = compile(dir, "prog", common::CRASHER);
     let bytes = std::fs::read(&prog).unwrap();
+    let sha = hex::encode(Sha256::digest(&bytes));
     let url = e.url("/api/v1/binaries");
     let up = send(c, Method::POST, &url, ROOT, |r| {
         r.header("x-file-name", "prog").body(bytes)
     })
     .await;
     assert_eq!(up.status, StatusCode::CREATED, "{}", up.body);
+    let url = e.url(&format!("/api/v1/binaries/{sha}/shared"));
+    let shared = send(c, Method::POST, &url, ROOT, |r| r).await;
+    assert_eq!(shared.status, StatusCode::OK, "{}", shared.body);
     make_core(dir, &prog)
 }
 
@@ -422,10 +433,7 @@ async fn keys_and_dedup(c: &reqwest::Client, e: &Env, core: &[u8], theirs: &str)
 async fn server_wide_routes(c: &reqwest::Client, e: &Env, theirs: &str) {
     for path in [
         "/api/v1/groups".to_string(),
-        "/api/v1/modules/missing".to_string(),
-        "/api/v1/binaries".to_string(),
-        "/api/v1/upload-sessions".to_string(),
-        format!("/buildid/{}/debuginfo", "ab".repeat(20)),
+        format!("/buildid/{}/source/a.c", "ab".repeat(20)),
         "/metrics".to_string(),
         "/".to_string(),
         format!("/crashes/{theirs}"),
@@ -524,6 +532,19 @@ async fn flood(pg: bool) {
         "postmortem_quota_refusals_total{{project=\"team-a\",kind=\"throttled\"}} {refused}"
     );
     assert!(metrics.contains(&line), "{line} not in\n{metrics}");
+    // The crashes each project had accepted, by project: counted by this process, and in
+    // the database by state.
+    for (project, n) in [("team-a", accepted + 1), ("team-b", b_accepted)] {
+        let line = format!("postmortem_project_crash_uploads_total{{project=\"{project}\"}} {n}");
+        assert!(metrics.contains(&line), "{line} not in\n{metrics}");
+        let prefix = format!("postmortem_project_crashes{{project=\"{project}\",state=");
+        let stored: u32 = metrics
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u32>().unwrap())
+            .sum();
+        assert_eq!(stored, n, "{project} in\n{metrics}");
+    }
 
     // Bytes a day: 6000 fit in 10000, the next 6000 wait until midnight UTC.
     let first = upload(&c, &e, C, "", &fake_core(6000, 1)).await;

@@ -661,25 +661,25 @@ async fn sym_by_image(db: &Db) {
         binaries::insert(db, r).await.unwrap();
     }
     assert_eq!(
-        binaries::sym_by_code_id(db, "app.exe", "5F3A2B1C1000")
+        binaries::sym_by_code_id(db, "app.exe", "5F3A2B1C1000", binaries::Sees::Every)
             .await
             .unwrap(),
         Some(old_sym)
     );
     assert_eq!(
-        binaries::sym_by_code_id(db, "other.exe", "5F3A2B1C1000")
+        binaries::sym_by_code_id(db, "other.exe", "5F3A2B1C1000", binaries::Sees::Every)
             .await
             .unwrap(),
         None
     );
     assert_eq!(
-        binaries::sym_by_code_id(db, "app.exe", "5F3A2B1C2000")
+        binaries::sym_by_code_id(db, "app.exe", "5F3A2B1C2000", binaries::Sees::Every)
             .await
             .unwrap(),
         None
     );
     assert_eq!(
-        binaries::by_code_id(db, "app.exe", "5F3A2B1C1000")
+        binaries::by_code_id(db, "app.exe", "5F3A2B1C1000", binaries::Sees::Every)
             .await
             .unwrap(),
         vec![image]

@@ -19,6 +19,7 @@ fn row(id: &str, size: i64, expires_at: i64) -> SessionRow {
     SessionRow {
         id: id.to_string(),
         owner: "o".into(),
+        project: "default".into(),
         file_name: Some("f".into()),
         size,
         sha256: "ab".repeat(32),

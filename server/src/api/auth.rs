@@ -23,7 +23,7 @@ use axum::extract::{FromRequestParts, MatchedPath, Query};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method, Uri};
 use sha2::{Digest, Sha256};
-use worker::store::{audit, projects};
+use worker::store::{audit, binaries, projects};
 
 use super::problem::ApiError;
 use super::state::{AppState, Scope, Token};
@@ -82,6 +82,14 @@ impl Who {
     pub fn filter(&self) -> Option<&str> {
         self.project.as_deref()
     }
+    /// The symbol files this caller sees: its project's and the shared ones, or every
+    /// file for a server-wide caller that named no project.
+    pub fn sees(&self) -> binaries::Sees<'_> {
+        match &self.project {
+            Some(p) => binaries::Sees::Project(p),
+            None => binaries::Sees::Every,
+        }
+    }
 }
 
 /// A caller with the scope `N` (or `admin`).
@@ -91,7 +99,8 @@ pub struct Caller<N> {
 }
 
 /// A server-wide caller with the scope `N`: for the routes that are not yet kept apart
-/// per project (groups, symbol files, the dashboard), which a project token may not use.
+/// per project (groups, source bundles, the dashboard) or that act on every project
+/// (marking a symbol file shared), which a project token may not use.
 pub struct ServerWide<N> {
     need: PhantomData<fn() -> N>,
 }

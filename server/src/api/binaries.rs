@@ -1,7 +1,13 @@
 //! `POST /api/v1/binaries` (raw or multipart, one or many files: ELF, Mach-O (a universal
-//! one by slice), a zipped dSYM (by DWARF file), Breakpad `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`.
+//! one by slice), a zipped dSYM (by DWARF file), Breakpad `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`,
+//! and `POST`/`DELETE /api/v1/binaries/{sha256}/shared` (an admin shares a file with every
+//! project, or stops).
 //!
-//! A new file invalidates the tables it changes and requeues the crashes it may change
+//! Files belong to the caller's project (issue 41): an upload is stored in it (its bytes
+//! once, whichever projects hold them), first upload wins within it, and the reads answer
+//! the files it sees (`binaries::visible`: its own and the shared ones); another
+//! project's file answers as a file that is not stored. A new file invalidates the tables
+//! it changes and requeues the crashes of its project it may change
 //! (`worker::jobs::new_file`).
 
 use std::collections::HashMap;
@@ -10,7 +16,7 @@ use std::sync::atomic::Ordering;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use engine::identify::{identify_file, BinaryInfo, IdentifyError, KIND_BREAKPAD};
 use serde_json::{json, Value};
@@ -19,7 +25,7 @@ use worker::store::binaries::{self, BinaryRow};
 use worker::store::missing::Requeued;
 use worker::store::{now_ms, StagedBlob, StoreError};
 
-use super::auth::{ServerWide, Symbols};
+use super::auth::{Admin, Caller, ServerWide, Symbols};
 use super::extract::{multipart_boundary, parse_limit, read_multipart, stage_body, Keep, PartData};
 use super::problem::ApiError;
 use super::state::AppState;
@@ -32,6 +38,10 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/binaries", get(list).post(upload))
         .route("/api/v1/binaries/{build_id}", get(by_build_id))
+        .route(
+            "/api/v1/binaries/{sha256}/shared",
+            post(share).delete(unshare),
+        )
 }
 
 /// [`to_json`], with a Windows image's `names` (every name it was uploaded under).
@@ -66,11 +76,11 @@ fn to_json(row: &BinaryRow, created: Option<bool>) -> Value {
 
 async fn upload(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let result = upload_inner(&s, &headers, body).await;
+    let result = upload_inner(&s, &headers, caller.who.upload_project(), body).await;
     if result.is_err() {
         s.metrics.rejected_uploads.fetch_add(1, Ordering::Relaxed);
     }
@@ -80,18 +90,21 @@ async fn upload(
 async fn upload_inner(
     s: &AppState,
     headers: &HeaderMap,
+    project: &str,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let files = received_files(s, headers, body).await?;
-    store_files(s, headers, files).await
+    store_files(s, headers, project, files).await
 }
 
 /// Identifies, checks and stores staged files with the names they were sent under (each
-/// checked by [`super::file_name::check`]): the one store path of an upload, whether it
-/// arrived in one request or in an upload session's chunks (`upload_sessions`).
+/// checked by [`super::file_name::check`]) in `project`: the one store path of an upload,
+/// whether it arrived in one request or in an upload session's chunks
+/// (`upload_sessions`).
 pub(super) async fn store_files(
     s: &AppState,
     headers: &HeaderMap,
+    project: &str,
     files: Vec<(Option<String>, StagedBlob)>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     // zipped dSYMs and universal Mach-O files, each taken apart into thin files
@@ -99,23 +112,23 @@ pub(super) async fn store_files(
     // Identify and check every file before storing any, so a bad file stores nothing.
     let mut checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)> = Vec::new();
     for (name, staged) in files {
-        let (info, row) = checked_file(s, name, &staged).await?;
+        let (info, row) = checked_file(s, project, name, &staged).await?;
         if let Some(earlier) = checked.iter().find(|(_, _, r)| r.contests(&row)) {
             return Err(conflict(&row, &earlier.2.sha256));
         }
         checked.push((staged, info, row));
     }
     let rows: Vec<&BinaryRow> = checked.iter().map(|(_, _, r)| r).collect();
-    let claimed = claim_all(s, &rows).await?;
-    let stored = store_all(s, checked).await;
+    let claimed = claim_all(s, project, &rows).await?;
+    let stored = store_all(s, project, checked).await;
     if stored.is_err() {
-        release_all(s, &claimed).await;
+        release_all(s, project, &claimed).await;
     }
     let (out, arrivals) = stored?;
     let any_created = arrivals.iter().any(|(_, _, new)| *new);
     // Only once every file of the request is stored, so that a crash requeued for one of
     // them is not processed before the others (a binary and its debug file) are there.
-    let requeued = announce(s, headers, arrivals).await?;
+    let requeued = announce(s, headers, Some(project), arrivals).await?;
     let status = if any_created {
         StatusCode::CREATED
     } else {
@@ -132,12 +145,14 @@ pub(super) async fn store_files(
 type Stored = (Vec<Value>, Vec<(BinaryInfo, Option<String>, bool)>);
 
 /// Announces an upload's new files: each invalidates the tables it feeds and queues again
-/// the crashes that missed it, within the token's allowance of requeued crashes
-/// (`--requeue-per-minute`); the crashes past it stay listed as missing the file, for a
-/// reprocess run (`{"missing_only": true}`) or the next new file of that id.
+/// the crashes of `project` (every project's for a shared file: `None`) that missed it,
+/// within the token's allowance of requeued crashes (`--requeue-per-minute`); the crashes
+/// past it stay listed as missing the file, for a reprocess run (`{"missing_only":
+/// true}`) or the next new file of that id.
 async fn announce(
     s: &AppState,
     headers: &HeaderMap,
+    project: Option<&str>,
     arrivals: Vec<(BinaryInfo, Option<String>, bool)>,
 ) -> Result<Requeued, ApiError> {
     let mut allowance = s.requeue_rate.take(headers, u64::MAX);
@@ -151,6 +166,7 @@ async fn announce(
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == KIND_BREAKPAD,
             pe: info.image(name.as_deref()),
+            project,
         };
         let done = match file_arrived_within(&s.db, &s.cache, file, allowance).await {
             Ok(d) => d,
@@ -173,10 +189,14 @@ async fn announce(
 /// Claims every file's identity in its role (the database's key decides between uploads
 /// at the same moment: the one that loses is refused with 409, as if it came second).
 /// Returns the claims made, to release if the files are then not stored.
-async fn claim_all(s: &AppState, rows: &[&BinaryRow]) -> Result<Vec<BinaryRow>, ApiError> {
+async fn claim_all(
+    s: &AppState,
+    project: &str,
+    rows: &[&BinaryRow],
+) -> Result<Vec<BinaryRow>, ApiError> {
     let mut made: Vec<BinaryRow> = Vec::new();
     for row in rows {
-        let claimed = binaries::claim(&s.db, row).await;
+        let claimed = binaries::claim(&s.db, row, project).await;
         let lost = match claimed {
             Ok(binaries::Claim::Held { new: true }) => {
                 made.push((*row).clone());
@@ -186,7 +206,7 @@ async fn claim_all(s: &AppState, rows: &[&BinaryRow]) -> Result<Vec<BinaryRow>, 
             Ok(binaries::Claim::Lost(holder)) => conflict(row, &holder),
             Err(e) => ApiError::from(e),
         };
-        release_all(s, &made).await;
+        release_all(s, project, &made).await;
         return Err(lost);
     }
     Ok(made)
@@ -194,25 +214,28 @@ async fn claim_all(s: &AppState, rows: &[&BinaryRow]) -> Result<Vec<BinaryRow>, 
 
 /// Releases claims whose files were not stored (best effort: a claim left behind names a
 /// file that is not there, and refuses others until an admin removes it; logged).
-async fn release_all(s: &AppState, claimed: &[BinaryRow]) {
+async fn release_all(s: &AppState, project: &str, claimed: &[BinaryRow]) {
     for row in claimed {
-        if let Err(e) = binaries::release(&s.db, row).await {
+        if let Err(e) = binaries::release(&s.db, row, project).await {
             tracing::error!(sha256 = %row.sha256, error = %e, "could not release a claim");
         }
     }
 }
 
-/// Stores the checked (and claimed) files of an upload: their blobs, their rows, a Windows
-/// image's new name.
+/// Stores the checked (and claimed) files of an upload in `project`: their blobs (once
+/// whichever projects hold the bytes), their rows, the project's hold on them, a Windows
+/// image's new name. A file is new (`created`) when it is new to the project.
 async fn store_all(
     s: &AppState,
+    project: &str,
     checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)>,
 ) -> Result<Stored, ApiError> {
     let mut out = Vec::new();
     let mut arrivals = Vec::new();
     for (staged, info, row) in checked {
         s.blobs.put_staged(&staged).await?;
-        let (stored, created) = binaries::insert(&s.db, &row).await?;
+        let (stored, _) = binaries::insert(&s.db, &row).await?;
+        let created = binaries::own(&s.db, &stored.sha256, project).await?;
         if created {
             s.metrics.binary_uploads.fetch_add(1, Ordering::Relaxed);
         }
@@ -276,6 +299,7 @@ async fn received_files(
 /// [`claim_all`]).
 async fn checked_file(
     s: &AppState,
+    project: &str,
     name: Option<String>,
     staged: &StagedBlob,
 ) -> Result<(BinaryInfo, BinaryRow), ApiError> {
@@ -309,7 +333,7 @@ async fn checked_file(
         code_id: info.code_id.clone(),
         code_file: info.code_file.clone(),
     };
-    if let Some(holder) = binaries::holder_of(&s.db, &row).await? {
+    if let Some(holder) = binaries::holder_of(&s.db, &row, project).await? {
         return Err(conflict(&row, &holder.sha256));
     }
     Ok((info, row))
@@ -392,10 +416,11 @@ fn check_debug_id(id: &str) -> Result<String, ApiError> {
 
 async fn list(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = parse_limit(&q, 100)?;
+    let sees = caller.who.sees();
     let rows = match (q.get("build_id"), q.get("debug_id")) {
         (Some(id), None) => binaries::by_build_id(&s.db, &check_build_id(id)?).await?,
         (None, Some(id)) => binaries::by_debug_id(&s.db, &check_debug_id(id)?).await?,
@@ -405,8 +430,9 @@ async fn list(
             rows.retain(|r| r.debug_id.as_deref() == Some(d.as_str()));
             rows
         }
-        (None, None) => binaries::recent(&s.db, limit).await?,
+        (None, None) => binaries::recent_in(&s.db, sees, limit).await?,
     };
+    let rows = binaries::visible(&s.db, sees, rows).await?;
     let mut items: Vec<Value> = Vec::with_capacity(rows.len());
     for r in &rows {
         items.push(with_names(&s, r, None).await?);
@@ -416,15 +442,82 @@ async fn list(
 
 async fn by_build_id(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     Path(build_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = check_build_id(&build_id)
         .map_err(|_| ApiError::NotFound(format!("no binary with build-id {build_id:?}")))?;
     let rows = binaries::by_build_id(&s.db, &id).await?;
+    let rows = binaries::visible(&s.db, caller.who.sees(), rows).await?;
     if rows.is_empty() {
         return Err(ApiError::NotFound(format!("no binary with build-id {id}")));
     }
     let items: Vec<Value> = rows.iter().map(|r| to_json(r, None)).collect();
     Ok(Json(json!({ "build_id": id, "binaries": items })))
+}
+
+/// The stored file a `{sha256}` path names (64 hex digits, any case), or 404.
+async fn stored_file(s: &AppState, sha256: &str) -> Result<BinaryRow, ApiError> {
+    let missing = || ApiError::NotFound(format!("no file with sha256 {sha256:?}"));
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(missing());
+    }
+    binaries::by_sha256(&s.db, &sha256.to_ascii_lowercase())
+        .await?
+        .ok_or_else(missing)
+}
+
+/// `POST /api/v1/binaries/{sha256}/shared` (server-wide admin): every project's crashes
+/// may use the file from now on (a system library's), after each project's own file of
+/// its identity. Queues again every project's crashes that missed it.
+async fn share(
+    State(s): State<AppState>,
+    _caller: ServerWide<Admin>,
+    headers: HeaderMap,
+    Path(sha256): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let row = stored_file(&s, &sha256).await?;
+    let new = binaries::own(&s.db, &row.sha256, binaries::SHARED).await?;
+    let requeued = if new {
+        let image = match row.is_breakpad() {
+            true => row.code_file.as_deref(),
+            false => row.file_name.as_deref(),
+        };
+        let file = NewFile {
+            build_id: row.build_id(),
+            debug_id: row.debug_id.as_deref(),
+            breakpad: row.is_breakpad(),
+            pe: image.zip(row.code_id.as_deref()),
+            project: None,
+        };
+        let allowance = s.requeue_rate.take(&headers, u64::MAX);
+        let done = file_arrived_within(&s.db, &s.cache, file, allowance).await;
+        let used = done.as_ref().map_or(0, |d| d.requeued);
+        s.requeue_rate
+            .give_back(&headers, allowance.saturating_sub(used));
+        if used > 0 {
+            s.wake.notify_waiters();
+        }
+        done?
+    } else {
+        Requeued::default()
+    };
+    Ok(Json(json!({
+        "sha256": row.sha256, "shared": true, "changed": new,
+        "requeued": requeued.requeued, "requeue_left": requeued.left,
+    })))
+}
+
+/// `DELETE /api/v1/binaries/{sha256}/shared` (server-wide admin): the file serves the
+/// projects that uploaded it only, from now on (reports made with it stay as they are).
+async fn unshare(
+    State(s): State<AppState>,
+    _caller: ServerWide<Admin>,
+    Path(sha256): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let row = stored_file(&s, &sha256).await?;
+    let changed = binaries::disown(&s.db, &row.sha256, binaries::SHARED).await?;
+    Ok(Json(
+        json!({ "sha256": row.sha256, "shared": false, "changed": changed }),
+    ))
 }

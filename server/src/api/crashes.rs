@@ -278,7 +278,7 @@ async fn upload_inner(
                 // A concurrent upload with the same key was stored first.
                 Some(row) => (replayed(&row, &new.dump_sha256)?, true),
                 None => {
-                    s.metrics.crash_uploads.fetch_add(1, Ordering::Relaxed);
+                    s.metrics.crash_stored(project);
                     s.wake.notify_one();
                     tracing::info!(crash_id = %new.id, format, size, "crash queued");
                     (new.id, false)

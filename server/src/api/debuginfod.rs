@@ -13,7 +13,10 @@
 //!   there is none, 400 for a path with a `..` component.
 //!
 //! Reading binaries is the `symbols` scope, as `GET /api/v1/binaries` (clients send the
-//! token with `DEBUGINFOD_HEADERS_FILE`). Files are streamed from the blob store, never
+//! token with `DEBUGINFOD_HEADERS_FILE`). A project token gets the files its project sees
+//! (its own and the shared ones, `binaries::visible`): another project's file is a 404 as
+//! an unknown build-id is. Source bundles are not kept per project yet: `source/` takes
+//! a server-wide token. Files are streamed from the blob store, never
 //! held whole. An unknown build-id is a 404, which debuginfod clients take as "not here".
 
 use axum::body::Body;
@@ -24,7 +27,7 @@ use axum::routing::get;
 use axum::Router;
 use worker::store::binaries::{self, BinaryRow};
 
-use super::auth::{ServerWide, Symbols};
+use super::auth::{Caller, ServerWide, Symbols};
 use super::binaries::check_build_id;
 use super::problem::ApiError;
 use super::source_bundles;
@@ -68,12 +71,13 @@ fn answer(rows: &[BinaryRow], wanted: Wanted) -> Option<&BinaryRow> {
 /// The handler of both file routes, told which file its route serves.
 async fn file(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     Path(build_id): Path<String>,
     wanted: Wanted,
 ) -> Result<Response, ApiError> {
     let id = check_build_id(&build_id)?;
     let rows = binaries::by_build_id(&s.db, &id).await?;
+    let rows = binaries::visible(&s.db, caller.who.sees(), rows).await?;
     let what = match wanted {
         Wanted::Executable => "executable",
         Wanted::Debuginfo => "debuginfo",

@@ -50,6 +50,43 @@ fn quota_lines(out: &mut Exposition, s: &AppState) {
     }
 }
 
+/// The crash counts by project (issue 41): crashes stored by this process, and the
+/// database's crashes by state (a project with none in a state has no line for it).
+async fn project_lines(out: &mut Exposition, s: &AppState) -> Result<(), ApiError> {
+    out.family(
+        "postmortem_project_crash_uploads_total",
+        Kind::Counter,
+        "Crash uploads accepted by this process, by project.",
+    );
+    let by: Vec<(String, u64)> = s
+        .metrics
+        .crash_uploads_by_project
+        .lock()
+        .map(|by| by.iter().map(|(p, n)| (p.clone(), *n)).collect())
+        .unwrap_or_default();
+    for (project, n) in &by {
+        out.sample(
+            "postmortem_project_crash_uploads_total",
+            &[("project", project.as_str())],
+            n,
+        );
+    }
+    out.family(
+        "postmortem_project_crashes",
+        Kind::Gauge,
+        "Crashes in the database, by project and state.",
+    );
+    let counts = worker::store::crashes::count_by_project_and_status(&s.db).await?;
+    for (project, state, n) in counts {
+        out.sample(
+            "postmortem_project_crashes",
+            &[("project", project.as_str()), ("state", state.as_str())],
+            n,
+        );
+    }
+    Ok(())
+}
+
 /// What the API took and refused.
 fn upload_lines(out: &mut Exposition, m: &Metrics) {
     out.family(
@@ -237,6 +274,7 @@ async fn metrics(
     upload_lines(&mut out, &s.metrics);
     quota_lines(&mut out, &s);
     job_lines(&mut out, &s).await?;
+    project_lines(&mut out, &s).await?;
     symbol_source_lines(&mut out, &s.job_metrics);
     latency_lines(&mut out, &s.job_metrics);
     cache_lines(&mut out, &s).await;

@@ -1,6 +1,6 @@
 //! `AppState`: what every handler shares. Clone is cheap (handles and `Arc`s).
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -112,8 +112,20 @@ pub struct Config {
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub crash_uploads: AtomicU64,
+    /// `crash_uploads` by project (issue 41).
+    pub crash_uploads_by_project: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
     pub binary_uploads: AtomicU64,
     pub rejected_uploads: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts a crash stored for `project`.
+    pub fn crash_stored(&self, project: &str) {
+        self.crash_uploads.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut by) = self.crash_uploads_by_project.lock() {
+            *by.entry(project.to_string()).or_default() += 1;
+        }
+    }
 }
 
 /// A project's upload limits (`--quota PROJECT:CRASHES_PER_MINUTE:BYTES_PER_DAY`).

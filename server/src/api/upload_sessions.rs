@@ -13,6 +13,11 @@
 //! session declared as a build's source bundle is checked and stored as one instead
 //! (`source_bundles::store`).
 //!
+//! A session stores its file in the project its creation named (issue 41); `missing`
+//! answers what that project sees, so a file only another project holds is `missing` (its
+//! bytes are sent again, and stored once). Source bundles are not kept per project yet:
+//! sessions and queries of them take a server-wide token.
+//!
 //! Sessions live in the store (`worker::store::upload_sessions`, migration 0028): a row
 //! per session and a blob per chunk received, so a session survives a restart of the
 //! server, and any server on the same database and blob store takes its next chunk.
@@ -42,7 +47,7 @@ use worker::store::staged::{StagedBlob, StagingWriter};
 use worker::store::upload_sessions::{self, AssembleError, SessionRow};
 use worker::store::StoreError;
 
-use super::auth::{ServerWide, Symbols};
+use super::auth::{Caller, Symbols, Who};
 use super::binaries::check_build_id;
 use super::problem::{problem, ApiError};
 use super::state::AppState;
@@ -253,7 +258,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/upload-sessions/{id}/finish", post(finish))
 }
 
-/// Who is asking: a digest of the bearer token, after the `ServerWide<Symbols>` extractor
+/// Who is asking: a digest of the bearer token, after the `Caller<Symbols>` extractor
 /// let it through.
 fn owner(s: &AppState, headers: &HeaderMap) -> Result<String, ApiError> {
     if s.config.tokens.is_empty() {
@@ -390,10 +395,13 @@ fn row_of(d: &Described) -> Result<BinaryRow, SessionError> {
 /// `missing`.
 async fn missing(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     body: Body,
 ) -> Result<Json<Value>, SessionError> {
     let q: MissingQuery = json_body(body).await?;
+    if !q.source_bundles.is_empty() {
+        bundles_need_server_wide(&caller.who)?;
+    }
     if q.files.len() > MAX_MISSING_FILES || q.source_bundles.len() > MAX_MISSING_FILES {
         return Err(SessionError::Bad(format!(
             "at most {MAX_MISSING_FILES} files and {MAX_MISSING_FILES} source bundles per \
@@ -411,7 +419,7 @@ async fn missing(
     let mut out = Vec::with_capacity(rows.len());
     let (mut lacking, mut present) = (0usize, 0usize);
     for row in &rows {
-        let answer = state_of(&s, row).await?;
+        let answer = state_of(&s, &caller.who, row).await?;
         match answer["state"].as_str() {
             Some("missing") => lacking += 1,
             Some("present") => present += 1,
@@ -437,8 +445,19 @@ async fn missing(
     })))
 }
 
-async fn state_of(s: &AppState, row: &BinaryRow) -> Result<Value, ApiError> {
-    if binaries::by_sha256(&s.db, &row.sha256).await?.is_some() {
+/// Source bundles are not kept per project yet: a project token may not send or ask
+/// about them.
+fn bundles_need_server_wide(who: &Who) -> Result<(), ApiError> {
+    match who.server_wide {
+        true => Ok(()),
+        false => Err(ApiError::ServerWideOnly),
+    }
+}
+
+/// What the caller's project has of the file `row` describes (another project's file,
+/// even of these very bytes, is `missing` to it).
+async fn state_of(s: &AppState, who: &Who, row: &BinaryRow) -> Result<Value, ApiError> {
+    if binaries::is_visible(&s.db, who.sees(), &row.sha256).await? {
         // an image is found by each name it was sent under: a new name is worth sending
         let named = match (&row.file_name, row.format == "pe") {
             (Some(name), true) => binaries::names_of(&s.db, &row.sha256)
@@ -451,7 +470,7 @@ async fn state_of(s: &AppState, row: &BinaryRow) -> Result<Value, ApiError> {
             return Ok(json!({ "state": "present" }));
         }
     }
-    if let Some(holder) = binaries::holder_of(&s.db, row).await? {
+    if let Some(holder) = binaries::holder_of(&s.db, row, who.upload_project()).await? {
         return Ok(json!({
             "state": "conflict", "role": row.role(), "existing_sha256": holder.sha256,
         }));
@@ -477,12 +496,16 @@ struct CreateRequest {
 /// this token for the same bytes (200, `resumed`), with the offset to send from.
 async fn create(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    caller: Caller<Symbols>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), SessionError> {
     let owner = owner(&s, &headers)?;
+    let project = caller.who.upload_project().to_string();
     let req: CreateRequest = json_body(body).await?;
+    if req.source_bundle.is_some() {
+        bundles_need_server_wide(&caller.who)?;
+    }
     let sessions = &s.upload_sessions;
     check_hex("sha256", &req.sha256, 64)?;
     check_hex("compressed_sha256", &req.compressed_sha256, 64)?;
@@ -509,7 +532,8 @@ async fn create(
     let csha = req.compressed_sha256.to_ascii_lowercase();
     let open = upload_sessions::of_owner(&s.db, &owner).await?;
     if let Some(same) = open.iter().find(|x| {
-        x.sha256 == sha
+        x.project == project
+            && x.sha256 == sha
             && x.compressed_sha256 == csha
             && x.file_name == req.file_name
             && x.source_bundle == source_bundle
@@ -532,6 +556,7 @@ async fn create(
     let row = SessionRow {
         id: worker::store::crashes::new_id(),
         owner,
+        project,
         file_name: req.file_name,
         size: as_i64(req.size),
         sha256: sha,
@@ -554,7 +579,7 @@ async fn create(
 /// requests brought this server process since it started.
 async fn list(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
 ) -> Result<Json<Value>, SessionError> {
     let owner = owner(&s, &headers)?;
@@ -573,7 +598,7 @@ async fn list(
 /// `GET /api/v1/upload-sessions/{id}`: the session, with the offset to send from.
 async fn status(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, SessionError> {
@@ -585,7 +610,7 @@ async fn status(
 /// `DELETE /api/v1/upload-sessions/{id}`: drops the session and its chunks.
 async fn cancel(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<StatusCode, SessionError> {
@@ -601,7 +626,7 @@ async fn cancel(
 /// of the request are a chunk blob, recorded in the store with the session's new count.
 async fn chunk(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
@@ -709,7 +734,7 @@ async fn append(
 /// file as `POST /api/v1/binaries` does (its answer, with the session's byte counts).
 async fn finish(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    _caller: Caller<Symbols>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, SessionError> {
@@ -747,8 +772,8 @@ async fn finish(
     let (status, Json(mut v)) = match &session.source_bundle {
         Some(build_id) => super::source_bundles::store(&s, &headers, build_id, file).await?,
         None => {
-            super::binaries::store_files(&s, &headers, vec![(session.file_name.clone(), file)])
-                .await?
+            let files = vec![(session.file_name.clone(), file)];
+            super::binaries::store_files(&s, &headers, &session.project, files).await?
         }
     };
     v["session"] = session_json;

@@ -1,7 +1,8 @@
 //! The in-memory tables cache: moka, weighted by bytes, in front of the `tables` rows.
 //!
-//! Keyed by ([`TableKey`], table kind, format version) like the database, so a table of an
-//! older format is never served after a version bump. Hits, misses and tables built are
+//! Keyed by ([`TableKey`], the files' digest, table kind, format version) like the
+//! database, so a table of an older format is never served after a version bump, nor a
+//! table of files another project uploaded. Hits, misses and tables built are
 //! counted for `/metrics`. Beside the tables it keeps each build-id's main binary (its
 //! code bytes let the stack scan check call sites, as `postmortem walk` does), under the
 //! same byte budget (weighed by its length, though it is held mapped: the pages a stack
@@ -34,10 +35,12 @@ impl TableKind {
 }
 
 /// A cache key: one kind of table, in one format version, of the files a
-/// [`TableKey`] names.
+/// [`TableKey`] names (`files`: which files those are, a digest of their sha256s, since
+/// two projects may see different files of one key).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
     pub table: TableKey,
+    pub files: String,
     pub kind: TableKind,
     pub version: u32,
 }
@@ -66,8 +69,8 @@ pub struct CacheStats {
 #[derive(Clone)]
 pub struct TablesCache {
     inner: moka::future::Cache<CacheKey, Arc<[u8]>>,
-    /// A build's key → the bytes of its main (non-debug) file.
-    code: moka::future::Cache<TableKey, FileBytes>,
+    /// A build's main (non-debug) file: its sha256 → its bytes (which never change).
+    code: moka::future::Cache<String, FileBytes>,
     stats: Arc<CacheStats>,
 }
 
@@ -86,17 +89,16 @@ impl TablesCache {
         let inner = moka::future::Cache::builder()
             .max_capacity(max_bytes)
             .weigher(|k: &CacheKey, v: &Arc<[u8]>| {
-                u32::try_from(v.len() + key_len(&k.table)).unwrap_or(u32::MAX)
+                u32::try_from(v.len() + key_len(&k.table) + k.files.len()).unwrap_or(u32::MAX)
             })
             .support_invalidation_closures()
             .build();
         // Binaries are few and large; they get a quarter of the budget.
         let code = moka::future::Cache::builder()
             .max_capacity(max_bytes / 4)
-            .weigher(|k: &TableKey, v: &FileBytes| {
-                u32::try_from(v.len() + key_len(k)).unwrap_or(u32::MAX)
+            .weigher(|k: &String, v: &FileBytes| {
+                u32::try_from(v.len() + k.len()).unwrap_or(u32::MAX)
             })
-            .support_invalidation_closures()
             .build();
         TablesCache {
             inner,
@@ -122,23 +124,19 @@ impl TablesCache {
         self.inner.insert(key, bytes).await;
     }
 
-    /// The cached main binary of a build.
-    pub async fn code(&self, key: &TableKey) -> Option<FileBytes> {
-        self.code.get(key).await
+    /// The cached main binary of a build, by its sha256.
+    pub async fn code(&self, sha256: &str) -> Option<FileBytes> {
+        self.code.get(sha256).await
     }
 
-    /// Caches the main binary of a build.
-    pub async fn insert_code(&self, key: &TableKey, bytes: FileBytes) {
-        self.code.insert(key.clone(), bytes).await;
+    /// Caches the main binary of a build, by its sha256.
+    pub async fn insert_code(&self, sha256: &str, bytes: FileBytes) {
+        self.code.insert(sha256.to_string(), bytes).await;
     }
 
-    /// Forgets every table under `key` (a new file for it arrived).
+    /// Forgets every table under `key`, of any files (a new file for it arrived).
     pub fn invalidate(&self, key: &TableKey) {
         // Only fails when closures were not enabled on the builder, which `new` does.
-        let _ = self.code.invalidate_entries_if({
-            let key = key.clone();
-            move |k, _| *k == key
-        });
         let key = key.clone();
         let _ = self.inner.invalidate_entries_if(move |k, _| k.table == key);
     }

@@ -3,7 +3,9 @@
 //! buckets in any of those layouts, all in [`sources::Remote`])
 //! while a crash is processed, and stored as an upload is: in the blob store by content, indexed in `binaries` by build-id (with the source they came from), and
 //! announced as a new file ([`super::new_file`]), so the next crash of the build needs no
-//! network and the crashes that missed the module are queued again.
+//! network and the crashes that missed the module are queued again. A fetched file is
+//! shared (`binaries::SHARED`): every project's crashes may use it, as they may ask the
+//! sources; whether a file is stored is asked of the files the crash's project sees.
 //!
 //! Misses are remembered in the database, for the miss TTL, by every worker of it
 //! ([`crate::store::fetch_state`]): a source that said it lacks a file is not asked again
@@ -229,12 +231,13 @@ pub fn wanted(rows: &[BinaryRow]) -> Vec<RemoteFile> {
 pub async fn fetch_missing(
     runner: &Runner,
     fetcher: &Fetcher,
+    project: &str,
     build_id: &str,
     name: &str,
     until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     let key = format!("buildid/{build_id}");
-    let work = fetch_missing_now(runner, fetcher, build_id, name, until);
+    let work = fetch_missing_now(runner, fetcher, project, build_id, name, until);
     claimed(runner, fetcher, key, until, work).await
 }
 
@@ -242,12 +245,18 @@ pub async fn fetch_missing(
 async fn fetch_missing_now(
     runner: &Runner,
     fetcher: &Fetcher,
+    project: &str,
     build_id: &str,
     name: &str,
     until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     // another worker may have stored them while this one waited
-    let rows = binaries::by_build_id(&runner.db, build_id).await?;
+    let rows = seen(
+        runner,
+        project,
+        binaries::by_build_id(&runner.db, build_id).await?,
+    )
+    .await?;
     let mut lookups = Vec::new();
     for file in wanted(&rows) {
         let want = Want::Build {
@@ -258,7 +267,7 @@ async fn fetch_missing_now(
         lookups.extend(fetched.lookups);
         if let Some((path, source)) = fetched.file {
             let named = sources::remote::report_name(name, file);
-            keep(runner, &path, named, &source).await?;
+            keep(runner, project, &path, named, &source).await?;
         }
     }
     Ok(lookups)
@@ -305,8 +314,14 @@ async fn ask(
 
 /// Stores a download as an upload is stored, then removes it: a file is kept once, in
 /// the blob store.
-async fn keep(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
-    let stored = store(runner, path, name, source).await;
+async fn keep(
+    runner: &Runner,
+    project: &str,
+    path: &Path,
+    name: String,
+    source: &str,
+) -> Result<(), JobError> {
+    let stored = store(runner, project, path, name, source).await;
     let _ = std::fs::remove_file(path);
     stored
 }
@@ -317,6 +332,7 @@ async fn keep(runner: &Runner, path: &Path, name: String, source: &str) -> Resul
 pub async fn fetch_sym(
     runner: &Runner,
     fetcher: &Fetcher,
+    project: &str,
     rel: &str,
     debug_id: &str,
     until: Until,
@@ -325,7 +341,7 @@ pub async fn fetch_sym(
         return Ok(Vec::new());
     }
     let key = format!("sym/{debug_id}");
-    let work = fetch_sym_now(runner, fetcher, rel, debug_id, until);
+    let work = fetch_sym_now(runner, fetcher, project, rel, debug_id, until);
     claimed(runner, fetcher, key, until, work).await
 }
 
@@ -333,11 +349,17 @@ pub async fn fetch_sym(
 async fn fetch_sym_now(
     runner: &Runner,
     fetcher: &Fetcher,
+    project: &str,
     rel: &str,
     debug_id: &str,
     until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
-    let rows = binaries::by_debug_id(&runner.db, debug_id).await?;
+    let rows = seen(
+        runner,
+        project,
+        binaries::by_debug_id(&runner.db, debug_id).await?,
+    )
+    .await?;
     if rows.iter().any(BinaryRow::is_breakpad) {
         return Ok(Vec::new());
     }
@@ -348,7 +370,7 @@ async fn fetch_sym_now(
     let fetched = ask(runner, fetcher, want, until).await?;
     if let Some((path, source)) = fetched.file {
         let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
-        keep(runner, &path, name, &source).await?;
+        keep(runner, project, &path, name, &source).await?;
     }
     Ok(fetched.lookups)
 }
@@ -360,6 +382,7 @@ async fn fetch_sym_now(
 pub async fn fetch_windows(
     runner: &Runner,
     fetcher: &Fetcher,
+    project: &str,
     m: &engine::dump::Module,
     until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
@@ -376,7 +399,7 @@ pub async fn fetch_windows(
         .unwrap_or(&m.name)
         .to_string();
     let key = format!("pe/{}", engine::resolve::TableKey::for_pe(&name, &code_id));
-    let work = fetch_windows_now(runner, fetcher, m, (name, code_id), until);
+    let work = fetch_windows_now(runner, fetcher, project, m, (name, code_id), until);
     claimed(runner, fetcher, key, until, work).await
 }
 
@@ -384,13 +407,15 @@ pub async fn fetch_windows(
 async fn fetch_windows_now(
     runner: &Runner,
     fetcher: &Fetcher,
+    project: &str,
     m: &engine::dump::Module,
     (name, code_id): (String, String),
     until: Until,
 ) -> Result<Vec<Lookup>, JobError> {
     let lower = name.to_ascii_lowercase();
     let mut lookups = Vec::new();
-    let mut images = binaries::by_code_id(&runner.db, &lower, &code_id).await?;
+    let sees = binaries::Sees::Project(project);
+    let mut images = binaries::by_code_id(&runner.db, &lower, &code_id, sees).await?;
     let mut pdb_name = m.debug_file.clone();
     if images.is_empty() {
         let want = Want::Image {
@@ -403,8 +428,8 @@ async fn fetch_windows_now(
             if pdb_name.is_none() {
                 pdb_name = pdb_name_of(&path);
             }
-            keep(runner, &path, name.clone(), &source).await?;
-            images = binaries::by_code_id(&runner.db, &lower, &code_id).await?;
+            keep(runner, project, &path, name.clone(), &source).await?;
+            images = binaries::by_code_id(&runner.db, &lower, &code_id, sees).await?;
         }
     }
     let pdb_id = m
@@ -413,7 +438,12 @@ async fn fetch_windows_now(
     let Some(debug_id) = pdb_id else {
         return Ok(lookups);
     };
-    let rows = binaries::by_debug_id(&runner.db, &debug_id).await?;
+    let rows = seen(
+        runner,
+        project,
+        binaries::by_debug_id(&runner.db, &debug_id).await?,
+    )
+    .await?;
     if rows.iter().any(|r| r.format == "pdb") {
         return Ok(lookups);
     }
@@ -429,7 +459,7 @@ async fn fetch_windows_now(
     let fetched = ask(runner, fetcher, want, until).await?;
     lookups.extend(fetched.lookups);
     if let Some((path, source)) = fetched.file {
-        keep(runner, &path, pdb_name, &source).await?;
+        keep(runner, project, &path, pdb_name, &source).await?;
     }
     Ok(lookups)
 }
@@ -446,9 +476,25 @@ fn pdb_name_of(path: &Path) -> Option<String> {
     (!name.is_empty()).then(|| name.to_string())
 }
 
-/// Stores a fetched (and checked) file as an upload is stored, unless another file holds
-/// its identity in its role ([`may_store`]).
-async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Result<(), JobError> {
+/// Of `rows`, the files the crash's `project` sees (`binaries::visible`).
+async fn seen(
+    runner: &Runner,
+    project: &str,
+    rows: Vec<BinaryRow>,
+) -> Result<Vec<BinaryRow>, JobError> {
+    Ok(binaries::visible(&runner.db, binaries::Sees::Project(project), rows).await?)
+}
+
+/// Stores a fetched (and checked) file as an upload is stored, shared by every project,
+/// unless a file the crash's `project` sees holds its identity in its role
+/// ([`may_store`]).
+async fn store(
+    runner: &Runner,
+    project: &str,
+    path: &Path,
+    name: String,
+    source: &str,
+) -> Result<(), JobError> {
     let p = path.to_path_buf();
     let (info, sha, size) = tokio::task::spawn_blocking(move || {
         let file = std::fs::File::open(&p)?;
@@ -479,18 +525,18 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
         code_id: info.code_id.clone(),
         code_file: info.code_file.clone(),
     };
-    if !may_store(runner, &row).await? {
+    if !may_store(runner, project, &row).await? {
         return Ok(());
     }
     let put = runner.blobs.put_file(path, &sha).await;
     let inserted = match put {
-        Ok(_) => binaries::insert(&runner.db, &row).await,
+        Ok(_) => insert_shared(runner, &row).await,
         Err(e) => Err(e),
     };
     let (stored, created) = match inserted {
         Ok(done) => done,
         Err(e) => {
-            binaries::release(&runner.db, &row).await?;
+            binaries::release(&runner.db, &row, binaries::SHARED).await?;
             return Err(e.into());
         }
     };
@@ -500,6 +546,7 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
             debug_id: info.debug_id.as_deref(),
             breakpad: info.kind == engine::identify::KIND_BREAKPAD,
             pe: info.image(stored.file_name.as_deref()),
+            project: None,
         };
         if file_arrived(&runner.db, &runner.cache, file).await? > 0 {
             runner.wake.notify_waiters();
@@ -508,14 +555,23 @@ async fn store(runner: &Runner, path: &Path, name: String, source: &str) -> Resu
     Ok(())
 }
 
+/// Stores a fetched file's row and shares it; whether it is new to the shared files.
+async fn insert_shared(runner: &Runner, row: &BinaryRow) -> Result<(BinaryRow, bool), StoreError> {
+    let (stored, _) = binaries::insert(&runner.db, row).await?;
+    let new = binaries::own(&runner.db, &stored.sha256, binaries::SHARED).await?;
+    Ok((stored, new))
+}
+
 /// Whether a fetched file may be stored: first upload wins, and a fetched file is held to
-/// it as an upload is. A file that another (uploaded or fetched) file's identity and role
-/// already hold is not stored: it neither replaces nor stands beside the stored one, and
-/// the refusal is logged.
-async fn may_store(runner: &Runner, row: &BinaryRow) -> Result<bool, JobError> {
-    let holder = match binaries::holder_of(&runner.db, row).await? {
+/// it as an upload is. A file whose identity and role a file the crash's `project` sees
+/// already holds (its own upload, or a shared or fetched file) is not stored: it neither
+/// replaces nor stands beside the stored one, and the refusal is logged. Another
+/// project's file does not hold it back (that project's crashes keep using their own).
+async fn may_store(runner: &Runner, project: &str, row: &BinaryRow) -> Result<bool, JobError> {
+    let own = binaries::holder_of(&runner.db, row, project).await?;
+    let holder = match own.or(binaries::holder_of(&runner.db, row, binaries::SHARED).await?) {
         Some(h) => Some(h.sha256),
-        None => match binaries::claim(&runner.db, row).await? {
+        None => match binaries::claim(&runner.db, row, binaries::SHARED).await? {
             binaries::Claim::Lost(sha) => Some(sha),
             binaries::Claim::Held { .. } | binaries::Claim::Nothing => None,
         },

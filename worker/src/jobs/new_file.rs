@@ -3,7 +3,8 @@
 //! dropped; for a PDB, those of the Windows images that name it), and the crashes that
 //! missed the module, or had only a `.sym` file for it (a binary's tables win; a `.sym`
 //! file is stored only for a debug-id no other `.sym` holds), or a Windows image without
-//! its PDB, are queued again. Uploads call it; so will any other way files arrive.
+//! its PDB, are queued again — the crashes of the project the file arrived in, or of every
+//! project for a shared file. Uploads call it; so will any other way files arrive.
 
 use crate::cache::TablesCache;
 use crate::store::{binaries, breakpad_used, missing, tables, Db, StoreError};
@@ -22,6 +23,9 @@ pub struct NewFile<'a> {
     /// A Windows image, or the image a Windows `.sym` file describes: its file name and
     /// code id.
     pub pe: Option<(&'a str, &'a str)>,
+    /// The project the file arrived in: only its crashes are queued again. `None`: a
+    /// shared file, which every project's crashes may use.
+    pub project: Option<&'a str>,
 }
 
 /// Invalidates the tables `file` feeds and requeues the crashes it may change. Returns
@@ -91,9 +95,10 @@ async fn requeue_within(
     let pe_key = pe_key.map(|k| k.to_string());
     let b = file.build_id.or(pe_key.as_deref());
     let d = file.debug_id;
-    let missed = missing::requeue_for_ids_within(db, b, d, limit).await?;
+    let p = file.project;
+    let missed = missing::requeue_for_ids_within(db, b, d, p, limit).await?;
     let rest = limit.saturating_sub(missed.requeued);
-    let used = breakpad_used::requeue_for_ids_within(db, b, d, rest).await?;
+    let used = breakpad_used::requeue_for_ids_within(db, b, d, p, rest).await?;
     let done = missing::Requeued {
         requeued: missed.requeued + used.requeued,
         left: missed.left + used.left,

@@ -4,6 +4,11 @@
 //! which table, are stored and cached with the tables, so a report made from cached
 //! tables says what the first build said.
 //!
+//! A crash sees the files of its project and the shared ones (`binaries::visible`; issue
+//! 41), and tables are kept under their module's [`TableKey`] and the files they were
+//! built from ([`FilesKey`]): two projects with different files of one build-id never
+//! share tables, two that use the same files do.
+//!
 //! Engine calls happen on a blocking thread with a time limit and `catch_unwind`
 //! ([`run_guarded`]), so neither a panic nor an endless loop in a parser takes the worker
 //! down. (A timed-out thread cannot be killed; it runs on detached and its result is
@@ -112,8 +117,9 @@ async fn gather_tables(
 ) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
     // 2. Their tables, recording the ones nobody uploaded (what the crash missed last
     // time was forgotten when it was leased: `crashes::claim_batch`).
-    let source = Uploaded::of_modules(runner, modules).await?;
-    let fresh = Uploaded::fresh(runner);
+    let project = lease.project.as_str();
+    let source = Uploaded::of_modules(runner, project, modules).await?;
+    let fresh = Uploaded::fresh(runner, project);
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
     let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
     for m in modules {
@@ -128,7 +134,9 @@ async fn gather_tables(
         if let Some(fetcher) = &runner.config.remote {
             let mut asked = Vec::new();
             if let Some(id) = m.build_id_hex().filter(|_| lacks_files(located.as_ref())) {
-                asked.extend(fetch::fetch_missing(runner, fetcher, &id, &m.name, until).await?);
+                asked.extend(
+                    fetch::fetch_missing(runner, fetcher, project, &id, &m.name, until).await?,
+                );
                 // looked at again even when this worker fetched nothing: another may have
                 // stored the files while this one waited for its claim
                 located = locate(&fresh, m, arch).await?;
@@ -137,14 +145,14 @@ async fn gather_tables(
             if m.pe_code_id().is_some()
                 && located.as_ref().is_none_or(|l| windows_part(l).is_some())
             {
-                let got = fetch::fetch_windows(runner, fetcher, m, until).await?;
+                let got = fetch::fetch_windows(runner, fetcher, project, m, until).await?;
                 located = locate(&fresh, m, arch).await?;
                 asked.extend(got);
             }
             if let (None, Some(rel), Some(debug_id)) =
                 (&located, m.breakpad_sym_path(), debug_id.as_deref())
             {
-                let got = fetch::fetch_sym(runner, fetcher, &rel, debug_id, until).await?;
+                let got = fetch::fetch_sym(runner, fetcher, project, &rel, debug_id, until).await?;
                 located = locate(&fresh, m, arch).await?;
                 asked.extend(got);
             }
@@ -236,28 +244,47 @@ const KINDS: [(TableKind, u32); 3] = [
 /// lookup after a remote source was asked ([`Uploaded::fresh`]), is asked of the database.
 struct Uploaded<'a> {
     runner: &'a Runner,
+    /// The crash's project: the files it sees (`binaries::visible`).
+    sees: binaries::Sees<'a>,
     known: HashMap<String, Vec<binaries::BinaryRow>>,
 }
 
 impl<'a> Uploaded<'a> {
-    /// The uploads of the build-ids of `modules`, looked up at once.
-    async fn of_modules(runner: &'a Runner, modules: &[Module]) -> Result<Self, JobError> {
+    /// The uploads `project` sees of the build-ids of `modules`, looked up at once.
+    async fn of_modules(
+        runner: &'a Runner,
+        project: &'a str,
+        modules: &[Module],
+    ) -> Result<Self, JobError> {
         let ids: Vec<String> = modules
             .iter()
             .filter(|m| !m.is_vdso())
             .filter_map(Module::build_id_hex)
             .collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let known = binaries::by_build_ids(&runner.db, &ids).await?;
-        Ok(Uploaded { runner, known })
+        let sees = binaries::Sees::Project(project);
+        let rows = binaries::by_build_ids(&runner.db, &ids).await?;
+        let known = binaries::visible_each(&runner.db, sees, rows).await?;
+        Ok(Uploaded {
+            runner,
+            sees,
+            known,
+        })
     }
 
     /// The database as it is now, for the lookups after a fetch stored files.
-    fn fresh(runner: &'a Runner) -> Self {
+    fn fresh(runner: &'a Runner, project: &'a str) -> Self {
         Uploaded {
             runner,
+            sees: binaries::Sees::Project(project),
             known: HashMap::new(),
         }
+    }
+
+    /// The files of a debug-id this crash sees.
+    async fn by_debug_id(&self, debug_id: &str) -> Result<Vec<binaries::BinaryRow>, JobError> {
+        let rows = binaries::by_debug_id(&self.runner.db, debug_id).await?;
+        Ok(binaries::visible(&self.runner.db, self.sees, rows).await?)
     }
 }
 
@@ -280,7 +307,10 @@ impl FileSource for Uploaded<'_> {
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
         let files = match self.known.get(build_id) {
             Some(known) => known.clone(),
-            None => binaries::by_build_id(&self.runner.db, build_id).await?,
+            None => {
+                let rows = binaries::by_build_id(&self.runner.db, build_id).await?;
+                binaries::visible(&self.runner.db, self.sees, rows).await?
+            }
         };
         Ok(files
             .into_iter()
@@ -297,12 +327,12 @@ impl FileSource for Uploaded<'_> {
         name: &str,
         code_id: &str,
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
-        let mut files = binaries::by_code_id(&self.runner.db, name, code_id).await?;
+        let mut files = binaries::by_code_id(&self.runner.db, name, code_id, self.sees).await?;
         let pdb_id = module
             .breakpad_debug_id()
             .or_else(|| files.iter().find_map(|f| f.debug_id.clone()));
         if let (false, Some(id)) = (files.is_empty(), pdb_id) {
-            files.extend(first_pdb(&self.runner.db, &id).await?);
+            files.extend(first_pdb(self.by_debug_id(&id).await?));
         }
         Ok(files.into_iter().map(uploaded).collect())
     }
@@ -314,9 +344,11 @@ impl FileSource for Uploaded<'_> {
         name: &str,
         code_id: &str,
     ) -> Result<Option<SourceFile<binaries::BinaryRow>>, JobError> {
-        Ok(binaries::sym_by_code_id(&self.runner.db, name, code_id)
-            .await?
-            .map(uploaded))
+        Ok(
+            binaries::sym_by_code_id(&self.runner.db, name, code_id, self.sees)
+                .await?
+                .map(uploaded),
+        )
     }
 
     async fn pdb(
@@ -324,15 +356,14 @@ impl FileSource for Uploaded<'_> {
         _module: &Module,
         debug_id: &str,
     ) -> Result<Vec<SourceFile<binaries::BinaryRow>>, JobError> {
-        Ok(first_pdb(&self.runner.db, debug_id)
-            .await?
+        Ok(first_pdb(self.by_debug_id(debug_id).await?)
             .into_iter()
             .map(uploaded)
             .collect())
     }
 
     async fn build_id_of_debug_id(&self, debug_id: &str) -> Result<Option<String>, JobError> {
-        let rows = binaries::by_debug_id(&self.runner.db, debug_id).await?;
+        let rows = self.by_debug_id(debug_id).await?;
         Ok(rows
             .iter()
             .filter(|f| !f.is_breakpad())
@@ -344,18 +375,14 @@ impl FileSource for Uploaded<'_> {
         _module: &Module,
         debug_id: &str,
     ) -> Result<Option<SourceFile<binaries::BinaryRow>>, JobError> {
-        let rows = binaries::by_debug_id(&self.runner.db, debug_id).await?;
+        let rows = self.by_debug_id(debug_id).await?;
         Ok(rows.into_iter().find(|f| f.is_breakpad()).map(uploaded))
     }
 }
 
-/// The first uploaded PDB of `debug_id` (first upload wins).
-async fn first_pdb(
-    db: &crate::store::Db,
-    debug_id: &str,
-) -> Result<Option<binaries::BinaryRow>, JobError> {
-    let rows = binaries::by_debug_id(db, debug_id).await?;
-    Ok(rows.into_iter().find(|r| r.format == "pdb"))
+/// The first uploaded PDB among a debug-id's files (first upload wins).
+fn first_pdb(rows: Vec<binaries::BinaryRow>) -> Option<binaries::BinaryRow> {
+    rows.into_iter().find(|r| r.format == "pdb")
 }
 
 /// Whether a module's located files are a Windows image without its PDB, or a PDB without
@@ -396,25 +423,70 @@ fn only_format_without_dwarf(located: &Located<binaries::BinaryRow>, format: &st
     all_of_format && !files.is_empty() && !dwarf
 }
 
-/// The tables of located files, under their [`TableKey`]: from moka → `tables` rows →
+/// The files a module's tables are built from, as part of the key they are stored and
+/// cached under: the first 16 hex digits of the SHA-256 of their sorted sha256s. Two
+/// projects that see different files of one build-id get different tables; two that
+/// see the same files share them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FilesKey {
+    table: TableKey,
+    files: String,
+}
+
+impl FilesKey {
+    fn of<'f>(table: TableKey, shas: impl Iterator<Item = &'f str>) -> FilesKey {
+        use sha2::{Digest, Sha256};
+        let mut shas: Vec<&str> = shas.collect();
+        shas.sort_unstable();
+        let digest = Sha256::digest(shas.join(",").as_bytes());
+        let files = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        FilesKey { table, files }
+    }
+
+    /// The key of the `tables` rows: `TABLEKEY@FILES` (`tables::invalidate` drops every
+    /// `FILES` of a `TABLEKEY`).
+    fn stored(&self) -> String {
+        format!("{}@{}", self.table, self.files)
+    }
+
+    fn cache(&self, kind: TableKind, version: u32) -> CacheKey {
+        CacheKey {
+            table: self.table.clone(),
+            files: self.files.clone(),
+            kind,
+            version,
+        }
+    }
+}
+
+impl std::fmt::Display for FilesKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.stored())
+    }
+}
+
+/// The tables of located files, under their [`FilesKey`]: from moka → `tables` rows →
 /// built from the uploaded files (and stored).
 async fn located_tables(
     runner: &Runner,
     located: Located<binaries::BinaryRow>,
 ) -> Result<ModuleTables, JobError> {
-    let key = located.key;
-    let cached = cached_tables(runner, &key).await?;
     match located.found {
-        Found::Breakpad(sym) => match cached {
-            Some(t) => Ok(t),
-            None => sym_tables(runner, &key, sym).await,
-        },
+        Found::Breakpad(sym) => {
+            let key = FilesKey::of(located.key, std::iter::once(sym.handle.sha256.as_str()));
+            match cached_tables(runner, &key).await? {
+                Some(t) => Ok(t),
+                None => sym_tables(runner, &key, sym).await,
+            }
+        }
         Found::Files(files) => {
-            let mut t = match cached {
+            let shas = files.iter().map(|f| f.handle.sha256.as_str());
+            let key = FilesKey::of(located.key, shas);
+            let mut t = match cached_tables(runner, &key).await? {
                 Some(t) => t,
                 None => binary_tables(runner, &key, &files, located.verified).await?,
             };
-            t.code = code_image(runner, &key, &files).await?;
+            t.code = code_image(runner, &files).await?;
             Ok(t)
         }
     }
@@ -422,19 +494,15 @@ async fn located_tables(
 
 /// The tables stored under `key` (moka, then the database), with the warnings their build
 /// met; `None` unless all three rows are there.
-async fn cached_tables(runner: &Runner, key: &TableKey) -> Result<Option<ModuleTables>, JobError> {
+async fn cached_tables(runner: &Runner, key: &FilesKey) -> Result<Option<ModuleTables>, JobError> {
     let mut got: Vec<Arc<[u8]>> = Vec::new();
     for (kind, version) in KINDS {
-        let cache_key = CacheKey {
-            table: key.clone(),
-            kind,
-            version,
-        };
+        let cache_key = key.cache(kind, version);
         if let Some(b) = runner.cache.get(&cache_key).await {
             got.push(b);
             continue;
         }
-        match tables::get(&runner.db, &key.to_string(), kind.as_str(), version).await? {
+        match tables::get(&runner.db, &key.stored(), kind.as_str(), version).await? {
             Some(b) => {
                 let b: Arc<[u8]> = b.into();
                 runner.cache.insert(cache_key, b.clone()).await;
@@ -457,7 +525,7 @@ async fn cached_tables(runner: &Runner, key: &TableKey) -> Result<Option<ModuleT
 /// Stores freshly built tables under `key` (database and moka) and counts the build.
 async fn store_tables(
     runner: &Runner,
-    key: &TableKey,
+    key: &FilesKey,
     stored: &StoredTables,
 ) -> Result<(), JobError> {
     for (kind, version) in KINDS {
@@ -466,15 +534,11 @@ async fn store_tables(
             TableKind::Symbols => &stored.symbols,
             TableKind::Warnings => &stored.notes,
         };
-        tables::put(&runner.db, &key.to_string(), kind.as_str(), version, bytes).await?;
+        tables::put(&runner.db, &key.stored(), kind.as_str(), version, bytes).await?;
         runner
             .cache
             .insert(
-                CacheKey {
-                    table: key.clone(),
-                    kind,
-                    version,
-                },
+                key.cache(kind, version),
                 // the cache holds its own copy, made once per build
                 Arc::from(&bytes[..]),
             )
@@ -487,7 +551,7 @@ async fn store_tables(
 /// Builds (and stores under `key`) the tables of a build's uploaded files.
 async fn binary_tables(
     runner: &Runner,
-    key: &TableKey,
+    key: &FilesKey,
     files: &[SourceFile<binaries::BinaryRow>],
     verified: bool,
 ) -> Result<ModuleTables, JobError> {
@@ -515,7 +579,7 @@ async fn binary_tables(
 /// Builds (and stores under `key`) the tables of an uploaded `.sym` file.
 async fn sym_tables(
     runner: &Runner,
-    key: &TableKey,
+    key: &FilesKey,
     sym: SourceFile<binaries::BinaryRow>,
 ) -> Result<ModuleTables, JobError> {
     let text = runner.blobs.open(&sym.handle.sha256).await?;
@@ -536,7 +600,7 @@ async fn sym_tables(
 /// empty table is no table.
 async fn stored(
     runner: &Runner,
-    key: &TableKey,
+    key: &FilesKey,
     built: ModuleTables,
 ) -> Result<ModuleTables, JobError> {
     let stored = StoredTables::of(&built)
@@ -549,20 +613,23 @@ async fn stored(
 
 /// The code bytes of a build-id's main (non-debug) file, which the stack scan uses to
 /// check that a candidate return address follows a call, as `postmortem walk` does with
-/// the file it found. Cached in memory; `None` when only debug files were uploaded.
+/// the file it found. Cached in memory by the file's sha256; `None` when only debug files
+/// were uploaded.
 async fn code_image(
     runner: &Runner,
-    key: &TableKey,
     files: &[SourceFile<binaries::BinaryRow>],
 ) -> Result<Option<CodeImage>, JobError> {
-    if let Some(b) = runner.cache.code(key).await {
-        return Ok(CodeImage::new(b));
-    }
     let Some(main) = files.iter().find(|f| f.handle.kind != "debug") else {
         return Ok(None);
     };
+    if let Some(b) = runner.cache.code(&main.handle.sha256).await {
+        return Ok(CodeImage::new(b));
+    }
     let bytes = runner.blobs.open(&main.handle.sha256).await?;
-    runner.cache.insert_code(key, bytes.clone()).await;
+    runner
+        .cache
+        .insert_code(&main.handle.sha256, bytes.clone())
+        .await;
     Ok(CodeImage::new(bytes))
 }
 

@@ -7,8 +7,30 @@
 //! upload cannot replace the file crashes are symbolized with. The database enforces it:
 //! a file [`claim`]s its identity in a table whose key admits one file per identity and
 //! role, so of two different files stored at the same moment one is refused.
+//!
+//! Files belong to projects (issue 41, migration 0025): a file's bytes are one row and one
+//! blob, and `binary_projects` names the projects holding it, with [`SHARED`] for the
+//! files every project sees (marked so by an admin, or fetched from a remote source).
+//! First upload wins within a project: claims are keyed by project too, so a project's
+//! file never stands in for another's. A lookup for a project sees [`visible`] files
+//! only: its own, then the shared ones its own do not contest.
+
+use std::collections::HashMap;
 
 use super::{Db, StoreError};
+
+/// The holder of the files every project sees. No project is named so
+/// (`projects::valid_name`).
+pub const SHARED: &str = "*";
+
+/// Whose files a lookup sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sees<'a> {
+    /// Every stored file (a server-wide caller that named no project).
+    Every,
+    /// A project's own files, and the shared ones (see [`visible`]).
+    Project(&'a str),
+}
 
 /// One stored binary file.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -147,15 +169,21 @@ pub async fn insert(db: &Db, row: &BinaryRow) -> Result<(BinaryRow, bool), Store
     Ok((stored, done == 1))
 }
 
-/// The stored file that already holds `row`'s identity in `row`'s role, when it is a
-/// different file (first upload wins; see [`BinaryRow::role`]).
-pub async fn holder_of(db: &Db, row: &BinaryRow) -> Result<Option<BinaryRow>, StoreError> {
+/// The file of `project` (or [`SHARED`]) that already holds `row`'s identity in `row`'s
+/// role, when it is a different file (first upload wins within a project; see
+/// [`BinaryRow::role`]). Another project's files never contest it.
+pub async fn holder_of(
+    db: &Db,
+    row: &BinaryRow,
+    project: &str,
+) -> Result<Option<BinaryRow>, StoreError> {
     let rows = match (row.format.as_str(), &row.debug_id, &row.code_id) {
         ("breakpad" | "pdb", Some(d), _) => by_debug_id(db, d).await?,
         // an image holds its code id under each of its names
         ("pe", _, Some(c)) => match &row.file_name {
             Some(name) => {
-                let images = by_code_id(db, name, c).await?;
+                let images = by_code_id(db, name, c, Sees::Every).await?;
+                let images = held_by(db, project, images).await?;
                 return Ok(images.into_iter().find(|r| r.sha256 != row.sha256));
             }
             None => Vec::new(),
@@ -165,7 +193,138 @@ pub async fn holder_of(db: &Db, row: &BinaryRow) -> Result<Option<BinaryRow>, St
             None => Vec::new(),
         },
     };
+    let rows = held_by(db, project, rows).await?;
     Ok(rows.into_iter().find(|r| r.contests(row)))
+}
+
+/// Of `rows`, those `project` (or [`SHARED`]) holds itself.
+async fn held_by(
+    db: &Db,
+    project: &str,
+    rows: Vec<BinaryRow>,
+) -> Result<Vec<BinaryRow>, StoreError> {
+    let holders = holders(db, &rows).await?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| holds(&holders, r, project))
+        .collect())
+}
+
+/// Records that `project` (or [`SHARED`]) holds the file `sha256`; whether it is new to it.
+pub async fn own(db: &Db, sha256: &str, project: &str) -> Result<bool, StoreError> {
+    let sql = "INSERT INTO binary_projects (sha256, project) VALUES ($1, $2) \
+               ON CONFLICT DO NOTHING";
+    let done = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(sha256)
+        .bind(project)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(done == 1)
+}
+
+/// Records that `project` (or [`SHARED`]) no longer holds the file `sha256`; whether it
+/// held it. The bytes stay (another project may hold them).
+pub async fn disown(db: &Db, sha256: &str, project: &str) -> Result<bool, StoreError> {
+    let sql = "DELETE FROM binary_projects WHERE sha256 = $1 AND project = $2";
+    let done = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(sha256)
+        .bind(project)
+        .execute(p)
+        .await
+        .map(|r| r.rows_affected()))?;
+    Ok(done == 1)
+}
+
+/// The holders of each of `rows`' files (projects, and [`SHARED`]), in one query.
+async fn holders(db: &Db, rows: &[BinaryRow]) -> Result<HashMap<String, Vec<String>>, StoreError> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    if rows.is_empty() {
+        return Ok(out);
+    }
+    let shas: Vec<&str> = rows.iter().map(|r| r.sha256.as_str()).collect();
+    let list = serde_json::to_string(&shas).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let sql = format!(
+        "SELECT sha256, project FROM binary_projects WHERE sha256 IN ({})",
+        db.json_strings("$1")
+    );
+    let found: Vec<(String, String)> = crate::on_pool!(db, p => sqlx::query_as(
+        sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&list)
+        .fetch_all(p)
+        .await)?;
+    for (sha, project) in found {
+        out.entry(sha).or_default().push(project);
+    }
+    Ok(out)
+}
+
+/// Whether `holders` lists `project` as holding `row`'s file.
+fn holds(holders: &HashMap<String, Vec<String>>, row: &BinaryRow, project: &str) -> bool {
+    holders
+        .get(&row.sha256)
+        .is_some_and(|h| h.iter().any(|p| p == project))
+}
+
+/// Of `rows` (in their order), the files `sees` sees: every file, or a project's own and
+/// the shared files that neither one of its own nor an earlier shared file contests (a
+/// project's own file of an identity wins over a shared one; the first shared one over
+/// later ones). Another project's file is left out as if it were not stored.
+pub async fn visible(
+    db: &Db,
+    sees: Sees<'_>,
+    rows: Vec<BinaryRow>,
+) -> Result<Vec<BinaryRow>, StoreError> {
+    let Sees::Project(project) = sees else {
+        return Ok(rows);
+    };
+    let holders = holders(db, &rows).await?;
+    Ok(pick_visible(&holders, project, rows))
+}
+
+/// [`visible`] of each list of `groups` (a job's files by build-id), in one query.
+pub async fn visible_each(
+    db: &Db,
+    sees: Sees<'_>,
+    groups: HashMap<String, Vec<BinaryRow>>,
+) -> Result<HashMap<String, Vec<BinaryRow>>, StoreError> {
+    let Sees::Project(project) = sees else {
+        return Ok(groups);
+    };
+    let all: Vec<BinaryRow> = groups.values().flatten().cloned().collect();
+    let holders = holders(db, &all).await?;
+    Ok(groups
+        .into_iter()
+        .map(|(id, rows)| (id, pick_visible(&holders, project, rows)))
+        .collect())
+}
+
+/// [`visible`]'s rule, given each file's holders.
+fn pick_visible(
+    holders: &HashMap<String, Vec<String>>,
+    project: &str,
+    rows: Vec<BinaryRow>,
+) -> Vec<BinaryRow> {
+    let own: Vec<&BinaryRow> = rows.iter().filter(|r| holds(holders, r, project)).collect();
+    let mut out: Vec<BinaryRow> = Vec::new();
+    for r in &rows {
+        let take = holds(holders, r, project)
+            || (holds(holders, r, SHARED)
+                && !own.iter().any(|o| o.contests(r))
+                && !out.iter().any(|o| o.contests(r)));
+        if take {
+            out.push(r.clone());
+        }
+    }
+    out
+}
+
+/// Whether `sees` sees the stored file `sha256` at all (its own or a shared file).
+pub async fn is_visible(db: &Db, sees: Sees<'_>, sha256: &str) -> Result<bool, StoreError> {
+    let Some(row) = by_sha256(db, sha256).await? else {
+        return Ok(false);
+    };
+    Ok(!visible(db, sees, vec![row]).await?.is_empty())
 }
 
 /// The outcome of [`claim`].
@@ -180,32 +339,34 @@ pub enum Claim {
     Lost(String),
 }
 
-/// Claims `row`'s identity in its format and role for `row`'s file (migration 0018's
-/// key): of two different files claiming one identity, even at the same moment, one
-/// wins. Files stored before the claims existed hold none; [`holder_of`] finds them.
-pub async fn claim(db: &Db, row: &BinaryRow) -> Result<Claim, StoreError> {
+/// Claims `row`'s identity in its format and role for `row`'s file in `project` (or
+/// [`SHARED`]; migrations 0018 and 0025): of two different files claiming one identity
+/// in one project, even at the same moment, one wins. Files stored before the claims existed hold none; [`holder_of`] finds them.
+pub async fn claim(db: &Db, row: &BinaryRow, project: &str) -> Result<Claim, StoreError> {
     let Some(identity) = row.identity() else {
         return Ok(Claim::Nothing);
     };
-    let insert = "INSERT INTO binary_claims (format, role, identity, sha256) \
-                  VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+    let insert = "INSERT INTO binary_claims (format, role, identity, sha256, project) \
+                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING";
     let done = crate::on_pool!(db, p => sqlx::query(insert)
         .bind(&row.format)
         .bind(row.role())
         .bind(&identity)
         .bind(&row.sha256)
+        .bind(project)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
     if done == 1 {
         return Ok(Claim::Held { new: true });
     }
-    let select =
-        "SELECT sha256 FROM binary_claims WHERE format = $1 AND role = $2 AND identity = $3";
+    let select = "SELECT sha256 FROM binary_claims \
+                  WHERE format = $1 AND role = $2 AND identity = $3 AND project = $4";
     let holder: Option<(String,)> = crate::on_pool!(db, p => sqlx::query_as(select)
         .bind(&row.format)
         .bind(row.role())
         .bind(&identity)
+        .bind(project)
         .fetch_optional(p)
         .await)?;
     Ok(match holder {
@@ -214,18 +375,20 @@ pub async fn claim(db: &Db, row: &BinaryRow) -> Result<Claim, StoreError> {
     })
 }
 
-/// Undoes a claim [`claim`] made for `row`'s file (the file was then not stored).
-pub async fn release(db: &Db, row: &BinaryRow) -> Result<(), StoreError> {
+/// Undoes a claim [`claim`] made for `row`'s file in `project` (the file was then not
+/// stored).
+pub async fn release(db: &Db, row: &BinaryRow, project: &str) -> Result<(), StoreError> {
     let Some(identity) = row.identity() else {
         return Ok(());
     };
-    let sql = "DELETE FROM binary_claims \
-               WHERE format = $1 AND role = $2 AND identity = $3 AND sha256 = $4";
+    let sql = "DELETE FROM binary_claims WHERE format = $1 AND role = $2 AND identity = $3 \
+               AND sha256 = $4 AND project = $5";
     crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&row.format)
         .bind(row.role())
         .bind(&identity)
         .bind(&row.sha256)
+        .bind(project)
         .execute(p)
         .await
         .map(|_| ()))?;
@@ -313,8 +476,13 @@ pub async fn uploaded_build_ids(
 
 /// The Windows images with code id `code_id` (upper-case) uploaded under the name `name`
 /// (compared without case, as Windows names files; any of an image's names), oldest
-/// first.
-pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<BinaryRow>, StoreError> {
+/// first, as `sees` sees them.
+pub async fn by_code_id(
+    db: &Db,
+    name: &str,
+    code_id: &str,
+    sees: Sees<'_>,
+) -> Result<Vec<BinaryRow>, StoreError> {
     let same = |n: &str| {
         n.rsplit(['/', '\\'])
             .next()
@@ -332,7 +500,7 @@ pub async fn by_code_id(db: &Db, name: &str, code_id: &str) -> Result<Vec<Binary
             out.push(row);
         }
     }
-    Ok(out)
+    visible(db, sees, out).await
 }
 
 /// Records that the file `sha256` was uploaded under `name`; whether the name is new to it.
@@ -370,13 +538,15 @@ async fn with_code_id(db: &Db, code_id: &str) -> Result<Vec<BinaryRow>, StoreErr
 }
 
 /// The first Windows `.sym` file uploaded whose `INFO CODE_ID` record names the image
-/// `name` (compared without case) of code id `code_id` (upper-case): first upload wins.
+/// `name` (compared without case) of code id `code_id` (upper-case) that `sees` sees:
+/// first upload wins.
 pub async fn sym_by_code_id(
     db: &Db,
     name: &str,
     code_id: &str,
+    sees: Sees<'_>,
 ) -> Result<Option<BinaryRow>, StoreError> {
-    let rows = with_code_id(db, code_id).await?;
+    let rows = visible(db, sees, with_code_id(db, code_id).await?).await?;
     Ok(rows.into_iter().find(|r| {
         r.is_breakpad()
             && r.code_file
@@ -399,13 +569,26 @@ pub async fn by_debug_id(db: &Db, debug_id: &str) -> Result<Vec<BinaryRow>, Stor
 
 /// The most recent binaries, newest first (listing without a filter).
 pub async fn recent(db: &Db, limit: i64) -> Result<Vec<BinaryRow>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM binaries ORDER BY uploaded_at DESC, sha256 LIMIT $1");
-    Ok(
-        crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
+    recent_in(db, Sees::Every, limit).await
+}
+
+/// The most recent binaries `sees` sees, newest first.
+pub async fn recent_in(db: &Db, sees: Sees<'_>, limit: i64) -> Result<Vec<BinaryRow>, StoreError> {
+    let project = match sees {
+        Sees::Every => None,
+        Sees::Project(p) => Some(p),
+    };
+    let sql = format!(
+        "SELECT {COLUMNS} FROM binaries WHERE CAST($2 AS TEXT) IS NULL OR sha256 IN \
+         (SELECT sha256 FROM binary_projects WHERE project = $2 OR project = '{SHARED}') \
+         ORDER BY uploaded_at DESC, sha256 LIMIT $1"
+    );
+    let rows = crate::on_pool!(db, p => sqlx::query_as::<_, BinaryRow>(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(limit)
+        .bind(project)
         .fetch_all(p)
-        .await)?,
-    )
+        .await)?;
+    visible(db, sees, rows).await
 }
 
 #[cfg(test)]
@@ -428,6 +611,61 @@ mod tests {
             code_id: Some("5F3A2B1C1000".into()),
             code_file: Some(code_file.into()),
         }
+    }
+
+    fn elf(sha: &str, build_id: &str) -> BinaryRow {
+        BinaryRow {
+            sha256: sha.repeat(32),
+            build_id: build_id.into(),
+            arch: Some("x86_64".into()),
+            kind: "executable".into(),
+            file_name: None,
+            size: 5,
+            sections: "text,symtab,debug_info".into(),
+            uploaded_at: 1,
+            debug_id: None,
+            format: "elf".into(),
+            source: None,
+            code_id: None,
+            code_file: None,
+        }
+    }
+
+    /// A project sees its own files and the shared ones, never another project's; its
+    /// own file of a build-id wins over a shared one, the first shared one over a later.
+    #[test]
+    fn a_project_sees_its_own_then_the_shared_files() {
+        use super::{pick_visible, SHARED};
+        let holders = |list: &[(&str, &[&str])]| {
+            list.iter()
+                .map(|(sha, ps)| (sha.repeat(32), ps.iter().map(|p| p.to_string()).collect()))
+                .collect::<std::collections::HashMap<String, Vec<String>>>()
+        };
+        let rows = vec![
+            elf("b1", "aa"),
+            elf("a1", "aa"),
+            elf("s1", "bb"),
+            elf("s2", "bb"),
+        ];
+        let h = holders(&[
+            ("b1", &["team-b"]),
+            ("a1", &["team-a"]),
+            ("s1", &["default", SHARED]),
+            ("s2", &[SHARED]),
+        ]);
+        let shas = |rows: Vec<BinaryRow>| {
+            rows.into_iter()
+                .map(|r| r.sha256[..2].to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shas(pick_visible(&h, "team-a", rows.clone())), ["a1", "s1"]);
+        assert_eq!(shas(pick_visible(&h, "team-b", rows.clone())), ["b1", "s1"]);
+        assert_eq!(shas(pick_visible(&h, "other", rows.clone())), ["s1"]);
+        // a shared file of the build-id a project holds a file of: the project's own wins
+        let h2 = holders(&[("b1", &["team-b"]), ("a1", &[SHARED])]);
+        let rows2 = vec![elf("a1", "aa"), elf("b1", "aa")];
+        assert_eq!(shas(pick_visible(&h2, "team-b", rows2.clone())), ["b1"]);
+        assert_eq!(shas(pick_visible(&h2, "team-a", rows2)), ["a1"]);
     }
 
     /// dump_syms gives every image without a CodeView record (wine's DLLs) the debug-id

@@ -49,18 +49,26 @@ pub async fn requeue_for_ids(
     build_id: Option<&str>,
     debug_id: Option<&str>,
 ) -> Result<u64, StoreError> {
-    Ok(requeue_for_ids_within(db, build_id, debug_id, u64::MAX)
-        .await?
-        .requeued)
+    Ok(
+        requeue_for_ids_within(db, build_id, debug_id, None, u64::MAX)
+            .await?
+            .requeued,
+    )
 }
 
-/// [`requeue_for_ids`], queueing at most `limit` crashes (see
-/// [`super::missing::requeue_for_ids_within`]).
+/// [`requeue_for_ids`], for the crashes of `project` (`None`: every project's), queueing
+/// at most `limit` crashes (see [`super::missing::requeue_for_ids_within`]).
 pub async fn requeue_for_ids_within(
     db: &Db,
     build_id: Option<&str>,
     debug_id: Option<&str>,
+    project: Option<&str>,
     limit: u64,
 ) -> Result<super::missing::Requeued, StoreError> {
-    super::missing::requeue_indexed(db, "breakpad_modules", build_id, debug_id, limit).await
+    let ids = super::missing::Ids {
+        build_id,
+        debug_id,
+        project,
+    };
+    super::missing::requeue_indexed(db, "breakpad_modules", ids, limit).await
 }

@@ -441,6 +441,19 @@ fn list_conditions(c: &mut super::conditions::Conditions, q: &ListQuery, at: &st
     });
 }
 
+/// Number of crashes per project and status (for `/metrics`), by project.
+pub async fn count_by_project_and_status(
+    db: &Db,
+) -> Result<Vec<(String, String, i64)>, StoreError> {
+    let sql = "SELECT project, status, COUNT(*) FROM crashes GROUP BY project, status \
+               ORDER BY project, status";
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_as::<_, (String, String, i64)>(sql)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
 /// Number of crashes per status (for `/metrics`).
 pub async fn count_by_status(db: &Db) -> Result<Vec<(String, i64)>, StoreError> {
     let sql = "SELECT status, COUNT(*) FROM crashes GROUP BY status ORDER BY status";
@@ -460,6 +473,8 @@ pub struct Lease {
     pub annotations: String,
     /// What bounding the upload's fields cut (a report warning).
     pub annotations_cut: Option<String>,
+    /// The crash's project: whose symbol files it is symbolized with.
+    pub project: String,
 }
 
 /// Fails every job whose lease expired after its last allowed attempt. Returns how many.
@@ -563,7 +578,7 @@ async fn claim_in(
         "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
          lease_until = $1, leased_by = $2, started_at = $3 \
          WHERE id IN ({pick}{lock}) \
-         RETURNING id, attempts, dump_sha256, annotations, annotations_cut, \
+         RETURNING id, attempts, dump_sha256, annotations, annotations_cut, project, \
          priority, received_at"
     );
     #[derive(sqlx::FromRow)]

@@ -59,12 +59,25 @@ pub async fn clear_crash(db: &Db, crash_id: &str) -> Result<(), StoreError> {
 
 /// The missing build-ids, most-needed first.
 pub async fn list(db: &Db, limit: i64) -> Result<Vec<MissingModule>, StoreError> {
-    let sql = "SELECT build_id, MIN(module_name) AS module_name, COUNT(*) AS crash_count, \
-               MAX(recorded_at) AS last_seen FROM missing_modules GROUP BY build_id \
-               ORDER BY COUNT(*) DESC, build_id LIMIT $1";
+    list_in(db, None, limit).await
+}
+
+/// The build-ids the crashes of `project` (`None`: of every project) missed, most-needed
+/// first, counted over those crashes only.
+pub async fn list_in(
+    db: &Db,
+    project: Option<&str>,
+    limit: i64,
+) -> Result<Vec<MissingModule>, StoreError> {
+    let sql = "SELECT m.build_id, MIN(m.module_name) AS module_name, COUNT(*) AS crash_count, \
+               MAX(m.recorded_at) AS last_seen FROM missing_modules m \
+               WHERE CAST($2 AS TEXT) IS NULL \
+                  OR m.crash_id IN (SELECT id FROM crashes WHERE project = $2) \
+               GROUP BY m.build_id ORDER BY COUNT(*) DESC, m.build_id LIMIT $1";
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, MissingModule>(sql)
         .bind(limit)
+        .bind(project)
         .fetch_all(p)
         .await)?,
     )
@@ -88,20 +101,39 @@ pub async fn requeue_for_ids(
     build_id: Option<&str>,
     debug_id: Option<&str>,
 ) -> Result<u64, StoreError> {
-    Ok(requeue_for_ids_within(db, build_id, debug_id, u64::MAX)
-        .await?
-        .requeued)
+    Ok(
+        requeue_for_ids_within(db, build_id, debug_id, None, u64::MAX)
+            .await?
+            .requeued,
+    )
 }
 
-/// [`requeue_for_ids`], queueing at most `limit` crashes: the others stay listed as
-/// missing the module (`left`), for a later arrival or a reprocess run.
+/// [`requeue_for_ids`], for the crashes of `project` only (a file only it sees; `None`:
+/// every project's, for a shared file), queueing at most `limit` crashes: the others
+/// stay listed as missing the module (`left`, counted in `project` only), for a later
+/// arrival or a reprocess run.
 pub async fn requeue_for_ids_within(
     db: &Db,
     build_id: Option<&str>,
     debug_id: Option<&str>,
+    project: Option<&str>,
     limit: u64,
 ) -> Result<Requeued, StoreError> {
-    requeue_indexed(db, "missing_modules", build_id, debug_id, limit).await
+    let ids = Ids {
+        build_id,
+        debug_id,
+        project,
+    };
+    requeue_indexed(db, "missing_modules", ids, limit).await
+}
+
+/// The module a file arrived for, and whose crashes it may change.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ids<'a> {
+    pub build_id: Option<&'a str>,
+    pub debug_id: Option<&'a str>,
+    /// `None`: every project's crashes.
+    pub project: Option<&'a str>,
 }
 
 /// What a requeue did: crashes queued again, and crashes left listed (past its limit).
@@ -118,29 +150,39 @@ pub struct Requeued {
 pub(super) async fn requeue_indexed(
     db: &Db,
     table: &'static str,
-    build_id: Option<&str>,
-    debug_id: Option<&str>,
+    ids: Ids<'_>,
     limit: u64,
 ) -> Result<Requeued, StoreError> {
+    let Ids {
+        build_id,
+        debug_id,
+        project,
+    } = ids;
     if build_id.is_none() && debug_id.is_none() {
         return Ok(Requeued::default());
     }
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let matching = "(build_id = $1 OR debug_id = $2 OR build_id = $2)";
     let finished = "status IN ('done', 'failed', 'processing')";
+    // the crashes of the project that sees the file (all, for a shared file)
+    let of_project = |n: u8| {
+        format!("crash_id IN (SELECT id FROM crashes WHERE CAST(${n} AS TEXT) IS NULL OR project = ${n})")
+    };
+    let project_4 = of_project(4);
     let requeued = super::crashes::REQUEUED;
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, previous_signature = signature, \
          previous_function_frames = function_frames, priority = {requeued} \
          WHERE {finished} AND id IN \
-         (SELECT crash_id FROM {table} WHERE {matching} AND crash_id IN \
+         (SELECT crash_id FROM {table} WHERE {matching} AND {project_4} AND crash_id IN \
           (SELECT id FROM crashes WHERE {finished}) ORDER BY crash_id LIMIT $3)"
     );
     let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
         .bind(debug_id)
         .bind(limit)
+        .bind(project)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
@@ -154,10 +196,14 @@ pub(super) async fn requeue_indexed(
         .execute(p)
         .await
         .map(|_| ()))?;
-    let sql = format!("SELECT COUNT(DISTINCT crash_id) FROM {table} WHERE {matching}");
+    let sql = format!(
+        "SELECT COUNT(DISTINCT crash_id) FROM {table} WHERE {matching} AND {}",
+        of_project(3)
+    );
     let (left,): (i64,) = crate::on_pool!(db, p => sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(build_id)
         .bind(debug_id)
+        .bind(project)
         .fetch_one(p)
         .await)?;
     Ok(Requeued {

@@ -1,5 +1,7 @@
 //! The `tables` table: built unwind and symbol tables, keyed by (build-id, kind, format
-//! version). A format-version bump simply misses here, so the table is rebuilt.
+//! version). A format-version bump simply misses here, so the table is rebuilt. The
+//! worker's key is `TABLEKEY@FILES`, the files' digest after the module's key (two
+//! projects may hold different files of one build-id: `jobs::process`).
 
 use super::{now_ms, Db, StoreError};
 
@@ -48,11 +50,19 @@ pub async fn put(
     Ok(())
 }
 
-/// Drops every table of a build-id (a new file for it arrived: the tables must be rebuilt
-/// from all its files).
+/// Drops every table of a build-id, of whichever files (`KEY` and every `KEY@FILES`: a
+/// new file for it arrived, the tables must be rebuilt from all its files).
 pub async fn invalidate(db: &Db, build_id: &str) -> Result<u64, StoreError> {
-    let n = crate::on_pool!(db, p => sqlx::query("DELETE FROM tables WHERE build_id = $1")
-        .bind(build_id)
+    let sql = "DELETE FROM tables WHERE build_id = $1 \
+               OR substr(build_id, 1, CAST($3 AS INTEGER)) = $2";
+    let build_id = super::text::clean(build_id);
+    // compared by characters, not by a collation's order (PostgreSQL's need not be bytes')
+    let prefix = format!("{build_id}@");
+    let chars = i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX);
+    let n = crate::on_pool!(db, p => sqlx::query(sql)
+        .bind(&*build_id)
+        .bind(&prefix)
+        .bind(chars)
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;

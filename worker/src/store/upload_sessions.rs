@@ -18,6 +18,8 @@ pub struct SessionRow {
     pub id: String,
     /// Who created it: a digest of its token ("" without tokens).
     pub owner: String,
+    /// The project its file is stored in.
+    pub project: String,
     pub file_name: Option<String>,
     /// The file's size and sha256, decompressed.
     pub size: i64,
@@ -37,7 +39,7 @@ pub struct SessionRow {
     pub expires_at: i64,
 }
 
-const COLUMNS: &str = "id, owner, file_name, size, sha256, encoding, compressed_size, \
+const COLUMNS: &str = "id, owner, project, file_name, size, sha256, encoding, compressed_size, \
                        compressed_sha256, source_bundle, staged, received, created_at, expires_at";
 
 /// One received chunk: its offset in the compressed file, size and blob.
@@ -52,11 +54,12 @@ pub struct ChunkRow {
 pub async fn insert(db: &Db, row: &SessionRow) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO upload_sessions ({COLUMNS}) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
     );
     crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(&row.id)
         .bind(&row.owner)
+        .bind(&row.project)
         .bind(&row.file_name)
         .bind(row.size)
         .bind(&row.sha256)

@@ -48,8 +48,8 @@ pub struct UploadArgs {
     /// A bearer token with the `symbols` scope.
     #[arg(long, env = "POSTMORTEM_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// The project the files belong to: sent as `X-Postmortem-Project`, which the server
-    /// ignores until it has projects.
+    /// The project the files belong to: sent as `X-Postmortem-Project` (a project token's
+    /// own project without it).
     #[arg(long, env = "POSTMORTEM_PROJECT")]
     pub project: Option<String>,
     /// List what would be sent (the server is still asked what it lacks); send nothing.

@@ -123,7 +123,7 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.header("Authorization", format!("Bearer {t}"));
         }
-        // projects (issue 41) do not exist yet: the server ignores it until they do
+        // the project the files are stored in (issue 41)
         if let Some(p) = &self.project {
             req = req.header("X-Postmortem-Project", p);
         }
