@@ -32,6 +32,7 @@
 //! `call_back`: the lookup lands on the device's own address, and on arm64, x86 and
 //! x86_64 the pc the report shows is the return address again.
 
+pub mod logcat;
 pub mod proto;
 pub mod text;
 
@@ -79,6 +80,8 @@ pub enum TombstoneError {
     TooLarge(usize),
     #[error("not an Android tombstone: no `*** *** ***` header line")]
     NoHeader,
+    #[error("the log holds no tombstone: no `DEBUG` line with debuggerd's `*** *** ***` header")]
+    NotInLog,
     #[error("the tombstone.proto does not decode: {0}")]
     Proto(String),
     #[error("the tombstone lists {what} {count}, more than the {max} allowed")]
@@ -99,7 +102,7 @@ impl From<TombstoneError> for DumpError {
     fn from(e: TombstoneError) -> Self {
         match e {
             TombstoneError::Arch(a) => DumpError::UnsupportedArch(a),
-            TombstoneError::NoHeader => DumpError::NotADump,
+            TombstoneError::NoHeader | TombstoneError::NotInLog => DumpError::NotADump,
             other => DumpError::Malformed(other.to_string()),
         }
     }
@@ -188,13 +191,40 @@ pub struct Tombstone {
     /// The crashed thread first, then the others in the tombstone's order.
     pub threads: Vec<TombThread>,
     pub mappings: Vec<TombMapping>,
+    /// Whether the text was taken from logcat ([`logcat`]).
+    pub from_logcat: bool,
+}
+
+impl Tombstone {
+    /// An empty tombstone of `format`, for the readers to fill in.
+    pub(crate) fn new(format: TombstoneFormat) -> Self {
+        Tombstone {
+            format,
+            arch: Arch::Aarch64,
+            build_fingerprint: None,
+            revision: None,
+            timestamp: None,
+            pid: None,
+            tid: None,
+            uid: None,
+            selinux_label: None,
+            command_line: None,
+            signal: None,
+            abort_message: None,
+            causes: Vec::new(),
+            threads: Vec::new(),
+            mappings: Vec::new(),
+            from_logcat: false,
+        }
+    }
 }
 
 /// Whether `bytes` look like a tombstone, and which form: the text's first non-blank line
-/// is the `*** *** ***` header; a proto is told by decoding it ([`proto::plausible`] for
-/// its first byte, [`parse`] for the rest).
+/// is the `*** *** ***` header, or the bytes are a logcat ([`logcat::sniff`]: the text
+/// tombstone is in it, or it is no dump); a proto is told by decoding it
+/// ([`proto::plausible`] for its first byte, [`parse`] for the rest).
 pub fn sniff(bytes: &[u8]) -> Option<TombstoneFormat> {
-    if text::has_header(bytes) {
+    if text::has_header(bytes) || logcat::sniff(bytes) {
         Some(TombstoneFormat::Text)
     } else if proto::plausible(bytes) {
         Some(TombstoneFormat::Proto)
@@ -210,6 +240,11 @@ pub fn parse(bytes: &[u8]) -> Result<Tombstone, TombstoneError> {
     }
     if text::has_header(bytes) {
         text::parse(bytes)
+    } else if logcat::sniff(bytes) {
+        let log = String::from_utf8_lossy(bytes);
+        let mut t = text::parse_lines(logcat::tombstone_lines(&log)?)?;
+        t.from_logcat = true;
+        Ok(t)
     } else {
         proto::parse(bytes)
     }
@@ -489,6 +524,10 @@ impl Tombstone {
         put("android.selinux_label", &self.selinux_label);
         put(ABORT_MESSAGE_ANNOTATION, &self.abort_message);
         put("android.uid", &self.uid.map(|u| u.to_string()));
+        put(
+            "android.source",
+            &self.from_logcat.then(|| "logcat".to_string()),
+        );
         if let Some(s) = &self.signal {
             put("android.signal", &s.name);
             put("android.signal_code", &s.code_name);

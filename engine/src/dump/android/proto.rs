@@ -361,6 +361,7 @@ fn from_pb(pb: TombstonePb) -> Result<Tombstone, TombstoneError> {
                 build_id: build_id_of(&m.build_id),
             })
             .collect(),
+        from_logcat: false,
     })
 }
 

@@ -72,35 +72,29 @@ enum Section {
 /// Reads a text tombstone.
 pub fn parse(bytes: &[u8]) -> Result<Tombstone, TombstoneError> {
     let text = String::from_utf8_lossy(bytes);
+    let count = text.lines().count();
+    if count > MAX_LINES {
+        return Err(too_many("lines", count, MAX_LINES));
+    }
+    parse_lines(text.lines().enumerate().map(|(n, l)| (n + 1, l)))
+}
+
+/// Reads a text tombstone's lines, each with the line number errors name (the file's, or
+/// the log's for a tombstone taken from logcat: [`super::logcat`]). The caller bounds
+/// their number.
+pub fn parse_lines<'a>(
+    lines: impl IntoIterator<Item = (usize, &'a str)>,
+) -> Result<Tombstone, TombstoneError> {
     let mut r = Reader {
-        t: Tombstone {
-            format: TombstoneFormat::Text,
-            arch: super::Arch::Aarch64,
-            build_fingerprint: None,
-            revision: None,
-            timestamp: None,
-            pid: None,
-            tid: None,
-            uid: None,
-            selinux_label: None,
-            command_line: None,
-            signal: None,
-            abort_message: None,
-            causes: Vec::new(),
-            threads: Vec::new(),
-            mappings: Vec::new(),
-        },
+        t: Tombstone::new(TombstoneFormat::Text),
         abi: None,
         section: Section::Other,
         seen_header: false,
         total_frames: 0,
     };
-    for (n, line) in text.lines().enumerate() {
-        if n >= MAX_LINES {
-            return Err(too_many("lines", text.lines().count(), MAX_LINES));
-        }
+    for (n, line) in lines {
         r.line(line).map_err(|e| match e {
-            Problem::Line(why) => TombstoneError::Line { line: n + 1, why },
+            Problem::Line(why) => TombstoneError::Line { line: n, why },
             Problem::Bound(e) => e,
         })?;
     }
