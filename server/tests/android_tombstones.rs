@@ -285,6 +285,9 @@ struct Crash {
     lwp: u64,
     signal: (u32, &'static str, i32, &'static str, Option<u64>),
     abort_message: Option<&'static str>,
+    /// A GWP-ASan use-after-free: (deallocating thread, allocating thread); see
+    /// [`as_use_after_free`].
+    heap: Option<(u64, u64)>,
 }
 
 /// The build-id `readelf -n` prints for `file`.
@@ -523,7 +526,57 @@ fn crash(t: &'static Target, case: &str, main: &str) -> Crash {
             (11, "SIGSEGV", 1, "SEGV_MAPERR", Some(0))
         },
         abort_message: abort.then_some(ABORT_MESSAGE),
+        heap: None,
     }
+}
+
+/// The heap object of the GWP-ASan report: its address (the fault, in GWP-ASan's guarded
+/// page) and size.
+const HEAP_OBJECT: (u64, u64) = (0x007a_6a2c_bff0, 32);
+/// debuggerd's cause for it (`gwp_asan.cpp`'s format).
+const GWP_ASAN_CAUSE: &str =
+    "[GWP-ASan]: Use After Free, 0 bytes into a 32-byte allocation at 0x7a6a2cbff0";
+
+/// The crash as GWP-ASan would have reported a use-after-free at it: a SEGV_ACCERR in the
+/// guarded page, the cause, and the object's deallocation and allocation backtraces —
+/// here the crash's own callers (frames 1.. and 2..: real frames of these binaries as
+/// libunwindstack lists a recorded trace, every frame a return address adjusted back).
+fn as_use_after_free(mut c: Crash) -> Crash {
+    c.signal = (11, "SIGSEGV", 2, "SEGV_ACCERR", Some(HEAP_OBJECT.0));
+    c.heap = Some((c.lwp + 1, c.lwp));
+    c
+}
+
+/// A heap error's backtraces: (debuggerd's heading, its frames).
+fn heap_stacks(c: &Crash) -> Vec<(String, &[TFrame])> {
+    match c.heap {
+        Some((dealloc, alloc)) => vec![
+            (format!("deallocated by thread {dealloc}"), &c.frames[1..]),
+            (format!("allocated by thread {alloc}"), &c.frames[2..]),
+        ],
+        None => Vec::new(),
+    }
+}
+
+/// Frame lines as tombstone_proto_to_text.cpp's `print_backtrace` writes them.
+fn frame_lines(c: &Crash, frames: &[TFrame]) -> String {
+    let w = c.target.digits;
+    let mut s = String::new();
+    for (k, f) in frames.iter().enumerate() {
+        let (path, id) = match f.lib {
+            Some(l) => (c.libs[l].device_path.as_str(), Some(&c.libs[l].build_id)),
+            None => ("[vdso]", None),
+        };
+        write!(s, "      #{k:02} pc {:0w$x}  {path}", f.rel_pc).unwrap();
+        if let Some(name) = &f.function {
+            write!(s, " ({name}+{})", f.function_offset).unwrap();
+        }
+        if let Some(id) = id {
+            write!(s, " (BuildId: {id})").unwrap();
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// gdb's frame `k` as debuggerd lists it: its module, `rel_pc` (a caller's adjusted as
@@ -601,7 +654,9 @@ fn tombstone_text(c: &Crash) -> String {
         "signal {number} ({name}), code {code} ({code_name}), fault addr {fault}"
     )
     .unwrap();
-    if number == 11 {
+    if c.heap.is_some() {
+        writeln!(s, "Cause: {GWP_ASAN_CAUSE}").unwrap();
+    } else if number == 11 {
         s.push_str("Cause: null pointer dereference\n");
     }
     if let Some(m) = c.abort_message {
@@ -610,19 +665,10 @@ fn tombstone_text(c: &Crash) -> String {
     let ra = c.frames.get(1).map_or(0, |f| f.gdb_pc);
     s.push_str(&(t.registers)(c.frames[0].pc, ra));
     writeln!(s, "\n{} total frames\nbacktrace:", c.frames.len()).unwrap();
-    for (k, f) in c.frames.iter().enumerate() {
-        let (path, id) = match f.lib {
-            Some(l) => (c.libs[l].device_path.as_str(), Some(&c.libs[l].build_id)),
-            None => ("[vdso]", None),
-        };
-        write!(s, "      #{k:02} pc {:0w$x}  {path}", f.rel_pc).unwrap();
-        if let Some(name) = &f.function {
-            write!(s, " ({name}+{})", f.function_offset).unwrap();
-        }
-        if let Some(id) = id {
-            write!(s, " (BuildId: {id})").unwrap();
-        }
-        s.push('\n');
+    s.push_str(&frame_lines(c, &c.frames));
+    for (heading, frames) in heap_stacks(c) {
+        writeln!(s, "\n{heading}:").unwrap();
+        s.push_str(&frame_lines(c, frames));
     }
     writeln!(s, "\nmemory near {}:", if w == 16 { "x1" } else { "r1" }).unwrap();
     if w == 16 {
@@ -771,7 +817,30 @@ fn tombstone_proto(c: &Crash) -> Vec<u8> {
     if let Some(m) = c.abort_message {
         field_bytes(&mut t, 14, m.as_bytes());
     }
-    if number == 11 {
+    if let Some((dealloc_tid, alloc_tid)) = c.heap {
+        // Cause: human_readable 1, memory_error 2 (MemoryError: tool 1 (GWP_ASAN 0), type
+        // 2 (USE_AFTER_FREE 1), heap 3 (HeapObject: address 1, size 2, allocation_tid 3,
+        // allocation_backtrace 4, deallocation_tid 5, deallocation_backtrace 6))
+        let stacks = heap_stacks(c);
+        let mut heap = Vec::new();
+        field_varint(&mut heap, 1, HEAP_OBJECT.0);
+        field_varint(&mut heap, 2, HEAP_OBJECT.1);
+        field_varint(&mut heap, 3, alloc_tid);
+        for f in stacks[1].1 {
+            field_bytes(&mut heap, 4, &frame_pb(c, f));
+        }
+        field_varint(&mut heap, 5, dealloc_tid);
+        for f in stacks[0].1 {
+            field_bytes(&mut heap, 6, &frame_pb(c, f));
+        }
+        let mut error = Vec::new();
+        field_varint(&mut error, 2, 1);
+        field_bytes(&mut error, 3, &heap);
+        let mut cause = Vec::new();
+        field_bytes(&mut cause, 1, GWP_ASAN_CAUSE.as_bytes());
+        field_bytes(&mut cause, 2, &error);
+        field_bytes(&mut t, 15, &cause);
+    } else if number == 11 {
         let mut cause = Vec::new();
         field_bytes(&mut cause, 1, b"null pointer dereference");
         field_bytes(&mut t, 15, &cause);
@@ -793,22 +862,7 @@ fn tombstone_proto(c: &Crash) -> Vec<u8> {
         field_bytes(&mut thread, 3, &r);
     }
     for f in &c.frames {
-        let mut fr = Vec::new();
-        field_varint(&mut fr, 1, f.rel_pc);
-        field_varint(&mut fr, 2, f.pc);
-        field_varint(&mut fr, 3, 0xffff_e000);
-        if let Some(n) = &f.function {
-            field_bytes(&mut fr, 4, n.as_bytes());
-            field_varint(&mut fr, 5, f.function_offset);
-        }
-        match f.lib {
-            Some(l) => {
-                field_bytes(&mut fr, 6, c.libs[l].device_path.as_bytes());
-                field_bytes(&mut fr, 8, c.libs[l].build_id.as_bytes());
-            }
-            None => field_bytes(&mut fr, 6, b"[vdso]"),
-        }
-        field_bytes(&mut thread, 4, &fr);
+        field_bytes(&mut thread, 4, &frame_pb(c, f));
     }
     let mut entry = Vec::new();
     field_varint(&mut entry, 1, c.lwp);
@@ -825,6 +879,26 @@ fn tombstone_proto(c: &Crash) -> Vec<u8> {
         field_bytes(&mut t, 17, &m);
     }
     t
+}
+
+/// A `BacktraceFrame` message.
+fn frame_pb(c: &Crash, f: &TFrame) -> Vec<u8> {
+    let mut fr = Vec::new();
+    field_varint(&mut fr, 1, f.rel_pc);
+    field_varint(&mut fr, 2, f.pc);
+    field_varint(&mut fr, 3, 0xffff_e000);
+    if let Some(n) = &f.function {
+        field_bytes(&mut fr, 4, n.as_bytes());
+        field_varint(&mut fr, 5, f.function_offset);
+    }
+    match f.lib {
+        Some(l) => {
+            field_bytes(&mut fr, 6, c.libs[l].device_path.as_bytes());
+            field_bytes(&mut fr, 8, c.libs[l].build_id.as_bytes());
+        }
+        None => field_bytes(&mut fr, 6, b"[vdso]"),
+    }
+    fr
 }
 
 /// llvm-symbolizer's inline stack at `addr` of `file`.
@@ -865,9 +939,23 @@ fn symbols_dir(c: &Crash) -> PathBuf {
 fn check_frames(c: &Crash, report: &Value, what: &str, real_addresses: bool) {
     let thread = &report["threads"][0];
     assert_eq!(thread["crashed"], true, "{what}");
+    check_stack(c, thread, &c.frames, what, real_addresses);
+    // the libcrash frames carry DWARF (file and line), inlined `store` among them
+    let lib_lines = physical(thread)
+        .iter()
+        .flatten()
+        .filter(|f| f["module"] == "libcrash.so" && f["line"].is_u64())
+        .count();
+    assert!(lib_lines >= 2, "{what}: {thread:#}");
+}
+
+/// Every frame of a report's thread (or stack) against `frames` of the tombstone:
+/// llvm-symbolizer at the frame's `rel_pc` where the library is given, else the device's
+/// name.
+fn check_stack(c: &Crash, thread: &Value, frames: &[TFrame], what: &str, real_addresses: bool) {
     let groups = physical(thread);
-    assert_eq!(groups.len(), c.frames.len(), "{what}: {thread:#}");
-    for (k, (f, got)) in c.frames.iter().zip(&groups).enumerate() {
+    assert_eq!(groups.len(), frames.len(), "{what}: {thread:#}");
+    for (k, (f, got)) in frames.iter().zip(&groups).enumerate() {
         let Some(lib) = f.lib else {
             // the vDSO: no file, the device's name
             assert_eq!(got.len(), 1, "{what}: frame {k}: {got:#?}");
@@ -924,13 +1012,6 @@ fn check_frames(c: &Crash, report: &Value, what: &str, real_addresses: bool) {
             assert_eq!(pc, format!("{expected:#x}"), "{what}: frame {k}'s pc");
         }
     }
-    // the libcrash frames carry DWARF (file and line), inlined `store` among them
-    let lib_lines = groups
-        .iter()
-        .flatten()
-        .filter(|f| f["module"] == "libcrash.so" && f["line"].is_u64())
-        .count();
-    assert!(lib_lines >= 2, "{what}: {thread:#}");
 }
 
 /// The crash as the signal: the analysis, the abort message, debuggerd's cause; the
@@ -939,7 +1020,9 @@ fn check_crash(c: &Crash, report: &Value, what: &str) {
     let crash = &report["crash"];
     assert_eq!(crash["signal"], c.signal.0, "{what}: {crash:#}");
     let analysis = &crash["analysis"];
-    if c.signal.0 == 11 {
+    if c.heap.is_some() {
+        check_use_after_free(c, report, what);
+    } else if c.signal.0 == 11 {
         assert_eq!(analysis["kind"], "null-pointer", "{what}: {crash:#}");
         assert_eq!(
             analysis["evidence"]["cause"], "null pointer dereference",
@@ -972,6 +1055,28 @@ fn check_crash(c: &Crash, report: &Value, what: &str) {
         .expect("the program is a module");
     assert_eq!(exe["build_id"].as_str(), Some(exe_id.as_str()), "{what}");
     assert_eq!(exe["status"], "missing", "{what}");
+}
+
+/// GWP-ASan's diagnosis as the analysis: its kind, the object, and the deallocation and
+/// allocation backtraces as its stacks, each frame as llvm-symbolizer names it; the
+/// report's threads stay the process's.
+fn check_use_after_free(c: &Crash, report: &Value, what: &str) {
+    let analysis = &report["crash"]["analysis"];
+    assert_eq!(analysis["kind"], "use-after-free", "{what}: {analysis:#}");
+    let evidence = &analysis["evidence"];
+    assert_eq!(evidence["tool"], "GWP-ASan", "{what}");
+    assert_eq!(evidence["allocation"], "0x7a6a2cbff0", "{what}");
+    assert_eq!(evidence["allocation_size"], "32", "{what}");
+    assert_eq!(evidence["cause"], GWP_ASAN_CAUSE, "{what}");
+    assert_eq!(report["threads"].as_array().unwrap().len(), 1, "{what}");
+    let stacks = analysis["stacks"].as_array().unwrap();
+    let expected = heap_stacks(c);
+    assert_eq!(stacks.len(), expected.len(), "{what}: {analysis:#}");
+    for (got, (heading, frames)) in stacks.iter().zip(&expected) {
+        assert_eq!(got["name"].as_str(), Some(heading.as_str()), "{what}");
+        assert_eq!(got["crashed"], false, "{what}");
+        check_stack(c, got, frames, &format!("{what}: {heading}"), false);
+    }
 }
 
 /// `postmortem walk FILE --symbols DIR` as JSON.
@@ -1042,6 +1147,38 @@ fn symbolicate_as_llvm_symbolizer(t: &'static Target) {
             let source = &report["annotations"]["android.source"];
             assert_eq!(source.as_str(), logcat.then_some("logcat"), "{what}");
         }
+    }
+}
+
+#[test]
+fn gwp_asan_use_after_free_names_the_bug_and_symbolicates_its_stacks() {
+    if !tools_present(&AARCH64) {
+        return;
+    }
+    let c = as_use_after_free(crash(&AARCH64, "gwp-asan", MAIN_SEGV));
+    let symbols = symbols_dir(&c);
+    let text = c.work.path().join("tombstone_00");
+    std::fs::write(&text, tombstone_text(&c)).unwrap();
+    let pb = c.work.path().join("tombstone_00.pb");
+    std::fs::write(&pb, tombstone_proto(&c)).unwrap();
+    let log = c.work.path().join("logcat.txt");
+    std::fs::write(&log, tombstone_logcat(&c, true)).unwrap();
+    for (file, logcat) in [(&text, false), (&pb, false), (&log, true)] {
+        let what = file.display().to_string();
+        let report = walk(file, &symbols);
+        check_frames(&c, &report, &what, !logcat);
+        check_crash(&c, &report, &what);
+    }
+    // the text view shows the stacks under their headings
+    let out = run(Command::new(common::bin())
+        .args(["walk", "--no-system-debug", "--format", "text"])
+        .arg(&text)
+        .arg("--symbols")
+        .arg(&symbols)
+        .env_remove("DEBUGINFOD_URLS"));
+    assert!(out.contains("Analysis: [use-after-free]"), "{out}");
+    for heading in ["deallocated by thread", "allocated by thread"] {
+        assert!(out.contains(&format!(": {heading} ")), "{out}");
     }
 }
 

@@ -35,6 +35,10 @@ fn check(bytes: &[u8]) {
     };
     assert!(t.threads.len() <= android::MAX_THREADS);
     assert!(t.mappings.len() <= android::MAX_MAPPINGS);
+    // a GWP-ASan/MTE error's backtraces are bounded as a thread's
+    if let Some(e) = &t.memory_error {
+        assert!(e.stacks.iter().all(|s| s.frames.len() <= android::MAX_FRAMES));
+    }
     let dump = t.into_dump();
     assert!(dump.modules.windows(2).all(|w| w[0].base <= w[1].base));
     for t in &dump.threads {

@@ -32,6 +32,7 @@
 //! `call_back`: the lookup lands on the device's own address, and on arm64, x86 and
 //! x86_64 the pc the report shows is the return address again.
 
+pub mod heap;
 pub mod logcat;
 pub mod proto;
 pub mod text;
@@ -65,6 +66,11 @@ pub const MAX_CAUSES: usize = 64;
 /// The annotation holding the tombstone's `Abort message` (what the crash analysis of a
 /// `SIGABRT` reports as abort()'s message).
 pub const ABORT_MESSAGE_ANNOTATION: &str = "android.abort_message";
+
+/// The annotation naming a GWP-ASan/MTE heap error's kind (`use-after-free`, …; see
+/// [`heap`]), which the crash analysis takes for its kind; `.tool`, `.cause`,
+/// `.address` and `.size` beside it.
+pub const MEMORY_ERROR_ANNOTATION: &str = "android.memory_error";
 
 /// Where the made-up addresses of modules whose mapping the tombstone does not give begin.
 const SYNTHETIC_BASE: u64 = 0x7000_0000_0000;
@@ -193,6 +199,8 @@ pub struct Tombstone {
     pub mappings: Vec<TombMapping>,
     /// Whether the text was taken from logcat ([`logcat`]).
     pub from_logcat: bool,
+    /// The first cause that is a heap memory error (GWP-ASan, MTE), with its stacks.
+    pub memory_error: Option<heap::MemoryError>,
 }
 
 impl Tombstone {
@@ -215,6 +223,7 @@ impl Tombstone {
             threads: Vec::new(),
             mappings: Vec::new(),
             from_logcat: false,
+            memory_error: None,
         }
     }
 }
@@ -306,11 +315,12 @@ impl Tombstone {
     pub fn into_dump(self) -> Dump<'static> {
         let mut warnings = Vec::new();
         let (modules, bases) = self.modules(&mut warnings);
-        let threads: Vec<Thread> = self
+        let mut threads: Vec<Thread> = self
             .threads
             .iter()
             .map(|t| self.thread(t, &bases))
             .collect();
+        threads.extend(self.evidence_stacks(&bases));
         let crash = self.signal.as_ref().map(|s| CrashInfo {
             tid: self
                 .tid
@@ -373,7 +383,27 @@ impl Tombstone {
             name: t.name.clone(),
             registers: registers_of(self.arch, &t.registers, given.first()),
             prewalked: Some(given),
+            evidence: false,
         }
+    }
+
+    /// A memory error's deallocation and allocation backtraces, as evidence stacks.
+    fn evidence_stacks(&self, bases: &BTreeMap<(String, u64), u64>) -> Vec<Thread> {
+        let stacks = self.memory_error.iter().flat_map(|e| &e.stacks);
+        stacks
+            .map(|s| {
+                let as_thread = TombThread {
+                    id: s.tid,
+                    name: Some(s.label()),
+                    registers: Vec::new(),
+                    frames: s.frames.clone(),
+                };
+                Thread {
+                    evidence: true,
+                    ..self.thread(&as_thread, bases)
+                }
+            })
+            .collect()
     }
 
     /// The files the frames run in as modules sorted by base, and each file's base by
@@ -381,7 +411,17 @@ impl Tombstone {
     fn modules(&self, warnings: &mut Vec<Warning>) -> (Vec<Module>, BTreeMap<(String, u64), u64>) {
         let back = self.arch.call_back();
         let mut pending: BTreeMap<(String, u64), Pending> = BTreeMap::new();
-        for f in self.threads.iter().flat_map(|t| &t.frames) {
+        let heap_frames = self
+            .memory_error
+            .iter()
+            .flat_map(|e| &e.stacks)
+            .flat_map(|s| &s.frames);
+        for f in self
+            .threads
+            .iter()
+            .flat_map(|t| &t.frames)
+            .chain(heap_frames)
+        {
             let Some(path) = f.file.as_ref().filter(|p| is_file_path(p)) else {
                 continue;
             };
@@ -534,6 +574,22 @@ impl Tombstone {
         }
         for (i, c) in self.causes.iter().enumerate() {
             out.insert(format!("android.cause.{i}"), c.clone());
+        }
+        if let Some(e) = &self.memory_error {
+            if let Some(kind) = e.kind.as_str() {
+                out.insert(MEMORY_ERROR_ANNOTATION.to_string(), kind.to_string());
+            }
+            out.insert(format!("{MEMORY_ERROR_ANNOTATION}.tool"), e.tool.clone());
+            out.insert(format!("{MEMORY_ERROR_ANNOTATION}.cause"), e.cause.clone());
+            if let Some(a) = e.address {
+                out.insert(
+                    format!("{MEMORY_ERROR_ANNOTATION}.address"),
+                    format!("{a:#x}"),
+                );
+            }
+            if let Some(n) = e.size {
+                out.insert(format!("{MEMORY_ERROR_ANNOTATION}.size"), n.to_string());
+            }
         }
         out
     }

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use super::heap::{HeapErrorKind, HeapStack, HeapStackKind, MemoryError};
 use super::{
     build_id_of, cut, Arch, Frame, SignalInfo, TombMapping, TombThread, Tombstone, TombstoneError,
     TombstoneFormat, MAX_CAUSES, MAX_FRAMES, MAX_MAPPINGS, MAX_THREADS, MAX_TOTAL_FRAMES,
@@ -72,11 +73,44 @@ pub struct SignalPb {
     pub fault_address: u64,
 }
 
-/// `message Cause` (its `memory_error` details left out).
+/// `message Cause`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CausePb {
     #[prost(string, tag = "1")]
     pub human_readable: String,
+    #[prost(message, optional, tag = "2")]
+    pub memory_error: Option<MemoryErrorPb>,
+}
+
+/// `message MemoryError` (see [`super::heap`]).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MemoryErrorPb {
+    /// `Tool`: GWP_ASAN 0, SCUDO 1.
+    #[prost(int32, tag = "1")]
+    pub tool: i32,
+    /// `Type`: UNKNOWN 0, USE_AFTER_FREE 1, DOUBLE_FREE 2, INVALID_FREE 3,
+    /// BUFFER_OVERFLOW 4, BUFFER_UNDERFLOW 5.
+    #[prost(int32, tag = "2")]
+    pub r#type: i32,
+    #[prost(message, optional, tag = "3")]
+    pub heap: Option<HeapObjectPb>,
+}
+
+/// `message HeapObject`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HeapObjectPb {
+    #[prost(uint64, tag = "1")]
+    pub address: u64,
+    #[prost(uint64, tag = "2")]
+    pub size: u64,
+    #[prost(uint64, tag = "3")]
+    pub allocation_tid: u64,
+    #[prost(message, repeated, tag = "4")]
+    pub allocation_backtrace: Vec<BacktraceFramePb>,
+    #[prost(uint64, tag = "5")]
+    pub deallocation_tid: u64,
+    #[prost(message, repeated, tag = "6")]
+    pub deallocation_backtrace: Vec<BacktraceFramePb>,
 }
 
 /// `message Thread`.
@@ -234,7 +268,10 @@ fn census(bytes: &[u8]) -> Result<(), TombstoneError> {
     for field in delimited(bytes) {
         let (number, payload) = field?;
         match number {
-            15 => causes += 1,
+            15 => {
+                causes += 1;
+                frames_total += cause_census(payload)?;
+            }
             16 => {
                 threads += 1;
                 for entry in delimited(payload) {
@@ -270,6 +307,42 @@ fn census(bytes: &[u8]) -> Result<(), TombstoneError> {
         }
     }
     Ok(())
+}
+
+/// Frames of a `Cause`'s heap object backtraces (`memory_error` 2 → `heap` 3 →
+/// `allocation_backtrace` 4, `deallocation_backtrace` 6), each within the frame bound.
+fn cause_census(cause: &[u8]) -> Result<usize, TombstoneError> {
+    let mut total = 0;
+    for field in delimited(cause) {
+        let (n, error) = field?;
+        if n != 2 {
+            continue;
+        }
+        for field in delimited(error) {
+            let (n, heap) = field?;
+            if n != 3 {
+                continue;
+            }
+            let (mut alloc, mut dealloc) = (0usize, 0usize);
+            for field in delimited(heap) {
+                match field?.0 {
+                    4 => alloc += 1,
+                    6 => dealloc += 1,
+                    _ => {}
+                }
+            }
+            let most = alloc.max(dealloc);
+            if most > MAX_FRAMES {
+                return Err(TombstoneError::TooMany {
+                    what: "frames in a heap backtrace",
+                    count: most,
+                    max: MAX_FRAMES,
+                });
+            }
+            total += alloc + dealloc;
+        }
+    }
+    Ok(total)
 }
 
 /// Most registers a thread may list (aarch64 has 34, with its FP registers fewer than 100).
@@ -362,6 +435,48 @@ fn from_pb(pb: TombstonePb) -> Result<Tombstone, TombstoneError> {
             })
             .collect(),
         from_logcat: false,
+        memory_error: pb.causes.iter().find_map(memory_error),
+    })
+}
+
+/// A cause's heap memory error, its stacks deallocation first (as debuggerd prints them).
+fn memory_error(c: &CausePb) -> Option<MemoryError> {
+    let e = c.memory_error.as_ref()?;
+    let from_text = MemoryError::from_cause(&c.human_readable);
+    let heap = e.heap.clone().unwrap_or_default();
+    let stack = |kind, tid: u64, frames: &[BacktraceFramePb]| {
+        (!frames.is_empty()).then(|| HeapStack {
+            kind,
+            tid: u32::try_from(tid).unwrap_or(0),
+            frames: frames.iter().map(frame).collect(),
+        })
+    };
+    let stacks = [
+        stack(
+            HeapStackKind::Deallocation,
+            heap.deallocation_tid,
+            &heap.deallocation_backtrace,
+        ),
+        stack(
+            HeapStackKind::Allocation,
+            heap.allocation_tid,
+            &heap.allocation_backtrace,
+        ),
+    ];
+    Some(MemoryError {
+        // the text's tool names MTE where the proto says Scudo
+        tool: from_text.map(|t| t.tool).unwrap_or_else(|| {
+            match e.tool {
+                0 => "GWP-ASan",
+                _ => "Scudo",
+            }
+            .to_string()
+        }),
+        kind: HeapErrorKind::from_proto(e.r#type),
+        cause: cut(&c.human_readable),
+        address: e.heap.as_ref().map(|h| h.address),
+        size: e.heap.as_ref().map(|h| h.size),
+        stacks: stacks.into_iter().flatten().collect(),
     })
 }
 
@@ -370,20 +485,20 @@ fn thread(t: &ThreadPb) -> TombThread {
         id: u32::try_from(t.id).unwrap_or(0),
         name: text(&t.name),
         registers: t.registers.iter().map(|r| (cut(&r.name), r.u64)).collect(),
-        frames: t
-            .current_backtrace
-            .iter()
-            .map(|f| Frame {
-                rel_pc: f.rel_pc,
-                pc: Some(f.pc),
-                sp: Some(f.sp),
-                file: text(&f.file_name),
-                file_map_offset: f.file_map_offset,
-                function: text(&f.function_name),
-                function_offset: (!f.function_name.is_empty()).then_some(f.function_offset),
-                build_id: build_id_of(&f.build_id),
-            })
-            .collect(),
+        frames: t.current_backtrace.iter().map(frame).collect(),
+    }
+}
+
+fn frame(f: &BacktraceFramePb) -> Frame {
+    Frame {
+        rel_pc: f.rel_pc,
+        pc: Some(f.pc),
+        sp: Some(f.sp),
+        file: text(&f.file_name),
+        file_map_offset: f.file_map_offset,
+        function: text(&f.function_name),
+        function_offset: (!f.function_name.is_empty()).then_some(f.function_offset),
+        build_id: build_id_of(&f.build_id),
     }
 }
 
