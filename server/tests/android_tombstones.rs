@@ -1182,6 +1182,92 @@ fn gwp_asan_use_after_free_names_the_bug_and_symbolicates_its_stacks() {
     }
 }
 
+/// gdb's `x/4gx $sp` of the crashed thread in QEMU's core: (sp, the four words).
+fn words_at_sp(c: &Crash) -> (u64, Vec<u64>) {
+    let t = c.target;
+    let (gdb, setup) = t.gdb(c.work.path());
+    let mut cmd = Command::new(gdb);
+    cmd.args(["-batch", "-nx"]);
+    for s in &setup {
+        cmd.args(["-ex", s]);
+    }
+    let exe = c.libs[0].file.clone();
+    let core = std::fs::read_dir(c.work.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".core"))
+        .expect("QEMU's core");
+    let out = run(cmd
+        .args(["-ex", "x/4gx $sp"])
+        .arg(&exe)
+        .arg(&core)
+        .env("LC_ALL", "C"));
+    let hex = |s: &str| {
+        u64::from_str_radix(s.trim().trim_end_matches(':').trim_start_matches("0x"), 16).ok()
+    };
+    let mut sp = None;
+    let mut words = Vec::new();
+    for line in out.lines().filter(|l| l.starts_with("0x")) {
+        let mut w = line.split_whitespace();
+        let at = w.next().and_then(hex).unwrap();
+        sp.get_or_insert(at);
+        words.extend(w.filter_map(hex));
+    }
+    assert_eq!(words.len(), 4, "{out}");
+    (sp.unwrap(), words)
+}
+
+#[test]
+fn memory_near_registers_becomes_the_dumps_memory() {
+    if !tools_present(&AARCH64) {
+        return;
+    }
+    let c = crash(&AARCH64, "memory", MAIN_SEGV);
+    let (sp, words) = words_at_sp(&c);
+    // as print_thread_memory_dump writes it: 16 bytes a row, the row's address with an
+    // MTE tag in its top byte, little-endian words, the ASCII column
+    let mut text = tombstone_text(&c);
+    let mut rows = "\nmemory near sp ([stack]):\n".to_string();
+    for (k, pair) in words.chunks(2).enumerate() {
+        let at = (sp + 16 * k as u64) | (0x0b << 56);
+        writeln!(
+            rows,
+            "    {at:016x} {:016x} {:016x}  ................",
+            pair[0], pair[1]
+        )
+        .unwrap();
+    }
+    let at = text.find("\nmemory map").unwrap();
+    text.insert_str(at, &rows);
+    // and as the proto's Thread.memory_dump (MemoryDump: begin_address 3, memory 4)
+    let mut dump = Vec::new();
+    field_bytes(&mut dump, 1, b"sp");
+    field_varint(&mut dump, 3, sp);
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    field_bytes(&mut dump, 4, &bytes);
+    let mut thread = Vec::new();
+    field_varint(&mut thread, 1, c.lwp);
+    field_bytes(&mut thread, 5, &dump);
+    let mut entry = Vec::new();
+    field_varint(&mut entry, 1, c.lwp);
+    field_bytes(&mut entry, 2, &thread);
+    let mut pb = tombstone_proto(&c);
+    // a second entry for the crashed thread's key: protobuf merges it into the first
+    field_bytes(&mut pb, 16, &entry);
+    for (what, tombstone) in [("text", text.into_bytes()), ("proto", pb)] {
+        let d = engine::dump::read_dump(&tombstone).unwrap();
+        for (k, w) in words.iter().enumerate() {
+            let at = sp + 8 * k as u64;
+            assert_eq!(
+                d.memory.read_u64(at),
+                Some(*w),
+                "{what}: the word at {at:#x}"
+            );
+        }
+        assert_eq!(d.memory.read_u64(sp + 32), None, "{what}: past the dump");
+    }
+}
+
 #[test]
 fn broken_tombstones_are_refused_with_the_readers_reason() {
     let header = "*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\n";

@@ -35,6 +35,8 @@ fn check(bytes: &[u8]) {
     };
     assert!(t.threads.len() <= android::MAX_THREADS);
     assert!(t.mappings.len() <= android::MAX_MAPPINGS);
+    let dumped: usize = t.memory.ranges.iter().map(|(_, b)| b.len()).sum();
+    assert!(dumped <= android::memory::MAX_MEMORY_BYTES);
     // a GWP-ASan/MTE error's backtraces are bounded as a thread's
     if let Some(e) = &t.memory_error {
         assert!(e.stacks.iter().all(|s| s.frames.len() <= android::MAX_FRAMES));

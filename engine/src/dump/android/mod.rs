@@ -34,6 +34,7 @@
 
 pub mod heap;
 pub mod logcat;
+pub mod memory;
 pub mod proto;
 pub mod text;
 
@@ -201,6 +202,8 @@ pub struct Tombstone {
     pub from_logcat: bool,
     /// The first cause that is a heap memory error (GWP-ASan, MTE), with its stacks.
     pub memory_error: Option<heap::MemoryError>,
+    /// The memory dumped near the registers, every thread's.
+    pub memory: memory::Dumps,
 }
 
 impl Tombstone {
@@ -224,6 +227,7 @@ impl Tombstone {
             mappings: Vec::new(),
             from_logcat: false,
             memory_error: None,
+            memory: memory::Dumps::default(),
         }
     }
 }
@@ -351,7 +355,7 @@ impl Tombstone {
             threads,
             modules,
             unloaded_modules: Vec::new(),
-            memory: MemoryMap::default(),
+            memory: MemoryMap::owned(self.memory.ranges.clone()),
             regions: Regions::default(),
             crash,
             annotations: self.annotations(),

@@ -1,11 +1,11 @@
 //! `tombstone.proto`, the binary tombstone Android 12+ writes beside the text one
 //! (`/data/tombstones/tombstone_NN.pb`), decoded with `prost`'s derive on the messages
-//! below: only the fields this reader uses, so that everything else (memory dumps, logs,
-//! open files) is skipped unread.
+//! below: only the fields this reader uses, so that everything else (logs, open files,
+//! MTE tags) is skipped unread.
 //!
 //! The field numbers are AOSP's `system/core/debuggerd/proto/tombstone.proto` (message
-//! `Tombstone` and the `Signal`, `Cause`, `Thread`, `Register`, `BacktraceFrame` and
-//! `MemoryMapping` it holds; `Architecture` ARM32 0, ARM64 1, X86 2, X86_64 3, RISCV64 4).
+//! `Tombstone` and the `Signal`, `Cause` (with `MemoryError` and `HeapObject`), `Thread`,
+//! `Register`, `BacktraceFrame`, `MemoryDump` and `MemoryMapping` it holds; `Architecture` ARM32 0, ARM64 1, X86 2, X86_64 3, RISCV64 4).
 //! debuggerd writes the fields in number order, so a tombstone starts with `arch` (field
 //! 1, a varint: byte `0x08`) or, for ARM32 (proto3 leaves a 0 out), with
 //! `build_fingerprint` (field 2, length-delimited: byte `0x12`).
@@ -124,6 +124,17 @@ pub struct ThreadPb {
     pub registers: Vec<RegisterPb>,
     #[prost(message, repeated, tag = "4")]
     pub current_backtrace: Vec<BacktraceFramePb>,
+    #[prost(message, repeated, tag = "5")]
+    pub memory_dump: Vec<MemoryDumpPb>,
+}
+
+/// `message MemoryDump` (its MTE tags left out).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MemoryDumpPb {
+    #[prost(uint64, tag = "3")]
+    pub begin_address: u64,
+    #[prost(bytes = "vec", tag = "4")]
+    pub memory: Vec<u8>,
 }
 
 /// `message Register`.
@@ -348,15 +359,24 @@ fn cause_census(cause: &[u8]) -> Result<usize, TombstoneError> {
 /// Most registers a thread may list (aarch64 has 34, with its FP registers fewer than 100).
 const MAX_REGISTERS: usize = 256;
 
-/// (frames, registers) of one `Thread` message.
+/// (frames, registers) of one `Thread` message; its memory dumps bounded in number
+/// (each decoded into a vector of its own).
 fn thread_census(thread: &[u8]) -> Result<(usize, usize), TombstoneError> {
-    let (mut frames, mut registers) = (0, 0);
+    let (mut frames, mut registers, mut dumps) = (0, 0, 0);
     for field in delimited(thread) {
         match field?.0 {
             3 => registers += 1,
             4 => frames += 1,
+            5 => dumps += 1,
             _ => {}
         }
+    }
+    if dumps > MAX_REGISTERS {
+        return Err(TombstoneError::TooMany {
+            what: "memory dumps in a thread",
+            count: dumps,
+            max: MAX_REGISTERS,
+        });
     }
     Ok((frames, registers))
 }
@@ -390,6 +410,11 @@ fn from_pb(pb: TombstonePb) -> Result<Tombstone, TombstoneError> {
         .filter(|(k, _)| **k != pb.tid)
         .map(|(_, t)| thread(t));
     let threads: Vec<TombThread> = crashed.into_iter().chain(others).collect();
+    let mut memory = super::memory::Dumps::default();
+    for m in pb.threads.values().flat_map(|t| &t.memory_dump) {
+        memory.section();
+        memory.add(m.begin_address, &m.memory)?;
+    }
     let command_line = pb
         .command_line
         .iter()
@@ -436,6 +461,7 @@ fn from_pb(pb: TombstonePb) -> Result<Tombstone, TombstoneError> {
             .collect(),
         from_logcat: false,
         memory_error: pb.causes.iter().find_map(memory_error),
+        memory,
     })
 }
 

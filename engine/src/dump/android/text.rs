@@ -67,6 +67,8 @@ enum Section {
     Backtrace,
     /// A memory error's `deallocated by`/`allocated by` backtrace.
     HeapBacktrace,
+    /// `memory near x1 ([stack]):` rows.
+    MemoryNear,
     MemoryMap,
     /// Anything else (memory near a register, stack, open files, logs): skipped.
     Other,
@@ -176,6 +178,10 @@ impl Reader {
         match self.section {
             Section::Backtrace if trimmed.starts_with('#') => return self.frame(trimmed),
             Section::HeapBacktrace if trimmed.starts_with('#') => return self.heap_frame(trimmed),
+            Section::MemoryNear if line.starts_with(' ') && !trimmed.is_empty() => {
+                let untag = self.abi.as_deref() == Some("arm64");
+                return self.t.memory.row(trimmed, untag).map_err(Problem::Bound);
+            }
             Section::MemoryMap if !trimmed.is_empty() => {
                 if let Some(m) = mapping_line(trimmed) {
                     if self.t.mappings.len() >= MAX_MAPPINGS {
@@ -200,6 +206,9 @@ impl Reader {
             self.section = Section::Backtrace;
         } else if trimmed.starts_with("memory map") {
             self.section = Section::MemoryMap;
+        } else if trimmed.starts_with("memory near ") && !line.starts_with(' ') {
+            self.t.memory.section();
+            self.section = Section::MemoryNear;
         } else if trimmed.is_empty() || !line.starts_with(' ') {
             if self.section != Section::Thread || !trimmed.is_empty() {
                 self.section = header_line(trimmed, &mut self.t, &mut self.abi)?;
