@@ -1,4 +1,6 @@
-//! Bounds-checked reads of the crashed process's memory, borrowed from the dump bytes.
+//! Bounds-checked reads of the crashed process's memory, borrowed from the dump bytes (or,
+//! for a crash report that writes memory as hex, such as an Android tombstone's `memory
+//! near` rows, decoded by its reader and owned: [`MemoryMap::owned`]).
 //!
 //! Ranges are sorted by address and never overlap (a reader that finds overlaps keeps the
 //! first). Every read answers `None` when any requested byte is absent from the dump, which
