@@ -1334,8 +1334,15 @@ async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
     for (bytes, format, logcat) in [
         (tombstone_text(&c).into_bytes(), "android-tombstone", false),
         (tombstone_proto(&c), "android-tombstone-proto", false),
+        // without adb's buffer mark: its first line, longer than the 64 bytes of a
+        // dump's magic the upload checks first, tells a logcat
         (
-            tombstone_logcat(&c, true).into_bytes(),
+            tombstone_logcat(&c, true)
+                .split_once('\n')
+                .unwrap()
+                .1
+                .as_bytes()
+                .to_vec(),
             "android-tombstone",
             true,
         ),
@@ -1380,6 +1387,12 @@ async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
                 pb[..pb.len() - 10].to_vec()
             },
             "truncated",
+        ),
+        (
+            // a logcat without debuggerd's lines
+            b"--------- beginning of main\n11-29 14:35:46.123  1000  1207 I ActivityManager: Start proc 4321:com.x/u0a1\n"
+                .to_vec(),
+            "holds no tombstone",
         ),
     ] {
         let r = client

@@ -28,10 +28,10 @@ pub async fn check(dump: &StagedBlob) -> Result<&'static str, ApiError> {
     if engine::dump::android::sniff(&head).is_some() {
         return check_android(dump).await;
     }
-    // a logcat is told by its first whole line, longer than the head
-    if could_be_text_report(&head)
-        && engine::dump::android::logcat::sniff(&dump.read_at(0, LOGCAT_HEAD_BYTES).await?)
-    {
+    // a logcat is told by its first whole line, longer than the head (and starting with a
+    // digit, as a threadtime line does: no Apple report's first byte)
+    let magic = head.starts_with(b"\x7fELF") || head.starts_with(b"MDMP");
+    if !magic && engine::dump::android::logcat::sniff(&dump.read_at(0, LOGCAT_HEAD_BYTES).await?) {
         return check_android(dump).await;
     }
     if could_be_text_report(&head) {
