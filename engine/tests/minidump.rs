@@ -398,7 +398,7 @@ fn minidump_streams_pointing_outside_the_file_are_ignored() {
     ]);
     let d = dump::minidump::read(&bytes).unwrap();
     assert!(d.threads.is_empty());
-    assert!(d.memory.ranges().is_empty());
+    assert!(d.memory.ranges().next().is_none());
     assert!(d.modules.is_empty());
     assert!(d.warnings.iter().any(|w| w.code == "truncated-dump"));
 }
@@ -452,7 +452,7 @@ fn minidump_huge_memory_counts_allocate_nothing() {
     let d = dump::minidump::read(&bytes).unwrap();
     assert_eq!(d.memory.read_bytes(0x1000, 8), Some(&payload[..]));
     assert_eq!(d.memory.read_bytes(0x2000, 4), Some(&payload[..4]));
-    assert_eq!(d.memory.ranges().len(), 2);
+    assert_eq!(d.memory.ranges().count(), 2);
     assert!(d.warnings.iter().any(|w| w.code == "truncated-dump"));
 }
 
@@ -836,7 +836,7 @@ fn padded_memory_list_of_the_mac_writer_reads_its_ranges() {
     bytes[ml_at + 20..ml_at + 24].copy_from_slice(&rva.to_le_bytes());
     let d = dump::minidump::read(&bytes).unwrap();
     assert_eq!(d.memory.read_bytes(0x7000, 16), Some(&payload[..]));
-    assert_eq!(d.memory.ranges().len(), 1);
+    assert_eq!(d.memory.ranges().count(), 1);
     // (this dump has no thread list, which is warned of; its memory is whole)
     assert!(
         !d.warnings

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use postmortem_testsupport::gdb::{self, GdbFrame};
 use postmortem_testsupport::program::Workdir;
-use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
+use postmortem_testsupport::qemu;
 
 const LIB: &str = r#"#include <stdlib.h>
 volatile int *volatile target;
@@ -47,15 +47,145 @@ __attribute__((noinline)) int checked(int v) { fail(v); return v + 1; }
 const MAIN_SEGV: &str = "int middle(int);\nint main(void) { return middle(4) + 1; }\n";
 const MAIN_ABORT: &str = "int checked(int);\nint main(void) { return checked(5) + 1; }\n";
 
-/// Where the tombstone says the library and libc lie on the device.
-const LIB_DEVICE_PATH: &str = "/data/app/~~Xy3==/com.example.crasher-Ab1==/lib/arm64/libcrash.so";
-const LIBC_DEVICE_PATH: &str = "/apex/com.android.runtime/lib64/bionic/libc.so";
 const EXE_DEVICE_PATH: &str = "/system/bin/crasher";
 const ABORT_MESSAGE: &str = "checked: value 5 out of range";
-/// libunwindstack's pc adjustment of a caller frame on arm64.
-const ARM64_PC_ADJUSTMENT: u64 = 4;
-/// The cross binutils' `nm` (the host's may not know aarch64).
-const NM: &str = "aarch64-linux-gnu-nm";
+
+/// How a target's program runs and crashes.
+#[derive(Clone, Copy)]
+enum Runner {
+    /// Under `qemu` (`-cpu`, the cross libc as `-L sysroot`), its core read by
+    /// gdb-multiarch set to `gdb_arch`.
+    Qemu {
+        qemu: &'static str,
+        cpu: &'static str,
+        sysroot: &'static str,
+        gdb_arch: &'static str,
+    },
+    /// Natively: the kernel's core, read by gdb.
+    Native,
+}
+
+/// One architecture: the tools that build and crash its programs, and what debuggerd
+/// writes there.
+struct Target {
+    /// The report's `dump.arch`.
+    arch: &'static str,
+    /// The tombstone's `ABI:`; the proto's `Architecture` (ARM32 0, ARM64 1, X86 2).
+    abi: &'static str,
+    proto_arch: u64,
+    cc: &'static str,
+    /// Flags every compile gets (`-m32`, `-mthumb`).
+    cflags: &'static [&'static str],
+    /// The device's system library directory (`lib64`, `lib`).
+    lib_dir: &'static str,
+    /// Hex digits of a pointer as debuggerd prints it (`pointer_width * 2`).
+    digits: usize,
+    /// debuggerd's register rows for the crashed thread, given (pc, return address).
+    registers: fn(u64, u64) -> String,
+    /// The report shows a caller's pc at the device's pc + this (`Arch::call_back`, see
+    /// docs/android.md).
+    call_back: u64,
+    run: Runner,
+}
+
+/// aarch64 under QEMU (pointer authentication off: gdb and QEMU disagree on its mask).
+const AARCH64: Target = Target {
+    arch: "aarch64",
+    abi: "arm64",
+    proto_arch: 1,
+    cc: qemu::CC,
+    cflags: &[],
+    lib_dir: "lib64",
+    digits: 16,
+    registers: |pc, lr| {
+        format!(
+            "    x0  0000000000000005  x1  0000000000000000  x2  0000000000000000  x3  0000000000000000\n    lr  {lr:016x}  sp  0000007fffffe000  pc  {pc:016x}  pst 0000000060000000\n"
+        )
+    },
+    call_back: 4,
+    run: Runner::Qemu {
+        qemu: qemu::QEMU,
+        cpu: "max,pauth=off",
+        sysroot: qemu::SYSROOT,
+        gdb_arch: "aarch64",
+    },
+};
+
+/// armhf (`armeabi-v7a`'s instruction set) under QEMU, in Thumb-2 as Debian builds its
+/// armhf libc (and as Android builds its arm32 code); registers as libunwindstack's
+/// `RegsArm::IterateRegisters` names them (r0–r11, ip, sp, lr, pc), `ip sp lr pc` in
+/// the special row of tombstone_proto_to_text.cpp.
+const ARM: Target = Target {
+    arch: "arm",
+    abi: "arm",
+    proto_arch: 0,
+    cc: "arm-linux-gnueabihf-gcc",
+    cflags: &["-mthumb"],
+    lib_dir: "lib",
+    digits: 8,
+    registers: |pc, lr| {
+        format!(
+            "    r0  00000005  r1  00000000  r2  00000000  r3  00000000\n    r4  00000000  r5  00000000  r6  00000000  r7  fffee8f0\n    r8  00000000  r9  00000000  r10 00000000  r11 00000000\n    ip  00000000  sp  fffee8e8  lr  {lr:08x}  pc  {pc:08x}\n"
+        )
+    },
+    call_back: 2,
+    run: Runner::Qemu {
+        qemu: "qemu-arm-static",
+        cpu: "cortex-a15",
+        sysroot: "/usr/arm-linux-gnueabihf",
+        gdb_arch: "arm",
+    },
+};
+
+/// i386, crashed natively (`gcc -m32`); registers as `RegsX86::IterateRegisters` names
+/// them, `ebp esp eip` in the special row.
+const X86: Target = Target {
+    arch: "x86",
+    abi: "x86",
+    proto_arch: 2,
+    cc: "gcc",
+    cflags: &["-m32"],
+    lib_dir: "lib",
+    digits: 8,
+    registers: |pc, _| {
+        format!(
+            "    eax 00000005  ebx 00000000  ecx 00000000  edx 00000000\n    esi 00000000  edi 00000000\n    ebp ffffd0e8  esp ffffd0d0  eip {pc:08x}\n"
+        )
+    },
+    call_back: 1,
+    run: Runner::Native,
+};
+
+impl Target {
+    fn lib_device_path(&self) -> String {
+        format!(
+            "/data/app/~~Xy3==/com.example.crasher-Ab1==/lib/{}/libcrash.so",
+            self.abi
+        )
+    }
+
+    fn libc_device_path(&self) -> String {
+        format!("/apex/com.android.runtime/{}/bionic/libc.so", self.lib_dir)
+    }
+
+    /// gdb, and the commands it runs first.
+    fn gdb(&self, dir: &Path) -> (&'static str, Vec<String>) {
+        let search = format!("set solib-search-path {}", dir.display());
+        match self.run {
+            Runner::Qemu {
+                sysroot, gdb_arch, ..
+            } => (
+                "gdb-multiarch",
+                vec![
+                    format!("set sysroot {sysroot}"),
+                    search,
+                    format!("set architecture {gdb_arch}"),
+                ],
+            ),
+            Runner::Native => ("gdb", vec![search]),
+        }
+    }
+}
 
 fn have(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok()
@@ -71,13 +201,43 @@ fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn tools_present() -> bool {
-    if !qemu::tools_present() {
-        return false;
+fn tools_present(t: &Target) -> bool {
+    let mut tools = vec!["llvm-symbolizer", "readelf", t.cc];
+    match t.run {
+        Runner::Qemu { qemu, sysroot, .. } => {
+            tools.extend([qemu, "gdb-multiarch"]);
+            if !Path::new(sysroot).join("lib/libc.so.6").is_file() {
+                eprintln!(
+                    "skipping the {} tombstones: no cross libc under {sysroot}",
+                    t.arch
+                );
+                return false;
+            }
+        }
+        Runner::Native => tools.push("gdb"),
     }
-    for tool in ["llvm-symbolizer", "readelf", NM] {
+    for tool in tools {
         if !have(tool) {
-            eprintln!("skipping the tombstone comparison: {tool} is not installed (see test.sh)");
+            eprintln!(
+                "skipping the {} tombstones: {tool} is not installed (see test.sh)",
+                t.arch
+            );
+            return false;
+        }
+    }
+    if t.cflags.contains(&"-m32") {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("probe.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let linked = Command::new(t.cc)
+            .arg("-m32")
+            .arg(&src)
+            .arg("-o")
+            .arg(dir.path().join("probe"))
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !linked {
+            eprintln!("skipping the x86 tombstones: gcc -m32 cannot link (gcc-12-multilib)");
             return false;
         }
     }
@@ -90,11 +250,12 @@ struct Lib {
     /// The file on this machine.
     file: PathBuf,
     /// Where the tombstone says it lies.
-    device_path: &'static str,
+    device_path: String,
     /// The run-time address of its virtual address 0 (gdb's `.text` start − `.text`'s
     /// address in the file); 0 for the `ET_EXEC` program.
     base: u64,
-    /// gdb's `.text` range.
+    /// The addresses its code lies at: gdb's `.text` range for a library, its `PT_LOAD`s
+    /// for the program.
     text: (u64, u64),
     build_id: String,
     /// Its mapping (for the memory map): start, end.
@@ -109,19 +270,24 @@ struct TFrame {
     pc: u64,
     /// gdb's pc (a caller's return address).
     gdb_pc: u64,
-    lib: usize,
+    /// Its module in `Crash::libs`; `None` for the vDSO (no file: `[vdso]`).
+    lib: Option<usize>,
     function: Option<String>,
     function_offset: u64,
 }
 
 /// A crash, its modules and its frames as debuggerd would list them.
 struct Crash {
+    target: &'static Target,
     work: Workdir,
     libs: Vec<Lib>,
     frames: Vec<TFrame>,
     lwp: u64,
     signal: (u32, &'static str, i32, &'static str, Option<u64>),
     abort_message: Option<&'static str>,
+    /// A GWP-ASan use-after-free: (deallocating thread, allocating thread); see
+    /// [`as_use_after_free`].
+    heap: Option<(u64, u64)>,
 }
 
 /// The build-id `readelf -n` prints for `file`.
@@ -146,16 +312,46 @@ fn text_address(file: &Path) -> u64 {
     u64::from_str_radix(addr, 16).unwrap()
 }
 
+/// `file`'s `PT_LOAD`s (`readelf -lW`): (offset, vaddr, filesz, memsz).
+fn loads(file: &Path) -> Vec<(u64, u64, u64, u64)> {
+    let out = run(Command::new("readelf").arg("-lW").arg(file));
+    out.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            if w.first() != Some(&"LOAD") {
+                return None;
+            }
+            let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+            Some((hex(w[1])?, hex(w[2])?, hex(w[4])?, hex(w[5])?))
+        })
+        .collect()
+}
+
+/// The 4 bytes of `file` at its virtual address `vaddr`, little-endian.
+fn word_at(file: &Path, vaddr: u64) -> u32 {
+    let (offset, start, _, _) = loads(file)
+        .into_iter()
+        .find(|&(_, v, filesz, _)| v <= vaddr && vaddr + 4 <= v + filesz)
+        .unwrap_or_else(|| panic!("{vaddr:#x} is in no PT_LOAD of {}", file.display()));
+    let bytes = std::fs::read(file).unwrap();
+    let at = usize::try_from(vaddr - start + offset).unwrap();
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
 /// gdb's `info sharedlibrary`: (.text start, end, path) of each library.
-fn shared_libraries(work: &Workdir, exe: &Path, core: &Path) -> Vec<(u64, u64, PathBuf)> {
-    let out = run(Command::new(GDB)
-        .args(["-batch", "-nx"])
-        .args(["-ex", &format!("set sysroot {SYSROOT}")])
-        .args([
-            "-ex",
-            &format!("set solib-search-path {}", work.path().display()),
-        ])
-        .args(["-ex", "set architecture aarch64"])
+fn shared_libraries(
+    t: &Target,
+    work: &Workdir,
+    exe: &Path,
+    core: &Path,
+) -> Vec<(u64, u64, PathBuf)> {
+    let (gdb, setup) = t.gdb(work.path());
+    let mut cmd = Command::new(gdb);
+    cmd.args(["-batch", "-nx"]);
+    for s in &setup {
+        cmd.args(["-ex", s]);
+    }
+    let out = run(cmd
         .args(["-ex", "info sharedlibrary"])
         .arg(exe)
         .arg(core)
@@ -170,87 +366,132 @@ fn shared_libraries(work: &Workdir, exe: &Path, core: &Path) -> Vec<(u64, u64, P
         .collect()
 }
 
-/// `nm`'s (else `nm -D`'s) address of the function `name` in `file`, for the device's
-/// own `(function+offset)`.
-fn symbol_start(file: &Path, name: &str) -> Option<u64> {
-    [&[][..], &["-D"][..]].iter().find_map(|flags| {
-        let out = Command::new(NM).args(*flags).arg(file).output().ok()?;
-        String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            let bare = w.get(2)?.split('@').next()?;
-            (w.len() == 3 && bare == name).then(|| u64::from_str_radix(w[0], 16).ok())?
-        })
+/// gdb's `info auxv`: the vDSO's address (`AT_SYSINFO_EHDR`), if the process had one.
+fn vdso_base(t: &Target, work: &Workdir, exe: &Path, core: &Path) -> Option<u64> {
+    let (gdb, setup) = t.gdb(work.path());
+    let mut cmd = Command::new(gdb);
+    cmd.args(["-batch", "-nx"]);
+    for s in &setup {
+        cmd.args(["-ex", s]);
+    }
+    let out = cmd
+        .args(["-ex", "info auxv"])
+        .arg(exe)
+        .arg(core)
+        .env("LC_ALL", "C")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let hex = l
+            .contains("AT_SYSINFO_EHDR")
+            .then(|| l.split_whitespace().last())??;
+        u64::from_str_radix(hex.strip_prefix("0x")?, 16).ok()
     })
 }
 
-/// Builds the library and `main`, crashes the program under QEMU and lays out its
-/// tombstone frames from gdb's.
-fn crash(case: &str, main: &str) -> Crash {
-    let work = Workdir::new(&format!("tomb-{case}"));
+/// `readelf -sW`'s value of the function `name` in `file` (`.symtab`, else `.dynsym`),
+/// for the device's own `(function+offset)`; a Thumb function's has its low bit set
+/// (`nm` would clear it).
+fn symbol_start(file: &Path, name: &str) -> Option<u64> {
+    let out = Command::new("readelf").arg("-sW").arg(file).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let bare = w.get(7)?.split('@').next()?;
+        (w.len() == 8 && w[3] == "FUNC" && bare == name)
+            .then(|| u64::from_str_radix(w[1], 16).ok())?
+    })
+}
+
+/// libunwindstack's pc adjustment of a caller frame whose return address is `ra` (in
+/// `file`'s virtual addresses): 4 on arm64, 1 on x86; on arm (`RegsArm::GetPcAdjustment`)
+/// 4 for ARM code, and for Thumb code (a return address with its low bit set) 4 after a
+/// 32-bit `bl`/`blx` (the halfwords before it match `0xe000f000`), else 2.
+fn pc_adjustment(t: &Target, file: &Path, ra: u64) -> u64 {
+    match t.abi {
+        "arm64" => 4,
+        "x86" | "x86_64" => 1,
+        _ => {
+            let thumb_ra = ra | 1;
+            let value = word_at(file, thumb_ra - 5);
+            if value & 0xe000_f000 == 0xe000_f000 {
+                4
+            } else {
+                2
+            }
+        }
+    }
+}
+
+/// Builds the library and `main`, crashes the program and lays out its tombstone frames
+/// from gdb's.
+fn crash(t: &'static Target, case: &str, main: &str) -> Crash {
+    let work = Workdir::new(&format!("tomb-{}-{case}", t.arch));
     let dir = work.path().to_path_buf();
     std::fs::write(dir.join("lib.c"), LIB).unwrap();
     std::fs::write(dir.join("main.c"), main).unwrap();
-    work.run_tool(
-        CC,
-        &[
-            "-g",
-            "-O1",
-            "-fPIC",
-            "-shared",
-            "-Wl,--build-id",
-            "-o",
-            "libcrash.so",
-            "lib.c",
-        ],
-    );
+    let mut lib_flags = t.cflags.to_vec();
+    lib_flags.extend([
+        "-g",
+        "-O1",
+        "-fPIC",
+        "-shared",
+        "-Wl,--build-id",
+        "-o",
+        "libcrash.so",
+        "lib.c",
+    ]);
+    work.run_tool(t.cc, &lib_flags);
     let rpath = format!("-Wl,-rpath,{}", dir.display());
-    work.run_tool(
-        CC,
-        &[
-            "-g",
-            "-O1",
-            "-no-pie",
-            "-Wl,--build-id",
-            "-o",
-            "crasher",
-            "main.c",
-            "-L.",
-            "-lcrash",
-            &rpath,
-        ],
-    );
+    let mut exe_flags = t.cflags.to_vec();
+    exe_flags.extend([
+        "-g",
+        "-O1",
+        "-no-pie",
+        "-Wl,--build-id",
+        "-o",
+        "crasher",
+        "main.c",
+        "-L.",
+        "-lcrash",
+        &rpath,
+    ]);
+    work.run_tool(t.cc, &exe_flags);
     let exe = dir.join("crasher");
-    let core = qemu::crash_on(&dir, &exe, "max,pauth=off");
-    let sysroot = format!("set sysroot {SYSROOT}");
-    let search = format!("set solib-search-path {}", dir.display());
-    let g = gdb::frames_with(
-        GDB,
-        &[&sysroot, &search, "set architecture aarch64"],
-        &dir,
-        &exe,
-        &core,
-    );
+    let core = match t.run {
+        Runner::Qemu {
+            qemu, cpu, sysroot, ..
+        } => qemu::crash_under(qemu, &dir, &exe, cpu, sysroot),
+        Runner::Native => work.crash(&exe),
+    };
+    let (gdb_name, setup) = t.gdb(&dir);
+    let setup: Vec<&str> = setup.iter().map(String::as_str).collect();
+    let g = gdb::frames_with(gdb_name, &setup, &dir, &exe, &core);
     let thread = g.crashed();
     let lwp = thread.lwp;
     let physical: Vec<GdbFrame> = thread
         .frames
         .iter()
-        .filter(|f| f.kind != "INLINE_FRAME")
+        .filter(|f| f.kind != "INLINE")
         .cloned()
         .collect();
+    let exe_range = loads(&exe)
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), &(_, v, _, m)| {
+            (lo.min(v), hi.max(v + m))
+        });
     let mut libs = vec![Lib {
         file: exe.clone(),
-        device_path: EXE_DEVICE_PATH,
+        device_path: EXE_DEVICE_PATH.to_string(),
         base: 0,
-        text: (0, 0),
+        text: exe_range,
         build_id: build_id(&exe),
         map: (0, 0),
     }];
-    for (from, to, path) in shared_libraries(&work, &exe, &core) {
+    for (from, to, path) in shared_libraries(t, &work, &exe, &core) {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let device_path = match name.as_str() {
-            "libcrash.so" => LIB_DEVICE_PATH,
-            n if n.starts_with("libc.so") => LIBC_DEVICE_PATH,
+            "libcrash.so" => t.lib_device_path(),
+            n if n.starts_with("libc.so") => t.libc_device_path(),
             _ => continue,
         };
         let base = from - text_address(&path);
@@ -265,35 +506,16 @@ fn crash(case: &str, main: &str) -> Crash {
         });
     }
     assert!(libs.len() == 3, "gdb lists libcrash.so and libc: {libs:#?}");
+    let vdso = vdso_base(t, &work, &exe, &core);
     let frames = physical
         .iter()
         .enumerate()
-        .map(|(k, f)| {
-            let adjust = if k == 0 { 0 } else { ARM64_PC_ADJUSTMENT };
-            let lib = libs
-                .iter()
-                .position(|l| l.text.0 <= f.pc && f.pc < l.text.1)
-                .unwrap_or(0);
-            let l = &libs[lib];
-            let rel_pc = f.pc - adjust - l.base;
-            let function = f.name.clone();
-            let function_offset = function
-                .as_deref()
-                .and_then(|n| symbol_start(&l.file, n))
-                .map_or(0, |s| rel_pc.saturating_sub(s));
-            TFrame {
-                rel_pc,
-                pc: f.pc - adjust,
-                gdb_pc: f.pc,
-                lib,
-                function,
-                function_offset,
-            }
-        })
+        .map(|(k, f)| tombstone_frame(t, &libs, vdso, k, f))
         .collect::<Vec<_>>();
     assert!(frames.len() >= 3, "gdb's frames: {physical:#?}");
     let abort = main.contains("checked");
     Crash {
+        target: t,
         work,
         libs,
         frames,
@@ -304,81 +526,235 @@ fn crash(case: &str, main: &str) -> Crash {
             (11, "SIGSEGV", 1, "SEGV_MAPERR", Some(0))
         },
         abort_message: abort.then_some(ABORT_MESSAGE),
+        heap: None,
+    }
+}
+
+/// The heap object of the GWP-ASan report: its address (the fault, in GWP-ASan's guarded
+/// page) and size.
+const HEAP_OBJECT: (u64, u64) = (0x007a_6a2c_bff0, 32);
+/// debuggerd's cause for it (`gwp_asan.cpp`'s format).
+const GWP_ASAN_CAUSE: &str =
+    "[GWP-ASan]: Use After Free, 0 bytes into a 32-byte allocation at 0x7a6a2cbff0";
+
+/// The crash as GWP-ASan would have reported a use-after-free at it: a SEGV_ACCERR in the
+/// guarded page, the cause, and the object's deallocation and allocation backtraces —
+/// here the crash's own callers (frames 1.. and 2..: real frames of these binaries as
+/// libunwindstack lists a recorded trace, every frame a return address adjusted back).
+fn as_use_after_free(mut c: Crash) -> Crash {
+    c.signal = (11, "SIGSEGV", 2, "SEGV_ACCERR", Some(HEAP_OBJECT.0));
+    c.heap = Some((c.lwp + 1, c.lwp));
+    c
+}
+
+/// A heap error's backtraces: (debuggerd's heading, its frames).
+fn heap_stacks(c: &Crash) -> Vec<(String, &[TFrame])> {
+    match c.heap {
+        Some((dealloc, alloc)) => vec![
+            (format!("deallocated by thread {dealloc}"), &c.frames[1..]),
+            (format!("allocated by thread {alloc}"), &c.frames[2..]),
+        ],
+        None => Vec::new(),
+    }
+}
+
+/// Frame lines as tombstone_proto_to_text.cpp's `print_backtrace` writes them.
+fn frame_lines(c: &Crash, frames: &[TFrame]) -> String {
+    let w = c.target.digits;
+    let mut s = String::new();
+    for (k, f) in frames.iter().enumerate() {
+        let (path, id) = match f.lib {
+            Some(l) => (c.libs[l].device_path.as_str(), Some(&c.libs[l].build_id)),
+            None => ("[vdso]", None),
+        };
+        write!(s, "      #{k:02} pc {:0w$x}  {path}", f.rel_pc).unwrap();
+        if let Some(name) = &f.function {
+            write!(s, " ({name}+{})", f.function_offset).unwrap();
+        }
+        if let Some(id) = id {
+            write!(s, " (BuildId: {id})").unwrap();
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// gdb's frame `k` as debuggerd lists it: its module, `rel_pc` (a caller's adjusted as
+/// libunwindstack adjusts it), and its function with the offset from the symbol.
+fn tombstone_frame(t: &Target, libs: &[Lib], vdso: Option<u64>, k: usize, f: &GdbFrame) -> TFrame {
+    let lib = libs
+        .iter()
+        .position(|l| l.text.0 <= f.pc && f.pc < l.text.1);
+    let Some(lib) = lib else {
+        // the vDSO: no file; its rel_pc from the vDSO's start (linked at 0)
+        let base = vdso.unwrap_or_else(|| panic!("frame {k} at {:#x} is in no module", f.pc));
+        let adjust = if k == 0 { 0 } else { t.call_back };
+        return TFrame {
+            rel_pc: f.pc - adjust - base,
+            pc: f.pc - adjust,
+            gdb_pc: f.pc,
+            lib: None,
+            function: f.name.clone(),
+            function_offset: 0,
+        };
+    };
+    let l = &libs[lib];
+    let symbol = f.name.as_deref().and_then(|n| symbol_start(&l.file, n));
+    let ra = f.pc - l.base;
+    let thumb = t.abi == "arm";
+    if thumb {
+        if let Some(s) = symbol {
+            assert_eq!(s & 1, 1, "{:?} is Thumb code, as the test assumes", f.name);
+        }
+    }
+    // a Thumb frame's pc keeps its low bit in libunwindstack (gdb's has it cleared);
+    // frame 0's pc is the pc register, even
+    let (adjust, low) = match k {
+        0 => (0, 0),
+        _ => (pc_adjustment(t, &l.file, ra), u64::from(thumb)),
+    };
+    let rel_pc = (ra | low) - adjust;
+    TFrame {
+        rel_pc,
+        pc: (f.pc | low) - adjust,
+        gdb_pc: f.pc,
+        lib: Some(lib),
+        function: f.name.clone(),
+        function_offset: symbol.map_or(0, |s| rel_pc.saturating_sub(s & !1)),
     }
 }
 
 /// The text tombstone debuggerd (tombstone_proto_to_text.cpp) writes for the crash; the
 /// program left out of the memory map (no address for it: made up by the reader).
 fn tombstone_text(c: &Crash) -> String {
+    let t = c.target;
+    let w = t.digits;
     let (number, name, code, code_name, addr) = c.signal;
-    let mut t = String::new();
-    t.push_str("*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\n");
-    t.push_str(
+    let mut s = String::new();
+    s.push_str("*** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***\n");
+    s.push_str(
         "Build fingerprint: 'google/raven/raven:14/UQ1A.240105.004/11206848:user/release-keys'\n",
     );
-    t.push_str("Revision: 'MP1.0'\nABI: 'arm64'\n");
-    t.push_str("Timestamp: 2024-01-20 10:11:12.123456789+0000\nProcess uptime: 1s\n");
-    writeln!(t, "Cmdline: {EXE_DEVICE_PATH}").unwrap();
+    writeln!(s, "Revision: 'MP1.0'\nABI: '{}'", t.abi).unwrap();
+    s.push_str("Timestamp: 2024-01-20 10:11:12.123456789+0000\nProcess uptime: 1s\n");
+    writeln!(s, "Cmdline: {EXE_DEVICE_PATH}").unwrap();
     writeln!(
-        t,
+        s,
         "pid: {0}, tid: {0}, name: crasher  >>> {EXE_DEVICE_PATH} <<<",
         c.lwp
     )
     .unwrap();
-    t.push_str("uid: 2000\ntagged_addr_ctrl: 0000000000000001 (PR_TAGGED_ADDR_ENABLE)\n");
-    let fault = addr.map_or("--------".to_string(), |a| format!("0x{a:016x}"));
+    s.push_str("uid: 2000\n");
+    if t.abi == "arm64" {
+        s.push_str("tagged_addr_ctrl: 0000000000000001 (PR_TAGGED_ADDR_ENABLE)\n");
+    }
+    let fault = addr.map_or("--------".to_string(), |a| format!("0x{a:0w$x}"));
     writeln!(
-        t,
+        s,
         "signal {number} ({name}), code {code} ({code_name}), fault addr {fault}"
     )
     .unwrap();
-    if number == 11 {
-        t.push_str("Cause: null pointer dereference\n");
+    if c.heap.is_some() {
+        writeln!(s, "Cause: {GWP_ASAN_CAUSE}").unwrap();
+    } else if number == 11 {
+        s.push_str("Cause: null pointer dereference\n");
     }
     if let Some(m) = c.abort_message {
-        writeln!(t, "Abort message: '{m}'").unwrap();
+        writeln!(s, "Abort message: '{m}'").unwrap();
     }
-    writeln!(
-        t,
-        "    x0  0000000000000005  x1  0000000000000000  x2  0000000000000000  x3  0000000000000000"
-    )
-    .unwrap();
-    writeln!(
-        t,
-        "    lr  {:016x}  sp  0000007fffffe000  pc  {:016x}  pst 0000000060000000",
-        c.frames.get(1).map_or(0, |f| f.gdb_pc),
-        c.frames[0].pc
-    )
-    .unwrap();
-    t.push_str("\nbacktrace:\n");
-    for (k, f) in c.frames.iter().enumerate() {
-        let l = &c.libs[f.lib];
-        write!(t, "      #{k:02} pc {:016x}  {}", f.rel_pc, l.device_path).unwrap();
-        if let Some(name) = &f.function {
-            if f.function_offset == 0 {
-                write!(t, " ({name})").unwrap();
-            } else {
-                write!(t, " ({name}+{})", f.function_offset).unwrap();
-            }
+    let ra = c.frames.get(1).map_or(0, |f| f.gdb_pc);
+    s.push_str(&(t.registers)(c.frames[0].pc, ra));
+    writeln!(s, "\n{} total frames\nbacktrace:", c.frames.len()).unwrap();
+    s.push_str(&frame_lines(c, &c.frames));
+    for (heading, frames) in heap_stacks(c) {
+        writeln!(s, "\n{heading}:").unwrap();
+        s.push_str(&frame_lines(c, frames));
+    }
+    writeln!(s, "\nmemory near {}:", if w == 16 { "x1" } else { "r1" }).unwrap();
+    if w == 16 {
+        s.push_str("    0000007fffffe000 0000000000000000 0000000000000000  ................\n\n");
+    } else {
+        s.push_str("    fffee000 00000000 00000000 00000000 00000000  ................\n\n");
+    }
+    writeln!(s, "memory map ({} entries):", c.libs.len() - 1).unwrap();
+    let pointer = |p: u64| {
+        if w == 16 {
+            format!("{:08x}'{:08x}", p >> 32, p & 0xffff_ffff)
+        } else {
+            format!("{p:08x}")
         }
-        writeln!(t, " (BuildId: {})", l.build_id).unwrap();
-    }
-    t.push_str("\nmemory near x1:\n    0000007fffffe000 0000000000000000 0000000000000000  ................\n\n");
-    writeln!(t, "memory map ({} entries):", c.libs.len() - 1).unwrap();
+    };
     for l in c.libs.iter().skip(1) {
         writeln!(
-            t,
-            "    {:016x}-{:016x} r-x         0  {:8x}  {} (BuildId: {})",
-            l.map.0,
-            l.map.1 - 1,
+            s,
+            "    {}-{} r-x         0  {:8x}  {} (BuildId: {})",
+            pointer(l.map.0),
+            pointer(l.map.1 - 1),
             l.map.1 - l.map.0,
             l.device_path,
             l.build_id
         )
         .unwrap();
     }
-    t.push_str("\nopen files:\n    fd 0: /dev/null (unowned)\n");
-    t
+    s.push_str("\nopen files:\n    fd 0: /dev/null (unowned)\n");
+    s
+}
+
+/// The lines of `tombstone_text` debuggerd also logs (libdebuggerd's `CBL` lines: up to
+/// the crashed thread's backtrace; blank lines are not logged), as `adb logcat` prints
+/// them: `threadtime` (liblog's `"%s %s%5d %5d %c %-8.*s: "`) with other processes' lines
+/// between them (crash_dump's pid is not the crashed one's), or `brief`
+/// (`"%c/%-8.*s(%s%5d): "`).
+fn tombstone_logcat(c: &Crash, threadtime: bool) -> String {
+    let text = tombstone_text(c);
+    let dumper = 31337;
+    let mut out = String::from("--------- beginning of crash\n");
+    let other = |out: &mut String, k: usize| {
+        if threadtime {
+            writeln!(
+                out,
+                "11-29 14:35:46.{k:03}  1000  1207 I ActivityManager: Process com.example.crasher (pid {}) has died: fg TOP",
+                c.lwp
+            )
+            .unwrap();
+        } else {
+            writeln!(
+                out,
+                "W/tombstoned(  613): received crash request for pid {}",
+                c.lwp
+            )
+            .unwrap();
+        }
+    };
+    if threadtime {
+        writeln!(
+            out,
+            "11-29 14:35:46.001 {0:5} {0:5} F libc    : Fatal signal {1} ({2}), code {3} in tid {0} (crasher), pid {0} (crasher)",
+            c.lwp, c.signal.0, c.signal.1, c.signal.2
+        )
+        .unwrap();
+    }
+    for (k, line) in text
+        .lines()
+        .take_while(|l| !l.starts_with("memory near"))
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
+        if threadtime {
+            writeln!(
+                out,
+                "11-29 14:35:46.{:03} {dumper:5} {dumper:5} F DEBUG   : {line}",
+                k + 100
+            )
+            .unwrap();
+        } else {
+            writeln!(out, "F/DEBUG   ({dumper:5}): {line}").unwrap();
+        }
+        if k % 5 == 2 {
+            other(&mut out, k);
+        }
+    }
+    out
 }
 
 /// Protocol buffers, written by hand: a varint, a key, a length-delimited field.
@@ -415,7 +791,10 @@ fn field_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
 fn tombstone_proto(c: &Crash) -> Vec<u8> {
     let (number, name, code, code_name, addr) = c.signal;
     let mut t = Vec::new();
-    field_varint(&mut t, 1, 1); // ARM64
+    // proto3 leaves a 0 (ARM32) out
+    if c.target.proto_arch != 0 {
+        field_varint(&mut t, 1, c.target.proto_arch);
+    }
     field_bytes(
         &mut t,
         2,
@@ -438,7 +817,30 @@ fn tombstone_proto(c: &Crash) -> Vec<u8> {
     if let Some(m) = c.abort_message {
         field_bytes(&mut t, 14, m.as_bytes());
     }
-    if number == 11 {
+    if let Some((dealloc_tid, alloc_tid)) = c.heap {
+        // Cause: human_readable 1, memory_error 2 (MemoryError: tool 1 (GWP_ASAN 0), type
+        // 2 (USE_AFTER_FREE 1), heap 3 (HeapObject: address 1, size 2, allocation_tid 3,
+        // allocation_backtrace 4, deallocation_tid 5, deallocation_backtrace 6))
+        let stacks = heap_stacks(c);
+        let mut heap = Vec::new();
+        field_varint(&mut heap, 1, HEAP_OBJECT.0);
+        field_varint(&mut heap, 2, HEAP_OBJECT.1);
+        field_varint(&mut heap, 3, alloc_tid);
+        for f in stacks[1].1 {
+            field_bytes(&mut heap, 4, &frame_pb(c, f));
+        }
+        field_varint(&mut heap, 5, dealloc_tid);
+        for f in stacks[0].1 {
+            field_bytes(&mut heap, 6, &frame_pb(c, f));
+        }
+        let mut error = Vec::new();
+        field_varint(&mut error, 2, 1);
+        field_bytes(&mut error, 3, &heap);
+        let mut cause = Vec::new();
+        field_bytes(&mut cause, 1, GWP_ASAN_CAUSE.as_bytes());
+        field_bytes(&mut cause, 2, &error);
+        field_bytes(&mut t, 15, &cause);
+    } else if number == 11 {
         let mut cause = Vec::new();
         field_bytes(&mut cause, 1, b"null pointer dereference");
         field_bytes(&mut t, 15, &cause);
@@ -446,25 +848,21 @@ fn tombstone_proto(c: &Crash) -> Vec<u8> {
     let mut thread = Vec::new();
     field_varint(&mut thread, 1, c.lwp);
     field_bytes(&mut thread, 2, b"crasher");
-    for (reg, v) in [("x0", 5), ("pc", c.frames[0].pc)] {
+    let pc_name = match c.target.abi {
+        "x86" => "eip",
+        _ => "pc",
+    };
+    for (reg, v) in [
+        (if pc_name == "eip" { "eax" } else { "r0" }, 5),
+        (pc_name, c.frames[0].pc),
+    ] {
         let mut r = Vec::new();
         field_bytes(&mut r, 1, reg.as_bytes());
         field_varint(&mut r, 2, v);
         field_bytes(&mut thread, 3, &r);
     }
     for f in &c.frames {
-        let l = &c.libs[f.lib];
-        let mut fr = Vec::new();
-        field_varint(&mut fr, 1, f.rel_pc);
-        field_varint(&mut fr, 2, f.pc);
-        field_varint(&mut fr, 3, 0x7f_ffff_e000);
-        if let Some(n) = &f.function {
-            field_bytes(&mut fr, 4, n.as_bytes());
-            field_varint(&mut fr, 5, f.function_offset);
-        }
-        field_bytes(&mut fr, 6, l.device_path.as_bytes());
-        field_bytes(&mut fr, 8, l.build_id.as_bytes());
-        field_bytes(&mut thread, 4, &fr);
+        field_bytes(&mut thread, 4, &frame_pb(c, f));
     }
     let mut entry = Vec::new();
     field_varint(&mut entry, 1, c.lwp);
@@ -481,6 +879,26 @@ fn tombstone_proto(c: &Crash) -> Vec<u8> {
         field_bytes(&mut t, 17, &m);
     }
     t
+}
+
+/// A `BacktraceFrame` message.
+fn frame_pb(c: &Crash, f: &TFrame) -> Vec<u8> {
+    let mut fr = Vec::new();
+    field_varint(&mut fr, 1, f.rel_pc);
+    field_varint(&mut fr, 2, f.pc);
+    field_varint(&mut fr, 3, 0xffff_e000);
+    if let Some(n) = &f.function {
+        field_bytes(&mut fr, 4, n.as_bytes());
+        field_varint(&mut fr, 5, f.function_offset);
+    }
+    match f.lib {
+        Some(l) => {
+            field_bytes(&mut fr, 6, c.libs[l].device_path.as_bytes());
+            field_bytes(&mut fr, 8, c.libs[l].build_id.as_bytes());
+        }
+        None => field_bytes(&mut fr, 6, b"[vdso]"),
+    }
+    fr
 }
 
 /// llvm-symbolizer's inline stack at `addr` of `file`.
@@ -521,13 +939,37 @@ fn symbols_dir(c: &Crash) -> PathBuf {
 fn check_frames(c: &Crash, report: &Value, what: &str, real_addresses: bool) {
     let thread = &report["threads"][0];
     assert_eq!(thread["crashed"], true, "{what}");
+    check_stack(c, thread, &c.frames, what, real_addresses);
+    // the libcrash frames carry DWARF (file and line), inlined `store` among them
+    let lib_lines = physical(thread)
+        .iter()
+        .flatten()
+        .filter(|f| f["module"] == "libcrash.so" && f["line"].is_u64())
+        .count();
+    assert!(lib_lines >= 2, "{what}: {thread:#}");
+}
+
+/// Every frame of a report's thread (or stack) against `frames` of the tombstone:
+/// llvm-symbolizer at the frame's `rel_pc` where the library is given, else the device's
+/// name.
+fn check_stack(c: &Crash, thread: &Value, frames: &[TFrame], what: &str, real_addresses: bool) {
     let groups = physical(thread);
-    assert_eq!(groups.len(), c.frames.len(), "{what}: {thread:#}");
-    for (k, (f, got)) in c.frames.iter().zip(&groups).enumerate() {
-        let l = &c.libs[f.lib];
+    assert_eq!(groups.len(), frames.len(), "{what}: {thread:#}");
+    for (k, (f, got)) in frames.iter().zip(&groups).enumerate() {
+        let Some(lib) = f.lib else {
+            // the vDSO: no file, the device's name
+            assert_eq!(got.len(), 1, "{what}: frame {k}: {got:#?}");
+            assert_eq!(
+                got[0]["function"].as_str(),
+                f.function.as_deref(),
+                "{what}: frame {k}: {got:#?}"
+            );
+            continue;
+        };
+        let l = &c.libs[lib];
         let module = l.device_path.rsplit('/').next().unwrap();
         assert_eq!(got[0]["module"], module, "{what}: frame {k}");
-        if f.lib == 0 {
+        if lib == 0 {
             assert_eq!(got.len(), 1, "{what}: frame {k}: {got:#?}");
             assert_eq!(
                 got[0]["function"].as_str(),
@@ -558,18 +1000,18 @@ fn check_frames(c: &Crash, report: &Value, what: &str, real_addresses: bool) {
             assert_eq!(g["line"].as_u64(), line, "{what}: frame {k}: {g:#}");
         }
         if real_addresses {
-            // the device's address space: frame 0 at its pc, callers at their return address
+            // the device's address space: frame 0 at its pc, callers at the device's pc +
+            // the call-back, which on arm64 and x86 (adjusted by as much) is their return
+            // address as gdb shows it
             let pc = got[0]["pc"].as_str().unwrap();
-            assert_eq!(pc, format!("{:#x}", f.gdb_pc), "{what}: frame {k}'s pc");
+            let expected = match (k, c.target.abi) {
+                (0, _) => f.gdb_pc,
+                (_, "arm") => f.pc + c.target.call_back,
+                _ => f.gdb_pc,
+            };
+            assert_eq!(pc, format!("{expected:#x}"), "{what}: frame {k}'s pc");
         }
     }
-    // the libcrash frames carry DWARF (file and line), inlined `store` among them
-    let lib_lines = groups
-        .iter()
-        .flatten()
-        .filter(|f| f["module"] == "libcrash.so" && f["line"].is_u64())
-        .count();
-    assert!(lib_lines >= 2, "{what}: {thread:#}");
 }
 
 /// The crash as the signal: the analysis, the abort message, debuggerd's cause; the
@@ -578,7 +1020,9 @@ fn check_crash(c: &Crash, report: &Value, what: &str) {
     let crash = &report["crash"];
     assert_eq!(crash["signal"], c.signal.0, "{what}: {crash:#}");
     let analysis = &crash["analysis"];
-    if c.signal.0 == 11 {
+    if c.heap.is_some() {
+        check_use_after_free(c, report, what);
+    } else if c.signal.0 == 11 {
         assert_eq!(analysis["kind"], "null-pointer", "{what}: {crash:#}");
         assert_eq!(
             analysis["evidence"]["cause"], "null pointer dereference",
@@ -613,6 +1057,28 @@ fn check_crash(c: &Crash, report: &Value, what: &str) {
     assert_eq!(exe["status"], "missing", "{what}");
 }
 
+/// GWP-ASan's diagnosis as the analysis: its kind, the object, and the deallocation and
+/// allocation backtraces as its stacks, each frame as llvm-symbolizer names it; the
+/// report's threads stay the process's.
+fn check_use_after_free(c: &Crash, report: &Value, what: &str) {
+    let analysis = &report["crash"]["analysis"];
+    assert_eq!(analysis["kind"], "use-after-free", "{what}: {analysis:#}");
+    let evidence = &analysis["evidence"];
+    assert_eq!(evidence["tool"], "GWP-ASan", "{what}");
+    assert_eq!(evidence["allocation"], "0x7a6a2cbff0", "{what}");
+    assert_eq!(evidence["allocation_size"], "32", "{what}");
+    assert_eq!(evidence["cause"], GWP_ASAN_CAUSE, "{what}");
+    assert_eq!(report["threads"].as_array().unwrap().len(), 1, "{what}");
+    let stacks = analysis["stacks"].as_array().unwrap();
+    let expected = heap_stacks(c);
+    assert_eq!(stacks.len(), expected.len(), "{what}: {analysis:#}");
+    for (got, (heading, frames)) in stacks.iter().zip(&expected) {
+        assert_eq!(got["name"].as_str(), Some(heading.as_str()), "{what}");
+        assert_eq!(got["crashed"], false, "{what}");
+        check_stack(c, got, frames, &format!("{what}: {heading}"), false);
+    }
+}
+
 /// `postmortem walk FILE --symbols DIR` as JSON.
 fn walk(file: &Path, symbols: &Path) -> Value {
     let out = run(Command::new(common::bin())
@@ -626,35 +1092,179 @@ fn walk(file: &Path, symbols: &Path) -> Value {
 
 #[test]
 fn tombstones_of_our_aarch64_crashes_symbolicate_as_llvm_symbolizer_does() {
-    if !tools_present() {
+    symbolicate_as_llvm_symbolizer(&AARCH64);
+}
+
+#[test]
+fn tombstones_of_our_arm32_crashes_symbolicate_as_llvm_symbolizer_does() {
+    symbolicate_as_llvm_symbolizer(&ARM);
+}
+
+#[test]
+fn tombstones_of_our_x86_crashes_symbolicate_as_llvm_symbolizer_does() {
+    symbolicate_as_llvm_symbolizer(&X86);
+}
+
+/// Each case crashed on `t`, its tombstone as text, proto and logcat (threadtime and
+/// brief), walked with the libraries' files: every frame as gdb and llvm-symbolizer say.
+fn symbolicate_as_llvm_symbolizer(t: &'static Target) {
+    if !tools_present(t) {
         return;
     }
     for (case, main) in [("segv", MAIN_SEGV), ("abort", MAIN_ABORT)] {
-        let c = crash(case, main);
+        let c = crash(t, case, main);
         let symbols = symbols_dir(&c);
         let text = c.work.path().join("tombstone_00");
         std::fs::write(&text, tombstone_text(&c)).unwrap();
         let pb = c.work.path().join("tombstone_00.pb");
         std::fs::write(&pb, tombstone_proto(&c)).unwrap();
-        for (file, format) in [
-            (&text, "android-tombstone"),
-            (&pb, "android-tombstone-proto"),
+        let threadtime = c.work.path().join("logcat-threadtime.txt");
+        std::fs::write(&threadtime, tombstone_logcat(&c, true)).unwrap();
+        let brief = c.work.path().join("logcat-brief.txt");
+        std::fs::write(&brief, tombstone_logcat(&c, false)).unwrap();
+        for (file, format, logcat) in [
+            (&text, "android-tombstone", false),
+            (&pb, "android-tombstone-proto", false),
+            (&threadtime, "android-tombstone", true),
+            (&brief, "android-tombstone", true),
         ] {
-            let what = format!("{case} {format}");
+            let what = format!("{case} {}", file.display());
             let report = walk(file, &symbols);
             assert_eq!(report["dump"]["format"], format, "{what}");
             assert_eq!(report["dump"]["os"], "android", "{what}");
-            assert_eq!(report["dump"]["arch"], "aarch64", "{what}");
-            check_frames(&c, &report, &what, true);
+            assert_eq!(report["dump"]["arch"], t.arch, "{what}");
+            // logcat has no memory map: no library at the device's address
+            check_frames(&c, &report, &what, !logcat);
             check_crash(&c, &report, &what);
-            // the program is in no memory map of the text: its addresses are made up
+            // the program is in no memory map of the text (and logcat has none): its
+            // addresses are made up
             let made_up = report["warnings"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .any(|w| w["code"] == "tombstone-addresses");
             assert_eq!(made_up, format == "android-tombstone", "{what}");
+            let source = &report["annotations"]["android.source"];
+            assert_eq!(source.as_str(), logcat.then_some("logcat"), "{what}");
         }
+    }
+}
+
+#[test]
+fn gwp_asan_use_after_free_names_the_bug_and_symbolicates_its_stacks() {
+    if !tools_present(&AARCH64) {
+        return;
+    }
+    let c = as_use_after_free(crash(&AARCH64, "gwp-asan", MAIN_SEGV));
+    let symbols = symbols_dir(&c);
+    let text = c.work.path().join("tombstone_00");
+    std::fs::write(&text, tombstone_text(&c)).unwrap();
+    let pb = c.work.path().join("tombstone_00.pb");
+    std::fs::write(&pb, tombstone_proto(&c)).unwrap();
+    let log = c.work.path().join("logcat.txt");
+    std::fs::write(&log, tombstone_logcat(&c, true)).unwrap();
+    for (file, logcat) in [(&text, false), (&pb, false), (&log, true)] {
+        let what = file.display().to_string();
+        let report = walk(file, &symbols);
+        check_frames(&c, &report, &what, !logcat);
+        check_crash(&c, &report, &what);
+    }
+    // the text view shows the stacks under their headings
+    let out = run(Command::new(common::bin())
+        .args(["walk", "--no-system-debug", "--format", "text"])
+        .arg(&text)
+        .arg("--symbols")
+        .arg(&symbols)
+        .env_remove("DEBUGINFOD_URLS"));
+    assert!(out.contains("Analysis: [use-after-free]"), "{out}");
+    for heading in ["deallocated by thread", "allocated by thread"] {
+        assert!(out.contains(&format!(": {heading} ")), "{out}");
+    }
+}
+
+/// gdb's `x/4gx $sp` of the crashed thread in QEMU's core: (sp, the four words).
+fn words_at_sp(c: &Crash) -> (u64, Vec<u64>) {
+    let t = c.target;
+    let (gdb, setup) = t.gdb(c.work.path());
+    let mut cmd = Command::new(gdb);
+    cmd.args(["-batch", "-nx"]);
+    for s in &setup {
+        cmd.args(["-ex", s]);
+    }
+    let exe = c.libs[0].file.clone();
+    let core = std::fs::read_dir(c.work.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".core"))
+        .expect("QEMU's core");
+    let out = run(cmd
+        .args(["-ex", "x/4gx $sp"])
+        .arg(&exe)
+        .arg(&core)
+        .env("LC_ALL", "C"));
+    let hex = |s: &str| {
+        u64::from_str_radix(s.trim().trim_end_matches(':').trim_start_matches("0x"), 16).ok()
+    };
+    let mut sp = None;
+    let mut words = Vec::new();
+    for line in out.lines().filter(|l| l.starts_with("0x")) {
+        let mut w = line.split_whitespace();
+        let at = w.next().and_then(hex).unwrap();
+        sp.get_or_insert(at);
+        words.extend(w.filter_map(hex));
+    }
+    assert_eq!(words.len(), 4, "{out}");
+    (sp.unwrap(), words)
+}
+
+#[test]
+fn memory_near_registers_becomes_the_dumps_memory() {
+    if !tools_present(&AARCH64) {
+        return;
+    }
+    let c = crash(&AARCH64, "memory", MAIN_SEGV);
+    let (sp, words) = words_at_sp(&c);
+    // as print_thread_memory_dump writes it: 16 bytes a row, the row's address with an
+    // MTE tag in its top byte, little-endian words, the ASCII column
+    let mut text = tombstone_text(&c);
+    let mut rows = "\nmemory near sp ([stack]):\n".to_string();
+    for (k, pair) in words.chunks(2).enumerate() {
+        let at = (sp + 16 * k as u64) | (0x0b << 56);
+        writeln!(
+            rows,
+            "    {at:016x} {:016x} {:016x}  ................",
+            pair[0], pair[1]
+        )
+        .unwrap();
+    }
+    let at = text.find("\nmemory map").unwrap();
+    text.insert_str(at, &rows);
+    // and as the proto's Thread.memory_dump (MemoryDump: begin_address 3, memory 4)
+    let mut dump = Vec::new();
+    field_bytes(&mut dump, 1, b"sp");
+    field_varint(&mut dump, 3, sp);
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    field_bytes(&mut dump, 4, &bytes);
+    let mut thread = Vec::new();
+    field_varint(&mut thread, 1, c.lwp);
+    field_bytes(&mut thread, 5, &dump);
+    let mut entry = Vec::new();
+    field_varint(&mut entry, 1, c.lwp);
+    field_bytes(&mut entry, 2, &thread);
+    let mut pb = tombstone_proto(&c);
+    // a second entry for the crashed thread's key: protobuf merges it into the first
+    field_bytes(&mut pb, 16, &entry);
+    for (what, tombstone) in [("text", text.into_bytes()), ("proto", pb)] {
+        let d = engine::dump::read_dump(&tombstone).unwrap();
+        for (k, w) in words.iter().enumerate() {
+            let at = sp + 8 * k as u64;
+            assert_eq!(
+                d.memory.read_u64(at),
+                Some(*w),
+                "{what}: the word at {at:#x}"
+            );
+        }
+        assert_eq!(d.memory.read_u64(sp + 32), None, "{what}: past the dump");
     }
 }
 
@@ -710,10 +1320,10 @@ fn broken_tombstones_are_refused_with_the_readers_reason() {
 
 #[tokio::test]
 async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
-    if !tools_present() {
+    if !tools_present(&AARCH64) {
         return;
     }
-    let c = crash("service", MAIN_SEGV);
+    let c = crash(&AARCH64, "service", MAIN_SEGV);
     let server = common::TempServer::start(&[]);
     let client = common::client();
     for l in c.libs.iter().skip(1) {
@@ -721,23 +1331,36 @@ async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
         common::upload_binary(&client, &server.base, &l.file, &name).await;
     }
     let mut signatures = Vec::new();
-    for (bytes, format) in [
-        (tombstone_text(&c).into_bytes(), "android-tombstone"),
-        (tombstone_proto(&c), "android-tombstone-proto"),
+    for (bytes, format, logcat) in [
+        (tombstone_text(&c).into_bytes(), "android-tombstone", false),
+        (tombstone_proto(&c), "android-tombstone-proto", false),
+        // without adb's buffer mark: its first line, longer than the 64 bytes of a
+        // dump's magic the upload checks first, tells a logcat
+        (
+            tombstone_logcat(&c, true)
+                .split_once('\n')
+                .unwrap()
+                .1
+                .as_bytes()
+                .to_vec(),
+            "android-tombstone",
+            true,
+        ),
     ] {
         let id = common::upload_crash(&client, &server.base, &bytes).await;
         let record = common::poll_done(&client, &server.base, &id).await;
         assert_eq!(record["status"], "done", "{record:#}");
         let report = &record["report"];
         assert_eq!(report["dump"]["format"], format);
-        check_frames(&c, report, format, true);
+        check_frames(&c, report, format, !logcat);
         check_crash(&c, report, format);
         signatures.push(record["signature"].as_str().unwrap_or_default().to_string());
     }
-    // one crash, two forms: one signature, one group of two
+    // one crash, three forms: one signature, one group of three
     assert_eq!(signatures[0], signatures[1]);
+    assert_eq!(signatures[0], signatures[2]);
     // starting at frame 0's innermost function, as llvm-symbolizer names it
-    let innermost = symbolize(&c.libs[c.frames[0].lib].file, c.frames[0].rel_pc);
+    let innermost = symbolize(&c.libs[c.frames[0].lib.unwrap()].file, c.frames[0].rel_pc);
     let innermost = innermost[0]["FunctionName"].as_str().unwrap();
     assert!(signatures[0].starts_with(innermost), "{signatures:?}");
     let groups = common::get_json(&client, format!("{}/api/v1/groups", server.base)).await;
@@ -747,7 +1370,7 @@ async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
         .iter()
         .find(|g| g["group"] == signatures[0].as_str())
         .unwrap_or_else(|| panic!("{groups:#}"));
-    assert_eq!(group["count"], 2, "{groups:#}");
+    assert_eq!(group["count"], 3, "{groups:#}");
     // the program's build-id is on the missing-symbols page
     let page = common::get_text(&client, &server.url("/missing")).await;
     assert!(page.contains(&c.libs[0].build_id), "{page}");
@@ -764,6 +1387,12 @@ async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
                 pb[..pb.len() - 10].to_vec()
             },
             "truncated",
+        ),
+        (
+            // a logcat without debuggerd's lines
+            b"--------- beginning of main\n11-29 14:35:46.123  1000  1207 I ActivityManager: Start proc 4321:com.x/u0a1\n"
+                .to_vec(),
+            "holds no tombstone",
         ),
     ] {
         let r = client

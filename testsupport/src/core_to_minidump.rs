@@ -274,13 +274,13 @@ fn write_memory(
     layout: Arm64Layout,
     dir: &mut Vec<DirEntry>,
 ) -> Vec<u64> {
-    let ranges = d.memory.ranges();
+    let ranges: Vec<(u64, &[u8])> = d.memory.ranges().collect();
     let mut range_rva: Vec<u64> = Vec::new();
     if layout.all_memory() {
         o.align(8);
         let base = u64::from(o.pos());
         let mut at = base;
-        for (_, bytes) in ranges {
+        for &(_, bytes) in &ranges {
             range_rva.push(at);
             o.b.extend_from_slice(bytes);
             at += bytes.len() as u64;
@@ -288,8 +288,8 @@ fn write_memory(
         let list_rva = o.pos();
         o.u64(ranges.len() as u64);
         o.u64(base);
-        for (addr, bytes) in ranges {
-            o.u64(*addr);
+        for &(addr, bytes) in &ranges {
+            o.u64(addr);
             o.u64(bytes.len() as u64);
         }
         dir.push((STREAM_MEMORY64_LIST, list_rva, o.pos() - list_rva));
@@ -305,7 +305,7 @@ fn write_stacks(
     range_rva: &[u64],
     dir: &mut Vec<DirEntry>,
 ) -> Vec<(u64, u32, u32)> {
-    let ranges = d.memory.ranges();
+    let ranges: Vec<(u64, &[u8])> = d.memory.ranges().collect();
     let mut stacks: Vec<(u64, u32, u32)> = Vec::new(); // (start, rva, size)
     for t in &d.threads {
         let sp = t.registers.sp().unwrap_or(0);

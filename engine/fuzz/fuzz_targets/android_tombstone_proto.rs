@@ -23,6 +23,15 @@ fn check(bytes: &[u8]) {
     assert!(t.mappings.len() <= android::MAX_MAPPINGS);
     let frames: usize = t.threads.iter().map(|t| t.frames.len()).sum();
     assert!(frames <= android::MAX_TOTAL_FRAMES);
+    let dumped: usize = t.memory.ranges.iter().map(|(_, b)| b.len()).sum();
+    assert!(dumped <= android::memory::MAX_MEMORY_BYTES);
+    // a GWP-ASan/MTE error's backtraces are bounded as a thread's
+    if let Some(e) = &t.memory_error {
+        assert!(e
+            .stacks
+            .iter()
+            .all(|s| s.frames.len() <= android::MAX_FRAMES));
+    }
     let dump = t.into_dump();
     for t in &dump.threads {
         assert!(t.prewalked.as_ref().map_or(0, Vec::len) <= android::MAX_FRAMES);

@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = module.contains_code(module.base);
         let _ = module.build_id_hex();
     }
-    for &(addr, bytes) in dump.memory.ranges() {
+    for (addr, bytes) in dump.memory.ranges() {
         let _ = dump
             .memory
             .read_u32(addr.wrapping_add(bytes.len() as u64).wrapping_sub(2));

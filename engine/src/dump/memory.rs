@@ -1,64 +1,68 @@
-//! Bounds-checked reads of the crashed process's memory, borrowed from the dump bytes.
+//! Bounds-checked reads of the crashed process's memory, borrowed from the dump bytes (or,
+//! for a crash report that writes memory as hex, such as an Android tombstone's `memory
+//! near` rows, decoded by its reader and owned: [`MemoryMap::owned`]).
 //!
 //! Ranges are sorted by address and never overlap (a reader that finds overlaps keeps the
 //! first). Every read answers `None` when any requested byte is absent from the dump, which
 //! is how a truncated dump degrades: less memory, not an error.
 
-/// The process memory a dump captured, as sorted `(address, bytes)` ranges.
+/// The process memory a dump captured, as sorted `(address, bytes)` ranges: borrowed
+/// from the dump's bytes, or (a crash report's hex dumps, decoded) owned.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryMap<'d> {
-    ranges: Vec<(u64, &'d [u8])>,
+    ranges: Vec<(u64, Chunk<'d>)>,
+}
+
+/// One range's bytes.
+#[derive(Debug, Clone)]
+enum Chunk<'d> {
+    Borrowed(&'d [u8]),
+    Owned(std::sync::Arc<[u8]>),
+}
+
+impl Chunk<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Chunk::Borrowed(b) => b,
+            Chunk::Owned(b) => b,
+        }
+    }
 }
 
 impl<'d> MemoryMap<'d> {
     /// Builds a map from ranges in any order; empty ranges are dropped and a range that
     /// overlaps an earlier-kept one is trimmed to what is new.
-    pub fn new(mut ranges: Vec<(u64, &'d [u8])>) -> Self {
-        ranges.retain(|(_, b)| !b.is_empty());
-        ranges.sort_by_key(|(a, _)| *a);
-        let mut out: Vec<(u64, &'d [u8])> = Vec::with_capacity(ranges.len());
-        for (addr, bytes) in ranges {
-            let (addr, bytes) = match out.last() {
-                Some(&(pa, pb)) => {
-                    let prev_end = pa.saturating_add(pb.len() as u64);
-                    if addr >= prev_end {
-                        (addr, bytes)
-                    } else {
-                        let skip = prev_end - addr;
-                        match usize::try_from(skip).ok().and_then(|s| bytes.get(s..)) {
-                            Some(rest) if !rest.is_empty() => (prev_end, rest),
-                            _ => continue,
-                        }
-                    }
-                }
-                None => (addr, bytes),
-            };
-            out.push((addr, bytes));
+    pub fn new(ranges: Vec<(u64, &'d [u8])>) -> Self {
+        MemoryMap {
+            ranges: trim(ranges)
+                .into_iter()
+                .map(|(a, b)| (a, Chunk::Borrowed(b)))
+                .collect(),
         }
-        MemoryMap { ranges: out }
     }
 
     /// The captured ranges, sorted.
-    pub fn ranges(&self) -> &[(u64, &'d [u8])] {
-        &self.ranges
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        self.ranges.iter().map(|(a, c)| (*a, c.bytes()))
     }
 
     /// The range containing `addr` and the offset of `addr` in it.
-    fn locate(&self, addr: u64) -> Option<(&'d [u8], usize)> {
+    fn locate(&self, addr: u64) -> Option<(&[u8], usize)> {
         let i = self.ranges.partition_point(|(a, _)| *a <= addr);
-        let (start, bytes) = *self.ranges.get(i.checked_sub(1)?)?;
+        let (start, chunk) = self.ranges.get(i.checked_sub(1)?)?;
+        let bytes = chunk.bytes();
         let off = usize::try_from(addr - start).ok()?;
         (off < bytes.len()).then_some((bytes, off))
     }
 
     /// `len` bytes at `addr`, when the dump holds all of them in one range.
-    pub fn read_bytes(&self, addr: u64, len: usize) -> Option<&'d [u8]> {
+    pub fn read_bytes(&self, addr: u64, len: usize) -> Option<&[u8]> {
         let (bytes, off) = self.locate(addr)?;
         bytes.get(off..off.checked_add(len)?)
     }
 
     /// The bytes from `addr` to the end of its range.
-    pub fn read_to_range_end(&self, addr: u64) -> Option<&'d [u8]> {
+    pub fn read_to_range_end(&self, addr: u64) -> Option<&[u8]> {
         let (bytes, off) = self.locate(addr)?;
         bytes.get(off..)
     }
@@ -85,10 +89,50 @@ impl<'d> MemoryMap<'d> {
     /// The captured range containing `addr`, as (start, end).
     pub fn range_of(&self, addr: u64) -> Option<(u64, u64)> {
         let i = self.ranges.partition_point(|(a, _)| *a <= addr);
-        let (start, bytes) = *self.ranges.get(i.checked_sub(1)?)?;
-        let end = start.checked_add(bytes.len() as u64)?;
-        (addr < end).then_some((start, end))
+        let (start, chunk) = self.ranges.get(i.checked_sub(1)?)?;
+        let end = start.checked_add(chunk.bytes().len() as u64)?;
+        (addr < end).then_some((*start, end))
     }
+}
+
+impl MemoryMap<'static> {
+    /// A map of bytes a reader decoded (a crash report's hex dumps), kept as
+    /// [`MemoryMap::new`] keeps borrowed ones.
+    pub fn owned(ranges: Vec<(u64, Vec<u8>)>) -> Self {
+        let borrowed: Vec<(u64, &[u8])> = ranges.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+        MemoryMap {
+            ranges: trim(borrowed)
+                .into_iter()
+                .map(|(a, b)| (a, Chunk::Owned(std::sync::Arc::from(b))))
+                .collect(),
+        }
+    }
+}
+
+/// Ranges sorted, empty ones dropped, each overlap trimmed from the later range.
+fn trim(mut ranges: Vec<(u64, &[u8])>) -> Vec<(u64, &[u8])> {
+    ranges.retain(|(_, b)| !b.is_empty());
+    ranges.sort_by_key(|(a, _)| *a);
+    let mut out: Vec<(u64, &[u8])> = Vec::with_capacity(ranges.len());
+    for (addr, bytes) in ranges {
+        let (addr, bytes) = match out.last() {
+            Some(&(pa, pb)) => {
+                let prev_end = pa.saturating_add(pb.len() as u64);
+                if addr >= prev_end {
+                    (addr, bytes)
+                } else {
+                    let skip = prev_end - addr;
+                    match usize::try_from(skip).ok().and_then(|s| bytes.get(s..)) {
+                        Some(rest) if !rest.is_empty() => (prev_end, rest),
+                        _ => continue,
+                    }
+                }
+            }
+            None => (addr, bytes),
+        };
+        out.push((addr, bytes));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -113,6 +157,6 @@ mod tests {
         let m = MemoryMap::new(vec![(0x1008, &b[..]), (0x1000, &a[..])]);
         assert_eq!(m.read_bytes(0x1000, 16), Some(&a[..]));
         assert_eq!(m.read_bytes(0x1010, 8), Some(&b[8..]));
-        assert_eq!(m.ranges().len(), 2);
+        assert_eq!(m.ranges().count(), 2);
     }
 }

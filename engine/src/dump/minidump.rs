@@ -386,6 +386,7 @@ fn threads_of(
             name,
             registers,
             prewalked: None,
+            evidence: false,
         });
         let stack = &t.raw.stack;
         stack_ranges.push((

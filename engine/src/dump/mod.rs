@@ -79,6 +79,11 @@ pub struct Thread {
     /// device), innermost first: symbolized as they are, never walked again. `None` for
     /// a dump whose threads are walked from their registers and memory.
     pub prewalked: Option<Vec<GivenFrame>>,
+    /// Not a thread of the process: a stack the crash report gives as evidence (an
+    /// Android GWP-ASan or MTE error's `deallocated by`/`allocated by` backtraces), named
+    /// by `name`. Symbolized as the threads are, then shown among the crash analysis's
+    /// `stacks`, never among the report's threads.
+    pub evidence: bool,
 }
 
 /// A frame a crash report lists (see [`Thread::prewalked`]).

@@ -8,6 +8,7 @@
 //! code ([`windows`]). Both end in the same kinds where the meaning is the same: the
 //! memory faults, the stack, a division, an illegal instruction share the functions below.
 
+mod heap;
 mod msvc_throw;
 mod rust_panic;
 mod windows;
@@ -67,11 +68,16 @@ pub(super) fn analyse(
     if let Some(f) = c.caller.and_then(described) {
         evidence.insert("caller".to_string(), f);
     }
+    let heap = heap::analyse(dump, evidence.clone());
     let mut analysis = match (crash.signal, &crash.exception) {
         (Some(signal), _) => by_signal(&c, signal, crash, evidence),
         (None, Some(exception)) => windows::analyse(&c, exception, crash.address, evidence),
         (None, None) => None,
     };
+    // An Android GWP-ASan/MTE error names the bug better than the signal it raised.
+    if heap.is_some() {
+        analysis = heap;
+    }
     // An Android tombstone's own diagnosis (debuggerd's `Cause:`), beside ours.
     if let (Some(a), Some(cause)) = (analysis.as_mut(), dump.annotations.get("android.cause.0")) {
         a.evidence.insert("cause".to_string(), cause.clone());
@@ -103,6 +109,7 @@ fn found(
         kind,
         summary,
         evidence,
+        stacks: Vec::new(),
     })
 }
 

@@ -113,7 +113,8 @@ pub fn process(
         let modules = modules::reports(dump, provider, &loaded, &opened, &mut warnings);
         let order = threads::order(dump, options, &mut warnings);
         let walked = threads::walk_all(dump, &opened, &order, options, &mut warnings);
-        let threads = threads::symbolize(dump, opened, &order, walked);
+        let symbolized = threads::symbolize(dump, opened, &order, walked);
+        let (threads, evidence_stacks) = threads::split_evidence(dump, &order, symbolized);
         if matches!(
             dump.format,
             dump::DumpFormat::AppleIps | dump::DumpFormat::AppleCrash
@@ -131,10 +132,13 @@ pub fn process(
             let pc = t.frames.first()?.pc.get();
             instruction::crashing_instruction(dump, &loaded, pc, &t.registers)
         });
-        let analysis = dump
+        let mut analysis = dump
             .crash
             .as_ref()
             .and_then(|c| analysis::analyse(dump, &loaded, c, &threads, instruction.as_ref()));
+        if let Some(a) = analysis.as_mut() {
+            a.stacks = evidence_stacks;
+        }
         let sha256 = match sha256 {
             Hash::Known(h) => h,
             // a panic in the hasher stays a panic, as if it had run on this thread

@@ -387,6 +387,30 @@ pub(super) fn symbolize(
     threads
 }
 
+/// Moves the evidence stacks ([`dump::Thread::evidence`]: an Android heap error's
+/// backtraces) out of the symbolized threads, which `order` lists by dump index: (the
+/// threads, the stacks), the stacks numbered from 0 and none of them crashed. The dump
+/// lists them after its threads, so the threads keep their indices.
+pub(super) fn split_evidence(
+    dump: &Dump<'_>,
+    order: &[usize],
+    symbolized: Vec<report::Thread>,
+) -> (Vec<report::Thread>, Vec<report::Thread>) {
+    let (mut threads, mut stacks) = (Vec::new(), Vec::new());
+    for (&ti, t) in order.iter().zip(symbolized) {
+        if dump.threads.get(ti).is_some_and(|d| d.evidence) {
+            stacks.push(report::Thread {
+                index: stacks.len(),
+                crashed: false,
+                ..t
+            });
+        } else {
+            threads.push(t);
+        }
+    }
+    (threads, stacks)
+}
+
 /// A frame no symbol file names gets the name the crash report gives it (a system
 /// library's function the device knew), with `symbol_source: report`.
 fn named_by_report(f: &mut report::Frame, g: &dump::GivenFrame) {

@@ -170,6 +170,11 @@ pub struct Analysis {
     /// Named facts, e.g. `address`, `offset`, `pc`, `sp`, `function`, `caller`,
     /// `message`, `depth`.
     pub evidence: BTreeMap<String, String>,
+    /// Stacks the crash report gives as evidence, symbolized as threads are: an Android
+    /// GWP-ASan/MTE error's `deallocated by` and `allocated by` backtraces (each named
+    /// so). Left out of the document when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<Thread>,
 }
 
 /// The kinds of [`Analysis`].
@@ -201,6 +206,16 @@ pub enum AnalysisKind {
     /// SIGILL in code: a compiler-inserted trap (`__builtin_trap`, `ud2`) or an
     /// instruction this CPU lacks.
     IllegalInstruction,
+    /// A heap object used after it was freed (an Android GWP-ASan or MTE report says so).
+    UseAfterFree,
+    /// A heap object freed twice (GWP-ASan).
+    DoubleFree,
+    /// `free` of a pointer the allocator never returned (GWP-ASan).
+    InvalidFree,
+    /// An access past a heap object's end (GWP-ASan, MTE).
+    BufferOverflow,
+    /// An access before a heap object's start (GWP-ASan, MTE).
+    BufferUnderflow,
 }
 
 crate::names::serde_by_name!(AnalysisKind);

@@ -544,6 +544,7 @@ mod tests {
 
     fn analysis(kind: AnalysisKind, evidence: &[(&str, &str)]) -> Analysis {
         Analysis {
+            stacks: Vec::new(),
             kind,
             summary: String::new(),
             evidence: evidence

@@ -15,6 +15,20 @@ pub fn render(report: &Report) -> String {
     for t in &report.threads {
         thread(&mut out, t);
     }
+    let stacks = report
+        .crash
+        .iter()
+        .flat_map(|c| &c.analysis)
+        .flat_map(|a| &a.stacks);
+    for s in stacks {
+        let _ = writeln!(
+            out,
+            "\nAnalysis stack {}: {}:",
+            s.index,
+            s.name.as_deref().unwrap_or("a stack")
+        );
+        frames(&mut out, s);
+    }
     modules(&mut out, &report.modules);
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings:");
@@ -77,6 +91,12 @@ fn thread(out: &mut String, t: &super::Thread) {
             .unwrap_or_default(),
         if t.crashed { " crashed" } else { "" }
     );
+    frames(out, t);
+}
+
+/// A thread's (or an analysis stack's) frames and why its walk ended, unless at the
+/// outermost frame.
+fn frames(out: &mut String, t: &super::Thread) {
     for f in &t.frames {
         let what = match (&f.function, &f.module, &f.module_offset) {
             (Some(func), _, _) => format!("{func} ()"),

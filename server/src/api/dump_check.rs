@@ -21,11 +21,17 @@ const SYSTEM_INFO_STREAM: u32 = 7;
 const DIRECTORY_ENTRY: u64 = 12;
 
 /// The dump format (`elf-core`, `minidump`, `apple-ips`, `apple-crash`,
-/// `android-tombstone` or `android-tombstone-proto`) of a staged upload, or why it is
-/// refused.
+/// `android-tombstone` (also taken from a logcat) or `android-tombstone-proto`) of a
+/// staged upload, or why it is refused.
 pub async fn check(dump: &StagedBlob) -> Result<&'static str, ApiError> {
     let head = dump.read_at(0, HEAD_BYTES).await?;
     if engine::dump::android::sniff(&head).is_some() {
+        return check_android(dump).await;
+    }
+    // a logcat is told by its first whole line, longer than the head (and starting with a
+    // digit, as a threadtime line does: no Apple report's first byte)
+    let magic = head.starts_with(b"\x7fELF") || head.starts_with(b"MDMP");
+    if !magic && engine::dump::android::logcat::sniff(&dump.read_at(0, LOGCAT_HEAD_BYTES).await?) {
         return check_android(dump).await;
     }
     if could_be_text_report(&head) {
@@ -144,6 +150,9 @@ fn check_directory(dir: &[u8], len: u64) -> Result<(), ApiError> {
 
 /// Bytes of a dump's start that [`check_head`] reads: the largest header it checks.
 const HEAD_BYTES: usize = 64;
+/// Bytes of an upload's start in which a logcat's first line must end (logcat's prefix
+/// is under 100 bytes; a logged line under 4 KiB, liblog's `LOGGER_ENTRY_MAX_PAYLOAD`).
+const LOGCAT_HEAD_BYTES: usize = 8192;
 
 /// The dump format, from the magic bytes and header completeness: `b` is the start of
 /// the dump (up to [`HEAD_BYTES`]), `len` its whole size.

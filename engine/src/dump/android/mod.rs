@@ -32,6 +32,9 @@
 //! `call_back`: the lookup lands on the device's own address, and on arm64, x86 and
 //! x86_64 the pc the report shows is the return address again.
 
+pub mod heap;
+pub mod logcat;
+pub mod memory;
 pub mod proto;
 pub mod text;
 
@@ -65,6 +68,11 @@ pub const MAX_CAUSES: usize = 64;
 /// `SIGABRT` reports as abort()'s message).
 pub const ABORT_MESSAGE_ANNOTATION: &str = "android.abort_message";
 
+/// The annotation naming a GWP-ASan/MTE heap error's kind (`use-after-free`, …; see
+/// [`heap`]), which the crash analysis takes for its kind; `.tool`, `.cause`,
+/// `.address` and `.size` beside it.
+pub const MEMORY_ERROR_ANNOTATION: &str = "android.memory_error";
+
 /// Where the made-up addresses of modules whose mapping the tombstone does not give begin.
 const SYNTHETIC_BASE: u64 = 0x7000_0000_0000;
 /// The 32-bit architectures' made-up base.
@@ -79,6 +87,8 @@ pub enum TombstoneError {
     TooLarge(usize),
     #[error("not an Android tombstone: no `*** *** ***` header line")]
     NoHeader,
+    #[error("the log holds no tombstone: no `DEBUG` line with debuggerd's `*** *** ***` header")]
+    NotInLog,
     #[error("the tombstone.proto does not decode: {0}")]
     Proto(String),
     #[error("the tombstone lists {what} {count}, more than the {max} allowed")]
@@ -99,7 +109,7 @@ impl From<TombstoneError> for DumpError {
     fn from(e: TombstoneError) -> Self {
         match e {
             TombstoneError::Arch(a) => DumpError::UnsupportedArch(a),
-            TombstoneError::NoHeader => DumpError::NotADump,
+            TombstoneError::NoHeader | TombstoneError::NotInLog => DumpError::NotADump,
             other => DumpError::Malformed(other.to_string()),
         }
     }
@@ -188,13 +198,46 @@ pub struct Tombstone {
     /// The crashed thread first, then the others in the tombstone's order.
     pub threads: Vec<TombThread>,
     pub mappings: Vec<TombMapping>,
+    /// Whether the text was taken from logcat ([`logcat`]).
+    pub from_logcat: bool,
+    /// The first cause that is a heap memory error (GWP-ASan, MTE), with its stacks.
+    pub memory_error: Option<heap::MemoryError>,
+    /// The memory dumped near the registers, every thread's.
+    pub memory: memory::Dumps,
+}
+
+impl Tombstone {
+    /// An empty tombstone of `format`, for the readers to fill in.
+    pub(crate) fn new(format: TombstoneFormat) -> Self {
+        Tombstone {
+            format,
+            arch: Arch::Aarch64,
+            build_fingerprint: None,
+            revision: None,
+            timestamp: None,
+            pid: None,
+            tid: None,
+            uid: None,
+            selinux_label: None,
+            command_line: None,
+            signal: None,
+            abort_message: None,
+            causes: Vec::new(),
+            threads: Vec::new(),
+            mappings: Vec::new(),
+            from_logcat: false,
+            memory_error: None,
+            memory: memory::Dumps::default(),
+        }
+    }
 }
 
 /// Whether `bytes` look like a tombstone, and which form: the text's first non-blank line
-/// is the `*** *** ***` header; a proto is told by decoding it ([`proto::plausible`] for
-/// its first byte, [`parse`] for the rest).
+/// is the `*** *** ***` header, or the bytes are a logcat ([`logcat::sniff`]: the text
+/// tombstone is in it, or it is no dump); a proto is told by decoding it
+/// ([`proto::plausible`] for its first byte, [`parse`] for the rest).
 pub fn sniff(bytes: &[u8]) -> Option<TombstoneFormat> {
-    if text::has_header(bytes) {
+    if text::has_header(bytes) || logcat::sniff(bytes) {
         Some(TombstoneFormat::Text)
     } else if proto::plausible(bytes) {
         Some(TombstoneFormat::Proto)
@@ -210,6 +253,11 @@ pub fn parse(bytes: &[u8]) -> Result<Tombstone, TombstoneError> {
     }
     if text::has_header(bytes) {
         text::parse(bytes)
+    } else if logcat::sniff(bytes) {
+        let log = String::from_utf8_lossy(bytes);
+        let mut t = text::parse_lines(logcat::tombstone_lines(&log)?)?;
+        t.from_logcat = true;
+        Ok(t)
     } else {
         proto::parse(bytes)
     }
@@ -271,11 +319,12 @@ impl Tombstone {
     pub fn into_dump(self) -> Dump<'static> {
         let mut warnings = Vec::new();
         let (modules, bases) = self.modules(&mut warnings);
-        let threads: Vec<Thread> = self
+        let mut threads: Vec<Thread> = self
             .threads
             .iter()
             .map(|t| self.thread(t, &bases))
             .collect();
+        threads.extend(self.evidence_stacks(&bases));
         let crash = self.signal.as_ref().map(|s| CrashInfo {
             tid: self
                 .tid
@@ -306,7 +355,7 @@ impl Tombstone {
             threads,
             modules,
             unloaded_modules: Vec::new(),
-            memory: MemoryMap::default(),
+            memory: MemoryMap::owned(self.memory.ranges.clone()),
             regions: Regions::default(),
             crash,
             annotations: self.annotations(),
@@ -338,7 +387,27 @@ impl Tombstone {
             name: t.name.clone(),
             registers: registers_of(self.arch, &t.registers, given.first()),
             prewalked: Some(given),
+            evidence: false,
         }
+    }
+
+    /// A memory error's deallocation and allocation backtraces, as evidence stacks.
+    fn evidence_stacks(&self, bases: &BTreeMap<(String, u64), u64>) -> Vec<Thread> {
+        let stacks = self.memory_error.iter().flat_map(|e| &e.stacks);
+        stacks
+            .map(|s| {
+                let as_thread = TombThread {
+                    id: s.tid,
+                    name: Some(s.label()),
+                    registers: Vec::new(),
+                    frames: s.frames.clone(),
+                };
+                Thread {
+                    evidence: true,
+                    ..self.thread(&as_thread, bases)
+                }
+            })
+            .collect()
     }
 
     /// The files the frames run in as modules sorted by base, and each file's base by
@@ -346,7 +415,17 @@ impl Tombstone {
     fn modules(&self, warnings: &mut Vec<Warning>) -> (Vec<Module>, BTreeMap<(String, u64), u64>) {
         let back = self.arch.call_back();
         let mut pending: BTreeMap<(String, u64), Pending> = BTreeMap::new();
-        for f in self.threads.iter().flat_map(|t| &t.frames) {
+        let heap_frames = self
+            .memory_error
+            .iter()
+            .flat_map(|e| &e.stacks)
+            .flat_map(|s| &s.frames);
+        for f in self
+            .threads
+            .iter()
+            .flat_map(|t| &t.frames)
+            .chain(heap_frames)
+        {
             let Some(path) = f.file.as_ref().filter(|p| is_file_path(p)) else {
                 continue;
             };
@@ -489,12 +568,32 @@ impl Tombstone {
         put("android.selinux_label", &self.selinux_label);
         put(ABORT_MESSAGE_ANNOTATION, &self.abort_message);
         put("android.uid", &self.uid.map(|u| u.to_string()));
+        put(
+            "android.source",
+            &self.from_logcat.then(|| "logcat".to_string()),
+        );
         if let Some(s) = &self.signal {
             put("android.signal", &s.name);
             put("android.signal_code", &s.code_name);
         }
         for (i, c) in self.causes.iter().enumerate() {
             out.insert(format!("android.cause.{i}"), c.clone());
+        }
+        if let Some(e) = &self.memory_error {
+            if let Some(kind) = e.kind.as_str() {
+                out.insert(MEMORY_ERROR_ANNOTATION.to_string(), kind.to_string());
+            }
+            out.insert(format!("{MEMORY_ERROR_ANNOTATION}.tool"), e.tool.clone());
+            out.insert(format!("{MEMORY_ERROR_ANNOTATION}.cause"), e.cause.clone());
+            if let Some(a) = e.address {
+                out.insert(
+                    format!("{MEMORY_ERROR_ANNOTATION}.address"),
+                    format!("{a:#x}"),
+                );
+            }
+            if let Some(n) = e.size {
+                out.insert(format!("{MEMORY_ERROR_ANNOTATION}.size"), n.to_string());
+            }
         }
         out
     }

@@ -1,11 +1,11 @@
 //! `tombstone.proto`, the binary tombstone Android 12+ writes beside the text one
 //! (`/data/tombstones/tombstone_NN.pb`), decoded with `prost`'s derive on the messages
-//! below: only the fields this reader uses, so that everything else (memory dumps, logs,
-//! open files) is skipped unread.
+//! below: only the fields this reader uses, so that everything else (logs, open files,
+//! MTE tags) is skipped unread.
 //!
 //! The field numbers are AOSP's `system/core/debuggerd/proto/tombstone.proto` (message
-//! `Tombstone` and the `Signal`, `Cause`, `Thread`, `Register`, `BacktraceFrame` and
-//! `MemoryMapping` it holds; `Architecture` ARM32 0, ARM64 1, X86 2, X86_64 3, RISCV64 4).
+//! `Tombstone` and the `Signal`, `Cause` (with `MemoryError` and `HeapObject`), `Thread`,
+//! `Register`, `BacktraceFrame`, `MemoryDump` and `MemoryMapping` it holds; `Architecture` ARM32 0, ARM64 1, X86 2, X86_64 3, RISCV64 4).
 //! debuggerd writes the fields in number order, so a tombstone starts with `arch` (field
 //! 1, a varint: byte `0x08`) or, for ARM32 (proto3 leaves a 0 out), with
 //! `build_fingerprint` (field 2, length-delimited: byte `0x12`).
@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use super::heap::{HeapErrorKind, HeapStack, HeapStackKind, MemoryError};
 use super::{
     build_id_of, cut, Arch, Frame, SignalInfo, TombMapping, TombThread, Tombstone, TombstoneError,
     TombstoneFormat, MAX_CAUSES, MAX_FRAMES, MAX_MAPPINGS, MAX_THREADS, MAX_TOTAL_FRAMES,
@@ -72,11 +73,44 @@ pub struct SignalPb {
     pub fault_address: u64,
 }
 
-/// `message Cause` (its `memory_error` details left out).
+/// `message Cause`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CausePb {
     #[prost(string, tag = "1")]
     pub human_readable: String,
+    #[prost(message, optional, tag = "2")]
+    pub memory_error: Option<MemoryErrorPb>,
+}
+
+/// `message MemoryError` (see [`super::heap`]).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MemoryErrorPb {
+    /// `Tool`: GWP_ASAN 0, SCUDO 1.
+    #[prost(int32, tag = "1")]
+    pub tool: i32,
+    /// `Type`: UNKNOWN 0, USE_AFTER_FREE 1, DOUBLE_FREE 2, INVALID_FREE 3,
+    /// BUFFER_OVERFLOW 4, BUFFER_UNDERFLOW 5.
+    #[prost(int32, tag = "2")]
+    pub r#type: i32,
+    #[prost(message, optional, tag = "3")]
+    pub heap: Option<HeapObjectPb>,
+}
+
+/// `message HeapObject`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct HeapObjectPb {
+    #[prost(uint64, tag = "1")]
+    pub address: u64,
+    #[prost(uint64, tag = "2")]
+    pub size: u64,
+    #[prost(uint64, tag = "3")]
+    pub allocation_tid: u64,
+    #[prost(message, repeated, tag = "4")]
+    pub allocation_backtrace: Vec<BacktraceFramePb>,
+    #[prost(uint64, tag = "5")]
+    pub deallocation_tid: u64,
+    #[prost(message, repeated, tag = "6")]
+    pub deallocation_backtrace: Vec<BacktraceFramePb>,
 }
 
 /// `message Thread`.
@@ -90,6 +124,17 @@ pub struct ThreadPb {
     pub registers: Vec<RegisterPb>,
     #[prost(message, repeated, tag = "4")]
     pub current_backtrace: Vec<BacktraceFramePb>,
+    #[prost(message, repeated, tag = "5")]
+    pub memory_dump: Vec<MemoryDumpPb>,
+}
+
+/// `message MemoryDump` (its MTE tags left out).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MemoryDumpPb {
+    #[prost(uint64, tag = "3")]
+    pub begin_address: u64,
+    #[prost(bytes = "vec", tag = "4")]
+    pub memory: Vec<u8>,
 }
 
 /// `message Register`.
@@ -234,7 +279,10 @@ fn census(bytes: &[u8]) -> Result<(), TombstoneError> {
     for field in delimited(bytes) {
         let (number, payload) = field?;
         match number {
-            15 => causes += 1,
+            15 => {
+                causes += 1;
+                frames_total += cause_census(payload)?;
+            }
             16 => {
                 threads += 1;
                 for entry in delimited(payload) {
@@ -272,18 +320,63 @@ fn census(bytes: &[u8]) -> Result<(), TombstoneError> {
     Ok(())
 }
 
+/// Frames of a `Cause`'s heap object backtraces (`memory_error` 2 → `heap` 3 →
+/// `allocation_backtrace` 4, `deallocation_backtrace` 6), each within the frame bound.
+fn cause_census(cause: &[u8]) -> Result<usize, TombstoneError> {
+    let mut total = 0;
+    for field in delimited(cause) {
+        let (n, error) = field?;
+        if n != 2 {
+            continue;
+        }
+        for field in delimited(error) {
+            let (n, heap) = field?;
+            if n != 3 {
+                continue;
+            }
+            let (mut alloc, mut dealloc) = (0usize, 0usize);
+            for field in delimited(heap) {
+                match field?.0 {
+                    4 => alloc += 1,
+                    6 => dealloc += 1,
+                    _ => {}
+                }
+            }
+            let most = alloc.max(dealloc);
+            if most > MAX_FRAMES {
+                return Err(TombstoneError::TooMany {
+                    what: "frames in a heap backtrace",
+                    count: most,
+                    max: MAX_FRAMES,
+                });
+            }
+            total += alloc + dealloc;
+        }
+    }
+    Ok(total)
+}
+
 /// Most registers a thread may list (aarch64 has 34, with its FP registers fewer than 100).
 const MAX_REGISTERS: usize = 256;
 
-/// (frames, registers) of one `Thread` message.
+/// (frames, registers) of one `Thread` message; its memory dumps bounded in number
+/// (each decoded into a vector of its own).
 fn thread_census(thread: &[u8]) -> Result<(usize, usize), TombstoneError> {
-    let (mut frames, mut registers) = (0, 0);
+    let (mut frames, mut registers, mut dumps) = (0, 0, 0);
     for field in delimited(thread) {
         match field?.0 {
             3 => registers += 1,
             4 => frames += 1,
+            5 => dumps += 1,
             _ => {}
         }
+    }
+    if dumps > MAX_REGISTERS {
+        return Err(TombstoneError::TooMany {
+            what: "memory dumps in a thread",
+            count: dumps,
+            max: MAX_REGISTERS,
+        });
     }
     Ok((frames, registers))
 }
@@ -317,6 +410,11 @@ fn from_pb(pb: TombstonePb) -> Result<Tombstone, TombstoneError> {
         .filter(|(k, _)| **k != pb.tid)
         .map(|(_, t)| thread(t));
     let threads: Vec<TombThread> = crashed.into_iter().chain(others).collect();
+    let mut memory = super::memory::Dumps::default();
+    for m in pb.threads.values().flat_map(|t| &t.memory_dump) {
+        memory.section();
+        memory.add(m.begin_address, &m.memory)?;
+    }
     let command_line = pb
         .command_line
         .iter()
@@ -361,6 +459,50 @@ fn from_pb(pb: TombstonePb) -> Result<Tombstone, TombstoneError> {
                 build_id: build_id_of(&m.build_id),
             })
             .collect(),
+        from_logcat: false,
+        memory_error: pb.causes.iter().find_map(memory_error),
+        memory,
+    })
+}
+
+/// A cause's heap memory error, its stacks deallocation first (as debuggerd prints them).
+fn memory_error(c: &CausePb) -> Option<MemoryError> {
+    let e = c.memory_error.as_ref()?;
+    let from_text = MemoryError::from_cause(&c.human_readable);
+    let heap = e.heap.clone().unwrap_or_default();
+    let stack = |kind, tid: u64, frames: &[BacktraceFramePb]| {
+        (!frames.is_empty()).then(|| HeapStack {
+            kind,
+            tid: u32::try_from(tid).unwrap_or(0),
+            frames: frames.iter().map(frame).collect(),
+        })
+    };
+    let stacks = [
+        stack(
+            HeapStackKind::Deallocation,
+            heap.deallocation_tid,
+            &heap.deallocation_backtrace,
+        ),
+        stack(
+            HeapStackKind::Allocation,
+            heap.allocation_tid,
+            &heap.allocation_backtrace,
+        ),
+    ];
+    Some(MemoryError {
+        // the text's tool names MTE where the proto says Scudo
+        tool: from_text.map(|t| t.tool).unwrap_or_else(|| {
+            match e.tool {
+                0 => "GWP-ASan",
+                _ => "Scudo",
+            }
+            .to_string()
+        }),
+        kind: HeapErrorKind::from_proto(e.r#type),
+        cause: cut(&c.human_readable),
+        address: e.heap.as_ref().map(|h| h.address),
+        size: e.heap.as_ref().map(|h| h.size),
+        stacks: stacks.into_iter().flatten().collect(),
     })
 }
 
@@ -369,20 +511,20 @@ fn thread(t: &ThreadPb) -> TombThread {
         id: u32::try_from(t.id).unwrap_or(0),
         name: text(&t.name),
         registers: t.registers.iter().map(|r| (cut(&r.name), r.u64)).collect(),
-        frames: t
-            .current_backtrace
-            .iter()
-            .map(|f| Frame {
-                rel_pc: f.rel_pc,
-                pc: Some(f.pc),
-                sp: Some(f.sp),
-                file: text(&f.file_name),
-                file_map_offset: f.file_map_offset,
-                function: text(&f.function_name),
-                function_offset: (!f.function_name.is_empty()).then_some(f.function_offset),
-                build_id: build_id_of(&f.build_id),
-            })
-            .collect(),
+        frames: t.current_backtrace.iter().map(frame).collect(),
+    }
+}
+
+fn frame(f: &BacktraceFramePb) -> Frame {
+    Frame {
+        rel_pc: f.rel_pc,
+        pc: Some(f.pc),
+        sp: Some(f.sp),
+        file: text(&f.file_name),
+        file_map_offset: f.file_map_offset,
+        function: text(&f.function_name),
+        function_offset: (!f.function_name.is_empty()).then_some(f.function_offset),
+        build_id: build_id_of(&f.build_id),
     }
 }
 

@@ -38,6 +38,7 @@
 //! between their halves. Sections this reader does not use (memory near a register, the
 //! stack, open files, logs) are skipped.
 
+use super::heap::{self, HeapStack};
 use super::{
     arch_of, build_id_of, cut, Frame, SignalInfo, TombMapping, TombThread, Tombstone,
     TombstoneError, TombstoneFormat, MAX_CAUSES, MAX_FRAMES, MAX_LINES, MAX_MAPPINGS, MAX_THREADS,
@@ -64,6 +65,10 @@ enum Section {
     /// Before the first thread, and a thread's header lines and registers.
     Thread,
     Backtrace,
+    /// A memory error's `deallocated by`/`allocated by` backtrace.
+    HeapBacktrace,
+    /// `memory near x1 ([stack]):` rows.
+    MemoryNear,
     MemoryMap,
     /// Anything else (memory near a register, stack, open files, logs): skipped.
     Other,
@@ -72,35 +77,30 @@ enum Section {
 /// Reads a text tombstone.
 pub fn parse(bytes: &[u8]) -> Result<Tombstone, TombstoneError> {
     let text = String::from_utf8_lossy(bytes);
+    let count = text.lines().count();
+    if count > MAX_LINES {
+        return Err(too_many("lines", count, MAX_LINES));
+    }
+    parse_lines(text.lines().enumerate().map(|(n, l)| (n + 1, l)))
+}
+
+/// Reads a text tombstone's lines, each with the line number errors name (the file's, or
+/// the log's for a tombstone taken from logcat: [`super::logcat`]). The caller bounds
+/// their number.
+pub fn parse_lines<'a>(
+    lines: impl IntoIterator<Item = (usize, &'a str)>,
+) -> Result<Tombstone, TombstoneError> {
     let mut r = Reader {
-        t: Tombstone {
-            format: TombstoneFormat::Text,
-            arch: super::Arch::Aarch64,
-            build_fingerprint: None,
-            revision: None,
-            timestamp: None,
-            pid: None,
-            tid: None,
-            uid: None,
-            selinux_label: None,
-            command_line: None,
-            signal: None,
-            abort_message: None,
-            causes: Vec::new(),
-            threads: Vec::new(),
-            mappings: Vec::new(),
-        },
+        t: Tombstone::new(TombstoneFormat::Text),
         abi: None,
         section: Section::Other,
         seen_header: false,
         total_frames: 0,
+        in_memory_error: false,
     };
-    for (n, line) in text.lines().enumerate() {
-        if n >= MAX_LINES {
-            return Err(too_many("lines", text.lines().count(), MAX_LINES));
-        }
+    for (n, line) in lines {
         r.line(line).map_err(|e| match e {
-            Problem::Line(why) => TombstoneError::Line { line: n + 1, why },
+            Problem::Line(why) => TombstoneError::Line { line: n, why },
             Problem::Bound(e) => e,
         })?;
     }
@@ -144,7 +144,13 @@ struct Reader {
     section: Section,
     seen_header: bool,
     total_frames: usize,
+    /// Whether the last `Cause:` line is the memory error's (its stacks follow it).
+    in_memory_error: bool,
 }
+
+/// Most backtraces a memory error may give (debuggerd gives a deallocation and an
+/// allocation backtrace).
+const MAX_HEAP_STACKS: usize = 4;
 
 impl Reader {
     /// One line of the tombstone.
@@ -171,6 +177,11 @@ impl Reader {
         }
         match self.section {
             Section::Backtrace if trimmed.starts_with('#') => return self.frame(trimmed),
+            Section::HeapBacktrace if trimmed.starts_with('#') => return self.heap_frame(trimmed),
+            Section::MemoryNear if line.starts_with(' ') && !trimmed.is_empty() => {
+                let untag = self.abi.as_deref() == Some("arm64");
+                return self.t.memory.row(trimmed, untag).map_err(Problem::Bound);
+            }
             Section::MemoryMap if !trimmed.is_empty() => {
                 if let Some(m) = mapping_line(trimmed) {
                     if self.t.mappings.len() >= MAX_MAPPINGS {
@@ -183,10 +194,21 @@ impl Reader {
             }
             _ => {}
         }
+        if !line.starts_with(' ') {
+            if let Some(cause) = trimmed.strip_prefix("Cause:") {
+                self.cause(cause.trim());
+            }
+            if let Some((kind, tid)) = heap::stack_header(trimmed) {
+                return self.heap_stack(kind, tid);
+            }
+        }
         if trimmed == "backtrace:" {
             self.section = Section::Backtrace;
         } else if trimmed.starts_with("memory map") {
             self.section = Section::MemoryMap;
+        } else if trimmed.starts_with("memory near ") && !line.starts_with(' ') {
+            self.t.memory.section();
+            self.section = Section::MemoryNear;
         } else if trimmed.is_empty() || !line.starts_with(' ') {
             if self.section != Section::Thread || !trimmed.is_empty() {
                 self.section = header_line(trimmed, &mut self.t, &mut self.abi)?;
@@ -195,6 +217,83 @@ impl Reader {
             if let Some(thread) = self.t.threads.last_mut() {
                 registers_line(trimmed, &mut thread.registers);
             }
+        }
+        Ok(())
+    }
+
+    /// A `Cause:` line: the first that names a heap error becomes the memory error;
+    /// the stacks that follow a cause are that error's if the cause is its.
+    fn cause(&mut self, cause: &str) {
+        if self.t.memory_error.is_none() {
+            self.t.memory_error = heap::MemoryError::from_cause(cause);
+        }
+        self.in_memory_error = self
+            .t
+            .memory_error
+            .as_ref()
+            .is_some_and(|e| e.cause == cut(cause));
+    }
+
+    /// `deallocated by thread N:`: a memory error's backtrace starts.
+    fn heap_stack(&mut self, kind: heap::HeapStackKind, tid: u32) -> Result<(), Problem> {
+        self.section = Section::Other;
+        let Some(e) = self
+            .t
+            .memory_error
+            .as_mut()
+            .filter(|_| self.in_memory_error)
+        else {
+            return Ok(()); // another cause's: skipped
+        };
+        if e.stacks.len() >= MAX_HEAP_STACKS {
+            let count = e.stacks.len() + 1;
+            return Err(Problem::Bound(too_many(
+                "heap backtraces",
+                count,
+                MAX_HEAP_STACKS,
+            )));
+        }
+        e.stacks.push(HeapStack {
+            kind,
+            tid,
+            frames: Vec::new(),
+        });
+        self.section = Section::HeapBacktrace;
+        Ok(())
+    }
+
+    /// A frame line of a memory error's backtrace.
+    fn heap_frame(&mut self, line: &str) -> Result<(), Problem> {
+        let frame = frame_line(line)?;
+        self.count_frame()?;
+        let stack = self
+            .t
+            .memory_error
+            .as_mut()
+            .and_then(|e| e.stacks.last_mut())
+            .ok_or("a heap backtrace without its header".to_string())?;
+        if stack.frames.len() >= MAX_FRAMES {
+            let count = stack.frames.len() + 1;
+            return Err(Problem::Bound(too_many(
+                "frames in a heap backtrace",
+                count,
+                MAX_FRAMES,
+            )));
+        }
+        stack.frames.push(frame);
+        Ok(())
+    }
+
+    /// Counts a frame against the bound of all frames.
+    fn count_frame(&mut self) -> Result<(), Problem> {
+        self.total_frames += 1;
+        if self.total_frames > MAX_TOTAL_FRAMES {
+            let count = self.total_frames;
+            return Err(Problem::Bound(too_many(
+                "frames in all",
+                count,
+                MAX_TOTAL_FRAMES,
+            )));
         }
         Ok(())
     }
@@ -252,8 +351,10 @@ fn header_line(line: &str, t: &mut Tombstone, abi: &mut Option<String>) -> Resul
     } else if let Some(v) = line.strip_prefix("Abort message:") {
         t.abort_message = Some(quoted(v));
     } else if let Some(v) = line.strip_prefix("Cause:") {
-        if t.causes.len() < MAX_CAUSES {
-            t.causes.push(cut(v.trim()));
+        // with several causes, debuggerd prints each again before its details
+        let v = cut(v.trim());
+        if t.causes.len() < MAX_CAUSES && !t.causes.contains(&v) {
+            t.causes.push(v);
         }
     } else if let Some(v) = line.strip_prefix("signal ") {
         if t.signal.is_none() {

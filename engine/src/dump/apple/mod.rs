@@ -279,6 +279,7 @@ impl AppleReport {
                 name: t.name.clone().or_else(|| t.queue.clone()),
                 registers: registers_of(arch, &t.registers, t.frames.first()),
                 prewalked: Some(t.frames.iter().map(given).collect()),
+                evidence: false,
             })
             .collect();
         if !self.last_exception_backtrace.is_empty() {
@@ -288,6 +289,7 @@ impl AppleReport {
                 name: Some(LAST_EXCEPTION_BACKTRACE.into()),
                 registers: registers_of(arch, &[], leb.first()),
                 prewalked: Some(leb.iter().map(given).collect()),
+                evidence: false,
             });
         }
         let crash = self.crash_info(&threads);

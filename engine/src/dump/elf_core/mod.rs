@@ -97,6 +97,7 @@ impl<'a> Notes<'a> {
                         name: None,
                         registers: s.registers,
                         prewalked: None,
+                        evidence: false,
                     });
                     true
                 }

@@ -716,7 +716,7 @@ const MAX_R_DEBUG_SCAN: u64 = 64 << 20;
 fn scan_r_debug(mem: &MemoryMap<'_>, ld_base: u64, w: u64) -> Option<u64> {
     let limit = ld_base.saturating_add(MAX_R_DEBUG_SCAN);
     let size = usize::try_from(w).ok()?;
-    for &(start, bytes) in mem.ranges() {
+    for (start, bytes) in mem.ranges() {
         let end = start.saturating_add(bytes.len() as u64);
         if end <= ld_base || start >= limit {
             continue;
