@@ -9,7 +9,8 @@
 //! not exist; the server-wide pages refuse it; and the project switcher offers team-a
 //! only, where the server-wide token's offers the whole `projects` table. The
 //! server-wide token without a project sees both teams' rows (so the absences above are
-//! not the page showing nothing).
+//! not the page showing nothing). A file team-a uploads with the build-id team-b's crash
+//! misses does not make team-b's crash page say "uploaded since: reprocess".
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
@@ -151,7 +152,7 @@ async fn dashboard_per_project(pg: bool) {
     let work = tempfile::tempdir().unwrap();
     let (alpha, alpha_core) = program(work.path(), "alpha_prog", ALPHA);
     let (bravo, bravo_core) = program(work.path(), "bravo_prog", BRAVO);
-    let (_, hidden_core) = program(work.path(), "bravo_unuploaded", BRAVO_UNUPLOADED);
+    let (hidden, hidden_core) = program(work.path(), "bravo_unuploaded", BRAVO_UNUPLOADED);
 
     let alpha_build = upload_file(&c, &e, A, &alpha).await;
     let bravo_build = upload_file(&c, &e, B, &bravo).await;
@@ -245,6 +246,18 @@ async fn dashboard_per_project(pg: bool) {
     }
 
     server_wide_view(&c, &e, &ours, &theirs).await;
+
+    // A file team-a uploads is nothing to team-b's crash that misses its build-id: its
+    // page does not offer "uploaded since: reprocess" (team-a's file is not used there).
+    let before = page(&c, &e, &format!("/crashes/{h_id}"), B, true).await;
+    assert!(before.body.contains("bravo_unuploaded") && !before.body.contains("uploaded since"));
+    upload_file(&c, &e, A, &hidden).await;
+    let after = page(&c, &e, &format!("/crashes/{h_id}"), B, true).await;
+    assert_eq!(after.status, StatusCode::OK);
+    assert!(
+        !after.body.contains("uploaded since"),
+        "team-b's crash page counts team-a's file"
+    );
     e.finish().await;
 }
 
