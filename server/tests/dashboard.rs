@@ -7,7 +7,8 @@
 //! back when the field is cleared) → click a group → filter the crash list → click a
 //! crash → its frame rows are the frames gdb prints for the same core (function and
 //! file:line) → click Reprocess and watch the page until the crash was processed again →
-//! the jobs, missing-symbols and binaries pages through the header links. No page has a
+//! the jobs, missing-symbols and binaries pages through the header links → the project
+//! switcher keeps the page and the links keep `?project=`. No page has a
 //! script: everything works without JavaScript. `groups_merged_and_split_in_chromium`
 //! merges two groups by ticking them, splits a crash out of the merged group, and checks
 //! that both decisions survive reprocessing and a signature-rules change (issue 37).
@@ -625,6 +626,29 @@ async fn dashboard_in_chromium() {
     let files = b.texts("#binaries tbody td:first-child").await;
     assert!(files.contains(&"crasher".to_string()), "{files:?}");
     b.shot("binaries").await;
+
+    // The project switcher (issue 41): without tokens the caller is server-wide, offered
+    // "every project" and the projects table; switching keeps the page and names the
+    // project, and the header's links keep it.
+    let options = b.texts("#project-switcher option").await;
+    assert_eq!(options, ["every project", "default"], "{options:?}");
+    b.find("#project-switcher select[name=project]")
+        .await
+        .select_by_value("default")
+        .await
+        .unwrap();
+    b.click("#project-switcher button[type=submit]").await;
+    let url = b.url().await;
+    assert!(url.ends_with("/binaries?project=default"), "{url}");
+    let files = b.texts("#binaries tbody td:first-child").await;
+    assert!(files.contains(&"crasher".to_string()), "{files:?}");
+    b.click("header a[href='/crashes?project=default']").await;
+    let crashes = b.all("#crashes tbody tr").await;
+    assert_eq!(crashes.len(), 3, "the default project's crashes");
+    let first = b.find("#crashes td.id a").await;
+    let href = first.attr("href").await.unwrap().unwrap_or_default();
+    assert!(href.ends_with("?project=default"), "{href}");
+    b.shot("switched-project").await;
 
     b.c.close().await.unwrap();
     drop(driver);

@@ -24,6 +24,7 @@ mod in_process;
 #[path = "minidump_gdb/main.rs"]
 mod minidump_gdb;
 mod projects;
+mod projects_dashboard;
 mod projects_symbols;
 mod reports_unchanged;
 mod reprocess;

@@ -133,13 +133,22 @@ impl<N: Need> FromRequestParts<AppState> for ServerWide<N> {
 
 /// The project a request names, by `?project=` or the header (the same one if both).
 pub fn named_project(uri: &Uri, headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let query = Query::<HashMap<String, String>>::try_from_uri(uri)
+        .map(|Query(q)| q.get("project").cloned())
+        .unwrap_or(None);
+    named_project_from(query, headers)
+}
+
+/// The project a request names by `query` (its `?project=` value, already read) or the
+/// header (the same one if both), checked as [`named_project`] checks it.
+pub fn named_project_from(
+    query: Option<String>,
+    headers: &HeaderMap,
+) -> Result<Option<String>, ApiError> {
     let bad = |detail: String| ApiError::BadRequest {
         code: "bad-project",
         detail,
     };
-    let query = Query::<HashMap<String, String>>::try_from_uri(uri)
-        .map(|Query(q)| q.get("project").cloned())
-        .unwrap_or(None);
     let header = match headers.get(PROJECT_HEADER) {
         None => None,
         Some(v) => Some(

@@ -32,7 +32,8 @@ pub(super) fn apple_uuid(key: &str, name: &str) -> Option<String> {
 }
 
 /// The command that zips module `name`'s dSYM bundle and uploads it.
-pub(super) fn upload_command(host: &str, name: &str, with_token: bool) -> String {
+/// `url` is the binaries route, with the project.
+pub(super) fn upload_command(url: &str, name: &str, with_token: bool) -> String {
     let auth = if with_token {
         "-H \"Authorization: Bearer $TOKEN\" "
     } else {
@@ -41,9 +42,7 @@ pub(super) fn upload_command(host: &str, name: &str, with_token: bool) -> String
     // shell-quoted for the copy-paste, escaped by maud for HTML
     let bundle = format!("'{}.dSYM'", name.replace('\'', "'\\''"));
     let zip = format!("'{}.dSYM.zip'", name.replace('\'', "'\\''"));
-    format!(
-        "zip -r {zip} {bundle} && curl {auth}--data-binary @{zip} http://{host}/api/v1/binaries"
-    )
+    format!("zip -r {zip} {bundle} && curl {auth}--data-binary @{zip} {url}")
 }
 
 #[cfg(test)]
@@ -62,7 +61,7 @@ mod tests {
         );
         assert_eq!(apple_uuid("4c4c443755553144a14face88c39a0d2", "x"), None);
         assert_eq!(
-            upload_command("h:1", "My App", false),
+            upload_command("http://h:1/api/v1/binaries", "My App", false),
             "zip -r 'My App.dSYM.zip' 'My App.dSYM' && curl --data-binary @'My App.dSYM.zip' http://h:1/api/v1/binaries"
         );
     }

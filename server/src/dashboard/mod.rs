@@ -14,13 +14,20 @@
 //!
 //! Every string that comes from a report (function names, paths, annotations) is
 //! attacker-controlled: maud escapes everything spliced with `(…)`, and nothing here uses
-//! `PreEscaped` on such data. Pages need the `admin` scope when tokens are configured,
-//! like the API's read routes: a bearer token, or for a browser HTTP Basic auth with the
-//! token as password (any user name). Since a browser then sends credentials on its own,
-//! the Reprocess, merge and split POSTs are refused unless they come from the dashboard's
-//! own origin.
+//! `PreEscaped` on such data. Pages need the `admin` scope when tokens are configured: a
+//! bearer token, or for a browser HTTP Basic auth with the token as password (any user
+//! name). Since a browser then sends credentials on its own, the Reprocess, merge and
+//! split POSTs are refused unless they come from the dashboard's own origin.
+//!
+//! Pages act in a project like the API (issue 41): a project token's own, or the one a
+//! server-wide token names with `?project=` (none: every project). The crash list, a
+//! crash's page, its report and Reprocess, the missing-symbols and binaries pages show
+//! that project's rows only (another project's crash is the same 404 as a missing one);
+//! the groups page, merge, split and the jobs page span every project and stay
+//! server-wide (403 to a project token). Every page has the project switcher (`nav`).
 
 mod dsym;
+mod nav;
 mod pages;
 mod time;
 
@@ -33,12 +40,14 @@ use axum::routing::{get, post};
 use axum::Router;
 use engine::report::Report;
 use worker::store::served_report::{pieces, Piece};
-use worker::store::{binaries, crashes, dashboard as q, missing};
+use worker::store::{binaries, crashes, dashboard as q, missing, projects};
 
+use crate::api::auth::{self, Who};
 use crate::api::browser_auth::{caller, DashError};
 use crate::api::crashes::crash_or_404;
 use crate::api::problem::ApiError;
 use crate::api::state::{AppState, Scope};
+use nav::Nav;
 
 /// Rows per page of every listing.
 const PAGE: i64 = 50;
@@ -68,17 +77,18 @@ fn param<'a>(q: &'a HashMap<String, String>, key: &str) -> Option<&'a str> {
     q.get(key).map(|s| s.trim()).filter(|s| !s.is_empty())
 }
 
-/// `curl` host for upload commands: the request's Host header, else a placeholder.
-fn host(headers: &HeaderMap) -> String {
-    headers
+/// The binaries route the upload commands name: the request's Host header (else a
+/// placeholder), and the page's project.
+fn upload_url(headers: &HeaderMap, nav: &Nav) -> String {
+    let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .filter(|h| {
             h.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
         })
-        .unwrap_or("HOST:PORT")
-        .to_string()
+        .unwrap_or("HOST:PORT");
+    format!("http://{host}{}", nav.href("/api/v1/binaries", &[]))
 }
 
 async fn groups(
@@ -86,7 +96,7 @@ async fn groups(
     headers: HeaderMap,
     Query(params): Params,
 ) -> Result<Html<String>, DashError> {
-    dash_auth(&s, &headers)?;
+    let (_, nav) = server_wide(&s, &headers, &params, "/").await?;
     let now = worker::store::now_ms();
     let days = match param(&params, "days") {
         Some("all") => None,
@@ -168,7 +178,7 @@ async fn groups(
     };
     let order = pages::GroupOrder { sort, descending };
     Ok(Html(
-        pages::groups(&groups, &params, days, order, next.as_deref(), today).into_string(),
+        pages::groups(&nav, &groups, &params, days, order, next.as_deref(), today).into_string(),
     ))
 }
 
@@ -177,7 +187,7 @@ async fn crash_list(
     headers: HeaderMap,
     Query(params): Params,
 ) -> Result<Html<String>, DashError> {
-    dash_auth(&s, &headers)?;
+    let (who, nav) = viewer(&s, &headers, &params, "/crashes").await?;
     let after = match param(&params, "after") {
         Some(a) => {
             let (ms, id) = a
@@ -200,7 +210,7 @@ async fn crash_list(
     // `to` is inclusive: the whole day.
     let until = date("to")?.map(|d| d.saturating_add(DAY_MS));
     let query = crashes::ListQuery {
-        project: None,
+        project: who.project.clone(),
         signature: param(&params, "signature").map(str::to_string),
         status: param(&params, "status").map(str::to_string),
         since,
@@ -225,12 +235,14 @@ async fn crash_list(
     } else {
         None
     };
-    // A group's own list offers its split: the merges it holds can be undone.
-    let merged = match param(&params, "signature") {
+    // A group's own list offers its split (the merges it holds can be undone): to a
+    // server-wide caller only, as groups span every project.
+    let merged = match param(&params, "signature").filter(|_| who.server_wide) {
         Some(g) => Some(worker::store::groups::merged_into(&s.db, g).await?),
         None => None,
     };
     let page = pages::CrashListPage {
+        nav: &nav,
         kinds: &kinds,
         summaries: &summaries,
         params: &params,
@@ -244,41 +256,28 @@ async fn crash_detail(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    Query(params): Params,
 ) -> Result<Html<String>, DashError> {
-    dash_auth(&s, &headers)?;
-    let row = crash_or_404(&s, &id, None).await?;
+    let (who, nav) = viewer(&s, &headers, &params, "/crashes").await?;
+    let row = crash_or_404(&s, &id, who.filter()).await?;
     // A report that does not parse (an older, newer or damaged document) still shows the
     // crash row and the raw JSON link.
     let report: Option<Report> = row
         .served_report(s.config.max_report_bytes)
         .and_then(|r| serde_json::from_str(&r).ok());
-    // which modules have an uploaded file: one query for all of them
-    let uploaded: Vec<(String, bool)> = match &report {
-        Some(r) => {
-            let ids: Vec<&str> = r
-                .modules
-                .iter()
-                .filter_map(|m| m.build_id.as_deref())
-                .collect();
-            let have = binaries::uploaded_build_ids(&s.db, &ids).await?;
-            r.modules
-                .iter()
-                .map(|m| {
-                    let up = m.build_id.as_ref().is_some_and(|b| have.contains(b));
-                    (m.name.clone(), up)
-                })
-                .collect()
-        }
+    let uploaded = match &report {
+        Some(r) => uploaded(&s, r, &row.project).await?,
         None => Vec::new(),
     };
-    let upload_host = host(&headers);
+    let upload = upload_url(&headers, &nav);
     let with_token = !s.config.tokens.is_empty();
     let explained = report
         .as_ref()
         .map(|r| crate::cli::signature::explain(&s.config.signature_rules, r));
     let page = pages::CrashPage {
         uploaded: &uploaded,
-        host: &upload_host,
+        upload_url: &upload,
+        nav: &nav,
         with_token,
         explained: explained.as_ref(),
         source_links: &s.config.source_links,
@@ -293,17 +292,45 @@ async fn reprocess(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    Query(params): Params,
 ) -> Result<Response, DashError> {
-    dash_auth(&s, &headers)?;
+    let (who, nav) = viewer(&s, &headers, &params, "/crashes").await?;
     same_origin(&headers)?;
-    if crashes::summary(&s.db, &id).await?.is_none() {
-        return Err(ApiError::NotFound(format!("no crash with id {id:?}")).into());
-    }
+    crash_or_404(&s, &id, who.filter()).await?;
     if q::requeue(&s.db, &id).await? {
         s.wake.notify_one();
     }
     // 303: the browser follows with a GET of the detail page, which shows the new status.
-    Ok(Redirect::to(&format!("/crashes/{}", url_component(&id))).into_response())
+    let page = nav.href(&format!("/crashes/{}", url_component(&id)), &[]);
+    Ok(Redirect::to(&page).into_response())
+}
+
+/// Each module of `r` (a crash of `project`) by name, and whether a file with its
+/// build-id is there for that project's crashes (its own or a shared one): one query for
+/// all of them (a page of a many-module dump once cost thousands).
+async fn uploaded(
+    s: &AppState,
+    r: &Report,
+    project: &str,
+) -> Result<Vec<(String, bool)>, DashError> {
+    let ids: Vec<&str> = r
+        .modules
+        .iter()
+        .filter_map(|m| m.build_id.as_deref())
+        .collect();
+    let files = binaries::by_build_ids(&s.db, &ids).await?;
+    let seen = binaries::visible_each(&s.db, binaries::Sees::Project(project), files).await?;
+    Ok(r.modules
+        .iter()
+        .map(|m| {
+            let up = m
+                .build_id
+                .as_ref()
+                .and_then(|b| seen.get(b))
+                .is_some_and(|f| !f.is_empty());
+            (m.name.clone(), up)
+        })
+        .collect())
 }
 
 /// A form's fields in order, repeated names kept (the ticked boxes).
@@ -322,9 +349,10 @@ fn values<'a>(fields: &'a [(String, String)], key: &'a str) -> impl Iterator<Ite
 async fn merge_groups(
     State(s): State<AppState>,
     headers: HeaderMap,
+    Query(params): Params,
     Form(fields): Fields,
 ) -> Result<Response, DashError> {
-    dash_auth(&s, &headers)?;
+    let (_, nav) = server_wide(&s, &headers, &params, "/").await?;
     same_origin(&headers)?;
     let ticked: Vec<String> = values(&fields, "group").map(str::to_string).collect();
     let into = values(&fields, "into")
@@ -339,7 +367,7 @@ async fn merge_groups(
         return Err(bad("too many groups ticked".into()).into());
     }
     let moved = crate::api::groups::merge_all(&s, &into, &ticked).await?;
-    Ok(Redirect::to(&group_url(&moved.group)).into_response())
+    Ok(Redirect::to(&group_url(&nav, &moved.group)).into_response())
 }
 
 /// A group's crash list: the crashes ticked (`crash`) leave `group` for a new group
@@ -347,9 +375,10 @@ async fn merge_groups(
 async fn split_group(
     State(s): State<AppState>,
     headers: HeaderMap,
+    Query(params): Params,
     Form(fields): Fields,
 ) -> Result<Response, DashError> {
-    dash_auth(&s, &headers)?;
+    let (_, nav) = server_wide(&s, &headers, &params, "/").await?;
     same_origin(&headers)?;
     let group = values(&fields, "group")
         .next()
@@ -366,21 +395,22 @@ async fn split_group(
         }
     };
     let moved = decision.map_err(crate::api::groups::decision_error)?;
-    Ok(Redirect::to(&group_url(&moved.group)).into_response())
+    Ok(Redirect::to(&group_url(&nav, &moved.group)).into_response())
 }
 
-/// The crash list of one group.
-fn group_url(group: &str) -> String {
-    format!("/crashes?signature={}", url_component(group))
+/// The crash list of one group, in the page's project.
+fn group_url(nav: &Nav, group: &str) -> String {
+    nav.href("/crashes", &[("signature", group)])
 }
 
 async fn report_json(
     State(s): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    Query(params): Params,
 ) -> Result<Response, DashError> {
-    dash_auth(&s, &headers)?;
-    let row = crash_or_404(&s, &id, None).await?;
+    let who = page_caller(&s, &headers, &params)?;
+    let row = crash_or_404(&s, &id, who.filter()).await?;
     // the stored text is sent in pieces around the upload's fields, never copied whole
     let mut edits = row
         .served_edits(s.config.max_report_bytes)
@@ -405,43 +435,97 @@ async fn report_json(
 async fn missing_page(
     State(s): State<AppState>,
     headers: HeaderMap,
+    Query(params): Params,
 ) -> Result<Html<String>, DashError> {
-    dash_auth(&s, &headers)?;
-    let rows = missing::list(&s.db, 200).await?;
+    let (who, nav) = viewer(&s, &headers, &params, "/missing").await?;
+    let rows = missing::list_in(&s.db, who.filter(), 200).await?;
+    let upload = upload_url(&headers, &nav);
+    let with_token = !s.config.tokens.is_empty();
     Ok(Html(
-        pages::missing(&rows, &host(&headers), !s.config.tokens.is_empty()).into_string(),
+        pages::missing(&nav, &rows, &upload, with_token).into_string(),
     ))
 }
 
 async fn binaries_page(
     State(s): State<AppState>,
     headers: HeaderMap,
+    Query(params): Params,
 ) -> Result<Html<String>, DashError> {
-    dash_auth(&s, &headers)?;
-    let rows = binaries::recent(&s.db, 200).await?;
-    Ok(Html(pages::binaries(&rows).into_string()))
+    let (who, nav) = viewer(&s, &headers, &params, "/binaries").await?;
+    let rows = binaries::recent_in(&s.db, who.sees(), 200).await?;
+    Ok(Html(pages::binaries(&nav, &rows).into_string()))
 }
 
 async fn jobs_page(
     State(s): State<AppState>,
     headers: HeaderMap,
+    Query(params): Params,
 ) -> Result<Html<String>, DashError> {
-    dash_auth(&s, &headers)?;
+    let (_, nav) = server_wide(&s, &headers, &params, "/jobs").await?;
     let counts = crashes::count_by_status(&s.db).await?;
     let failures = q::failures(&s.db, PAGE).await?;
-    Ok(Html(pages::jobs(&counts, &failures).into_string()))
+    Ok(Html(pages::jobs(&nav, &counts, &failures).into_string()))
 }
 
-/// The `admin` scope of a server-wide token, from a bearer token or from HTTP Basic auth
-/// (password = token): the dashboard's pages are not yet kept apart per project, so a
-/// project token may not read them. Without configured tokens every request passes (the
-/// server is on loopback then).
-pub(crate) fn dash_auth(s: &AppState, headers: &HeaderMap) -> Result<(), DashError> {
-    let who = caller(s, headers, Scope::Admin, None)?;
+/// The caller of a page with the `admin` scope, by bearer token or HTTP Basic auth
+/// (password = token), in the project the request names (`?project=`, where the
+/// switcher's empty "every project" names none, or the header) or its token's. Without
+/// configured tokens every request is a server-wide caller (the server is on loopback
+/// then).
+fn page_caller(
+    s: &AppState,
+    headers: &HeaderMap,
+    params: &HashMap<String, String>,
+) -> Result<Who, DashError> {
+    let query = param(params, "project").map(str::to_string);
+    let named = auth::named_project_from(query, headers)?;
+    caller(s, headers, Scope::Admin, named)
+}
+
+/// [`page_caller`], and what the page's header needs: the projects the switcher offers
+/// (every registered one to a server-wide caller, its own to a project token), and the
+/// page it submits to (`here`) with the current query but the project and the cursor.
+async fn viewer(
+    s: &AppState,
+    headers: &HeaderMap,
+    params: &HashMap<String, String>,
+    here: &str,
+) -> Result<(Who, Nav), DashError> {
+    let who = page_caller(s, headers, params)?;
+    let projects = if who.server_wide {
+        projects::list(&s.db).await?
+    } else {
+        who.project.iter().cloned().collect()
+    };
+    let mut keep: Vec<(String, String)> = params
+        .iter()
+        .filter(|(k, v)| !matches!(k.as_str(), "project" | "after") && !v.trim().is_empty())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    keep.sort();
+    let nav = Nav {
+        project: who.project.clone(),
+        server_wide: who.server_wide,
+        projects,
+        here: here.to_string(),
+        keep,
+    };
+    Ok((who, nav))
+}
+
+/// [`viewer`] for the pages and forms that span every project (groups, merge, split,
+/// jobs): a project token gets 403 `server-wide-token-required`.
+async fn server_wide(
+    s: &AppState,
+    headers: &HeaderMap,
+    params: &HashMap<String, String>,
+    here: &str,
+) -> Result<(Who, Nav), DashError> {
+    let (who, nav) = viewer(s, headers, params, here).await?;
     if !who.server_wide {
         return Err(ApiError::ServerWideOnly.into());
     }
-    Ok(())
+    Ok((who, nav))
 }
 
 /// Refuses a state-changing request sent from another site (the browser would attach

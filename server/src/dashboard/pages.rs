@@ -11,6 +11,7 @@ use worker::store::crashes::{CrashRow, CrashSummary};
 use worker::store::dashboard::{Failure, Group, GroupSort};
 use worker::store::missing::MissingModule;
 
+use super::nav::Nav;
 use super::time::{format_day, format_ms};
 use super::url_component;
 
@@ -19,6 +20,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f
 header{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:baseline}
 header a{color:#cfd8ea;text-decoration:none}th a.sort{color:inherit;text-decoration:none}header a:hover{color:#fff}
 header .brand{font-weight:700;color:#fff;font-size:1.1em}
+header form{margin-left:auto;color:#cfd8ea}header button{padding:.2em .7em}
 main{padding:1em 1.4em;max-width:1400px}
 h1{font-size:1.35em;margin:.3em 0 .6em}h2{font-size:1.1em;margin:1.3em 0 .5em}
 table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1em}
@@ -52,7 +54,7 @@ pre.source span{display:block;padding:0 .6em}pre.source mark{display:block;paddi
 pre.source i{display:inline-block;min-width:3.5em;color:#8a90a0;font-style:normal}
 "#;
 
-fn layout(title: &str, body: Markup) -> Markup {
+fn layout(title: &str, nav: &Nav, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -62,14 +64,7 @@ fn layout(title: &str, body: Markup) -> Markup {
                 style { (PreEscaped(STYLE)) }
             }
             body {
-                header {
-                    a.brand href="/" { "postmortem" }
-                    a href="/" { "Crash groups" }
-                    a href="/crashes" { "Crashes" }
-                    a href="/missing" { "Missing symbols" }
-                    a href="/binaries" { "Binaries" }
-                    a href="/jobs" { "Jobs" }
-                }
+                (nav.header())
                 main { (body) }
             }
         }
@@ -113,13 +108,11 @@ fn chart(per_day: &[i64], today: i64) -> Markup {
     }
 }
 
-fn query_string(params: &[(&str, &str)]) -> String {
-    params
-        .iter()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| format!("{k}={}", url_component(v)))
-        .collect::<Vec<_>>()
-        .join("&")
+/// The hidden field that keeps the project in a GET form of the page.
+fn project_field(nav: &Nav) -> Markup {
+    html! {
+        @if let Some(p) = &nav.project { input type="hidden" name="project" value=(p); }
+    }
 }
 
 /// The order of the groups page.
@@ -131,6 +124,7 @@ pub struct GroupOrder {
 
 /// The groups page's current filters and order, which its links keep.
 struct GroupsQuery<'a> {
+    nav: &'a Nav,
     params: &'a HashMap<String, String>,
     days: String,
     order: GroupOrder,
@@ -154,7 +148,7 @@ impl GroupsQuery<'_> {
         if let Some(after) = after {
             q.push(("after", after));
         }
-        format!("/?{}", query_string(&q))
+        self.nav.href("/", &q)
     }
 
     /// A column header that sorts by its column; on the current one it flips the
@@ -180,6 +174,7 @@ fn group_filters(q: &GroupsQuery<'_>) -> Markup {
     let order = q.order;
     html! {
         form.filters method="get" action="/" {
+            (project_field(q.nav))
             label { "Time range"
                 select name="days" {
                     @for (v, label) in [("1", "last day"), ("7", "last 7 days"), ("30", "last 30 days"), ("90", "last 90 days"), ("all", "all time")] {
@@ -216,7 +211,7 @@ fn group_filters(q: &GroupsQuery<'_>) -> Markup {
 /// The groups table, inside the form that merges the ticked ones.
 fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup {
     html! {
-        form #merge method="post" action="/groups/merge" {
+        form #merge method="post" action=(q.nav.href("/groups/merge", &[])) {
         p.muted { "Tick groups that are one bug and merge them (into the one chosen, else the first ticked): "
             button type="submit" { "Merge the ticked groups" } }
         table #groups {
@@ -231,7 +226,7 @@ fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup
                     tr {
                         td { input type="checkbox" name="group" value=(g.group.signature); }
                         td { input type="radio" name="into" value=(g.group.signature); }
-                        td.sig { a href={ "/crashes?" (query_string(&[("signature", &g.group.signature)])) } { (g.group.signature) } }
+                        td.sig { a href=(q.nav.href("/crashes", &[("signature", &g.group.signature)])) { (g.group.signature) } }
                         td.count { (g.group.count) }
                         td.mono { (format_ms(g.group.first_seen)) }
                         td.mono { (format_ms(g.group.last_seen)) }
@@ -251,6 +246,7 @@ fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup
 
 /// Home: crash groups.
 pub fn groups(
+    nav: &Nav,
     groups: &[GroupView],
     params: &HashMap<String, String>,
     days: Option<i64>,
@@ -259,12 +255,14 @@ pub fn groups(
     today: i64,
 ) -> Markup {
     let q = GroupsQuery {
+        nav,
         params,
         days: days.map_or("all".to_string(), |d| d.to_string()),
         order,
     };
     let body = html! {
         h1 { "Crash groups" }
+        p.muted #server-wide { "Crash groups are counted over every project's crashes (they are not kept per project yet): this page, merging and splitting are for server-wide tokens only. A group's crash list shows the crashes of the project chosen." }
         (group_filters(&q))
         @if groups.is_empty() {
             p.muted { "No processed crashes match." }
@@ -275,13 +273,14 @@ pub fn groups(
             a #next href=(q.href(order.sort, order.descending, Some(after))) { "Next page →" }
         }
     };
-    layout("Crash groups", body)
+    layout("Crash groups", nav, body)
 }
 
 /// The crash list: each crash's signature with its analysis kind (from the search index,
 /// `kinds`) and, under it, the analysis's sentence (`summaries`), by crash id.
 /// What the crash list shows beside its rows.
 pub struct CrashListPage<'a> {
+    pub nav: &'a Nav,
     /// Each crash's analysis kind (from the search index), by crash id.
     pub kinds: &'a HashMap<String, String>,
     /// Each crash's analysis sentence, by crash id.
@@ -295,7 +294,7 @@ pub struct CrashListPage<'a> {
 }
 
 /// The "Merged into this group" section: one undo button per merged group.
-fn merged_section(group: &str, merged: &[(String, i64)]) -> Markup {
+fn merged_section(nav: &Nav, group: &str, merged: &[(String, i64)]) -> Markup {
     html! {
         @if !merged.is_empty() {
             h2 { "Merged into this group" }
@@ -303,7 +302,7 @@ fn merged_section(group: &str, merged: &[(String, i64)]) -> Markup {
                 thead { tr { th { "Group" } th { "Crashes" } th {} } }
                 tbody { @for (from, n) in merged {
                     tr { td.sig { (from) } td { (n) } td {
-                        form method="post" action="/groups/split" {
+                        form method="post" action=(nav.href("/groups/split", &[])) {
                             input type="hidden" name="group" value=(group);
                             input type="hidden" name="undo" value=(from);
                             button.undo type="submit" { "Undo merge" }
@@ -315,14 +314,46 @@ fn merged_section(group: &str, merged: &[(String, i64)]) -> Markup {
     }
 }
 
+/// The crash list's table; with a checkbox per crash on one group's list (`group`).
+fn crash_table(rows: &[CrashSummary], page: &CrashListPage<'_>, group: Option<&str>) -> Markup {
+    let (kinds, summaries, nav) = (page.kinds, page.summaries, page.nav);
+    html! {
+        table #crashes {
+            thead { tr { @if group.is_some() { th {} } th { "Received" } th { "Crash" } th { "Status" } th { "Signature" } th { "Format" } } }
+            tbody {
+                @for r in rows {
+                    tr {
+                        @if group.is_some() { td { input type="checkbox" name="crash" value=(r.id); } }
+                        td.mono { (format_ms(r.received_at)) }
+                        td.mono.id { a href=(nav.href(&format!("/crashes/{}", url_component(&r.id)), &[])) { (r.id) } }
+                        td { (status_pill(&r.status)) }
+                        td.sig {
+                            (r.signature.as_deref().unwrap_or(""))
+                            @if let Some(c) = r.computed_signature.as_deref().filter(|c| Some(*c) != r.signature.as_deref()) {
+                                div.computed.muted { "signature: " (c) }
+                            }
+                            @if let Some(k) = kinds.get(&r.id) { " " span.kind { (k) } }
+                            @if let Some(s) = summaries.get(&r.id) { div.reason { (s) } }
+                        }
+                        td { (r.dump_format) }
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub fn crash_list(rows: &[CrashSummary], page: &CrashListPage<'_>) -> Markup {
-    let (kinds, summaries, params, next) = (page.kinds, page.summaries, page.params, page.next);
+    let (params, next) = (page.params, page.next);
+    let nav = page.nav;
     let get = |k: &str| params.get(k).map(String::as_str).unwrap_or("");
     // On one group's list (and only there), crashes can be ticked and split out.
     let group = page.merged.map(|_| get("signature"));
+    let table = crash_table(rows, page, group);
     let body = html! {
         h1 { "Crashes" }
         form.filters method="get" action="/crashes" {
+            (project_field(nav))
             label { "Signature" input name="signature" size="50" value=(get("signature")); }
             label { "Status"
                 select name="status" {
@@ -345,50 +376,30 @@ pub fn crash_list(rows: &[CrashSummary], page: &CrashListPage<'_>) -> Markup {
             label { "To" input type="date" name="to" value=(get("to")); }
             button type="submit" { "Filter" }
         }
-        @if let (Some(g), Some(m)) = (group, page.merged) { (merged_section(g, m)) }
+        @if let (Some(g), Some(m)) = (group, page.merged) { (merged_section(nav, g, m)) }
         @if rows.is_empty() {
             p.muted { "No crashes match." }
         } @else {
-            form #split method="post" action="/groups/split" {
             @if let Some(g) = group {
-                input type="hidden" name="group" value=(g);
-                p {
-                    label { "New group's name " input name="name" size="40" placeholder={ (g) " (split)" }; }
-                    " " button type="submit" { "Split the ticked crashes into a new group" }
-                }
-            }
-            table #crashes {
-                thead { tr { @if group.is_some() { th {} } th { "Received" } th { "Crash" } th { "Status" } th { "Signature" } th { "Format" } } }
-                tbody {
-                    @for r in rows {
-                        tr {
-                            @if group.is_some() { td { input type="checkbox" name="crash" value=(r.id); } }
-                            td.mono { (format_ms(r.received_at)) }
-                            td.mono.id { a href={ "/crashes/" (url_component(&r.id)) } { (r.id) } }
-                            td { (status_pill(&r.status)) }
-                            td.sig {
-                                (r.signature.as_deref().unwrap_or(""))
-                                @if let Some(c) = r.computed_signature.as_deref().filter(|c| Some(*c) != r.signature.as_deref()) {
-                                    div.computed.muted { "signature: " (c) }
-                                }
-                                @if let Some(k) = kinds.get(&r.id) { " " span.kind { (k) } }
-                                @if let Some(s) = summaries.get(&r.id) { div.reason { (s) } }
-                            }
-                            td { (r.dump_format) }
-                        }
+                form #split method="post" action=(nav.href("/groups/split", &[])) {
+                    input type="hidden" name="group" value=(g);
+                    p {
+                        label { "New group's name " input name="name" size="40" placeholder={ (g) " (split)" }; }
+                        " " button type="submit" { "Split the ticked crashes into a new group" }
                     }
+                    (table)
                 }
-            }
-            }
+            } @else { (table) }
         }
         @if let Some(after) = next {
-            a href={ "/crashes?" (query_string(&[("signature", get("signature")), ("status", get("status")), ("product", get("product")), ("version", get("version")), ("module", get("module")), ("function", get("function")), ("kind", get("kind")), ("from", get("from")), ("to", get("to")), ("after", after)])) } { "Next page →" }
+            a #next href=(nav.href("/crashes", &[("signature", get("signature")), ("status", get("status")), ("product", get("product")), ("version", get("version")), ("module", get("module")), ("function", get("function")), ("kind", get("kind")), ("from", get("from")), ("to", get("to")), ("after", after)])) { "Next page →" }
         }
     };
-    layout("Crashes", body)
+    layout("Crashes", nav, body)
 }
 
-fn upload_command(host: &str, name: &str, with_token: bool) -> String {
+/// The command that uploads module `name` to `url` (the binaries route, with the project).
+fn upload_command(url: &str, name: &str, with_token: bool) -> String {
     let auth = if with_token {
         "-H \"Authorization: Bearer $TOKEN\" "
     } else {
@@ -396,7 +407,7 @@ fn upload_command(host: &str, name: &str, with_token: bool) -> String {
     };
     // The module name is shell-quoted for the copy-paste, and escaped by maud for HTML.
     let quoted = format!("'{}'", name.replace('\'', "'\\''"));
-    format!("curl {auth}-F file=@{quoted} http://{host}/api/v1/binaries")
+    format!("curl {auth}-F file=@{quoted} {url}")
 }
 
 fn frame_row(f: &Frame, signature_frames: &[usize]) -> Markup {
@@ -481,8 +492,9 @@ fn source_block(t: &Thread, modules: &[engine::report::Module], page: &CrashPage
 pub struct CrashPage<'a> {
     /// Each module's name, and whether a binary with its build-id was uploaded.
     pub uploaded: &'a [(String, bool)],
-    /// The host the upload commands name.
-    pub host: &'a str,
+    /// The URL the upload commands name (the binaries route, with the project).
+    pub upload_url: &'a str,
+    pub nav: &'a Nav,
     pub with_token: bool,
     /// The report's signature under the service's rules, frame by frame.
     pub explained: Option<&'a Explanation>,
@@ -514,14 +526,14 @@ fn signature_explained(e: &Explanation) -> Markup {
 }
 
 /// The crash's facts: signature and group, analysis, reason, dump and times.
-fn crash_facts(row: &CrashRow, r: &Report) -> Markup {
+fn crash_facts(nav: &Nav, row: &CrashRow, r: &Report) -> Markup {
     html! {
         table.kv {
             @if let Some(s) = &r.signature { tr { td { "Signature" } td.sig {
-                a href={ "/crashes?signature=" (url_component(&s.text)) } { (s.text) } } } }
+                a href=(nav.href("/crashes", &[("signature", &s.text)])) { (s.text) } } } }
             @if let Some(g) = row.signature.as_deref().filter(|g| Some(*g) != row.computed_signature.as_deref()) {
                 tr #group { td { "Group" } td.sig {
-                    a href={ "/crashes?signature=" (url_component(g)) } { (g) }
+                    a href=(nav.href("/crashes", &[("signature", g)])) { (g) }
                     " " span.muted { "(merged or split by hand)" } } } }
             @if let Some(prev) = row.previous_signature.as_deref().filter(|p| Some(*p) != row.signature.as_deref()) {
                 tr.sig-changed { td { "Signature changed" } td.sig { "was " (prev) } } }
@@ -612,7 +624,7 @@ fn crash_modules(r: &Report, page: &CrashPage<'_>) -> Markup {
                     }
                     @if missing && m.build_id.is_some() && !is_uploaded {
                         tr.missing { td colspan="6" {
-                            "Upload it: " pre.cmd { (upload_command(page.host, m.path.as_deref().unwrap_or(&m.name), page.with_token)) }
+                            "Upload it: " pre.cmd { (upload_command(page.upload_url, m.path.as_deref().unwrap_or(&m.name), page.with_token)) }
                         } }
                     }
                 }
@@ -624,20 +636,22 @@ fn crash_modules(r: &Report, page: &CrashPage<'_>) -> Markup {
 /// One crash.
 pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_>) -> Markup {
     let id = url_component(&row.id);
+    let nav = page.nav;
     let body = html! {
         h1 { "Crash " span.mono { (row.id) } " " (status_pill(&row.status)) }
         p {
-            a href={ "/crashes/" (id) "/report.json" } { "Raw report JSON" } " · "
-            a href={ "/api/v1/crashes/" (id) "/dump" } { "Download dump" }
+            a #report-json href=(nav.href(&format!("/crashes/{id}/report.json"), &[])) { "Raw report JSON" } " · "
+            a #dump href=(nav.href(&format!("/api/v1/crashes/{id}/dump"), &[])) { "Download dump" }
+            " · project " span.mono #project { (row.project) }
         }
-        form method="post" action={ "/crashes/" (id) "/reprocess" } {
+        form method="post" action=(nav.href(&format!("/crashes/{id}/reprocess"), &[])) {
             button type="submit" { "Reprocess" }
         }
         @if let Some(e) = &row.error { div.warn { "Error: " (e) } }
         @match report {
             None => { p.muted { "No report yet." } }
             Some(r) => {
-                (crash_facts(row, r))
+                (crash_facts(nav, row, r))
                 @for w in &r.warnings { div.warn { code { (w.code) } " " (w.message) } }
                 @if let Some(e) = page.explained { (signature_explained(e)) }
                 (crash_threads(r, page))
@@ -649,7 +663,7 @@ pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_
             }
         }
     };
-    layout(&format!("Crash {}", row.id), body)
+    layout(&format!("Crash {}", row.id), nav, body)
 }
 
 /// The remote sources a module's files were fetched from, each once.
@@ -664,7 +678,7 @@ fn fetched_from(m: &engine::report::Module) -> Vec<&str> {
 }
 
 /// Build-ids needed by crashes and never uploaded.
-pub fn missing(rows: &[MissingModule], host: &str, with_token: bool) -> Markup {
+pub fn missing(nav: &Nav, rows: &[MissingModule], upload_url: &str, with_token: bool) -> Markup {
     let body = html! {
         h1 { "Missing symbols" }
         p { "Build-ids that crashes needed and no binary was uploaded for (Apple images: the UUID of the dSYM they need), most-needed first. Uploading one reprocesses the crashes that missed it." }
@@ -682,8 +696,8 @@ pub fn missing(rows: &[MissingModule], host: &str, with_token: bool) -> Markup {
                             td { (m.crash_count) }
                             td.mono { (format_ms(m.last_seen)) }
                             td { pre.cmd {
-                                @if uuid.is_some() { (super::dsym::upload_command(host, &m.module_name, with_token)) }
-                                @else { (upload_command(host, &m.module_name, with_token)) }
+                                @if uuid.is_some() { (super::dsym::upload_command(upload_url, &m.module_name, with_token)) }
+                                @else { (upload_command(upload_url, &m.module_name, with_token)) }
                             } }
                         }
                     }
@@ -691,11 +705,11 @@ pub fn missing(rows: &[MissingModule], host: &str, with_token: bool) -> Markup {
             }
         }
     };
-    layout("Missing symbols", body)
+    layout("Missing symbols", nav, body)
 }
 
 /// Uploaded binaries, newest first.
-pub fn binaries(rows: &[BinaryRow]) -> Markup {
+pub fn binaries(nav: &Nav, rows: &[BinaryRow]) -> Markup {
     let body = html! {
         h1 { "Binaries" }
         @if rows.is_empty() { p.muted { "No binaries uploaded." } } @else {
@@ -717,13 +731,14 @@ pub fn binaries(rows: &[BinaryRow]) -> Markup {
             }
         }
     };
-    layout("Binaries", body)
+    layout("Binaries", nav, body)
 }
 
 /// Queue depth by status and the latest failures.
-pub fn jobs(counts: &[(String, i64)], failures: &[Failure]) -> Markup {
+pub fn jobs(nav: &Nav, counts: &[(String, i64)], failures: &[Failure]) -> Markup {
     let body = html! {
         h1 { "Jobs" }
+        p.muted #server-wide { "The queue and its failures of every project (server-wide tokens only)." }
         h2 { "Queue" }
         table #queue.kv {
             @for status in ["pending", "processing", "done", "failed"] {
@@ -739,7 +754,7 @@ pub fn jobs(counts: &[(String, i64)], failures: &[Failure]) -> Markup {
                     @for f in failures {
                         tr {
                             td.mono { (format_ms(f.received_at)) }
-                            td.mono { a href={ "/crashes/" (url_component(&f.id)) } { (f.id) } }
+                            td.mono { a href=(nav.href(&format!("/crashes/{}", url_component(&f.id)), &[])) { (f.id) } }
                             td { (f.attempts) }
                             td { (f.error.as_deref().unwrap_or("")) }
                         }
@@ -748,7 +763,7 @@ pub fn jobs(counts: &[(String, i64)], failures: &[Failure]) -> Markup {
             }
         }
     };
-    layout("Jobs", body)
+    layout("Jobs", nav, body)
 }
 
 /// A module's sources as the page lists them: their report names, comma-separated.
@@ -772,7 +787,14 @@ mod tests {
             crash_count: 1,
             last_seen: 0,
         };
-        let html = missing(&[m], "h:1", false).into_string();
+        let nav = Nav {
+            project: None,
+            server_wide: true,
+            projects: Vec::new(),
+            here: "/missing".into(),
+            keep: Vec::new(),
+        };
+        let html = missing(&nav, &[m], "http://h:1/api/v1/binaries", false).into_string();
         assert!(!html.contains("<script>alert"));
         assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(html.contains("ab&lt;cd"));

@@ -451,29 +451,6 @@ pub async fn by_build_ids(
     Ok(files)
 }
 
-/// Which of `build_ids` have an uploaded file, in one query whatever their number (a crash
-/// page lists every module of its report: one query per module made a page of a
-/// many-module dump cost thousands).
-pub async fn uploaded_build_ids(
-    db: &Db,
-    build_ids: &[&str],
-) -> Result<std::collections::HashSet<String>, StoreError> {
-    if build_ids.is_empty() {
-        return Ok(Default::default());
-    }
-    let list = serde_json::to_string(build_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let sql = format!(
-        "SELECT DISTINCT build_id FROM binaries WHERE build_id IN ({})",
-        db.json_strings("$1")
-    );
-    let rows: Vec<(String,)> = crate::on_pool!(db, p => sqlx::query_as(
-        sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(&list)
-        .fetch_all(p)
-        .await)?;
-    Ok(rows.into_iter().map(|(b,)| b).collect())
-}
-
 /// The Windows images with code id `code_id` (upper-case) uploaded under the name `name`
 /// (compared without case, as Windows names files; any of an image's names), oldest
 /// first, as `sees` sees them.
