@@ -47,11 +47,10 @@ impl RegisterSet {
         let i = usize::from(reg.dwarf_number());
         (i < REGISTER_SLOTS && self.known & (1 << i) != 0).then(|| self.values[i])
     }
-    /// Sets DWARF register `reg`; registers outside the slots are ignored.
-    #[inline]
     /// Sets the register a crash report names `name` (the report's own spelling: the
     /// architecture's names, or the aliases Apple's and Android's reports use — `fp`, `lr`,
-    /// `cpsr`/`pst` on arm64, `ip`, `fp` on arm); a name it does not know is skipped.
+    /// `cpsr`/`pst` on arm64; `ip`, `fp` and `sl` on arm, the APCS names of r12, r11 and
+    /// r10 that older debuggerd tombstones print); a name it does not know is skipped.
     pub(crate) fn set_named(&mut self, name: &str, value: u64) {
         let arch = self.arch;
         let name = match (arch, name) {
@@ -60,6 +59,7 @@ impl RegisterSet {
             (Arch::Aarch64, "cpsr" | "pst") => "pstate",
             (Arch::Arm, "ip") => "r12",
             (Arch::Arm, "fp") => "r11",
+            (Arch::Arm, "sl") => "r10",
             (_, n) => n,
         };
         if let Some(&(reg, _)) = arch.register_names().iter().find(|(_, n)| *n == name) {
@@ -67,6 +67,8 @@ impl RegisterSet {
         }
     }
 
+    /// Sets DWARF register `reg`; registers outside the slots are ignored.
+    #[inline]
     pub fn set(&mut self, reg: impl DwarfRegister, value: u64) {
         let i = usize::from(reg.dwarf_number());
         if i < REGISTER_SLOTS {
@@ -107,5 +109,28 @@ impl RegisterSet {
         self.name_table()
             .iter()
             .filter_map(|&(reg, name)| self.get(reg).map(|v| (name, v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The APCS names of arm's r10–r12 (`sl`, `fp`, `ip`, as older debuggerd tombstones and
+    /// gdb's `info registers` print them) and arm64's `fp`/`lr` land on the registers the
+    /// architecture numbers r10–r12 and x29/x30.
+    #[test]
+    fn report_aliases_name_the_architectures_registers() {
+        let mut arm = RegisterSet::new(Arch::Arm);
+        for (name, v) in [("sl", 10), ("fp", 11), ("ip", 12), ("nonsense", 99)] {
+            arm.set_named(name, v);
+        }
+        let named: Vec<(&str, u64)> = arm.named().collect();
+        assert_eq!(named, [("r10", 10), ("r11", 11), ("r12", 12)]);
+        let mut a64 = RegisterSet::new(Arch::Aarch64);
+        a64.set_named("fp", 29);
+        a64.set_named("lr", 30);
+        let named: Vec<(&str, u64)> = a64.named().collect();
+        assert_eq!(named, [("x29", 29), ("x30", 30)]);
     }
 }
