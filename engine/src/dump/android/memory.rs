@@ -16,7 +16,7 @@
 //! tombstones (`utility.cpp`'s `dump_memory`) write `--------` for a word they could not
 //! read: the bytes before it and after it are kept as separate ranges.
 
-use super::TombstoneError;
+use super::{too_many, TombstoneError};
 
 /// Most bytes of memory dumps one tombstone may hold (debuggerd dumps 256 bytes around
 /// each register of each thread: 34 registers of 4096 threads is under 36 MiB, but real
@@ -102,10 +102,6 @@ impl Dumps {
         }
         Ok(())
     }
-}
-
-fn too_many(what: &'static str, count: usize, max: usize) -> TombstoneError {
-    TombstoneError::TooMany { what, count, max }
 }
 
 #[cfg(test)]

@@ -80,6 +80,11 @@ const SYNTHETIC_BASE_32: u64 = 0x4000_0000;
 /// Alignment (and least gap) of made-up module bases.
 const SYNTHETIC_ALIGN: u64 = 0x10_0000;
 
+/// A bound passed: `count` of `what`, at most `max` (the readers' one spelling of it).
+fn too_many(what: &'static str, count: usize, max: usize) -> TombstoneError {
+    TombstoneError::TooMany { what, count, max }
+}
+
 /// Why some bytes are not a tombstone this reader can use.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum TombstoneError {

@@ -40,7 +40,7 @@
 
 use super::heap::{self, HeapStack};
 use super::{
-    arch_of, build_id_of, cut, Frame, SignalInfo, TombMapping, TombThread, Tombstone,
+    arch_of, build_id_of, cut, too_many, Frame, SignalInfo, TombMapping, TombThread, Tombstone,
     TombstoneError, TombstoneFormat, MAX_CAUSES, MAX_FRAMES, MAX_LINES, MAX_MAPPINGS, MAX_THREADS,
     MAX_TOTAL_FRAMES,
 };
@@ -118,10 +118,6 @@ pub fn parse_lines<'a>(
     }
     t.arch = arch_of(abi.as_deref().unwrap_or_default())?;
     Ok(t)
-}
-
-fn too_many(what: &'static str, count: usize, max: usize) -> TombstoneError {
-    TombstoneError::TooMany { what, count, max }
 }
 
 /// Why a line stopped the reader: a line that is not what its place says it is, or a
@@ -272,16 +268,7 @@ impl Reader {
             .as_mut()
             .and_then(|e| e.stacks.last_mut())
             .ok_or("a heap backtrace without its header".to_string())?;
-        if stack.frames.len() >= MAX_FRAMES {
-            let count = stack.frames.len() + 1;
-            return Err(Problem::Bound(too_many(
-                "frames in a heap backtrace",
-                count,
-                MAX_FRAMES,
-            )));
-        }
-        stack.frames.push(frame);
-        Ok(())
+        push_frame(&mut stack.frames, frame, "frames in a heap backtrace")
     }
 
     /// Counts a frame against the bound of all frames.
@@ -301,31 +288,23 @@ impl Reader {
     /// A frame line of the last thread's backtrace.
     fn frame(&mut self, line: &str) -> Result<(), Problem> {
         let frame = frame_line(line)?;
+        self.count_frame()?;
         let thread = self
             .t
             .threads
             .last_mut()
             .ok_or("a backtrace before any thread".to_string())?;
-        self.total_frames += 1;
-        if self.total_frames > MAX_TOTAL_FRAMES {
-            let count = self.total_frames;
-            return Err(Problem::Bound(too_many(
-                "frames in all",
-                count,
-                MAX_TOTAL_FRAMES,
-            )));
-        }
-        if thread.frames.len() >= MAX_FRAMES {
-            let count = thread.frames.len() + 1;
-            return Err(Problem::Bound(too_many(
-                "frames in a thread",
-                count,
-                MAX_FRAMES,
-            )));
-        }
-        thread.frames.push(frame);
-        Ok(())
+        push_frame(&mut thread.frames, frame, "frames in a thread")
     }
+}
+
+/// Adds `frame` to one backtrace, at most [`MAX_FRAMES`] long (`what` names it).
+fn push_frame(frames: &mut Vec<Frame>, frame: Frame, what: &'static str) -> Result<(), Problem> {
+    if frames.len() >= MAX_FRAMES {
+        return Err(Problem::Bound(too_many(what, frames.len() + 1, MAX_FRAMES)));
+    }
+    frames.push(frame);
+    Ok(())
 }
 
 /// A line at the left margin: a fact of the header or the crash, or the start of a
