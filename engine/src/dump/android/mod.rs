@@ -260,6 +260,7 @@ pub fn parse(bytes: &[u8]) -> Result<Tombstone, TombstoneError> {
         text::parse(bytes)
     } else if logcat::sniff(bytes) {
         let log = String::from_utf8_lossy(bytes);
+        let log = logcat::without_colors(&log);
         let mut t = text::parse_lines(logcat::tombstone_lines(&log)?)?;
         t.from_logcat = true;
         Ok(t)
