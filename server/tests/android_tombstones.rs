@@ -70,7 +70,7 @@ enum Runner {
 struct Target {
     /// The report's `dump.arch`.
     arch: &'static str,
-    /// The tombstone's `ABI:`; the proto's `Architecture` (ARM32 0, ARM64 1, X86 2).
+    /// The tombstone's `ABI:`; the proto's `Architecture` (ARM32 0, ARM64 1, X86 2, X86_64 3).
     abi: &'static str,
     proto_arch: u64,
     cc: &'static str,
@@ -150,6 +150,24 @@ const X86: Target = Target {
     registers: |pc, _| {
         format!(
             "    eax 00000005  ebx 00000000  ecx 00000000  edx 00000000\n    esi 00000000  edi 00000000\n    ebp ffffd0e8  esp ffffd0d0  eip {pc:08x}\n"
+        )
+    },
+    call_back: 1,
+    run: Runner::Native,
+};
+
+const X86_64: Target = Target {
+    arch: "x86_64",
+    abi: "x86_64",
+    proto_arch: 3,
+    cc: "gcc",
+    cflags: &[],
+    lib_dir: "lib64",
+    digits: 16,
+    // debuggerd's x86_64 rows (libunwindstack's register names, four to a row)
+    registers: |pc, _| {
+        format!(
+            "    rax 0000000000000000  rbx 0000000000000000  rcx 0000000000000000  rdx 0000000000000000\n    r8  0000000000000000  r9  0000000000000000  r10 0000000000000000  r11 0000000000000000\n    r12 0000000000000000  r13 0000000000000000  r14 0000000000000000  r15 0000000000000000\n    rdi 0000000000000005  rsi 0000000000000000\n    rbp 00007fffffffe0f0  rsp 00007fffffffe0d0  rip {pc:016x}\n"
         )
     },
     call_back: 1,
@@ -700,58 +718,79 @@ fn tombstone_text(c: &Crash) -> String {
     s
 }
 
+/// The `adb logcat -v` formats the tests print a tombstone's logged lines in.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Logcat {
+    /// liblog's `"%s %s%5d %5d %c %-8.*s: "` (adb's default)
+    Threadtime,
+    /// `"%c/%-8.*s(%s%5d): "`
+    Brief,
+    /// a header `"[ %s %s%5d:%5d %c/%-8.*s ]"`, the message, a blank line; with
+    /// `-v color`'s `ESC[38;5;Nm` … `ESC[0m` around each entry
+    LongColor,
+    /// `"%c(%s%5d) "`, the message, `"  (%s)"` (the tag)
+    Process,
+    /// `"%c(%s%5d:%5d) "` (no tag)
+    Thread,
+}
+
+impl Logcat {
+    const ALL: [Logcat; 5] = [
+        Logcat::Threadtime,
+        Logcat::Brief,
+        Logcat::LongColor,
+        Logcat::Process,
+        Logcat::Thread,
+    ];
+
+    /// One entry as this format prints it.
+    fn entry(self, out: &mut String, k: usize, ids: (u64, u64), (p, tag): (char, &str), msg: &str) {
+        let (pid, tid) = ids;
+        match self {
+            Logcat::Threadtime => {
+                writeln!(out, "11-29 14:35:46.{k:03} {pid:5} {tid:5} {p} {tag:<8}: {msg}")
+            }
+            Logcat::Brief => writeln!(out, "{p}/{tag:<8}({pid:5}): {msg}"),
+            Logcat::LongColor => write!(
+                out,
+                "\x1b[38;5;196m[ 11-29 14:35:46.{k:03} {pid:5}:{tid:5} {p}/{tag:<8} ]\n{msg}\x1b[0m\n\n"
+            ),
+            Logcat::Process => writeln!(out, "{p}({pid:5}) {msg}  ({tag})"),
+            Logcat::Thread => writeln!(out, "{p}({pid:5}:{tid:5}) {msg}"),
+        }
+        .unwrap();
+    }
+}
+
 /// The lines of `tombstone_text` debuggerd also logs (libdebuggerd's `CBL` lines: up to
 /// the crashed thread's backtrace; blank lines are not logged), as `adb logcat` prints
-/// them: `threadtime` (liblog's `"%s %s%5d %5d %c %-8.*s: "`) with other processes' lines
-/// between them (crash_dump's pid is not the crashed one's), or `brief`
-/// (`"%c/%-8.*s(%s%5d): "`).
-fn tombstone_logcat(c: &Crash, threadtime: bool) -> String {
+/// them in `format` (liblog's `android_log_formatLogLine`), with other processes' lines
+/// between them (crash_dump's pid is not the crashed one's).
+fn tombstone_logcat(c: &Crash, format: Logcat) -> String {
     let text = tombstone_text(c);
     let dumper = 31337;
     let mut out = String::from("--------- beginning of crash\n");
-    let other = |out: &mut String, k: usize| {
-        if threadtime {
-            writeln!(
-                out,
-                "11-29 14:35:46.{k:03}  1000  1207 I ActivityManager: Process com.example.crasher (pid {}) has died: fg TOP",
-                c.lwp
-            )
-            .unwrap();
-        } else {
-            writeln!(
-                out,
-                "W/tombstoned(  613): received crash request for pid {}",
-                c.lwp
-            )
-            .unwrap();
-        }
-    };
-    if threadtime {
-        writeln!(
-            out,
-            "11-29 14:35:46.001 {0:5} {0:5} F libc    : Fatal signal {1} ({2}), code {3} in tid {0} (crasher), pid {0} (crasher)",
-            c.lwp, c.signal.0, c.signal.1, c.signal.2
-        )
-        .unwrap();
-    }
+    let fatal = format!(
+        "Fatal signal {1} ({2}), code {3} in tid {0} (crasher), pid {0} (crasher)",
+        c.lwp, c.signal.0, c.signal.1, c.signal.2
+    );
+    format.entry(&mut out, 1, (c.lwp, c.lwp), ('F', "libc"), &fatal);
     for (k, line) in text
         .lines()
         .take_while(|l| !l.starts_with("memory near"))
         .filter(|l| !l.is_empty())
         .enumerate()
     {
-        if threadtime {
-            writeln!(
-                out,
-                "11-29 14:35:46.{:03} {dumper:5} {dumper:5} F DEBUG   : {line}",
-                k + 100
-            )
-            .unwrap();
-        } else {
-            writeln!(out, "F/DEBUG   ({dumper:5}): {line}").unwrap();
-        }
+        format.entry(&mut out, k + 100, (dumper, dumper), ('F', "DEBUG"), line);
         if k % 5 == 2 {
-            other(&mut out, k);
+            let died = format!("Process com.example.crasher (pid {}) has died", c.lwp);
+            format.entry(
+                &mut out,
+                k + 100,
+                (1000, 1207),
+                ('I', "ActivityManager"),
+                &died,
+            );
         }
     }
     out
@@ -911,6 +950,41 @@ fn symbolize(file: &Path, addr: u64) -> Vec<Value> {
     v[0]["Symbol"].as_array().unwrap().clone()
 }
 
+/// Whether `a` and `b` name the same address in the symbol tables of `lib` and of its
+/// debug file under `/usr/lib/debug/.build-id` (versions, `@GLIBC_…`, dropped).
+fn aliases(lib: &Path, a: &str, b: &str) -> bool {
+    let mut files = vec![lib.to_path_buf()];
+    let notes = run(Command::new("readelf").arg("-n").arg(lib));
+    if let Some(id) = notes
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .filter(|id| id.len() > 2)
+    {
+        let (dir, rest) = id.split_at(2);
+        files.push(PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{dir}/{rest}.debug"
+        )));
+    }
+    let address = |name: &str| -> Vec<String> {
+        let mut found = Vec::new();
+        for f in files.iter().filter(|f| f.is_file()) {
+            let out = run(Command::new("llvm-nm").arg("--defined-only").arg(f));
+            for line in out.lines() {
+                let mut words = line.split_whitespace();
+                if let (Some(addr), Some(_), Some(sym)) = (words.next(), words.next(), words.next())
+                {
+                    if sym.split('@').next() == Some(name) {
+                        found.push(addr.to_string());
+                    }
+                }
+            }
+        }
+        found
+    };
+    let at_a = address(a);
+    address(b).iter().any(|x| at_a.contains(x))
+}
+
 /// The report's frames of its first thread grouped by physical frame.
 fn physical(thread: &Value) -> Vec<Vec<Value>> {
     let mut groups = Vec::new();
@@ -993,9 +1067,32 @@ fn check_stack(c: &Crash, thread: &Value, frames: &[TFrame], what: &str, real_ad
                 .as_str()
                 .filter(|f| !f.is_empty())
                 .or(f.function.as_deref());
-            assert_eq!(g["function"].as_str(), function, "{what}: frame {k}: {g:#}");
+            // llvm-symbolizer prefers the symbol table's name, gdb and we the DWARF
+            // one: for the machine's libc (x86_64) they are aliases of one function
+            // (`__libc_start_main` and `__libc_start_main_impl`)
+            let same = match (g["function"].as_str(), function) {
+                (Some(ours), Some(theirs)) if ours != theirs => aliases(&l.file, ours, theirs),
+                _ => false,
+            };
+            if !same {
+                assert_eq!(g["function"].as_str(), function, "{what}: frame {k}: {g:#}");
+            }
             let file = e["FileName"].as_str().filter(|f| !f.is_empty());
-            assert_eq!(g["file"].as_str(), file, "{what}: frame {k}: {g:#}");
+            // a relative path (glibc's) as llvm-symbolizer joins it with its unit's
+            // relative directory (`./nptl/./nptl/pthread_kill.c`), and as the line
+            // table names it (gdb and we: `./nptl/pthread_kill.c`)
+            let relative_same = match (g["file"].as_str(), file) {
+                (Some(ours), Some(theirs))
+                    if !ours.starts_with('/') && !theirs.starts_with('/') =>
+                {
+                    let ours = ours.trim_start_matches("./");
+                    theirs.ends_with(&format!("/{ours}"))
+                }
+                _ => false,
+            };
+            if !relative_same {
+                assert_eq!(g["file"].as_str(), file, "{what}: frame {k}: {g:#}");
+            }
             let line = e["Line"].as_u64().filter(|&l| l != 0);
             assert_eq!(g["line"].as_u64(), line, "{what}: frame {k}: {g:#}");
         }
@@ -1079,10 +1176,12 @@ fn check_use_after_free(c: &Crash, report: &Value, what: &str) {
     }
 }
 
-/// `postmortem walk FILE --symbols DIR` as JSON.
+/// `postmortem walk FILE --symbols DIR` as JSON. The system's debug files
+/// (`/usr/lib/debug/.build-id`) are looked in as llvm-symbolizer looks in them: the
+/// x86_64 cases' libc is the machine's, whose libc6-dbg file both sides then read.
 fn walk(file: &Path, symbols: &Path) -> Value {
     let out = run(Command::new(common::bin())
-        .args(["walk", "--no-system-debug", "--format", "json"])
+        .args(["walk", "--format", "json"])
         .arg(file)
         .arg("--symbols")
         .arg(symbols)
@@ -1098,6 +1197,11 @@ fn tombstones_of_our_aarch64_crashes_symbolicate_as_llvm_symbolizer_does() {
 #[test]
 fn tombstones_of_our_arm32_crashes_symbolicate_as_llvm_symbolizer_does() {
     symbolicate_as_llvm_symbolizer(&ARM);
+}
+
+#[test]
+fn tombstones_of_our_x86_64_crashes_symbolicate_as_llvm_symbolizer_does() {
+    symbolicate_as_llvm_symbolizer(&X86_64);
 }
 
 #[test]
@@ -1118,16 +1222,17 @@ fn symbolicate_as_llvm_symbolizer(t: &'static Target) {
         std::fs::write(&text, tombstone_text(&c)).unwrap();
         let pb = c.work.path().join("tombstone_00.pb");
         std::fs::write(&pb, tombstone_proto(&c)).unwrap();
-        let threadtime = c.work.path().join("logcat-threadtime.txt");
-        std::fs::write(&threadtime, tombstone_logcat(&c, true)).unwrap();
-        let brief = c.work.path().join("logcat-brief.txt");
-        std::fs::write(&brief, tombstone_logcat(&c, false)).unwrap();
-        for (file, format, logcat) in [
-            (&text, "android-tombstone", false),
-            (&pb, "android-tombstone-proto", false),
-            (&threadtime, "android-tombstone", true),
-            (&brief, "android-tombstone", true),
-        ] {
+        let mut files = vec![
+            (text, "android-tombstone", false),
+            (pb, "android-tombstone-proto", false),
+        ];
+        for format in Logcat::ALL {
+            let log = c.work.path().join(format!("logcat-{format:?}.txt"));
+            std::fs::write(&log, tombstone_logcat(&c, format)).unwrap();
+            files.push((log, "android-tombstone", true));
+        }
+        for (file, format, logcat) in &files {
+            let (format, logcat) = (*format, *logcat);
             let what = format!("{case} {}", file.display());
             let report = walk(file, &symbols);
             assert_eq!(report["dump"]["format"], format, "{what}");
@@ -1162,7 +1267,7 @@ fn gwp_asan_use_after_free_names_the_bug_and_symbolicates_its_stacks() {
     let pb = c.work.path().join("tombstone_00.pb");
     std::fs::write(&pb, tombstone_proto(&c)).unwrap();
     let log = c.work.path().join("logcat.txt");
-    std::fs::write(&log, tombstone_logcat(&c, true)).unwrap();
+    std::fs::write(&log, tombstone_logcat(&c, Logcat::Threadtime)).unwrap();
     for (file, logcat) in [(&text, false), (&pb, false), (&log, true)] {
         let what = file.display().to_string();
         let report = walk(file, &symbols);
@@ -1337,7 +1442,7 @@ async fn the_service_takes_tombstones_symbolicates_them_and_groups_them() {
         // without adb's buffer mark: its first line, longer than the 64 bytes of a
         // dump's magic the upload checks first, tells a logcat
         (
-            tombstone_logcat(&c, true)
+            tombstone_logcat(&c, Logcat::Threadtime)
                 .split_once('\n')
                 .unwrap()
                 .1
