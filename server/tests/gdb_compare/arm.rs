@@ -72,6 +72,10 @@ enum Unwind {
 /// A case's program, QEMU's core, gdb's frames and our report.
 struct Ran {
     report: Value,
+    gdb: GdbCore,
+    work: Workdir,
+    exe: std::path::PathBuf,
+    core: std::path::PathBuf,
 }
 
 /// Compiles `sources` with `flags` (besides `-g -no-pie`), crashes the program under
@@ -119,7 +123,13 @@ fn run(
     assert_eq!(from_minidump["dump"]["format"], "minidump");
     assert_eq!(from_minidump["dump"]["arch"], "arm");
     compare::assert_same_stacks(&gdb, &from_minidump);
-    Some(Ran { report })
+    Some(Ran {
+        report,
+        gdb,
+        work,
+        exe,
+        core,
+    })
 }
 
 /// The minidump a Breakpad/Crashpad client would have written of `core`'s crash
@@ -315,6 +325,52 @@ fn arm_ehabi_only_thumb() {
         return;
     };
     assert_unwound_from(&ran.report, &["middle", "outer", "main"], "arm_exidx");
+}
+
+/// An EHABI-only program whose section headers are gone (`llvm-objcopy
+/// --strip-sections`, as `sstrip` leaves a binary): its index is found through the
+/// `PT_ARM_EXIDX` program header, its names in its debug file (`--only-keep-debug`, found
+/// by build-id). Every frame as gdb shows on the program as it was built.
+#[test]
+fn arm_ehabi_only_without_section_headers() {
+    if Command::new("llvm-objcopy")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: llvm-objcopy is needed (see test.sh)");
+        return;
+    }
+    let Some(ran) = basic("arm_ehabi_nosections", &["-O2", "-marm"], Unwind::EhabiOnly) else {
+        return;
+    };
+    let stripped = ran.work.path().join("stripped");
+    let debug = ran.work.path().join("debug");
+    std::fs::create_dir_all(&stripped).unwrap();
+    std::fs::create_dir_all(&debug).unwrap();
+    let name = ran.exe.file_name().unwrap().to_string_lossy().into_owned();
+    let exe = ran.exe.to_string_lossy().into_owned();
+    let debug_file = debug.join(format!("{name}.debug"));
+    let stripped_file = stripped.join(&name);
+    ran.work.run_tool(
+        OBJCOPY,
+        &["--only-keep-debug", &exe, &debug_file.to_string_lossy()],
+    );
+    ran.work.run_tool(
+        "llvm-objcopy",
+        &["--strip-sections", &exe, &stripped_file.to_string_lossy()],
+    );
+    // the walk would find the program as built where the core names it (the working
+    // directory): only the copies are left
+    std::fs::remove_file(&ran.exe).unwrap();
+    // no section headers left: e_shoff and e_shnum are 0
+    let bytes = std::fs::read(&stripped_file).unwrap();
+    assert_eq!(&bytes[0x20..0x24], &[0; 4], "e_shoff");
+    assert_eq!(&bytes[0x30..0x32], &[0; 2], "e_shnum");
+    let lib = Path::new(SYSROOT).join("lib");
+    let report = walk_report(&ran.core, &[&stripped, &debug, &lib]);
+    compare::assert_same_stacks(&ran.gdb, &report);
+    assert_unwound_from(&report, &["middle", "outer", "main"], "arm_exidx");
 }
 
 /// abort's caller is found from its prologue: without it the scan finds stale

@@ -23,8 +23,14 @@
 //! give no rule (the walk falls back to frame pointers and the stack scan: the linker
 //! writes `EXIDX_CANTUNWIND` after code without tables, and gdb falls back to prologue
 //! analysis there). Entries whose opcodes this table cannot express — popping sp, or
-//! taking vsp from a register after popping — are skipped and counted. Not read: a
-//! `PT_ARM_EXIDX` segment without section headers.
+//! taking vsp from a register after popping — are skipped and counted.
+//!
+//! A binary without section headers (`llvm-objcopy --strip-sections`, `sstrip`, a
+//! library rebuilt from a core's memory) still has the index: the ABI's `PT_ARM_EXIDX`
+//! program header (`0x70000001`) maps it. Then the index is that segment, `.ARM.extab` is
+//! read within the loadable segment holding the index (the linker puts both in the
+//! read-only segment; a reference outside it is an error, as one outside `.ARM.extab`
+//! is), and the code ranges are the executable loadable segments.
 
 use object::{Object, ObjectSection, SectionKind};
 
@@ -357,6 +363,9 @@ pub fn add_arm_exidx(w: &mut TableWriter, file: &object::File<'_>) {
         })
     };
     let Some(exidx) = section(".ARM.exidx") else {
+        if let Some((exidx, extab, code)) = from_segments(file) {
+            add_index(w, exidx, extab, binary::link_base(file), &code);
+        }
         return;
     };
     let extab = section(".ARM.extab").unwrap_or(Section {
@@ -370,6 +379,58 @@ pub fn add_arm_exidx(w: &mut TableWriter, file: &object::File<'_>) {
         .map(|s| (s.address(), s.address().saturating_add(s.size())))
         .collect();
     add_index(w, exidx, extab, binary::link_base(file), &code);
+}
+
+/// `PT_ARM_EXIDX`: the program header type of the index (ELF for the Arm Architecture,
+/// "Platform-specific program header types").
+const PT_ARM_EXIDX: u32 = 0x7000_0001;
+
+/// The index, the extab to read its references in and the code ranges of a 32-bit arm
+/// ELF file from its program headers (see the module documentation); `None` when it has
+/// no `PT_ARM_EXIDX` or its bytes are not in the file.
+#[allow(clippy::type_complexity)]
+fn from_segments<'a>(
+    file: &object::File<'a>,
+) -> Option<(Section<'a>, Section<'a>, Vec<(u64, u64)>)> {
+    use object::read::elf::ProgramHeader;
+    let object::File::Elf32(elf) = file else {
+        return None;
+    };
+    let (endian, data) = (elf.endian(), elf.data());
+    let headers = elf.elf_program_headers();
+    let bytes_of = |ph: &object::elf::ProgramHeader32<object::Endianness>| -> Option<Section<'a>> {
+        Some(Section {
+            bytes: ph.data(endian, data).ok()?,
+            address: u64::from(ph.p_vaddr(endian)),
+        })
+    };
+    let exidx = headers
+        .iter()
+        .find(|ph| ph.p_type(endian).0 == PT_ARM_EXIDX)
+        .and_then(bytes_of)?;
+    let loads = || {
+        headers
+            .iter()
+            .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
+    };
+    let extab = loads()
+        .filter_map(bytes_of)
+        .find(|seg| {
+            let end = seg.address.saturating_add(seg.bytes.len() as u64);
+            seg.address <= exidx.address && exidx.address < end
+        })
+        .unwrap_or(Section {
+            bytes: &[],
+            address: 0,
+        });
+    let code = loads()
+        .filter(|ph| ph.p_flags(endian).0 & object::elf::PF_X.0 != 0)
+        .map(|ph| {
+            let start = u64::from(ph.p_vaddr(endian));
+            (start, start.saturating_add(u64::from(ph.p_memsz(endian))))
+        })
+        .collect();
+    Some((exidx, extab, code))
 }
 
 /// Adds the rows of one index (see [`add_arm_exidx`]); `code` lists the executable
