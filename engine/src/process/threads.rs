@@ -62,7 +62,13 @@ impl Code<'_, '_> {
         let (i, m) = self.module_at(addr)?;
         let rel = addr.checked_sub(m.load_base)?;
         let answer = |frames: &[SymbolFrame<'_>]| FunctionAt {
-            named: frames.last().is_some_and(|f| f.function.is_some()),
+            // a symbol at the module's first byte names its header (Mach-O's
+            // `_mh_execute_header`, PE's `__ImageBase`), not a function: a `.sym`
+            // file's `PUBLIC 0 0 _mh_execute_header` covers everything up to the first
+            // function, the load commands and constants before `__text` included
+            named: frames
+                .last()
+                .is_some_and(|f| f.function.is_some() && f.function_start != Some(0)),
             start: is_start(frames),
             entry: frames
                 .last()
