@@ -22,7 +22,7 @@
 
 use crate::common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use postmortem_testsupport::apple::{self, Build, MacCpu};
@@ -354,32 +354,24 @@ async fn hostile_dsym_zips_are_refused_with_typed_errors() {
     assert_eq!(v["binaries"].as_array().unwrap().len(), 0, "{v}");
 }
 
-/// A system library's names from a dyld shared cache under `--symbols`: its exported
-/// names from the image's own symbol table, its local ones (a `static` function) from
-/// the cache's `.symbols` subcache, each as llvm-symbolizer names the same address of
-/// the dylib the cache was made of. The cache is written by `testsupport::dyld_cache`
-/// from dylibs built here (there is no Apple tool to make one).
-#[test]
-fn walk_names_system_frames_from_a_dyld_shared_cache() {
-    if !apple::can_build() {
-        eprintln!("skipped: clang with ld64.lld is needed");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+/// Two dylibs built here (`libdemo` with an exported and a `static` function, `libother`)
+/// and the dyld shared cache `testsupport::dyld_cache` writes of them into `dir/cache`
+/// (there is no Apple tool to make one): (libdemo's path, the cache's directory).
+fn demo_cache(dir: &Path) -> (PathBuf, PathBuf) {
     let demo = apple::build_dylib(
-        dir.path(),
+        dir,
         "static __attribute__((noinline)) int demo_local(int *p) { return *p + 1; }\n\
          int demo_crash(int *p) { return demo_local(p) * 2; }\n",
         "libdemo.dylib",
         "/usr/lib/system/libdemo.dylib",
     );
     let other = apple::build_dylib(
-        dir.path(),
+        dir,
         "int other_function(int x) { return x * 7; }\n",
         "libother.dylib",
         "/usr/lib/libother.dylib",
     );
-    let symbols = dir.path().join("cache");
+    let symbols = dir.join("cache");
     std::fs::create_dir_all(&symbols).unwrap();
     let dylibs: Vec<postmortem_testsupport::dyld_cache::Dylib> = [
         (&other, "/usr/lib/libother.dylib"),
@@ -392,33 +384,51 @@ fn walk_names_system_frames_from_a_dyld_shared_cache() {
     })
     .collect();
     postmortem_testsupport::dyld_cache::write(&dylibs, &symbols.join("dyld_shared_cache_arm64"));
+    (demo, symbols)
+}
 
+/// A Mac minidump of a crash in libdemo (loaded at `base`) at `pc`.
+fn demo_minidump(demo: &Path, base: u64, pc: u64) -> Vec<u8> {
+    let uuid = apple::uuid_of(&std::fs::read(demo).unwrap());
+    let mut registers = vec![0u64; 33];
+    registers[31] = 0x16f0_0000;
+    registers[32] = pc;
+    apple::mac_minidump(&apple::MacCrash {
+        cpu: MacCpu::Arm64,
+        registers,
+        stack_start: 0x16f0_0000,
+        stack: vec![0; 64],
+        fault_address: 0,
+        modules: vec![apple::MacModule {
+            path: "/usr/lib/system/libdemo.dylib".into(),
+            base,
+            size: 0x8000,
+            uuid,
+        }],
+    })
+}
+
+/// A system library's names from a dyld shared cache under `--symbols`: its exported
+/// names from the image's own symbol table, its local ones (a `static` function) from
+/// the cache's `.symbols` subcache, each as llvm-symbolizer names the same address of
+/// the dylib the cache was made of.
+#[test]
+fn walk_names_system_frames_from_a_dyld_shared_cache() {
+    if !apple::can_build() {
+        eprintln!("skipped: clang with ld64.lld is needed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (demo, symbols) = demo_cache(dir.path());
     let bytes = std::fs::read(&demo).unwrap();
-    let uuid = apple::uuid_of(&bytes);
     let base = 0x1_9a40_0000u64;
     for function in ["demo_local", "demo_crash"] {
         // a pc inside the function, as the dylib was linked (its __TEXT at 0)
         let address = apple::symbol_address(&bytes, &format!("_{function}")) + 4;
         let want = apple::symbolizer(&demo, address);
         assert_eq!(want[0].function, function, "llvm-symbolizer: {want:?}");
-        let mut registers = vec![0u64; 33];
-        registers[31] = 0x16f0_0000;
-        registers[32] = base + address;
-        let crash = apple::MacCrash {
-            cpu: MacCpu::Arm64,
-            registers,
-            stack_start: 0x16f0_0000,
-            stack: vec![0; 64],
-            fault_address: 0,
-            modules: vec![apple::MacModule {
-                path: "/usr/lib/system/libdemo.dylib".into(),
-                base,
-                size: 0x8000,
-                uuid,
-            }],
-        };
         let dump = dir.path().join(format!("{function}.dmp"));
-        std::fs::write(&dump, apple::mac_minidump(&crash)).unwrap();
+        std::fs::write(&dump, demo_minidump(&demo, base, base + address)).unwrap();
         let out = std::process::Command::new(common::bin())
             .args(["walk", "--no-dump-paths", "--symbols"])
             .arg(&symbols)
@@ -443,4 +453,209 @@ fn walk_names_system_frames_from_a_dyld_shared_cache() {
             report["modules"][0]
         );
     }
+}
+
+/// Posts `parts` (file name, bytes) as one multipart upload of symbol files.
+async fn post_parts(c: &reqwest::Client, base: &str, parts: &[(&str, Vec<u8>)]) -> (u16, Value) {
+    let mut form = reqwest::multipart::Form::new();
+    for (name, bytes) in parts {
+        let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name(name.to_string());
+        form = form.part("file", part);
+    }
+    let r = c
+        .post(format!("{base}/api/v1/binaries"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap())
+}
+
+/// A dyld shared cache uploaded to the service (the cache and its `.symbols` subcache in
+/// one multipart request) after a crash in one of its images: each image becomes a `.sym`
+/// file filed by its UUID, and the crash is processed again by itself, its frame named as
+/// llvm-symbolizer names the same address of the dylib the cache was made of (a `static`
+/// function: the name comes from the subcache's local symbols). A cache without its
+/// subcache, or a subcache alone, is refused whole and stores nothing.
+#[tokio::test]
+async fn a_dyld_shared_cache_uploaded_after_the_crash_names_its_frames() {
+    if !apple::can_build() {
+        eprintln!("skipped: clang with ld64.lld is needed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (demo, cache) = demo_cache(dir.path());
+    let main = std::fs::read(cache.join("dyld_shared_cache_arm64")).unwrap();
+    let symbols = std::fs::read(cache.join("dyld_shared_cache_arm64.symbols")).unwrap();
+    let server = common::TempServer::start(&["--workers", "1"]);
+    let c = common::client();
+    let base = &server.base;
+
+    // refused whole: a part missing, a stray part, a part without a name
+    for parts in [
+        vec![("dyld_shared_cache_arm64", main.clone())],
+        vec![("dyld_shared_cache_arm64.symbols", symbols.clone())],
+    ] {
+        let (status, v) = post_parts(&c, base, &parts).await;
+        assert_eq!(
+            (status, v["code"].as_str()),
+            (422, Some("dyld-cache-incomplete")),
+            "{v}"
+        );
+    }
+    // a cache sent raw, without X-File-Name: its subcaches cannot be told apart by name
+    let r = c
+        .post(format!("{base}/api/v1/binaries"))
+        .body(main.clone())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (status, v["code"].as_str()),
+        (422, Some("dyld-cache-incomplete")),
+        "{v}"
+    );
+    let v = common::get_json(&c, format!("{base}/api/v1/binaries")).await;
+    assert_eq!(v["binaries"].as_array().unwrap().len(), 0, "{v}");
+
+    let bytes = std::fs::read(&demo).unwrap();
+    let address = apple::symbol_address(&bytes, "_demo_local") + 4;
+    let want = apple::symbolizer(&demo, address);
+    assert_eq!(want[0].function, "demo_local", "llvm-symbolizer: {want:?}");
+    let load = 0x1_9a40_0000u64;
+    let id = common::upload_crash(&c, base, &demo_minidump(&demo, load, load + address)).await;
+    common::poll_done(&c, base, &id).await;
+    let report = |v: Value| {
+        if v.get("report").is_some() {
+            v["report"].clone()
+        } else {
+            v
+        }
+    };
+    let before = report(common::get_json(&c, format!("{base}/api/v1/crashes/{id}")).await);
+    assert_ne!(
+        frames(&before)[0].0,
+        "demo_local",
+        "named before the cache: {before}"
+    );
+
+    let (status, v) = post_parts(
+        &c,
+        base,
+        &[
+            ("dyld_shared_cache_arm64", main),
+            ("dyld_shared_cache_arm64.symbols", symbols),
+        ],
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let mut stored: Vec<(String, String)> = v["binaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let id = b["debug_id"].as_str().unwrap_or("").replace('-', "");
+            (
+                b["file_name"].as_str().unwrap_or("").to_string(),
+                id.to_ascii_uppercase(),
+            )
+        })
+        .collect();
+    stored.sort();
+    // the Breakpad debug id of a Mach-O: its UUID upper-case, age 0
+    let uuid: String = apple::uuid_of(&bytes)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect();
+    assert_eq!(stored.len(), 2, "one .sym per image: {v}");
+    assert!(
+        stored.contains(&("libdemo.dylib.sym".to_string(), format!("{uuid}0"))),
+        "libdemo by its UUID {uuid}: {v}"
+    );
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let r = report(common::get_json(&c, format!("{base}/api/v1/crashes/{id}")).await);
+        if r["threads"].is_array() && frames(&r)[0].0 == want[0].function {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not processed again with the cache's names: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A scanned word in a Mac module known only by its `.sym` file, where the word lies
+/// before the first function, under `PUBLIC 0 0 _mh_execute_header` (the Mach header's
+/// symbol, which dump_syms writes for every Mach-O): the header names no function, so
+/// the word is no return address (symbolicator's `macos-no-fp.dmp` fixture, walked with
+/// its truncated `.sym`, gave two such frames). The next word, inside a `FUNC`, is.
+#[test]
+fn a_scanned_word_under_the_mach_header_symbol_is_no_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let uuid = [0x42u8; 16];
+    let id: String = uuid.iter().map(|b| format!("{b:02X}")).collect();
+    let sym_dir = dir.path().join(format!("libdemo.dylib/{id}0"));
+    std::fs::create_dir_all(&sym_dir).unwrap();
+    std::fs::write(
+        sym_dir.join("libdemo.dylib.sym"),
+        format!(
+            "MODULE mac arm64 {id}0 libdemo.dylib\nPUBLIC 0 0 _mh_execute_header\n\
+             FUNC 1000 100 0 real_function\nFUNC 1100 100 0 crashed_function\n"
+        ),
+    )
+    .unwrap();
+    let base = 0x1_0000_0000u64;
+    let sp = 0x16f0_0000u64;
+    // the stack: a word into the header region, then a return address into real_function
+    let mut stack = Vec::new();
+    for word in [0u64, base + 0x20, 0, base + 0x1010, 0, 0, 0, 0] {
+        stack.extend_from_slice(&word.to_le_bytes());
+    }
+    let mut registers = vec![0u64; 33];
+    registers[31] = sp;
+    registers[32] = base + 0x1150;
+    let dump = apple::mac_minidump(&apple::MacCrash {
+        cpu: MacCpu::Arm64,
+        registers,
+        stack_start: sp,
+        stack,
+        fault_address: 0,
+        modules: vec![apple::MacModule {
+            path: "/usr/lib/libdemo.dylib".into(),
+            base,
+            size: 0x8000,
+            uuid,
+        }],
+    });
+    let path = dir.path().join("crash.dmp");
+    std::fs::write(&path, dump).unwrap();
+    let out = std::process::Command::new(common::bin())
+        .args(["walk", "--no-dump-paths", "--symbols"])
+        .arg(dir.path())
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<String> = frames(&report).into_iter().map(|f| f.0).collect();
+    assert_eq!(
+        names.get(..2),
+        Some(&["crashed_function".to_string(), "real_function".to_string()][..]),
+        "{:#}",
+        report["threads"][0]
+    );
+    assert!(
+        !names.iter().any(|n| n == "_mh_execute_header"),
+        "{names:?}"
+    );
 }

@@ -62,7 +62,7 @@ async fn split_if_fat(
 }
 
 /// Runs `f` on the blocking pool.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.map_err(|e| {

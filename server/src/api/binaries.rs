@@ -1,5 +1,5 @@
 //! `POST /api/v1/binaries` (raw or multipart, one or many files: ELF, Mach-O (a universal
-//! one by slice), a zipped dSYM (by DWARF file), Breakpad `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`,
+//! one by slice), a zipped dSYM (by DWARF file), a dyld shared cache (by image, as `.sym` files), Breakpad `.sym`), `GET /api/v1/binaries[?build_id=|?debug_id=]`, `GET /api/v1/binaries/{build_id}`,
 //! and `POST`/`DELETE /api/v1/binaries/{sha256}/shared` (an admin shares a file with every
 //! project, or stops).
 //!
@@ -107,7 +107,9 @@ pub(super) async fn store_files(
     project: &str,
     files: Vec<(Option<String>, StagedBlob)>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    // zipped dSYMs and universal Mach-O files, each taken apart into thin files
+    // dyld shared caches, each image's names as a `.sym` file; zipped dSYMs and
+    // universal Mach-O files, each taken apart into thin files
+    let files = super::dyld_upload::expand(s, files).await?;
     let files = super::apple_upload::expand(s, files).await?;
     // Identify and check every file before storing any, so a bad file stores nothing.
     let mut checked: Vec<(StagedBlob, BinaryInfo, BinaryRow)> = Vec::new();

@@ -41,6 +41,7 @@ mod crash_delete;
 pub(crate) mod crashes;
 mod debuginfod;
 mod dump_check;
+mod dyld_upload;
 pub(crate) mod extract;
 mod file_name;
 pub(crate) mod groups;
