@@ -217,6 +217,8 @@ where
 /// The queries of the dashboard's pages and of a reprocess selection, timed.
 async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()> {
     let groups = |days: Option<i64>, product: Option<&str>, kind: Option<&str>| GroupQuery {
+        project: None,
+        after_project: None,
         since: days.map(|d| now - d * DAY_MS),
         until: None,
         product: product.map(str::to_string),
@@ -250,6 +252,13 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
         (
             "groups, 30 days, one kind",
             groups(Some(30), None, Some("null-pointer")),
+        ),
+        (
+            "groups, 30 days, one project",
+            GroupQuery {
+                project: Some(worker::store::crashes::DEFAULT_PROJECT.into()),
+                ..groups(Some(30), None, None)
+            },
         ),
     ] {
         rows.push((name, timed(r, || dashboard::groups(db, &q)).await?));
@@ -285,7 +294,8 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
     rows.push((
         "group chart, hot signature, 90 days",
         timed(r, || {
-            dashboard::group_days(db, &hot, now - 90 * DAY_MS, now)
+            let project = worker::store::crashes::DEFAULT_PROJECT;
+            dashboard::group_days(db, project, &hot, now - 90 * DAY_MS, now)
         })
         .await?,
     ));

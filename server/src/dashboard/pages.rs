@@ -135,8 +135,9 @@ impl GroupsQuery<'_> {
         self.params.get(k).map(String::as_str).unwrap_or("")
     }
 
-    /// This page's address with `sort`, `descending` and an optional cursor.
-    fn href(&self, sort: GroupSort, descending: bool, after: Option<&str>) -> String {
+    /// This page's address with `sort`, `descending` and an optional cursor (with the
+    /// project of its group when the page spans every project).
+    fn href(&self, sort: GroupSort, descending: bool, after: Option<Cursor<'_>>) -> String {
         let mut q = vec![
             ("days", self.days.as_str()),
             ("product", self.get("product")),
@@ -145,8 +146,9 @@ impl GroupsQuery<'_> {
             ("sort", sort.name()),
             ("dir", if descending { "desc" } else { "asc" }),
         ];
-        if let Some(after) = after {
+        if let Some((after, project)) = after {
             q.push(("after", after));
+            q.push(("after_project", project.unwrap_or("")));
         }
         self.nav.href("/", &q)
     }
@@ -208,8 +210,25 @@ fn group_filters(q: &GroupsQuery<'_>) -> Markup {
     }
 }
 
+/// The groups page's cursor: `KEY:SIGNATURE` of the last group, and its project when the
+/// page spans every project.
+pub type Cursor<'a> = (&'a str, Option<&'a str>);
+
+/// A group's crash list: in the page's project, or the group's own on a page of every
+/// project's groups.
+fn group_href(nav: &Nav, g: &Group) -> String {
+    match nav.project {
+        Some(_) => nav.href("/crashes", &[("signature", &g.signature)]),
+        None => nav.href(
+            "/crashes",
+            &[("signature", &g.signature), ("project", &g.project)],
+        ),
+    }
+}
+
 /// The groups table, inside the form that merges the ticked ones.
 fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup {
+    let every = q.nav.project.is_none();
     html! {
         form #merge method="post" action=(q.nav.href("/groups/merge", &[])) {
         p.muted { "Tick groups that are one bug and merge them (into the one chosen, else the first ticked): "
@@ -217,6 +236,7 @@ fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup
         table #groups {
             thead { tr {
                 th { "Merge" } th { "Into" }
+                @if every { th { "Project" } }
                 th { (q.header("Signature", GroupSort::Signature)) } th { (q.header("Crashes", GroupSort::Count)) }
                 th { (q.header("First seen", GroupSort::FirstSeen)) } th { (q.header("Last seen", GroupSort::LastSeen)) }
                 th { "Products / versions" } th { "Last " (groups.first().map_or(0, |g| g.per_day.len())) " days" }
@@ -226,7 +246,8 @@ fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup
                     tr {
                         td { input type="checkbox" name="group" value=(g.group.signature); }
                         td { input type="radio" name="into" value=(g.group.signature); }
-                        td.sig { a href=(q.nav.href("/crashes", &[("signature", &g.group.signature)])) { (g.group.signature) } }
+                        @if every { td.project { (g.group.project) } }
+                        td.sig { a href=(group_href(q.nav, &g.group)) { (g.group.signature) } }
                         td.count { (g.group.count) }
                         td.mono { (format_ms(g.group.first_seen)) }
                         td.mono { (format_ms(g.group.last_seen)) }
@@ -251,7 +272,7 @@ pub fn groups(
     params: &HashMap<String, String>,
     days: Option<i64>,
     order: GroupOrder,
-    next: Option<&str>,
+    next: Option<Cursor<'_>>,
     today: i64,
 ) -> Markup {
     let q = GroupsQuery {
@@ -262,7 +283,10 @@ pub fn groups(
     };
     let body = html! {
         h1 { "Crash groups" }
-        p.muted #server-wide { "Crash groups are counted over every project's crashes (they are not kept per project yet): this page, merging and splitting are for server-wide tokens only. A group's crash list shows the crashes of the project chosen." }
+        @match &nav.project {
+            Some(p) => p.muted #groups-scope { "The crash groups of project " strong { (p) } ", counted over its crashes only: merging and splitting act in it." }
+            None => p.muted #groups-scope { "Every project's crash groups (no project chosen): each row is one project's group, counted over that project's crashes, so a signature found in two projects is two rows. Merging acts in the one project that has every ticked group; choose a project above to see one project's groups." }
+        }
         (group_filters(&q))
         @if groups.is_empty() {
             p.muted { "No processed crashes match." }
