@@ -326,20 +326,19 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
         c.push(format!("({}) {cmp} ({})", cols.join(", "), vals.join(", ")));
     }
     sql.push_str(&c.where_clause());
-    let tie = if every { ", project" } else { "" };
-    let order = match q.sort.column() {
-        Some(col) => format!("{col} {dir}, signature {dir}{tie} {dir}"),
-        None => format!("signature {dir}{tie} {dir}"),
+    // the page's order, with the rows' alias (`g.`) or without (the late rows' query)
+    let order = |g: &str| {
+        let tie = if every {
+            format!(", {g}project {dir}")
+        } else {
+            String::new()
+        };
+        match q.sort.column() {
+            Some(col) => format!("{g}{col} {dir}, {g}signature {dir}{tie}"),
+            None => format!("{g}signature {dir}{tie}"),
+        }
     };
-    let tie = if every {
-        format!(", g.project {dir}")
-    } else {
-        String::new()
-    };
-    match q.sort.column() {
-        Some(col) => sql.push_str(&format!(" ORDER BY g.{col} {dir}, g.signature {dir}{tie}")),
-        None => sql.push_str(&format!(" ORDER BY g.signature {dir}{tie}")),
-    }
+    sql.push_str(&format!(" ORDER BY {}", order("g.")));
     let limit = c.arg(Value::Int(q.limit));
     sql.push_str(&format!(" LIMIT {limit}"));
     if let Some((first, last)) = &rows.late {
@@ -347,8 +346,9 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
             "WITH w AS MATERIALIZED ({}), page AS MATERIALIZED ({sql}) \
              SELECT project, signature, count, first_seen, last_seen FROM (SELECT p.project, \
              p.signature, p.count, {first} AS first_seen, {last} AS last_seen FROM page p) l \
-             ORDER BY {order}",
-            rows.sql
+             ORDER BY {}",
+            rows.sql,
+            order("")
         );
     }
     Ok(crate::on_pool!(db, p => crate::bind_values!(
