@@ -11,6 +11,7 @@ mod dashboard_store;
 mod pg;
 mod project_groups;
 mod reprocess_store;
+mod rollups;
 mod store_indexes;
 mod upload_store;
 
