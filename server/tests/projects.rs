@@ -564,7 +564,7 @@ async fn flood(pg: bool) {
 }
 both!(flood_sqlite, flood_postgres, flood);
 
-/// Crashes the group of `signature` counts.
+/// Crashes the groups of `signature` count, in every project.
 async fn group_count(e: &Env, signature: &str) -> i64 {
     let sql = format!(
         "SELECT CAST(COALESCE(SUM(count), 0) AS BIGINT) FROM crash_groups WHERE signature = '{}'",
@@ -604,7 +604,8 @@ async fn deletion(pg: bool) {
     for (table, column) in &NAMING[..4] {
         assert!(e.count(table, column, &theirs).await > 0, "{table} before");
     }
-    assert_eq!(e.count("crash_groups", "signature", &signature).await, 1);
+    // one group in each project (migration 0026), one crash each
+    assert_eq!(e.count("crash_groups", "signature", &signature).await, 2);
     assert_eq!(group_count(&e, &signature).await, 2);
 
     // A cannot delete B's crash: 404, and every row stays.

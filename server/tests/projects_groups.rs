@@ -261,10 +261,7 @@ async fn groups_per_project(pg: bool) {
         "{}",
         page.body
     );
-    assert!(page.body.contains(&format!(
-        "href=\"/crashes?signature={}&amp;project=team-b\"",
-        component(&shared_sig)
-    )));
+    assert!(page.body.contains("<td class=\"project\">team-b</td>"));
 
     // team-b's group is missing to team-a: every decision and its crash list answer as
     // for a group that never existed.

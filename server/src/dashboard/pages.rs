@@ -214,18 +214,6 @@ fn group_filters(q: &GroupsQuery<'_>) -> Markup {
 /// page spans every project.
 pub type Cursor<'a> = (&'a str, Option<&'a str>);
 
-/// A group's crash list: in the page's project, or the group's own on a page of every
-/// project's groups.
-fn group_href(nav: &Nav, g: &Group) -> String {
-    match nav.project {
-        Some(_) => nav.href("/crashes", &[("signature", &g.signature)]),
-        None => nav.href(
-            "/crashes",
-            &[("signature", &g.signature), ("project", &g.project)],
-        ),
-    }
-}
-
 /// The groups table, inside the form that merges the ticked ones.
 fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup {
     let every = q.nav.project.is_none();
@@ -247,7 +235,7 @@ fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup
                         td { input type="checkbox" name="group" value=(g.group.signature); }
                         td { input type="radio" name="into" value=(g.group.signature); }
                         @if every { td.project { (g.group.project) } }
-                        td.sig { a href=(group_href(q.nav, &g.group)) { (g.group.signature) } }
+                        td.sig { a href=(q.nav.href("/crashes", &[("signature", &g.group.signature)])) { (g.group.signature) } }
                         td.count { (g.group.count) }
                         td.mono { (format_ms(g.group.first_seen)) }
                         td.mono { (format_ms(g.group.last_seen)) }
@@ -285,7 +273,7 @@ pub fn groups(
         h1 { "Crash groups" }
         @match &nav.project {
             Some(p) => p.muted #groups-scope { "The crash groups of project " strong { (p) } ", counted over its crashes only: merging and splitting act in it." }
-            None => p.muted #groups-scope { "Every project's crash groups (no project chosen): each row is one project's group, counted over that project's crashes, so a signature found in two projects is two rows. Merging acts in the one project that has every ticked group; choose a project above to see one project's groups." }
+            None => p.muted #groups-scope { "Every project's crash groups (no project chosen): each row is one project's group, counted over that project's crashes, so a signature found in two projects is two rows, and a group's crash list shows every project's crashes of its signature. Merging and splitting act in the one project that has the groups; choose a project above to see and change one project's groups." }
         }
         (group_filters(&q))
         @if groups.is_empty() {
