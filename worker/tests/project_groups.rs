@@ -254,14 +254,21 @@ async fn tenants(db: &Db) {
         groups::merge(db, "team-a", "shared", "never-seen").await
     ));
     assert!(missing(
-        groups::split(db, "team-a", "b-only", &[b2.clone()], None).await
+        groups::split(db, "team-a", "b-only", std::slice::from_ref(&b2), None).await
     ));
     assert!(missing(
         groups::unmerge(db, "team-a", "b-only", "shared").await
     ));
     // a split in team-a naming team-b's crash of the same signature moves nothing
     assert!(matches!(
-        groups::split(db, "team-a", "shared", &[b1.clone()], Some("stolen")).await,
+        groups::split(
+            db,
+            "team-a",
+            "shared",
+            std::slice::from_ref(&b1),
+            Some("stolen")
+        )
+        .await,
         Err(DecisionError::Invalid(_))
     ));
     assert_eq!(group_of(db, &b1).await, ("team-b".into(), "shared".into()));
@@ -289,11 +296,11 @@ async fn tenants(db: &Db) {
     assert_eq!(groups::settle(db, &b2, "a-only").await.unwrap(), "a-only");
     assert_eq!(groups::settle(db, &a1, "a-only").await.unwrap(), "shared");
     // a split in team-a: the fresh name is team-a's business
-    let m = groups::split(db, "team-a", "shared", &[a2.clone()], None)
+    let m = groups::split(db, "team-a", "shared", std::slice::from_ref(&a2), None)
         .await
         .unwrap();
     assert_eq!(m.group, "shared (split)");
-    let m = groups::split(db, "team-b", "shared", &[b1.clone()], None)
+    let m = groups::split(db, "team-b", "shared", std::slice::from_ref(&b1), None)
         .await
         .unwrap();
     assert_eq!(
