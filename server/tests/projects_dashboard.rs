@@ -349,7 +349,8 @@ fn with_query(path: &str, query: &str) -> String {
     }
 }
 
-fn common_url(s: &str) -> String {
+/// `s` percent-encoded for a URL's query (all but unreserved characters).
+pub(crate) fn common_url(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),

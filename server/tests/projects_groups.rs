@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::common::{client, compile, make_core, rollups_exact};
 use crate::projects::{finished, get, json_of, send, upload_id, Answer, Env, A, B, ROOT};
+use crate::projects_dashboard::common_url;
 
 const SHARED: &str = r#"
 #include <stdio.h>
@@ -91,7 +92,7 @@ async fn api_groups(
         }
         match v["next"].as_str() {
             Some(n) => {
-                after = format!("&after={}", component(n));
+                after = format!("&after={}", common_url(n));
                 if let Some(p) = v["next_project"].as_str() {
                     after.push_str(&format!("&after_project={p}"));
                 }
@@ -100,15 +101,6 @@ async fn api_groups(
         }
     }
     panic!("more than 20 pages of groups");
-}
-
-fn component(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// A JSON POST with `token`.
@@ -232,7 +224,7 @@ async fn groups_per_project(pg: bool) {
         "/?days=all&kind=null-pointer".to_string(),
         "/?days=all&sort=signature&dir=asc".to_string(),
         "/?project=team-a".to_string(),
-        format!("/crashes?signature={}", component(&shared_sig)),
+        format!("/crashes?signature={}", common_url(&shared_sig)),
     ] {
         let page = get(&c, &e.url(&path), A).await;
         assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
@@ -352,7 +344,7 @@ async fn groups_per_project(pg: bool) {
     same_as_missing(&t, &n, &bravo_sig, never, "dashboard split");
     let t = get(
         &c,
-        &e.url(&format!("/crashes?signature={}", component(&bravo_sig))),
+        &e.url(&format!("/crashes?signature={}", common_url(&bravo_sig))),
         A,
     )
     .await;

@@ -483,21 +483,33 @@ pub struct SignatureDay {
 /// A group: its project and its signature.
 pub type GroupKey = (String, String);
 
-/// `(project = $i AND signature = $i+1) OR …` for `n` groups from `$first`, and the
-/// groups' cleaned binds in that order.
+/// `(project = $i AND signature IN ($i+1, …)) OR …` for `groups`, one term per project,
+/// placeholders from `$first`, and the binds in that order. One term per project, not
+/// per group, so that a page of one project's groups is one index range per signature
+/// within the project (SQLite reads `(project = ? AND signature = ?) OR …` of one project
+/// as a range of the whole project).
 fn group_keys(first: usize, groups: &[GroupKey]) -> (String, Vec<String>) {
-    let sql = (0..groups.len())
-        .map(|i| {
-            let at = first + 2 * i;
-            format!("(project = ${at} AND signature = ${})", at + 1)
-        })
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let binds = groups
-        .iter()
-        .flat_map(|(p, s)| [p.clone(), super::text::clean(s).into_owned()])
-        .collect();
-    (sql, binds)
+    let mut by_project: Vec<(&str, Vec<String>)> = Vec::new();
+    for (p, sig) in groups {
+        let sig = super::text::clean(sig).into_owned();
+        match by_project.iter_mut().find(|(q, _)| q == p) {
+            Some((_, sigs)) => sigs.push(sig),
+            None => by_project.push((p, vec![sig])),
+        }
+    }
+    let mut binds = Vec::with_capacity(groups.len() + by_project.len());
+    let mut terms = Vec::with_capacity(by_project.len());
+    for (p, sigs) in by_project {
+        let at = first + binds.len();
+        let list = (1..=sigs.len())
+            .map(|i| format!("${}", at + i))
+            .collect::<Vec<_>>()
+            .join(", ");
+        terms.push(format!("(project = ${at} AND signature IN ({list}))"));
+        binds.push(p.to_string());
+        binds.extend(sigs);
+    }
+    (terms.join(" OR "), binds)
 }
 
 /// [`group_days`] of several groups in one query (a page of groups and their charts),
