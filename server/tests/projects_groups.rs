@@ -254,6 +254,20 @@ async fn groups_per_project(pg: bool) {
         page.body
     );
     assert!(page.body.contains("<td class=\"project\">team-b</td>"));
+    // its list of one signature names the projects that have a group of it
+    let url = format!("/crashes?signature={}", common_url(&shared_sig));
+    let list = get(&c, &e.url(&url), ROOT).await;
+    assert!(
+        list.body.contains("id=\"several-projects\""),
+        "{}",
+        list.body
+    );
+    assert!(
+        !list.body.contains("id=\"split\""),
+        "a split of which project's group?"
+    );
+    let list = get(&c, &e.url(&format!("{url}&project=team-a")), ROOT).await;
+    assert!(!list.body.contains("id=\"several-projects\"") && list.body.contains("id=\"split\""));
 
     // team-b's group is missing to team-a: every decision and its crash list answer as
     // for a group that never existed.

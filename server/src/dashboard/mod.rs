@@ -256,14 +256,15 @@ async fn crash_list(
         None
     };
     // A group's own list offers its split (the merges it holds can be undone), in the
-    // page's project, or with none named in the one project that has the group.
-    let merged = match param(&params, "signature") {
-        Some(g) => match group_project(&s, &who, g).await? {
-            Some(p) => Some(worker::store::groups::merged_into(&s.db, &p, g).await?),
-            None => None,
-        },
-        None => None,
-    };
+    // page's project, or with none named in the one project that has the group (the
+    // page names them when several do).
+    let (mut merged, mut several) = (None, Vec::new());
+    if let Some(g) = param(&params, "signature") {
+        match group_project(&s, &who, g).await? {
+            Ok(p) => merged = Some(worker::store::groups::merged_into(&s.db, &p, g).await?),
+            Err(projects) => several = projects,
+        }
+    }
     let page = pages::CrashListPage {
         nav: &nav,
         kinds: &kinds,
@@ -271,6 +272,7 @@ async fn crash_list(
         params: &params,
         next: next.as_deref(),
         merged: merged.as_deref(),
+        several: &several,
     };
     Ok(Html(pages::crash_list(&rows, &page).into_string()))
 }
@@ -426,13 +428,20 @@ async fn split_group(
 }
 
 /// The project of the group `group` a page shows: the page's, or with none named the one
-/// project that has such a group (none when no project or several have it).
-async fn group_project(s: &AppState, who: &Who, group: &str) -> Result<Option<String>, DashError> {
+/// project that has such a group; else the projects that have one (none, or several).
+async fn group_project(
+    s: &AppState,
+    who: &Who,
+    group: &str,
+) -> Result<Result<String, Vec<String>>, DashError> {
     if let Some(p) = &who.project {
-        return Ok(Some(p.clone()));
+        return Ok(Ok(p.clone()));
     }
     let mut found = worker::store::groups::projects_with(&s.db, &[group]).await?;
-    Ok((found.len() == 1).then(|| found.remove(0)))
+    Ok(match found.len() {
+        1 => Ok(found.remove(0)),
+        _ => Err(found),
+    })
 }
 
 /// The crash list of one group, in the page's project.

@@ -303,6 +303,9 @@ pub struct CrashListPage<'a> {
     /// On one group's list: the groups merged into it (with their crash counts), which
     /// a split can give back.
     pub merged: Option<&'a [(String, i64)]>,
+    /// On one signature's list of every project's crashes: the projects that have a group
+    /// of that name, when several do (the page then offers no split: choose one).
+    pub several: &'a [String],
 }
 
 /// The "Merged into this group" section: one undo button per merged group.
@@ -389,6 +392,9 @@ pub fn crash_list(rows: &[CrashSummary], page: &CrashListPage<'_>) -> Markup {
             button type="submit" { "Filter" }
         }
         @if let (Some(g), Some(m)) = (group, page.merged) { (merged_section(nav, g, m)) }
+        @if page.several.len() > 1 {
+            p.muted #several-projects { "Projects " (page.several.join(", ")) " each have a group of this signature, and this list shows all their crashes: choose a project above to see one group, split it or undo its merges." }
+        }
         @if rows.is_empty() {
             p.muted { "No crashes match." }
         } @else {
