@@ -6,7 +6,7 @@
 //! by HTTP Basic auth, with and without `?project=team-a` — must show team-a's crash,
 //! signature and file, and none of team-b's crash ids, signatures, file names or
 //! build-ids; team-b's crash page and report answer team-a exactly as a crash that does
-//! not exist; the server-wide pages refuse it; and the project switcher offers team-a
+//! not exist; the server-wide jobs page refuses it; and the project switcher offers team-a
 //! only, where the server-wide token's offers the whole `projects` table. The
 //! server-wide token without a project sees both teams' rows (so the absences above are
 //! not the page showing nothing). A file team-a uploads with the build-id team-b's crash
@@ -177,6 +177,8 @@ async fn dashboard_per_project(pg: bool) {
 
     // Every page team-a may open, each way it may ask.
     let pages = [
+        "/".to_string(),
+        "/?days=all".to_string(),
         "/crashes".to_string(),
         format!("/crashes?signature={}", common_url(&a_sig)),
         format!("/crashes/{a_id}"),
@@ -193,7 +195,7 @@ async fn dashboard_per_project(pg: bool) {
             if !path.ends_with("report.json") {
                 assert_eq!(switcher_options(&a.body), ["team-a"], "{url}");
                 assert!(
-                    !a.body.contains("href=\"/jobs") && !a.body.contains("action=\"/groups"),
+                    !a.body.contains("href=\"/jobs"),
                     "{url} offers a server-wide page to a project token"
                 );
             }
@@ -235,11 +237,13 @@ async fn dashboard_per_project(pg: bool) {
     let url = e.url(&format!("/crashes/{b_id}/reprocess"));
     let re = send(&c, Method::POST, &url, A, |r| r).await;
     assert_eq!(re.status, StatusCode::NOT_FOUND, "{}", re.body);
-    // team-a may not name team-b; the server-wide pages refuse it.
+    // team-a may not name team-b; the server-wide page refuses it.
     let wrong = page(&c, &e, "/crashes?project=team-b", A, true).await;
     assert_eq!(wrong.status, StatusCode::FORBIDDEN);
     assert!(!wrong.body.contains(&b_id));
-    for path in ["/", "/jobs"] {
+    let groups = page(&c, &e, "/?days=all", A, true).await;
+    assert!(groups.body.contains(&escaped(&a_sig)), "team-a's own group");
+    for path in ["/jobs"] {
         let refused = page(&c, &e, path, A, true).await;
         assert_eq!(refused.status, StatusCode::FORBIDDEN, "{path}");
         assert_eq!(json_of(&refused)["code"], "server-wide-token-required");
@@ -296,10 +300,20 @@ async fn server_wide_view(c: &reqwest::Client, e: &Env, ours: &Mark, theirs: &Ma
     // the switcher's "every project" (an empty project) is no project, not a bad name
     let all = page(c, e, "/crashes?project=", ROOT, true).await;
     assert_eq!(all.status, StatusCode::OK, "{}", all.body);
-    // the groups page stays server-wide and says so
-    let groups = page(c, e, "/?project=team-a", ROOT, true).await;
+    // the groups page: every project's groups without a project, and says so; one
+    // project's with it
+    let groups = page(c, e, "/?days=all", ROOT, true).await;
     assert_eq!(groups.status, StatusCode::OK);
-    assert!(groups.body.contains("id=\"server-wide\""));
+    assert!(groups.body.contains("id=\"groups-scope\""));
+    for sig in ours.signatures.iter().chain(&theirs.signatures) {
+        assert!(
+            groups.body.contains(&escaped(sig)),
+            "{sig} missing from every project's groups"
+        );
+    }
+    let groups = page(c, e, "/?days=all&project=team-a", ROOT, true).await;
+    absent(&groups.body, theirs, "/?project=team-a");
+    assert!(groups.body.contains("The crash groups of project"));
 }
 
 /// None of `theirs` in `body`.
@@ -335,7 +349,8 @@ fn with_query(path: &str, query: &str) -> String {
     }
 }
 
-fn common_url(s: &str) -> String {
+/// `s` percent-encoded for a URL's query (all but unreserved characters).
+pub(crate) fn common_url(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),

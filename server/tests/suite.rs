@@ -25,6 +25,7 @@ mod in_process;
 mod minidump_gdb;
 mod projects;
 mod projects_dashboard;
+mod projects_groups;
 mod projects_symbols;
 mod reports_unchanged;
 mod reprocess;

@@ -86,6 +86,8 @@ async fn groups_and_requeue(db: &Db) {
 
     // All groups, in signature order, in pages of 2: keyset continues after the last.
     let mut query = GroupQuery {
+        project: None,
+        after_project: None,
         sort: GroupSort::Signature,
         limit: 2,
         ..GroupQuery::default()
@@ -110,6 +112,8 @@ async fn groups_and_requeue(db: &Db) {
 
     // Filters: product and version (from either annotation spelling), time range.
     let by = |product: Option<&str>, version: Option<&str>, since: Option<i64>| GroupQuery {
+        project: None,
+        after_project: None,
         product: product.map(str::to_string),
         version: version.map(str::to_string),
         since,
@@ -137,12 +141,14 @@ async fn groups_and_requeue(db: &Db) {
     );
 
     // Daily counts and products of one group.
-    let days = q::group_days(db, "a | main", t0, t0 + 10 * DAY)
+    let days = q::group_days(db, "default", "a | main", t0, t0 + 10 * DAY)
         .await
         .unwrap();
     let per_day: Vec<(i64, i64)> = days.iter().map(|d| (d.day - t0 / DAY, d.count)).collect();
     assert_eq!(per_day, [(0, 1), (1, 1), (2, 1)]);
-    let products = q::group_products(db, "a | main", 10).await.unwrap();
+    let products = q::group_products(db, "default", "a | main", 10)
+        .await
+        .unwrap();
     assert_eq!(
         products,
         [
@@ -154,8 +160,9 @@ async fn groups_and_requeue(db: &Db) {
     let sigs: Vec<String> = ["a | main", "b", "c", "d", "none"]
         .map(String::from)
         .to_vec();
-    let all_days = q::groups_days(db, &sigs, t0, t0 + 10 * DAY).await.unwrap();
-    let all_products = q::groups_products(db, &sigs, 1).await.unwrap();
+    let keys: Vec<q::GroupKey> = sigs.iter().map(|s| ("default".into(), s.clone())).collect();
+    let all_days = q::groups_days(db, &keys, t0, t0 + 10 * DAY).await.unwrap();
+    let all_products = q::groups_products(db, &keys, 1).await.unwrap();
     for sig in &sigs {
         let mut own: Vec<q::GroupDay> = all_days
             .iter()
@@ -165,16 +172,22 @@ async fn groups_and_requeue(db: &Db) {
         own.sort_by_key(|d| (d.day, d.product.clone(), d.version.clone()));
         assert_eq!(
             own,
-            q::group_days(db, sig, t0, t0 + 10 * DAY).await.unwrap()
+            q::group_days(db, "default", sig, t0, t0 + 10 * DAY)
+                .await
+                .unwrap()
         );
         let own: Vec<_> = all_products
             .iter()
-            .filter(|(s, _, _)| s == sig)
-            .map(|(_, p, v)| (p.clone(), v.clone()))
+            .filter(|(_, s, _, _)| s == sig)
+            .map(|(_, _, p, v)| (p.clone(), v.clone()))
             .collect();
-        assert_eq!(own, q::group_products(db, sig, 1).await.unwrap(), "{sig}");
+        assert_eq!(
+            own,
+            q::group_products(db, "default", sig, 1).await.unwrap(),
+            "{sig}"
+        );
     }
-    assert_eq!(all_products.iter().filter(|p| p.0 == "a | main").count(), 1);
+    assert_eq!(all_products.iter().filter(|p| p.1 == "a | main").count(), 1);
     assert!(q::groups_days(db, &[], t0, t0).await.unwrap().is_empty());
     assert_eq!(
         q::product_of(db, &failed).await.unwrap(),
@@ -209,6 +222,8 @@ async fn groups_by_kind(db: &Db) {
         crash_with_report(db, 500 * DAY, "{}", Some(sig), &report).await;
     }
     let of_kind = |kind: &str, after: Option<(i64, String)>| GroupQuery {
+        project: None,
+        after_project: None,
         kind: Some(kind.to_string()),
         sort: GroupSort::Signature,
         after,
@@ -240,6 +255,8 @@ async fn groups_by_kind(db: &Db) {
         crash_with_report(db, at, "{}", Some("k-zmixed"), &report).await;
     }
     let windowed = |kind: &str| GroupQuery {
+        project: None,
+        after_project: None,
         kind: Some(kind.to_string()),
         since: Some(400 * DAY),
         sort: GroupSort::Signature,
@@ -251,6 +268,8 @@ async fn groups_by_kind(db: &Db) {
     let div = q::groups(db, &windowed("divide-by-zero")).await.unwrap();
     assert_eq!(sigs(&div), ["k-div", "k-zmixed"]);
     let all_time = GroupQuery {
+        project: None,
+        after_project: None,
         since: None,
         ..windowed("null-pointer")
     };
@@ -261,6 +280,8 @@ async fn groups_by_kind(db: &Db) {
 /// Every group in `q`'s order, read in keyset pages of 2.
 async fn walk(db: &Db, q: &GroupQuery) -> Vec<Group> {
     let mut q = GroupQuery {
+        project: None,
+        after_project: None,
         limit: 2,
         after: None,
         ..q.clone()
@@ -292,6 +313,7 @@ fn expected(
                 g.last_seen = g.last_seen.max(at);
             }
             None => groups.push(Group {
+                project: "default".into(),
                 signature: sig.into(),
                 count: 1,
                 first_seen: at,
@@ -367,6 +389,8 @@ async fn order_and_pages(db: &Db) {
         for sort in sorts {
             for descending in [true, false] {
                 let all = GroupQuery {
+                    project: None,
+                    after_project: None,
                     sort,
                     descending,
                     ..GroupQuery::default()
@@ -378,6 +402,8 @@ async fn order_and_pages(db: &Db) {
                 );
                 // Filtered: from day 2 on (day granularity), product `app`.
                 let filtered = GroupQuery {
+                    project: None,
+                    after_project: None,
                     since: Some(t0 + 2 * DAY + h),
                     product: Some("app".into()),
                     ..all.clone()
@@ -393,6 +419,8 @@ async fn order_and_pages(db: &Db) {
                     "filtered {sort:?} descending={descending}"
                 );
                 let window = GroupQuery {
+                    project: None,
+                    after_project: None,
                     since: Some(t0 + DAY),
                     until: Some(t0 + 5 * DAY),
                     ..all.clone()
@@ -415,6 +443,8 @@ async fn order_and_pages(db: &Db) {
     check(model.clone()).await;
     // The default order is most crashes first.
     let first = GroupQuery {
+        project: None,
+        after_project: None,
         descending: GroupSort::default().default_descending(),
         limit: 1,
         ..GroupQuery::default()
@@ -439,7 +469,9 @@ async fn order_and_pages(db: &Db) {
     }
     assert!(model.iter().all(|c| c.0 != "s4"));
     check(model.clone()).await;
-    let days = q::group_days(db, "s1", t0, t0 + 10 * DAY).await.unwrap();
+    let days = q::group_days(db, "default", "s1", t0, t0 + 10 * DAY)
+        .await
+        .unwrap();
     assert_eq!(
         days.iter()
             .map(|d| (d.day - t0 / DAY, d.count))
@@ -557,19 +589,19 @@ async fn merges_and_splits(db: &Db) {
 
     // refused decisions change nothing
     assert!(matches!(
-        groups::merge(db, "a", "a").await,
+        groups::merge(db, "default", "a", "a").await,
         Err(DecisionError::Invalid(_))
     ));
     assert!(matches!(
-        groups::merge(db, "a", "nope").await,
+        groups::merge(db, "default", "a", "nope").await,
         Err(DecisionError::NoGroup(_))
     ));
     assert!(matches!(
-        groups::split(db, "a", std::slice::from_ref(&c1), None).await,
+        groups::split(db, "default", "a", std::slice::from_ref(&c1), None).await,
         Err(DecisionError::Invalid(_))
     ));
 
-    let m = groups::merge(db, "a", "b").await.unwrap();
+    let m = groups::merge(db, "default", "a", "b").await.unwrap();
     assert_eq!((m.group.as_str(), m.crashes), ("a", 1));
     assert_eq!(group_of(db, &b1).await, ("a".into(), "b".into()));
     assert_eq!(
@@ -583,12 +615,12 @@ async fn merges_and_splits(db: &Db) {
     let b2 = crash(db, t0 + 20, "{}", Some("b")).await;
     assert_eq!(group_of(db, &b2).await, ("a".into(), "b".into()));
     assert_eq!(
-        groups::merged_into(db, "a").await.unwrap(),
+        groups::merged_into(db, "default", "a").await.unwrap(),
         [("b".into(), 1)]
     );
 
     // a2 split out; reprocessing it under any signature keeps it split
-    let m = groups::split(db, "a", std::slice::from_ref(&a2), None)
+    let m = groups::split(db, "default", "a", std::slice::from_ref(&a2), None)
         .await
         .unwrap();
     assert_eq!((m.group.as_str(), m.crashes), ("a (split)", 1));
@@ -608,7 +640,7 @@ async fn merges_and_splits(db: &Db) {
     );
 
     // undo the merge: b1 (pinned) and b2 (through the merge rule) go back to "b"
-    let m = groups::unmerge(db, "a", "b").await.unwrap();
+    let m = groups::unmerge(db, "default", "a", "b").await.unwrap();
     assert_eq!((m.group.as_str(), m.crashes), ("b", 2));
     assert_eq!(group_of(db, &b1).await, ("b".into(), "b-new".into()));
     assert_eq!(group_of(db, &b2).await, ("b".into(), "b".into()));
@@ -619,7 +651,7 @@ async fn merges_and_splits(db: &Db) {
     let b3 = crash(db, t0 + 50, "{}", Some("b")).await;
     assert_eq!(group_of(db, &b3).await, ("b".into(), "b".into()));
     assert!(matches!(
-        groups::unmerge(db, "a", "b").await,
+        groups::unmerge(db, "default", "a", "b").await,
         Err(DecisionError::Invalid(_))
     ));
     assert_eq!(
@@ -632,7 +664,9 @@ async fn merges_and_splits(db: &Db) {
         ]
     );
     // a merge of a split group back is a merge like any other
-    groups::merge(db, "a", "a (split)").await.unwrap();
+    groups::merge(db, "default", "a", "a (split)")
+        .await
+        .unwrap();
     assert_eq!(group_of(db, &a2).await, ("a".into(), "a".into()));
     assert_eq!(
         same(rows_and_truth(db).await),

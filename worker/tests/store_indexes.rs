@@ -124,11 +124,11 @@ async fn fill(db: &Db, rng: &mut Rng) -> Vec<String> {
         finish_with(db, id, T0 + 50 * DAY, sig, report(rng)).await;
     }
     // a merge, a split, a merge undone, a crash deleted
-    groups::merge(db, "s0", "s1").await.unwrap();
-    groups::merge(db, "s2", "s3").await.unwrap();
+    groups::merge(db, "default", "s0", "s1").await.unwrap();
+    groups::merge(db, "default", "s2", "s3").await.unwrap();
     let some: Vec<String> = ids.iter().step_by(7).cloned().collect();
-    let _ = groups::split(db, "s2", &some, Some("s2 split")).await;
-    groups::unmerge(db, "s2", "s3").await.unwrap();
+    let _ = groups::split(db, "default", "s2", &some, Some("s2 split")).await;
+    groups::unmerge(db, "default", "s2", "s3").await.unwrap();
     let gone = &ids[5];
     let sql = "DELETE FROM crashes WHERE id = $1";
     match db.backend() {
@@ -279,6 +279,7 @@ fn expected(rows: &[Row], q: &GroupQuery) -> Vec<Group> {
                 g.last_seen = g.last_seen.max(r.2);
             }
             None => groups.push(Group {
+                project: "default".into(),
                 signature: sig.into(),
                 count: 1,
                 first_seen: r.2,
@@ -311,6 +312,8 @@ fn expected(rows: &[Row], q: &GroupQuery) -> Vec<Group> {
 /// Every group of `q`, in keyset pages of 3.
 async fn walk(db: &Db, q: &GroupQuery) -> Vec<Group> {
     let mut q = GroupQuery {
+        project: None,
+        after_project: None,
         limit: 3,
         after: None,
         ..q.clone()
@@ -344,6 +347,8 @@ async fn groups_page(db: &Db, rng: &mut Rng) {
                 .filter(|s| !s.is_empty())
         };
         let q = GroupQuery {
+            project: None,
+            after_project: None,
             since,
             until,
             product: text(rng, &PRODUCTS, 3),
@@ -413,7 +418,11 @@ async fn group_versions(db: &Db) {
     signatures.retain(|s| !s.is_empty());
     assert!(signatures.len() > 3, "only {} groups", signatures.len());
     let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
-    let all = q::groups_products(db, &signatures, 100).await.unwrap();
+    let keys: Vec<q::GroupKey> = signatures
+        .iter()
+        .map(|s| ("default".into(), s.clone()))
+        .collect();
+    let all = q::groups_products(db, &keys, 100).await.unwrap();
     let mut with_versions = 0;
     for sig in &signatures {
         let mut want: Vec<(Option<String>, Option<String>)> = rows
@@ -426,13 +435,13 @@ async fn group_versions(db: &Db) {
         want.dedup();
         with_versions += usize::from(want.len() > 1);
         // NULL sorts first on SQLite, last on PostgreSQL: compared as sets
-        let mut got = q::group_products(db, sig, 100).await.unwrap();
+        let mut got = q::group_products(db, "default", sig, 100).await.unwrap();
         got.sort();
         assert_eq!(got, want, "{sig}");
         let mut got: Vec<_> = all
             .iter()
-            .filter(|(s, _, _)| s == sig)
-            .map(|(_, p, v)| (p.clone(), v.clone()))
+            .filter(|(_, s, _, _)| s == sig)
+            .map(|(_, _, p, v)| (p.clone(), v.clone()))
             .collect();
         got.sort();
         assert_eq!(got, want, "{sig}, with the others");

@@ -9,11 +9,13 @@
 mod api_store;
 mod dashboard_store;
 mod pg;
+mod project_groups;
 mod reprocess_store;
+mod rollups;
 mod store_indexes;
 mod upload_store;
 
 /// What the test files call `common::…`.
 mod common {
-    pub use crate::pg::{drop_db, pg_migrated};
+    pub use crate::pg::{drop_db, pg_database, pg_migrated};
 }

@@ -8,6 +8,14 @@
 //!   crashes leave G for a new group (N, or "G (split)"); or `{"group": G,
 //!   "undo_merge_of": H}`: what a merge of H into G brought goes back to H.
 //!
+//! Groups belong to a project (issue 41, migration 0026). A project token lists and
+//! changes its project's groups only: another project's group answers as one that does
+//! not exist (404, the same body). A server-wide token lists the groups of the project it
+//! names with `?project=` (or the header), or every project's when it names none (as the
+//! crash list does; each group then says its project), and its merges and splits act in
+//! the project it names, else in the one project that has the groups named (400
+//! `project-required` when several have them).
+//!
 //! The writes take the `admin` scope, as reprocessing does, and like every JSON endpoint
 //! refuse a body a cross-site form could send when the server runs without tokens.
 
@@ -21,7 +29,7 @@ use serde_json::{json, Value};
 use worker::store::dashboard::{self as q, GroupQuery, GroupSort};
 use worker::store::groups::{self, DecisionError, Moved};
 
-use super::auth::{Admin, ServerWide};
+use super::auth::{Admin, Caller, Who};
 use super::origin::require_json;
 use super::problem::ApiError;
 use super::state::AppState;
@@ -43,16 +51,19 @@ pub fn routes() -> Router<AppState> {
 #[derive(Deserialize)]
 struct ListParams {
     after: Option<String>,
+    after_project: Option<String>,
     limit: Option<i64>,
 }
 
 async fn list(
     State(s): State<AppState>,
-    _caller: ServerWide<Admin>,
+    Caller { who, .. }: Caller<Admin>,
     Query(p): Query<ListParams>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = p.limit.unwrap_or(PAGE).clamp(1, MAX_PAGE);
     let query = GroupQuery {
+        project: who.project.clone(),
+        after_project: p.after_project.filter(|a| !a.is_empty()),
         since: None,
         until: None,
         product: None,
@@ -64,17 +75,22 @@ async fn list(
         limit,
     };
     let rows = q::groups(&s.db, &query).await?;
-    let next = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|g| g.signature.clone()))
-        .flatten();
+    let last = rows.last().filter(|_| rows.len() as i64 == limit);
+    let next = last.map(|g| g.signature.clone());
+    // across projects, the next page also starts after the last group's project
+    let next_project = last
+        .filter(|_| who.project.is_none())
+        .map(|g| g.project.clone());
     let groups: Vec<Value> = rows
         .iter()
         .map(|g| {
-            json!({ "group": g.signature, "count": g.count,
+            json!({ "group": g.signature, "project": g.project, "count": g.count,
                     "first_seen": g.first_seen, "last_seen": g.last_seen })
         })
         .collect();
-    Ok(Json(json!({ "groups": groups, "next": next })))
+    Ok(Json(
+        json!({ "groups": groups, "next": next, "next_project": next_project }),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -101,10 +117,13 @@ fn bad(detail: String) -> ApiError {
     }
 }
 
-/// A refused decision as the API answers it.
-pub fn decision_error(e: DecisionError) -> ApiError {
+/// A refused decision of `project` as the API answers it: a group missing from the
+/// project, whether another project has one of that name or not, is the same 404.
+pub fn decision_error(project: &str, e: DecisionError) -> ApiError {
     match e {
-        DecisionError::NoGroup(g) => ApiError::NotFound(format!("no crash group {g:?}")),
+        DecisionError::NoGroup(g) => {
+            ApiError::NotFound(format!("no crash group {g:?} in project {project:?}"))
+        }
         DecisionError::Invalid(detail) => ApiError::Unprocessable {
             code: "bad-decision",
             detail,
@@ -113,16 +132,50 @@ pub fn decision_error(e: DecisionError) -> ApiError {
     }
 }
 
-/// Merges each of `from` into `into`, in order; the crashes moved in all.
-pub async fn merge_all(s: &AppState, into: &str, from: &[String]) -> Result<Moved, ApiError> {
+/// The project a decision of `who` on `groups` acts in: its project (a project token's,
+/// or the one a server-wide token names), else the one project that has every one of
+/// `groups`. None has them: the 404 of a missing group; several: 400 `project-required`.
+pub async fn decision_project(
+    s: &AppState,
+    who: &Who,
+    groups: &[&str],
+) -> Result<String, ApiError> {
+    if let Some(p) = &who.project {
+        return Ok(p.clone());
+    }
+    let mut found = groups::projects_with(&s.db, groups).await?;
+    match found.len() {
+        0 => Err(ApiError::NotFound(format!(
+            "no project has the crash groups {groups:?}"
+        ))),
+        1 => Ok(found.remove(0)),
+        _ => Err(ApiError::BadRequest {
+            code: "project-required",
+            detail: format!(
+                "the crash groups {groups:?} are in several projects ({}): name one with \
+                 ?project=",
+                found.join(", ")
+            ),
+        }),
+    }
+}
+
+/// Merges each of `from` into `into`, groups of `project`, in order; the crashes moved
+/// in all.
+pub async fn merge_all(
+    s: &AppState,
+    project: &str,
+    into: &str,
+    from: &[String],
+) -> Result<Moved, ApiError> {
     let mut moved = Moved {
         group: into.to_string(),
         crashes: 0,
     };
     for g in from.iter().filter(|g| g.as_str() != into) {
-        let m = groups::merge(&s.db, into, g)
+        let m = groups::merge(&s.db, project, into, g)
             .await
-            .map_err(decision_error)?;
+            .map_err(|e| decision_error(project, e))?;
         moved.crashes = moved.crashes.saturating_add(m.crashes);
     }
     Ok(moved)
@@ -130,7 +183,7 @@ pub async fn merge_all(s: &AppState, into: &str, from: &[String]) -> Result<Move
 
 async fn merge(
     State(s): State<AppState>,
-    _caller: ServerWide<Admin>,
+    Caller { who, .. }: Caller<Admin>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Moved>, ApiError> {
@@ -143,22 +196,26 @@ async fn merge(
             b.into
         )));
     }
-    Ok(Json(merge_all(&s, &b.into, &b.groups).await?))
+    let mut named: Vec<&str> = vec![b.into.as_str()];
+    named.extend(b.groups.iter().map(String::as_str));
+    let project = decision_project(&s, &who, &named).await?;
+    Ok(Json(merge_all(&s, &project, &b.into, &b.groups).await?))
 }
 
 async fn split(
     State(s): State<AppState>,
-    _caller: ServerWide<Admin>,
+    Caller { who, .. }: Caller<Admin>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Moved>, ApiError> {
     require_json(&s, &headers)?;
     let b: SplitBody =
         serde_json::from_slice(&body).map_err(|e| bad(format!("the body is not a split: {e}")))?;
+    let project = &decision_project(&s, &who, &[b.group.as_str()]).await?;
     let moved = match (&b.undo_merge_of, b.crashes.is_empty()) {
-        (Some(from), true) => groups::unmerge(&s.db, &b.group, from).await,
+        (Some(from), true) => groups::unmerge(&s.db, project, &b.group, from).await,
         (None, false) if b.crashes.len() <= MAX_SPLIT => {
-            groups::split(&s.db, &b.group, &b.crashes, b.name.as_deref()).await
+            groups::split(&s.db, project, &b.group, &b.crashes, b.name.as_deref()).await
         }
         (None, false) => {
             return Err(bad(format!(
@@ -172,5 +229,5 @@ async fn split(
             ))
         }
     };
-    Ok(Json(moved.map_err(decision_error)?))
+    Ok(Json(moved.map_err(|e| decision_error(project, e))?))
 }

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use worker::store::crashes::DEFAULT_PROJECT;
 use worker::store::crashes::{self, Finished, ListQuery, NewCrash, Outcome, StoredReport};
 use worker::store::dashboard::{self, GroupQuery, GroupSort};
 use worker::store::{Backend, Db};
@@ -217,6 +218,8 @@ where
 /// The queries of the dashboard's pages and of a reprocess selection, timed.
 async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()> {
     let groups = |days: Option<i64>, product: Option<&str>, kind: Option<&str>| GroupQuery {
+        project: None,
+        after_project: None,
         since: days.map(|d| now - d * DAY_MS),
         until: None,
         product: product.map(str::to_string),
@@ -285,7 +288,7 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
     rows.push((
         "group chart, hot signature, 90 days",
         timed(r, || {
-            dashboard::group_days(db, &hot, now - 90 * DAY_MS, now)
+            dashboard::group_days(db, DEFAULT_PROJECT, &hot, now - 90 * DAY_MS, now)
         })
         .await?,
     ));

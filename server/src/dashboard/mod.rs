@@ -1,7 +1,7 @@
 //! The dashboard: server-rendered HTML pages (maud, no JavaScript) over the same store
 //! the API reads.
 //!
-//! - `/`: crash groups, one row per signature, with a crashes-per-day chart, sortable by
+//! - `/`: crash groups, one row per project and signature, with a crashes-per-day chart, sortable by
 //!   count, first seen, last seen or signature (column headers or the form), and a form that merges the groups ticked (`POST /groups/merge`);
 //! - `/crashes`, `/crashes/{id}`: the crash list and one crash's report, with a
 //!   Reprocess form (`POST /crashes/{id}/reprocess`); a group's crash list
@@ -21,9 +21,12 @@
 //!
 //! Pages act in a project like the API (issue 41): a project token's own, or the one a
 //! server-wide token names with `?project=` (none: every project). The crash list, a
-//! crash's page, its report and Reprocess, the missing-symbols and binaries pages show
-//! that project's rows only (another project's crash is the same 404 as a missing one);
-//! the groups page, merge, split and the jobs page span every project and stay
+//! crash's page, its report and Reprocess, the groups page, merge and split, the
+//! missing-symbols and binaries pages show that project's rows only (another project's
+//! crash or group is the same 404 as a missing one; groups are kept per project by
+//! migration 0026). With no project named, the groups page lists every project's groups,
+//! each with its project, and a merge or split acts in the one project that has the
+//! groups (`api::groups::decision_project`). The jobs page spans every project and stays
 //! server-wide (403 to a project token). Every page has the project switcher (`nav`).
 
 mod dsym;
@@ -96,7 +99,7 @@ async fn groups(
     headers: HeaderMap,
     Query(params): Params,
 ) -> Result<Html<String>, DashError> {
-    let (_, nav) = server_wide(&s, &headers, &params, "/").await?;
+    let (who, nav) = viewer(&s, &headers, &params, "/").await?;
     let now = worker::store::now_ms();
     let days = match param(&params, "days") {
         Some("all") => None,
@@ -132,6 +135,8 @@ async fn groups(
         None => None,
     };
     let query = q::GroupQuery {
+        project: who.project.clone(),
+        after_project: param(&params, "after_project").map(str::to_string),
         since: days.map(|d| now.saturating_sub(d.saturating_mul(DAY_MS))),
         until: None,
         product: param(&params, "product").map(str::to_string),
@@ -146,39 +151,54 @@ async fn groups(
     let today = now.div_euclid(DAY_MS);
     let chart_since = (today - CHART_DAYS + 1) * DAY_MS;
     // every row's chart and products in two queries, not two per row
-    let signatures: Vec<String> = rows.iter().map(|g| g.signature.clone()).collect();
-    let charts = q::groups_days(&s.db, &signatures, chart_since, now + DAY_MS).await?;
-    let products = q::groups_products(&s.db, &signatures, 6).await?;
+    let keys: Vec<q::GroupKey> = rows
+        .iter()
+        .map(|g| (g.project.clone(), g.signature.clone()))
+        .collect();
+    let charts = q::groups_days(&s.db, &keys, chart_since, now + DAY_MS).await?;
+    let products = q::groups_products(&s.db, &keys, 6).await?;
     let mut groups = Vec::with_capacity(rows.len());
     for g in rows {
         let mut counts = vec![0i64; CHART_DAYS as usize];
-        for d in charts.iter().filter(|d| d.signature == g.signature) {
+        let own = |p: &str, sig: &str| p == g.project && sig == g.signature;
+        for d in charts.iter().filter(|d| own(&d.project, &d.signature)) {
             let i = d.day.day - (today - CHART_DAYS + 1);
             if let Some(c) = usize::try_from(i).ok().and_then(|i| counts.get_mut(i)) {
                 *c += d.day.count;
             }
         }
-        let own = products
+        let versions = products
             .iter()
-            .filter(|(sig, _, _)| *sig == g.signature)
-            .map(|(_, p, v)| (p.clone(), v.clone()))
+            .filter(|(p, sig, _, _)| own(p, sig))
+            .map(|(_, _, p, v)| (p.clone(), v.clone()))
             .collect();
         groups.push(pages::GroupView {
             group: g,
             per_day: counts,
-            products: own,
+            products: versions,
         });
     }
-    let next = if groups.len() as i64 == PAGE {
-        groups
-            .last()
-            .map(|g| format!("{}:{}", sort.key(&g.group), g.group.signature))
-    } else {
-        None
-    };
+    // the cursor, and across projects the last group's project (ties of one signature)
+    let next = groups
+        .last()
+        .filter(|_| groups.len() as i64 == PAGE)
+        .map(|g| {
+            let after = format!("{}:{}", sort.key(&g.group), g.group.signature);
+            let project = who.project.is_none().then(|| g.group.project.clone());
+            (after, project)
+        });
     let order = pages::GroupOrder { sort, descending };
     Ok(Html(
-        pages::groups(&nav, &groups, &params, days, order, next.as_deref(), today).into_string(),
+        pages::groups(
+            &nav,
+            &groups,
+            &params,
+            days,
+            order,
+            next.as_ref().map(|(a, p)| (a.as_str(), p.as_deref())),
+            today,
+        )
+        .into_string(),
     ))
 }
 
@@ -235,12 +255,16 @@ async fn crash_list(
     } else {
         None
     };
-    // A group's own list offers its split (the merges it holds can be undone): to a
-    // server-wide caller only, as groups span every project.
-    let merged = match param(&params, "signature").filter(|_| who.server_wide) {
-        Some(g) => Some(worker::store::groups::merged_into(&s.db, g).await?),
-        None => None,
-    };
+    // A group's own list offers its split (the merges it holds can be undone), in the
+    // page's project, or with none named in the one project that has the group (the
+    // page names them when several do).
+    let (mut merged, mut several) = (None, Vec::new());
+    if let Some(g) = param(&params, "signature") {
+        match group_project(&s, &who, g).await? {
+            Ok(p) => merged = Some(worker::store::groups::merged_into(&s.db, &p, g).await?),
+            Err(projects) => several = projects,
+        }
+    }
     let page = pages::CrashListPage {
         nav: &nav,
         kinds: &kinds,
@@ -248,6 +272,7 @@ async fn crash_list(
         params: &params,
         next: next.as_deref(),
         merged: merged.as_deref(),
+        several: &several,
     };
     Ok(Html(pages::crash_list(&rows, &page).into_string()))
 }
@@ -352,7 +377,7 @@ async fn merge_groups(
     Query(params): Params,
     Form(fields): Fields,
 ) -> Result<Response, DashError> {
-    let (_, nav) = server_wide(&s, &headers, &params, "/").await?;
+    let (who, nav) = viewer(&s, &headers, &params, "/").await?;
     same_origin(&headers)?;
     let ticked: Vec<String> = values(&fields, "group").map(str::to_string).collect();
     let into = values(&fields, "into")
@@ -366,7 +391,10 @@ async fn merge_groups(
     if ticked.len() > crate::api::groups::MAX_SPLIT {
         return Err(bad("too many groups ticked".into()).into());
     }
-    let moved = crate::api::groups::merge_all(&s, &into, &ticked).await?;
+    let mut named: Vec<&str> = vec![into.as_str()];
+    named.extend(ticked.iter().map(String::as_str));
+    let project = crate::api::groups::decision_project(&s, &who, &named).await?;
+    let moved = crate::api::groups::merge_all(&s, &project, &into, &ticked).await?;
     Ok(Redirect::to(&group_url(&nav, &moved.group)).into_response())
 }
 
@@ -378,24 +406,42 @@ async fn split_group(
     Query(params): Params,
     Form(fields): Fields,
 ) -> Result<Response, DashError> {
-    let (_, nav) = server_wide(&s, &headers, &params, "/").await?;
+    let (who, nav) = viewer(&s, &headers, &params, "/").await?;
     same_origin(&headers)?;
     let group = values(&fields, "group")
         .next()
         .ok_or_else(|| bad("which group to split is missing".into()))?;
+    let project = &crate::api::groups::decision_project(&s, &who, &[group]).await?;
     let decision = match values(&fields, "undo").next() {
-        Some(from) => worker::store::groups::unmerge(&s.db, group, from).await,
+        Some(from) => worker::store::groups::unmerge(&s.db, project, group, from).await,
         None => {
             let ids: Vec<String> = values(&fields, "crash").map(str::to_string).collect();
             if ids.len() > crate::api::groups::MAX_SPLIT {
                 return Err(bad("too many crashes ticked".into()).into());
             }
             let name = values(&fields, "name").next();
-            worker::store::groups::split(&s.db, group, &ids, name).await
+            worker::store::groups::split(&s.db, project, group, &ids, name).await
         }
     };
-    let moved = decision.map_err(crate::api::groups::decision_error)?;
+    let moved = decision.map_err(|e| crate::api::groups::decision_error(project, e))?;
     Ok(Redirect::to(&group_url(&nav, &moved.group)).into_response())
+}
+
+/// The project of the group `group` a page shows: the page's, or with none named the one
+/// project that has such a group; else the projects that have one (none, or several).
+async fn group_project(
+    s: &AppState,
+    who: &Who,
+    group: &str,
+) -> Result<Result<String, Vec<String>>, DashError> {
+    if let Some(p) = &who.project {
+        return Ok(Ok(p.clone()));
+    }
+    let mut found = worker::store::groups::projects_with(&s.db, &[group]).await?;
+    Ok(match found.len() {
+        1 => Ok(found.remove(0)),
+        _ => Err(found),
+    })
 }
 
 /// The crash list of one group, in the page's project.
@@ -499,7 +545,9 @@ async fn viewer(
     };
     let mut keep: Vec<(String, String)> = params
         .iter()
-        .filter(|(k, v)| !matches!(k.as_str(), "project" | "after") && !v.trim().is_empty())
+        .filter(|(k, v)| {
+            !matches!(k.as_str(), "project" | "after" | "after_project") && !v.trim().is_empty()
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     keep.sort();
@@ -513,8 +561,8 @@ async fn viewer(
     Ok((who, nav))
 }
 
-/// [`viewer`] for the pages and forms that span every project (groups, merge, split,
-/// jobs): a project token gets 403 `server-wide-token-required`.
+/// [`viewer`] for the pages that span every project (jobs): a project token gets 403
+/// `server-wide-token-required`.
 async fn server_wide(
     s: &AppState,
     headers: &HeaderMap,

@@ -18,8 +18,8 @@ pub struct Nav {
     /// The project the page acts in; none: every project (a server-wide caller that
     /// named none). Every link of the page keeps it as `?project=`.
     pub project: Option<String>,
-    /// A server-wide token (or none configured): it may use the groups, merge, split and
-    /// jobs pages, and switch to any project.
+    /// A server-wide token (or none configured): it may use the jobs page, and switch to
+    /// any project.
     pub server_wide: bool,
     /// The switcher's choices.
     pub projects: Vec<String>,
@@ -50,11 +50,10 @@ impl Nav {
 
     /// The page header: the links to the pages this caller may open, and the switcher.
     pub fn header(&self) -> Markup {
-        let home = if self.server_wide { "/" } else { "/crashes" };
         html! {
             header {
-                a.brand href=(self.href(home, &[])) { "postmortem" }
-                @if self.server_wide { a href=(self.href("/", &[])) { "Crash groups" } }
+                a.brand href=(self.href("/", &[])) { "postmortem" }
+                a href=(self.href("/", &[])) { "Crash groups" }
                 a href=(self.href("/crashes", &[])) { "Crashes" }
                 a href=(self.href("/missing", &[])) { "Missing symbols" }
                 a href=(self.href("/binaries", &[])) { "Binaries" }

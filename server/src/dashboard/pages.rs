@@ -135,8 +135,9 @@ impl GroupsQuery<'_> {
         self.params.get(k).map(String::as_str).unwrap_or("")
     }
 
-    /// This page's address with `sort`, `descending` and an optional cursor.
-    fn href(&self, sort: GroupSort, descending: bool, after: Option<&str>) -> String {
+    /// This page's address with `sort`, `descending` and an optional cursor (with the
+    /// project of its group when the page spans every project).
+    fn href(&self, sort: GroupSort, descending: bool, after: Option<Cursor<'_>>) -> String {
         let mut q = vec![
             ("days", self.days.as_str()),
             ("product", self.get("product")),
@@ -145,8 +146,9 @@ impl GroupsQuery<'_> {
             ("sort", sort.name()),
             ("dir", if descending { "desc" } else { "asc" }),
         ];
-        if let Some(after) = after {
+        if let Some((after, project)) = after {
             q.push(("after", after));
+            q.push(("after_project", project.unwrap_or("")));
         }
         self.nav.href("/", &q)
     }
@@ -208,8 +210,13 @@ fn group_filters(q: &GroupsQuery<'_>) -> Markup {
     }
 }
 
+/// The groups page's cursor: `KEY:SIGNATURE` of the last group, and its project when the
+/// page spans every project.
+pub type Cursor<'a> = (&'a str, Option<&'a str>);
+
 /// The groups table, inside the form that merges the ticked ones.
 fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup {
+    let every = q.nav.project.is_none();
     html! {
         form #merge method="post" action=(q.nav.href("/groups/merge", &[])) {
         p.muted { "Tick groups that are one bug and merge them (into the one chosen, else the first ticked): "
@@ -217,6 +224,7 @@ fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup
         table #groups {
             thead { tr {
                 th { "Merge" } th { "Into" }
+                @if every { th { "Project" } }
                 th { (q.header("Signature", GroupSort::Signature)) } th { (q.header("Crashes", GroupSort::Count)) }
                 th { (q.header("First seen", GroupSort::FirstSeen)) } th { (q.header("Last seen", GroupSort::LastSeen)) }
                 th { "Products / versions" } th { "Last " (groups.first().map_or(0, |g| g.per_day.len())) " days" }
@@ -226,6 +234,7 @@ fn groups_table(groups: &[GroupView], q: &GroupsQuery<'_>, today: i64) -> Markup
                     tr {
                         td { input type="checkbox" name="group" value=(g.group.signature); }
                         td { input type="radio" name="into" value=(g.group.signature); }
+                        @if every { td.project { (g.group.project) } }
                         td.sig { a href=(q.nav.href("/crashes", &[("signature", &g.group.signature)])) { (g.group.signature) } }
                         td.count { (g.group.count) }
                         td.mono { (format_ms(g.group.first_seen)) }
@@ -251,7 +260,7 @@ pub fn groups(
     params: &HashMap<String, String>,
     days: Option<i64>,
     order: GroupOrder,
-    next: Option<&str>,
+    next: Option<Cursor<'_>>,
     today: i64,
 ) -> Markup {
     let q = GroupsQuery {
@@ -262,7 +271,10 @@ pub fn groups(
     };
     let body = html! {
         h1 { "Crash groups" }
-        p.muted #server-wide { "Crash groups are counted over every project's crashes (they are not kept per project yet): this page, merging and splitting are for server-wide tokens only. A group's crash list shows the crashes of the project chosen." }
+        @match &nav.project {
+            Some(p) => p.muted #groups-scope { "The crash groups of project " strong { (p) } ", counted over its crashes only: merging and splitting act in it." }
+            None => p.muted #groups-scope { "Every project's crash groups (no project chosen): each row is one project's group, counted over that project's crashes, so a signature found in two projects is two rows, and a group's crash list shows every project's crashes of its signature. Merging and splitting act in the one project that has the groups; choose a project above to see and change one project's groups." }
+        }
         (group_filters(&q))
         @if groups.is_empty() {
             p.muted { "No processed crashes match." }
@@ -291,6 +303,9 @@ pub struct CrashListPage<'a> {
     /// On one group's list: the groups merged into it (with their crash counts), which
     /// a split can give back.
     pub merged: Option<&'a [(String, i64)]>,
+    /// On one signature's list of every project's crashes: the projects that have a group
+    /// of that name, when several do (the page then offers no split: choose one).
+    pub several: &'a [String],
 }
 
 /// The "Merged into this group" section: one undo button per merged group.
@@ -377,6 +392,9 @@ pub fn crash_list(rows: &[CrashSummary], page: &CrashListPage<'_>) -> Markup {
             button type="submit" { "Filter" }
         }
         @if let (Some(g), Some(m)) = (group, page.merged) { (merged_section(nav, g, m)) }
+        @if page.several.len() > 1 {
+            p.muted #several-projects { "Projects " (page.several.join(", ")) " each have a group of this signature, and this list shows all their crashes: choose a project above to see one group, split it or undo its merges." }
+        }
         @if rows.is_empty() {
             p.muted { "No crashes match." }
         } @else {

@@ -311,3 +311,7 @@ pub fn spawn_worker(data: &Path, args: &[&str]) -> Proc {
 #[path = "../../../worker/tests/pg.rs"]
 mod pg;
 pub use pg::{drop_db, pg_database, pg_migrated};
+
+#[path = "../../../worker/tests/rollups.rs"]
+mod rollups;
+pub use rollups::rollups_exact;

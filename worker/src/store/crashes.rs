@@ -710,7 +710,8 @@ pub async fn finish_batch(
     let done_sql = format!(
         "UPDATE crashes SET status = 'done', report = $4, computed_signature = $5, \
          signature = COALESCE((SELECT group_name FROM group_pins WHERE crash_id = $1), \
-         (SELECT into_group FROM group_merges WHERE signature = $5), $5), error = NULL, \
+         (SELECT gm.into_group FROM group_merges gm WHERE gm.project = crashes.project \
+         AND gm.signature = $5), $5), error = NULL, \
          lease_until = NULL, finished_at = $6, \
          processing_ms = COALESCE($9, $6 - started_at), \
          completions = completions + 1, function_frames = $7, \

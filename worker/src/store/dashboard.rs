@@ -1,5 +1,9 @@
-//! Queries of the dashboard: crash groups (one per signature), their daily counts and
-//! products, failed jobs, and re-queuing one crash.
+//! Queries of the dashboard: crash groups (one per project and signature), their daily
+//! counts and products, failed jobs, and re-queuing one crash.
+//!
+//! Groups belong to a project (migration 0026): every group query takes the project it
+//! reads (none: every project, each group still its project's own row), and every table
+//! below is keyed project first.
 //!
 //! Groups are read from aggregate rows that triggers keep in step with the crashes table
 //! (migrations 0006 and 0021), so that no page aggregates crashes: `crash_groups` (one row
@@ -10,7 +14,7 @@
 //! `crash_group_days` rows (one per signature, UTC day, product and version); the
 //! analysis-kind filter tests each group's `crash_group_kinds` rows. Time filters
 //! therefore have day granularity. A group's products and versions are its
-//! `crash_group_versions` rows (migration 0035). Filter SQL is assembled from fixed
+//! `project_group_versions` rows (migrations 0035 and 0026). Filter SQL is assembled from fixed
 //! fragments only; every value is a bound parameter.
 
 use super::conditions::{Conditions, Value};
@@ -18,9 +22,10 @@ use super::{Db, StoreError};
 
 const DAY_MS: i64 = 86_400_000;
 
-/// One crash group: every crash with the same signature.
+/// One crash group: every crash of a project with the same signature.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Group {
+    pub project: String,
     pub signature: String,
     pub count: i64,
     pub first_seen: i64,
@@ -92,6 +97,8 @@ impl GroupSort {
 /// Filters, order and keyset position of the groups page.
 #[derive(Debug, Clone, Default)]
 pub struct GroupQuery {
+    /// The project whose groups are read; none: every project's.
+    pub project: Option<String>,
     /// Inclusive lower bound on `received_at`, rounded down to its UTC day.
     pub since: Option<i64>,
     /// Exclusive upper bound on `received_at`, rounded up to a UTC day.
@@ -105,6 +112,9 @@ pub struct GroupQuery {
     pub descending: bool,
     /// Continue after the group with this (sort key, signature): see [`GroupSort::key`].
     pub after: Option<(i64, String)>,
+    /// With every project's groups (no `project`): the project of the `after` group,
+    /// which breaks ties between projects' groups of one signature.
+    pub after_project: Option<String>,
     pub limit: i64,
 }
 
@@ -123,6 +133,12 @@ fn window_days(q: &GroupQuery) -> (Option<i64>, Option<i64>) {
 fn window_conditions(c: &mut Conditions, q: &GroupQuery, alias: &str) -> Vec<String> {
     let (since, until) = window_days(q);
     let mut w = Vec::new();
+    if let Some(p) = &q.project {
+        w.push(format!(
+            "{alias}project = {}",
+            c.arg(Value::Text(p.clone()))
+        ));
+    }
     if let Some(d) = since {
         w.push(format!("{alias}day >= {}", c.arg(Value::Int(d))));
     }
@@ -144,7 +160,8 @@ fn window_conditions(c: &mut Conditions, q: &GroupQuery, alias: &str) -> Vec<Str
     w
 }
 
-/// The groups of the page's window, as rows (signature, count, first_seen, last_seen):
+/// The groups of the page's window (of the page's project, if any), as rows (project,
+/// signature, count, first_seen, last_seen):
 /// - no window: the all-time rows (`crash_groups`);
 /// - days and perhaps a product: per group, its running counts (`crash_group_running`,
 ///   migration 0021) read at the window's ends (one index lookup per group for the page's
@@ -163,17 +180,27 @@ struct Rows {
 fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
     let early = |sql: String| Rows { sql, late: None };
     if q.since.is_none() && q.until.is_none() && q.product.is_none() && q.version.is_none() {
-        return early("SELECT signature, count, first_seen, last_seen FROM crash_groups".into());
+        let only = match &q.project {
+            Some(p) => format!(" WHERE project = {}", c.arg(Value::Text(p.clone()))),
+            None => String::new(),
+        };
+        return early(format!(
+            "SELECT project, signature, count, first_seen, last_seen FROM crash_groups{only}"
+        ));
     }
     if q.version.is_some() {
         let w = window_conditions(c, q, "");
         return early(format!(
-            "SELECT signature, CAST(SUM(count) AS BIGINT) AS count, \
+            "SELECT project, signature, CAST(SUM(count) AS BIGINT) AS count, \
              MIN(first_seen) AS first_seen, MAX(last_seen) AS last_seen \
-             FROM crash_group_days WHERE {} GROUP BY signature",
+             FROM crash_group_days WHERE {} GROUP BY project, signature",
             w.join(" AND ")
         ));
     }
+    let only = match &q.project {
+        Some(p) => format!(" WHERE g.project = {}", c.arg(Value::Text(p.clone()))),
+        None => String::new(),
+    };
     let scope = match &q.product {
         Some(p) => format!("p:{p}"),
         None => String::new(),
@@ -186,8 +213,9 @@ fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
     // the one row of group `alias` nearest to a bound
     let row = |alias: &str, what: &str, bound: Option<String>, order: &str| {
         format!(
-            "(SELECT r.{what} FROM crash_group_running r WHERE r.scope = {scope} \
-             AND r.signature = {alias}.signature{} ORDER BY r.day {order} LIMIT 1)",
+            "(SELECT r.{what} FROM crash_group_running r WHERE r.project = {alias}.project \
+             AND r.scope = {scope} AND r.signature = {alias}.signature{} \
+             ORDER BY r.day {order} LIMIT 1)",
             bound.map(|b| format!(" AND r.day {b}")).unwrap_or_default()
         )
     };
@@ -217,8 +245,8 @@ fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
     };
     Rows {
         sql: format!(
-            "SELECT g.signature, {count} AS count, {early_first} AS first_seen, \
-             {early_last} AS last_seen FROM crash_groups g"
+            "SELECT g.project, g.signature, {count} AS count, {early_first} AS first_seen, \
+             {early_last} AS last_seen FROM crash_groups g{only}"
         ),
         late: Some((
             if q.sort == GroupSort::FirstSeen {
@@ -235,8 +263,8 @@ fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
     }
 }
 
-/// One page of crash groups in the order of `q.sort` (ties broken by signature in the
-/// same direction).
+/// One page of crash groups in the order of `q.sort` (ties broken by signature, then
+/// project, in the same direction).
 pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
     // text filters are cleaned as the stored text was, so that they find it
     use super::text::clean_opt;
@@ -260,9 +288,9 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
     // running counts: each group's count computed once (a materialized table, not an
     // expression the planner copies into the filter and the order), then the page
     let mut sql = match &rows.late {
-        Some(_) => String::from("SELECT signature, count, first_seen, last_seen FROM w g"),
+        Some(_) => String::from("SELECT project, signature, count, first_seen, last_seen FROM w g"),
         None => format!(
-            "SELECT signature, count, first_seen, last_seen FROM ({}) g",
+            "SELECT project, signature, count, first_seen, last_seen FROM ({}) g",
             rows.sql
         ),
     };
@@ -278,38 +306,49 @@ pub async fn groups(db: &Db, q: &GroupQuery) -> Result<Vec<Group>, StoreError> {
             .map(|w| format!(" AND {w}"))
             .collect();
         c.push(format!(
-            "EXISTS (SELECT 1 FROM crash_group_kinds k WHERE k.kind = {kind} \
-             AND k.signature = g.signature{within})"
+            "EXISTS (SELECT 1 FROM crash_group_kinds k WHERE k.project = g.project \
+             AND k.kind = {kind} AND k.signature = g.signature{within})"
         ));
     }
+    // every project's groups: the project breaks ties (one signature in two projects)
+    let every = q.project.is_none();
     if let Some((key, sig)) = &q.after {
-        let sig = c.arg(Value::Text(sig.clone()));
-        match q.sort.column() {
-            Some(col) => {
-                let key = c.arg(Value::Int(*key));
-                c.push(format!("(g.{col}, g.signature) {cmp} ({key}, {sig})"));
-            }
-            None => c.push(format!("g.signature {cmp} {sig}")),
+        let mut cols = vec!["g.signature".to_string()];
+        let mut vals = vec![c.arg(Value::Text(sig.clone()))];
+        if let Some(col) = q.sort.column() {
+            cols.insert(0, format!("g.{col}"));
+            vals.insert(0, c.arg(Value::Int(*key)));
         }
+        if let Some(p) = q.after_project.as_ref().filter(|_| every) {
+            cols.push("g.project".into());
+            vals.push(c.arg(Value::Text(p.clone())));
+        }
+        c.push(format!("({}) {cmp} ({})", cols.join(", "), vals.join(", ")));
     }
     sql.push_str(&c.where_clause());
-    match q.sort.column() {
-        Some(col) => sql.push_str(&format!(" ORDER BY g.{col} {dir}, g.signature {dir}")),
-        None => sql.push_str(&format!(" ORDER BY g.signature {dir}")),
-    }
+    // the page's order, with the rows' alias (`g.`) or without (the late rows' query)
+    let order = |g: &str| {
+        let tie = if every {
+            format!(", {g}project {dir}")
+        } else {
+            String::new()
+        };
+        match q.sort.column() {
+            Some(col) => format!("{g}{col} {dir}, {g}signature {dir}{tie}"),
+            None => format!("{g}signature {dir}{tie}"),
+        }
+    };
+    sql.push_str(&format!(" ORDER BY {}", order("g.")));
     let limit = c.arg(Value::Int(q.limit));
     sql.push_str(&format!(" LIMIT {limit}"));
     if let Some((first, last)) = &rows.late {
-        let order = match q.sort.column() {
-            Some(col) => format!("{col} {dir}, signature {dir}"),
-            None => format!("signature {dir}"),
-        };
         sql = format!(
             "WITH w AS MATERIALIZED ({}), page AS MATERIALIZED ({sql}) \
-             SELECT signature, count, first_seen, last_seen FROM (SELECT p.signature, \
-             p.count, {first} AS first_seen, {last} AS last_seen FROM page p) l \
-             ORDER BY {order}",
-            rows.sql
+             SELECT project, signature, count, first_seen, last_seen FROM (SELECT p.project, \
+             p.signature, p.count, {first} AS first_seen, {last} AS last_seen FROM page p) l \
+             ORDER BY {}",
+            rows.sql,
+            order("")
         );
     }
     Ok(crate::on_pool!(db, p => crate::bind_values!(
@@ -329,39 +368,48 @@ pub struct GroupDay {
     pub count: i64,
 }
 
-/// Daily counts of one signature for the UTC days that overlap `[since, until)`.
+/// Daily counts of one group (`signature` in `project`) for the UTC days that overlap
+/// `[since, until)`.
 pub async fn group_days(
     db: &Db,
+    project: &str,
     signature: &str,
     since: i64,
     until: i64,
 ) -> Result<Vec<GroupDay>, StoreError> {
     let sql = "SELECT day, NULLIF(product, '') AS product, NULLIF(version, '') AS version, \
-               count FROM crash_group_days WHERE signature = $1 AND day >= $2 AND day < $3 \
-               ORDER BY day, product, version";
-    let last = until.div_euclid(DAY_MS) + i64::from(until.rem_euclid(DAY_MS) != 0);
+               count FROM crash_group_days WHERE project = $1 AND signature = $2 \
+               AND day >= $3 AND day < $4 ORDER BY day, product, version";
     let signature = super::text::clean(signature);
     Ok(crate::on_pool!(db, p => sqlx::query_as::<_, GroupDay>(sql)
+        .bind(project)
         .bind(&*signature)
         .bind(since.div_euclid(DAY_MS))
-        .bind(last)
+        .bind(last_day(until))
         .fetch_all(p)
         .await)?)
 }
 
-/// The distinct products and versions seen for a signature (at most `limit`), from its
-/// `crash_group_versions` rows.
+/// The day after the last UTC day that overlaps a window ending (exclusively) at `until`.
+fn last_day(until: i64) -> i64 {
+    until.div_euclid(DAY_MS) + i64::from(until.rem_euclid(DAY_MS) != 0)
+}
+
+/// The distinct products and versions seen for a group (`signature` in `project`; at
+/// most `limit`), from its `project_group_versions` rows.
 pub async fn group_products(
     db: &Db,
+    project: &str,
     signature: &str,
     limit: i64,
 ) -> Result<Vec<(Option<String>, Option<String>)>, StoreError> {
-    let sql = "SELECT NULLIF(product, ''), NULLIF(version, '') FROM crash_group_versions \
-               WHERE signature = $1 AND (product <> '' OR version <> '') \
-               ORDER BY 1, 2 LIMIT $2";
+    let sql = "SELECT NULLIF(product, ''), NULLIF(version, '') FROM project_group_versions \
+               WHERE project = $1 AND signature = $2 AND (product <> '' OR version <> '') \
+               ORDER BY 1, 2 LIMIT $3";
     let signature = super::text::clean(signature);
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, (Option<String>, Option<String>)>(sql)
+        .bind(project)
         .bind(&*signature)
         .bind(limit)
         .fetch_all(p)
@@ -423,88 +471,104 @@ pub async fn product_of(
     )
 }
 
-/// One signature's row of [`groups_days`].
+/// One group's row of [`groups_days`].
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct SignatureDay {
+    pub project: String,
     pub signature: String,
     #[sqlx(flatten)]
     pub day: GroupDay,
 }
 
-/// [`group_days`] of several signatures in one query (a page of groups and their
-/// charts), in no particular order.
+/// A group: its project and its signature.
+pub type GroupKey = (String, String);
+
+/// `(project = $i AND signature IN ($i+1, …)) OR …` for `groups`, one term per project,
+/// placeholders from `$first`, and the binds in that order. One term per project, not
+/// per group, so that a page of one project's groups is one index range per signature
+/// within the project (SQLite reads `(project = ? AND signature = ?) OR …` of one project
+/// as a range of the whole project).
+fn group_keys(first: usize, groups: &[GroupKey]) -> (String, Vec<String>) {
+    let mut by_project: Vec<(&str, Vec<String>)> = Vec::new();
+    for (p, sig) in groups {
+        let sig = super::text::clean(sig).into_owned();
+        match by_project.iter_mut().find(|(q, _)| q == p) {
+            Some((_, sigs)) => sigs.push(sig),
+            None => by_project.push((p, vec![sig])),
+        }
+    }
+    let mut binds = Vec::with_capacity(groups.len() + by_project.len());
+    let mut terms = Vec::with_capacity(by_project.len());
+    for (p, sigs) in by_project {
+        let at = first + binds.len();
+        let list = (1..=sigs.len())
+            .map(|i| format!("${}", at + i))
+            .collect::<Vec<_>>()
+            .join(", ");
+        terms.push(format!("(project = ${at} AND signature IN ({list}))"));
+        binds.push(p.to_string());
+        binds.extend(sigs);
+    }
+    (terms.join(" OR "), binds)
+}
+
+/// [`group_days`] of several groups in one query (a page of groups and their charts),
+/// in no particular order.
 pub async fn groups_days(
     db: &Db,
-    signatures: &[String],
+    groups: &[GroupKey],
     since: i64,
     until: i64,
 ) -> Result<Vec<SignatureDay>, StoreError> {
-    if signatures.is_empty() {
+    if groups.is_empty() {
         return Ok(Vec::new());
     }
-    let list = placeholders(1, signatures.len());
-    let n = signatures.len();
+    let (keys, binds) = group_keys(1, groups);
+    let n = binds.len();
     let sql = format!(
-        "SELECT signature, day, NULLIF(product, '') AS product, \
+        "SELECT project, signature, day, NULLIF(product, '') AS product, \
          NULLIF(version, '') AS version, count FROM crash_group_days \
-         WHERE signature IN ({list}) AND day >= ${} AND day < ${}",
+         WHERE ({keys}) AND day >= ${} AND day < ${}",
         n + 1,
         n + 2
     );
-    let last = until.div_euclid(DAY_MS) + i64::from(until.rem_euclid(DAY_MS) != 0);
-    let cleaned: Vec<String> = signatures
-        .iter()
-        .map(|s| super::text::clean(s).into_owned())
-        .collect();
     Ok(crate::on_pool!(db, p => {
         let mut q = sqlx::query_as::<_, SignatureDay>(sqlx::AssertSqlSafe(sql.as_str()));
-        for s in &cleaned {
-            q = q.bind(s);
+        for b in &binds {
+            q = q.bind(b);
         }
-        q.bind(since.div_euclid(DAY_MS)).bind(last).fetch_all(p).await
+        q.bind(since.div_euclid(DAY_MS)).bind(last_day(until)).fetch_all(p).await
     })?)
 }
 
-/// [`group_products`] of several signatures in one query: (signature, product, version),
-/// at most `limit` per signature, in each signature's order. Reads the groups' rows of
-/// `crash_group_versions` (migration 0035: one per product and version), not their day
-/// rows.
+/// [`group_products`] of several groups in one query: (project, signature, product,
+/// version), at most `limit` per group, in each group's order. Reads the groups' rows of
+/// `project_group_versions` (migrations 0035 and 0026: one per product and version), not
+/// their day rows.
 pub async fn groups_products(
     db: &Db,
-    signatures: &[String],
+    groups: &[GroupKey],
     limit: i64,
-) -> Result<Vec<(String, Option<String>, Option<String>)>, StoreError> {
-    if signatures.is_empty() {
+) -> Result<Vec<(String, String, Option<String>, Option<String>)>, StoreError> {
+    if groups.is_empty() {
         return Ok(Vec::new());
     }
-    let list = placeholders(1, signatures.len());
+    let (keys, binds) = group_keys(1, groups);
     let sql = format!(
-        "SELECT signature, p, v FROM (SELECT signature, p, v, ROW_NUMBER() OVER \
-         (PARTITION BY signature ORDER BY p, v) AS n FROM (SELECT signature, \
-         NULLIF(product, '') AS p, NULLIF(version, '') AS v FROM crash_group_versions \
-         WHERE signature IN ({list}) AND (product <> '' OR version <> '')) d) r \
-         WHERE n <= ${} ORDER BY signature, p, v",
-        signatures.len() + 1
+        "SELECT project, signature, p, v FROM (SELECT project, signature, p, v, ROW_NUMBER() \
+         OVER (PARTITION BY project, signature ORDER BY p, v) AS n FROM (SELECT project, \
+         signature, NULLIF(product, '') AS p, NULLIF(version, '') AS v \
+         FROM project_group_versions WHERE ({keys}) AND (product <> '' OR version <> '')) d) r \
+         WHERE n <= ${} ORDER BY project, signature, p, v",
+        binds.len() + 1
     );
-    let cleaned: Vec<String> = signatures
-        .iter()
-        .map(|s| super::text::clean(s).into_owned())
-        .collect();
     Ok(crate::on_pool!(db, p => {
-        let mut q = sqlx::query_as::<_, (String, Option<String>, Option<String>)>(
+        let mut q = sqlx::query_as::<_, (String, String, Option<String>, Option<String>)>(
             sqlx::AssertSqlSafe(sql.as_str()),
         );
-        for s in &cleaned {
-            q = q.bind(s);
+        for b in &binds {
+            q = q.bind(b);
         }
         q.bind(limit).fetch_all(p).await
     })?)
-}
-
-/// `$first, $first+1, …`: `n` placeholders.
-fn placeholders(first: usize, n: usize) -> String {
-    (first..first + n)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -12,6 +12,25 @@ use super::StoreError;
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
+/// 0035's `crash_group_versions`, replaced by 0026's `project_group_versions` (groups
+/// per project). On a database where 0035 ran first, 0026 drops it; on a fresh one 0035
+/// runs after 0026 (migrations run in number order) and creates it again, with triggers
+/// that would keep it up to date for nothing: these statements (SQLite's, PostgreSQL's)
+/// drop it there, so that both end with the same schema.
+const SUPERSEDED: (&[&str], &[&str]) = (
+    &[
+        "DROP TRIGGER IF EXISTS crash_group_versions_add",
+        "DROP TRIGGER IF EXISTS crash_group_versions_remove",
+        "DROP TRIGGER IF EXISTS crash_group_versions_move",
+        "DROP TABLE IF EXISTS crash_group_versions",
+    ],
+    &[
+        "DROP TRIGGER IF EXISTS crash_group_versions_follow ON crash_group_days",
+        "DROP FUNCTION IF EXISTS crash_group_versions_follow()",
+        "DROP TABLE IF EXISTS crash_group_versions",
+    ],
+);
+
 /// Which database a [`Db`] talks to.
 #[derive(Debug, Clone)]
 pub enum Backend {
@@ -91,11 +110,29 @@ impl Db {
         Ok(Db { backend })
     }
 
-    /// Applies the embedded migrations of this backend's dialect.
+    /// Applies the embedded migrations of this backend's dialect, then drops what a
+    /// migration applied out of its number's order left behind ([`SUPERSEDED`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(p) => SQLITE_MIGRATIONS.run(p).await?,
             Backend::Postgres(p) => POSTGRES_MIGRATIONS.run(p).await?,
+        }
+        let (exists, drops): (&str, &[&str]) = match self.backend {
+            Backend::Sqlite(_) => (
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'crash_group_versions'",
+                SUPERSEDED.0,
+            ),
+            Backend::Postgres(_) => (
+                "SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_name = 'crash_group_versions' AND table_schema = current_schema()",
+                SUPERSEDED.1,
+            ),
+        };
+        let n: i64 = on_pool!(self, p => sqlx::query_scalar(exists).fetch_one(p).await)?;
+        if n > 0 {
+            for sql in drops {
+                on_pool!(self, p => sqlx::query(*sql).execute(p).await.map(|_| ()))?;
+            }
         }
         Ok(())
     }

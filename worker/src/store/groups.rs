@@ -11,14 +11,20 @@
 //! of migrations 0006 and 0021 follow `crashes.signature` through their triggers, so
 //! counts, windows, lists, search and the reprocess filter all see the decision.
 //!
+//! Groups and decisions belong to a project (migration 0026): every function here acts
+//! in the one project it is given, so a decision never moves, pins or names another
+//! project's crashes, and another project's group is as missing as a group that does
+//! not exist ([`DecisionError::NoGroup`]).
+//!
 //! Each operation runs in one transaction.
 
 use super::{Db, StoreError};
 
-/// SQL: the group a crash row belongs to under the stored decisions.
+/// SQL: the group a crash row belongs to under the stored decisions (of its project).
 const SETTLED: &str = "COALESCE(\
     (SELECT gp.group_name FROM group_pins gp WHERE gp.crash_id = crashes.id), \
-    (SELECT gm.into_group FROM group_merges gm WHERE gm.signature = crashes.computed_signature), \
+    (SELECT gm.into_group FROM group_merges gm WHERE gm.project = crashes.project \
+     AND gm.signature = crashes.computed_signature), \
     computed_signature)";
 
 /// Why a decision was refused.
@@ -78,19 +84,20 @@ async fn run(db: &Db, steps: &[Step]) -> Result<Vec<u64>, StoreError> {
     .await)?)
 }
 
-/// Whether a group with this name has crashes.
-pub async fn exists(db: &Db, group: &str) -> Result<bool, StoreError> {
+/// Whether a group with this name has crashes in `project`.
+pub async fn exists(db: &Db, project: &str, group: &str) -> Result<bool, StoreError> {
     let group = super::text::clean(group);
-    let sql = "SELECT COUNT(*) FROM crash_groups WHERE signature = $1";
+    let sql = "SELECT COUNT(*) FROM crash_groups WHERE project = $1 AND signature = $2";
     let n: i64 = crate::on_pool!(db, p => sqlx::query_scalar(sql)
+        .bind(project)
         .bind(&*group)
         .fetch_one(p)
         .await)?;
     Ok(n > 0)
 }
 
-async fn need(db: &Db, group: &str) -> Result<(), DecisionError> {
-    if group.is_empty() || !exists(db, group).await? {
+async fn need(db: &Db, project: &str, group: &str) -> Result<(), DecisionError> {
+    if group.is_empty() || !exists(db, project, group).await? {
         return Err(DecisionError::NoGroup(group.to_string()));
     }
     Ok(())
@@ -98,8 +105,8 @@ async fn need(db: &Db, group: &str) -> Result<(), DecisionError> {
 
 /// Merges group `from` into group `into`: its crashes move now, stay there whatever
 /// signature reprocessing gives them later, and new crashes whose signature is one that
-/// `from` was made of go to `into` too.
-pub async fn merge(db: &Db, into: &str, from: &str) -> Result<Moved, DecisionError> {
+/// `from` was made of go to `into` too. Both are groups of `project`.
+pub async fn merge(db: &Db, project: &str, into: &str, from: &str) -> Result<Moved, DecisionError> {
     let (into, from) = (super::text::clean(into), super::text::clean(from));
     let (into, from) = (&*into, &*from);
     if into == from {
@@ -107,45 +114,51 @@ pub async fn merge(db: &Db, into: &str, from: &str) -> Result<Moved, DecisionErr
             "a group cannot be merged into itself ({into:?})"
         )));
     }
-    need(db, into).await?;
-    need(db, from).await?;
+    need(db, project, into).await?;
+    need(db, project, from).await?;
     let steps = [
         // signatures that went to `from` go to `into`, remembered as coming from `from`
         step(
-            "UPDATE group_merges SET into_group = $1, origin = $2 WHERE into_group = $2",
-            &[into, from],
+            "UPDATE group_merges SET into_group = $1, origin = $2 \
+             WHERE project = $3 AND into_group = $2",
+            &[into, from, project],
         ),
         step(
-            "INSERT INTO group_merges (signature, into_group, origin) VALUES ($2, $1, $2) \
-             ON CONFLICT (signature) DO UPDATE SET into_group = $1, origin = $2",
-            &[into, from],
+            "INSERT INTO group_merges (project, signature, into_group, origin) \
+             VALUES ($3, $2, $1, $2) \
+             ON CONFLICT (project, signature) DO UPDATE SET into_group = $1, origin = $2",
+            &[into, from, project],
         ),
-        step("DELETE FROM group_merges WHERE signature = into_group", &[]),
+        step(
+            "DELETE FROM group_merges WHERE project = $1 AND signature = into_group",
+            &[project],
+        ),
         // `into`'s own crashes are pinned there (origin NULL: no merge brought them), so
         // that a rules change cannot take the merged group apart
         step(
-            "INSERT INTO group_pins (crash_id, group_name, origin) \
-             SELECT id, $1, NULL FROM crashes WHERE signature = $1 \
+            "INSERT INTO group_pins (crash_id, group_name, origin, project) \
+             SELECT id, $1, NULL, $2 FROM crashes WHERE project = $2 AND signature = $1 \
              ON CONFLICT (crash_id) DO NOTHING",
-            &[into],
+            &[into, project],
         ),
         // crashes pinned to `from`, and every other crash of it, are pinned to `into`
         step(
-            "UPDATE group_pins SET group_name = $1, origin = $2 WHERE group_name = $2",
-            &[into, from],
+            "UPDATE group_pins SET group_name = $1, origin = $2 \
+             WHERE project = $3 AND group_name = $2",
+            &[into, from, project],
         ),
         step(
-            "INSERT INTO group_pins (crash_id, group_name, origin) \
-             SELECT id, $1, $2 FROM crashes WHERE signature = $2 \
+            "INSERT INTO group_pins (crash_id, group_name, origin, project) \
+             SELECT id, $1, $2, $3 FROM crashes WHERE project = $3 AND signature = $2 \
              ON CONFLICT (crash_id) DO UPDATE SET group_name = $1, origin = $2",
-            &[into, from],
+            &[into, from, project],
         ),
         step(
             format!(
-                "UPDATE crashes SET signature = {SETTLED} WHERE signature = $1 \
-                 AND COALESCE({SETTLED}, '') <> $1"
+                "UPDATE crashes SET signature = {SETTLED} WHERE project = $2 \
+                 AND signature = $1 AND COALESCE({SETTLED}, '') <> $1"
             ),
-            &[from],
+            &[from, project],
         ),
     ];
     let counts = run(db, &steps).await?;
@@ -156,31 +169,40 @@ pub async fn merge(db: &Db, into: &str, from: &str) -> Result<Moved, DecisionErr
 }
 
 /// Undoes the merge of group `from` into `group`: the crashes and signatures that came
-/// from `from` go back to it (pinned there, so the split stays split).
-pub async fn unmerge(db: &Db, group: &str, from: &str) -> Result<Moved, DecisionError> {
+/// from `from` go back to it (pinned there, so the split stays split). `group` is a
+/// group of `project`.
+pub async fn unmerge(
+    db: &Db,
+    project: &str,
+    group: &str,
+    from: &str,
+) -> Result<Moved, DecisionError> {
     let (group, from) = (super::text::clean(group), super::text::clean(from));
     let (group, from) = (&*group, &*from);
-    need(db, group).await?;
+    need(db, project, group).await?;
     let steps = [
         step(
             "UPDATE group_merges SET into_group = $2, origin = NULL \
-             WHERE into_group = $1 AND origin = $2",
-            &[group, from],
+             WHERE project = $3 AND into_group = $1 AND origin = $2",
+            &[group, from, project],
         ),
-        step("DELETE FROM group_merges WHERE signature = into_group", &[]),
+        step(
+            "DELETE FROM group_merges WHERE project = $1 AND signature = into_group",
+            &[project],
+        ),
         step(
             "UPDATE group_pins SET group_name = $2, origin = NULL \
-             WHERE group_name = $1 AND origin = $2",
-            &[group, from],
+             WHERE project = $3 AND group_name = $1 AND origin = $2",
+            &[group, from, project],
         ),
         // every crash of the group is settled again: the pinned ones and those that
         // came through the merge rule leave
         step(
             format!(
-                "UPDATE crashes SET signature = {SETTLED} WHERE signature = $1 \
-                 AND COALESCE({SETTLED}, '') <> $1"
+                "UPDATE crashes SET signature = {SETTLED} WHERE project = $2 \
+                 AND signature = $1 AND COALESCE({SETTLED}, '') <> $1"
             ),
-            &[group],
+            &[group, project],
         ),
     ];
     let counts = run(db, &steps).await?;
@@ -198,16 +220,18 @@ pub async fn unmerge(db: &Db, group: &str, from: &str) -> Result<Moved, Decision
 
 /// Splits the crashes `ids` (those of them that are in `group`) out of `group` into a
 /// group of their own, named `name` or, by default, after `group` with "(split N)". They
-/// stay there across reprocessing and rule changes.
+/// stay there across reprocessing and rule changes. `group` is a group of `project`, and
+/// only its crashes of that project move.
 pub async fn split(
     db: &Db,
+    project: &str,
     group: &str,
     ids: &[String],
     name: Option<&str>,
 ) -> Result<Moved, DecisionError> {
     let group = super::text::clean(group);
     let group = &*group;
-    need(db, group).await?;
+    need(db, project, group).await?;
     if ids.is_empty() {
         return Err(DecisionError::Invalid("no crashes to split out".into()));
     }
@@ -218,23 +242,24 @@ pub async fn split(
             )))
         }
         Some(n) => super::text::clean(n).into_owned(),
-        None => fresh_name(db, group).await?,
+        None => fresh_name(db, project, group).await?,
     };
     let mut steps = Vec::with_capacity(ids.len() * 2);
     for id in ids {
         let id = super::text::clean(id);
         steps.push(step(
-            "INSERT INTO group_pins (crash_id, group_name, origin) \
-             SELECT id, $2, $3 FROM crashes WHERE id = $1 AND signature = $3 \
+            "INSERT INTO group_pins (crash_id, group_name, origin, project) \
+             SELECT id, $2, $3, $4 FROM crashes WHERE id = $1 AND project = $4 \
+             AND signature = $3 \
              ON CONFLICT (crash_id) DO UPDATE SET group_name = $2, origin = $3",
-            &[&*id, name.as_str(), group],
+            &[&*id, name.as_str(), group, project],
         ));
         steps.push(step(
             format!(
-                "UPDATE crashes SET signature = {SETTLED} WHERE id = $1 AND signature = $2 \
-                 AND COALESCE({SETTLED}, '') <> $2"
+                "UPDATE crashes SET signature = {SETTLED} WHERE id = $1 AND project = $3 \
+                 AND signature = $2 AND COALESCE({SETTLED}, '') <> $2"
             ),
-            &[&*id, group],
+            &[&*id, group, project],
         ));
     }
     let counts = run(db, &steps).await?;
@@ -250,18 +275,21 @@ pub async fn split(
     })
 }
 
-/// `GROUP (split)`, or `GROUP (split N)` with the first N not taken by a group or a pin.
-async fn fresh_name(db: &Db, group: &str) -> Result<String, StoreError> {
+/// `GROUP (split)`, or `GROUP (split N)` with the first N not taken by a group or a pin
+/// of `project`.
+async fn fresh_name(db: &Db, project: &str, group: &str) -> Result<String, StoreError> {
     for n in 1..1000u32 {
         let name = if n == 1 {
             format!("{group} (split)")
         } else {
             format!("{group} (split {n})")
         };
-        let sql = "SELECT (SELECT COUNT(*) FROM crash_groups WHERE signature = $1) + \
-                   (SELECT COUNT(*) FROM group_pins WHERE group_name = $1)";
+        let sql = "SELECT (SELECT COUNT(*) FROM crash_groups WHERE project = $2 \
+                   AND signature = $1) + (SELECT COUNT(*) FROM group_pins \
+                   WHERE project = $2 AND group_name = $1)";
         let taken: i64 = crate::on_pool!(db, p => sqlx::query_scalar(sql)
             .bind(&name)
+            .bind(project)
             .fetch_one(p)
             .await)?;
         if taken == 0 {
@@ -272,11 +300,13 @@ async fn fresh_name(db: &Db, group: &str) -> Result<String, StoreError> {
 }
 
 /// The group a crash would be in if its signature were `computed`: its pin, else the
-/// merge of `computed`, else `computed` (what `signature --preview` compares).
+/// merge of `computed` in the crash's project, else `computed` (what `signature
+/// --preview` compares).
 pub async fn settle(db: &Db, crash_id: &str, computed: &str) -> Result<String, StoreError> {
     let sql = "SELECT COALESCE(\
                (SELECT group_name FROM group_pins WHERE crash_id = $1), \
-               (SELECT into_group FROM group_merges WHERE signature = $2), $2)";
+               (SELECT gm.into_group FROM group_merges gm WHERE gm.signature = $2 \
+                AND gm.project = (SELECT c.project FROM crashes c WHERE c.id = $1)), $2)";
     let (id, computed) = (super::text::clean(crash_id), super::text::clean(computed));
     Ok(
         crate::on_pool!(db, p => sqlx::query_scalar::<_, String>(sql)
@@ -288,14 +318,48 @@ pub async fn settle(db: &Db, crash_id: &str, computed: &str) -> Result<String, S
 }
 
 /// The groups merged into `group` that an undo can give back (the `origin`s of its
-/// pins), in name order.
-pub async fn merged_into(db: &Db, group: &str) -> Result<Vec<(String, i64)>, StoreError> {
-    let sql = "SELECT origin, COUNT(*) FROM group_pins WHERE group_name = $1 \
+/// pins in `project`), in name order.
+pub async fn merged_into(
+    db: &Db,
+    project: &str,
+    group: &str,
+) -> Result<Vec<(String, i64)>, StoreError> {
+    let sql = "SELECT origin, COUNT(*) FROM group_pins WHERE project = $2 AND group_name = $1 \
                AND origin IS NOT NULL AND origin <> $1 GROUP BY origin ORDER BY origin LIMIT 100";
     let group = super::text::clean(group);
     Ok(
         crate::on_pool!(db, p => sqlx::query_as::<_, (String, i64)>(sql)
         .bind(&*group)
+        .bind(project)
+        .fetch_all(p)
+        .await)?,
+    )
+}
+
+/// The projects that have every one of `groups` (at most 20, in name order): where a
+/// decision of a caller that named no project can act (a server-wide caller, who may act
+/// in any project) — one project, or none, or several to choose from.
+pub async fn projects_with(db: &Db, groups: &[&str]) -> Result<Vec<String>, StoreError> {
+    let mut names: Vec<String> = groups
+        .iter()
+        .map(|g| super::text::clean(g).into_owned())
+        .collect();
+    names.sort();
+    names.dedup();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = serde_json::to_string(&names).unwrap_or_else(|_| "[]".into());
+    let sql = format!(
+        "SELECT project FROM crash_groups WHERE signature IN ({}) GROUP BY project \
+         HAVING COUNT(*) = $2 ORDER BY project LIMIT 20",
+        db.json_strings("$1")
+    );
+    let n = i64::try_from(names.len()).unwrap_or(i64::MAX);
+    Ok(
+        crate::on_pool!(db, p => sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&list)
+        .bind(n)
         .fetch_all(p)
         .await)?,
     )
