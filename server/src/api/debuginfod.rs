@@ -27,7 +27,7 @@ use axum::routing::get;
 use axum::Router;
 use worker::store::binaries::{self, BinaryRow};
 
-use super::auth::{Caller, ServerWide, Symbols};
+use super::auth::{Caller, Symbols};
 use super::binaries::check_build_id;
 use super::problem::ApiError;
 use super::source_bundles;
@@ -118,7 +118,7 @@ async fn file(
 /// 400 for a path with a `..` component.
 async fn source(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    Caller { who, .. }: Caller<Symbols>,
     Path((build_id, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let id = check_build_id(&build_id)?;
@@ -126,7 +126,7 @@ async fn source(
         code: "bad-source-path",
         detail: format!("{path:?} is no source path a bundle may hold (`..`, empty)"),
     })?;
-    let bytes = source_bundles::read_file(&s, &id, paths)
+    let bytes = source_bundles::read_file(&s, who.sees(), &id, paths)
         .await?
         .ok_or_else(|| {
             ApiError::NotFound(format!(

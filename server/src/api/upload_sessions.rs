@@ -399,9 +399,6 @@ async fn missing(
     body: Body,
 ) -> Result<Json<Value>, SessionError> {
     let q: MissingQuery = json_body(body).await?;
-    if !q.source_bundles.is_empty() {
-        bundles_need_server_wide(&caller.who)?;
-    }
     if q.files.len() > MAX_MISSING_FILES || q.source_bundles.len() > MAX_MISSING_FILES {
         return Err(SessionError::Bad(format!(
             "at most {MAX_MISSING_FILES} files and {MAX_MISSING_FILES} source bundles per \
@@ -428,7 +425,7 @@ async fn missing(
         out.push(answer);
     }
     let refs: Vec<&str> = bundle_ids.iter().map(String::as_str).collect();
-    let stored = source_bundles::by_build_ids(&s.db, &refs).await?;
+    let stored = source_bundles::by_build_ids(&s.db, caller.who.sees(), &refs).await?;
     let bundles: Vec<Value> = bundle_ids
         .iter()
         .map(|id| {
@@ -443,15 +440,6 @@ async fn missing(
     Ok(Json(json!({
         "files": out, "missing": lacking, "present": present, "source_bundles": bundles,
     })))
-}
-
-/// Source bundles are not kept per project yet: a project token may not send or ask
-/// about them.
-fn bundles_need_server_wide(who: &Who) -> Result<(), ApiError> {
-    match who.server_wide {
-        true => Ok(()),
-        false => Err(ApiError::ServerWideOnly),
-    }
 }
 
 /// What the caller's project has of the file `row` describes (another project's file,
@@ -503,9 +491,6 @@ async fn create(
     let owner = owner(&s, &headers)?;
     let project = caller.who.upload_project().to_string();
     let req: CreateRequest = json_body(body).await?;
-    if req.source_bundle.is_some() {
-        bundles_need_server_wide(&caller.who)?;
-    }
     let sessions = &s.upload_sessions;
     check_hex("sha256", &req.sha256, 64)?;
     check_hex("compressed_sha256", &req.compressed_sha256, 64)?;
@@ -770,7 +755,9 @@ async fn finish(
     }
     let file = decompress(&s, compressed, &session).await?;
     let (status, Json(mut v)) = match &session.source_bundle {
-        Some(build_id) => super::source_bundles::store(&s, &headers, build_id, file).await?,
+        Some(build_id) => {
+            super::source_bundles::store(&s, &headers, &session.project, build_id, file).await?
+        }
         None => {
             let files = vec![(session.file_name.clone(), file)];
             super::binaries::store_files(&s, &headers, &session.project, files).await?
