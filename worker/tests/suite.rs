@@ -8,6 +8,7 @@
 
 mod api_store;
 mod dashboard_store;
+mod delete_filter_store;
 mod pg;
 mod reprocess_store;
 mod store_indexes;
