@@ -21,21 +21,9 @@ use sha2::{Digest, Sha256};
 
 use crate::common::{client, make_core};
 use crate::projects::{
-    finished, get, json_of, label, real_core, send, Answer, Env, A, B, B_INGEST, C, NAMING, ROOT,
+    both, finished, get, json_of, label, real_core, send, Answer, Env, A, B, B_INGEST, C, NAMING,
+    ROOT,
 };
-
-macro_rules! both {
-    ($sqlite:ident, $pg:ident, $body:path) => {
-        #[tokio::test(flavor = "multi_thread")]
-        async fn $sqlite() {
-            $body(false).await;
-        }
-        #[tokio::test(flavor = "multi_thread")]
-        async fn $pg() {
-            $body(true).await;
-        }
-    };
-}
 
 /// Uploads `dump` as Crashpad does, with the form field `user_id`; the new crash's id.
 async fn upload_as_user(

@@ -263,6 +263,8 @@ macro_rules! both {
         }
     };
 }
+/// The tests of one scenario on SQLite and on PostgreSQL, for the other project test files.
+pub(crate) use both;
 
 /// Project A's token against every route of project B's crash answers exactly as for a
 /// crash that does not exist, and nothing A does reaches B's crash.

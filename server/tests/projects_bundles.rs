@@ -28,22 +28,9 @@ use sha2::{Digest, Sha256};
 
 use crate::common::client;
 use crate::projects::{
-    finished, get, json_of, real_core, send, upload_id, Answer, Env, A, B, C, ROOT,
+    both, finished, get, json_of, real_core, send, upload_id, Answer, Env, A, B, C, ROOT,
 };
 use crate::source_bundles::{manifest, raw_zip};
-
-macro_rules! both {
-    ($sqlite:ident, $pg:ident, $body:path) => {
-        #[tokio::test(flavor = "multi_thread")]
-        async fn $sqlite() {
-            $body(false).await;
-        }
-        #[tokio::test(flavor = "multi_thread")]
-        async fn $pg() {
-            $body(true).await;
-        }
-    };
-}
 
 fn sha(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

@@ -12,11 +12,7 @@ use super::{Db, StoreError};
 pub async fn count(db: &Db, filter: &Filter) -> Result<i64, StoreError> {
     let mut c = Conditions::new();
     filter.push_conditions(&mut c, db);
-    let sql = format!("SELECT COUNT(*) FROM crashes{}", c.where_clause());
-    let (n,): (i64,) = crate::on_pool!(db, p => crate::bind_values!(
-        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), c.values())
-        .fetch_one(p).await)?;
-    Ok(n)
+    super::conditions::count_crashes(db, &c).await
 }
 
 /// The ids of at most `limit` crashes `filter` matches, after `after` in id order.

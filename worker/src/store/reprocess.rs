@@ -178,12 +178,7 @@ pub async fn finish_run(db: &Db, run: &str) -> Result<(), StoreError> {
 
 /// How many matching crashes run `run` has not queued yet.
 pub async fn count_remaining(db: &Db, run: &str, filter: &Filter) -> Result<i64, StoreError> {
-    let c = matching(db, run, filter);
-    let sql = format!("SELECT COUNT(*) FROM crashes{}", c.where_clause());
-    let (n,): (i64,) = crate::on_pool!(db, p => crate::bind_values!(
-        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), c.values())
-        .fetch_one(p).await)?;
-    Ok(n)
+    super::conditions::count_crashes(db, &matching(db, run, filter)).await
 }
 
 /// Queues at most `limit` matching crashes with ids after `after` (primary-key order)
