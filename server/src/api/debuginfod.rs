@@ -15,8 +15,8 @@
 //! Reading binaries is the `symbols` scope, as `GET /api/v1/binaries` (clients send the
 //! token with `DEBUGINFOD_HEADERS_FILE`). A project token gets the files its project sees
 //! (its own and the shared ones, `binaries::visible`): another project's file is a 404 as
-//! an unknown build-id is. Source bundles are not kept per project yet: `source/` takes
-//! a server-wide token. Files are streamed from the blob store, never
+//! an unknown build-id is. `source/` reads the bundle the project sees in the same way (its
+//! own, else the shared one: `source_bundles::read_file`). Files are streamed from the blob store, never
 //! held whole. An unknown build-id is a 404, which debuginfod clients take as "not here".
 
 use axum::body::Body;
@@ -114,7 +114,7 @@ async fn file(
 }
 
 /// `GET /buildid/{id}/source/{path}`: the file recorded as `/path` (or `path`) in the
-/// source bundle uploaded for the build-id; 404 without a bundle or without that file,
+/// source bundle of the build-id the caller's project sees (another project's is none); 404 without a bundle or without that file,
 /// 400 for a path with a `..` component.
 async fn source(
     State(s): State<AppState>,

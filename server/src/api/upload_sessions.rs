@@ -15,8 +15,9 @@
 //!
 //! A session stores its file in the project its creation named (issue 41); `missing`
 //! answers what that project sees, so a file only another project holds is `missing` (its
-//! bytes are sent again, and stored once). Source bundles are not kept per project yet:
-//! sessions and queries of them take a server-wide token.
+//! bytes are sent again, and stored once). Source bundles too: a bundle's session stores
+//! it for its project, and `missing` answers the bundles the project sees (its own and
+//! the shared ones).
 //!
 //! Sessions live in the store (`worker::store::upload_sessions`, migration 0028): a row
 //! per session and a blob per chunk received, so a session survives a restart of the
@@ -391,8 +392,8 @@ fn row_of(d: &Described) -> Result<BinaryRow, SessionError> {
 /// `POST /api/v1/binaries/missing`: for each described file, `present` (the server holds
 /// these bytes, under this name for a Windows image), `conflict` (another file holds its
 /// identity in its role: an upload would be refused 409) or `missing`; for each build-id
-/// of `source_bundles`, `present` (a bundle is stored for it: first upload wins) or
-/// `missing`.
+/// of `source_bundles`, `present` (the caller's project holds a bundle of it, or one is
+/// shared: first upload wins within a project) or `missing`.
 async fn missing(
     State(s): State<AppState>,
     caller: Caller<Symbols>,
