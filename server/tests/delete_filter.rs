@@ -11,7 +11,8 @@
 //! gone and the blob team-b's crash shares stays, and the crashes of the other user and
 //! of team-b (same annotation) are all there; the audit log lists each deletion with its
 //! filter. Refused: an empty filter (unless `all`), a project in the body, a server-wide
-//! token that names no project, tokens without `admin`.
+//! token that names no project, tokens without `admin`. `batches`: 450 crashes of one
+//! filter, past one batch of ids, deleted by one request (the time printed).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
@@ -284,3 +285,66 @@ async fn refusals(c: &reqwest::Client, e: &Env, privacy: &Value) {
     }
     assert_eq!(e.scalar("SELECT COUNT(*) FROM crashes").await, before);
 }
+
+/// Crashes past one batch of ids (200): 450 of team-a's rows with `user_id=bulk`, put in
+/// the database directly (pending, no dump: `--workers 0`), and 5 of team-b's. The dry
+/// run counts 450 and lists 100; the deletion deletes 450 in three batches, each with its
+/// audit entry, and team-b's stay. Prints how long the deletion took.
+async fn batches(pg: bool) {
+    let Some(e) = Env::start(pg, &["--workers", "0"]).await else {
+        return;
+    };
+    let c = client();
+    let insert = |project: &'static str, i: usize| {
+        let db = &e.db;
+        async move {
+            let new = worker::store::crashes::NewCrash {
+                id: worker::store::crashes::new_id(),
+                received_at: 1_700_000_000_000,
+                dump_sha256: format!("{i:064x}"),
+                dump_size: 1,
+                dump_format: "elf-core".into(),
+                annotations: json!({ "user_id": "bulk" }).to_string(),
+                annotations_cut: None,
+            };
+            worker::store::crashes::insert_in(db, &new, project)
+                .await
+                .unwrap();
+        }
+    };
+    for i in 0..450 {
+        insert("team-a", i).await;
+    }
+    for i in 450..455 {
+        insert("team-b", i).await;
+    }
+    let bulk = json!({ "annotations": { "user_id": "bulk" } });
+    let dry = delete(&c, &e, A, "", json!({ "filter": bulk, "dry_run": true })).await;
+    let dry = json_of(&dry);
+    assert_eq!(
+        (dry["matched"].as_i64(), ids(&dry).len()),
+        (Some(450), 100),
+        "{dry}"
+    );
+    let started = std::time::Instant::now();
+    let done = delete(&c, &e, A, "", json!({ "filter": bulk })).await;
+    let took = started.elapsed();
+    let done = json_of(&done);
+    assert_eq!(
+        (done["deleted"].as_i64(), done["more"].as_bool()),
+        (Some(450), Some(false)),
+        "{done}"
+    );
+    assert_eq!(ids(&done), ids(&dry), "the first 100, in id order");
+    assert_eq!(e.count("crashes", "project", "team-a").await, 0);
+    assert_eq!(e.count("crashes", "project", "team-b").await, 5);
+    assert_eq!(e.count("audit_log", "action", "delete-crash").await, 450);
+    eprintln!(
+        "{}: 450 crashes deleted by filter in {:.2} s ({:.1} ms a crash)",
+        if pg { "PostgreSQL" } else { "SQLite" },
+        took.as_secs_f64(),
+        took.as_secs_f64() * 1000.0 / 450.0
+    );
+    e.finish().await;
+}
+both!(batches_sqlite, batches_postgres, batches);
