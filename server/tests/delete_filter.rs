@@ -8,7 +8,8 @@
 //! and lists team-a's two and deletes nothing; the deletion deletes exactly those (as
 //! many as the dry run counted); afterwards no row of any table names them, the search
 //! finds them no more, no search term only they had is left, the blob only they named is
-//! gone and the blob team-b's crash shares stays, and the crashes of the other user and
+//! gone and the blob team-b's crash shares stays (one of them was split off its group:
+//! its pin goes too), and the crashes of the other user and
 //! of team-b (same annotation) are all there; the audit log lists each deletion with its
 //! filter. Refused: an empty filter (unless `all`), a project in the body, a server-wide
 //! token that names no project, tokens without `admin`. `batches`: 450 crashes of one
@@ -109,6 +110,22 @@ async fn by_filter(pg: bool) {
             assert!(e.count(table, column, id).await > 0, "{table} before");
         }
     }
+    // a2 split off its group by the admin: a pin names it
+    let signature = finished(&c, &e, A, &a2).await["signature"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body = json!({ "group": signature, "crashes": [a2] });
+    let split = send(
+        &c,
+        Method::POST,
+        &e.url("/api/v1/groups/split"),
+        ROOT,
+        |r| r.json(&body),
+    )
+    .await;
+    assert_eq!(split.status, StatusCode::OK, "{}", split.body);
+    assert_eq!(e.count("group_pins", "crash_id", &a2).await, 1);
     let mut theirs = vec![a1.clone(), a2.clone()];
     theirs.sort();
     let privacy = json!({ "annotations": { "user_id": "u-42" } });
