@@ -28,7 +28,7 @@ use common::{client, compile, drop_db, files_under, make_core, pg_database, star
 pub(crate) const ROOT: &str = "root-secret";
 pub(crate) const A: &str = "a-secret";
 pub(crate) const B: &str = "b-secret";
-const B_INGEST: &str = "b-ingest";
+pub(crate) const B_INGEST: &str = "b-ingest";
 pub(crate) const C: &str = "c-secret";
 
 /// A server with one server-wide admin token and tokens of projects team-a, team-b and
@@ -106,10 +106,17 @@ impl Env {
     }
 
     /// Rows of a query without parameters that counts.
-    async fn scalar(&self, sql: &str) -> i64 {
+    pub(crate) async fn scalar(&self, sql: &str) -> i64 {
         worker::on_pool!(self.db, p => sqlx::query_scalar::<_, i64>(
             sqlx::AssertSqlSafe(sql.to_string())).fetch_one(p).await)
         .unwrap()
+    }
+
+    /// Whether a blob file of `sha256` is stored.
+    pub(crate) fn has_blob(&self, sha256: &str) -> bool {
+        files_under(&self.dir.path().join("data").join("blobs"))
+            .iter()
+            .any(|p| p.to_string_lossy().contains(&sha256[8..]))
     }
 
     pub(crate) fn blob_files(&self) -> usize {
@@ -219,7 +226,7 @@ fn fake_core(len: usize, tag: u8) -> Vec<u8> {
 /// A real crash's core (a compiled program that writes through a null pointer), its
 /// program uploaded first by the server-wide token and marked shared, so that the reports
 /// of every project name its functions.
-async fn real_core(c: &reqwest::Client, e: &Env, dir: &std::path::Path) -> Vec<u8> {
+pub(crate) async fn real_core(c: &reqwest::Client, e: &Env, dir: &std::path::Path) -> Vec<u8> {
     let prog = compile(dir, "prog", common::CRASHER);
     let bytes = std::fs::read(&prog).unwrap();
     let sha = hex::encode(Sha256::digest(&bytes));
@@ -236,7 +243,7 @@ async fn real_core(c: &reqwest::Client, e: &Env, dir: &std::path::Path) -> Vec<u
 }
 
 /// The label the audit log names a token by: 12 hex digits of the SHA-256 of its secret.
-fn label(secret: &str) -> String {
+pub(crate) fn label(secret: &str) -> String {
     Sha256::digest(secret.as_bytes())
         .iter()
         .take(6)
@@ -256,6 +263,8 @@ macro_rules! both {
         }
     };
 }
+/// The tests of one scenario on SQLite and on PostgreSQL, for the other project test files.
+pub(crate) use both;
 
 /// Project A's token against every route of project B's crash answers exactly as for a
 /// crash that does not exist, and nothing A does reaches B's crash.
@@ -432,7 +441,6 @@ async fn keys_and_dedup(c: &reqwest::Client, e: &Env, core: &[u8], theirs: &str)
 
 async fn server_wide_routes(c: &reqwest::Client, e: &Env) {
     for path in [
-        format!("/buildid/{}/source/a.c", "ab".repeat(20)),
         "/metrics".to_string(),
         "/jobs".to_string(),
     ] {
@@ -574,7 +582,7 @@ async fn group_count(e: &Env, signature: &str) -> i64 {
 }
 
 /// What names a crash, per table: `(table, column)`.
-const NAMING: [(&str, &str); 8] = [
+pub(crate) const NAMING: [(&str, &str); 8] = [
     ("crashes", "id"),
     ("crash_terms", "crash_id"),
     ("crash_build_ids", "crash_id"),

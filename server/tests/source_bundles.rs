@@ -428,7 +428,7 @@ async fn requeues_past_the_allowance_are_done_later() {
 }
 
 /// A zip of raw entries (name, bytes), written as they are.
-fn raw_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn raw_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
@@ -439,7 +439,7 @@ fn raw_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
     zip.finish().unwrap().into_inner()
 }
 
-fn manifest(build_id: &str, files: &[&str]) -> Vec<u8> {
+pub(crate) fn manifest(build_id: &str, files: &[&str]) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "schema": "postmortem.source-bundle/1", "build_id": build_id, "files": files,
     }))

@@ -15,6 +15,7 @@ mod blobs_s3;
 mod common;
 mod dashboard;
 mod debuginfod;
+mod delete_filter;
 #[path = "gdb_compare/main.rs"]
 mod gdb_compare;
 mod grouping;
@@ -24,6 +25,7 @@ mod in_process;
 #[path = "minidump_gdb/main.rs"]
 mod minidump_gdb;
 mod projects;
+mod projects_bundles;
 mod projects_dashboard;
 mod projects_groups;
 mod projects_symbols;

@@ -970,41 +970,89 @@ both!(
     uploads_of_many_build_ids
 );
 
-/// Source bundles on both backends: the first bundle of a build-id is stored and a second
-/// is answered with it (first upload wins); the batch look-up finds only build-ids that
-/// have one; a bundle's blob is named for the orphan sweep.
+/// Source bundles on both backends: the first bundle of a build-id in a project is stored
+/// and a second is answered with it (first upload wins within a project); another
+/// project's bundle of the build-id is stored beside it and neither sees the other's;
+/// a shared bundle serves the projects without their own; the batch look-up finds only
+/// build-ids that have one; a bundle's blob is named for the orphan sweep.
 async fn source_bundles_first_upload_wins(db: &Db) {
-    use worker::store::source_bundles::{self, BundleRow};
-    let row = |sha: &str| BundleRow {
+    use worker::store::source_bundles::{self, BundleRow, Sees};
+    let row = |project: &str, sha: &str| BundleRow {
+        project: project.to_string(),
         build_id: "ab".repeat(20),
         sha256: sha.repeat(32),
         size: 100,
         file_count: 2,
         uploaded_at: 0,
     };
-    let (held, inserted) = source_bundles::insert(db, &row("ef")).await.unwrap();
+    let (held, inserted) = source_bundles::insert(db, &row("team-a", "ef"))
+        .await
+        .unwrap();
     assert!(inserted);
     assert_eq!(held.sha256, "ef".repeat(32));
     assert!(held.uploaded_at > 0);
-    let (held, inserted) = source_bundles::insert(db, &row("12")).await.unwrap();
+    let (held, inserted) = source_bundles::insert(db, &row("team-a", "12"))
+        .await
+        .unwrap();
     assert!(!inserted);
     assert_eq!(
         held.sha256,
         "ef".repeat(32),
         "the first bundle holds the build-id"
     );
+    let (held, inserted) = source_bundles::insert(db, &row("team-b", "12"))
+        .await
+        .unwrap();
+    assert!(
+        inserted,
+        "another project's bundle does not hold team-b's build-id"
+    );
+    assert_eq!(held.sha256, "12".repeat(32));
     let other = "cd".repeat(20);
     let ab = "ab".repeat(20);
-    let found = source_bundles::by_build_ids(db, &[&ab, &other])
+    let seen = |p: &'static str| {
+        let ab = ab.clone();
+        async move {
+            source_bundles::by_build_id(db, Sees::Project(p), &ab)
+                .await
+                .unwrap()
+                .map(|r| r.sha256[..2].to_string())
+        }
+    };
+    assert_eq!(seen("team-a").await.as_deref(), Some("ef"));
+    assert_eq!(seen("team-b").await.as_deref(), Some("12"));
+    assert_eq!(
+        seen("team-c").await,
+        None,
+        "no bundle of team-c's own, none shared"
+    );
+    let shared = source_bundles::share(db, &"ef".repeat(32)).await.unwrap();
+    assert_eq!(shared.len(), 1);
+    assert_eq!(
+        seen("team-c").await.as_deref(),
+        Some("ef"),
+        "the shared one"
+    );
+    assert_eq!(seen("team-b").await.as_deref(), Some("12"), "its own first");
+    assert!(source_bundles::share(db, &"ef".repeat(32))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        source_bundles::unshare(db, &"ef".repeat(32)).await.unwrap(),
+        1
+    );
+    assert_eq!(seen("team-c").await, None);
+    let found = source_bundles::by_build_ids(db, Sees::Project("team-a"), &[&ab, &other])
         .await
         .unwrap();
     assert_eq!(found.keys().collect::<Vec<_>>(), vec![&ab]);
-    assert!(source_bundles::by_build_id(db, &other)
+    assert!(source_bundles::by_build_id(db, Sees::Every, &other)
         .await
         .unwrap()
         .is_none());
     assert!(crashes::blob_is_named(db, &"ef".repeat(32)).await.unwrap());
-    assert!(!crashes::blob_is_named(db, &"12".repeat(32)).await.unwrap());
+    assert!(!crashes::blob_is_named(db, &"34".repeat(32)).await.unwrap());
 }
 both!(
     source_bundles_first_upload_wins_sqlite,

@@ -389,7 +389,7 @@ async fn late_bundle_requeue(db: &Db) {
     let want = naming_count(db, "cc01").await;
     assert!(want > 3, "build-id cc01: only {want} crashes");
     let want = u64::try_from(want).unwrap();
-    let first = source_bundles::requeue_naming(db, "CC01", ANY, 3)
+    let first = source_bundles::requeue_naming(db, "*", "CC01", ANY, 3)
         .await
         .unwrap();
     assert_eq!((first.requeued, first.left), (3, want - 3));
@@ -397,12 +397,12 @@ async fn late_bundle_requeue(db: &Db) {
         naming_count(db, "cc01").await,
         i64::try_from(want - 3).unwrap()
     );
-    let rest = source_bundles::requeue_naming(db, "cc01", ANY, u64::MAX)
+    let rest = source_bundles::requeue_naming(db, "*", "cc01", ANY, u64::MAX)
         .await
         .unwrap();
     assert_eq!((rest.requeued, rest.left), (want - 3, 0));
     assert_eq!(naming_count(db, "cc01").await, 0);
-    let none = source_bundles::requeue_naming(db, "ff99", ANY, u64::MAX)
+    let none = source_bundles::requeue_naming(db, "*", "ff99", ANY, u64::MAX)
         .await
         .unwrap();
     assert_eq!((none.requeued, none.left), (0, 0));

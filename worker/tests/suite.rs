@@ -7,7 +7,9 @@
 #![allow(clippy::too_many_lines)] // a test reads top to bottom as one scenario
 
 mod api_store;
+mod bundle_migration;
 mod dashboard_store;
+mod delete_filter_store;
 mod pg;
 mod project_groups;
 mod reprocess_store;

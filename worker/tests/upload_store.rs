@@ -102,10 +102,10 @@ async fn all(db: &Db, dir: &std::path::Path) {
     assert_eq!(upload_sessions::expire(db, &blobs).await.unwrap(), 0);
 
     // a remembered build-id that no crash names is forgotten by the next pass
-    requeue_backlog::remember(db, "AB12", now_ms())
+    requeue_backlog::remember(db, "*", "AB12", now_ms())
         .await
         .unwrap();
-    requeue_backlog::remember(db, "ab12", now_ms())
+    requeue_backlog::remember(db, "*", "ab12", now_ms())
         .await
         .unwrap();
     assert_eq!(backlog_rows(db).await, 1, "remembered once");

@@ -99,8 +99,8 @@ pub struct Caller<N> {
 }
 
 /// A server-wide caller with the scope `N`: for the routes that are not yet kept apart
-/// per project (groups, source bundles, the dashboard) or that act on every project
-/// (marking a symbol file shared), which a project token may not use.
+/// per project (groups, the dashboard's groups and jobs) or that act on every project
+/// (marking a symbol file or a source bundle shared), which a project token may not use.
 pub struct ServerWide<N> {
     need: PhantomData<fn() -> N>,
 }

@@ -8,7 +8,8 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use worker::store::{audit, crashes, delete};
+use worker::store::audit::{self, Entry};
+use worker::store::{crashes, delete};
 
 use super::auth::{Admin, Caller};
 use super::problem::ApiError;
@@ -24,14 +25,29 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let entry = audit::entry(&who.token, who.filter(), "delete-crash", ROUTE, Some(&id));
-    let Some(sha256) = delete::crash(&s.db, &id, who.filter(), &entry).await? else {
+    if !delete_one(&s, &id, who.filter(), &entry).await? {
         return Err(super::crashes::not_found(&id));
+    }
+    tracing::info!(crash_id = %id, token = %who.token, "crash deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes crash `id` if it is `project`'s (none: any project's), recording `entry`, and
+/// its dump's blob when nothing else names the bytes: whether there was such a crash.
+/// The deletion by filter (`api::crash_delete_filter`) deletes each crash with it too.
+pub(super) async fn delete_one(
+    s: &AppState,
+    id: &str,
+    project: Option<&str>,
+    entry: &Entry,
+) -> Result<bool, ApiError> {
+    let Some(sha256) = delete::crash(&s.db, id, project, entry).await? else {
+        return Ok(false);
     };
     // A blob is shared by content: another crash (of any project), a binary or a bundle
     // may name the same bytes.
     if !crashes::blob_is_named(&s.db, &sha256).await? {
         s.blobs.delete(&sha256).await?;
     }
-    tracing::info!(crash_id = %id, token = %who.token, "crash deleted");
-    Ok(StatusCode::NO_CONTENT)
+    Ok(true)
 }

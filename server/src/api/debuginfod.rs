@@ -15,8 +15,8 @@
 //! Reading binaries is the `symbols` scope, as `GET /api/v1/binaries` (clients send the
 //! token with `DEBUGINFOD_HEADERS_FILE`). A project token gets the files its project sees
 //! (its own and the shared ones, `binaries::visible`): another project's file is a 404 as
-//! an unknown build-id is. Source bundles are not kept per project yet: `source/` takes
-//! a server-wide token. Files are streamed from the blob store, never
+//! an unknown build-id is. `source/` reads the bundle the project sees in the same way (its
+//! own, else the shared one: `source_bundles::read_file`). Files are streamed from the blob store, never
 //! held whole. An unknown build-id is a 404, which debuginfod clients take as "not here".
 
 use axum::body::Body;
@@ -27,7 +27,7 @@ use axum::routing::get;
 use axum::Router;
 use worker::store::binaries::{self, BinaryRow};
 
-use super::auth::{Caller, ServerWide, Symbols};
+use super::auth::{Caller, Symbols};
 use super::binaries::check_build_id;
 use super::problem::ApiError;
 use super::source_bundles;
@@ -114,11 +114,11 @@ async fn file(
 }
 
 /// `GET /buildid/{id}/source/{path}`: the file recorded as `/path` (or `path`) in the
-/// source bundle uploaded for the build-id; 404 without a bundle or without that file,
+/// source bundle of the build-id the caller's project sees (another project's is none); 404 without a bundle or without that file,
 /// 400 for a path with a `..` component.
 async fn source(
     State(s): State<AppState>,
-    _caller: ServerWide<Symbols>,
+    Caller { who, .. }: Caller<Symbols>,
     Path((build_id, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let id = check_build_id(&build_id)?;
@@ -126,7 +126,7 @@ async fn source(
         code: "bad-source-path",
         detail: format!("{path:?} is no source path a bundle may hold (`..`, empty)"),
     })?;
-    let bytes = source_bundles::read_file(&s, &id, paths)
+    let bytes = source_bundles::read_file(&s, who.sees(), &id, paths)
         .await?
         .ok_or_else(|| {
             ApiError::NotFound(format!(

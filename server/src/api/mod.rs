@@ -4,13 +4,15 @@
 //!
 //! - `crashes`: upload crashes, read them and their reports, list them, download a dump,
 //!   delete one;
+//! - `crash_delete_filter`: delete every crash of a project a filter matches (a dry run
+//!   counts them);
 //! - `binaries`: upload and look up binaries by build-id;
 //! - `upload_sessions`: which files the server lacks, and resumable chunked uploads;
 //! - `debuginfod`: the uploaded binaries and debug files as a debuginfod server serves
 //!   them (`/buildid/{id}/executable|debuginfo`), and the files of uploaded source
 //!   bundles (`/buildid/{id}/source/{path}`), for gdb, eu-stack and `debuginfod-find`;
-//! - `source_bundles`: source bundles checked and stored at the end of their upload, and
-//!   read for the debuginfod route;
+//! - `source_bundles`: source bundles checked and stored for a project at the end of
+//!   their upload, read for the debuginfod route, shared with every project by an admin;
 //! - `modules`: the modules crashes needed and nobody uploaded;
 //! - `reprocess`: queue finished crashes matching a filter again;
 //! - `groups`: list crash groups, merge two, split one (decisions kept across reprocessing);
@@ -38,6 +40,7 @@ pub mod auth;
 mod binaries;
 pub mod browser_auth;
 mod crash_delete;
+mod crash_delete_filter;
 pub(crate) mod crashes;
 mod debuginfod;
 mod dump_check;
@@ -74,8 +77,10 @@ pub fn routes() -> Router<AppState> {
         .merge(binaries::routes())
         .merge(upload_sessions::routes())
         .merge(debuginfod::routes())
+        .merge(source_bundles::routes())
         .merge(modules::routes())
         .merge(reprocess::routes())
+        .merge(crash_delete_filter::routes())
         .merge(groups::routes())
         .merge(openapi::routes())
         .merge(health::routes())

@@ -15,8 +15,9 @@
 //!
 //! A session stores its file in the project its creation named (issue 41); `missing`
 //! answers what that project sees, so a file only another project holds is `missing` (its
-//! bytes are sent again, and stored once). Source bundles are not kept per project yet:
-//! sessions and queries of them take a server-wide token.
+//! bytes are sent again, and stored once). Source bundles too: a bundle's session stores
+//! it for its project, and `missing` answers the bundles the project sees (its own and
+//! the shared ones).
 //!
 //! Sessions live in the store (`worker::store::upload_sessions`, migration 0028): a row
 //! per session and a blob per chunk received, so a session survives a restart of the
@@ -391,17 +392,14 @@ fn row_of(d: &Described) -> Result<BinaryRow, SessionError> {
 /// `POST /api/v1/binaries/missing`: for each described file, `present` (the server holds
 /// these bytes, under this name for a Windows image), `conflict` (another file holds its
 /// identity in its role: an upload would be refused 409) or `missing`; for each build-id
-/// of `source_bundles`, `present` (a bundle is stored for it: first upload wins) or
-/// `missing`.
+/// of `source_bundles`, `present` (the caller's project holds a bundle of it, or one is
+/// shared: first upload wins within a project) or `missing`.
 async fn missing(
     State(s): State<AppState>,
     caller: Caller<Symbols>,
     body: Body,
 ) -> Result<Json<Value>, SessionError> {
     let q: MissingQuery = json_body(body).await?;
-    if !q.source_bundles.is_empty() {
-        bundles_need_server_wide(&caller.who)?;
-    }
     if q.files.len() > MAX_MISSING_FILES || q.source_bundles.len() > MAX_MISSING_FILES {
         return Err(SessionError::Bad(format!(
             "at most {MAX_MISSING_FILES} files and {MAX_MISSING_FILES} source bundles per \
@@ -428,7 +426,7 @@ async fn missing(
         out.push(answer);
     }
     let refs: Vec<&str> = bundle_ids.iter().map(String::as_str).collect();
-    let stored = source_bundles::by_build_ids(&s.db, &refs).await?;
+    let stored = source_bundles::by_build_ids(&s.db, caller.who.sees(), &refs).await?;
     let bundles: Vec<Value> = bundle_ids
         .iter()
         .map(|id| {
@@ -443,15 +441,6 @@ async fn missing(
     Ok(Json(json!({
         "files": out, "missing": lacking, "present": present, "source_bundles": bundles,
     })))
-}
-
-/// Source bundles are not kept per project yet: a project token may not send or ask
-/// about them.
-fn bundles_need_server_wide(who: &Who) -> Result<(), ApiError> {
-    match who.server_wide {
-        true => Ok(()),
-        false => Err(ApiError::ServerWideOnly),
-    }
 }
 
 /// What the caller's project has of the file `row` describes (another project's file,
@@ -503,9 +492,6 @@ async fn create(
     let owner = owner(&s, &headers)?;
     let project = caller.who.upload_project().to_string();
     let req: CreateRequest = json_body(body).await?;
-    if req.source_bundle.is_some() {
-        bundles_need_server_wide(&caller.who)?;
-    }
     let sessions = &s.upload_sessions;
     check_hex("sha256", &req.sha256, 64)?;
     check_hex("compressed_sha256", &req.compressed_sha256, 64)?;
@@ -770,7 +756,9 @@ async fn finish(
     }
     let file = decompress(&s, compressed, &session).await?;
     let (status, Json(mut v)) = match &session.source_bundle {
-        Some(build_id) => super::source_bundles::store(&s, &headers, build_id, file).await?,
+        Some(build_id) => {
+            super::source_bundles::store(&s, &headers, &session.project, build_id, file).await?
+        }
         None => {
             let files = vec![(session.file_name.clone(), file)];
             super::binaries::store_files(&s, &headers, &session.project, files).await?

@@ -87,6 +87,7 @@ impl ReprocessArgs {
             build_id: self.build_id.clone(),
             missing_only: self.missing_only,
             status: self.status.clone(),
+            annotations: std::collections::BTreeMap::new(),
             all: self.all,
             project: self.project.clone(),
         }

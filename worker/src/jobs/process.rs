@@ -88,7 +88,8 @@ pub async fn process_job(
         .clone()
         .with_dump_sha256(lease.dump_sha256.clone());
     options.source_context.provider =
-        super::source_links::provider(runner, &modules, &lease.annotations, until).await?;
+        super::source_links::provider(runner, &lease.project, &modules, &lease.annotations, until)
+            .await?;
     let report = steps
         .timed(
             Step::Engine,

@@ -1,6 +1,7 @@
 //! Source context for the service's reports: the source bundles uploaded for the
 //! build-ids of a crash's modules (`postmortem upload --include-sources`), handed to the
-//! engine as its [`SourceProvider`].
+//! engine as its [`SourceProvider`]. A crash reads its project's bundles and the shared
+//! ones, never another project's (`store::source_bundles::by_build_ids`).
 //!
 //! The bundles are looked up in one query and their blobs opened in place (a local blob
 //! mapped, a remote one copied to a temporary file and mapped: never read into memory
@@ -20,7 +21,7 @@ use engine::report::source_context::{SourceProvider, SourceRequest};
 use engine::source_bundle::{BundleLimits, SourceBundle};
 
 use super::{JobError, Runner};
-use crate::store::source_bundles;
+use crate::store::source_bundles::{self, Sees};
 
 /// Most source bundles one crash's report reads (modules in the dump's order).
 pub const MAX_BUNDLES_PER_CRASH: usize = 64;
@@ -28,6 +29,7 @@ pub const MAX_BUNDLES_PER_CRASH: usize = 64;
 /// The provider of a crash whose modules have bundles; `None` when none has one.
 pub async fn provider(
     runner: &Runner,
+    project: &str,
     modules: &[Module],
 ) -> Result<Option<Arc<dyn SourceProvider>>, JobError> {
     let mut ids: Vec<String> = Vec::new();
@@ -37,7 +39,7 @@ pub async fn provider(
         }
     }
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let rows = source_bundles::by_build_ids(&runner.db, &refs).await?;
+    let rows = source_bundles::by_build_ids(&runner.db, Sees::Project(project), &refs).await?;
     let mut bundles = HashMap::new();
     for id in ids.iter().filter(|id| rows.contains_key(*id)) {
         if bundles.len() >= MAX_BUNDLES_PER_CRASH {

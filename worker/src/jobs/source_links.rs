@@ -27,15 +27,17 @@ pub fn commit_of(annotations: &str) -> Option<String> {
 
 /// The source provider of a crash: its modules' uploaded bundles, then the service's
 /// debuginfod servers' `source` route, then the service's mappings with the commit its
-/// upload's fields name (`annotations`); `None` when it has none of them.
+/// upload's fields name (`annotations`); `None` when it has none of them. The bundles
+/// are those of the crash's `project` and the shared ones.
 pub async fn provider(
     runner: &Runner,
+    project: &str,
     modules: &[Module],
     annotations: &str,
     until: Option<std::time::Instant>,
 ) -> Result<Option<Arc<dyn SourceProvider>>, JobError> {
     let mut providers = Vec::new();
-    providers.extend(super::source_bundles::provider(runner, modules).await?);
+    providers.extend(super::source_bundles::provider(runner, project, modules).await?);
     providers.extend(super::source_servers::provider(runner, until));
     if let Some(links) = &runner.config.source_links {
         providers.push(Arc::new(CrashLinks {

@@ -62,6 +62,18 @@ impl Conditions {
     }
 }
 
+/// How many crashes `c`'s conditions match (a statement on `crashes`).
+pub(crate) async fn count_crashes(
+    db: &super::Db,
+    c: &Conditions,
+) -> Result<i64, super::StoreError> {
+    let sql = format!("SELECT COUNT(*) FROM crashes{}", c.where_clause());
+    let (n,): (i64,) = crate::on_pool!(db, p => crate::bind_values!(
+        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), c.values())
+        .fetch_one(p).await)?;
+    Ok(n)
+}
+
 /// Binds every value of `conditions` to a `sqlx` query, in order (on either pool).
 #[macro_export]
 macro_rules! bind_values {

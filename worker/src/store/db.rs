@@ -153,6 +153,22 @@ impl Db {
         }
     }
 
+    /// A condition: the JSON object in text column `column` has the member named by
+    /// parameter `name` with the string of parameter `value` (both bound, so any name is
+    /// safe; a member that is not a string never matches a string).
+    pub(crate) fn json_field_is(&self, column: &str, name: &str, value: &str) -> String {
+        match self.backend {
+            Backend::Sqlite(_) => format!(
+                "EXISTS (SELECT 1 FROM json_each({column}) \
+                 WHERE key = {name} AND type = 'text' AND value = {value})"
+            ),
+            Backend::Postgres(_) => format!(
+                "jsonb_typeof(CAST({column} AS jsonb) -> {name}) = 'string' \
+                 AND CAST({column} AS jsonb) ->> {name} = {value}"
+            ),
+        }
+    }
+
     /// `sqlite` or `postgres`.
     pub fn kind(&self) -> &'static str {
         match self.backend {

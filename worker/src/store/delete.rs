@@ -53,7 +53,7 @@ pub async fn crash(
                 sqlx::query(audit::INSERT)
                     .bind(audit.at).bind(&audit.token).bind(&owner)
                     .bind(&audit.action).bind(&audit.route).bind(&audit.target)
-                    .execute(&mut *tx).await?;
+                    .bind(&audit.detail).execute(&mut *tx).await?;
                 Some(sha)
             }
             None => None,

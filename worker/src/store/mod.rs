@@ -19,6 +19,7 @@ pub mod crashes;
 pub mod dashboard;
 mod db;
 pub mod delete;
+pub mod delete_filter;
 mod error;
 pub mod fetch_state;
 pub mod groups;

@@ -7,13 +7,19 @@
 //! that run already queued, so no crash is processed twice by one run. Batches walk the
 //! primary key with a keyset cursor: ids are never all in memory.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::conditions::{Conditions, Value};
 use super::{now_ms, Db, StoreError};
 
-/// Which crashes a run reprocesses. Every set field must match; `all` must be set when
-/// nothing else is, so that an empty filter never reprocesses everything by accident.
+/// Most annotations one filter names.
+pub const MAX_FILTER_ANNOTATIONS: usize = 16;
+
+/// Which crashes a run reprocesses (or `POST /api/v1/crashes/delete` deletes,
+/// `super::delete_filter`). Every set field must match; `all` must be set when nothing
+/// else is, so that an empty filter never reprocesses (or deletes) everything by accident.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Filter {
@@ -34,6 +40,11 @@ pub struct Filter {
     /// `done` or `failed`; default both.
     #[serde(default)]
     pub status: Option<String>,
+    /// Crashes whose upload carried each of these fields (Crashpad annotations, form
+    /// fields: `{"user_id": "4711"}`) with exactly this value, as stored (bounded and
+    /// cleaned at upload: `api::upload_fields`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
     /// Every finished crash.
     #[serde(default)]
     pub all: bool,
@@ -51,7 +62,8 @@ impl Filter {
             || self.until.is_some()
             || self.build_id.is_some()
             || self.missing_only
-            || self.status.is_some();
+            || self.status.is_some()
+            || !self.annotations.is_empty();
         if !any && !self.all {
             return Err("no filter given: pass `all` to reprocess every crash".into());
         }
@@ -65,7 +77,52 @@ impl Filter {
                 return Err(format!("build_id must be hex, not {b:?}"));
             }
         }
+        if self.annotations.len() > MAX_FILTER_ANNOTATIONS {
+            return Err(format!(
+                "at most {MAX_FILTER_ANNOTATIONS} annotations per filter, not {}",
+                self.annotations.len()
+            ));
+        }
+        if self.annotations.keys().any(String::is_empty) {
+            return Err("an annotation's name is empty".into());
+        }
         Ok(())
+    }
+
+    /// Adds the conditions of the fields this filter sets to `c`, for a statement on
+    /// `crashes` in database `db` (annotations are read from the row's JSON object with
+    /// each dialect's functions; the name and value are bound, never written into SQL).
+    pub fn push_conditions(&self, c: &mut Conditions, db: &Db) {
+        c.push_with(self.project.clone().map(Value::Text), |p| {
+            format!("project = {p}")
+        });
+        let signature = super::text::clean_opt(self.signature.as_deref()).map(Value::Text);
+        c.push_with(signature, |p| format!("signature = {p}"));
+        c.push_with(self.since.map(Value::Int), |p| {
+            format!("received_at >= {p}")
+        });
+        c.push_with(self.until.map(Value::Int), |p| format!("received_at < {p}"));
+        if let Some(b) = &self.build_id {
+            // the module index (migration 0021) names the crashes that used it, the
+            // missing-modules index those that missed it: one list, so that both databases
+            // look its crashes up by key instead of testing every crash against two
+            let b = c.arg(Value::Text(b.to_ascii_lowercase()));
+            c.push(format!(
+                "id IN (SELECT crash_id FROM missing_modules WHERE build_id = {b} \
+                 UNION SELECT crash_id FROM crash_build_ids WHERE build_id = {b})"
+            ));
+        }
+        if self.missing_only {
+            c.push("id IN (SELECT crash_id FROM missing_modules)");
+        }
+        c.push_with(self.status.clone().map(Value::Text), |p| {
+            format!("status = {p}")
+        });
+        for (name, value) in &self.annotations {
+            let name = c.arg(Value::Text(super::text::clean(name).into_owned()));
+            let value = c.arg(Value::Text(super::text::clean(value).into_owned()));
+            c.push(db.json_field_is("annotations", &name, &value));
+        }
     }
 
     /// The filter as stored with its run: a run started again with the same text resumes.
@@ -78,38 +135,12 @@ impl Filter {
 
 /// The matching crashes not yet queued by run `run`: only the filters `filter` sets, so
 /// that each database plans with the index of the one given ([`super::conditions`]).
-fn matching(run: &str, filter: &Filter) -> Conditions {
+fn matching(db: &Db, run: &str, filter: &Filter) -> Conditions {
     let mut c = Conditions::new();
     c.push("status IN ('done', 'failed')");
     let run = c.arg(Value::Text(run.to_string()));
     c.push(format!("(reprocess_run IS NULL OR reprocess_run <> {run})"));
-    c.push_with(filter.project.clone().map(Value::Text), |p| {
-        format!("project = {p}")
-    });
-    let signature = super::text::clean_opt(filter.signature.as_deref()).map(Value::Text);
-    c.push_with(signature, |p| format!("signature = {p}"));
-    c.push_with(filter.since.map(Value::Int), |p| {
-        format!("received_at >= {p}")
-    });
-    c.push_with(filter.until.map(Value::Int), |p| {
-        format!("received_at < {p}")
-    });
-    if let Some(b) = &filter.build_id {
-        // the module index (migration 0021) names the crashes that used it, the
-        // missing-modules index those that missed it: one list, so that both databases
-        // look its crashes up by key instead of testing every crash against two
-        let b = c.arg(Value::Text(b.to_ascii_lowercase()));
-        c.push(format!(
-            "id IN (SELECT crash_id FROM missing_modules WHERE build_id = {b} \
-             UNION SELECT crash_id FROM crash_build_ids WHERE build_id = {b})"
-        ));
-    }
-    if filter.missing_only {
-        c.push("id IN (SELECT crash_id FROM missing_modules)");
-    }
-    c.push_with(filter.status.clone().map(Value::Text), |p| {
-        format!("status = {p}")
-    });
+    filter.push_conditions(&mut c, db);
     c
 }
 
@@ -147,12 +178,7 @@ pub async fn finish_run(db: &Db, run: &str) -> Result<(), StoreError> {
 
 /// How many matching crashes run `run` has not queued yet.
 pub async fn count_remaining(db: &Db, run: &str, filter: &Filter) -> Result<i64, StoreError> {
-    let c = matching(run, filter);
-    let sql = format!("SELECT COUNT(*) FROM crashes{}", c.where_clause());
-    let (n,): (i64,) = crate::on_pool!(db, p => crate::bind_values!(
-        sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())), c.values())
-        .fetch_one(p).await)?;
-    Ok(n)
+    super::conditions::count_crashes(db, &matching(db, run, filter)).await
 }
 
 /// Queues at most `limit` matching crashes with ids after `after` (primary-key order)
@@ -165,7 +191,7 @@ pub async fn enqueue_batch(
     limit: i64,
 ) -> Result<(u64, Option<String>), StoreError> {
     let requeued = super::crashes::REQUEUED;
-    let mut c = matching(run, filter);
+    let mut c = matching(db, run, filter);
     c.push_with(after.map(|a| Value::Text(a.to_string())), |p| {
         format!("id > {p}")
     });

@@ -8,7 +8,8 @@
 //! requeues at most its own allowance of them each time, oldest bundle first, until none
 //! that finished without the bundle is left; then the row goes. A crash processed since
 //! the bundle arrived has its lines and is not taken again, so a pass never requeues a
-//! crash twice for one bundle.
+//! crash twice for one bundle. A row is the bundle's holder's (migration 0030): the
+//! crashes of the project that uploaded it, or every project's for a shared one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,15 +18,22 @@ use super::missing::Requeued;
 use super::source_bundles::{self, Without};
 use super::{now_ms, Db, StoreError};
 
-/// Remembers that crashes naming `build_id` that finished by `since` (its bundle's upload
-/// time) are still to be requeued (once: a second call changes nothing).
-pub async fn remember(db: &Db, build_id: &str, since: i64) -> Result<(), StoreError> {
-    let sql = "INSERT INTO requeue_backlog (build_id, since, recorded_at) VALUES ($1, $2, $3) \
-               ON CONFLICT (build_id) DO NOTHING";
+/// Remembers that crashes of `project` (every project's for `binaries::SHARED`) naming
+/// `build_id` that finished by `since` (its bundle's upload time) are still to be
+/// requeued (once: a second call changes nothing).
+pub async fn remember(
+    db: &Db,
+    project: &str,
+    build_id: &str,
+    since: i64,
+) -> Result<(), StoreError> {
+    let sql = "INSERT INTO requeue_backlog (build_id, since, recorded_at, project) \
+               VALUES ($1, $2, $3, $4) ON CONFLICT (project, build_id) DO NOTHING";
     crate::on_pool!(db, p => sqlx::query(sql)
         .bind(build_id.to_ascii_lowercase())
         .bind(since)
         .bind(now_ms())
+        .bind(project)
         .execute(p)
         .await
         .map(|_| ()))?;
@@ -38,24 +46,26 @@ const PASS_ROWS: i64 = 100;
 /// Requeues at most `limit` of the remembered crashes, oldest bundle first, and forgets
 /// each build-id with none left; what it requeued, and what is still left.
 pub async fn pass(db: &Db, limit: u64) -> Result<Requeued, StoreError> {
-    let sql = "SELECT build_id, since FROM requeue_backlog ORDER BY recorded_at, build_id \
-               LIMIT $1";
-    let rows: Vec<(String, i64)> = crate::on_pool!(db, p => sqlx::query_as(sql)
+    let sql = "SELECT project, build_id, since FROM requeue_backlog \
+               ORDER BY recorded_at, build_id, project LIMIT $1";
+    let rows: Vec<(String, String, i64)> = crate::on_pool!(db, p => sqlx::query_as(sql)
         .bind(PASS_ROWS)
         .fetch_all(p)
         .await)?;
     let mut out = Requeued::default();
-    for (build_id, since) in rows {
+    for (project, build_id, since) in rows {
         let budget = limit.saturating_sub(out.requeued);
         let without = Without {
             since,
             processing: false,
         };
-        let done = source_bundles::requeue_naming(db, &build_id, without, budget).await?;
+        let done = source_bundles::requeue_naming(db, &project, &build_id, without, budget).await?;
         out.requeued = out.requeued.saturating_add(done.requeued);
         out.left = out.left.saturating_add(done.left);
         if done.left == 0 {
-            crate::on_pool!(db, p => sqlx::query("DELETE FROM requeue_backlog WHERE build_id = $1")
+            let sql = "DELETE FROM requeue_backlog WHERE project = $1 AND build_id = $2";
+            crate::on_pool!(db, p => sqlx::query(sql)
+                .bind(&project)
                 .bind(&build_id)
                 .execute(p)
                 .await
