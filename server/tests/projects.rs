@@ -112,6 +112,11 @@ impl Env {
         .unwrap()
     }
 
+    /// The blob store's directory.
+    pub(crate) fn blobs_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("data").join("blobs")
+    }
+
     pub(crate) fn blob_files(&self) -> usize {
         files_under(&self.dir.path().join("data").join("blobs")).len()
     }
