@@ -287,6 +287,16 @@ async fn scrubbed_dumps(pg: bool) {
         4
     );
     assert!(line(r#"postmortem_scrubbed_heap_segments_total{project="team-c"}"#) >= 1);
+    println!(
+        "scrub ({}): minidump {} bytes, core {} bytes; team-a matches in dumps {}, in fields {}; \
+         team-c core segments dropped as heap {}",
+        if pg { "PostgreSQL" } else { "SQLite" },
+        r.minidump.len(),
+        r.core.len(),
+        line(r#"postmortem_scrubbed_matches_total{project="team-a",in="dump"}"#),
+        line(r#"postmortem_scrubbed_matches_total{project="team-a",in="fields"}"#),
+        line(r#"postmortem_scrubbed_heap_segments_total{project="team-c"}"#),
+    );
     assert!(!metrics
         .body
         .contains(r#"postmortem_scrubbed_matches_total{project="team-b""#));
