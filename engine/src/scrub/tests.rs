@@ -245,3 +245,31 @@ fn text_reports_are_scrubbed_whole_with_stars() {
     assert!(done.whole_file);
     assert_eq!(b, br#"{"user":"*********","x":1}"#);
 }
+
+#[test]
+fn minidump_memory64_ranges_follow_one_another() {
+    let secret = b"Bearer abcdefghijkl";
+    let mut b = vec![0u8; 0x200];
+    let put32 =
+        |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    let put64 =
+        |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    b[..4].copy_from_slice(b"MDMP");
+    put32(&mut b, 8, 1);
+    put32(&mut b, 12, 0x20);
+    put32(&mut b, 0x20, 9);
+    put32(&mut b, 0x24, 48);
+    put32(&mut b, 0x28, 0x40);
+    // two ranges, 0x20 then 0x40 bytes, from 0x100
+    put64(&mut b, 0x40, 2);
+    put64(&mut b, 0x48, 0x100);
+    put64(&mut b, 0x50 + 8, 0x20);
+    put64(&mut b, 0x60 + 8, 0x40);
+    // in the second range, and just past its end (not memory)
+    b[0x128..0x128 + secret.len()].copy_from_slice(secret);
+    b[0x160..0x160 + secret.len()].copy_from_slice(secret);
+    let done = scrub(&mut b, &rules(&["builtin:bearer"]), Options::default());
+    assert_eq!(done.matches, 1);
+    assert!(b[0x128..0x128 + secret.len()].iter().all(|&x| x == FILL));
+    assert_eq!(&b[0x160..0x160 + secret.len()], secret);
+}
