@@ -124,6 +124,9 @@ pub mod tables;
 // 10. The pipeline.
 #[allow(missing_docs)]
 pub mod process;
+// 11. Scrubbing a dump's memory and strings before it is stored.
+#[allow(missing_docs)]
+pub mod scrub;
 
 // The embedding API: a dump and a provider of tables in, a report out.
 pub use dump::{read_dump, Dump, DumpError, Module};

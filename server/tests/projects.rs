@@ -112,9 +112,14 @@ impl Env {
         .unwrap()
     }
 
+    /// The blob store's directory.
+    pub(crate) fn blobs_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("data").join("blobs")
+    }
+
     /// Whether a blob file of `sha256` is stored.
     pub(crate) fn has_blob(&self, sha256: &str) -> bool {
-        files_under(&self.dir.path().join("data").join("blobs"))
+        files_under(&self.blobs_dir())
             .iter()
             .any(|p| p.to_string_lossy().contains(&sha256[8..]))
     }

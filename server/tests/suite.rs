@@ -31,6 +31,7 @@ mod projects_groups;
 mod projects_symbols;
 mod reports_unchanged;
 mod reprocess;
+mod scrub;
 mod service;
 mod source_bundles;
 mod source_debuginfod;

@@ -4,8 +4,8 @@
 //! `DELETE /api/v1/crashes/{id}` (`api::crash_delete`).
 //!
 //! Every route acts in the caller's project (`api::auth`): an upload is filed under it
-//! (within its quota, `api::quota`), and another project's crash is answered exactly as
-//! a missing one.
+//! (within its quota, `api::quota`; scrubbed by its rules before it is stored,
+//! `api::scrub`), and another project's crash is answered exactly as a missing one.
 //!
 //! The dashboard's crash page links to the dump, so that route also takes the dashboard's
 //! credentials (HTTP Basic with the token as password) and answers a missing one with
@@ -240,6 +240,9 @@ async fn upload_inner(
         return Err(over_quota(project, r));
     }
     let format = dump_check::check(&dump).await?;
+    // Before anything is stored or compared: the secret never reaches the store.
+    let dump = s.scrubbing.dump(&s.staging, project, dump).await?;
+    let fields = s.scrubbing.fields(project, fields);
     let size = i64::try_from(dump.size()).unwrap_or(i64::MAX);
     let bounded = upload_fields::bound(fields, s.config.field_limits);
     let annotations = serde_json::to_string(&bounded.fields).unwrap_or_else(|_| "{}".into());

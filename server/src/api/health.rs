@@ -50,6 +50,37 @@ fn quota_lines(out: &mut Exposition, s: &AppState) {
     }
 }
 
+/// What each project's scrubbing changed (`api::scrub`).
+fn scrub_lines(out: &mut Exposition, s: &AppState) {
+    out.family(
+        "postmortem_scrubbed_matches_total",
+        Kind::Counter,
+        "Scrubbing rule matches overwritten in crash uploads, by project and where: dump (memory and strings of the dump), fields (the upload's text fields).",
+    );
+    let counts = s.scrubbing.counts();
+    for (project, c) in &counts {
+        for (place, n) in [("dump", c.dump_matches), ("fields", c.field_matches)] {
+            out.sample(
+                "postmortem_scrubbed_matches_total",
+                &[("project", project.as_str()), ("in", place)],
+                n,
+            );
+        }
+    }
+    out.family(
+        "postmortem_scrubbed_heap_segments_total",
+        Kind::Counter,
+        "Core memory segments dropped as heap (--scrub-core-heap), by project.",
+    );
+    for (project, c) in &counts {
+        out.sample(
+            "postmortem_scrubbed_heap_segments_total",
+            &[("project", project.as_str())],
+            c.heap_segments,
+        );
+    }
+}
+
 /// The crash counts by project (issue 41): crashes stored by this process, and the
 /// database's crashes by state (a project with none in a state has no line for it).
 async fn project_lines(out: &mut Exposition, s: &AppState) -> Result<(), ApiError> {
@@ -273,6 +304,7 @@ async fn metrics(
     let mut out = Exposition::new();
     upload_lines(&mut out, &s.metrics);
     quota_lines(&mut out, &s);
+    scrub_lines(&mut out, &s);
     job_lines(&mut out, &s).await?;
     project_lines(&mut out, &s).await?;
     symbol_source_lines(&mut out, &s.job_metrics);

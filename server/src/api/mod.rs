@@ -57,6 +57,7 @@ pub mod problem;
 pub mod quota;
 pub(crate) mod rate;
 mod reprocess;
+pub mod scrub;
 mod source_bundles;
 pub mod state;
 pub(crate) mod upload_fields;

@@ -162,6 +162,8 @@ pub struct AppState {
     pub identify_slots: Arc<tokio::sync::Semaphore>,
     /// Per-project upload quotas and their counts (`api::quota`).
     pub quotas: Arc<super::quota::Quotas>,
+    /// Per-project scrubbing of crash uploads and its counts (`api::scrub`).
+    pub scrubbing: Arc<super::scrub::Scrubbing>,
     /// Resumable uploads in progress (`api::upload_sessions`).
     pub upload_sessions: Arc<super::upload_sessions::Sessions>,
 }

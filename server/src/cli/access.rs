@@ -59,13 +59,19 @@ pub fn parse_quota(s: &str) -> anyhow::Result<Quota> {
     })
 }
 
-/// Registers the projects the tokens and quotas name, and returns every project the
-/// database holds (with `default`).
-pub async fn projects(db: &Db, tokens: &[Token], quotas: &[Quota]) -> anyhow::Result<Vec<String>> {
+/// Registers the projects the tokens, quotas and scrubbing options (`scrubbed`) name,
+/// and returns every project the database holds (with `default`).
+pub async fn projects(
+    db: &Db,
+    tokens: &[Token],
+    quotas: &[Quota],
+    scrubbed: &[String],
+) -> anyhow::Result<Vec<String>> {
     let named: Vec<String> = tokens
         .iter()
         .filter_map(|t| t.project.clone())
         .chain(quotas.iter().map(|q| q.project.clone()))
+        .chain(scrubbed.iter().cloned())
         .collect();
     projects::register(db, &named)
         .await

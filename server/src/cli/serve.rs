@@ -35,6 +35,17 @@ pub struct ServeArgs {
     /// Repeatable.
     #[arg(long = "quota")]
     pub quotas: Vec<String>,
+    /// A scrubbing rule of a project's crash uploads, `PROJECT:builtin:NAME` (bearer,
+    /// keys, email, card, all) or `PROJECT:regex:PATTERN`: its matches in the dump's
+    /// memory and strings are overwritten with zero bytes, and in the upload's fields
+    /// replaced by `[scrubbed]`, before anything is stored. Repeatable.
+    #[arg(long = "scrub")]
+    pub scrub: Vec<String>,
+    /// A project whose ELF cores keep no heap: every memory segment that is neither a
+    /// thread's stack nor a module's mapped file is zeroed before it is stored.
+    /// Repeatable.
+    #[arg(long = "scrub-core-heap")]
+    pub scrub_core_heap: Vec<String>,
     /// Largest request body accepted on the wire, MiB.
     #[arg(long, default_value_t = 512)]
     pub max_body_mb: u64,
@@ -158,6 +169,8 @@ pub async fn assemble(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Serv
         .iter()
         .map(|q| super::access::parse_quota(q))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let scrubbing = crate::api::scrub::Scrubbing::from_options(&args.scrub, &args.scrub_core_heap)
+        .map_err(anyhow::Error::msg)?;
     if tokens.is_empty() {
         anyhow::ensure!(
             addr.ip().is_loopback(),
@@ -167,7 +180,8 @@ pub async fn assemble(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Serv
     }
     let db = args.storage.db().await?;
     db.migrate().await.context("migrating the database")?;
-    let projects = super::access::projects(&db, &tokens, &quotas).await?;
+    let scrubbed: Vec<String> = scrubbing.projects().cloned().collect();
+    let projects = super::access::projects(&db, &tokens, &quotas, &scrubbed).await?;
     let runner = super::runner(&db, &args.storage, &args.jobs)?;
     let config = config(args, addr, tokens, projects, &runner);
     let state = AppState {
@@ -184,6 +198,7 @@ pub async fn assemble(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Serv
         requeue_rate: Arc::new(crate::api::rate::RateLimit::new(args.requeue_per_minute)),
         identify_slots: Arc::new(tokio::sync::Semaphore::new(args.max_identify_jobs.max(1))),
         quotas: Arc::new(crate::api::quota::Quotas::new(&quotas)),
+        scrubbing: Arc::new(scrubbing),
         upload_sessions: Arc::new(crate::api::upload_sessions::Sessions::new(
             &args.upload_sessions,
         )),

@@ -13,7 +13,7 @@
 
 mod modules;
 mod notes;
-mod parse;
+pub(crate) mod parse;
 #[cfg(test)]
 mod real_tests;
 #[cfg(test)]

@@ -14,7 +14,7 @@ pub(super) const EM_386: u16 = 3;
 pub(super) const EM_ARM: u16 = 40;
 pub(super) const EM_X86_64: u16 = 62;
 pub(super) const EM_AARCH64: u16 = 183;
-pub(super) const PT_LOAD: u32 = 1;
+pub(crate) const PT_LOAD: u32 = 1;
 pub(super) const PT_DYNAMIC: u32 = 2;
 pub(super) const PT_INTERP: u32 = 3;
 pub(super) const PT_NOTE: u32 = 4;
@@ -38,7 +38,7 @@ pub(super) fn u16_at(b: &[u8], off: usize) -> Option<u16> {
     ))
 }
 /// A little-endian u32 at `off`.
-pub(super) fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+pub(crate) fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_le_bytes(
         b.get(off..off.checked_add(4)?)?.try_into().ok()?,
     ))
@@ -50,7 +50,7 @@ pub(super) fn i32_at(b: &[u8], off: usize) -> Option<i32> {
     ))
 }
 /// A little-endian u64 at `off`.
-pub(super) fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+pub(crate) fn u64_at(b: &[u8], off: usize) -> Option<u64> {
     Some(u64::from_le_bytes(
         b.get(off..off.checked_add(8)?)?.try_into().ok()?,
     ))
@@ -66,7 +66,7 @@ pub(super) fn c_str(b: &[u8]) -> &[u8] {
 
 /// The fields of the ELF file header the reader uses.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Header {
+pub(crate) struct Header {
     pub machine: u16,
     /// An ELF32 file (an i386 or arm core).
     pub elf32: bool,
@@ -211,7 +211,7 @@ fn phnum(bytes: &[u8], phnum16: u16, shoff: u64, info_at: usize) -> Result<u64, 
 
 /// One program header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Phdr {
+pub(crate) struct Phdr {
     pub p_type: u32,
     pub flags: u32,
     pub offset: u64,
@@ -252,7 +252,7 @@ impl Phdr {
 
 /// The program headers of the core. A table that runs past the end of the file yields the
 /// entries present, and `true` for "truncated".
-pub(super) fn program_headers(bytes: &[u8], h: &Header) -> Result<(Vec<Phdr>, bool), DumpError> {
+pub(crate) fn program_headers(bytes: &[u8], h: &Header) -> Result<(Vec<Phdr>, bool), DumpError> {
     let start = usize::try_from(h.phoff)
         .ok()
         .filter(|&s| s <= bytes.len())
