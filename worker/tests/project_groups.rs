@@ -334,6 +334,7 @@ async fn tenants(db: &Db) {
         action: "delete-crash".into(),
         route: "DELETE /api/v1/crashes/{id}".into(),
         target: Some(id.into()),
+        detail: None,
     };
     assert!(
         worker::store::delete::crash(db, &b2, Some("team-a"), &audit(&b2))
