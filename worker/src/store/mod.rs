@@ -1,5 +1,5 @@
 //! Database and blob access for the service: projects, crashes (which are also the job
-//! queue), their deletion and the audit log,
+//! queue), their deletion, the retention and sampling of their dumps, the disk each project uses and the audit log,
 //! binaries, source bundles and the requeues they leave for later, open upload sessions and their chunks, cached tables, the missing-modules index, the index of modules described
 //! by a `.sym` file alone, the crash groups people merged and split, the remote sources' misses and fetch claims every worker shares, and the planner's statistics.
 //!
@@ -19,6 +19,7 @@ pub mod crashes;
 pub mod dashboard;
 mod db;
 pub mod delete;
+pub mod dump_gone;
 mod error;
 pub mod fetch_state;
 pub mod groups;
@@ -26,6 +27,8 @@ pub mod missing;
 pub mod projects;
 pub mod reprocess;
 pub mod requeue_backlog;
+pub mod retention;
+pub mod sampling;
 pub mod search;
 pub mod served_report;
 pub mod source_bundles;
@@ -35,6 +38,7 @@ pub mod sweep;
 pub mod tables;
 pub mod text;
 pub mod upload_sessions;
+pub mod usage;
 
 pub use blobs::Blobs;
 pub use db::{now_ms, Backend, Db};
