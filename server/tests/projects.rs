@@ -36,8 +36,8 @@ pub(crate) const C: &str = "c-secret";
 pub(crate) struct Env {
     proc: Option<Proc>,
     base: String,
-    dir: tempfile::TempDir,
-    db: Db,
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) db: Db,
     pg: Option<String>,
 }
 
@@ -106,7 +106,7 @@ impl Env {
     }
 
     /// Rows of a query without parameters that counts.
-    async fn scalar(&self, sql: &str) -> i64 {
+    pub(crate) async fn scalar(&self, sql: &str) -> i64 {
         worker::on_pool!(self.db, p => sqlx::query_scalar::<_, i64>(
             sqlx::AssertSqlSafe(sql.to_string())).fetch_one(p).await)
         .unwrap()
@@ -198,7 +198,7 @@ pub(crate) async fn finished(c: &reqwest::Client, e: &Env, token: &str, id: &str
 
 /// An ELF core header the upload checks accept (64-bit x86-64, one program header),
 /// `len` bytes, the last one `tag` so that dumps differ.
-fn fake_core(len: usize, tag: u8) -> Vec<u8> {
+pub(crate) fn fake_core(len: usize, tag: u8) -> Vec<u8> {
     let mut b = vec![0u8; len.max(64 + 56 + 1)];
     b[..4].copy_from_slice(b"\x7fELF");
     b[4] = 2;

@@ -28,6 +28,7 @@ mod projects_dashboard;
 mod projects_symbols;
 mod reports_unchanged;
 mod reprocess;
+mod retention;
 mod service;
 mod source_bundles;
 mod source_debuginfod;
