@@ -256,6 +256,8 @@ macro_rules! both {
         }
     };
 }
+/// The macro for other test files: one scenario on SQLite and on PostgreSQL.
+pub(crate) use both;
 
 /// Project A's token against every route of project B's crash answers exactly as for a
 /// crash that does not exist, and nothing A does reaches B's crash.

@@ -79,20 +79,19 @@ pub async fn sweep(
     let mut r = Removed::default();
     let before = |days: u32| now.saturating_sub(i64::from(days).saturating_mul(DAY_MS));
     for rule in &policy.rules {
-        if rule.report_days > 0 {
-            let (n, freed) = crashes(db, blobs, rule, before(rule.report_days), policy).await?;
-            r.crashes += n;
+        let kinds = [
+            (rule.report_days, Work::Crashes),
+            (rule.dump_days, Work::Dumps { now }),
+            (rule.symbol_days, Work::Symbols),
+        ];
+        for (days, work) in kinds.into_iter().filter(|(days, _)| *days > 0) {
+            let (n, freed) = in_batches(db, blobs, rule, before(days), policy, work).await?;
             r.blobs += freed;
-        }
-        if rule.dump_days > 0 {
-            let (n, freed) = dumps(db, blobs, rule, before(rule.dump_days), now, policy).await?;
-            r.dumps += n;
-            r.blobs += freed;
-        }
-        if rule.symbol_days > 0 {
-            let (n, freed) = symbols(db, blobs, rule, before(rule.symbol_days), policy).await?;
-            r.symbol_files += n;
-            r.blobs += freed;
+            *match work {
+                Work::Crashes => &mut r.crashes,
+                Work::Dumps { .. } => &mut r.dumps,
+                Work::Symbols => &mut r.symbol_files,
+            } += n;
         }
     }
     for sample in &policy.samples {
@@ -133,102 +132,99 @@ pub async fn run(
     .await;
 }
 
-/// Whether a batch of `got` rows was the last one; pauses before the next one if not.
-async fn last_batch(got: usize, policy: &Policy) -> bool {
-    if i64::try_from(got).unwrap_or(i64::MAX) < policy.batch {
-        return true;
-    }
-    tokio::time::sleep(policy.pause).await;
-    false
+/// What one kind of retention removes, a batch at a time.
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    /// The dumps of finished crashes (their rows stay), as of `now`.
+    Dumps { now: i64 },
+    /// Finished crashes, whole.
+    Crashes,
+    /// The project's holds on the symbol files it has not used (shared files are kept).
+    Symbols,
 }
 
-/// Removes the dumps of `rule`'s project's finished crashes received before `before`.
-async fn dumps(
+impl Work {
+    /// The keys (crash ids, or file sha256s) of a batch: `$1` the project, `$2` the age
+    /// bound, `$3` the batch size.
+    fn select(self) -> String {
+        match self {
+            Work::Dumps { .. } => "SELECT id FROM crashes WHERE project = $1 \
+                AND dump_gone IS NULL AND received_at < $2 AND status IN ('done', 'failed') \
+                ORDER BY received_at LIMIT $3"
+                .to_string(),
+            Work::Crashes => "SELECT id FROM crashes WHERE project = $1 AND received_at < $2 \
+                AND status IN ('done', 'failed') ORDER BY received_at LIMIT $3"
+                .to_string(),
+            Work::Symbols => format!(
+                "SELECT sha256 FROM binary_projects h WHERE project = $1 AND last_used_at < $2 \
+                 AND NOT EXISTS (SELECT 1 FROM binary_projects s WHERE s.sha256 = h.sha256 \
+                 AND s.project = '{}') ORDER BY last_used_at, sha256 LIMIT $3",
+                super::binaries::SHARED
+            ),
+        }
+    }
+
+    /// Removes what `keys` name; the sha256 of the blob of each thing removed (a
+    /// candidate to free).
+    async fn act(
+        self,
+        db: &Db,
+        project: &str,
+        keys: &[String],
+        before: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut removed = Vec::new();
+        match self {
+            Work::Dumps { now } => return dump_gone::mark(db, keys, Reason::Retention, now).await,
+            Work::Crashes => {
+                for id in keys {
+                    let entry = audit::entry(
+                        AUDIT_TOKEN,
+                        Some(project),
+                        "delete-crash",
+                        "retention",
+                        Some(id),
+                    );
+                    removed.extend(super::delete::crash(db, id, Some(project), &entry).await?);
+                }
+            }
+            Work::Symbols => {
+                for sha in keys {
+                    if drop_hold(db, project, sha, before).await? {
+                        removed.push(sha.clone());
+                    }
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// Applies `work` to `rule`'s project for what is older than `before`, a batch of
+/// `policy.batch` at a time with `policy.pause` between batches: how many things were
+/// removed, and how many blobs freed.
+async fn in_batches(
     db: &Db,
     blobs: &Blobs,
     rule: &Rule,
     before: i64,
-    now: i64,
     policy: &Policy,
+    work: Work,
 ) -> Result<(u64, u64), StoreError> {
-    let sql = "SELECT id FROM crashes WHERE project = $1 AND dump_gone IS NULL \
-               AND received_at < $2 AND status IN ('done', 'failed') \
-               ORDER BY received_at LIMIT $3";
+    let sql = work.select();
     let (mut removed, mut freed) = (0, 0);
     loop {
-        let ids: Vec<String> = crate::on_pool!(db, p => sqlx::query_scalar(sql)
-            .bind(&rule.project).bind(before).bind(policy.batch).fetch_all(p).await)?;
-        let marked = dump_gone::mark(db, &ids, Reason::Retention, now).await?;
-        removed += u64::try_from(marked.len()).unwrap_or(0);
-        freed += dump_gone::free_blobs(db, blobs, &marked).await?;
-        if marked.is_empty() || last_batch(ids.len(), policy).await {
-            return Ok((removed, freed));
-        }
-    }
-}
-
-/// Deletes `rule`'s project's finished crashes received before `before`, as
-/// `DELETE /api/v1/crashes/{id}` does, each audited.
-async fn crashes(
-    db: &Db,
-    blobs: &Blobs,
-    rule: &Rule,
-    before: i64,
-    policy: &Policy,
-) -> Result<(u64, u64), StoreError> {
-    let sql = "SELECT id FROM crashes WHERE project = $1 AND received_at < $2 \
-               AND status IN ('done', 'failed') ORDER BY received_at LIMIT $3";
-    let (mut deleted, mut freed) = (0, 0);
-    loop {
-        let ids: Vec<String> = crate::on_pool!(db, p => sqlx::query_scalar(sql)
-            .bind(&rule.project).bind(before).bind(policy.batch).fetch_all(p).await)?;
-        let mut shas = Vec::new();
-        for id in &ids {
-            let project = Some(rule.project.as_str());
-            let entry = audit::entry(AUDIT_TOKEN, project, "delete-crash", "retention", Some(id));
-            if let Some(sha) = super::delete::crash(db, id, project, &entry).await? {
-                shas.push(sha);
-                deleted += 1;
-            }
-        }
-        freed += dump_gone::free_blobs(db, blobs, &shas).await?;
-        if shas.is_empty() || last_batch(ids.len(), policy).await {
-            return Ok((deleted, freed));
-        }
-    }
-}
-
-/// Drops `rule`'s project's holds on the symbol files it has not used since `before`
-/// (shared files are kept), and each file no project holds any more.
-async fn symbols(
-    db: &Db,
-    blobs: &Blobs,
-    rule: &Rule,
-    before: i64,
-    policy: &Policy,
-) -> Result<(u64, u64), StoreError> {
-    let sql = format!(
-        "SELECT sha256 FROM binary_projects h WHERE project = $1 AND last_used_at < $2 \
-         AND NOT EXISTS (SELECT 1 FROM binary_projects s WHERE s.sha256 = h.sha256 \
-         AND s.project = '{}') ORDER BY last_used_at, sha256 LIMIT $3",
-        super::binaries::SHARED
-    );
-    let (mut dropped, mut freed) = (0, 0);
-    loop {
-        let shas: Vec<String> = crate::on_pool!(db, p => sqlx::query_scalar(
+        let keys: Vec<String> = crate::on_pool!(db, p => sqlx::query_scalar(
             sqlx::AssertSqlSafe(sql.as_str()))
             .bind(&rule.project).bind(before).bind(policy.batch).fetch_all(p).await)?;
-        let mut gone = Vec::new();
-        for sha in &shas {
-            if drop_hold(db, &rule.project, sha, before).await? {
-                gone.push(sha.clone());
-            }
-        }
-        dropped += u64::try_from(gone.len()).unwrap_or(0);
+        let gone = work.act(db, &rule.project, &keys, before).await?;
+        removed += u64::try_from(gone.len()).unwrap_or(0);
         freed += dump_gone::free_blobs(db, blobs, &gone).await?;
-        if gone.is_empty() || last_batch(shas.len(), policy).await {
-            return Ok((dropped, freed));
+        // nothing removed of a batch: the rest changed meanwhile, the next sweep sees it
+        if gone.is_empty() || i64::try_from(keys.len()).unwrap_or(0) < policy.batch {
+            return Ok((removed, freed));
         }
+        tokio::time::sleep(policy.pause).await;
     }
 }
 
