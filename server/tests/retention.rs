@@ -425,3 +425,103 @@ async fn sampling(pg: bool) {
     e.finish().await;
 }
 both!(sampling_sqlite, sampling_postgres, sampling);
+
+/// Crashes of team-a old enough to lose their dump, made directly in the store.
+const OLD_CRASHES: usize = 2000;
+
+/// Makes `OLD_CRASHES` finished crashes of team-a, each with its own dump blob, received
+/// now; their sha256s.
+async fn many_crashes(e: &Env) -> Vec<String> {
+    let now = worker::store::now_ms();
+    let mut shas = Vec::new();
+    for i in 0..OLD_CRASHES {
+        let mut dump = fake_core(1024, 0);
+        dump.extend(u32::try_from(i).unwrap().to_le_bytes());
+        let sha = sha_of(&dump);
+        let path = blob_path(e, &sha);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &dump).unwrap();
+        let id = worker::store::crashes::new_id();
+        exec(
+            e,
+            &format!(
+                "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
+                 dump_format, annotations, attempts, project) VALUES \
+                 ('{id}', 'done', {now}, '{sha}', {}, 'elf-core', '{{}}', 1, 'team-a')",
+                dump.len()
+            ),
+        )
+        .await;
+        shas.push(sha);
+    }
+    shas
+}
+
+/// The sweep removes thousands of dumps in batches while another project's uploads go
+/// on: every upload is accepted and keeps its dump, every swept blob file goes, and the
+/// sweep's time and the uploads' median and slowest times are printed.
+async fn sweep_while_uploading(pg: bool) {
+    let args = [
+        "--workers",
+        "1",
+        "--sweep-interval-secs",
+        "1",
+        "--retention",
+        "team-a:1:0:0",
+        "--retention-batch",
+        "100",
+    ];
+    let Some(e) = Env::start(pg, &args).await else {
+        return;
+    };
+    let c = client();
+    let shas = many_crashes(&e).await;
+    let started = Instant::now();
+    let aged = worker::store::now_ms() - 2 * DAY_MS;
+    exec(
+        &e,
+        &format!("UPDATE crashes SET received_at = {aged} WHERE project = 'team-a'"),
+    )
+    .await;
+    let mut latencies = Vec::new();
+    let mut tag = 0u8;
+    let swept = loop {
+        let t = Instant::now();
+        let a = crate::projects::upload(&c, &e, B, "", &fake_core(2048, tag)).await;
+        latencies.push(t.elapsed());
+        assert_eq!(a.status, StatusCode::ACCEPTED, "{}", a.body);
+        tag = tag.wrapping_add(1);
+        // done: every crash marked, and every blob file removed after its batch's mark
+        let gone = e.count("crashes", "dump_gone", "retention").await;
+        let left = shas.iter().filter(|s| blob_path(&e, s).exists()).count();
+        if gone == i64::try_from(OLD_CRASHES).unwrap() && left == 0 {
+            break started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{gone} swept, {left} left"
+        );
+    };
+    latencies.sort();
+    let median = latencies[latencies.len() / 2];
+    let slowest = latencies[latencies.len() - 1];
+    println!(
+        "{}: {OLD_CRASHES} dumps swept in {:.2} s (batches of 100), {} uploads of team-b \
+         meanwhile, median {:.0} ms, slowest {:.0} ms",
+        if pg { "PostgreSQL" } else { "SQLite" },
+        swept.as_secs_f64(),
+        latencies.len(),
+        median.as_secs_f64() * 1000.0,
+        slowest.as_secs_f64() * 1000.0
+    );
+    let kept = "SELECT COUNT(*) FROM crashes WHERE project = 'team-b' AND dump_gone IS NULL";
+    let uploads = i64::try_from(latencies.len()).unwrap();
+    assert_eq!(e.scalar(kept).await, uploads, "team-b keeps every dump");
+    nothing_orphaned(&e).await;
+    e.finish().await;
+}
+both!(
+    sweep_while_uploading_sqlite,
+    sweep_while_uploading_postgres,
+    sweep_while_uploading
+);
