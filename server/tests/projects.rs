@@ -36,7 +36,7 @@ pub(crate) const C: &str = "c-secret";
 pub(crate) struct Env {
     proc: Option<Proc>,
     base: String,
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
     pub(crate) db: Db,
     pg: Option<String>,
 }
@@ -210,7 +210,7 @@ pub(crate) async fn finished(c: &reqwest::Client, e: &Env, token: &str, id: &str
 
 /// An ELF core header the upload checks accept (64-bit x86-64, one program header),
 /// `len` bytes, the last one `tag` so that dumps differ.
-fn fake_core(len: usize, tag: u8) -> Vec<u8> {
+pub(crate) fn fake_core(len: usize, tag: u8) -> Vec<u8> {
     let mut b = vec![0u8; len.max(64 + 56 + 1)];
     b[..4].copy_from_slice(b"\x7fELF");
     b[4] = 2;
@@ -268,7 +268,7 @@ macro_rules! both {
         }
     };
 }
-/// The tests of one scenario on SQLite and on PostgreSQL, for the other project test files.
+/// The macro for other test files: one scenario on SQLite and on PostgreSQL.
 pub(crate) use both;
 
 /// Project A's token against every route of project B's crash answers exactly as for a
@@ -573,6 +573,15 @@ async fn flood(pg: bool) {
     );
     let line = "postmortem_quota_refusals_total{project=\"team-c\",kind=\"refused\"} 1";
     assert!(get(&c, &e.url("/metrics"), ROOT).await.body.contains(line));
+    // and on each project's dashboard, as its admin sees it
+    for (token, throttled, over_bytes) in [(A, refused, 0), (C, 0, 1), (B, 0, 0)] {
+        let page = get(&c, &e.url("/"), token).await.body;
+        let want = format!(
+            "<span id=\"quota-throttled\">{throttled}</span> over its crashes a minute, \
+             <span id=\"quota-refused\">{over_bytes}</span> over its bytes a day"
+        );
+        assert!(page.contains(&want), "{want} not in\n{page}");
+    }
     e.finish().await;
 }
 both!(flood_sqlite, flood_postgres, flood);

@@ -32,6 +32,7 @@ mod projects_symbols;
 mod reports_unchanged;
 mod reprocess;
 mod scrub;
+mod retention;
 mod service;
 mod source_bundles;
 mod source_debuginfod;

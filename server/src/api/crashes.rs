@@ -161,7 +161,10 @@ fn summary(row: &CrashSummary) -> Value {
     let annotations: Value = serde_json::from_str(&row.annotations).unwrap_or_else(|_| json!({}));
     json!({
         "id": row.id, "status": row.status, "received_at": row.received_at,
-        "dump": { "sha256": row.dump_sha256, "size": row.dump_size, "format": row.dump_format },
+        "dump": {
+            "sha256": row.dump_sha256, "size": row.dump_size, "format": row.dump_format,
+            "gone": row.dump_gone, "gone_at": row.dump_gone_at,
+        },
         "attempts": row.attempts, "error": row.error, "signature": row.signature,
         "computed_signature": row.computed_signature,
         "annotations": annotations, "finished_at": row.finished_at,
@@ -427,6 +430,17 @@ pub(crate) async fn crash_or_404(
         .ok_or_else(|| not_found(id))
 }
 
+/// The answer for a crash of the caller's whose dump was removed for `reason`.
+pub(crate) fn dump_gone(id: &str, reason: &str) -> ApiError {
+    ApiError::DumpGone {
+        detail: format!(
+            "crash {id:?}: {}",
+            worker::store::dump_gone::explain(reason)
+        ),
+        reason: reason.to_string(),
+    }
+}
+
 /// The answer for a crash that is not there (or not the caller's).
 pub(crate) fn not_found(id: &str) -> ApiError {
     ApiError::NotFound(format!("no crash with id {id:?}"))
@@ -440,6 +454,9 @@ async fn dump(
 ) -> Result<Response, DashError> {
     let who = dash_caller(&s, &headers, &uri)?;
     let row = crash_or_404(&s, &id, who.filter()).await?;
+    if let Some(reason) = &row.dump_gone {
+        return Err(dump_gone(&id, reason).into());
+    }
     // Streamed from the store: six downloads of a 300 MB dump must not hold 1.8 GB.
     let blob = s.blobs.get_stream(&row.dump_sha256).await?;
     let ext = match row.dump_format.as_str() {

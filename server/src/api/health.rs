@@ -118,6 +118,40 @@ async fn project_lines(out: &mut Exposition, s: &AppState) -> Result<(), ApiErro
     Ok(())
 }
 
+/// Disk used per project (issue 41): the bytes of the dumps its crashes keep and of the
+/// symbol files it holds (a blob two projects name counts in both; shared files under
+/// `*`), and its crashes whose dump was removed, by reason.
+async fn usage_lines(out: &mut Exposition, s: &AppState) -> Result<(), ApiError> {
+    use worker::store::usage;
+    out.family(
+        "postmortem_project_bytes",
+        Kind::Gauge,
+        "Bytes of the blobs a project names, by kind (dumps, symbols); a blob two projects name counts in both, shared symbol files count under project \"*\".",
+    );
+    for b in usage::bytes(&s.db, None).await? {
+        for (kind, n) in [("dumps", b.dumps), ("symbols", b.symbols)] {
+            out.sample(
+                "postmortem_project_bytes",
+                &[("project", b.project.as_str()), ("kind", kind)],
+                n,
+            );
+        }
+    }
+    out.family(
+        "postmortem_project_dumps_removed",
+        Kind::Gauge,
+        "Crashes whose dump was removed while the report stays, by project and reason (sampled, retention).",
+    );
+    for (project, reason, n) in usage::dumps_gone(&s.db, None).await? {
+        out.sample(
+            "postmortem_project_dumps_removed",
+            &[("project", project.as_str()), ("reason", reason.as_str())],
+            n,
+        );
+    }
+    Ok(())
+}
+
 /// What the API took and refused.
 fn upload_lines(out: &mut Exposition, m: &Metrics) {
     out.family(
@@ -307,6 +341,7 @@ async fn metrics(
     scrub_lines(&mut out, &s);
     job_lines(&mut out, &s).await?;
     project_lines(&mut out, &s).await?;
+    usage_lines(&mut out, &s).await?;
     symbol_source_lines(&mut out, &s.job_metrics);
     latency_lines(&mut out, &s.job_metrics);
     cache_lines(&mut out, &s).await;

@@ -76,6 +76,10 @@ pub enum ApiError {
         detail: String,
         existing_sha256: String,
     },
+    /// The crash's dump was removed (retention, sampling): it cannot be downloaded or
+    /// processed again; `reason` is the stored word.
+    #[error("{detail}")]
+    DumpGone { detail: String, reason: String },
     #[error(transparent)]
     Identify(#[from] IdentifyError),
     #[error("the database is unreachable")]
@@ -113,6 +117,7 @@ impl ApiError {
             ApiError::Unprocessable { code, .. } => (StatusCode::UNPROCESSABLE_ENTITY, code),
             ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate-limited"),
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "file-conflict"),
+            ApiError::DumpGone { .. } => (StatusCode::GONE, "dump-gone"),
             ApiError::Identify(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code()),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable"),
             ApiError::Store(e) if e.is_storage_write() => {
@@ -183,6 +188,9 @@ impl IntoResponse for ApiError {
             ApiError::Conflict {
                 existing_sha256, ..
             } => problem_with(status, code, &detail, ("existing_sha256", existing_sha256)),
+            ApiError::DumpGone { reason, .. } => {
+                problem_with(status, code, &detail, ("reason", reason))
+            }
             _ => problem(status, code, &detail),
         };
         match status {

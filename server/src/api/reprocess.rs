@@ -8,8 +8,13 @@
 //! queued is not queued again. Runs are rate-limited per token (`api::rate`), and one
 //! request queues at most `--reprocess-max-crashes`: past it the answer says `more`, the
 //! run stays open, and the same filter posted again resumes it with the next crashes.
+//!
+//! `POST /api/v1/crashes/{id}/reprocess` (admin) queues one finished crash of the
+//! caller's project again. A crash whose dump was removed (retention, sampling; issue 41)
+//! cannot be: it is answered 410 `dump-gone` with the reason, and a filter's run skips
+//! such crashes.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::post;
 use axum::{Json, Router};
@@ -27,7 +32,29 @@ const BATCH: i64 = 1000;
 
 /// The routes of this module.
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/reprocess", post(start))
+    Router::new()
+        .route("/api/v1/reprocess", post(start))
+        .route("/api/v1/crashes/{id}/reprocess", post(one))
+}
+
+/// Queues crash `id` again: `{"id", "queued"}` (false: it is pending or being processed
+/// already), 404 for none of the caller's, 410 `dump-gone` when its dump was removed.
+async fn one(
+    State(s): State<AppState>,
+    Caller { who, .. }: Caller<Admin>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let row = worker::store::crashes::summary_in(&s.db, &id, who.filter())
+        .await?
+        .ok_or_else(|| super::crashes::not_found(&id))?;
+    if let Some(reason) = &row.dump_gone {
+        return Err(super::crashes::dump_gone(&id, reason));
+    }
+    let queued = worker::store::dashboard::requeue(&s.db, &id).await?;
+    if queued {
+        s.wake.notify_one();
+    }
+    Ok(Json(json!({ "id": row.id, "queued": queued })))
 }
 
 async fn start(

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::sync::watch;
 use worker::jobs::Runner;
+use worker::store::retention::Policy;
 
 use super::{JobArgs, StorageArgs};
 use crate::api::state::{AppState, Config, Metrics};
@@ -46,6 +47,21 @@ pub struct ServeArgs {
     /// Repeatable.
     #[arg(long = "scrub-core-heap")]
     pub scrub_core_heap: Vec<String>,
+    /// A project's retention, `PROJECT:DUMP_DAYS:REPORT_DAYS:SYMBOL_DAYS` (0: keep
+    /// forever): dumps older than DUMP_DAYS are removed (crashes and reports stay),
+    /// crashes older than REPORT_DAYS deleted, and the project's symbol files unused for
+    /// SYMBOL_DAYS dropped, every --sweep-interval-secs. Repeatable.
+    #[arg(long = "retention")]
+    pub retentions: Vec<String>,
+    /// A project's sampling per signature, `PROJECT:N`: every report is kept, but only
+    /// the first N dumps of each signature each UTC day (decided after processing, every
+    /// --sweep-interval-secs). Repeatable.
+    #[arg(long = "sample")]
+    pub samples: Vec<String>,
+    /// Rows the retention and sampling sweep handles per statement (it pauses between
+    /// batches, so uploads are not held up).
+    #[arg(long, default_value_t = 500)]
+    pub retention_batch: u32,
     /// Largest request body accepted on the wire, MiB.
     #[arg(long, default_value_t = 512)]
     pub max_body_mb: u64,
@@ -145,6 +161,8 @@ pub struct Service {
     pub state: AppState,
     /// The job runner (clone it for each worker).
     pub runner: Runner,
+    /// The retention and sampling its sweeper applies.
+    pub retention: Policy,
 }
 
 impl Service {
@@ -178,10 +196,11 @@ pub async fn assemble(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Serv
         );
         tracing::warn!("no --token configured: every request is accepted, so the server listens on loopback only");
     }
+    let policy = retention_policy(args)?;
     let db = args.storage.db().await?;
     db.migrate().await.context("migrating the database")?;
     let scrubbed: Vec<String> = scrubbing.projects().cloned().collect();
-    let projects = super::access::projects(&db, &tokens, &quotas, &scrubbed).await?;
+    let projects = super::access::projects(&db, &tokens, &quotas, &scrubbed, &policy).await?;
     let runner = super::runner(&db, &args.storage, &args.jobs)?;
     let config = config(args, addr, tokens, projects, &runner);
     let state = AppState {
@@ -203,7 +222,29 @@ pub async fn assemble(args: &ServeArgs, addr: SocketAddr) -> anyhow::Result<Serv
             &args.upload_sessions,
         )),
     };
-    Ok(Service { state, runner })
+    Ok(Service {
+        state,
+        runner,
+        retention: policy,
+    })
+}
+
+/// The retention and sampling rules of the arguments.
+fn retention_policy(args: &ServeArgs) -> anyhow::Result<Policy> {
+    Ok(Policy {
+        rules: args
+            .retentions
+            .iter()
+            .map(|r| super::access::parse_retention(r))
+            .collect::<anyhow::Result<_>>()?,
+        samples: args
+            .samples
+            .iter()
+            .map(|s| super::access::parse_sample(s))
+            .collect::<anyhow::Result<_>>()?,
+        batch: i64::from(args.retention_batch.max(1)),
+        pause: Duration::from_millis(50),
+    })
 }
 
 /// The service's configuration from its arguments.
@@ -257,7 +298,8 @@ pub async fn in_process(args: &ServeArgs) -> anyhow::Result<(Service, watch::Sen
     Ok((service, stop))
 }
 
-/// The workers, the sweeper of leftovers, the requeue backlog of late source bundles and
+/// The workers, the sweeper of leftovers, the retention and sampling sweeper, the
+/// requeue backlog of late source bundles and
 /// SQLite's statistics refresh.
 fn spawn_background(
     args: &ServeArgs,
@@ -273,6 +315,14 @@ fn spawn_background(
         s.staging.clone(),
         interval,
         Duration::from_secs(args.sweep_age_secs),
+        stopped.clone(),
+    )));
+    // the retention and sampling of each project's dumps, crashes and symbol files
+    tasks.push(tokio::spawn(::worker::store::retention::run(
+        s.db.clone(),
+        s.blobs.clone(),
+        service.retention.clone(),
+        interval,
         stopped.clone(),
     )));
     // the crashes late source bundles name past their uploaders' allowances

@@ -265,6 +265,10 @@ async fn crash_list(
             Err(projects) => several = projects,
         }
     }
+    let usage = match (&who.project, &query.after) {
+        (Some(project), None) => Some(project_usage(&s, project).await?),
+        _ => None,
+    };
     let page = pages::CrashListPage {
         nav: &nav,
         kinds: &kinds,
@@ -273,8 +277,35 @@ async fn crash_list(
         next: next.as_deref(),
         merged: merged.as_deref(),
         several: &several,
+        usage: usage.as_ref(),
     };
     Ok(Html(pages::crash_list(&rows, &page).into_string()))
+}
+
+/// The disk `project` uses and the dumps its retention and sampling removed.
+async fn project_usage(s: &AppState, project: &str) -> Result<pages::ProjectUsage, DashError> {
+    use worker::store::usage;
+    let bytes = usage::bytes(&s.db, Some(project))
+        .await?
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| usage::Bytes {
+            project: project.to_string(),
+            ..usage::Bytes::default()
+        });
+    let gone = usage::dumps_gone(&s.db, Some(project))
+        .await?
+        .into_iter()
+        .map(|(_, reason, n)| (reason, n))
+        .collect();
+    // refused uploads since this server started (its quota counts, as `/metrics` has them)
+    let refusals = s.quotas.counts().get(project).copied().unwrap_or_default();
+    Ok(pages::ProjectUsage {
+        bytes,
+        gone,
+        throttled: refusals.throttled,
+        refused: refusals.refused,
+    })
 }
 
 async fn crash_detail(
@@ -321,7 +352,10 @@ async fn reprocess(
 ) -> Result<Response, DashError> {
     let (who, nav) = viewer(&s, &headers, &params, "/crashes").await?;
     same_origin(&headers)?;
-    crash_or_404(&s, &id, who.filter()).await?;
+    let row = crash_or_404(&s, &id, who.filter()).await?;
+    if let Some(reason) = &row.dump_gone {
+        return Err(crate::api::crashes::dump_gone(&id, reason).into());
+    }
     if q::requeue(&s.db, &id).await? {
         s.wake.notify_one();
     }

@@ -306,6 +306,44 @@ pub struct CrashListPage<'a> {
     /// On one signature's list of every project's crashes: the projects that have a group
     /// of that name, when several do (the page then offers no split: choose one).
     pub several: &'a [String],
+    /// The project's disk use and removed dumps (first page of one project's list).
+    pub usage: Option<&'a ProjectUsage>,
+}
+
+/// What a project's blobs take and what its retention and sampling removed.
+#[derive(Debug, Default)]
+pub struct ProjectUsage {
+    pub bytes: worker::store::usage::Bytes,
+    /// Crashes whose dump was removed, by reason (`retention`, `sampled`).
+    pub gone: Vec<(String, i64)>,
+    /// Uploads the project's quota refused since the server started (429): over its
+    /// crashes a minute, and over its bytes a day.
+    pub throttled: u64,
+    pub refused: u64,
+}
+
+/// The "Disk used" line of a project's crash list.
+fn usage_line(u: &ProjectUsage) -> Markup {
+    let gone = |reason: &str| {
+        u.gone
+            .iter()
+            .find(|(r, _)| r == reason)
+            .map_or(0, |(_, n)| *n)
+    };
+    html! {
+        p #usage {
+            "Disk used by project " span.mono { (u.bytes.project) } ": dumps "
+            span #usage-dumps { (u.bytes.dumps) } " bytes, symbol files "
+            span #usage-symbols { (u.bytes.symbols) } " bytes (a file another project holds too counts in both). Dumps removed: "
+            span #usage-sampled { (gone("sampled")) } " sampled, "
+            span #usage-retention { (gone("retention")) } " by retention (their reports are kept)."
+        }
+        p #quota {
+            "Uploads refused by the project's quota since the server started (429): "
+            span #quota-throttled { (u.throttled) } " over its crashes a minute, "
+            span #quota-refused { (u.refused) } " over its bytes a day."
+        }
+    }
 }
 
 /// The "Merged into this group" section: one undo button per merged group.
@@ -367,6 +405,7 @@ pub fn crash_list(rows: &[CrashSummary], page: &CrashListPage<'_>) -> Markup {
     let table = crash_table(rows, page, group);
     let body = html! {
         h1 { "Crashes" }
+        @if let Some(u) = page.usage { (usage_line(u)) }
         form.filters method="get" action="/crashes" {
             (project_field(nav))
             label { "Signature" input name="signature" size="50" value=(get("signature")); }
@@ -659,11 +698,20 @@ pub fn crash_detail(row: &CrashRow, report: Option<&Report>, page: &CrashPage<'_
         h1 { "Crash " span.mono { (row.id) } " " (status_pill(&row.status)) }
         p {
             a #report-json href=(nav.href(&format!("/crashes/{id}/report.json"), &[])) { "Raw report JSON" } " · "
-            a #dump href=(nav.href(&format!("/api/v1/crashes/{id}/dump"), &[])) { "Download dump" }
+            @if row.dump_gone.is_none() {
+                a #dump href=(nav.href(&format!("/api/v1/crashes/{id}/dump"), &[])) { "Download dump" }
+            } @else { "Dump removed" }
             " · project " span.mono #project { (row.project) }
         }
-        form method="post" action=(nav.href(&format!("/crashes/{id}/reprocess"), &[])) {
-            button type="submit" { "Reprocess" }
+        @if let Some(reason) = &row.dump_gone {
+            div.warn #dump-gone {
+                "Dump removed (" (reason) ", " (super::time::format_ms(row.dump_gone_at.unwrap_or(0))) "): "
+                (worker::store::dump_gone::explain(reason)) "."
+            }
+        } @else {
+            form method="post" action=(nav.href(&format!("/crashes/{id}/reprocess"), &[])) {
+                button type="submit" { "Reprocess" }
+            }
         }
         @if let Some(e) = &row.error { div.warn { "Error: " (e) } }
         @match report {

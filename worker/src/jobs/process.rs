@@ -123,6 +123,7 @@ async fn gather_tables(
     let fresh = Uploaded::fresh(runner, project);
     let mut found: HashMap<String, ModuleTables> = HashMap::new();
     let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
+    let mut used: Vec<String> = Vec::new();
     for m in modules {
         let Some(key) = lookup_key(m) else { continue };
         if found.contains_key(&key) || m.is_vdso() {
@@ -189,6 +190,7 @@ async fn gather_tables(
                     )
                     .await?;
                 }
+                used.extend(located_files(&located));
                 found.insert(key, located_tables(runner, located).await?);
             }
             None => {
@@ -198,7 +200,18 @@ async fn gather_tables(
         }
     }
 
+    // the files' last use, for the retention of symbol files (issue 41)
+    let used: Vec<&str> = used.iter().map(String::as_str).collect();
+    binaries::record_use(&runner.db, project, &used, crate::store::now_ms()).await?;
     Ok((found, lookups))
+}
+
+/// The sha256 of each file a module's tables come from.
+fn located_files(located: &Located<binaries::BinaryRow>) -> Vec<String> {
+    match &located.found {
+        Found::Breakpad(sym) => vec![sym.handle.sha256.clone()],
+        Found::Files(files) => files.iter().map(|f| f.handle.sha256.clone()).collect(),
+    }
 }
 
 /// Runs `f` on a blocking thread, failing with [`JobError::TimeLimit`] after `limit` and

@@ -210,17 +210,48 @@ async fn held_by(
         .collect())
 }
 
-/// Records that `project` (or [`SHARED`]) holds the file `sha256`; whether it is new to it.
+/// Records that `project` (or [`SHARED`]) holds the file `sha256`, used now (its
+/// retention counts from its upload: migration 0027); whether it is new to it.
 pub async fn own(db: &Db, sha256: &str, project: &str) -> Result<bool, StoreError> {
-    let sql = "INSERT INTO binary_projects (sha256, project) VALUES ($1, $2) \
+    let sql = "INSERT INTO binary_projects (sha256, project, last_used_at) VALUES ($1, $2, $3) \
                ON CONFLICT DO NOTHING";
     let done = crate::on_pool!(db, p => sqlx::query(sql)
         .bind(sha256)
         .bind(project)
+        .bind(super::now_ms())
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
     Ok(done == 1)
+}
+
+/// Records that `project`'s crash was processed with the files `sha256s` at `at` (Unix
+/// ms): the retention of symbol files (`store::retention`) keeps what a project's
+/// crashes still use. Only `project`'s own holds are touched (a shared file is kept by
+/// being shared).
+pub async fn record_use(
+    db: &Db,
+    project: &str,
+    sha256s: &[&str],
+    at: i64,
+) -> Result<(), StoreError> {
+    if sha256s.is_empty() {
+        return Ok(());
+    }
+    let list = serde_json::to_string(sha256s).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let sql = format!(
+        "UPDATE binary_projects SET last_used_at = $2 WHERE project = $1 \
+         AND last_used_at < $2 AND sha256 IN ({})",
+        db.json_strings("$3")
+    );
+    crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(project)
+        .bind(at)
+        .bind(&list)
+        .execute(p)
+        .await
+        .map(|_| ()))?;
+    Ok(())
 }
 
 /// Records that `project` (or [`SHARED`]) no longer holds the file `sha256`; whether it

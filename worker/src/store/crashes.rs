@@ -51,12 +51,17 @@ pub struct CrashRow {
     pub completions: i32,
     /// The project the crash belongs to (migration 0023).
     pub project: String,
+    /// Why the crash's dump was removed while its row stays (`retention` or `sampled`;
+    /// migration 0027); none: the dump is kept.
+    pub dump_gone: Option<String>,
+    /// When the dump was removed.
+    pub dump_gone_at: Option<i64>,
 }
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
     finished_at, processing_ms, previous_signature, completions, computed_signature, \
-    annotations_cut, report_fields_apart, project";
+    annotations_cut, report_fields_apart, project, dump_gone, dump_gone_at";
 
 /// A crash as lists show it: every column but the report, which may be tens of MiB.
 /// Lists, upload retries and existence checks read this; only a crash's own page and its
@@ -85,11 +90,14 @@ pub struct CrashSummary {
     pub analysis_summary: Option<String>,
     /// The project the crash belongs to.
     pub project: String,
+    /// Why the dump was removed (see [`CrashRow::dump_gone`]).
+    pub dump_gone: Option<String>,
+    pub dump_gone_at: Option<i64>,
 }
 
 const SUMMARY_COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, error, signature, finished_at, processing_ms, analysis_summary, \
-    computed_signature, project";
+    computed_signature, project, dump_gone, dump_gone_at";
 
 impl CrashRow {
     /// The report as it is served (API, dashboard, raw download): with the upload's
@@ -141,6 +149,8 @@ impl CrashRow {
             processing_ms: self.processing_ms,
             analysis_summary: None,
             project: self.project.clone(),
+            dump_gone: self.dump_gone.clone(),
+            dump_gone_at: self.dump_gone_at,
         }
     }
 }
@@ -268,10 +278,12 @@ pub async fn same_upload_since(
     )
 }
 
-/// Whether a crash, binary, source bundle or upload session's chunk row names the blob
-/// `sha256` (the orphan sweep's question).
+/// Whether a crash that keeps its dump, a binary, a source bundle or an upload session's
+/// chunk row names the blob `sha256` (the orphan sweep's question). A crash whose dump
+/// is gone (retention, sampling: migration 0027) does not.
 pub async fn blob_is_named(db: &Db, sha256: &str) -> Result<bool, StoreError> {
-    let sql = "SELECT (EXISTS (SELECT 1 FROM crashes WHERE dump_sha256 = $1) \
+    let sql = "SELECT (EXISTS (SELECT 1 FROM crashes WHERE dump_sha256 = $1 \
+               AND dump_gone IS NULL) \
                OR EXISTS (SELECT 1 FROM binaries WHERE sha256 = $1) \
                OR EXISTS (SELECT 1 FROM source_bundles WHERE sha256 = $1) \
                OR EXISTS (SELECT 1 FROM upload_session_chunks WHERE sha256 = $1))";

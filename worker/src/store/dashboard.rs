@@ -444,7 +444,7 @@ pub async fn requeue(db: &Db, id: &str) -> Result<bool, StoreError> {
     let sql = format!(
         "UPDATE crashes SET status = 'pending', attempts = 0, lease_until = NULL, \
          leased_by = NULL, error = NULL, priority = {} WHERE id = $1 \
-         AND status IN ('done', 'failed')",
+         AND status IN ('done', 'failed') AND dump_gone IS NULL",
         super::crashes::REQUEUED
     );
     let n = crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))

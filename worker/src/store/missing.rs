@@ -163,7 +163,9 @@ pub(super) async fn requeue_indexed(
     }
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let matching = "(build_id = $1 OR debug_id = $2 OR build_id = $2)";
-    let finished = "status IN ('done', 'failed', 'processing')";
+    // a crash whose dump is gone (retention, sampling) cannot be processed again: its
+    // entries go as the requeued ones' do
+    let finished = "status IN ('done', 'failed', 'processing') AND dump_gone IS NULL";
     // the crashes of the project that sees the file (all, for a shared file)
     let of_project = |n: u8| {
         format!("crash_id IN (SELECT id FROM crashes WHERE CAST(${n} AS TEXT) IS NULL OR project = ${n})")

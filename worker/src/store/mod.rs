@@ -1,5 +1,5 @@
 //! Database and blob access for the service: projects, crashes (which are also the job
-//! queue), their deletion and the audit log,
+//! queue), their deletion, the retention and sampling of their dumps, the disk each project uses and the audit log,
 //! binaries, source bundles and the requeues they leave for later, open upload sessions and their chunks, cached tables, the missing-modules index, the index of modules described
 //! by a `.sym` file alone, the crash groups people merged and split, the remote sources' misses and fetch claims every worker shares, and the planner's statistics.
 //!
@@ -20,6 +20,7 @@ pub mod dashboard;
 mod db;
 pub mod delete;
 pub mod delete_filter;
+pub mod dump_gone;
 mod error;
 pub mod fetch_state;
 pub mod groups;
@@ -27,6 +28,8 @@ pub mod missing;
 pub mod projects;
 pub mod reprocess;
 pub mod requeue_backlog;
+pub mod retention;
+pub mod sampling;
 pub mod search;
 pub mod served_report;
 pub mod source_bundles;
@@ -36,6 +39,7 @@ pub mod sweep;
 pub mod tables;
 pub mod text;
 pub mod upload_sessions;
+pub mod usage;
 
 pub use blobs::Blobs;
 pub use db::{now_ms, Backend, Db};

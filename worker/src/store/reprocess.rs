@@ -138,6 +138,8 @@ impl Filter {
 fn matching(db: &Db, run: &str, filter: &Filter) -> Conditions {
     let mut c = Conditions::new();
     c.push("status IN ('done', 'failed')");
+    // a crash whose dump is gone (retention, sampling) cannot be processed again
+    c.push("dump_gone IS NULL");
     let run = c.arg(Value::Text(run.to_string()));
     c.push(format!("(reprocess_run IS NULL OR reprocess_run <> {run})"));
     filter.push_conditions(&mut c, db);

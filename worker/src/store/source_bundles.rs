@@ -192,6 +192,8 @@ impl Without {
     fn condition(&self, placeholder: &str) -> String {
         let finished =
             format!("(status IN ('done', 'failed') AND COALESCE(finished_at, 0) <= {placeholder})");
+        // a crash whose dump is gone (retention, sampling) cannot be processed again
+        let finished = format!("({finished} AND dump_gone IS NULL)");
         if self.processing {
             format!("({finished} OR status = 'processing')")
         } else {
