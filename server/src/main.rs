@@ -19,6 +19,9 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start and matched at once: the size of its largest variant (serve's
+// options) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Walk the stacks of a dump and print the report.

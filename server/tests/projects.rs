@@ -445,10 +445,7 @@ async fn keys_and_dedup(c: &reqwest::Client, e: &Env, core: &[u8], theirs: &str)
 }
 
 async fn server_wide_routes(c: &reqwest::Client, e: &Env) {
-    for path in [
-        "/metrics".to_string(),
-        "/jobs".to_string(),
-    ] {
+    for path in ["/metrics".to_string(), "/jobs".to_string()] {
         let a = get(c, &e.url(&path), A).await;
         assert_eq!(a.status, StatusCode::FORBIDDEN, "{path}: {}", a.body);
         assert!(!a.body.contains("team-b"), "{path}");
