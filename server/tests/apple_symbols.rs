@@ -659,3 +659,85 @@ fn a_scanned_word_under_the_mach_header_symbol_is_no_frame() {
         "{names:?}"
     );
 }
+
+/// The main thread of a Mac process ends at dyld's `start`, where `main` returns: past it
+/// the stack holds the process's arguments and environment, and a word there that points
+/// into the program (a stale return address) is no frame. (symbolicator's
+/// `macos-no-fp.dmp` fixture, walked with its full `.sym`, gave a `metric_thread_func`
+/// frame after dyld's.) A dyld frame in the middle of a stack (a static initializer's
+/// crash) is not the end: only the one `main` returns into.
+#[test]
+fn the_main_thread_ends_at_dyld_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let uuid = [0x43u8; 16];
+    let id: String = uuid.iter().map(|b| format!("{b:02X}")).collect();
+    let sym_dir = dir.path().join(format!("app/{id}0"));
+    std::fs::create_dir_all(&sym_dir).unwrap();
+    std::fs::write(
+        sym_dir.join("app.sym"),
+        format!(
+            "MODULE mac arm64 {id}0 app\nFUNC 1000 100 0 main\nFUNC 2000 100 0 metric_thread_func\n"
+        ),
+    )
+    .unwrap();
+    let (app, dyld) = (0x1_0000_0000u64, 0x1_8000_0000u64);
+    let sp = 0x16f0_0000u64;
+    // main's frame record at sp+0x10: the saved fp (0) and the return into dyld; above
+    // it, a stale word into metric_thread_func
+    let mut stack = Vec::new();
+    for word in [0u64, 0, 0, dyld + 0x4b98, app + 0x2010, 0, 0, 0] {
+        stack.extend_from_slice(&word.to_le_bytes());
+    }
+    let mut registers = vec![0u64; 33];
+    registers[29] = sp + 0x10;
+    registers[31] = sp;
+    registers[32] = app + 0x1050;
+    let dump = apple::mac_minidump(&apple::MacCrash {
+        cpu: MacCpu::Arm64,
+        registers,
+        stack_start: sp,
+        stack,
+        fault_address: 0,
+        modules: vec![
+            apple::MacModule {
+                path: "/Applications/App.app/Contents/MacOS/app".into(),
+                base: app,
+                size: 0x8000,
+                uuid,
+            },
+            apple::MacModule {
+                path: "/usr/lib/dyld".into(),
+                base: dyld,
+                size: 0x10000,
+                uuid: [0x44; 16],
+            },
+        ],
+    });
+    let path = dir.path().join("crash.dmp");
+    std::fs::write(&path, dump).unwrap();
+    let out = std::process::Command::new(common::bin())
+        .args(["walk", "--no-dump-paths", "--symbols"])
+        .arg(dir.path())
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let thread = &report["threads"][0];
+    let pcs: Vec<&str> = thread["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["pc"].as_str().unwrap())
+        .collect();
+    let want = [
+        format!("{:#x}", app + 0x1050),
+        format!("{:#x}", dyld + 0x4b98),
+    ];
+    assert_eq!(pcs, want, "{thread:#}");
+    assert_eq!(thread["end"], "outermost", "{thread:#}");
+}

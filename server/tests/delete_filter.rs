@@ -119,7 +119,7 @@ async fn by_filter(pg: bool) {
     let split = send(
         &c,
         Method::POST,
-        &e.url("/api/v1/groups/split"),
+        &e.url("/api/v1/groups/split?project=team-a"),
         ROOT,
         |r| r.json(&body),
     )

@@ -570,9 +570,13 @@ async fn flood(pg: bool) {
     );
     let line = "postmortem_quota_refusals_total{project=\"team-c\",kind=\"refused\"} 1";
     assert!(get(&c, &e.url("/metrics"), ROOT).await.body.contains(line));
-    // and on each project's dashboard, as its admin sees it
-    for (token, throttled, over_bytes) in [(A, refused, 0), (C, 0, 1), (B, 0, 0)] {
-        let page = get(&c, &e.url("/"), token).await.body;
+    // and on each project's dashboard, as its admin sees it (team-c's, the server's admin)
+    for (token, path, throttled, over_bytes) in [
+        (A, "/crashes", refused, 0),
+        (B, "/crashes", 0, 0),
+        (ROOT, "/crashes?project=team-c", 0, 1),
+    ] {
+        let page = get(&c, &e.url(path), token).await.body;
         let want = format!(
             "<span id=\"quota-throttled\">{throttled}</span> over its crashes a minute, \
              <span id=\"quota-refused\">{over_bytes}</span> over its bytes a day"

@@ -44,6 +44,8 @@ struct FunctionAt {
     named: bool,
     /// That function is `_start`.
     start: bool,
+    /// That function is `main`.
+    main: bool,
     /// The run-time address the function starts at, where the symbols say.
     entry: Option<u64>,
 }
@@ -70,6 +72,10 @@ impl Code<'_, '_> {
                 .last()
                 .is_some_and(|f| f.function.is_some() && f.function_start != Some(0)),
             start: is_start(frames),
+            main: frames
+                .last()
+                .and_then(|f| f.function)
+                .is_some_and(|name| name == "main"),
             entry: frames
                 .last()
                 .and_then(|f| f.function_start)
@@ -99,6 +105,17 @@ impl CodeReader for Code<'_, '_> {
     fn is_entry_function(&self, addr: u64) -> bool {
         self.module_at(addr).is_some_and(|(_, m)| m.main)
             && self.function_at(addr).is_some_and(|f| f.start)
+    }
+
+    fn is_loader_start(&self, addr: u64, main_addr: u64) -> bool {
+        let in_dyld = self.module_at(addr).is_some_and(|(_, m)| {
+            m.path
+                .as_deref()
+                .is_some_and(|p| p.ends_with("/dyld") || p.ends_with("/libdyld.dylib"))
+        });
+        in_dyld
+            && self.module_at(main_addr).is_some_and(|(_, m)| m.main)
+            && self.function_at(main_addr).is_some_and(|f| f.main)
     }
 
     fn is_executable(&self, addr: u64) -> Option<bool> {

@@ -173,6 +173,16 @@ pub trait CodeReader {
         false
     }
 
+    /// Whether `addr` is where the program's `main` (`main_addr`, a lookup address in the
+    /// callee) returns into Apple's dynamic loader, `/usr/lib/dyld`: its `start` (macOS
+    /// 13 and later; `libdyld`'s before), the main thread's outermost frame. The walk ends
+    /// there when no unwind rule says more, as at `_start`: past it lie only the
+    /// process's arguments and environment, where a scan finds stale words.
+    fn is_loader_start(&self, addr: u64, main_addr: u64) -> bool {
+        let _ = (addr, main_addr);
+        false
+    }
+
     /// Whether `addr` lies in executable code, as the module's file (its executable
     /// sections) or the dump's list of memory regions and their permissions tells;
     /// `None` where neither says. The dump's own mappings of a module are already in
@@ -448,7 +458,11 @@ impl Walk<'_, '_, '_> {
             CfiOutcome::MemoryMissing => misses.memory_missing = true,
             CfiOutcome::NoRule => {
                 let lookup = callee.address_for_lookup(arch.lookup_back());
-                if ctx.code.is_entry_function(lookup) {
+                let from_main = inner.is_some_and(|f| {
+                    ctx.code
+                        .is_loader_start(lookup, f.address_for_lookup(arch.lookup_back()))
+                });
+                if ctx.code.is_entry_function(lookup) || from_main {
                     return Err((EndReason::Outermost, None));
                 }
             }
