@@ -459,48 +459,27 @@ impl<'a, W: Write> ser::Serializer for &'a mut Json<W> {
     }
 }
 
-impl<W: Write> ser::SerializeSeq for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.element(v)
-    }
-    fn end(self) -> R {
-        Compound::end(self, b"]")
-    }
+/// The sequence traits: each element after a comma, then the closing bracket.
+macro_rules! elements {
+    ($($name:ident :: $method:ident;)*) => {$(
+        impl<W: Write> ser::$name for Compound<'_, W> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
+                self.element(v)
+            }
+            fn end(self) -> R {
+                Compound::end(self, b"]")
+            }
+        }
+    )*};
 }
 
-impl<W: Write> ser::SerializeTuple for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.element(v)
-    }
-    fn end(self) -> R {
-        Compound::end(self, b"]")
-    }
-}
-
-impl<W: Write> ser::SerializeTupleStruct for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.element(v)
-    }
-    fn end(self) -> R {
-        Compound::end(self, b"]")
-    }
-}
-
-impl<W: Write> ser::SerializeTupleVariant for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.element(v)
-    }
-    fn end(self) -> R {
-        Compound::end(self, b"]")
-    }
+elements! {
+    SerializeSeq::serialize_element;
+    SerializeTuple::serialize_element;
+    SerializeTupleStruct::serialize_field;
+    SerializeTupleVariant::serialize_field;
 }
 
 impl<W: Write> ser::SerializeMap for Compound<'_, W> {
@@ -522,26 +501,25 @@ impl<W: Write> ser::SerializeMap for Compound<'_, W> {
     }
 }
 
-impl<W: Write> ser::SerializeStruct for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> R {
-        self.field(key, v)
-    }
-    fn end(self) -> R {
-        Compound::end(self, b"}")
-    }
+/// The struct traits: each field's key and value.
+macro_rules! fields {
+    ($($name:ident;)*) => {$(
+        impl<W: Write> ser::$name for Compound<'_, W> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> R {
+                self.field(key, v)
+            }
+            fn end(self) -> R {
+                Compound::end(self, b"}")
+            }
+        }
+    )*};
 }
 
-impl<W: Write> ser::SerializeStructVariant for Compound<'_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> R {
-        self.field(key, v)
-    }
-    fn end(self) -> R {
-        Compound::end(self, b"}")
-    }
+fields! {
+    SerializeStruct;
+    SerializeStructVariant;
 }
 
 /// A map's key: a string, or a number or bool written as one (serde_json's rule);
@@ -700,7 +678,7 @@ impl<W: Write> ser::Serializer for MapKey<'_, W> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     // Test code: a failed unwrap is a failed test.
     #![allow(clippy::unwrap_used)]
 
@@ -724,8 +702,9 @@ mod tests {
     #[derive(Serialize)]
     struct Wrapper(String);
 
+    /// A value of every shape serde has (`json_size`'s tests bound it too).
     #[derive(Serialize)]
-    struct Sample {
+    pub(crate) struct Sample {
         text: String,
         numbers: Vec<i64>,
         small: (i8, i16, i32, u8, u16, u32),
@@ -753,7 +732,7 @@ mod tests {
         skipped: Option<u8>,
     }
 
-    fn sample(text: &str) -> Sample {
+    pub(crate) fn sample(text: &str) -> Sample {
         Sample {
             text: text.to_owned(),
             numbers: vec![0, -1, i64::MIN, i64::MAX, 7, 10, 99, 100],
