@@ -8,6 +8,8 @@
 #   POSTMORTEM_WALK_BIN  the walk-only binary (default: target/release/postmortem-walk
 #                        under CARGO_TARGET_DIR, built by this script)
 #   RUNS                 hyperfine runs per command (default 7: medians of 7)
+#   POSTMORTEM_WALK_BASE another build of postmortem-walk (the one before a change): its
+#                        three formats are timed in the same hyperfine run, as base_*
 # Needs: gcc, hyperfine, dump_syms and minidump-stackwalk (cargo install --locked
 #   minidump-stackwalk dump_syms), /usr/bin/time, a plain core_pattern (the crash is
 #   recorded by testsupport's `make_dumps record`, which also writes the kernel's core).
@@ -79,6 +81,13 @@ declare -A CMD=(
     [minidump_stackwalk]="minidump-stackwalk --json --symbols-path $STORE $DUMP"
 )
 ORDER=(text json stackwalk_json minidump_stackwalk)
+if [ -n "${POSTMORTEM_WALK_BASE:-}" ]; then
+    BASE="$(realpath "$POSTMORTEM_WALK_BASE")"
+    CMD[base_text]="$BASE ${common[*]} --format text"
+    CMD[base_json]="$BASE ${common[*]} --format json"
+    CMD[base_stackwalk_json]="$BASE ${common[*]} --json"
+    ORDER+=(base_text base_json base_stackwalk_json)
+fi
 
 echo "postmortem-walk: $("$WALK" --version 2>/dev/null || echo "$WALK")"
 echo "minidump-stackwalk: $(minidump-stackwalk --version)"

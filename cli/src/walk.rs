@@ -198,8 +198,16 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    if source_files.any() {
-        options.source_context.provider = Some(std::sync::Arc::new(source_files));
+    let format = args.output_format();
+    match context_shown(format) {
+        Shown::Every if source_files.any() => {
+            options.source_context.provider = Some(std::sync::Arc::new(source_files));
+        }
+        Shown::CrashingFrame if source_files.any() => {
+            options.source_context.limits.crashing_frame_only = true;
+            options.source_context.provider = Some(std::sync::Arc::new(source_files));
+        }
+        _ => {}
     }
     let report = match process_dump(bytes.as_ref(), &provider, &options) {
         Ok(r) => r,
@@ -223,7 +231,6 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
             engine::report::stackwalk::write_json(&report, out, args.stackwalk.pretty)
         })?;
     }
-    let format = args.output_format();
     if matches!(format, Format::Apple) {
         // the original report re-rendered symbolicated: only an Apple report has one
         let text = match engine::report::apple::render(bytes.as_ref(), &report) {
@@ -239,7 +246,9 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         };
-        write_to(args.output.as_deref(), |out| out.write_all(text.as_bytes()))?;
+        write_to(args.output.as_deref(), |out| {
+            std::io::Write::write_all(out, text.as_bytes())
+        })?;
     } else {
         write_to(args.output.as_deref(), |out| {
             render(&report, format, &args, out)
@@ -252,6 +261,25 @@ pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
     provider.remove_extracted();
     std::mem::forget((provider, report, bytes));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which frames' source lines an output format shows.
+enum Shown {
+    /// Every frame's (the JSON report's `pre_context`, `context_line`, `post_context`).
+    Every,
+    /// The crashed thread's first frame's line (the text report, as gdb stops there).
+    CrashingFrame,
+    /// None: minidump-stackwalk's documents and the Apple layout have no source lines,
+    /// so no source file is read for them.
+    None,
+}
+
+fn context_shown(format: Format) -> Shown {
+    match format {
+        Format::Json => Shown::Every,
+        Format::Text => Shown::CrashingFrame,
+        Format::StackwalkJson | Format::StackwalkHuman | Format::Apple => Shown::None,
+    }
 }
 
 /// The files of this machine, the Breakpad stores and the remote sources, as `args` ask.
@@ -293,11 +321,13 @@ fn render(
     report: &engine::report::Report,
     format: Format,
     args: &WalkArgs,
-    out: &mut dyn std::io::Write,
+    out: &mut Out<'_>,
 ) -> std::io::Result<()> {
+    use std::io::Write;
     match format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, report)?;
+            // serde_json's pretty text, written faster
+            engine::report::json_text::write(&mut *out, report, true)?;
             out.write_all(b"\n")
         }
         Format::Text => out.write_all(engine::report::text::render(report).as_bytes()),
@@ -312,25 +342,33 @@ fn render(
     }
 }
 
+/// The output: a buffer of a type the serializers are compiled for, so that each of the
+/// many small writes of a report is an inlined copy into the buffer, not a call through
+/// `dyn Write` (a sixth of writing a deep stackwalk document was those calls); only a
+/// full buffer goes through the box.
+type Out<'a> = std::io::BufWriter<Box<dyn std::io::Write + 'a>>;
+
 /// Runs `write` on a buffered file at `path`, or on stdout (a reader that went away,
 /// `| head`, is no error).
 fn write_to(
     path: Option<&Path>,
-    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    write: impl FnOnce(&mut Out<'_>) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
     use std::io::Write;
     match path {
         Some(p) => {
             let file =
                 std::fs::File::create(p).with_context(|| format!("writing {}", p.display()))?;
-            let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, file);
+            let mut out: Out<'_> = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, Box::new(file));
             write(&mut out)
                 .and_then(|()| out.flush())
                 .with_context(|| format!("writing {}", p.display()))
         }
         None => {
-            let mut out =
-                std::io::BufWriter::with_capacity(OUTPUT_BUFFER, std::io::stdout().lock());
+            let mut out: Out<'_> = std::io::BufWriter::with_capacity(
+                OUTPUT_BUFFER,
+                Box::new(std::io::stdout().lock()),
+            );
             match write(&mut out).and_then(|()| out.flush()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
                 _ => Ok(()),

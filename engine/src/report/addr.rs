@@ -67,7 +67,42 @@ impl fmt::LowerHex for Addr {
 
 impl Serialize for Addr {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{:#x}", self.0))
+        s.serialize_str(Hex::new(self.0, 1).as_str())
+    }
+}
+
+/// A word spelled `0x` and lower-case hex digits, at least `min_digits` of them (padded
+/// with zeros), in a buffer on the stack: what the report's and minidump-stackwalk's
+/// addresses are serialized from. A report has a word per frame and register, and
+/// spelling each through `core::fmt` was a fifth of a deep report's serialization.
+#[derive(Clone, Copy)]
+pub(crate) struct Hex {
+    buf: [u8; 2 + 16],
+    start: usize,
+}
+
+impl Hex {
+    /// `v`'s spelling; `min_digits` above 16 is taken as 16 (a word has 16 digits).
+    pub(crate) fn new(v: u64, min_digits: usize) -> Hex {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let needed = (64 - v.leading_zeros() as usize).div_ceil(4).max(1);
+        let n = needed.max(min_digits).min(16);
+        // all sixteen digits (a loop of fixed count, unrolled), then `0x` over the
+        // leading zeros not shown
+        let mut buf = [b'0'; 18];
+        for (i, b) in buf[2..].iter_mut().enumerate() {
+            *b = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        let start = 16 - n;
+        buf[start + 1] = b'x';
+        buf[start] = b'0';
+        Hex { buf, start }
+    }
+
+    /// The spelling.
+    pub(crate) fn as_str(&self) -> &str {
+        // only ASCII digits and `x` are ever written
+        std::str::from_utf8(self.buf.get(self.start..).unwrap_or_default()).unwrap_or_default()
     }
 }
 
@@ -105,6 +140,31 @@ mod tests {
             );
         }
         assert_eq!(format!("[{:>6}]", Addr(0x1a)), "[  0x1a]");
+    }
+
+    #[test]
+    fn hex_spells_as_core_fmt() {
+        let mut values = vec![
+            0,
+            1,
+            0xf,
+            0x10,
+            0xff,
+            0x1000,
+            u64::MAX,
+            u64::MAX >> 4,
+            1 << 63,
+        ];
+        values.extend((0..64).map(|s| 1u64 << s));
+        values.extend((0..64).map(|s| (1u64 << s) - 1));
+        values.extend((0..200u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+        for v in values {
+            for w in [0, 1, 8, 16, 17, 40] {
+                let expected = format!("0x{v:0w$x}", w = w.min(16));
+                assert_eq!(super::Hex::new(v, w).as_str(), expected, "{v:#x} width {w}");
+            }
+            assert_eq!(super::Hex::new(v, 1).as_str(), format!("{v:#x}"));
+        }
     }
 
     #[test]

@@ -8,10 +8,8 @@
 //! whole one.
 
 use std::collections::BTreeMap;
-use std::io;
 
-use serde::Serialize;
-
+use super::json_size::{self, exact as json_len};
 use super::{Report, Warning};
 use crate::walk::{EndReason, WalkOptions, WalkResult};
 
@@ -125,6 +123,11 @@ const WARNING_ROOM: usize = 512;
 /// of the last threads (the crashed thread, first, loses frames last), then whole threads
 /// after the first, then warnings. Adds a `report-cut` warning saying what went.
 pub fn fit(report: &mut Report, max_bytes: usize) {
+    // the exact count costs what writing the report costs; a report whose bound is
+    // within the budget is too
+    if json_size::at_most(report) <= max_bytes {
+        return;
+    }
     let total = json_len(report);
     if total <= max_bytes {
         return;
@@ -203,24 +206,6 @@ pub fn add_annotations(
 
 fn warning(code: &str, message: String) -> Warning {
     Warning::new(code, message)
-}
-
-/// The length of `v`'s JSON text, counted without building it.
-fn json_len<T: Serialize>(v: &T) -> usize {
-    struct Count(usize);
-    impl io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    // Writing to a counter cannot fail, and the model serializes infallibly.
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ mod addr;
 pub mod android;
 pub mod apple;
 pub mod budget;
+mod json_size;
+pub mod json_text;
 mod model;
 pub mod signature;
 pub mod source_context;

@@ -236,8 +236,15 @@ impl SignatureRules {
                 ));
             }
         }
+        // a frame named as the one before it is no sentinel either (a deep recursion
+        // repeats one name thousands of times)
+        let mut before: Option<&str> = None;
         thread.frames.iter().enumerate().find_map(|(i, f)| {
-            let name = normalize_function(f.function.as_deref()?);
+            let function = f.function.as_deref()?;
+            if before.replace(function) == Some(function) {
+                return None;
+            }
+            let name = normalize_function(function);
             let g = self.sentinel.iter().find(|g| g.matches(os, &name))?;
             (i > 0).then(|| {
                 (

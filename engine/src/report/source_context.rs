@@ -62,6 +62,10 @@ pub struct SourceLimits {
     pub max_context_bytes: usize,
     /// A longer line is cut at this many bytes (at a character boundary) and ends in `…`.
     pub max_line_bytes: usize,
+    /// Only the crashed thread's first frame gets context: the one line the text report
+    /// shows. A caller whose output shows no more reads no more (a deep thread's frames
+    /// would each be given eleven lines nothing prints).
+    pub crashing_frame_only: bool,
 }
 
 impl Default for SourceLimits {
@@ -71,6 +75,7 @@ impl Default for SourceLimits {
             max_files: 1000,
             max_context_bytes: 8 << 20,
             max_line_bytes: 1024,
+            crashing_frame_only: false,
         }
     }
 }
@@ -103,29 +108,10 @@ type Wanted = Vec<(usize, usize, u32)>;
 /// order their first frame appears (the crashed thread comes first), so a cut leaves the
 /// crashed thread's context in.
 pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &SourceLimits) {
-    let mut order: Vec<(Option<String>, String)> = Vec::new();
-    let mut wanted: HashMap<(Option<String>, String), Wanted> = HashMap::new();
-    for (ti, t) in report.threads.iter().enumerate() {
-        for (fi, f) in t.frames.iter().enumerate() {
-            let (Some(file), Some(line)) = (&f.file, f.line) else {
-                continue;
-            };
-            let build_id = f
-                .module_index
-                .and_then(|m| report.modules.get(m))
-                .and_then(|m| m.build_id.clone());
-            let key = (build_id, file.clone());
-            let entry = wanted.entry(key.clone()).or_insert_with(|| {
-                order.push(key);
-                Vec::new()
-            });
-            entry.push((ti, fi, line));
-        }
-    }
+    let groups = wanted(report, limits);
     let mut budget = limits.max_context_bytes;
     let mut cut = 0usize;
-    for (n, key) in order.iter().enumerate() {
-        let frames = wanted.get(key).map(Vec::as_slice).unwrap_or_default();
+    for (n, (key, frames)) in groups.iter().enumerate() {
         if n >= limits.max_files || budget == 0 {
             cut += frames.len();
             continue;
@@ -177,6 +163,49 @@ pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &Sourc
             ),
         ));
     }
+}
+
+/// The frames that want context, grouped by source file (its module's build-id and its
+/// path), the files in the order their first frame appears.
+fn wanted(report: &Report, limits: &SourceLimits) -> Vec<((Option<String>, String), Wanted)> {
+    type Key<'r> = (Option<&'r str>, &'r str);
+    let mut index: HashMap<Key<'_>, usize> = HashMap::new();
+    let mut groups: Vec<(Key<'_>, Wanted)> = Vec::new();
+    // the previous frame's file: a deep thread names one file thousands of times over
+    let mut last: Option<(Key<'_>, usize)> = None;
+    for (ti, t) in report.threads.iter().enumerate() {
+        if limits.crashing_frame_only && !t.crashed {
+            continue;
+        }
+        for (fi, f) in t.frames.iter().enumerate() {
+            let (Some(file), Some(line)) = (&f.file, f.line) else {
+                continue;
+            };
+            if limits.crashing_frame_only && f.index != 0 {
+                continue;
+            }
+            let build_id = f
+                .module_index
+                .and_then(|m| report.modules.get(m))
+                .and_then(|m| m.build_id.as_deref());
+            let key = (build_id, file.as_str());
+            let g = match last {
+                Some((k, g)) if k == key => g,
+                _ => *index.entry(key).or_insert_with(|| {
+                    groups.push((key, Vec::new()));
+                    groups.len() - 1
+                }),
+            };
+            last = Some((key, g));
+            if let Some((_, frames)) = groups.get_mut(g) {
+                frames.push((ti, fi, line));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((build_id, path), frames)| ((build_id.map(str::to_owned), path.to_owned()), frames))
+        .collect()
 }
 
 /// Sets each of `frames`' `source_url` to `url` at its line, each link's bytes taken

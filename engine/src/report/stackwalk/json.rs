@@ -51,11 +51,8 @@ pub fn write_json<W: std::io::Write>(
     pretty: bool,
 ) -> std::io::Result<()> {
     let doc = document(report);
-    if pretty {
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-    } else {
-        serde_json::to_writer(&mut out, &doc)?;
-    }
+    // serde_json's bytes, written faster (`report::json_text`)
+    crate::report::json_text::write(&mut out, &doc, pretty)?;
     out.write_all(b"\n")
 }
 
@@ -523,7 +520,7 @@ struct Hex(u64, Width);
 
 impl Serialize for Hex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("0x{:0w$x}", self.0, w = (self.1).0))
+        s.serialize_str(crate::report::addr::Hex::new(self.0, (self.1).0).as_str())
     }
 }
 

@@ -1,0 +1,348 @@
+//! The length of a value's compact JSON text (`serde_json::to_writer`), without writing
+//! it: exactly ([`exact`], serde_json writing into a counter) or as an upper bound
+//! ([`at_most`], a serializer that adds up lengths).
+//!
+//! The report budget ([`super::budget::fit`]) must know whether a report's JSON passes
+//! its bound before it is written. Counting it exactly costs what writing it costs
+//! (every string byte looked up in serde_json's escape table, every address spelled);
+//! for a deep report that was a third of a one-shot walk. A report far under its bound
+//! does not need the exact figure: [`at_most`] counts a string's bytes with a scan the
+//! compiler vectorizes, takes every number at its widest spelling, and never formats
+//! anything, so when it is under the bound the exact count is too.
+
+use std::fmt;
+use std::io;
+
+use serde::ser::{self, Serialize};
+
+/// The length of `v`'s compact JSON text, counted by writing it into a counter.
+pub(crate) fn exact<T: Serialize + ?Sized>(v: &T) -> usize {
+    struct Count(usize);
+    impl io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    // Writing to a counter cannot fail, and the model serializes infallibly.
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
+/// At least the length of `v`'s compact JSON text ([`exact`]'s figure), counted without
+/// writing or formatting anything; `usize::MAX` if `v` fails to serialize.
+pub(crate) fn at_most<T: Serialize + ?Sized>(v: &T) -> usize {
+    let mut bound = Bound(0);
+    match v.serialize(&mut bound) {
+        Ok(()) => bound.0,
+        Err(Unbounded) => usize::MAX,
+    }
+}
+
+/// The widest spelling of an integer of up to 64 bits (`-9223372036854775808`,
+/// `18446744073709551615`), and of 128 bits.
+const INT: usize = 20;
+const INT128: usize = 40;
+/// The widest float serde_json writes (ryu's shortest form, or `null`).
+const FLOAT: usize = 32;
+/// `null`.
+const NULL: usize = 4;
+
+/// The running bound.
+struct Bound(usize);
+
+/// A value that does not serialize (never, for the report's model).
+#[derive(Debug)]
+struct Unbounded;
+
+impl fmt::Display for Unbounded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the value does not serialize")
+    }
+}
+
+impl std::error::Error for Unbounded {}
+
+impl ser::Error for Unbounded {
+    fn custom<T: fmt::Display>(_msg: T) -> Self {
+        Unbounded
+    }
+}
+
+/// A string's JSON length at most, quotes included: serde_json writes a control
+/// character, `"` or `\\` as at most six bytes (`\\u001f`), every other byte as itself.
+fn string(s: &str) -> usize {
+    s.len() + 5 * super::json_text::escapes_at_most(s.as_bytes()) + 2
+}
+
+impl Bound {
+    fn add(&mut self, n: usize) -> Result<(), Unbounded> {
+        self.0 = self.0.saturating_add(n);
+        Ok(())
+    }
+}
+
+/// `Ok(())` after adding `n`, for the scalar methods.
+macro_rules! scalar {
+    ($($method:ident($t:ty) => $n:expr;)*) => {
+        $(fn $method(self, _v: $t) -> Result<(), Unbounded> {
+            self.add($n)
+        })*
+    };
+}
+
+impl ser::Serializer for &mut Bound {
+    type Ok = ();
+    type Error = Unbounded;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
+
+    scalar! {
+        serialize_bool(bool) => 5;
+        serialize_i8(i8) => INT;
+        serialize_i16(i16) => INT;
+        serialize_i32(i32) => INT;
+        serialize_i64(i64) => INT;
+        serialize_i128(i128) => INT128;
+        serialize_u8(u8) => INT;
+        serialize_u16(u16) => INT;
+        serialize_u32(u32) => INT;
+        serialize_u64(u64) => INT;
+        serialize_u128(u128) => INT128;
+        serialize_f32(f32) => FLOAT;
+        serialize_f64(f64) => FLOAT;
+        serialize_char(char) => 8;
+        serialize_unit_struct(&'static str) => NULL;
+    }
+
+    fn serialize_str(self, v: &str) -> Result<(), Unbounded> {
+        self.add(string(v))
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Unbounded> {
+        // an array of numbers: `255,` each
+        self.add(2 + 4 * v.len())
+    }
+    fn serialize_none(self) -> Result<(), Unbounded> {
+        self.add(NULL)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<(), Unbounded> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Unbounded> {
+        self.add(NULL)
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Unbounded> {
+        self.add(string(variant))
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        v: &T,
+    ) -> Result<(), Unbounded> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        v: &T,
+    ) -> Result<(), Unbounded> {
+        // `{"variant":v}`
+        self.add(string(variant) + 3)?;
+        v.serialize(self)
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self, Unbounded> {
+        self.add(2)?;
+        Ok(self)
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Self, Unbounded> {
+        self.add(2)?;
+        Ok(self)
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self, Unbounded> {
+        self.add(2)?;
+        Ok(self)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Self, Unbounded> {
+        // `{"variant":[…]}`
+        self.add(string(variant) + 5)?;
+        Ok(self)
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self, Unbounded> {
+        self.add(2)?;
+        Ok(self)
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, Unbounded> {
+        self.add(2)?;
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Self, Unbounded> {
+        // `{"variant":{…}}`
+        self.add(string(variant) + 5)?;
+        Ok(self)
+    }
+    fn collect_str<T: fmt::Display + ?Sized>(self, v: &T) -> Result<(), Unbounded> {
+        // counted as it is formatted, without the string serde's default would build
+        struct Count(usize);
+        impl fmt::Write for Count {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0 = self.0.saturating_add(string(s));
+                Ok(())
+            }
+        }
+        let mut c = Count(0);
+        fmt::write(&mut c, format_args!("{v}")).map_err(|_| Unbounded)?;
+        self.add(c.0)
+    }
+}
+
+/// The sequence traits: each element's value and a comma.
+macro_rules! elements {
+    ($($name:ident :: $method:ident;)*) => {$(
+        impl ser::$name for &mut Bound {
+            type Ok = ();
+            type Error = Unbounded;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Unbounded> {
+                self.add(1)?;
+                v.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), Unbounded> {
+                Ok(())
+            }
+        }
+    )*};
+}
+
+elements! {
+    SerializeSeq::serialize_element;
+    SerializeTuple::serialize_element;
+    SerializeTupleStruct::serialize_field;
+    SerializeTupleVariant::serialize_field;
+}
+
+impl ser::SerializeMap for &mut Bound {
+    type Ok = ();
+    type Error = Unbounded;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), Unbounded> {
+        // `,` and `:`, and two quotes for a key serde_json quotes (a number, a bool)
+        self.add(4)?;
+        k.serialize(&mut **self)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Unbounded> {
+        v.serialize(&mut **self)
+    }
+    fn end(self) -> Result<(), Unbounded> {
+        Ok(())
+    }
+}
+
+/// The struct traits: each field's `,"key":` and value.
+macro_rules! fields {
+    ($($name:ident;)*) => {$(
+        impl ser::$name for &mut Bound {
+            type Ok = ();
+            type Error = Unbounded;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), Unbounded> {
+                self.add(string(key) + 2)?;
+                v.serialize(&mut **self)
+            }
+            fn end(self) -> Result<(), Unbounded> {
+                Ok(())
+            }
+        }
+    )*};
+}
+
+fields! {
+    SerializeStruct;
+    SerializeStructVariant;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{at_most, exact};
+
+    use crate::report::json_text::tests::sample;
+
+    #[test]
+    fn the_bound_is_never_under_the_exact_length() {
+        for text in [
+            "",
+            "plain ascii",
+            "\"quotes\" and \\backslashes\\",
+            "\u{0}\u{1}\u{1f}\n\t\r control",
+            "ünïcödé ✓ 𝄞",
+            &"\u{7}".repeat(1000),
+            &"x".repeat(1000),
+        ] {
+            let v = sample(text);
+            let (bound, len) = (at_most(&v), exact(&v));
+            assert!(bound >= len, "{text:?}: bound {bound} < exact {len}");
+            // and a bound, not a guess: within the widest spellings of what it holds
+            // (its numbers; a word with an escape counted as eight, in each of the
+            // text's seven places)
+            assert!(
+                bound <= len + 1000 + 7 * 40 * text.len(),
+                "{text:?}: {bound} vs {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_ascii_byte_at_every_place_of_a_word_is_bounded() {
+        for b in 0..128u8 {
+            for at in 0..17 {
+                let mut s = vec![b'a'; 17];
+                s[at] = b;
+                let s = String::from_utf8(s).unwrap_or_default();
+                assert!(super::string(&s) >= exact(&s), "{b:#x} at {at}");
+            }
+        }
+        // no escape, no slack
+        assert_eq!(
+            super::string("abcdefgh-ijklmnop"),
+            exact("abcdefgh-ijklmnop")
+        );
+    }
+
+    #[test]
+    fn a_report_is_bounded_close_to_its_length() {
+        let v: Vec<String> = (0..1000)
+            .map(|i| format!("frame {i} of a deep thread"))
+            .collect();
+        let (bound, len) = (at_most(&v), exact(&v));
+        // the one over: a comma counted with the first element
+        assert!(bound >= len && bound <= len + 1, "{bound} vs {len}");
+    }
+}
