@@ -215,10 +215,13 @@ async fn post_binary(c: &reqwest::Client, base: &str, name: &str, body: Vec<u8>)
     let r = c
         .post(format!("{base}/api/v1/binaries"))
         .header("x-file-name", name)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+        .body(body);
+    answer(r).await
+}
+
+/// A request's status and JSON body.
+async fn answer(r: reqwest::RequestBuilder) -> (u16, Value) {
+    let r = r.send().await.unwrap();
     let status = r.status().as_u16();
     (status, r.json().await.unwrap())
 }
@@ -389,23 +392,59 @@ fn demo_cache(dir: &Path) -> (PathBuf, PathBuf) {
 
 /// A Mac minidump of a crash in libdemo (loaded at `base`) at `pc`.
 fn demo_minidump(demo: &Path, base: u64, pc: u64) -> Vec<u8> {
-    let uuid = apple::uuid_of(&std::fs::read(demo).unwrap());
+    let module = apple::MacModule {
+        path: "/usr/lib/system/libdemo.dylib".into(),
+        base,
+        size: 0x8000,
+        uuid: apple::uuid_of(&std::fs::read(demo).unwrap()),
+    };
+    arm64_minidump((pc, 0), &[0; 8], vec![module])
+}
+
+/// The stack pointer of [`arm64_minidump`]'s thread: its stack starts there.
+const SP: u64 = 0x16f0_0000;
+
+/// An arm64 Mac minidump of one thread at `pc` with frame pointer `fp`, its stack the
+/// `words` from [`SP`], and `modules`.
+fn arm64_minidump((pc, fp): (u64, u64), words: &[u64], modules: Vec<apple::MacModule>) -> Vec<u8> {
     let mut registers = vec![0u64; 33];
-    registers[31] = 0x16f0_0000;
+    registers[29] = fp;
+    registers[31] = SP;
     registers[32] = pc;
     apple::mac_minidump(&apple::MacCrash {
         cpu: MacCpu::Arm64,
         registers,
-        stack_start: 0x16f0_0000,
-        stack: vec![0; 64],
+        stack_start: SP,
+        stack: words.iter().flat_map(|w| w.to_le_bytes()).collect(),
         fault_address: 0,
-        modules: vec![apple::MacModule {
-            path: "/usr/lib/system/libdemo.dylib".into(),
-            base,
-            size: 0x8000,
-            uuid,
-        }],
+        modules,
     })
+}
+
+/// `postmortem walk --symbols SYMBOLS DUMP`'s JSON report.
+fn walk_json(symbols: &Path, dump: &Path) -> Value {
+    let out = std::process::Command::new(common::bin())
+        .args(["walk", "--no-dump-paths", "--symbols"])
+        .arg(symbols)
+        .arg(dump)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Writes `records` as the `.sym` file of Mac module `name` with `uuid` under `dir`, in
+/// Breakpad's store layout.
+fn write_sym(dir: &Path, name: &str, uuid: [u8; 16], records: &str) {
+    let id: String = uuid.iter().map(|b| format!("{b:02X}")).collect();
+    let sym_dir = dir.join(format!("{name}/{id}0"));
+    std::fs::create_dir_all(&sym_dir).unwrap();
+    let text = format!("MODULE mac arm64 {id}0 {name}\n{records}");
+    std::fs::write(sym_dir.join(format!("{name}.sym")), text).unwrap();
 }
 
 /// A system library's names from a dyld shared cache under `--symbols`: its exported
@@ -429,18 +468,7 @@ fn walk_names_system_frames_from_a_dyld_shared_cache() {
         assert_eq!(want[0].function, function, "llvm-symbolizer: {want:?}");
         let dump = dir.path().join(format!("{function}.dmp"));
         std::fs::write(&dump, demo_minidump(&demo, base, base + address)).unwrap();
-        let out = std::process::Command::new(common::bin())
-            .args(["walk", "--no-dump-paths", "--symbols"])
-            .arg(&symbols)
-            .arg(&dump)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = walk_json(&symbols, &dump);
         assert_eq!(
             frames(&report)[0].0,
             want[0].function,
@@ -462,14 +490,7 @@ async fn post_parts(c: &reqwest::Client, base: &str, parts: &[(&str, Vec<u8>)]) 
         let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name(name.to_string());
         form = form.part("file", part);
     }
-    let r = c
-        .post(format!("{base}/api/v1/binaries"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap())
+    answer(c.post(format!("{base}/api/v1/binaries")).multipart(form)).await
 }
 
 /// A dyld shared cache uploaded to the service (the cache and its `.symbols` subcache in
@@ -505,14 +526,7 @@ async fn a_dyld_shared_cache_uploaded_after_the_crash_names_its_frames() {
         );
     }
     // a cache sent raw, without X-File-Name: its subcaches cannot be told apart by name
-    let r = c
-        .post(format!("{base}/api/v1/binaries"))
-        .body(main.clone())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let v: Value = r.json().await.unwrap();
+    let (status, v) = answer(c.post(format!("{base}/api/v1/binaries")).body(main.clone())).await;
     assert_eq!(
         (status, v["code"].as_str()),
         (422, Some("dyld-cache-incomplete")),
@@ -599,54 +613,29 @@ async fn a_dyld_shared_cache_uploaded_after_the_crash_names_its_frames() {
 fn a_scanned_word_under_the_mach_header_symbol_is_no_frame() {
     let dir = tempfile::tempdir().unwrap();
     let uuid = [0x42u8; 16];
-    let id: String = uuid.iter().map(|b| format!("{b:02X}")).collect();
-    let sym_dir = dir.path().join(format!("libdemo.dylib/{id}0"));
-    std::fs::create_dir_all(&sym_dir).unwrap();
+    write_sym(
+        dir.path(),
+        "libdemo.dylib",
+        uuid,
+        "PUBLIC 0 0 _mh_execute_header\nFUNC 1000 100 0 real_function\n\
+         FUNC 1100 100 0 crashed_function\n",
+    );
+    let base = 0x1_0000_0000u64;
+    // the stack: a word into the header region, then a return address into real_function
+    let words = [0u64, base + 0x20, 0, base + 0x1010, 0, 0, 0, 0];
+    let module = apple::MacModule {
+        path: "/usr/lib/libdemo.dylib".into(),
+        base,
+        size: 0x8000,
+        uuid,
+    };
+    let path = dir.path().join("crash.dmp");
     std::fs::write(
-        sym_dir.join("libdemo.dylib.sym"),
-        format!(
-            "MODULE mac arm64 {id}0 libdemo.dylib\nPUBLIC 0 0 _mh_execute_header\n\
-             FUNC 1000 100 0 real_function\nFUNC 1100 100 0 crashed_function\n"
-        ),
+        &path,
+        arm64_minidump((base + 0x1150, 0), &words, vec![module]),
     )
     .unwrap();
-    let base = 0x1_0000_0000u64;
-    let sp = 0x16f0_0000u64;
-    // the stack: a word into the header region, then a return address into real_function
-    let mut stack = Vec::new();
-    for word in [0u64, base + 0x20, 0, base + 0x1010, 0, 0, 0, 0] {
-        stack.extend_from_slice(&word.to_le_bytes());
-    }
-    let mut registers = vec![0u64; 33];
-    registers[31] = sp;
-    registers[32] = base + 0x1150;
-    let dump = apple::mac_minidump(&apple::MacCrash {
-        cpu: MacCpu::Arm64,
-        registers,
-        stack_start: sp,
-        stack,
-        fault_address: 0,
-        modules: vec![apple::MacModule {
-            path: "/usr/lib/libdemo.dylib".into(),
-            base,
-            size: 0x8000,
-            uuid,
-        }],
-    });
-    let path = dir.path().join("crash.dmp");
-    std::fs::write(&path, dump).unwrap();
-    let out = std::process::Command::new(common::bin())
-        .args(["walk", "--no-dump-paths", "--symbols"])
-        .arg(dir.path())
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = walk_json(dir.path(), &path);
     let names: Vec<String> = frames(&report).into_iter().map(|f| f.0).collect();
     assert_eq!(
         names.get(..2),
@@ -670,63 +659,34 @@ fn a_scanned_word_under_the_mach_header_symbol_is_no_frame() {
 fn the_main_thread_ends_at_dyld_start() {
     let dir = tempfile::tempdir().unwrap();
     let uuid = [0x43u8; 16];
-    let id: String = uuid.iter().map(|b| format!("{b:02X}")).collect();
-    let sym_dir = dir.path().join(format!("app/{id}0"));
-    std::fs::create_dir_all(&sym_dir).unwrap();
-    std::fs::write(
-        sym_dir.join("app.sym"),
-        format!(
-            "MODULE mac arm64 {id}0 app\nFUNC 1000 100 0 main\nFUNC 2000 100 0 metric_thread_func\n"
-        ),
-    )
-    .unwrap();
-    let (app, dyld) = (0x1_0000_0000u64, 0x1_8000_0000u64);
-    let sp = 0x16f0_0000u64;
-    // main's frame record at sp+0x10: the saved fp (0) and the return into dyld; above
-    // it, a stale word into metric_thread_func
-    let mut stack = Vec::new();
-    for word in [0u64, 0, 0, dyld + 0x4b98, app + 0x2010, 0, 0, 0] {
-        stack.extend_from_slice(&word.to_le_bytes());
-    }
-    let mut registers = vec![0u64; 33];
-    registers[29] = sp + 0x10;
-    registers[31] = sp;
-    registers[32] = app + 0x1050;
-    let dump = apple::mac_minidump(&apple::MacCrash {
-        cpu: MacCpu::Arm64,
-        registers,
-        stack_start: sp,
-        stack,
-        fault_address: 0,
-        modules: vec![
-            apple::MacModule {
-                path: "/Applications/App.app/Contents/MacOS/app".into(),
-                base: app,
-                size: 0x8000,
-                uuid,
-            },
-            apple::MacModule {
-                path: "/usr/lib/dyld".into(),
-                base: dyld,
-                size: 0x10000,
-                uuid: [0x44; 16],
-            },
-        ],
-    });
-    let path = dir.path().join("crash.dmp");
-    std::fs::write(&path, dump).unwrap();
-    let out = std::process::Command::new(common::bin())
-        .args(["walk", "--no-dump-paths", "--symbols"])
-        .arg(dir.path())
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    write_sym(
+        dir.path(),
+        "app",
+        uuid,
+        "FUNC 1000 100 0 main\nFUNC 2000 100 0 metric_thread_func\n",
     );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (app, dyld) = (0x1_0000_0000u64, 0x1_8000_0000u64);
+    // main's frame record at SP+0x10: the saved fp (0) and the return into dyld; above
+    // it, a stale word into metric_thread_func
+    let words = [0u64, 0, 0, dyld + 0x4b98, app + 0x2010, 0, 0, 0];
+    let modules = vec![
+        apple::MacModule {
+            path: "/Applications/App.app/Contents/MacOS/app".into(),
+            base: app,
+            size: 0x8000,
+            uuid,
+        },
+        apple::MacModule {
+            path: "/usr/lib/dyld".into(),
+            base: dyld,
+            size: 0x10000,
+            uuid: [0x44; 16],
+        },
+    ];
+    let path = dir.path().join("crash.dmp");
+    let dump = arm64_minidump((app + 0x1050, SP + 0x10), &words, modules);
+    std::fs::write(&path, dump).unwrap();
+    let report = walk_json(dir.path(), &path);
     let thread = &report["threads"][0];
     let pcs: Vec<&str> = thread["frames"]
         .as_array()
