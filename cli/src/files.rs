@@ -153,9 +153,7 @@ impl Index {
             return;
         };
         let head = &head[..n];
-        if head.starts_with(b"\x7fELF") || is_macho(head) {
-            // a Mach-O binary or a dSYM's DWARF file (`X.dSYM/Contents/Resources/DWARF/X`,
-            // found by the directory walk) is indexed by its LC_UUID
+        if head.starts_with(b"\x7fELF") {
             if let Some(id) = build_id_of(f) {
                 self.by_build_id
                     .entry(id)
@@ -186,6 +184,9 @@ impl Index {
             drop(f);
             self.dyld.add(path, &mut self.problems);
         } else if crate::apple_files::is_macho(head) {
+            // a Mach-O binary or a dSYM's DWARF file (`X.dSYM/Contents/Resources/DWARF/X`,
+            // found by the directory walk) is indexed by its LC_UUID, and kept apart from
+            // the ELF files so that it is never matched by its name alone
             drop(f);
             let (by_build_id, extracted, problems) = (
                 &mut self.by_build_id,
@@ -265,14 +266,6 @@ fn pe_ids_of(f: fs::File) -> Option<(String, Option<(String, String)>)> {
         _ => None,
     };
     Some((engine::binary::pe_code_id(&obj)?, pdb))
-}
-
-/// Whether a file's first bytes are a (thin) Mach-O header's magic, either byte order.
-fn is_macho(head: &[u8]) -> bool {
-    matches!(
-        head.get(..4),
-        Some([0xce | 0xcf, 0xfa, 0xed, 0xfe] | [0xfe, 0xed, 0xfa, 0xce | 0xcf])
-    )
 }
 
 /// The build-id of an ELF/Mach-O file, read lazily (no whole-file read).

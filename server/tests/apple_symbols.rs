@@ -198,6 +198,68 @@ fn walk_without_the_dsym_says_the_image_had_none() {
     assert_eq!(frames(&report)[0].0, "middle");
 }
 
+/// A thin Mach-O binary under `--symbols` is taken by its UUID (verified, with its dSYM),
+/// and another build of the same name is never taken for the crashed one: the module is
+/// then missing, and the warning names its UUID and asks for its dSYM.
+#[test]
+fn walk_takes_a_thin_binary_by_its_uuid_never_by_its_name() {
+    let Some(f) = fixture() else { return };
+    let (dump, _) = dump_of(&f.arm64, MacCpu::Arm64);
+    let walk = |symbols: &Path| -> Value {
+        let out = std::process::Command::new(common::bin())
+            .args(["walk", "--no-dump-paths", "--symbols"])
+            .arg(symbols)
+            .arg(&dump)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let thin = f.symbols.with_file_name("thin");
+    std::fs::create_dir_all(thin.join("crash.dSYM/Contents/Resources/DWARF")).unwrap();
+    std::fs::copy(&f.arm64.exe, thin.join("crash")).unwrap();
+    std::fs::copy(
+        &f.arm64.dwarf,
+        thin.join("crash.dSYM/Contents/Resources/DWARF/crash"),
+    )
+    .unwrap();
+    let report = walk(&thin);
+    let module = &report["modules"][0];
+    assert_eq!(module["status"], "ok", "{module}");
+    assert_eq!(module["verified"], true, "{module}");
+
+    // another arm64 build named `crash`, with a UUID of its own
+    let other_dir = f.symbols.with_file_name("other-build");
+    let other_source = format!(
+        "{}\nint another_build(void) {{ return 7; }}\n",
+        apple::CRASH_C
+    );
+    let other = apple::build(&other_dir, &other_source, "crash", "arm64");
+    assert_ne!(other.uuid, f.arm64.uuid);
+    let stranger = f.symbols.with_file_name("stranger");
+    std::fs::create_dir_all(&stranger).unwrap();
+    std::fs::copy(&other.exe, stranger.join("crash")).unwrap();
+    let report = walk(&stranger);
+    let module = &report["modules"][0];
+    assert_eq!(module["status"], "missing", "{module}");
+    let missing = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "module-missing" && w["module"] == 0)
+        .unwrap_or_else(|| panic!("{}", report["warnings"]));
+    let text = missing["message"].as_str().unwrap();
+    assert!(
+        text.contains(&uuid_text(&f.arm64.uuid)) && text.contains("dSYM"),
+        "{text}"
+    );
+    assert!(!text.contains("build-id"), "{text}");
+}
+
 /// `4C4C4437-5555-3144-A14F-ACE88C39A0D2`.
 fn uuid_text(u: &[u8; 16]) -> String {
     let h: String = u.iter().map(|b| format!("{b:02X}")).collect();

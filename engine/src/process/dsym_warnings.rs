@@ -22,6 +22,13 @@ const SYSTEM_PREFIXES: &[&str] = &[
     "/private/preboot/",
 ];
 
+/// Whether the image at `path` (else named `name`) is one of Apple's own, which Apple
+/// ships no dSYM for.
+pub(super) fn is_apples_own(path: Option<&str>, name: &str) -> bool {
+    let path = path.unwrap_or(name);
+    SYSTEM_PREFIXES.iter().any(|p| path.starts_with(p)) || name == "dyld"
+}
+
 /// The warnings of the images of `dump` (its report's `modules`) that had no dSYM.
 pub(super) fn warnings(dump: &Dump<'_>, modules: &[report::Module]) -> Vec<report::Warning> {
     if !matches!(dump.os, Os::Macos | Os::Ios) {
@@ -64,8 +71,7 @@ fn lacks_dsym(m: &report::Module) -> bool {
     let is_uuid = m.debug_id.as_deref().is_some_and(|d| {
         d.len() == 33 && d.ends_with('0') && d.bytes().all(|b| b.is_ascii_hexdigit())
     });
-    let path = m.path.as_deref().unwrap_or(&m.name);
-    let system = SYSTEM_PREFIXES.iter().any(|p| path.starts_with(p)) || m.name == "dyld";
+    let system = is_apples_own(m.path.as_deref(), &m.name);
     let described = m
         .symbols
         .iter()

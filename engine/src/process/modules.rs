@@ -2,7 +2,7 @@
 //! tables came from, and its status — with the warnings that explain a status (missing,
 //! unverified) and those the provider and the table builds met.
 
-use crate::dump::{Dump, Module};
+use crate::dump::{Dump, Module, Os};
 use crate::report::{self, Addr, ModuleStatus};
 use crate::symbols;
 use crate::unwind::UnwindSource;
@@ -34,7 +34,7 @@ pub(super) fn reports(
                 warnings.push(warning(w.code.clone(), message, i));
             }
         }
-        let mut module = report_of(i, m, l, opened, warnings);
+        let mut module = report_of(i, m, l, opened, dump.os, warnings);
         module.lookups = provider.module_lookups(dump, m);
         for l in module
             .lookups
@@ -65,10 +65,11 @@ fn report_of(
     m: &Module,
     l: &Loaded,
     opened: &Opened<'_>,
+    os: Os,
     warnings: &mut Vec<report::Warning>,
 ) -> report::Module {
     let (unwind_sources, symbol_sources) = sources(i, l, opened);
-    let status = status(i, m, l, opened, warnings);
+    let status = status(i, m, l, opened, os, warnings);
     report::Module {
         index: i,
         name: m.name.clone(),
@@ -136,20 +137,14 @@ fn status(
     m: &Module,
     l: &Loaded,
     opened: &Opened<'_>,
+    os: Os,
     warnings: &mut Vec<report::Warning>,
 ) -> ModuleStatus {
     let has_tables =
         opened.unwind[i].is_some() || opened.symbols[i].is_some() || indexed_symbols(i, opened);
     match &l.tables {
         None => {
-            let message = match m.build_id_hex() {
-                Some(id) => format!(
-                    "no file for {} (build-id {id}): upload it to symbolize its frames",
-                    m.name
-                ),
-                None => format!("no file for {}, which has no build-id", m.name),
-            };
-            warnings.push(warning("module-missing", message, i));
+            warnings.push(warning("module-missing", missing_message(m, os), i));
             ModuleStatus::Missing
         }
         Some(_) if !has_tables => ModuleStatus::Corrupt,
@@ -163,6 +158,49 @@ fn status(
         }
         Some(_) => ModuleStatus::Ok,
     }
+}
+
+/// What a `module-missing` warning says: the module's identifier under the name its
+/// platform gives it (a Mach-O image's UUID, a Windows module's PDB and debug id, an ELF
+/// file's build-id) and what to upload, or that the dump gives none (then only a file at
+/// the module's path can be used).
+fn missing_message(m: &Module, os: Os) -> String {
+    let apple = matches!(os, Os::Macos | Os::Ios);
+    if apple {
+        let uuid = m
+            .build_id_hex()
+            .or_else(|| m.debug_id.clone())
+            .or_else(|| m.code_id.clone());
+        if let Some(uuid) = uuid {
+            let what = if super::dsym_warnings::is_apples_own(m.path.as_deref(), &m.name) {
+                "the dyld shared cache of that OS version (or the binary)"
+            } else {
+                "its dSYM or binary"
+            };
+            return format!(
+                "no file for {} (UUID {}): upload {what} to symbolize its frames",
+                m.name,
+                crate::ids::uuid_text(&uuid)
+            );
+        }
+    } else if let Some(id) = m.build_id_hex() {
+        return format!(
+            "no file for {} (build-id {id}): upload it to symbolize its frames",
+            m.name
+        );
+    } else if let Some(id) = m.breakpad_debug_id() {
+        let debug_file = m.debug_file.as_deref().unwrap_or(&m.name);
+        return format!(
+            "no file for {} ({debug_file}, debug id {id}): upload its debug file or a .sym \
+             file to symbolize its frames",
+            m.name
+        );
+    }
+    format!(
+        "no file for {}: the dump gives no build-id, UUID or debug id for it, so only a file \
+         at its path could be used",
+        m.name
+    )
 }
 
 /// The files a module's report lists: those that gave a table the walk could open. A
@@ -208,4 +246,66 @@ pub(super) fn module_files(
             (!gave.is_empty()).then(|| report::ModuleFile { gave, ..f.clone() })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(name: &str) -> Module {
+        Module {
+            name: name.into(),
+            ..Module::default()
+        }
+    }
+
+    #[test]
+    fn a_missing_module_is_named_by_its_platforms_identifier() {
+        // a Mac image in a minidump: no build-id, its UUID as the debug id (age 0)
+        let mac = Module {
+            debug_id: Some("4C4C44375555314AA14FACE88C39A0D20".into()),
+            code_id: Some("4c4c44375555314aa14face88c39a0d2".into()),
+            ..module("libfoo.dylib")
+        };
+        let text = missing_message(&mac, Os::Macos);
+        let system = Module {
+            path: Some("/usr/lib/system/libsystem_kernel.dylib".into()),
+            ..mac.clone()
+        };
+        let system = missing_message(&system, Os::Macos);
+        assert!(system.contains("dyld shared cache"), "{system}");
+        assert!(
+            text.contains("UUID 4C4C4437-5555-314A-A14F-ACE88C39A0D2") && text.contains("dSYM"),
+            "{text}"
+        );
+        assert!(!text.contains("build-id"), "{text}");
+        // an image of an Apple crash report: its UUID is read as the build-id bytes
+        let ips = Module {
+            build_id: Some(vec![0xab; 16]),
+            ..module("App")
+        };
+        let text = missing_message(&ips, Os::Ios);
+        assert!(text.contains("UUID ABABABAB-ABAB-"), "{text}");
+        // a Windows module: its PDB and debug id
+        let win = Module {
+            debug_id: Some("3F3A4B2C1D0E4F5A8B9C0D1E2F3A4B5C1".into()),
+            debug_file: Some("app.pdb".into()),
+            code_id: Some("5F3A4B2C12000".into()),
+            ..module("app.exe")
+        };
+        let text = missing_message(&win, Os::Windows);
+        assert!(
+            text.contains("app.pdb, debug id 3F3A4B2C1D0E4F5A8B9C0D1E2F3A4B5C1"),
+            "{text}"
+        );
+        // an ELF file: its build-id
+        let elf = Module {
+            build_id: Some(vec![0x12, 0x34]),
+            ..module("libc.so.6")
+        };
+        assert!(missing_message(&elf, Os::Linux).contains("(build-id 1234)"));
+        // nothing identifies it
+        let none = missing_message(&module("a.out"), Os::Linux);
+        assert!(none.contains("no build-id, UUID or debug id"), "{none}");
+    }
 }
