@@ -11,7 +11,8 @@
 //! [`OnDemandSymbols::symbols_for`] then builds a table, with the whole builder's own
 //! code ([`builders`]), from the units an address needs plus the `.symtab`/`.dynsym`
 //! functions (all of them, as the whole build reads them; they are cheap). Inflated
-//! sections are kept, so later calls do not inflate them again.
+//! sections are kept, so later calls do not inflate them again; the pages of their
+//! compressed bytes in a mapped file are given back ([`FileBytes::release`]).
 //!
 //! # Why the answers are the whole table's
 //! A lookup at `rel` reads, per kind of record (functions, line rows, inline records of
@@ -132,7 +133,16 @@ impl Sections {
                     _ => Inflated::Owned(s.into()),
                 }
             }
-            Ok(std::borrow::Cow::Owned(v)) => Inflated::Owned(v.into_boxed_slice()),
+            Ok(std::borrow::Cow::Owned(v)) => {
+                // inflated: its compressed bytes are not read again (a mapped file's pages
+                // leave memory; the inflated copy is what stays)
+                if let Ok(c) = section.compressed_file_range() {
+                    let start = usize::try_from(c.offset).unwrap_or(usize::MAX);
+                    let size = usize::try_from(c.compressed_size).unwrap_or(0);
+                    self.file.release(start..start.saturating_add(size));
+                }
+                Inflated::Owned(v.into_boxed_slice())
+            }
             Err(_) => empty(),
         }
     }
