@@ -23,6 +23,8 @@
 
 #![allow(unsafe_code)] // this crate is the one exception to the workspace's `deny`
 
+pub mod arenas;
+
 use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
