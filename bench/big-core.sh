@@ -56,7 +56,7 @@ SRC="$(pwd)/bench/big/big.c"
     [ "$core" = core ] || mv "$core" core
 )
 
-size=$(( $(stat -c %s "$dir/core") >> 20 ))
+size=$(awk -v b="$(stat -c %s "$dir/core")" 'BEGIN { printf "%.1f", b / 1048576 }')
 pm="$PM $dir/core --symbols $dir"
 $pm > "$OUT/big.report.json"
 $pm --whole-tables > "$OUT/big.whole.json"
@@ -74,7 +74,7 @@ fi
 hyperfine -N --style none --warmup 1 --runs "$RUNS" -i \
     --export-json "$OUT/big.json" \
     "${extra[@]}" -n postmortem "$pm" -n eu-stack "$eu" -n gdb "$gd" >/dev/null
-printf '| case | core | tool | median wall | peak memory |\n|---|---|---|---|---|\n'
+printf '| case | core | tool | median wall | CPU (user+sys, mean) | peak memory |\n|---|---|---|---|---|---|\n'
 for tool in $tools; do
     case $tool in
         base) cmd=$base ;;
@@ -84,10 +84,12 @@ for tool in $tools; do
     esac
     median=$(jq -r --arg t "$tool" \
         '.results[] | select(.command == $t) | .median * 1000 | floor' "$OUT/big.json")
+    cpu=$(jq -r --arg t "$tool" \
+        '.results[] | select(.command == $t) | (.user + .system) * 1000 | floor' "$OUT/big.json")
     peak=$(for _ in $(seq "$PEAK_RUNS"); do
         bash -c "/usr/bin/time -f %M $cmd" 2>&1 >/dev/null | tail -n1
     done | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-    printf '| big | %s MB | %s | %s ms | %.1f MB |\n' \
-        "$size" "$tool" "$median" "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')"
+    printf '| big | %s MB | %s | %s ms | %s ms | %.1f MB |\n' \
+        "$size" "$tool" "$median" "$cpu" "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')"
 done
 echo "(raw figures: $OUT)" >&2

@@ -67,10 +67,10 @@ for name in blocked deep cxx; do
     )
 done
 
-printf '| case | core | tool | median wall | peak memory |\n|---|---|---|---|---|\n'
+printf '| case | core | tool | median wall | CPU (user+sys, mean) | peak memory |\n|---|---|---|---|---|---|\n'
 for name in blocked deep cxx; do
     dir="$OUT/$name"
-    size=$(( $(stat -c %s "$dir/core") >> 20 ))
+    size=$(awk -v b="$(stat -c %s "$dir/core")" 'BEGIN { printf "%.1f", b / 1048576 }')
     pm="$PM $dir/core --symbols $dir"
     # the one-shot walk builds tables only where it looks: its report must be the one
     # the whole tables (what the service builds) give
@@ -99,11 +99,13 @@ for name in blocked deep cxx; do
         esac
         median=$(jq -r --arg t "$tool" \
             '.results[] | select(.command == $t) | .median * 1000 | floor' "$OUT/$name.json")
+        cpu=$(jq -r --arg t "$tool" \
+            '.results[] | select(.command == $t) | (.user + .system) * 1000 | floor' "$OUT/$name.json")
         peak=$(for _ in $(seq "$PEAK_RUNS"); do
             bash -c "/usr/bin/time -f %M $cmd" 2>&1 >/dev/null | tail -n1
         done | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-        printf '| %s | %s MB | %s | %s ms | %.1f MB |\n' \
-            "$name" "$size" "$tool" "$median" "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')"
+        printf '| %s | %s MB | %s | %s ms | %s ms | %.1f MB |\n' \
+            "$name" "$size" "$tool" "$median" "$cpu" "$(awk -v k="$peak" 'BEGIN { print k / 1024 }')"
     done
 done
 echo "(raw figures: $OUT)" >&2
