@@ -9,7 +9,7 @@
 //! read the dumps and binaries in their blob store where they lie (issue 16: a worker
 //! used to hold a whole copy of every dump it walked).
 //!
-//! This is the project's one use of `unsafe`: `memmap2::Mmap::map` is unsafe because the
+//! This crate holds the project's `unsafe` code: `memmap2::Mmap::map` is unsafe because the
 //! mapped bytes change if another process writes the file while it is mapped (and reading
 //! past a truncated end raises SIGBUS), which safe Rust cannot rule out. Every other
 //! program that maps its inputs (ripgrep, minidump-stackwalk, gdb through BFD) accepts the
