@@ -999,7 +999,8 @@ impl TableProvider for FileProvider {
                     .filter_map(|f| {
                         let mapped = Mapped::open(&f.handle.path).ok()?;
                         read_paths.push((f.name.clone(), f.handle.path));
-                        Some((f.name, FileBytes::new(mapped)))
+                        // its compressed debug sections' pages are given back once inflated
+                        Some((f.name, FileBytes::releasable(mapped, Mapped::release)))
                     })
                     .collect();
                 let cache = self.table_cache.as_ref().and_then(|c| {

@@ -167,6 +167,8 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: WalkArgs) -> anyhow::Result<ExitCode> {
+    // a walk is its process's one job: its helper threads share one malloc arena
+    mapped::arenas::one_arena();
     let mut log = Log::open(&args.stackwalk)?;
     // mapped: the walk reads a few pages of a core that may be hundreds of megabytes
     let bytes = match open_dump(&args.dump, Limit(args.max_decompressed_size)) {

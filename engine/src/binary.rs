@@ -14,19 +14,70 @@ use crate::dump::Arch;
 /// from a cache, or a mapped file (the CLI maps its inputs; the engine cannot, as it has
 /// no unsafe code) — handed to tables that keep reading the file after they are made,
 /// without a copy. Cloning shares them.
+///
+/// A holder made with [`FileBytes::releasable`] can also give back the memory behind a
+/// range the reader is done with ([`FileBytes::release`]): a mapped file drops those pages
+/// from the process (a compressed debug section, once inflated, is not read again; a
+/// later read faults them in again, from the file, unchanged).
 #[derive(Clone)]
-pub struct FileBytes(std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>);
+pub struct FileBytes(std::sync::Arc<dyn Held>);
+
+/// What [`FileBytes`] holds: bytes, and a way to give back some of their memory.
+trait Held: Send + Sync {
+    fn bytes(&self) -> &[u8];
+    fn release(&self, range: std::ops::Range<usize>);
+}
+
+/// Bytes that are only read.
+struct Plain<T>(T);
+
+impl<T: AsRef<[u8]> + Send + Sync> Held for Plain<T> {
+    fn bytes(&self) -> &[u8] {
+        self.0.as_ref()
+    }
+    fn release(&self, _: std::ops::Range<usize>) {}
+}
+
+/// Bytes with their holder's own release.
+struct Releasable<T> {
+    bytes: T,
+    release: fn(&T, std::ops::Range<usize>),
+}
+
+impl<T: AsRef<[u8]> + Send + Sync> Held for Releasable<T> {
+    fn bytes(&self) -> &[u8] {
+        self.bytes.as_ref()
+    }
+    fn release(&self, range: std::ops::Range<usize>) {
+        (self.release)(&self.bytes, range);
+    }
+}
 
 impl FileBytes {
     pub fn new(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> FileBytes {
-        FileBytes(std::sync::Arc::new(bytes))
+        FileBytes(std::sync::Arc::new(Plain(bytes)))
+    }
+
+    /// `bytes` whose memory behind a range `release` gives back (it must leave the bytes
+    /// as they were: a read after it sees the same bytes).
+    pub fn releasable<T: AsRef<[u8]> + Send + Sync + 'static>(
+        bytes: T,
+        release: fn(&T, std::ops::Range<usize>),
+    ) -> FileBytes {
+        FileBytes(std::sync::Arc::new(Releasable { bytes, release }))
+    }
+
+    /// Tells the holder that `range` will not be read again soon: a mapped file drops
+    /// those pages from memory; other holders ignore it. The bytes stay readable.
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        self.0.release(range);
     }
 }
 
 impl std::ops::Deref for FileBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        (*self.0).as_ref()
+        self.0.bytes()
     }
 }
 

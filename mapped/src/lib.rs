@@ -9,11 +9,13 @@
 //! read the dumps and binaries in their blob store where they lie (issue 16: a worker
 //! used to hold a whole copy of every dump it walked).
 //!
-//! This is the project's one use of `unsafe`: `memmap2::Mmap::map` is unsafe because the
+//! This crate holds the project's `unsafe` code: `memmap2::Mmap::map` is unsafe because the
 //! mapped bytes change if another process writes the file while it is mapped (and reading
 //! past a truncated end raises SIGBUS), which safe Rust cannot rule out. Every other
 //! program that maps its inputs (ripgrep, minidump-stackwalk, gdb through BFD) accepts the
-//! same: a walk is of a dump and binaries at rest. The service's blobs are
+//! same: a walk is of a dump and binaries at rest. [`Mapped::release`] drops pages the
+//! reader is done with (`MADV_DONTNEED`): the mapping is private and read-only, so a later
+//! read faults the same bytes in again from the file. The service's blobs are
 //! content-addressed and written by renaming a finished file into place, so a stored
 //! blob's file never changes under its readers (a sweep that removes one unlinks it; the
 //! mapping keeps the old file). Whatever cannot be mapped (a pipe, an
@@ -21,9 +23,15 @@
 
 #![allow(unsafe_code)] // this crate is the one exception to the workspace's `deny`
 
+pub mod arenas;
+
 use std::fs::File;
 use std::io::Read;
+use std::ops::Range;
 use std::path::Path;
+
+#[cfg(unix)]
+use memmap2::UncheckedAdvice;
 
 /// A file's bytes: mapped, or read where mapping is not possible.
 pub enum Mapped {
@@ -52,6 +60,33 @@ impl Mapped {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         Ok(Mapped::Read(bytes))
+    }
+
+    /// Gives back the memory of the whole pages inside `range`, which the caller will not
+    /// read again soon (a compressed section once inflated): they leave the process's
+    /// resident set, and a read of them later faults them in again, unchanged. Read
+    /// bytes and ranges outside the file are left alone; a failure only keeps the pages.
+    pub fn release(&self, range: Range<usize>) {
+        let Mapped::Map(map) = self else { return };
+        let page = 4096;
+        let (Some(start), end) = (range.start.checked_next_multiple_of(page), range.end) else {
+            return;
+        };
+        let end = end.min(map.len()) / page * page;
+        if start >= end {
+            return;
+        }
+        #[cfg(unix)]
+        // SAFETY: the mapping is private and read-only (`Mmap`): nothing was written to
+        // its pages, so after MADV_DONTNEED a read faults in the file's same bytes, and a
+        // reference into them still sees what it saw (the module documentation's premise:
+        // the file does not change under the walk). The range lies inside the mapping
+        // (memmap2 widens it to whole pages where the page is larger than 4 KiB: those
+        // pages are read back from the file just the same).
+        let _ =
+            unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start) };
+        #[cfg(not(unix))]
+        let _ = (map, start, end);
     }
 }
 
@@ -103,5 +138,56 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
 
         assert!(Mapped::open(&dir.path().join("missing")).is_err());
+    }
+
+    /// The resident kilobytes of the mapping that starts at `at` (smaps' `Rss:`).
+    fn resident_kb(at: usize) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            let start = line.split('-').next()?;
+            if usize::from_str_radix(start, 16).ok() != Some(at) {
+                continue;
+            }
+            return lines
+                .find_map(|l| l.strip_prefix("Rss:"))?
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok();
+        }
+        None
+    }
+
+    /// Released pages leave the process's resident set (the kernel's own count, smaps)
+    /// and read back as the same bytes; a range not on page boundaries gives back only
+    /// the whole pages inside it, and read bytes ignore it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn released_pages_leave_memory_and_read_the_same() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..(4u32 << 20)).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+        let m = Mapped::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let at = m.as_ref().as_ptr() as usize;
+        let sum = |m: &Mapped| m.as_ref().iter().map(|&b| u64::from(b)).sum::<u64>();
+        let all = sum(&m);
+        let before = resident_kb(at).unwrap_or_else(|| panic!("no smaps entry"));
+        assert!(before >= 4000, "all 4 MiB read: {before} kB resident");
+        // 3 MiB, not page-aligned at either end
+        m.release(100..(3 << 20) + 100);
+        let after = resident_kb(at).unwrap_or_else(|| panic!("no smaps entry"));
+        assert!(
+            after <= before - 3000,
+            "{before} kB resident, then {after} kB"
+        );
+        assert_eq!(sum(&m), all, "the same bytes read back");
+        assert_eq!(m.as_ref(), &bytes[..]);
+
+        let read = Mapped::Read(bytes.clone());
+        read.release(0..bytes.len());
+        assert_eq!(read.as_ref(), &bytes[..]);
     }
 }

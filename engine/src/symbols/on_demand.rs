@@ -11,7 +11,8 @@
 //! [`OnDemandSymbols::symbols_for`] then builds a table, with the whole builder's own
 //! code ([`builders`]), from the units an address needs plus the `.symtab`/`.dynsym`
 //! functions (all of them, as the whole build reads them; they are cheap). Inflated
-//! sections are kept, so later calls do not inflate them again.
+//! sections are kept, so later calls do not inflate them again; the pages of their
+//! compressed bytes in a mapped file are given back ([`FileBytes::release`]).
 //!
 //! # Why the answers are the whole table's
 //! A lookup at `rel` reads, per kind of record (functions, line rows, inline records of
@@ -132,7 +133,16 @@ impl Sections {
                     _ => Inflated::Owned(s.into()),
                 }
             }
-            Ok(std::borrow::Cow::Owned(v)) => Inflated::Owned(v.into_boxed_slice()),
+            Ok(std::borrow::Cow::Owned(v)) => {
+                // inflated: its compressed bytes are not read again (a mapped file's pages
+                // leave memory; the inflated copy is what stays)
+                if let Ok(c) = section.compressed_file_range() {
+                    let start = usize::try_from(c.offset).unwrap_or(usize::MAX);
+                    let size = usize::try_from(c.compressed_size).unwrap_or(0);
+                    self.file.release(start..start.saturating_add(size));
+                }
+                Inflated::Owned(v.into_boxed_slice())
+            }
             Err(_) => empty(),
         }
     }
@@ -343,15 +353,16 @@ struct ReadUnit {
 
 /// The abbreviation of each unit's root DIE, alone: all the index reads of a unit is its
 /// root, and gimli parsing libc's 1,600 tables whole (each entry's attributes into a
-/// vector, each code into a map) was a sixth of a cold walk. Each table is skipped through
-/// once, without building anything, to learn where each code's entry lies (gcc orders
-/// entries by use, so the unit's own comes last); a unit's root entry is then parsed
-/// alone. Linear in the tables' bytes however many units share one.
+/// vector, each code into a map) was a sixth of a cold walk. A unit's table is skipped
+/// through without building anything, to learn where the root's entry lies (gcc orders
+/// entries by use, so the unit's own comes last), and that entry is parsed alone. Only
+/// that place is kept, by table and code: a map of every table's codes held 2.7 MB at the
+/// cold walk's peak (issue 40).
 struct RootAbbreviations<'d> {
     debug_abbrev: R<'d>,
-    /// By table offset: each code's entry (where it lies in `.debug_abbrev`), or `None`
-    /// for a table that cannot be skipped through.
-    tables: rustc_hash::FxHashMap<usize, Option<rustc_hash::FxHashMap<u64, Range<usize>>>>,
+    /// By table offset and root code: where the code's entry lies in `.debug_abbrev`, or
+    /// `None` for a table that cannot be skipped through or lacks it.
+    roots: rustc_hash::FxHashMap<(usize, u64), Option<Range<usize>>>,
 }
 
 impl<'d> RootAbbreviations<'d> {
@@ -359,7 +370,7 @@ impl<'d> RootAbbreviations<'d> {
         use gimli::Section;
         RootAbbreviations {
             debug_abbrev: *dwarf.debug_abbrev.reader(),
-            tables: Default::default(),
+            roots: Default::default(),
         }
     }
 
@@ -373,12 +384,12 @@ impl<'d> RootAbbreviations<'d> {
         let code = root.read_uleb128().ok()?;
         let at = header.debug_abbrev_offset().0;
         let section = self.debug_abbrev;
-        let table = self
-            .tables
-            .entry(at)
-            .or_insert_with(|| entries(section, at))
-            .as_ref()?;
-        let entry = section.slice().get(table.get(&code)?.clone())?;
+        let place = self
+            .roots
+            .entry((at, code))
+            .or_insert_with(|| entry_of(section, at, code))
+            .clone()?;
+        let entry = section.slice().get(place)?;
         let mut alone = Vec::with_capacity(entry.len().saturating_add(1));
         alone.extend_from_slice(entry);
         alone.push(0);
@@ -388,18 +399,19 @@ impl<'d> RootAbbreviations<'d> {
     }
 }
 
-/// Where each entry of the abbreviation table at `at` lies in `section`, by code (the
-/// first of a code, as gimli refuses a table with two). `None` when the table is cut short.
-fn entries(section: R<'_>, at: usize) -> Option<rustc_hash::FxHashMap<u64, Range<usize>>> {
+/// Where the entry of `code` in the abbreviation table at `at` lies in `section` (the
+/// first of that code, as gimli refuses a table with two). `None` when the table is cut
+/// short (read to its end, as gimli would) or has no such entry.
+fn entry_of(section: R<'_>, at: usize, code: u64) -> Option<Range<usize>> {
     use gimli::Reader;
     let mut table = section;
     table.skip(at).ok()?;
-    let mut out: rustc_hash::FxHashMap<u64, Range<usize>> = Default::default();
+    let mut found = None;
     loop {
         let start = table.offset_from(section);
-        let code = table.read_uleb128().ok()?;
-        if code == 0 {
-            return Some(out);
+        let this = table.read_uleb128().ok()?;
+        if this == 0 {
+            return found;
         }
         table.read_uleb128().ok()?; // tag
         table.read_u8().ok()?; // children
@@ -413,7 +425,9 @@ fn entries(section: R<'_>, at: usize) -> Option<rustc_hash::FxHashMap<u64, Range
                 break;
             }
         }
-        out.entry(code).or_insert(start..table.offset_from(section));
+        if this == code && found.is_none() {
+            found = Some(start..table.offset_from(section));
+        }
     }
 }
 
@@ -1059,18 +1073,14 @@ mod tests {
             2, 0x24, 0, 0, 0, //
             0,
         ];
-        let map = entries(section(&bytes), 1).unwrap_or_default();
-        assert_eq!(map.get(&2), Some(&(1..8)), "the first entry of a code");
-        assert_eq!(
-            map.get(&1),
-            Some(&(8..16)),
-            "with an implicit_const operand"
-        );
-        assert_eq!(map.len(), 2);
-        // cut short: no terminator, or inside an entry
-        assert!(entries(section(&bytes[..21]), 1).is_none());
-        assert!(entries(section(&bytes[..12]), 1).is_none());
-        assert!(entries(section(&bytes), 99).is_none());
+        let of = |bytes: &[u8], code| entry_of(section(bytes), 1, code);
+        assert_eq!(of(&bytes, 2), Some(1..8), "the first entry of a code");
+        assert_eq!(of(&bytes, 1), Some(8..16), "with an implicit_const operand");
+        assert_eq!(of(&bytes, 3), None, "no such code");
+        // cut short: no terminator, or inside an entry (even after the code's entry)
+        assert_eq!(of(&bytes[..21], 1), None);
+        assert_eq!(of(&bytes[..12], 2), None);
+        assert_eq!(entry_of(section(&bytes), 99, 1), None);
         // the entry alone is what gimli parses
         let alone = [&bytes[8..16], &[0][..]].concat();
         let parsed = gimli::DebugAbbrev::new(&alone, gimli::LittleEndian)
