@@ -11,6 +11,10 @@
 #   WORKERS          in-process worker tasks while processing (default 2)
 #   PG_URL           PostgreSQL server (default postgres://postgres@127.0.0.1:5432); a
 #                    database is created for the run and dropped after it
+#   LOAD_SECONDS     length of the sustained-load phases (default 30; 0 skips them)
+#   LOAD_SHARE       their upload rate as a share of phase 2's crashes/s (default 0.5)
+#   WORKER_PROCS     PostgreSQL's last phase: separate `postmortem worker` processes, each
+#                    with WORKERS / WORKER_PROCS worker tasks (default 2)
 # Needs: gcc, hey (apt-get install hey), curl, jq, python3, psql for PostgreSQL; and a
 # core_pattern that is a plain file name (the crash program's core is written to cwd).
 #
@@ -18,7 +22,12 @@
 # raw core uploads with hey: only ingest runs, so this is the ingest figure. (2) Restart
 # as `serve --workers $WORKERS` on the same data: it drains the queue; the tables were
 # built and stored by a warm-up crash before phase 1, so every job finds them (database,
-# then memory). Crashes/s = crashes done / time to drain.
+# then memory). Crashes/s = crashes done / time to drain. (3) Latency under load: `serve
+# --workers $WORKERS` while hey uploads at LOAD_SHARE of phase 2's rate for LOAD_SECONDS;
+# each crash's upload-to-report time is its finished_at - received_at (Unix ms, as the
+# API lists them), p50 / p99 / max over the phase's crashes, and the server's peak RSS
+# (VmHWM). (4) PostgreSQL only: the same load with `serve --workers 0` and WORKER_PROCS
+# `postmortem worker` processes, the topology of several machines on one database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,9 +45,11 @@ done
 
 WORK="$(mktemp -d -t pm-bench-XXXXXX)"
 SERVER_PID=""
+WORKER_PIDS=()
 PG_DB=""
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    [ ${#WORKER_PIDS[@]} -gt 0 ] && kill "${WORKER_PIDS[@]}" 2>/dev/null
     [ -n "$PG_DB" ] && psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1
     rm -rf "$WORK"
 }
@@ -87,6 +98,56 @@ start_server() { # data_dir workers [extra args...]
     echo "bench: the server did not start:" >&2; cat "$WORK/server.err" >&2; exit 1
 }
 stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
+stop_workers() {
+    [ ${#WORKER_PIDS[@]} -gt 0 ] || return 0
+    kill "${WORKER_PIDS[@]}" 2>/dev/null || true
+    wait "${WORKER_PIDS[@]}" 2>/dev/null || true
+    WORKER_PIDS=()
+}
+peak_kib() { # pid...: the sum of their peak resident sets, KiB
+    local total=0 kib
+    for pid in "$@"; do
+        kib="$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$pid/status" 2>/dev/null)"
+        total=$((total + ${kib:-0}))
+    done
+    echo "$total"
+}
+# Uploads at RATE crashes/s for LOAD_SECONDS, waits for the queue to drain, and prints
+# upload-to-report p50 / p99 / max over the crashes received since the phase began.
+sustained_load() { # label rate pid...
+    local label="$1" rate="$2"; shift 2
+    local clients=4 since drained=0
+    since="$(date +%s%3N)"
+    # hey's -q is per client: the rate is split over the clients
+    hey -z "${LOAD_SECONDS}s" -c "$clients" -q "$(python3 -c "print(max(1, round($rate / $clients)))")" \
+        -m POST -T application/octet-stream -D "$CORE" "$BASE/api/v1/crashes" >"$WORK/hey-load.txt"
+    for _ in $(seq 600); do
+        if [ $(( $(jobs_in pending) + $(jobs_in processing) )) -eq 0 ]; then drained=1; break; fi
+        sleep 0.2
+    done
+    [ "$drained" = 1 ] || echo "bench: $label: the queue did not drain in 120 s" >&2
+    : >"$WORK/lat.txt"; local cursor="" page
+    while :; do
+        page="$(curl -sf "$BASE/api/v1/crashes?status=done&since=$since&limit=1000${cursor:+&cursor=$cursor}")"
+        jq -r '.crashes[] | (.finished_at - .received_at)' <<<"$page" >>"$WORK/lat.txt"
+        cursor="$(jq -r '.next_cursor // empty' <<<"$page")"
+        [ -n "$cursor" ] || break
+    done
+    local sent codes
+    sent="$(sed -n 's/^ *Requests\/sec: *//p' "$WORK/hey-load.txt")"
+    codes="$(sed -n '/Status code distribution/,/^$/p' "$WORK/hey-load.txt" | tr -s ' \n' ' ')"
+    python3 - "$label" "$rate" "$sent" "$codes" "$WORK/lat.txt" "$(peak_kib "$@")" <<'PY'
+import sys
+label, rate, sent, codes, latf, kib = sys.argv[1:]
+lat = sorted(int(x) for x in open(latf).read().split())
+if not lat:
+    sys.exit(f"{label}: no crash finished")
+pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
+print(f"{label}: {float(sent):.0f} uploads/s sustained (asked {float(rate):.0f}; {codes.strip()}), "
+      f"upload-to-report p50 {pct(0.5)} ms, p99 {pct(0.99)} ms, max {lat[-1]} ms over {len(lat)} crashes; "
+      f"peak RSS {int(kib) / 1024:.0f} MiB")
+PY
+}
 jobs_in() { curl -sf "$BASE/metrics" | sed -n "s/^postmortem_jobs{state=\"$1\"} //p"; }
 
 echo "postmortem service bench: $(nproc) cores, $N crashes of $(stat -c %s "$CORE") bytes, $C clients, $WORKERS workers"
@@ -171,6 +232,27 @@ print(f"{backend}: processing {rate:.0f} crashes/s ({pending} in {drain:.1f} s i
 # (read + tables + engine + serialize), gives the share of the workers' time spent in jobs
 print(f"{backend}: per crash mean {float(job_ms):.2f} ms (steps); crashes/s x p50 / workers = {rate * pct(0.5) / 1000 / int(workers):.2f}, x mean / workers = {rate * float(job_ms) / 1000 / int(workers):.2f}")
 EOF
+    rate="$(python3 -c "print($pending / ($t1 - $t0) * ${LOAD_SHARE:-0.5})")"
+    if [ "${LOAD_SECONDS:-30}" != 0 ]; then
+        LOAD_SECONDS="${LOAD_SECONDS:-30}"
+        # Phase 3: latency under a sustained load, workers in the server.
+        start_server "$data" "$WORKERS" "${extra[@]}"
+        sustained_load "$backend, $WORKERS workers in serve" "$rate" "$SERVER_PID"
+        stop_server
+        if [ "$backend" = postgres ]; then
+            # Phase 4: the same load, the workers in processes of their own.
+            procs="${WORKER_PROCS:-2}"
+            start_server "$data" 0 "${extra[@]}"
+            for _ in $(seq "$procs"); do
+                "$BIN" worker --data-dir "$data" "${extra[@]}" --cache-mb 256 \
+                    --workers $(( (WORKERS + procs - 1) / procs )) >/dev/null 2>>"$WORK/server.err" &
+                WORKER_PIDS+=($!)
+            done
+            sustained_load "$backend, $procs worker processes" "$rate" "$SERVER_PID" "${WORKER_PIDS[@]}"
+            stop_workers
+            stop_server
+        fi
+    fi
     if [ -n "$PG_DB" ]; then
         psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null
         PG_DB=""

@@ -572,7 +572,12 @@ fn is_valid_caller(
     let (Some(pc), Some(sp)) = (caller.regs.pc(), caller.regs.sp()) else {
         return false;
     };
+    // A return address is looked up at its call (pc - 1): after a call that never
+    // returns (`abort`) as a function's last instruction, it is one past the function,
+    // and past the end of `.text` where that function is the section's last.
+    let at_call = !caller.exact_pc && pc.checked_sub(1).is_some_and(|p| ctx.is_code(p));
     if !ctx.is_code(pc)
+        && !at_call
         && !arch.is_signal_trampoline(ctx, pc)
         && !is_generated_code_caller(ctx, caller, stack_range)
     {

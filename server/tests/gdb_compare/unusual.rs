@@ -137,3 +137,50 @@ fn stack_protector_abort_over_smashed_stack() {
         "our walk must not follow the overwritten return address"
     );
 }
+
+/// A caller whose return address is one past the end of `.text` (its last instruction a
+/// call to `abort`, it the section's last function): looked up at the call, it is a
+/// frame like any other. The walk dropped it and scanned on to the next caller.
+#[test]
+fn abort_called_by_the_last_instruction_of_text() {
+    // not position-independent: gdb's pcs are the link-time addresses readelf gives
+    let crashed = Crashed::c(
+        "noreturn_last",
+        "gcc",
+        &["-O2", "-no-pie"],
+        &["noreturn_last.c"],
+    );
+    let out = std::process::Command::new("readelf")
+        .args(["-SW"])
+        .arg(&crashed.exe)
+        .output()
+        .unwrap();
+    let sections = String::from_utf8_lossy(&out.stdout);
+    let text_end = sections
+        .lines()
+        .find_map(|l| {
+            let l = l.split_once(']')?.1;
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.first() == Some(&".text")).then(|| {
+                let addr = u64::from_str_radix(f[2], 16).unwrap();
+                let size = u64::from_str_radix(f[4], 16).unwrap();
+                addr + size
+            })
+        })
+        .expect("readelf lists .text");
+    let (gdb, _) = check(&crashed, |gdb| {
+        assert_eq!(gdb.signal, Some(SIGABRT));
+        expect_stack(gdb, &["__pthread_kill_implementation", "__GI_abort", "die_after", "main"]);
+    });
+    // the case tests what it says: die_after's return address is the end of .text
+    let die_after = gdb
+        .crashed()
+        .frames
+        .iter()
+        .find(|f| f.name.as_deref() == Some("die_after"))
+        .unwrap();
+    assert_eq!(
+        die_after.pc, text_end,
+        "die_after's return address ends .text"
+    );
+}
