@@ -1211,40 +1211,8 @@ fn windows_threads() {
 /// archives Debian ships carry no DWARF, so addr2line says `??` there).
 const CXX_STATIC: &str = "-static";
 
-/// The COFF symbol (`x86_64-w64-mingw32-nm -C`, without its parameter list) of the text
-/// symbol at or below each of `addresses` in `exe`: what names the frames of the C++
-/// runtime linked into a program, for which addr2line has no DWARF.
-fn coff_names(exe: &Path, addresses: &[u64]) -> Vec<String> {
-    let out = std::process::Command::new("x86_64-w64-mingw32-nm")
-        .args(["-C", "--defined-only"])
-        .arg(exe)
-        .output()
-        .expect("x86_64-w64-mingw32-nm (binutils-mingw-w64-x86-64) runs");
-    assert!(out.status.success(), "nm {} failed", exe.display());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut symbols: Vec<(u64, &str)> = text
-        .lines()
-        .filter_map(|l| {
-            let (address, rest) = l.split_once(' ')?;
-            let (kind, name) = rest.split_once(' ')?;
-            matches!(kind, "T" | "t")
-                .then(|| Some((u64::from_str_radix(address, 16).ok()?, name)))
-                .flatten()
-        })
-        .collect();
-    symbols.sort_unstable();
-    addresses
-        .iter()
-        .map(|&a| {
-            let i = symbols.partition_point(|&(at, _)| at <= a);
-            assert!(i > 0, "no symbol at or below {a:#x} in {}", exe.display());
-            engine::symbols::strip_parameters(symbols[i - 1].1).to_owned()
-        })
-        .collect()
-}
-
 /// The report's function names of the crashed thread's physical frames `range`, and
-/// what `nm` names them by ([`coff_names`], at the return address minus one in callers).
+/// what `nm` names them by ([`windows::coff_names`], at the return address minus one in callers).
 fn named_from_coff(case: &Case, range: std::ops::Range<usize>) -> (Vec<String>, Vec<String>) {
     let ours = physical_frames(case.crashed_thread());
     let frames = &ours[range.clone()];
@@ -1257,7 +1225,7 @@ fn named_from_coff(case: &Case, range: std::ops::Range<usize>) -> (Vec<String>, 
         .iter()
         .map(|o| o.names().last().cloned().unwrap_or_default())
         .collect();
-    (names, coff_names(&case.exe, &addresses))
+    (names, windows::coff_names(&case.exe, &addresses))
 }
 
 /// virtual.cpp: a crash in `shapes::Ring::area`, called through a `Shape` pointer in

@@ -308,6 +308,64 @@ fn windows_x86_cxx_virtual_call() {
     check(&case, &["shapes::Ring::area", "shapes::total_area", "main"]);
 }
 
+/// dtor_unwind.cpp: a destructor faulting while a `throw` unwinds the stack. mingw's i686
+/// C++ exceptions are libgcc's DWARF-2 unwinder's (not SEH, as on x64): its frames
+/// (`_Unwind_RaiseException`, the personality routine) are on the stack under the
+/// destructor, walked through by their CFI.
+#[test]
+fn windows_x86_cxx_destructor_during_unwinding() {
+    let case = record(
+        "x86_cxx_dtor",
+        &["-O2", "-fomit-frame-pointer", "-static"],
+        &["dtor_unwind.cpp"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    check(&case, &["io::Buffer::~Buffer", "io::fill", "main"]);
+}
+
+/// terminate.cpp: a fault in a `std::terminate` handler, called by `__cxa_throw` when no
+/// frame catches. libstdc++'s frames in between have no DWARF (addr2line: `??`): their
+/// names are compared with the image's COFF symbols as `nm -C` reads them.
+#[test]
+fn windows_x86_cxx_crash_in_a_terminate_handler() {
+    let case = record(
+        "x86_cxx_terminate",
+        &["-O2", "-fomit-frame-pointer", "-static"],
+        &["terminate.cpp"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    check(
+        &case,
+        &[
+            "config::on_terminate",
+            "config::parse",
+            "config::load",
+            "main",
+        ],
+    );
+    // libstdc++'s frames, without DWARF, are named from the image's COFF symbols, without
+    // the i386 symbol prefix `_`, as `i686-w64-mingw32-nm -C` names them
+    let ours = physical_frames(case.crashed_thread());
+    let runtime = &ours[1..4];
+    let names: Vec<String> = runtime
+        .iter()
+        .map(|o| o.names().last().cloned().unwrap_or_default())
+        .collect();
+    let addresses: Vec<u64> = runtime.iter().map(|o| o.pc - 1).collect();
+    assert_eq!(
+        names,
+        windows::coff_names(&case.exe, &addresses),
+        "libstdc++'s frames"
+    );
+    assert_eq!(
+        names,
+        ["__cxxabiv1::__terminate", "std::terminate", "__cxa_throw"],
+        "libstdc++'s frames"
+    );
+}
+
 /// threads.c at `-O2 -fomit-frame-pointer`: the fault is the first instruction of
 /// `fault` (`movl $1,(%eax)`, the pointer passed in a register), so the return address
 /// into `main` is the word at `esp`. winedbg skips `main` there: its frame 1 is the `ebp`

@@ -874,6 +874,44 @@ fn demangle_names(answers: &mut [Vec<(String, String)>], dir: &Path) {
     }
 }
 
+/// The COFF symbol (mingw's `nm -C` for the image's machine, without its parameter list)
+/// of the text symbol at or below each of `addresses` in `exe`: what names the frames of
+/// the C++ runtime linked into a program, for which addr2line has no DWARF. (i386
+/// binutils take the symbol prefix `_` off before demangling, as Windows' tools do.)
+pub fn coff_names(exe: &Path, addresses: &[u64]) -> Vec<String> {
+    let nm = if addr2line_of(exe) == ADDR2LINE_X86 {
+        "i686-w64-mingw32-nm"
+    } else {
+        "x86_64-w64-mingw32-nm"
+    };
+    let out = Command::new(nm)
+        .args(["-C", "--defined-only"])
+        .arg(exe)
+        .output()
+        .unwrap_or_else(|e| panic!("{nm} (binutils-mingw-w64) does not run: {e}"));
+    assert!(out.status.success(), "nm {} failed", exe.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut symbols: Vec<(u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let (address, rest) = l.split_once(' ')?;
+            let (kind, name) = rest.split_once(' ')?;
+            matches!(kind, "T" | "t")
+                .then(|| Some((u64::from_str_radix(address, 16).ok()?, name)))
+                .flatten()
+        })
+        .collect();
+    symbols.sort_unstable();
+    addresses
+        .iter()
+        .map(|&a| {
+            let i = symbols.partition_point(|&(at, _)| at <= a);
+            assert!(i > 0, "no symbol at or below {a:#x} in {}", exe.display());
+            engine::symbols::strip_parameters(symbols[i - 1].1).to_owned()
+        })
+        .collect()
+}
+
 /// mingw's addr2line for the machine of the PE image `exe`.
 fn addr2line_of(exe: &Path) -> &'static str {
     use object::Object;
