@@ -48,6 +48,9 @@ struct Case {
     _work: Workdir,
     /// The program as compiled, with its DWARF: what addr2line names frames from.
     exe: PathBuf,
+    /// A DLL of the program's own, built beside it: its frames are named by addr2line from
+    /// its DWARF as the program's are.
+    dll: Option<PathBuf>,
     /// The program that ran was `exe` built with `-s` ([`stripped_build`]): the walk has
     /// only its `.eh_fram`.
     stripped: bool,
@@ -65,6 +68,20 @@ struct Case {
 /// linked with `-s` if `stripped`), crashes it under 32-bit wine with exception `code`, reads
 /// winedbg's backtrace and walks the dump.
 fn record(case: &str, flags: &[&str], sources: &[&str], stripped: bool, code: u32) -> Case {
+    record_with_dll(case, flags, sources, stripped, code, None)
+}
+
+/// As [`record`], with `dll` (its source, its file name) a DLL of the program's own, built
+/// beside it by `i686-w64-mingw32-gcc -g -shared` with the same flags and given under
+/// `--symbols` too.
+fn record_with_dll(
+    case: &str,
+    flags: &[&str],
+    sources: &[&str],
+    stripped: bool,
+    code: u32,
+    dll: Option<(&str, &str)>,
+) -> Case {
     assert!(
         windows::can_run_x86(),
         "the Windows x86 minidump tests need x86_64 Linux with 32-bit wine and mingw-w64's \
@@ -78,6 +95,26 @@ fn record(case: &str, flags: &[&str], sources: &[&str], stripped: bool, code: u3
     } else {
         exe.clone()
     };
+    let dll = dll.map(|(source, name)| {
+        std::fs::copy(
+            windows::crashers_dir().join(source),
+            work.path().join(source),
+        )
+        .unwrap();
+        let status = std::process::Command::new(windows::CC_X86)
+            .args(["-g", "-shared"])
+            .args(flags)
+            .args([source, "-o", name])
+            .current_dir(work.path())
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "{} -shared {source} failed",
+            windows::CC_X86
+        );
+        work.path().join(name)
+    });
     let wine = windows::Wine::shared_win32();
     let crash = wine.record(&ran);
     assert_eq!(
@@ -98,11 +135,14 @@ fn record(case: &str, flags: &[&str], sources: &[&str], stripped: bool, code: u3
         "the dump lists no ntdll.dll in the prefix: {:?}",
         dump.modules
     );
-    std::fs::hard_link(&ran, symbols.join(ran.file_name().unwrap())).unwrap();
+    for file in std::iter::once(&ran).chain(&dll) {
+        std::fs::hard_link(file, symbols.join(file.file_name().unwrap())).unwrap();
+    }
     let report = walk(&crash.minidump, &symbols);
     Case {
         _work: work,
         exe,
+        dll,
         stripped,
         dump,
         session,
@@ -187,7 +227,11 @@ impl Case {
 
     /// addr2line's names of the physical frames `pcs` that lie in the program.
     fn program_names(&self, pcs: &[u64]) -> Vec<Option<Vec<String>>> {
-        names_by_addr2line(&self.dump, &[self.exe.as_path()], pcs)
+        let images: Vec<&Path> = std::iter::once(&self.exe)
+            .chain(&self.dll)
+            .map(PathBuf::as_path)
+            .collect();
+        names_by_addr2line(&self.dump, &images, pcs)
     }
 
     /// winedbg's answer as it printed it.
@@ -363,6 +407,27 @@ fn windows_x86_cxx_crash_in_a_terminate_handler() {
         names,
         ["__cxxabiv1::__terminate", "std::terminate", "__cxa_throw"],
         "libstdc++'s frames"
+    );
+}
+
+/// plugin_main.c loads plugin.dll (plugin.c) with `LoadLibrary` and calls into it, which
+/// faults: the DLL's frames (named from its DWARF by addr2line, wherever the loader put
+/// it), then the program's. At `-O0`: at `-O2` the fault is the first instruction of
+/// `plugin_fault`, where winedbg loses the callers (see
+/// [`windows_x86_fault_at_a_functions_first_instruction`]; there three of them).
+#[test]
+fn windows_x86_crash_in_a_loaded_dll() {
+    let case = record_with_dll(
+        "x86_plugin_main",
+        &["-O0"],
+        &["plugin_main.c"],
+        false,
+        ACCESS_VIOLATION,
+        Some(("plugin.c", "plugin.dll")),
+    );
+    check(
+        &case,
+        &["plugin_fault", "plugin_entry", "call_plugin", "main"],
     );
 }
 
