@@ -98,6 +98,21 @@ fi
 export POSTMORTEM_ARM64_ROOT="$arm64_root"
 echo "aarch64 multiarch libc in $arm64_root"
 
+# 32-bit wine and mingw-w64's i686 compilers for the Windows x86 comparison with winedbg
+# (server/tests/windows_x86_minidump.rs: programs built by i686-w64-mingw32-gcc, run in a
+# WINEARCH=win32 prefix). wine32 is an i386 package: the architecture is added to dpkg
+# once; installing it upgrades the amd64 halves of the multi-arch libraries to the i386
+# halves' versions and removes nothing (checked with `apt-get install -s`).
+if ! dpkg-query -W -f='${Status}' wine32:i386 2>/dev/null | grep -q 'ok installed' \
+    || ! command -v i686-w64-mingw32-g++ >/dev/null 2>&1; then
+    if ! dpkg --print-foreign-architectures | grep -qx i386; then
+        $SUDO dpkg --add-architecture i386
+        $SUDO apt-get update
+    fi
+    $SUDO apt-get install -y --no-install-recommends \
+        wine32:i386 gcc-mingw-w64-i686 g++-mingw-w64-i686
+fi
+
 section "Python tools"
 # schemathesis: the API is fuzzed against openapi.yaml (server/tests/service.rs).
 if ! command -v schemathesis >/dev/null 2>&1; then

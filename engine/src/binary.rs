@@ -171,6 +171,19 @@ pub fn pe_code_id<'data, R: object::ReadRef<'data>>(
 pub const PDB_MAGIC: &[u8] = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0";
 
 /// Whether `data` starts as a PDB (an MSF 7.0 file) does.
+/// The `.eh_frame` section of `file`. In a PE image whose COFF string table is gone
+/// (`strip`, mingw's `-s`), a section name is cut to the header's 8 bytes: `.eh_fram`,
+/// the name an i686 mingw image's DWARF CFI then goes by (wine's dbghelp reads it so too).
+pub fn eh_frame_section<'data, 'file>(
+    file: &'file object::File<'data>,
+) -> Option<object::Section<'data, 'file>> {
+    file.section_by_name(".eh_frame").or_else(|| {
+        (file.format() == object::BinaryFormat::Pe)
+            .then(|| file.section_by_name(".eh_fram"))
+            .flatten()
+    })
+}
+
 pub fn is_pdb(data: &[u8]) -> bool {
     data.starts_with(PDB_MAGIC)
 }

@@ -40,3 +40,4 @@ mod source_links;
 mod sources;
 mod upload;
 mod windows_minidump;
+mod windows_x86_minidump;

@@ -34,7 +34,6 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::common;
@@ -45,6 +44,10 @@ use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::report;
 use postmortem_testsupport::stackwalk;
 use postmortem_testsupport::windows::{self, DumpSummary, WineFrame};
+use postmortem_testsupport::windows_compare::{
+    differs_from_winedbg, expect_stack, hex, names_by_addr2line, physical_frames,
+    without_parameters, Physical,
+};
 use serde_json::Value;
 
 /// `STATUS_ACCESS_VIOLATION`.
@@ -299,33 +302,11 @@ impl Case {
     /// (`docs/report-format.md`: `ns::Widget::paint`, from addr2line's
     /// `ns::Widget::paint(int) const`).
     fn program_names(&self, pcs: &[u64]) -> Vec<Option<Vec<String>>> {
-        let mut names = vec![None; pcs.len()];
-        for image in std::iter::once(&self.exe).chain(&self.named_dlls) {
-            let name = image.file_name().unwrap().to_str().unwrap();
-            let Some(module) = self.dump.module(name) else {
-                // a runtime DLL the program did not load
-                assert!(
-                    image != &self.exe,
-                    "the dump lists no {name}: {:?}",
-                    self.dump.modules
-                );
-                continue;
-            };
-            // a DLL may not be where its image base says (addr2line's addresses are)
-            let moved = windows::image_base(image).wrapping_sub(module.base);
-            let lookups: Vec<(usize, u64)> = pcs
-                .iter()
-                .enumerate()
-                .filter(|&(_, &pc)| module.contains(pc))
-                .map(|(i, &pc)| (i, if i == 0 { pc } else { pc - 1 }.wrapping_add(moved)))
-                .collect();
-            let addresses: Vec<u64> = lookups.iter().map(|&(_, a)| a).collect();
-            for ((i, _), found) in lookups.iter().zip(windows::addr2line(image, &addresses)) {
-                let found = found.iter().map(|n| without_parameters(n)).collect();
-                names[*i] = Some(found);
-            }
-        }
-        names
+        let images: Vec<&Path> = std::iter::once(&self.exe)
+            .chain(&self.named_dlls)
+            .map(PathBuf::as_path)
+            .collect();
+        names_by_addr2line(&self.dump, &images, pcs)
     }
 
     fn thread(&self, tid: u64) -> &Value {
@@ -363,119 +344,13 @@ impl Case {
     }
 }
 
-/// A physical frame of the report: the entries of inlined calls at its pc, innermost
-/// first, then the frame itself.
-struct Physical<'a> {
-    pc: u64,
-    entries: Vec<&'a Value>,
-}
-
-impl Physical<'_> {
-    fn names(&self) -> Vec<String> {
-        self.entries
-            .iter()
-            .map(|e| e["function"].as_str().unwrap_or("??").to_owned())
-            .collect()
-    }
-}
-
-fn hex(v: &Value) -> u64 {
-    v.as_str()
-        .and_then(|s| s.strip_prefix("0x"))
-        .and_then(|s| u64::from_str_radix(s, 16).ok())
-        .unwrap_or_else(|| panic!("not a hex string: {v}"))
-}
-
-fn physical_frames(thread: &Value) -> Vec<Physical<'_>> {
-    let mut frames = Vec::new();
-    let mut pending = Vec::new();
-    for entry in thread["frames"].as_array().expect("frames") {
-        pending.push(entry);
-        if entry["inlined"] != true {
-            frames.push(Physical {
-                pc: hex(&entry["pc"]),
-                entries: std::mem::take(&mut pending),
-            });
-        }
-    }
-    assert!(
-        pending.is_empty(),
-        "inlined entries after the outermost frame"
-    );
-    frames
-}
-
-/// `want` appear in `names` in this order, the first at frame 0.
-fn expect_stack(names: &[Option<Vec<String>>], want: &[&str], shown: &str) {
-    let functions: Vec<&str> = names
-        .iter()
-        .map(|n| {
-            n.as_ref()
-                .and_then(|n| n.last())
-                .map_or("(not the program)", String::as_str)
-        })
-        .collect();
-    assert_eq!(
-        functions.first().copied(),
-        want.first().copied(),
-        "the reference does not crash where the program does; winedbg's stack:\n{shown}"
-    );
-    let mut rest = functions.iter();
-    for name in want {
-        assert!(
-            rest.any(|n| n == name),
-            "the reference lacks {name}: {functions:?}; winedbg's stack:\n{shown}"
-        );
-    }
-}
-
-/// addr2line's name `name` without its parameter list (`ns::f(int) const` → `ns::f`), as
-/// the report writes names (a bare `operator()`, a lambda's, which gcc's DWARF names so
-/// without a linkage name, has none and stays).
-fn without_parameters(name: &str) -> String {
-    engine::symbols::strip_parameters(name).to_owned()
-}
-
-/// Whether our names of a frame (inlined calls first) are addr2line's (`reference`, from
-/// [`Case::program_names`]). `scopes`: where addr2line's name is unqualified — gcc writes
-/// no `DW_AT_linkage_name` for a function whose type involves a lambda, so addr2line has
-/// only its `DW_AT_name` (`__unguarded_partition<…>`) — ours may be that name in one of
-/// these scopes (`std::__unguarded_partition<…>`), which the DWARF's enclosing namespace
-/// or class gives, as gdb names it.
-fn same_names(ours: &[String], reference: &[String], scopes: &[&str]) -> bool {
-    ours.len() == reference.len()
-        && ours.iter().zip(reference).all(|(o, r)| {
-            o == r
-                || (!qualified(r)
-                    && scopes
-                        .iter()
-                        .any(|s| o.strip_prefix(s).is_some_and(|rest| rest == r)))
-        })
-}
-
-/// Whether `name` has a `::` outside its template arguments and parentheses.
-fn qualified(name: &str) -> bool {
-    let mut depth = 0i32;
-    let mut colon = false;
-    for c in name.chars() {
-        match c {
-            '<' | '(' => depth += 1,
-            '>' | ')' => depth -= 1,
-            ':' if depth == 0 && colon => return true,
-            _ => {}
-        }
-        colon = c == ':' && depth == 0;
-    }
-    false
-}
-
 /// Checks the reference (winedbg's stack shows `want`) and compares the crashed thread.
 fn check(case: &Case, want: &[&str]) {
     check_scoped(case, want, &[]);
 }
 
 /// As [`check`], our names allowed to qualify addr2line's unqualified ones with `scopes`
-/// ([`same_names`]).
+/// ([`postmortem_testsupport::windows_compare::same_names`]).
 fn check_scoped(case: &Case, want: &[&str], scopes: &[&str]) {
     let reference: Vec<&WineFrame> = case.winedbg.iter().filter(|f| !f.inlined).collect();
     let pcs: Vec<u64> = reference.iter().map(|f| f.pc).collect();
@@ -484,22 +359,11 @@ fn check_scoped(case: &Case, want: &[&str], scopes: &[&str]) {
     expect_stack(&names, want, &winedbg_text);
 
     let ours = physical_frames(case.crashed_thread());
-    let mut differs = ours.len() != reference.len();
-    for (i, w) in reference.iter().enumerate() {
-        let Some(o) = ours.get(i) else { break };
-        differs |= o.pc != w.pc;
-        match &names[i] {
-            Some(_) if case.stripped => differs |= o.names().iter().any(|n| n != "??"),
-            // code without DWARF (assembly): addr2line has no name to compare
-            Some(expected) if expected == &["??"] => {}
-            Some(expected) => differs |= !same_names(&o.names(), expected, scopes),
-            None => {}
-        }
-    }
+    let (differs, table) =
+        differs_from_winedbg(&case.winedbg, &names, &ours, case.stripped, scopes);
     // every module on the stack has unwind info: each caller is found by its rules (the
     // program's and wine's .pdata), never by frame pointers or scanning
     callers_from_pdata(case, &ours);
-    let table = side_by_side(&case.winedbg, &names, &ours, scopes);
     // shown with --nocapture when the stacks agree
     eprintln!("{}: crashed thread\n{table}", case.exe_name());
     assert!(
@@ -633,93 +497,6 @@ fn sym_walk_equals_image_walk(case: &Case) {
             rb.join("\n")
         );
     }
-}
-
-/// Both stacks, physical frame by physical frame: winedbg's (with its inlined calls and,
-/// for the program's frames, addr2line's names) and ours, `<<` on each row that differs.
-fn side_by_side(
-    winedbg: &[WineFrame],
-    names: &[Option<Vec<String>>],
-    ours: &[Physical<'_>],
-    scopes: &[&str],
-) -> String {
-    // winedbg's physical frames with their inlined calls before them.
-    let mut left = Vec::new();
-    let mut inlined: Vec<&str> = Vec::new();
-    for f in winedbg {
-        let name = f.function.as_deref().unwrap_or("?");
-        if f.inlined {
-            inlined.push(name);
-            continue;
-        }
-        let mut text = format!("{:#x}", f.pc);
-        for i in inlined.drain(..) {
-            let _ = write!(text, " {i} [inlined] <");
-        }
-        match (&f.function, &f.module) {
-            (Some(function), Some(module)) => {
-                let _ = write!(text, " {function} in {module}");
-            }
-            (None, Some(module)) => {
-                let _ = write!(text, " in {module}");
-            }
-            _ => text.push_str(" ??"),
-        }
-        left.push((f.pc, text));
-    }
-    let right: Vec<String> = ours
-        .iter()
-        .map(|o| {
-            let last = o.entries.last().unwrap();
-            format!(
-                "{:#x} {} [{}] {}",
-                o.pc,
-                o.entries
-                    .iter()
-                    .map(|e| {
-                        let name = e["function"].as_str().unwrap_or("??");
-                        if e["inlined"] == true {
-                            format!("{name} [inlined] <")
-                        } else {
-                            name.to_owned()
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                last["trust"].as_str().unwrap_or("?"),
-                last["module"].as_str().unwrap_or("-"),
-            )
-        })
-        .collect();
-    let width = left
-        .iter()
-        .map(|(_, t)| t.len())
-        .chain([20])
-        .max()
-        .unwrap_or(20)
-        .min(70);
-    let mut out = format!("  #   {:<width$} | {:<30} | ours\n", "winedbg", "addr2line");
-    for i in 0..left.len().max(right.len()) {
-        let l = left.get(i).map_or("-", |(_, t)| t.as_str());
-        let a = names
-            .get(i)
-            .and_then(Option::as_ref)
-            .map_or(String::new(), |n| n.join(" < "));
-        let r = right.get(i).map_or("-", String::as_str);
-        let same = match (left.get(i), ours.get(i)) {
-            (Some((pc, _)), Some(o)) => {
-                *pc == o.pc
-                    && names
-                        .get(i)
-                        .and_then(Option::as_ref)
-                        .is_none_or(|n| n == &["??"] || same_names(&o.names(), n, scopes))
-            }
-            _ => false,
-        };
-        let mark = if same { "" } else { "  <<" };
-        let _ = writeln!(out, "  {i:<3} {l:<width$} | {a:<30} | {r}{mark}");
-    }
-    out
 }
 
 /// basic.c: crash_here ← middle ← outer ← main, under the C runtime's start-up and
@@ -1434,40 +1211,8 @@ fn windows_threads() {
 /// archives Debian ships carry no DWARF, so addr2line says `??` there).
 const CXX_STATIC: &str = "-static";
 
-/// The COFF symbol (`x86_64-w64-mingw32-nm -C`, without its parameter list) of the text
-/// symbol at or below each of `addresses` in `exe`: what names the frames of the C++
-/// runtime linked into a program, for which addr2line has no DWARF.
-fn coff_names(exe: &Path, addresses: &[u64]) -> Vec<String> {
-    let out = std::process::Command::new("x86_64-w64-mingw32-nm")
-        .args(["-C", "--defined-only"])
-        .arg(exe)
-        .output()
-        .expect("x86_64-w64-mingw32-nm (binutils-mingw-w64-x86-64) runs");
-    assert!(out.status.success(), "nm {} failed", exe.display());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut symbols: Vec<(u64, &str)> = text
-        .lines()
-        .filter_map(|l| {
-            let (address, rest) = l.split_once(' ')?;
-            let (kind, name) = rest.split_once(' ')?;
-            matches!(kind, "T" | "t")
-                .then(|| Some((u64::from_str_radix(address, 16).ok()?, name)))
-                .flatten()
-        })
-        .collect();
-    symbols.sort_unstable();
-    addresses
-        .iter()
-        .map(|&a| {
-            let i = symbols.partition_point(|&(at, _)| at <= a);
-            assert!(i > 0, "no symbol at or below {a:#x} in {}", exe.display());
-            engine::symbols::strip_parameters(symbols[i - 1].1).to_owned()
-        })
-        .collect()
-}
-
 /// The report's function names of the crashed thread's physical frames `range`, and
-/// what `nm` names them by ([`coff_names`], at the return address minus one in callers).
+/// what `nm` names them by ([`windows::coff_names`], at the return address minus one in callers).
 fn named_from_coff(case: &Case, range: std::ops::Range<usize>) -> (Vec<String>, Vec<String>) {
     let ours = physical_frames(case.crashed_thread());
     let frames = &ours[range.clone()];
@@ -1480,7 +1225,7 @@ fn named_from_coff(case: &Case, range: std::ops::Range<usize>) -> (Vec<String>, 
         .iter()
         .map(|o| o.names().last().cloned().unwrap_or_default())
         .collect();
-    (names, coff_names(&case.exe, &addresses))
+    (names, windows::coff_names(&case.exe, &addresses))
 }
 
 /// virtual.cpp: a crash in `shapes::Ring::area`, called through a `Shape` pointer in

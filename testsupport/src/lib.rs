@@ -18,7 +18,9 @@
 //! - [`golden`]: output compared byte for byte with a committed expectation, which
 //!   `POSTMORTEM_BLESS=1` rewrites;
 //! - [`windows`]: Windows x64 crash programs cross-compiled with mingw-w64 and run under
-//!   wine, their minidumps (wine's dbghelp) and winedbg's backtrace of them;
+//!   wine, their minidumps (wine's dbghelp) and winedbg's backtrace of them, and Windows
+//!   x86 ones (i686 mingw-w64, a 32-bit prefix);
+//! - [`windows_compare`]: a report's crashed thread against winedbg's backtrace;
 //! - [`apple`]: Mach-O programs, dSYMs and universal files built with clang and LLVM's
 //!   tools, zipped dSYMs, and the minidump of a Mac process running them;
 //! - [`dyld_cache`]: a minimal dyld shared cache (and its `.symbols` subcache) of such
@@ -48,6 +50,7 @@ pub mod record;
 pub mod report;
 pub mod stackwalk;
 pub mod windows;
+pub mod windows_compare;
 
 use std::path::{Path, PathBuf};
 

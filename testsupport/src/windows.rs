@@ -39,8 +39,17 @@
 //! Programs with a `.cpp` source are built by `x86_64-w64-mingw32-g++` ([`CXX`]) or
 //! `clang++`, against mingw's libstdc++ and libgcc (SEH-based C++ exceptions).
 //!
+//! Windows x86 (32-bit) programs: [`compile_for`] with [`Target::X86`] builds them with
+//! `i686-w64-mingw32-gcc` (DWARF CFI in `.eh_frame`, no `.pdata` on i386), and
+//! [`Wine::shared_win32`] runs them in a 32-bit prefix of its own (`WINEARCH=win32`, which
+//! needs the i386 `wine32` package). A 64-bit prefix runs them too (its `syswow64`), but
+//! there winedbg answers `bt` about a 32-bit dump with the 64-bit context layout (a zero
+//! pc): only in a 32-bit prefix does it walk the dump. [`addr2line`] picks mingw's
+//! addr2line of the image's machine.
+//!
 //! Needs `wine`, `wine64`, `gcc-mingw-w64-x86-64` and `g++-mingw-w64-x86-64` (test.sh
-//! installs them) on x86_64 Linux, and `clang` and `lld` for the PDB builds.
+//! installs them) on x86_64 Linux, and `clang` and `lld` for the PDB builds; for x86,
+//! `wine32:i386`, `gcc-mingw-w64-i686` and `g++-mingw-w64-i686` ([`can_run_x86`]).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -58,6 +67,51 @@ pub const CXX: &str = "x86_64-w64-mingw32-g++";
 pub const CXX_RUNTIME_DLLS: [&str; 2] = ["libgcc_s_seh-1.dll", "libstdc++-6.dll"];
 /// binutils' addr2line for PE images.
 pub const ADDR2LINE: &str = "x86_64-w64-mingw32-addr2line";
+/// The mingw-w64 C compiler for Windows x86 (Debian `gcc-mingw-w64-i686`).
+pub const CC_X86: &str = "i686-w64-mingw32-gcc";
+/// The mingw-w64 C++ compiler for Windows x86 (Debian `g++-mingw-w64-i686`).
+pub const CXX_X86: &str = "i686-w64-mingw32-g++";
+/// binutils' addr2line for Windows x86 images.
+pub const ADDR2LINE_X86: &str = "i686-w64-mingw32-addr2line";
+/// The i386 wine loader that Debian's `wine32:i386` installs: without it wine runs no
+/// 32-bit program.
+pub const WINE32_LOADER: &str = "/usr/lib/wine/wine";
+
+/// The machine a crash program is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Windows x64: `x86_64-w64-mingw32-*`.
+    X64,
+    /// Windows x86 (32-bit): `i686-w64-mingw32-*`.
+    X86,
+}
+
+impl Target {
+    /// The C compiler.
+    pub fn cc(self) -> &'static str {
+        match self {
+            Target::X64 => CC,
+            Target::X86 => CC_X86,
+        }
+    }
+
+    /// The C++ compiler.
+    pub fn cxx(self) -> &'static str {
+        match self {
+            Target::X64 => CXX,
+            Target::X86 => CXX_X86,
+        }
+    }
+
+    /// The shared wine prefix its programs run in.
+    pub fn wine(self) -> &'static Wine {
+        match self {
+            Target::X64 => Wine::shared(),
+            Target::X86 => Wine::shared_win32(),
+        }
+    }
+}
+
 /// The exit status of a program killed by an access violation under wine: the low byte
 /// of `STATUS_ACCESS_VIOLATION` (0xc0000005).
 pub const ACCESS_VIOLATION_EXIT: i32 = 5;
@@ -113,6 +167,31 @@ pub fn can_run() -> bool {
     ok
 }
 
+/// Whether this machine can also make and read Windows x86 crashes: [`can_run`], and
+/// mingw-w64's i686 gcc and addr2line and wine's i386 loader ([`WINE32_LOADER`]). Prints
+/// what is missing.
+pub fn can_run_x86() -> bool {
+    let mut ok = can_run();
+    for tool in [CC_X86, ADDR2LINE_X86] {
+        let works = Command::new(tool)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !works {
+            eprintln!("{tool} is not installed (see test.sh)");
+            ok = false;
+        }
+    }
+    if !Path::new(WINE32_LOADER).is_file() {
+        eprintln!("{WINE32_LOADER} is missing: wine32:i386 is not installed (see test.sh)");
+        ok = false;
+    }
+    ok
+}
+
 /// Compiles the Windows crash program `sources` (file names in [`crashers_dir`], copied
 /// into `dir`; headers among them are copied only) with `dump_on_crash.c` into
 /// `dir/NAME.exe`: `x86_64-w64-mingw32-gcc -g`, `flags`, `-ldbghelp`; a program with a
@@ -120,13 +199,28 @@ pub fn can_run() -> bool {
 /// C++ sources include its header in `extern "C"`). Panics with the compiler's output on
 /// failure.
 pub fn compile(dir: &Path, flags: &[&str], sources: &[&str], name: &str) -> PathBuf {
+    compile_for(Target::X64, dir, flags, sources, name)
+}
+
+/// As [`compile`], with `target`'s compilers (`i686-w64-mingw32-gcc` for [`Target::X86`]).
+pub fn compile_for(
+    target: Target,
+    dir: &Path,
+    flags: &[&str],
+    sources: &[&str],
+    name: &str,
+) -> PathBuf {
     copy_sources(dir, sources);
     let exe = if name.ends_with(".exe") {
         name.to_owned()
     } else {
         format!("{name}.exe")
     };
-    let compiler = if is_cxx(sources) { CXX } else { CC };
+    let compiler = if is_cxx(sources) {
+        target.cxx()
+    } else {
+        target.cc()
+    };
     let mut command = Command::new(compiler);
     command
         .arg("-g")
@@ -345,24 +439,38 @@ pub struct Wine {
     /// The temporary directory: `prefix/` and wineboot's output.
     root: PathBuf,
     prefix: PathBuf,
+    /// A 32-bit prefix (`WINEARCH=win32`).
+    win32: bool,
 }
 
 impl Wine {
     /// The test process's prefix, made on first use.
     pub fn shared() -> &'static Wine {
         static SHARED: OnceLock<Wine> = OnceLock::new();
-        SHARED.get_or_init(Wine::create)
+        SHARED.get_or_init(|| Wine::create(false))
     }
 
-    fn create() -> Wine {
+    /// The test process's 32-bit prefix (`WINEARCH=win32`), made on first use: where
+    /// Windows x86 programs run and winedbg walks their dumps (see the module's
+    /// documentation). Its wineserver is the prefix's own.
+    pub fn shared_win32() -> &'static Wine {
+        static SHARED: OnceLock<Wine> = OnceLock::new();
+        SHARED.get_or_init(|| Wine::create(true))
+    }
+
+    fn create(win32: bool) -> Wine {
         let root = tempfile::Builder::new()
-            .prefix("pm-wine-")
+            .prefix(if win32 { "pm-wine32-" } else { "pm-wine-" })
             .tempdir()
             .expect("create a temporary directory for the wine prefix")
             .keep();
         let prefix = root.join("prefix");
         std::fs::create_dir(&prefix).expect("create the wine prefix directory");
-        let wine = Wine { root, prefix };
+        let wine = Wine {
+            root,
+            prefix,
+            win32,
+        };
         // The watcher first, so that a failure below still has the prefix removed. In a
         // session of its own (`setsid --fork`, which returns at once), so that the
         // interrupt that stops the tests does not stop it.
@@ -419,6 +527,11 @@ impl Wine {
             .env("LC_ALL", "C")
             .env_remove("DISPLAY")
             .env_remove("WAYLAND_DISPLAY");
+        if self.win32 {
+            command.env("WINEARCH", "win32");
+        } else {
+            command.env_remove("WINEARCH");
+        }
         command
     }
 
@@ -465,6 +578,12 @@ impl Wine {
     /// walks it (in minidump mode it knows only the thread the exception record names).
     /// Never `bt all`, which lists the live wine processes instead.
     pub fn winedbg_backtrace(&self, dump: &Path) -> Vec<WineFrame> {
+        parse_backtrace(&self.winedbg_session(dump))
+    }
+
+    /// What winedbg printed when asked `bt` about `dump` (its register and stack dump
+    /// first, [`parse_stack_dump`]), from a run whose answer has a backtrace.
+    pub fn winedbg_session(&self, dump: &Path) -> String {
         let dir = dump.parent().expect("the dump's directory");
         let name = dump.file_name().expect("the dump's name").to_string_lossy();
         // winedbg, the reference, now and then prints nothing at all on a loaded machine
@@ -479,9 +598,8 @@ impl Wine {
                 &dir.join(format!("{name}.winedbg")),
                 RUN_TIMEOUT,
             );
-            let frames = parse_backtrace(&out.stdout);
-            if out.status.success() && !frames.is_empty() {
-                return frames;
+            if out.status.success() && !parse_backtrace(&out.stdout).is_empty() {
+                return out.stdout;
             }
             assert!(
                 attempt < 3,
@@ -570,6 +688,48 @@ pub fn parse_backtrace(output: &str) -> Vec<WineFrame> {
     frames
 }
 
+/// The words of the first `Stack dump:` in winedbg's `output` (what it prints on loading
+/// a dump: the crashed thread's stack from its stack pointer up), each with its address:
+///
+/// ```text
+/// Stack dump:
+/// 0x0063fe4c:  00408580 00000000 0040d048 00000001
+/// ```
+pub fn parse_stack_dump(output: &str) -> Vec<(u64, u64)> {
+    let Some((_, listing)) = output.split_once("Stack dump:") else {
+        return Vec::new();
+    };
+    let mut words = Vec::new();
+    for line in listing.lines().skip_while(|l| l.trim().is_empty()) {
+        let Some((at, rest)) = line.split_once(':') else {
+            break;
+        };
+        let Some(at) = at
+            .trim()
+            .strip_prefix("0x")
+            .and_then(|a| u64::from_str_radix(a, 16).ok())
+        else {
+            break;
+        };
+        let row: Vec<u64> = rest
+            .split_whitespace()
+            .map_while(|w| u64::from_str_radix(w, 16).ok())
+            .collect();
+        if row.is_empty() {
+            break;
+        }
+        // 8-digit words are 32-bit, 16-digit ones 64-bit
+        let size = rest
+            .split_whitespace()
+            .next()
+            .map_or(8, |w| w.len() as u64 / 2);
+        for (i, word) in row.into_iter().enumerate() {
+            words.push((at + size * i as u64, word));
+        }
+    }
+    words
+}
+
 /// One line of winedbg's `Backtrace:`:
 ///
 /// ```text
@@ -619,7 +779,7 @@ fn parse_frame_line(line: &str) -> Option<WineFrame> {
 
 /// The functions at each of `addresses` in `exe` by its DWARF, innermost first (an
 /// inlined call's function, then the function it sits in; `??` where there is none):
-/// `x86_64-w64-mingw32-addr2line -f -i -C -a`. For a caller's frame pass the return
+/// `x86_64-w64-mingw32-addr2line -f -i -C -a` (`i686-…` for an x86 image). For a caller's frame pass the return
 /// address minus one, so the call's own function and line are found.
 pub fn addr2line(exe: &Path, addresses: &[u64]) -> Vec<Vec<String>> {
     addr2line_lines(exe, addresses)
@@ -634,8 +794,19 @@ pub fn addr2line_lines(exe: &Path, addresses: &[u64]) -> Vec<Vec<(String, String
         return Vec::new();
     }
     let dir = exe.parent().expect("the program's directory");
-    let mut command = Command::new(ADDR2LINE);
-    command.args(["-f", "-i", "-C", "-a", "-e"]).arg(exe);
+    let tool = addr2line_of(exe);
+    let mut command = Command::new(tool);
+    // i386 binutils demangle after taking the target's symbol prefix (`_`) off every name,
+    // DWARF names too (`__tmainCRTStartup` became `_tmainCRTStartup`, `_ZN…` `ZN…`, left
+    // mangled): for an x86 image the names are asked for mangled and demangled by c++filt
+    let x86 = tool == ADDR2LINE_X86;
+    command
+        .args(if x86 {
+            &["-f", "-i", "-a", "-e"][..]
+        } else {
+            &["-f", "-i", "-C", "-a", "-e"][..]
+        })
+        .arg(exe);
     command.args(addresses.iter().map(|a| format!("{a:#x}")));
     let name = exe
         .file_name()
@@ -649,7 +820,7 @@ pub fn addr2line_lines(exe: &Path, addresses: &[u64]) -> Vec<Vec<(String, String
     );
     assert!(
         out.status.success(),
-        "{ADDR2LINE} failed ({}): {}",
+        "{tool} failed ({}): {}",
         out.status,
         out.stderr
     );
@@ -668,12 +839,89 @@ pub fn addr2line_lines(exe: &Path, addresses: &[u64]) -> Vec<Vec<(String, String
     assert_eq!(
         answers.len(),
         addresses.len(),
-        "{ADDR2LINE} answered {} of {} addresses:\n{}",
+        "{tool} answered {} of {} addresses:\n{}",
         answers.len(),
         addresses.len(),
         out.stdout
     );
+    if x86 {
+        demangle_names(&mut answers, dir);
+    }
     answers
+}
+
+/// Replaces each function name of `answers` by `c++filt`'s demangling of it (the host's
+/// binutils, whose ELF target strips no symbol prefix; a name that is not mangled stays).
+fn demangle_names(answers: &mut [Vec<(String, String)>], dir: &Path) {
+    let names: String = answers
+        .iter()
+        .flatten()
+        .map(|(name, _)| format!("{name}\n"))
+        .collect();
+    let out = run(
+        &mut Command::new("c++filt"),
+        Some(&names),
+        &dir.join("c++filt"),
+        RUN_TIMEOUT,
+    );
+    assert!(out.status.success(), "c++filt failed: {}", out.stderr);
+    let mut demangled = out.lines();
+    for (name, _) in answers.iter_mut().flatten() {
+        *name = demangled
+            .next()
+            .expect("c++filt answers every name")
+            .to_owned();
+    }
+}
+
+/// The COFF symbol (mingw's `nm -C` for the image's machine, without its parameter list)
+/// of the text symbol at or below each of `addresses` in `exe`: what names the frames of
+/// the C++ runtime linked into a program, for which addr2line has no DWARF. (i386
+/// binutils take the symbol prefix `_` off before demangling, as Windows' tools do.)
+pub fn coff_names(exe: &Path, addresses: &[u64]) -> Vec<String> {
+    let nm = if addr2line_of(exe) == ADDR2LINE_X86 {
+        "i686-w64-mingw32-nm"
+    } else {
+        "x86_64-w64-mingw32-nm"
+    };
+    let out = Command::new(nm)
+        .args(["-C", "--defined-only"])
+        .arg(exe)
+        .output()
+        .unwrap_or_else(|e| panic!("{nm} (binutils-mingw-w64) does not run: {e}"));
+    assert!(out.status.success(), "nm {} failed", exe.display());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut symbols: Vec<(u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let (address, rest) = l.split_once(' ')?;
+            let (kind, name) = rest.split_once(' ')?;
+            matches!(kind, "T" | "t")
+                .then(|| Some((u64::from_str_radix(address, 16).ok()?, name)))
+                .flatten()
+        })
+        .collect();
+    symbols.sort_unstable();
+    addresses
+        .iter()
+        .map(|&a| {
+            let i = symbols.partition_point(|&(at, _)| at <= a);
+            assert!(i > 0, "no symbol at or below {a:#x} in {}", exe.display());
+            engine::symbols::strip_parameters(symbols[i - 1].1).to_owned()
+        })
+        .collect()
+}
+
+/// mingw's addr2line for the machine of the PE image `exe`.
+fn addr2line_of(exe: &Path) -> &'static str {
+    use object::Object;
+    let data = std::fs::read(exe).unwrap_or_else(|e| panic!("read {}: {e}", exe.display()));
+    let file = object::File::parse(&*data)
+        .unwrap_or_else(|e| panic!("{} is not a PE image: {e}", exe.display()));
+    match file.architecture() {
+        object::Architecture::I386 => ADDR2LINE_X86,
+        _ => ADDR2LINE,
+    }
 }
 
 /// What a minidump's thread list, exception and module list say (read here rather than
@@ -924,14 +1172,14 @@ pub fn stackwalk_store(dump: &Path, images: &[PathBuf], dir: &Path) -> Stackwalk
         };
         let (module_line, rest) = sym.split_once('\n').expect("a MODULE line");
         let fields: Vec<&str> = module_line.split(' ').collect();
-        assert_eq!(
-            fields[..3],
-            ["MODULE", "windows", "x86_64"],
+        assert!(
+            fields[..2] == ["MODULE", "windows"] && matches!(fields[2], "x86_64" | "x86"),
             "{module_line}"
         );
         if made_up {
             sym = format!(
-                "MODULE windows x86_64 {} {}\n{rest}",
+                "MODULE windows {} {} {}\n{rest}",
+                fields[2],
                 record.debug_id(),
                 record.file_name()
             );
@@ -1256,6 +1504,26 @@ Wine-dbg>";
     }
 
     #[test]
+    fn a_32_bit_stack_dump_is_read_word_by_word() {
+        let text = "Register dump:\n EIP:004015b0 ESP:0063fe4c\nStack dump:\n\
+                    0x0063fe4c:  00408580 00000000 0040d048 00000001\n\
+                    0x0063fe5c:  00007530 00000000\n\
+                    000d: sel=006f base=00000000 limit=00000000 32-bit r--\nBacktrace:\n";
+        assert_eq!(
+            parse_stack_dump(text),
+            vec![
+                (0x63_fe4c, 0x40_8580),
+                (0x63_fe50, 0),
+                (0x63_fe54, 0x40_d048),
+                (0x63_fe58, 1),
+                (0x63_fe5c, 0x7530),
+                (0x63_fe60, 0),
+            ]
+        );
+        assert!(parse_stack_dump("Backtrace:\n").is_empty());
+    }
+
+    #[test]
     fn no_listing_gives_no_frames() {
         assert!(parse_backtrace("Wine-dbg>No process loaded, cannot execute 'bt'\n").is_empty());
         assert!(parse_backtrace("").is_empty());
@@ -1301,6 +1569,7 @@ Wine-dbg>";
         let wine = Wine {
             root: PathBuf::from("/t"),
             prefix: PathBuf::from("/t/prefix"),
+            win32: false,
         };
         assert_eq!(
             wine.unix_path(r"C:\windows\system32\ntdll.dll"),

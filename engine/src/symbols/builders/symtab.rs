@@ -110,9 +110,17 @@ fn add_symbol_candidates<'d>(
                 }
                 let Ok(name) = sym.name() else { continue };
                 // a Mach-O symbol carries the C prefix `_`, which Apple's tools (atos,
-                // llvm-symbolizer) drop: `_main` is `main`, `__Z3foov` is `_Z3foov`
+                // llvm-symbolizer) drop: `_main` is `main`, `__Z3foov` is `_Z3foov`; so
+                // does a 32-bit Windows image's COFF symbol, which mingw's binutils and
+                // Microsoft's tools drop too: `___cxa_throw` is `__cxa_throw`, `__ZSt9terminatev`
+                // `_ZSt9terminatev` (a `@fastcall@N` name has no prefix)
                 let name = match file.format() {
                     object::BinaryFormat::MachO => name.strip_prefix('_').unwrap_or(name),
+                    object::BinaryFormat::Pe
+                        if file.architecture() == object::Architecture::I386 =>
+                    {
+                        name.strip_prefix('_').unwrap_or(name)
+                    }
                     _ => name,
                 };
                 if name.is_empty() {

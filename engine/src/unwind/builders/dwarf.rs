@@ -109,7 +109,7 @@ pub fn add_elf_sections(
     let link_base = binary::link_base(file);
     let address_size = if file.is_64() { 8 } else { 4 };
     if with_eh_frame {
-        if let Some(sec) = file.section_by_name(".eh_frame") {
+        if let Some(sec) = binary::eh_frame_section(file) {
             if let Ok(data) = sec.uncompressed_data() {
                 let bases = eh_frame_bases(file, sec.address());
                 add_eh_frame(w, &data, address_size, &bases, link_base);

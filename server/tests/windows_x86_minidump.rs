@@ -1,0 +1,622 @@
+//! Compares `postmortem walk` on Windows x86 (32-bit) minidumps with winedbg's backtrace
+//! of them (issue 39), as `windows_minidump.rs` does for x64.
+//!
+//! Each case cross-compiles a crash program of `tests/crashers/windows` with
+//! `i686-w64-mingw32-gcc -g` (mingw's i386 code has no `.pdata`: its unwind information
+//! is DWARF CFI, `.eh_frame`, and no PDB), runs it in a 32-bit wine prefix
+//! ([`windows::Wine::shared_win32`]), where its unhandled exception filter writes a
+//! minidump with dbghelp, asks `winedbg DUMP` for `bt` and walks the dump with
+//! `postmortem walk DUMP --symbols WORKDIR --format json`. The work directory holds the
+//! program and a copy of the wine DLLs the dump lists (`system32/`: wine's i386 PE DLLs,
+//! with `.eh_frame` and DWARF).
+//!
+//! What is compared on the crashed thread ([`windows_compare`], shared with the x64
+//! test): the physical frames, pc by pc, in order, nothing missing and nothing past
+//! winedbg's outermost; the program's frames named as `i686-w64-mingw32-addr2line -f -i`
+//! names them. Every caller must be found by unwind rules (`trust: cfi`): every module on
+//! these stacks has CFI, the stripped program too (its `.eh_frame`, whose name a link with
+//! `-s` cuts to `.eh_fram`).
+//!
+//! One case parts from winedbg on purpose ([`x86_fault_at_a_functions_first_instruction`]):
+//! there winedbg's own stack dump and the program's disassembly are the reference.
+//!
+//! Needs what `test.sh` installs (wine32:i386, gcc-mingw-w64-i686, beside the x64 test's
+//! wine and mingw-w64), on x86_64 Linux: a machine without them fails here, saying so.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::report;
+use postmortem_testsupport::stackwalk;
+use postmortem_testsupport::windows::{self, DumpSummary, Target, WineFrame};
+use postmortem_testsupport::windows_compare::{
+    differs_from_winedbg, expect_stack, names_by_addr2line, physical_frames, Physical,
+};
+use serde_json::Value;
+
+/// `STATUS_ACCESS_VIOLATION`.
+const ACCESS_VIOLATION: u32 = 0xc000_0005;
+/// `STATUS_INTEGER_DIVIDE_BY_ZERO`.
+const DIVIDE_BY_ZERO: u32 = 0xc000_0094;
+
+/// One crash under 32-bit wine: its dump, winedbg's answer about it and our report of it.
+struct Case {
+    /// Holds the program, its dump and the DLLs; removed with the case.
+    _work: Workdir,
+    /// The program as compiled, with its DWARF: what addr2line names frames from.
+    exe: PathBuf,
+    /// A DLL of the program's own, built beside it: its frames are named by addr2line from
+    /// its DWARF as the program's are.
+    dll: Option<PathBuf>,
+    /// The program that ran was `exe` built with `-s` ([`stripped_build`]): the walk has
+    /// only its `.eh_fram`.
+    stripped: bool,
+    dump: DumpSummary,
+    /// What winedbg printed (register and stack dump, then the answer to `bt`).
+    session: String,
+    winedbg: Vec<WineFrame>,
+    report: Value,
+    /// The minidump, and the directory given as `--symbols` (the program, the DLLs).
+    minidump: PathBuf,
+    symbols: PathBuf,
+}
+
+/// Compiles `sources` for Windows x86 with `flags` as `case.exe` (and runs the build
+/// linked with `-s` if `stripped`), crashes it under 32-bit wine with exception `code`, reads
+/// winedbg's backtrace and walks the dump.
+fn record(case: &str, flags: &[&str], sources: &[&str], stripped: bool, code: u32) -> Case {
+    record_with_dll(case, flags, sources, stripped, code, None)
+}
+
+/// As [`record`], with `dll` (its source, its file name) a DLL of the program's own, built
+/// beside it by `i686-w64-mingw32-gcc -g -shared` with the same flags and given under
+/// `--symbols` too.
+fn record_with_dll(
+    case: &str,
+    flags: &[&str],
+    sources: &[&str],
+    stripped: bool,
+    code: u32,
+    dll: Option<(&str, &str)>,
+) -> Case {
+    assert!(
+        windows::can_run_x86(),
+        "the Windows x86 minidump tests need x86_64 Linux with 32-bit wine and mingw-w64's \
+         i686 compilers: run ./test.sh, which installs them (wine32:i386 gcc-mingw-w64-i686 \
+         g++-mingw-w64-i686)"
+    );
+    let work = Workdir::new(&format!("win32-{case}"));
+    let exe = windows::compile_for(Target::X86, work.path(), flags, sources, case);
+    let ran = if stripped {
+        stripped_build(work.path(), flags, sources, case, &exe)
+    } else {
+        exe.clone()
+    };
+    let dll = dll.map(|(source, name)| {
+        std::fs::copy(
+            windows::crashers_dir().join(source),
+            work.path().join(source),
+        )
+        .unwrap();
+        let status = std::process::Command::new(windows::CC_X86)
+            .args(["-g", "-shared"])
+            .args(flags)
+            .args([source, "-o", name])
+            .current_dir(work.path())
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "{} -shared {source} failed",
+            windows::CC_X86
+        );
+        work.path().join(name)
+    });
+    let wine = windows::Wine::shared_win32();
+    let crash = wine.record(&ran);
+    assert_eq!(
+        crash.exit_code,
+        Some(i32::from(code.to_le_bytes()[0])),
+        "{case} did not die of exception {code:#x}:\n{}{}",
+        crash.stdout,
+        crash.stderr
+    );
+    let dump = windows::read_dump(&crash.minidump);
+    assert_eq!(dump.exception_code, Some(code), "{dump:?}");
+    let session = wine.winedbg_session(&crash.minidump);
+    let winedbg = windows::parse_backtrace(&session);
+    let symbols = work.path().join("symbols");
+    let dlls = wine.copy_modules(&crash.minidump, &symbols.join("system32"));
+    assert!(
+        dlls.iter().any(|d| d.ends_with("ntdll.dll")),
+        "the dump lists no ntdll.dll in the prefix: {:?}",
+        dump.modules
+    );
+    for file in std::iter::once(&ran).chain(&dll) {
+        std::fs::hard_link(file, symbols.join(file.file_name().unwrap())).unwrap();
+    }
+    let report = walk(&crash.minidump, &symbols);
+    Case {
+        _work: work,
+        exe,
+        dll,
+        stripped,
+        dump,
+        session,
+        winedbg,
+        report,
+        minidump: crash.minidump,
+        symbols,
+    }
+}
+
+/// The program `exe` built again with `-s` (the linker strips it) into `dir/stripped/`:
+/// no DWARF, no COFF symbols and no string table, so the `.eh_frame` section is named
+/// `.eh_fram`. (`i686-w64-mingw32-strip` keeps the string table, and with it the full name;
+/// winedbg does not unwind such an image, so it serves no comparison.) Its code is the
+/// same as `exe`'s (`.text` compared byte for byte), so `exe`'s DWARF names its frames.
+fn stripped_build(dir: &Path, flags: &[&str], sources: &[&str], case: &str, exe: &Path) -> PathBuf {
+    use object::{Object, ObjectSection};
+    let into = dir.join("stripped");
+    std::fs::create_dir_all(&into).unwrap();
+    let flags: Vec<&str> = flags.iter().copied().chain(["-s"]).collect();
+    let ran = windows::compile_for(Target::X86, &into, &flags, sources, case);
+    let text = |path: &Path| {
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let section = file.section_by_name(".text").expect("a .text section");
+        (section.address(), section.data().unwrap().to_vec())
+    };
+    assert!(text(exe) == text(&ran), "-s changed the code of {case}");
+    let names: Vec<String> = {
+        let data = std::fs::read(&ran).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        file.sections()
+            .filter_map(|s| s.name().ok().map(str::to_owned))
+            .collect()
+    };
+    assert!(
+        names.iter().any(|n| n == ".eh_fram"),
+        "the stripped image has no .eh_fram: {names:?}"
+    );
+    ran
+}
+
+/// `postmortem walk DUMP --symbols DIR --format json`: exit 0, a report valid against the
+/// schema and the same with `--whole-tables`, nothing logged outside the report.
+fn walk(dump: &Path, symbols: &Path) -> Value {
+    let (report, stderr) = report::walk_report(
+        std::process::Command::new(report::postmortem(env!("CARGO_BIN_EXE_postmortem")))
+            .arg("walk")
+            .arg(dump)
+            .arg("--symbols")
+            .arg(symbols)
+            .args(["--format", "json"]),
+    );
+    assert!(
+        !stderr.contains("WARN"),
+        "the walk logged warnings outside the report:\n{stderr}"
+    );
+    report
+}
+
+impl Case {
+    fn exe_name(&self) -> &str {
+        self.exe.file_name().unwrap().to_str().unwrap()
+    }
+
+    /// The report's crashed thread: the one the exception record names, and only it.
+    fn crashed_thread(&self) -> &Value {
+        let crashed: Vec<&Value> = self.report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .filter(|t| t["crashed"] == true)
+            .collect();
+        assert_eq!(crashed.len(), 1, "one crashed thread");
+        let tid = self
+            .dump
+            .crashed_tid
+            .expect("the dump names the crashed thread");
+        assert_eq!(crashed[0]["tid"].as_u64(), Some(u64::from(tid)));
+        crashed[0]
+    }
+
+    /// addr2line's names of the physical frames `pcs` that lie in the program.
+    fn program_names(&self, pcs: &[u64]) -> Vec<Option<Vec<String>>> {
+        let images: Vec<&Path> = std::iter::once(&self.exe)
+            .chain(&self.dll)
+            .map(PathBuf::as_path)
+            .collect();
+        names_by_addr2line(&self.dump, &images, pcs)
+    }
+
+    /// winedbg's answer as it printed it.
+    fn winedbg_text(&self) -> String {
+        self.winedbg.iter().map(|f| f.text.clone() + "\n").collect()
+    }
+}
+
+/// Checks the reference (winedbg's stack, named by addr2line, shows `want`), then that the
+/// crashed thread's physical frames are winedbg's and every caller was found by CFI.
+fn check(case: &Case, want: &[&str]) {
+    let pcs: Vec<u64> = case
+        .winedbg
+        .iter()
+        .filter(|f| !f.inlined)
+        .map(|f| f.pc)
+        .collect();
+    let names = case.program_names(&pcs);
+    expect_stack(&names, want, &case.winedbg_text());
+    let ours = physical_frames(case.crashed_thread());
+    let (differs, table) = differs_from_winedbg(&case.winedbg, &names, &ours, case.stripped, &[]);
+    // shown with --nocapture when the stacks agree
+    eprintln!("{}: crashed thread\n{table}", case.exe_name());
+    assert!(
+        !differs,
+        "{}: the crashed thread differs from winedbg's (pcs: every physical frame; names: \
+         the program's frames, by addr2line):\n{table}",
+        case.exe_name()
+    );
+    callers_from_cfi(case, &ours);
+}
+
+/// Every frame of `ours` but frame 0 was found by DWARF CFI (`trust: cfi`, from
+/// `.eh_frame` or `.debug_frame`): never by the `ebp` chain or a scan.
+fn callers_from_cfi(case: &Case, ours: &[Physical<'_>]) {
+    for (i, o) in ours.iter().enumerate().skip(1) {
+        let frame = o.entries.last().unwrap();
+        let source = frame["unwind_source"].as_str();
+        assert!(
+            frame["trust"] == "cfi" && matches!(source, Some("eh_frame" | "debug_frame")),
+            "{}: frame {i} ({:#x}) was not found by CFI: {frame}",
+            case.exe_name(),
+            o.pc
+        );
+    }
+}
+
+/// basic.c: crash_here ← middle ← outer ← main, under the C runtime's start-up and
+/// wine's thread start (kernel32, ntdll).
+fn basic(case: &str, flags: &[&str], stripped: bool) {
+    let case = record(case, flags, &["basic.c"], stripped, ACCESS_VIOLATION);
+    check(&case, &["crash_here", "middle", "outer", "main"]);
+}
+
+/// Unoptimised: every function keeps the `ebp` chain.
+#[test]
+fn windows_x86_c_o0() {
+    basic("x86_c_o0", &["-O0"], false);
+}
+
+/// `-O2 -fomit-frame-pointer`: no `ebp` chain in the program's frames.
+#[test]
+fn windows_x86_c_o2_omit_frame_pointer() {
+    basic("x86_c_o2", &["-O2", "-fomit-frame-pointer"], false);
+}
+
+#[test]
+fn windows_x86_c_o2_frame_pointer() {
+    basic("x86_c_o2_fp", &["-O2", "-fno-omit-frame-pointer"], false);
+}
+
+/// The program linked with `-s` ([`stripped_build`]): no DWARF, no COFF symbols, and no
+/// string table, so its `.eh_frame` section is named `.eh_fram` (the header's 8 bytes).
+/// winedbg still unwinds it from that section; so must the walk (the frames stay unnamed).
+#[test]
+fn windows_x86_c_o2_stripped() {
+    basic("x86_c_o2_strip", &["-O2", "-fomit-frame-pointer"], true);
+}
+
+/// unusual.c: an `alloca` frame, doubles live across a call, and msvcrt's `qsort`
+/// calling back into the program: wine's i386 msvcrt between two of the program's frames
+/// (winedbg lists the calls its DWARF says were inlined there, left out of the pcs).
+#[test]
+fn windows_x86_alloca_and_a_qsort_callback() {
+    let case = record(
+        "x86_unusual",
+        &["-O2", "-fomit-frame-pointer"],
+        &["unusual.c"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    check(&case, &["compare", "with_xmm", "with_alloca", "main"]);
+}
+
+#[test]
+fn windows_x86_integer_division_by_zero() {
+    let case = record(
+        "x86_divzero",
+        &["-O2", "-fomit-frame-pointer"],
+        &["divzero.c"],
+        false,
+        DIVIDE_BY_ZERO,
+    );
+    check(&case, &["average", "main"]);
+}
+
+/// virtual.cpp: a virtual call into a null object's vtable slot, C++ (libstdc++ linked
+/// statically, DWARF-2 exception tables).
+#[test]
+fn windows_x86_cxx_virtual_call() {
+    let case = record(
+        "x86_cxx_virtual",
+        &["-O2", "-fomit-frame-pointer", "-static"],
+        &["virtual.cpp"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    check(&case, &["shapes::Ring::area", "shapes::total_area", "main"]);
+}
+
+/// dtor_unwind.cpp: a destructor faulting while a `throw` unwinds the stack. mingw's i686
+/// C++ exceptions are libgcc's DWARF-2 unwinder's (not SEH, as on x64): its frames
+/// (`_Unwind_RaiseException`, the personality routine) are on the stack under the
+/// destructor, walked through by their CFI.
+#[test]
+fn windows_x86_cxx_destructor_during_unwinding() {
+    let case = record(
+        "x86_cxx_dtor",
+        &["-O2", "-fomit-frame-pointer", "-static"],
+        &["dtor_unwind.cpp"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    check(&case, &["io::Buffer::~Buffer", "io::fill", "main"]);
+}
+
+/// terminate.cpp: a fault in a `std::terminate` handler, called by `__cxa_throw` when no
+/// frame catches. libstdc++'s frames in between have no DWARF (addr2line: `??`): their
+/// names are compared with the image's COFF symbols as `nm -C` reads them.
+#[test]
+fn windows_x86_cxx_crash_in_a_terminate_handler() {
+    let case = record(
+        "x86_cxx_terminate",
+        &["-O2", "-fomit-frame-pointer", "-static"],
+        &["terminate.cpp"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    check(
+        &case,
+        &[
+            "config::on_terminate",
+            "config::parse",
+            "config::load",
+            "main",
+        ],
+    );
+    // libstdc++'s frames, without DWARF, are named from the image's COFF symbols, without
+    // the i386 symbol prefix `_`, as `i686-w64-mingw32-nm -C` names them
+    let ours = physical_frames(case.crashed_thread());
+    let runtime = &ours[1..4];
+    let names: Vec<String> = runtime
+        .iter()
+        .map(|o| o.names().last().cloned().unwrap_or_default())
+        .collect();
+    let addresses: Vec<u64> = runtime.iter().map(|o| o.pc - 1).collect();
+    assert_eq!(
+        names,
+        windows::coff_names(&case.exe, &addresses),
+        "libstdc++'s frames"
+    );
+    assert_eq!(
+        names,
+        ["__cxxabiv1::__terminate", "std::terminate", "__cxa_throw"],
+        "libstdc++'s frames"
+    );
+}
+
+/// plugin_main.c loads plugin.dll (plugin.c) with `LoadLibrary` and calls into it, which
+/// faults: the DLL's frames (named from its DWARF by addr2line, wherever the loader put
+/// it), then the program's. At `-O0`: at `-O2` the fault is the first instruction of
+/// `plugin_fault`, where winedbg loses the callers (see
+/// [`windows_x86_fault_at_a_functions_first_instruction`]; there three of them).
+#[test]
+fn windows_x86_crash_in_a_loaded_dll() {
+    let case = record_with_dll(
+        "x86_plugin_main",
+        &["-O0"],
+        &["plugin_main.c"],
+        false,
+        ACCESS_VIOLATION,
+        Some(("plugin.c", "plugin.dll")),
+    );
+    check(
+        &case,
+        &["plugin_fault", "plugin_entry", "call_plugin", "main"],
+    );
+}
+
+/// threads.c at `-O2 -fomit-frame-pointer`: the fault is the first instruction of
+/// `fault` (`movl $1,(%eax)`, the pointer passed in a register), so the return address
+/// into `main` is the word at `esp`. winedbg skips `main` there: its frame 1 is the `ebp`
+/// chain's (`[ebp + 4]`, `main`'s caller), as if the function's CFI had not been found at
+/// its first byte (at any other pc of the same programs it is; the cause is not traced in
+/// wine's source). Its own stack dump shows the word, and the disassembly the `call`
+/// before it: the reference is winedbg's frames with that one added as frame 1, each
+/// frame else equal to winedbg's.
+#[test]
+fn windows_x86_fault_at_a_functions_first_instruction() {
+    let case = record(
+        "x86_threads",
+        &["-O2", "-fomit-frame-pointer"],
+        &["threads.c"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    let stack = windows::parse_stack_dump(&case.session);
+    let &(_, return_address) = stack
+        .first()
+        .unwrap_or_else(|| panic!("winedbg printed no stack dump:\n{}", case.session));
+    let before = call_before(&case.exe, return_address);
+    let crashed_in = case.winedbg[0].pc;
+    assert!(
+        before.contains(&format!("call   {crashed_in:x}")),
+        "the word at esp ({return_address:#x}) does not follow a call of the crashed \
+         function ({crashed_in:#x}): {before}"
+    );
+    let names = case.program_names(&[crashed_in, return_address]);
+    assert_eq!(
+        names,
+        vec![
+            Some(vec!["fault".to_owned()]),
+            Some(vec!["main".to_owned()])
+        ],
+        "addr2line's names of the crash and its caller"
+    );
+    assert_ne!(
+        case.winedbg.get(1).map(|f| f.pc),
+        Some(return_address),
+        "winedbg now finds main: the case should compare with it as the others do:\n{}",
+        case.winedbg_text()
+    );
+    let mut reference = case.winedbg.clone();
+    let mut caller = reference[0].clone();
+    caller.pc = return_address;
+    caller.text = format!("  (the word at esp in winedbg's stack dump) {return_address:#x}");
+    reference.insert(1, caller);
+    let pcs: Vec<u64> = reference
+        .iter()
+        .filter(|f| !f.inlined)
+        .map(|f| f.pc)
+        .collect();
+    let names = case.program_names(&pcs);
+    let ours = physical_frames(case.crashed_thread());
+    let (differs, table) = differs_from_winedbg(&reference, &names, &ours, false, &[]);
+    eprintln!("{}: crashed thread\n{table}", case.exe_name());
+    assert!(
+        !differs,
+        "{}: the crashed thread differs from winedbg's with main added:\n{table}",
+        case.exe_name()
+    );
+    callers_from_cfi(&case, &ours);
+}
+
+/// The instruction that ends at `address` in `exe`, as `i686-w64-mingw32-objdump -d
+/// --no-show-raw-insn` prints it (disassembled from the start of its function; the
+/// program's image base is where the dump has it: a mingw executable is not relocated).
+fn call_before(exe: &Path, address: u64) -> String {
+    let out = std::process::Command::new("i686-w64-mingw32-objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(exe)
+        .output()
+        .expect("run i686-w64-mingw32-objdump (binutils-mingw-w64-i686)");
+    assert!(out.status.success(), "objdump failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = |line: &str| {
+        let (a, _) = line.trim_start().split_once(':')?;
+        u64::from_str_radix(a, 16).ok()
+    };
+    let mut previous = "";
+    for line in text.lines() {
+        if at(line) == Some(address) {
+            return previous.to_owned();
+        }
+        if at(line).is_some() {
+            previous = line;
+        }
+    }
+    panic!("objdump shows no instruction at {address:#x}");
+}
+
+/// The files of the dump's modules under `--symbols` (the program, wine's DLLs), in the
+/// dump's order.
+fn module_images(case: &Case) -> Vec<PathBuf> {
+    let dirs = [case.symbols.clone(), case.symbols.join("system32")];
+    case.dump
+        .modules
+        .iter()
+        .map(|m| {
+            dirs.iter()
+                .flat_map(|d| std::fs::read_dir(d).unwrap())
+                .map(|e| e.unwrap().path())
+                .find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.eq_ignore_ascii_case(m.file_name()))
+                })
+                .unwrap_or_else(|| panic!("no file for {} under --symbols", m.name))
+        })
+        .collect()
+}
+
+/// Both minidump-stackwalk and `postmortem walk --json` walk the case's dump from the same
+/// store of dump_syms' `.sym` files ([`windows::stackwalk_store`]: the dump given each
+/// module's CodeView record, as Windows' dbghelp writes them); the crashed thread's frames
+/// each gets right before its first wrong or missing one are counted against winedbg's
+/// (`offset`: a caller's return address less one). Returns (ours, theirs, winedbg's).
+fn beside_minidump_stackwalk(case: &Case) -> (usize, usize, usize) {
+    let reference: Vec<u64> = case
+        .winedbg
+        .iter()
+        .filter(|f| !f.inlined)
+        .map(|f| f.pc)
+        .collect();
+    let work = case.symbols.parent().unwrap();
+    let sw = windows::stackwalk_store(&case.minidump, &module_images(case), work);
+    let os = std::ffi::OsStr::new;
+    let (dump, store) = (sw.dump.as_os_str(), sw.store.as_os_str());
+    let correct = |doc: &Value| -> usize {
+        let pcs: Vec<u64> = doc["crashing_thread"]["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let text = f["offset"].as_str().unwrap();
+                u64::from_str_radix(text.trim_start_matches("0x"), 16).unwrap()
+            })
+            .collect();
+        pcs.iter()
+            .zip(&reference)
+            .enumerate()
+            .take_while(|&(i, (a, b))| *a == b - u64::from(i > 0))
+            .count()
+    };
+    let theirs: Value = serde_json::from_str(&stackwalk::run(
+        Path::new("minidump-stackwalk"),
+        &[os("--json"), dump, store],
+    ))
+    .unwrap();
+    let postmortem = report::postmortem(env!("CARGO_BIN_EXE_postmortem"));
+    let ours: Value = serde_json::from_str(&stackwalk::run(
+        &postmortem,
+        &[
+            os("walk"),
+            os("--json"),
+            dump,
+            store,
+            os("--no-dump-paths"),
+            os("--no-system-debug"),
+        ],
+    ))
+    .unwrap();
+    (correct(&ours), correct(&theirs), reference.len())
+}
+
+/// Issue 20's "at least minidump-stackwalk's frames", on Windows x86: from dump_syms'
+/// `.sym` files alone (dump_syms 2.3 writes no `STACK CFI` for an i386 PE image's
+/// `.eh_frame`, only `FUNC` and line records, so both walkers have the `ebp` chain and
+/// scanning), ours gets at least as many of winedbg's frames right as minidump-stackwalk.
+/// The counts are printed (docs/x86.md records them).
+#[test]
+fn windows_x86_beside_minidump_stackwalk() {
+    for (name, flags) in [
+        ("x86_sw_o0", &["-O0"][..]),
+        ("x86_sw_o2", &["-O2", "-fomit-frame-pointer"][..]),
+    ] {
+        let case = record(name, flags, &["basic.c"], false, ACCESS_VIOLATION);
+        let (ours, theirs, of) = beside_minidump_stackwalk(&case);
+        eprintln!(
+            "{name}: frames right before the first wrong one, of winedbg's {of}: \
+             postmortem {ours}, minidump-stackwalk {theirs}"
+        );
+        assert!(
+            ours >= theirs,
+            "{name}: minidump-stackwalk got {theirs} frames right, ours {ours}"
+        );
+    }
+}
