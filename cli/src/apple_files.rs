@@ -198,7 +198,7 @@ impl DyldCaches {
         let symbols = dyld_cache::image_symbols(main.as_ref(), &subs, *index).ok()?;
         // names without unwind rules are still names: an image whose tables cannot be
         // built unwinds by frame pointers, as before
-        let cfi = dyld_cache::image_stack_cfi(main.as_ref(), &subs, *index)
+        let cfi = engine::breakpad::write_cfi::dyld_image_stack_cfi(main.as_ref(), &subs, *index)
             .map(|c| c.text)
             .unwrap_or_default();
         let text = dyld_cache::breakpad_sym(install, &uuid, *arch, &symbols, &cfi);

@@ -12,9 +12,9 @@
 //!
 //! A caller indexes a cache cheaply ([`index`]: each image's path and UUID) and takes the
 //! names of only the images a crash names ([`image_symbols`]) and their unwind rules
-//! ([`image_stack_cfi`]: the image's `__TEXT,__unwind_info` and `__TEXT,__eh_frame`,
-//! read through the cache's mappings and built by the same builders as a standalone
-//! Mach-O's), written as one Breakpad `.sym` file ([`breakpad_sym`]: `FUNC`/`PUBLIC`
+//! (the image's `__TEXT,__unwind_info` and `__TEXT,__eh_frame`, read through the cache's
+//! mappings by [`image_object`] and built by the same builders as a standalone Mach-O's:
+//! `breakpad::write_cfi::dyld_image_stack_cfi`, a layer above), written as one Breakpad `.sym` file ([`breakpad_sym`]: `FUNC`/`PUBLIC`
 //! records and `STACK CFI` records, as dump_syms writes a Mach-O's) so the tables are
 //! built by the `.sym` builders. The `.sym` file is the one thing of an image the service
 //! keeps (the cache itself is not stored), and what the command-line walk writes on first
@@ -42,8 +42,6 @@ pub enum DyldCacheError {
     LocalSymbols(String),
     #[error("the dyld shared cache has no image {0}")]
     NoImage(usize),
-    #[error("the unwind tables of a dyld shared cache image cannot be built: {0}")]
-    Unwind(String),
 }
 
 /// Whether `head` (a file's first bytes) starts a dyld shared cache (or one of its
@@ -197,26 +195,20 @@ pub fn image_symbols(
     })
 }
 
-/// The unwind rules of image `index` of the cache, as `STACK CFI` records: its
-/// `__eh_frame` and `__unwind_info` (every compact-unwind encoding; DWARF escapes are the
-/// `__eh_frame` rows), built into a table as a standalone Mach-O's are, each row then
-/// written out ([`crate::breakpad::write_cfi`]). An image with neither section gives no
-/// record; a bad entry is skipped (counted in the build's stats), never fatal.
-pub fn image_stack_cfi(
-    main: &[u8],
-    subcaches: &[&[u8]],
+/// Image `index` of the cache as a Mach-O file whose sections `object` reads through the
+/// cache's mappings (each segment from the subcache that holds it): what its unwind
+/// tables are built from ([`crate::breakpad::write_cfi::dyld_image_stack_cfi`]).
+pub fn image_object<'d>(
+    main: &'d [u8],
+    subcaches: &[&'d [u8]],
     index: usize,
-) -> Result<crate::breakpad::write_cfi::CfiText, DyldCacheError> {
+) -> Result<object::File<'d>, DyldCacheError> {
     let cache = DyldCache::<Endianness>::parse(main, subcaches).map_err(malformed)?;
     let image = cache
         .images()
         .nth(index)
         .ok_or(DyldCacheError::NoImage(index))?;
-    let file = image.parse_object().map_err(malformed)?;
-    let unwind = |e: crate::unwind::UnwindError| DyldCacheError::Unwind(e.to_string());
-    let built = crate::unwind::builders::dwarf::build_from_macho(&file).map_err(unwind)?;
-    let table = crate::unwind::UnwindTable::open(&built.bytes).map_err(unwind)?;
-    Ok(crate::breakpad::write_cfi::stack_cfi(&table))
+    image.parse_object().map_err(malformed)
 }
 
 /// A Mach-O symbol's name as a frame shows it: C's leading underscore dropped.
@@ -358,7 +350,8 @@ fn local_symbols(
 }
 
 /// Image `path` with `uuid`, `symbols` (from [`image_symbols`]) and `stack_cfi` (from
-/// [`image_stack_cfi`], its `STACK CFI` records; empty for names only) as a Breakpad
+/// `breakpad::write_cfi::dyld_image_stack_cfi`, its `STACK CFI` records; empty for
+/// names only) as a Breakpad
 /// `.sym` file: a `FUNC` record per name, up to the next name (the last one to the end
 /// of `__text`), as dump_syms sizes functions from a symbol table, then the unwind rules.
 pub fn breakpad_sym(

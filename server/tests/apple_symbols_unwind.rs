@@ -83,7 +83,7 @@ fn cache_rows(cache: &Path) -> Vec<(u64, u64, Rules)> {
     let subs = [symbols.as_slice()];
     let (_, images) = engine::dyld_cache::index(&main, &subs).unwrap();
     let image = images.iter().find(|i| i.path == INSTALL).unwrap();
-    let cfi = engine::dyld_cache::image_stack_cfi(&main, &subs, image.index).unwrap();
+    let cfi = engine::breakpad::write_cfi::dyld_image_stack_cfi(&main, &subs, image.index).unwrap();
     let names = engine::dyld_cache::image_symbols(&main, &subs, image.index).unwrap();
     let sym = engine::dyld_cache::breakpad_sym(INSTALL, &image.uuid, None, &names, &cfi.text);
     sym.lines()

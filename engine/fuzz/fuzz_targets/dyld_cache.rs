@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         };
         for image in images.iter().take(4) {
             let names = dyld_cache::image_symbols(data, subs, image.index).unwrap_or_default();
-            let cfi = dyld_cache::image_stack_cfi(data, subs, image.index)
+            let cfi = engine::breakpad::write_cfi::dyld_image_stack_cfi(data, subs, image.index)
                 .map(|c| c.text)
                 .unwrap_or_default();
             let sym = dyld_cache::breakpad_sym(&image.path, &image.uuid, arch, &names, &cfi);

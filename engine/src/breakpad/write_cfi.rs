@@ -1,7 +1,7 @@
 //! An unwind table written back as Breakpad `STACK CFI INIT` records: what `dump_syms`
 //! writes for a Mach-O from its `__unwind_info` and `__eh_frame`, for tables built here
 //! from files that are not kept (a dyld shared cache's images, whose `.sym` file is all
-//! the service stores of them: `dyld_cache`).
+//! the service stores of them: [`dyld_image_stack_cfi`]).
 //!
 //! One `INIT` record per table row (the row's range and its rules, no deltas), in the
 //! spelling [`super::unwind`] reads and dump_syms writes: `.cfa: $rsp 16 +`,
@@ -16,6 +16,8 @@
 use std::fmt::Write;
 
 use crate::dump::Arch;
+use crate::dyld_cache;
+use crate::unwind::builders::dwarf::build_from_macho;
 use crate::unwind::rule::{RuleRecord, Slot, SlotKind};
 use crate::unwind::UnwindTable;
 
@@ -56,6 +58,23 @@ pub fn stack_cfi(table: &UnwindTable<'_>) -> CfiText {
         }
     }
     out
+}
+
+/// The unwind rules of image `index` of a dyld shared cache (`main` and its
+/// `subcaches`), as `STACK CFI` records: its `__eh_frame` and `__unwind_info` (every
+/// compact-unwind encoding; DWARF escapes are the `__eh_frame` rows), read through the
+/// cache's mappings ([`dyld_cache::image_object`]) and built into a table as a
+/// standalone Mach-O's are, each row then written out. An image with neither section
+/// gives no record; a bad entry is skipped (counted in the build's stats), never fatal.
+pub fn dyld_image_stack_cfi(
+    main: &[u8],
+    subcaches: &[&[u8]],
+    index: usize,
+) -> Result<CfiText, String> {
+    let file = dyld_cache::image_object(main, subcaches, index).map_err(|e| e.to_string())?;
+    let built = build_from_macho(&file).map_err(|e| e.to_string())?;
+    let table = UnwindTable::open(&built.bytes).map_err(|e| e.to_string())?;
+    Ok(stack_cfi(&table))
 }
 
 /// Breakpad's name of DWARF register `reg`.

@@ -15,7 +15,7 @@
 //! cache before macOS 12 is one file. The parts are mapped, never read into memory; the
 //! names are read as the command-line walk reads them ([`engine::dyld_cache`]: headers,
 //! each image's symbol table and the cache's local symbols, every count and offset
-//! checked) and the unwind rules as [`engine::dyld_cache::image_stack_cfi`] builds them.
+//! checked) and the unwind rules as [`engine::breakpad::write_cfi::dyld_image_stack_cfi`] builds them.
 //! Images with neither names nor rules give no file. The cache itself is not stored: its
 //! names and rules are, in the `.sym` form every symbol file of the service already has
 //! (no second kind of stored table), which is what a walk of Apple's code takes from
@@ -148,7 +148,7 @@ fn cache_syms(staging: &Staging, main: &[u8], subs: &[&[u8]]) -> Result<Vec<Name
         let symbols = dyld_cache::image_symbols(main, subs, image.index).map_err(malformed)?;
         // an image whose unwind tables cannot be built keeps its names (its frames
         // unwind by frame pointers, as before)
-        let cfi = dyld_cache::image_stack_cfi(main, subs, image.index)
+        let cfi = engine::breakpad::write_cfi::dyld_image_stack_cfi(main, subs, image.index)
             .map(|c| c.text)
             .unwrap_or_default();
         if symbols.names.is_empty() && cfi.is_empty() {
