@@ -7,9 +7,10 @@
 //! A dyld shared cache under `--symbols` (`dyld_shared_cache_arm64e`, its subcaches
 //! beside it under the names its header gives them) is indexed by its images' UUIDs;
 //! the names of an image a crash names (its symbol table and the cache's local symbols)
+//! and its unwind rules (its `__unwind_info` and `__eh_frame`, as `STACK CFI` records)
 //! are written as a Breakpad `.sym` file to a temporary directory on first use, and
-//! found like any `.sym` file ([`DyldCaches`]). Only names: the walk unwinds system
-//! frames by frame pointers (Apple's ABIs keep them), or with the module's own binary.
+//! found like any `.sym` file ([`DyldCaches`]), so system frames unwind from Apple's own
+//! tables, as the service's uploaded caches do.
 //!
 //! A minidump names a Mach-O module by its Breakpad debug id only (the UUID upper-case
 //! and age `0`): [`uuid_of_debug_id`] turns it back into the UUID these files are filed
@@ -195,7 +196,12 @@ impl DyldCaches {
         let (main, subs) = maps.split_first()?;
         let subs: Vec<&[u8]> = subs.iter().map(|m| m.as_ref()).collect();
         let symbols = dyld_cache::image_symbols(main.as_ref(), &subs, *index).ok()?;
-        let text = dyld_cache::breakpad_sym(install, &uuid, *arch, &symbols);
+        // names without unwind rules are still names: an image whose tables cannot be
+        // built unwinds by frame pointers, as before
+        let cfi = engine::breakpad::write_cfi::dyld_image_stack_cfi(main.as_ref(), &subs, *index)
+            .map(|c| c.text)
+            .unwrap_or_default();
+        let text = dyld_cache::breakpad_sym(install, &uuid, *arch, &symbols, &cfi);
         if written.0.is_none() {
             written.0 = tempfile::tempdir().ok();
         }

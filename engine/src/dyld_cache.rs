@@ -11,8 +11,14 @@
 //! `dyld_cache_format.h` lays them out), every count and offset checked against the file.
 //!
 //! A caller indexes a cache cheaply ([`index`]: each image's path and UUID) and takes the
-//! names of only the images a crash names ([`image_symbols`]), written as a Breakpad
-//! `.sym` file ([`breakpad_sym`]) so the tables are built by the `.sym` builders.
+//! names of only the images a crash names ([`image_symbols`]) and their unwind rules
+//! (the image's `__TEXT,__unwind_info` and `__TEXT,__eh_frame`, read through the cache's
+//! mappings by [`image_object`] and built by the same builders as a standalone Mach-O's:
+//! `breakpad::write_cfi::dyld_image_stack_cfi`, a layer above), written as one Breakpad `.sym` file ([`breakpad_sym`]: `FUNC`/`PUBLIC`
+//! records and `STACK CFI` records, as dump_syms writes a Mach-O's) so the tables are
+//! built by the `.sym` builders. The `.sym` file is the one thing of an image the service
+//! keeps (the cache itself is not stored), and what the command-line walk writes on first
+//! use: one form for both, which any Breakpad tool also reads.
 
 use object::read::macho::DyldCache;
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
@@ -189,6 +195,22 @@ pub fn image_symbols(
     })
 }
 
+/// Image `index` of the cache as a Mach-O file whose sections `object` reads through the
+/// cache's mappings (each segment from the subcache that holds it): what its unwind
+/// tables are built from ([`crate::breakpad::write_cfi::dyld_image_stack_cfi`]).
+pub fn image_object<'d>(
+    main: &'d [u8],
+    subcaches: &[&'d [u8]],
+    index: usize,
+) -> Result<object::File<'d>, DyldCacheError> {
+    let cache = DyldCache::<Endianness>::parse(main, subcaches).map_err(malformed)?;
+    let image = cache
+        .images()
+        .nth(index)
+        .ok_or(DyldCacheError::NoImage(index))?;
+    image.parse_object().map_err(malformed)
+}
+
 /// A Mach-O symbol's name as a frame shows it: C's leading underscore dropped.
 fn symbol_name(name: &str) -> String {
     name.strip_prefix('_').unwrap_or(name).to_string()
@@ -327,14 +349,17 @@ fn local_symbols(
     Ok(Some(out))
 }
 
-/// Image `path` with `uuid` and `symbols` (from [`image_symbols`]) as a Breakpad `.sym`
-/// file, names only: a `FUNC` record per name, up to the next name (the last one to the
-/// end of `__text`), as dump_syms sizes functions from a symbol table.
+/// Image `path` with `uuid`, `symbols` (from [`image_symbols`]) and `stack_cfi` (from
+/// `breakpad::write_cfi::dyld_image_stack_cfi`, its `STACK CFI` records; empty for
+/// names only) as a Breakpad
+/// `.sym` file: a `FUNC` record per name, up to the next name (the last one to the end
+/// of `__text`), as dump_syms sizes functions from a symbol table, then the unwind rules.
 pub fn breakpad_sym(
     path: &str,
     uuid: &[u8; 16],
     arch: Option<Arch>,
     symbols: &ImageSymbols,
+    stack_cfi: &str,
 ) -> String {
     use std::fmt::Write;
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -362,6 +387,7 @@ pub fn breakpad_sym(
             }
         }
     }
+    out.push_str(stack_cfi);
     out
 }
 
@@ -380,11 +406,13 @@ mod tests {
                 names: vec![(0x10, "__pthread_kill".into())],
                 text_end: Some(0x18),
             },
+            "STACK CFI INIT 10 8 .cfa: sp 0 + .ra: x30\n",
         );
         assert!(text.starts_with(
             "MODULE mac arm64 ABABABABABABABABABABABABABABABAB0 libsystem_kernel.dylib\n"
         ));
-        assert!(text.ends_with("FUNC 10 8 0 __pthread_kill\n"));
+        assert!(text
+            .ends_with("FUNC 10 8 0 __pthread_kill\nSTACK CFI INIT 10 8 .cfa: sp 0 + .ra: x30\n"));
     }
 
     #[test]

@@ -452,15 +452,27 @@ fn demo_cache(dir: &Path) -> (PathBuf, PathBuf) {
     (demo, symbols)
 }
 
-/// A Mac minidump of a crash in libdemo (loaded at `base`) at `pc`.
-fn demo_minidump(demo: &Path, base: u64, pc: u64) -> Vec<u8> {
+/// A Mac minidump of a crash in libdemo (loaded at `base`) at `pc`, the link register
+/// `lr` (0 for none), no frame pointer.
+fn demo_minidump(demo: &Path, base: u64, pc: u64, lr: u64) -> Vec<u8> {
     let module = apple::MacModule {
         path: "/usr/lib/system/libdemo.dylib".into(),
         base,
         size: 0x8000,
         uuid: apple::uuid_of(&std::fs::read(demo).unwrap()),
     };
-    arm64_minidump((pc, 0), &[0; 8], vec![module])
+    let mut registers = vec![0u64; 33];
+    registers[30] = lr;
+    registers[31] = SP;
+    registers[32] = pc;
+    apple::mac_minidump(&apple::MacCrash {
+        cpu: MacCpu::Arm64,
+        registers,
+        stack_start: SP,
+        stack: vec![0; 64],
+        fault_address: 0,
+        modules: vec![module],
+    })
 }
 
 /// The stack pointer of [`arm64_minidump`]'s thread: its stack starts there.
@@ -529,7 +541,7 @@ fn walk_names_system_frames_from_a_dyld_shared_cache() {
         let want = apple::symbolizer(&demo, address);
         assert_eq!(want[0].function, function, "llvm-symbolizer: {want:?}");
         let dump = dir.path().join(format!("{function}.dmp"));
-        std::fs::write(&dump, demo_minidump(&demo, base, base + address)).unwrap();
+        std::fs::write(&dump, demo_minidump(&demo, base, base + address, 0)).unwrap();
         let report = walk_json(&symbols, &dump);
         assert_eq!(
             frames(&report)[0].0,
@@ -559,7 +571,9 @@ async fn post_parts(c: &reqwest::Client, base: &str, parts: &[(&str, Vec<u8>)]) 
 /// one multipart request) after a crash in one of its images: each image becomes a `.sym`
 /// file filed by its UUID, and the crash is processed again by itself, its frame named as
 /// llvm-symbolizer names the same address of the dylib the cache was made of (a `static`
-/// function: the name comes from the subcache's local symbols). A cache without its
+/// function: the name comes from the subcache's local symbols), and its caller found by
+/// the image's unwind rules (`STACK CFI` in the stored `.sym`: the frameless leaf's
+/// return address in lr), `trust: cfi`. A cache without its
 /// subcache, or a subcache alone, is refused whole and stores nothing.
 #[tokio::test]
 async fn a_dyld_shared_cache_uploaded_after_the_crash_names_its_frames() {
@@ -602,7 +616,13 @@ async fn a_dyld_shared_cache_uploaded_after_the_crash_names_its_frames() {
     let want = apple::symbolizer(&demo, address);
     assert_eq!(want[0].function, "demo_local", "llvm-symbolizer: {want:?}");
     let load = 0x1_9a40_0000u64;
-    let id = common::upload_crash(&c, base, &demo_minidump(&demo, load, load + address)).await;
+    // called from demo_crash: the return address after its `bl`, still in lr (demo_local
+    // is a frameless leaf: its compact unwind says so, and only that says so)
+    let code = apple::disassembly(&demo, "_demo_crash");
+    let call = code.iter().position(|(_, t)| t.contains("\tbl\t")).unwrap();
+    let ret = code[call + 1].0;
+    let dump = demo_minidump(&demo, load, load + address, load + ret);
+    let id = common::upload_crash(&c, base, &dump).await;
     common::poll_done(&c, base, &id).await;
     let report = |v: Value| {
         if v.get("report").is_some() {
@@ -656,6 +676,15 @@ async fn a_dyld_shared_cache_uploaded_after_the_crash_names_its_frames() {
     loop {
         let r = report(common::get_json(&c, format!("{base}/api/v1/crashes/{id}")).await);
         if r["threads"].is_array() && frames(&r)[0].0 == want[0].function {
+            // the caller by the image's unwind rules, which the .sym file carries
+            let caller = &r["threads"][0]["frames"][1];
+            let s = |k: &str| caller[k].as_str().unwrap_or_default().to_string();
+            let want_caller = apple::symbolizer(&demo, ret - 4)[0].function.clone();
+            assert_eq!(
+                (s("function"), s("trust"), s("unwind_source")),
+                (want_caller, "cfi".to_string(), "breakpad".to_string()),
+                "{r}"
+            );
             break;
         }
         assert!(

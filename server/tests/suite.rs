@@ -10,6 +10,7 @@ mod android_tombstones;
 mod api;
 mod apple_reports;
 mod apple_symbols;
+mod apple_symbols_unwind;
 mod bench_cli;
 mod blobs_s3;
 mod common;

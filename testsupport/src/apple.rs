@@ -149,25 +149,36 @@ pub fn build(dir: &Path, source: &str, name: &str, arch: &str) -> Build {
 /// A dylib of `source` (C) for `arm64-apple-macos11`, installed as `install` (its
 /// `LC_ID_DYLIB`), optimized, without DWARF (a system library's), in `dir/name`.
 pub fn build_dylib(dir: &Path, source: &str, name: &str, install: &str) -> PathBuf {
+    build_dylib_for(dir, source, name, install, "arm64", &[])
+}
+
+/// [`build_dylib`] for `arch` (`arm64` or `x86_64`) with extra compiler `flags`
+/// (`-fomit-frame-pointer`).
+pub fn build_dylib_for(
+    dir: &Path,
+    source: &str,
+    name: &str,
+    install: &str,
+    arch: &str,
+    flags: &[&str],
+) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let c = format!("{name}.c");
     std::fs::write(dir.join(&c), source).unwrap();
-    run(
-        "clang",
-        &[
-            "-target",
-            "arm64-apple-macos11",
-            "-O1",
-            "-fuse-ld=lld",
-            "-nostdlib",
-            "-dynamiclib",
-            &format!("-Wl,-install_name,{install}"),
-            &c,
-            "-o",
-            name,
-        ],
-        dir,
-    );
+    let target = format!("{arch}-apple-macos11");
+    let install = format!("-Wl,-install_name,{install}");
+    let mut args = vec!["-target", &target, "-O1"];
+    args.extend_from_slice(flags);
+    args.extend([
+        "-fuse-ld=lld",
+        "-nostdlib",
+        "-dynamiclib",
+        &install,
+        &c,
+        "-o",
+        name,
+    ]);
+    run("clang", &args, dir);
     dir.join(name)
 }
 

@@ -1,8 +1,8 @@
 //! A minimal dyld shared cache writer, for tests without a Mac: small dylibs of our own
-//! (built with clang for `arm64-apple-macos11`, ld64.lld) laid out as the parts of
+//! (built with clang for `arm64-apple-macos11` or `x86_64-apple-macos11`, ld64.lld) laid out as the parts of
 //! `dyld_cache_format.h` that readers use, the way Apple's cache builder lays them out:
 //!
-//! - the main file: a `dyld_cache_header` (magic `dyld_v1   arm64`, a header long enough
+//! - the main file: a `dyld_cache_header` (magic `dyld_v1   arm64` or `dyld_v1  x86_64`, as the dylibs' `cputype` says, a header long enough
 //!   to carry `symbolFileUUID`, the subcache array (empty) and the image array), one
 //!   `dyld_cache_mapping_and_slide_info` mapping the whole file at `shared_region_start`
 //!   (no slide info), a `dyld_cache_image_info` and install path per image, then each
@@ -178,7 +178,11 @@ fn rebase(b: &mut [u8], off: u64, addr: u64) -> Locals {
 /// Writes the cache of `dylibs` to `main` and `<main>.symbols`; returns where each image
 /// was placed.
 pub fn write(dylibs: &[Dylib], main: &Path) -> Vec<Placed> {
-    let magic = b"dyld_v1   arm64\0";
+    // the cache's architecture is its dylibs' (the first one's `cputype`)
+    let magic = match dylibs.first().map(|d| u32_at(&d.bytes, 4)) {
+        Some(t) if t == macho::CPU_TYPE_X86_64.0 => b"dyld_v1  x86_64\0",
+        _ => b"dyld_v1   arm64\0",
+    };
     let symbols_uuid = [0x5a; 16];
     let mut head = new_header(magic, [0xa5; 16]);
     let hs = header_size();

@@ -11,6 +11,9 @@
 //! - [`index`] indexes a file for one walk and builds those tables only for the records
 //!   the walk needs, with the two builders.
 //!
+//! [`write_cfi`] goes the other way: an unwind table written as `STACK CFI` records
+//! (a dyld shared cache's images get `.sym` files with their unwind rules).
+//!
 //! All three split the text into lines with [`text`] and read each line with
 //! [`tokenize`]: one reading of each record kind, so the index skips exactly the records
 //! the builders skip and a malformed line means the same to every reader. The builders
@@ -24,5 +27,6 @@ pub mod symbols;
 pub(crate) mod text;
 pub(crate) mod tokenize;
 pub mod unwind;
+pub mod write_cfi;
 
 pub use tokenize::{parse_code_id_line, parse_module_line, BreakpadModule};

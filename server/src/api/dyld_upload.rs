@@ -1,9 +1,10 @@
 //! A dyld shared cache as an upload (issue 38): Apple's system libraries
 //! (`libsystem_kernel`, `libdispatch`, `CoreFoundation`, …) live in the cache, not as
 //! files, so a team uploads the cache it extracted from a device or a restore image and
-//! every image in it becomes a Breakpad `.sym` file of its names, filed by the image's
-//! `LC_UUID` like any other symbol file: crashes that named those images get names, and
-//! the crashes waiting for them are processed again.
+//! every image in it becomes a Breakpad `.sym` file of its names and its unwind rules
+//! (`STACK CFI` records from its `__unwind_info` and `__eh_frame`), filed by the image's
+//! `LC_UUID` like any other symbol file: crashes that named those images get names and
+//! unwind through them, and the crashes waiting for them are processed again.
 //!
 //! The cache and its subcaches (`dyld_shared_cache_arm64e`, `….01`, `….symbols`) come in one
 //! multipart request, each part under its file name: a subcache is told by its name (the
@@ -14,9 +15,11 @@
 //! cache before macOS 12 is one file. The parts are mapped, never read into memory; the
 //! names are read as the command-line walk reads them ([`engine::dyld_cache`]: headers,
 //! each image's symbol table and the cache's local symbols, every count and offset
-//! checked). Images with no name at all give no file. The cache itself is not stored: its
-//! names are, which is what a walk of Apple's code takes from it (system frames unwind by
-//! frame pointers). The work is blocking, done on the blocking pool.
+//! checked) and the unwind rules as [`engine::breakpad::write_cfi::dyld_image_stack_cfi`] builds them.
+//! Images with neither names nor rules give no file. The cache itself is not stored: its
+//! names and rules are, in the `.sym` form every symbol file of the service already has
+//! (no second kind of stored table), which is what a walk of Apple's code takes from
+//! it. The work is blocking, done on the blocking pool.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -143,10 +146,15 @@ fn cache_syms(staging: &Staging, main: &[u8], subs: &[&[u8]]) -> Result<Vec<Name
     let mut out = Vec::with_capacity(images.len());
     for image in images {
         let symbols = dyld_cache::image_symbols(main, subs, image.index).map_err(malformed)?;
-        if symbols.names.is_empty() {
+        // an image whose unwind tables cannot be built keeps its names (its frames
+        // unwind by frame pointers, as before)
+        let cfi = engine::breakpad::write_cfi::dyld_image_stack_cfi(main, subs, image.index)
+            .map(|c| c.text)
+            .unwrap_or_default();
+        if symbols.names.is_empty() && cfi.is_empty() {
             continue;
         }
-        let text = dyld_cache::breakpad_sym(&image.path, &image.uuid, arch, &symbols);
+        let text = dyld_cache::breakpad_sym(&image.path, &image.uuid, arch, &symbols, &cfi);
         let blob = staging
             .from_reader(&mut text.as_bytes())?
             .map_err(|e| ApiError::Store(StoreError::BlobRead(e)))?;

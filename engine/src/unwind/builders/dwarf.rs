@@ -97,6 +97,19 @@ pub fn build_from_elf(data: &[u8], extra: &[&[u8]]) -> Result<BuiltTable, Unwind
     Ok(built)
 }
 
+/// Builds the unwind table of a Mach-O image already parsed (a dyld shared cache's image,
+/// whose sections `object` reads through the cache's mappings): `__eh_frame` (priority 0)
+/// and `__unwind_info` (priority 1, its DWARF escapes checked against `__eh_frame`), as
+/// [`build_from_elf`] builds a standalone Mach-O's.
+pub fn build_from_macho(file: &object::File<'_>) -> Result<BuiltTable, UnwindError> {
+    let arch = binary::arch_of(file)
+        .ok_or_else(|| UnwindError::UnsupportedArch(format!("{:?}", file.architecture())))?;
+    let mut w = TableWriter::new(arch);
+    add_elf_sections(&mut w, file, true)?;
+    super::compact_unwind::add_macho_compact_unwind(&mut w, file);
+    Ok(w.finish())
+}
+
 /// Adds `.eh_frame` (priority 0) and `.debug_frame` (priority 1) rows of one file.
 pub fn add_elf_sections(
     w: &mut TableWriter,
