@@ -68,7 +68,9 @@ export DEBIAN_FRONTEND=noninteractive
 # The suite is hermetic: a walk asks no remote source unless a test names one (a
 # machine's profile may set DEBUGINFOD_URLS for gdb, which `postmortem walk` honours).
 unset DEBUGINFOD_URLS
-$SUDO apt-get update
+# A mirror that serves one index badly (seen here: bookworm-security's i386 index,
+# truncated) fails the update, not the install: the lists already on the machine are used.
+$SUDO apt-get update || echo "test.sh: apt-get update failed; installing from the package lists already here" >&2
 $SUDO apt-get install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl debuginfod \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
