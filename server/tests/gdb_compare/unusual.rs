@@ -170,7 +170,15 @@ fn abort_called_by_the_last_instruction_of_text() {
         .expect("readelf lists .text");
     let (gdb, _) = check(&crashed, |gdb| {
         assert_eq!(gdb.signal, Some(SIGABRT));
-        expect_stack(gdb, &["__pthread_kill_implementation", "__GI_abort", "die_after", "main"]);
+        expect_stack(
+            gdb,
+            &[
+                "__pthread_kill_implementation",
+                "__GI_abort",
+                "die_after",
+                "main",
+            ],
+        );
     });
     // the case tests what it says: die_after's return address is the end of .text
     let die_after = gdb

@@ -3,7 +3,7 @@
 //! `Path`, `Code Type`, `OS Version`, `Exception Type`, `Exception Codes`, `Termination
 //! Reason`, `Crashed Thread` / `Triggered by Thread`), `Application Specific
 //! Information`, the `Thread N:` / `Thread N Crashed:` frame lists (and `Last Exception
-//! Backtrace:`), the crashed thread's `Thread State` registers and the `Binary Images:`
+//! Backtrace:`, in frame lines or, as older iOS wrote it, one line of addresses), the crashed thread's `Thread State` registers and the `Binary Images:`
 //! section with load ranges and UUIDs.
 //!
 //! A frame line is `N  image  0xADDRESS rest`, where `rest` is `0xLOAD + offset`,
@@ -102,6 +102,9 @@ impl Reader {
         }
         match self.section {
             Section::Thread(i) => self.frame(n, Some(i), trimmed),
+            Section::LastException if trimmed.starts_with('(') => {
+                self.one_line_backtrace(n, trimmed)
+            }
             Section::LastException => self.frame(n, None, trimmed),
             Section::State => {
                 self.registers(trimmed);
@@ -264,6 +267,33 @@ impl Reader {
         frame.address = address;
         frames.push(frame);
         self.pending.push((thread, frames.len() - 1, image_name));
+        Ok(())
+    }
+
+    /// The last exception backtrace as older iOS wrote it, on one line of return
+    /// addresses: `(0x1850a9d8c 0x1842635ec …)`. Each is matched to an image by address.
+    fn one_line_backtrace(&mut self, n: usize, line: &str) -> Result<(), AppleError> {
+        let inner = line.trim_start_matches('(').trim_end_matches(')');
+        for word in inner.split_whitespace() {
+            let address = hex(word).ok_or_else(|| AppleError::Line {
+                line: n,
+                why: "a word of the one-line last exception backtrace is no address".into(),
+            })?;
+            let frames = &mut self.report.last_exception_backtrace;
+            if frames.len() >= MAX_FRAMES {
+                return Err(AppleError::TooMany {
+                    what: "frames in one thread",
+                    count: frames.len() + 1,
+                    max: MAX_FRAMES,
+                });
+            }
+            frames.push(Frame {
+                address,
+                ..Frame::default()
+            });
+            self.pending.push((None, frames.len() - 1, String::new()));
+        }
+        self.section = Section::Other;
         Ok(())
     }
 
@@ -552,5 +582,30 @@ Binary Images:
         ));
         let ppc = "Code Type: PPC\nThread 0:\n0 a 0x1 0x0 + 1\n";
         assert!(matches!(parse(ppc.as_bytes()), Err(AppleError::Arch(_))));
+    }
+
+    #[test]
+    fn a_one_line_last_exception_backtrace_is_read_by_address() {
+        let text = CRASH.replace(
+            "Thread 0 Crashed::",
+            "Last Exception Backtrace:\n(0x10e311e45 0x10e311e80 0x7)\n\nThread 0 Crashed::",
+        );
+        let r = parse(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let b = &r.last_exception_backtrace;
+        let got: Vec<(u64, Option<usize>)> = b.iter().map(|f| (f.address, f.image)).collect();
+        assert_eq!(
+            got,
+            [(0x10e311e45, Some(0)), (0x10e311e80, Some(0)), (0x7, None)]
+        );
+        assert_eq!(
+            r.threads[0].frames.len(),
+            3,
+            "the thread after it is read as before"
+        );
+        let bad = CRASH.replace(
+            "Thread 0 Crashed::",
+            "Last Exception Backtrace:\n(0x10e311e45 zz)\n\nThread 0 Crashed::",
+        );
+        assert!(parse(bad.as_bytes()).is_err());
     }
 }
