@@ -107,7 +107,7 @@ stop_workers() {
 peak_kib() { # pid...: the sum of their peak resident sets, KiB
     local total=0 kib
     for pid in "$@"; do
-        kib="$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$pid/status" 2>/dev/null)"
+        kib="$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$pid/status" 2>/dev/null)"
         total=$((total + ${kib:-0}))
     done
     echo "$total"
