@@ -99,6 +99,11 @@ impl Hex {
         Hex { buf, start }
     }
 
+    /// The spelling's bytes (ASCII).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or_default()
+    }
+
     /// The spelling.
     pub(crate) fn as_str(&self) -> &str {
         // only ASCII digits and `x` are ever written
