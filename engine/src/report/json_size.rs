@@ -51,6 +51,8 @@ const INT128: usize = 40;
 const FLOAT: usize = 32;
 /// `null`.
 const NULL: usize = 4;
+/// The widest report address, quoted: `"0xffffffffffffffff"`.
+const ADDR: usize = 2 + 2 + 16;
 
 /// The running bound.
 struct Bound(usize);
@@ -150,9 +152,13 @@ impl ser::Serializer for &mut Bound {
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
-        _name: &'static str,
+        name: &'static str,
         v: &T,
     ) -> Result<(), Unbounded> {
+        if name == super::addr::ADDR_NEWTYPE {
+            // a report address: at widest `"0x` and 16 digits`"`, not spelled to count
+            return self.add(ADDR);
+        }
         v.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -334,6 +340,20 @@ mod tests {
             super::string("abcdefgh-ijklmnop"),
             exact("abcdefgh-ijklmnop")
         );
+    }
+
+    #[test]
+    fn an_address_is_bounded_by_its_widest_spelling_without_being_spelled() {
+        use crate::report::Addr;
+        // the widest is exact (as serde_json writes it), the others under it
+        assert_eq!(at_most(&Addr(u64::MAX)), exact(&Addr(u64::MAX)));
+        for v in [0, 1, 0x7f3a1c, u64::MAX >> 4] {
+            assert_eq!(at_most(&Addr(v)), 20);
+            assert!(exact(&Addr(v)) <= 20);
+        }
+        // as a map value and a key too
+        let m: std::collections::BTreeMap<Addr, Addr> = [(Addr(u64::MAX), Addr(u64::MAX))].into();
+        assert_eq!(at_most(&m), exact(&m));
     }
 
     #[test]

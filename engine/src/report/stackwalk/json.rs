@@ -7,6 +7,7 @@
 //! it was a `serde_json::Value` tree (a sorted map): the bytes are the same as before
 //! (`tree.rs`, the old rendering, is the tests' reference).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::ser::{Error as _, SerializeSeq, Serializer};
@@ -30,6 +31,47 @@ pub struct Document<'r> {
     /// Frames are written by hand ([`FrameDoc::write_compact`]) and handed to the writer
     /// as [`Raw`] text: only when [`write_json`] writes the compact document.
     raw_frames: bool,
+    /// Written by hand, the crashed thread's frames as `crashing_thread` has them, for its
+    /// copy in `threads`.
+    crashed_frames: RefCell<FrameTexts>,
+}
+
+/// The text of one thread's frames, kept as they are written by hand: the crashed thread
+/// is in the document twice, with the same frames but the first (in `crashing_thread` it
+/// carries the registers), and a deep one's frames are most of the document.
+#[derive(Default)]
+struct FrameTexts {
+    /// Whose frames: the thread's address in the report (a number, which keeps the
+    /// document `Send`).
+    thread: Option<usize>,
+    text: Vec<u8>,
+    /// Where each frame's text is in `text`, by frame number (the first is never kept).
+    frames: Vec<std::ops::Range<usize>>,
+}
+
+/// Where `t` is: which thread of the report it is.
+fn address(t: &Thread) -> usize {
+    std::ptr::from_ref(t) as usize
+}
+
+impl FrameTexts {
+    /// Frame `i` of thread `t`, if kept.
+    fn get(&self, t: &Thread, i: usize) -> Option<&[u8]> {
+        let ours = self.thread == Some(address(t));
+        let range = self.frames.get(i).filter(|_| ours)?;
+        self.text.get(range.clone()).filter(|t| !t.is_empty())
+    }
+
+    /// Keeps `text` as frame `i` of thread `t`.
+    fn keep(&mut self, t: &Thread, i: usize, text: &[u8]) {
+        if self.thread.is_none() {
+            self.thread = Some(address(t));
+        }
+        let start = self.text.len();
+        self.text.extend_from_slice(text);
+        self.frames.resize(i, 0..0);
+        self.frames.push(start..self.text.len());
+    }
 }
 
 /// The report as minidump-stackwalk's `--json` document.
@@ -45,6 +87,7 @@ pub fn document(report: &Report) -> Document<'_> {
         width: Width::of(report.dump.arch),
         looked_for,
         raw_frames: false,
+        crashed_frames: RefCell::default(),
     }
 }
 
@@ -80,6 +123,7 @@ impl Serialize for Document<'_> {
                 report,
                 width,
                 raw_frames: self.raw_frames,
+                crashed_frames: &self.crashed_frames,
                 registers: Some(gprs(t, report.dump.arch, width).into_iter().collect()),
                 threads_index: Some(c.thread),
             })
@@ -135,6 +179,7 @@ impl Serialize for Document<'_> {
                 report,
                 width,
                 raw_frames: self.raw_frames,
+                crashed_frames: &self.crashed_frames,
                 registers: None,
                 threads_index: None,
             }),
@@ -307,6 +352,8 @@ struct ThreadDoc<'a> {
     width: Width,
     /// The document's [`Document::raw_frames`].
     raw_frames: bool,
+    /// The document's [`Document::crashed_frames`].
+    crashed_frames: &'a RefCell<FrameTexts>,
     /// The crashed thread's copy: its registers, on its first frame.
     registers: Option<BTreeMap<&'static str, String>>,
     threads_index: Option<usize>,
@@ -351,12 +398,21 @@ impl Serialize for Frames<'_> {
         let mut i = 0;
         // one frame's text at a time, when written by hand
         let mut text = Vec::new();
+        // the crashed thread's copy with the registers keeps its frames' text, for the
+        // other copy to reuse
+        let keeping = doc.raw_frames && doc.registers.is_some();
+        let kept = doc.crashed_frames;
         for (p, f) in frames.iter().enumerate() {
             if f.inlined {
                 continue;
             }
             let inlines = frames.get(start..p).unwrap_or_default();
             start = p + 1;
+            if let Some(t) = kept.borrow().get(doc.thread, i).filter(|_| doc.raw_frames) {
+                seq.serialize_element(&Raw(t))?;
+                i += 1;
+                continue;
+            }
             let at = Address::of(f, i, arch);
             let hex = |v: u64| Hex(v, doc.width);
             let frame = FrameDoc {
@@ -377,6 +433,9 @@ impl Serialize for Frames<'_> {
             if doc.raw_frames && frame.registers.is_none() {
                 text.clear();
                 frame.write_compact(&mut text).map_err(S::Error::custom)?;
+                if keeping {
+                    kept.borrow_mut().keep(doc.thread, i, &text);
+                }
                 seq.serialize_element(&Raw(&text))?;
             } else {
                 seq.serialize_element(&frame)?;
