@@ -377,9 +377,11 @@ mod tests {
             assert_eq!(at_most(&Addr(v)), 20);
             assert!(exact(&Addr(v)) <= 20);
         }
-        // as a map value and a key too
+        // as a map value and a key too (the map's own slack: a comma counted with its
+        // first entry, and quotes for a key that might be a number)
         let m: std::collections::BTreeMap<Addr, Addr> = [(Addr(u64::MAX), Addr(u64::MAX))].into();
-        assert_eq!(at_most(&m), exact(&m));
+        let (bound, len) = (at_most(&m), exact(&m));
+        assert!(bound >= len && bound <= len + 3, "{bound} vs {len}");
     }
 
     #[test]
