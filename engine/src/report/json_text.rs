@@ -8,7 +8,8 @@
 //! piece when it has none (nearly always); everything else is written as serde_json
 //! writes it (its escapes, its integer spellings, its floats — delegated to it —, its
 //! pretty layout: two spaces, `": "`, `[]` and `{}` for empty ones). The tests compare
-//! the two on the fixture reports and on values of every shape serde has.
+//! the two on the fixture reports and on values of every shape serde has. A value may
+//! also be JSON text written by hand ([`Raw`]), written as it is.
 
 use std::fmt;
 use std::io::{self, Write};

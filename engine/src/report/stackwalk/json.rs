@@ -6,6 +6,11 @@
 //! The keys of every object are declared in byte order, the order the document had when
 //! it was a `serde_json::Value` tree (a sorted map): the bytes are the same as before
 //! (`tree.rs`, the old rendering, is the tests' reference).
+//!
+//! [`write_json`]'s compact document, `--json`, has its frames written by hand instead
+//! ([`FrameDoc::write_compact`]: a deep thread's frames are nearly all of it, and serde's
+//! per-field calls were most of their cost), the crashed thread's once for its two
+//! copies; the serde path stays for `--pretty` and for every other serializer.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
