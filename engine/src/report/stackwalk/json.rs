@@ -67,6 +67,15 @@ impl FrameTexts {
         self.text.get(range.clone()).filter(|t| !t.is_empty())
     }
 
+    /// Room for `frames` frames' text at once: grown by doubling, the buffer's fresh
+    /// pages were about twice the text's (each earlier, smaller copy touched too), a
+    /// thousand page faults for a deep thread; reserved, only the pages written are
+    /// touched (a frame's text is nearly always under the 512 bytes taken).
+    fn reserve(&mut self, frames: usize) {
+        self.text.reserve(frames.saturating_mul(512));
+        self.frames.reserve(frames);
+    }
+
     /// Keeps `text` as frame `i` of thread `t`.
     fn keep(&mut self, t: &Thread, i: usize, text: &[u8]) {
         if self.thread.is_none() {
@@ -398,7 +407,8 @@ impl Serialize for Frames<'_> {
         let doc = self.0;
         let frames = &doc.thread.frames;
         let arch = doc.report.dump.arch;
-        let mut seq = s.serialize_seq(Some(frames.iter().filter(|f| !f.inlined).count()))?;
+        let count = frames.iter().filter(|f| !f.inlined).count();
+        let mut seq = s.serialize_seq(Some(count))?;
         let mut start = 0;
         let mut i = 0;
         // one frame's text at a time, when written by hand
@@ -407,6 +417,9 @@ impl Serialize for Frames<'_> {
         // other copy to reuse
         let keeping = doc.raw_frames && doc.registers.is_some();
         let kept = doc.crashed_frames;
+        if keeping {
+            kept.borrow_mut().reserve(count);
+        }
         for (p, f) in frames.iter().enumerate() {
             if f.inlined {
                 continue;
