@@ -367,15 +367,26 @@ fn write_to(
                 .with_context(|| format!("writing {}", p.display()))
         }
         None => {
-            let mut out: Out<'_> = std::io::BufWriter::with_capacity(
-                OUTPUT_BUFFER,
-                Box::new(std::io::stdout().lock()),
-            );
+            let mut out: Out<'_> = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout());
             match write(&mut out).and_then(|()| out.flush()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
                 _ => Ok(()),
             }
         }
+    }
+}
+
+/// Standard output for the report: a file on a duplicate of its descriptor, so that each
+/// full buffer is one `write`. (`std::io::stdout()` is line-buffered: it searches every
+/// buffer it is handed for its last newline, a pass over the whole output — 5 M
+/// instructions of a deep `--json` document.) Where the descriptor cannot be duplicated,
+/// `std::io::stdout()` itself.
+fn stdout() -> Box<dyn std::io::Write> {
+    use std::os::fd::AsFd;
+    let stdout = std::io::stdout();
+    match stdout.as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(stdout.lock()),
     }
 }
 

@@ -65,9 +65,22 @@ impl fmt::LowerHex for Addr {
     }
 }
 
+/// The newtype name an [`Addr`] is serialized under. Serializers pass a newtype through
+/// to its content, the spelling, so the text is the same; `json_size`'s bound, which
+/// only needs the widest spelling (`"0x` and 16 digits`"`), takes it from the name
+/// without spelling the address (a deep report has tens of thousands).
+pub(crate) const ADDR_NEWTYPE: &str = "$postmortem::report::Addr";
+
 impl Serialize for Addr {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(Hex::new(self.0, 1).as_str())
+        /// The spelling, made only when a serializer asks for it.
+        struct Spelled(u64);
+        impl Serialize for Spelled {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(Hex::new(self.0, 1).as_str())
+            }
+        }
+        s.serialize_newtype_struct(ADDR_NEWTYPE, &Spelled(self.0))
     }
 }
 
@@ -97,6 +110,11 @@ impl Hex {
         buf[start + 1] = b'x';
         buf[start] = b'0';
         Hex { buf, start }
+    }
+
+    /// The spelling's bytes (ASCII).
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or_default()
     }
 
     /// The spelling.

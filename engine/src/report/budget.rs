@@ -124,8 +124,9 @@ const WARNING_ROOM: usize = 512;
 /// after the first, then warnings. Adds a `report-cut` warning saying what went.
 pub fn fit(report: &mut Report, max_bytes: usize) {
     // the exact count costs what writing the report costs; a report whose bound is
-    // within the budget is too
-    if json_size::at_most(report) <= max_bytes {
+    // within the budget is too (the bound without reading strings first: it is nearly
+    // always enough, and costs less again)
+    if json_size::at_most_unread(report) <= max_bytes || json_size::at_most(report) <= max_bytes {
         return;
     }
     let total = json_len(report);

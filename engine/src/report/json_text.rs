@@ -8,7 +8,8 @@
 //! piece when it has none (nearly always); everything else is written as serde_json
 //! writes it (its escapes, its integer spellings, its floats — delegated to it —, its
 //! pretty layout: two spaces, `": "`, `[]` and `{}` for empty ones). The tests compare
-//! the two on the fixture reports and on values of every shape serde has.
+//! the two on the fixture reports and on values of every shape serde has. A value may
+//! also be JSON text written by hand ([`Raw`]), written as it is.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -22,6 +23,7 @@ pub fn write<W: Write, T: Serialize + ?Sized>(out: W, v: &T, pretty: bool) -> io
         pretty,
         indent: 0,
         has_value: false,
+        raw: false,
     };
     v.serialize(&mut s).map_err(|Error(e)| e)
 }
@@ -32,6 +34,72 @@ struct Json<W> {
     pretty: bool,
     indent: usize,
     has_value: bool,
+    /// The next bytes are a [`Raw`] piece of JSON text: written as they are.
+    raw: bool,
+}
+
+/// JSON text made elsewhere (a value written by hand, compact), written by [`write`] as it
+/// is where a value is expected: for the few hot objects of a report whose fields cost
+/// more through serde's per-field calls than the rest of the writing. Only for this
+/// writer's compact output: it is not re-indented, and any other serializer writes it as
+/// a byte array.
+pub(crate) struct Raw<'a>(pub(crate) &'a [u8]);
+
+/// The newtype name [`Raw`] is marked with (as serde_json's `RawValue` is).
+const RAW: &str = "$postmortem::json_text::Raw";
+
+impl Serialize for Raw<'_> {
+    fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Bytes<'a>(&'a [u8]);
+        impl Serialize for Bytes<'_> {
+            fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(self.0)
+            }
+        }
+        s.serialize_newtype_struct(RAW, &Bytes(self.0))
+    }
+}
+
+/// `s` as a JSON string, quoted and escaped as serde_json escapes it.
+pub(crate) fn write_string<W: Write>(out: &mut W, s: &str) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    write_fragment(out, s)?;
+    out.write_all(b"\"")
+}
+
+/// The contents of a string, escaped (no quotes).
+fn write_fragment<W: Write>(out: &mut W, s: &str) -> io::Result<()> {
+    let bytes = s.as_bytes();
+    if escapes_at_most(bytes) == 0 {
+        return out.write_all(bytes);
+    }
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if let Some(e) = escape(b) {
+            out.write_all(bytes.get(start..i).unwrap_or_default())?;
+            out.write_all(e)?;
+            start = i + 1;
+        }
+    }
+    out.write_all(bytes.get(start..).unwrap_or_default())
+}
+
+/// `v` in decimal, as serde_json spells it.
+pub(crate) fn write_u64<W: Write>(out: &mut W, v: u64) -> io::Result<()> {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut rest = v;
+    loop {
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'0' + (rest % 10) as u8;
+        }
+        rest /= 10;
+        if rest == 0 || i == 0 {
+            break;
+        }
+    }
+    out.write_all(buf.get(i..).unwrap_or_default())
 }
 
 /// An I/O error, or a value serde_json would refuse (a map key that is no string).
@@ -67,17 +135,16 @@ type R = Result<(), Error>;
 pub(crate) fn escapes_at_most(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    // whether some byte of `w` is below `n` (n <= 128)
-    let below = |w: u64, n: u64| w.wrapping_sub(ONES * n) & !w & HIGH != 0;
+    // the high bit of each byte of `w` below `n` (n <= 128), and maybe of the bytes
+    // after such a byte (a borrow): nonzero exactly when some byte is below `n`
+    let below = |w: u64, n: u64| w.wrapping_sub(ONES * n) & !w & HIGH;
+    // 8 for a word holding an escaped byte, else 0: one mask, no branch (the three tests
+    // as `||` were a branch each, and most of the time spent on a report's strings)
     let flagged = |w: u64| {
         let any = below(w, 0x20)
-            || below(w ^ (ONES * u64::from(b'"')), 1)
-            || below(w ^ (ONES * u64::from(b'\\')), 1);
-        if any {
-            8
-        } else {
-            0
-        }
+            | below(w ^ (ONES * u64::from(b'"')), 1)
+            | below(w ^ (ONES * u64::from(b'\\')), 1);
+        usize::from(any != 0) * 8
     };
     let load = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
     let n = bytes.len();
@@ -144,26 +211,11 @@ fn escape(b: u8) -> Option<&'static [u8]> {
 impl<W: Write> Json<W> {
     /// The contents of a string, escaped (no quotes).
     fn fragment(&mut self, s: &str) -> io::Result<()> {
-        let bytes = s.as_bytes();
-        if escapes_at_most(bytes) == 0 {
-            return self.out.write_all(bytes);
-        }
-        let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if let Some(e) = escape(b) {
-                self.out
-                    .write_all(bytes.get(start..i).unwrap_or_default())?;
-                self.out.write_all(e)?;
-                start = i + 1;
-            }
-        }
-        self.out.write_all(bytes.get(start..).unwrap_or_default())
+        write_fragment(&mut self.out, s)
     }
 
     fn string(&mut self, s: &str) -> R {
-        self.out.write_all(b"\"")?;
-        self.fragment(s)?;
-        self.out.write_all(b"\"")?;
+        write_string(&mut self.out, s)?;
         Ok(())
     }
 
@@ -309,20 +361,7 @@ impl<'a, W: Write> ser::Serializer for &'a mut Json<W> {
         self.serialize_u64(u64::from(v))
     }
     fn serialize_u64(self, v: u64) -> R {
-        let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        let mut rest = v;
-        loop {
-            i -= 1;
-            if let Some(d) = buf.get_mut(i) {
-                *d = b'0' + (rest % 10) as u8;
-            }
-            rest /= 10;
-            if rest == 0 || i == 0 {
-                break;
-            }
-        }
-        self.out.write_all(buf.get(i..).unwrap_or_default())?;
+        write_u64(&mut self.out, v)?;
         Ok(())
     }
     fn serialize_u128(self, v: u128) -> R {
@@ -342,6 +381,10 @@ impl<'a, W: Write> ser::Serializer for &'a mut Json<W> {
     }
     fn serialize_bytes(self, v: &[u8]) -> R {
         use ser::SerializeSeq;
+        if std::mem::take(&mut self.raw) {
+            self.out.write_all(v)?;
+            return Ok(());
+        }
         let mut seq = self.serialize_seq(Some(v.len()))?;
         for b in v {
             seq.serialize_element(b)?;
@@ -364,8 +407,12 @@ impl<'a, W: Write> ser::Serializer for &'a mut Json<W> {
     fn serialize_unit_variant(self, _name: &'static str, _i: u32, variant: &'static str) -> R {
         self.string(variant)
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, v: &T) -> R {
-        v.serialize(self)
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, v: &T) -> R {
+        // a `Raw`'s text is its bytes, written as they are
+        self.raw = name == RAW;
+        let written = v.serialize(&mut *self);
+        self.raw = false;
+        written
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
         self,

@@ -6,16 +6,23 @@
 //! The keys of every object are declared in byte order, the order the document had when
 //! it was a `serde_json::Value` tree (a sorted map): the bytes are the same as before
 //! (`tree.rs`, the old rendering, is the tests' reference).
+//!
+//! [`write_json`]'s compact document, `--json`, has its frames written by hand instead
+//! ([`FrameDoc::write_compact`]: a deep thread's frames are nearly all of it, and serde's
+//! per-field calls were most of their cost), the crashed thread's once for its two
+//! copies; the serde path stays for `--pretty` and for every other serializer.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::ser::{SerializeSeq, Serializer};
+use serde::ser::{Error as _, SerializeSeq, Serializer};
 use serde::Serialize;
 
 use super::{
     access_type, adjusted, bit_flips, cpu_name, crash_type, debug_file, gprs, main_first, os_name,
     trust_name, Address, Adjusted, BitFlip, Width, NIL_DEBUG_ID,
 };
+use crate::report::json_text::{write_string, write_u64, Raw};
 use crate::report::{Frame, Module, Report, Thread};
 
 /// The document, borrowing the report it renders. Serialize it with any serde
@@ -26,6 +33,59 @@ pub struct Document<'r> {
     /// The modules a frame landed in: minidump-stackwalk looks for those modules'
     /// symbols only, and says they are missing only of them.
     looked_for: BTreeSet<usize>,
+    /// Frames are written by hand ([`FrameDoc::write_compact`]) and handed to the writer
+    /// as [`Raw`] text: only when [`write_json`] writes the compact document.
+    raw_frames: bool,
+    /// Written by hand, the crashed thread's frames as `crashing_thread` has them, for its
+    /// copy in `threads`.
+    crashed_frames: RefCell<FrameTexts>,
+}
+
+/// The text of one thread's frames, kept as they are written by hand: the crashed thread
+/// is in the document twice, with the same frames but the first (in `crashing_thread` it
+/// carries the registers), and a deep one's frames are most of the document.
+#[derive(Default)]
+struct FrameTexts {
+    /// Whose frames: the thread's address in the report (a number, which keeps the
+    /// document `Send`).
+    thread: Option<usize>,
+    text: Vec<u8>,
+    /// Where each frame's text is in `text`, by frame number (the first is never kept).
+    frames: Vec<std::ops::Range<usize>>,
+}
+
+/// Where `t` is: which thread of the report it is.
+fn address(t: &Thread) -> usize {
+    std::ptr::from_ref(t) as usize
+}
+
+impl FrameTexts {
+    /// Frame `i` of thread `t`, if kept.
+    fn get(&self, t: &Thread, i: usize) -> Option<&[u8]> {
+        let ours = self.thread == Some(address(t));
+        let range = self.frames.get(i).filter(|_| ours)?;
+        self.text.get(range.clone()).filter(|t| !t.is_empty())
+    }
+
+    /// Room for `frames` frames' text at once: grown by doubling, the buffer's fresh
+    /// pages were about twice the text's (each earlier, smaller copy touched too), a
+    /// thousand page faults for a deep thread; reserved, only the pages written are
+    /// touched (a frame's text is nearly always under the 512 bytes taken).
+    fn reserve(&mut self, frames: usize) {
+        self.text.reserve(frames.saturating_mul(512));
+        self.frames.reserve(frames);
+    }
+
+    /// Keeps `text` as frame `i` of thread `t`.
+    fn keep(&mut self, t: &Thread, i: usize, text: &[u8]) {
+        if self.thread.is_none() {
+            self.thread = Some(address(t));
+        }
+        let start = self.text.len();
+        self.text.extend_from_slice(text);
+        self.frames.resize(i, 0..0);
+        self.frames.push(start..self.text.len());
+    }
 }
 
 /// The report as minidump-stackwalk's `--json` document.
@@ -40,6 +100,8 @@ pub fn document(report: &Report) -> Document<'_> {
         report,
         width: Width::of(report.dump.arch),
         looked_for,
+        raw_frames: false,
+        crashed_frames: RefCell::default(),
     }
 }
 
@@ -50,7 +112,9 @@ pub fn write_json<W: std::io::Write>(
     mut out: W,
     pretty: bool,
 ) -> std::io::Result<()> {
-    let doc = document(report);
+    let mut doc = document(report);
+    // compact, a deep thread's frames are written by hand: most of the document
+    doc.raw_frames = !pretty;
     // serde_json's bytes, written faster (`report::json_text`)
     crate::report::json_text::write(&mut out, &doc, pretty)?;
     out.write_all(b"\n")
@@ -72,6 +136,8 @@ impl Serialize for Document<'_> {
                 thread: t,
                 report,
                 width,
+                raw_frames: self.raw_frames,
+                crashed_frames: &self.crashed_frames,
                 registers: Some(gprs(t, report.dump.arch, width).into_iter().collect()),
                 threads_index: Some(c.thread),
             })
@@ -126,6 +192,8 @@ impl Serialize for Document<'_> {
                 thread: t,
                 report,
                 width,
+                raw_frames: self.raw_frames,
+                crashed_frames: &self.crashed_frames,
                 registers: None,
                 threads_index: None,
             }),
@@ -296,6 +364,10 @@ struct ThreadDoc<'a> {
     thread: &'a Thread,
     report: &'a Report,
     width: Width,
+    /// The document's [`Document::raw_frames`].
+    raw_frames: bool,
+    /// The document's [`Document::crashed_frames`].
+    crashed_frames: &'a RefCell<FrameTexts>,
     /// The crashed thread's copy: its registers, on its first frame.
     registers: Option<BTreeMap<&'static str, String>>,
     threads_index: Option<usize>,
@@ -335,18 +407,33 @@ impl Serialize for Frames<'_> {
         let doc = self.0;
         let frames = &doc.thread.frames;
         let arch = doc.report.dump.arch;
-        let mut seq = s.serialize_seq(Some(frames.iter().filter(|f| !f.inlined).count()))?;
+        let count = frames.iter().filter(|f| !f.inlined).count();
+        let mut seq = s.serialize_seq(Some(count))?;
         let mut start = 0;
         let mut i = 0;
+        // one frame's text at a time, when written by hand
+        let mut text = Vec::new();
+        // the crashed thread's copy with the registers keeps its frames' text, for the
+        // other copy to reuse
+        let keeping = doc.raw_frames && doc.registers.is_some();
+        let kept = doc.crashed_frames;
+        if keeping {
+            kept.borrow_mut().reserve(count);
+        }
         for (p, f) in frames.iter().enumerate() {
             if f.inlined {
                 continue;
             }
             let inlines = frames.get(start..p).unwrap_or_default();
             start = p + 1;
+            if let Some(t) = kept.borrow().get(doc.thread, i).filter(|_| doc.raw_frames) {
+                seq.serialize_element(&Raw(t))?;
+                i += 1;
+                continue;
+            }
             let at = Address::of(f, i, arch);
             let hex = |v: u64| Hex(v, doc.width);
-            seq.serialize_element(&FrameDoc {
+            let frame = FrameDoc {
                 file: &f.file,
                 frame: i,
                 function: &f.function,
@@ -360,7 +447,17 @@ impl Serialize for Frames<'_> {
                 registers: if i == 0 { doc.registers.as_ref() } else { None },
                 trust: trust_name(f.trust),
                 unloaded_modules: None,
-            })?;
+            };
+            if doc.raw_frames && frame.registers.is_none() {
+                text.clear();
+                frame.write_compact(&mut text).map_err(S::Error::custom)?;
+                if keeping {
+                    kept.borrow_mut().keep(doc.thread, i, &text);
+                }
+                seq.serialize_element(&Raw(&text))?;
+            } else {
+                seq.serialize_element(&frame)?;
+            }
             i += 1;
         }
         seq.end()
@@ -383,6 +480,85 @@ struct FrameDoc<'a> {
     registers: Option<&'a BTreeMap<&'static str, String>>,
     trust: &'static str,
     unloaded_modules: Null,
+}
+
+impl FrameDoc<'_> {
+    /// The frame as serde_json writes it compact, written by hand: through serde, each
+    /// of its thirteen fields was a key to check for escapes and a call per piece, and a
+    /// deep thread's frames were most of the document's writing. The registers (the
+    /// crashed frame's) are left to serde. `streamed_document_is_the_tree_byte_for_byte`
+    /// holds both to the tree rendering.
+    fn write_compact(&self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        use std::io::Write;
+        out.write_all(b"{\"file\":")?;
+        opt_string(out, self.file.as_deref())?;
+        out.write_all(b",\"frame\":")?;
+        write_u64(out, self.frame as u64)?;
+        out.write_all(b",\"function\":")?;
+        opt_string(out, self.function.as_deref())?;
+        out.write_all(b",\"function_offset\":")?;
+        opt_hex(out, self.function_offset)?;
+        out.write_all(b",\"inlines\":")?;
+        match &self.inlines {
+            Some(Inlines(inlines)) => {
+                out.write_all(b"[")?;
+                for (n, f) in inlines.iter().enumerate() {
+                    out.write_all(if n == 0 {
+                        b"{\"file\":"
+                    } else {
+                        b",{\"file\":"
+                    })?;
+                    opt_string(out, f.file.as_deref())?;
+                    out.write_all(b",\"function\":")?;
+                    opt_string(out, f.function.as_deref())?;
+                    out.write_all(b",\"line\":")?;
+                    opt_u32(out, f.line)?;
+                    out.write_all(b"}")?;
+                }
+                out.write_all(b"]")?;
+            }
+            None => out.write_all(b"null")?,
+        }
+        out.write_all(b",\"line\":")?;
+        opt_u32(out, self.line)?;
+        out.write_all(if self.missing_symbols {
+            b",\"missing_symbols\":true,\"module\":"
+        } else {
+            b",\"missing_symbols\":false,\"module\":"
+        })?;
+        opt_string(out, self.module.as_deref())?;
+        out.write_all(b",\"module_offset\":")?;
+        opt_hex(out, self.module_offset)?;
+        out.write_all(b",\"offset\":")?;
+        self.offset.write(out)?;
+        out.write_all(b",\"trust\":")?;
+        write_string(out, self.trust)?;
+        out.write_all(b",\"unloaded_modules\":null}")
+    }
+}
+
+/// A string or `null`.
+fn opt_string(out: &mut Vec<u8>, s: Option<&str>) -> std::io::Result<()> {
+    match s {
+        Some(s) => write_string(out, s),
+        None => std::io::Write::write_all(out, b"null"),
+    }
+}
+
+/// A number or `null`.
+fn opt_u32(out: &mut Vec<u8>, v: Option<u32>) -> std::io::Result<()> {
+    match v {
+        Some(v) => write_u64(out, u64::from(v)),
+        None => std::io::Write::write_all(out, b"null"),
+    }
+}
+
+/// A padded address or `null`.
+fn opt_hex(out: &mut Vec<u8>, v: Option<Hex>) -> std::io::Result<()> {
+    match v {
+        Some(h) => h.write(out),
+        None => std::io::Write::write_all(out, b"null"),
+    }
 }
 
 /// The inlined functions of a frame, innermost first.
@@ -525,6 +701,14 @@ impl Serialize for Hex {
 }
 
 impl Hex {
+    /// The address as a JSON string (its spelling needs no escape).
+    fn write(self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        use std::io::Write;
+        out.write_all(b"\"")?;
+        out.write_all(crate::report::addr::Hex::new(self.0, (self.1).0).as_bytes())?;
+        out.write_all(b"\"")
+    }
+
     /// A report address, padded.
     fn of(width: Width, a: crate::report::Addr) -> Hex {
         Hex(a.get(), width)

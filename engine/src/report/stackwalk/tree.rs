@@ -340,6 +340,14 @@ mod tests {
         let tree = super::json(report);
         let compact = serde_json::to_string(&document(report)).unwrap();
         assert_eq!(compact, serde_json::to_string(&tree).unwrap(), "{what}");
+        // `--json`'s writing: the frames by hand
+        let mut written = Vec::new();
+        write_json(report, &mut written, false).unwrap();
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            compact + "\n",
+            "{what}"
+        );
         let mut pretty = Vec::new();
         write_json(report, &mut pretty, true).unwrap();
         let want = serde_json::to_string_pretty(&tree).unwrap() + "\n";
