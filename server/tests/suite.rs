@@ -30,6 +30,7 @@ mod projects_bundles;
 mod projects_dashboard;
 mod projects_groups;
 mod projects_symbols;
+mod queue_wake;
 mod reports_unchanged;
 mod reprocess;
 mod retention;

@@ -125,6 +125,11 @@ pub struct JobArgs {
     /// others wait.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub fetch_claim_lease_secs: u64,
+    /// Milliseconds between an idle worker's looks at the queue. A crash queued by this
+    /// process, or on PostgreSQL by any process, wakes the workers at once; the poll
+    /// catches what a lost notification missed.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub poll_ms: u64,
     /// Milliseconds between a waiting worker's tries of another's claim.
     #[arg(long, value_name = "MS", default_value_t = 200)]
     pub fetch_claim_poll_ms: u64,
@@ -151,6 +156,7 @@ impl JobArgs {
             max_attempts: self.max_attempts.max(1),
             time_limit: Duration::from_secs(self.job_timeout_secs.max(1)),
             batch: usize::from(self.claim_batch),
+            poll_interval: Duration::from_millis(self.poll_ms.max(1)),
             ..JobConfig::default()
         };
         config.process.signature_rules = signature_rules(self.signature_rules.as_deref())?;

@@ -298,9 +298,9 @@ pub async fn in_process(args: &ServeArgs) -> anyhow::Result<(Service, watch::Sen
     Ok((service, stop))
 }
 
-/// The workers, the sweeper of leftovers, the retention and sampling sweeper, the
-/// requeue backlog of late source bundles and
-/// SQLite's statistics refresh.
+/// The workers (and, with workers, the listener of crashes other processes queue), the
+/// sweeper of leftovers, the retention and sampling sweeper, the requeue backlog of late
+/// source bundles and SQLite's statistics refresh.
 fn spawn_background(
     args: &ServeArgs,
     service: &Service,
@@ -308,6 +308,14 @@ fn spawn_background(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let mut tasks = super::spawn_workers(&service.runner, args.jobs.workers, stopped);
     let s = &service.state;
+    if args.jobs.workers > 0 {
+        // crashes queued by other processes on the same (PostgreSQL) database
+        tasks.push(tokio::spawn(::worker::store::queue_wake::listen(
+            s.db.clone(),
+            s.wake.clone(),
+            stopped.clone(),
+        )));
+    }
     let interval = Duration::from_secs(args.sweep_interval_secs.max(1));
     tasks.push(tokio::spawn(::worker::store::sweep::run(
         s.db.clone(),

@@ -31,6 +31,11 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
     let mut tasks = super::spawn_workers(&runner, args.jobs.workers.max(1), &stopped);
     let workers = tasks.len();
+    tasks.push(tokio::spawn(::worker::store::queue_wake::listen(
+        db.clone(),
+        runner.wake.clone(),
+        stopped.clone(),
+    )));
     tasks.push(tokio::spawn(::worker::store::sweep::run_expired_rows(
         db.clone(),
         Duration::from_secs(args.sweep_interval_secs.max(1)),

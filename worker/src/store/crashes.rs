@@ -216,6 +216,9 @@ async fn insert_row(
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
+    if n == 1 {
+        super::queue_wake::notify(db).await;
+    }
     Ok(n)
 }
 

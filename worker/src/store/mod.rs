@@ -26,6 +26,7 @@ pub mod fetch_state;
 pub mod groups;
 pub mod missing;
 pub mod projects;
+pub mod queue_wake;
 pub mod reprocess;
 pub mod requeue_backlog;
 pub mod retention;
