@@ -116,7 +116,7 @@ peak_kib() { # pid...: the sum of their peak resident sets, KiB
 # upload-to-report p50 / p99 / max over the crashes received since the phase began.
 sustained_load() { # label rate pid...
     local label="$1" rate="$2"; shift 2
-    local clients=4 since drained=0
+    local clients=16 since drained=0
     since="$(date +%s%3N)"
     # hey's -q is per client: the rate is split over the clients
     hey -z "${LOAD_SECONDS}s" -c "$clients" -q "$(python3 -c "print(max(1, round($rate / $clients)))")" \
