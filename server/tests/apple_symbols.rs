@@ -205,20 +205,7 @@ fn walk_without_the_dsym_says_the_image_had_none() {
 fn walk_takes_a_thin_binary_by_its_uuid_never_by_its_name() {
     let Some(f) = fixture() else { return };
     let (dump, _) = dump_of(&f.arm64, MacCpu::Arm64);
-    let walk = |symbols: &Path| -> Value {
-        let out = std::process::Command::new(common::bin())
-            .args(["walk", "--no-dump-paths", "--symbols"])
-            .arg(symbols)
-            .arg(&dump)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let walk = |symbols: &Path| walk_json(symbols, &dump);
     let thin = f.symbols.with_file_name("thin");
     std::fs::create_dir_all(thin.join("crash.dSYM/Contents/Resources/DWARF")).unwrap();
     std::fs::copy(&f.arm64.exe, thin.join("crash")).unwrap();
@@ -496,7 +483,7 @@ fn arm64_minidump((pc, fp): (u64, u64), words: &[u64], modules: Vec<apple::MacMo
 }
 
 /// `postmortem walk --symbols SYMBOLS DUMP`'s JSON report.
-fn walk_json(symbols: &Path, dump: &Path) -> Value {
+pub(crate) fn walk_json(symbols: &Path, dump: &Path) -> Value {
     let out = std::process::Command::new(common::bin())
         .args(["walk", "--no-dump-paths", "--symbols"])
         .arg(symbols)

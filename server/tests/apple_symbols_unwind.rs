@@ -22,8 +22,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -337,18 +335,7 @@ fn walked(report: &Value) -> Vec<(String, String, String)> {
 fn walk(dir: &Path, cache: &Path, crash: &apple::MacCrash) -> Value {
     let dump = dir.join("crash.dmp");
     std::fs::write(&dump, apple::mac_minidump(crash)).unwrap();
-    let out = std::process::Command::new(common::bin())
-        .args(["walk", "--no-dump-paths", "--symbols"])
-        .arg(cache)
-        .arg(&dump)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    super::apple_symbols::walk_json(cache, &dump)
 }
 
 /// The function llvm-symbolizer names at `address` of the dylib.
