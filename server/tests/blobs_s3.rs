@@ -15,14 +15,12 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::common;
 use common::{
-    bin, client, compile, drop_db, make_core, pg_database, start_serve_env, Proc, CRASHER,
+    bin, compile, drop_db, make_core, pg_database, start_serve_env, upload_and_check, Proc, CRASHER,
 };
 use postmortem_testsupport::moto::Moto;
 
@@ -33,61 +31,6 @@ const PREFIX: &str = "team/prod";
 fn object_key(bytes: &[u8]) -> String {
     let sha = hex::encode(Sha256::digest(bytes));
     format!("{PREFIX}/sha256/{}/{}/{sha}", &sha[..2], &sha[2..4])
-}
-
-/// Uploads the program and its core to `base`, waits for the report and checks it names
-/// the program's functions (from the source above, not from our own output).
-async fn upload_and_check(base: &str, prog: &[u8], core: &[u8]) {
-    let c = client();
-    let r = c
-        .post(format!("{base}/api/v1/binaries"))
-        .header("x-file-name", "prog")
-        .body(prog.to_vec())
-        .send()
-        .await
-        .unwrap();
-    let st = r.status();
-    assert_eq!(st, 201, "{}", r.text().await.unwrap());
-    let r = c
-        .post(format!("{base}/api/v1/crashes"))
-        .body(core.to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let v: Value = r.json().await.unwrap();
-    let id = v["id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let done = loop {
-        let v: Value = c
-            .get(format!("{base}/api/v1/crashes/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if v["status"] == "done" || v["status"] == "failed" {
-            break v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "crash {id} still {}",
-            v["status"]
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(done["status"], "done", "{done}");
-    let functions: Vec<&str> = done["report"]["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|t| t["frames"].as_array().into_iter().flatten())
-        .filter_map(|f| f["function"].as_str())
-        .collect();
-    for f in ["crash", "middle", "main"] {
-        assert!(functions.contains(&f), "{f} missing from {functions:?}");
-    }
 }
 
 /// Both files are objects under the prefix and their content address, with their sizes.

@@ -9,12 +9,12 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use sqlx::Connection;
 
 use crate::common;
 use common::{
-    client, compile, drop_db, make_core, pg_database, spawn_worker, start_serve_env, CRASHER,
+    compile, drop_db, make_core, pg_database, spawn_worker, start_serve_env, upload_and_check,
+    CRASHER,
 };
 
 #[tokio::test]
@@ -74,46 +74,9 @@ async fn a_worker_process_is_woken_by_the_queue_not_its_poll() {
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
 
-    let c = client();
-    let r = c
-        .post(format!("{base}/api/v1/binaries"))
-        .header("x-file-name", "prog")
-        .body(std::fs::read(&prog).unwrap())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let r = c
-        .post(format!("{base}/api/v1/crashes"))
-        .body(core)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 202);
-    let id = r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        let v: Value = c
-            .get(format!("{base}/api/v1/crashes/{id}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let status = v["status"].as_str().unwrap_or_default().to_string();
-        if status == "done" || status == "failed" || Instant::now() > deadline {
-            break status;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(
-        status, "done",
-        "the worker process was not woken by the upload"
-    );
+    // a worker that polls once an hour takes it within upload_and_check's 90 s only if
+    // the queue wakes it
+    upload_and_check(&base, &std::fs::read(&prog).unwrap(), &core).await;
     drop(conn);
     drop_db(&db_name).await;
 }

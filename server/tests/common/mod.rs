@@ -277,6 +277,43 @@ pub async fn upload_binary(c: &reqwest::Client, base: &str, path: &Path, name: &
     assert_eq!(r.status(), 201);
 }
 
+/// Uploads [`CRASHER`]'s program and its core to `base`, waits for the report (90 s at
+/// most) and checks it names the program's functions (from its source, not from our own
+/// output).
+pub async fn upload_and_check(base: &str, prog: &[u8], core: &[u8]) {
+    let c = client();
+    let r = c
+        .post(format!("{base}/api/v1/binaries"))
+        .header("x-file-name", "prog")
+        .body(prog.to_vec())
+        .send()
+        .await
+        .unwrap();
+    let st = r.status();
+    assert_eq!(st, 201, "{}", r.text().await.unwrap());
+    let r = c
+        .post(format!("{base}/api/v1/crashes"))
+        .body(core.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let v: serde_json::Value = r.json().await.unwrap();
+    let id = v["id"].as_str().unwrap().to_string();
+    let done = poll_done(&c, base, &id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let functions: Vec<&str> = done["report"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["frames"].as_array().into_iter().flatten())
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    for f in ["crash", "middle", "main"] {
+        assert!(functions.contains(&f), "{f} missing from {functions:?}");
+    }
+}
+
 /// The hex number a test program printed after `label` (`offset 0x18`, `block 0x55…`):
 /// the evidence a test checks a report against comes from the program, not from an
 /// earlier output of ours.
