@@ -110,16 +110,14 @@ fn add_symbol_candidates<'d>(
                 }
                 let Ok(name) = sym.name() else { continue };
                 // a Mach-O symbol carries the C prefix `_`, which Apple's tools (atos,
-                // llvm-symbolizer) drop: `_main` is `main`, `__Z3foov` is `_Z3foov`; so
-                // does a 32-bit Windows image's COFF symbol, which mingw's binutils and
-                // Microsoft's tools drop too: `___cxa_throw` is `__cxa_throw`, `__ZSt9terminatev`
-                // `_ZSt9terminatev` (a `@fastcall@N` name has no prefix)
+                // llvm-symbolizer) drop: `_main` is `main`, `__Z3foov` is `_Z3foov`; a
+                // 32-bit Windows image's COFF symbol is decorated too ([`undecorated_i386`])
                 let name = match file.format() {
                     object::BinaryFormat::MachO => name.strip_prefix('_').unwrap_or(name),
                     object::BinaryFormat::Pe
                         if file.architecture() == object::Architecture::I386 =>
                     {
-                        name.strip_prefix('_').unwrap_or(name)
+                        undecorated_i386(name)
                     }
                     _ => name,
                 };
@@ -352,4 +350,53 @@ fn plt_stubs<'d>(file: &object::File<'d>) -> Vec<(u64, &'d str)> {
         .enumerate()
         .map(|(i, name)| (first.saturating_add(i as u64 * PLT_ENTRY), name))
         .collect()
+}
+
+/// A 32-bit Windows image's COFF symbol as Microsoft's tools and winedbg name it: without
+/// the C prefix `_` (`___cxa_throw` is `__cxa_throw`, `__ZSt9terminatev` `_ZSt9terminatev`,
+/// as mingw's binutils drop it too), and without a stdcall name's argument bytes
+/// (`_BaseThreadInitThunk@12` is `BaseThreadInitThunk`) or a fastcall name's `@`s (`@f@8`
+/// is `f`). A Microsoft C++ name (`?f@@YAXXZ`) keeps its `@`s.
+fn undecorated_i386(name: &str) -> &str {
+    if let Some(fastcall) = name.strip_prefix('@') {
+        return without_argument_bytes(fastcall);
+    }
+    let name = name.strip_prefix('_').unwrap_or(name);
+    if name.starts_with('?') {
+        return name;
+    }
+    without_argument_bytes(name)
+}
+
+/// `name` without a trailing `@N` (N decimal), unless nothing would be left.
+fn without_argument_bytes(name: &str) -> &str {
+    match name.rsplit_once('@') {
+        Some((base, n))
+            if !base.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn i386_coff_names_lose_their_decorations_as_winedbg_shows_them() {
+        for (raw, name) in [
+            ("_main", "main"),
+            ("___cxa_throw", "__cxa_throw"),
+            ("__ZSt9terminatev", "_ZSt9terminatev"),
+            ("_BaseThreadInitThunk@12", "BaseThreadInitThunk"),
+            ("@fast@8", "fast"),
+            ("?f@@YAXXZ", "?f@@YAXXZ"),
+            ("_at@", "at@"),
+            ("_@4", "@4"),
+        ] {
+            assert_eq!(undecorated_i386(raw), name, "{raw}");
+        }
+    }
 }
