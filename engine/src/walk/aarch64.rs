@@ -92,7 +92,7 @@ impl Aarch64 {
         let sp = callee.sp?;
         // A signal handler's x30 is the sigreturn trampoline, which no call precedes.
         if !self.is_signal_trampoline(ctx, lr) {
-            if !ctx.is_code(lr) {
+            if !ctx.is_return_code(lr) {
                 return None;
             }
             if let Some(code) = ctx.code.bytes_before(lr, self.call_check_len()) {

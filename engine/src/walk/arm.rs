@@ -173,7 +173,7 @@ impl Arm {
     /// code before it is readable, follows a call.
     fn returns_after_call(&self, ctx: &WalkContext<'_, '_>, raw: u64) -> bool {
         let pc = raw & !1;
-        if !ctx.is_code(pc) {
+        if !ctx.is_return_code(pc) {
             return false;
         }
         match ctx.code.bytes_before(pc, self.call_check_len()) {

@@ -272,6 +272,13 @@ impl WalkContext<'_, '_> {
             .is_some_and(|i| self.modules[i].contains_code(addr))
             && self.code.is_executable(addr) != Some(false)
     }
+    /// Whether return address `ra` follows code: its call's last byte (`ra - 1`) is code,
+    /// or `ra` itself is. After a call that never returns (`abort`) as a function's last
+    /// instruction, `ra` is one past the function, and past the end of `.text` where that
+    /// function is the section's last: what every strategy looks up at the call.
+    pub fn is_return_code(&self, ra: u64) -> bool {
+        self.is_code(ra) || ra.checked_sub(1).is_some_and(|p| self.is_code(p))
+    }
 }
 
 /// A caller candidate proposed by one strategy.
@@ -572,12 +579,14 @@ fn is_valid_caller(
     let (Some(pc), Some(sp)) = (caller.regs.pc(), caller.regs.sp()) else {
         return false;
     };
-    // A return address is looked up at its call (pc - 1): after a call that never
-    // returns (`abort`) as a function's last instruction, it is one past the function,
-    // and past the end of `.text` where that function is the section's last.
-    let at_call = !caller.exact_pc && pc.checked_sub(1).is_some_and(|p| ctx.is_code(p));
-    if !ctx.is_code(pc)
-        && !at_call
+    // an exact pc (the frame a signal interrupted) is itself code; a return address
+    // follows its call
+    let code = if caller.exact_pc {
+        ctx.is_code(pc)
+    } else {
+        ctx.is_return_code(pc)
+    };
+    if !code
         && !arch.is_signal_trampoline(ctx, pc)
         && !is_generated_code_caller(ctx, caller, stack_range)
     {

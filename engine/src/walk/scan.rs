@@ -129,7 +129,7 @@ fn check_candidate(
             if candidate == m.base || candidate == m.load_base {
                 return Err(Reject::ModuleStart);
             }
-            if !ctx.is_code(candidate) {
+            if !ctx.is_return_code(candidate) {
                 return Err(Reject::NotCode);
             }
         }
