@@ -252,6 +252,19 @@ impl Reader {
         let address = hex(addr_word).ok_or_else(|| bad("bad address"))?;
         let image_name = rest[..at].trim().to_string();
         let tail = rest[at + addr_word.len()..].trim();
+        let mut frame = symbol_of(tail);
+        frame.address = address;
+        self.push_frame(thread, frame, image_name)
+    }
+
+    /// Adds `frame` to thread `thread` (`None`: the last exception backtrace), its image
+    /// to be matched by address, else named `image_name`, once every image is read.
+    fn push_frame(
+        &mut self,
+        thread: Option<usize>,
+        frame: Frame,
+        image_name: String,
+    ) -> Result<(), AppleError> {
         let frames = match thread {
             Some(i) => &mut self.report.threads[i].frames,
             None => &mut self.report.last_exception_backtrace,
@@ -263,8 +276,6 @@ impl Reader {
                 max: MAX_FRAMES,
             });
         }
-        let mut frame = symbol_of(tail);
-        frame.address = address;
         frames.push(frame);
         self.pending.push((thread, frames.len() - 1, image_name));
         Ok(())
@@ -279,19 +290,11 @@ impl Reader {
                 line: n,
                 why: "a word of the one-line last exception backtrace is no address".into(),
             })?;
-            let frames = &mut self.report.last_exception_backtrace;
-            if frames.len() >= MAX_FRAMES {
-                return Err(AppleError::TooMany {
-                    what: "frames in one thread",
-                    count: frames.len() + 1,
-                    max: MAX_FRAMES,
-                });
-            }
-            frames.push(Frame {
+            let frame = Frame {
                 address,
                 ..Frame::default()
-            });
-            self.pending.push((None, frames.len() - 1, String::new()));
+            };
+            self.push_frame(None, frame, String::new())?;
         }
         self.section = Section::Other;
         Ok(())
