@@ -364,8 +364,8 @@ mod tests {
         assert_eq!(sps, vec![Some(0x1000), Some(0x1020), Some(0x1040)]);
         assert_eq!(r.frames[1].trust, Trust::Fp);
         assert_eq!(r.frames[2].registers.get(X29), Some(0x1050));
-        // frame 2's record holds a zero return address
-        assert_eq!(r.end, EndReason::NoCaller);
+        // frame 2's record is all zeros: the chain's end, no scan past it
+        assert_eq!(r.end, EndReason::PcZero);
     }
 
     #[test]

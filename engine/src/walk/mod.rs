@@ -400,9 +400,14 @@ impl Walk<'_, '_, '_> {
         }
         // 2. frame pointer
         if caller.is_none() && ctx.options.enable_fp && self.fp_applies(callee) {
-            caller = arch
-                .caller_by_fp(ctx, callee, first)
-                .filter(|c| self.is_valid(callee, c));
+            let by_fp = arch.caller_by_fp(ctx, callee, first);
+            if by_fp.as_ref().is_some_and(|c| self.ends_fp_chain(c)) {
+                return Err((
+                    EndReason::PcZero,
+                    Some("the frame-pointer chain ends (a frame record of zeros)".into()),
+                ));
+            }
+            caller = by_fp.filter(|c| self.is_valid(callee, c));
         }
         // 3. scan
         if caller.is_none() && ctx.options.enable_scan {
@@ -418,6 +423,21 @@ impl Walk<'_, '_, '_> {
             }
         }
         caller.ok_or_else(|| self.no_caller(callee, &misses))
+    }
+
+    /// Whether the frame-pointer caller `c` is the chain's terminator: a frame record
+    /// whose saved frame pointer and return address are both 0, as a thread's outermost
+    /// frame leaves it (Windows x86's `RtlUserThreadStart`). Breakpad and rust-minidump
+    /// end the walk at the zero return address; scanning on past it takes stale words
+    /// (a thread's start address, which a symbol file's function seems to cover).
+    fn ends_fp_chain(&self, c: &Caller) -> bool {
+        let word = self.arch.pointer_size();
+        let saved_fp = c.regs.sp().and_then(|sp| sp.checked_sub(2 * word));
+        let read = |at: u64| match word {
+            4 => self.ctx.memory.read_u32(at).map(u64::from),
+            _ => self.ctx.memory.read_u64(at),
+        };
+        c.trust == Trust::Fp && c.regs.pc() == Some(0) && saved_fp.and_then(read) == Some(0)
     }
 
     /// Whether the frame-pointer chain may be followed out of `callee`: not out of a

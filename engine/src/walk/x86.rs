@@ -97,6 +97,30 @@ mod tests {
         opts: &WalkOptions,
         regs: &RegisterSet,
     ) -> WalkResult {
+        walk_code(stack_at, stack, table, opts, regs, &NoCode)
+    }
+
+    /// Code in which every address follows a `call` (`e8 rel32`): a scan takes any word
+    /// in the module.
+    struct CallsEverywhere;
+    impl CodeReader for CallsEverywhere {
+        fn bytes_before(&self, _addr: u64, len: usize) -> Option<Vec<u8>> {
+            let mut code = vec![0x90; len];
+            let at = len.checked_sub(5)?;
+            code[at] = 0xe8;
+            Some(code)
+        }
+    }
+
+    /// [`walk`] with the module's code read by `code`.
+    fn walk_code(
+        stack_at: u64,
+        stack: &[u32],
+        table: Option<ModuleUnwind<'_>>,
+        opts: &WalkOptions,
+        regs: &RegisterSet,
+        code: &dyn CodeReader,
+    ) -> WalkResult {
         let bytes = words32(stack);
         let mem = MemoryMap::new(vec![(stack_at, &bytes[..])]);
         let modules = vec![module(0x40_0000, 0x50_0000)];
@@ -105,7 +129,7 @@ mod tests {
             memory: &mem,
             modules: &modules,
             tables: &tables,
-            code: &NoCode,
+            code,
             options: opts,
             pac_mask: 0,
             pac_signed_seen: None,
@@ -132,6 +156,28 @@ mod tests {
         assert_eq!(r.frames[1].sp, Some(0x1010));
         assert_eq!(r.frames[2].sp, Some(0x1020));
         assert_eq!(r.end, EndReason::StackEnd);
+    }
+
+    #[test]
+    fn a_zero_frame_record_ends_the_walk_before_any_scan() {
+        // frame 1's ebp (0x1010) points at the chain's terminator, a frame record of
+        // zeros, as Windows' RtlUserThreadStart leaves it; above it lies a stale word in
+        // the module (the thread's start address), which a scan would take
+        let stack = [0, 0, 0x1010, 0x40_1234, 0, 0, 0x40_2000, 0];
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, 0x40_1000);
+        regs.set(Esp, 0x1000);
+        regs.set(Ebp, 0x1008);
+        let opts = WalkOptions::default();
+        let r = walk_code(0x1000, &stack, None, &opts, &regs, &CallsEverywhere);
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs, vec![0x40_1000, 0x40_1234], "{:?}", r.end_detail);
+        assert_eq!(r.end, EndReason::PcZero);
+        // a record whose saved ebp is not 0 is no terminator: the scan goes on
+        let stack = [0, 0, 0x1010, 0x40_1234, 0x1020, 0, 0x40_2000, 0];
+        let r = walk_code(0x1000, &stack, None, &opts, &regs, &CallsEverywhere);
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs[..3], [0x40_1000, 0x40_1234, 0x40_2000]);
     }
 
     /// Walks `regs` over `stack` (at 0x1000) in one module at 0x40_0000 whose `.sym`
