@@ -638,3 +638,55 @@ fn pdb_frame_data_equals_dump_syms_omitted_frame_pointer() {
 fn pdb_frame_data_equals_dump_syms_frame_pointer() {
     check("fp", &["-fno-omit-frame-pointer"]);
 }
+
+/// Real MSVC-built x86 PDBs other projects publish (never in this repository): the paths
+/// in `POSTMORTEM_REAL_PDBS` (separated by `:`). For each, the records read from the PDB
+/// equal the `STACK WIN` records `dump_syms PDB` writes, one for one, and the tables built
+/// from the PDB and from that `.sym` file give the same frame data at every byte of every
+/// function the `.sym` file names. docs/dumps-from-other-tools.md names the PDBs tried.
+#[test]
+fn real_pdbs_frame_data_equals_dump_syms() {
+    let Ok(paths) = std::env::var("POSTMORTEM_REAL_PDBS") else {
+        eprintln!("skipped: POSTMORTEM_REAL_PDBS is not set");
+        return;
+    };
+    for path in paths.split(':').filter(|p| !p.is_empty()) {
+        let sym = run(Command::new("dump_syms").arg(path));
+        let pdb = std::fs::read(path).unwrap();
+        let from_sym: Vec<Owned> = sym
+            .lines()
+            .filter_map(|l| l.strip_prefix("STACK "))
+            .filter_map(stack_win::parse)
+            .map(|r| owned(&r))
+            .collect();
+        let read = pdb_frame_data::read(&pdb).unwrap();
+        assert_eq!(read.skipped, 0, "{path}: {:?}", read.first_skip);
+        let from_pdb: Vec<Owned> = read.records.iter().map(|r| owned(&r.as_win())).collect();
+        assert_eq!(
+            from_pdb, from_sym,
+            "{path}: the PDB's records differ from dump_syms'"
+        );
+        let sym_table = build_from_breakpad(sym.as_bytes()).unwrap();
+        let pdb_table = pdb_frame_data::build_from_pdb(&pdb).unwrap();
+        let (s, p) = (
+            UnwindTable::open(&sym_table.bytes).unwrap(),
+            UnwindTable::open(&pdb_table.bytes).unwrap(),
+        );
+        let mut bytes = 0usize;
+        for (start, size, name) in functions(&sym) {
+            for rva in start..start + size {
+                let (a, b) = (s.find(rva), p.find(rva));
+                assert_eq!(
+                    a.as_ref().and_then(|a| a.expression(a.record.cfa)),
+                    b.as_ref().and_then(|b| b.expression(b.record.cfa)),
+                    "{path}: {name} at {rva:#x}"
+                );
+                bytes += usize::from(b.is_some());
+            }
+        }
+        eprintln!(
+            "{path}: {} records equal dump_syms', frame data equal at {bytes} bytes of code",
+            from_pdb.len()
+        );
+    }
+}
