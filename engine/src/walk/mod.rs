@@ -401,7 +401,10 @@ impl Walk<'_, '_, '_> {
         // 2. frame pointer
         if caller.is_none() && ctx.options.enable_fp && self.fp_applies(callee) {
             let by_fp = arch.caller_by_fp(ctx, callee, first);
-            if by_fp.as_ref().is_some_and(|c| self.ends_fp_chain(c)) {
+            if by_fp
+                .as_ref()
+                .is_some_and(|c| self.ends_fp_chain(callee, c))
+            {
                 return Err((
                     EndReason::PcZero,
                     Some("the frame-pointer chain ends (a frame record of zeros)".into()),
@@ -429,8 +432,13 @@ impl Walk<'_, '_, '_> {
     /// whose saved frame pointer and return address are both 0, as a thread's outermost
     /// frame leaves it (Windows x86's `RtlUserThreadStart`). Breakpad and rust-minidump
     /// end the walk at the zero return address; scanning on past it takes stale words
-    /// (a thread's start address, which a symbol file's function seems to cover).
-    fn ends_fp_chain(&self, c: &Caller) -> bool {
+    /// (a thread's start address, which a symbol file's function seems to cover). Not
+    /// from frame 0: where the crashed function keeps no frame pointer, `ebp` may be the
+    /// outermost frame's and a scan still finds the callers in between.
+    fn ends_fp_chain(&self, callee: &WalkFrame, c: &Caller) -> bool {
+        if callee.trust == Trust::Context {
+            return false;
+        }
         let word = self.arch.pointer_size();
         let saved_fp = c.regs.sp().and_then(|sp| sp.checked_sub(2 * word));
         let read = |at: u64| match word {

@@ -178,6 +178,13 @@ mod tests {
         let r = walk_code(0x1000, &stack, None, &opts, &regs, &CallsEverywhere);
         let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
         assert_eq!(pcs[..3], [0x40_1000, 0x40_1234, 0x40_2000]);
+        // frame 0's own ebp at a record of zeros (a function without a frame pointer
+        // called from the outermost frame): its return address is still scanned for
+        let stack = [0x40_1234, 0, 0, 0];
+        regs.set(Ebp, 0x1004);
+        let r = walk_code(0x1000, &stack, None, &opts, &regs, &CallsEverywhere);
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs[..2], [0x40_1000, 0x40_1234]);
     }
 
     /// Walks `regs` over `stack` (at 0x1000) in one module at 0x40_0000 whose `.sym`
