@@ -1,11 +1,18 @@
-//! x86 (32-bit): the `ebp` chain, call-instruction decoding and the `ebp` a stack scan
-//! restores. Windows frame data (`STACK WIN`) is evaluated by [`super::stack_win`] when
-//! the unwind table's rule for a pc holds such a record.
+//! x86 (32-bit): the `ebp` chain, call-instruction decoding, the `ebp` a stack scan
+//! restores and sigreturn trampolines. Windows frame data (`STACK WIN`) is evaluated by
+//! [`super::stack_win`] when the unwind table's rule for a pc holds such a record.
+//!
+//! Signal frames: a handler returns to a sigreturn trampoline, the vDSO's
+//! `__kernel_sigreturn`/`__kernel_rt_sigreturn` or, where the kernel gives no vDSO (QEMU's
+//! user mode), glibc's own `__restore`/`__restore_rt`, which Debian's `libc6-i386`
+//! describes by no CFI. Both are recognised by their code, as gdb recognises them, and the
+//! interrupted registers read from the `struct sigcontext` of the signal frame on the
+//! trampoline's stack.
 
 use super::arch::{ArchWalker, RecordRegisters};
-use super::{Caller, WalkContext, WalkFrame};
+use super::{Caller, Trust, WalkContext, WalkFrame};
 use crate::arch::x86::Reg::{Ebp, Ebx, Edi, Eip, Esi, Esp};
-use crate::dump::Arch;
+use crate::dump::{Arch, RegisterSet};
 
 /// The `ebp` chain's registers; ebx, esi and edi pass to the caller unchanged.
 const RECORD: RecordRegisters = RecordRegisters {
@@ -21,6 +28,45 @@ pub struct X86;
 /// Largest gap between a scanned caller's stack pointer and the `ebp` restored for it
 /// (Breakpad's `kMaxReasonableGapBetweenFrames`).
 const MAX_FRAME_GAP: u64 = 128 * 1024;
+
+/// The sigreturn trampolines' code: `pop %eax; mov $119, %eax; int $0x80` (sigreturn) and
+/// `mov $173, %eax; int $0x80` (rt_sigreturn), the kernel's vDSO's and glibc's alike. The
+/// flag: an rt frame.
+const SIGRETURN_CODES: [(&[u8], bool); 2] = [
+    (&[0x58, 0xb8, 0x77, 0, 0, 0, 0xcd, 0x80], false),
+    (&[0xb8, 0xad, 0, 0, 0, 0xcd, 0x80], true),
+];
+/// Where the `struct sigcontext` starts above the trampoline's `esp` (the handler's
+/// return popped `pretcode`): after the signal number in a sigreturn frame; in an rt one
+/// after the signal number, the `siginfo` and `ucontext` pointers, the 128-byte
+/// `siginfo` and the ucontext's `uc_flags`, `uc_link` and `uc_stack` (20 bytes).
+const SIGCONTEXT: u64 = 4;
+const RT_SIGCONTEXT: u64 = 12 + 128 + 20;
+/// The `struct sigcontext` word of each DWARF register (`eax`…`edi`, `eip`): gs, fs, es,
+/// ds, edi, esi, ebp, esp, ebx, edx, ecx, eax, trapno, err, eip.
+const SIGCONTEXT_WORDS: [(u16, u64); 9] = [
+    (0, 11),
+    (1, 10),
+    (2, 9),
+    (3, 8),
+    (4, 7),
+    (5, 6),
+    (6, 5),
+    (7, 4),
+    (8, 14),
+];
+
+impl X86 {
+    /// Whether `pc` is a sigreturn trampoline, and whether an rt one.
+    fn trampoline_kind(ctx: &WalkContext<'_, '_>, pc: u64) -> Option<bool> {
+        SIGRETURN_CODES.iter().find_map(|&(code, rt)| {
+            let len = code.len();
+            let end = pc.checked_add(len as u64)?;
+            let bytes = ctx.code.bytes_before(end, len)?;
+            (bytes == code).then_some(rt)
+        })
+    }
+}
 
 impl ArchWalker for X86 {
     fn arch(&self) -> Arch {
@@ -43,6 +89,35 @@ impl ArchWalker for X86 {
 
     fn call_check_len(&self) -> usize {
         7
+    }
+
+    fn is_signal_trampoline(&self, ctx: &WalkContext<'_, '_>, pc: u64) -> bool {
+        Self::trampoline_kind(ctx, pc).is_some()
+    }
+
+    /// The interrupted frame: `eax`…`edi` and `eip` from the `struct sigcontext` of the
+    /// signal frame at the trampoline's `esp` (as gdb's `i386_linux_sigcontext_addr`
+    /// finds it); its pc is exact.
+    fn caller_from_signal_frame(
+        &self,
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+    ) -> Option<Caller> {
+        let rt = Self::trampoline_kind(ctx, callee.pc)?;
+        let sigcontext = callee
+            .sp?
+            .checked_add(if rt { RT_SIGCONTEXT } else { SIGCONTEXT })?;
+        let mut regs = RegisterSet::new(Arch::X86);
+        for (reg, word) in SIGCONTEXT_WORDS {
+            let value = ctx.memory.read_u32(sigcontext.checked_add(4 * word)?)?;
+            regs.set(reg, u64::from(value));
+        }
+        Some(Caller {
+            regs,
+            trust: Trust::Context,
+            source: None,
+            exact_pc: true,
+        })
     }
 
     fn is_call_before(&self, code: &[u8]) -> bool {
@@ -135,6 +210,80 @@ mod tests {
             pac_signed_seen: None,
         };
         walk_thread(&X86, &ctx, regs)
+    }
+
+    /// glibc's sigreturn restorers at 0x40_3000 (`__restore`) and 0x40_3010
+    /// (`__restore_rt`); before every other address, a `call rel32`.
+    struct Restorers;
+    impl CodeReader for Restorers {
+        fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+            let code: &[u8] = match addr.checked_sub(len as u64)? {
+                0x40_3000 => &[0x58, 0xb8, 0x77, 0, 0, 0, 0xcd, 0x80],
+                0x40_3010 => &[0xb8, 0xad, 0, 0, 0, 0xcd, 0x80],
+                _ => &[0, 0, 0xe8, 0, 0, 0, 0],
+            };
+            Some(code.get(..len)?.to_vec())
+        }
+    }
+
+    /// A handler at 0x40_1000 whose `ebp` record returns to the trampoline at `tramp`;
+    /// the signal frame at 0x1008 holds the interrupted registers in its sigcontext at
+    /// `sigcontext`. Returns the walk's frames.
+    fn signal_walk(tramp: u64, sigcontext: u64) -> WalkResult {
+        let mut stack = vec![0u32; 0x80];
+        stack[1] = u32::try_from(tramp).unwrap();
+        let sc = usize::try_from((sigcontext - 0x1000) / 4).unwrap();
+        stack[sc + 4] = 0x77; // edi
+        stack[sc + 6] = 0x1180; // ebp
+        stack[sc + 7] = 0x1100; // esp
+        stack[sc + 8] = 0x88; // ebx
+        stack[sc + 11] = 0x99; // eax
+        stack[sc + 14] = 0x40_2000; // eip: the fault
+        let bytes = words32(&stack);
+        let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
+        let modules = vec![module(0x40_0000, 0x50_0000)];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &[None],
+            code: &Restorers,
+            options: &opts,
+            pac_mask: 0,
+            pac_signed_seen: None,
+        };
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, 0x40_1000);
+        regs.set(Esp, 0x1000);
+        regs.set(Ebp, 0x1000);
+        walk_thread(&X86, &ctx, &regs)
+    }
+
+    fn assert_interrupted(r: &WalkResult, tramp: u64) {
+        let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
+        assert_eq!(pcs[..3], [0x40_1000, tramp, 0x40_2000], "{:?}", r.frames);
+        let interrupted = &r.frames[2];
+        assert!(interrupted.exact_pc);
+        assert_eq!(interrupted.trust, Trust::Context);
+        assert_eq!(interrupted.sp, Some(0x1100));
+        assert_eq!(interrupted.registers.get(Ebp), Some(0x1180));
+        assert_eq!(interrupted.registers.get(Ebx), Some(0x88));
+        assert_eq!(interrupted.registers.get(Edi), Some(0x77));
+    }
+
+    #[test]
+    fn sigreturn_frame_restores_the_interrupted_registers() {
+        // sigreturn: the signal number at esp, then the sigcontext
+        assert_interrupted(&signal_walk(0x40_3000, 0x100c), 0x40_3000);
+    }
+
+    #[test]
+    fn rt_sigreturn_frame_restores_the_interrupted_registers() {
+        // rt_sigreturn: signal number, two pointers, siginfo (128), ucontext's first 20
+        assert_interrupted(&signal_walk(0x40_3010, 0x1008 + 12 + 128 + 20), 0x40_3010);
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! i386: the same comparison with gdb, on crash programs built with `gcc -m32` (Debian's
-//! `gcc-12-multilib`) and crashed natively: the kernel writes an ELF32 `EM_386` core.
+//! `gcc-12-multilib`) and crashed natively (the kernel writes an ELF32 `EM_386` core) and
+//! under `qemu-i386-static` (whose core has no `NT_FILE` nor `NT_SIGINFO`: the modules
+//! come from the `link_map`, and without a vDSO the signal handlers return through glibc's
+//! own restorer).
 //!
 //! The 32-bit libc these programs load is `libc6-i386`'s (`/usr/lib32`), for which Debian
 //! ships no debug package (`libc6-dbg:i386` describes the i386 port's own libc in
@@ -9,9 +12,10 @@
 
 use std::process::Command;
 
-use postmortem_testsupport::gdb::GdbCore;
+use postmortem_testsupport::compare;
+use postmortem_testsupport::gdb::{self, GdbCore};
 
-use super::{check, crashed_names, Crashed, SIGABRT, SIGSEGV};
+use super::{check, crashed_names, report, Crashed, SIGABRT, SIGSEGV};
 
 /// Whether `gcc -m32` links a program here; prints why not.
 fn multilib_present() -> bool {
@@ -122,5 +126,141 @@ fn i386_threads_blocked_in_syscalls() {
     check(&crashed, |gdb| {
         assert_eq!(gdb.threads.len(), 5);
         expect_in_order(gdb, &["fault", "crasher"]);
+    });
+}
+
+/// QEMU's user-mode emulator for i386 programs: its cores have no `NT_FILE` note, so the
+/// walk lists the modules from the dynamic linker's `link_map` (4-byte words).
+const QEMU_I386: &str = "qemu-i386-static";
+
+/// Whether `qemu-i386-static` runs here; prints why not.
+fn qemu_i386_present() -> bool {
+    let ok = Command::new(QEMU_I386)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: {QEMU_I386} is not installed (qemu-user-static, see test.sh)");
+    }
+    ok
+}
+
+/// Compiles `sources` with `gcc -m32` and `flags` and crashes the program under
+/// `qemu-i386-static` (the host's own i386 libraries: `-L /`), whose core has no
+/// `NT_FILE`. Asserts it has none, so that the case cannot pass on the notes instead.
+fn crashed_under_qemu(case: &str, flags: &[&str], sources: &[&str]) -> Option<Crashed> {
+    if !multilib_present() || !qemu_i386_present() {
+        return None;
+    }
+    let work = postmortem_testsupport::program::Workdir::new(case);
+    let mut all = vec!["-m32"];
+    all.extend_from_slice(flags);
+    let exe = work.compile("gcc", &all, sources, case);
+    let core = postmortem_testsupport::qemu::crash_under(QEMU_I386, work.path(), &exe, "max", "/");
+    assert!(!has_nt_file(&core), "QEMU's core has an NT_FILE note now");
+    Some(Crashed {
+        work,
+        exe,
+        core,
+        live: false,
+    })
+}
+
+/// Whether the ELF32 core at `path` has an `NT_FILE` note.
+fn has_nt_file(path: &std::path::Path) -> bool {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let data = std::fs::read(path).expect("read the core");
+    let header = object::elf::FileHeader32::<object::Endianness>::parse(&*data).expect("ELF32");
+    let endian = header.endian().expect("endianness");
+    let segments = header
+        .program_headers(endian, &*data)
+        .expect("program headers");
+    segments.iter().any(|segment| {
+        let Ok(Some(mut notes)) = segment.notes(endian, &*data) else {
+            return false;
+        };
+        std::iter::from_fn(|| notes.next().ok().flatten())
+            .any(|n| n.n_type(endian) == object::elf::NT_FILE)
+    })
+}
+
+/// [`check`] for a QEMU core, which has no `NT_SIGINFO` (gdb's `$_siginfo` is void, so
+/// gdb names no signal): the report's signal must be the one the program dies of, its
+/// crashed thread gdb's, and every thread's frames gdb's.
+fn check_qemu(crashed: &Crashed, signal: u64, expect: impl Fn(&GdbCore)) {
+    let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
+    expect(&gdb);
+    let report = report::walk_report(&crashed.core, crashed.work.path());
+    assert_eq!(report["dump"]["writer"], "qemu-user", "{}", report["dump"]);
+    assert_eq!(report["crash"]["signal"].as_u64(), Some(signal), "signal");
+    assert_eq!(report["crash"]["tid"].as_u64(), gdb.crashed_lwp, "crashed");
+    assert_eq!(
+        report["threads"][0]["tid"].as_u64(),
+        gdb.crashed_lwp,
+        "the crashed thread comes first"
+    );
+    compare::assert_same_stacks(&gdb, &report);
+    compare::assert_same_source_lines(&gdb, &report);
+}
+
+/// QEMU cores: every thread's frames equal gdb's, with the modules from `link_map`.
+fn qemu_basic(case: &str, flags: &[&str]) {
+    let Some(crashed) = crashed_under_qemu(case, flags, &["basic.c"]) else {
+        return;
+    };
+    check_qemu(&crashed, SIGSEGV, |gdb| {
+        expect_in_order(gdb, &["crash_here", "middle", "outer", "main", "_start"]);
+    });
+}
+
+#[test]
+fn i386_qemu_core_c_o0() {
+    qemu_basic("i386_qemu_o0", &["-O0"]);
+}
+
+#[test]
+fn i386_qemu_core_c_o2_pie_omit_frame_pointer() {
+    qemu_basic(
+        "i386_qemu_o2",
+        &["-O2", "-fomit-frame-pointer", "-fPIE", "-pie"],
+    );
+}
+
+/// abort under QEMU: no vDSO, so the system call is made by the dynamic linker's
+/// `_dl_sysinfo_int80` (no symbol in `ld-linux.so.2`'s `.dynsym`: `??` on both sides).
+#[test]
+fn i386_qemu_core_abort() {
+    let Some(crashed) = crashed_under_qemu("i386_qemu_abort", &["-O0"], &["assert.c"]) else {
+        return;
+    };
+    check_qemu(&crashed, SIGABRT, |gdb| {
+        expect_in_order(
+            gdb,
+            &["raise", "abort", "__assert_fail", "check_invariant", "main"],
+        );
+    });
+}
+
+#[test]
+fn i386_qemu_core_threads() {
+    let Some(crashed) =
+        crashed_under_qemu("i386_qemu_threads", &["-O0", "-pthread"], &["threads.c"])
+    else {
+        return;
+    };
+    check_qemu(&crashed, SIGSEGV, |gdb| {
+        assert_eq!(gdb.threads.len(), 5);
+        expect_in_order(gdb, &["fault", "crasher"]);
+    });
+}
+
+#[test]
+fn i386_qemu_core_signal_handler() {
+    let Some(crashed) = crashed_under_qemu("i386_qemu_sighandler", &["-O0"], &["sighandler.c"])
+    else {
+        return;
+    };
+    check_qemu(&crashed, SIGSEGV, |gdb| {
+        expect_in_order(gdb, &["handler_fault", "on_segv", "victim", "main"]);
     });
 }
