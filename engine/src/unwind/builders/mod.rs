@@ -9,6 +9,7 @@ mod aarch64_cfi;
 pub mod compact_unwind;
 pub mod dwarf;
 pub mod ehabi;
+pub mod pdb_fpo;
 pub mod pdb_frame_data;
 pub mod pe_arm64;
 pub mod pe_x64;

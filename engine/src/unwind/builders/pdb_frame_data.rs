@@ -15,7 +15,12 @@
 //!   contiguous, else one per piece;
 //! - type 4 (`FrameData`) keeps its program string (from the PDB's `/names` table), type
 //!   0 (`FPO`) its "uses a base pointer" flag; other types are not used by unwinders and
-//!   are passed over (not counted as unreadable).
+//!   are passed over (not counted as unreadable);
+//! - an FPO entry's prologue length and base-pointer flag are read from its record's
+//!   bytes as `winnt.h` lays them out ([`super::pdb_fpo`]), not as `pdb2` reads them (it
+//!   takes them from the wrong bits): here the records differ from those of a `dump_syms`
+//!   built on the `pdb` crate, which shares the misreading, and equal those of Breakpad's
+//!   `dump_syms` built on Microsoft's DIA.
 //!
 //! The records then become rows as a `.sym` file's do
 //! ([`crate::unwind::win_frame::push_win_records`]: `FrameData` over `FPO`, the innermost
@@ -34,6 +39,7 @@ use std::sync::Arc;
 
 use pdb2::FallibleIterator;
 
+use super::pdb_fpo::{self, FpoAttributes};
 use super::{BuiltTable, TableWriter};
 use crate::arch::Arch;
 use crate::unwind::win_frame::{WinFrame, WinKind, WinRecord};
@@ -125,6 +131,7 @@ fn read_unguarded(data: &[u8]) -> Result<PdbFrames, String> {
     if !is_x86(&mut pdb) {
         return Ok(out);
     }
+    let fpo = fpo_attributes(&mut pdb);
     let table = pdb.frame_table().map_err(|e| e.to_string())?;
     let map = pdb.address_map().map_err(|e| e.to_string())?;
     let strings = pdb.string_table().ok();
@@ -141,9 +148,32 @@ fn read_unguarded(data: &[u8]) -> Result<PdbFrames, String> {
             continue;
         }
         last = Some(key);
+        let mut f = f;
+        if f.ty == pdb2::FrameType::FPO {
+            if let Some(&word) = fpo.get(&f.code_start.0) {
+                let a = FpoAttributes::decode(word);
+                f.prolog_size = a.prolog_size;
+                f.uses_base_pointer = a.uses_base_pointer;
+                f.has_structured_eh = a.has_seh;
+            }
+        }
         entry(&f, &map, strings.as_ref(), &mut programs, &mut out);
     }
     Ok(out)
+}
+
+/// The FPO stream's attribute words by code start ([`pdb_fpo`]); empty where the PDB
+/// has no FPO stream or its DBI stream cannot be read (pdb2's own reading then stands).
+fn fpo_attributes<'s, S: pdb2::Source<'s> + 's>(pdb: &mut pdb2::PDB<'s, S>) -> HashMap<u32, u16> {
+    let index = pdb
+        .raw_stream(pdb2::StreamIndex(pdb_fpo::DBI_STREAM))
+        .ok()
+        .flatten()
+        .and_then(|dbi| pdb_fpo::fpo_stream_index(dbi.as_slice()));
+    index
+        .and_then(|i| pdb.raw_stream(pdb2::StreamIndex(i)).ok().flatten())
+        .map(|fpo| pdb_fpo::attributes_by_start(fpo.as_slice()))
+        .unwrap_or_default()
 }
 
 /// The records of one frame table entry (see the module documentation).
