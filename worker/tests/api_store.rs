@@ -269,6 +269,223 @@ both!(
     batch_lease_and_finish
 );
 
+/// A batch of more reports than one statement stores (`finish_batch` writes them in
+/// chunks): each crash gets its own report, signature, frames, summary, kind and time, a
+/// merged signature goes to its group, a lost lease stores nothing, and each group counts
+/// its crashes (`crash_groups`, by its definition: the crashes with that signature).
+async fn many_reports_in_one_batch(db: &Db) {
+    let annotated = |id: String, at: i64| NewCrash {
+        annotations: r#"{"prod":"App","ver":"1.0"}"#.into(),
+        ..crash(&id, at)
+    };
+    for i in 0..230 {
+        crashes::insert(db, &annotated(format!("c{i:03}"), 1000 + i))
+            .await
+            .unwrap();
+    }
+    let report = |i: i64, sig: &str| {
+        Outcome::Done(StoredReport::from_json(
+            format!(
+                r#"{{"crash":{{"analysis":{{"kind":"k{}","summary":"s{i}"}}}},"threads":[{{"frames":[{{"function":"f{i}"}},{{"function":"main"}}]}}]}}"#,
+                i % 2
+            ),
+            Some(sig.into()),
+        ))
+    };
+    // two groups, then one merged into the other
+    let first = crashes::lease_batch(db, "w", 5000, 60_000, 3, 2)
+        .await
+        .unwrap();
+    for (lease, sig) in first.iter().zip(["sig a", "sig b"]) {
+        let done = report(0, sig);
+        assert!(crashes::finish(db, lease, "w", 5000, 3, &done)
+            .await
+            .unwrap());
+    }
+    worker::store::groups::merge(db, "default", "sig b", "sig a")
+        .await
+        .unwrap();
+    let mut leases = crashes::lease_batch(db, "w", 6000, 60_000, 3, 500)
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), 228);
+    leases[150].attempts += 1; // lost: another attempt holds it
+    let sig = |i: i64| {
+        if i % 3 == 0 {
+            "sig a".to_string()
+        } else {
+            format!("sig {}", i % 5)
+        }
+    };
+    let outcomes: Vec<Outcome> = (0..228).map(|i| report(i, &sig(i))).collect();
+    let jobs: Vec<crashes::Finished> = leases
+        .iter()
+        .zip(&outcomes)
+        .zip(0..)
+        .map(|((lease, outcome), i)| crashes::Finished {
+            lease,
+            outcome,
+            processing_ms: Some(i),
+        })
+        .collect();
+    let kept = crashes::finish_batch(db, "w", 7000, 3, &jobs)
+        .await
+        .unwrap();
+    assert_eq!(kept, (0..228).map(|i| i != 150).collect::<Vec<_>>());
+    for (i, lease) in (0..228).zip(&leases) {
+        let row = crashes::get(db, &lease.id).await.unwrap().unwrap();
+        if i == 150 {
+            assert_eq!((row.status.as_str(), row.report), ("processing", None));
+            continue;
+        }
+        let group = if i % 3 == 0 {
+            "sig b".to_string()
+        } else {
+            sig(i)
+        };
+        assert_eq!(
+            (
+                row.status.as_str(),
+                row.computed_signature,
+                row.signature,
+                row.processing_ms,
+                row.finished_at,
+            ),
+            ("done", Some(sig(i)), Some(group), Some(i), Some(7000)),
+            "crash {i}"
+        );
+        let sql = "SELECT function_frames, analysis_kind, product, version FROM crashes \
+                   WHERE id = $1";
+        type Columns = (Option<i64>, Option<String>, Option<String>, Option<String>);
+        let columns: Columns = match db.backend() {
+            worker::store::Backend::Sqlite(p) => {
+                sqlx::query_as(sql).bind(&lease.id).fetch_one(p).await
+            }
+            worker::store::Backend::Postgres(p) => {
+                sqlx::query_as(sql).bind(&lease.id).fetch_one(p).await
+            }
+        }
+        .unwrap();
+        let kind = format!("k{}", i % 2);
+        assert_eq!(
+            columns,
+            (Some(2), Some(kind), Some("App".into()), Some("1.0".into())),
+            "crash {i}"
+        );
+        assert!(row.report.unwrap().contains(&format!(r#""f{i}""#)));
+        let summary = crashes::summary(db, &lease.id).await.unwrap().unwrap();
+        assert_eq!(
+            summary.analysis_summary.as_deref(),
+            Some(format!("s{i}").as_str())
+        );
+    }
+    let sql = "SELECT g.signature, g.count, (SELECT COUNT(*) FROM crashes c \
+               WHERE c.signature = g.signature AND c.project = g.project) \
+               FROM crash_groups g ORDER BY g.signature";
+    let groups: Vec<(String, i64, i64)> = match db.backend() {
+        worker::store::Backend::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        worker::store::Backend::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .unwrap();
+    assert_eq!(groups.len(), 6, "{groups:?}"); // sig 0..4 and sig b; sig a merged away
+    for (name, count, crashes) in groups {
+        assert_eq!(count, crashes, "group {name}");
+    }
+}
+both!(
+    many_reports_in_one_batch_sqlite,
+    many_reports_in_one_batch_postgres,
+    many_reports_in_one_batch
+);
+
+/// SQLite: an upload's row is written once (migration 0031). Its product and version are
+/// those of its annotations (`prod`/`ver`, else `product`/`version`: 0002's definition)
+/// without the trigger rewriting the row, which it still does for a row inserted
+/// without them; and the reprocess selection of a signature is counted from its index
+/// alone (`EXPLAIN QUERY PLAN`), not from each crash's row.
+#[tokio::test]
+async fn an_upload_is_written_once_sqlite() {
+    let t = TestDb::sqlite().await;
+    let worker::store::Backend::Sqlite(p) = t.db.backend() else {
+        unreachable!()
+    };
+    sqlx::raw_sql(
+        "CREATE TABLE rewrites (id TEXT); \
+         CREATE TRIGGER rewrites AFTER UPDATE OF product, version ON crashes \
+         BEGIN INSERT INTO rewrites VALUES (NEW.id); END;",
+    )
+    .execute(p)
+    .await
+    .unwrap();
+    for (id, annotations) in [
+        ("c1", r#"{"prod":"App","ver":"1.0"}"#),
+        ("c2", r#"{"product":"Tool","version":"2.0"}"#),
+        ("c3", "not json"),
+    ] {
+        let c = NewCrash {
+            annotations: annotations.into(),
+            ..crash(id, 1000)
+        };
+        crashes::insert(&t.db, &c).await.unwrap();
+    }
+    sqlx::query(
+        "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, dump_format, \
+         annotations, attempts, project) VALUES ('c4', 'pending', 1, 'ab', 1, 'elf-core', \
+         '{\"prod\":\"Raw\"}', 0, 'default')",
+    )
+    .execute(p)
+    .await
+    .unwrap();
+    let rows: Vec<(String, Option<String>, Option<String>)> =
+        sqlx::query_as("SELECT id, product, version FROM crashes ORDER BY id")
+            .fetch_all(p)
+            .await
+            .unwrap();
+    let want = [
+        ("c1", Some("App"), Some("1.0")),
+        ("c2", Some("Tool"), Some("2.0")),
+        ("c3", None, None),
+        ("c4", Some("Raw"), None),
+    ];
+    let want: Vec<(String, Option<String>, Option<String>)> = want
+        .iter()
+        .map(|(i, p, v)| (i.to_string(), p.map(String::from), v.map(String::from)))
+        .collect();
+    assert_eq!(rows, want);
+    let rewritten: Vec<String> = sqlx::query_scalar("SELECT id FROM rewrites ORDER BY id")
+        .fetch_all(p)
+        .await
+        .unwrap();
+    assert_eq!(rewritten, ["c4"], "only the row inserted without them");
+    let filter = worker::store::reprocess::Filter {
+        signature: Some("sig".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        worker::store::reprocess::count_remaining(&t.db, "run", &filter)
+            .await
+            .unwrap(),
+        0
+    );
+    let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(
+        "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM crashes WHERE status IN ('done', 'failed') \
+         AND dump_gone IS NULL AND (reprocess_run IS NULL OR reprocess_run <> $1) \
+         AND signature = $2",
+    )
+    .bind("run")
+    .bind("sig")
+    .fetch_all(p)
+    .await
+    .unwrap();
+    let plan: Vec<&str> = plan.iter().map(|r| r.3.as_str()).collect();
+    assert!(
+        plan.iter()
+            .any(|s| s.contains("COVERING INDEX crashes_reprocessable")),
+        "{plan:?}"
+    );
+    t.finish().await;
+}
+
 /// A job leased by a worker that died is picked up again once the lease expires, and
 /// the dead worker can no longer finish it.
 async fn lease_expiry(db: &Db) {

@@ -6,7 +6,8 @@
 //! the work of the one that took over. An expired lease makes the row leasable again;
 //! after `max_attempts` leases it ends `failed` instead.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
+use std::fmt::Write as _;
 
 use serde::Deserialize;
 
@@ -199,10 +200,10 @@ async fn insert_row(
     project: &str,
     key: Option<&str>,
 ) -> Result<u64, StoreError> {
-    let sql = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
-               dump_format, annotations, attempts, idempotency_key, annotations_cut, project) \
-               VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7, $8, $9) \
-               ON CONFLICT (project, idempotency_key) DO NOTHING";
+    let sql = match db.backend() {
+        Backend::Sqlite(_) => INSERT_SQLITE_SQL,
+        Backend::Postgres(_) => INSERT_SQL,
+    };
     let n = crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&c.id)
         .bind(c.received_at)
@@ -221,6 +222,26 @@ async fn insert_row(
     }
     Ok(n)
 }
+
+/// [`insert_row`]'s statement on PostgreSQL, whose trigger (0002) sets the product and
+/// version from the annotations before the row is written.
+const INSERT_SQL: &str = "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
+    dump_format, annotations, attempts, idempotency_key, annotations_cut, project) \
+    VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7, $8, $9) \
+    ON CONFLICT (project, idempotency_key) DO NOTHING";
+
+/// [`insert_row`]'s statement on SQLite: the product and version written with the row,
+/// by the expressions of its trigger (0002, 0031), which then leaves the row as it is
+/// (an AFTER trigger would write the row a second time).
+const INSERT_SQLITE_SQL: &str = "INSERT INTO crashes (id, status, received_at, dump_sha256, \
+    dump_size, dump_format, annotations, attempts, idempotency_key, annotations_cut, project, \
+    product, version) \
+    VALUES ($1, 'pending', $2, $3, $4, $5, $6, 0, $7, $8, $9, \
+    CASE WHEN json_valid($6) THEN COALESCE(json_extract($6, '$.prod'), \
+    json_extract($6, '$.product')) END, \
+    CASE WHEN json_valid($6) THEN COALESCE(json_extract($6, '$.ver'), \
+    json_extract($6, '$.version')) END) \
+    ON CONFLICT (project, idempotency_key) DO NOTHING";
 
 /// Inserts a pending crash of `project` under a client's idempotency key, unless a crash
 /// of the project already has that key. Returns `None` when inserted, else the crash that
@@ -709,8 +730,10 @@ pub struct Finished<'a> {
 
 /// Finishes several leased jobs of `worker` in one transaction, as [`finish`] finishes
 /// one: the rows, and the search index of every report stored, are written at once
-/// (one commit, one sync of SQLite's log, for the whole batch). Says per job whether its
-/// lease was still ours.
+/// (one commit, one sync of SQLite's log, for the whole batch). The reports stored are
+/// written by one statement per [`DONE_PER_STATEMENT`] jobs, not one per job (the same
+/// rows and triggers, a round trip and a statement's execution per chunk instead of per
+/// crash). Says per job whether its lease was still ours.
 pub async fn finish_batch(
     db: &Db,
     worker: &str,
@@ -722,16 +745,6 @@ pub async fn finish_batch(
         return Ok(Vec::new());
     }
     let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
-    let done_sql = format!(
-        "UPDATE crashes SET status = 'done', report = $4, computed_signature = $5, \
-         signature = COALESCE((SELECT group_name FROM group_pins WHERE crash_id = $1), \
-         (SELECT gm.into_group FROM group_merges gm WHERE gm.project = crashes.project \
-         AND gm.signature = $5), $5), error = NULL, \
-         lease_until = NULL, finished_at = $6, \
-         processing_ms = COALESCE($9, $6 - started_at), \
-         completions = completions + 1, function_frames = $7, \
-         analysis_summary = $8, report_fields_apart = 1, analysis_kind = $10 {guard}"
-    );
     let failed_sql = format!(
         "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
          finished_at = $5, processing_ms = COALESCE($6, $5 - started_at) {guard}"
@@ -741,17 +754,33 @@ pub async fn finish_batch(
          error = $4, lease_until = NULL, leased_by = NULL, \
          finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
     );
+    let done: Vec<(&Lease, &StoredReport, Option<i64>)> = jobs
+        .iter()
+        .filter_map(|job| match job.outcome {
+            Outcome::Done(r) => Some((job.lease, r, job.processing_ms)),
+            _ => None,
+        })
+        .collect();
     let kept = crate::in_transaction!(db, tx => {
+        // the ids whose report was stored (a lease no longer ours updates no row)
+        let mut stored: HashSet<String> = HashSet::with_capacity(done.len());
+        for chunk in done.chunks(DONE_PER_STATEMENT) {
+            let sql = done_sql(chunk.len());
+            let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(now).bind(worker);
+            for (lease, r, ms) in chunk {
+                q = q.bind(&lease.id).bind(lease.attempts).bind(&r.text).bind(&r.signature)
+                    .bind(r.function_frames).bind(&r.analysis_summary).bind(*ms)
+                    .bind(r.analysis_kind());
+            }
+            stored.extend(q.fetch_all(&mut *tx).await?);
+        }
         let mut kept = Vec::with_capacity(jobs.len());
         for job in jobs {
             let lease = job.lease;
             let n = match job.outcome {
-                Outcome::Done(r) => sqlx::query(sqlx::AssertSqlSafe(done_sql.as_str()))
-                    .bind(&lease.id).bind(worker).bind(lease.attempts)
-                    .bind(&r.text).bind(&r.signature).bind(now).bind(r.function_frames)
-                    .bind(&r.analysis_summary).bind(job.processing_ms)
-                    .bind(r.analysis_kind())
-                    .execute(&mut *tx).await?.rows_affected(),
+                // a job listed twice keeps its lease once
+                Outcome::Done(_) => u64::from(stored.remove(&lease.id)),
                 Outcome::Failed { reason } => {
                     let reason = super::text::clean(reason);
                     sqlx::query(sqlx::AssertSqlSafe(failed_sql.as_str()))
@@ -788,6 +817,49 @@ pub async fn finish_batch(
         kept
     });
     Ok(kept)
+}
+
+/// Reports one statement of [`finish_batch`] stores (8 values each: well under either
+/// database's limit of bound values).
+const DONE_PER_STATEMENT: usize = 100;
+
+/// The statement that stores `n` reports, each row guarded as a single finish is (its
+/// lease still ours: worker `$2`, its attempt, still processing), finished at `$1`; the
+/// rows' values from `$3`, 8 per job: id, attempts, report, computed signature, function
+/// frames, analysis summary, processing time, analysis kind. The signature stored is the
+/// crash's pin, else the merge of its computed signature in its project, else that
+/// signature. Returns the ids of the rows stored.
+fn done_sql(n: usize) -> String {
+    let mut rows = String::new();
+    for i in 0..n {
+        let at = 3 + i * 8;
+        let _ = write!(
+            rows,
+            "{}(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+            if i == 0 { "" } else { ", " },
+            at,
+            at + 1,
+            at + 2,
+            at + 3,
+            at + 4,
+            at + 5,
+            at + 6,
+            at + 7
+        );
+    }
+    format!(
+        "WITH v (id, attempts, report, sig, frames, summary, ms, kind) AS (VALUES {rows}) \
+         UPDATE crashes SET status = 'done', report = v.report, computed_signature = v.sig, \
+         signature = COALESCE((SELECT group_name FROM group_pins WHERE crash_id = v.id), \
+         (SELECT gm.into_group FROM group_merges gm WHERE gm.project = crashes.project \
+         AND gm.signature = v.sig), v.sig), error = NULL, lease_until = NULL, \
+         finished_at = $1, processing_ms = COALESCE(v.ms, $1 - started_at), \
+         completions = completions + 1, function_frames = v.frames, \
+         analysis_summary = v.summary, report_fields_apart = 1, analysis_kind = v.kind \
+         FROM v WHERE crashes.id = v.id AND crashes.leased_by = $2 \
+         AND crashes.attempts = v.attempts AND crashes.status = 'processing' \
+         RETURNING crashes.id"
+    )
 }
 
 /// A finished report as the `crashes` row and the search index take it: its JSON text and
