@@ -130,7 +130,11 @@ async fn lease_and_finish(db: &Db) {
     let row = crashes::get(db, "c1").await.unwrap().unwrap();
     assert_eq!(row.status, "done");
     assert_eq!(row.processing_ms, Some(1000));
-    assert_eq!(row.processing_us, Some(1_000_000), "the time since the lease, in µs");
+    assert_eq!(
+        row.processing_us,
+        Some(1_000_000),
+        "the time since the lease, in µs"
+    );
     assert_eq!(row.signature.as_deref(), Some("sig"));
 }
 both!(

@@ -34,9 +34,11 @@ async fn queue(db: &Db) -> Queue {
         .put(bytes::Bytes::from_static(b"not a dump"))
         .await
         .unwrap();
-    let pipe = dir
-        .path()
-        .join(format!("blobs/sha256/{}/{}/{HELD_SHA}", &HELD_SHA[..2], &HELD_SHA[2..4]));
+    let pipe = dir.path().join(format!(
+        "blobs/sha256/{}/{}/{HELD_SHA}",
+        &HELD_SHA[..2],
+        &HELD_SHA[2..4]
+    ));
     std::fs::create_dir_all(pipe.parent().unwrap()).unwrap();
     let made = std::process::Command::new("mkfifo")
         .arg(&pipe)

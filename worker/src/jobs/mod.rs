@@ -195,7 +195,11 @@ impl Held {
     /// The crashes whose results the worker holds, not yet stored, and `current`.
     fn held_ids(&self, current: &[crashes::Lease]) -> Vec<String> {
         let storing = self.storing.iter().flat_map(|s| s.ids.iter().cloned());
-        current.iter().map(|l| l.id.clone()).chain(storing).collect()
+        current
+            .iter()
+            .map(|l| l.id.clone())
+            .chain(storing)
+            .collect()
     }
 }
 
@@ -271,7 +275,9 @@ impl Runner {
             std::mem::take(&mut held.next)
         };
         let ahead = self.ahead(name, lease_ms, held.held_ids(&leases), leases.len());
-        let (ended, next, waited) = self.process_with_renewal(&leases, name, lease_ms, ahead).await;
+        let (ended, next, waited) = self
+            .process_with_renewal(&leases, name, lease_ms, ahead)
+            .await;
         held.next = next;
         let waited = waited + self.store_beside(name, held, leases, ended).await;
         self.metrics.steps.observe(Step::Wait, waited);
@@ -425,7 +431,11 @@ impl Runner {
         name: &str,
         lease_ms: i64,
         ahead: impl std::future::Future<Output = Vec<crashes::Lease>>,
-    ) -> (Vec<(crashes::Outcome, Duration)>, Vec<crashes::Lease>, Duration) {
+    ) -> (
+        Vec<(crashes::Outcome, Duration)>,
+        Vec<crashes::Lease>,
+        Duration,
+    ) {
         let jobs = self.process_batch(leases);
         tokio::pin!(jobs, ahead);
         let mut ended: Option<(Vec<(crashes::Outcome, Duration)>, Instant)> = None;
