@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Measures the crash service on this machine: sustained ingest (HTTP requests/s, latency
 # p50/p99, measured by `hey`) and processing with warm tables (crashes/s, per-crash
-# processing time p50/p99 from the stored `processing_ms`), on SQLite and on PostgreSQL.
+# processing time p50/p99 from the stored `processing_us`), on SQLite and on PostgreSQL.
 #
 # Usage: bench/service.sh [BACKEND...]        BACKEND: sqlite, postgres (default: both)
 # Environment:
 #   POSTMORTEM_BIN   the binary (default: target/release/postmortem under CARGO_TARGET_DIR)
 #   INGEST_REQUESTS  crashes uploaded per backend (default 3000)
 #   CONCURRENCY      concurrent HTTP clients (default 16)
-#   WORKERS          in-process worker tasks while processing (default 2)
+#   WORKERS          in-process worker tasks while processing (default 2); a list ("1 2")
+#                    repeats phases 1 and 2 for each count, and the later phases use the
+#                    last
 #   PG_URL           PostgreSQL server (default postgres://postgres@127.0.0.1:5432); a
 #                    database is created for the run and dropped after it
 #   LOAD_SECONDS     length of the sustained-load phases (default 30; 0 skips them)
@@ -22,7 +24,11 @@
 # raw core uploads with hey: only ingest runs, so this is the ingest figure. (2) Restart
 # as `serve --workers $WORKERS` on the same data: it drains the queue; the tables were
 # built and stored by a warm-up crash before phase 1, so every job finds them (database,
-# then memory). Crashes/s = crashes done / time to drain. (3) Latency under load: `serve
+# then memory). Crashes/s = crashes done / time to drain (from the server's start), and
+# over the backlog alone: crashes stored after the first store / time from the first
+# store to the last (`finished_at`, the server's start-up and first batch left out). The
+# share of the workers' time in the crashes' own processing (issue 40): crashes/s × the
+# p50 of `processing_us` ÷ workers, with each rate. (3) Latency under load: `serve
 # --workers $WORKERS` while hey uploads at LOAD_SHARE of phase 2's rate for LOAD_SECONDS;
 # each crash's upload-to-report time is its finished_at - received_at (Unix ms, as the
 # API lists them), p50 / p99 / max over the phase's crashes, and the server's peak RSS
@@ -35,7 +41,7 @@ BACKENDS=("$@")
 [ ${#BACKENDS[@]} -gt 0 ] || BACKENDS=(sqlite postgres)
 N="${INGEST_REQUESTS:-3000}"
 C="${CONCURRENCY:-16}"
-WORKERS="${WORKERS:-2}"
+WORKER_COUNTS=(${WORKERS:-2})
 PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432}"
 BIN="${POSTMORTEM_BIN:-${CARGO_TARGET_DIR:-target}/release/postmortem}"
 [ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release -p postmortem" >&2; exit 1; }
@@ -150,7 +156,36 @@ PY
 }
 jobs_in() { curl -sf "$BASE/metrics" | sed -n "s/^postmortem_jobs{state=\"$1\"} //p"; }
 
-echo "postmortem service bench: $(nproc) cores, $N crashes of $(stat -c %s "$CORE") bytes, $C clients, $WORKERS workers"
+# Phase 2's figures: the rates, the per-crash time (`processing_us`) and the share.
+cat >"$WORK/drain.py" <<'EOF'
+import sys
+backend, rps, p50, p99, codes, pending, t0, t1, usf, job_ms, workers = sys.argv[1:]
+rows = [l.split("\t") for l in open(usf).read().splitlines()]
+us = sorted(int(u) for u, _ in rows if u not in ("", "null"))
+ends = sorted(int(f) for _, f in rows if f not in ("", "null"))
+if not us or len(ends) < 2:
+    sys.exit(f"{backend}: no per-crash times (processing_us): a binary from before migration 0032?")
+pct = lambda q: us[min(len(us) - 1, int(q * len(us)))] / 1000
+w = int(workers)
+label = f"{backend}, {w} worker{'s' if w > 1 else ''}"
+print(f"{label}: ingest {float(rps):.0f} req/s, latency p50 {float(p50)*1000:.1f} ms, p99 {float(p99)*1000:.1f} ms ({codes.strip()}; {pending} queued)")
+drain = float(t1) - float(t0)
+rate = int(pending) / drain
+# over the backlog alone: the crashes stored after the first store, over the time from it
+# to the last (the server's start-up and the first batch's claim and jobs are left out)
+after_first = sum(1 for f in ends if f > ends[0])
+span = (ends[-1] - ends[0]) / 1000
+backlog = after_first / span if span > 0 else float("nan")
+print(f"{label}: processing {rate:.0f} crashes/s ({pending} in {drain:.2f} s from the server's start), "
+      f"{backlog:.0f} crashes/s over the backlog ({after_first} in {span:.2f} s); {len(us)} done")
+print(f"{label}: per crash p50 {pct(0.5):.3f} ms, p99 {pct(0.99):.3f} ms (processing_us); "
+      f"mean of the job's steps {float(job_ms):.3f} ms")
+share = lambda r: r * pct(0.5) / 1000 / w
+print(f"{label}: share = crashes/s x p50 / workers = {share(rate):.2f} (from the start), "
+      f"{share(backlog):.2f} (over the backlog)")
+EOF
+
+echo "postmortem service bench: $(nproc) cores, $N crashes of $(stat -c %s "$CORE") bytes, $C clients, ${WORKER_COUNTS[*]} workers; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "files: ${FILES[*]##*/}"
 for backend in "${BACKENDS[@]}"; do
     data="$WORK/data-$backend"
@@ -170,68 +205,59 @@ for backend in "${BACKENDS[@]}"; do
     [ "$status" = done ] || { echo "bench: warm-up crash ended $status" >&2; exit 1; }
     stop_server
 
-    # Phase 1: ingest only.
-    start_server "$data" 0 "${extra[@]}"
-    hey -n "$N" -c "$C" -m POST -T application/octet-stream -D "$CORE" \
-        "$BASE/api/v1/crashes" >"$WORK/hey.txt"
-    rps="$(sed -n 's/^ *Requests\/sec: *//p' "$WORK/hey.txt")"
-    p50="$(awk '/ 50% in /{print $3}' "$WORK/hey.txt")"
-    p99="$(awk '/ 99% in /{print $3}' "$WORK/hey.txt")"
-    codes="$(sed -n '/Status code distribution/,/^$/p' "$WORK/hey.txt" | tr -s ' \n' ' ')"
-    pending="$(jobs_in pending)"
-    stop_server
+    for WORKERS in "${WORKER_COUNTS[@]}"; do
+        # Phase 1: ingest only.
+        since="$(date +%s%3N)"
+        start_server "$data" 0 "${extra[@]}"
+        hey -n "$N" -c "$C" -m POST -T application/octet-stream -D "$CORE" \
+            "$BASE/api/v1/crashes" >"$WORK/hey.txt"
+        rps="$(sed -n 's/^ *Requests\/sec: *//p' "$WORK/hey.txt")"
+        p50="$(awk '/ 50% in /{print $3}' "$WORK/hey.txt")"
+        p99="$(awk '/ 99% in /{print $3}' "$WORK/hey.txt")"
+        codes="$(sed -n '/Status code distribution/,/^$/p' "$WORK/hey.txt" | tr -s ' \n' ' ')"
+        pending="$(jobs_in pending)"
+        stop_server
 
-    # Phase 2: drain the queue with warm tables.
-    t0="$(date +%s.%N)"
-    start_server "$data" "$WORKERS" "${extra[@]}"
-    while :; do
-        left=$(( $(jobs_in pending) + $(jobs_in processing) ))
-        [ "$left" -eq 0 ] && break
-        sleep 0.2
-    done
-    t1="$(date +%s.%N)"
-    done_n="$(jobs_in done)"; failed_n="$(jobs_in failed)"
-    # Where the workers' time went: each step's total and mean, from /metrics.
-    curl -sf "$BASE/metrics" | awk -v backend="$backend" '
-        /^postmortem_job_step_seconds_(sum|count)/ {
-            match($0, /step="[a-z]+"/); step = substr($0, RSTART + 6, RLENGTH - 7)
-            if ($0 ~ /_sum/) sum[step] = $2; else count[step] = $2
-        }
-        END {
-            n = split("claim read tables engine serialize store", order, " ")
-            line = backend ": step seconds total / mean ms:"
-            for (i = 1; i <= n; i++) {
-                s = order[i]
-                if (count[s] > 0) line = line sprintf(" %s %.2f / %.3f", s, sum[s], 1000 * sum[s] / count[s])
+        # Phase 2: drain the queue with warm tables.
+        t0="$(date +%s.%N)"
+        start_server "$data" "$WORKERS" "${extra[@]}"
+        while :; do
+            left=$(( $(jobs_in pending) + $(jobs_in processing) ))
+            [ "$left" -eq 0 ] && break
+            sleep 0.2
+        done
+        t1="$(date +%s.%N)"
+        # Where the workers' time went: each step's total and mean, from /metrics.
+        curl -sf "$BASE/metrics" | awk -v backend="$backend" -v workers="$WORKERS" '
+            /^postmortem_job_step_seconds_(sum|count)/ {
+                match($0, /step="[a-z]+"/); step = substr($0, RSTART + 6, RLENGTH - 7)
+                if ($0 ~ /_sum/) sum[step] = $2; else count[step] = $2
             }
-            print line " (claim and store per batch)"
-            job = 0
-            split("read tables engine serialize", own, " ")
-            for (i = 1; i <= 4; i++) if (count[own[i]] > 0) job += sum[own[i]] / count[own[i]]
-            print 1000 * job > "/dev/stderr"
-        }' 2>"$WORK/job_ms.txt"
-    # Per-crash processing time, from every stored crash (keyset pages of 1000).
-    : >"$WORK/ms.txt"; cursor=""
-    while :; do
-        page="$(curl -sf "$BASE/api/v1/crashes?status=done&limit=1000${cursor:+&cursor=$cursor}")"
-        jq -r '.crashes[].processing_ms' <<<"$page" >>"$WORK/ms.txt"
-        cursor="$(jq -r '.next_cursor // empty' <<<"$page")"
-        [ -n "$cursor" ] || break
+            END {
+                n = split("claim read tables engine serialize store wait", order, " ")
+                line = backend ", " workers " workers: step seconds total / mean ms:"
+                for (i = 1; i <= n; i++) {
+                    s = order[i]
+                    if (count[s] > 0) line = line sprintf(" %s %.2f / %.3f", s, sum[s], 1000 * sum[s] / count[s])
+                }
+                print line " (claim, store and wait per batch)"
+                job = 0
+                split("read tables engine serialize", own, " ")
+                for (i = 1; i <= 4; i++) if (count[own[i]] > 0) job += sum[own[i]] / count[own[i]]
+                print 1000 * job > "/dev/stderr"
+            }' 2>"$WORK/job_ms.txt"
+        # Per-crash processing time and end, from every crash of this round (keyset pages).
+        : >"$WORK/us.txt"; cursor=""
+        while :; do
+            page="$(curl -sf "$BASE/api/v1/crashes?status=done&since=$since&limit=1000${cursor:+&cursor=$cursor}")"
+            jq -r '.crashes[] | [.processing_us, .finished_at] | @tsv' <<<"$page" >>"$WORK/us.txt"
+            cursor="$(jq -r '.next_cursor // empty' <<<"$page")"
+            [ -n "$cursor" ] || break
+        done
+        stop_server
+        python3 "$WORK/drain.py" "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" \
+            "$WORK/us.txt" "$(cat "$WORK/job_ms.txt")" "$WORKERS"
     done
-    stop_server
-    python3 - "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" "$done_n" "$failed_n" "$WORK/ms.txt" "$(cat "$WORK/job_ms.txt")" "$WORKERS" <<'EOF'
-import sys
-backend, rps, p50, p99, codes, pending, t0, t1, done, failed, msf, job_ms, workers = sys.argv[1:]
-ms = sorted(int(x) for x in open(msf).read().split() if x != "null")
-pct = lambda q: ms[min(len(ms) - 1, int(q * len(ms)))]
-drain = float(t1) - float(t0)
-print(f"{backend}: ingest {float(rps):.0f} req/s, latency p50 {float(p50)*1000:.1f} ms, p99 {float(p99)*1000:.1f} ms ({codes.strip()}; {pending} queued)")
-rate = int(pending) / drain
-print(f"{backend}: processing {rate:.0f} crashes/s ({pending} in {drain:.1f} s incl. start-up; {done} done, {failed} failed), per crash p50 {pct(0.5)} ms, p99 {pct(0.99)} ms")
-# processing_ms is whole milliseconds: the job's own mean, from the step histograms
-# (read + tables + engine + serialize), gives the share of the workers' time spent in jobs
-print(f"{backend}: per crash mean {float(job_ms):.2f} ms (steps); crashes/s x p50 / workers = {rate * pct(0.5) / 1000 / int(workers):.2f}, x mean / workers = {rate * float(job_ms) / 1000 / int(workers):.2f}")
-EOF
     rate="$(python3 -c "print($pending / ($t1 - $t0) * ${LOAD_SHARE:-0.5})")"
     if [ "${LOAD_SECONDS:-30}" != 0 ]; then
         LOAD_SECONDS="${LOAD_SECONDS:-30}"

@@ -130,6 +130,11 @@ async fn lease_and_finish(db: &Db) {
     let row = crashes::get(db, "c1").await.unwrap().unwrap();
     assert_eq!(row.status, "done");
     assert_eq!(row.processing_ms, Some(1000));
+    assert_eq!(
+        row.processing_us,
+        Some(1_000_000),
+        "the time since the lease, in µs"
+    );
     assert_eq!(row.signature.as_deref(), Some("sig"));
 }
 both!(
@@ -178,17 +183,17 @@ async fn batch_lease_and_finish(db: &Db) {
         crashes::Finished {
             lease: &first[0],
             outcome: &a,
-            processing_ms: Some(7),
+            processing_us: Some(7_450),
         },
         crashes::Finished {
             lease: &first[1],
             outcome: &failed,
-            processing_ms: Some(3),
+            processing_us: Some(850),
         },
         crashes::Finished {
             lease: &lost,
             outcome: &b,
-            processing_ms: Some(5),
+            processing_us: Some(5_000),
         },
     ];
     let kept = crashes::finish_batch(db, "w1", 6000, 3, &jobs)
@@ -200,14 +205,17 @@ async fn batch_lease_and_finish(db: &Db) {
         (
             row.status.as_str(),
             row.processing_ms,
+            row.processing_us,
             row.signature.as_deref()
         ),
-        ("done", Some(7), Some("sig Crash_Here"))
+        ("done", Some(7), Some(7_450), Some("sig Crash_Here")),
+        "the job's own time, in whole ms and exactly in µs"
     );
     let row = crashes::get(db, "c2").await.unwrap().unwrap();
     assert_eq!(
-        (row.status.as_str(), row.processing_ms),
-        ("failed", Some(3))
+        (row.status.as_str(), row.processing_ms, row.processing_us),
+        ("failed", Some(0), Some(850)),
+        "a sub-millisecond job is 0 ms, and its µs are kept"
     );
     assert_eq!(
         crashes::get(db, "c3").await.unwrap().unwrap().status,
@@ -242,7 +250,7 @@ async fn batch_lease_and_finish(db: &Db) {
     let jobs = [crashes::Finished {
         lease: &rest[0],
         outcome: &d,
-        processing_ms: None,
+        processing_us: None,
     }];
     assert_eq!(
         crashes::finish_batch(db, "w2", 6500, 3, &jobs)
@@ -250,9 +258,10 @@ async fn batch_lease_and_finish(db: &Db) {
             .unwrap(),
         [true]
     );
+    let row = crashes::get(db, "c4").await.unwrap().unwrap();
     assert_eq!(
-        crashes::get(db, "c4").await.unwrap().unwrap().processing_ms,
-        Some(1500)
+        (row.processing_ms, row.processing_us),
+        (Some(1500), Some(1_500_000))
     );
     assert_eq!(terms("c4").await.len(), 2);
     let count = "SELECT COUNT(*) FROM search_terms";

@@ -11,6 +11,7 @@ mod bundle_migration;
 mod dashboard_store;
 mod delete_filter_store;
 mod pg;
+mod pipeline;
 mod project_groups;
 mod reprocess_store;
 mod rollups;

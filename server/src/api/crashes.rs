@@ -168,7 +168,8 @@ fn summary(row: &CrashSummary) -> Value {
         "attempts": row.attempts, "error": row.error, "signature": row.signature,
         "computed_signature": row.computed_signature,
         "annotations": annotations, "finished_at": row.finished_at,
-        "processing_ms": row.processing_ms, "project": row.project,
+        "processing_ms": row.processing_ms, "processing_us": row.processing_us,
+        "project": row.project,
     })
 }
 

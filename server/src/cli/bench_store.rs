@@ -187,7 +187,7 @@ async fn fill(
             .map(|(lease, outcome)| Finished {
                 lease,
                 outcome,
-                processing_ms: Some(4),
+                processing_us: Some(4000),
             })
             .collect();
         crashes::finish_batch(db, "bench", now, 3, &jobs).await?;

@@ -5,9 +5,12 @@
 //! and leases a batch of jobs in one transaction ([`crashes::claim_batch`]), hands each
 //! to [`process::process_job`], and stores the batch's results in one transaction: the
 //! queue and the store cost a few statements per batch, not per job ([`steps`] measures
-//! each step). Engine work runs on a blocking thread under a time limit and
-//! `catch_unwind`, so a panicking or endless job fails that job only. Store errors are
-//! transient: the job goes back to the queue until its attempts run out.
+//! each step). Neither is on the path from one job to the next: the next batch is
+//! leased while the current one is processed, and a batch's results are stored by a
+//! task of their own while the next batches are processed. Engine work runs on a
+//! blocking thread under a time limit and `catch_unwind`, so a panicking or endless job
+//! fails that job only. Store errors are transient: the job goes back to the queue until
+//! its attempts run out.
 
 pub mod fetch;
 pub mod new_file;
@@ -20,7 +23,7 @@ pub mod steps;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{watch, Notify};
 use tracing::{info, warn};
@@ -167,6 +170,39 @@ impl JobMetrics {
 /// A processed batch: its leases, and each job's outcome and the time it took.
 type Processed = (Vec<crashes::Lease>, Vec<(crashes::Outcome, Duration)>);
 
+/// What a worker holds between two batches: the next batch, leased while the last one
+/// was processed, and the batches whose results are being stored.
+#[derive(Debug, Default)]
+struct Held {
+    next: Vec<crashes::Lease>,
+    storing: std::collections::VecDeque<Storing>,
+}
+
+/// A batch's results being stored by a task of their own.
+#[derive(Debug)]
+struct Storing {
+    /// The batch's crashes: a claim skips them until they are stored.
+    ids: Vec<String>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Stores a worker lets run beside its jobs; with one more done, it waits for the
+/// oldest. Two: a store slower than a batch's jobs (PostgreSQL's round trips, SQLite's
+/// lock) overlaps two batches before it slows the worker.
+const STORES_IN_FLIGHT: usize = 2;
+
+impl Held {
+    /// The crashes whose results the worker holds, not yet stored, and `current`.
+    fn held_ids(&self, current: &[crashes::Lease]) -> Vec<String> {
+        let storing = self.storing.iter().flat_map(|s| s.ids.iter().cloned());
+        current
+            .iter()
+            .map(|l| l.id.clone())
+            .chain(storing)
+            .collect()
+    }
+}
+
 /// Everything a worker needs; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Runner {
@@ -183,16 +219,17 @@ impl Runner {
     /// Runs one worker loop until `shutdown` turns true. `name` identifies the lease holder
     /// and must be unique across every process sharing the queue.
     ///
-    /// A batch's results are stored while the worker processes the next batch, which it
-    /// claimed first (so that on SQLite its claim does not wait on its own store): the
-    /// store's commit — a sync of SQLite's log, a round trip to PostgreSQL — is off the
-    /// path from one job to the next. The last results are stored before the worker idles
-    /// or stops.
+    /// While a worker processes a batch, the next batch is leased beside it
+    /// ([`Runner::ahead`]), and the previous batches' results are stored by tasks of
+    /// their own ([`Runner::store_beside`]): the claim's commit and the store's — a sync
+    /// of SQLite's log, a round trip to PostgreSQL — are off the path from one job to the
+    /// next as long as the database keeps up. A stopping worker waits for its stores and
+    /// gives the batch it leased ahead back to the queue ([`crashes::release`]).
     pub async fn run(self, name: String, mut shutdown: watch::Receiver<bool>) {
         info!(worker = %name, "worker started");
-        let mut unstored: Option<Processed> = None;
+        let mut held = Held::default();
         while !*shutdown.borrow() {
-            match self.step(&name, &mut unstored).await {
+            match self.step(&name, &mut held).await {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => warn!(worker = %name, error = %e, "queue error; retrying"),
@@ -203,36 +240,105 @@ impl Runner {
                 _ = shutdown.changed() => {}
             }
         }
-        self.store_logged(&name, unstored.take()).await;
+        while let Some(storing) = held.storing.pop_front() {
+            if let Err(e) = storing.task.await {
+                warn!(worker = %name, error = %e, "a store of results did not end");
+            }
+        }
+        let next = std::mem::take(&mut held.next);
+        if let Err(e) = crashes::release(&self.db, &name, &next).await {
+            warn!(worker = %name, error = %e, "could not give back the batch leased ahead");
+        }
         info!(worker = %name, "worker stopped");
     }
 
-    /// Leases a batch of jobs and processes them one after the other while the previous
-    /// batch's results (`unstored`) are stored; this batch's results are left in
-    /// `unstored`. Returns whether there was a job.
-    async fn step(&self, name: &str, unstored: &mut Option<Processed>) -> Result<bool, StoreError> {
+    /// Processes the batch leased ahead, or leases one if there is none (after an idle
+    /// spell), while the next batch is leased beside it ([`Runner::ahead`]); then hands
+    /// its results to a store of their own ([`Runner::store_beside`]). Returns whether
+    /// there was a job.
+    async fn step(&self, name: &str, held: &mut Held) -> Result<bool, StoreError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
-        let steps = &self.metrics.steps;
-        let held: Vec<&str> = unstored
-            .iter()
-            .flat_map(|(leases, _)| leases.iter().map(|l| l.id.as_str()))
-            .collect();
-        let claimed = steps
-            .timed(Step::Claim, self.claim(name, lease_ms, &held))
-            .await;
-        drop(held);
-        let previous = self.store_logged(name, unstored.take());
-        let leases = match claimed {
-            Ok(leases) if !leases.is_empty() => leases,
-            other => {
-                previous.await;
-                return other.map(|_| false);
+        held.storing.retain(|s| !s.task.is_finished());
+        let leases = if held.next.is_empty() {
+            let ids = held.held_ids(&[]);
+            let skip: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let claimed = self
+                .metrics
+                .steps
+                .timed(Step::Claim, self.claim(name, lease_ms, &skip))
+                .await?;
+            if claimed.is_empty() {
+                return Ok(false);
             }
+            claimed
+        } else {
+            std::mem::take(&mut held.next)
         };
-        let ((), ended) =
-            tokio::join!(previous, self.process_with_renewal(&leases, name, lease_ms));
-        *unstored = Some((leases, ended));
+        let ahead = self.ahead(name, lease_ms, held.held_ids(&leases), leases.len());
+        let (ended, next, waited) = self
+            .process_with_renewal(&leases, name, lease_ms, ahead)
+            .await;
+        held.next = next;
+        let waited = waited + self.store_beside(name, held, leases, ended).await;
+        self.metrics.steps.observe(Step::Wait, waited);
         Ok(true)
+    }
+
+    /// The claim of the next batch, run beside the `current` jobs of this one: it skips
+    /// the crashes the worker holds (`held`). A failed claim leases nothing here: the
+    /// next step claims again, and reports the error.
+    ///
+    /// The next batch is leased only when the current one is full, a backlog: a batch
+    /// the queue could not fill says the queue is short, and crashes queued from then on
+    /// are left to idle workers rather than made to wait behind this batch's jobs.
+    async fn ahead(
+        &self,
+        name: &str,
+        lease_ms: i64,
+        held: Vec<String>,
+        current: usize,
+    ) -> Vec<crashes::Lease> {
+        if current < self.config.batch.max(1) {
+            return Vec::new();
+        }
+        let skip: Vec<&str> = held.iter().map(String::as_str).collect();
+        let claimed = self
+            .metrics
+            .steps
+            .timed(Step::Claim, self.claim(name, lease_ms, &skip))
+            .await;
+        claimed.unwrap_or_else(|e| {
+            warn!(worker = %name, error = %e, "could not lease the next batch ahead");
+            Vec::new()
+        })
+    }
+
+    /// Stores a processed batch's results in a task of its own, beside the next batches'
+    /// jobs; with more than [`STORES_IN_FLIGHT`] stores running, waits for the oldest.
+    /// How long it waited.
+    async fn store_beside(
+        &self,
+        name: &str,
+        held: &mut Held,
+        leases: Vec<crashes::Lease>,
+        ended: Vec<(crashes::Outcome, Duration)>,
+    ) -> Duration {
+        let ids = leases.iter().map(|l| l.id.clone()).collect();
+        let (runner, worker) = (self.clone(), name.to_string());
+        let task = tokio::spawn(async move {
+            runner.store_logged(&worker, Some((leases, ended))).await;
+        });
+        held.storing.push_back(Storing { ids, task });
+        let started = Instant::now();
+        while held.storing.len() > STORES_IN_FLIGHT {
+            let Some(oldest) = held.storing.pop_front() else {
+                break;
+            };
+            if let Err(e) = oldest.task.await {
+                warn!(worker = %name, error = %e, "a store of results did not end");
+            }
+        }
+        started.elapsed()
     }
 
     /// Stores a batch's results, if any, saying so in the log when that fails: the jobs
@@ -258,7 +364,7 @@ impl Runner {
             .map(|(lease, (outcome, took))| crashes::Finished {
                 lease,
                 outcome,
-                processing_ms: Some(i64::try_from(took.as_millis()).unwrap_or(i64::MAX)),
+                processing_us: Some(i64::try_from(took.as_micros()).unwrap_or(i64::MAX)),
             })
             .collect();
         let kept = self
@@ -315,47 +421,44 @@ impl Runner {
         Ok(leases)
     }
 
-    /// Processes a batch of leased jobs in turn, each under the time limit (the whole
-    /// job's deadline, from its own start: gathering tables counts as much as the
-    /// engine's steps, each of which is bounded too), while renewing the batch's leases
-    /// every third of their length until all are stored. Each job's outcome and the
-    /// time it took.
+    /// Processes a batch of leased jobs in turn ([`Runner::process_batch`]) while `ahead`
+    /// runs beside them, renewing the batch's leases, and those `ahead` leased, every
+    /// third of their length until both are done. Each job's outcome and the time it
+    /// took, what `ahead` leased, and how long the worker waited for it after its jobs.
     async fn process_with_renewal(
         &self,
         leases: &[crashes::Lease],
         name: &str,
         lease_ms: i64,
-    ) -> Vec<(crashes::Outcome, Duration)> {
-        let limit = self.config.time_limit;
-        let jobs = async {
-            let mut ended = Vec::with_capacity(leases.len());
-            for lease in leases {
-                let started = std::time::Instant::now();
-                let outcome = tokio::time::timeout(limit, process::process_job(self, lease))
-                    .await
-                    .unwrap_or(Err(JobError::TimeLimit(limit)));
-                let outcome = match outcome {
-                    Ok(report) => crashes::Outcome::Done(report),
-                    Err(e) if e.is_transient() => crashes::Outcome::Retry {
-                        reason: e.to_string(),
-                    },
-                    Err(e) => crashes::Outcome::Failed {
-                        reason: e.to_string(),
-                    },
-                };
-                ended.push((outcome, started.elapsed()));
-            }
-            ended
-        };
-        tokio::pin!(jobs);
+        ahead: impl std::future::Future<Output = Vec<crashes::Lease>>,
+    ) -> (
+        Vec<(crashes::Outcome, Duration)>,
+        Vec<crashes::Lease>,
+        Duration,
+    ) {
+        let jobs = self.process_batch(leases);
+        tokio::pin!(jobs, ahead);
+        let mut ended: Option<(Vec<(crashes::Outcome, Duration)>, Instant)> = None;
+        let mut next: Option<Vec<crashes::Lease>> = None;
         let mut tick = tokio::time::interval(self.config.lease / 3);
         tick.tick().await;
         loop {
             tokio::select! {
-                ended = &mut jobs => return ended,
+                done = &mut jobs, if ended.is_none() => {
+                    if let Some(next) = next.take() {
+                        return (done, next, Duration::ZERO);
+                    }
+                    ended = Some((done, Instant::now()));
+                }
+                leased = &mut ahead, if next.is_none() => {
+                    if let Some((done, since)) = ended.take() {
+                        return (done, leased, since.elapsed());
+                    }
+                    next = Some(leased);
+                }
                 _ = tick.tick() => {
                     let until = now_ms().saturating_add(lease_ms);
-                    for lease in leases {
+                    for lease in leases.iter().chain(next.iter().flatten()) {
                         if let Err(e) = crashes::renew(&self.db, lease, name, until).await {
                             warn!(crash_id = %lease.id, error = %e, "could not renew lease");
                         }
@@ -363,5 +466,31 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// Processes a batch of leased jobs in turn, each under the time limit (the whole
+    /// job's deadline, from its own start: gathering tables counts as much as the
+    /// engine's steps, each of which is bounded too). Each job's outcome and the time it
+    /// took.
+    async fn process_batch(&self, leases: &[crashes::Lease]) -> Vec<(crashes::Outcome, Duration)> {
+        let limit = self.config.time_limit;
+        let mut ended = Vec::with_capacity(leases.len());
+        for lease in leases {
+            let started = Instant::now();
+            let outcome = tokio::time::timeout(limit, process::process_job(self, lease))
+                .await
+                .unwrap_or(Err(JobError::TimeLimit(limit)));
+            let outcome = match outcome {
+                Ok(report) => crashes::Outcome::Done(report),
+                Err(e) if e.is_transient() => crashes::Outcome::Retry {
+                    reason: e.to_string(),
+                },
+                Err(e) => crashes::Outcome::Failed {
+                    reason: e.to_string(),
+                },
+            };
+            ended.push((outcome, started.elapsed()));
+        }
+        ended
     }
 }

@@ -4,7 +4,9 @@
 //! shows as `postmortem_job_step_seconds{step="…"}`.
 //!
 //! Claiming and storing are done for a batch of jobs at once: their histograms count
-//! batches, not jobs.
+//! batches, not jobs. So does `wait`: the time a worker, done with a batch's jobs, waits
+//! for the next batch's claim running beside them, or for a store when too many run,
+//! the part of the queue and the store still on the path from one job to the next.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,17 +32,20 @@ pub enum Step {
     Serialize,
     /// Storing a batch of results, in one transaction.
     Store,
+    /// After a batch's jobs, waiting for the claim running beside them, or for a store.
+    Wait,
 }
 
 impl Step {
     /// Every step, in pipeline order.
-    pub const ALL: [Step; 6] = [
+    pub const ALL: [Step; 7] = [
         Step::Claim,
         Step::Read,
         Step::Tables,
         Step::Engine,
         Step::Serialize,
         Step::Store,
+        Step::Wait,
     ];
 
     /// The step's name in `/metrics` and in the logs' spans.
@@ -52,6 +57,7 @@ impl Step {
             Step::Engine => "engine",
             Step::Serialize => "serialize",
             Step::Store => "store",
+            Step::Wait => "wait",
         }
     }
 }
@@ -72,7 +78,7 @@ struct StepHistogram {
 /// The histograms of every step.
 #[derive(Debug, Default)]
 pub struct StepMetrics {
-    steps: [StepHistogram; 6],
+    steps: [StepHistogram; 7],
 }
 
 impl StepMetrics {
@@ -107,7 +113,7 @@ impl StepMetrics {
         out.family(
             "postmortem_job_step_seconds",
             Kind::Histogram,
-            "Time of each step of the job pipeline (claim and store: per batch of jobs).",
+            "Time of each step of the job pipeline (claim, store and wait: per batch of jobs).",
         );
         for (step, h) in Step::ALL.iter().zip(&self.steps) {
             let counts: Vec<u64> = h

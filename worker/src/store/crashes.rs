@@ -46,6 +46,8 @@ pub struct CrashRow {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
+    /// The same time in microseconds (migration 0031; none on rows finished before it).
+    pub processing_us: Option<i64>,
     /// The signature before the crash was last queued again (reprocessing).
     pub previous_signature: Option<String>,
     /// How many times the crash was finished `done` (1, plus one per reprocessing).
@@ -61,8 +63,8 @@ pub struct CrashRow {
 
 const COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
     annotations, attempts, lease_until, leased_by, error, report, signature, started_at, \
-    finished_at, processing_ms, previous_signature, completions, computed_signature, \
-    annotations_cut, report_fields_apart, project, dump_gone, dump_gone_at";
+    finished_at, processing_ms, processing_us, previous_signature, completions, \
+    computed_signature, annotations_cut, report_fields_apart, project, dump_gone, dump_gone_at";
 
 /// A crash as lists show it: every column but the report, which may be tens of MiB.
 /// Lists, upload retries and existence checks read this; only a crash's own page and its
@@ -87,6 +89,8 @@ pub struct CrashSummary {
     pub computed_signature: Option<String>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
+    /// The same time in microseconds (see [`CrashRow::processing_us`]).
+    pub processing_us: Option<i64>,
     /// The report's `crash.analysis.summary` sentence, once done.
     pub analysis_summary: Option<String>,
     /// The project the crash belongs to.
@@ -97,8 +101,8 @@ pub struct CrashSummary {
 }
 
 const SUMMARY_COLUMNS: &str = "id, status, received_at, dump_sha256, dump_size, dump_format, \
-    annotations, attempts, error, signature, finished_at, processing_ms, analysis_summary, \
-    computed_signature, project, dump_gone, dump_gone_at";
+    annotations, attempts, error, signature, finished_at, processing_ms, processing_us, \
+    analysis_summary, computed_signature, project, dump_gone, dump_gone_at";
 
 impl CrashRow {
     /// The report as it is served (API, dashboard, raw download): with the upload's
@@ -148,6 +152,7 @@ impl CrashRow {
             computed_signature: self.computed_signature.clone(),
             finished_at: self.finished_at,
             processing_ms: self.processing_ms,
+            processing_us: self.processing_us,
             analysis_summary: None,
             project: self.project.clone(),
             dump_gone: self.dump_gone.clone(),
@@ -686,6 +691,29 @@ pub async fn renew(db: &Db, lease: &Lease, worker: &str, until: i64) -> Result<b
     Ok(n == 1)
 }
 
+/// Gives leases back to the queue untouched: a worker that stops holding a batch it
+/// leased ahead and never started (`jobs::Runner::run`) makes its crashes pending again,
+/// taking back the attempt the lease counted, so stopping costs a crash no attempt and
+/// no wait for a lease to expire. Only leases still held are given back. How many were.
+pub async fn release(db: &Db, worker: &str, leases: &[Lease]) -> Result<u64, StoreError> {
+    if leases.is_empty() {
+        return Ok(0);
+    }
+    let sql = "UPDATE crashes SET status = 'pending', attempts = attempts - 1, \
+               lease_until = NULL, leased_by = NULL \
+               WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
+    let released = crate::in_transaction!(db, tx => {
+        let mut released = 0;
+        for lease in leases {
+            released += sqlx::query(sql)
+                .bind(&lease.id).bind(worker).bind(lease.attempts)
+                .execute(&mut *tx).await?.rows_affected();
+        }
+        released
+    });
+    Ok(released)
+}
+
 /// How a job ended.
 #[derive(Debug, Clone)]
 pub enum Outcome {
@@ -700,7 +728,8 @@ pub enum Outcome {
 /// Finishes a leased job, only if the lease is still ours. False if it was lost (another
 /// worker took the job over after our lease expired; its result wins). A `done` finish
 /// adds one to the row's `completions`, so the database itself shows that no job was
-/// completed twice. Its `processing_ms` is the time since it was leased.
+/// completed twice. Its `processing_ms` (and `processing_us`) is the time since it was
+/// leased.
 pub async fn finish(
     db: &Db,
     lease: &Lease,
@@ -712,7 +741,7 @@ pub async fn finish(
     let job = Finished {
         lease,
         outcome,
-        processing_ms: None,
+        processing_us: None,
     };
     let kept = finish_batch(db, worker, now, max_attempts, std::slice::from_ref(&job)).await?;
     Ok(kept.first().copied().unwrap_or(false))
@@ -723,9 +752,10 @@ pub async fn finish(
 pub struct Finished<'a> {
     pub lease: &'a Lease,
     pub outcome: &'a Outcome,
-    /// The time the job itself took, where the worker measured it (a job of a batch
-    /// waits for the ones before it after its lease); else the time since its lease.
-    pub processing_ms: Option<i64>,
+    /// The time the job itself took in microseconds, where the worker measured it (a job
+    /// of a batch waits for the ones before it after its lease); else the time since its
+    /// lease. Stored as `processing_us`, and in whole milliseconds as `processing_ms`.
+    pub processing_us: Option<i64>,
 }
 
 /// Finishes several leased jobs of `worker` in one transaction, as [`finish`] finishes
@@ -747,7 +777,8 @@ pub async fn finish_batch(
     let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
     let failed_sql = format!(
         "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
-         finished_at = $5, processing_ms = COALESCE($6, $5 - started_at) {guard}"
+         finished_at = $5, processing_ms = COALESCE($6 / 1000, $5 - started_at), \
+         processing_us = COALESCE($6, ($5 - started_at) * 1000) {guard}"
     );
     let retry_sql = format!(
         "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
@@ -757,7 +788,7 @@ pub async fn finish_batch(
     let done: Vec<(&Lease, &StoredReport, Option<i64>)> = jobs
         .iter()
         .filter_map(|job| match job.outcome {
-            Outcome::Done(r) => Some((job.lease, r, job.processing_ms)),
+            Outcome::Done(r) => Some((job.lease, r, job.processing_us)),
             _ => None,
         })
         .collect();
@@ -768,9 +799,9 @@ pub async fn finish_batch(
             let sql = done_sql(chunk.len());
             let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(now).bind(worker);
-            for (lease, r, ms) in chunk {
+            for (lease, r, us) in chunk {
                 q = q.bind(&lease.id).bind(lease.attempts).bind(&r.text).bind(&r.signature)
-                    .bind(r.function_frames).bind(&r.analysis_summary).bind(*ms)
+                    .bind(r.function_frames).bind(&r.analysis_summary).bind(*us)
                     .bind(r.analysis_kind());
             }
             stored.extend(q.fetch_all(&mut *tx).await?);
@@ -785,7 +816,7 @@ pub async fn finish_batch(
                     let reason = super::text::clean(reason);
                     sqlx::query(sqlx::AssertSqlSafe(failed_sql.as_str()))
                         .bind(&lease.id).bind(worker).bind(lease.attempts)
-                        .bind(&*reason).bind(now).bind(job.processing_ms)
+                        .bind(&*reason).bind(now).bind(job.processing_us)
                         .execute(&mut *tx).await?.rows_affected()
                 }
                 Outcome::Retry { reason } => {
@@ -826,7 +857,7 @@ const DONE_PER_STATEMENT: usize = 100;
 /// The statement that stores `n` reports, each row guarded as a single finish is (its
 /// lease still ours: worker `$2`, its attempt, still processing), finished at `$1`; the
 /// rows' values from `$3`, 8 per job: id, attempts, report, computed signature, function
-/// frames, analysis summary, processing time, analysis kind. The signature stored is the
+/// frames, analysis summary, processing time (µs), analysis kind. The signature stored is the
 /// crash's pin, else the merge of its computed signature in its project, else that
 /// signature. Returns the ids of the rows stored.
 fn done_sql(n: usize) -> String {
@@ -848,12 +879,13 @@ fn done_sql(n: usize) -> String {
         );
     }
     format!(
-        "WITH v (id, attempts, report, sig, frames, summary, ms, kind) AS (VALUES {rows}) \
+        "WITH v (id, attempts, report, sig, frames, summary, us, kind) AS (VALUES {rows}) \
          UPDATE crashes SET status = 'done', report = v.report, computed_signature = v.sig, \
          signature = COALESCE((SELECT group_name FROM group_pins WHERE crash_id = v.id), \
          (SELECT gm.into_group FROM group_merges gm WHERE gm.project = crashes.project \
          AND gm.signature = v.sig), v.sig), error = NULL, lease_until = NULL, \
-         finished_at = $1, processing_ms = COALESCE(v.ms, $1 - started_at), \
+         finished_at = $1, processing_ms = COALESCE(v.us / 1000, $1 - started_at), \
+         processing_us = COALESCE(v.us, ($1 - started_at) * 1000), \
          completions = completions + 1, function_frames = v.frames, \
          analysis_summary = v.summary, report_fields_apart = 1, analysis_kind = v.kind \
          FROM v WHERE crashes.id = v.id AND crashes.leased_by = $2 \
