@@ -334,7 +334,7 @@ async fn many_reports_in_one_batch(db: &Db) {
         .map(|((lease, outcome), i)| crashes::Finished {
             lease,
             outcome,
-            processing_ms: Some(i),
+            processing_us: Some(i * 1000 + 7),
         })
         .collect();
     let kept = crashes::finish_batch(db, "w", 7000, 3, &jobs)
@@ -358,9 +358,17 @@ async fn many_reports_in_one_batch(db: &Db) {
                 row.computed_signature,
                 row.signature,
                 row.processing_ms,
+                row.processing_us,
                 row.finished_at,
             ),
-            ("done", Some(sig(i)), Some(group), Some(i), Some(7000)),
+            (
+                "done",
+                Some(sig(i)),
+                Some(group),
+                Some(i),
+                Some(i * 1000 + 7),
+                Some(7000)
+            ),
             "crash {i}"
         );
         let sql = "SELECT function_frames, analysis_kind, product, version FROM crashes \
