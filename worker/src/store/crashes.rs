@@ -46,7 +46,7 @@ pub struct CrashRow {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub processing_ms: Option<i64>,
-    /// The same time in microseconds (migration 0031; none on rows finished before it).
+    /// The same time in microseconds (migration 0032; none on rows finished before it).
     pub processing_us: Option<i64>,
     /// The signature before the crash was last queued again (reprocessing).
     pub previous_signature: Option<String>,
