@@ -239,27 +239,15 @@ mod tests {
         stack[sc + 8] = 0x88; // ebx
         stack[sc + 11] = 0x99; // eax
         stack[sc + 14] = 0x40_2000; // eip: the fault
-        let bytes = words32(&stack);
-        let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
-        let modules = vec![module(0x40_0000, 0x50_0000)];
         let opts = WalkOptions {
             enable_scan: false,
             ..WalkOptions::default()
-        };
-        let ctx = WalkContext {
-            memory: &mem,
-            modules: &modules,
-            tables: &[None],
-            code: &Restorers,
-            options: &opts,
-            pac_mask: 0,
-            pac_signed_seen: None,
         };
         let mut regs = RegisterSet::new(Arch::X86);
         regs.set(Eip, 0x40_1000);
         regs.set(Esp, 0x1000);
         regs.set(Ebp, 0x1000);
-        walk_thread(&X86, &ctx, &regs)
+        walk_code(0x1000, &stack, None, &opts, &regs, &Restorers)
     }
 
     fn assert_interrupted(r: &WalkResult, tramp: u64) {
