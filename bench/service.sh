@@ -120,6 +120,18 @@ peak_kib() { # pid...: the sum of their peak resident sets, KiB
 }
 # Uploads at RATE crashes/s for LOAD_SECONDS, waits for the queue to drain, and prints
 # upload-to-report p50 / p99 / max over the crashes received since the phase began.
+# since jq_row out: one line per crash finished since `since` (ms), made by the jq
+# expression `jq_row` from each crash the API lists, through every keyset page, into `out`.
+done_crashes() {
+    local since="$1" row="$2" out="$3" cursor="" page
+    : >"$out"
+    while :; do
+        page="$(curl -sf "$BASE/api/v1/crashes?status=done&since=$since&limit=1000${cursor:+&cursor=$cursor}")"
+        jq -r ".crashes[] | $row" <<<"$page" >>"$out"
+        cursor="$(jq -r '.next_cursor // empty' <<<"$page")"
+        [ -n "$cursor" ] || break
+    done
+}
 sustained_load() { # label rate pid...
     local label="$1" rate="$2"; shift 2
     local clients=16 since drained=0
@@ -132,13 +144,7 @@ sustained_load() { # label rate pid...
         sleep 0.2
     done
     [ "$drained" = 1 ] || echo "bench: $label: the queue did not drain in 120 s" >&2
-    : >"$WORK/lat.txt"; local cursor="" page
-    while :; do
-        page="$(curl -sf "$BASE/api/v1/crashes?status=done&since=$since&limit=1000${cursor:+&cursor=$cursor}")"
-        jq -r '.crashes[] | (.finished_at - .received_at)' <<<"$page" >>"$WORK/lat.txt"
-        cursor="$(jq -r '.next_cursor // empty' <<<"$page")"
-        [ -n "$cursor" ] || break
-    done
+    done_crashes "$since" '(.finished_at - .received_at)' "$WORK/lat.txt"
     local sent codes
     sent="$(sed -n 's/^ *Requests\/sec: *//p' "$WORK/hey-load.txt")"
     codes="$(sed -n '/Status code distribution/,/^$/p' "$WORK/hey-load.txt" | tr -s ' \n' ' ')"
@@ -247,13 +253,7 @@ for backend in "${BACKENDS[@]}"; do
                 print 1000 * job > "/dev/stderr"
             }' 2>"$WORK/job_ms.txt"
         # Per-crash processing time and end, from every crash of this round (keyset pages).
-        : >"$WORK/us.txt"; cursor=""
-        while :; do
-            page="$(curl -sf "$BASE/api/v1/crashes?status=done&since=$since&limit=1000${cursor:+&cursor=$cursor}")"
-            jq -r '.crashes[] | [.processing_us, .finished_at] | @tsv' <<<"$page" >>"$WORK/us.txt"
-            cursor="$(jq -r '.next_cursor // empty' <<<"$page")"
-            [ -n "$cursor" ] || break
-        done
+        done_crashes "$since" '[.processing_us, .finished_at] | @tsv' "$WORK/us.txt"
         stop_server
         python3 "$WORK/drain.py" "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" \
             "$WORK/us.txt" "$(cat "$WORK/job_ms.txt")" "$WORKERS"
