@@ -401,6 +401,37 @@ fn a_symbol_spanning_units() {
     differential("symbol spanning units", Some(&prog), &[], 10);
 }
 
+/// Units of types alone, as a header's types are repeated in every unit that includes it:
+/// no root ranges and no `.debug_aranges` entries. With more than 64 of them (and more
+/// than a quarter of the units) the index declined the file, and the whole table read
+/// every unit: a 2 GB debug file of them was read whole for a walk (issue 40). Their
+/// abbreviations show they hold no function and no inlined call, so they are not read.
+#[test]
+fn many_units_of_types_alone() {
+    let dir = work();
+    let d = dir.path();
+    let header: String = (0..40)
+        .map(|i| format!("struct kept_{i} {{ int a_{i}; long b_{i}; struct kept_{i} *next; }};\n"))
+        .collect();
+    std::fs::write(d.join("types.h"), header).unwrap();
+    std::fs::write(d.join("types.c"), "#include \"types.h\"\n").unwrap();
+    let types = d.join("types.o");
+    let ok = Command::new("gcc")
+        .args(["-g", "-O2", "-fno-eliminate-unused-debug-types", "-c"])
+        .arg(d.join("types.c"))
+        .arg("-o")
+        .arg(&types)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gcc -c types.c");
+    let types = types.to_str().unwrap().to_string();
+    let mut flags = vec!["-O2", "-g"];
+    flags.extend(std::iter::repeat_n(types.as_str(), 100));
+    let prog = compile(d, "gcc", "c", C_PROGRAM, &flags);
+    differential("units of types alone", Some(&prog), &[], 10);
+}
+
 #[test]
 fn clang_dwarf5() {
     if !have("clang") {

@@ -29,7 +29,9 @@
 //! the same way), or it starts before `low` and covers nothing at `rel` — and nor does
 //! any record here, which the whole table also holds. Names follow
 //! `DW_AT_abstract_origin`/`DW_AT_specification` into units not picked: those units' DIEs
-//! are read too (names only). Units with no range information are always read.
+//! are read too (names only). Units with no range information are always read, but for
+//! one whose abbreviation table has no entry for a function or an inlined call with an
+//! address: no record of it can come from a DIE, so its line sequences are its ranges.
 //!
 //! Every picked unit is checked against that premise: if a function, inline record or line
 //! sequence of it lies outside its ranges, the index stops trusting the ranges and every
@@ -311,7 +313,13 @@ fn unit_ranges(
 ) -> Option<Vec<(u64, u64)>> {
     let mut ranges = match aranges {
         Some(r) => r,
-        None => root_ranges(dwarf, unit, link_base)?,
+        None => match root_ranges(dwarf, unit, link_base) {
+            Some(r) => r,
+            // a unit that cannot hold a function or an inlined call (types only, as a
+            // header's every includer repeats them) has only its line sequences' ranges
+            None if codeless(dwarf, &unit.header) => Vec::new(),
+            None => return None,
+        },
     };
     let ahead = unit
         .line_program
@@ -325,6 +333,57 @@ fn unit_ranges(
     }
     lines.extend(ranges.get(from..).unwrap_or(&[]).iter().copied());
     Some(ranges)
+}
+
+/// Whether no DIE of the unit of `header` can be a function or an inlined call with an
+/// address: its abbreviation table has no `DW_TAG_subprogram` or
+/// `DW_TAG_inlined_subroutine` entry carrying `DW_AT_low_pc`, `DW_AT_high_pc`,
+/// `DW_AT_ranges` or `DW_AT_entry_pc` (every DIE is laid out by an entry of that table, and
+/// the builder takes records from those DIEs only, `builders::dwarf::read_dies`). A unit
+/// of types alone has no root ranges and no `.debug_aranges` entries: without this proof
+/// it would be read for every table, and a debug file of thousands of such units (a C++
+/// header's types repeated in every unit that includes it) declined whole.
+fn codeless(dwarf: &gimli::Dwarf<R<'_>>, header: &gimli::UnitHeader<R<'_>>) -> bool {
+    use gimli::Section;
+    table_without_code(*dwarf.debug_abbrev.reader(), header.debug_abbrev_offset().0) == Some(true)
+}
+
+/// Reads the abbreviation table at `at` in `section` to its end (as [`entry_of`]):
+/// `Some(true)` when no entry is a code DIE with an address attribute (see [`codeless`]),
+/// `None` when the table is cut short or unreadable.
+fn table_without_code(section: R<'_>, at: usize) -> Option<bool> {
+    use gimli::Reader;
+    const ADDRESSES: [gimli::DwAt; 4] = [
+        gimli::DW_AT_low_pc,
+        gimli::DW_AT_high_pc,
+        gimli::DW_AT_ranges,
+        gimli::DW_AT_entry_pc,
+    ];
+    let mut table = section;
+    table.skip(at).ok()?;
+    let mut without = true;
+    loop {
+        if table.read_uleb128().ok()? == 0 {
+            return Some(without);
+        }
+        let tag = table.read_uleb128().ok()?;
+        let code = tag == u64::from(gimli::DW_TAG_subprogram.0)
+            || tag == u64::from(gimli::DW_TAG_inlined_subroutine.0);
+        table.read_u8().ok()?; // children
+        loop {
+            let name = table.read_uleb128().ok()?;
+            let form = table.read_uleb128().ok()?;
+            if form == u64::from(gimli::DW_FORM_implicit_const.0) {
+                table.read_sleb128().ok()?;
+            }
+            if name == 0 && form == 0 {
+                break;
+            }
+            if code && ADDRESSES.iter().any(|a| u64::from(a.0) == name) {
+                without = false;
+            }
+        }
+    }
 }
 
 /// Sorts ranges and merges those that overlap or touch.
@@ -1088,5 +1147,38 @@ mod tests {
             .unwrap_or_default();
         let root = parsed.get(1).map(|a| (a.tag(), a.has_children()));
         assert_eq!(root, Some((gimli::DW_TAG_compile_unit, true)));
+    }
+
+    #[test]
+    fn a_table_without_code_entries_is_told_from_one_with_them() {
+        // at 1: code 1 DW_TAG_compile_unit (DW_AT_name strp), code 2 DW_TAG_structure_type
+        // (DW_AT_low_pc addr: an address, but not on a code DIE), code 3 DW_TAG_subprogram
+        // (DW_AT_name, DW_AT_declaration flag_present: a declaration, no address)
+        let types = [
+            0xff, //
+            1, 0x11, 1, 0x03, 0x0e, 0, 0, //
+            2, 0x13, 1, 0x11, 0x01, 0, 0, //
+            3, 0x2e, 0, 0x03, 0x0e, 0x3c, 0x19, 0, 0, //
+            0,
+        ];
+        let without = |bytes: &[u8]| table_without_code(section(bytes), 1);
+        assert_eq!(without(&types), Some(true), "types and a declaration");
+        for (attr, form) in [(0x11, 0x01), (0x12, 0x06), (0x55, 0x17), (0x52, 0x01)] {
+            // the subprogram with DW_AT_low_pc / high_pc / ranges / entry_pc
+            let mut code = types.to_vec();
+            code.splice(22..22, [attr, form]);
+            assert_eq!(without(&code), Some(false), "attribute {attr:#x}");
+            // the same on an inlined call (DW_TAG_inlined_subroutine)
+            code[16] = 0x1d;
+            assert_eq!(without(&code), Some(false), "inlined, attribute {attr:#x}");
+        }
+        // with an implicit_const operand before the end
+        let mut implicit = types.to_vec();
+        implicit.splice(22..22, [0x3a, 0x21, 0x7f]);
+        assert_eq!(without(&implicit), Some(true));
+        // cut short: unknown, never "without"
+        assert_eq!(without(&types[..types.len() - 1]), None);
+        assert_eq!(without(&types[..10]), None);
+        assert_eq!(table_without_code(section(&types), 99), None);
     }
 }
