@@ -8,6 +8,7 @@
 mod apple_corpus;
 mod cli;
 mod corpus;
+mod microdump;
 mod table_cache;
 mod windows_arm64;
 mod windows_x86_pdb;

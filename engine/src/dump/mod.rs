@@ -12,6 +12,7 @@ pub mod elf_core;
 mod error;
 mod linux_maps;
 mod memory;
+pub mod microdump;
 pub mod minidump;
 mod reader_log;
 mod regions;
@@ -42,6 +43,8 @@ pub enum DumpFormat {
     AndroidTombstone,
     /// Android's `tombstone.proto` (debuggerd, Android 12+), walked on the device.
     AndroidTombstoneProto,
+    /// Breakpad's microdump (text in a logcat): registers and stack memory, walked.
+    Microdump,
 }
 
 impl DumpFormat {
@@ -444,8 +447,9 @@ macro_rules! display_by_name {
 display_by_name!(Arch, DumpFormat, Os);
 
 /// Reads a dump of any supported format, told apart by its magic bytes (an Apple crash
-/// report by its first line: [`apple::sniff`]; an Android tombstone by its header line, or
-/// for a `tombstone.proto` by decoding it: [`android::sniff`]).
+/// report by its first line: [`apple::sniff`]; a Breakpad microdump by its begin marker:
+/// [`microdump::sniff`]; an Android tombstone by its header line, or for a
+/// `tombstone.proto` by decoding it: [`android::sniff`]).
 pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
     if bytes.starts_with(b"\x7fELF") {
         elf_core::read(bytes)
@@ -453,6 +457,9 @@ pub fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         minidump::read(bytes)
     } else if apple::sniff(bytes).is_some() {
         apple::read(bytes)
+    } else if !android::text::has_header(bytes) && microdump::sniff(bytes) {
+        // before a logcat's tombstone: a log with a microdump is read for it
+        microdump::read(bytes)
     } else if android::sniff(bytes) == Some(android::TombstoneFormat::Text)
         || android::proto::fingerprinted(bytes)
     {

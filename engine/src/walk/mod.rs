@@ -407,7 +407,11 @@ impl Walk<'_, '_, '_> {
             {
                 return Err((
                     EndReason::PcZero,
-                    Some("the frame-pointer chain ends (a frame record of zeros)".into()),
+                    Some(
+                        "the frame-pointer chain ends (a frame record of zeros, or a saved \
+                         frame pointer of 0 and a return address in no module)"
+                            .into(),
+                    ),
                 ));
             }
             caller = by_fp.filter(|c| self.is_valid(callee, c));
@@ -445,7 +449,20 @@ impl Walk<'_, '_, '_> {
             4 => self.ctx.memory.read_u32(at).map(u64::from),
             _ => self.ctx.memory.read_u64(at),
         };
-        c.trust == Trust::Fp && c.regs.pc() == Some(0) && saved_fp.and_then(read) == Some(0)
+        if c.trust != Trust::Fp || saved_fp.and_then(read) != Some(0) {
+            return false;
+        }
+        // The record's saved frame pointer is 0: the chain's last record (AAPCS64 ends
+        // the chain so). Its return address is 0, or on aarch64 one outside every module
+        // and every executable mapping (Android's `_start_main`, entered from the linker
+        // the dump lists no module for: Breakpad's arm64 microdump): nothing to walk to.
+        let pc = c.regs.pc();
+        pc == Some(0)
+            || (self.arch.arch() == crate::dump::Arch::Aarch64
+                && pc.is_some_and(|pc| {
+                    self.ctx.module_for(pc).is_none()
+                        && self.ctx.code.is_executable(pc) != Some(true)
+                }))
     }
 
     /// Whether the frame-pointer chain may be followed out of `callee`: not out of a

@@ -9,7 +9,10 @@
 //! 1. it is aligned as the architecture's instructions are (4 bytes on aarch64);
 //! 2. it lies in executable code: a module's executable mapping or section (as the dump's
 //!    mappings, the module's file or the dump's memory regions tell), never a module's
-//!    first byte (its header, which a base address in a variable points to);
+//!    first byte (its header, which a base address in a variable points to), nor just
+//!    after a call that would lie in its first [`HEADER_BYTES`] (every executable format
+//!    starts with a header that long, never code: a symbol file's bogus function at a
+//!    low address, as Breakpad's `dump_syms` wrote for folded code, cannot vouch for it);
 //! 3. where the code before it is readable (from the dump's memory or the module's file),
 //!    that code ends with a call instruction;
 //! 4. where it is not, a symbol file names the function holding the call (Breakpad's
@@ -21,6 +24,11 @@ use super::arch::ArchWalker;
 use super::{Caller, Trust, WalkContext, WalkFrame};
 use crate::dump::RegisterSet;
 
+/// The bytes at a module's start that are its file's header in every format it can be:
+/// ELF64's header is 64 bytes (ELF32's 52, its program headers next), a PE image's DOS
+/// header 64, a Mach-O's header 28 or 32 and its load commands after.
+pub const HEADER_BYTES: u64 = 64;
+
 /// Why stack words were not taken as return addresses, counted over one scan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rejected {
@@ -31,7 +39,7 @@ pub struct Rejected {
     /// Outside every module's executable code (and every mapping the dump lists as
     /// executable).
     pub not_code: u64,
-    /// A module's first byte.
+    /// A module's first byte, or just after a call in its header.
     pub module_start: u64,
     /// The code before it is readable and is not a call.
     pub not_after_call: u64,
@@ -75,7 +83,10 @@ impl Rejected {
     pub fn describe(&self) -> String {
         let reasons = [
             (self.not_code, "outside every module's executable code"),
-            (self.module_start, "a module's first byte (its base address)"),
+            (
+                self.module_start,
+                "a module's first byte (its base address) or in its header",
+            ),
             (self.misaligned, "not aligned as instructions are"),
             (
                 self.not_after_call,
@@ -126,7 +137,10 @@ fn check_candidate(
     match ctx.module_for(candidate) {
         Some(i) => {
             let m = &ctx.modules[i];
-            if candidate == m.base || candidate == m.load_base {
+            let in_header = candidate
+                .checked_sub(m.base)
+                .is_some_and(|off| off <= HEADER_BYTES);
+            if in_header || candidate == m.load_base {
                 return Err(Reject::ModuleStart);
             }
             if !ctx.is_return_code(candidate) {

@@ -185,6 +185,55 @@ fn module_base_addresses_from_the_auxiliary_vector_are_not_return_addresses() {
 }
 
 #[test]
+fn a_word_just_after_a_modules_header_is_not_a_return_address() {
+    // Breakpad's arm microdump (issue 39): past libc's outermost frame the stack holds
+    // 0x35 above breakpad_unittests' base, and its symbol file has a bogus FUNC at 0xc
+    // (folded code) that covers it. The call before it would lie in the ELF header: not a
+    // return address, wherever a symbol file names a function.
+    let ra = MAIN + 0x1234;
+    let code = Facts {
+        functions: everywhere(),
+        ..Facts::default()
+    };
+    for header_word in [MAIN + 0x35, MAIN + 0x40] {
+        let stack = [header_word, 7, ra, 0];
+        let r = walk_with(
+            &X86_64,
+            &linux_modules(),
+            &stack,
+            &x86_regs(MAIN + 0x100, STACK, None),
+            &code,
+            &scan_only(),
+        );
+        assert_eq!(pcs(&r)[..2], [MAIN + 0x100, ra], "{:?}", r.end_detail);
+        let r = walk_with(
+            &X86_64,
+            &linux_modules(),
+            &[header_word, 7, 33, 0],
+            &x86_regs(ra, STACK, None),
+            &code,
+            &scan_only(),
+        );
+        assert_eq!(pcs(&r), [ra]);
+        let detail = r.end_detail.unwrap_or_default();
+        assert!(
+            detail.contains("in its header"),
+            "the end says why: {detail}"
+        );
+    }
+    // just past the header, a function the symbol file names is taken
+    let r = walk_with(
+        &X86_64,
+        &linux_modules(),
+        &[MAIN + 0x41, 7, 33, 0],
+        &x86_regs(ra, STACK, None),
+        &code,
+        &scan_only(),
+    );
+    assert_eq!(pcs(&r)[..2], [ra, MAIN + 0x41], "{:?}", r.end_detail);
+}
+
+#[test]
 fn misaligned_values_are_not_arm64_return_addresses() {
     // A64 instructions are 4-aligned: a value 2 bytes off is data, even where the bytes
     // before it happen to decode as a `bl` (here: everywhere is "after a call").
@@ -208,6 +257,58 @@ fn misaligned_values_are_not_arm64_return_addresses() {
     assert_eq!(pcs(&r)[..2], [MAIN + 0x100, ra], "{:?}", r.end_detail);
     // x86_64 instructions have any length, so any alignment
     assert_eq!(X86_64.instruction_alignment(), 1);
+}
+
+#[test]
+fn an_arm64_chain_ends_at_a_record_with_no_saved_frame_pointer() {
+    // Breakpad's arm64 microdump (issue 39): `_start_main`'s frame record holds a saved
+    // frame pointer of 0 and a return address into the linker, which the dump lists no
+    // module for. The chain ends there: the walk must not scan on past it (to AT_ENTRY in
+    // the auxiliary vector, which a symbol file's function seems to cover).
+    let record_b = STACK + 0x20;
+    let stack = [
+        record_b,
+        MAIN + 0x100,
+        7,
+        33,
+        0,
+        0x1234_5000,
+        7,
+        MAIN + 0x200,
+        0,
+    ];
+    let code = Facts {
+        functions: everywhere(),
+        ..Facts::default()
+    };
+    let mut regs = RegisterSet::new(Arch::Aarch64);
+    regs.set(Arch::Aarch64.pc_reg(), MAIN + 0x50);
+    regs.set(Arch::Aarch64.sp_reg(), STACK);
+    regs.set(29u16, STACK);
+    regs.set(30u16, MAIN + 0x100);
+    let r = walk_with(
+        &Aarch64,
+        &linux_modules(),
+        &stack,
+        &regs,
+        &code,
+        &WalkOptions::default(),
+    );
+    assert_eq!(pcs(&r), [MAIN + 0x50, MAIN + 0x100], "{:?}", r.end_detail);
+    assert_eq!(r.end, EndReason::PcZero, "{:?}", r.end_detail);
+    // a return address in a module is still followed (a thread's start routine, whose
+    // caller's record glibc's clone leaves with a frame pointer of 0)
+    let mut stack = stack;
+    stack[5] = MAIN + 0x300;
+    let r = walk_with(
+        &Aarch64,
+        &linux_modules(),
+        &stack,
+        &regs,
+        &code,
+        &WalkOptions::default(),
+    );
+    assert_eq!(pcs(&r)[..3], [MAIN + 0x50, MAIN + 0x100, MAIN + 0x300]);
 }
 
 /// A module as a minidump without `/proc/self/maps` gives it: no mappings, so the dump

@@ -466,6 +466,7 @@ async fn dump(
         "apple-crash" => "crash",
         "android-tombstone" => "txt",
         "android-tombstone-proto" => "pb",
+        "microdump" => "txt",
         _ => "core",
     };
     // The id is ours (hex), but it came through the URL: keep the header value plain.

@@ -21,8 +21,8 @@ const SYSTEM_INFO_STREAM: u32 = 7;
 const DIRECTORY_ENTRY: u64 = 12;
 
 /// The dump format (`elf-core`, `minidump`, `apple-ips`, `apple-crash`,
-/// `android-tombstone` (also taken from a logcat) or `android-tombstone-proto`) of a
-/// staged upload, or why it is refused.
+/// `android-tombstone` (also taken from a logcat), `android-tombstone-proto` or a logcat's
+/// Breakpad `microdump`) of a staged upload, or why it is refused.
 pub async fn check(dump: &StagedBlob) -> Result<&'static str, ApiError> {
     let head = dump.read_at(0, HEAD_BYTES).await?;
     if engine::dump::android::sniff(&head).is_some() {
@@ -111,6 +111,16 @@ async fn check_android(dump: &StagedBlob) -> Result<&'static str, ApiError> {
         return Err(not_a_dump());
     }
     let bytes = dump.read_at(0, size).await?;
+    if !android::text::has_header(&bytes) && engine::dump::microdump::sniff(&bytes) {
+        // a logcat holding a Breakpad microdump is read for it, as read_dump does
+        let read =
+            tokio::task::spawn_blocking(move || engine::dump::microdump::read(&bytes).map(|_| ()))
+                .await
+                .map_err(|e| malformed(format!("the microdump's check failed: {e}")))?;
+        return read
+            .map(|()| "microdump")
+            .map_err(|e| malformed(e.to_string()));
+    }
     let certain = android::sniff(&bytes) == Some(android::TombstoneFormat::Text)
         || android::proto::fingerprinted(&bytes);
     let parsed = tokio::task::spawn_blocking(move || android::parse(&bytes).map(|t| t.format))
