@@ -17,8 +17,12 @@
 //! these stacks has CFI, the stripped program too (its `.eh_frame`, whose name a link with
 //! `-s` cuts to `.eh_fram`).
 //!
-//! One case parts from winedbg on purpose ([`x86_fault_at_a_functions_first_instruction`]):
-//! there winedbg's own stack dump and the program's disassembly are the reference.
+//! Where winedbg's walk loses callers (a fault at a function's first instruction, in the
+//! program or a DLL of its own; a call into nowhere), the reference is its frames with
+//! those callers added, each identified from the program: winedbg's own stack dump,
+//! addr2line's names and the calls objdump shows ([`check_with_lost_callers`]). The
+//! threads winedbg does not walk are compared with the return addresses the program
+//! recorded on each of them before it blocked ([`windows_x86_waiting_threads`]).
 //!
 //! Needs what `test.sh` installs (wine32:i386, gcc-mingw-w64-i686, beside the x64 test's
 //! wine and mingw-w64), on x86_64 Linux: a machine without them fails here, saying so.
@@ -26,7 +30,9 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::report;
@@ -57,6 +63,8 @@ struct Case {
     dump: DumpSummary,
     /// What winedbg printed (register and stack dump, then the answer to `bt`).
     session: String,
+    /// What the program printed (waiters.c's traces).
+    stdout: String,
     winedbg: Vec<WineFrame>,
     report: Value,
     /// The minidump, and the directory given as `--symbols` (the program, the DLLs).
@@ -146,6 +154,7 @@ fn record_with_dll(
         stripped,
         dump,
         session,
+        stdout: crash.stdout,
         winedbg,
         report,
         minidump: crash.minidump,
@@ -208,6 +217,16 @@ impl Case {
         self.exe.file_name().unwrap().to_str().unwrap()
     }
 
+    /// The report's thread `tid`.
+    fn thread(&self, tid: u32) -> &Value {
+        self.report["threads"]
+            .as_array()
+            .expect("threads")
+            .iter()
+            .find(|t| t["tid"].as_u64() == Some(u64::from(tid)))
+            .unwrap_or_else(|| panic!("the report has no thread {tid}"))
+    }
+
     /// The report's crashed thread: the one the exception record names, and only it.
     fn crashed_thread(&self) -> &Value {
         let crashed: Vec<&Value> = self.report["threads"]
@@ -232,6 +251,29 @@ impl Case {
             .map(PathBuf::as_path)
             .collect();
         names_by_addr2line(&self.dump, &images, pcs)
+    }
+
+    /// What objdump shows at `address` of the dump ([`listed_at`]), in the image under
+    /// `--symbols` of the module that holds it (the program as compiled, its DLL, or
+    /// wine's), at the image's own address.
+    fn listed_at(&self, address: u64) -> Listed {
+        let module = self
+            .dump
+            .modules
+            .iter()
+            .find(|m| m.contains(address))
+            .unwrap_or_else(|| panic!("{address:#x} is in no module of the dump"));
+        let image = std::iter::once(&self.exe)
+            .chain(&self.dll)
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.eq_ignore_ascii_case(module.file_name()))
+            })
+            .cloned()
+            .unwrap_or_else(|| self.symbols.join("system32").join(module.file_name()));
+        let moved = windows::image_base(&image).wrapping_sub(module.base);
+        listed_at(&image, address.wrapping_add(moved))
     }
 
     /// winedbg's answer as it printed it.
@@ -261,13 +303,13 @@ fn check(case: &Case, want: &[&str]) {
          the program's frames, by addr2line):\n{table}",
         case.exe_name()
     );
-    callers_from_cfi(case, &ours);
+    callers_from_cfi(case, &ours, 1);
 }
 
-/// Every frame of `ours` but frame 0 was found by DWARF CFI (`trust: cfi`, from
-/// `.eh_frame` or `.debug_frame`): never by the `ebp` chain or a scan.
-fn callers_from_cfi(case: &Case, ours: &[Physical<'_>]) {
-    for (i, o) in ours.iter().enumerate().skip(1) {
+/// Every frame of `ours` from `first` on (1: every caller) was found by DWARF CFI
+/// (`trust: cfi`, from `.eh_frame` or `.debug_frame`): never by the `ebp` chain or a scan.
+fn callers_from_cfi(case: &Case, ours: &[Physical<'_>], first: usize) {
+    for (i, o) in ours.iter().enumerate().skip(first) {
         let frame = o.entries.last().unwrap();
         let source = frame["unwind_source"].as_str();
         assert!(
@@ -438,7 +480,7 @@ fn windows_x86_crash_in_a_loaded_dll() {
 /// its first byte (at any other pc of the same programs it is; the cause is not traced in
 /// wine's source). Its own stack dump shows the word, and the disassembly the `call`
 /// before it: the reference is winedbg's frames with that one added as frame 1, each
-/// frame else equal to winedbg's.
+/// frame else equal to winedbg's ([`check_with_lost_callers`]).
 #[test]
 fn windows_x86_fault_at_a_functions_first_instruction() {
     let case = record(
@@ -448,79 +490,404 @@ fn windows_x86_fault_at_a_functions_first_instruction() {
         false,
         ACCESS_VIOLATION,
     );
-    let stack = windows::parse_stack_dump(&case.session);
-    let &(_, return_address) = stack
-        .first()
-        .unwrap_or_else(|| panic!("winedbg printed no stack dump:\n{}", case.session));
-    let before = call_before(&case.exe, return_address);
-    let crashed_in = case.winedbg[0].pc;
-    assert!(
-        before.contains(&format!("call   {crashed_in:x}")),
-        "the word at esp ({return_address:#x}) does not follow a call of the crashed \
-         function ({crashed_in:#x}): {before}"
+    check_with_lost_callers(&case, &["fault", "main"], &[("main", "fault")]);
+}
+
+/// plugin_main.c and plugin.c at `-O2 -fomit-frame-pointer`: the fault is the first
+/// instruction of the DLL's `plugin_fault` (`movl %edx,(%eax)`), where winedbg loses
+/// three callers (its frame 1 is `[ebp + 4]`, `main`'s caller, as in
+/// [`windows_x86_fault_at_a_functions_first_instruction`]): `plugin_entry`, which calls
+/// `plugin_fault`, `call_plugin`, which calls `plugin_entry` through the pointer
+/// `GetProcAddress` gave, and `main`, which calls `call_plugin`. Each of them is
+/// identified from the program ([`check_with_lost_callers`]): its return address on the
+/// stack winedbg printed, addr2line's name, and the call before it in the disassembly of
+/// the DLL or the program.
+#[test]
+fn windows_x86_fault_at_a_dll_functions_first_instruction() {
+    let case = record_with_dll(
+        "x86_plugin_o2",
+        &["-O2", "-fomit-frame-pointer"],
+        &["plugin_main.c"],
+        false,
+        ACCESS_VIOLATION,
+        Some(("plugin.c", "plugin.dll")),
     );
-    let names = case.program_names(&[crashed_in, return_address]);
-    assert_eq!(
-        names,
-        vec![
-            Some(vec!["fault".to_owned()]),
-            Some(vec!["main".to_owned()])
+    check_with_lost_callers(
+        &case,
+        &["plugin_fault", "plugin_entry", "call_plugin", "main"],
+        &[
+            ("plugin_entry", "plugin_fault"),
+            ("call_plugin", "*"),
+            ("main", "call_plugin"),
         ],
-        "addr2line's names of the crash and its caller"
     );
-    assert_ne!(
-        case.winedbg.get(1).map(|f| f.pc),
-        Some(return_address),
-        "winedbg now finds main: the case should compare with it as the others do:\n{}",
-        case.winedbg_text()
+}
+
+/// badjump.c: `dispatch` calls through a pointer to 0x13370000, where nothing is mapped:
+/// the fault's pc is outside every module and the return address into `dispatch` is the
+/// word at `esp`. winedbg follows the `ebp` chain from there, which skips `dispatch`
+/// (at `-O0` its frame record names `main`); the walk takes the word at `esp` (one word
+/// scanned, `trust: scan`: no unwind rule covers the bad pc), then `dispatch`'s CFI. At
+/// `-O2` `dispatch` keeps no frame record (`main`'s names `main`'s caller), and winedbg
+/// loses `main` too. The callers it lacks are identified from the program
+/// ([`check_with_lost_callers`]): `dispatch` by its indirect call, `main` by its call of
+/// `dispatch`.
+#[test]
+fn windows_x86_call_into_nowhere() {
+    let case = record(
+        "x86_badjump_o0",
+        &["-O0"],
+        &["badjump.c"],
+        false,
+        ACCESS_VIOLATION,
     );
+    check_with_lost_callers(&case, &["dispatch", "main"], &[("dispatch", "*")]);
+    let case = record(
+        "x86_badjump_o2",
+        &["-O2", "-fomit-frame-pointer"],
+        &["badjump.c"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    check_with_lost_callers(
+        &case,
+        &["dispatch", "main"],
+        &[("dispatch", "*"), ("main", "dispatch")],
+    );
+}
+
+/// Checks the crashed thread against winedbg's frames with `lost` added after frame 0:
+/// callers winedbg's walk skips (each case says why), given as addr2line's name of the
+/// frame and what the call before its return address calls (the function a direct call
+/// names, as objdump's symbol `<_NAME>` or a clone of it, `<_NAME.constprop.0>`; `*` for a
+/// call through a pointer). Each is identified from the program:
+/// the first is the word at `esp` in winedbg's own stack dump, every one is a word of that
+/// stack dump (above the previous one) and none a frame of winedbg's, addr2line names it
+/// as `lost` does, and the instruction before it is that call. With them added, the
+/// stacks must be equal as in [`check`] (`want`: the reference's program frames, as
+/// there, from its first frame in the program) and every caller found by CFI but the one that returns from a pc outside every
+/// module, whose caller is the word at `esp` (`trust: scan`).
+fn check_with_lost_callers(case: &Case, want: &[&str], lost: &[(&str, &str)]) {
+    let stack = windows::parse_stack_dump(&case.session);
+    assert!(
+        !stack.is_empty(),
+        "winedbg printed no stack dump:\n{}",
+        case.session
+    );
+    let ours = physical_frames(case.crashed_thread());
+    let added: Vec<u64> = ours.iter().skip(1).take(lost.len()).map(|o| o.pc).collect();
+    let crashed_at = case.winedbg[0].pc;
+    assert_eq!(
+        added.first(),
+        Some(&stack[0].1),
+        "our frame 1 is not the word at esp in winedbg's stack dump"
+    );
+    let mut above = stack[0].0;
+    for (&pc, &(name, callee)) in added.iter().zip(lost) {
+        let at = stack
+            .iter()
+            .find(|&&(at, word)| at >= above && word == pc)
+            .map(|&(at, _)| at);
+        let at = at.unwrap_or_else(|| {
+            panic!("{pc:#x} ({name}) is no word of winedbg's stack dump above {above:#x}")
+        });
+        above = at + 4;
+        let names = case.program_names(&[crashed_at, pc]);
+        assert_eq!(
+            names[1],
+            Some(vec![name.to_owned()]),
+            "addr2line's name of the caller at {pc:#x}"
+        );
+        let before = case.listed_at(pc).before;
+        let operand = instruction(&before)
+            .strip_prefix("call")
+            .unwrap_or_else(|| panic!("{pc:#x} ({name}) follows no call: {before}"));
+        let calls = if callee == "*" {
+            operand.trim_start().starts_with('*')
+        } else {
+            [">", "."]
+                .iter()
+                .any(|end| operand.contains(&format!("<_{callee}{end}")))
+        };
+        assert!(
+            calls,
+            "the call before {pc:#x} ({name}) does not call {callee}: {before}"
+        );
+        assert!(
+            case.winedbg.iter().all(|f| f.pc != pc),
+            "winedbg now finds {name} ({pc:#x}): compare with it as the other cases do:\n{}",
+            case.winedbg_text()
+        );
+    }
     let mut reference = case.winedbg.clone();
-    let mut caller = reference[0].clone();
-    caller.pc = return_address;
-    caller.text = format!("  (the word at esp in winedbg's stack dump) {return_address:#x}");
-    reference.insert(1, caller);
+    for (i, &pc) in added.iter().enumerate().rev() {
+        let mut caller = reference[0].clone();
+        caller.pc = pc;
+        caller.text = format!("  (a caller winedbg lost: {}) {pc:#x}", lost[i].0);
+        reference.insert(1, caller);
+    }
     let pcs: Vec<u64> = reference
         .iter()
         .filter(|f| !f.inlined)
         .map(|f| f.pc)
         .collect();
     let names = case.program_names(&pcs);
-    let ours = physical_frames(case.crashed_thread());
+    let outside = case.dump.modules.iter().all(|m| !m.contains(crashed_at));
+    // `want` from the first frame in the program: frame 1 if frame 0 is outside every module
+    expect_stack(&names[usize::from(outside)..], want, &case.winedbg_text());
     let (differs, table) = differs_from_winedbg(&reference, &names, &ours, false, &[]);
     eprintln!("{}: crashed thread\n{table}", case.exe_name());
     assert!(
         !differs,
-        "{}: the crashed thread differs from winedbg's with main added:\n{table}",
+        "{}: the crashed thread differs from winedbg's with the lost callers added:\n{table}",
         case.exe_name()
     );
-    callers_from_cfi(&case, &ours);
+    if outside {
+        let frame = ours[1].entries.last().unwrap();
+        assert_eq!(frame["trust"], "scan", "frame 1 under a bad pc: {frame}");
+    }
+    callers_from_cfi(case, &ours, 1 + usize::from(outside));
 }
 
-/// The instruction that ends at `address` in `exe`, as `i686-w64-mingw32-objdump -d
-/// --no-show-raw-insn` prints it (disassembled from the start of its function; the
-/// program's image base is where the dump has it: a mingw executable is not relocated).
-fn call_before(exe: &Path, address: u64) -> String {
+/// waiters.c: three threads block in the system's waits (an event, `Sleep`, a critical
+/// section) while the main thread crashes. winedbg walks only the crashed thread: the
+/// reference of the others is the program's own record of each stack, taken by the
+/// waiting function with `CaptureStackBackTrace` just before it blocks (the return
+/// addresses below it, its own first). For each waiting thread, the walk must end with
+/// exactly those return addresses, in order (the record's outermost 0 is the walk's
+/// `pc-zero` end); the frame above them is the waiting function, at the return address
+/// of its call into the system (addr2line's name), whose caller frame is the function it
+/// called (`WaitForSingleObject`, `Sleep`, `RtlEnterCriticalSection`: objdump's symbol);
+/// every frame between that and frame 0 is wine's (ntdll, kernel32, kernelbase), each a
+/// return address that follows a call in its DLL's disassembly, and a direct call there
+/// calls the function of the frame below (no frame is left out). Frame 0 is wine's system-call stub, stopped at
+/// its `ret` with no CFI: its caller is the return address at `esp` (`trust: fp`, see
+/// docs/x86.md); every other caller is found by CFI. Built with
+/// frame pointers: wine's `RtlCaptureStackBackTrace` follows the `ebp` chain.
+#[test]
+fn windows_x86_waiting_threads() {
+    for (name, flags) in [
+        ("x86_waiters_o0", &["-O0"][..]),
+        ("x86_waiters_o2", &["-O2", "-fno-omit-frame-pointer"][..]),
+    ] {
+        let case = record(name, flags, &["waiters.c"], false, ACCESS_VIOLATION);
+        if name.ends_with("o2") {
+            // `fault` keeps no frame and faults at its first instruction
+            check_with_lost_callers(&case, &["fault", "main"], &[("main", "fault")]);
+        } else {
+            check(&case, &["fault", "main"]);
+        }
+        let traces = traces(&case.stdout);
+        let mut waiting: Vec<&str> = traces.iter().map(|t| t.function.as_str()).collect();
+        waiting.sort_unstable();
+        assert_eq!(
+            waiting,
+            ["enter_held", "sleep_long", "wait_for_event"],
+            "{name}: the program's traces:\n{}",
+            case.stdout
+        );
+        for trace in &traces {
+            waiting_thread(&case, trace);
+        }
+    }
+}
+
+/// A line `trace TID FUNCTION ADDRESS...` of waiters.c.
+struct Trace {
+    tid: u32,
+    function: String,
+    /// The return addresses, innermost first, without the outermost zeros.
+    addresses: Vec<u64>,
+}
+
+/// The trace lines waiters.c printed.
+fn traces(stdout: &str) -> Vec<Trace> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("trace "))
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let tid = words.next().unwrap().parse().unwrap();
+            let function = words.next().unwrap().to_owned();
+            let mut addresses: Vec<u64> =
+                words.map(|w| u64::from_str_radix(w, 16).unwrap()).collect();
+            while addresses.last() == Some(&0) {
+                addresses.pop();
+            }
+            Trace {
+                tid,
+                function,
+                addresses,
+            }
+        })
+        .collect()
+}
+
+/// The waiting thread of `trace` against it (see [`windows_x86_waiting_threads`]).
+fn waiting_thread(case: &Case, trace: &Trace) {
+    let thread = case.thread(trace.tid);
+    assert_ne!(thread["crashed"], true, "thread {} crashed", trace.tid);
+    let ours = physical_frames(thread);
+    let pcs: Vec<u64> = ours.iter().map(|o| o.pc).collect();
+    let names = case.program_names(&pcs);
+    let table: String = ours
+        .iter()
+        .zip(&names)
+        .map(|(o, n)| {
+            let last = o.entries.last().unwrap();
+            format!(
+                "  {:#x} {:?} in {} [{}] (addr2line: {n:?})\n",
+                o.pc,
+                o.names(),
+                last["module"].as_str().unwrap_or("-"),
+                last["trust"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    let record: Vec<String> = trace.addresses.iter().map(|a| format!("{a:#x}")).collect();
+    let what = format!(
+        "thread {} ({}): the program's record {record:?}; our walk:\n{table}",
+        trace.tid, trace.function
+    );
+    eprintln!("{what}");
+    assert!(
+        !trace.addresses.is_empty() && pcs.ends_with(&trace.addresses),
+        "{what}the walk does not end with the program's record"
+    );
+    let waiting = pcs.len() - trace.addresses.len() - 1;
+    assert!(waiting >= 1, "{what}no frame above the record");
+    assert_eq!(
+        names[waiting],
+        Some(vec![trace.function.clone()]),
+        "{what}the frame above the record is not the waiting function"
+    );
+    // every caller down to the waiting function follows a call; a direct one calls the
+    // function of the frame below (objdump's symbols: no frame left out in between)
+    let listed: Vec<Listed> = pcs[..=waiting]
+        .iter()
+        .map(|&pc| case.listed_at(pc))
+        .collect();
+    for i in 1..=waiting {
+        let before = &listed[i].before;
+        let operand = instruction(before)
+            .strip_prefix("call")
+            .unwrap_or_else(|| panic!("{what}frame {i} ({:#x}) follows no call: {before}", pcs[i]));
+        let callee = &listed[i - 1].function;
+        let direct = operand
+            .split_once('<')
+            .map(|(_, t)| t.trim_end_matches('>'));
+        assert!(
+            direct.is_none_or(|target| target == callee),
+            "{what}the call before frame {i} ({:#x}) is not of frame {}'s function {callee}: \
+             {before}",
+            pcs[i],
+            i - 1
+        );
+    }
+    // the frame the waiting function called is the system function the program called
+    // (kernel32 forwards these to kernelbase's and ntdll's)
+    let api = match trace.function.as_str() {
+        "wait_for_event" => "WaitForSingleObject",
+        "sleep_long" => "Sleep",
+        _ => "RtlEnterCriticalSection",
+    };
+    let called = &listed[waiting - 1].function;
+    assert_eq!(
+        called.trim_start_matches('_').split('@').next(),
+        Some(api),
+        "{what}the frame above the waiting function"
+    );
+    for (i, n) in names.iter().enumerate().take(waiting) {
+        let module = ours[i].entries.last().unwrap()["module"].as_str();
+        assert!(
+            n.is_none() && module.is_some_and(is_wine_module),
+            "{what}frame {i} is not in wine's DLLs"
+        );
+    }
+    // frame 0 is a system-call stub stopped at its `ret`: no CFI there, the return
+    // address at `esp` (`trust: fp`); every other caller by CFI
+    let stub = case.listed_at(pcs[0]);
+    assert!(
+        instruction(&stub.at).starts_with("ret"),
+        "{what}frame 0 is not at a return instruction: {}",
+        stub.at
+    );
+    let frame1 = ours[1].entries.last().unwrap();
+    assert_eq!(frame1["trust"], "fp", "{what}frame 1: {frame1}");
+    callers_from_cfi(case, &ours, 2);
+}
+
+/// Whether `module` (the report's module name) is one of wine's DLLs a wait goes through.
+fn is_wine_module(module: &str) -> bool {
+    let name = module.rsplit(['\\', '/']).next().unwrap_or(module);
+    ["ntdll.dll", "kernel32.dll", "kernelbase.dll"]
+        .iter()
+        .any(|d| name.eq_ignore_ascii_case(d))
+}
+
+/// `i686-w64-mingw32-objdump -d --no-show-raw-insn IMAGE`, run once per image and kept
+/// for the test process.
+fn disassembly(image: &Path) -> Arc<String> {
+    static LISTINGS: Mutex<BTreeMap<PathBuf, Arc<String>>> = Mutex::new(BTreeMap::new());
+    if let Some(text) = LISTINGS.lock().unwrap().get(image) {
+        return text.clone();
+    }
     let out = std::process::Command::new("i686-w64-mingw32-objdump")
         .args(["-d", "--no-show-raw-insn"])
-        .arg(exe)
+        .arg(image)
         .output()
         .expect("run i686-w64-mingw32-objdump (binutils-mingw-w64-i686)");
-    assert!(out.status.success(), "objdump failed");
-    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "objdump {} failed", image.display());
+    let text = Arc::new(String::from_utf8_lossy(&out.stdout).into_owned());
+    LISTINGS
+        .lock()
+        .unwrap()
+        .insert(image.to_owned(), text.clone());
+    text
+}
+
+/// What objdump's disassembly of an image shows at an address.
+struct Listed {
+    /// The instruction that ends there (disassembled from the start of its function).
+    before: String,
+    /// The instruction that starts there.
+    at: String,
+    /// objdump's symbol of the function it is in (`_main`).
+    function: String,
+}
+
+/// What objdump shows at `address` in `image` (the image's own address: its preferred
+/// base).
+fn listed_at(image: &Path, address: u64) -> Listed {
+    let text = disassembly(image);
     let at = |line: &str| {
         let (a, _) = line.trim_start().split_once(':')?;
         u64::from_str_radix(a, 16).ok()
     };
-    let mut previous = "";
+    let (mut previous, mut function) = ("", "");
     for line in text.lines() {
         if at(line) == Some(address) {
-            return previous.to_owned();
+            return Listed {
+                before: previous.to_owned(),
+                at: line.to_owned(),
+                function: function.trim_matches(['<', '>']).to_owned(),
+            };
         }
         if at(line).is_some() {
             previous = line;
+        } else if let Some((_, symbol)) = line.strip_suffix(':').and_then(|l| l.split_once(' ')) {
+            (previous, function) = ("", symbol);
         }
     }
-    panic!("objdump shows no instruction at {address:#x}");
+    panic!(
+        "objdump shows no instruction at {address:#x} in {}",
+        image.display()
+    );
+}
+
+/// The mnemonic and operands of objdump's line `line` (`call   *%eax`).
+fn instruction(line: &str) -> &str {
+    line.split_once('\t').map_or("", |(_, i)| i)
 }
 
 /// The files of the dump's modules under `--symbols` (the program, wine's DLLs), in the

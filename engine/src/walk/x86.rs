@@ -2,6 +2,11 @@
 //! restores and sigreturn trampolines. Windows frame data (`STACK WIN`) is evaluated by
 //! [`super::stack_win`] when the unwind table's rule for a pc holds such a record.
 //!
+//! A frame stopped at a return instruction (`ret`, `ret imm16`) with no unwind rule:
+//! the return address is the word at `esp`, whatever the function's frame was (wine's
+//! i386 system-call stubs, where every thread waiting in the system is stopped, have no
+//! CFI and keep no `ebp` frame: the `ebp` chain would skip their callers).
+//!
 //! Signal frames: a handler returns to a sigreturn trampoline, the vDSO's
 //! `__kernel_sigreturn`/`__kernel_rt_sigreturn` or, where the kernel gives no vDSO (QEMU's
 //! user mode), glibc's own `__restore`/`__restore_rt`, which Debian's `libc6-i386`
@@ -68,6 +73,52 @@ impl X86 {
     }
 }
 
+impl X86 {
+    /// The caller of a frame whose pc is a return instruction, `ret` (`c3`) or
+    /// `ret imm16` (`c2 iw`, a stdcall function's, which pops its arguments): the
+    /// function has undone its frame, so `eip` is the word at `esp` and the caller's `esp`
+    /// is past it and the `imm16` bytes; `ebp`, `ebx`, `esi` and `edi` are already the
+    /// caller's. Taken, as gdb's i386 epilogue unwinder takes it, only where the word is a
+    /// return address after a call in a module's code. Tried before the `ebp` chain: a
+    /// function at its `ret` may have kept no frame record (wine's system-call stubs,
+    /// `mov $n,%eax; mov $dispatcher,%edx; call *%edx; ret $args`, stopped at the `ret`),
+    /// and `ebp` is then some caller's, which the chain would skip to.
+    fn caller_at_return(&self, ctx: &WalkContext<'_, '_>, callee: &WalkFrame) -> Option<Caller> {
+        let pc = callee.pc;
+        let popped = match ctx.code.bytes_before(pc.checked_add(1)?, 1)?.as_slice() {
+            [0xc3] => 0,
+            [0xc2] => {
+                let code = ctx.code.bytes_before(pc.checked_add(3)?, 3)?;
+                u64::from(u16::from_le_bytes([*code.get(1)?, *code.get(2)?]))
+            }
+            _ => return None,
+        };
+        let esp = callee.sp?;
+        let ra = u64::from(ctx.memory.read_u32(esp)?);
+        if !ctx.is_return_code(ra) {
+            return None;
+        }
+        let code = ctx.code.bytes_before(ra, self.call_check_len())?;
+        if !self.is_call_before(&code) {
+            return None;
+        }
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, ra);
+        regs.set(Esp, esp.checked_add(4)?.checked_add(popped)?);
+        super::arch::inherit(
+            &callee.registers,
+            &mut regs,
+            &[Ebp.dwarf(), Ebx.dwarf(), Esi.dwarf(), Edi.dwarf()],
+        );
+        Some(Caller {
+            regs,
+            trust: Trust::Fp,
+            source: None,
+            exact_pc: false,
+        })
+    }
+}
+
 impl ArchWalker for X86 {
     fn arch(&self) -> Arch {
         Arch::X86
@@ -81,6 +132,9 @@ impl ArchWalker for X86 {
         first: bool,
     ) -> Option<Caller> {
         if let Some(c) = super::arch::caller_of_call_into_nowhere(self, ctx, callee, first) {
+            return Some(c);
+        }
+        if let Some(c) = self.caller_at_return(ctx, callee) {
             return Some(c);
         }
         let ebp = callee.registers.get(Ebp)?;
@@ -322,6 +376,69 @@ mod tests {
         let r = walk_code(0x1000, &stack, None, &opts, &regs, &CallsEverywhere);
         let pcs: Vec<u64> = r.frames.iter().map(|f| f.pc).collect();
         assert_eq!(pcs[..2], [0x40_1000, 0x40_1234]);
+    }
+
+    /// wine's i386 system-call stub at 0x40_5000 (`mov $0x32,%eax; mov $0x40_6000,%edx;
+    /// call *%edx; ret $8`, the `ret` at 0x40_500c), a plain `ret` at 0x40_5020; before
+    /// every other address, a `call rel32`.
+    struct Stubs;
+    impl CodeReader for Stubs {
+        fn bytes_before(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+            let stub: [u8; 16] = [
+                0xb8, 0x32, 0, 0, 0, 0xba, 0, 0x60, 0x40, 0, 0xff, 0xd2, 0xc2, 8, 0, 0x90,
+            ];
+            let start = addr.checked_sub(len as u64)?;
+            if (0x40_5000..0x40_5010).contains(&start) {
+                let at = usize::try_from(start - 0x40_5000).ok()?;
+                return Some(stub.get(at..at + len)?.to_vec());
+            }
+            if start == 0x40_5020 {
+                return Some([0xc3, 0x90, 0x90].get(..len)?.to_vec());
+            }
+            let mut code = vec![0x90; len];
+            code[len.checked_sub(5)?] = 0xe8;
+            Some(code)
+        }
+    }
+
+    #[test]
+    fn at_a_return_instruction_the_caller_is_the_word_at_esp() {
+        // a thread stopped at the stub's `ret $8`: its return address at esp, then its 8
+        // bytes of arguments; ebp (0x1020) is an outer frame's, whose record names
+        // 0x40_2000: the ebp chain would skip the stub's caller
+        let stack = [0x40_1234, 1, 2, 0, 0, 0, 0, 0, 0x1040, 0x40_2000, 0, 0];
+        let opts = WalkOptions {
+            enable_scan: false,
+            ..WalkOptions::default()
+        };
+        let mut regs = RegisterSet::new(Arch::X86);
+        regs.set(Eip, 0x40_500c);
+        regs.set(Esp, 0x1000);
+        regs.set(Ebp, 0x1020);
+        regs.set(Esi, 0x55);
+        let r = walk_code(0x1000, &stack, None, &opts, &regs, &Stubs);
+        let frames: Vec<(u64, Option<u64>, Trust)> =
+            r.frames.iter().map(|f| (f.pc, f.sp, f.trust)).collect();
+        assert_eq!(
+            frames[..3],
+            [
+                (0x40_500c, Some(0x1000), Trust::Context),
+                (0x40_1234, Some(0x100c), Trust::Fp),
+                (0x40_2000, Some(0x1028), Trust::Fp),
+            ]
+        );
+        assert_eq!(r.frames[1].registers.get(Ebp), Some(0x1020));
+        assert_eq!(r.frames[1].registers.get(Esi), Some(0x55));
+        // a plain `ret` pops the return address only
+        regs.set(Eip, 0x40_5020);
+        let r = walk_code(0x1000, &stack, None, &opts, &regs, &Stubs);
+        assert_eq!(r.frames[1].pc, 0x40_1234);
+        assert_eq!(r.frames[1].sp, Some(0x1004));
+        // a word at esp that follows no call is no return address: the ebp chain
+        let stack = [0x1234, 1, 2, 0, 0, 0, 0, 0, 0x1040, 0x40_2000, 0, 0];
+        regs.set(Eip, 0x40_500c);
+        let r = walk_code(0x1000, &stack, None, &opts, &regs, &Stubs);
+        assert_eq!(r.frames[1].pc, 0x40_2000);
     }
 
     /// Walks `regs` over `stack` (at 0x1000) in one module at 0x40_0000 whose `.sym`

@@ -1,5 +1,6 @@
-/* Windows x64: a call through a garbage function pointer (0x13370000, nothing is mapped
- * there): the pc lands outside all code, an access violation (execute) at that address. */
+/* Windows x64 and x86: a call through a garbage function pointer (0x13370000, nothing is
+ * mapped there): the pc lands outside all code, an access violation (execute) at that
+ * address; the return address into dispatch is the word at the stack pointer. */
 #include <stdint.h>
 #include <stdio.h>
 
