@@ -70,6 +70,7 @@ async fn queue(db: &Db) -> Queue {
         config,
         metrics: Arc::new(JobMetrics::default()),
         wake: Arc::new(tokio::sync::Notify::new()),
+        recent_use: Arc::default(),
     };
     Queue {
         runner,

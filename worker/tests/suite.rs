@@ -17,6 +17,7 @@ mod reprocess_store;
 mod rollups;
 mod store_indexes;
 mod upload_store;
+mod use_store;
 
 /// What the test files call `common::…`.
 mod common {

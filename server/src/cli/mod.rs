@@ -287,6 +287,7 @@ pub fn runner(
         config: jobs.config(&storage.data_dir)?,
         metrics: std::sync::Arc::new(::worker::jobs::JobMetrics::default()),
         wake: std::sync::Arc::new(tokio::sync::Notify::new()),
+        recent_use: std::sync::Arc::default(),
     })
 }
 

@@ -15,6 +15,7 @@
 pub mod fetch;
 pub mod new_file;
 pub mod process;
+pub mod recent_use;
 pub mod role_keys;
 pub mod source_bundles;
 pub mod source_links;
@@ -213,6 +214,8 @@ pub struct Runner {
     pub metrics: Arc<JobMetrics>,
     /// Notified when a crash is queued in this process.
     pub wake: Arc<Notify>,
+    /// The symbol files' uses this process recorded lately (each written twice an hour).
+    pub recent_use: Arc<recent_use::RecentUse>,
 }
 
 impl Runner {

@@ -200,9 +200,15 @@ async fn gather_tables(
         }
     }
 
-    // the files' last use, for the retention of symbol files (issue 41)
+    // the files' last use, for the retention of symbol files (issue 41), written twice an
+    // hour per file, not once per crash (issue 40: `recent_use`)
     let used: Vec<&str> = used.iter().map(String::as_str).collect();
-    binaries::record_use(&runner.db, project, &used, crate::store::now_ms()).await?;
+    let now = crate::store::now_ms();
+    let due = runner.recent_use.due(project, &used, now);
+    if !due.is_empty() {
+        binaries::record_use(&runner.db, project, &due, now).await?;
+        runner.recent_use.noted(project, &due, now);
+    }
     Ok((found, lookups))
 }
 

@@ -225,10 +225,20 @@ pub async fn own(db: &Db, sha256: &str, project: &str) -> Result<bool, StoreErro
     Ok(done == 1)
 }
 
+/// How stale a hold's recorded last use may grow before a crash processed with its file
+/// writes it again (half an hour, in ms; with a worker's own note of its writes,
+/// `jobs::recent_use`, the recorded use is less than an hour older than the real one).
+/// The retention of symbol files counts whole days (`store::retention`), so a last use
+/// known to the hour is enough, and a hot file's hold is written twice an hour instead
+/// of once per crash: each write is a commit, and on SQLite a wait for the single writer
+/// behind the workers' claims and stores (issue 40).
+pub const USE_RECORDED_EVERY_MS: i64 = 30 * 60 * 1000;
+
 /// Records that `project`'s crash was processed with the files `sha256s` at `at` (Unix
 /// ms): the retention of symbol files (`store::retention`) keeps what a project's
 /// crashes still use. Only `project`'s own holds are touched (a shared file is kept by
-/// being shared).
+/// being shared), and only those whose last use is older than
+/// [`USE_RECORDED_EVERY_MS`] before `at`.
 pub async fn record_use(
     db: &Db,
     project: &str,
@@ -241,13 +251,14 @@ pub async fn record_use(
     let list = serde_json::to_string(sha256s).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let sql = format!(
         "UPDATE binary_projects SET last_used_at = $2 WHERE project = $1 \
-         AND last_used_at < $2 AND sha256 IN ({})",
+         AND last_used_at < $4 AND sha256 IN ({})",
         db.json_strings("$3")
     );
     crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(project)
         .bind(at)
         .bind(&list)
+        .bind(at.saturating_sub(USE_RECORDED_EVERY_MS))
         .execute(p)
         .await
         .map(|_| ()))?;
