@@ -10,7 +10,8 @@
 //! per signature) serves the unfiltered page as a keyset walk of the index of the chosen
 //! sort order; a time range or a product reads each group's running counts
 //! (`crash_group_running`) at the window's two ends, a handful of index lookups per group
-//! whatever the number of crashes and days; a version sums the group's
+//! whatever the number of crashes and days, and, most crashes first, only for the groups
+//! whose all-time count can put them on the page ([`bounded`]); a version sums the group's
 //! `crash_group_days` rows (one per signature, UTC day, product and version); the
 //! analysis-kind filter tests each group's `crash_group_kinds` rows. Time filters
 //! therefore have day granularity. A group's products and versions are its
