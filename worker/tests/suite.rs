@@ -15,6 +15,7 @@ mod pipeline;
 mod project_groups;
 mod reprocess_store;
 mod rollups;
+mod status_counts;
 mod store_indexes;
 mod upload_store;
 mod use_store;

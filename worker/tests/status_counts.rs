@@ -1,0 +1,251 @@
+//! The queue's counts by status (migration 0034: counts kept by triggers, read by the
+//! jobs page and `/metrics`) against a count of the crashes themselves, after every step
+//! of a job's life, on SQLite and on PostgreSQL (a fresh `pm_*` database, dropped after):
+//! uploads (on PostgreSQL also concurrent ones, each connection its own shard of the
+//! counts), leases, a batch finished done, failed and retried, requeues, expired leases
+//! failed, a reprocess enqueue and deletes; and 0034's backfill of a store that had
+//! crashes before it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use crate::common;
+
+use worker::store::crashes::{self, Finished, NewCrash, Outcome, StoredReport};
+use worker::store::dashboard as q;
+use worker::store::Db;
+
+/// The crashes' own counts by status: what the counts must be.
+async fn truth(db: &Db) -> Vec<(String, i64)> {
+    let sql = "SELECT status, COUNT(*) FROM crashes GROUP BY status ORDER BY status";
+    worker::on_pool!(db, p => sqlx::query_as::<_, (String, i64)>(sql).fetch_all(p).await).unwrap()
+}
+
+async fn check(db: &Db, step: &str) {
+    let counts = crashes::count_by_status(db).await.unwrap();
+    assert_eq!(counts, truth(db).await, "counts by status after {step}");
+}
+
+fn crash(i: i64) -> NewCrash {
+    NewCrash {
+        id: crashes::new_id(),
+        received_at: 1_000 + i,
+        dump_sha256: "00".into(),
+        dump_size: 1,
+        dump_format: "elf-core".into(),
+        annotations: "{}".into(),
+        annotations_cut: None,
+    }
+}
+
+async fn run_sql(db: &Db, sql: &str) {
+    let sql = sqlx::AssertSqlSafe(sql.to_string());
+    worker::on_pool!(db, p => sqlx::raw_sql(sql).execute(p).await.map(|_| ())).unwrap();
+}
+
+async fn lifecycle(db: &Db) {
+    check(db, "nothing").await;
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let c = crash(i);
+        ids.push(c.id.clone());
+        crashes::insert(db, &c).await.unwrap();
+    }
+    // the same idempotency key twice: one crash
+    let keyed = crash(99);
+    assert!(crashes::insert_keyed(db, &keyed, "default", "k1")
+        .await
+        .unwrap()
+        .is_none());
+    let again = crash(100);
+    assert!(crashes::insert_keyed(db, &again, "default", "k1")
+        .await
+        .unwrap()
+        .is_some());
+    check(db, "uploads").await;
+    let leases = crashes::lease_batch(db, "w", 10_000, 60_000, 2, 12)
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), 12);
+    check(db, "a lease of 12").await;
+    let report = |i: usize| {
+        Outcome::Done(StoredReport::from_json(
+            "{}".into(),
+            Some(format!("sig{}", i % 3)),
+        ))
+    };
+    let outcomes: Vec<Outcome> = (0..leases.len())
+        .map(|i| match i % 4 {
+            0 => Outcome::Failed {
+                reason: "bad dump".into(),
+            },
+            1 => Outcome::Retry {
+                reason: "busy".into(),
+            },
+            _ => report(i),
+        })
+        .collect();
+    let jobs: Vec<Finished> = leases
+        .iter()
+        .zip(&outcomes)
+        .map(|(lease, outcome)| Finished {
+            lease,
+            outcome,
+            processing_us: None,
+        })
+        .collect();
+    crashes::finish_batch(db, "w", 11_000, 2, &jobs)
+        .await
+        .unwrap();
+    check(db, "a batch finished done, failed and retried").await;
+    // done and failed crashes back in the queue; a pending one is not requeued
+    assert!(q::requeue(db, &leases[0].id).await.unwrap());
+    assert!(q::requeue(db, &leases[2].id).await.unwrap());
+    check(db, "requeues").await;
+    // leases that expire after their last attempt fail
+    let more = crashes::lease_batch(db, "w", 20_000, 1_000, 1, 5)
+        .await
+        .unwrap();
+    assert_eq!(more.len(), 5);
+    check(db, "a second lease").await;
+    assert!(crashes::fail_exhausted(db, 100_000, 1).await.unwrap() > 0);
+    check(db, "expired leases failed").await;
+    // every finished crash back in the queue in one statement (a reprocess enqueue)
+    run_sql(
+        db,
+        "UPDATE crashes SET status = 'pending', attempts = 0 WHERE status IN ('done', 'failed')",
+    )
+    .await;
+    check(db, "everything requeued at once").await;
+    // deletes: one, then several in one statement
+    run_sql(db, &format!("DELETE FROM crashes WHERE id = '{}'", ids[29])).await;
+    check(db, "a delete").await;
+    run_sql(
+        db,
+        &format!(
+            "DELETE FROM crashes WHERE id IN ('{}', '{}', '{}')",
+            ids[1], ids[2], ids[28]
+        ),
+    )
+    .await;
+    check(db, "three deletes at once").await;
+    // a status that falls to 0 is left out, as a count of the crashes leaves it out
+    run_sql(db, "DELETE FROM crashes WHERE status <> 'pending'").await;
+    check(db, "every crash but the pending ones deleted").await;
+}
+
+/// Uploads and leases from several connections at once (PostgreSQL: each connection
+/// writes its own shard of the counts).
+async fn concurrent(db: &Db) {
+    use futures::future::join_all;
+    let uploads: Vec<NewCrash> = (0..64).map(|i| crash(5_000 + i)).collect();
+    join_all(uploads.iter().map(|c| crashes::insert(db, c)))
+        .await
+        .into_iter()
+        .for_each(|r| r.unwrap());
+    check(db, "64 concurrent uploads").await;
+    let leases = join_all((0..8).map(|w| {
+        let worker = format!("w{w}");
+        async move { crashes::lease_batch(db, &worker, 30_000, 60_000, 5, 4).await }
+    }))
+    .await;
+    assert!(leases.iter().all(Result::is_ok));
+    check(db, "8 concurrent leases").await;
+}
+
+/// The migration files of `dialect`, in order: those before 0034, and 0034.
+fn files(dialect: &str) -> (Vec<String>, String) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../migrations")
+        .join(dialect);
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".sql"))
+        .collect();
+    names.sort();
+    let read = |n: &String| std::fs::read_to_string(dir.join(n)).unwrap();
+    let before = names
+        .iter()
+        .filter(|n| n.as_str() < "0034")
+        .map(read)
+        .collect();
+    let this = names
+        .iter()
+        .find(|n| n.starts_with("0034_"))
+        .map(read)
+        .unwrap();
+    (before, this)
+}
+
+/// 0034 on a store that had crashes of three statuses before it: its counts are theirs.
+async fn backfill(db: &Db, dialect: &str) {
+    let (before, this) = files(dialect);
+    for sql in &before {
+        run_sql(db, sql).await;
+    }
+    let mut values = Vec::new();
+    for (i, status) in ["pending", "done", "done", "failed", "done"]
+        .iter()
+        .enumerate()
+    {
+        values.push(format!(
+            "('b{i}', '{status}', {i}, '00', 1, 'elf-core', '{{}}', 0, 'default')"
+        ));
+    }
+    run_sql(
+        db,
+        &format!(
+            "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
+             dump_format, annotations, attempts, project) VALUES {}",
+            values.join(", ")
+        ),
+    )
+    .await;
+    run_sql(db, &this).await;
+    check(db, "0034 on a store with crashes").await;
+    assert_eq!(
+        truth(db).await,
+        [
+            ("done".into(), 3),
+            ("failed".into(), 1),
+            ("pending".into(), 1)
+        ]
+    );
+}
+
+async fn sqlite(dir: &tempfile::TempDir, name: &str) -> Db {
+    Db::connect(&format!("sqlite://{}", dir.path().join(name).display()))
+        .await
+        .expect("sqlite connect")
+}
+
+#[tokio::test]
+async fn status_counts_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = sqlite(&dir, "t.db").await;
+    db.migrate().await.expect("sqlite migrate");
+    lifecycle(&db).await;
+    concurrent(&db).await;
+    db.close().await;
+    let db = sqlite(&dir, "b.db").await;
+    backfill(&db, "sqlite").await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn status_counts_postgres() {
+    let Some((name, db)) = common::pg_migrated("pm_status").await else {
+        return;
+    };
+    lifecycle(&db).await;
+    concurrent(&db).await;
+    db.close().await;
+    common::drop_db(&name).await;
+    let Some((name, url)) = common::pg_database("pm_status").await else {
+        return;
+    };
+    let db = Db::connect(&url).await.expect("pg connect");
+    backfill(&db, "postgres").await;
+    db.close().await;
+    common::drop_db(&name).await;
+}
