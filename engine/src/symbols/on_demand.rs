@@ -348,10 +348,33 @@ fn codeless(dwarf: &gimli::Dwarf<R<'_>>, header: &gimli::UnitHeader<R<'_>>) -> b
     table_without_code(*dwarf.debug_abbrev.reader(), header.debug_abbrev_offset().0) == Some(true)
 }
 
-/// Reads the abbreviation table at `at` in `section` to its end (as [`entry_of`]):
+/// Reads the abbreviation table at `at` in `section` to its end ([`table_entries`]):
 /// `Some(true)` when no entry is a code DIE with an address attribute (see [`codeless`]),
 /// `None` when the table is cut short or unreadable.
 fn table_without_code(section: R<'_>, at: usize) -> Option<bool> {
+    let mut without = true;
+    table_entries(section, at, |entry| {
+        let code = entry.tag == u64::from(gimli::DW_TAG_subprogram.0)
+            || entry.tag == u64::from(gimli::DW_TAG_inlined_subroutine.0);
+        without &= !(code && entry.address);
+    })?;
+    Some(without)
+}
+
+/// One entry of an abbreviation table, as [`table_entries`] reads it.
+struct TableEntry {
+    code: u64,
+    tag: u64,
+    /// Where it lies in the section.
+    place: Range<usize>,
+    /// Whether it has `DW_AT_low_pc`, `DW_AT_high_pc`, `DW_AT_ranges` or `DW_AT_entry_pc`.
+    address: bool,
+}
+
+/// Calls `each` on every entry of the abbreviation table at `at` in `section`, in order,
+/// skipping through it without building anything; `None` when the table is cut short
+/// (read to its end, as gimli would) or unreadable.
+fn table_entries(section: R<'_>, at: usize, mut each: impl FnMut(TableEntry)) -> Option<()> {
     use gimli::Reader;
     const ADDRESSES: [gimli::DwAt; 4] = [
         gimli::DW_AT_low_pc,
@@ -361,15 +384,15 @@ fn table_without_code(section: R<'_>, at: usize) -> Option<bool> {
     ];
     let mut table = section;
     table.skip(at).ok()?;
-    let mut without = true;
     loop {
-        if table.read_uleb128().ok()? == 0 {
-            return Some(without);
+        let start = table.offset_from(section);
+        let code = table.read_uleb128().ok()?;
+        if code == 0 {
+            return Some(());
         }
         let tag = table.read_uleb128().ok()?;
-        let code = tag == u64::from(gimli::DW_TAG_subprogram.0)
-            || tag == u64::from(gimli::DW_TAG_inlined_subroutine.0);
         table.read_u8().ok()?; // children
+        let mut address = false;
         loop {
             let name = table.read_uleb128().ok()?;
             let form = table.read_uleb128().ok()?;
@@ -379,10 +402,15 @@ fn table_without_code(section: R<'_>, at: usize) -> Option<bool> {
             if name == 0 && form == 0 {
                 break;
             }
-            if code && ADDRESSES.iter().any(|a| u64::from(a.0) == name) {
-                without = false;
-            }
+            address |= ADDRESSES.iter().any(|a| u64::from(a.0) == name);
         }
+        let place = start..table.offset_from(section);
+        each(TableEntry {
+            code,
+            tag,
+            place,
+            address,
+        });
     }
 }
 
@@ -462,32 +490,13 @@ impl<'d> RootAbbreviations<'d> {
 /// first of that code, as gimli refuses a table with two). `None` when the table is cut
 /// short (read to its end, as gimli would) or has no such entry.
 fn entry_of(section: R<'_>, at: usize, code: u64) -> Option<Range<usize>> {
-    use gimli::Reader;
-    let mut table = section;
-    table.skip(at).ok()?;
     let mut found = None;
-    loop {
-        let start = table.offset_from(section);
-        let this = table.read_uleb128().ok()?;
-        if this == 0 {
-            return found;
+    table_entries(section, at, |entry| {
+        if entry.code == code && found.is_none() {
+            found = Some(entry.place);
         }
-        table.read_uleb128().ok()?; // tag
-        table.read_u8().ok()?; // children
-        loop {
-            let name = table.read_uleb128().ok()?;
-            let form = table.read_uleb128().ok()?;
-            if form == u64::from(gimli::DW_FORM_implicit_const.0) {
-                table.read_sleb128().ok()?;
-            }
-            if name == 0 && form == 0 {
-                break;
-            }
-        }
-        if this == code && found.is_none() {
-            found = Some(start..table.offset_from(section));
-        }
-    }
+    })?;
+    found
 }
 
 /// Reads the roots and ranges of the units of `headers` (in order).
