@@ -308,6 +308,17 @@ fn c_o0_gcc() {
     basic("c_o0_gcc", "gcc", &["-O0"]);
 }
 
+/// Linked by lld, which packs segments without page-aligning their file offsets: the
+/// program's read-only, code and data segments all map its first file page (each at its
+/// own address), so every mapping of it in NT_FILE has file offset 0. It is one module,
+/// from the first of them (its code's mapping was taken as a module of its own, based a
+/// page too high: frame 0 unnamed, the walk lost).
+#[test]
+fn c_linked_by_lld() {
+    basic("c_lld_o0", "gcc", &["-O0", "-fuse-ld=lld"]);
+    basic("c_lld_o2", "gcc", &["-O2", "-fuse-ld=lld"]);
+}
+
 #[test]
 fn c_o0_clang() {
     basic("c_o0_clang", "clang", &["-O0"]);

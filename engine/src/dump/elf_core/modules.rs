@@ -309,6 +309,28 @@ struct Instance<'f> {
 }
 
 impl Instance<'_> {
+    /// Whether `m`, a mapping of file offset 0, is one of this load's own segments rather
+    /// than a new load: the image says a PT_LOAD segment other than its first maps the
+    /// file's first page at `m`'s place. lld packs segments without page-aligning their
+    /// file offsets, so a small program's code, data and read-only segments all map page 0
+    /// (each at its own address), and every mapping of it in NT_FILE has offset 0.
+    fn segment_of_page_zero(&self, m: &FileMapping) -> bool {
+        let (Some(first), Some(image)) = (self.maps.first(), &self.image) else {
+            return false;
+        };
+        if first.file_offset != 0 {
+            return false;
+        }
+        let Some(at) = m.start.checked_sub(first.start).filter(|&at| at > 0) else {
+            return false;
+        };
+        image.phdrs.iter().any(|p| {
+            p.p_type == PT_LOAD
+                && p.offset & PAGE_MASK == 0
+                && (p.vaddr & PAGE_MASK).checked_sub(image.link_base) == Some(at)
+        })
+    }
+
     /// Whether `m` continues this load: inside the image's extent from its header, or
     /// (no image in memory) right after the previous mapping — the dynamic linker reserves
     /// a module's whole extent at once, so its segments follow its header without gaps.
@@ -327,14 +349,19 @@ impl Instance<'_> {
 }
 
 /// Splits one file's mappings (sorted by address) into instances: each mapping of file
-/// offset 0 starts one, and the others continue the one below them when they lie where
+/// offset 0 starts one (but for a segment of the load below that maps the file's first
+/// page again, [`Instance::segment_of_page_zero`]), and the others continue the one below them when they lie where
 /// its load put its segments ([`Instance::continued_by`]); any other mapping (the file
 /// mapped as data at an offset) is an instance of its own.
 fn instances<'f>(maps: &[&'f FileMapping], mem: &MemoryMap<'_>) -> Vec<Instance<'f>> {
     let mut out: Vec<Instance<'f>> = Vec::new();
     for &m in maps {
         match out.last_mut() {
-            Some(last) if m.file_offset != 0 && last.continued_by(m) => last.maps.push(m),
+            Some(last)
+                if (m.file_offset != 0 || last.segment_of_page_zero(m)) && last.continued_by(m) =>
+            {
+                last.maps.push(m)
+            }
             _ => out.push(Instance {
                 maps: vec![m],
                 image: (m.file_offset == 0)
