@@ -7,48 +7,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use crate::common;
+use crate::migration_files::{before_and, run_sql};
 
 use worker::store::source_bundles::{self, Sees};
 use worker::store::Db;
 
-/// The migration files of `dialect`, in order: those before 0030, and 0030.
-fn files(dialect: &str) -> (Vec<String>, String) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../migrations")
-        .join(dialect);
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".sql"))
-        .collect();
-    names.sort();
-    let read = |n: &String| std::fs::read_to_string(dir.join(n)).unwrap();
-    let before = names
-        .iter()
-        .filter(|n| n.as_str() < "0030")
-        .map(read)
-        .collect();
-    let this = names
-        .iter()
-        .find(|n| n.starts_with("0030_"))
-        .map(read)
-        .unwrap();
-    (before, this)
-}
-
-async fn run(db: &Db, sql: &str) {
-    let sql = sqlx::AssertSqlSafe(sql.to_string());
-    worker::on_pool!(db, p => sqlx::raw_sql(sql).execute(p).await.map(|_| ())).unwrap();
-}
-
 async fn scenario(db: &Db, dialect: &str) {
-    let (before, this) = files(dialect);
+    let (before, this) = before_and(dialect, "0030");
     for sql in &before {
-        run(db, sql).await;
+        run_sql(db, sql).await;
     }
     let id = "ab".repeat(20);
     let sha = "ef".repeat(32);
-    run(
+    run_sql(
         db,
         &format!(
             "INSERT INTO source_bundles (build_id, sha256, size, file_count, uploaded_at) \
@@ -57,7 +28,7 @@ async fn scenario(db: &Db, dialect: &str) {
         ),
     )
     .await;
-    run(db, &this).await;
+    run_sql(db, &this).await;
     let own = source_bundles::held_by(db, "default", &id)
         .await
         .unwrap()

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
 
 use crate::common;
+use crate::migration_files::{before_and, run_sql};
 
 use worker::store::crashes::{self, Finished, NewCrash, Outcome, StoredReport};
 use worker::store::dashboard as q;
@@ -35,11 +36,6 @@ fn crash(i: i64) -> NewCrash {
         annotations: "{}".into(),
         annotations_cut: None,
     }
-}
-
-async fn run_sql(db: &Db, sql: &str) {
-    let sql = sqlx::AssertSqlSafe(sql.to_string());
-    worker::on_pool!(db, p => sqlx::raw_sql(sql).execute(p).await.map(|_| ())).unwrap();
 }
 
 async fn lifecycle(db: &Db) {
@@ -152,34 +148,9 @@ async fn concurrent(db: &Db) {
     check(db, "8 concurrent leases").await;
 }
 
-/// The migration files of `dialect`, in order: those before 0034, and 0034.
-fn files(dialect: &str) -> (Vec<String>, String) {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../migrations")
-        .join(dialect);
-    let mut names: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".sql"))
-        .collect();
-    names.sort();
-    let read = |n: &String| std::fs::read_to_string(dir.join(n)).unwrap();
-    let before = names
-        .iter()
-        .filter(|n| n.as_str() < "0034")
-        .map(read)
-        .collect();
-    let this = names
-        .iter()
-        .find(|n| n.starts_with("0034_"))
-        .map(read)
-        .unwrap();
-    (before, this)
-}
-
 /// 0034 on a store that had crashes of three statuses before it: its counts are theirs.
 async fn backfill(db: &Db, dialect: &str) {
-    let (before, this) = files(dialect);
+    let (before, this) = before_and(dialect, "0034");
     for sql in &before {
         run_sql(db, sql).await;
     }
