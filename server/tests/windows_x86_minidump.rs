@@ -452,6 +452,82 @@ fn windows_x86_cxx_crash_in_a_terminate_handler() {
     );
 }
 
+/// unwind_callback.cpp: the fault is in the trace function libgcc's `_Unwind_Backtrace`
+/// calls (linked in with `-static`; mingw's i686 libgcc is the DWARF-2 unwinder), so the
+/// stack crosses the unwinder: `trace::count_frame` ← `_Unwind_Backtrace` ←
+/// `trace::collect` ← `main`. Besides winedbg's frames, the program's own record of its
+/// stack ([`unwinder_traces`]): the callback's return address (into `_Unwind_Backtrace`)
+/// must be our frame 1, and the pcs libgcc's unwinder gave it (`_Unwind_GetIP`: the
+/// return addresses into `collect`, `main` and `main`'s caller) frames 2, 3 and 4.
+/// libgcc's frame has no DWARF here: it is named by its COFF symbol as
+/// `i686-w64-mingw32-nm -C` names it.
+#[test]
+fn windows_x86_cxx_crash_in_an_unwinder_callback() {
+    for (name, flags) in [
+        ("x86_cxx_unwind_o0", &["-O0", "-static"][..]),
+        ("x86_cxx_unwind_o2", &["-O2", "-static"][..]),
+    ] {
+        let case = record(
+            name,
+            flags,
+            &["unwind_callback.cpp"],
+            false,
+            ACCESS_VIOLATION,
+        );
+        check(
+            &case,
+            &["trace::count_frame", "??", "trace::collect", "main"],
+        );
+        let ours = physical_frames(case.crashed_thread());
+        let pcs: Vec<u64> = ours.iter().map(|o| o.pc).collect();
+        let traces = unwinder_traces(&case.stdout);
+        assert_eq!(
+            traces.len(),
+            3,
+            "{name}: the program's traces:\n{}",
+            case.stdout
+        );
+        let mut recorded = vec![traces[0].0];
+        recorded.extend(traces.iter().map(|&(_, ip)| ip));
+        assert!(
+            traces.iter().all(|&(ra, _)| ra == recorded[0]),
+            "{name}: the callback returned to two places:\n{}",
+            case.stdout
+        );
+        assert_eq!(
+            pcs.get(1..5),
+            Some(&recorded[..]),
+            "{name}: frames 1-4 against the program's record (the callback's return \
+             address, then _Unwind_GetIP of each frame it was given):\n{}",
+            case.stdout
+        );
+        let libgcc = ours[1].names();
+        assert_eq!(
+            libgcc,
+            windows::coff_names(&case.exe, &[pcs[1] - 1]),
+            "{name}: libgcc's frame"
+        );
+        assert_eq!(libgcc, ["_Unwind_Backtrace"], "{name}: libgcc's frame");
+    }
+}
+
+/// The lines `trace I RETURN IP` unwind_callback.cpp printed, in order: the callback's
+/// return address and `_Unwind_GetIP` of the frame it was given.
+fn unwinder_traces(stdout: &str) -> Vec<(u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("trace "))
+        .enumerate()
+        .map(|(n, l)| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(words.len(), 3, "trace line {l:?}");
+            assert_eq!(words[0], n.to_string(), "trace line {l:?} out of order");
+            let hex = |w: &str| u64::from_str_radix(w, 16).unwrap();
+            (hex(words[1]), hex(words[2]))
+        })
+        .collect()
+}
+
 /// plugin_main.c loads plugin.dll (plugin.c) with `LoadLibrary` and calls into it, which
 /// faults: the DLL's frames (named from its DWARF by addr2line, wherever the loader put
 /// it), then the program's. At `-O0`: at `-O2` the fault is the first instruction of
