@@ -528,6 +528,59 @@ fn unwinder_traces(stdout: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// `STATUS_HEAP_CORRUPTION`, raised by raise.c.
+const HEAP_CORRUPTION: u32 = 0xc000_0374;
+
+/// raise.c: the process dies of an exception raised with `RaiseException`, so frame 0 is
+/// in wine's kernelbase.dll, which winedbg names from its DWARF (`RaiseException`, a
+/// stdcall function: the DWARF's linkage name is `RaiseException@16`, its `DW_AT_name`
+/// `RaiseException`). Every frame winedbg names must have that name in our report (the
+/// physical frame's own function); the stack is winedbg's pc by pc, the program's frames
+/// named as addr2line names them, every caller found by CFI.
+#[test]
+fn windows_x86_raise_exception_named_as_winedbg_names_it() {
+    let case = record(
+        "x86_raise",
+        &["-O0", &format!("-DRAISED={HEAP_CORRUPTION:#x}")],
+        &["raise.c"],
+        false,
+        HEAP_CORRUPTION,
+    );
+    let pcs: Vec<u64> = case
+        .winedbg
+        .iter()
+        .filter(|f| !f.inlined)
+        .map(|f| f.pc)
+        .collect();
+    let names = case.program_names(&pcs);
+    // frame 0 is kernelbase's: the program's frames from frame 1
+    expect_stack(&names[1..], &["raise_it", "main"], &case.winedbg_text());
+    let ours = physical_frames(case.crashed_thread());
+    let (differs, table) = differs_from_winedbg(&case.winedbg, &names, &ours, false, &[]);
+    eprintln!("{}: crashed thread\n{table}", case.exe_name());
+    assert!(!differs, "the crashed thread differs from winedbg's:\n{table}");
+    callers_from_cfi(&case, &ours, 1);
+    let reference: Vec<&WineFrame> = case.winedbg.iter().filter(|f| !f.inlined).collect();
+    let named: Vec<(usize, &str)> = reference
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.function.as_deref().map(|n| (i, n)))
+        .collect();
+    assert_eq!(
+        named.first(),
+        Some(&(0, "RaiseException")),
+        "winedbg names kernelbase's frame 0:\n{}",
+        case.winedbg_text()
+    );
+    for (i, name) in named {
+        let function = ours[i].names().last().cloned().unwrap_or_default();
+        assert_eq!(
+            function, name,
+            "frame {i}: our name is not winedbg's:\n{table}"
+        );
+    }
+}
+
 /// plugin_main.c loads plugin.dll (plugin.c) with `LoadLibrary` and calls into it, which
 /// faults: the DLL's frames (named from its DWARF by addr2line, wherever the loader put
 /// it), then the program's. At `-O0`: at `-O2` the fault is the first instruction of
@@ -872,6 +925,13 @@ fn waiting_thread(case: &Case, trace: &Trace) {
         called.trim_start_matches('_').split('@').next(),
         Some(api),
         "{what}the frame above the waiting function"
+    );
+    // and named so, as winedbg names a stdcall function from wine's DWARF (see
+    // `windows_x86_raise_exception_named_as_winedbg_names_it`), without its `@N`
+    assert_eq!(
+        ours[waiting - 1].names().last().map(String::as_str),
+        Some(api),
+        "{what}our name of the frame above the waiting function"
     );
     for (i, n) in names.iter().enumerate().take(waiting) {
         let module = ours[i].entries.last().unwrap()["module"].as_str();

@@ -669,16 +669,7 @@ pub(crate) fn pc_range_overflows<'d>(
 fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
     for _ in 0..MAX_NAME_HOPS {
         let n = pass.names.get(&die)?;
-        // DW_AT_name in its enclosing namespaces and types
-        let qualified = |name: &[u8]| {
-            let name = String::from_utf8_lossy(name);
-            let scope = pass.scopes.get(n.scope as usize).map_or("", String::as_str);
-            if scope.is_empty() {
-                name.into_owned()
-            } else {
-                format!("{scope}::{name}")
-            }
-        };
+        let qualified = |name: &[u8]| qualify(pass, n.scope, name);
         if let (true, Some(name)) = (n.rust, n.name) {
             return Some(qualified(name));
         }
@@ -691,6 +682,15 @@ fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
             if let Some(d) = try_demangle(&raw) {
                 return Some(d);
             }
+            // An i386 Windows stdcall or fastcall function's linkage name carries its
+            // argument bytes (`RaiseException@16`, `@f@8`): winedbg and Microsoft's
+            // tools name it by the function's own name, its `DW_AT_name` (here or on
+            // the DIE its abstract origin or specification is).
+            if let Some((_, name)) =
+                dw_at_name(pass, die).filter(|(name, _)| is_decorated_i386(&raw, name))
+            {
+                return Some(name);
+            }
             if !is_mangled(&raw) {
                 return Some(raw.into_owned());
             }
@@ -701,6 +701,42 @@ fn name_of(pass: &Pass<'_>, mut die: usize) -> Option<String> {
         die = n.next?;
     }
     None
+}
+
+/// `name` (a `DW_AT_name`) in its enclosing namespaces and types (`scope`, an index into
+/// `Pass::scopes`).
+fn qualify(pass: &Pass<'_>, scope: u32, name: &[u8]) -> String {
+    let name = String::from_utf8_lossy(name);
+    let scope = pass.scopes.get(scope as usize).map_or("", String::as_str);
+    if scope.is_empty() {
+        name.into_owned()
+    } else {
+        format!("{scope}::{name}")
+    }
+}
+
+/// The first `DW_AT_name` along `die`'s abstract_origin/specification chain: the name
+/// itself, and the name qualified by that DIE's enclosing namespaces and types.
+fn dw_at_name<'d>(pass: &Pass<'d>, mut die: usize) -> Option<(&'d [u8], String)> {
+    for _ in 0..MAX_NAME_HOPS {
+        let n = pass.names.get(&die)?;
+        if let Some(name) = n.name {
+            return Some((name, qualify(pass, n.scope, name)));
+        }
+        die = n.next?;
+    }
+    None
+}
+
+/// Whether `linkage` is `name` decorated as an i386 Windows stdcall (`name@N`) or fastcall
+/// (`@name@N`) function, N the decimal bytes of its arguments.
+fn is_decorated_i386(linkage: &str, name: &[u8]) -> bool {
+    let linkage = linkage.as_bytes();
+    let undecorated = linkage.strip_prefix(b"@").unwrap_or(linkage);
+    undecorated
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix(b"@"))
+        .is_some_and(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
 }
 
 fn resolve(pass: Pass<'_>, c: &mut Collector) {
@@ -736,5 +772,31 @@ fn resolve(pass: Pass<'_>, c: &mut Collector) {
                 call_column: i.call_column,
             },
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_decorated_i386;
+
+    #[test]
+    fn only_an_i386_stdcall_or_fastcall_decoration_of_the_name_is_taken_off() {
+        for (linkage, name, decorated) in [
+            ("RaiseException@16", "RaiseException", true),
+            ("WaitForSingleObject@8", "WaitForSingleObject", true),
+            ("@fast@8", "fast", true),
+            ("f@0", "f", true),
+            ("f@", "f", false),
+            ("f@8x", "f", false),
+            ("g@8", "f", false),
+            ("f@@8", "f", false),
+            ("__GI___clock_nanosleep", "__clock_nanosleep", false),
+        ] {
+            assert_eq!(
+                is_decorated_i386(linkage, name.as_bytes()),
+                decorated,
+                "{linkage} / {name}"
+            );
+        }
     }
 }
