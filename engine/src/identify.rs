@@ -31,8 +31,8 @@ pub struct BinaryInfo {
     /// GNU build-id (ELF, Linux `.sym`) or LC_UUID (Mach-O), lower-case hex; `None` for a
     /// `.sym` of a module that has none (Windows, macOS).
     pub build_id: Option<String>,
-    /// Breakpad debug-id, upper-case (GUID + age): `.sym`, Mach-O and PDB files, and PE
-    /// images (their PDB's).
+    /// Breakpad debug-id, upper-case (GUID + age): `.sym`, ELF (from its build-id), Mach-O
+    /// and PDB files, and PE images (their PDB's).
     pub debug_id: Option<String>,
     /// `x86_64`, `aarch64`, `x86`, `arm`, or `None` for another architecture.
     pub arch: Option<&'static str>,
@@ -308,7 +308,9 @@ fn describe<'data, R: object::ReadRef<'data>>(
     Ok(BinaryInfo {
         format: "elf",
         build_id: Some(crate::ids::hex(&build_id)),
-        debug_id: None,
+        // Breakpad's id of the build (its build-id's first 16 bytes as a GUID), which
+        // dumps naming a Linux module by debug id alone give (a microdump's module lines)
+        debug_id: Some(breakpad_debug_id_from_build_id(&build_id)),
         arch,
         kind,
         code_id: None,
