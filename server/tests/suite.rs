@@ -23,6 +23,7 @@ mod grouping;
 mod hostile;
 mod hostile_crashes;
 mod in_process;
+mod microdump_upload;
 #[path = "minidump_gdb/main.rs"]
 mod minidump_gdb;
 mod projects;

@@ -6,6 +6,8 @@
 //!   the kernel's core of the same instant (x86_64 Linux; the C tools are in `c/`);
 //! - [`qemu`]: aarch64 crash programs run under QEMU's user-mode emulator, and its core;
 //! - [`core_to_minidump`]: the minidump of an aarch64 crash, written from QEMU's core;
+//! - [`microdump`]: the Breakpad microdump (logcat lines) of an aarch64 crash, written
+//!   from QEMU's core;
 //! - [`program`]: a temporary directory per case that compiles the crash programs of
 //!   `server/tests/crashers` and takes their cores;
 //! - [`gdb`]: gdb's frames of every thread of a core (`frames.py`);
@@ -43,6 +45,7 @@ pub mod dyld_cache;
 pub mod gdb;
 pub mod golden;
 pub mod http_dir;
+pub mod microdump;
 pub mod moto;
 pub mod program;
 pub mod qemu;

@@ -1,0 +1,119 @@
+//! The service takes a Breakpad microdump in a logcat upload and walks it as gdb walks
+//! the core of the same crash (issue 39).
+//!
+//! Breakpad's own microdump files cannot be committed, and its writer runs only inside a
+//! crashing Android process. So the crash is made at test time: `basic.c` built by
+//! `aarch64-linux-gnu-gcc -g -no-pie`, crashed under `qemu-aarch64-static`, whose core
+//! gdb-multiarch reads (the reference); the microdump is written from that core's crashed
+//! thread, stack memory and modules in Breakpad's record format
+//! ([`postmortem_testsupport::microdump`]) and wrapped in `adb logcat -v brief` lines.
+//! The program and the cross libc's files are uploaded as binaries, matched to the
+//! microdump's modules by the Breakpad debug ids of their build-ids; the logcat is
+//! uploaded as a crash. The report's one thread must be gdb's crashed thread frame for
+//! frame (pc, function, inlined calls, file and line; [`compare::assert_same_stacks`]),
+//! every frame found inside the 32 KiB of stack the microdump holds.
+//!
+//! Skipped, saying so, without the cross tools (`test.sh` installs them).
+
+use postmortem_testsupport::compare;
+use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::microdump;
+use postmortem_testsupport::program::Workdir;
+use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
+
+use crate::common;
+
+const SIGSEGV: u64 = 11;
+
+/// gdb's view of the core with only its crashed thread, given the microdump's thread id
+/// (0: a microdump names no thread).
+fn crashed_thread_only(gdb: &GdbCore) -> GdbCore {
+    let mut thread = gdb.crashed().clone();
+    thread.lwp = 0;
+    GdbCore {
+        crashed_lwp: Some(0),
+        signal: gdb.signal,
+        threads: vec![thread],
+        solibs: gdb.solibs.clone(),
+    }
+}
+
+#[tokio::test]
+async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
+    if !qemu::tools_present() {
+        eprintln!("skipped: the aarch64 cross tools are not installed (see test.sh)");
+        return;
+    }
+    let work = Workdir::new("microdump-basic");
+    let exe = work.compile(CC, &["-no-pie", "-O2"], &["basic.c"], "basic");
+    let core = qemu::crash(work.path(), &exe);
+    let sysroot = format!("set sysroot {SYSROOT}");
+    let gdb = gdb::frames_with(
+        GDB,
+        &[&sysroot, "set architecture aarch64"],
+        work.path(),
+        &exe,
+        &core,
+    );
+    let names: Vec<&str> = gdb
+        .crashed()
+        .frames
+        .iter()
+        .filter_map(|f| f.name.as_deref())
+        .collect();
+    assert!(
+        names.starts_with(&["crash_here", "middle", "outer", "main"]) && gdb.crashed().complete,
+        "gdb's stack: {names:?}, stopped: {}",
+        gdb.crashed().stop
+    );
+    let dir = work.path().to_path_buf();
+    let written = microdump::from_core(&std::fs::read(&core).unwrap(), |path| {
+        qemu::module_file(&dir, path)
+    });
+    let files: Vec<_> = written
+        .modules
+        .iter()
+        .map(|(path, _)| qemu::module_file(&dir, path).unwrap())
+        .collect();
+    assert!(
+        files.iter().any(|f| f == &exe) && files.iter().any(|f| f.ends_with("libc.so.6")),
+        "the microdump lists the program and libc: {:?}",
+        written.modules
+    );
+    assert_eq!(
+        written.pc,
+        gdb.crashed().frames[0].pc,
+        "the microdump's context is the crashed thread's"
+    );
+    let logcat = written.logcat_brief(4321);
+    std::fs::write(work.path().join("crash.log"), &logcat).unwrap();
+
+    let server = common::TempServer::start(&[]);
+    let client = common::client();
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        common::upload_binary(&client, &server.base, file, &name).await;
+    }
+    let id = common::upload_crash(&client, &server.base, logcat.as_bytes()).await;
+    let record = common::poll_done(&client, &server.base, &id).await;
+    assert_eq!(record["status"], "done", "{record:#}");
+    let report = &record["report"];
+    assert_eq!(report["dump"]["format"], "microdump", "{report:#}");
+    assert_eq!(report["dump"]["arch"], "aarch64");
+    assert_eq!(report["crash"]["signal"].as_u64(), Some(SIGSEGV));
+    for m in report["modules"].as_array().expect("modules") {
+        let listed = files.iter().any(|f| {
+            f.file_name()
+                .is_some_and(|n| m["name"] == n.to_string_lossy().as_ref())
+        });
+        if listed {
+            assert_eq!(m["status"], "ok", "an uploaded module: {m}");
+        }
+    }
+    let threads = report["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 1, "a microdump holds the crashed thread");
+    assert_eq!(threads[0]["crashed"], true);
+    // shown with --nocapture
+    eprintln!("gdb: {names:?}; ours: {}", threads[0]["frames"]);
+    compare::assert_same_stacks(&crashed_thread_only(&gdb), report);
+}
