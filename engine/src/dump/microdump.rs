@@ -16,13 +16,24 @@
 //! P process type                         (optional)
 //! R 00000005 SIGTRAP 4A7CB000            (optional: signal hex, its name, fault address hex)
 //! G GL version|vendor|renderer           (or UNKNOWN)
-//! H …                                    (free-space summary: not read)
+//! H LO HI HOLES LARGEST TOTAL [BITS:N…]  (32-bit only: the free address space, below)
 //! S 0 SP STACK_START STACK_LENGTH        (stack header: hex)
 //! S ADDRESS HEXBYTES                     (stack memory, in chunks)
 //! C HEXBYTES                             (the CPU context: the minidump context struct, raw)
 //! M BASE FILE_OFFSET SIZE DEBUG_ID NAME  (one per module)
 //! -----END BREAKPAD MICRODUMP-----
 //! ```
+//!
+//! The `H` record, which Breakpad's reader skips, is the writer's summary of the free
+//! address space of a 32-bit process (`DumpFreeSpace`, not written for 64-bit ones): from
+//! the lowest mapping's start `LO` up to the stack's mapping (`HI`, its end), the number of
+//! unmapped holes between mappings, the largest hole and their total size in bytes, then a
+//! histogram of hole sizes (`log2:count`). A 32-bit process often dies of an exhausted or
+//! fragmented address space (an allocation failing with memory free, none of it in one
+//! piece), so the report keeps the summary as annotations: `free_address_space_largest`,
+//! `free_address_space_total` (bytes, decimal) and `free_address_space_holes`. A record
+//! that does not read so is left out with a `microdump-free-space-unreadable` warning: it
+//! says nothing about the stack.
 //!
 //! As Breakpad's reader does, lines without the tag are skipped, and only the first
 //! microdump of a log is read (a `microdump-several` warning says how many the log held).
@@ -92,6 +103,7 @@ struct Parsed {
     modules: Vec<Module>,
     stack: Vec<(u64, Vec<u8>)>,
     stack_bytes: usize,
+    warnings: Vec<Warning>,
 }
 
 /// Reads the first microdump in `bytes` (see the module documentation).
@@ -198,6 +210,7 @@ impl Parsed {
             "G" if !rest.trim().is_empty() && rest.trim() != "UNKNOWN" => {
                 self.annotations.insert("gpu".into(), cut(rest.trim()));
             }
+            "H" => self.free_space_line(rest),
             "V" => {
                 self.annotations.insert("product".into(), cut(rest.trim()));
             }
@@ -222,6 +235,33 @@ impl Parsed {
         self.cpus = fields.next().and_then(|c| u32::from_str_radix(c, 16).ok());
         self.hw_arch = fields.next().map(cut);
         self.os_version = fields.next().map(|v| cut(v.trim()));
+    }
+
+    /// `H LO HI HOLES LARGEST TOTAL [BITS:N…]` (hex), into three annotations; a record
+    /// that does not read so is left out with a warning.
+    fn free_space_line(&mut self, rest: &str) {
+        let mut fields = rest.split_whitespace();
+        let read: Result<Vec<u64>, DumpError> =
+            ["low end", "high end", "holes", "largest", "total"]
+                .into_iter()
+                .map(|what| number(fields.next(), what))
+                .collect();
+        match read.as_deref() {
+            Ok(&[_, _, holes, largest, total]) => {
+                for (key, value) in [
+                    ("free_address_space_largest", largest),
+                    ("free_address_space_total", total),
+                    ("free_address_space_holes", holes),
+                ] {
+                    self.annotations.insert(key.into(), value.to_string());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => self.warnings.push(Warning::new(
+                "microdump-free-space-unreadable",
+                format!("the free address space record (H) was left out: {e}"),
+            )),
+        }
     }
 
     /// `S 0 SP START LEN` (the header, skipped as Breakpad does) or `S ADDRESS HEX`.
@@ -314,7 +354,7 @@ impl Parsed {
             .take()
             .ok_or_else(|| malformed("the microdump has no CPU context (C line)"))?;
         let registers = registers_of(arch, &context)?;
-        let mut warnings = Vec::new();
+        let mut warnings = std::mem::take(&mut self.warnings);
         if self.count > 1 {
             warnings.push(Warning::new(
                 "microdump-several",
@@ -580,6 +620,31 @@ mod tests {
         for n in 0..good.len() {
             let _ = read(&good.as_bytes()[..n]);
         }
+    }
+
+    /// An `H` record as Breakpad's `DumpFreeSpace` writes it on a 32-bit process (hex
+    /// `uintptr_t`s, a `uint16_t` count, then `log2:count` bytes): its largest hole, total
+    /// and count become annotations; a record cut short is a warning, not an error.
+    #[test]
+    fn the_free_space_record_becomes_annotations() {
+        let d = read(
+            arm(
+                "00",
+                "H 00008000 F7FFF000 0012 10000000 2A000000 0C:03 1C:01",
+            )
+            .as_bytes(),
+        )
+        .expect("reads");
+        let a = |k: &str| d.annotations.get(k).map(String::as_str);
+        assert_eq!(a("free_address_space_largest"), Some("268435456"));
+        assert_eq!(a("free_address_space_total"), Some("704643072"));
+        assert_eq!(a("free_address_space_holes"), Some("18"));
+        let d = read(arm("00", "H 00008000 F7FFF000 0012").as_bytes()).expect("reads");
+        assert!(!d.annotations.contains_key("free_address_space_largest"));
+        assert!(d
+            .warnings
+            .iter()
+            .any(|w| w.code == "microdump-free-space-unreadable"));
     }
 
     #[test]
