@@ -558,7 +558,10 @@ fn windows_x86_raise_exception_named_as_winedbg_names_it() {
     let ours = physical_frames(case.crashed_thread());
     let (differs, table) = differs_from_winedbg(&case.winedbg, &names, &ours, false, &[]);
     eprintln!("{}: crashed thread\n{table}", case.exe_name());
-    assert!(!differs, "the crashed thread differs from winedbg's:\n{table}");
+    assert!(
+        !differs,
+        "the crashed thread differs from winedbg's:\n{table}"
+    );
     callers_from_cfi(&case, &ours, 1);
     let reference: Vec<&WineFrame> = case.winedbg.iter().filter(|f| !f.inlined).collect();
     let named: Vec<(usize, &str)> = reference
