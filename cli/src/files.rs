@@ -37,7 +37,7 @@ use engine::binary::FileBytes;
 use engine::breakpad::parse_module_line;
 use engine::breakpad_index::BreakpadIndex;
 use engine::dump::{Arch, Dump, Module};
-use engine::ids::{hex, unhex};
+use engine::ids::{breakpad_debug_id_from_build_id, hex, unhex};
 use engine::process::{
     build_tables_from_breakpad, indexed_breakpad_tables, ModuleTables, TableProvider,
 };
@@ -874,11 +874,22 @@ impl FileSource for FileProvider {
     }
 
     /// The UUID of the Mach-O files under `--symbols` (binary, dSYM DWARF file, slice of
-    /// a universal one) that a minidump's debug id names.
+    /// a universal one) that a minidump's debug id names; else the build-id of the ELF
+    /// files whose Breakpad debug id it is (a microdump names its modules so).
     async fn build_id_of_debug_id(&self, debug_id: &str) -> Result<Option<String>, Self::Error> {
-        Ok(crate::apple_files::uuid_of_debug_id(debug_id)
+        if let Some(uuid) = crate::apple_files::uuid_of_debug_id(debug_id)
             .filter(|uuid| self.macho_uuids.contains(uuid))
-            .map(|uuid| hex(&uuid)))
+        {
+            return Ok(Some(hex(&uuid)));
+        }
+        let wanted = debug_id.to_ascii_uppercase();
+        Ok(self
+            .by_build_id
+            .keys()
+            .filter(|id| !self.macho_uuids.contains(*id))
+            .filter(|id| breakpad_debug_id_from_build_id(id) == wanted)
+            .min()
+            .map(|id| hex(id)))
     }
 
     /// A local `.sym` file, else one from the Breakpad symbol stores.

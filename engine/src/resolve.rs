@@ -228,6 +228,16 @@ pub async fn locate<S: FileSource>(
                     return Ok(Some(l));
                 }
             }
+            // a build the debug id names (a microdump's ELF modules, by the debug id of
+            // their build-id) is verified: before a file matched by path alone
+            if let Some(debug_id) = module.breakpad_debug_id() {
+                if let Some(id) = source.build_id_of_debug_id(&debug_id).await? {
+                    let found = source.with_build_id(module, &id).await?;
+                    if let Some(l) = files(TableKey::BuildId(id), true, found) {
+                        return Ok(Some(l));
+                    }
+                }
+            }
             let found = source.by_path(module, arch).await?;
             let path = module.path.as_deref().unwrap_or(&module.name);
             if let Some(l) = files(TableKey::Path(path.to_string()), false, found) {
@@ -250,10 +260,13 @@ pub async fn locate<S: FileSource>(
     let Some(debug_id) = module.breakpad_debug_id() else {
         return Ok(None);
     };
-    if let Some(id) = source.build_id_of_debug_id(&debug_id).await? {
-        let found = source.with_build_id(module, &id).await?;
-        if let Some(l) = files(TableKey::BuildId(id), true, found) {
-            return Ok(Some(l));
+    // (a module without a build-id was looked up by its debug id's build above)
+    if module.build_id_hex().is_some() {
+        if let Some(id) = source.build_id_of_debug_id(&debug_id).await? {
+            let found = source.with_build_id(module, &id).await?;
+            if let Some(l) = files(TableKey::BuildId(id), true, found) {
+                return Ok(Some(l));
+            }
         }
     }
     let pdb = source.pdb(module, &debug_id).await?;

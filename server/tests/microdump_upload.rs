@@ -11,7 +11,8 @@
 //! microdump's modules by the Breakpad debug ids of their build-ids; the logcat is
 //! uploaded as a crash. The report's one thread must be gdb's crashed thread frame for
 //! frame (pc, function, inlined calls, file and line; [`compare::assert_same_stacks`]),
-//! every frame found inside the 32 KiB of stack the microdump holds.
+//! every frame found inside the 32 KiB of stack the microdump holds. `postmortem walk` of
+//! the same log, the binaries under `--symbols`, must give the same frames.
 //!
 //! Skipped, saying so, without the cross tools (`test.sh` installs them).
 
@@ -20,6 +21,7 @@ use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::microdump;
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
+use postmortem_testsupport::report;
 
 use crate::common;
 
@@ -116,4 +118,25 @@ async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
     // shown with --nocapture
     eprintln!("gdb: {names:?}; ours: {}", threads[0]["frames"]);
     compare::assert_same_stacks(&crashed_thread_only(&gdb), report);
+
+    // the same log on the command line, the binaries under --symbols, found by the
+    // debug ids of their build-ids
+    let lib = std::path::Path::new(SYSROOT).join("lib");
+    let (walked, _) = report::walk_report(
+        std::process::Command::new(common::bin())
+            .arg("walk")
+            .arg(work.path().join("crash.log"))
+            .arg("--symbols")
+            .arg(work.path())
+            .arg("--symbols")
+            .arg(&lib)
+            .args(["--format", "json"]),
+    );
+    assert_eq!(walked["dump"]["format"], "microdump");
+    for m in walked["modules"].as_array().expect("modules") {
+        if m["name"] == "basic" || m["name"] == "libc.so.6" {
+            assert_eq!(m["verified"], true, "matched by its debug id: {m}");
+        }
+    }
+    compare::assert_same_stacks(&crashed_thread_only(&gdb), &walked);
 }
