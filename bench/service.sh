@@ -165,7 +165,7 @@ jobs_in() { curl -sf "$BASE/metrics" | sed -n "s/^postmortem_jobs{state=\"$1\"} 
 # Phase 2's figures: the rates, the per-crash time (`processing_us`) and the share.
 cat >"$WORK/drain.py" <<'EOF'
 import sys
-backend, rps, p50, p99, codes, pending, t0, t1, usf, job_ms, workers = sys.argv[1:]
+backend, rps, p50, p99, codes, pending, t0, t1, usf, job_ms, wait_s, workers = sys.argv[1:]
 rows = [l.split("\t") for l in open(usf).read().splitlines()]
 us = sorted(int(u) for u, _ in rows if u not in ("", "null"))
 ends = sorted(int(f) for _, f in rows if f not in ("", "null"))
@@ -189,6 +189,17 @@ print(f"{label}: per crash p50 {pct(0.5):.3f} ms, p99 {pct(0.99):.3f} ms (proces
 share = lambda r: r * pct(0.5) / 1000 / w
 print(f"{label}: share = crashes/s x p50 / workers = {share(rate):.2f} (from the start), "
       f"{share(backlog):.2f} (over the backlog)")
+# Where the workers' wall time went, from the start (drain time x workers): the jobs at
+# their p50 (the share), the jobs' time above their p50 (the skew), the waits after a
+# batch's jobs (step `wait`), and the rest (start-up, the first claim, idle, the loop).
+wall = drain * w
+at_p50 = len(us) * pct(0.5) / 1000
+above = sum(us) / 1e6 - at_p50
+wait = float(wait_s)
+rest = wall - at_p50 - above - wait
+print(f"{label}: workers' time {wall:.2f} s: jobs at p50 {at_p50 / wall:.2f}, jobs above p50 "
+      f"{above / wall:.2f} (mean {sum(us) / len(us) / 1000:.3f} ms), wait {wait / wall:.2f}, "
+      f"rest {rest / wall:.2f}")
 EOF
 
 echo "postmortem service bench: $(nproc) cores, $N crashes of $(stat -c %s "$CORE") bytes, $C clients, ${WORKER_COUNTS[*]} workers; load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -250,13 +261,13 @@ for backend in "${BACKENDS[@]}"; do
                 job = 0
                 split("read tables engine serialize", own, " ")
                 for (i = 1; i <= 4; i++) if (count[own[i]] > 0) job += sum[own[i]] / count[own[i]]
-                print 1000 * job > "/dev/stderr"
+                print 1000 * job, sum["wait"] + 0 > "/dev/stderr"
             }' 2>"$WORK/job_ms.txt"
         # Per-crash processing time and end, from every crash of this round (keyset pages).
         done_crashes "$since" '[.processing_us, .finished_at] | @tsv' "$WORK/us.txt"
         stop_server
         python3 "$WORK/drain.py" "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" \
-            "$WORK/us.txt" "$(cat "$WORK/job_ms.txt")" "$WORKERS"
+            "$WORK/us.txt" $(cat "$WORK/job_ms.txt") "$WORKERS"
     done
     rate="$(python3 -c "print($pending / ($t1 - $t0) * ${LOAD_SHARE:-0.5})")"
     if [ "${LOAD_SECONDS:-30}" != 0 ]; then

@@ -227,3 +227,31 @@ both!(
     stop_gives_back_the_next_batch_postgres,
     stop_gives_back_the_next_batch
 );
+
+/// On SQLite a process's transactions take turns at the one writer in the order they
+/// asked (`Db::sqlite_writer`), instead of polling in SQLite's busy handler: a claim
+/// asked while another transaction of the process has the turn waits for it, then runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_transactions_take_turns() {
+    let (_dir, db) = sqlite().await;
+    let q = queue(&db).await;
+    let turn = db.sqlite_writer().lock().await;
+    let claim = tokio::spawn({
+        let db = db.clone();
+        async move { crashes::lease_batch(&db, "w0", 5_000, 60_000, 3, 2).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !claim.is_finished(),
+        "the claim ran while another transaction had the writer's turn"
+    );
+    drop(turn);
+    let leased = tokio::time::timeout(Duration::from_secs(5), claim)
+        .await
+        .expect("the claim runs once the turn is given back")
+        .unwrap()
+        .unwrap();
+    assert_eq!(leased.len(), 2);
+    drop(q);
+    db.close().await;
+}

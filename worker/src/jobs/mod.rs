@@ -172,10 +172,13 @@ impl JobMetrics {
 type Processed = (Vec<crashes::Lease>, Vec<(crashes::Outcome, Duration)>);
 
 /// What a worker holds between two batches: the next batch, leased while the last one
-/// was processed, and the batches whose results are being stored.
+/// was processed, the last batch's results, not yet handed to a store, and the batches
+/// whose results are being stored.
 #[derive(Debug, Default)]
 struct Held {
     next: Vec<crashes::Lease>,
+    /// Stored once the claim after them has run ([`Runner::step`]).
+    unstored: Option<Processed>,
     storing: std::collections::VecDeque<Storing>,
 }
 
@@ -195,9 +198,11 @@ const STORES_IN_FLIGHT: usize = 2;
 impl Held {
     /// The crashes whose results the worker holds, not yet stored, and `current`.
     fn held_ids(&self, current: &[crashes::Lease]) -> Vec<String> {
+        let unstored = self.unstored.iter().flat_map(|(leases, _)| leases);
         let storing = self.storing.iter().flat_map(|s| s.ids.iter().cloned());
         current
             .iter()
+            .chain(unstored)
             .map(|l| l.id.clone())
             .chain(storing)
             .collect()
@@ -224,7 +229,7 @@ impl Runner {
     ///
     /// While a worker processes a batch, the next batch is leased beside it
     /// ([`Runner::ahead`]), and the previous batches' results are stored by tasks of
-    /// their own ([`Runner::store_beside`]): the claim's commit and the store's — a sync
+    /// their own ([`Runner::spawn_store`]): the claim's commit and the store's — a sync
     /// of SQLite's log, a round trip to PostgreSQL — are off the path from one job to the
     /// next as long as the database keeps up. A stopping worker waits for its stores and
     /// gives the batch it leased ahead back to the queue ([`crashes::release`]).
@@ -243,6 +248,9 @@ impl Runner {
                 _ = shutdown.changed() => {}
             }
         }
+        if let Some(unstored) = held.unstored.take() {
+            held.storing.push_back(self.spawn_store(&name, unstored));
+        }
         while let Some(storing) = held.storing.pop_front() {
             if let Err(e) = storing.task.await {
                 warn!(worker = %name, error = %e, "a store of results did not end");
@@ -256,9 +264,13 @@ impl Runner {
     }
 
     /// Processes the batch leased ahead, or leases one if there is none (after an idle
-    /// spell), while the next batch is leased beside it ([`Runner::ahead`]); then hands
-    /// its results to a store of their own ([`Runner::store_beside`]). Returns whether
-    /// there was a job.
+    /// spell), while the next batch is leased beside it ([`Runner::ahead`]); keeps its
+    /// results for a store of their own. Returns whether there was a job.
+    ///
+    /// The last batch's results go to their store ([`Runner::spawn_store`]) once the
+    /// claim that follows them has run, not before it: the claim is what the worker will
+    /// wait for, the store is not, and on SQLite, whose one writer takes them in turn, a
+    /// claim queued behind the store waited for the whole of it (issue 40).
     async fn step(&self, name: &str, held: &mut Held) -> Result<bool, StoreError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
         held.storing.retain(|s| !s.task.is_finished());
@@ -269,7 +281,11 @@ impl Runner {
                 .metrics
                 .steps
                 .timed(Step::Claim, self.claim(name, lease_ms, &skip))
-                .await?;
+                .await;
+            if let Some(unstored) = held.unstored.take() {
+                held.storing.push_back(self.spawn_store(name, unstored));
+            }
+            let claimed = claimed?;
             if claimed.is_empty() {
                 return Ok(false);
             }
@@ -278,11 +294,20 @@ impl Runner {
             std::mem::take(&mut held.next)
         };
         let ahead = self.ahead(name, lease_ms, held.held_ids(&leases), leases.len());
+        let unstored = held.unstored.take();
+        let mut stored = None;
+        let ahead = async {
+            let next = ahead.await;
+            stored = unstored.map(|p| self.spawn_store(name, p));
+            next
+        };
         let (ended, next, waited) = self
             .process_with_renewal(&leases, name, lease_ms, ahead)
             .await;
+        held.storing.extend(stored);
         held.next = next;
-        let waited = waited + self.store_beside(name, held, leases, ended).await;
+        held.unstored = Some((leases, ended));
+        let waited = waited + self.stores_in_flight(name, held).await;
         self.metrics.steps.observe(Step::Wait, waited);
         Ok(true)
     }
@@ -317,21 +342,19 @@ impl Runner {
     }
 
     /// Stores a processed batch's results in a task of its own, beside the next batches'
-    /// jobs; with more than [`STORES_IN_FLIGHT`] stores running, waits for the oldest.
-    /// How long it waited.
-    async fn store_beside(
-        &self,
-        name: &str,
-        held: &mut Held,
-        leases: Vec<crashes::Lease>,
-        ended: Vec<(crashes::Outcome, Duration)>,
-    ) -> Duration {
+    /// jobs.
+    fn spawn_store(&self, name: &str, (leases, ended): Processed) -> Storing {
         let ids = leases.iter().map(|l| l.id.clone()).collect();
         let (runner, worker) = (self.clone(), name.to_string());
         let task = tokio::spawn(async move {
             runner.store_logged(&worker, Some((leases, ended))).await;
         });
-        held.storing.push_back(Storing { ids, task });
+        Storing { ids, task }
+    }
+
+    /// With more than [`STORES_IN_FLIGHT`] stores running, waits for the oldest. How
+    /// long it waited.
+    async fn stores_in_flight(&self, name: &str, held: &mut Held) -> Duration {
         let started = Instant::now();
         while held.storing.len() > STORES_IN_FLIGHT {
             let Some(oldest) = held.storing.pop_front() else {

@@ -1,6 +1,7 @@
 //! The database handle: a SQLite or PostgreSQL pool, opened and migrated.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -42,6 +43,9 @@ pub enum Backend {
 #[derive(Debug, Clone)]
 pub struct Db {
     backend: Backend,
+    /// SQLite's one writer, as this process's transactions take turns at it
+    /// ([`Db::sqlite_writer`]).
+    writer: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Runs one expression against whichever pool `$db` holds: the same query text and binds
@@ -60,13 +64,15 @@ macro_rules! on_pool {
 /// Runs `$body` in one transaction on whichever pool `$db` holds, committed when the body
 /// gives `Ok` (rolled back when it returns early with an error). `$tx` is the transaction:
 /// `&mut *$tx` is the executor of each statement. As [`on_pool!`], the body is compiled
-/// once per backend.
+/// once per backend. On SQLite the transaction first waits for this process's other
+/// transactions ([`Db::sqlite_writer`]).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! in_transaction {
     ($db:expr, $tx:ident => $body:expr) => {
         match $db.backend() {
             $crate::store::Backend::Sqlite(pool) => {
+                let _writing = $db.sqlite_writer().lock().await;
                 let mut $tx = pool.begin().await?;
                 let out = $body;
                 $tx.commit().await?;
@@ -107,7 +113,23 @@ impl Db {
         } else {
             return Err(StoreError::UnsupportedUrl(url.to_string()));
         };
-        Ok(Db { backend })
+        Ok(Db {
+            backend,
+            writer: Arc::default(),
+        })
+    }
+
+    /// The turn of this process's transactions at SQLite's one writer, taken in the order
+    /// they asked ([`in_transaction!`] takes it). SQLite lets one transaction write at a
+    /// time, and one that finds another writing polls in its busy handler, asleep for 1,
+    /// 2, 5, 10, … up to 100 ms between tries: a worker's claim that began while its
+    /// batched store wrote woke up to a step (5–25 ms) after the store's commit, and the
+    /// worker waited on it (issue 40). Queued here, the next transaction begins when the
+    /// last one ends. Writers of other processes, and single statements, still meet in
+    /// the busy handler; on PostgreSQL this is never taken.
+    #[doc(hidden)]
+    pub fn sqlite_writer(&self) -> &tokio::sync::Mutex<()> {
+        &self.writer
     }
 
     /// Applies the embedded migrations of this backend's dialect, then drops what a
