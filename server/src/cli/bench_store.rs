@@ -138,74 +138,19 @@ where
     Ok((times[times.len() / 2], times[times.len() - 1]))
 }
 
+/// A row of the timing table: the query's name, its median and slowest time.
+type Timed = (&'static str, (Duration, Duration));
+
 /// The queries of the dashboard's pages and of a reprocess selection, timed.
 async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()> {
-    let groups = |days: Option<i64>, product: Option<&str>, kind: Option<&str>| GroupQuery {
-        project: None,
-        after_project: None,
-        since: days.map(|d| now - d * DAY_MS),
-        until: None,
-        product: product.map(str::to_string),
-        version: None,
-        kind: kind.map(str::to_string),
-        sort: GroupSort::Count,
-        descending: true,
-        after: None,
-        limit: 50,
-    };
-    let list = |f: &dyn Fn(&mut ListQuery)| {
-        let mut q = ListQuery {
-            limit: 50,
-            ..ListQuery::default()
-        };
-        f(&mut q);
-        q
-    };
     let hot = signature(0);
     let tail = signature(args.signatures.saturating_sub(1) / 2);
     let r = args.runs;
-    let mut rows: Vec<(&str, (Duration, Duration))> = Vec::new();
-    for (name, q) in [
-        ("groups, all time", groups(None, None, None)),
-        ("groups, 30 days", groups(Some(30), None, None)),
-        ("groups, 90 days", groups(Some(90), None, None)),
-        (
-            "groups, 90 days, one product",
-            groups(Some(90), Some("App1"), None),
-        ),
-        (
-            "groups, 30 days, one kind",
-            groups(Some(30), None, Some("null-pointer")),
-        ),
-    ] {
+    let mut rows: Vec<Timed> = Vec::new();
+    for (name, q) in group_queries(now) {
         rows.push((name, timed(r, || dashboard::groups(db, &q)).await?));
     }
-    for (name, q) in [
-        ("crash list, newest", list(&|_| {})),
-        (
-            "crash list, hot signature",
-            list(&|q| q.signature = Some(hot.clone())),
-        ),
-        (
-            "crash list, tail signature",
-            list(&|q| q.signature = Some(tail.clone())),
-        ),
-        (
-            "crash list, function filter",
-            list(&|q| q.function = Some("crash_site_17".into())),
-        ),
-        (
-            "crash list, module filter",
-            list(&|q| q.module = Some("libc.so.6".into())),
-        ),
-        (
-            "crash list, one product, 7 days",
-            list(&|q| {
-                q.product = Some("App2".into());
-                q.since = Some(now - 7 * DAY_MS);
-            }),
-        ),
-    ] {
+    for (name, q) in list_queries(now, &hot, &tail) {
         rows.push((name, timed(r, || crashes::list(db, &q)).await?));
     }
     rows.push((
@@ -215,7 +160,7 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
         })
         .await?,
     ));
-    let newest = crashes::list(db, &list(&|_| {})).await?;
+    let newest = crashes::list(db, &list_query(|_| {})).await?;
     if let Some(c) = newest.first() {
         rows.push(("crash page", timed(r, || crashes::get(db, &c.id)).await?));
     }
@@ -228,6 +173,7 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
             .await?,
         ));
     }
+    rows.extend(time_counts(db, r).await?);
     println!("{:<44} {:>10} {:>10}", "query", "median", "slowest");
     for (name, (median, slowest)) in rows {
         println!(
@@ -237,6 +183,138 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
         );
     }
     Ok(())
+}
+
+/// The counts the jobs page, `/metrics` and a project's crash list read.
+async fn time_counts(db: &Db, r: usize) -> anyhow::Result<Vec<Timed>> {
+    use worker::store::usage;
+    Ok(vec![
+        (
+            "counts by status (jobs page)",
+            timed(r, || crashes::count_by_status(db)).await?,
+        ),
+        (
+            "counts by project and status (/metrics)",
+            timed(r, || crashes::count_by_project_and_status(db)).await?,
+        ),
+        (
+            "dump bytes per project (/metrics)",
+            timed(r, || usage::bytes(db, None)).await?,
+        ),
+        (
+            "dumps removed per project (/metrics)",
+            timed(r, || usage::dumps_gone(db, None)).await?,
+        ),
+    ])
+}
+
+/// The groups queries timed: the page's windows, filters and orders.
+fn group_queries(now: i64) -> Vec<(&'static str, GroupQuery)> {
+    let groups = |days: Option<i64>, f: &dyn Fn(&mut GroupQuery)| {
+        let mut q = GroupQuery {
+            project: None,
+            after_project: None,
+            since: days.map(|d| now - d * DAY_MS),
+            until: None,
+            product: None,
+            version: None,
+            kind: None,
+            sort: GroupSort::Count,
+            descending: true,
+            after: None,
+            limit: 50,
+        };
+        f(&mut q);
+        q
+    };
+    vec![
+        ("groups, all time", groups(None, &|_| {})),
+        ("groups, 30 days", groups(Some(30), &|_| {})),
+        ("groups, 90 days", groups(Some(90), &|_| {})),
+        (
+            "groups, 90 days, one product",
+            groups(Some(90), &|q| q.product = Some("App1".into())),
+        ),
+        (
+            "groups, 90 days, one version",
+            groups(Some(90), &|q| q.version = Some("1.3".into())),
+        ),
+        (
+            "groups, 30 days, one kind",
+            groups(Some(30), &|q| q.kind = Some("null-pointer".into())),
+        ),
+        (
+            "groups, 30 days, one project",
+            groups(Some(30), &|q| q.project = Some(DEFAULT_PROJECT.into())),
+        ),
+        (
+            "groups, 30 days, last seen first",
+            groups(Some(30), &|q| q.sort = GroupSort::LastSeen),
+        ),
+        (
+            "groups, 90 days, by signature",
+            groups(Some(90), &|q| {
+                q.sort = GroupSort::Signature;
+                q.descending = false;
+            }),
+        ),
+    ]
+}
+
+/// A crash list of 50, with `f`'s filters.
+fn list_query(f: impl Fn(&mut ListQuery)) -> ListQuery {
+    let mut q = ListQuery {
+        limit: 50,
+        ..ListQuery::default()
+    };
+    f(&mut q);
+    q
+}
+
+/// The crash lists timed: each filter of the page.
+fn list_queries(now: i64, hot: &str, tail: &str) -> Vec<(&'static str, ListQuery)> {
+    vec![
+        ("crash list, newest", list_query(|_| {})),
+        (
+            "crash list, hot signature",
+            list_query(|q| q.signature = Some(hot.to_string())),
+        ),
+        (
+            "crash list, tail signature",
+            list_query(|q| q.signature = Some(tail.to_string())),
+        ),
+        (
+            "crash list, function filter",
+            list_query(|q| q.function = Some("crash_site_17".into())),
+        ),
+        (
+            "crash list, module filter",
+            list_query(|q| q.module = Some("libc.so.6".into())),
+        ),
+        (
+            "crash list, one product, 7 days",
+            list_query(|q| {
+                q.product = Some("App2".into());
+                q.since = Some(now - 7 * DAY_MS);
+            }),
+        ),
+        (
+            "crash list, one version",
+            list_query(|q| q.version = Some("1.3".into())),
+        ),
+        (
+            "crash list, status done",
+            list_query(|q| q.status = Some("done".into())),
+        ),
+        (
+            "crash list, one kind",
+            list_query(|q| q.kind = Some("null-pointer".into())),
+        ),
+        (
+            "crash list, one project",
+            list_query(|q| q.project = Some(DEFAULT_PROJECT.into())),
+        ),
+    ]
 }
 
 /// The reprocess selections timed: by signature, by the last day, by build-id.
