@@ -16,7 +16,13 @@
 #   RUNS            repetitions of each query and page (default 7)
 #   PG_URL          PostgreSQL server (default postgres://postgres@127.0.0.1:5432); a
 #                   database is created for the run and dropped after it
-#   KEEP            set to keep the SQLite file and the PostgreSQL database
+#   KEEP            set to keep the SQLite file and the PostgreSQL database (their
+#                   places are printed)
+#   FILLERS         batches filled at once on PostgreSQL (default 1), as several workers
+#   SQLITE_FILE     a kept SQLite store to go on with: filled up to CRASHES (an interrupted
+#                   fill resumes; a full one is not filled again), then timed
+#   PG_NAME         the same for a kept PostgreSQL database (on PG_URL's server)
+#   TIME_ONLY       set to time the stores named by SQLITE_FILE / PG_NAME without filling
 # Needs: gcc, curl, psql (PostgreSQL), a plain core_pattern (the template report is the
 # walk of a freshly crashed program). Disk: ~12 kB per crash per backend.
 set -euo pipefail
@@ -29,6 +35,7 @@ SIGNATURES="${SIGNATURES:-5000}"
 DAYS="${DAYS:-90}"
 RUNS="${RUNS:-7}"
 PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432}"
+FILLERS="${FILLERS:-1}"
 BIN="${POSTMORTEM_BIN:-${CARGO_TARGET_DIR:-target}/release/postmortem}"
 [ -x "$BIN" ] || { echo "no binary at $BIN: cargo build --release -p postmortem" >&2; exit 1; }
 
@@ -39,7 +46,7 @@ SERVER_PID=""
 PG_DB=""
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true
-    if [ -n "$PG_DB" ] && [ -z "${KEEP:-}" ]; then
+    if [ -n "$PG_DB" ] && [ -z "${KEEP:-}" ] && [ -z "${PG_NAME:-}" ]; then
         psql "$PG_URL/postgres" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null 2>&1 || true
     fi
     [ -z "${KEEP:-}" ] && rm -rf "$WORK"
@@ -58,27 +65,35 @@ gcc -g -O1 -o "$WORK/c" "$WORK/c.c"
 core="$(ls "$WORK"/core* | head -n 1)"
 "$BIN" walk "$core" --symbols "$WORK" --format json >"$WORK/report.json"
 
-# Median of curl's total time of GET $1, over RUNS requests, in ms.
+# Median of curl's total time of GET $1, over RUNS requests, in ms (and a status that
+# was not 200).
 page_ms() {
     for _ in $(seq "$RUNS"); do
-        curl -sS -o /dev/null -w '%{time_total}\n' "$1"
-    done | sort -n | awk '{ t[NR] = $1 } END { printf "%.1f", t[int((NR + 1) / 2)] * 1000 }'
+        curl -sS -o /dev/null -w '%{time_total} %{http_code}\n' "$1"
+    done | sort -n | awk '$2 != 200 { bad = $2 } { t[NR] = $1 }
+        END { printf "%.1f", t[int((NR + 1) / 2)] * 1000; if (bad) printf " (HTTP %s)", bad }'
 }
 
 for backend in "${BACKENDS[@]}"; do
     case "$backend" in
-        sqlite) DB="sqlite://$WORK/store.db?mode=rwc" ;;
+        sqlite) DB="sqlite://${SQLITE_FILE:-$WORK/store.db}?mode=rwc" ;;
         postgres)
-            PG_DB="pm_store_$$"
-            psql "$PG_URL/postgres" -qc "CREATE DATABASE $PG_DB" >/dev/null
+            if [ -n "${PG_NAME:-}" ]; then
+                PG_DB="$PG_NAME"
+            else
+                PG_DB="pm_store_$$"
+                psql "$PG_URL/postgres" -qc "CREATE DATABASE $PG_DB" >/dev/null
+            fi
             DB="$PG_URL/$PG_DB"
             ;;
         *) echo "unknown backend $backend" >&2; exit 2 ;;
     esac
-    echo "== $backend: $CRASHES crashes, $SIGNATURES signatures, $DAYS days"
-    /usr/bin/time -f "fill: %e s, peak RSS %M kB" "$BIN" bench store --db "$DB" \
-        --report "$WORK/report.json" --crashes "$CRASHES" --signatures "$SIGNATURES" \
-        --days "$DAYS" --fill-only
+    echo "== $backend: $CRASHES crashes, $SIGNATURES signatures, $DAYS days ($DB)"
+    if [ -z "${TIME_ONLY:-}" ]; then
+        /usr/bin/time -f "fill: %e s, peak RSS %M kB" "$BIN" bench store --db "$DB" \
+            --report "$WORK/report.json" --crashes "$CRASHES" --signatures "$SIGNATURES" \
+            --days "$DAYS" --fillers "$FILLERS" --fill-only
+    fi
     "$BIN" bench store --db "$DB" --time-only --runs "$RUNS" \
         --crashes "$CRASHES" --signatures "$SIGNATURES" --days "$DAYS"
 
@@ -95,15 +110,21 @@ for backend in "${BACKENDS[@]}"; do
     [ -n "$base" ] || { cat "$WORK/serve.err" >&2; exit 1; }
     id="$(curl -sS "$base/api/v1/crashes?limit=1" | sed -n 's/.*"id":"\([0-9a-f]*\)".*/\1/p' | head -n 1)"
     hot="crash_site_0%20%7C%20caller_0%20%7C%20main"
-    printf '%-44s %10s\n' "page" "median"
+    printf '%-52s %10s\n' "page" "median"
+    from="$(date -u -d '-7 days' +%F)"
     for page in "/?days=30" "/?days=90" "/?days=all" "/?days=90&product=App1" \
-        "/?days=30&kind=null-pointer" "/crashes" "/crashes?function=crash_site_17" \
-        "/crashes?signature=$hot" "/crashes?module=libc.so.6" "/crashes/$id" \
-        "/missing" "/jobs"; do
-        printf '%-44s %8sms\n' "$page" "$(page_ms "$base$page")"
+        "/?days=90&version=1.3" "/?days=30&kind=null-pointer" "/?days=30&sort=last_seen" \
+        "/?days=90&sort=signature&dir=asc" "/?project=default" \
+        "/crashes" "/crashes?project=default" "/crashes?function=crash_site_17" \
+        "/crashes?signature=$hot" "/crashes?module=libc.so.6" "/crashes?status=done" \
+        "/crashes?product=App2&from=$from" "/crashes?version=1.3" \
+        "/crashes?kind=null-pointer" "/crashes/$id" "/missing" "/binaries" "/jobs" \
+        "/metrics"; do
+        printf '%-52s %8sms\n' "$page" "$(page_ms "$base$page")"
     done
     kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
-    if [ "$backend" = postgres ] && [ -z "${KEEP:-}" ]; then
+    [ -n "${KEEP:-}" ] && echo "kept: $DB"
+    if [ "$backend" = postgres ] && [ -z "${KEEP:-}" ] && [ -z "${PG_NAME:-}" ]; then
         psql "$PG_URL/postgres" -qc "DROP DATABASE $PG_DB" >/dev/null; PG_DB=""
     fi
 done

@@ -1,6 +1,6 @@
 //! The migration files and raw SQL the migration tests apply by hand: the store as an
-//! installation had it before one migration, then that migration (bundle_migration,
-//! status_counts).
+//! installation had it before one migration (or with every other one), then that
+//! migration (bundle_migration, status_counts).
 
 use worker::store::Db;
 
@@ -28,6 +28,28 @@ pub fn before_and(dialect: &str, number: &str) -> (Vec<String>, String) {
         .map(read)
         .unwrap();
     (before, this)
+}
+
+/// The migration files of `dialect` in order but `number`'s (e.g. "0033"), and
+/// `number`'s own: a store that had every other migration, then that one (a migration
+/// numbered below ones already applied, as an upgraded store applies it).
+pub fn all_but(dialect: &str, number: &str) -> (Vec<String>, String) {
+    let (mut others, this) = before_and(dialect, number);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../migrations")
+        .join(dialect);
+    let mut after: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".sql") && n.as_str() > number && !n.starts_with(number))
+        .collect();
+    after.sort();
+    others.extend(
+        after
+            .iter()
+            .map(|n| std::fs::read_to_string(dir.join(n)).unwrap()),
+    );
+    (others, this)
 }
 
 /// Runs `sql` (one statement or several) on `db`.

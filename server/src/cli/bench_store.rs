@@ -1,26 +1,25 @@
 //! `postmortem bench store`: a store filled with many crashes through its own insert path,
 //! and the time of every query a dashboard page or a reprocess selection runs on it.
 //!
-//! The fill inserts `--crashes` pending crashes spread evenly over the last `--days` days,
-//! in `--signatures` signatures (a few hot, a long tail: the signature of crash `i` is
-//! `S × u³` for a uniform `u`, as crash storms skew real stores), three products and ten
-//! versions in their annotations, then leases and finishes them in batches with
-//! [`crashes::finish_batch`] — the worker's own statements, search index and group counts
-//! included, then analyzes (the service's own `PRAGMA optimize` on SQLite, `VACUUM
-//! ANALYZE` on PostgreSQL: [`worker::store::statistics`]). Each signature's report is the `--report` document (a
-//! real processed crash) with that signature and a crashing function of its own
-//! (`crash_site_K`), so that the function filter selects one signature's crashes.
+//! The fill ([`super::bench_fill`]) inserts `--crashes` pending crashes spread evenly over
+//! the last `--days` days, in `--signatures` signatures (a few hot, a long tail), three
+//! products and ten versions in their annotations, then leases and finishes them in
+//! batches with [`crashes::finish_batch`] — the worker's own statements, search index and
+//! group counts included — then analyzes (the service's own `PRAGMA optimize` on SQLite,
+//! `VACUUM ANALYZE` on PostgreSQL: [`worker::store::statistics`]). Each signature's report
+//! is the `--report` document (a real processed crash) with that signature and a crashing
+//! function of its own (`crash_site_K`), so that the function filter selects one
+//! signature's crashes.
 //!
 //! The timing runs each query `--runs` times and prints the median and the slowest, and
 //! the database's bytes per crash. `--fill-only` and `--time-only` split the two (a fill of
-//! a million crashes takes minutes; timing it again takes seconds).
+//! a million crashes takes an hour; timing it again takes seconds).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use worker::store::crashes::DEFAULT_PROJECT;
-use worker::store::crashes::{self, Finished, ListQuery, NewCrash, Outcome, StoredReport};
+use worker::store::crashes::{self, ListQuery, StoredReport};
 use worker::store::dashboard::{self, GroupQuery, GroupSort};
 use worker::store::{Backend, Db};
 
@@ -46,6 +45,11 @@ pub struct StoreArgs {
     /// Repetitions of each timed query (the median and the slowest are printed).
     #[arg(long, default_value_t = 7)]
     pub runs: usize,
+    /// Batches filled at once on PostgreSQL, as several workers finish theirs (each
+    /// inserts its uploads, leases as many crashes and finishes them); SQLite has one
+    /// writer and is filled by one.
+    #[arg(long, default_value_t = 1)]
+    pub fillers: usize,
     /// Fill, do not time.
     #[arg(long)]
     pub fill_only: bool,
@@ -54,8 +58,6 @@ pub struct StoreArgs {
     pub time_only: bool,
 }
 
-/// Crashes inserted, leased and finished per batch.
-const BATCH: usize = 1_000;
 const DAY_MS: i64 = 86_400_000;
 
 /// Runs `bench store`; its lines are printed as they come (a fill is long).
@@ -73,7 +75,18 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<()> {
             &std::fs::read(report).with_context(|| format!("reading {}", report.display()))?,
         )
         .context("--report is not JSON")?;
-        fill(&db, &args, &template, now).await?;
+        let reports = (0..args.signatures.max(1))
+            .map(|k| report_for(&template, k))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let plan = super::bench_fill::Plan {
+            crashes: args.crashes,
+            signatures: args.signatures,
+            days: args.days,
+            fillers: args.fillers,
+            reports: &reports,
+            now,
+        };
+        super::bench_fill::fill(&db, &plan).await?;
         // what the service's own refresh (SQLite) or autovacuum (PostgreSQL) would do a
         // little later, now: the store is timed at once
         let t = Instant::now();
@@ -85,23 +98,6 @@ pub async fn run(args: StoreArgs) -> anyhow::Result<()> {
         println!("bytes per crash: {}", bytes_per_crash(&db, &args).await?);
     }
     Ok(())
-}
-
-/// A small deterministic generator (xorshift64*): the same store on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 /// The signature of crash `k` of `signatures`.
@@ -126,108 +122,6 @@ fn report_for(template: &serde_json::Value, k: u64) -> anyhow::Result<StoredRepo
     ))
 }
 
-/// Inserts, leases and finishes `args.crashes` crashes in batches, and prints at every
-/// 100,000 the rate and where the time went (insert, lease, finish).
-async fn fill(
-    db: &Db,
-    args: &StoreArgs,
-    template: &serde_json::Value,
-    now: i64,
-) -> anyhow::Result<()> {
-    let sigs = args.signatures.max(1);
-    let reports = (0..sigs)
-        .map(|k| report_for(template, k))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let span_ms = i64::try_from(args.days.max(1)).unwrap_or(90) * DAY_MS;
-    let total = args.crashes;
-    let step = span_ms / i64::try_from(total.max(1)).unwrap_or(1).max(1);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let started = Instant::now();
-    let mut phases = [Duration::ZERO; 3];
-    let mut done = 0u64;
-    while done < total {
-        let n = (total - done).min(BATCH as u64);
-        let t = Instant::now();
-        let mut sig_of = HashMap::with_capacity(n as usize);
-        let mut batch = Vec::with_capacity(n as usize);
-        for i in done..done + n {
-            let k = ((sigs as f64) * rng.unit().powi(3)) as u64;
-            let annotations = serde_json::json!({
-                "prod": format!("App{}", k % 3),
-                "ver": format!("1.{}", rng.next() % 10),
-            });
-            let c = NewCrash {
-                id: crashes::new_id(),
-                received_at: now - span_ms + step * i64::try_from(i).unwrap_or(0),
-                dump_sha256: format!("{:064x}", i),
-                dump_size: 1 << 20,
-                dump_format: "minidump".into(),
-                annotations: annotations.to_string(),
-                annotations_cut: None,
-            };
-            sig_of.insert(c.id.clone(), k.min(sigs - 1));
-            batch.push(c);
-        }
-        insert_all(db, &batch).await?;
-        phases[0] += t.elapsed();
-        let t = Instant::now();
-        let leases = crashes::lease_batch(db, "bench", now, 600_000, 3, n as usize).await?;
-        phases[1] += t.elapsed();
-        let t = Instant::now();
-        let outcomes: Vec<Outcome> = leases
-            .iter()
-            .map(|l| {
-                let k = sig_of.get(&l.id).copied().unwrap_or(0);
-                Outcome::Done(reports[k as usize].clone())
-            })
-            .collect();
-        let jobs: Vec<Finished> = leases
-            .iter()
-            .zip(&outcomes)
-            .map(|(lease, outcome)| Finished {
-                lease,
-                outcome,
-                processing_us: Some(4000),
-            })
-            .collect();
-        crashes::finish_batch(db, "bench", now, 3, &jobs).await?;
-        phases[2] += t.elapsed();
-        done += n;
-        if done.is_multiple_of(100_000) || done == total {
-            let secs = started.elapsed().as_secs_f64();
-            let per = |d: Duration| d.as_secs_f64() * 1e3 / done as f64;
-            println!(
-                "filled {done} crashes in {secs:.0} s ({:.0}/s; per crash: insert {:.2} ms, \
-                 lease {:.2} ms, finish {:.2} ms)",
-                done as f64 / secs.max(1e-9),
-                per(phases[0]),
-                per(phases[1]),
-                per(phases[2])
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Uploads in flight at once on PostgreSQL, as concurrent clients upload: each insert is
-/// its own transaction, and concurrent commits share the log's flushes. SQLite has one
-/// writer: one at a time.
-const INSERTS_IN_FLIGHT: usize = 8;
-
-/// Inserts `batch` through [`crashes::insert`], the upload's own statement.
-async fn insert_all(db: &Db, batch: &[NewCrash]) -> anyhow::Result<()> {
-    use futures::stream::{self, StreamExt, TryStreamExt};
-    let in_flight = match db.backend() {
-        Backend::Postgres(_) => INSERTS_IN_FLIGHT,
-        Backend::Sqlite(_) => 1,
-    };
-    stream::iter(batch.iter().map(|c| crashes::insert(db, c)))
-        .buffer_unordered(in_flight)
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(())
-}
-
 /// Times `query` `runs` times: (median, slowest).
 async fn timed<F, Fut, T>(runs: usize, mut query: F) -> anyhow::Result<(Duration, Duration)>
 where
@@ -244,74 +138,19 @@ where
     Ok((times[times.len() / 2], times[times.len() - 1]))
 }
 
+/// A row of the timing table: the query's name, its median and slowest time.
+type Timed = (&'static str, (Duration, Duration));
+
 /// The queries of the dashboard's pages and of a reprocess selection, timed.
 async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()> {
-    let groups = |days: Option<i64>, product: Option<&str>, kind: Option<&str>| GroupQuery {
-        project: None,
-        after_project: None,
-        since: days.map(|d| now - d * DAY_MS),
-        until: None,
-        product: product.map(str::to_string),
-        version: None,
-        kind: kind.map(str::to_string),
-        sort: GroupSort::Count,
-        descending: true,
-        after: None,
-        limit: 50,
-    };
-    let list = |f: &dyn Fn(&mut ListQuery)| {
-        let mut q = ListQuery {
-            limit: 50,
-            ..ListQuery::default()
-        };
-        f(&mut q);
-        q
-    };
     let hot = signature(0);
     let tail = signature(args.signatures.saturating_sub(1) / 2);
     let r = args.runs;
-    let mut rows: Vec<(&str, (Duration, Duration))> = Vec::new();
-    for (name, q) in [
-        ("groups, all time", groups(None, None, None)),
-        ("groups, 30 days", groups(Some(30), None, None)),
-        ("groups, 90 days", groups(Some(90), None, None)),
-        (
-            "groups, 90 days, one product",
-            groups(Some(90), Some("App1"), None),
-        ),
-        (
-            "groups, 30 days, one kind",
-            groups(Some(30), None, Some("null-pointer")),
-        ),
-    ] {
+    let mut rows: Vec<Timed> = Vec::new();
+    for (name, q) in group_queries(now) {
         rows.push((name, timed(r, || dashboard::groups(db, &q)).await?));
     }
-    for (name, q) in [
-        ("crash list, newest", list(&|_| {})),
-        (
-            "crash list, hot signature",
-            list(&|q| q.signature = Some(hot.clone())),
-        ),
-        (
-            "crash list, tail signature",
-            list(&|q| q.signature = Some(tail.clone())),
-        ),
-        (
-            "crash list, function filter",
-            list(&|q| q.function = Some("crash_site_17".into())),
-        ),
-        (
-            "crash list, module filter",
-            list(&|q| q.module = Some("libc.so.6".into())),
-        ),
-        (
-            "crash list, one product, 7 days",
-            list(&|q| {
-                q.product = Some("App2".into());
-                q.since = Some(now - 7 * DAY_MS);
-            }),
-        ),
-    ] {
+    for (name, q) in list_queries(now, &hot, &tail) {
         rows.push((name, timed(r, || crashes::list(db, &q)).await?));
     }
     rows.push((
@@ -321,7 +160,7 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
         })
         .await?,
     ));
-    let newest = crashes::list(db, &list(&|_| {})).await?;
+    let newest = crashes::list(db, &list_query(|_| {})).await?;
     if let Some(c) = newest.first() {
         rows.push(("crash page", timed(r, || crashes::get(db, &c.id)).await?));
     }
@@ -334,6 +173,7 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
             .await?,
         ));
     }
+    rows.extend(time_counts(db, r).await?);
     println!("{:<44} {:>10} {:>10}", "query", "median", "slowest");
     for (name, (median, slowest)) in rows {
         println!(
@@ -343,6 +183,138 @@ async fn time_queries(db: &Db, args: &StoreArgs, now: i64) -> anyhow::Result<()>
         );
     }
     Ok(())
+}
+
+/// The counts the jobs page, `/metrics` and a project's crash list read.
+async fn time_counts(db: &Db, r: usize) -> anyhow::Result<Vec<Timed>> {
+    use worker::store::usage;
+    Ok(vec![
+        (
+            "counts by status (jobs page)",
+            timed(r, || crashes::count_by_status(db)).await?,
+        ),
+        (
+            "counts by project and status (/metrics)",
+            timed(r, || crashes::count_by_project_and_status(db)).await?,
+        ),
+        (
+            "dump bytes per project (/metrics)",
+            timed(r, || usage::bytes(db, None)).await?,
+        ),
+        (
+            "dumps removed per project (/metrics)",
+            timed(r, || usage::dumps_gone(db, None)).await?,
+        ),
+    ])
+}
+
+/// The groups queries timed: the page's windows, filters and orders.
+fn group_queries(now: i64) -> Vec<(&'static str, GroupQuery)> {
+    let groups = |days: Option<i64>, f: &dyn Fn(&mut GroupQuery)| {
+        let mut q = GroupQuery {
+            project: None,
+            after_project: None,
+            since: days.map(|d| now - d * DAY_MS),
+            until: None,
+            product: None,
+            version: None,
+            kind: None,
+            sort: GroupSort::Count,
+            descending: true,
+            after: None,
+            limit: 50,
+        };
+        f(&mut q);
+        q
+    };
+    vec![
+        ("groups, all time", groups(None, &|_| {})),
+        ("groups, 30 days", groups(Some(30), &|_| {})),
+        ("groups, 90 days", groups(Some(90), &|_| {})),
+        (
+            "groups, 90 days, one product",
+            groups(Some(90), &|q| q.product = Some("App1".into())),
+        ),
+        (
+            "groups, 90 days, one version",
+            groups(Some(90), &|q| q.version = Some("1.3".into())),
+        ),
+        (
+            "groups, 30 days, one kind",
+            groups(Some(30), &|q| q.kind = Some("null-pointer".into())),
+        ),
+        (
+            "groups, 30 days, one project",
+            groups(Some(30), &|q| q.project = Some(DEFAULT_PROJECT.into())),
+        ),
+        (
+            "groups, 30 days, last seen first",
+            groups(Some(30), &|q| q.sort = GroupSort::LastSeen),
+        ),
+        (
+            "groups, 90 days, by signature",
+            groups(Some(90), &|q| {
+                q.sort = GroupSort::Signature;
+                q.descending = false;
+            }),
+        ),
+    ]
+}
+
+/// A crash list of 50, with `f`'s filters.
+fn list_query(f: impl Fn(&mut ListQuery)) -> ListQuery {
+    let mut q = ListQuery {
+        limit: 50,
+        ..ListQuery::default()
+    };
+    f(&mut q);
+    q
+}
+
+/// The crash lists timed: each filter of the page.
+fn list_queries(now: i64, hot: &str, tail: &str) -> Vec<(&'static str, ListQuery)> {
+    vec![
+        ("crash list, newest", list_query(|_| {})),
+        (
+            "crash list, hot signature",
+            list_query(|q| q.signature = Some(hot.to_string())),
+        ),
+        (
+            "crash list, tail signature",
+            list_query(|q| q.signature = Some(tail.to_string())),
+        ),
+        (
+            "crash list, function filter",
+            list_query(|q| q.function = Some("crash_site_17".into())),
+        ),
+        (
+            "crash list, module filter",
+            list_query(|q| q.module = Some("libc.so.6".into())),
+        ),
+        (
+            "crash list, one product, 7 days",
+            list_query(|q| {
+                q.product = Some("App2".into());
+                q.since = Some(now - 7 * DAY_MS);
+            }),
+        ),
+        (
+            "crash list, one version",
+            list_query(|q| q.version = Some("1.3".into())),
+        ),
+        (
+            "crash list, status done",
+            list_query(|q| q.status = Some("done".into())),
+        ),
+        (
+            "crash list, one kind",
+            list_query(|q| q.kind = Some("null-pointer".into())),
+        ),
+        (
+            "crash list, one project",
+            list_query(|q| q.project = Some(DEFAULT_PROJECT.into())),
+        ),
+    ]
 }
 
 /// The reprocess selections timed: by signature, by the last day, by build-id.

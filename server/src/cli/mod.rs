@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod bench;
+pub mod bench_fill;
 pub mod bench_store;
 pub mod conn;
 pub mod migrate;

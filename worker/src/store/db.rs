@@ -13,24 +13,56 @@ use super::StoreError;
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
-/// 0035's `crash_group_versions`, replaced by 0026's `project_group_versions` (groups
-/// per project). On a database where 0035 ran first, 0026 drops it; on a fresh one 0035
-/// runs after 0026 (migrations run in number order) and creates it again, with triggers
-/// that would keep it up to date for nothing: these statements (SQLite's, PostgreSQL's)
-/// drop it there, so that both end with the same schema.
-const SUPERSEDED: (&[&str], &[&str]) = (
-    &[
-        "DROP TRIGGER IF EXISTS crash_group_versions_add",
-        "DROP TRIGGER IF EXISTS crash_group_versions_remove",
-        "DROP TRIGGER IF EXISTS crash_group_versions_move",
-        "DROP TABLE IF EXISTS crash_group_versions",
-    ],
-    &[
-        "DROP TRIGGER IF EXISTS crash_group_versions_follow ON crash_group_days",
-        "DROP FUNCTION IF EXISTS crash_group_versions_follow()",
-        "DROP TABLE IF EXISTS crash_group_versions",
-    ],
+/// What a migration applied out of its number's order leaves behind, and what drops it:
+/// (a table whose presence says the superseding migration ran, SQLite's statements,
+/// PostgreSQL's). On a fresh database migrations run in number order, so a migration
+/// numbered below the one it supersedes runs first and the superseded one makes its
+/// objects again after it.
+type Superseded = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
 );
+
+const SUPERSEDED: &[Superseded] = &[
+    // 0035's `crash_group_versions`, replaced by 0026's `project_group_versions` (groups
+    // per project). On a database where 0035 ran first, 0026 drops it; on a fresh one
+    // 0035 runs after 0026 and creates it again, with triggers that would keep it up to
+    // date for nothing.
+    (
+        "crash_group_versions",
+        &[
+            "DROP TRIGGER IF EXISTS crash_group_versions_add",
+            "DROP TRIGGER IF EXISTS crash_group_versions_remove",
+            "DROP TRIGGER IF EXISTS crash_group_versions_move",
+            "DROP TABLE IF EXISTS crash_group_versions",
+        ],
+        &[
+            "DROP TRIGGER IF EXISTS crash_group_versions_follow ON crash_group_days",
+            "DROP FUNCTION IF EXISTS crash_group_versions_follow()",
+            "DROP TABLE IF EXISTS crash_group_versions",
+        ],
+    ),
+    // 0034's `crash_status_counts`, replaced by 0033's `crash_project_counts` (the same
+    // counts by project too). Where 0034 ran first, 0033 drops it; on a fresh database
+    // 0034 runs after 0033 and makes it again, with triggers on every write of a crash.
+    (
+        "crash_status_counts",
+        &[
+            "DROP TRIGGER IF EXISTS crash_status_counts_insert",
+            "DROP TRIGGER IF EXISTS crash_status_counts_update",
+            "DROP TRIGGER IF EXISTS crash_status_counts_delete",
+            "DROP TABLE IF EXISTS crash_status_counts",
+        ],
+        &[
+            "DROP TRIGGER IF EXISTS crash_status_counts_insert ON crashes",
+            "DROP TRIGGER IF EXISTS crash_status_counts_update ON crashes",
+            "DROP TRIGGER IF EXISTS crash_status_counts_delete ON crashes",
+            "DROP FUNCTION IF EXISTS crash_status_counts_follow()",
+            "DROP TABLE IF EXISTS crash_status_counts",
+        ],
+    ),
+];
 
 /// Which database a [`Db`] talks to.
 #[derive(Debug, Clone)]
@@ -139,21 +171,24 @@ impl Db {
             Backend::Sqlite(p) => SQLITE_MIGRATIONS.run(p).await?,
             Backend::Postgres(p) => POSTGRES_MIGRATIONS.run(p).await?,
         }
-        let (exists, drops): (&str, &[&str]) = match self.backend {
-            Backend::Sqlite(_) => (
-                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'crash_group_versions'",
-                SUPERSEDED.0,
-            ),
-            Backend::Postgres(_) => (
-                "SELECT COUNT(*) FROM information_schema.tables \
-                 WHERE table_name = 'crash_group_versions' AND table_schema = current_schema()",
-                SUPERSEDED.1,
-            ),
-        };
-        let n: i64 = on_pool!(self, p => sqlx::query_scalar(exists).fetch_one(p).await)?;
-        if n > 0 {
-            for sql in drops {
-                on_pool!(self, p => sqlx::query(*sql).execute(p).await.map(|_| ()))?;
+        for (table, sqlite, postgres) in SUPERSEDED {
+            let (exists, drops) = match self.backend {
+                Backend::Sqlite(_) => (
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = $1",
+                    sqlite,
+                ),
+                Backend::Postgres(_) => (
+                    "SELECT COUNT(*) FROM information_schema.tables \
+                     WHERE table_name = $1 AND table_schema = current_schema()",
+                    postgres,
+                ),
+            };
+            let n: i64 =
+                on_pool!(self, p => sqlx::query_scalar(exists).bind(*table).fetch_one(p).await)?;
+            if n > 0 {
+                for sql in drops.iter() {
+                    on_pool!(self, p => sqlx::query(*sql).execute(p).await.map(|_| ()))?;
+                }
             }
         }
         Ok(())

@@ -3,7 +3,8 @@
 //! sampling), for `/metrics` and the dashboard.
 //!
 //! Blobs are stored once by content: a blob two projects name counts in both, and a dump
-//! uploaded twice in one project counts once. The shared symbol files are counted under
+//! uploaded twice in one project counts once. The dumps' bytes are the counts migration
+//! 0033 keeps (`project_dump_bytes`), a few rows per project whatever its crashes. The shared symbol files are counted under
 //! [`super::binaries::SHARED`] (`*`), not under each project that sees them.
 
 use super::{Db, StoreError};
@@ -20,10 +21,11 @@ pub struct Bytes {
 
 /// Bytes of every project that names any (`project`: that one only).
 pub async fn bytes(db: &Db, project: Option<&str>) -> Result<Vec<Bytes>, StoreError> {
-    let dumps = "SELECT project, CAST(SUM(dump_size) AS BIGINT) FROM \
-                 (SELECT DISTINCT project, dump_sha256, dump_size FROM crashes \
-                 WHERE dump_gone IS NULL AND (CAST($1 AS TEXT) IS NULL OR project = $1)) d \
-                 GROUP BY project";
+    // the bytes migration 0033's triggers keep per project (and shard), not a read of
+    // every crash; a project with no dump kept has no row, as before
+    let dumps = "SELECT project, CAST(SUM(bytes) AS BIGINT) FROM project_dump_bytes \
+                 WHERE CAST($1 AS TEXT) IS NULL OR project = $1 \
+                 GROUP BY project HAVING SUM(dumps) > 0";
     let symbols = "SELECT h.project, CAST(SUM(b.size) AS BIGINT) FROM binary_projects h \
                    JOIN binaries b ON b.sha256 = h.sha256 \
                    WHERE CAST($1 AS TEXT) IS NULL OR h.project = $1 GROUP BY h.project";
