@@ -232,7 +232,7 @@ async fn lease_and_finish(
     for tried in 1.. {
         match crashes::finish_batch(db, WORKER, plan.now, 3, &jobs).await {
             Ok(_) => break,
-            Err(e) if tried < FINISH_TRIES && is_deadlock(&e) => deadlocks += 1,
+            Err(e) if tried < FINISH_TRIES && e.is_deadlock() => deadlocks += 1,
             Err(e) => return Err(e.into()),
         }
     }
@@ -248,16 +248,6 @@ async fn lease_and_finish(
         report(progress, before + count, false);
     }
     Ok(count)
-}
-
-/// Whether PostgreSQL ended the transaction as a deadlock (SQLSTATE 40P01).
-fn is_deadlock(e: &worker::store::StoreError) -> bool {
-    match e {
-        worker::store::StoreError::Database(sqlx::Error::Database(d)) => {
-            d.code().as_deref() == Some("40P01")
-        }
-        _ => false,
-    }
 }
 
 /// The number of the crash whose dump hash is `sha` (the fill writes `i` there).

@@ -195,6 +195,12 @@ struct Storing {
 /// lock) overlaps two batches before it slows the worker.
 const STORES_IN_FLIGHT: usize = 2;
 
+/// Times a batch's results are stored when PostgreSQL ends the store as a deadlock (a
+/// store is one transaction, rolled back whole, so trying it again is safe); after the
+/// last, the batch's leases expire and other attempts take its crashes, as after any
+/// failed store.
+const STORE_TRIES: u32 = 3;
+
 impl Held {
     /// The crashes whose results the worker holds, not yet stored, and `current`.
     fn held_ids(&self, current: &[crashes::Lease]) -> Vec<String> {
@@ -393,20 +399,32 @@ impl Runner {
                 processing_us: Some(i64::try_from(took.as_micros()).unwrap_or(i64::MAX)),
             })
             .collect();
-        let kept = self
-            .metrics
-            .steps
-            .timed(
-                Step::Store,
-                crashes::finish_batch(
-                    &self.db,
-                    name,
-                    now_ms(),
-                    self.config.max_attempts,
-                    &finished,
-                ),
-            )
-            .await?;
+        let mut tries = 1;
+        let kept = loop {
+            let stored = self
+                .metrics
+                .steps
+                .timed(
+                    Step::Store,
+                    crashes::finish_batch(
+                        &self.db,
+                        name,
+                        now_ms(),
+                        self.config.max_attempts,
+                        &finished,
+                    ),
+                )
+                .await;
+            match stored {
+                // another worker's batch took the same groups' rows in the other order
+                // and PostgreSQL rolled this one back whole: its leases still hold
+                Err(e) if tries < STORE_TRIES && e.is_deadlock() => {
+                    warn!(worker = %name, tries, "a batch's store met a deadlock; storing it again");
+                    tries += 1;
+                }
+                other => break other?,
+            }
+        };
         for ((lease, (outcome, took)), kept) in leases.iter().zip(ended).zip(kept) {
             if kept {
                 let counter = match outcome {

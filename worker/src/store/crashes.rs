@@ -791,13 +791,16 @@ pub async fn finish_batch(
          error = $4, lease_until = NULL, leased_by = NULL, \
          finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
     );
-    let done: Vec<(&Lease, &StoredReport, Option<i64>)> = jobs
+    let mut done: Vec<(&Lease, &StoredReport, Option<i64>)> = jobs
         .iter()
         .filter_map(|job| match job.outcome {
             Outcome::Done(r) => Some((job.lease, r, job.processing_us)),
             _ => None,
         })
         .collect();
+    // in signature order, so that concurrent batches take their groups' rows in one order
+    // (PostgreSQL: in queue order two workers' stores deadlock on them)
+    done.sort_by(|a, b| a.1.signature.cmp(&b.1.signature));
     let kept = crate::in_transaction!(db, tx => {
         // the ids whose report was stored (a lease no longer ours updates no row)
         let mut stored: HashSet<String> = HashSet::with_capacity(done.len());

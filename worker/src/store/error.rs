@@ -32,6 +32,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether PostgreSQL ended the transaction as a deadlock (SQLSTATE 40P01): two
+    /// transactions took the same rows (a batch's crash groups) in opposite orders, and one
+    /// was rolled back whole, so running it again is safe.
+    pub fn is_deadlock(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(d)) => d.code().as_deref() == Some("40P01"),
+            _ => false,
+        }
+    }
+
     /// Whether storing data failed (staging an upload or writing a blob: a full disk, a
     /// read-only directory, an unreachable bucket) rather than reading or the database.
     pub fn is_storage_write(&self) -> bool {
