@@ -219,15 +219,7 @@ async fn backfill(db: &Db, dialect: &str) {
             "('b{i}', '{status}', {i}, '00', 1, 'elf-core', '{{}}', 0, 'default')"
         ));
     }
-    run_sql(
-        db,
-        &format!(
-            "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
-             dump_format, annotations, attempts, project) VALUES {}",
-            values.join(", ")
-        ),
-    )
-    .await;
+    insert_crashes(db, &values).await;
     run_sql(db, &this).await;
     check(db, "0034 on a store with crashes").await;
     assert_eq!(
@@ -264,15 +256,7 @@ async fn upgrade(db: &Db, dialect: &str) {
             5 + i % 3
         ));
     }
-    run_sql(
-        db,
-        &format!(
-            "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
-             dump_format, annotations, attempts, project) VALUES {}",
-            values.join(", ")
-        ),
-    )
-    .await;
+    insert_crashes(db, &values).await;
     run_sql(
         db,
         "UPDATE crashes SET dump_gone = 'sampled' WHERE id = 'u2'",
@@ -353,4 +337,18 @@ async fn status_counts_postgres() {
     upgrade(&db, "postgres").await;
     db.close().await;
     common::drop_db(&name).await;
+}
+
+/// Inserts crash rows given as SQL value tuples (id, status, received_at, dump_sha256,
+/// dump_size, dump_format, annotations, attempts, project), as a store held them.
+async fn insert_crashes(db: &Db, values: &[String]) {
+    run_sql(
+        db,
+        &format!(
+            "INSERT INTO crashes (id, status, received_at, dump_sha256, dump_size, \
+             dump_format, annotations, attempts, project) VALUES {}",
+            values.join(", ")
+        ),
+    )
+    .await;
 }
