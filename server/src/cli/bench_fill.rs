@@ -200,17 +200,16 @@ async fn lease_and_finish(
     let leases = crashes::lease_batch(db, WORKER, plan.now, 600_000, 3, n).await?;
     let leased = t.elapsed();
     let t = Instant::now();
-    let mut by_signature = leases
+    // (`finish_batch` stores a batch in signature order, so that concurrent fillers take
+    // the groups' rows in one order: in queue order they deadlocked, several times a
+    // minute with three fillers)
+    let by_signature = leases
         .iter()
         .map(|l| {
             let i = crash_number(&l.dump_sha256)?;
             Ok((draws.sig.get(i).copied().unwrap_or(0) as usize, l))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    // every filler finishes its batch in signature order, so that concurrent batches
-    // take the groups' rows in one order (in queue order they deadlock, several times a
-    // minute with three fillers)
-    by_signature.sort_by_key(|(k, _)| *k);
     let leases: Vec<&crashes::Lease> = by_signature.iter().map(|(_, l)| *l).collect();
     let outcomes = by_signature
         .iter()
