@@ -374,9 +374,11 @@ async fn order_and_pages(db: &Db) {
         ("s3", t0 + 9 * DAY, "app"),
         ("s4", t0 + 4 * DAY, "app"),
     ];
+    // the version of a crash: its day's parity (every group has crashes of both but s4)
+    let version = |at: i64| if (at / DAY) % 2 == 0 { "1" } else { "2" };
     let mut ids = Vec::new();
     for &(sig, at, product) in &model {
-        let ann = format!(r#"{{"prod":"{product}","ver":"1"}}"#);
+        let ann = format!(r#"{{"prod":"{product}","ver":"{}"}}"#, version(at));
         ids.push(crash(db, at, &ann, Some(sig)).await);
     }
     let sorts = [
@@ -435,6 +437,29 @@ async fn order_and_pages(db: &Db) {
                     ),
                     "window {sort:?} descending={descending}"
                 );
+                // One version, every product (its own running counts, migration 0037),
+                // from within day 1 on and in a closed window.
+                for until in [None, Some(t0 + 7 * DAY)] {
+                    let versioned = GroupQuery {
+                        project: None,
+                        after_project: None,
+                        since: Some(t0 + DAY + h),
+                        until,
+                        version: Some("2".into()),
+                        ..all.clone()
+                    };
+                    let end = until.unwrap_or(i64::MAX);
+                    assert_eq!(
+                        walk(db, &versioned).await,
+                        expected(
+                            &model,
+                            |at, _| at >= t0 + DAY && at < end && version(at) == "2",
+                            sort,
+                            descending
+                        ),
+                        "version {sort:?} descending={descending} until={until:?}"
+                    );
+                }
             }
         }
         let (rows, truth) = rows_and_truth(db).await;

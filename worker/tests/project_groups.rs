@@ -361,7 +361,9 @@ async fn tenants(db: &Db) {
     );
 }
 
-/// The migrations of this backend but 0026, in a directory of their own.
+/// The migrations of this backend but 0026, in a directory of their own: those of an
+/// installation that ran the ones numbered up to 0036 before 0026 landed. Later ones
+/// (0037 on, written after 0026) reach it only with 0026, in their order.
 fn without_0026(dialect: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let from = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -370,7 +372,7 @@ fn without_0026(dialect: &str) -> tempfile::TempDir {
     for e in std::fs::read_dir(&from).unwrap() {
         let e = e.unwrap();
         let name = e.file_name().to_string_lossy().to_string();
-        if !name.starts_with("0026_") {
+        if !name.starts_with("0026_") && name.as_str() < "0037" {
             std::fs::copy(e.path(), dir.path().join(&name)).unwrap();
         }
     }

@@ -75,7 +75,10 @@ pub const ROLLUPS: [(&str, &str, &str); 5] = [
                GROUP BY project, signature, received_at / 86400000 \
                UNION ALL SELECT project, 'p:' || product, signature, received_at / 86400000, \
                COUNT(*) FROM crashes WHERE signature <> '' AND product <> '' \
-               GROUP BY project, product, signature, received_at / 86400000) d \
+               GROUP BY project, product, signature, received_at / 86400000 \
+               UNION ALL SELECT project, 'v:' || version, signature, received_at / 86400000, \
+               COUNT(*) FROM crashes WHERE signature <> '' AND version <> '' \
+               GROUP BY project, version, signature, received_at / 86400000) d \
          ORDER BY 1, 2, 3, 4",
     ),
     (

@@ -11,7 +11,8 @@
 //! sort order; a time range or a product reads each group's running counts
 //! (`crash_group_running`) at the window's two ends, a handful of index lookups per group
 //! whatever the number of crashes and days, and, most crashes first, only for the groups
-//! whose all-time count can put them on the page ([`bounded`]); a version sums the group's
+//! whose all-time count can put them on the page ([`bounded`]); a version is a scope of
+//! running counts too (migration 0037), a product and a version together sum the group's
 //! `crash_group_days` rows (one per signature, UTC day, product and version); the
 //! analysis-kind filter tests each group's `crash_group_kinds` rows. Time filters
 //! therefore have day granularity. A group's products and versions are its
@@ -164,11 +165,13 @@ fn window_conditions(c: &mut Conditions, q: &GroupQuery, alias: &str) -> Vec<Str
 /// The groups of the page's window (of the page's project, if any), as rows (project,
 /// signature, count, first_seen, last_seen):
 /// - no window: the all-time rows (`crash_groups`);
-/// - days and perhaps a product: per group, its running counts (`crash_group_running`,
-///   migration 0021) read at the window's ends (one index lookup per group for the page's
-///   usual window, "the last N days": the all-time count minus the running count before
-///   it), whatever the number of crashes and days;
-/// - a version: the sum of the group's day rows in the window (`crash_group_days`).
+/// - days and perhaps a product or a version: per group, its running counts
+///   (`crash_group_running`, migration 0021; a version's scope, 0037) read at the window's
+///   ends (one index lookup per group for the page's usual window, "the last N days": the
+///   all-time count minus the running count before it), whatever the number of crashes
+///   and days;
+/// - a product and a version: the sum of the group's day rows in the window
+///   (`crash_group_days`).
 ///
 /// With running counts, the first and last seen that the order does not need are left
 /// for the page's rows: [`Rows::late`].
@@ -196,7 +199,7 @@ fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
             "SELECT project, signature, count, first_seen, last_seen FROM crash_groups{only}"
         ));
     }
-    if q.version.is_some() {
+    if q.version.is_some() && q.product.is_some() {
         let w = window_conditions(c, q, "");
         return early(format!(
             "SELECT project, signature, CAST(SUM(count) AS BIGINT) AS count, \
@@ -209,11 +212,13 @@ fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
         Some(p) => format!(" WHERE g.project = {}", c.arg(Value::Text(p.clone()))),
         None => String::new(),
     };
-    let scope = match &q.product {
-        Some(p) => format!("p:{p}"),
-        None => String::new(),
+    let scope = match (&q.product, &q.version) {
+        (Some(p), _) => format!("p:{p}"),
+        (None, Some(v)) => format!("v:{v}"),
+        (None, None) => String::new(),
     };
-    let every_product = scope.is_empty();
+    // the all-time rows serve a window open at its end only in the scope of every crash
+    let unscoped = scope.is_empty();
     let scope = c.arg(Value::Text(scope));
     let (since, until) = window_days(q);
     let since = since.map(|d| c.arg(Value::Int(d)));
@@ -228,7 +233,7 @@ fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
         )
     };
     let below = |b: &Option<String>| b.as_ref().map(|b| format!("< {b}"));
-    let mut count = match (&until, every_product) {
+    let mut count = match (&until, unscoped) {
         (None, true) => String::from("g.count"),
         _ => format!(
             "COALESCE({}, 0)",
