@@ -200,8 +200,8 @@ async fn lease_and_finish(
     let leases = crashes::lease_batch(db, WORKER, plan.now, 600_000, 3, n).await?;
     let leased = t.elapsed();
     let t = Instant::now();
-    // (`finish_batch` stores a batch in signature order, so that concurrent fillers take
-    // the groups' rows in one order: in queue order they deadlocked, several times a
+    // (`finish_batch` takes a batch's signatures' advisory locks in one order, so that
+    // concurrent fillers do not deadlock on the groups' rows, as they did several times a
     // minute with three fillers)
     let by_signature = leases
         .iter()

@@ -792,14 +792,13 @@ pub async fn finish_batch(
          error = $4, lease_until = NULL, leased_by = NULL, \
          finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
     );
-    let mut done: Vec<(&Lease, &StoredReport, Option<i64>)> = jobs
+    let done: Vec<(&Lease, &StoredReport, Option<i64>)> = jobs
         .iter()
         .filter_map(|job| match job.outcome {
             Outcome::Done(r) => Some((job.lease, r, job.processing_us)),
             _ => None,
         })
         .collect();
-    done.sort_by(|a, b| a.1.signature.cmp(&b.1.signature));
     let group_locks = group_locks_sql(db, &done);
     let kept = crate::in_transaction!(db, tx => {
         if let Some(sql) = &group_locks {
