@@ -235,3 +235,31 @@ async fn the_service_walks_an_abort_microdump_as_gdb_walks_the_core() {
         );
     }
 }
+
+/// A crash in a thread other than the main one (`threads.c`: three threads parked in
+/// system calls, a fourth crashes): the microdump holds the crashed thread, and its `H`
+/// record stops at the main thread's stack, as `DumpFreeSpace` reads it.
+#[tokio::test]
+async fn the_service_walks_a_crashed_threads_microdump_as_gdb_walks_the_core() {
+    let Some(case) = crash(
+        "microdump_threads",
+        &["-O0", "-pthread"],
+        "threads.c",
+        false,
+    ) else {
+        return;
+    };
+    assert_eq!(
+        case.gdb.threads.len(),
+        5,
+        "main, three parked threads, crasher"
+    );
+    let report = report_through_the_service(&case, SIGSEGV).await;
+    if case.gdb.crashed().complete {
+        assert_eq!(
+            report["threads"][0]["frames"].as_array().map(Vec::len),
+            Some(case.gdb.crashed().frames.len()),
+            "no frame past gdb's last"
+        );
+    }
+}

@@ -157,7 +157,14 @@ pub fn from_core(core: &[u8], module_file: impl Fn(&str) -> Option<PathBuf>) -> 
         crash.address.unwrap_or(0)
     ));
     records.push("G UNKNOWN".to_owned());
-    let free_space = (d.arch == Arch::Arm).then(|| free_space(&segments(core), sp));
+    // `DumpFreeSpace` stops at the main thread's stack, whichever thread crashed
+    let main_sp = d
+        .threads
+        .iter()
+        .find(|t| d.pid == Some(t.tid))
+        .and_then(|t| t.registers.get(layout.sp_pc.0))
+        .unwrap_or(sp);
+    let free_space = (d.arch == Arch::Arm).then(|| free_space(&segments(core), main_sp));
     if let Some(f) = &free_space {
         records.push(free_space_record(f));
     }
@@ -280,8 +287,8 @@ fn segments(core: &[u8]) -> Vec<(u64, u64)> {
 /// by start as `/proc/PID/maps` lists them): from the lowest mapping, each run of
 /// adjacent (or overlapping) mappings is skipped to its last, and the gap from its end to
 /// the start of the mapping that ends next is a hole, until the run's last mapping is the
-/// one holding `sp` (the stack: the top of what an allocation could get) or no mapping
-/// ends later. `high` is the end of the mapping it stopped at.
+/// one holding `sp`, the main thread's stack pointer (its stack: the top of what an
+/// allocation could get), or no mapping ends later. `high` is the end of the mapping it stopped at.
 pub fn free_space(maps: &[(u64, u64)], sp: u64) -> FreeSpace {
     assert!(!maps.is_empty(), "the core has mappings");
     let stack = maps.iter().position(|&(s, e)| s <= sp && sp < e);
