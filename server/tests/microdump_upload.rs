@@ -29,7 +29,7 @@ const SIGSEGV: u64 = 11;
 
 /// gdb's view of the core with only its crashed thread, given the microdump's thread id
 /// (0: a microdump names no thread).
-fn crashed_thread_only(gdb: &GdbCore) -> GdbCore {
+pub(crate) fn crashed_thread_only(gdb: &GdbCore) -> GdbCore {
     let mut thread = gdb.crashed().clone();
     thread.lwp = 0;
     GdbCore {
@@ -40,13 +40,25 @@ fn crashed_thread_only(gdb: &GdbCore) -> GdbCore {
     }
 }
 
-#[tokio::test]
-async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
+/// `basic.c` crashed under QEMU, gdb's walk of its core, and the microdump of it.
+struct Crashed {
+    work: Workdir,
+    gdb: GdbCore,
+    names: Vec<String>,
+    /// The program, libc and ld.so, as the microdump's modules name them.
+    files: Vec<std::path::PathBuf>,
+    logcat: String,
+}
+
+/// Builds and crashes `basic.c` (`aarch64-linux-gnu-gcc -no-pie -O2`), takes gdb's walk
+/// of the core and writes the microdump of the crash as a logcat (`crash.log`); `None`
+/// without the cross tools.
+fn crash_basic(name: &str) -> Option<Crashed> {
     if !qemu::tools_present() {
         eprintln!("skipped: the aarch64 cross tools are not installed (see test.sh)");
-        return;
+        return None;
     }
-    let work = Workdir::new("microdump-basic");
+    let work = Workdir::new(name);
     let exe = work.compile(CC, &["-no-pie", "-O2"], &["basic.c"], "basic");
     let core = qemu::crash(work.path(), &exe);
     let sysroot = format!("set sysroot {SYSROOT}");
@@ -57,14 +69,15 @@ async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
         &exe,
         &core,
     );
-    let names: Vec<&str> = gdb
+    let names: Vec<String> = gdb
         .crashed()
         .frames
         .iter()
-        .filter_map(|f| f.name.as_deref())
+        .filter_map(|f| f.name.clone())
         .collect();
     assert!(
-        names.starts_with(&["crash_here", "middle", "outer", "main"]) && gdb.crashed().complete,
+        names.starts_with(&["crash_here", "middle", "outer", "main"].map(String::from))
+            && gdb.crashed().complete,
         "gdb's stack: {names:?}, stopped: {}",
         gdb.crashed().stop
     );
@@ -89,22 +102,43 @@ async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
     );
     let logcat = written.logcat_brief(4321);
     std::fs::write(work.path().join("crash.log"), &logcat).unwrap();
+    Some(Crashed {
+        work,
+        gdb,
+        names,
+        files,
+        logcat,
+    })
+}
 
-    let server = common::TempServer::start(&[]);
-    let client = common::client();
-    for file in &files {
+/// Uploads `files` as binaries to `server`.
+async fn upload_files(
+    client: &reqwest::Client,
+    server: &common::TempServer,
+    files: &[std::path::PathBuf],
+) {
+    for file in files {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
-        common::upload_binary(&client, &server.base, file, &name).await;
+        common::upload_binary(client, &server.base, file, &name).await;
     }
-    let id = common::upload_crash(&client, &server.base, logcat.as_bytes()).await;
-    let record = common::poll_done(&client, &server.base, &id).await;
+}
+
+/// Uploads the logcat, waits for its report and checks it is the microdump's, every
+/// uploaded module found (`ok`).
+async fn report_of(
+    client: &reqwest::Client,
+    server: &common::TempServer,
+    crashed: &Crashed,
+) -> serde_json::Value {
+    let id = common::upload_crash(client, &server.base, crashed.logcat.as_bytes()).await;
+    let record = common::poll_done(client, &server.base, &id).await;
     assert_eq!(record["status"], "done", "{record:#}");
-    let report = &record["report"];
+    let report = record["report"].clone();
     assert_eq!(report["dump"]["format"], "microdump", "{report:#}");
     assert_eq!(report["dump"]["arch"], "aarch64");
     assert_eq!(report["crash"]["signal"].as_u64(), Some(SIGSEGV));
     for m in report["modules"].as_array().expect("modules") {
-        let listed = files.iter().any(|f| {
+        let listed = crashed.files.iter().any(|f| {
             f.file_name()
                 .is_some_and(|n| m["name"] == n.to_string_lossy().as_ref())
         });
@@ -112,12 +146,25 @@ async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
             assert_eq!(m["status"], "ok", "an uploaded module: {m}");
         }
     }
+    report
+}
+
+#[tokio::test]
+async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
+    let Some(crashed) = crash_basic("microdump-basic") else {
+        return;
+    };
+    let (work, gdb, names) = (&crashed.work, &crashed.gdb, &crashed.names);
+    let server = common::TempServer::start(&[]);
+    let client = common::client();
+    upload_files(&client, &server, &crashed.files).await;
+    let report = &report_of(&client, &server, &crashed).await;
     let threads = report["threads"].as_array().expect("threads");
     assert_eq!(threads.len(), 1, "a microdump holds the crashed thread");
     assert_eq!(threads[0]["crashed"], true);
     // shown with --nocapture
     eprintln!("gdb: {names:?}; ours: {}", threads[0]["frames"]);
-    compare::assert_same_stacks(&crashed_thread_only(&gdb), report);
+    compare::assert_same_stacks(&crashed_thread_only(gdb), report);
 
     // the same log on the command line, the binaries under --symbols, found by the
     // debug ids of their build-ids
@@ -138,5 +185,45 @@ async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
             assert_eq!(m["verified"], true, "matched by its debug id: {m}");
         }
     }
-    compare::assert_same_stacks(&crashed_thread_only(&gdb), &walked);
+    compare::assert_same_stacks(&crashed_thread_only(gdb), &walked);
+}
+
+/// A store whose ELF files were uploaded before `identify` derived their debug ids
+/// (their rows' `debug_id` NULL, migration 0040 not applied), opened by this code: the
+/// server migrates it at start (0040 fills the ids from the build-ids), and a microdump
+/// then finds the files uploaded before, every module `ok` and the walk gdb's. Without
+/// 0040 the modules stay `missing` until the files are uploaded again.
+#[tokio::test]
+async fn a_store_from_before_elf_debug_ids_finds_its_files_for_a_microdump() {
+    let Some(crashed) = crash_basic("microdump-old-store") else {
+        return;
+    };
+    let server = common::TempServer::start(&[]);
+    let client = common::client();
+    upload_files(&client, &server, &crashed.files).await;
+    let dir = server.stop();
+    // the rows as the code before the debug ids wrote them, in a store 0040 never ran on
+    let db = worker::store::Db::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("data/postmortem.db").display()
+    ))
+    .await
+    .unwrap();
+    let cleared = worker::on_pool!(&db, p => sqlx::query(
+        "UPDATE binaries SET debug_id = NULL WHERE format = 'elf'").execute(p).await
+        .map(|r| r.rows_affected()))
+    .unwrap();
+    assert_eq!(
+        cleared,
+        crashed.files.len() as u64,
+        "the uploaded ELF files"
+    );
+    worker::on_pool!(&db, p => sqlx::query(
+        "DELETE FROM _sqlx_migrations WHERE version = 40").execute(p).await.map(|_| ()))
+    .unwrap();
+    db.close().await;
+
+    let server = common::TempServer::start_in(dir, &[]);
+    let report = report_of(&client, &server, &crashed).await;
+    compare::assert_same_stacks(&crashed_thread_only(&crashed.gdb), &report);
 }

@@ -24,6 +24,7 @@ mod hostile;
 mod hostile_crashes;
 mod in_process;
 mod microdump_upload;
+mod microdump_upload_arm;
 #[path = "minidump_gdb/main.rs"]
 mod minidump_gdb;
 mod projects;

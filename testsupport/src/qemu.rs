@@ -110,11 +110,17 @@ pub fn crash_under(qemu: &str, dir: &Path, exe: &Path, cpu: &str, sysroot: &str)
 /// program's own directory `dir` first, then the path under [`SYSROOT`] (where QEMU's
 /// `-L` found it), then the sysroot's `lib/` by file name.
 pub fn module_file(dir: &Path, path: &str) -> Option<PathBuf> {
+    module_file_in(dir, SYSROOT, path)
+}
+
+/// [`module_file`] with the target's libraries under `sysroot` (`/usr/arm-linux-gnueabihf`
+/// for the 32-bit arm programs).
+pub fn module_file_in(dir: &Path, sysroot: &str, path: &str) -> Option<PathBuf> {
     let name = Path::new(path).file_name()?;
     [
         dir.join(name),
-        Path::new(SYSROOT).join(path.trim_start_matches('/')),
-        Path::new(SYSROOT).join("lib").join(name),
+        Path::new(sysroot).join(path.trim_start_matches('/')),
+        Path::new(sysroot).join("lib").join(name),
     ]
     .into_iter()
     .find(|p| p.is_file())

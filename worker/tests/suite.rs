@@ -10,6 +10,7 @@ mod api_store;
 mod bundle_migration;
 mod dashboard_store;
 mod delete_filter_store;
+mod elf_debug_ids;
 mod migration_files;
 mod pg;
 mod pipeline;

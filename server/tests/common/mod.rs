@@ -177,7 +177,16 @@ impl TempServer {
         Self::start_in(dir, extra)
     }
 
-    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> TempServer {
+    /// Stops the server and hands back its directory (the data dir is `dir/data`), to
+    /// change the store before [`TempServer::start_in`] starts a server on it again.
+    pub fn stop(self) -> tempfile::TempDir {
+        let TempServer { _proc, dir, .. } = self;
+        drop(_proc);
+        dir
+    }
+
+    /// Starts the server on the data dir `dir/data` with `extra` arguments.
+    pub fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> TempServer {
         let data = dir.path().join("data");
         let mut args = vec!["--data-dir", data.to_str().expect("utf-8 temp path")];
         args.extend_from_slice(extra);

@@ -26,20 +26,20 @@ use postmortem_testsupport::qemu;
 
 use super::report;
 
-const CC: &str = "arm-linux-gnueabihf-gcc";
+pub(crate) const CC: &str = "arm-linux-gnueabihf-gcc";
 const CXX: &str = "arm-linux-gnueabihf-g++";
-const OBJCOPY: &str = "arm-linux-gnueabihf-objcopy";
-const QEMU: &str = "qemu-arm-static";
-const GDB: &str = "gdb-multiarch";
+pub(crate) const OBJCOPY: &str = "arm-linux-gnueabihf-objcopy";
+pub(crate) const QEMU: &str = "qemu-arm-static";
+pub(crate) const GDB: &str = "gdb-multiarch";
 /// The cross libc: QEMU's `-L` prefix, gdb's sysroot.
-const SYSROOT: &str = "/usr/arm-linux-gnueabihf";
+pub(crate) const SYSROOT: &str = "/usr/arm-linux-gnueabihf";
 /// An ARMv7-A CPU with VFP and NEON, as armhf needs.
-const CPU: &str = "cortex-a15";
+pub(crate) const CPU: &str = "cortex-a15";
 const SIGSEGV: u64 = 11;
 const SIGABRT: u64 = 6;
 
 /// Whether the cross compiler, QEMU and gdb-multiarch can run; prints why not.
-fn tools_present() -> bool {
+pub(crate) fn tools_present() -> bool {
     for tool in [CC, CXX, OBJCOPY, QEMU, GDB] {
         let ok = Command::new(tool)
             .arg("--version")
@@ -173,7 +173,7 @@ fn arm_minidump(work: &Workdir, core: &Path) -> std::path::PathBuf {
 
 /// The program has EHABI tables and no DWARF CFI: no `.debug_frame`, and an `.eh_frame`
 /// of at most crt's 4-byte terminator.
-fn assert_ehabi_only(exe: &Path) {
+pub(crate) fn assert_ehabi_only(exe: &Path) {
     let bytes = std::fs::read(exe).expect("read the program");
     let file = object::File::parse(&*bytes).expect("an ELF file");
     use object::{Object, ObjectSection};
@@ -189,7 +189,7 @@ fn assert_ehabi_only(exe: &Path) {
 
 /// gdb-multiarch's frames of a QEMU core (libraries under the sysroot, the test's own in
 /// the work directory).
-fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
+pub(crate) fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
     let sysroot = format!("set sysroot {SYSROOT}");
     let search = format!("set solib-search-path {}", work.path().display());
     gdb::frames_with(GDB, &[&sysroot, &search], work.path(), exe, core)
@@ -237,7 +237,7 @@ fn names(gdb: &GdbCore) -> Vec<String> {
 }
 
 /// gdb's crashed stack holds `expected` in order, the first in frame 0.
-fn expect_stack(gdb: &GdbCore, expected: &[&str]) {
+pub(crate) fn expect_stack(gdb: &GdbCore, expected: &[&str]) {
     let stack = names(gdb);
     assert_eq!(
         stack.first().map(String::as_str),
@@ -253,7 +253,7 @@ fn expect_stack(gdb: &GdbCore, expected: &[&str]) {
     }
 }
 
-const BASIC_STACK: &[&str] = &[
+pub(crate) const BASIC_STACK: &[&str] = &[
     "crash_here",
     "middle",
     "outer",

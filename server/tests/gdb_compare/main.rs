@@ -13,7 +13,7 @@
 //! that up.
 
 mod aarch64;
-mod arm;
+pub(crate) mod arm;
 mod cli_errors;
 mod i386;
 mod modules;
