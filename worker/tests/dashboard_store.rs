@@ -519,6 +519,68 @@ async fn order_and_pages(db: &Db) {
     check(model).await;
 }
 
+/// Most crashes first in a window, where the page's groups are not among the 200 of
+/// largest all-time count the bound starts from (`dashboard::bounded`): 200 groups of 3
+/// crashes, one of them in the window, and 3 groups of 2, both in it. The 3 lead the
+/// window's page although the bound counted only the 200 first: they are counted after,
+/// as groups whose all-time count reaches the bound's.
+async fn beyond_the_largest(db: &Db) {
+    let t0 = 1_700_000_000_000i64 / DAY * DAY;
+    let mut model: Vec<(String, i64, &str)> = Vec::new();
+    for i in 0..200 {
+        let sig = format!("a{i:03}");
+        for at in [t0, t0 + DAY, t0 + 10 * DAY + i] {
+            model.push((sig.clone(), at, ""));
+        }
+    }
+    for i in 0..3 {
+        let sig = format!("b{i}");
+        for at in [t0 + 11 * DAY + i, t0 + 12 * DAY + i] {
+            model.push((sig.clone(), at, ""));
+        }
+    }
+    for (sig, at, _) in &model {
+        crash(db, *at, "{}", Some(sig)).await;
+    }
+    let model: Vec<(&str, i64, &str)> = model
+        .iter()
+        .map(|(s, at, p)| (s.as_str(), *at, *p))
+        .collect();
+    let since = t0 + 5 * DAY;
+    let window = GroupQuery {
+        project: None,
+        after_project: None,
+        since: Some(since),
+        sort: GroupSort::Count,
+        descending: true,
+        limit: 2,
+        ..GroupQuery::default()
+    };
+    let first = q::groups(db, &window).await.unwrap();
+    let sigs: Vec<&str> = first.iter().map(|g| g.signature.as_str()).collect();
+    assert_eq!(sigs, ["b2", "b1"]);
+    let want = expected(&model, |at, _| at >= since, GroupSort::Count, true);
+    assert_eq!(want.len(), 203);
+    assert_eq!(walk(db, &window).await, want);
+}
+
+#[tokio::test]
+async fn beyond_the_largest_sqlite() {
+    let (db, _dir) = sqlite().await;
+    beyond_the_largest(&db).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn beyond_the_largest_postgres() {
+    let Some((name, db)) = common::pg_migrated("pm_dash").await else {
+        return;
+    };
+    beyond_the_largest(&db).await;
+    db.close().await;
+    common::drop_db(&name).await;
+}
+
 #[tokio::test]
 async fn order_and_pages_sqlite() {
     let (db, _dir) = sqlite().await;
