@@ -192,6 +192,16 @@ struct Rows {
     only: Option<String>,
 }
 
+/// The running counts' scope of the page (migrations 0021, 0037): a product's, else a
+/// version's, else every crash's ('').
+fn running_scope(q: &GroupQuery) -> String {
+    match (&q.product, &q.version) {
+        (Some(p), _) => format!("p:{p}"),
+        (None, Some(v)) => format!("v:{v}"),
+        (None, None) => String::new(),
+    }
+}
+
 fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
     let early = |sql: String| Rows {
         sql,
@@ -222,11 +232,7 @@ fn window_rows(c: &mut Conditions, q: &GroupQuery) -> Rows {
         .project
         .as_ref()
         .map(|p| format!("g.project = {}", c.arg(Value::Text(p.clone()))));
-    let scope = match (&q.product, &q.version) {
-        (Some(p), _) => format!("p:{p}"),
-        (None, Some(v)) => format!("v:{v}"),
-        (None, None) => String::new(),
-    };
+    let scope = running_scope(q);
     // the all-time rows serve a window open at its end only in the scope of every crash
     let unscoped = scope.is_empty();
     let scope = c.arg(Value::Text(scope));
