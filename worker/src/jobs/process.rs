@@ -58,16 +58,18 @@ pub async fn process_job(
         .timed(Step::Read, read_modules(runner, &lease.dump_sha256))
         .await?;
 
-    // 2. Their tables, recording the ones nobody uploaded.
-    let (found, lookups) = steps
-        .timed(
-            Step::Tables,
-            gather_tables(runner, lease, &modules, arch, until),
-        )
+    // 2. Their tables, recording the ones nobody uploaded; beside them, the source of the
+    // report's lines: the bundles uploaded for its modules, then the debuginfod servers,
+    // then the source-link mappings (the two lookups' round trips overlap: issue 40).
+    let sources =
+        super::source_links::provider(runner, &lease.project, &modules, &lease.annotations, until);
+    let ((found, lookups), provider) = steps
+        .timed(Step::Tables, async {
+            tokio::try_join!(gather_tables(runner, lease, &modules, arch, until), sources)
+        })
         .await?;
 
-    // 3. The report, with source lines from the bundles uploaded for its modules, then
-    // from the debuginfod servers, then from the source-link mappings.
+    // 3. The report.
     let bytes = dump.clone();
     // The blob key is the sha256 of exactly these bytes: no need to hash them again.
     let mut options = runner
@@ -75,9 +77,7 @@ pub async fn process_job(
         .process
         .clone()
         .with_dump_sha256(lease.dump_sha256.clone());
-    options.source_context.provider =
-        super::source_links::provider(runner, &lease.project, &modules, &lease.annotations, until)
-            .await?;
+    options.source_context.provider = provider;
     let report = steps
         .timed(
             Step::Engine,
@@ -302,8 +302,7 @@ impl<'a> Uploaded<'a> {
             .collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sees = binaries::Sees::Project(project);
-        let rows = binaries::by_build_ids(&runner.db, &ids).await?;
-        let known = binaries::visible_each(&runner.db, sees, rows).await?;
+        let known = binaries::visible_by_build_ids(&runner.db, sees, &ids).await?;
         Ok(Uploaded {
             runner,
             sees,
