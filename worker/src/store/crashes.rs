@@ -639,8 +639,7 @@ async fn claim_in(
     let until = claim.now.saturating_add(claim.lease_ms);
     let n = i64::try_from(claim.n.max(1)).unwrap_or(1);
     let skip = serde_json::to_string(claim.skip).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    // a claim lost in a crash of the database leased nothing: its crashes are leased again
-    let (exhausted, mut claimed) = crate::in_transaction!(db, redone tx => {
+    let (exhausted, mut claimed) = crate::in_transaction!(db, tx => {
         let exhausted = if sweep {
             sqlx::query(FAIL_EXHAUSTED_SQL)
                 .bind(claim.now).bind(claim.max_attempts)
@@ -803,8 +802,7 @@ pub async fn finish_batch(
     // in signature order, so that concurrent batches take their groups' rows in one order
     // (PostgreSQL: in queue order two workers' stores deadlock on them)
     done.sort_by(|a, b| a.1.signature.cmp(&b.1.signature));
-    // results lost in a crash of the database are made again: their leases expire
-    let kept = crate::in_transaction!(db, redone tx => {
+    let kept = crate::in_transaction!(db, tx => {
         // the ids whose report was stored (a lease no longer ours updates no row)
         let mut stored: HashSet<String> = HashSet::with_capacity(done.len());
         for chunk in done.chunks(DONE_PER_STATEMENT) {

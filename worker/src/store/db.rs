@@ -98,40 +98,9 @@ macro_rules! on_pool {
 /// `&mut *$tx` is the executor of each statement. As [`on_pool!`], the body is compiled
 /// once per backend. On SQLite the transaction first waits for this process's other
 /// transactions ([`Db::sqlite_writer`]).
-///
-/// `in_transaction!(db, redone tx => body)` is a transaction of the queue's that the queue
-/// redoes if a crash of the database loses it: a worker's claim of a batch, or a batch's
-/// results. On PostgreSQL its commit does not wait for the log to reach the disk
-/// (`SET LOCAL synchronous_commit = off`, this transaction alone; an `fdatasync` of the
-/// server's log, 8–17 ms on the shared machine, issue 40): if the server crashes in the
-/// moment before the log is flushed, the transaction is lost whole, as if it had never
-/// run — the crashes it leased are leased again, the results it stored are made again by
-/// another attempt once the leases it held expire. The order of the log is kept: a later
-/// commit that waits for the flush (an upload's) flushes this one too. SQLite commits it
-/// as any other.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! in_transaction {
-    ($db:expr, redone $tx:ident => $body:expr) => {
-        match $db.backend() {
-            $crate::store::Backend::Sqlite(pool) => {
-                let _writing = $db.sqlite_writer().lock().await;
-                let mut $tx = pool.begin().await?;
-                let out = $body;
-                $tx.commit().await?;
-                out
-            }
-            $crate::store::Backend::Postgres(pool) => {
-                let mut $tx = pool.begin().await?;
-                sqlx::query("SET LOCAL synchronous_commit = off")
-                    .execute(&mut *$tx)
-                    .await?;
-                let out = $body;
-                $tx.commit().await?;
-                out
-            }
-        }
-    };
     ($db:expr, $tx:ident => $body:expr) => {
         match $db.backend() {
             $crate::store::Backend::Sqlite(pool) => {
