@@ -13,6 +13,8 @@
 #                    last
 #   PG_URL           PostgreSQL server (default postgres://postgres@127.0.0.1:5432); a
 #                    database is created for the run and dropped after it
+#   PG_DB_PREFIX     that database's name before `_PID_TIME` (default pm_bench; on a
+#                    shared server, the prefix your databases are named with)
 #   LOAD_SECONDS     length of the sustained-load phases (default 30; 0 skips them)
 #   LOAD_SHARE       their upload rate as a share of phase 2's crashes/s (default 0.5)
 #   WORKER_PROCS     PostgreSQL's last phase: separate `postmortem worker` processes, each
@@ -208,7 +210,7 @@ for backend in "${BACKENDS[@]}"; do
     data="$WORK/data-$backend"
     extra=()
     if [ "$backend" = postgres ]; then
-        PG_DB="pm_bench_$$_$(date +%s)"
+        PG_DB="${PG_DB_PREFIX:-pm_bench}_$$_$(date +%s)"
         psql "$PG_URL/postgres" -qc "CREATE DATABASE $PG_DB" >/dev/null
         extra=(--database-url "$PG_URL/$PG_DB")
     fi

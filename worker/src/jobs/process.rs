@@ -54,32 +54,22 @@ pub async fn process_job(
     let steps = &runner.metrics.steps;
     // 1. Which modules does the dump name? In place (mapped): the walk reads the pages it
     // needs of a dump of any size.
-    let max_modules = runner.config.process.budget.max_modules;
     let (dump, arch, modules) = steps
-        .timed(Step::Read, async {
-            let dump = runner.blobs.open(&lease.dump_sha256).await?;
-            let bytes = dump.clone();
-            // the modules the engine will use: a dump listing 100,000 costs no more lookups
-            let (arch, modules) = run_guarded(limit, move || {
-                let mut d = engine::dump::read_dump(&bytes)?;
-                d.cut_modules(max_modules);
-                Ok((d.arch, d.modules))
-            })
-            .await?;
-            Ok::<_, JobError>((dump, arch, modules))
+        .timed(Step::Read, read_modules(runner, &lease.dump_sha256))
+        .await?;
+
+    // 2. Their tables, recording the ones nobody uploaded; beside them, the source of the
+    // report's lines: the bundles uploaded for its modules, then the debuginfod servers,
+    // then the source-link mappings (the two lookups' round trips overlap: issue 40).
+    let sources =
+        super::source_links::provider(runner, &lease.project, &modules, &lease.annotations, until);
+    let ((found, lookups), provider) = steps
+        .timed(Step::Tables, async {
+            tokio::try_join!(gather_tables(runner, lease, &modules, arch, until), sources)
         })
         .await?;
 
-    // 2. Their tables, recording the ones nobody uploaded.
-    let (found, lookups) = steps
-        .timed(
-            Step::Tables,
-            gather_tables(runner, lease, &modules, arch, until),
-        )
-        .await?;
-
-    // 3. The report, with source lines from the bundles uploaded for its modules, then
-    // from the debuginfod servers, then from the source-link mappings.
+    // 3. The report.
     let bytes = dump.clone();
     // The blob key is the sha256 of exactly these bytes: no need to hash them again.
     let mut options = runner
@@ -87,9 +77,7 @@ pub async fn process_job(
         .process
         .clone()
         .with_dump_sha256(lease.dump_sha256.clone());
-    options.source_context.provider =
-        super::source_links::provider(runner, &lease.project, &modules, &lease.annotations, until)
-            .await?;
+    options.source_context.provider = provider;
     let report = steps
         .timed(
             Step::Engine,
@@ -105,6 +93,37 @@ pub async fn process_job(
         .map_err(|e| JobError::Serialize(format!("report not serializable: {e}")));
     steps.observe(Step::Serialize, started.elapsed());
     stored
+}
+
+/// The dump stored under `sha256`, in place, and the modules the engine will use (a dump
+/// listing 100,000 costs no more lookups): from a local blob store, the dump's file is
+/// opened, mapped and read on one blocking thread, one hand-off between threads where
+/// opening it as [`crate::store::Blobs::open`] does and reading it took three (issue 40);
+/// a remote blob is first copied in.
+async fn read_modules(
+    runner: &Runner,
+    sha256: &str,
+) -> Result<(FileBytes, engine::dump::Arch, Vec<Module>), JobError> {
+    let limit = runner.config.time_limit;
+    let max_modules = runner.config.process.budget.max_modules;
+    let modules_of = move |bytes: &FileBytes| {
+        let mut d = engine::dump::read_dump(bytes)?;
+        d.cut_modules(max_modules);
+        Ok::<_, JobError>((d.arch, d.modules))
+    };
+    if let Some(files) = runner.blobs.files() {
+        let sha256 = sha256.to_string();
+        return run_guarded(limit, move || {
+            let dump = files.open(&sha256)?;
+            let (arch, modules) = modules_of(&dump)?;
+            Ok((dump, arch, modules))
+        })
+        .await;
+    }
+    let dump = runner.blobs.open(sha256).await?;
+    let bytes = dump.clone();
+    let (arch, modules) = run_guarded(limit, move || modules_of(&bytes)).await?;
+    Ok((dump, arch, modules))
 }
 
 /// The tables of the dump's modules, by [`lookup_key`], with what remote sources were
@@ -283,8 +302,7 @@ impl<'a> Uploaded<'a> {
             .collect();
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sees = binaries::Sees::Project(project);
-        let rows = binaries::by_build_ids(&runner.db, &ids).await?;
-        let known = binaries::visible_each(&runner.db, sees, rows).await?;
+        let known = binaries::visible_by_build_ids(&runner.db, sees, &ids).await?;
         Ok(Uploaded {
             runner,
             sees,

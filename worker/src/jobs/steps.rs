@@ -24,7 +24,7 @@ pub enum Step {
     /// Opening the dump and reading which modules it names.
     Read,
     /// Finding each module's tables: the uploads' index, then memory, the database or a
-    /// build.
+    /// build; and, beside them, the report's source bundles.
     Tables,
     /// Walking and symbolizing: the engine.
     Engine,

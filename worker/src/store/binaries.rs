@@ -341,6 +341,69 @@ pub async fn visible_each(
         .collect())
 }
 
+/// [`by_build_ids`] then [`visible_each`], in one query: every file of `build_ids` with
+/// its holders, one row per file and holder (a job's lookup of its dump's modules: one
+/// round trip, not two, issue 40). Every build-id asked is a key of the answer.
+pub async fn visible_by_build_ids(
+    db: &Db,
+    sees: Sees<'_>,
+    build_ids: &[&str],
+) -> Result<HashMap<String, Vec<BinaryRow>>, StoreError> {
+    let Sees::Project(project) = sees else {
+        return by_build_ids(db, build_ids).await;
+    };
+    let mut files: HashMap<String, Vec<BinaryRow>> = build_ids
+        .iter()
+        .map(|id| (id.to_string(), Vec::new()))
+        .collect();
+    if build_ids.is_empty() {
+        return Ok(files);
+    }
+    let list = serde_json::to_string(build_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let columns: Vec<String> = COLUMNS
+        .split(',')
+        .map(|c| format!("b.{}", c.trim()))
+        .collect();
+    // ordered by file, so a file's rows (one per holder) follow each other
+    let sql = format!(
+        "SELECT {}, h.project AS holder FROM binaries b \
+         LEFT JOIN binary_projects h ON h.sha256 = b.sha256 \
+         WHERE b.build_id IN ({}) ORDER BY b.uploaded_at, b.sha256",
+        columns.join(", "),
+        db.json_strings("$1")
+    );
+    #[derive(sqlx::FromRow)]
+    struct Held {
+        #[sqlx(flatten)]
+        row: BinaryRow,
+        holder: Option<String>,
+    }
+    let found: Vec<Held> = crate::on_pool!(db, p => sqlx::query_as::<_, Held>(
+        sqlx::AssertSqlSafe(sql.as_str()))
+        .bind(&list)
+        .fetch_all(p)
+        .await)?;
+    let mut holders: HashMap<String, Vec<String>> = HashMap::new();
+    let mut rows: Vec<BinaryRow> = Vec::new();
+    for Held { row, holder } in found {
+        if let Some(holder) = holder {
+            holders.entry(row.sha256.clone()).or_default().push(holder);
+        }
+        if rows.last().is_none_or(|last| last.sha256 != row.sha256) {
+            rows.push(row);
+        }
+    }
+    for row in rows {
+        if let Some(same) = files.get_mut(&row.build_id) {
+            same.push(row);
+        }
+    }
+    Ok(files
+        .into_iter()
+        .map(|(id, rows)| (id, pick_visible(&holders, project, rows)))
+        .collect())
+}
+
 /// [`visible`]'s rule, given each file's holders.
 fn pick_visible(
     holders: &HashMap<String, Vec<String>>,

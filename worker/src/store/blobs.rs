@@ -45,6 +45,26 @@ pub struct BlobStream {
 #[derive(Debug, Clone)]
 pub struct Blobs {
     store: Arc<dyn ObjectStore>,
+    /// The same store when it is a local directory, whose blobs are files a blocking
+    /// thread can open itself ([`Blobs::files`]).
+    local: Option<Arc<LocalFileSystem>>,
+}
+
+/// A local store's blobs as files, opened on the calling thread ([`Blobs::files`]).
+#[derive(Debug, Clone)]
+pub struct BlobFiles {
+    fs: Arc<LocalFileSystem>,
+}
+
+impl BlobFiles {
+    /// The blob stored under `sha256`, its file mapped (as [`Blobs::open`] maps it), on
+    /// the calling thread: it opens and maps a file, so call it where blocking is
+    /// allowed, such as the blocking thread that goes on to read the bytes.
+    pub fn open(&self, sha256: &str) -> Result<FileBytes, StoreError> {
+        let path = self.fs.path_to_filesystem(&key(sha256)?)?;
+        let mapped = mapped::Mapped::open(&path).map_err(StoreError::BlobRead)?;
+        Ok(FileBytes::new(mapped))
+    }
 }
 
 /// Lower-case hex sha256 of `bytes`.
@@ -99,10 +119,19 @@ impl Blobs {
             url: dir.display().to_string(),
             reason: e.to_string(),
         })?;
-        let fs = LocalFileSystem::new_with_prefix(dir)?;
+        let fs = Arc::new(LocalFileSystem::new_with_prefix(dir)?);
         Ok(Blobs {
-            store: Arc::new(fs),
+            store: fs.clone(),
+            local: Some(fs),
         })
+    }
+
+    /// The blobs as files a blocking thread opens itself, when the store is a local
+    /// directory (`None` for a bucket). A worker opens, maps and reads a dump on the one
+    /// blocking thread that reads it, instead of a blocking thread to open the file and
+    /// another to map it, each a hand-off between threads (issue 40).
+    pub fn files(&self) -> Option<BlobFiles> {
+        self.local.clone().map(|fs| BlobFiles { fs })
     }
 
     /// Blobs at a URL: `file:///dir`, or `s3://bucket[/prefix]` for Amazon S3 or any
@@ -125,6 +154,7 @@ impl Blobs {
             }
             "s3" | "s3a" => Ok(Blobs {
                 store: s3_store(url)?,
+                local: None,
             }),
             other => Err(refuse(format!(
                 "unsupported scheme {other:?}: use file:///DIR or s3://BUCKET[/PREFIX]"
@@ -230,6 +260,14 @@ impl Blobs {
     pub async fn open(&self, sha256: &str) -> Result<FileBytes, StoreError> {
         use futures::TryStreamExt;
         use object_store::GetResultPayload;
+        if let Some(files) = self.files() {
+            // opened and mapped on one blocking thread (`object_store`'s `get` takes one
+            // to open the file, and the mapping another)
+            let sha256 = sha256.to_string();
+            return tokio::task::spawn_blocking(move || files.open(&sha256))
+                .await
+                .map_err(|e| StoreError::BlobRead(std::io::Error::other(e)))?;
+        }
         let path = key(sha256)?;
         let got = self.store.get(&path).await?;
         let file = match got.payload {
@@ -255,5 +293,34 @@ impl Blobs {
             .map_err(|e| StoreError::BlobRead(std::io::Error::other(e)))?
             .map_err(StoreError::BlobRead)?;
         Ok(FileBytes::new(mapped))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+    use super::*;
+
+    /// A local store's blob opened on the calling thread is the bytes stored, as the
+    /// async open gives them; a blob never stored, or a key that is no sha256, is an
+    /// error, not a panic.
+    #[tokio::test]
+    async fn a_local_blob_opens_on_the_calling_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = Blobs::local(dir.path()).unwrap();
+        let stored = b"a dump's bytes".repeat(1000);
+        let sha = blobs.put(Bytes::from(stored.clone())).await.unwrap();
+        assert_eq!(sha, sha256_hex(&stored));
+        let files = blobs.files().expect("a local store's blobs are files");
+        assert_eq!(&files.open(&sha).unwrap()[..], &stored[..]);
+        assert_eq!(&blobs.open(&sha).await.unwrap()[..], &stored[..]);
+        assert!(files.open(&"0".repeat(64)).is_err());
+        assert!(files.open("../../etc/passwd").is_err());
+        let url = url::Url::from_directory_path(dir.path()).unwrap();
+        let by_url = Blobs::from_url(url.as_str()).unwrap();
+        assert_eq!(
+            &by_url.files().unwrap().open(&sha).unwrap()[..],
+            &stored[..]
+        );
     }
 }
