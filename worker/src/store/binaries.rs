@@ -352,10 +352,7 @@ pub async fn visible_by_build_ids(
     let Sees::Project(project) = sees else {
         return by_build_ids(db, build_ids).await;
     };
-    let mut files: HashMap<String, Vec<BinaryRow>> = build_ids
-        .iter()
-        .map(|id| (id.to_string(), Vec::new()))
-        .collect();
+    let mut files = no_files(build_ids);
     if build_ids.is_empty() {
         return Ok(files);
     }
@@ -523,6 +520,14 @@ pub async fn by_build_id(db: &Db, build_id: &str) -> Result<Vec<BinaryRow>, Stor
     )
 }
 
+/// The answer of a lookup by build-ids before its rows: every build-id, no files.
+fn no_files(build_ids: &[&str]) -> std::collections::HashMap<String, Vec<BinaryRow>> {
+    build_ids
+        .iter()
+        .map(|id| (id.to_string(), Vec::new()))
+        .collect()
+}
+
 /// [`by_build_id`] of every build-id of `build_ids` in one query (a job looks up all of
 /// its dump's modules at once: one round trip, not one per module). Every build-id asked
 /// is a key of the answer, with no files when none was uploaded.
@@ -530,10 +535,7 @@ pub async fn by_build_ids(
     db: &Db,
     build_ids: &[&str],
 ) -> Result<std::collections::HashMap<String, Vec<BinaryRow>>, StoreError> {
-    let mut files: std::collections::HashMap<String, Vec<BinaryRow>> = build_ids
-        .iter()
-        .map(|id| (id.to_string(), Vec::new()))
-        .collect();
+    let mut files = no_files(build_ids);
     if build_ids.is_empty() {
         return Ok(files);
     }
