@@ -216,24 +216,7 @@ async fn the_service_walks_an_abort_microdump_as_gdb_walks_the_core() {
     };
     arm_gdb::expect_stack(&case.gdb, &["??", "??", "raise", "abort", "??"]);
     let report = report_through_the_service(&case, SIGABRT).await;
-    let frames = report["threads"][0]["frames"].as_array().expect("frames");
-    let ours: Vec<&str> = frames
-        .iter()
-        .filter_map(|f| f["function"].as_str())
-        .collect();
-    let mut rest = ours.iter();
-    for name in [
-        "abort",
-        "__assert_fail",
-        "check_invariant",
-        "main",
-        "_start",
-    ] {
-        assert!(
-            rest.any(|n| *n == name),
-            "ours lack {name} in order: {ours:?}"
-        );
-    }
+    arm_gdb::expect_assert_frames_in_order(&report);
 }
 
 /// A crash in a thread other than the main one (`threads.c`: three threads parked in

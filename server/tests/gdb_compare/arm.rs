@@ -385,25 +385,10 @@ fn arm_ehabi_only_without_section_headers() {
 /// to `__assert_fail`, `check_invariant`, `main` and `_start`. Ours, walking the plain
 /// libc, must give every one of those frames, pc for pc, none extra; only the name of
 /// `__assert_fail_base` (which the plain libc does not have) is left out of the reference.
-#[test]
-fn arm_abort_through_libc() {
-    let ran = run(
-        "arm_assert",
-        &["-O0", "-mthumb"],
-        Unwind::Dwarf,
-        &["assert.c"],
-        SIGABRT,
-        |gdb| {
-            // glibc's abort has no unwind table: gdb reads its prologue to reach its
-            // caller (and stops after it, in __assert_fail_base, which has no symbol)
-            expect_stack(gdb, &["??", "??", "raise", "abort", "??"]);
-        },
-    );
-    let Some(ran) = ran else { return };
-    // where gdb stopped, ours goes on to the program's frames
-    let frames = ran.report["threads"][0]["frames"]
-        .as_array()
-        .expect("frames");
+/// The crashed thread of `report` (assert.c's failed assertion) names, in this order
+/// with others between, the frames from `abort` to `_start`: those past where gdb stops.
+pub(crate) fn expect_assert_frames_in_order(report: &Value) {
+    let frames = report["threads"][0]["frames"].as_array().expect("frames");
     let ours: Vec<&str> = frames
         .iter()
         .filter_map(|f| f["function"].as_str())
@@ -421,6 +406,25 @@ fn arm_abort_through_libc() {
             "ours lack {name} in order: {ours:?}"
         );
     }
+}
+
+#[test]
+fn arm_abort_through_libc() {
+    let ran = run(
+        "arm_assert",
+        &["-O0", "-mthumb"],
+        Unwind::Dwarf,
+        &["assert.c"],
+        SIGABRT,
+        |gdb| {
+            // glibc's abort has no unwind table: gdb reads its prologue to reach its
+            // caller (and stops after it, in __assert_fail_base, which has no symbol)
+            expect_stack(gdb, &["??", "??", "raise", "abort", "??"]);
+        },
+    );
+    let Some(ran) = ran else { return };
+    // where gdb stopped, ours goes on to the program's frames
+    expect_assert_frames_in_order(&ran.report);
     // gdb, told where __assert_fail_base starts and ends, walks on from where it stopped
     let debug = assert_fail_base_debug_dir(&ran.work);
     let sysroot = format!("set sysroot {SYSROOT}");
