@@ -17,6 +17,8 @@
 #                    shared server, the prefix your databases are named with)
 #   LOAD_SECONDS     length of the sustained-load phases (default 30; 0 skips them)
 #   LOAD_SHARE       their upload rate as a share of phase 2's crashes/s (default 0.5)
+#   LOAD_RATE        their upload rate in crashes/s, instead of LOAD_SHARE's (two builds
+#                    compared at one rate)
 #   WORKER_PROCS     PostgreSQL's last phase: separate `postmortem worker` processes, each
 #                    with WORKERS / WORKER_PROCS worker tasks (default 2)
 # Needs: gcc, hey (apt-get install hey), curl, jq, python3, psql for PostgreSQL; and a
@@ -271,7 +273,7 @@ for backend in "${BACKENDS[@]}"; do
         python3 "$WORK/drain.py" "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" \
             "$WORK/us.txt" $(cat "$WORK/job_ms.txt") "$WORKERS"
     done
-    rate="$(python3 -c "print($pending / ($t1 - $t0) * ${LOAD_SHARE:-0.5})")"
+    rate="${LOAD_RATE:-$(python3 -c "print($pending / ($t1 - $t0) * ${LOAD_SHARE:-0.5})")}"
     if [ "${LOAD_SECONDS:-30}" != 0 ]; then
         LOAD_SECONDS="${LOAD_SECONDS:-30}"
         # Phase 3: latency under a sustained load, workers in the server.

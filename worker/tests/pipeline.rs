@@ -255,3 +255,41 @@ async fn sqlite_transactions_take_turns() {
     drop(q);
     db.close().await;
 }
+
+/// An upload's crash row, one statement outside a transaction, takes the same turn
+/// (`Db::write_turn`): while a transaction of the process has it, the insert waits for
+/// the turn rather than meeting the transaction in SQLite's busy handler, whose sleeps
+/// (up to 100 ms a try) made uploads and stores fall behind a sustained load (issue 40).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_uploads_take_the_writers_turn() {
+    let (_dir, db) = sqlite().await;
+    let turn = db.sqlite_writer().lock().await;
+    let insert = tokio::spawn({
+        let db = db.clone();
+        async move {
+            let c = NewCrash {
+                id: "u1".into(),
+                received_at: 1000,
+                dump_sha256: HELD_SHA.into(),
+                dump_size: 10,
+                dump_format: "elf-core".into(),
+                annotations: "{}".into(),
+                annotations_cut: None,
+            };
+            crashes::insert(&db, &c).await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !insert.is_finished(),
+        "the upload's insert ran while a transaction had the writer's turn"
+    );
+    drop(turn);
+    tokio::time::timeout(Duration::from_secs(5), insert)
+        .await
+        .expect("the insert runs once the turn is given back")
+        .unwrap()
+        .unwrap();
+    assert!(crashes::get(&db, "u1").await.unwrap().is_some());
+    db.close().await;
+}

@@ -67,6 +67,9 @@ impl Entry {
 
 /// Appends `e` to the log.
 pub async fn record(db: &Db, e: &Entry) -> Result<(), StoreError> {
+    // every upload's token use is an entry: it queues for SQLite's writer as the upload's
+    // crash row does
+    let _turn = db.write_turn().await;
     crate::on_pool!(db, p => sqlx::query(INSERT)
         .bind(e.at).bind(&e.token).bind(&e.project).bind(&e.action).bind(&e.route)
         .bind(&e.target).bind(&e.detail).execute(p).await.map(|_| ()))?;

@@ -254,6 +254,7 @@ pub async fn record_use(
          AND last_used_at < $4 AND sha256 IN ({})",
         db.json_strings("$3")
     );
+    let _turn = db.write_turn().await;
     crate::on_pool!(db, p => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
         .bind(project)
         .bind(at)

@@ -20,6 +20,7 @@ pub async fn record(
                VALUES ($1, $2, $3, $4) ON CONFLICT (build_id, crash_id) DO NOTHING";
     // a Windows module's key holds its name, from the dump
     use super::text::{clean, clean_opt};
+    let _turn = db.write_turn().await;
     crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&*clean(key))
         .bind(crash_id)

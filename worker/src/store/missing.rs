@@ -35,6 +35,7 @@ pub async fn record_module(
                debug_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (build_id, crash_id) DO NOTHING";
     // the name and a Windows module's key come from the dump
     use super::text::{clean, clean_opt};
+    let _turn = db.write_turn().await;
     crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&*clean(key))
         .bind(crash_id)
