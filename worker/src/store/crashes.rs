@@ -209,6 +209,7 @@ async fn insert_row(
         Backend::Sqlite(_) => INSERT_SQLITE_SQL,
         Backend::Postgres(_) => INSERT_SQL,
     };
+    let turn = db.write_turn().await;
     let n = crate::on_pool!(db, p => sqlx::query(sql)
         .bind(&c.id)
         .bind(c.received_at)
@@ -222,6 +223,7 @@ async fn insert_row(
         .execute(p)
         .await
         .map(|r| r.rows_affected()))?;
+    drop(turn);
     if n == 1 {
         super::queue_wake::notify(db).await;
     }
@@ -527,7 +529,7 @@ pub struct Lease {
 
 /// Fails every job whose lease expired after its last allowed attempt. Returns how many.
 pub async fn fail_exhausted(db: &Db, now: i64, max_attempts: i32) -> Result<u64, StoreError> {
-    let n = crate::on_pool!(db, p => sqlx::query(FAIL_EXHAUSTED_SQL)
+    let n = crate::on_pool!(db, p => sqlx::query(fail_exhausted_sql(db))
         .bind(now)
         .bind(max_attempts)
         .execute(p)
@@ -536,11 +538,28 @@ pub async fn fail_exhausted(db: &Db, now: i64, max_attempts: i32) -> Result<u64,
     Ok(n)
 }
 
-/// [`fail_exhausted`]'s statement.
-const FAIL_EXHAUSTED_SQL: &str = "UPDATE crashes SET status = 'failed', lease_until = NULL, \
-    finished_at = $1, error = 'gave up after ' || CAST(attempts AS TEXT) || \
-    ' attempts: the lease expired each time (the worker died or the job outlived its lease)' \
-    WHERE status = 'processing' AND lease_until < $1 AND attempts >= $2";
+/// [`fail_exhausted_sql`] after the table's name.
+macro_rules! fail_exhausted_tail {
+    () => {
+        "SET status = 'failed', lease_until = NULL, finished_at = $1, \
+         error = 'gave up after ' || CAST(attempts AS TEXT) || ' attempts: the lease expired \
+         each time (the worker died or the job outlived its lease)' \
+         WHERE status = 'processing' AND lease_until < $1 AND attempts >= $2"
+    };
+}
+
+/// [`fail_exhausted`]'s statement: on SQLite through the leases' partial index (0041),
+/// which its planner, seeing `status` as a column of few values, passed over for a scan of
+/// every crash; PostgreSQL picks it by itself.
+fn fail_exhausted_sql(db: &Db) -> &'static str {
+    match db.backend() {
+        Backend::Sqlite(_) => concat!(
+            "UPDATE crashes INDEXED BY crashes_leased ",
+            fail_exhausted_tail!()
+        ),
+        Backend::Postgres(_) => concat!("UPDATE crashes ", fail_exhausted_tail!()),
+    }
+}
 
 /// Leases the job that is pending or whose lease expired (with attempts left), for
 /// `lease_ms`, to `worker`: new crashes first (`priority` 0), crashes queued again after
@@ -609,26 +628,7 @@ async fn claim_in(
     claim: &Claim<'_>,
     sweep: bool,
 ) -> Result<(u64, Vec<Lease>), StoreError> {
-    // The claim is one statement on both databases. PostgreSQL: concurrent workers skip
-    // rows another transaction has locked instead of waiting on them. SQLite: a single
-    // writer, so the UPDATE with its subquery is atomic already.
-    let pick = format!(
-        "SELECT id FROM crashes WHERE (status = 'pending' \
-         OR (status = 'processing' AND lease_until < $3 AND attempts < $4)) \
-         AND id NOT IN ({}) ORDER BY priority, received_at, id LIMIT $5",
-        db.json_strings("$6")
-    );
-    let lock = match db.backend() {
-        Backend::Postgres(_) => " FOR UPDATE SKIP LOCKED",
-        Backend::Sqlite(_) => "",
-    };
-    let sql = format!(
-        "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
-         lease_until = $1, leased_by = $2, started_at = $3 \
-         WHERE id IN ({pick}{lock}) \
-         RETURNING id, attempts, dump_sha256, annotations, annotations_cut, project, \
-         priority, received_at"
-    );
+    let sql = claim_sql(db);
     #[derive(sqlx::FromRow)]
     struct Claimed {
         #[sqlx(flatten)]
@@ -641,7 +641,7 @@ async fn claim_in(
     let skip = serde_json::to_string(claim.skip).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let (exhausted, mut claimed) = crate::in_transaction!(db, tx => {
         let exhausted = if sweep {
-            sqlx::query(FAIL_EXHAUSTED_SQL)
+            sqlx::query(fail_exhausted_sql(db))
                 .bind(claim.now).bind(claim.max_attempts)
                 .execute(&mut *tx).await?.rows_affected()
         } else {
@@ -671,6 +671,41 @@ async fn claim_in(
     Ok((exhausted, claimed.into_iter().map(|c| c.lease).collect()))
 }
 
+/// The claim's statement: leases up to `$5` crashes, pending or with an expired lease and
+/// attempts left, in queue order, skipping the ids of the JSON list `$6`; returns them.
+///
+/// One statement on both databases. PostgreSQL: concurrent workers skip rows another
+/// transaction has locked instead of waiting on them. SQLite: a single writer, so the
+/// UPDATE with its subquery is atomic already. The first condition is the partial
+/// index's (0041's `crashes_claimable`), whose order is the claim's: SQLite is told to
+/// read it (`INDEXED BY`), as its planner, seeing `status` as a column of few values,
+/// read the pending and processing crashes through `status` and sorted them all on each
+/// claim; PostgreSQL picks it by itself.
+fn claim_sql(db: &Db) -> String {
+    let indexed = match db.backend() {
+        Backend::Postgres(_) => "",
+        Backend::Sqlite(_) => " INDEXED BY crashes_claimable",
+    };
+    let pick = format!(
+        "SELECT id FROM crashes{indexed} WHERE status IN ('pending', 'processing') \
+         AND (status = 'pending' OR (status = 'processing' AND lease_until < $3 \
+         AND attempts < $4)) \
+         AND id NOT IN ({}) ORDER BY priority, received_at, id LIMIT $5",
+        db.json_strings("$6")
+    );
+    let lock = match db.backend() {
+        Backend::Postgres(_) => " FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite(_) => "",
+    };
+    format!(
+        "UPDATE crashes SET status = 'processing', attempts = attempts + 1, \
+         lease_until = $1, leased_by = $2, started_at = $3 \
+         WHERE id IN ({pick}{lock}) \
+         RETURNING id, attempts, dump_sha256, annotations, annotations_cut, project, \
+         priority, received_at"
+    )
+}
+
 /// Crashes whose index rows one statement of [`claim_batch`] deletes.
 const CLEARED_PER_STATEMENT: usize = 500;
 
@@ -687,6 +722,7 @@ fn clear_sql(table: &str, n: usize) -> String {
 pub async fn renew(db: &Db, lease: &Lease, worker: &str, until: i64) -> Result<bool, StoreError> {
     let sql = "UPDATE crashes SET lease_until = $1 WHERE id = $2 AND leased_by = $3 \
                AND attempts = $4 AND status = 'processing'";
+    let _turn = db.write_turn().await;
     let n = crate::on_pool!(db, p => sqlx::query(sql)
         .bind(until)
         .bind(&lease.id)
@@ -1144,4 +1180,74 @@ pub fn function_frames(report: &Report) -> Option<i64> {
         .filter(|f| f.function.is_some())
         .count();
     i64::try_from(n).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// The claim's two statements read the queue's partial indexes (migration 0041), not
+    /// the whole table, under the statistics SQLite's planner keeps of a store whose
+    /// crashes are finished (`ANALYZE`, as `PRAGMA optimize` runs it): before 0041 it
+    /// scanned every crash and sorted the pending ones, on each claim.
+    #[tokio::test]
+    async fn the_claim_reads_the_queue_indexes_on_sqlite() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let db = Db::connect(&url).await.expect("connect");
+        db.migrate().await.expect("migrate");
+        for i in 0..200 {
+            let c = NewCrash {
+                id: format!("c{i:03}"),
+                received_at: i,
+                dump_sha256: "0".repeat(64),
+                dump_size: 1,
+                dump_format: "minidump".into(),
+                annotations: "{}".into(),
+                annotations_cut: None,
+            };
+            insert(&db, &c).await.unwrap();
+        }
+        let Backend::Sqlite(pool) = db.backend() else {
+            unreachable!("a SQLite URL")
+        };
+        sqlx::query("UPDATE crashes SET status = 'done'")
+            .execute(pool)
+            .await
+            .unwrap();
+        sqlx::query("ANALYZE").execute(pool).await.unwrap();
+        let plans = [
+            (claim_sql(&db), 6),
+            (fail_exhausted_sql(&db).to_string(), 2),
+        ];
+        for (sql, binds) in plans {
+            let explain = format!("EXPLAIN QUERY PLAN {sql}");
+            let mut q =
+                sqlx::query_as::<_, (i64, i64, i64, String)>(sqlx::AssertSqlSafe(explain.as_str()));
+            for _ in 0..binds {
+                q = q.bind(1_i64);
+            }
+            let plan: Vec<String> = q
+                .fetch_all(pool)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|row| row.3)
+                .collect();
+            assert!(
+                plan.iter().all(|step| !step.starts_with("SCAN crashes")
+                    || step.contains("USING INDEX crashes_claimable"))
+                    && plan.iter().all(|step| !step.contains("TEMP B-TREE")),
+                "the claim reads the whole table: {plan:?} for {sql}"
+            );
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains("crashes_claimable")
+                        || step.contains("crashes_leased")),
+                "{plan:?} for {sql}"
+            );
+        }
+        db.close().await;
+    }
 }
