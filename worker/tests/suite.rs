@@ -12,6 +12,7 @@ mod dashboard_store;
 mod delete_filter_store;
 mod elf_debug_ids;
 mod migration_files;
+mod module_records_store;
 mod pg;
 mod pipeline;
 mod project_groups;

@@ -25,7 +25,8 @@ use tracing::{info_span, instrument, Instrument};
 use super::steps::Step;
 use super::{fetch, JobError, Runner};
 use crate::cache::{CacheKey, TableKind};
-use crate::store::{binaries, breakpad_used, crashes, missing, tables};
+use crate::store::module_records::{self, Index, ModuleRecord};
+use crate::store::{binaries, crashes, tables};
 use engine::binary::FileBytes;
 use engine::dump::{Dump, Module};
 use engine::process::{CodeImage, ModuleTables, StoredTables, TableProvider, NOTES_VERSION};
@@ -127,13 +128,32 @@ async fn read_modules(
 }
 
 /// The tables of the dump's modules, by [`lookup_key`], with what remote sources were
-/// asked for each; the modules nobody uploaded are recorded as missing.
+/// asked for each; the modules nobody uploaded are recorded as missing, those walked from
+/// partial files as partial, in one transaction once every module was looked at (also
+/// when looking failed: what was found until then is recorded, as before the records were
+/// written at once).
 async fn gather_tables(
     runner: &Runner,
     lease: &crashes::Lease,
     modules: &[Module],
     arch: engine::dump::Arch,
     until: Option<std::time::Instant>,
+) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
+    let mut records = Vec::new();
+    let gathered = locate_all(runner, lease, modules, arch, until, &mut records).await;
+    module_records::record_all(&runner.db, &lease.id, &records).await?;
+    gathered
+}
+
+/// [`gather_tables`]' modules looked at in turn; what is to be recorded of them goes to
+/// `records`.
+async fn locate_all(
+    runner: &Runner,
+    lease: &crashes::Lease,
+    modules: &[Module],
+    arch: engine::dump::Arch,
+    until: Option<std::time::Instant>,
+    records: &mut Vec<ModuleRecord>,
 ) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
     // 2. Their tables, recording the ones nobody uploaded (what the crash missed last
     // time was forgotten when it was leased: `crashes::claim_batch`).
@@ -183,13 +203,19 @@ async fn gather_tables(
         }
         match located {
             Some(located) => {
+                let record = |index, debug_id: Option<&str>| ModuleRecord {
+                    index,
+                    key: key.clone(),
+                    debug_id: debug_id.map(str::to_string),
+                    name: m.name.clone(),
+                };
                 if matches!(located.key, TableKey::Breakpad(_)) {
-                    breakpad_used::record(&runner.db, &key, debug_id.as_deref(), &lease.id).await?;
+                    records.push(record(Index::Partial, debug_id.as_deref()));
                 }
                 // a Windows image without its PDB (or the reverse): the other's upload
                 // processes this crash again, as a binary's does after a .sym file
                 if let Some(pdb_id) = windows_part(&located) {
-                    breakpad_used::record(&runner.db, &key, Some(&pdb_id), &lease.id).await?;
+                    records.push(record(Index::Partial, Some(&pdb_id)));
                 }
                 // a Mach-O binary without its dSYM: the dSYM is missing (listed with
                 // the modules nobody uploaded), and its upload processes this crash
@@ -197,25 +223,20 @@ async fn gather_tables(
                 // an ELF file without DWARF (a stripped binary): its debug file's upload
                 // processes this crash again, for lines and inlined frames
                 if elf_without_dwarf(&located) {
-                    breakpad_used::record(&runner.db, &key, debug_id.as_deref(), &lease.id).await?;
+                    records.push(record(Index::Partial, debug_id.as_deref()));
                 }
                 if macho_without_dsym(&located) {
-                    missing::record_module(
-                        &runner.db,
-                        &key,
-                        debug_id.as_deref(),
-                        &lease.id,
-                        &m.name,
-                    )
-                    .await?;
+                    records.push(record(Index::Missing, debug_id.as_deref()));
                 }
                 used.extend(located_files(&located));
                 found.insert(key, located_tables(runner, located).await?);
             }
-            None => {
-                missing::record_module(&runner.db, &key, debug_id.as_deref(), &lease.id, &m.name)
-                    .await?
-            }
+            None => records.push(ModuleRecord {
+                index: Index::Missing,
+                key,
+                debug_id,
+                name: m.name.clone(),
+            }),
         }
     }
 

@@ -25,6 +25,7 @@ mod error;
 pub mod fetch_state;
 pub mod groups;
 pub mod missing;
+pub mod module_records;
 pub mod projects;
 pub mod queue_wake;
 pub mod reprocess;
