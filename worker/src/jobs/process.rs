@@ -129,9 +129,12 @@ async fn read_modules(
 
 /// The tables of the dump's modules, by [`lookup_key`], with what remote sources were
 /// asked for each; the modules nobody uploaded are recorded as missing, those walked from
-/// partial files as partial, in one transaction once every module was looked at (also
-/// when looking failed: what was found until then is recorded, as before the records were
-/// written at once).
+/// partial files as partial, in one transaction once every module was looked up and
+/// before any table is built (also when looking up failed: what was found until then is
+/// recorded). An upload of a module's file processes again the crashes recorded as
+/// missing it: the time from the claim, which forgot the crash's last records, to this
+/// transaction is a window in which such an upload does not see this crash, so the
+/// tables, which may take a build, come after it.
 async fn gather_tables(
     runner: &Runner,
     lease: &crashes::Lease,
@@ -140,13 +143,21 @@ async fn gather_tables(
     until: Option<std::time::Instant>,
 ) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
     let mut records = Vec::new();
-    let gathered = locate_all(runner, lease, modules, arch, until, &mut records).await;
+    let located = locate_all(runner, lease, modules, arch, until, &mut records).await;
     module_records::record_all(&runner.db, &lease.id, &records).await?;
-    gathered
+    let (located, lookups) = located?;
+    let mut found = HashMap::with_capacity(located.len());
+    for (key, located) in located {
+        found.insert(key, located_tables(runner, located).await?);
+    }
+    Ok((found, lookups))
 }
 
-/// [`gather_tables`]' modules looked at in turn; what is to be recorded of them goes to
-/// `records`.
+/// The files of each module, by [`lookup_key`].
+type LocatedModules = Vec<(String, Located<binaries::BinaryRow>)>;
+
+/// [`gather_tables`]' modules looked up in turn: the files of each; what is to be
+/// recorded of them goes to `records`.
 async fn locate_all(
     runner: &Runner,
     lease: &crashes::Lease,
@@ -154,18 +165,19 @@ async fn locate_all(
     arch: engine::dump::Arch,
     until: Option<std::time::Instant>,
     records: &mut Vec<ModuleRecord>,
-) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
-    // 2. Their tables, recording the ones nobody uploaded (what the crash missed last
+) -> Result<(LocatedModules, HashMap<String, Vec<Lookup>>), JobError> {
+    // 2. Their files, recording the ones nobody uploaded (what the crash missed last
     // time was forgotten when it was leased: `crashes::claim_batch`).
     let project = lease.project.as_str();
     let source = Uploaded::of_modules(runner, project, modules).await?;
     let fresh = Uploaded::fresh(runner, project);
-    let mut found: HashMap<String, ModuleTables> = HashMap::new();
+    let mut found: LocatedModules = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
     let mut used: Vec<String> = Vec::new();
     for m in modules {
         let Some(key) = lookup_key(m) else { continue };
-        if found.contains_key(&key) || m.is_vdso() {
+        if m.is_vdso() || !seen.insert(key.clone()) {
             // The vdso's tables come from the dump's own memory: nobody uploads it, and
             // it is not missing.
             continue;
@@ -229,7 +241,7 @@ async fn locate_all(
                     records.push(record(Index::Missing, debug_id.as_deref()));
                 }
                 used.extend(located_files(&located));
-                found.insert(key, located_tables(runner, located).await?);
+                found.push((key, located));
             }
             None => records.push(ModuleRecord {
                 index: Index::Missing,
