@@ -639,6 +639,7 @@ async fn claim_in(
     let until = claim.now.saturating_add(claim.lease_ms);
     let n = i64::try_from(claim.n.max(1)).unwrap_or(1);
     let skip = serde_json::to_string(claim.skip).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let sqlite = matches!(db.backend(), Backend::Sqlite(_));
     let (exhausted, mut claimed) = crate::in_transaction!(db, tx => {
         let exhausted = if sweep {
             sqlx::query(fail_exhausted_sql(db))
@@ -654,7 +655,7 @@ async fn claim_in(
         let ids: Vec<&str> = claimed.iter().map(|c| c.lease.id.as_str()).collect();
         for table in ["missing_modules", "breakpad_modules"] {
             for chunk in ids.chunks(CLEARED_PER_STATEMENT) {
-                let sql = clear_sql(table, chunk.len());
+                let sql = super::crash_index::delete_by_crash_sql(table, chunk.len(), sqlite);
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
                 for id in chunk {
                     q = q.bind(*id);
@@ -708,15 +709,6 @@ fn claim_sql(db: &Db) -> String {
 
 /// Crashes whose index rows one statement of [`claim_batch`] deletes.
 const CLEARED_PER_STATEMENT: usize = 500;
-
-/// `DELETE FROM {table} WHERE crash_id IN ($1, …, $n)`.
-fn clear_sql(table: &str, n: usize) -> String {
-    let marks: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
-    format!(
-        "DELETE FROM {table} WHERE crash_id IN ({})",
-        marks.join(", ")
-    )
-}
 
 /// Extends a lease still held (a long job keeps its claim). False if it was lost.
 pub async fn renew(db: &Db, lease: &Lease, worker: &str, until: i64) -> Result<bool, StoreError> {
@@ -885,7 +877,8 @@ pub async fn finish_batch(
                 _ => None,
             })
             .collect();
-        for st in super::crash_index::statements(&indexed) {
+        let sqlite = matches!(db.backend(), Backend::Sqlite(_));
+        for st in super::crash_index::statements(&indexed, sqlite) {
             let mut q = sqlx::query(sqlx::AssertSqlSafe(st.sql.as_str()));
             for b in st.binds {
                 q = q.bind(b);

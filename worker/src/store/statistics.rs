@@ -12,7 +12,9 @@
 //!   a table never analyzed, or ten times larger or smaller than when it was, is analyzed
 //!   again in milliseconds, and nothing is done otherwise. `serve` and `postmortem worker`
 //!   run it at start and then every sweep interval ([`run`]), as SQLite advises for
-//!   long-lived connections.
+//!   long-lived connections, and the workers every 1,000 reports they store
+//!   (`jobs::Runner`), so that a burst into a small store does not run a minute on the
+//!   plans of the store it was.
 //! - **PostgreSQL** analyzes on its own (autovacuum, once 10% of a table changed, a
 //!   minute or so after a bulk load): [`refresh`] does nothing there.
 //!
@@ -34,6 +36,8 @@ const OPTIMIZE: &str = "PRAGMA optimize=0x10012";
 /// tenfold (a bounded `ANALYZE` of those tables); nothing on PostgreSQL.
 pub async fn refresh(db: &Db) -> Result<(), StoreError> {
     if let Backend::Sqlite(p) = db.backend() {
+        // an ANALYZE writes the statistics' tables: it takes the writer's turn
+        let _turn = db.write_turn().await;
         sqlx::query(OPTIMIZE).execute(p).await?;
     }
     Ok(())
