@@ -2,6 +2,7 @@
 //! module of both indexes in one transaction, a module named twice recorded once, the
 //! missing ones listed as the one-at-a-time writes listed them; on SQLite and PostgreSQL.
 
+use crate::common;
 use worker::store::crashes::{self, NewCrash};
 use worker::store::module_records::{record_all, Index, ModuleRecord};
 use worker::store::{missing, Backend, Db};
@@ -78,21 +79,17 @@ async fn scenario(db: &Db) {
 
 #[tokio::test]
 async fn module_records_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::connect(&format!("sqlite://{}", dir.path().join("t.db").display()))
-        .await
-        .unwrap();
-    db.migrate().await.unwrap();
+    let (_dir, db) = common::sqlite_migrated().await;
     scenario(&db).await;
     db.close().await;
 }
 
 #[tokio::test]
 async fn module_records_postgres() {
-    let Some((name, db)) = crate::common::pg_migrated("pm_mr").await else {
+    let Some((name, db)) = common::pg_migrated("pm_mr").await else {
         return;
     };
     scenario(&db).await;
     db.close().await;
-    crate::common::drop_db(&name).await;
+    common::drop_db(&name).await;
 }

@@ -173,11 +173,7 @@ async fn scenario(db: &Db) {
 
 #[tokio::test]
 async fn reprocess_store_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::connect(&format!("sqlite://{}", dir.path().join("t.db").display()))
-        .await
-        .unwrap();
-    db.migrate().await.unwrap();
+    let (_dir, db) = common::sqlite_migrated().await;
     scenario(&db).await;
     db.close().await;
 }

@@ -26,4 +26,14 @@ mod use_store;
 /// What the test files call `common::…`.
 mod common {
     pub use crate::pg::{drop_db, pg_database, pg_migrated};
+
+    /// A fresh, migrated SQLite store in a temporary directory, which lives as long as
+    /// the directory returned beside it.
+    pub async fn sqlite_migrated() -> (tempfile::TempDir, worker::store::Db) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let db = worker::store::Db::connect(&url).await.unwrap();
+        db.migrate().await.unwrap();
+        (dir, db)
+    }
 }
