@@ -2,7 +2,8 @@
 //! upload and walks it as gdb-multiarch walks the core of the same crash (issue 39).
 //!
 //! As [`crate::microdump_upload`] does for aarch64: a crash program built by
-//! `arm-linux-gnueabihf-gcc -g -no-pie` as ARM or as Thumb code, crashed under
+//! `arm-linux-gnueabihf-gcc -g -no-pie` (or `-pie`, gdb then walking the live process) as
+//! ARM or as Thumb code, crashed under
 //! `qemu-arm-static -cpu cortex-a15` (as the arm gdb comparison crashes it,
 //! [`crate::gdb_compare::arm`]), whose core gdb-multiarch reads (the reference); the
 //! microdump is written from that core in the record format a 32-bit Android process's
@@ -45,15 +46,17 @@ struct Case {
     files: Vec<PathBuf>,
 }
 
-/// Builds `source` with `flags` (besides `-g -no-pie`; EHABI tables only, `.debug_frame`
-/// removed, when `ehabi_only`), crashes it under QEMU, takes gdb's walk of the core and
-/// writes the microdump of the crash.
+/// Builds `source` with `flags` (besides `-g` and `-no-pie`, or `-fPIE` where `flags` hold
+/// `-pie`; EHABI tables only, `.debug_frame` removed, when `ehabi_only`), crashes it under
+/// QEMU, takes gdb's walk (of the core; of the live process at its fault for a PIE, whose
+/// core gdb cannot relocate) and writes the microdump of the crash.
 fn crash(name: &str, flags: &[&str], source: &str, ehabi_only: bool) -> Option<Case> {
     if !arm_gdb::tools_present() {
         return None;
     }
     let work = Workdir::new(name);
-    let mut all = vec!["-no-pie"];
+    let pie = flags.contains(&"-pie");
+    let mut all = if pie { vec!["-fPIE"] } else { vec!["-no-pie"] };
     if ehabi_only {
         all.extend(["-funwind-tables", "-fno-asynchronous-unwind-tables"]);
     }
@@ -64,8 +67,13 @@ fn crash(name: &str, flags: &[&str], source: &str, ehabi_only: bool) -> Option<C
         work.run_tool(OBJCOPY, &["--remove-section=.debug_frame", &path]);
         arm_gdb::assert_ehabi_only(&exe);
     }
-    let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
-    let gdb = arm_gdb::gdb_frames(&work, &exe, &core);
+    let (core, gdb) = if pie {
+        arm_gdb::crash_under_live_gdb(&work, &exe)
+    } else {
+        let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
+        let gdb = arm_gdb::gdb_frames(&work, &exe, &core);
+        (core, gdb)
+    };
     let dir = work.path().to_path_buf();
     let written = microdump::from_core(&std::fs::read(&core).unwrap(), |path| {
         qemu::module_file_in(&dir, SYSROOT, path)
@@ -191,6 +199,13 @@ async fn the_service_walks_an_arm_microdump_as_gdb_walks_the_core() {
 #[tokio::test]
 async fn the_service_walks_a_thumb_microdump_as_gdb_walks_the_core() {
     basic("microdump_thumb", &["-O2", "-mthumb"], false).await;
+}
+
+/// A position-independent program, as every Android program is: loaded where the
+/// system chose, its microdump's module record gives that address.
+#[tokio::test]
+async fn the_service_walks_a_pie_thumb_microdump_as_gdb_walks_the_process() {
+    basic("microdump_pie_thumb", &["-O2", "-mthumb", "-pie"], false).await;
 }
 
 /// The program's own frames from its EHABI tables too (no DWARF CFI in it).

@@ -78,23 +78,53 @@ pub fn frames(workdir: &Path, exe: &Path, core: &Path) -> GdbCore {
 /// [`frames`] with another gdb (`gdb-multiarch`) and extra commands run first
 /// (`set sysroot …`).
 pub fn frames_with(gdb: &str, setup: &[&str], workdir: &Path, exe: &Path, core: &Path) -> GdbCore {
+    run_script(gdb, setup, &[], &[exe, core], workdir)
+}
+
+/// gdb's frames of a live process at its fatal signal: gdb loads `exe`, connects to the
+/// gdbstub listening on 127.0.0.1:`port` (QEMU's `-g`, the program held at its first
+/// instruction; gdb retries until it listens), lets the program run to the signal,
+/// reads every thread there, then lets the signal through so the program dies of it.
+///
+/// For what a core cannot tell gdb: QEMU's core of a position-independent program has no
+/// NT_FILE, and gdb cannot relocate the program from it (frame 0 `??`); the live stub
+/// answers gdb's questions about the auxiliary vector and the loaded libraries.
+pub fn frames_live(gdb: &str, setup: &[&str], workdir: &Path, exe: &Path, port: u16) -> GdbCore {
+    let connect = format!("target remote 127.0.0.1:{port}");
+    let before = [connect.as_str(), "continue"];
+    let mut all: Vec<&str> = setup.to_vec();
+    all.extend(before);
+    run_script(gdb, &all, &["continue"], &[exe], workdir)
+}
+
+/// Runs gdb in batch mode: the commands `before`, [`SCRIPT`], the commands `after`, on
+/// the files `positional` (the program, and the core if any); returns the script's frames.
+fn run_script(
+    gdb: &str,
+    before: &[&str],
+    after: &[&str],
+    positional: &[&Path],
+    workdir: &Path,
+) -> GdbCore {
     let script = workdir.join("gdb_frames.py");
     std::fs::write(&script, SCRIPT).expect("write the gdb script");
     let mut command = Command::new(gdb);
-    command.args(["-batch", "-nx"]);
-    for cmd in setup {
-        command.args(["-ex", cmd]);
-    }
-    let out = command
+    command
+        .args(["-batch", "-nx"])
         .args(["-ex", "set pagination off"])
         .args(["-ex", "set debuginfod enabled off"])
         .args(["-ex", "set backtrace past-main on"])
         .args(["-ex", "set backtrace past-entry on"])
-        .args(["-ex", "set backtrace limit unlimited"])
-        .arg("-x")
-        .arg(&script)
-        .arg(exe)
-        .arg(core)
+        .args(["-ex", "set backtrace limit unlimited"]);
+    for cmd in before {
+        command.args(["-ex", cmd]);
+    }
+    command.arg("-x").arg(&script);
+    for cmd in after {
+        command.args(["-ex", cmd]);
+    }
+    let out = command
+        .args(positional)
         .current_dir(workdir)
         .env("LC_ALL", "C")
         .output()

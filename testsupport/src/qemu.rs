@@ -82,6 +82,47 @@ pub fn crash_under(qemu: &str, dir: &Path, exe: &Path, cpu: &str, sysroot: &str)
         exe.display(),
         String::from_utf8_lossy(&out.stdout)
     );
+    qemu_core(dir, exe, &out.status.to_string())
+}
+
+/// [`crash_under`] with a debugger at QEMU's gdbstub: QEMU holds the program at its
+/// first instruction until `debugger(port)` connects to 127.0.0.1:`port` (e.g.
+/// [`crate::gdb::frames_live`], which reads the frames at the fatal signal and lets it
+/// through). Returns QEMU's core and what `debugger` returned.
+pub fn crash_under_debugger<T>(
+    qemu: &str,
+    dir: &Path,
+    exe: &Path,
+    cpu: &str,
+    sysroot: &str,
+    debugger: impl FnOnce(u16) -> T,
+) -> (PathBuf, T) {
+    // a port free now; QEMU binds it a moment later (another process taking it between
+    // would fail the test loudly, not wrongly)
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let script = format!(
+        "ulimit -c unlimited; exec {qemu} -g {port} -cpu {cpu} -L {sysroot} '{}'",
+        exe.display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("run qemu");
+    let seen = debugger(port);
+    let status = child.wait().expect("wait for qemu");
+    assert!(!status.success(), "{} did not crash", exe.display());
+    (qemu_core(dir, exe, &status.to_string()), seen)
+}
+
+/// QEMU's core of `exe` in `dir` (`qemu_*.core`); removes the host kernel's core of QEMU
+/// itself (`core`, `core.*`) if it wrote one.
+fn qemu_core(dir: &Path, exe: &Path, status: &str) -> PathBuf {
     let mut core = None;
     for entry in std::fs::read_dir(dir).expect("read the work directory") {
         let path = entry.expect("directory entry").path();
@@ -98,9 +139,8 @@ pub fn crash_under(qemu: &str, dir: &Path, exe: &Path, cpu: &str, sysroot: &str)
     }
     core.unwrap_or_else(|| {
         panic!(
-            "{} died ({}) but left no qemu_*.core in {}",
+            "{} died ({status}) but left no qemu_*.core in {}",
             exe.display(),
-            out.status,
             dir.display()
         )
     })

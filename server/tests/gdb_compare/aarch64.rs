@@ -5,9 +5,11 @@
 //! QEMU's user-mode emulator writes its own core (`qemu_PROG_TIME_PID.core`, in the working
 //! directory): threads, registers and writable memory, but no NT_FILE and none of the
 //! read-only file mappings — not even the executable's headers. So:
-//! - the programs are linked `-no-pie`: gdb 13 cannot relocate a PIE whose headers the
+//! - most programs are linked `-no-pie`: gdb 13 cannot relocate a PIE whose headers the
 //!   core lacks (it prints `?? ()` for every frame), and a test that gdb cannot read
-//!   proves nothing;
+//!   proves nothing. The PIE cases (`-pie`, as every Android program is) take gdb's
+//!   frames from the live process at its fault instead, through QEMU's gdbstub, and walk
+//!   the core QEMU writes a moment later;
 //! - the modules carry no build-id: postmortem matches the files under `--symbols` by
 //!   name (the program's directory and the cross libc, `/usr/aarch64-linux-gnu/lib`),
 //!   gdb finds them through `set sysroot`. Debian has no debug package for the cross
@@ -194,7 +196,11 @@ impl Case<'_> {
             return None;
         }
         let work = Workdir::new(self.name);
-        let mut flags = vec!["-no-pie"];
+        let mut flags = if self.pie() {
+            vec!["-fPIE"]
+        } else {
+            vec!["-no-pie"]
+        };
         flags.extend_from_slice(self.flags);
         let exe = work.compile(self.compiler, &flags, self.sources, self.name);
         Some(self.run_built(work, exe, expect))
@@ -204,8 +210,13 @@ impl Case<'_> {
     /// `sources` are not used).
     fn run_built(&self, work: Workdir, exe: PathBuf, expect: impl Fn(&GdbCore)) -> Ran {
         let symbols = [work.path(), &Path::new(SYSROOT).join("lib")];
-        let reference = crash(&work, &exe, self.reference_cpu);
-        let gdb = gdb_frames(&work, &exe, &reference);
+        let (reference, gdb) = if self.pie() {
+            crash_under_live_gdb(&work, &exe, self.reference_cpu)
+        } else {
+            let reference = crash(&work, &exe, self.reference_cpu);
+            let gdb = gdb_frames(&work, &exe, &reference);
+            (reference, gdb)
+        };
         expect(&gdb);
         let report = walk_report(&reference, &symbols, &[]);
         check_report(&report, self.signal);
@@ -235,6 +246,31 @@ impl Case<'_> {
             report,
         }
     }
+}
+
+impl Case<'_> {
+    /// A position-independent program (`-pie` among the flags): gdb's frames come from
+    /// the live process ([`crash_under_live_gdb`]).
+    fn pie(&self) -> bool {
+        self.flags.contains(&"-pie")
+    }
+}
+
+/// Runs a position-independent program under QEMU's `cpu` with gdb-multiarch at its
+/// gdbstub: gdb's frames at the fault, read from the live process, and the core QEMU
+/// writes when the signal goes through. From QEMU's core alone gdb cannot relocate a PIE
+/// (every frame `??`); the live stub tells it where the program and libraries were loaded.
+fn crash_under_live_gdb(work: &Workdir, exe: &Path, cpu: &str) -> (PathBuf, GdbCore) {
+    let sysroot = format!("set sysroot {SYSROOT}");
+    let search = format!("set solib-search-path {}", work.path().display());
+    let setup = [
+        sysroot.as_str(),
+        search.as_str(),
+        "set architecture aarch64",
+    ];
+    qemu::crash_under_debugger(qemu::QEMU, work.path(), exe, cpu, SYSROOT, |port| {
+        gdb::frames_live(GDB, &setup, work.path(), exe, port)
+    })
 }
 
 /// A C program built with the cross gcc and compared on the `-cpu max` core.
@@ -291,6 +327,33 @@ fn basic(name: &str, flags: &[&str]) {
 #[test]
 fn aarch64_c_o0() {
     basic("a64_o0", &["-O0"]);
+}
+
+/// Position-independent programs, as every Android program and library is: the same
+/// stacks against gdb's walk of the live process (QEMU's core has no NT_FILE and not
+/// even the program's headers).
+#[test]
+fn aarch64_pie_o0() {
+    basic("a64_pie_o0", &["-O0", "-pie"]);
+}
+
+#[test]
+fn aarch64_pie_o2_omit_frame_pointer() {
+    basic(
+        "a64_pie_o2_omit_fp",
+        &["-O2", "-fomit-frame-pointer", "-pie"],
+    );
+}
+
+#[test]
+fn aarch64_pie_threads() {
+    case(
+        "a64_pie_threads",
+        &["-O0", "-pthread", "-pie"],
+        &["threads.c"],
+        SIGSEGV,
+        |gdb| assert_eq!(gdb.threads.len(), 5, "main, three parked threads, crasher"),
+    );
 }
 
 #[test]

@@ -3,8 +3,11 @@
 //! `qemu-arm-static`, against `gdb-multiarch`.
 //!
 //! QEMU's core is as the aarch64 comparison describes (no NT_FILE, no read-only file
-//! mappings, no siginfo), so programs are linked `-no-pie` and found by name under
-//! `--symbols`. Debian's armhf libc carries no DWARF CFI at all (its `.eh_frame` is the
+//! mappings, no siginfo), so most programs are linked `-no-pie` and found by name under
+//! `--symbols`, and gdb reads their frames from the core. gdb cannot relocate a
+//! position-independent program from that core (frame 0 `??`), so the PIE cases (as every
+//! Android program is) take gdb's frames from the live process at its fault, through
+//! QEMU's gdbstub, and walk the core QEMU writes a moment later. Debian's armhf libc carries no DWARF CFI at all (its `.eh_frame` is the
 //! 4-byte terminator): every libc frame is unwound from its EHABI tables
 //! (`.ARM.exidx`/`.ARM.extab`), on both sides. The EHABI-only cases build with
 //! `-funwind-tables -fno-asynchronous-unwind-tables` and drop the `.debug_frame` that
@@ -78,8 +81,11 @@ struct Ran {
     core: std::path::PathBuf,
 }
 
-/// Compiles `sources` with `flags` (besides `-g -no-pie`), crashes the program under
-/// QEMU, checks gdb's frames with `expect` and compares ours with them on every thread.
+/// Compiles `sources` with `flags` (besides `-g` and `-no-pie`, or `-fPIE` where `flags`
+/// hold `-pie`), crashes the program under QEMU, checks gdb's frames with `expect` and
+/// compares ours with them on every thread. gdb reads a fixed-address program's frames
+/// from QEMU's core, and a position-independent one's from the live process at its fault
+/// ([`crash_under_live_gdb`]).
 fn run(
     name: &str,
     flags: &[&str],
@@ -92,7 +98,8 @@ fn run(
         return None;
     }
     let work = Workdir::new(name);
-    let mut all = vec!["-no-pie"];
+    let pie = flags.contains(&"-pie");
+    let mut all = if pie { vec!["-fPIE"] } else { vec!["-no-pie"] };
     if unwind == Unwind::EhabiOnly {
         all.extend(["-funwind-tables", "-fno-asynchronous-unwind-tables"]);
     }
@@ -104,8 +111,13 @@ fn run(
         work.run_tool(OBJCOPY, &["--remove-section=.debug_frame", &path]);
         assert_ehabi_only(&exe);
     }
-    let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
-    let gdb = gdb_frames(&work, &exe, &core);
+    let (core, gdb) = if pie {
+        crash_under_live_gdb(&work, &exe)
+    } else {
+        let core = qemu::crash_under(QEMU, work.path(), &exe, CPU, SYSROOT);
+        let gdb = gdb_frames(&work, &exe, &core);
+        (core, gdb)
+    };
     expect(&gdb);
     let symbols = [work.path(), &Path::new(SYSROOT).join("lib")];
     let report = walk_report(&core, &symbols);
@@ -193,6 +205,18 @@ pub(crate) fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
     let sysroot = format!("set sysroot {SYSROOT}");
     let search = format!("set solib-search-path {}", work.path().display());
     gdb::frames_with(GDB, &[&sysroot, &search], work.path(), exe, core)
+}
+
+/// Runs a position-independent program under QEMU with gdb-multiarch at its gdbstub:
+/// gdb's frames at the fault, read from the live process, and the core QEMU writes when
+/// the signal goes through. From QEMU's core alone gdb cannot relocate a PIE (no NT_FILE:
+/// frame 0 `??`); the live stub tells it where the program and libraries were loaded.
+pub(crate) fn crash_under_live_gdb(work: &Workdir, exe: &Path) -> (std::path::PathBuf, GdbCore) {
+    let sysroot = format!("set sysroot {SYSROOT}");
+    let search = format!("set solib-search-path {}", work.path().display());
+    qemu::crash_under_debugger(QEMU, work.path(), exe, CPU, SYSROOT, |port| {
+        gdb::frames_live(GDB, &[&sysroot, &search], work.path(), exe, port)
+    })
 }
 
 /// `postmortem walk CORE --symbols DIR… --format json`, checked against the schema.
@@ -308,6 +332,49 @@ fn arm_c_o2_arm_frame_pointer() {
         "arm_o2_arm_fp",
         &["-O2", "-marm", "-fno-omit-frame-pointer"],
         Unwind::Dwarf,
+    );
+}
+
+/// Position-independent programs, as every Android program and library is: the same
+/// stacks against gdb's walk of the live process (QEMU's core has no NT_FILE; the walk
+/// finds the program's load address from the core's auxiliary vector and link map).
+#[test]
+fn arm_pie_o2_thumb() {
+    basic(
+        "arm_pie_o2_thumb",
+        &["-O2", "-mthumb", "-pie"],
+        Unwind::Dwarf,
+    );
+}
+
+#[test]
+fn arm_pie_o0_arm() {
+    basic("arm_pie_o0_arm", &["-O0", "-marm", "-pie"], Unwind::Dwarf);
+}
+
+#[test]
+fn arm_pie_ehabi_only_thumb() {
+    let Some(ran) = basic(
+        "arm_pie_ehabi_thumb",
+        &["-O2", "-mthumb", "-pie"],
+        Unwind::EhabiOnly,
+    ) else {
+        return;
+    };
+    assert_unwound_from(&ran.report, &["middle", "outer", "main"], "arm_exidx");
+}
+
+#[test]
+fn arm_pie_threads_blocked_in_syscalls() {
+    run(
+        "arm_pie_threads",
+        &["-O0", "-pthread", "-pie"],
+        Unwind::Dwarf,
+        &["threads.c"],
+        SIGSEGV,
+        |gdb| {
+            assert_eq!(gdb.threads.len(), 5, "main, three parked threads, crasher");
+        },
     );
 }
 
