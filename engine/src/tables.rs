@@ -714,9 +714,13 @@ pub(crate) fn read_image<'a>(
 /// At most this many modules of a dump get tables built from the dump's own memory.
 const MAX_MEMORY_IMAGES: usize = 4;
 
-/// The vdso's whole image is in the dump: its tables come from there.
+/// The vdso's whole image is in the dump: its tables come from there. Whatever path the
+/// dump gives it — none in a core, its name (`linux-gate.so`, `linux-vdso.so.1`) in a
+/// minidump's module list — no file describes it: a Linux minidump's threads blocked in
+/// a system call stand in i386's `__kernel_vsyscall`, whose caller only the vdso's own
+/// CFI finds.
 fn tables_from_memory(dump: &Dump<'_>, m: &Module) -> Option<ModuleTables> {
-    if m.path.is_some() || !m.is_vdso() {
+    if !m.is_vdso() {
         return None;
     }
     let len = usize::try_from(m.end.checked_sub(m.base)?).ok()?;

@@ -524,7 +524,7 @@ fn gdb_multiarch_registers(
 /// stack bytes equal to the core's, and the modules' build-ids from their files.
 #[test]
 fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
-    use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
+    use postmortem_testsupport::core_to_minidump::{core_to_minidump, Layout};
     if !qemu::tools_present() {
         return;
     }
@@ -562,7 +562,7 @@ fn minidump_aarch64_from_qemu_core_agrees_with_gdb_multiarch() {
         .unwrap_or_else(|| panic!("gdb printed no pc: {selected}"));
     let core_bytes = std::fs::read(&core).unwrap();
 
-    for layout in [Arm64Layout::Current, Arm64Layout::BreakpadOld] {
+    for layout in [Layout::Current, Layout::BreakpadOld] {
         let converted = core_to_minidump(&core_bytes, layout, |path| {
             qemu::module_file(dir.path(), path)
         });

@@ -6,7 +6,7 @@
 //!   core (`core`) of the same instant ([`record::record_crash`]; x86_64 Linux);
 //! - `make_dumps arm64-minidump CORE OUT`: writes the minidump of the aarch64 core `CORE`
 //!   (QEMU's) to `OUT`, in the layout minidump-writer writes for a crash
-//!   ([`core_to_minidump`] with [`Arm64Layout::Client`]); build-ids come from the core.
+//!   ([`core_to_minidump`] with [`Layout::Client`]); build-ids come from the core.
 //!
 //! Made a command so the corpus is produced by the same code the other tests use.
 
@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
+use postmortem_testsupport::core_to_minidump::{core_to_minidump, Layout};
 use postmortem_testsupport::record;
 
 fn main() {
@@ -28,7 +28,7 @@ fn main() {
         }
         ["arm64-minidump", core, out] => {
             let bytes = std::fs::read(core).expect("read the core");
-            let converted = core_to_minidump(&bytes, Arm64Layout::Client, |_| None);
+            let converted = core_to_minidump(&bytes, Layout::Client, |_| None);
             std::fs::write(out, converted.bytes).expect("write the minidump");
         }
         _ => {

@@ -1,5 +1,5 @@
-//! Writes a Linux arm64 (or 32-bit arm, [`Arm64Layout::Arm32`]) minidump from the ELF
-//! core of the same crash.
+//! Writes a Linux arm64 (or 32-bit arm, [`Layout::Arm32`], or i386, [`Layout::X86`])
+//! minidump from the ELF core of the same crash.
 //!
 //! ptrace does not reach programs running under qemu-user, so arm64 crashes cannot be
 //! recorded by `minidump-writer` the way x86_64 ones are (see `record`). QEMU writes a
@@ -28,9 +28,10 @@ use std::path::PathBuf;
 
 use engine::dump::{self, Arch, Dump};
 
-/// Which ARM64 context record and CPU id to write.
+/// Which context record and CPU id to write: ARM64's (three layouts), 32-bit arm's or
+/// x86's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arm64Layout {
+pub enum Layout {
     /// Today's layout (Windows `CONTEXT_ARM64`, flags `0x0040_0000`, CPU id 12), as
     /// Crashpad and minidump-writer write it; all memory in a `Memory64List`.
     Current,
@@ -46,18 +47,24 @@ pub enum Arm64Layout {
     /// `MD_CONTEXT_ARM | INTEGER`, r0–r15, cpsr, the VFP area left zero: 368 bytes; CPU
     /// id 5), all memory in a `Memory64List`.
     Arm32,
+    /// An i386 core's minidump: Breakpad's and Crashpad's `MDRawContextX86` (flags
+    /// `MD_CONTEXT_X86 | CONTROL | INTEGER | SEGMENTS`; the general registers, `eip`,
+    /// `eflags`, `esp`, the floating-point and extended areas left zero: 716 bytes; CPU id
+    /// 0, `PROCESSOR_ARCHITECTURE_INTEL`), all memory in a `Memory64List`.
+    X86,
 }
 
-impl Arm64Layout {
+impl Layout {
     /// Whether every byte of the core is written (else only the stacks).
     fn all_memory(self) -> bool {
-        matches!(self, Arm64Layout::Current | Arm64Layout::Arm32)
+        matches!(self, Layout::Current | Layout::Arm32 | Layout::X86)
     }
 
     /// The core's architecture this layout is for.
     fn arch(self) -> Arch {
         match self {
-            Arm64Layout::Arm32 => Arch::Arm,
+            Layout::Arm32 => Arch::Arm,
+            Layout::X86 => Arch::X86,
             _ => Arch::Aarch64,
         }
     }
@@ -73,6 +80,9 @@ const STREAM_LINUX_CMD_LINE: u32 = 0x4767_0006;
 
 const PROCESSOR_ARCHITECTURE_ARM64: u16 = 12;
 const PROCESSOR_ARCHITECTURE_ARM: u16 = 5;
+const PROCESSOR_ARCHITECTURE_INTEL: u16 = 0;
+/// `MD_CONTEXT_X86 | CONTROL | INTEGER | SEGMENTS`.
+const CONTEXT_X86_CONTROL_INTEGER_SEGMENTS: u32 = 0x0001_0007;
 /// `MD_CONTEXT_ARM | MD_CONTEXT_ARM_INTEGER`: r0–r15 and cpsr.
 const CONTEXT_ARM_INTEGER: u32 = 0x4000_0002;
 const PROCESSOR_ARCHITECTURE_ARM64_OLD: u16 = 0x8003;
@@ -142,11 +152,11 @@ impl Out {
 }
 
 /// One thread's context record in the chosen layout.
-fn context(layout: Arm64Layout, regs: &dump::RegisterSet) -> Vec<u8> {
+fn context(layout: Layout, regs: &dump::RegisterSet) -> Vec<u8> {
     let reg = |n: u16| regs.get(n).unwrap_or(0);
     let mut c = Out::default();
     match layout {
-        Arm64Layout::Current | Arm64Layout::Client => {
+        Layout::Current | Layout::Client => {
             // ContextFlags, Cpsr, X0–X28 Fp Lr, Sp, Pc, V[32], Fpcr, Fpsr, Bcr[8], Bvr[8],
             // Wcr[2], Wvr[2]: 912 bytes.
             c.u32(CONTEXT_ARM64_CONTROL_INTEGER);
@@ -159,7 +169,7 @@ fn context(layout: Arm64Layout, regs: &dump::RegisterSet) -> Vec<u8> {
             c.zeros(32 * 16 + 4 + 4 + 8 * 4 + 8 * 8 + 2 * 4 + 2 * 8);
             assert_eq!(c.b.len(), 912);
         }
-        Arm64Layout::BreakpadOld => {
+        Layout::BreakpadOld => {
             // context_flags (u64), iregs[33] (x0–x30, sp, pc), cpsr, fpsr, fpcr,
             // regs[32] (u128), packed: 796 bytes.
             c.u64(CONTEXT_ARM64_OLD_CONTROL_INTEGER);
@@ -170,7 +180,7 @@ fn context(layout: Arm64Layout, regs: &dump::RegisterSet) -> Vec<u8> {
             c.zeros(4 + 4 + 32 * 16);
             assert_eq!(c.b.len(), 796);
         }
-        Arm64Layout::Arm32 => {
+        Layout::Arm32 => {
             c.u32(CONTEXT_ARM_INTEGER);
             for n in 0..=16 {
                 // r0–r15, then cpsr (engine::arch::arm::CPSR_SLOT)
@@ -179,17 +189,43 @@ fn context(layout: Arm64Layout, regs: &dump::RegisterSet) -> Vec<u8> {
             c.zeros(8 + 32 * 8 + 8 * 4);
             assert_eq!(c.b.len(), 368);
         }
+        Layout::X86 => {
+            use engine::arch::x86::Reg;
+            let reg32 = |r: Reg| u32::try_from(reg(r.dwarf()) & 0xffff_ffff).unwrap_or(0);
+            c.u32(CONTEXT_X86_CONTROL_INTEGER_SEGMENTS);
+            // dr0–dr3, dr6, dr7; FLOATING_SAVE_AREA; gs, fs, es, ds (the core's
+            // registers say nothing the walk reads there)
+            c.zeros(6 * 4 + 112 + 4 * 4);
+            for r in [
+                Reg::Edi,
+                Reg::Esi,
+                Reg::Ebx,
+                Reg::Edx,
+                Reg::Ecx,
+                Reg::Eax,
+                Reg::Ebp,
+                Reg::Eip,
+            ] {
+                c.u32(reg32(r));
+            }
+            c.u32(0); // cs
+            c.u32(reg32(Reg::Eflags));
+            c.u32(reg32(Reg::Esp));
+            c.u32(0); // ss
+            c.zeros(512); // extended registers
+            assert_eq!(c.b.len(), 716);
+        }
     }
     c.b
 }
 
-/// Converts the aarch64 ELF core `core` into a minidump. `module_file` names the file of
+/// Converts the ELF core `core` (aarch64, arm or i386, as `layout` says) into a minidump. `module_file` names the file of
 /// a module given its path in the crashed process (the test knows its sysroot), for the
 /// build-id; modules it has no file for keep no CodeView record unless their headers are
 /// in the core.
 pub fn core_to_minidump(
     core: &[u8],
-    layout: Arm64Layout,
+    layout: Layout,
     module_file: impl Fn(&str) -> Option<PathBuf>,
 ) -> Converted {
     let d = dump::read_dump(core).expect("the engine reads the core");
@@ -215,6 +251,7 @@ fn build_id_of_file(path: &std::path::Path, arch: Arch) -> Option<Vec<u8>> {
     let file = object::File::parse(&*data).ok()?;
     let wanted = match arch {
         Arch::Arm => object::Architecture::Arm,
+        Arch::X86 => object::Architecture::I386,
         _ => object::Architecture::Aarch64,
     };
     if file.architecture() != wanted {
@@ -226,7 +263,7 @@ fn build_id_of_file(path: &std::path::Path, arch: Arch) -> Option<Vec<u8>> {
 /// A stream's directory entry: (stream type, rva, size).
 type DirEntry = (u32, u32, u32);
 
-fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> Vec<u8> {
+fn write(d: &Dump<'_>, layout: Layout, build_ids: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut o = Out::default();
     // Header; directory rva and count are patched at the end.
     o.u32(0x504d_444d); // "MDMP"
@@ -268,12 +305,7 @@ fn write(d: &Dump<'_>, layout: Arm64Layout, build_ids: &[(String, Vec<u8>)]) -> 
 /// Memory: in the current layout all of the core's bytes, back to back, so that the
 /// stacks can point into them (the rva of each range returned); in the old one, nothing
 /// here (each stack is written on its own).
-fn write_memory(
-    o: &mut Out,
-    d: &Dump<'_>,
-    layout: Arm64Layout,
-    dir: &mut Vec<DirEntry>,
-) -> Vec<u64> {
+fn write_memory(o: &mut Out, d: &Dump<'_>, layout: Layout, dir: &mut Vec<DirEntry>) -> Vec<u64> {
     let ranges: Vec<(u64, &[u8])> = d.memory.ranges().collect();
     let mut range_rva: Vec<u64> = Vec::new();
     if layout.all_memory() {
@@ -301,7 +333,7 @@ fn write_memory(
 fn write_stacks(
     o: &mut Out,
     d: &Dump<'_>,
-    layout: Arm64Layout,
+    layout: Layout,
     range_rva: &[u64],
     dir: &mut Vec<DirEntry>,
 ) -> Vec<(u64, u32, u32)> {
@@ -345,7 +377,7 @@ fn write_stacks(
 fn write_threads(
     o: &mut Out,
     d: &Dump<'_>,
-    layout: Arm64Layout,
+    layout: Layout,
     stacks: &[(u64, u32, u32)],
 ) -> DirEntry {
     let contexts: Vec<(u32, u32)> = d
@@ -413,7 +445,7 @@ fn write_modules(o: &mut Out, d: &Dump<'_>, build_ids: &[(String, Vec<u8>)]) -> 
 }
 
 /// The exception stream, when the core records a crash.
-fn write_exception(o: &mut Out, d: &Dump<'_>, layout: Arm64Layout) -> Option<DirEntry> {
+fn write_exception(o: &mut Out, d: &Dump<'_>, layout: Layout) -> Option<DirEntry> {
     let crash = d.crash.as_ref()?;
     let regs = d
         .threads
@@ -439,14 +471,15 @@ fn write_exception(o: &mut Out, d: &Dump<'_>, layout: Arm64Layout) -> Option<Dir
 }
 
 /// The system info stream: the CPU the layout names, Linux.
-fn write_system_info(o: &mut Out, layout: Arm64Layout) -> DirEntry {
+fn write_system_info(o: &mut Out, layout: Layout) -> DirEntry {
     let csd = o.string("");
     o.align(4);
     let rva = o.pos();
     o.u16(match layout {
-        Arm64Layout::Current | Arm64Layout::Client => PROCESSOR_ARCHITECTURE_ARM64,
-        Arm64Layout::BreakpadOld => PROCESSOR_ARCHITECTURE_ARM64_OLD,
-        Arm64Layout::Arm32 => PROCESSOR_ARCHITECTURE_ARM,
+        Layout::Current | Layout::Client => PROCESSOR_ARCHITECTURE_ARM64,
+        Layout::BreakpadOld => PROCESSOR_ARCHITECTURE_ARM64_OLD,
+        Layout::Arm32 => PROCESSOR_ARCHITECTURE_ARM,
+        Layout::X86 => PROCESSOR_ARCHITECTURE_INTEL,
     });
     o.u16(0); // level
     o.u16(0); // revision

@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use postmortem_testsupport::compare;
-use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
+use postmortem_testsupport::core_to_minidump::{core_to_minidump, Layout};
 use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::qemu;
@@ -145,7 +145,7 @@ fn run(
 }
 
 /// The minidump a Breakpad/Crashpad client would have written of `core`'s crash
-/// ([`Arm64Layout::Arm32`]), with the modules' build-ids from their files.
+/// ([`Layout::Arm32`]), with the modules' build-ids from their files.
 fn arm_minidump(work: &Workdir, core: &Path) -> std::path::PathBuf {
     let bytes = std::fs::read(core).expect("read the core");
     let dir = work.path().to_path_buf();
@@ -159,7 +159,7 @@ fn arm_minidump(work: &Workdir, core: &Path) -> std::path::PathBuf {
         .into_iter()
         .find(|p| p.is_file())
     };
-    let converted = core_to_minidump(&bytes, Arm64Layout::Arm32, module_file);
+    let converted = core_to_minidump(&bytes, Layout::Arm32, module_file);
     let out = work.path().join("crash.dmp");
     std::fs::write(&out, &converted.bytes).expect("write the minidump");
     // MDBENCH_OUT=DIR keeps each case's minidump and program (for minidump-stackwalk

@@ -10,9 +10,11 @@
 //! sides and unwound from its `.eh_frame`. Skipped, with the reason printed, when
 //! `gcc -m32` cannot link (`test.sh` installs `gcc-12-multilib`).
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use postmortem_testsupport::compare;
+use postmortem_testsupport::core_to_minidump::{core_to_minidump, Layout};
 use postmortem_testsupport::gdb::{self, GdbCore};
 
 use super::{check, crashed_names, report, Crashed, SIGABRT, SIGSEGV};
@@ -50,6 +52,36 @@ fn expect_in_order(gdb: &GdbCore, names: &[&str]) {
     }
 }
 
+/// [`check`] on the kernel's core, then the same crash as the minidump a Breakpad or
+/// Crashpad client on Linux would have written of it (`MDRawContextX86`, every byte of
+/// the core's memory, the modules' build-ids from their files): every thread of its walk
+/// must equal gdb's frames of the core too, and it must say the same signal.
+fn check_with_minidump(crashed: &Crashed, expect: impl Fn(&GdbCore)) {
+    let (gdb, _) = check(crashed, expect);
+    let bytes = std::fs::read(&crashed.core).expect("read the core");
+    let converted = core_to_minidump(&bytes, Layout::X86, |path| {
+        Some(PathBuf::from(path)).filter(|p| p.is_file())
+    });
+    let program = crashed.exe.to_string_lossy();
+    assert!(
+        converted.build_ids.iter().any(|(path, _)| *path == program),
+        "the program's build-id is in the minidump: {:?}",
+        converted.build_ids
+    );
+    let minidump = crashed.work.path().join("crash.dmp");
+    std::fs::write(&minidump, &converted.bytes).expect("write the minidump");
+    let report = report::walk_report(&minidump, crashed.work.path());
+    assert_eq!(report["dump"]["format"], "minidump");
+    assert_eq!(report["dump"]["arch"], "x86");
+    assert_eq!(report["crash"]["signal"].as_u64(), gdb.signal, "signal");
+    assert_eq!(
+        report["crash"]["tid"].as_u64(),
+        gdb.crashed_lwp,
+        "crashed thread"
+    );
+    compare::assert_same_stacks(&gdb, &report);
+}
+
 fn basic(case: &str, compiler: &str, flags: &[&str]) {
     if !multilib_present() {
         return;
@@ -57,7 +89,7 @@ fn basic(case: &str, compiler: &str, flags: &[&str]) {
     let mut all = vec!["-m32"];
     all.extend_from_slice(flags);
     let crashed = Crashed::c(case, compiler, &all, &["basic.c"]);
-    check(&crashed, |gdb| {
+    check_with_minidump(&crashed, |gdb| {
         assert_eq!(gdb.signal, Some(SIGSEGV));
         expect_in_order(gdb, &["crash_here", "middle", "outer", "main"]);
     });
@@ -86,7 +118,7 @@ fn i386_abort_through_libc_and_the_vdso() {
     }
     // abort's kill enters the kernel through the vDSO's __kernel_vsyscall
     let crashed = Crashed::c("i386_abort", "gcc", &["-m32", "-O0"], &["assert.c"]);
-    check(&crashed, |gdb| {
+    check_with_minidump(&crashed, |gdb| {
         assert_eq!(gdb.signal, Some(SIGABRT));
         expect_in_order(gdb, &["check_invariant", "main"]);
     });
@@ -103,7 +135,7 @@ fn i386_crash_inside_signal_handler() {
         &["-m32", "-O0"],
         &["sighandler.c"],
     );
-    check(&crashed, |gdb| {
+    check_with_minidump(&crashed, |gdb| {
         expect_in_order(gdb, &["handler_fault", "on_segv", "victim", "main"]);
         assert!(
             gdb.crashed().frames.iter().any(|f| f.kind == "SIGTRAMP"),
@@ -123,7 +155,7 @@ fn i386_threads_blocked_in_syscalls() {
         &["-m32", "-O0", "-pthread"],
         &["threads.c"],
     );
-    check(&crashed, |gdb| {
+    check_with_minidump(&crashed, |gdb| {
         assert_eq!(gdb.threads.len(), 5);
         expect_in_order(gdb, &["fault", "crasher"]);
     });

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use postmortem_testsupport::compare;
-use postmortem_testsupport::core_to_minidump::{core_to_minidump, Arm64Layout};
+use postmortem_testsupport::core_to_minidump::{core_to_minidump, Layout};
 use postmortem_testsupport::gdb::{self, GdbCore};
 use postmortem_testsupport::program::Workdir;
 use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
@@ -51,7 +51,7 @@ fn record(
     flags: &[&str],
     sources: &[&str],
     signal: u64,
-    layout: Arm64Layout,
+    layout: Layout,
     expect: impl Fn(&GdbCore),
 ) -> Option<Recorded> {
     if !qemu::tools_present() {
@@ -105,7 +105,7 @@ fn build_id(path: &Path) -> Vec<u8> {
 
 /// rust-minidump reads the file: ARM64 Linux, gdb's threads each with an ARM64 context
 /// whose pc is gdb's frame 0, an exception on gdb's crashed thread, and `BpEL` build-ids.
-fn check_with_rust_minidump(bytes: &[u8], layout: Arm64Layout, gdb: &GdbCore) {
+fn check_with_rust_minidump(bytes: &[u8], layout: Layout, gdb: &GdbCore) {
     use minidump::{
         Minidump, MinidumpException, MinidumpModuleList, MinidumpRawContext, MinidumpSystemInfo,
         MinidumpThreadList, Module as _,
@@ -122,8 +122,8 @@ fn check_with_rust_minidump(bytes: &[u8], layout: Arm64Layout, gdb: &GdbCore) {
         let g = gdb.thread(lwp).expect("gdb knows the thread");
         let ctx = t.context(&system, None).expect("an ARM64 context");
         match (&ctx.raw, layout) {
-            (MinidumpRawContext::Arm64(_), Arm64Layout::Current | Arm64Layout::Client)
-            | (MinidumpRawContext::OldArm64(_), Arm64Layout::BreakpadOld) => {}
+            (MinidumpRawContext::Arm64(_), Layout::Current | Layout::Client)
+            | (MinidumpRawContext::OldArm64(_), Layout::BreakpadOld) => {}
             _ => panic!("thread {lwp}: not the {layout:?} ARM64 context"),
         }
         assert_eq!(
@@ -458,14 +458,9 @@ fn expect_stack(gdb: &GdbCore, expected: &[&str]) {
 }
 
 fn basic(name: &str, flags: &[&str]) -> Option<Recorded> {
-    let r = record(
-        name,
-        flags,
-        &["basic.c"],
-        SIGSEGV,
-        Arm64Layout::Current,
-        |gdb| expect_stack(gdb, &["crash_here", "middle"]),
-    )?;
+    let r = record(name, flags, &["basic.c"], SIGSEGV, Layout::Current, |gdb| {
+        expect_stack(gdb, &["crash_here", "middle"])
+    })?;
     check(&r);
     Some(r)
 }
@@ -494,21 +489,14 @@ fn minidump_aarch64_c_o2_no_omit_frame_pointer() {
 /// Signed return addresses: gdb stops after frame 0 (no PAC mask in the core), ours
 /// names every caller down to `_start`, by CFI, with the PAC bits stripped.
 fn pac(name: &str, flags: &[&str]) -> Option<Recorded> {
-    let r = record(
-        name,
-        flags,
-        &["basic.c"],
-        SIGSEGV,
-        Arm64Layout::Current,
-        |gdb| {
-            let stack = names(gdb);
-            assert_eq!(stack.first().map(String::as_str), Some("crash_here"));
-            assert!(
-                !stack.iter().any(|n| n == "main"),
-                "gdb unwound past a signed return address without a PAC mask: {stack:?}"
-            );
-        },
-    )?;
+    let r = record(name, flags, &["basic.c"], SIGSEGV, Layout::Current, |gdb| {
+        let stack = names(gdb);
+        assert_eq!(stack.first().map(String::as_str), Some("crash_here"));
+        assert!(
+            !stack.iter().any(|n| n == "main"),
+            "gdb unwound past a signed return address without a PAC mask: {stack:?}"
+        );
+    })?;
     let report = check(&r);
     let frames = report["threads"][0]["frames"].as_array().expect("frames");
     let functions: Vec<&str> = frames
@@ -570,7 +558,7 @@ fn minidump_aarch64_abort_from_failed_assert() {
         &["-O0"],
         &["assert.c"],
         SIGABRT,
-        Arm64Layout::Current,
+        Layout::Current,
         |gdb| {
             let stack = names(gdb);
             assert!(
@@ -585,7 +573,7 @@ fn minidump_aarch64_abort_from_failed_assert() {
     }
 }
 
-fn threads(name: &str, layout: Arm64Layout) {
+fn threads(name: &str, layout: Layout) {
     let r = record(
         name,
         &["-O0", "-pthread"],
@@ -605,13 +593,13 @@ fn threads(name: &str, layout: Arm64Layout) {
 
 #[test]
 fn minidump_aarch64_threads_blocked_in_syscalls() {
-    threads("a64_threads", Arm64Layout::Current);
+    threads("a64_threads", Layout::Current);
 }
 
 /// The same crash in Breakpad's old arm64 context layout and CPU id, stacks only.
 #[test]
 fn minidump_aarch64_breakpad_old_context_layout() {
-    threads("a64_threads_old", Arm64Layout::BreakpadOld);
+    threads("a64_threads_old", Layout::BreakpadOld);
 }
 
 /// Side by side with minidump-stackwalk on the aarch64 cases: each case's minidump (made
@@ -672,7 +660,7 @@ fn minidump_stackwalk_side_by_side_aarch64() {
     );
     for (case, flags, source, signal) in cases {
         // stacks only, as a client writes them (the x86_64 cases are minidump-writer's own)
-        let r = record(case, flags, &[source], signal, Arm64Layout::Client, |_| {})
+        let r = record(case, flags, &[source], signal, Layout::Client, |_| {})
             .expect("the tools are present");
         let with_paths = walk_minidump(&r, r.work.path(), &[]);
         for m in with_paths["modules"].as_array().expect("modules") {
@@ -736,7 +724,7 @@ fn stackwalk_json_agrees_with_minidump_stackwalk_aarch64() {
     ];
     let mut totals = stackwalk::Differences::default();
     for (case, flags, source, signal) in cases {
-        let r = record(case, flags, &[source], signal, Arm64Layout::Current, |_| {})
+        let r = record(case, flags, &[source], signal, Layout::Current, |_| {})
             .expect("the tools are present");
         let store = r.work.path().join("store");
         let with_paths = walk_minidump(&r, r.work.path(), &[]);
