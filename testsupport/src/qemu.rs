@@ -120,6 +120,24 @@ pub fn crash_under_debugger<T>(
     (qemu_core(dir, exe, &status.to_string()), seen)
 }
 
+/// [`crash_under_debugger`] with `gdb` (`gdb-multiarch`; `setup`, e.g. `set sysroot …`,
+/// run before it connects) reading every thread at the fatal signal
+/// ([`crate::gdb::frames_live`]): QEMU's core and gdb's frames of the live process. For
+/// a position-independent program, which gdb cannot relocate from QEMU's core.
+pub fn crash_under_live_gdb(
+    qemu: &str,
+    dir: &Path,
+    exe: &Path,
+    cpu: &str,
+    sysroot: &str,
+    gdb: &str,
+    setup: &[&str],
+) -> (PathBuf, crate::gdb::GdbCore) {
+    crash_under_debugger(qemu, dir, exe, cpu, sysroot, |port| {
+        crate::gdb::frames_live(gdb, setup, dir, exe, port)
+    })
+}
+
 /// QEMU's core of `exe` in `dir` (`qemu_*.core`); removes the host kernel's core of QEMU
 /// itself (`core`, `core.*`) if it wrote one.
 fn qemu_core(dir: &Path, exe: &Path, status: &str) -> PathBuf {

@@ -268,9 +268,7 @@ fn crash_under_live_gdb(work: &Workdir, exe: &Path, cpu: &str) -> (PathBuf, GdbC
         search.as_str(),
         "set architecture aarch64",
     ];
-    qemu::crash_under_debugger(qemu::QEMU, work.path(), exe, cpu, SYSROOT, |port| {
-        gdb::frames_live(GDB, &setup, work.path(), exe, port)
-    })
+    qemu::crash_under_live_gdb(qemu::QEMU, work.path(), exe, cpu, SYSROOT, GDB, &setup)
 }
 
 /// A C program built with the cross gcc and compared on the `-cpu max` core.

@@ -214,9 +214,15 @@ pub(crate) fn gdb_frames(work: &Workdir, exe: &Path, core: &Path) -> GdbCore {
 pub(crate) fn crash_under_live_gdb(work: &Workdir, exe: &Path) -> (std::path::PathBuf, GdbCore) {
     let sysroot = format!("set sysroot {SYSROOT}");
     let search = format!("set solib-search-path {}", work.path().display());
-    qemu::crash_under_debugger(QEMU, work.path(), exe, CPU, SYSROOT, |port| {
-        gdb::frames_live(GDB, &[&sysroot, &search], work.path(), exe, port)
-    })
+    qemu::crash_under_live_gdb(
+        QEMU,
+        work.path(),
+        exe,
+        CPU,
+        SYSROOT,
+        GDB,
+        &[&sysroot, &search],
+    )
 }
 
 /// `postmortem walk CORE --symbols DIR… --format json`, checked against the schema.

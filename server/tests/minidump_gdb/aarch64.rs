@@ -43,8 +43,9 @@ struct Recorded {
     signal: u64,
 }
 
-/// Compiles `sources` (`-g -no-pie` + `flags`), crashes the program under QEMU, reads
-/// the core with gdb-multiarch, checks gdb's view with `expect` and converts the core.
+/// Compiles `sources` (`-g -no-pie` + `flags`; `-fPIE` instead where `flags` hold
+/// `-pie`), crashes the program under QEMU, reads the core with gdb-multiarch (the live
+/// process at its fault for a PIE), checks gdb's view with `expect` and converts the core.
 /// `None` when the tools are absent.
 fn record(
     name: &str,
@@ -58,18 +59,20 @@ fn record(
         return None;
     }
     let work = Workdir::new(&format!("md-{name}"));
-    let mut all_flags = vec!["-no-pie"];
+    let pie = flags.contains(&"-pie");
+    let mut all_flags = if pie { vec!["-fPIE"] } else { vec!["-no-pie"] };
     all_flags.extend_from_slice(flags);
     let exe = work.compile(CC, &all_flags, sources, name);
-    let core = qemu::crash(work.path(), &exe);
     let sysroot = format!("set sysroot {SYSROOT}");
-    let gdb = gdb::frames_with(
-        GDB,
-        &[&sysroot, "set architecture aarch64"],
-        work.path(),
-        &exe,
-        &core,
-    );
+    let setup = [sysroot.as_str(), "set architecture aarch64"];
+    let (core, gdb) = if pie {
+        // gdb cannot relocate a PIE from QEMU's core: its frames of the live process
+        qemu::crash_under_live_gdb(qemu::QEMU, work.path(), &exe, "max", SYSROOT, GDB, &setup)
+    } else {
+        let core = qemu::crash(work.path(), &exe);
+        let gdb = gdb::frames_with(GDB, &setup, work.path(), &exe, &core);
+        (core, gdb)
+    };
     expect(&gdb);
 
     let core_bytes = std::fs::read(&core).expect("read the core");
@@ -482,6 +485,15 @@ fn minidump_aarch64_c_o2_omit_frame_pointer() {
 #[test]
 fn minidump_aarch64_c_o2_no_omit_frame_pointer() {
     if let Some(r) = basic("a64_o2_no_omit_fp", &["-O2", "-fno-omit-frame-pointer"]) {
+        breakpad_equals_binary(&r, 2);
+    }
+}
+
+/// A position-independent program, as every Android program is (gdb's frames from the
+/// live process); its `.sym` walk equals its binary's too.
+#[test]
+fn minidump_aarch64_pie_o2() {
+    if let Some(r) = basic("a64_pie_o2", &["-O2", "-pie"]) {
         breakpad_equals_binary(&r, 2);
     }
 }
