@@ -99,7 +99,8 @@ pub struct JobArgs {
     /// Leases per job before it is marked failed.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: i32,
-    /// Jobs a worker leases at once and stores in one transaction (1 to 256).
+    /// Jobs a worker leases at once and stores in one transaction (1 to 256); while its
+    /// claims come back full (a backlog), up to four times as many.
     #[arg(long, value_name = "N", default_value_t = 8,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     pub claim_batch: u16,

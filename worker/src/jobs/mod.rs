@@ -88,7 +88,8 @@ pub struct JobConfig {
     pub source_links: Option<Arc<sources::source_link::SourceLinks>>,
     /// Jobs a worker leases at once; their results are stored together when the last
     /// is done, so a larger batch saves statements and adds up to a batch's processing
-    /// time to each crash's wait for its report.
+    /// time to each crash's wait for its report. With a backlog a worker asks for up to
+    /// four times as many (`BatchSize`).
     pub batch: usize,
 }
 
@@ -177,6 +178,10 @@ type Processed = (Vec<crashes::Lease>, Vec<(crashes::Outcome, Duration)>);
 #[derive(Debug, Default)]
 struct Held {
     next: Vec<crashes::Lease>,
+    /// How many jobs `next` was claimed with (a full batch is a backlog).
+    next_asked: usize,
+    /// How many jobs the next claim asks for.
+    size: BatchSize,
     /// Stored once the claim after them has run ([`Runner::step`]).
     unstored: Option<Processed>,
     storing: std::collections::VecDeque<Storing>,
@@ -204,6 +209,47 @@ const STATISTICS_EVERY: u64 = 1_000;
 /// last, the batch's leases expire and other attempts take its crashes, as after any
 /// failed store.
 const STORE_TRIES: u32 = 3;
+
+/// A claim asks for at most this many times the configured batch.
+const BACKLOG_GROWTH: usize = 4;
+
+/// How many jobs a worker's next claim asks for: the configured batch
+/// ([`JobConfig::batch`]), doubled after each claim the queue filled, up to
+/// [`BACKLOG_GROWTH`] times it, and back to it after a claim the queue could not fill.
+///
+/// With a backlog every crash waits anyway, and a larger batch takes the queue's claim
+/// and the store's transaction (on SQLite, each a turn at the one writer, shared with
+/// every other worker and upload) fewer times per crash: the writer, not the jobs, set
+/// the pace of a drain (issue 40). Without one, batches stay small, so that no crash
+/// waits behind many others' jobs for its report.
+#[derive(Debug, Default, Clone, Copy)]
+struct BatchSize {
+    /// The configured batch (0 until the first claim: then taken from the config).
+    base: usize,
+    now: usize,
+}
+
+impl BatchSize {
+    /// How many jobs to ask for now, with `base` the configured batch.
+    fn ask(&mut self, base: usize) -> usize {
+        let base = base.max(1);
+        if self.base != base {
+            *self = BatchSize { base, now: base };
+        }
+        self.now
+    }
+
+    /// After a claim that asked for `asked` jobs and leased `got`.
+    fn claimed(&mut self, asked: usize, got: usize) {
+        self.now = if got >= asked {
+            asked
+                .saturating_mul(2)
+                .min(self.base.saturating_mul(BACKLOG_GROWTH))
+        } else {
+            self.base
+        };
+    }
+}
 
 impl Held {
     /// The crashes whose results the worker holds, not yet stored, and `current`.
@@ -284,26 +330,32 @@ impl Runner {
     async fn step(&self, name: &str, held: &mut Held) -> Result<bool, StoreError> {
         let lease_ms = i64::try_from(self.config.lease.as_millis()).unwrap_or(i64::MAX);
         held.storing.retain(|s| !s.task.is_finished());
-        let leases = if held.next.is_empty() {
+        let (leases, asked) = if held.next.is_empty() {
             let ids = held.held_ids(&[]);
             let skip: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let asked = held.size.ask(self.config.batch);
             let claimed = self
                 .metrics
                 .steps
-                .timed(Step::Claim, self.claim(name, lease_ms, &skip))
+                .timed(Step::Claim, self.claim(name, lease_ms, &skip, asked))
                 .await;
             if let Some(unstored) = held.unstored.take() {
                 held.storing.push_back(self.spawn_store(name, unstored));
             }
             let claimed = claimed?;
+            held.size.claimed(asked, claimed.len());
             if claimed.is_empty() {
                 return Ok(false);
             }
-            claimed
+            (claimed, asked)
         } else {
-            std::mem::take(&mut held.next)
+            (std::mem::take(&mut held.next), held.next_asked)
         };
-        let ahead = self.ahead(name, lease_ms, held.held_ids(&leases), leases.len());
+        // the next batch is leased only when this one is full, a backlog: a batch the
+        // queue could not fill says the queue is short, and crashes queued from then on
+        // are left to idle workers rather than made to wait behind this batch's jobs
+        let ahead_asked = (leases.len() >= asked).then(|| held.size.ask(self.config.batch));
+        let ahead = self.ahead(name, lease_ms, held.held_ids(&leases), ahead_asked);
         let unstored = held.unstored.take();
         let mut stored = None;
         let ahead = async {
@@ -315,6 +367,10 @@ impl Runner {
             .process_with_renewal(&leases, name, lease_ms, ahead)
             .await;
         held.storing.extend(stored);
+        if let Some(asked) = ahead_asked {
+            held.size.claimed(asked, next.len());
+            held.next_asked = asked;
+        }
         held.next = next;
         held.unstored = Some((leases, ended));
         let waited = waited + self.stores_in_flight(name, held).await;
@@ -322,28 +378,25 @@ impl Runner {
         Ok(true)
     }
 
-    /// The claim of the next batch, run beside the `current` jobs of this one: it skips
-    /// the crashes the worker holds (`held`). A failed claim leases nothing here: the
-    /// next step claims again, and reports the error.
-    ///
-    /// The next batch is leased only when the current one is full, a backlog: a batch
-    /// the queue could not fill says the queue is short, and crashes queued from then on
-    /// are left to idle workers rather than made to wait behind this batch's jobs.
+    /// The claim of the next batch, `asked` jobs (none when `asked` is None: the current
+    /// batch was not full), run beside the jobs of this one: it skips the crashes the
+    /// worker holds (`held`). A failed claim leases nothing here: the next step claims
+    /// again, and reports the error.
     async fn ahead(
         &self,
         name: &str,
         lease_ms: i64,
         held: Vec<String>,
-        current: usize,
+        asked: Option<usize>,
     ) -> Vec<crashes::Lease> {
-        if current < self.config.batch.max(1) {
+        let Some(asked) = asked else {
             return Vec::new();
-        }
+        };
         let skip: Vec<&str> = held.iter().map(String::as_str).collect();
         let claimed = self
             .metrics
             .steps
-            .timed(Step::Claim, self.claim(name, lease_ms, &skip))
+            .timed(Step::Claim, self.claim(name, lease_ms, &skip, asked))
             .await;
         claimed.unwrap_or_else(|e| {
             warn!(worker = %name, error = %e, "could not lease the next batch ahead");
@@ -468,13 +521,14 @@ impl Runner {
         Ok(())
     }
 
-    /// Fails the jobs whose attempts ran out, then leases a batch (one transaction).
-    /// `skip`: the crashes whose results this worker holds, not yet stored.
+    /// Fails the jobs whose attempts ran out, then leases a batch of up to `n` jobs (one
+    /// transaction). `skip`: the crashes whose results this worker holds, not yet stored.
     async fn claim(
         &self,
         name: &str,
         lease_ms: i64,
         skip: &[&str],
+        n: usize,
     ) -> Result<Vec<crashes::Lease>, StoreError> {
         let claim = crashes::Claim {
             skip,
@@ -482,7 +536,7 @@ impl Runner {
             now: now_ms(),
             lease_ms,
             max_attempts: self.config.max_attempts,
-            n: self.config.batch,
+            n,
         };
         let (exhausted, leases) = crashes::claim_batch(&self.db, &claim).await?;
         if exhausted > 0 {
@@ -562,5 +616,46 @@ impl Runner {
             ended.push((outcome, started.elapsed()));
         }
         ended
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BatchSize;
+
+    #[test]
+    fn a_batch_grows_while_the_queue_fills_it_and_falls_back_when_it_does_not() {
+        let mut size = BatchSize::default();
+        let mut asked = Vec::new();
+        // a backlog: every claim comes back full
+        for _ in 0..4 {
+            let n = size.ask(8);
+            asked.push(n);
+            size.claimed(n, n);
+        }
+        assert_eq!(asked, [8, 16, 32, 32], "doubles up to four times the batch");
+        // the queue runs short: back to the configured batch at once
+        let n = size.ask(8);
+        size.claimed(n, 5);
+        assert_eq!(size.ask(8), 8);
+        // an empty queue leaves it there
+        size.claimed(8, 0);
+        assert_eq!(size.ask(8), 8);
+    }
+
+    #[test]
+    fn a_batch_of_one_grows_to_four_and_a_new_configuration_starts_over() {
+        let mut size = BatchSize::default();
+        for want in [1, 2, 4, 4] {
+            let n = size.ask(1);
+            assert_eq!(n, want);
+            size.claimed(n, n);
+        }
+        assert_eq!(
+            size.ask(16),
+            16,
+            "another configured batch starts from itself"
+        );
+        assert_eq!(size.ask(0), 1, "a batch of 0 asks for one");
     }
 }
