@@ -58,6 +58,12 @@ fn expect_in_order(gdb: &GdbCore, names: &[&str]) {
 /// must equal gdb's frames of the core too, and it must say the same signal.
 fn check_with_minidump(crashed: &Crashed, expect: impl Fn(&GdbCore)) {
     let (gdb, _) = check(crashed, expect);
+    minidump_walks_alike(crashed, &gdb, gdb.signal);
+}
+
+/// The crash as a Linux client's minidump ([`check_with_minidump`]) walks to `gdb`'s
+/// frames on every thread, with `signal`.
+fn minidump_walks_alike(crashed: &Crashed, gdb: &GdbCore, signal: Option<u64>) {
     let bytes = std::fs::read(&crashed.core).expect("read the core");
     let converted = core_to_minidump(&bytes, Layout::X86, |path| {
         Some(PathBuf::from(path)).filter(|p| p.is_file())
@@ -73,13 +79,13 @@ fn check_with_minidump(crashed: &Crashed, expect: impl Fn(&GdbCore)) {
     let report = report::walk_report(&minidump, crashed.work.path());
     assert_eq!(report["dump"]["format"], "minidump");
     assert_eq!(report["dump"]["arch"], "x86");
-    assert_eq!(report["crash"]["signal"].as_u64(), gdb.signal, "signal");
+    assert_eq!(report["crash"]["signal"].as_u64(), signal, "signal");
     assert_eq!(
         report["crash"]["tid"].as_u64(),
         gdb.crashed_lwp,
         "crashed thread"
     );
-    compare::assert_same_stacks(&gdb, &report);
+    compare::assert_same_stacks(gdb, &report);
 }
 
 fn basic(case: &str, compiler: &str, flags: &[&str]) {
@@ -218,7 +224,7 @@ fn has_nt_file(path: &std::path::Path) -> bool {
 
 /// [`check`] for a QEMU core, which has no `NT_SIGINFO` (gdb's `$_siginfo` is void, so
 /// gdb names no signal): the report's signal must be the one the program dies of, its
-/// crashed thread gdb's, and every thread's frames gdb's.
+/// crashed thread gdb's, and every thread's frames gdb's; the same of its minidump.
 fn check_qemu(crashed: &Crashed, signal: u64, expect: impl Fn(&GdbCore)) {
     let gdb = gdb::frames(crashed.work.path(), &crashed.exe, &crashed.core);
     expect(&gdb);
@@ -233,6 +239,8 @@ fn check_qemu(crashed: &Crashed, signal: u64, expect: impl Fn(&GdbCore)) {
     );
     compare::assert_same_stacks(&gdb, &report);
     compare::assert_same_source_lines(&gdb, &report);
+    // and as a minidump, whose modules come from that link_map too
+    minidump_walks_alike(crashed, &gdb, Some(signal));
 }
 
 /// QEMU cores: every thread's frames equal gdb's, with the modules from `link_map`.
