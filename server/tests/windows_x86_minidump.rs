@@ -39,7 +39,7 @@ use postmortem_testsupport::report;
 use postmortem_testsupport::stackwalk;
 use postmortem_testsupport::windows::{self, DumpSummary, Target, WineFrame};
 use postmortem_testsupport::windows_compare::{
-    differs_from_winedbg, expect_stack, names_by_addr2line, physical_frames, Physical,
+    differs_from_winedbg, expect_stack, hex, names_by_addr2line, physical_frames, Physical,
 };
 use serde_json::Value;
 
@@ -1125,4 +1125,102 @@ fn windows_x86_beside_minidump_stackwalk() {
             "{name}: minidump-stackwalk got {theirs} frames right, ours {ours}"
         );
     }
+}
+
+/// veh_fault.c: a fault inside a vectored exception handler, which runs on the faulting
+/// thread's stack under ntdll's exception dispatcher. The walk must go through the
+/// dispatcher to the frame the first fault interrupted, as WinDbg does: handler_fault,
+/// on_exception, ntdll's dispatch frames down to `KiUserExceptionDispatcher`, then
+/// `victim` at the first fault's instruction (from the `CONTEXT` the dispatcher was given),
+/// then main and the rest of winedbg's frames.
+///
+/// winedbg is no reference past the dispatcher: after `KiUserExceptionDispatcher` it
+/// reads the word above it (the exception record's pointer, a stack address) as a return
+/// address, then goes on at `main`, without `victim`. What is certain, and asserted: the
+/// program's own record (`handler RETURN PC`: on_exception's return address into the
+/// dispatcher, the first fault's pc from the context), winedbg's frames up to the
+/// dispatcher and after its invented frame pc for pc, addr2line's names of the program's
+/// frames, and the dispatcher's name in ntdll's COFF symbols.
+#[test]
+fn windows_x86_fault_inside_a_vectored_exception_handler() {
+    let case = record(
+        "x86_veh",
+        &["-O0"],
+        &["veh_fault.c"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    let record_line = case
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("handler "))
+        .unwrap_or_else(|| panic!("the program's record:\n{}", case.stdout));
+    let words: Vec<u64> = record_line
+        .split_whitespace()
+        .map(|w| u64::from_str_radix(w, 16).unwrap())
+        .collect();
+    let (into_dispatcher, first_fault) = (words[0], words[1]);
+    let ours = physical_frames(case.crashed_thread());
+    let pcs: Vec<u64> = ours.iter().map(|o| o.pc).collect();
+    let names = case.program_names(&pcs);
+    let table = || {
+        let ours: Vec<String> = ours
+            .iter()
+            .map(|o| format!("{:#x} {:?}", o.pc, o.names()))
+            .collect();
+        format!(
+            "ours:\n{}\nwinedbg:\n{}",
+            ours.join("\n"),
+            case.winedbg_text()
+        )
+    };
+    let named = |i: usize| names[i].clone().unwrap_or_default();
+    assert_eq!(named(0), ["handler_fault"], "{}", table());
+    // a stdcall function (CALLBACK): addr2line gives the DWARF's linkage name
+    assert_eq!(named(1), ["on_exception@4"], "{}", table());
+    assert_eq!(
+        pcs[2],
+        into_dispatcher,
+        "on_exception's caller\n{}",
+        table()
+    );
+    // the interrupted frame: victim at the first fault, from the dispatcher's context
+    let k = pcs
+        .iter()
+        .position(|&pc| pc == first_fault)
+        .unwrap_or_else(|| panic!("no frame at the first fault {first_fault:#x}\n{}", table()));
+    assert_eq!(named(k), ["victim"], "{}", table());
+    let frames = case.crashed_thread()["frames"].as_array().unwrap();
+    let interrupted = frames
+        .iter()
+        .find(|f| f["inlined"] != true && hex(&f["pc"]) == first_fault)
+        .unwrap();
+    assert_eq!(interrupted["trust"], "context", "{interrupted}");
+    let dispatcher = pcs[k - 1];
+    let ntdll = case.symbols.join("system32").join("ntdll.dll");
+    let module = case.dump.module("ntdll.dll").expect("ntdll in the dump");
+    let moved = windows::image_base(&ntdll).wrapping_sub(module.base);
+    assert_eq!(
+        windows::coff_names(&ntdll, &[(dispatcher - 1).wrapping_add(moved)]),
+        ["KiUserExceptionDispatcher@8"],
+        "the frame before victim\n{}",
+        table()
+    );
+    // winedbg's frames: the same up to the dispatcher, then one frame in no module
+    // (the record's pointer), then ours after victim, pc for pc
+    let theirs: Vec<u64> = case
+        .winedbg
+        .iter()
+        .filter(|f| !f.inlined)
+        .map(|f| f.pc)
+        .collect();
+    assert_eq!(theirs.get(..k), Some(&pcs[..k]), "{}", table());
+    let invented = theirs[k];
+    assert!(
+        case.dump.modules.iter().all(|m| !m.contains(invented)),
+        "winedbg's frame after the dispatcher is in a module: {invented:#x}\n{}",
+        table()
+    );
+    assert_eq!(theirs.get(k + 1..), pcs.get(k + 1..), "{}", table());
+    assert_eq!(named(k + 1), ["main"], "{}", table());
 }

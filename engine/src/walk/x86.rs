@@ -13,6 +13,15 @@
 //! describes by no CFI. Both are recognised by their code, as gdb recognises them, and the
 //! interrupted registers read from the `struct sigcontext` of the signal frame on the
 //! trampoline's stack.
+//!
+//! Windows exception dispatch: `ntdll!KiUserExceptionDispatcher`, where Windows (and wine)
+//! enter user mode to dispatch an exception, is entered without a return address, the
+//! `EXCEPTION_RECORD` and the interrupted `CONTEXT` pointed to by the words at `esp`; it
+//! pushes both and calls `RtlDispatchException` (wine: `dispatch_exception`), so in the
+//! frame that call returns to, `esp` and `esp + 4` point to them again. Its caller is the
+//! context's frame, the faulting function ([`X86::caller_from_exception_context`]): what
+//! WinDbg shows, where the `ebp` chain (and winedbg) go from the dispatcher straight to
+//! the faulting function's caller, or read the record's pointer as a return address.
 
 use super::arch::{ArchWalker, RecordRegisters};
 use super::{Caller, Trust, WalkContext, WalkFrame};
@@ -49,6 +58,18 @@ const SIGCONTEXT: u64 = 4;
 const RT_SIGCONTEXT: u64 = 12 + 128 + 20;
 /// The `struct sigcontext` word of each DWARF register (`eax`…`edi`, `eip`): gs, fs, es,
 /// ds, edi, esi, ebp, esp, ebx, edx, ecx, eax, trapno, err, eip.
+/// `CONTEXT_i386 | CONTEXT_CONTROL`: the context holds `ebp`, `eip`, `eflags` and `esp`.
+const CONTEXT_I386_CONTROL: u32 = 0x0001_0001;
+/// `CONTEXT_i386 | CONTEXT_INTEGER`: and `edi`…`eax`.
+const CONTEXT_I386_INTEGER: u32 = 0x0001_0002;
+/// Where each DWARF register is in an x86 `CONTEXT` (bytes; `MDRawContextX86` is the same
+/// layout): the integer group (`eax`…`edi`), then the control group (`ebp`, `esp`, `eip`).
+const CONTEXT_INTEGER_AT: [(u16, u64); 6] =
+    [(0, 176), (1, 172), (2, 168), (3, 164), (6, 160), (7, 156)];
+const CONTEXT_CONTROL_AT: [(u16, u64); 3] = [(5, 180), (4, 196), (8, 184)];
+/// `EXCEPTION_RECORD.ExceptionAddress`.
+const RECORD_ADDRESS_AT: u64 = 12;
+
 const SIGCONTEXT_WORDS: [(u16, u64); 9] = [
     (0, 11),
     (1, 10),
@@ -74,6 +95,61 @@ impl X86 {
 }
 
 impl X86 {
+    /// The frame an exception interrupted, when `callee` is ntdll's
+    /// `KiUserExceptionDispatcher` after its call (see the module comment): read from the
+    /// `CONTEXT` at the word `esp + 4` points to. Taken only when the module is
+    /// `ntdll.dll`, the words at `esp + 8` and `esp + 12` repeat those at `esp` and `esp +
+    /// 4` (the dispatcher's arguments above the copies it pushed), the context says it
+    /// holds the control registers, and the
+    /// `EXCEPTION_RECORD` at the word at `esp` names the context's `eip` as the
+    /// exception's address (a fault's instruction; `RaiseException`'s return address,
+    /// which `RtlRaiseException` gives both). Its pc is exact.
+    fn caller_from_exception_context(
+        ctx: &WalkContext<'_, '_>,
+        callee: &WalkFrame,
+    ) -> Option<Caller> {
+        let module = ctx.modules.get(ctx.module_for(callee.pc)?)?;
+        if !module.name.eq_ignore_ascii_case("ntdll.dll") || callee.exact_pc {
+            return None;
+        }
+        let sp = callee.sp?;
+        let stack = |at: u64| Some(u64::from(ctx.memory.read_u32(sp.checked_add(at)?)?));
+        let (record, context) = (stack(0)?, stack(4)?);
+        // the dispatcher's own arguments above the copies it pushed: another ntdll
+        // function calling with (record, context) has no such second pair
+        if stack(8)? != record || stack(12)? != context {
+            return None;
+        }
+        let flags = ctx.memory.read_u32(context)?;
+        if flags & CONTEXT_I386_CONTROL != CONTEXT_I386_CONTROL {
+            return None;
+        }
+        let word = |at: u64| Some(u64::from(ctx.memory.read_u32(context.checked_add(at)?)?));
+        let eip = word(184)?;
+        let address = u64::from(
+            ctx.memory
+                .read_u32(record.checked_add(RECORD_ADDRESS_AT)?)?,
+        );
+        if address != eip {
+            return None;
+        }
+        let mut regs = RegisterSet::new(Arch::X86);
+        for (reg, at) in CONTEXT_CONTROL_AT {
+            regs.set(reg, word(at)?);
+        }
+        if flags & CONTEXT_I386_INTEGER == CONTEXT_I386_INTEGER {
+            for (reg, at) in CONTEXT_INTEGER_AT {
+                regs.set(reg, word(at)?);
+            }
+        }
+        Some(Caller {
+            regs,
+            trust: Trust::Context,
+            source: None,
+            exact_pc: true,
+        })
+    }
+
     /// The caller of a frame whose pc is a return instruction, `ret` (`c3`) or
     /// `ret imm16` (`c2 iw`, a stdcall function's, which pops its arguments): the
     /// function has undone its frame, so `eip` is the word at `esp` and the caller's `esp`
@@ -157,7 +233,9 @@ impl ArchWalker for X86 {
         ctx: &WalkContext<'_, '_>,
         callee: &WalkFrame,
     ) -> Option<Caller> {
-        let rt = Self::trampoline_kind(ctx, callee.pc)?;
+        let Some(rt) = Self::trampoline_kind(ctx, callee.pc) else {
+            return Self::caller_from_exception_context(ctx, callee);
+        };
         let sigcontext = callee
             .sp?
             .checked_add(if rt { RT_SIGCONTEXT } else { SIGCONTEXT })?;
@@ -506,6 +584,101 @@ mod tests {
         regs.set(Ebp, 0x1010);
         let frames = walk_sym(records, &[0x40_2010, 0, 0, 0], &regs);
         assert_eq!(frames.len(), 1, "{frames:?}");
+    }
+
+    /// ntdll at 0x7b00_0000 (`name`), the dispatcher's frame at pc 0x7b00_1005 with its
+    /// stack at 0x1000: `words` from there. Returns the caller the exception context
+    /// gives, if any.
+    fn dispatcher_caller(name: &str, words: &[u32]) -> Option<Caller> {
+        let bytes = words32(words);
+        let mem = MemoryMap::new(vec![(0x1000, &bytes[..])]);
+        let mut ntdll = module(0x7b00_0000, 0x7b10_0000);
+        ntdll.name = name.into();
+        let modules = vec![ntdll];
+        let tables = vec![None];
+        let opts = WalkOptions::default();
+        let ctx = WalkContext {
+            memory: &mem,
+            modules: &modules,
+            tables: &tables,
+            code: &NoCode,
+            options: &opts,
+            pac_mask: 0,
+            pac_signed_seen: None,
+        };
+        let callee = WalkFrame {
+            pc: 0x7b00_1005,
+            sp: Some(0x1000),
+            trust: Trust::Cfi,
+            unwind_source: None,
+            module: Some(0),
+            exact_pc: false,
+            registers: RegisterSet::new(Arch::X86),
+        };
+        X86::caller_from_exception_context(&ctx, &callee)
+    }
+
+    /// The dispatcher's stack: the copies of the record and context pointers it pushed,
+    /// the same two it was entered with, the `EXCEPTION_RECORD` at 0x1100 (its address
+    /// at +12) and the `CONTEXT` at 0x1200.
+    fn dispatcher_stack(flags: u32, address: u32) -> Vec<u32> {
+        let mut w = vec![0u32; 0x200];
+        w[..4].copy_from_slice(&[0x1100, 0x1200, 0x1100, 0x1200]);
+        w[0x100 / 4 + 3] = address;
+        let context = 0x200 / 4;
+        w[context] = flags;
+        for (at, value) in [
+            (156, 7),         // edi
+            (164, 3),         // ebx
+            (176, 1),         // eax
+            (180, 0x1f00),    // ebp
+            (184, 0x40_2000), // eip
+            (196, 0x1e00),    // esp
+        ] {
+            w[context + at / 4] = value;
+        }
+        w
+    }
+
+    #[test]
+    fn the_exception_dispatcher_returns_to_the_context_it_was_given() {
+        let c = dispatcher_caller("NTDLL.DLL", &dispatcher_stack(0x1_0007, 0x40_2000)).unwrap();
+        assert_eq!(c.trust, Trust::Context);
+        assert!(c.exact_pc);
+        for (reg, value) in [
+            (Eip, 0x40_2000),
+            (Esp, 0x1e00),
+            (Ebp, 0x1f00),
+            (Ebx, 3),
+            (Edi, 7),
+        ] {
+            assert_eq!(c.regs.get(reg), Some(value), "{reg:?}");
+        }
+        // the control group alone: no integer registers
+        let c = dispatcher_caller("ntdll.dll", &dispatcher_stack(0x1_0001, 0x40_2000)).unwrap();
+        assert_eq!(c.regs.get(Eip), Some(0x40_2000));
+        assert_eq!(c.regs.get(Ebx), None);
+    }
+
+    #[test]
+    fn only_the_dispatcher_of_ntdll_with_an_agreeing_record_gives_a_context() {
+        let good = dispatcher_stack(0x1_0007, 0x40_2000);
+        assert!(
+            dispatcher_caller("kernel32.dll", &good).is_none(),
+            "not ntdll"
+        );
+        // a function of ntdll calling with (record, context): no second pair above
+        let mut call = good.clone();
+        call[2] = 0x1234;
+        assert!(dispatcher_caller("ntdll.dll", &call).is_none(), "one pair");
+        // a context without its control registers, or a record of another address
+        assert!(dispatcher_caller("ntdll.dll", &dispatcher_stack(0x1_0002, 0x40_2000)).is_none());
+        assert!(dispatcher_caller("ntdll.dll", &dispatcher_stack(0x1_0007, 0x40_2001)).is_none());
+        // pointers outside the dump
+        let mut away = good;
+        away[1] = 0xdead_0000;
+        away[3] = 0xdead_0000;
+        assert!(dispatcher_caller("ntdll.dll", &away).is_none());
     }
 
     #[test]
