@@ -2740,3 +2740,14 @@ async fn windows_sym_files_found_by_code_id_through_the_service() {
         "the service's frames are the CLI's"
     );
 }
+
+/// veh_fault.c: a fault inside a vectored exception handler. On x64 ntdll's
+/// `KiUserExceptionDispatcher` has `.pdata` that describes its machine frame, so winedbg's
+/// walk and ours both go through the dispatcher to `victim`, the frame the first fault
+/// interrupted (the x86 walk reads the dispatcher's `CONTEXT` itself:
+/// `windows_x86_minidump::windows_x86_fault_inside_a_vectored_exception_handler`).
+#[test]
+fn windows_fault_inside_a_vectored_exception_handler() {
+    let case = record("x64_veh", &["-O0"], "veh_fault.c");
+    check(&case, &["handler_fault", "on_exception", "victim", "main"]);
+}
