@@ -313,6 +313,16 @@ async fn core_upload_is_processed() {
     assert_processed(&done);
     assert_eq!(done["dump"]["format"], "elf-core");
     assert_eq!(done["dump"]["size"], core.len());
+    // a server without tokens has no token to name: its uploads write no audit entry
+    // (a server with tokens records each use: projects.rs, `audit`)
+    let url = format!(
+        "sqlite://{}",
+        s.dir.path().join("data/postmortem.db").display()
+    );
+    let db = worker::store::Db::connect(&url).await.unwrap();
+    let audited = worker::store::audit::newest(&db, 10).await.unwrap();
+    assert!(audited.is_empty(), "{audited:?}");
+    db.close().await;
 
     // ?wait= answers with the finished crash.
     let r = c

@@ -243,9 +243,13 @@ fn presented_token<'s>(
 }
 
 /// Writes the token's use to the audit log when the request changes something. A failed
-/// write is logged, not answered: the audit log must not take the API down with it.
+/// write is logged, not answered: the audit log must not take the API down with it. A
+/// server without tokens has no token to name (every caller is `none`): it writes none,
+/// and its uploads take SQLite's one writer once, not twice (issue 40).
 async fn record_use(s: &AppState, parts: &Parts, who: &Who) {
-    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
+        || s.config.tokens.is_empty()
+    {
         return;
     }
     let path = parts
