@@ -54,21 +54,33 @@ struct Crashed {
 /// of the core and writes the microdump of the crash as a logcat (`crash.log`); `None`
 /// without the cross tools.
 fn crash_basic(name: &str) -> Option<Crashed> {
+    crash_basic_as(name, false)
+}
+
+/// [`crash_basic`]; with `pie`, the program position-independent (`-fPIE -pie`, as every
+/// Android program is) and gdb's walk taken from the live process at its fault (gdb cannot
+/// relocate a PIE from QEMU's core).
+fn crash_basic_as(name: &str, pie: bool) -> Option<Crashed> {
     if !qemu::tools_present() {
         eprintln!("skipped: the aarch64 cross tools are not installed (see test.sh)");
         return None;
     }
     let work = Workdir::new(name);
-    let exe = work.compile(CC, &["-no-pie", "-O2"], &["basic.c"], "basic");
-    let core = qemu::crash(work.path(), &exe);
+    let flags: &[&str] = if pie {
+        &["-fPIE", "-pie", "-O2"]
+    } else {
+        &["-no-pie", "-O2"]
+    };
+    let exe = work.compile(CC, flags, &["basic.c"], "basic");
     let sysroot = format!("set sysroot {SYSROOT}");
-    let gdb = gdb::frames_with(
-        GDB,
-        &[&sysroot, "set architecture aarch64"],
-        work.path(),
-        &exe,
-        &core,
-    );
+    let setup = [sysroot.as_str(), "set architecture aarch64"];
+    let (core, gdb) = if pie {
+        qemu::crash_under_live_gdb(qemu::QEMU, work.path(), &exe, "max", SYSROOT, GDB, &setup)
+    } else {
+        let core = qemu::crash(work.path(), &exe);
+        let gdb = gdb::frames_with(GDB, &setup, work.path(), &exe, &core);
+        (core, gdb)
+    };
     let names: Vec<String> = gdb
         .crashed()
         .frames
@@ -151,14 +163,28 @@ async fn report_of(
 
 #[tokio::test]
 async fn the_service_walks_a_logcat_microdump_as_gdb_walks_the_core() {
-    let Some(crashed) = crash_basic("microdump-basic") else {
-        return;
-    };
+    if let Some(crashed) = crash_basic("microdump-basic") {
+        walks_as_gdb(&crashed).await;
+    }
+}
+
+/// A position-independent program, as every Android program is: its microdump's module
+/// record says where the system loaded it.
+#[tokio::test]
+async fn the_service_walks_a_pie_logcat_microdump_as_gdb_walks_the_process() {
+    if let Some(crashed) = crash_basic_as("microdump-pie", true) {
+        walks_as_gdb(&crashed).await;
+    }
+}
+
+/// The service's report of the crash's logcat, and `postmortem walk` of it with the
+/// binaries under `--symbols`, give gdb's frames.
+async fn walks_as_gdb(crashed: &Crashed) {
     let (work, gdb, names) = (&crashed.work, &crashed.gdb, &crashed.names);
     let server = common::TempServer::start(&[]);
     let client = common::client();
     upload_files(&client, &server, &crashed.files).await;
-    let report = &report_of(&client, &server, &crashed).await;
+    let report = &report_of(&client, &server, crashed).await;
     let threads = report["threads"].as_array().expect("threads");
     assert_eq!(threads.len(), 1, "a microdump holds the crashed thread");
     assert_eq!(threads[0]["crashed"], true);
