@@ -145,7 +145,8 @@ async fn gather_tables(
     let mut records = Vec::new();
     let located = locate_all(runner, lease, modules, arch, until, &mut records).await;
     module_records::record_all(&runner.db, &lease.id, &records).await?;
-    let (located, lookups) = located?;
+    let (mut located, lookups) = located?;
+    look_again(runner, lease, modules, arch, &records, &mut located).await?;
     let mut found = HashMap::with_capacity(located.len());
     for (key, located) in located {
         found.insert(key, located_tables(runner, located).await?);
@@ -155,6 +156,55 @@ async fn gather_tables(
 
 /// The files of each module, by [`lookup_key`].
 type LocatedModules = Vec<(String, Located<binaries::BinaryRow>)>;
+
+/// Looks again for the modules `records` (just written) list as missing, adding the
+/// files found to `located` and forgetting those records.
+///
+/// The claim forgot what the crash missed last time (`crashes::claim_batch`), and a file
+/// uploaded between that and the records found none to requeue this crash by: its report
+/// would have kept the module missing for good. Looked for after the records are
+/// written, a file stored before now is found here, and one stored after finds the
+/// records, and its upload requeues the crash (a crash being processed too: the lease
+/// guard drops this job's result).
+async fn look_again(
+    runner: &Runner,
+    lease: &crashes::Lease,
+    modules: &[Module],
+    arch: engine::dump::Arch,
+    records: &[ModuleRecord],
+    located: &mut LocatedModules,
+) -> Result<(), JobError> {
+    let missing = |key: &str| {
+        records
+            .iter()
+            .any(|r| r.index == Index::Missing && r.key == key)
+            && !located.iter().any(|(k, _)| k == key)
+    };
+    let again: Vec<Module> = modules
+        .iter()
+        .filter(|m| !m.is_vdso() && lookup_key(m).is_some_and(|k| missing(&k)))
+        .cloned()
+        .collect();
+    if again.is_empty() {
+        return Ok(());
+    }
+    let source = Uploaded::of_modules(runner, lease.project.as_str(), &again).await?;
+    let mut found_now = Vec::new();
+    for m in &again {
+        let Some(key) = lookup_key(m) else { continue };
+        if located.iter().any(|(k, _)| *k == key) {
+            continue;
+        }
+        if let Some(found) = locate(&source, m, arch).await? {
+            found_now.push(key.clone());
+            located.push((key, found));
+        }
+    }
+    if !found_now.is_empty() {
+        module_records::forget_missing(&runner.db, &lease.id, &found_now).await?;
+    }
+    Ok(())
+}
 
 /// [`gather_tables`]' modules looked up in turn: the files of each; what is to be
 /// recorded of them goes to `records`.

@@ -67,6 +67,23 @@ pub async fn record_all(
     Ok(())
 }
 
+/// Forgets the missing-modules records of crash `crash_id` for the modules `keys`: their
+/// files were found after all (the job looked again, `jobs::process`).
+pub async fn forget_missing(db: &Db, crash_id: &str, keys: &[String]) -> Result<(), StoreError> {
+    let _turn = db.write_turn().await;
+    for key in keys {
+        crate::on_pool!(db, p => sqlx::query(
+            "DELETE FROM missing_modules WHERE crash_id = $1 AND build_id = $2",
+        )
+        .bind(crash_id)
+        .bind(clean(key).into_owned())
+        .execute(p)
+        .await
+        .map(|_| ()))?;
+    }
+    Ok(())
+}
+
 /// The statement that inserts `n` rows of `index`, each `(key, crash id, debug-id,
 /// recorded at[, module name])`; a row the index has already is left as it is.
 fn insert_sql(index: Index, n: usize) -> String {
