@@ -17,10 +17,10 @@
 //! Skipped, saying so, without the cross tools (`test.sh` installs them).
 
 use postmortem_testsupport::compare;
-use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::gdb::GdbCore;
 use postmortem_testsupport::microdump;
 use postmortem_testsupport::program::Workdir;
-use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
+use postmortem_testsupport::qemu::{self, CC, SYSROOT};
 use postmortem_testsupport::report;
 
 use crate::common;
@@ -72,15 +72,7 @@ fn crash_basic_as(name: &str, pie: bool) -> Option<Crashed> {
         &["-no-pie", "-O2"]
     };
     let exe = work.compile(CC, flags, &["basic.c"], "basic");
-    let sysroot = format!("set sysroot {SYSROOT}");
-    let setup = [sysroot.as_str(), "set architecture aarch64"];
-    let (core, gdb) = if pie {
-        qemu::crash_under_live_gdb(qemu::QEMU, work.path(), &exe, "max", SYSROOT, GDB, &setup)
-    } else {
-        let core = qemu::crash(work.path(), &exe);
-        let gdb = gdb::frames_with(GDB, &setup, work.path(), &exe, &core);
-        (core, gdb)
-    };
+    let (core, gdb) = qemu::crash_aarch64_with_gdb(work.path(), &exe, pie);
     let names: Vec<String> = gdb
         .crashed()
         .frames

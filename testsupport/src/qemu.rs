@@ -138,6 +138,20 @@ pub fn crash_under_live_gdb(
     })
 }
 
+/// An aarch64 program crashed under `-cpu max` in `dir`, and gdb-multiarch's frames of it:
+/// of the live process at its fault when `pie` (gdb cannot relocate a PIE from QEMU's
+/// core: [`crash_under_live_gdb`]), of QEMU's core otherwise.
+pub fn crash_aarch64_with_gdb(dir: &Path, exe: &Path, pie: bool) -> (PathBuf, crate::gdb::GdbCore) {
+    let sysroot = format!("set sysroot {SYSROOT}");
+    let setup = [sysroot.as_str(), "set architecture aarch64"];
+    if pie {
+        return crash_under_live_gdb(QEMU, dir, exe, "max", SYSROOT, GDB, &setup);
+    }
+    let core = crash(dir, exe);
+    let gdb = crate::gdb::frames_with(GDB, &setup, dir, exe, &core);
+    (core, gdb)
+}
+
 /// QEMU's core of `exe` in `dir` (`qemu_*.core`); removes the host kernel's core of QEMU
 /// itself (`core`, `core.*`) if it wrote one.
 fn qemu_core(dir: &Path, exe: &Path, status: &str) -> PathBuf {

@@ -71,7 +71,9 @@ pub trait ArchWalker {
         false
     }
     /// The frame a signal interrupted, when `callee` is a sigreturn trampoline whose
-    /// signal frame the architecture knows how to read (tried before the unwind rules).
+    /// signal frame the architecture knows how to read, or (x86) the frame an exception
+    /// interrupted, when `callee` is Windows' exception dispatcher (tried before the
+    /// unwind rules).
     fn caller_from_signal_frame(
         &self,
         ctx: &WalkContext<'_, '_>,

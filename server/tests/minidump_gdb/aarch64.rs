@@ -25,9 +25,9 @@ use serde_json::Value;
 
 use postmortem_testsupport::compare;
 use postmortem_testsupport::core_to_minidump::{core_to_minidump, Layout};
-use postmortem_testsupport::gdb::{self, GdbCore};
+use postmortem_testsupport::gdb::GdbCore;
 use postmortem_testsupport::program::Workdir;
-use postmortem_testsupport::qemu::{self, CC, GDB, SYSROOT};
+use postmortem_testsupport::qemu::{self, CC, SYSROOT};
 
 use super::{dump_syms, walk};
 
@@ -63,16 +63,8 @@ fn record(
     let mut all_flags = if pie { vec!["-fPIE"] } else { vec!["-no-pie"] };
     all_flags.extend_from_slice(flags);
     let exe = work.compile(CC, &all_flags, sources, name);
-    let sysroot = format!("set sysroot {SYSROOT}");
-    let setup = [sysroot.as_str(), "set architecture aarch64"];
-    let (core, gdb) = if pie {
-        // gdb cannot relocate a PIE from QEMU's core: its frames of the live process
-        qemu::crash_under_live_gdb(qemu::QEMU, work.path(), &exe, "max", SYSROOT, GDB, &setup)
-    } else {
-        let core = qemu::crash(work.path(), &exe);
-        let gdb = gdb::frames_with(GDB, &setup, work.path(), &exe, &core);
-        (core, gdb)
-    };
+    // gdb cannot relocate a PIE from QEMU's core: its frames of the live process
+    let (core, gdb) = qemu::crash_aarch64_with_gdb(work.path(), &exe, pie);
     expect(&gdb);
 
     let core_bytes = std::fs::read(&core).expect("read the core");
