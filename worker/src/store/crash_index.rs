@@ -7,17 +7,27 @@
 //! reprocessing). The statements are built here, apart from the transaction, so that
 //! what a report indexes is one function's job; every value is a bound text parameter.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::crashes::StoredReport;
-use super::search::{self, MODULE, TERMS_PER_STATEMENT};
+use super::search::{MODULE, TERMS_PER_STATEMENT};
 
 /// One statement and its text values, in placeholder order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Statement<'a> {
     pub sql: String,
-    pub binds: Vec<&'a str>,
+    pub binds: Vec<Cow<'a, str>>,
+}
+
+/// A crash whose report is stored: its id, its `received_at` (which the module index
+/// keeps beside each name) and its report.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Indexed<'a> {
+    pub id: &'a str,
+    pub received_at: i64,
+    pub report: &'a StoredReport,
 }
 
 /// Crashes whose old index rows one `DELETE` removes.
@@ -26,78 +36,135 @@ const CRASHES_PER_DELETE: usize = 500;
 /// The statements that replace the index rows of each `(crash id, report)`: the old rows
 /// deleted, every distinct term inserted once, then the links, build-ids and module
 /// names, in statements of at most [`TERMS_PER_STATEMENT`] rows. `sqlite`: the deletes
-/// name their index ([`delete_by_crash_sql`]).
+/// name their index ([`delete_by_crash_sql`]), and the rows are read from their JSON
+/// parameter by SQLite's functions ([`json_rows`]).
+///
+/// Each insert takes its rows as **one** parameter, a JSON array of rows: a statement of
+/// a placeholder per value cost SQLite's writer more to bind than to run. sqlx binds a
+/// `$N` parameter by asking SQLite its name, a walk of the statement's list of names, so
+/// a statement of n values took time in n² to bind — the links of a batch of 32 crashes,
+/// 1,248 values, a few milliseconds of the one writer's time for every batch (issue 40:
+/// `sqlite3_bind_parameter_name` was 6–8 % of the server's CPU during a drain) — and the
+/// statement's text changed with its row count, each count prepared anew. One parameter
+/// binds at once, and the text, the same for every batch, is prepared once per connection.
 pub(crate) fn statements<'a>(
-    indexed: &[(&'a str, &'a StoredReport)],
+    indexed: &[Indexed<'a>],
     sqlite: bool,
-) -> Vec<Statement<'a>> {
+) -> Result<Vec<Statement<'a>>, serde_json::Error> {
     let mut out = Vec::new();
-    let ids: Vec<&str> = indexed.iter().map(|(id, _)| *id).collect();
+    let ids: Vec<&str> = indexed.iter().map(|c| c.id).collect();
     for table in ["crash_terms", "crash_build_ids", "crash_module_names"] {
         for chunk in ids.chunks(CRASHES_PER_DELETE) {
             out.push(Statement {
                 sql: delete_by_crash_sql(table, chunk.len(), sqlite),
-                binds: chunk.to_vec(),
+                binds: chunk.iter().map(|id| Cow::Borrowed(*id)).collect(),
             });
         }
     }
     let terms: BTreeSet<&(&'static str, String)> =
-        indexed.iter().flat_map(|(_, r)| &r.terms).collect();
-    let terms: Vec<_> = terms.into_iter().collect();
-    for chunk in terms.chunks(TERMS_PER_STATEMENT) {
-        out.push(Statement {
-            sql: search::insert_terms_sql(chunk.len()),
-            binds: chunk.iter().flat_map(|(k, t)| [*k, t.as_str()]).collect(),
-        });
-    }
+        indexed.iter().flat_map(|c| &c.report.terms).collect();
+    let terms: Vec<[&str; 2]> = terms.into_iter().map(|(k, t)| [*k, t.as_str()]).collect();
     let links: Vec<[&str; 3]> = indexed
         .iter()
-        .flat_map(|(id, r)| r.terms.iter().map(move |(k, t)| [*k, t.as_str(), *id]))
-        .collect();
-    for chunk in links.chunks(TERMS_PER_STATEMENT) {
-        out.push(Statement {
-            sql: search::link_terms_sql(chunk.len()),
-            binds: chunk.iter().flatten().copied().collect(),
-        });
-    }
-    let build_ids: Vec<[&str; 2]> = indexed
-        .iter()
-        .flat_map(|(id, r)| r.build_ids.iter().map(move |b| [b.as_str(), *id]))
-        .collect();
-    for chunk in build_ids.chunks(TERMS_PER_STATEMENT) {
-        out.push(Statement {
-            sql: format!(
-                "INSERT INTO crash_build_ids (build_id, crash_id) VALUES {} \
-                 ON CONFLICT (build_id, crash_id) DO NOTHING",
-                marks(1, chunk.len(), 2)
-            ),
-            binds: chunk.iter().flatten().copied().collect(),
-        });
-    }
-    let names: Vec<[&str; 2]> = indexed
-        .iter()
-        .flat_map(|(id, r)| {
-            r.terms
+        .flat_map(|c| {
+            c.report
+                .terms
                 .iter()
-                .filter(|(k, _)| *k == MODULE)
-                .map(move |(_, name)| [name.as_str(), *id])
+                .map(move |(k, t)| [*k, t.as_str(), c.id])
         })
         .collect();
-    for chunk in names.chunks(TERMS_PER_STATEMENT) {
-        // the crash's received_at from its row; SQLite needs a WHERE before an upsert's
-        // ON CONFLICT after a join's ON
+    let build_ids: Vec<[&str; 2]> = indexed
+        .iter()
+        .flat_map(|c| c.report.build_ids.iter().map(move |b| [b.as_str(), c.id]))
+        .collect();
+    let names: Vec<(&str, i64, &str)> = indexed
+        .iter()
+        .flat_map(|c| {
+            c.report
+                .terms
+                .iter()
+                .filter(|(k, _)| *k == MODULE)
+                .map(move |(_, name)| (name.as_str(), c.received_at, c.id))
+        })
+        .collect();
+    // SQLite needs a WHERE before an upsert's ON CONFLICT after a SELECT; the join is a
+    // CROSS JOIN, which SQLite's planner keeps in its written order: the rows first, each
+    // term looked up by its index (left to choose, it scanned `search_terms` and read the
+    // JSON rows again for each term: a drain fell from 1,000 to 400 crashes a second)
+    let term_rows = json_rows(sqlite, &["kind", "term"]);
+    push_rows(
+        &mut out,
+        &terms,
+        &format!(
+            "INSERT INTO search_terms (kind, term) SELECT kind, term FROM ({term_rows}) AS v \
+         WHERE true ON CONFLICT (kind, term) DO NOTHING"
+        ),
+    )?;
+    let link_rows = json_rows(sqlite, &["kind", "term", "crash_id"]);
+    push_rows(
+        &mut out,
+        &links,
+        &format!(
+            "INSERT INTO crash_terms (term_id, crash_id) SELECT s.id, v.crash_id \
+         FROM ({link_rows}) AS v CROSS JOIN search_terms s \
+         WHERE s.kind = v.kind AND s.term = v.term ON CONFLICT (term_id, crash_id) DO NOTHING"
+        ),
+    )?;
+    let id_rows = json_rows(sqlite, &["build_id", "crash_id"]);
+    push_rows(
+        &mut out,
+        &build_ids,
+        &format!(
+            "INSERT INTO crash_build_ids (build_id, crash_id) SELECT build_id, crash_id \
+         FROM ({id_rows}) AS v WHERE true ON CONFLICT (build_id, crash_id) DO NOTHING"
+        ),
+    )?;
+    // the crash's received_at comes with the rows, from the statement that stored its
+    // report: joined to `crashes` for it, this insert took 8–25 ms of the writer's time a
+    // batch, half of the batch's store
+    let name_rows = json_rows(sqlite, &["name", "crash_at", "crash_id"]);
+    push_rows(
+        &mut out,
+        &names,
+        &format!(
+            "INSERT INTO crash_module_names (name, crash_at, crash_id) \
+         SELECT name, CAST(crash_at AS BIGINT), crash_id FROM ({name_rows}) AS v \
+         WHERE true ON CONFLICT (name, crash_at, crash_id) DO NOTHING"
+        ),
+    )?;
+    Ok(out)
+}
+
+/// Adds `sql`, whose one parameter is a JSON array of rows, once per
+/// [`TERMS_PER_STATEMENT`] of `rows`.
+fn push_rows<R: serde::Serialize>(
+    out: &mut Vec<Statement<'_>>,
+    rows: &[R],
+    sql: &str,
+) -> Result<(), serde_json::Error> {
+    for chunk in rows.chunks(TERMS_PER_STATEMENT) {
         out.push(Statement {
-            sql: format!(
-                "WITH v (name, crash_id) AS (VALUES {}) \
-                 INSERT INTO crash_module_names (name, crash_at, crash_id) \
-                 SELECT v.name, c.received_at, c.id FROM v JOIN crashes c ON c.id = v.crash_id \
-                 WHERE true ON CONFLICT (name, crash_at, crash_id) DO NOTHING",
-                marks(1, chunk.len(), 2)
-            ),
-            binds: chunk.iter().flatten().copied().collect(),
+            sql: sql.to_string(),
+            binds: vec![Cow::Owned(serde_json::to_string(chunk)?)],
         });
     }
-    out
+    Ok(())
+}
+
+/// A subquery of the rows of the JSON array of arrays bound as `$1`, each row's values
+/// as the columns `names` in order, as text (a number's digits on PostgreSQL).
+fn json_rows(sqlite: bool, names: &[&str]) -> String {
+    let (each, row) = if sqlite {
+        ("json_each($1)", "value")
+    } else {
+        ("json_array_elements(CAST($1 AS json)) AS e", "e")
+    };
+    let columns: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| format!("{row} ->> {i} AS {name}"))
+        .collect();
+    format!("SELECT {} FROM {each}", columns.join(", "))
 }
 
 /// `DELETE FROM {table} WHERE crash_id IN ($1, …, $n)`, through the table's index of
@@ -155,7 +222,15 @@ mod tests {
                 .into(),
             None,
         );
-        let s = statements(&[("c1", &r)], true);
+        let s = statements(
+            &[Indexed {
+                id: "c1",
+                received_at: 7,
+                report: &r,
+            }],
+            true,
+        )
+        .expect("rows are JSON");
         for st in &s {
             let n = st.sql.matches('$').count();
             assert_eq!(n, st.binds.len(), "{}", st.sql);
@@ -164,6 +239,106 @@ mod tests {
             .iter()
             .find(|s| s.sql.starts_with("INSERT INTO crash_build_ids"))
             .expect("build-ids inserted");
-        assert_eq!(ids.binds, ["ab12", "c1", "cd34", "c1"]);
+        assert_eq!(ids.binds, [r#"[["ab12","c1"],["cd34","c1"]]"#]);
+    }
+
+    /// On SQLite each insert reads its JSON rows once, looking each row up by an index:
+    /// left to choose, SQLite's planner scanned `search_terms` and read the rows again
+    /// for every term (a drain fell from 1,000 to 400 crashes a second).
+    #[tokio::test]
+    async fn each_row_is_looked_up_by_index_on_sqlite() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let db = crate::store::Db::connect(&url).await.expect("connect");
+        db.migrate().await.expect("migrate");
+        let crate::store::Backend::Sqlite(pool) = db.backend() else {
+            unreachable!("a SQLite URL")
+        };
+        let mut r = StoredReport::from_json(
+            r#"{"modules":[{"name":"/lib/libc.so.6","build_id":"ab12"}]}"#.into(),
+            None,
+        );
+        r.terms.insert((MODULE, "libc.so.6".into()));
+        r.terms.insert(("function", "abort".into()));
+        for f in [
+            "raise",
+            "qsort",
+            "main",
+            "cmp",
+            "start",
+            "libc_start_main",
+            "msort",
+        ] {
+            r.terms.insert(("function", f.into()));
+        }
+        let index = statements(
+            &[Indexed {
+                id: "c1",
+                received_at: 7,
+                report: &r,
+            }],
+            true,
+        )
+        .expect("rows are JSON");
+        // the statistics of a store that holds few terms, as a new store's first drain
+        // has them (`PRAGMA optimize` at the start, `statistics::refresh` after)
+        for st in &index {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(st.sql.as_str()));
+            for b in &st.binds {
+                q = q.bind(b.as_ref());
+            }
+            q.execute(pool).await.expect("index rows stored");
+        }
+        // and the statistics of the bench's store (`bench/service.sh`) after its first
+        // drain of 3,000 crashes (one report's 13 terms), under which the planner chose to
+        // scan the terms; `ANALYZE sqlite_schema` reloads them
+        sqlx::query("ANALYZE").execute(pool).await.expect("analyze");
+        for (table, index, stat) in [
+            ("search_terms", "sqlite_autoindex_search_terms_1", "13 5 1"),
+            ("crash_terms", "crash_terms_crash", "26429 13"),
+            (
+                "crash_terms",
+                "sqlite_autoindex_crash_terms_1",
+                "26429 1786 1",
+            ),
+        ] {
+            sqlx::query("DELETE FROM sqlite_stat1 WHERE tbl = $1 AND idx = $2")
+                .bind(table)
+                .bind(index)
+                .execute(pool)
+                .await
+                .expect("statistics");
+            sqlx::query("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ($1, $2, $3)")
+                .bind(table)
+                .bind(index)
+                .bind(stat)
+                .execute(pool)
+                .await
+                .expect("statistics");
+        }
+        sqlx::query("ANALYZE sqlite_schema")
+            .execute(pool)
+            .await
+            .expect("reload");
+        for st in index {
+            let explain = format!("EXPLAIN QUERY PLAN {}", st.sql);
+            let mut q =
+                sqlx::query_as::<_, (i64, i64, i64, String)>(sqlx::AssertSqlSafe(explain.as_str()));
+            for b in &st.binds {
+                q = q.bind(b.as_ref());
+            }
+            let plan: Vec<String> = q
+                .fetch_all(pool)
+                .await
+                .expect("plan")
+                .into_iter()
+                .map(|(_, _, _, d)| d)
+                .collect();
+            let scans: Vec<&String> = plan
+                .iter()
+                .filter(|d| d.starts_with("SCAN") && !d.contains("json_each"))
+                .collect();
+            assert!(scans.is_empty(), "{}: {plan:?}", st.sql);
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! the work of the one that took over. An expired lease makes the row leasable again;
 //! after `max_attempts` leases it ends `failed` instead.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use serde::Deserialize;
@@ -832,11 +832,12 @@ pub async fn finish_batch(
         if let Some(sql) = &group_locks {
             sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).execute(&mut *tx).await?;
         }
-        // the ids whose report was stored (a lease no longer ours updates no row)
-        let mut stored: HashSet<String> = HashSet::with_capacity(done.len());
+        // the ids whose report was stored (a lease no longer ours updates no row), with
+        // their crashes' received_at, which the module index keeps beside each name
+        let mut stored: HashMap<String, i64> = HashMap::with_capacity(done.len());
         for chunk in done.chunks(DONE_PER_STATEMENT) {
             let sql = done_sql(chunk.len());
-            let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql.as_str()))
+            let mut q = sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(now).bind(worker);
             for (lease, r, us) in chunk {
                 q = q.bind(&lease.id).bind(lease.attempts).bind(&r.text).bind(&r.signature)
@@ -846,11 +847,19 @@ pub async fn finish_batch(
             stored.extend(q.fetch_all(&mut *tx).await?);
         }
         let mut kept = Vec::with_capacity(jobs.len());
+        // the received_at of each report kept, in the jobs' order
+        let mut received = Vec::with_capacity(done.len());
         for job in jobs {
             let lease = job.lease;
             let n = match job.outcome {
                 // a job listed twice keeps its lease once
-                Outcome::Done(_) => u64::from(stored.remove(&lease.id)),
+                Outcome::Done(_) => match stored.remove(&lease.id) {
+                    Some(received_at) => {
+                        received.push(received_at);
+                        1
+                    }
+                    None => 0,
+                },
                 Outcome::Failed { reason } => {
                     let reason = super::text::clean(reason);
                     sqlx::query(sqlx::AssertSqlSafe(failed_sql.as_str()))
@@ -869,16 +878,20 @@ pub async fn finish_batch(
             kept.push(n == 1);
         }
         // the search and module index of the reports stored, replaced
-        let indexed: Vec<(&str, &StoredReport)> = jobs
+        let indexed: Vec<super::crash_index::Indexed<'_>> = jobs
             .iter()
             .zip(&kept)
             .filter_map(|(job, &kept)| match job.outcome {
                 Outcome::Done(r) if kept => Some((job.lease.id.as_str(), r)),
                 _ => None,
             })
+            .zip(received)
+            .map(|((id, report), received_at)| super::crash_index::Indexed { id, received_at, report })
             .collect();
         let sqlite = matches!(db.backend(), Backend::Sqlite(_));
-        for st in super::crash_index::statements(&indexed, sqlite) {
+        let index = super::crash_index::statements(&indexed, sqlite)
+            .map_err(|e| StoreError::Corrupt(format!("index rows not serializable: {e}")))?;
+        for st in index {
             let mut q = sqlx::query(sqlx::AssertSqlSafe(st.sql.as_str()));
             for b in st.binds {
                 q = q.bind(b);
@@ -943,7 +956,7 @@ const DONE_PER_STATEMENT: usize = 100;
 /// rows' values from `$3`, 8 per job: id, attempts, report, computed signature, function
 /// frames, analysis summary, processing time (µs), analysis kind. The signature stored is the
 /// crash's pin, else the merge of its computed signature in its project, else that
-/// signature. Returns the ids of the rows stored.
+/// signature. Returns the ids of the rows stored and their `received_at`.
 fn done_sql(n: usize) -> String {
     let mut rows = String::new();
     for i in 0..n {
@@ -974,7 +987,7 @@ fn done_sql(n: usize) -> String {
          analysis_summary = v.summary, report_fields_apart = 1, analysis_kind = v.kind \
          FROM v WHERE crashes.id = v.id AND crashes.leased_by = $2 \
          AND crashes.attempts = v.attempts AND crashes.status = 'processing' \
-         RETURNING crashes.id"
+         RETURNING crashes.id, crashes.received_at"
     )
 }
 

@@ -8,7 +8,6 @@
 //! links are written when a report is stored; a reprocessed crash's links are replaced.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use super::{Db, StoreError};
 
@@ -98,49 +97,9 @@ pub async fn index_terms(
     Ok(())
 }
 
-/// Terms per batched statement of [`insert_terms_sql`] and [`link_terms_sql`]: well under
-/// both databases' limits on bound values (SQLite 32,766, PostgreSQL 65,535).
+/// Rows per statement of the search index's inserts (`crash_index`), each statement's
+/// rows one JSON parameter: a bound on one statement's work and parameter's size.
 pub(crate) const TERMS_PER_STATEMENT: usize = 500;
-
-/// `INSERT` of `n` distinct terms (`$1, $2` the first's kind and term, …), those known
-/// already left as they are.
-pub(crate) fn insert_terms_sql(n: usize) -> String {
-    let mut sql = String::from("INSERT INTO search_terms (kind, term) VALUES ");
-    for i in 0..n {
-        let _ = write!(
-            sql,
-            "{}(${}, ${})",
-            if i == 0 { "" } else { ", " },
-            2 * i + 1,
-            2 * i + 2
-        );
-    }
-    sql.push_str(" ON CONFLICT (kind, term) DO NOTHING");
-    sql
-}
-
-/// The links of `n` (kind, term, crash id) triples (`$1, $2, $3` the first, …) from
-/// crashes to terms already in `search_terms`.
-pub(crate) fn link_terms_sql(n: usize) -> String {
-    let mut sql = String::from("WITH v (kind, term, crash_id) AS (VALUES ");
-    for i in 0..n {
-        let _ = write!(
-            sql,
-            "{}(${}, ${}, ${})",
-            if i == 0 { "" } else { ", " },
-            3 * i + 1,
-            3 * i + 2,
-            3 * i + 3
-        );
-    }
-    // SQLite needs a WHERE before an upsert's ON CONFLICT after a join's ON
-    sql.push_str(
-        ") INSERT INTO crash_terms (term_id, crash_id) SELECT s.id, v.crash_id FROM v \
-         JOIN search_terms s ON s.kind = v.kind AND s.term = v.term WHERE true \
-         ON CONFLICT (term_id, crash_id) DO NOTHING",
-    );
-    sql
-}
 
 /// A `LIKE` pattern matching names that contain `needle` (its `%`, `_` and `\` escaped
 /// with `\`), lower-cased like the function terms themselves (the query also compares
