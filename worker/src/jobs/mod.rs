@@ -12,6 +12,7 @@
 //! fails that job only. Store errors are transient: the job goes back to the queue until
 //! its attempts run out.
 
+pub mod batch_lookups;
 pub mod fetch;
 pub mod new_file;
 pub mod process;
@@ -599,9 +600,12 @@ impl Runner {
     async fn process_batch(&self, leases: &[crashes::Lease]) -> Vec<(crashes::Outcome, Duration)> {
         let limit = self.config.time_limit;
         let mut ended = Vec::with_capacity(leases.len());
+        // what the batch's jobs looked up, for its later jobs of the same modules; never
+        // kept across batches (`batch_lookups`)
+        let batch = batch_lookups::BatchLookups::default();
         for lease in leases {
             let started = Instant::now();
-            let outcome = tokio::time::timeout(limit, process::process_job(self, lease))
+            let outcome = tokio::time::timeout(limit, process::process_job(self, lease, &batch))
                 .await
                 .unwrap_or(Err(JobError::TimeLimit(limit)));
             let outcome = match outcome {

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use tracing::{info_span, instrument, Instrument};
 
+use super::batch_lookups::{self, BatchLookups};
 use super::steps::Step;
 use super::{fetch, JobError, Runner};
 use crate::cache::{CacheKey, TableKind};
@@ -45,6 +46,7 @@ pub const SYMBOL_TABLE_VERSION: u32 = engine::symbols::SYMBOL_TABLE_VERSION;
 pub async fn process_job(
     runner: &Runner,
     lease: &crashes::Lease,
+    batch: &BatchLookups,
 ) -> Result<crashes::StoredReport, JobError> {
     let limit = runner.config.time_limit;
     // the remote sources' fetches end four fifths into the time limit, whatever their own
@@ -62,11 +64,20 @@ pub async fn process_job(
     // 2. Their tables, recording the ones nobody uploaded; beside them, the source of the
     // report's lines: the bundles uploaded for its modules, then the debuginfod servers,
     // then the source-link mappings (the two lookups' round trips overlap: issue 40).
-    let sources =
-        super::source_links::provider(runner, &lease.project, &modules, &lease.annotations, until);
+    let sources = super::source_links::provider(
+        runner,
+        &lease.project,
+        &modules,
+        &lease.annotations,
+        until,
+        batch,
+    );
     let ((found, lookups), provider) = steps
         .timed(Step::Tables, async {
-            tokio::try_join!(gather_tables(runner, lease, &modules, arch, until), sources)
+            tokio::try_join!(
+                gather_tables(runner, lease, &modules, arch, until, batch),
+                sources
+            )
         })
         .await?;
 
@@ -141,9 +152,10 @@ async fn gather_tables(
     modules: &[Module],
     arch: engine::dump::Arch,
     until: Option<std::time::Instant>,
+    batch: &BatchLookups,
 ) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
     let mut records = Vec::new();
-    let located = locate_all(runner, lease, modules, arch, until, &mut records).await;
+    let located = locate_all(runner, lease, modules, arch, until, &mut records, batch).await;
     module_records::record_all(&runner.db, &lease.id, &records).await?;
     let (mut located, lookups) = located?;
     look_again(runner, lease, modules, arch, &records, &mut located).await?;
@@ -215,11 +227,14 @@ async fn locate_all(
     arch: engine::dump::Arch,
     until: Option<std::time::Instant>,
     records: &mut Vec<ModuleRecord>,
+    batch: &BatchLookups,
 ) -> Result<(LocatedModules, HashMap<String, Vec<Lookup>>), JobError> {
     // 2. Their files, recording the ones nobody uploaded (what the crash missed last
-    // time was forgotten when it was leased: `crashes::claim_batch`).
+    // time was forgotten when it was leased: `crashes::claim_batch`). A lookup of the
+    // same modules kept earlier in the batch found every one complete: so will this job.
     let project = lease.project.as_str();
-    let source = Uploaded::of_modules(runner, project, modules).await?;
+    let (source, to_keep) = Uploaded::of_modules_in(runner, project, modules, batch).await?;
+    let mut fetched = false;
     let fresh = Uploaded::fresh(runner, project);
     let mut found: LocatedModules = Vec::new();
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
@@ -237,6 +252,7 @@ async fn locate_all(
         if let Some(fetcher) = &runner.config.remote {
             let mut asked = Vec::new();
             if let Some(id) = m.build_id_hex().filter(|_| lacks_files(located.as_ref())) {
+                fetched = true;
                 asked.extend(
                     fetch::fetch_missing(runner, fetcher, project, &id, &m.name, until).await?,
                 );
@@ -248,6 +264,7 @@ async fn locate_all(
             if m.pe_code_id().is_some()
                 && located.as_ref().is_none_or(|l| windows_part(l).is_some())
             {
+                fetched = true;
                 let got = fetch::fetch_windows(runner, fetcher, project, m, until).await?;
                 located = locate(&fresh, m, arch).await?;
                 asked.extend(got);
@@ -255,6 +272,7 @@ async fn locate_all(
             if let (None, Some(rel), Some(debug_id)) =
                 (&located, m.breakpad_sym_path(), debug_id.as_deref())
             {
+                fetched = true;
                 let got = fetch::fetch_sym(runner, fetcher, project, &rel, debug_id, until).await?;
                 located = locate(&fresh, m, arch).await?;
                 asked.extend(got);
@@ -302,6 +320,11 @@ async fn locate_all(
         }
     }
 
+    // every module found complete in what the database said, nothing fetched: the
+    // batch's later jobs of these modules are given the same files (`batch_lookups`)
+    if let Some((key, files)) = to_keep.filter(|_| records.is_empty() && !fetched) {
+        batch.keep_uploads(key, files);
+    }
     // the files' last use, for the retention of symbol files (issue 41), written twice an
     // hour per file, not once per crash (issue 40: `recent_use`)
     let used: Vec<&str> = used.iter().map(String::as_str).collect();
@@ -378,11 +401,7 @@ impl<'a> Uploaded<'a> {
         project: &'a str,
         modules: &[Module],
     ) -> Result<Self, JobError> {
-        let ids: Vec<String> = modules
-            .iter()
-            .filter(|m| !m.is_vdso())
-            .filter_map(Module::build_id_hex)
-            .collect();
+        let ids = build_ids(modules);
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sees = binaries::Sees::Project(project);
         let known = binaries::visible_by_build_ids(&runner.db, sees, &ids).await?;
@@ -391,6 +410,37 @@ impl<'a> Uploaded<'a> {
             sees,
             known,
         })
+    }
+
+    /// [`Uploaded::of_modules`], or the files an earlier job of `batch` kept for the
+    /// same project and build-ids. When the database was asked, the key and files to
+    /// keep should the job find every module complete.
+    async fn of_modules_in(
+        runner: &'a Runner,
+        project: &'a str,
+        modules: &[Module],
+        batch: &BatchLookups,
+    ) -> Result<(Self, ToKeep), JobError> {
+        let ids = build_ids(modules);
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let key = batch_lookups::key(project, &ids);
+        let sees = binaries::Sees::Project(project);
+        if let Some(known) = batch.uploads(&key) {
+            let kept = Uploaded {
+                runner,
+                sees,
+                known,
+            };
+            return Ok((kept, None));
+        }
+        let known = binaries::visible_by_build_ids(&runner.db, sees, &ids).await?;
+        let to_keep = Some((key, known.clone()));
+        let asked = Uploaded {
+            runner,
+            sees,
+            known,
+        };
+        Ok((asked, to_keep))
     }
 
     /// The database as it is now, for the lookups after a fetch stored files.
@@ -407,6 +457,18 @@ impl<'a> Uploaded<'a> {
         let rows = binaries::by_debug_id(&self.runner.db, debug_id).await?;
         Ok(binaries::visible(&self.runner.db, self.sees, rows).await?)
     }
+}
+
+/// The key and files a job's lookup may leave to the rest of its batch.
+type ToKeep = Option<(String, HashMap<String, Vec<binaries::BinaryRow>>)>;
+
+/// The build-ids of `modules` the uploads are looked up by (the vdso's never uploaded).
+fn build_ids(modules: &[Module]) -> Vec<String> {
+    modules
+        .iter()
+        .filter(|m| !m.is_vdso())
+        .filter_map(Module::build_id_hex)
+        .collect()
 }
 
 /// An uploaded file as a source file, named as it was uploaded.

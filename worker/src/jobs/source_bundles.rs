@@ -20,6 +20,7 @@ use engine::dump::Module;
 use engine::report::source_context::{SourceProvider, SourceRequest};
 use engine::source_bundle::{BundleLimits, SourceBundle};
 
+use super::batch_lookups::BatchLookups;
 use super::{JobError, Runner};
 use crate::store::source_bundles::{self, Sees};
 
@@ -31,6 +32,7 @@ pub async fn provider(
     runner: &Runner,
     project: &str,
     modules: &[Module],
+    batch: &BatchLookups,
 ) -> Result<Option<Arc<dyn SourceProvider>>, JobError> {
     let mut ids: Vec<String> = Vec::new();
     for id in modules.iter().filter_map(Module::build_id_hex) {
@@ -39,7 +41,17 @@ pub async fn provider(
         }
     }
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let rows = source_bundles::by_build_ids(&runner.db, Sees::Project(project), &refs).await?;
+    // the batch's earlier lookup of the same modules, if any (`batch_lookups`)
+    let key = super::batch_lookups::key(project, &refs);
+    let rows = match batch.bundles(&key) {
+        Some(rows) => rows,
+        None => {
+            let rows =
+                source_bundles::by_build_ids(&runner.db, Sees::Project(project), &refs).await?;
+            batch.keep_bundles(key, rows.clone());
+            rows
+        }
+    };
     let mut bundles = HashMap::new();
     for id in ids.iter().filter(|id| rows.contains_key(*id)) {
         if bundles.len() >= MAX_BUNDLES_PER_CRASH {

@@ -35,9 +35,10 @@ pub async fn provider(
     modules: &[Module],
     annotations: &str,
     until: Option<std::time::Instant>,
+    batch: &super::batch_lookups::BatchLookups,
 ) -> Result<Option<Arc<dyn SourceProvider>>, JobError> {
     let mut providers = Vec::new();
-    providers.extend(super::source_bundles::provider(runner, project, modules).await?);
+    providers.extend(super::source_bundles::provider(runner, project, modules, batch).await?);
     providers.extend(super::source_servers::provider(runner, until));
     if let Some(links) = &runner.config.source_links {
         providers.push(Arc::new(CrashLinks {
