@@ -212,6 +212,16 @@ fn marks(first: usize, n: usize, width: usize) -> String {
 mod tests {
     use super::*;
 
+    /// The SQLite statements that index `r` as crash `c1`.
+    fn statements_of(r: &StoredReport) -> Vec<Statement<'_>> {
+        let c = Indexed {
+            id: "c1",
+            received_at: 7,
+            report: r,
+        };
+        statements(&[c], true).expect("rows are JSON")
+    }
+
     #[test]
     fn placeholders_follow_the_binds() {
         assert_eq!(marks(1, 3, 1), "$1, $2, $3");
@@ -222,15 +232,7 @@ mod tests {
                 .into(),
             None,
         );
-        let s = statements(
-            &[Indexed {
-                id: "c1",
-                received_at: 7,
-                report: &r,
-            }],
-            true,
-        )
-        .expect("rows are JSON");
+        let s = statements_of(&r);
         for st in &s {
             let n = st.sql.matches('$').count();
             assert_eq!(n, st.binds.len(), "{}", st.sql);
@@ -271,15 +273,7 @@ mod tests {
         ] {
             r.terms.insert(("function", f.into()));
         }
-        let index = statements(
-            &[Indexed {
-                id: "c1",
-                received_at: 7,
-                report: &r,
-            }],
-            true,
-        )
-        .expect("rows are JSON");
+        let index = statements_of(&r);
         // the statistics of a store that holds few terms, as a new store's first drain
         // has them (`PRAGMA optimize` at the start, `statistics::refresh` after)
         for st in &index {
