@@ -155,9 +155,17 @@ async fn gather_tables(
     batch: &BatchLookups,
 ) -> Result<(HashMap<String, ModuleTables>, HashMap<String, Vec<Lookup>>), JobError> {
     let mut records = Vec::new();
-    let located = locate_all(runner, lease, modules, arch, until, &mut records, batch).await;
+    let mut located = locate_all(runner, lease, modules, arch, until, &mut records, batch).await;
+    // a job given the batch's kept files that still records a module (its modules differ
+    // from the keeping job's in more than their build-ids) looks in the database itself:
+    // what an upload requeues crashes by is never written from what was kept
+    if matches!(located, Ok((_, _, true))) && !records.is_empty() {
+        records.clear();
+        let none = BatchLookups::default();
+        located = locate_all(runner, lease, modules, arch, until, &mut records, &none).await;
+    }
     module_records::record_all(&runner.db, &lease.id, &records).await?;
-    let (mut located, lookups) = located?;
+    let (mut located, lookups, _) = located?;
     look_again(runner, lease, modules, arch, &records, &mut located).await?;
     let mut found = HashMap::with_capacity(located.len());
     for (key, located) in located {
@@ -218,8 +226,9 @@ async fn look_again(
     Ok(())
 }
 
-/// [`gather_tables`]' modules looked up in turn: the files of each; what is to be
-/// recorded of them goes to `records`.
+/// [`gather_tables`]' modules looked up in turn: the files of each, and whether they
+/// were the ones an earlier job of the batch kept; what is to be recorded of them goes
+/// to `records`.
 async fn locate_all(
     runner: &Runner,
     lease: &crashes::Lease,
@@ -228,7 +237,7 @@ async fn locate_all(
     until: Option<std::time::Instant>,
     records: &mut Vec<ModuleRecord>,
     batch: &BatchLookups,
-) -> Result<(LocatedModules, HashMap<String, Vec<Lookup>>), JobError> {
+) -> Result<(LocatedModules, HashMap<String, Vec<Lookup>>, bool), JobError> {
     // 2. Their files, recording the ones nobody uploaded (what the crash missed last
     // time was forgotten when it was leased: `crashes::claim_batch`). A lookup of the
     // same modules kept earlier in the batch found every one complete: so will this job.
@@ -322,6 +331,7 @@ async fn locate_all(
 
     // every module found complete in what the database said, nothing fetched: the
     // batch's later jobs of these modules are given the same files (`batch_lookups`)
+    let given = to_keep.is_none();
     if let Some((key, files)) = to_keep.filter(|_| records.is_empty() && !fetched) {
         batch.keep_uploads(key, files);
     }
@@ -334,7 +344,7 @@ async fn locate_all(
         binaries::record_use(&runner.db, project, &due, now).await?;
         runner.recent_use.noted(project, &due, now);
     }
-    Ok((found, lookups))
+    Ok((found, lookups, given))
 }
 
 /// The sha256 of each file a module's tables come from.
