@@ -9,7 +9,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use super::crashes::StoredReport;
 use super::search::{MODULE, TERMS_PER_STATEMENT};
@@ -182,30 +181,14 @@ pub(crate) fn delete_by_crash_sql(table: &str, n: usize, sqlite: bool) -> String
     };
     format!(
         "DELETE FROM {table}{indexed} WHERE crash_id IN ({})",
-        marks(1, n, 1)
+        marks(n)
     )
 }
 
-/// `n` groups of `width` placeholders from `$first`: `$1, $2` (width 1) or `($1, $2),
-/// ($3, $4)` (width 2).
-fn marks(first: usize, n: usize, width: usize) -> String {
-    let mut s = String::new();
-    for i in 0..n {
-        if i > 0 {
-            s.push_str(", ");
-        }
-        let at = first + i * width;
-        if width == 1 {
-            let _ = write!(s, "${at}");
-        } else {
-            s.push('(');
-            for j in 0..width {
-                let _ = write!(s, "{}${}", if j == 0 { "" } else { ", " }, at + j);
-            }
-            s.push(')');
-        }
-    }
-    s
+/// `$1, $2, …, $n`.
+fn marks(n: usize) -> String {
+    let marks: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+    marks.join(", ")
 }
 
 #[cfg(test)]
@@ -224,8 +207,7 @@ mod tests {
 
     #[test]
     fn placeholders_follow_the_binds() {
-        assert_eq!(marks(1, 3, 1), "$1, $2, $3");
-        assert_eq!(marks(1, 2, 2), "($1, $2), ($3, $4)");
+        assert_eq!(marks(3), "$1, $2, $3");
         let r = StoredReport::from_json(
             r#"{"modules":[{"name":"/lib/libc.so.6","build_id":"AB12","code_id":null,
                 "files":[{"name":"libc.debug","build_id":"cd34"}]}]}"#

@@ -847,15 +847,19 @@ pub async fn finish_batch(
             stored.extend(q.fetch_all(&mut *tx).await?);
         }
         let mut kept = Vec::with_capacity(jobs.len());
-        // the received_at of each report kept, in the jobs' order
-        let mut received = Vec::with_capacity(done.len());
+        // the search and module index of the reports stored, replaced below
+        let mut indexed = Vec::with_capacity(done.len());
         for job in jobs {
             let lease = job.lease;
             let n = match job.outcome {
                 // a job listed twice keeps its lease once
-                Outcome::Done(_) => match stored.remove(&lease.id) {
+                Outcome::Done(report) => match stored.remove(&lease.id) {
                     Some(received_at) => {
-                        received.push(received_at);
+                        indexed.push(super::crash_index::Indexed {
+                            id: lease.id.as_str(),
+                            received_at,
+                            report,
+                        });
                         1
                     }
                     None => 0,
@@ -877,17 +881,6 @@ pub async fn finish_batch(
             };
             kept.push(n == 1);
         }
-        // the search and module index of the reports stored, replaced
-        let indexed: Vec<super::crash_index::Indexed<'_>> = jobs
-            .iter()
-            .zip(&kept)
-            .filter_map(|(job, &kept)| match job.outcome {
-                Outcome::Done(r) if kept => Some((job.lease.id.as_str(), r)),
-                _ => None,
-            })
-            .zip(received)
-            .map(|((id, report), received_at)| super::crash_index::Indexed { id, received_at, report })
-            .collect();
         let sqlite = matches!(db.backend(), Backend::Sqlite(_));
         let index = super::crash_index::statements(&indexed, sqlite)
             .map_err(|e| StoreError::Corrupt(format!("index rows not serializable: {e}")))?;
