@@ -9,8 +9,11 @@
 # to its debug file.
 set -euo pipefail
 bin="${1:-${CARGO_TARGET_DIR:-target}/release/postmortem}"
-max_built_mb=120    # the binary cargo builds: line tables and skeleton units in it
-max_shipped_mb=40   # after split-debuginfo.sh: code and symbol table
+# bounds raised 2026-11-30 (session 32): the build had grown to 120.6 MB built and
+# 41 MB shipped with the code, not the debug information (the .dwp is 101 MB beside it);
+# they still catch debug information kept in the binary (177 MB)
+max_built_mb=130    # the binary cargo builds: line tables and skeleton units in it
+max_shipped_mb=45   # after split-debuginfo.sh: code and symbol table
 fail() { echo "check-release-binary: $*" >&2; exit 1; }
 
 [ -f "$bin" ] || fail "no release binary at $bin (build it with cargo build --release)"
