@@ -12,7 +12,7 @@
 //! (files asked, bytes of lines, one file inflated at a time, each at most 16 MiB:
 //! `engine::report::source_context`, docs/limits.md).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use engine::binary::FileBytes;
@@ -34,12 +34,14 @@ pub async fn provider(
     modules: &[Module],
     batch: &BatchLookups,
 ) -> Result<Option<Arc<dyn SourceProvider>>, JobError> {
-    let mut ids: Vec<String> = Vec::new();
-    for id in modules.iter().filter_map(Module::build_id_hex) {
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
+    // each build-id once, in the dump's order (a set beside the list: a dump of 100,000
+    // modules is one pass, not 100,000 passes over the list)
+    let mut seen = HashSet::new();
+    let ids: Vec<String> = modules
+        .iter()
+        .filter_map(Module::build_id_hex)
+        .filter(|id| seen.insert(id.clone()))
+        .collect();
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
     // the batch's earlier lookup of the same modules, if any (`batch_lookups`)
     let key = super::batch_lookups::key(project, &refs);
