@@ -14,7 +14,7 @@
 //! down. (A timed-out thread cannot be killed; it runs on detached and its result is
 //! dropped, while the job is already marked failed.)
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -169,6 +169,7 @@ async fn gather_tables(
     look_again(runner, lease, modules, arch, &records, &mut located).await?;
     let mut found = HashMap::with_capacity(located.len());
     for (key, located) in located {
+        tokio::task::consume_budget().await;
         found.insert(key, located_tables(runner, located).await?);
     }
     Ok((found, lookups))
@@ -194,15 +195,19 @@ async fn look_again(
     records: &[ModuleRecord],
     located: &mut LocatedModules,
 ) -> Result<(), JobError> {
-    let missing = |key: &str| {
-        records
-            .iter()
-            .any(|r| r.index == Index::Missing && r.key == key)
-            && !located.iter().any(|(k, _)| k == key)
-    };
+    // sets, not scans of the lists: a dump of 100,000 missing modules is one pass
+    let have: HashSet<&str> = located.iter().map(|(k, _)| k.as_str()).collect();
+    let missing: HashSet<&str> = records
+        .iter()
+        .filter(|r| r.index == Index::Missing && !have.contains(r.key.as_str()))
+        .map(|r| r.key.as_str())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
     let again: Vec<Module> = modules
         .iter()
-        .filter(|m| !m.is_vdso() && lookup_key(m).is_some_and(|k| missing(&k)))
+        .filter(|m| !m.is_vdso() && lookup_key(m).is_some_and(|k| missing.contains(k.as_str())))
         .cloned()
         .collect();
     if again.is_empty() {
@@ -210,9 +215,10 @@ async fn look_again(
     }
     let source = Uploaded::of_modules(runner, lease.project.as_str(), &again).await?;
     let mut found_now = Vec::new();
+    let mut asked = HashSet::new();
     for m in &again {
         let Some(key) = lookup_key(m) else { continue };
-        if located.iter().any(|(k, _)| *k == key) {
+        if !asked.insert(key.clone()) {
             continue;
         }
         if let Some(found) = locate(&source, m, arch).await? {
@@ -246,10 +252,13 @@ async fn locate_all(
     let mut fetched = false;
     let fresh = Uploaded::fresh(runner, project);
     let mut found: LocatedModules = Vec::new();
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut lookups: HashMap<String, Vec<Lookup>> = HashMap::new();
     let mut used: Vec<String> = Vec::new();
     for m in modules {
+        // a turn of the loop that finds its answers in memory does not wait: let the
+        // job's time limit, which can end it only where it waits, end it here too
+        tokio::task::consume_budget().await;
         let Some(key) = lookup_key(m) else { continue };
         if m.is_vdso() || !seen.insert(key.clone()) {
             // The vdso's tables come from the dump's own memory: nobody uploads it, and
