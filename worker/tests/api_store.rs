@@ -343,6 +343,27 @@ async fn many_reports_in_one_batch(db: &Db) {
     assert_eq!(kept, (0..228).map(|i| i != 150).collect::<Vec<_>>());
     for (i, lease) in (0..228).zip(&leases) {
         let row = crashes::get(db, &lease.id).await.unwrap().unwrap();
+        // the search index holds the stored reports, and nothing of the lost lease's
+        let sql = "SELECT COUNT(*) FROM crash_terms t JOIN search_terms s ON s.id = t.term_id \
+                   WHERE t.crash_id = $1 AND s.term = $2";
+        let linked: i64 = match db.backend() {
+            worker::store::Backend::Sqlite(p) => {
+                sqlx::query_scalar(sql)
+                    .bind(&lease.id)
+                    .bind(format!("f{i}"))
+                    .fetch_one(p)
+                    .await
+            }
+            worker::store::Backend::Postgres(p) => {
+                sqlx::query_scalar(sql)
+                    .bind(&lease.id)
+                    .bind(format!("f{i}"))
+                    .fetch_one(p)
+                    .await
+            }
+        }
+        .unwrap();
+        assert_eq!(linked, i64::from(i != 150), "crash {i}'s function term");
         if i == 150 {
             assert_eq!((row.status.as_str(), row.report), ("processing", None));
             continue;
@@ -1292,4 +1313,74 @@ both!(
     source_bundles_first_upload_wins_sqlite,
     source_bundles_first_upload_wins_postgres,
     source_bundles_first_upload_wins
+);
+
+/// Four workers store their batches at once, each batch's reports naming the same ten
+/// signatures and new function terms, half the workers in the opposite order: no store
+/// fails (PostgreSQL ends one of two transactions that wait for each other with "deadlock
+/// detected"; `finish_batch` orders what they share), every crash is done, and every
+/// group counts its crashes.
+async fn concurrent_stores_of_shared_groups(db: &Db) {
+    for i in 0..400 {
+        crashes::insert(db, &crash(&format!("c{i:03}"), 1000 + i))
+            .await
+            .unwrap();
+    }
+    let report = |k: usize| {
+        Outcome::Done(StoredReport::from_json(
+            format!(r#"{{"threads":[{{"frames":[{{"function":"shared{k}"}}]}}]}}"#),
+            Some(format!("sig {k}")),
+        ))
+    };
+    let mut tasks = Vec::new();
+    for w in 0..4usize {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            let name = format!("w{w}");
+            loop {
+                let leases = crashes::lease_batch(&db, &name, 5000, 60_000, 3, 25)
+                    .await
+                    .unwrap();
+                if leases.is_empty() {
+                    return;
+                }
+                let outcomes: Vec<Outcome> = (0..leases.len())
+                    .map(|i| report(if w % 2 == 0 { i % 10 } else { 9 - i % 10 }))
+                    .collect();
+                let jobs: Vec<crashes::Finished> = leases
+                    .iter()
+                    .zip(&outcomes)
+                    .map(|(lease, outcome)| crashes::Finished {
+                        lease,
+                        outcome,
+                        processing_us: None,
+                    })
+                    .collect();
+                let kept = crashes::finish_batch(&db, &name, 6000, 3, &jobs).await;
+                assert_eq!(kept.unwrap(), vec![true; jobs.len()], "worker {name}");
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let sql = "SELECT g.count, (SELECT COUNT(*) FROM crashes c WHERE c.signature = g.signature \
+               AND c.project = g.project AND c.status = 'done') FROM crash_groups g";
+    let groups: Vec<(i64, i64)> = match db.backend() {
+        worker::store::Backend::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        worker::store::Backend::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .unwrap();
+    assert_eq!(groups.len(), 10);
+    assert!(
+        groups.iter().all(|(count, done)| count == done),
+        "{groups:?}"
+    );
+    assert_eq!(groups.iter().map(|g| g.0).sum::<i64>(), 400);
+}
+both!(
+    concurrent_stores_of_shared_groups_sqlite,
+    concurrent_stores_of_shared_groups_postgres,
+    concurrent_stores_of_shared_groups
 );

@@ -793,12 +793,29 @@ pub struct Finished<'a> {
     pub processing_us: Option<i64>,
 }
 
+/// Runs one [`super::crash_index::Statement`] in transaction `tx` (of either backend).
+macro_rules! run_statement {
+    ($tx:ident, $st:expr) => {{
+        let st = $st;
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(st.sql.as_str()));
+        for b in st.binds {
+            q = q.bind(b);
+        }
+        q.execute(&mut *$tx).await?;
+    }};
+}
+
 /// Finishes several leased jobs of `worker` in one transaction, as [`finish`] finishes
 /// one: the rows, and the search index of every report stored, are written at once
 /// (one commit, one sync of SQLite's log, for the whole batch). The reports stored are
 /// written by one statement per [`DONE_PER_STATEMENT`] jobs, not one per job (the same
 /// rows and triggers, a round trip and a statement's execution per chunk instead of per
 /// crash). Says per job whether its lease was still ours.
+///
+/// The order: on PostgreSQL the rows still ours are locked and indexed first
+/// ([`held_sql`]), then the groups' locks are taken ([`group_locks_sql`]) and the reports
+/// stored, so what waits on a group is the store of its rows, not the index; on SQLite,
+/// one writer at a time, the reports are stored first and the ids that were are indexed.
 pub async fn finish_batch(
     db: &Db,
     worker: &str,
@@ -809,17 +826,7 @@ pub async fn finish_batch(
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
-    let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
-    let failed_sql = format!(
-        "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
-         finished_at = $5, processing_ms = COALESCE($6 / 1000, $5 - started_at), \
-         processing_us = COALESCE($6, ($5 - started_at) * 1000) {guard}"
-    );
-    let retry_sql = format!(
-        "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
-         error = $4, lease_until = NULL, leased_by = NULL, \
-         finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
-    );
+    let (failed_sql, retry_sql) = ended_sql();
     let done: Vec<(&Lease, &StoredReport, Option<i64>)> = jobs
         .iter()
         .filter_map(|job| match job.outcome {
@@ -827,8 +834,26 @@ pub async fn finish_batch(
             _ => None,
         })
         .collect();
+    let sqlite = matches!(db.backend(), Backend::Sqlite(_));
     let group_locks = group_locks_sql(db, &done);
+    // PostgreSQL: the rows still ours, locked, so the index is written before the groups'
+    // locks are taken (see `held_sql`)
+    let held = match (&group_locks, done.is_empty()) {
+        (Some(_), false) => Some(held_rows(&done)?),
+        _ => None,
+    };
     let kept = crate::in_transaction!(db, tx => {
+        let mut held_ids: Option<HashMap<String, i64>> = None;
+        if let Some(rows) = &held {
+            let ids: HashMap<String, i64> =
+                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(held_sql()))
+                    .bind(worker).bind(rows.as_str())
+                    .fetch_all(&mut *tx).await?.into_iter().collect();
+            for st in index_statements(jobs, &ids, sqlite)? {
+                run_statement!(tx, st);
+            }
+            held_ids = Some(ids);
+        }
         if let Some(sql) = &group_locks {
             sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).execute(&mut *tx).await?;
         }
@@ -846,24 +871,25 @@ pub async fn finish_batch(
             }
             stored.extend(q.fetch_all(&mut *tx).await?);
         }
+        match &held_ids {
+            // the rows were locked by this transaction: the guard cannot have changed
+            Some(ids) if *ids != stored => {
+                return Err(StoreError::Corrupt(format!(
+                    "{} rows held but {} stored", ids.len(), stored.len())));
+            }
+            Some(_) => {}
+            None => {
+                for st in index_statements(jobs, &stored, sqlite)? {
+                    run_statement!(tx, st);
+                }
+            }
+        }
         let mut kept = Vec::with_capacity(jobs.len());
-        // the search and module index of the reports stored, replaced below
-        let mut indexed = Vec::with_capacity(done.len());
         for job in jobs {
             let lease = job.lease;
             let n = match job.outcome {
                 // a job listed twice keeps its lease once
-                Outcome::Done(report) => match stored.remove(&lease.id) {
-                    Some(received_at) => {
-                        indexed.push(super::crash_index::Indexed {
-                            id: lease.id.as_str(),
-                            received_at,
-                            report,
-                        });
-                        1
-                    }
-                    None => 0,
-                },
+                Outcome::Done(_) => u64::from(stored.remove(&lease.id).is_some()),
                 Outcome::Failed { reason } => {
                     let reason = super::text::clean(reason);
                     sqlx::query(sqlx::AssertSqlSafe(failed_sql.as_str()))
@@ -881,19 +907,79 @@ pub async fn finish_batch(
             };
             kept.push(n == 1);
         }
-        let sqlite = matches!(db.backend(), Backend::Sqlite(_));
-        let index = super::crash_index::statements(&indexed, sqlite)
-            .map_err(|e| StoreError::Corrupt(format!("index rows not serializable: {e}")))?;
-        for st in index {
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(st.sql.as_str()));
-            for b in st.binds {
-                q = q.bind(b);
-            }
-            q.execute(&mut *tx).await?;
-        }
         kept
     });
     Ok(kept)
+}
+
+/// The statements of a failed job and of a job to retry, each guarded as a stored one.
+fn ended_sql() -> (String, String) {
+    let guard = "WHERE id = $1 AND leased_by = $2 AND attempts = $3 AND status = 'processing'";
+    let failed = format!(
+        "UPDATE crashes SET status = 'failed', error = $4, lease_until = NULL, \
+         finished_at = $5, processing_ms = COALESCE($6 / 1000, $5 - started_at), \
+         processing_us = COALESCE($6, ($5 - started_at) * 1000) {guard}"
+    );
+    let retry = format!(
+        "UPDATE crashes SET status = CASE WHEN attempts >= $5 THEN 'failed' ELSE 'pending' END, \
+         error = $4, lease_until = NULL, leased_by = NULL, \
+         finished_at = CASE WHEN attempts >= $5 THEN $6 ELSE NULL END {guard}"
+    );
+    (failed, retry)
+}
+
+/// The search and module index of the reports of `jobs` whose crashes are in `stored`
+/// (by id, with their `received_at`): each crash once, its first job's report.
+fn index_statements<'a>(
+    jobs: &[Finished<'a>],
+    stored: &HashMap<String, i64>,
+    sqlite: bool,
+) -> Result<Vec<super::crash_index::Statement<'a>>, StoreError> {
+    let mut seen = std::collections::HashSet::new();
+    let indexed: Vec<super::crash_index::Indexed<'a>> = jobs
+        .iter()
+        .filter_map(|job| match job.outcome {
+            Outcome::Done(report) => Some((job.lease.id.as_str(), report)),
+            _ => None,
+        })
+        .filter(|(id, _)| seen.insert(*id))
+        .filter_map(|(id, report)| {
+            stored
+                .get(id)
+                .map(|&received_at| super::crash_index::Indexed {
+                    id,
+                    received_at,
+                    report,
+                })
+        })
+        .collect();
+    super::crash_index::statements(&indexed, sqlite)
+        .map_err(|e| StoreError::Corrupt(format!("index rows not serializable: {e}")))
+}
+
+/// PostgreSQL: the rows of a batch's reports whose leases are still ours (worker `$1`,
+/// the attempt `$2`'s JSON rows name, still processing), locked for the rest of the
+/// transaction in the order of their ids, with their `received_at`.
+///
+/// A batch's store takes its groups' locks (`group_locks_sql`) and holds them to its
+/// commit: every store of a group after them waits, and a crash storm is one group. Its
+/// search and module index (`crash_index`), written before those locks on the rows this
+/// statement holds, is no longer part of that wait.
+fn held_sql() -> &'static str {
+    "SELECT c.id, c.received_at FROM crashes c \
+     JOIN (SELECT e ->> 0 AS id, CAST(e ->> 1 AS INTEGER) AS attempts \
+     FROM json_array_elements(CAST($2 AS json)) AS e) v \
+     ON c.id = v.id AND c.attempts = v.attempts \
+     WHERE c.leased_by = $1 AND c.status = 'processing' ORDER BY c.id FOR UPDATE OF c"
+}
+
+/// The JSON rows (`[id, attempts]`) [`held_sql`] reads.
+fn held_rows(done: &[(&Lease, &StoredReport, Option<i64>)]) -> Result<String, StoreError> {
+    let rows: Vec<(&str, i32)> = done
+        .iter()
+        .map(|(lease, _, _)| (lease.id.as_str(), lease.attempts))
+        .collect();
+    serde_json::to_string(&rows).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 /// PostgreSQL: the statement that takes, for the rest of a batch's transaction, one
