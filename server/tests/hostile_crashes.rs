@@ -372,12 +372,32 @@ async fn many_modules_are_cut_postgres() {
 /// bound lifted, the 100,000 lookups of a 100,000-module dump take far longer than a
 /// 2-second limit; the job must end `failed` for its time limit within the limit (plus
 /// scheduling slack), not when the lookups are over.
+///
+/// The cores are kept busy meanwhile (four spinning threads, as a CI machine's other
+/// tests keep them): a job's work that never waits cannot be ended by its time limit, and
+/// an idle machine hid 1.5 s of it (a quadratic loop over the modules) that a loaded
+/// one stretched past 5 s.
 #[tokio::test]
 async fn job_timeout_is_a_deadline() {
     let s = Server::start(&["--max-modules", "1000000", "--job-timeout-secs", "2"]);
     let c = client();
+    let spin = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let spinners: Vec<_> = (0..4)
+        .map(|_| {
+            let spin = spin.clone();
+            std::thread::spawn(move || {
+                while spin.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
     let id = common::upload_crash(&c, &s.base, &many_module_minidump(100_000)).await;
     let v = common::poll_done(&c, &s.base, &id).await;
+    spin.store(false, std::sync::atomic::Ordering::Relaxed);
+    for t in spinners {
+        t.join().unwrap();
+    }
     assert_eq!(v["status"], "failed", "{v}");
     let error = v["error"].as_str().unwrap();
     assert!(error.contains("time limit"), "{error}");
