@@ -152,7 +152,7 @@ fn push_rows<R: serde::Serialize>(
 
 /// A subquery of the rows of the JSON array of arrays bound as `$1`, each row's values
 /// as the columns `names` in order, as text (a number's digits on PostgreSQL).
-fn json_rows(sqlite: bool, names: &[&str]) -> String {
+pub(crate) fn json_rows(sqlite: bool, names: &[&str]) -> String {
     let (each, row) = if sqlite {
         ("json_each($1)", "value")
     } else {

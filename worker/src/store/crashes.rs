@@ -6,7 +6,7 @@
 //! the work of the one that took over. An expired lease makes the row leasable again;
 //! after `max_attempts` leases it ends `failed` instead.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use serde::Deserialize;
@@ -838,16 +838,16 @@ pub async fn finish_batch(
     let group_locks = group_locks_sql(db, &done);
     // PostgreSQL: the rows still ours, locked, so the index is written before the groups'
     // locks are taken (see `held_sql`)
-    let held = match (&group_locks, done.is_empty()) {
-        (Some(_), false) => Some(held_rows(&done)?),
-        _ => None,
+    let held = match &group_locks {
+        Some(_) => Some((held_sql(), held_rows(&done)?)),
+        None => None,
     };
     let kept = crate::in_transaction!(db, tx => {
         let mut held_ids: Option<HashMap<String, i64>> = None;
-        if let Some(rows) = &held {
+        if let Some((sql, rows)) = &held {
             let ids: HashMap<String, i64> =
-                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(held_sql()))
-                    .bind(worker).bind(rows.as_str())
+                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql.as_str()))
+                    .bind(rows.as_str()).bind(worker)
                     .fetch_all(&mut *tx).await?.into_iter().collect();
             for st in index_statements(jobs, &ids, sqlite)? {
                 run_statement!(tx, st);
@@ -935,7 +935,7 @@ fn index_statements<'a>(
     stored: &HashMap<String, i64>,
     sqlite: bool,
 ) -> Result<Vec<super::crash_index::Statement<'a>>, StoreError> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let indexed: Vec<super::crash_index::Indexed<'a>> = jobs
         .iter()
         .filter_map(|job| match job.outcome {
@@ -957,20 +957,21 @@ fn index_statements<'a>(
         .map_err(|e| StoreError::Corrupt(format!("index rows not serializable: {e}")))
 }
 
-/// PostgreSQL: the rows of a batch's reports whose leases are still ours (worker `$1`,
-/// the attempt `$2`'s JSON rows name, still processing), locked for the rest of the
+/// PostgreSQL: the rows of a batch's reports whose leases are still ours (the attempt
+/// `$1`'s JSON rows name, worker `$2`, still processing), locked for the rest of the
 /// transaction in the order of their ids, with their `received_at`.
 ///
 /// A batch's store takes its groups' locks (`group_locks_sql`) and holds them to its
 /// commit: every store of a group after them waits, and a crash storm is one group. Its
 /// search and module index (`crash_index`), written before those locks on the rows this
 /// statement holds, is no longer part of that wait.
-fn held_sql() -> &'static str {
-    "SELECT c.id, c.received_at FROM crashes c \
-     JOIN (SELECT e ->> 0 AS id, CAST(e ->> 1 AS INTEGER) AS attempts \
-     FROM json_array_elements(CAST($2 AS json)) AS e) v \
-     ON c.id = v.id AND c.attempts = v.attempts \
-     WHERE c.leased_by = $1 AND c.status = 'processing' ORDER BY c.id FOR UPDATE OF c"
+fn held_sql() -> String {
+    let rows = super::crash_index::json_rows(false, &["id", "attempts"]);
+    format!(
+        "SELECT c.id, c.received_at FROM crashes c JOIN ({rows}) v \
+         ON c.id = v.id AND c.attempts = CAST(v.attempts AS INTEGER) \
+         WHERE c.leased_by = $2 AND c.status = 'processing' ORDER BY c.id FOR UPDATE OF c"
+    )
 }
 
 /// The JSON rows (`[id, attempts]`) [`held_sql`] reads.
