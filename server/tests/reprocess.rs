@@ -184,8 +184,14 @@ async fn reprocess_all_killed_and_resumed() {
     assert_eq!(runs, 1);
 
     // Second run: resumes the same run and finishes it.
-    let out = reprocess(&data).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // under a limit: a resumed run that hangs fails here with what it printed
+    let out = postmortem_testsupport::command::run(
+        &mut reprocess(&data),
+        None,
+        &dir.path().join("second-run"),
+        Duration::from_secs(300),
+    );
+    let text = out.stdout;
     assert!(out.status.success(), "second run failed: {text}");
     assert!(text.contains("(resumed)"), "not resumed: {text}");
     assert!(text.contains("crashes/s"), "no rate: {text}");

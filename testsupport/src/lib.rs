@@ -17,6 +17,8 @@
 //! - [`report`]: the CLI under test and `report.schema.json`;
 //! - [`moto`]: an S3-compatible server (`moto_server`) with one bucket, and what it was
 //!   asked;
+//! - [`command`]: a command run under a time limit, failing its test with what it printed
+//!   when it hangs;
 //! - [`golden`]: output compared byte for byte with a committed expectation, which
 //!   `POSTMORTEM_BLESS=1` rewrites;
 //! - [`windows`]: Windows x64 crash programs cross-compiled with mingw-w64 and run under
@@ -39,6 +41,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod apple;
+pub mod command;
 pub mod compare;
 pub mod core_to_minidump;
 pub mod dyld_cache;

@@ -51,11 +51,12 @@
 //! installs them) on x86_64 Linux, and `clang` and `lld` for the PDB builds; for x86,
 //! `wine32:i386`, `gcc-mingw-w64-i686` and `g++-mingw-w64-i686` ([`can_run_x86`]).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::command::run;
 
 /// The mingw-w64 C compiler for Windows x64.
 pub const CC: &str = "x86_64-w64-mingw32-gcc";
@@ -1356,82 +1357,12 @@ pub fn with_unloaded_modules(dump: &Path, out: &Path, modules: &[(&str, u64, u32
     });
 }
 
-/// What a command printed and how it ended.
-#[derive(Debug)]
-struct Finished {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Finished {
-    fn lines(&self) -> std::str::Lines<'_> {
-        self.stdout.lines()
-    }
-}
-
-/// Runs `command` with `stdin`, its output going to `LOG.stdout` and `LOG.stderr` (files,
-/// not pipes: the wine processes a run starts — services.exe, explorer.exe — inherit them
-/// and outlive it, so a pipe would not close when the program ends). Panics with what it
-/// printed if it outlives `timeout`, after killing it.
-fn run(command: &mut Command, stdin: Option<&str>, log: &Path, timeout: Duration) -> Finished {
-    let with = |ext: &str| {
-        let mut name = log.as_os_str().to_owned();
-        name.push(ext);
-        PathBuf::from(name)
-    };
-    let (out_path, err_path) = (with(".stdout"), with(".stderr"));
-    let stdin = match stdin {
-        Some(text) => {
-            let path = with(".stdin");
-            std::fs::write(&path, text).expect("write a command's input");
-            Stdio::from(File::open(&path).expect("open a command's input"))
-        }
-        None => Stdio::null(),
-    };
-    let mut child = command
-        .stdin(stdin)
-        .stdout(File::create(&out_path).expect("create a command's output file"))
-        .stderr(File::create(&err_path).expect("create a command's output file"))
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "run {:?}: {e} (is it installed? see test.sh)",
-                command.get_program()
-            )
-        });
-    let started = Instant::now();
-    let read = |path: &Path| {
-        String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
-    };
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for a command") {
-            return Finished {
-                status,
-                stdout: read(&out_path),
-                stderr: read(&err_path),
-            };
-        }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{:?} {:?} did not finish in {timeout:?}; it printed:\n{}{}",
-                command.get_program(),
-                command.get_args().collect::<Vec<_>>(),
-                read(&out_path),
-                read(&err_path)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! winedbg's output is parsed from literal text: wine 8's `bt` of a minidump.
 
     use super::*;
+    use std::time::Instant;
 
     const SESSION: &str = r"WineDbg starting on minidump on pid 0020
   basic_o2.exe was running on #2 X86_64 CPUs on Windows Win7 (7601)

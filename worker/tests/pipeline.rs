@@ -293,3 +293,88 @@ async fn sqlite_uploads_take_the_writers_turn() {
     assert!(crashes::get(&db, "u1").await.unwrap().is_some());
     db.close().await;
 }
+
+/// A lease renewed while the claim ahead waits for SQLite's writer: the renewal takes
+/// the writer's turn too, behind the claim, so it must run beside the claim, not in its
+/// place. Awaited in the worker's `select!` arm, it kept the claim from being polled once
+/// the turn was the claim's, and each waited for the other for ever: the worker, every
+/// writer of the process, and one of SQLite's connection threads stopped (a resumed
+/// `reprocess --lease-secs 1` hung so). Here the writer's turn is kept busy by the test
+/// (as stores and uploads keep it), so that claims wait for it across a renewal's tick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_renewals_run_beside_a_waiting_claim() {
+    const N: usize = 40;
+    let (dir, db) = sqlite().await;
+    let blobs = Blobs::local(&dir.path().join("blobs")).unwrap();
+    let junk = blobs
+        .put(bytes::Bytes::from_static(b"not a dump"))
+        .await
+        .unwrap();
+    for i in 0..N {
+        let c = NewCrash {
+            id: format!("r{i:03}"),
+            received_at: 1000 + i as i64,
+            dump_sha256: junk.clone(),
+            dump_size: 10,
+            dump_format: "elf-core".into(),
+            annotations: "{}".into(),
+            annotations_cut: None,
+        };
+        crashes::insert(&db, &c).await.unwrap();
+    }
+    let runner = Runner {
+        db: db.clone(),
+        blobs,
+        cache: TablesCache::new(1 << 20),
+        config: JobConfig {
+            batch: 2,
+            lease: Duration::from_millis(300),
+            time_limit: Duration::from_secs(20),
+            poll_interval: Duration::from_millis(20),
+            ..JobConfig::default()
+        },
+        metrics: Arc::new(JobMetrics::default()),
+        wake: Arc::new(tokio::sync::Notify::new()),
+        recent_use: Arc::default(),
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let hog = tokio::spawn({
+        let (db, stopped) = (db.clone(), stopped.clone());
+        async move {
+            while !*stopped.borrow() {
+                let turn = db.sqlite_writer().lock().await;
+                tokio::time::sleep(Duration::from_millis(120)).await;
+                drop(turn);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    });
+    let worker = tokio::spawn(runner.run("w0".into(), stopped));
+    let worker::store::Backend::Sqlite(pool) = db.backend() else {
+        panic!("an SQLite database");
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let unfinished = loop {
+        let (n,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM crashes WHERE status IN ('pending', 'processing')",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        if n == 0 || Instant::now() > deadline {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    stop.send(true).unwrap();
+    assert_eq!(
+        unfinished, 0,
+        "the worker stopped with {unfinished} of {N} crashes unfinished after 30 s"
+    );
+    tokio::time::timeout(Duration::from_secs(10), worker)
+        .await
+        .expect("the worker stops")
+        .unwrap();
+    hog.await.unwrap();
+    db.close().await;
+}

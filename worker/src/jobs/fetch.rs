@@ -156,20 +156,26 @@ async fn claimed<T>(
     let _one_at_a_time = lock.lock().await;
     let timings = fetcher.claims;
     let held = claim(&runner.db, &key, &fetcher.holder, timings, until).await?;
-    tokio::pin!(work);
-    let mut renew = tokio::time::interval((timings.lease / 3).max(Duration::from_millis(1)));
-    renew.tick().await;
-    let out = loop {
-        tokio::select! {
-            r = &mut work => break r,
-            _ = renew.tick(), if held => {
-                let holder = &fetcher.holder;
-                let renewed = fetch_state::renew_claim(&runner.db, &key, holder, timings.lease);
-                if let Err(e) = renewed.await {
-                    tracing::warn!(key = %key, error = %e, "could not renew a fetch claim");
-                }
+    // renewed beside `work`, not in its place: a renewal awaited in a `select!` arm left
+    // `work` unpolled meanwhile, with whatever it held (an SQLite transaction: the
+    // renewal then waited out the busy timeout, and every writer of the process with it)
+    let renewals = async {
+        let mut renew = tokio::time::interval((timings.lease / 3).max(Duration::from_millis(1)));
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        renew.tick().await;
+        loop {
+            renew.tick().await;
+            let renewed =
+                fetch_state::renew_claim(&runner.db, &key, &fetcher.holder, timings.lease);
+            if let Err(e) = renewed.await {
+                tracing::warn!(key = %key, error = %e, "could not renew a fetch claim");
             }
         }
+    };
+    tokio::pin!(work, renewals);
+    let out = tokio::select! {
+        r = &mut work => r,
+        () = &mut renewals, if held => work.await,
     };
     if held {
         if let Err(e) = fetch_state::release_claim(&runner.db, &key, &fetcher.holder).await {

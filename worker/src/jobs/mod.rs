@@ -565,30 +565,51 @@ impl Runner {
         tokio::pin!(jobs, ahead);
         let mut ended: Option<(Vec<(crashes::Outcome, Duration)>, Instant)> = None;
         let mut next: Option<Vec<crashes::Lease>> = None;
+        let mut renewing: Option<futures::future::BoxFuture<'_, ()>> = None;
         let mut tick = tokio::time::interval(self.config.lease / 3);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
-        loop {
+        let (done, next, waited) = loop {
             tokio::select! {
                 done = &mut jobs, if ended.is_none() => {
                     if let Some(next) = next.take() {
-                        return (done, next, Duration::ZERO);
+                        break (done, next, Duration::ZERO);
                     }
                     ended = Some((done, Instant::now()));
                 }
                 leased = &mut ahead, if next.is_none() => {
                     if let Some((done, since)) = ended.take() {
-                        return (done, leased, since.elapsed());
+                        break (done, leased, since.elapsed());
                     }
                     next = Some(leased);
                 }
-                _ = tick.tick() => {
-                    let until = now_ms().saturating_add(lease_ms);
-                    for lease in leases.iter().chain(next.iter().flatten()) {
-                        if let Err(e) = crashes::renew(&self.db, lease, name, until).await {
-                            warn!(crash_id = %lease.id, error = %e, "could not renew lease");
-                        }
-                    }
+                Some(()) = futures::future::OptionFuture::from(renewing.as_mut()) => {
+                    renewing = None;
                 }
+                _ = tick.tick(), if renewing.is_none() => {
+                    let held = leases.iter().chain(next.iter().flatten()).cloned().collect();
+                    renewing = Some(Box::pin(self.renew_all(held, name, lease_ms)));
+                }
+            }
+        };
+        if let Some(renewal) = renewing {
+            renewal.await;
+        }
+        (done, next, waited)
+    }
+
+    /// Extends `held`'s leases to `lease_ms` from now, one statement each.
+    ///
+    /// Run beside the batch's jobs and the claim ahead, never in their place: on SQLite a
+    /// renewal takes the writer's turn ([`Db::write_turn`]), which the claim ahead may hold
+    /// while it waits to be polled; a renewal awaited in a `select!` arm stopped that claim
+    /// from being polled, and each waited for the other for ever (the worker and SQLite's
+    /// connection thread with it).
+    async fn renew_all(&self, held: Vec<crashes::Lease>, name: &str, lease_ms: i64) {
+        let until = now_ms().saturating_add(lease_ms);
+        for lease in &held {
+            if let Err(e) = crashes::renew(&self.db, lease, name, until).await {
+                warn!(crash_id = %lease.id, error = %e, "could not renew lease");
             }
         }
     }
