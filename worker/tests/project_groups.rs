@@ -582,3 +582,101 @@ async fn groups_per_project_postgres() {
         common::drop_db(&n).await;
     }
 }
+
+/// Inserts one pending crash per `(project, day, annotations)`, leases them all and stores
+/// them in one batch (`finish_batch`, one `UPDATE` of their reports): crash `i` gets
+/// signature `sig i%4` and kind `kinds[i%3]`.
+async fn store_batch(db: &Db, first: usize, crashes_of: &[(&str, i64, &str)]) {
+    for (i, (project, day, annotations)) in crashes_of.iter().enumerate() {
+        let new = NewCrash {
+            id: format!("b{:03}", first + i),
+            received_at: T0 + day * DAY + (first + i) as i64 * 1000,
+            dump_sha256: "00".into(),
+            dump_size: 1,
+            dump_format: "elf-core".into(),
+            annotations: (*annotations).into(),
+            annotations_cut: None,
+        };
+        crashes::insert_in(db, &new, project).await.unwrap();
+    }
+    let leases = crashes::lease_batch(db, "w", T0 + 9 * DAY, 60_000, 3, 1000)
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), crashes_of.len());
+    let kinds = ["", "abort", "segv"];
+    let outcomes: Vec<Outcome> = leases
+        .iter()
+        .map(|l| {
+            let i: usize = l.id[1..].parse().unwrap();
+            let report = format!(
+                r#"{{"crash":{{"analysis":{{"kind":"{}"}}}}}}"#,
+                kinds[i % 3]
+            );
+            Outcome::Done(StoredReport::from_json(
+                report,
+                Some(format!("sig {}", i % 4)),
+            ))
+        })
+        .collect();
+    let jobs: Vec<crashes::Finished> = leases
+        .iter()
+        .zip(&outcomes)
+        .map(|(lease, outcome)| crashes::Finished {
+            lease,
+            outcome,
+            processing_us: Some(1),
+        })
+        .collect();
+    let kept = crashes::finish_batch(db, "w", T0 + 9 * DAY, 3, &jobs)
+        .await
+        .unwrap();
+    assert!(kept.iter().all(|k| *k), "every report stored: {kept:?}");
+}
+
+/// A batch's first reports enter their groups together (on PostgreSQL one trigger per
+/// statement, migration 0042; on SQLite a row trigger each): with several projects,
+/// products, versions, kinds and days in one batch, days before, between and after the
+/// days a group already has, and days it has already, every rollup — the running counts
+/// of every scope above all — equals its recount from the crashes, after each batch and
+/// after crashes of the batch are reprocessed into other groups.
+async fn batches_of_first_reports(db: &Db) {
+    let annotations = [
+        r#"{"prod":"App","ver":"1.0"}"#,
+        r#"{"prod":"App","ver":"2.0"}"#,
+        r#"{"prod":"Other"}"#,
+        "{}",
+    ];
+    let first: Vec<(&str, i64, &str)> = (0..24)
+        .map(|i| (["a", "b"][i % 2], [2, 4, 6][i % 3], annotations[i % 4]))
+        .collect();
+    store_batch(db, 0, &first).await;
+    rollups_exact(db, "after a first batch").await;
+    let second: Vec<(&str, i64, &str)> = (0..70)
+        .map(|i| (["a", "b"][i % 2], (i % 8) as i64, annotations[(i / 2) % 4]))
+        .collect();
+    store_batch(db, 24, &second).await;
+    rollups_exact(db, "after a batch over the first one's days").await;
+    for (id, day) in [("b030", 1), ("b031", 7), ("b050", 4)] {
+        reprocess(db, id, T0 + day * DAY, "sig moved").await;
+    }
+    rollups_exact(db, "after crashes of the batch were reprocessed").await;
+}
+
+#[tokio::test]
+async fn batches_of_first_reports_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_db(&dir, "batches.db").await;
+    db.migrate().await.unwrap();
+    batches_of_first_reports(&db).await;
+    db.close().await;
+}
+
+#[tokio::test]
+async fn batches_of_first_reports_postgres() {
+    let Some((name, db)) = common::pg_migrated("pm_pgroups_b").await else {
+        return;
+    };
+    batches_of_first_reports(&db).await;
+    db.close().await;
+    common::drop_db(&name).await;
+}
