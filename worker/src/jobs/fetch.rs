@@ -157,8 +157,9 @@ async fn claimed<T>(
     let timings = fetcher.claims;
     let held = claim(&runner.db, &key, &fetcher.holder, timings, until).await?;
     // renewed beside `work`, not in its place: a renewal awaited in a `select!` arm left
-    // `work` unpolled meanwhile, with whatever it held (an SQLite transaction: the
-    // renewal then waited out the busy timeout, and every writer of the process with it)
+    // `work` unpolled meanwhile, with whatever it held (a write transaction open on
+    // SQLite would have made the renewal wait out the busy timeout; the jobs' lease
+    // renewal, so placed, waited for ever: `Runner::renew_all`)
     let renewals = async {
         let mut renew = tokio::time::interval((timings.lease / 3).max(Duration::from_millis(1)));
         renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
