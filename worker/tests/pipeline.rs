@@ -63,7 +63,17 @@ async fn queue(db: &Db) -> Queue {
         poll_interval: Duration::from_millis(50),
         ..JobConfig::default()
     };
-    let runner = Runner {
+    let runner = runner(db, blobs, config);
+    Queue {
+        runner,
+        pipe,
+        _dir: dir,
+    }
+}
+
+/// A worker's runner on `db` and `blobs`, with a small table cache and fresh metrics.
+fn runner(db: &Db, blobs: Blobs, config: JobConfig) -> Runner {
+    Runner {
         db: db.clone(),
         blobs,
         cache: TablesCache::new(1 << 20),
@@ -71,11 +81,6 @@ async fn queue(db: &Db) -> Queue {
         metrics: Arc::new(JobMetrics::default()),
         wake: Arc::new(tokio::sync::Notify::new()),
         recent_use: Arc::default(),
-    };
-    Queue {
-        runner,
-        pipe,
-        _dir: dir,
     }
 }
 
@@ -322,21 +327,14 @@ async fn sqlite_renewals_run_beside_a_waiting_claim() {
         };
         crashes::insert(&db, &c).await.unwrap();
     }
-    let runner = Runner {
-        db: db.clone(),
-        blobs,
-        cache: TablesCache::new(1 << 20),
-        config: JobConfig {
-            batch: 2,
-            lease: Duration::from_millis(300),
-            time_limit: Duration::from_secs(20),
-            poll_interval: Duration::from_millis(20),
-            ..JobConfig::default()
-        },
-        metrics: Arc::new(JobMetrics::default()),
-        wake: Arc::new(tokio::sync::Notify::new()),
-        recent_use: Arc::default(),
+    let config = JobConfig {
+        batch: 2,
+        lease: Duration::from_millis(300),
+        time_limit: Duration::from_secs(20),
+        poll_interval: Duration::from_millis(20),
+        ..JobConfig::default()
     };
+    let runner = runner(&db, blobs, config);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let hog = tokio::spawn({
         let (db, stopped) = (db.clone(), stopped.clone());
