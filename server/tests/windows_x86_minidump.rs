@@ -41,6 +41,7 @@ use postmortem_testsupport::windows::{self, DumpSummary, Target, WineFrame};
 use postmortem_testsupport::windows_compare::{
     differs_from_winedbg, expect_stack, hex, names_by_addr2line, physical_frames, Physical,
 };
+use postmortem_testsupport::wow64;
 use serde_json::Value;
 
 /// `STATUS_ACCESS_VIOLATION`.
@@ -818,6 +819,45 @@ fn windows_x86_waiting_threads() {
             "{name}: the program's traces:\n{}",
             case.stdout
         );
+        for trace in &traces {
+            waiting_thread(&case, trace);
+        }
+    }
+}
+
+/// A 32-bit process on 64-bit Windows, dumped by a 64-bit writer (WoW64; docs/x86.md):
+/// waiters.c's dump rewritten as such a writer lays it out ([`wow64::from_x86_dump`]:
+/// `AMD64`, every thread's context in WoW64's 64-bit layer, its x86 context in the CPU
+/// area its 64-bit TEB points to, the layer's DLLs listed), with the crash's context as
+/// the x86 one and as a 64-bit context in 32-bit code. Each walks as the 32-bit dump
+/// does against its references: the crashed thread against winedbg's backtrace of the
+/// 32-bit dump, each waiting thread against the program's own record of its stack; the
+/// report is x86 and says it read a WoW64 process.
+#[test]
+fn windows_x86_wow64_dump_walks_its_32_bit_threads() {
+    let mut case = record(
+        "x86_wow64",
+        &["-O0"],
+        &["waiters.c"],
+        false,
+        ACCESS_VIOLATION,
+    );
+    let x86_dump = std::fs::read(&case.minidump).unwrap();
+    let traces = traces(&case.stdout);
+    assert_eq!(traces.len(), 3, "the program's traces:\n{}", case.stdout);
+    for exception in [wow64::Exception::X86, wow64::Exception::CompatibilityMode] {
+        let dump = case
+            .minidump
+            .with_file_name(format!("wow64-{exception:?}.dmp"));
+        std::fs::write(&dump, wow64::from_x86_dump(&x86_dump, exception)).unwrap();
+        case.report = walk(&dump, &case.symbols);
+        assert_eq!(case.report["dump"]["arch"], "x86", "{exception:?}");
+        let warnings = case.report["warnings"].as_array().unwrap();
+        assert!(
+            warnings.iter().any(|w| w["code"] == "wow64"),
+            "{exception:?}: no wow64 warning in {warnings:?}"
+        );
+        check(&case, &["fault", "main"]);
         for trace in &traces {
             waiting_thread(&case, trace);
         }

@@ -25,6 +25,8 @@
 //!   wine, their minidumps (wine's dbghelp) and winedbg's backtrace of them, and Windows
 //!   x86 ones (i686 mingw-w64, a 32-bit prefix);
 //! - [`windows_compare`]: a report's crashed thread against winedbg's backtrace;
+//! - [`wow64`]: the dump a 64-bit writer leaves of a 32-bit process (WoW64), laid out from
+//!   a 32-bit minidump of it;
 //! - [`apple`]: Mach-O programs, dSYMs and universal files built with clang and LLVM's
 //!   tools, zipped dSYMs, and the minidump of a Mac process running them;
 //! - [`dyld_cache`]: a minimal dyld shared cache (and its `.symbols` subcache) of such
@@ -57,6 +59,7 @@ pub mod report;
 pub mod stackwalk;
 pub mod windows;
 pub mod windows_compare;
+pub mod wow64;
 
 use std::path::{Path, PathBuf};
 

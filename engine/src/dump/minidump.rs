@@ -28,6 +28,7 @@ use minidump::{
 };
 
 use super::linux_maps;
+use super::wow64;
 use super::{
     Arch, CrashInfo, Distribution, Dump, DumpError, DumpFormat, ExceptionInfo, Handle, Identity,
     Limit, Mapping, MemoryMap, Module, Os, RegisterSet, SystemInfo, Thread, UnloadedModule,
@@ -82,12 +83,17 @@ fn read_dump(bytes: &[u8]) -> Result<Dump<'_>, DumpError> {
         misc: misc.as_ref(),
         exception: exception.as_ref(),
     };
-    let (threads, stack_ranges) = threads_of(bytes, &md, &facts, &mut warnings);
+    let (mut threads, stack_ranges, recorded) = threads_of(bytes, &md, &facts, &mut warnings);
     let memory = memory_of(bytes, &md, &stack_ranges, &mut warnings);
     let pcs: Vec<u64> = threads.iter().filter_map(|t| t.registers.pc()).collect();
     let list = module_list(&md, bytes, &system_info, &pcs, &mut warnings);
     let modules = modules_of(&md, list, &memory);
     let unloaded_modules = unloaded_modules_of(&md, bytes, &mut warnings);
+    // a 32-bit process that a 64-bit writer dumped: its threads' 32-bit registers
+    let wow64 = arch == Arch::X86_64
+        && os == Os::Windows
+        && wow64::thirty_two_bit_view(&modules, &recorded, &memory, &mut threads, &mut warnings);
+    let arch = if wow64 { Arch::X86 } else { arch };
 
     // Crash.
     let assertion = md
@@ -304,69 +310,35 @@ type StackRange = (u64, u64, u64);
 
 /// The threads, with the exception context replacing the crashed thread's own context,
 /// and where each one's stack is in the file.
-fn threads_of(
-    bytes: &[u8],
+fn threads_of<'d>(
+    bytes: &'d [u8],
     md: &Minidump<'_, &[u8]>,
     facts: &ContextFacts<'_>,
     warnings: &mut Vec<Warning>,
-) -> (Vec<Thread>, Vec<StackRange>) {
+) -> (Vec<Thread>, Vec<StackRange>, Vec<wow64::Recorded<'d>>) {
     let arch = facts.arch;
     let names: Option<MinidumpThreadNames> = md.get_stream().ok();
-    let list: MinidumpThreadList = match md.get_stream() {
-        Ok(list) => list,
-        Err(minidump::Error::StreamSizeMismatch { expected, actual }) if actual > expected => {
-            // Wine's dbghelp, when a callback leaves threads out, keeps the stream's size
-            // for every thread and writes the smaller count: the threads counted are all
-            // there, followed by unused bytes, which the minidump crate refuses.
-            let counted = md
-                .get_raw_stream(MinidumpThreadList::STREAM_TYPE)
-                .ok()
-                .and_then(|raw| raw.get(..expected))
-                .and_then(|raw| MinidumpThreadList::read(raw, bytes, md.endian, None).ok());
-            let Some(list) = counted else {
-                warnings.push(Warning::new(
-                    "truncated-dump",
-                    "the minidump's thread list could not be read; no thread can be \
-                              walked",
-                ));
-                return (Vec::new(), Vec::new());
-            };
-            warnings.push(Warning::new(
-                "minidump-reader",
-                format!(
-                    "the minidump's thread list is {} bytes longer than its {} threads (as \
-                     wine's dbghelp writes it when threads are left out); the threads \
-                     counted are read",
-                    actual - expected,
-                    list.threads.len()
-                ),
-            ));
-            list
-        }
-        Err(e) => {
-            warnings.push(Warning::new(
-                "truncated-dump",
-                format!(
-                    "the minidump's thread list could not be read ({}); no thread can be walked",
-                    e.name()
-                ),
-            ));
-            return (Vec::new(), Vec::new());
-        }
+    let Some(list) = thread_list(bytes, md, warnings) else {
+        return (Vec::new(), Vec::new(), Vec::new());
     };
     let exception_context = facts
         .exception
         .and_then(|e| e.context(facts.system_info, facts.misc))
         .map(|c| registers_of(arch, &c));
     let crashed_tid = facts.exception.map(|e| e.get_crashing_thread_id());
+    let context_bytes = |l: &minidump::format::MINIDUMP_LOCATION_DESCRIPTOR| {
+        file_slice(bytes, u64::from(l.rva), u64::from(l.data_size))
+    };
     let mut threads = Vec::new();
     let mut stack_ranges = Vec::new();
+    let mut recorded = Vec::new();
     for t in &list.threads {
         let tid = t.raw.thread_id;
         let own = t
             .context(facts.system_info, facts.misc)
             .map(|c| registers_of(arch, &c));
-        let registers = match (&exception_context, crashed_tid == Some(tid)) {
+        let crashed = crashed_tid == Some(tid);
+        let registers = match (&exception_context, crashed) {
             (Some(ctx), true) => ctx.clone(),
             _ => own.unwrap_or_else(|| {
                 warnings.push(Warning::new(
@@ -394,8 +366,66 @@ fn threads_of(
             u64::from(stack.memory.rva),
             u64::from(stack.memory.data_size),
         ));
+        let exception = facts.exception.filter(|_| crashed);
+        recorded.push(wow64::Recorded {
+            teb: t.raw.teb,
+            context: match exception {
+                Some(e) => context_bytes(&e.raw.thread_context),
+                None => context_bytes(&t.raw.thread_context),
+            },
+        });
     }
-    (threads, stack_ranges)
+    (threads, stack_ranges, recorded)
+}
+
+/// The thread list, or none (with a warning) where it cannot be read.
+fn thread_list<'m>(
+    bytes: &'m [u8],
+    md: &'m Minidump<'_, &[u8]>,
+    warnings: &mut Vec<Warning>,
+) -> Option<MinidumpThreadList<'m>> {
+    match md.get_stream() {
+        Ok(list) => Some(list),
+        Err(minidump::Error::StreamSizeMismatch { expected, actual }) if actual > expected => {
+            // Wine's dbghelp, when a callback leaves threads out, keeps the stream's size
+            // for every thread and writes the smaller count: the threads counted are all
+            // there, followed by unused bytes, which the minidump crate refuses.
+            let counted = md
+                .get_raw_stream(MinidumpThreadList::STREAM_TYPE)
+                .ok()
+                .and_then(|raw| raw.get(..expected))
+                .and_then(|raw| MinidumpThreadList::read(raw, bytes, md.endian, None).ok());
+            let Some(list) = counted else {
+                warnings.push(Warning::new(
+                    "truncated-dump",
+                    "the minidump's thread list could not be read; no thread can be \
+                              walked",
+                ));
+                return None;
+            };
+            warnings.push(Warning::new(
+                "minidump-reader",
+                format!(
+                    "the minidump's thread list is {} bytes longer than its {} threads (as \
+                     wine's dbghelp writes it when threads are left out); the threads \
+                     counted are read",
+                    actual - expected,
+                    list.threads.len()
+                ),
+            ));
+            Some(list)
+        }
+        Err(e) => {
+            warnings.push(Warning::new(
+                "truncated-dump",
+                format!(
+                    "the minidump's thread list could not be read ({}); no thread can be walked",
+                    e.name()
+                ),
+            ));
+            None
+        }
+    }
 }
 
 /// Memory: thread stacks, the memory list and the Memory64 list, all borrowed.

@@ -17,6 +17,7 @@ pub mod minidump;
 mod reader_log;
 mod regions;
 mod registers;
+mod wow64;
 
 use std::collections::BTreeMap;
 
