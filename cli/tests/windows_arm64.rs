@@ -477,6 +477,16 @@ fn lay_out(
 }
 
 fn walk(table: &[u8], stack: &[u64], regs: &RegisterSet) -> Vec<(u64, u64)> {
+    let frames = walk_frames(table, stack, regs);
+    for f in frames.iter().skip(1) {
+        assert_eq!(f.2, Trust::Cfi, "{frames:x?}");
+    }
+    frames.iter().map(|f| (f.0, f.1)).collect()
+}
+
+/// The walk of `stack` from `regs` on `table` alone: (pc, sp, trust) of each frame, every
+/// caller's from the table's `.pdata` rules.
+fn walk_frames(table: &[u8], stack: &[u64], regs: &RegisterSet) -> Vec<(u64, u64, Trust)> {
     let bytes: Vec<u8> = stack.iter().flat_map(|w| w.to_le_bytes()).collect();
     let mem = MemoryMap::new(vec![(STACK_AT, &bytes[..])]);
     let modules = vec![Module {
@@ -502,7 +512,6 @@ fn walk(table: &[u8], stack: &[u64], regs: &RegisterSet) -> Vec<(u64, u64)> {
     };
     let r = walk_thread(&Aarch64, &ctx, regs);
     for f in r.frames.iter().skip(1) {
-        assert_eq!(f.trust, Trust::Cfi, "{:?}", r.frames);
         assert_eq!(
             f.unwind_source,
             Some(UnwindSource::PeArm64),
@@ -510,7 +519,10 @@ fn walk(table: &[u8], stack: &[u64], regs: &RegisterSet) -> Vec<(u64, u64)> {
             r.frames
         );
     }
-    r.frames.iter().map(|f| (f.pc, f.sp.unwrap_or(0))).collect()
+    r.frames
+        .iter()
+        .map(|f| (f.pc, f.sp.unwrap_or(0), f.trust))
+        .collect()
 }
 
 fn check(name: &str, flags: &[&str]) {
@@ -714,4 +726,185 @@ fn arm64_packed_forms_equal_llvm_readobj() {
     assert_eq!(refs.len(), n);
     // the RegI 1, CR 1 forms (stp x19, lr, [sp, #-N]!): 60 of them
     assert_eq!(refs.iter().filter(|r| r.invalid).count(), 60);
+}
+
+/// Functions whose frames hold an interrupted frame, as ntdll's dispatchers' do:
+/// `dispatcher`'s `.xdata` says `MSFT_OP_CONTEXT` (an `ARM64_NT_CONTEXT` at its `sp`,
+/// `KiUserExceptionDispatcher`'s form), `mframe`'s `MSFT_OP_MACHINE_FRAME` then a 32-byte
+/// allocation (the interrupted `sp` and pc at `sp + 32`). `victim` is interrupted, `entry`
+/// called it; `handler` is a leaf without `.pdata`.
+const DISPATCH_S: &str = r#"
+    .text
+    .p2align 2
+    .globl entry
+    .def entry; .scl 2; .type 32; .endef
+    .seh_proc entry
+entry:
+    stp x29, x30, [sp, #-16]!
+    .seh_save_fplr_x 16
+    mov x29, sp
+    .seh_set_fp
+    .seh_endprologue
+    bl victim
+    .seh_startepilogue
+    ldp x29, x30, [sp], #16
+    .seh_save_fplr_x 16
+    .seh_endepilogue
+    ret
+    .seh_endproc
+
+    .globl victim
+    .def victim; .scl 2; .type 32; .endef
+    .seh_proc victim
+victim:
+    stp x29, x30, [sp, #-32]!
+    .seh_save_fplr_x 32
+    str x19, [sp, #16]
+    .seh_save_reg x19, 16
+    .seh_endprologue
+    bl handler
+    .seh_startepilogue
+    ldr x19, [sp, #16]
+    .seh_save_reg x19, 16
+    ldp x29, x30, [sp], #32
+    .seh_save_fplr_x 32
+    .seh_endepilogue
+    ret
+    .seh_endproc
+
+    .globl dispatcher
+    .def dispatcher; .scl 2; .type 32; .endef
+    .seh_proc dispatcher
+dispatcher:
+    .seh_context
+    .seh_endprologue
+    bl handler
+    brk #0xf000
+    .seh_endproc
+
+    .globl mframe
+    .def mframe; .scl 2; .type 32; .endef
+    .seh_proc mframe
+mframe:
+    .seh_pushframe
+    sub sp, sp, #32
+    .seh_stackalloc 32
+    .seh_endprologue
+    bl handler
+    brk #0xf000
+    .seh_endproc
+
+    .globl handler
+    .def handler; .scl 2; .type 32; .endef
+handler:
+    ret
+"#;
+
+/// Label → address, from `llvm-objdump -d`'s labels of `file`.
+fn labels(file: &Path) -> BTreeMap<String, u64> {
+    let text = run(Command::new("llvm-objdump").arg("-d").arg(file));
+    text.lines()
+        .filter_map(|l| {
+            let (addr, name) = l.strip_suffix(">:")?.split_once(" <")?;
+            Some((name.to_owned(), u64::from_str_radix(addr, 16).ok()?))
+        })
+        .collect()
+}
+
+/// Puts `words` into `stack` at address `at`.
+fn place(stack: &mut [u64], at: u64, words: &[u64]) {
+    let i = ((at - STACK_AT) / 8) as usize;
+    stack[i..i + words.len()].copy_from_slice(words);
+}
+
+/// The custom stack codes: llvm-readobj names them in `dispatcher`'s and `mframe`'s
+/// prologues (the reference decode), and a walk through each, on a stack laid out as the
+/// program's instructions leave it, reaches the interrupted frame at its exact pc and its
+/// callers: through the context, `victim` at its first instruction (its return address
+/// still in the context's lr); through the machine frame, `victim` after its first
+/// instruction (its lr stored, its `x19` not yet), where the rule just before it would
+/// unwind otherwise. The same stacks as Windows ARM64 minidumps through
+/// `postmortem-walk`.
+#[test]
+fn arm64_dispatcher_frames_walk_to_the_frame_they_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("dispatch.s");
+    std::fs::write(&src, DISPATCH_S).unwrap();
+    let obj = dir.path().join("dispatch.obj");
+    run(Command::new("clang")
+        .args(["--target=aarch64-pc-windows-msvc", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj));
+    let exe = dir.path().join("calls.exe");
+    run(Command::new("lld-link")
+        .args([
+            "/machine:arm64",
+            "/entry:entry",
+            "/subsystem:console",
+            "/nodefaultlib",
+        ])
+        .arg(&obj)
+        .arg(format!("/out:{}", exe.display())));
+    let image = std::fs::read(&exe).unwrap();
+    // the image keeps no symbols: the object's, placed at the image's `.text` (its only code)
+    let text = labels(&exe)[".text"] - IMAGE_BASE;
+    let sym = labels(&obj);
+    let at = |name: &str| {
+        text + *sym
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} in {sym:?}"))
+    };
+    let refs = references(&exe);
+    let prologue = |name: &str| -> Vec<String> {
+        let r = refs.iter().find(|r| r.rva == at(name)).expect(name);
+        r.prologue.iter().map(|(t, _)| t.clone()).collect()
+    };
+    assert_eq!(prologue("dispatcher"), ["context"]);
+    assert_eq!(prologue("mframe"), ["sub sp, #32", "machine frame"]);
+    let built = build_from_elf(&image, &[]).unwrap();
+    assert_eq!(built.stats.entries_skipped, 0, "{:?}", built.stats);
+    let (entry_ret, victim) = (IMAGE_BASE + at("entry") + 12, IMAGE_BASE + at("victim"));
+    let (s0, s2) = (STACK_AT, STACK_AT + 0x400);
+
+    // through the context: victim interrupted at its first instruction
+    let mut stack = vec![0u64; 0x200];
+    let mut context = vec![0x0040_0003u64]; // flags (control, integer), cpsr
+    context.extend((0..=28u64).map(|r| if r == 19 { 0x1919 } else { 0 }));
+    context.extend([s2, entry_ret, s2, victim]); // fp, lr, sp, pc
+    place(&mut stack, s0, &context);
+    let mut regs = RegisterSet::new(Arch::Aarch64);
+    regs.set(32, IMAGE_BASE + at("handler"));
+    regs.set(31, s0);
+    regs.set(30, IMAGE_BASE + at("dispatcher") + 4);
+    let (cfi, context) = (Trust::Cfi, Trust::Context);
+    let want = vec![
+        (IMAGE_BASE + at("handler"), s0, context),
+        (IMAGE_BASE + at("dispatcher") + 4, s0, cfi),
+        // the context's registers: a leaf's caller in its lr, as in frame 0
+        (victim, s2, context),
+        (entry_ret, s2, cfi),
+    ];
+    let got = walk_frames(&built.bytes, &stack, &regs);
+    assert_eq!(got, want, "through the context");
+    let want: Vec<(u64, u64)> = want.iter().map(|f| (f.0, f.1)).collect();
+    dump_walk_equals(&exe, &image, &stack, &regs, &want);
+
+    // through the machine frame: victim interrupted after its `stp x29, x30, [sp, #-32]!`
+    let mut stack = vec![0u64; 0x200];
+    place(&mut stack, s0 + 32, &[s2, victim + 4]);
+    place(&mut stack, s2, &[s2 + 32, entry_ret]); // victim's x29 and lr
+    regs.set(30, IMAGE_BASE + at("mframe") + 8);
+    let want = vec![
+        (IMAGE_BASE + at("handler"), s0),
+        (IMAGE_BASE + at("mframe") + 8, s0),
+        (victim + 4, s2),
+        (entry_ret, s2 + 32),
+    ];
+    assert_eq!(
+        walk(&built.bytes, &stack, &regs),
+        want,
+        "through the machine frame"
+    );
+    dump_walk_equals(&exe, &image, &stack, &regs, &want);
 }

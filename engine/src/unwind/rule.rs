@@ -159,6 +159,14 @@ pub const FLAG_SIGNAL_FRAME: u32 = 1 << 0;
 pub const FLAG_RA_SIGNED: u32 = 1 << 1;
 /// Flag (aarch64): signed with key B rather than key A.
 pub const FLAG_RA_KEY_B: u32 = 1 << 2;
+/// Flag (Windows ARM64, `.xdata`'s `MSFT_OP_MACHINE_FRAME`): a machine frame is at the
+/// CFA: the caller's `sp` is the word at the CFA, its pc (the return-address slot, at
+/// CFA + 8) the exact pc the frame interrupted.
+pub const FLAG_MACHINE_FRAME: u32 = 1 << 3;
+/// Flag (Windows ARM64, `.xdata`'s `MSFT_OP_CONTEXT`: ntdll's dispatchers): an
+/// `ARM64_NT_CONTEXT` is at the CFA, and the caller's registers are all in it, its pc
+/// the exact pc it interrupted.
+pub const FLAG_NT_CONTEXT: u32 = 1 << 4;
 /// Bits 8..12: the [`UnwindSource`] the rule came from.
 pub const SOURCE_SHIFT: u32 = 8;
 
@@ -254,6 +262,12 @@ impl RuleRecord {
     }
     pub fn ra_signed(&self) -> bool {
         self.flags & FLAG_RA_SIGNED != 0
+    }
+    pub fn is_machine_frame(&self) -> bool {
+        self.flags & FLAG_MACHINE_FRAME != 0
+    }
+    pub fn is_nt_context(&self) -> bool {
+        self.flags & FLAG_NT_CONTEXT != 0
     }
     /// Sets the slot of DWARF register `reg`, if the architecture tracks it. Returns
     /// whether it was tracked.

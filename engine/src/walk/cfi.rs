@@ -84,30 +84,13 @@ pub(crate) fn apply_rule(
             ctx.memory.read_u32(addr).map(u64::from)
         }
     };
-    // For expressions that read the pc register, give the frame's real pc.
-    let cfa = match rec.cfa.kind() {
-        Some(SlotKind::Offset) => match regs.get(u16::from(rec.cfa.reg)) {
-            Some(base) => base.wrapping_add(rec.cfa.value as i64 as u64),
-            None => return CfiOutcome::NoRule,
-        },
-        Some(SlotKind::DerefOffset) => match regs.get(u16::from(rec.cfa.reg)) {
-            Some(base) => match read(base.wrapping_add(rec.cfa.value as i64 as u64)) {
-                Some(v) => v,
-                None => return CfiOutcome::MemoryMissing,
-            },
-            None => return CfiOutcome::NoRule,
-        },
-        Some(SlotKind::Expression) | Some(SlotKind::ValExpression) => {
-            let Some(expr) = rule.expression(rec.cfa) else {
-                return CfiOutcome::NoRule;
-            };
-            match eval::evaluate(expr, addr_size, None, regs, ctx.memory) {
-                Some(v) => v,
-                None => return CfiOutcome::MemoryMissing,
-            }
-        }
-        _ => return CfiOutcome::NoRule,
+    let cfa = match cfa_of(ctx, rule, regs, addr_size, &read) {
+        Ok(cfa) => cfa,
+        Err(outcome) => return outcome,
     };
+    if rec.is_nt_context() {
+        return nt_context_caller(ctx, rule, cfa);
+    }
     let ra_reg = arch.return_address_register();
     // Recover one slot's value: Ok(Some(v)) known, Ok(None) unknown, Err(()) memory missing.
     let recover = |slot: Slot, own_reg: u16| -> Result<Option<u64>, ()> {
@@ -151,7 +134,15 @@ pub(crate) fn apply_rule(
     let mut caller = RegisterSet::new(regs.arch());
     caller.set(caller.pc_reg(), ra);
     arch.note_return_address(raw_ra, &mut caller);
-    caller.set(caller.sp_reg(), arch.sp_from_cfa(cfa));
+    let sp = match rec.is_machine_frame() {
+        // the interrupted frame's sp, in the machine frame's first word
+        true => match read(cfa) {
+            Some(sp) => sp,
+            None => return CfiOutcome::MemoryMissing,
+        },
+        false => arch.sp_from_cfa(cfa),
+    };
+    caller.set(caller.sp_reg(), sp);
     for (i, &reg) in arch.callee_saved().iter().enumerate() {
         let slot = rec.regs.get(i).copied().unwrap_or(Slot::UNCHANGED);
         if let Ok(Some(v)) = recover(slot, reg) {
@@ -162,6 +153,76 @@ pub(crate) fn apply_rule(
         regs: caller,
         trust: Trust::Cfi,
         source: rule.source(),
-        exact_pc: rec.is_signal_frame(),
+        exact_pc: rec.is_signal_frame() || rec.is_machine_frame(),
+    }))
+}
+
+/// The CFA `rule` gives from `regs`, or why it gives none.
+fn cfa_of(
+    ctx: &WalkContext<'_, '_>,
+    rule: &Rule<'_>,
+    regs: &RegisterSet,
+    addr_size: u8,
+    read: &dyn Fn(u64) -> Option<u64>,
+) -> Result<u64, CfiOutcome> {
+    let rec = &rule.record;
+    // For expressions that read the pc register, give the frame's real pc.
+    match rec.cfa.kind() {
+        Some(SlotKind::Offset) => match regs.get(u16::from(rec.cfa.reg)) {
+            Some(base) => Ok(base.wrapping_add(rec.cfa.value as i64 as u64)),
+            None => Err(CfiOutcome::NoRule),
+        },
+        Some(SlotKind::DerefOffset) => match regs.get(u16::from(rec.cfa.reg)) {
+            Some(base) => match read(base.wrapping_add(rec.cfa.value as i64 as u64)) {
+                Some(v) => Ok(v),
+                None => Err(CfiOutcome::MemoryMissing),
+            },
+            None => Err(CfiOutcome::NoRule),
+        },
+        Some(SlotKind::Expression) | Some(SlotKind::ValExpression) => {
+            let Some(expr) = rule.expression(rec.cfa) else {
+                return Err(CfiOutcome::NoRule);
+            };
+            match eval::evaluate(expr, addr_size, None, regs, ctx.memory) {
+                Some(v) => Ok(v),
+                None => Err(CfiOutcome::MemoryMissing),
+            }
+        }
+        _ => Err(CfiOutcome::NoRule),
+    }
+}
+
+/// Bytes of an `ARM64_NT_CONTEXT` up to its pc: flags and cpsr, x0–x28, fp, lr, sp, pc.
+const NT_CONTEXT_X0: u64 = 8;
+const NT_CONTEXT_PC: u64 = 0x108;
+
+/// The caller an `ARM64_NT_CONTEXT` at `cfa` holds (the frame is a Windows ARM64
+/// dispatcher's, whose `.xdata` says `MSFT_OP_CONTEXT`): x0–x30, sp and pc as the context
+/// gives them, as `RtlVirtualUnwind` restores them; its pc exact. Like the frame a Linux
+/// signal interrupted, its registers are a saved context (`Trust::Context`): it may be a
+/// leaf whose caller is still in lr.
+fn nt_context_caller(ctx: &WalkContext<'_, '_>, rule: &Rule<'_>, cfa: u64) -> CfiOutcome {
+    let Some(bytes) = ctx.memory.read_bytes(cfa, (NT_CONTEXT_PC + 8) as usize) else {
+        return CfiOutcome::MemoryMissing;
+    };
+    let word = |at: u64| {
+        let at = at as usize;
+        bytes
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+    };
+    let mut caller = RegisterSet::new(crate::dump::Arch::Aarch64);
+    // x0–x30 (x29 fp, x30 lr), then sp (31) and pc (32): consecutive words
+    for reg in 0..=32u16 {
+        if let Some(v) = word(NT_CONTEXT_X0 + 8 * u64::from(reg)) {
+            caller.set(reg, v);
+        }
+    }
+    CfiOutcome::Caller(Box::new(Caller {
+        regs: caller,
+        trust: Trust::Context,
+        source: rule.source(),
+        exact_pc: true,
     }))
 }

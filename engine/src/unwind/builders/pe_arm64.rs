@@ -12,16 +12,23 @@
 //!   `CFA = x29 + k`;
 //! - x19–x29 and lr at `CFA + offset` where stored (lr is the return address; until it is
 //!   stored the return address is the live lr); `d8`–`d15` are not tracked;
-//! - after `pac_sign_lr` (`pacibsp`), the return address signed with key B.
+//! - after `pac_sign_lr` (`pacibsp`), the return address signed with key B;
+//! - after the custom stack codes of an interrupted frame — `MSFT_OP_MACHINE_FRAME`
+//!   (the caller's `sp` and pc in two words at the CFA) and `MSFT_OP_CONTEXT` (an
+//!   `ARM64_NT_CONTEXT` at the CFA: ntdll's `KiUserExceptionDispatcher` and the other
+//!   dispatchers) — a flag on the rule that tells the walker to read them, the caller's
+//!   pc then exact. Such a code is first in its prologue and is no instruction (Windows'
+//!   and Wine's unwinders do not count it among the prologue's instructions): it holds
+//!   from the function's first instruction on.
 //!
 //! At `n` instructions into a prologue only its first `n` operations have run; at `k`
 //! instructions into an epilogue (an `.xdata` epilogue scope, the single epilogue the `E`
 //! bit packs at the function's end, or packed data's epilogue at its end) the epilogue's
 //! codes from the `k`-th on are still to undo, so its rows replay them. Codes after
 //! `end_c` are the phantom prologue of the fragment's parent: run in full first. A
-//! function with a code this builder cannot express (`save_any_reg` and the custom stack
-//! codes: trap and machine frames, contexts) gets no rows, so the walker falls back to
-//! the frame-pointer chain and stack scanning, as for a skipped entry.
+//! function with a code this builder cannot express (`save_any_reg`, the kernel's trap
+//! frames, ARM64EC's contexts) gets no rows, so the walker falls back to the
+//! frame-pointer chain and stack scanning, as for a skipped entry.
 //!
 //! Code of an executable section no entry covers is a leaf (the ABI omits `.pdata` for
 //! functions that neither move `sp` nor save a register): `CFA = sp`, the return address
@@ -37,7 +44,10 @@ use object::{pe, LittleEndian as LE};
 use super::pe_x64::{add_leaf_rows, image_reader, PDATA_PRIORITY};
 use super::TableWriter;
 use crate::dump::Arch;
-use crate::unwind::rule::{RuleRecord, Slot, UnwindSource, FLAG_RA_KEY_B, FLAG_RA_SIGNED};
+use crate::unwind::rule::{
+    RuleRecord, Slot, UnwindSource, FLAG_MACHINE_FRAME, FLAG_NT_CONTEXT, FLAG_RA_KEY_B,
+    FLAG_RA_SIGNED,
+};
 
 /// DWARF numbers of the registers rules name.
 const X29: u8 = 29;
@@ -69,6 +79,17 @@ pub enum Op {
     Nop,
     /// `pacibsp`: lr signed with key B.
     PacSignLr,
+    /// `MSFT_OP_MACHINE_FRAME`: `sp` points at the interrupted frame's `sp` and pc.
+    MachineFrame,
+    /// `MSFT_OP_CONTEXT`: `sp` points at the interrupted frame's `ARM64_NT_CONTEXT`.
+    Context,
+}
+
+impl Op {
+    /// A custom stack code: no instruction of the prologue.
+    fn is_custom(self) -> bool {
+        matches!(self, Op::MachineFrame | Op::Context)
+    }
 }
 
 /// A decoded unwind code.
@@ -165,6 +186,8 @@ fn decode_codes(bytes: &[u8]) -> Vec<(usize, Code)> {
             0xe4 => (Code::End, 1),
             0xe5 => (Code::EndC, 1),
             0xe6 => (Code::Op(Op::SaveNext), 1),
+            0xe9 => (Code::Op(Op::MachineFrame), 1),
+            0xea => (Code::Op(Op::Context), 1),
             0xfc => (Code::Op(Op::PacSignLr), 1),
             other => (Code::Unknown(other), 1),
         };
@@ -431,6 +454,8 @@ struct State {
     signed: bool,
     /// The last store, for `save_next`: (first register, offset from `sp`, floating point).
     last: Option<(u8, u32, bool)>,
+    /// A custom stack code ([`Op::MachineFrame`], [`Op::Context`]) ran first.
+    custom: Option<Op>,
 }
 
 impl State {
@@ -480,6 +505,14 @@ impl State {
             }
             Op::Nop => {}
             Op::PacSignLr => self.signed = true,
+            Op::MachineFrame | Op::Context => {
+                if self.moved != 0 || !self.saved.is_empty() || self.custom.is_some() {
+                    return Err(Arm64Error::Inconsistent(
+                        "a machine frame or context after other prologue codes",
+                    ));
+                }
+                self.custom = Some(op);
+            }
         }
         if self.moved > u64::from(u32::MAX) {
             return Err(TOO_FAR);
@@ -502,10 +535,29 @@ impl State {
             Some(k) => Slot::offset(X29, i32::try_from(k).ok()?),
             None => Slot::offset(SP, i32::try_from(self.moved).ok()?),
         };
+        match self.custom {
+            // the CFA is where the machine frame or context is; the walker reads it
+            Some(Op::Context) => {
+                let mut rule = RuleRecord::new(UnwindSource::PeArm64, cfa, Slot::offset(0, 0x108));
+                rule.flags |= FLAG_NT_CONTEXT;
+                return Some(rule);
+            }
+            Some(_) => {
+                let mut rule = self.rule_with(cfa, Slot::offset(0, 8))?;
+                rule.flags |= FLAG_MACHINE_FRAME;
+                return Some(rule);
+            }
+            None => {}
+        }
         let ra = match self.saved.iter().find(|(r, _)| *r == LR) {
             Some(&(_, off)) => Slot::offset(0, i32::try_from(off).ok()?),
             None => Slot::UNCHANGED,
         };
+        self.rule_with(cfa, ra)
+    }
+
+    /// The rule with `cfa` and `ra`, the saved registers and the signing flags.
+    fn rule_with(&self, cfa: Slot, ra: Slot) -> Option<RuleRecord> {
         let mut rule = RuleRecord::new(UnwindSource::PeArm64, cfa, ra);
         if self.signed {
             rule.flags |= FLAG_RA_SIGNED | FLAG_RA_KEY_B;
@@ -521,16 +573,27 @@ impl State {
     }
 }
 
-/// The state after the parent's prologue in full and the last `n` of `own` (stored order).
+/// The state after the parent's prologue in full and the first `n` instructions of
+/// `own` (the last `n` of its stored order), with its custom stack codes, which are no
+/// instructions.
 fn state_at(seq: &Sequence, n: usize) -> Result<State, Arm64Error> {
     let mut s = State::default();
     s.run(&seq.parent)?;
-    s.run(
-        seq.own
-            .get(seq.own.len().saturating_sub(n)..)
-            .unwrap_or_default(),
-    )?;
+    let mut run = 0;
+    for &op in seq.own.iter().rev() {
+        if op.is_custom() {
+            s.apply(op)?;
+        } else if run < n {
+            s.apply(op)?;
+            run += 1;
+        }
+    }
     Ok(s)
+}
+
+/// The instructions of a sequence's own codes.
+fn instructions(ops: &[Op]) -> usize {
+    ops.iter().filter(|op| !op.is_custom()).count()
 }
 
 /// The rule at each instruction `k` of an epilogue (0 to the `ret`): its codes from the
@@ -556,13 +619,12 @@ pub fn function_rows(begin: u32, f: &Function) -> Result<Vec<(u32, u32, RuleReco
     let end = begin
         .checked_add(f.length)
         .ok_or(Arm64Error::Inconsistent("the function wraps around"))?;
-    let body = state_at(&f.prologue, f.prologue.own.len())?
-        .rule()
-        .ok_or(BAD)?;
+    let prologue = instructions(&f.prologue.own);
+    let body = state_at(&f.prologue, prologue)?.rule().ok_or(BAD)?;
     // one row per prologue and epilogue instruction, no more than the function has
     let cap = (f.length / 4) as usize;
     let mut special: Vec<(u32, RuleRecord)> = Vec::new();
-    for n in 0..f.prologue.own.len().min(cap) {
+    for n in 0..prologue.min(cap) {
         let rule = state_at(&f.prologue, n)?.rule().ok_or(BAD)?;
         special.push((begin + 4 * n as u32, rule));
     }

@@ -9,7 +9,9 @@
 
 use super::{function_of, function_rows, parse_xdata, unpack, Arm64Error};
 use crate::dump::Arch;
-use crate::unwind::rule::{RuleRecord, SlotKind, UnwindSource, FLAG_RA_SIGNED};
+use crate::unwind::rule::{
+    RuleRecord, SlotKind, UnwindSource, FLAG_MACHINE_FRAME, FLAG_NT_CONTEXT, FLAG_RA_SIGNED,
+};
 
 /// The rule of `rows` at `at`.
 fn rule_at(rows: &[(u32, u32, RuleRecord)], at: u32) -> RuleRecord {
@@ -136,14 +138,51 @@ fn pac_and_unsupported_codes() {
     let rows = function_rows(0, &parse_xdata(&read, 0).unwrap()).unwrap();
     assert_ne!(rule_at(&rows, 8).flags & FLAG_RA_SIGNED, 0);
     assert_eq!(rule_at(&rows, 0).flags & FLAG_RA_SIGNED, 0);
-    // a machine frame cannot be expressed: the function gets no rows
+    // a kernel trap frame cannot be expressed: the function gets no rows
     let mut image = head.to_le_bytes().to_vec();
-    image.extend_from_slice(&[0xe9, 0x81, 0xe4, 0xe4]);
+    image.extend_from_slice(&[0xe8, 0x81, 0xe4, 0xe4]);
     let read = |rva: u32, len: usize| image.get(rva as usize..rva as usize + len);
-    assert_eq!(parse_xdata(&read, 0), Err(Arm64Error::Unsupported(0xe9)));
+    assert_eq!(parse_xdata(&read, 0), Err(Arm64Error::Unsupported(0xe8)));
     // cut short
     assert_eq!(parse_xdata(&read, 6), Err(Arm64Error::Truncated(6)));
     assert_eq!(unpack(3), Err(Arm64Error::Reserved));
+}
+
+/// The rows of a 12-byte function whose `.xdata` holds one code word `codes`.
+fn rows_of(codes: [u8; 4]) -> Result<Vec<(u32, u32, RuleRecord)>, Arm64Error> {
+    let head: u32 = (12 / 4) | (1 << 27);
+    let mut image = head.to_le_bytes().to_vec();
+    image.extend_from_slice(&codes);
+    let read = |rva: u32, len: usize| image.get(rva as usize..rva as usize + len);
+    function_rows(0, &parse_xdata(&read, 0)?)
+}
+
+#[test]
+fn machine_frames_and_contexts_hold_from_the_first_instruction() {
+    // .seh_pushframe / sub sp, sp, #32 / bl / brk  — stored: alloc_s 2, machine frame, end
+    let rows = rows_of([0x02, 0xe9, 0xe4, 0xe4]).unwrap();
+    for (at, moved) in [(0, 0), (4, 32), (8, 32)] {
+        let r = rule_at(&rows, at);
+        assert_eq!(summary(&r), (31, moved, Some(8), vec![]), "at {at}");
+        assert_ne!(r.flags & FLAG_MACHINE_FRAME, 0, "at {at}");
+        assert_eq!(r.flags & FLAG_NT_CONTEXT, 0);
+    }
+    // .seh_context / bl / brk (ntdll's dispatchers): the context at sp throughout
+    let rows = rows_of([0xea, 0xe4, 0xe4, 0xe4]).unwrap();
+    for at in [0, 4, 8] {
+        let r = rule_at(&rows, at);
+        assert_eq!((r.cfa.reg, r.cfa.value), (31, 0), "at {at}");
+        assert_ne!(r.flags & FLAG_NT_CONTEXT, 0, "at {at}");
+    }
+    // a machine frame after another code (stored first: run last) is no real prologue
+    assert!(matches!(
+        rows_of([0xe9, 0x02, 0xe4, 0xe4]),
+        Err(Arm64Error::Inconsistent(_))
+    ));
+    assert!(matches!(
+        rows_of([0xea, 0xe9, 0xe4, 0xe4]),
+        Err(Arm64Error::Inconsistent(_))
+    ));
 }
 
 #[test]
