@@ -89,6 +89,12 @@ fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
         .arg("-o")
         .arg(&ext_obj));
     let exe = dir.join(format!("{name}.exe"));
+    link(&[&obj, &ext_obj], &exe);
+    exe
+}
+
+/// Links `objs` into the program `exe` (entry `entry`, no C runtime) with lld-link.
+fn link(objs: &[&Path], exe: &Path) {
     run(Command::new("lld-link")
         .args([
             "/machine:arm64",
@@ -96,10 +102,8 @@ fn build(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
             "/subsystem:console",
             "/nodefaultlib",
         ])
-        .arg(&obj)
-        .arg(&ext_obj)
+        .args(objs)
         .arg(format!("/out:{}", exe.display())));
-    exe
 }
 
 /// One instruction of a prologue or epilogue, from llvm-readobj's text.
@@ -837,15 +841,7 @@ fn arm64_dispatcher_frames_walk_to_the_frame_they_interrupted() {
         .arg("-o")
         .arg(&obj));
     let exe = dir.path().join("calls.exe");
-    run(Command::new("lld-link")
-        .args([
-            "/machine:arm64",
-            "/entry:entry",
-            "/subsystem:console",
-            "/nodefaultlib",
-        ])
-        .arg(&obj)
-        .arg(format!("/out:{}", exe.display())));
+    link(&[&obj], &exe);
     let image = std::fs::read(&exe).unwrap();
     // the image keeps no symbols: the object's, placed at the image's `.text` (its only code)
     let text = labels(&exe)[".text"] - IMAGE_BASE;
