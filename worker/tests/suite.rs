@@ -11,6 +11,7 @@ mod bundle_migration;
 mod dashboard_store;
 mod delete_filter_store;
 mod elf_debug_ids;
+mod group_locks;
 mod migration_files;
 mod module_records_store;
 mod pg;

@@ -813,9 +813,11 @@ macro_rules! run_statement {
 /// crash). Says per job whether its lease was still ours.
 ///
 /// The order: on PostgreSQL the rows still ours are locked and indexed first
-/// ([`held_sql`]), then the groups' locks are taken ([`group_locks_sql`]) and the reports
-/// stored, so what waits on a group is the store of its rows, not the index; on SQLite,
-/// one writer at a time, the reports are stored first and the ids that were are indexed.
+/// ([`held_sql`]), then the reports stored, whose `UPDATE` takes the groups' locks right
+/// before its crashes enter their groups (migration 0043; [`moved_groups`] when a crash
+/// had a group already), so what waits on a group is the groups' rows, not the index nor
+/// the reports; on SQLite, one writer at a time, the reports are stored first and the
+/// ids that were are indexed.
 pub async fn finish_batch(
     db: &Db,
     worker: &str,
@@ -835,27 +837,32 @@ pub async fn finish_batch(
         })
         .collect();
     let sqlite = matches!(db.backend(), Backend::Sqlite(_));
-    let group_locks = group_locks_sql(db, &done);
     // PostgreSQL: the rows still ours, locked, so the index is written before the groups'
     // locks are taken (see `held_sql`)
-    let held = match &group_locks {
-        Some(_) => Some((held_sql(), held_rows(&done)?)),
-        None => None,
+    let held = match db.backend() {
+        Backend::Postgres(_) if done.iter().any(|(_, r, _)| r.signature.is_some()) => {
+            Some(held_rows(&done)?)
+        }
+        _ => None,
     };
     let kept = crate::in_transaction!(db, tx => {
         let mut held_ids: Option<HashMap<String, i64>> = None;
-        if let Some((sql, rows)) = &held {
-            let ids: HashMap<String, i64> =
-                sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql.as_str()))
+        if let Some(rows) = &held {
+            let sql = held_sql();
+            let rows: Vec<(String, i64, Option<String>)> =
+                sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
                     .bind(rows.as_str()).bind(worker)
-                    .fetch_all(&mut *tx).await?.into_iter().collect();
+                    .fetch_all(&mut *tx).await?;
+            let ids: HashMap<String, i64> =
+                rows.iter().map(|(id, at, _)| (id.clone(), *at)).collect();
             for st in index_statements(jobs, &ids, sqlite)? {
                 run_statement!(tx, st);
             }
+            if let Some((signatures, ids)) = moved_groups(&done, &rows)? {
+                sqlx::query(GROUP_LOCKS_SQL).bind(signatures).bind(ids)
+                    .execute(&mut *tx).await?;
+            }
             held_ids = Some(ids);
-        }
-        if let Some(sql) = &group_locks {
-            sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).execute(&mut *tx).await?;
         }
         // the ids whose report was stored (a lease no longer ours updates no row), with
         // their crashes' received_at, which the module index keeps beside each name
@@ -959,16 +966,18 @@ fn index_statements<'a>(
 
 /// PostgreSQL: the rows of a batch's reports whose leases are still ours (the attempt
 /// `$1`'s JSON rows name, worker `$2`, still processing), locked for the rest of the
-/// transaction in the order of their ids, with their `received_at`.
+/// transaction in the order of their ids, with their `received_at` and the signature
+/// they have before this store (a reprocessed crash's).
 ///
-/// A batch's store takes its groups' locks (`group_locks_sql`) and holds them to its
-/// commit: every store of a group after them waits, and a crash storm is one group. Its
-/// search and module index (`crash_index`), written before those locks on the rows this
-/// statement holds, is no longer part of that wait.
+/// The groups' locks are taken by the reports' `UPDATE` itself (migration 0043's
+/// statement trigger, right before its crashes enter their groups) and held to the
+/// commit: every other store of those groups waits from there, and a crash storm is one
+/// group. The search and module index (`crash_index`), written before on the rows this
+/// statement holds, and the reports' own rows are not part of that wait.
 fn held_sql() -> String {
     let rows = super::crash_index::json_rows(false, &["id", "attempts"]);
     format!(
-        "SELECT c.id, c.received_at FROM crashes c JOIN ({rows}) v \
+        "SELECT c.id, c.received_at, c.signature FROM crashes c JOIN ({rows}) v \
          ON c.id = v.id AND c.attempts = CAST(v.attempts AS INTEGER) \
          WHERE c.leased_by = $2 AND c.status = 'processing' ORDER BY c.id FOR UPDATE OF c"
     )
@@ -983,49 +992,58 @@ fn held_rows(done: &[(&Lease, &StoredReport, Option<i64>)]) -> Result<String, St
     serde_json::to_string(&rows).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-/// PostgreSQL: the statement that takes, for the rest of a batch's transaction, one
-/// advisory lock per signature of its reports, in ascending order of the locks' keys.
-///
-/// A stored report moves its crash into its group's rows (`crash_groups`, the days, the
-/// running counts, through migration 0026's row triggers), and the one `UPDATE` of
-/// [`done_sql`] visits its crashes in an order of the planner's, not the statement's: two
-/// workers' batches with two new signatures in common inserted their groups in opposite
-/// orders and deadlocked (a fill of 100,000 crashes with 4 fillers: 36 retried, every one
-/// "while inserting index tuple in relation crash_groups"). Taken first and in one order,
-/// the locks make the second batch wait for the first before it touches a group they
-/// share. Keys are a stable 64-bit hash of the signature (FNV-1a): two signatures on one
-/// key only wait for each other. SQLite has one writer at a time: nothing to take.
-fn group_locks_sql(db: &Db, done: &[(&Lease, &StoredReport, Option<i64>)]) -> Option<String> {
-    if !matches!(db.backend(), super::Backend::Postgres(_)) {
-        return None;
+/// PostgreSQL: the signatures (a JSON array) whose groups' locks a batch takes before its
+/// `UPDATE`, when one of its `held` crashes already had a signature: such a crash leaves
+/// or moves within its groups through 0026's row triggers, which fire before 0043's
+/// statement trigger takes the locks. Every signature of the batch, old and computed (a
+/// JSON array), with the ids of its crashes (another), whose pins and merges
+/// [`GROUP_LOCKS_SQL`] adds. None when every crash is a first report (the trigger takes
+/// them, on the signatures stored).
+fn moved_groups(
+    done: &[(&Lease, &StoredReport, Option<i64>)],
+    held: &[(String, i64, Option<String>)],
+) -> Result<Option<(String, String)>, StoreError> {
+    let old: Vec<&str> = held
+        .iter()
+        .filter_map(|(_, _, s)| s.as_deref())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if old.is_empty() {
+        return Ok(None);
     }
-    let mut keys: Vec<i64> = done
+    let mut all: Vec<&str> = done
         .iter()
         .filter_map(|(_, r, _)| r.signature.as_deref())
-        .map(group_lock_key)
+        .chain(old)
         .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    if keys.is_empty() {
-        return None;
-    }
-    let list: Vec<String> = keys.iter().map(i64::to_string).collect();
-    // unnest yields the array's elements in order; each is locked as its row is made
-    Some(format!(
-        "SELECT pg_advisory_xact_lock(k) FROM unnest(ARRAY[{}]::bigint[]) AS k",
-        list.join(", ")
-    ))
+    all.sort_unstable();
+    all.dedup();
+    let ids: Vec<&str> = held.iter().map(|(id, _, _)| id.as_str()).collect();
+    let json =
+        |v: &[&str]| serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()));
+    Ok(Some((json(&all)?, json(&ids)?)))
 }
 
-/// The advisory lock key of a signature: FNV-1a, 64 bits, as a signed integer.
-fn group_lock_key(signature: &str) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in signature.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h as i64
-}
+/// PostgreSQL: takes, for the rest of the transaction, one advisory lock per signature of
+/// the JSON array `$1`, per group a merge sends one of them to and per group a crash of
+/// the JSON array `$2` is pinned to (the groups the crashes will be stored in), in
+/// ascending order of the keys, which are those migration 0043's trigger takes
+/// (`hashtextextended(signature, 0)`). A merge's project is not looked at: a lock more
+/// only waits more.
+///
+/// Why locks at all: a stored report moves its crash into its group's rows, and the one
+/// `UPDATE` of [`done_sql`] visits its crashes in an order of the planner's: two workers'
+/// batches with two new signatures in common inserted their groups in opposite orders and
+/// deadlocked (a fill of 100,000 crashes with 4 fillers: 36 retried). Taken in one order,
+/// the locks make the second batch wait for the first before it touches a group they
+/// share; two signatures on one key only wait for each other. SQLite has one writer.
+const GROUP_LOCKS_SQL: &str = "WITH sigs (s) AS (SELECT json_array_elements_text($1::json)) \
+     SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended(s, 0) AS k FROM \
+     (SELECT s FROM sigs \
+      UNION SELECT m.into_group FROM group_merges m WHERE m.signature IN (SELECT s FROM sigs) \
+      UNION SELECT p.group_name FROM group_pins p \
+      WHERE p.crash_id IN (SELECT json_array_elements_text($2::json))) names (s) \
+     ORDER BY 1) keys";
 
 /// Reports one statement of [`finish_batch`] stores (8 values each: well under either
 /// database's limit of bound values).

@@ -1,0 +1,198 @@
+//! A store's groups' locks on PostgreSQL (issue 40, migration 0043), seen from another
+//! connection that holds one of them (`POSTMORTEM_SKIP_PG=1` skips these).
+//!
+//! - A first report waits for its group's lock inside its own `UPDATE` (the statement
+//!   trigger before `crash_groups_added`), not before it: the statement another store
+//!   waits in is the reports' `UPDATE`, so the reports and their index are written while
+//!   another store of the same crash storm holds the group.
+//! - A reprocessed crash, which leaves its old group through the row triggers that fire
+//!   before any statement trigger, waits before its `UPDATE`, for its old group's lock.
+//! - A lock on another signature holds up neither; a crash reprocessed into a signature
+//!   merged into another group waits for that group's lock.
+//!
+//! Each store is run while the lock is held and must be seen waiting on an advisory lock
+//! (`pg_stat_activity`); once the holder commits it must finish, with every rollup equal
+//! to its recount.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+use std::time::Duration;
+
+use sqlx::{Connection, PgConnection};
+
+use crate::common;
+use crate::rollups::rollups_exact;
+
+use worker::store::crashes::{self, NewCrash, Outcome, StoredReport};
+use worker::store::dashboard as q;
+use worker::store::groups;
+use worker::store::Db;
+
+const T0: i64 = 1_700_000_000_000;
+
+/// A new pending crash of project `a`, received at `T0 + n` seconds.
+async fn pending(db: &Db, n: i64) -> String {
+    let id = crashes::new_id();
+    let new = NewCrash {
+        id: id.clone(),
+        received_at: T0 + n * 1000,
+        dump_sha256: "00".into(),
+        dump_size: 1,
+        dump_format: "elf-core".into(),
+        annotations: "{}".into(),
+        annotations_cut: None,
+    };
+    crashes::insert_in(db, &new, "a").await.unwrap();
+    id
+}
+
+/// Leases crash `id` (the only one pending) and, in a task of its own, stores a report
+/// with signature `sig`; the task says whether the lease was kept.
+async fn store(db: &Db, id: &str, sig: &str) -> tokio::task::JoinHandle<bool> {
+    let lease = crashes::lease(db, "w", T0 + 100_000, 600_000, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lease.id, id);
+    let (db, sig) = (db.clone(), sig.to_string());
+    tokio::spawn(async move {
+        let report = r#"{"crash":{"analysis":{"kind":"abort"}}}"#.to_string();
+        let outcome = Outcome::Done(StoredReport::from_json(report, Some(sig)));
+        crashes::finish(&db, &lease, "w", T0 + 100_001, 3, &outcome)
+            .await
+            .unwrap()
+    })
+}
+
+/// A connection to database `name` holding `sig`'s group lock in an open transaction.
+async fn holder(name: &str, sig: &str) -> PgConnection {
+    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+    let mut c = PgConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut c).await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(sig)
+        .execute(&mut c)
+        .await
+        .unwrap();
+    c
+}
+
+/// The statement a backend of database `name` waits in on an advisory lock, polled for
+/// up to 20 s; None if none waited (the store finished or never got there).
+async fn waiting_statement(watcher: &mut PgConnection, name: &str) -> Option<String> {
+    for _ in 0..200 {
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT query FROM pg_stat_activity WHERE datname = $1 \
+             AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
+        )
+        .bind(name)
+        .fetch_optional(&mut *watcher)
+        .await
+        .unwrap();
+        if row.is_some() {
+            return row.map(|(q,)| q);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// Stores `id` with `sig` while `locked`'s group lock is held elsewhere: the store waits,
+/// in a statement that holds `waits_in`, and finishes once the holder commits.
+async fn waits_for(db: &Db, name: &str, id: &str, sig: &str, locked: &str, waits_in: &str) {
+    let mut hold = holder(name, locked).await;
+    let task = store(db, id, sig).await;
+    let mut watcher = PgConnection::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+        .await
+        .unwrap();
+    let statement = waiting_statement(&mut watcher, name).await;
+    assert!(
+        !task.is_finished(),
+        "the store of {sig} did not wait for {locked}'s lock"
+    );
+    let statement = statement.expect("a store waiting on an advisory lock");
+    assert!(
+        statement.contains(waits_in),
+        "the store of {sig} waited for {locked}'s lock in {statement:?}, not in {waits_in}"
+    );
+    sqlx::query("COMMIT").execute(&mut hold).await.unwrap();
+    let kept = tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .expect("the store finished once the lock was given back")
+        .unwrap();
+    assert!(kept, "the report of {id} was stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_wait_for_their_groups_postgres() {
+    let Some((name, db)) = common::pg_migrated("pm_glocks").await else {
+        return;
+    };
+    // a first report: it waits inside the reports' UPDATE
+    let first = pending(&db, 1).await;
+    waits_for(
+        &db,
+        &name,
+        &first,
+        "sig storm",
+        "sig storm",
+        "UPDATE crashes",
+    )
+    .await;
+    rollups_exact(&db, "after a first report that waited").await;
+
+    // a reprocessed crash: it waits before its UPDATE, for the group it leaves
+    assert!(q::requeue(&db, &first).await.unwrap());
+    waits_for(
+        &db,
+        &name,
+        &first,
+        "sig new",
+        "sig storm",
+        "SELECT pg_advisory",
+    )
+    .await;
+    rollups_exact(&db, "after a reprocessed crash that waited").await;
+
+    // another signature's lock holds up neither kind of store
+    let mut hold = holder(&name, "sig unrelated").await;
+    let second = pending(&db, 2).await;
+    let task = store(&db, &second, "sig storm").await;
+    assert!(tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .unwrap()
+        .unwrap());
+    assert!(q::requeue(&db, &first).await.unwrap());
+    let task = store(&db, &first, "sig storm").await;
+    assert!(tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .unwrap()
+        .unwrap());
+    sqlx::query("COMMIT").execute(&mut hold).await.unwrap();
+    rollups_exact(&db, "after stores beside an unrelated lock").await;
+
+    // a crash reprocessed into a signature merged into another group waits for that group
+    let third = pending(&db, 3).await;
+    assert!(store(&db, &third, "sig target").await.await.unwrap());
+    groups::merge(&db, "a", "sig target", "sig storm")
+        .await
+        .unwrap();
+    let fourth = pending(&db, 4).await;
+    assert!(store(&db, &fourth, "sig other").await.await.unwrap());
+    assert!(q::requeue(&db, &fourth).await.unwrap());
+    waits_for(
+        &db,
+        &name,
+        &fourth,
+        "sig storm",
+        "sig target",
+        "SELECT pg_advisory_xact_lock",
+    )
+    .await;
+    let row = crashes::get(&db, &fourth).await.unwrap().unwrap();
+    assert_eq!(row.signature.as_deref(), Some("sig target"));
+    rollups_exact(&db, "after a crash reprocessed into a merged group").await;
+
+    db.close().await;
+    common::drop_db(&name).await;
+}
