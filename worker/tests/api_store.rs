@@ -50,7 +50,7 @@ impl TestDb {
             .await
             .expect("create database");
         admin.close().await;
-        let db = Db::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
+        let db = Db::connect(&crate::common::pg_url(&name))
             .await
             .expect("pg connect");
         db.migrate().await.expect("pg migrate");

@@ -66,8 +66,7 @@ async fn store(db: &Db, id: &str, sig: &str) -> tokio::task::JoinHandle<bool> {
 
 /// A connection to database `name` holding `sig`'s group lock in an open transaction.
 async fn holder(name: &str, sig: &str) -> PgConnection {
-    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-    let mut c = PgConnection::connect(&url).await.unwrap();
+    let mut c = PgConnection::connect(&common::pg_url(name)).await.unwrap();
     sqlx::query("BEGIN").execute(&mut c).await.unwrap();
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
         .bind(sig)
@@ -102,9 +101,7 @@ async fn waiting_statement(watcher: &mut PgConnection, name: &str) -> Option<Str
 async fn waits_for(db: &Db, name: &str, id: &str, sig: &str, locked: &str, waits_in: &str) {
     let mut hold = holder(name, locked).await;
     let task = store(db, id, sig).await;
-    let mut watcher = PgConnection::connect(&format!("postgres://postgres@127.0.0.1:5432/{name}"))
-        .await
-        .unwrap();
+    let mut watcher = PgConnection::connect(&common::pg_url(name)).await.unwrap();
     let statement = waiting_statement(&mut watcher, name).await;
     assert!(
         !task.is_finished(),

@@ -26,8 +26,13 @@ pub async fn pg_database(prefix: &str) -> Option<(String, String)> {
         .await
         .expect("create database");
     let _ = admin.close().await;
-    let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+    let url = pg_url(&name);
     Some((name, url))
+}
+
+/// The URL of database `name` on the test server.
+pub fn pg_url(name: &str) -> String {
+    format!("postgres://postgres@127.0.0.1:5432/{name}")
 }
 
 /// Drops a database made by [`pg_database`].

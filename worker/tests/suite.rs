@@ -26,7 +26,7 @@ mod use_store;
 
 /// What the test files call `common::…`.
 mod common {
-    pub use crate::pg::{drop_db, pg_database, pg_migrated};
+    pub use crate::pg::{drop_db, pg_database, pg_migrated, pg_url};
 
     /// A fresh, migrated SQLite store in a temporary directory, which lives as long as
     /// the directory returned beside it.

@@ -992,13 +992,12 @@ fn held_rows(done: &[(&Lease, &StoredReport, Option<i64>)]) -> Result<String, St
     serde_json::to_string(&rows).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-/// PostgreSQL: the signatures (a JSON array) whose groups' locks a batch takes before its
-/// `UPDATE`, when one of its `held` crashes already had a signature: such a crash leaves
-/// or moves within its groups through 0026's row triggers, which fire before 0043's
-/// statement trigger takes the locks. Every signature of the batch, old and computed (a
-/// JSON array), with the ids of its crashes (another), whose pins and merges
-/// [`GROUP_LOCKS_SQL`] adds. None when every crash is a first report (the trigger takes
-/// them, on the signatures stored).
+/// PostgreSQL: what a batch locks before its `UPDATE` when one of its `held` crashes
+/// already had a signature (a reprocessed crash leaves its group through 0026's row
+/// triggers, which fire before 0043's statement trigger takes the locks): every
+/// signature of the batch, old and computed, and the ids of its crashes, whose pins and
+/// merges [`GROUP_LOCKS_SQL`] adds; two JSON arrays. None when every crash is a first
+/// report: the trigger takes their locks, on the signatures stored.
 fn moved_groups(
     done: &[(&Lease, &StoredReport, Option<i64>)],
     held: &[(String, i64, Option<String>)],
