@@ -490,8 +490,14 @@ fn a_miss_is_asked_once_within_its_time_to_live() {
     let (work, core) = small_core();
     let cache = work.path().join("cache");
     let (url, asked) = faulty(Fault::NotFound);
-    let (_, first) = program_lookups(&core, &cache, &url, &[]);
+    let (report, first) = program_lookups(&core, &cache, &url, &[]);
     assert_eq!(first.len(), 2, "executable and debuginfo: {first:?}");
+    // the program's own markers: the libraries' debuginfo misses are remembered too
+    let id = module(&report, "basic")["build_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let program_dir = cache.join("buildid").join(&id);
     assert!(first
         .iter()
         .all(|l| l["result"] == "not-found" && l["source"] == url.as_str()));
@@ -519,13 +525,13 @@ fn a_miss_is_asked_once_within_its_time_to_live() {
     for (a, b) in first.iter().zip(&second) {
         assert_eq!(a, b, "the same lookup, the same until");
         let file = a["file"].as_str().unwrap();
-        let marker = common::files_under(&cache)
+        let marker = common::files_under(&program_dir)
             .into_iter()
             .find(|p| {
                 let name = p.file_name().unwrap().to_string_lossy().into_owned();
                 name.starts_with(&format!("{file}.miss-"))
             })
-            .unwrap_or_else(|| panic!("no miss marker of {file} under {}", cache.display()));
+            .unwrap_or_else(|| panic!("no miss marker of {file} under {}", program_dir.display()));
         let recorded = std::fs::metadata(&marker).unwrap().modified().unwrap();
         let expires = recorded + Duration::from_secs(600);
         let whole = Duration::from_secs(
