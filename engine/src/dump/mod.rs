@@ -28,7 +28,7 @@ pub use crate::warning::Warning;
 pub use error::DumpError;
 pub use memory::MemoryMap;
 pub use regions::Regions;
-pub use registers::{RegisterSet, REGISTER_SLOTS};
+pub use registers::{FrameRegisters, RegisterSet, REGISTER_SLOTS};
 
 /// Which file format a dump came in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray, strum::IntoStaticStr)]

@@ -282,9 +282,9 @@ fn prewalked(
             module: dump.module_index_for(g.pc),
             exact_pc: k == 0,
             registers: if k == 0 {
-                t.registers.clone()
+                (&t.registers).into()
             } else {
-                dump::RegisterSet::new(dump.arch)
+                (&dump::RegisterSet::new(dump.arch)).into()
             },
         })
         .collect();
@@ -318,7 +318,7 @@ fn frame_zero(dump: &Dump<'_>, t: &dump::Thread) -> walk::WalkResult {
                 unwind_source: None,
                 module: dump.module_index_for(pc),
                 exact_pc: true,
-                registers: t.registers.clone(),
+                registers: (&t.registers).into(),
             })
             .into_iter()
             .collect(),

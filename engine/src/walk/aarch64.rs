@@ -29,7 +29,7 @@ const RECORD: super::arch::RecordRegisters = super::arch::RecordRegisters {
     fp: FP.dwarf(),
     inherited: CALLEE_SAVED_GENERAL,
 };
-use crate::dump::{Arch, RegisterSet};
+use crate::dump::{Arch, FrameRegisters, RegisterSet};
 /// `mov x8, #139` (`__NR_rt_sigreturn`), `svc #0`: the sigreturn trampoline.
 const SIGRETURN_CODE: [u32; 2] = [0xd280_1168, 0xd400_0001];
 /// Offset of the interrupted registers from the sp of a sigreturn trampoline: `struct
@@ -66,7 +66,7 @@ impl Aarch64 {
     /// The callee-saved registers (x19–x28) the caller inherits when a frame record,
     /// not a rule, found it: they hold the caller's values unless the callee saved and
     /// reused them, which only its CFI could tell.
-    fn inherit_callee_saved(callee: &RegisterSet, caller: &mut RegisterSet) {
+    fn inherit_callee_saved(callee: &FrameRegisters, caller: &mut RegisterSet) {
         super::arch::inherit(callee, caller, RECORD.inherited);
     }
 

@@ -1,7 +1,7 @@
 //! What differs per architecture in the walk, behind one trait.
 
 use super::{Caller, Trust, WalkContext, WalkFrame};
-use crate::dump::{Arch, RegisterSet};
+use crate::dump::{Arch, FrameRegisters, RegisterSet};
 
 /// One architecture's part of the walk: registers, frame records, call-site decoding.
 pub trait ArchWalker {
@@ -149,7 +149,7 @@ pub(crate) fn caller_from_record(
 
 /// Copies the `registers` the callee knows into the caller (callee-saved registers no
 /// rule mentions).
-pub(crate) fn inherit(callee: &RegisterSet, caller: &mut RegisterSet, registers: &[u16]) {
+pub(crate) fn inherit(callee: &FrameRegisters, caller: &mut RegisterSet, registers: &[u16]) {
     for &r in registers {
         if let Some(v) = callee.get(r) {
             caller.set(r, v);

@@ -75,7 +75,7 @@ pub(crate) fn apply_rule(
     rule: &Rule<'_>,
 ) -> CfiOutcome {
     let rec = &rule.record;
-    let regs = &callee.registers;
+    let regs = &callee.registers.to_set();
     let addr_size = arch.pointer_size() as u8;
     let read = |addr: u64| -> Option<u64> {
         if addr_size == 8 {

@@ -26,7 +26,7 @@ mod scan_tests;
 mod tests;
 
 use crate::breakpad::index::BreakpadIndex;
-use crate::dump::{MemoryMap, Module, RegisterSet};
+use crate::dump::{FrameRegisters, MemoryMap, Module, RegisterSet};
 use crate::unwind::{OnDemandUnwind, Rule, UnwindSource, UnwindTable};
 
 pub use arch::ArchWalker;
@@ -98,8 +98,9 @@ pub struct WalkFrame {
     /// True when `pc` is an exact instruction address (frame 0, a frame interrupted by a
     /// signal, a signal trampoline): symbols and rules are looked up at `pc`, not `pc - 1`.
     pub exact_pc: bool,
-    /// The registers recovered for this frame.
-    pub registers: RegisterSet,
+    /// The registers recovered for this frame (kept compact: a deep thread keeps
+    /// thousands of frames).
+    pub registers: FrameRegisters,
 }
 
 impl WalkFrame {
@@ -324,7 +325,7 @@ pub fn walk_thread(
             unwind_source: None,
             module: ctx.module_for(pc0),
             exact_pc: true,
-            registers: registers.clone(),
+            registers: registers.into(),
         }],
         stack_range: registers.sp().and_then(|sp| ctx.memory.range_of(sp)),
         sp_went_down: false,
@@ -603,7 +604,7 @@ impl Walk<'_, '_, '_> {
             unwind_source: c.source,
             module: self.ctx.module_for(pc),
             exact_pc: c.exact_pc,
-            registers: c.regs,
+            registers: (&c.regs).into(),
         });
         Ok(())
     }

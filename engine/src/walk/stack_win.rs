@@ -126,7 +126,7 @@ fn evaluate(
     callee_params: u32,
     frame: &WinFrame<'_>,
 ) -> Option<Caller> {
-    let regs = &callee.registers;
+    let regs = &callee.registers.to_set();
     let (esp, ebp) = (reg32(regs, Esp)?, reg32(regs, Ebp));
     let ebx = reg32(regs, Ebx);
     let limit = ctx
