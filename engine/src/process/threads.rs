@@ -511,9 +511,9 @@ fn symbolize_frame<'t>(
         column: None,
         inlined,
         symbol_source: None,
-        pre_context: Vec::new(),
+        pre_context: Default::default(),
         context_line: None,
-        post_context: Vec::new(),
+        post_context: Default::default(),
         source_url: None,
     };
     if scratch.is_empty() {

@@ -4,6 +4,7 @@
 //! `skip_serializing_if`. Addresses are [`Addr`]s, written as lower-case hex strings.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -268,15 +269,16 @@ pub struct Frame {
     pub inlined: bool,
     pub symbol_source: Option<SymbolSource>,
     /// Up to five source lines before `line` (see [`super::source_context`]); empty
-    /// without context (and in reports stored before it existed).
+    /// without context (and in reports stored before it existed). Shared by the frames at
+    /// one line of one file: a deep recursion's 8,192 frames hold one copy, not 8,192.
     #[serde(default)]
-    pub pre_context: Vec<String>,
+    pub pre_context: Arc<[String]>,
     /// The source line `line` names, where a source provider gave the file.
     #[serde(default)]
-    pub context_line: Option<String>,
+    pub context_line: Option<Arc<str>>,
     /// Up to five source lines after `line`.
     #[serde(default)]
-    pub post_context: Vec<String>,
+    pub post_context: Arc<[String]>,
     /// The frame's file at its line in the build's repository (`…/blob/COMMIT/a.c#L8`),
     /// where the source provider maps the file to one (a source-link mapping); absent
     /// otherwise.

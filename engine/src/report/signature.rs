@@ -522,9 +522,9 @@ mod tests {
             column: None,
             inlined: false,
             symbol_source: None,
-            pre_context: Vec::new(),
+            pre_context: Default::default(),
             context_line: None,
-            post_context: Vec::new(),
+            post_context: Default::default(),
             source_url: None,
         }
     }

@@ -131,11 +131,15 @@ pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &Sourc
             continue;
         };
         let lines: Vec<&str> = text.split('\n').map(without_cr).collect();
+        // one copy of each line's context, shared by its frames (a recursion's are many)
+        let mut shared: HashMap<u32, Option<Shared>> = HashMap::new();
         for &(ti, fi, line) in frames {
-            let Some(context) = context_of(&lines, line, limits.max_line_bytes) else {
+            let Some(context) = shared.entry(line).or_insert_with(|| {
+                context_of(&lines, line, limits.max_line_bytes).map(Shared::from)
+            }) else {
                 continue;
             };
-            let size = context.bytes();
+            let size = context.bytes;
             if size > budget {
                 budget = 0;
                 cut += 1;
@@ -147,9 +151,9 @@ pub fn attach(report: &mut Report, provider: &dyn SourceProvider, limits: &Sourc
                 .get_mut(ti)
                 .and_then(|t| t.frames.get_mut(fi))
             {
-                f.pre_context = context.pre;
-                f.context_line = Some(context.line);
-                f.post_context = context.post;
+                f.pre_context = Arc::clone(&context.pre);
+                f.context_line = Some(Arc::clone(&context.line));
+                f.post_context = Arc::clone(&context.post);
             }
         }
     }
@@ -256,6 +260,26 @@ pub fn lines_around(bytes: &[u8], line: u32, limits: &SourceLimits) -> Option<Co
     let text = source_text(bytes, limits.max_file_bytes)?;
     let lines: Vec<&str> = text.split('\n').map(without_cr).collect();
     context_of(&lines, line, limits.max_line_bytes)
+}
+
+/// One line's context as frames hold it, and its size against the report's budget (each
+/// frame that holds it counts it: the output carries it once per frame).
+struct Shared {
+    pre: Arc<[String]>,
+    line: Arc<str>,
+    post: Arc<[String]>,
+    bytes: usize,
+}
+
+impl From<Context> for Shared {
+    fn from(c: Context) -> Shared {
+        Shared {
+            bytes: c.bytes(),
+            pre: c.pre.into(),
+            line: c.line.into(),
+            post: c.post.into(),
+        }
+    }
 }
 
 impl Context {
@@ -380,7 +404,10 @@ mod tests {
         r.threads
             .iter()
             .flat_map(|t| &t.frames)
-            .filter_map(|f| f.line.map(|l| (l, f.context_line.clone())))
+            .filter_map(|f| {
+                f.line
+                    .map(|l| (l, f.context_line.as_deref().map(str::to_owned)))
+            })
             .collect()
     }
 
