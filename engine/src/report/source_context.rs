@@ -425,6 +425,52 @@ mod tests {
         assert!(r.warnings.iter().all(|w| w.code != "source-context-cut"));
     }
 
+    /// Frames at one line of one file (a recursion's) hold one copy of its lines, and
+    /// the budget counts it for each of them, as the output carries it for each.
+    #[test]
+    fn frames_at_one_line_share_one_copy_and_each_counts_against_the_budget() {
+        let mut r = report();
+        let first = r.threads[0]
+            .frames
+            .iter()
+            .position(|f| f.line.is_some())
+            .unwrap();
+        let copy = r.threads[0].frames[first].clone();
+        r.threads[0].frames.insert(first + 1, copy);
+        attach(
+            &mut r,
+            &Counting(Default::default()),
+            &SourceLimits::default(),
+        );
+        let (a, b) = (&r.threads[0].frames[first], &r.threads[0].frames[first + 1]);
+        assert!(a.context_line.is_some());
+        assert!(Arc::ptr_eq(&a.pre_context, &b.pre_context));
+        assert!(Arc::ptr_eq(&a.post_context, &b.post_context));
+        let (Some(x), Some(y)) = (&a.context_line, &b.context_line) else {
+            unreachable!()
+        };
+        assert!(Arc::ptr_eq(x, y));
+        // a budget of exactly one copy: the second frame is cut, not given it free
+        let one = a
+            .pre_context
+            .iter()
+            .chain(a.post_context.iter())
+            .map(String::len)
+            .sum::<usize>()
+            + x.len();
+        let mut r2 = report();
+        let copy = r2.threads[0].frames[first].clone();
+        r2.threads[0].frames.insert(first + 1, copy);
+        let limits = SourceLimits {
+            max_context_bytes: one,
+            ..SourceLimits::default()
+        };
+        attach(&mut r2, &Counting(Default::default()), &limits);
+        assert!(r2.threads[0].frames[first].context_line.is_some());
+        assert!(r2.threads[0].frames[first + 1].context_line.is_none());
+        assert!(r2.warnings.iter().any(|w| w.code == "source-context-cut"));
+    }
+
     #[test]
     fn past_the_budget_frames_get_none_and_a_warning_says_so() {
         for limits in [
