@@ -68,10 +68,13 @@ export DEBIAN_FRONTEND=noninteractive
 # The suite is hermetic: a walk asks no remote source unless a test names one (a
 # machine's profile may set DEBUGINFOD_URLS for gdb, which `postmortem walk` honours).
 unset DEBUGINFOD_URLS
+# Another apt run on the machine (an engineer installing a tool) holds dpkg's lock: wait
+# for it, up to ten minutes, rather than fail the section at once (seen 2026-12-02).
+APT_GET="apt-get -o DPkg::Lock::Timeout=600"
 # A mirror that serves one index badly (seen here: bookworm-security's i386 index,
 # truncated) fails the update, not the install: the lists already on the machine are used.
-$SUDO apt-get update || echo "test.sh: apt-get update failed; installing from the package lists already here" >&2
-$SUDO apt-get install -y --no-install-recommends \
+$SUDO $APT_GET update || echo "test.sh: apt-get update failed; installing from the package lists already here" >&2
+$SUDO $APT_GET install -y --no-install-recommends \
     gdb libc6-dbg gcc g++ make clang lld llvm elfutils binutils python3 curl debuginfod \
     libc6-dev libstdc++-12-dev pkg-config ca-certificates chromium chromium-driver \
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user-static gdb-multiarch \
@@ -88,7 +91,7 @@ arm64_root="${POSTMORTEM_ARM64_ROOT:-/var/cache/postmortem-arm64-root}"
 if [ ! -f "$arm64_root/.complete" ]; then
     if ! dpkg --print-foreign-architectures | grep -qx arm64; then
         $SUDO dpkg --add-architecture arm64
-        $SUDO apt-get update
+        $SUDO $APT_GET update
     fi
     debs="$(mktemp -d)"
     (cd "$debs" && apt-get download libc6:arm64 libc6-dbg:arm64)
@@ -109,9 +112,9 @@ if ! dpkg-query -W -f='${Status}' wine32:i386 2>/dev/null | grep -q 'ok installe
     || ! command -v i686-w64-mingw32-g++ >/dev/null 2>&1; then
     if ! dpkg --print-foreign-architectures | grep -qx i386; then
         $SUDO dpkg --add-architecture i386
-        $SUDO apt-get update
+        $SUDO $APT_GET update
     fi
-    $SUDO apt-get install -y --no-install-recommends \
+    $SUDO $APT_GET install -y --no-install-recommends \
         wine32:i386 gcc-mingw-w64-i686 g++-mingw-w64-i686
 fi
 
