@@ -132,6 +132,14 @@ pub struct FrameRegisters {
 }
 
 impl FrameRegisters {
+    /// None known (a frame a crash report lists without its registers).
+    pub fn none(arch: Arch) -> FrameRegisters {
+        FrameRegisters {
+            arch,
+            known: 0,
+            values: SmallVec::new(),
+        }
+    }
     /// The value of DWARF register `reg`, if known.
     #[inline]
     pub fn get(&self, reg: impl DwarfRegister) -> Option<u64> {
@@ -215,6 +223,7 @@ mod tests {
     /// sets with none, some and all slots known, and turns back into the same set.
     #[test]
     fn a_frames_kept_registers_read_as_the_full_set() {
+        assert!(FrameRegisters::none(Arch::Arm).to_set() == RegisterSet::new(Arch::Arm));
         let mut sets = vec![RegisterSet::new(Arch::X86_64)];
         let mut some = RegisterSet::new(Arch::X86_64);
         for (reg, v) in [

@@ -284,7 +284,7 @@ fn prewalked(
             registers: if k == 0 {
                 (&t.registers).into()
             } else {
-                (&dump::RegisterSet::new(dump.arch)).into()
+                dump::FrameRegisters::none(dump.arch)
             },
         })
         .collect();

@@ -429,14 +429,19 @@ mod tests {
     /// the budget counts it for each of them, as the output carries it for each.
     #[test]
     fn frames_at_one_line_share_one_copy_and_each_counts_against_the_budget() {
-        let mut r = report();
-        let first = r.threads[0]
-            .frames
-            .iter()
-            .position(|f| f.line.is_some())
-            .unwrap();
-        let copy = r.threads[0].frames[first].clone();
-        r.threads[0].frames.insert(first + 1, copy);
+        // the report with its first frame that has a line repeated right after it
+        let repeated = || {
+            let mut r = report();
+            let first = r.threads[0]
+                .frames
+                .iter()
+                .position(|f| f.line.is_some())
+                .unwrap();
+            let copy = r.threads[0].frames[first].clone();
+            r.threads[0].frames.insert(first + 1, copy);
+            (r, first)
+        };
+        let (mut r, first) = repeated();
         attach(
             &mut r,
             &Counting(Default::default()),
@@ -458,9 +463,7 @@ mod tests {
             .map(String::len)
             .sum::<usize>()
             + x.len();
-        let mut r2 = report();
-        let copy = r2.threads[0].frames[first].clone();
-        r2.threads[0].frames.insert(first + 1, copy);
+        let (mut r2, _) = repeated();
         let limits = SourceLimits {
             max_context_bytes: one,
             ..SourceLimits::default()

@@ -613,7 +613,7 @@ mod tests {
             unwind_source: None,
             module: Some(0),
             exact_pc: false,
-            registers: (&RegisterSet::new(Arch::X86)).into(),
+            registers: crate::dump::FrameRegisters::none(Arch::X86),
         };
         X86::caller_from_exception_context(&ctx, &callee)
     }
