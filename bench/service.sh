@@ -21,6 +21,7 @@
 #                    compared at one rate)
 #   WORKER_PROCS     PostgreSQL's last phase: separate `postmortem worker` processes, each
 #                    with WORKERS / WORKER_PROCS worker tasks (default 2)
+#   METRICS_DIR      if set, phase 2's `/metrics` is kept there as BACKEND-WORKERS.txt
 # Needs: gcc, hey (apt-get install hey), curl, jq, python3, psql for PostgreSQL; and a
 # core_pattern that is a plain file name (the crash program's core is written to cwd).
 #
@@ -32,7 +33,9 @@
 # over the backlog alone: crashes stored after the first store / time from the first
 # store to the last (`finished_at`, the server's start-up and first batch left out). The
 # share of the workers' time in the crashes' own processing (issue 40): crashes/s × the
-# p50 of `processing_us` ÷ workers, with each rate. (3) Latency under load: `serve
+# p50 of `processing_us` ÷ workers, with each rate; and where the machine's CPU went
+# during the drain (the cores busy, the server's CPU and PostgreSQL's backends' per
+# crash, from /proc). (3) Latency under load: `serve
 # --workers $WORKERS` while hey uploads at LOAD_SHARE of phase 2's rate for LOAD_SECONDS;
 # each crash's upload-to-report time is its finished_at - received_at (Unix ms, as the
 # API lists them), p50 / p99 / max over the phase's crashes, and the server's peak RSS
@@ -164,15 +167,27 @@ print(f"{label}: {float(sent):.0f} uploads/s sustained (asked {float(rate):.0f};
       f"peak RSS {int(kib) / 1024:.0f} MiB")
 PY
 }
+# CPU time of the processes, in clock ticks (utime + stime); the machine's busy ticks
+# (every core, all but idle and iowait) since boot.
+cpu_ticks() {
+    local total=0 pid f
+    for pid in "$@"; do
+        f="$(cut -d')' -f2 "/proc/$pid/stat" 2>/dev/null)" || continue
+        total=$((total + $(awk '{print $12 + $13}' <<<"$f")))
+    done
+    echo "$total"
+}
+machine_busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 jobs_in() { curl -sf "$BASE/metrics" | sed -n "s/^postmortem_jobs{state=\"$1\"} //p"; }
 
 # Phase 2's figures: the rates, the per-crash time (`processing_us`) and the share.
 cat >"$WORK/drain.py" <<'EOF'
 import sys
-backend, rps, p50, p99, codes, pending, t0, t1, usf, job_ms, wait_s, workers = sys.argv[1:]
+(backend, rps, p50, p99, codes, pending, t0, t1, usf, job_ms, wait_s, workers,
+ busy, cpu_server, cpu_db, hz, cores) = sys.argv[1:]
 rows = [l.split("\t") for l in open(usf).read().splitlines()]
-us = sorted(int(u) for u, _ in rows if u not in ("", "null"))
-ends = sorted(int(f) for _, f in rows if f not in ("", "null"))
+us = sorted(int(u) for u, *_ in rows if u not in ("", "null"))
+ends = sorted(int(f) for _, f, *_ in rows if f not in ("", "null"))
 if not us or len(ends) < 2:
     sys.exit(f"{backend}: no per-crash times (processing_us): a binary from before migration 0032?")
 pct = lambda q: us[min(len(us) - 1, int(q * len(us)))] / 1000
@@ -204,6 +219,31 @@ rest = wall - at_p50 - above - wait
 print(f"{label}: workers' time {wall:.2f} s: jobs at p50 {at_p50 / wall:.2f}, jobs above p50 "
       f"{above / wall:.2f} (mean {sum(us) / len(us) / 1000:.3f} ms), wait {wait / wall:.2f}, "
       f"rest {rest / wall:.2f}")
+# A job's time by its place in its batch (one batch: the crashes one store finished, in
+# the claim's order): the first job of a batch looks up its modules' files for the rest.
+batches = {}
+for u, f, r, i in rows:
+    if u not in ("", "null") and f not in ("", "null"):
+        batches.setdefault(int(f), []).append((int(r), i, int(u)))
+places = {}
+for b in batches.values():
+    for k, (_, _, u) in enumerate(sorted(b)):
+        places.setdefault(min(k, 8), []).append(u / 1000)
+parts = []
+for name, ks in (("first", [0]), ("2nd-8th", range(1, 8)), ("later", [8])):
+    v = sorted(u for k in ks for u in places.get(k, []))
+    if v:
+        parts.append(f"{name} {len(v)}: p50 {v[len(v) // 2]:.3f} ms, mean {sum(v) / len(v):.3f} ms")
+print(f"{label}: jobs by place in their batch ({len(batches)} batches): " + "; ".join(p for p in parts if p))
+# Where the machine's CPU went during the drain: the cores busy (every process), the
+# server's CPU and PostgreSQL's backends' for this database, per crash, beside the jobs'
+# own time per crash (their mean). With the cores full, the share cannot pass the jobs'
+# part of the CPU the workers can have.
+hz, n = float(hz), int(pending)
+per = lambda ticks: float(ticks) / hz / n * 1000
+print(f"{label}: cpu: {float(busy) / hz / drain:.2f} of {cores} cores busy; per crash: server "
+      f"{per(cpu_server):.3f} ms, PostgreSQL {per(cpu_db):.3f} ms, jobs (mean) "
+      f"{sum(us) / len(us) / 1000:.3f} ms")
 EOF
 
 echo "postmortem service bench: $(nproc) cores, $N crashes of $(stat -c %s "$CORE") bytes, $C clients, ${WORKER_COUNTS[*]} workers; load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -240,6 +280,7 @@ for backend in "${BACKENDS[@]}"; do
         stop_server
 
         # Phase 2: drain the queue with warm tables.
+        busy0="$(machine_busy)"
         t0="$(date +%s.%N)"
         start_server "$data" "$WORKERS" "${extra[@]}"
         while :; do
@@ -248,6 +289,14 @@ for backend in "${BACKENDS[@]}"; do
             sleep 0.2
         done
         t1="$(date +%s.%N)"
+        busy1="$(machine_busy)"
+        cpu_server="$(cpu_ticks "$SERVER_PID")"
+        cpu_db=0
+        if [ "$backend" = postgres ]; then
+            cpu_db="$(cpu_ticks $(psql "$PG_URL/postgres" -Atc \
+                "SELECT pid FROM pg_stat_activity WHERE datname = '$PG_DB'"))"
+        fi
+        [ -n "${METRICS_DIR:-}" ] && curl -sf "$BASE/metrics" >"$METRICS_DIR/$backend-$WORKERS.txt"
         # Where the workers' time went: each step's total and mean, from /metrics.
         curl -sf "$BASE/metrics" | awk -v backend="$backend" -v workers="$WORKERS" '
             /^postmortem_job_step_seconds_(sum|count)/ {
@@ -268,10 +317,11 @@ for backend in "${BACKENDS[@]}"; do
                 print 1000 * job, sum["wait"] + 0 > "/dev/stderr"
             }' 2>"$WORK/job_ms.txt"
         # Per-crash processing time and end, from every crash of this round (keyset pages).
-        done_crashes "$since" '[.processing_us, .finished_at] | @tsv' "$WORK/us.txt"
+        done_crashes "$since" '[.processing_us, .finished_at, .received_at, .id] | @tsv' "$WORK/us.txt"
         stop_server
         python3 "$WORK/drain.py" "$backend" "$rps" "$p50" "$p99" "$codes" "$pending" "$t0" "$t1" \
-            "$WORK/us.txt" $(cat "$WORK/job_ms.txt") "$WORKERS"
+            "$WORK/us.txt" $(cat "$WORK/job_ms.txt") "$WORKERS" \
+            "$((busy1 - busy0))" "$cpu_server" "$cpu_db" "$(getconf CLK_TCK)" "$(nproc)"
     done
     rate="${LOAD_RATE:-$(python3 -c "print($pending / ($t1 - $t0) * ${LOAD_SHARE:-0.5})")}"
     if [ "${LOAD_SECONDS:-30}" != 0 ]; then
