@@ -10,6 +10,9 @@
 //! - A lock on another signature holds up neither; a crash reprocessed into a signature
 //!   merged into another group waits for that group's lock.
 //!
+//! - A decision that moves crashes between groups (a merge, undoing one, a split) takes
+//!   the locks of the groups it moves them out of and into before it moves any.
+//!
 //! Each store is run while the lock is held and must be seen waiting on an advisory lock
 //! (`pg_stat_activity`); once the holder commits it must finish, with every rollup equal
 //! to its recount.
@@ -189,6 +192,75 @@ async fn stores_wait_for_their_groups_postgres() {
     let row = crashes::get(&db, &fourth).await.unwrap().unwrap();
     assert_eq!(row.signature.as_deref(), Some("sig target"));
     rollups_exact(&db, "after a crash reprocessed into a merged group").await;
+
+    db.close().await;
+    common::drop_db(&name).await;
+}
+
+/// Runs `decision` while `locked`'s group lock is held elsewhere: it waits on the lock,
+/// and finishes once the holder commits. What it moved.
+async fn decision_waits<F>(name: &str, locked: &str, what: &str, decision: F) -> groups::Moved
+where
+    F: std::future::Future<Output = Result<groups::Moved, groups::DecisionError>> + Send + 'static,
+{
+    let mut hold = holder(name, locked).await;
+    let task = tokio::spawn(decision);
+    let mut watcher = PgConnection::connect(&common::pg_url(name)).await.unwrap();
+    let statement = waiting_statement(&mut watcher, name).await;
+    assert!(
+        !task.is_finished(),
+        "{what} did not wait for {locked}'s lock"
+    );
+    let statement = statement.expect("a decision waiting on an advisory lock");
+    assert!(
+        statement.contains("pg_advisory_xact_lock"),
+        "{what} waited in {statement:?}"
+    );
+    sqlx::query("COMMIT").execute(&mut hold).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .expect("the decision finished once the lock was given back")
+        .unwrap()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_wait_for_their_groups_postgres() {
+    let Some((name, db)) = common::pg_migrated("pm_dlocks").await else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for (n, sig) in [(1, "sig from"), (2, "sig from"), (3, "sig into")] {
+        let id = pending(&db, n).await;
+        assert!(store(&db, &id, sig).await.await.unwrap());
+        ids.push(id);
+    }
+    // a merge waits for the group it empties, and for the one it fills
+    let d = db.clone();
+    let moved = decision_waits(&name, "sig from", "a merge", async move {
+        groups::merge(&d, "a", "sig into", "sig from").await
+    })
+    .await;
+    assert_eq!(moved.crashes, 2);
+    rollups_exact(&db, "after a merge that waited").await;
+
+    // undoing it waits for the group it gives the crashes back to
+    let d = db.clone();
+    let moved = decision_waits(&name, "sig from", "undoing a merge", async move {
+        groups::unmerge(&d, "a", "sig into", "sig from").await
+    })
+    .await;
+    assert_eq!(moved.crashes, 2);
+    rollups_exact(&db, "after undoing a merge that waited").await;
+
+    // a split waits for the group it makes
+    let (d, first) = (db.clone(), ids[0].clone());
+    let moved = decision_waits(&name, "sig split", "a split", async move {
+        groups::split(&d, "a", "sig from", &[first], Some("sig split")).await
+    })
+    .await;
+    assert_eq!((moved.group.as_str(), moved.crashes), ("sig split", 1));
+    rollups_exact(&db, "after a split that waited").await;
 
     db.close().await;
     common::drop_db(&name).await;

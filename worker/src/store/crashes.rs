@@ -1036,7 +1036,9 @@ fn moved_groups(
 /// deadlocked (a fill of 100,000 crashes with 4 fillers: 36 retried). Taken in one order,
 /// the locks make the second batch wait for the first before it touches a group they
 /// share; two signatures on one key only wait for each other. SQLite has one writer.
-const GROUP_LOCKS_SQL: &str = "WITH sigs (s) AS (SELECT json_array_elements_text($1::json)) \
+/// The decisions that move crashes between groups (`store::groups`) take the same locks.
+pub(crate) const GROUP_LOCKS_SQL: &str =
+    "WITH sigs (s) AS (SELECT json_array_elements_text($1::json)) \
      SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT hashtextextended(s, 0) AS k FROM \
      (SELECT s FROM sigs \
       UNION SELECT m.into_group FROM group_merges m WHERE m.signature IN (SELECT s FROM sigs) \

@@ -16,7 +16,9 @@
 //! project's crashes, and another project's group is as missing as a group that does
 //! not exist ([`DecisionError::NoGroup`]).
 //!
-//! Each operation runs in one transaction.
+//! Each operation runs in one transaction, which on PostgreSQL first takes the advisory
+//! locks of the groups it moves crashes out of and into, as a worker's store does for
+//! the groups its reports enter.
 
 use super::{Db, StoreError};
 
@@ -66,10 +68,23 @@ fn step(sql: impl Into<String>, binds: &[&str]) -> Step {
     }
 }
 
-/// Runs the steps in one transaction; the rows each changed.
-async fn run(db: &Db, steps: &[Step]) -> Result<Vec<u64>, StoreError> {
-    Ok(crate::on_pool!(db, p => async {
-        let mut tx = p.begin().await?;
+/// Runs the steps in one transaction; the rows each changed. On PostgreSQL the
+/// transaction first takes the locks of `groups` (the groups its crashes leave and
+/// enter), those a worker's store takes for the groups its reports enter
+/// ([`super::crashes::GROUP_LOCKS_SQL`], in one order of keys): a decision moving a
+/// crash storm's crashes while a store added to the same groups' rows took them in
+/// another order, and PostgreSQL ended one of the two as a deadlock, the decision with
+/// an error. On SQLite the transaction takes its turn at the one writer
+/// ([`crate::in_transaction!`]).
+async fn run(db: &Db, groups: &[&str], steps: &[Step]) -> Result<Vec<u64>, StoreError> {
+    let groups = serde_json::to_string(groups).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let postgres = matches!(db.backend(), super::Backend::Postgres(_));
+    Ok(crate::in_transaction!(db, tx => {
+        if postgres {
+            sqlx::query(super::crashes::GROUP_LOCKS_SQL)
+                .bind(&groups).bind("[]")
+                .execute(&mut *tx).await?;
+        }
         let mut counts = Vec::with_capacity(steps.len());
         for s in steps {
             let mut q = sqlx::query(sqlx::AssertSqlSafe(s.sql.as_str()));
@@ -78,10 +93,8 @@ async fn run(db: &Db, steps: &[Step]) -> Result<Vec<u64>, StoreError> {
             }
             counts.push(q.execute(&mut *tx).await?.rows_affected());
         }
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(counts)
-    }
-    .await)?)
+        counts
+    }))
 }
 
 /// Whether a group with this name has crashes in `project`.
@@ -161,7 +174,7 @@ pub async fn merge(db: &Db, project: &str, into: &str, from: &str) -> Result<Mov
             &[from, project],
         ),
     ];
-    let counts = run(db, &steps).await?;
+    let counts = run(db, &[into, from], &steps).await?;
     Ok(Moved {
         group: into.to_string(),
         crashes: counts.last().copied().unwrap_or(0),
@@ -205,7 +218,7 @@ pub async fn unmerge(
             &[group, project],
         ),
     ];
-    let counts = run(db, &steps).await?;
+    let counts = run(db, &[group, from], &steps).await?;
     let moved = counts.last().copied().unwrap_or(0);
     if moved == 0 {
         return Err(DecisionError::Invalid(format!(
@@ -262,7 +275,7 @@ pub async fn split(
             &[&*id, group, project],
         ));
     }
-    let counts = run(db, &steps).await?;
+    let counts = run(db, &[group, name.as_str()], &steps).await?;
     let moved: u64 = counts.iter().skip(1).step_by(2).sum();
     if moved == 0 {
         return Err(DecisionError::Invalid(format!(
