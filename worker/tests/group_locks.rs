@@ -102,25 +102,39 @@ async fn waiting_statement(watcher: &mut PgConnection, name: &str) -> Option<Str
 /// Stores `id` with `sig` while `locked`'s group lock is held elsewhere: the store waits,
 /// in a statement that holds `waits_in`, and finishes once the holder commits.
 async fn waits_for(db: &Db, name: &str, id: &str, sig: &str, locked: &str, waits_in: &str) {
-    let mut hold = holder(name, locked).await;
+    let hold = holder(name, locked).await;
     let task = store(db, id, sig).await;
+    let what = format!("the store of {sig}");
+    let kept = ends_after_waiting(name, hold, task, &what, locked, waits_in).await;
+    assert!(kept, "the report of {id} was stored");
+}
+
+/// `task`, run while `hold` holds `locked`'s group lock: it must be seen waiting on an
+/// advisory lock in a statement that holds `waits_in`, and end once `hold` commits.
+async fn ends_after_waiting<T>(
+    name: &str,
+    mut hold: PgConnection,
+    task: tokio::task::JoinHandle<T>,
+    what: &str,
+    locked: &str,
+    waits_in: &str,
+) -> T {
     let mut watcher = PgConnection::connect(&common::pg_url(name)).await.unwrap();
     let statement = waiting_statement(&mut watcher, name).await;
     assert!(
         !task.is_finished(),
-        "the store of {sig} did not wait for {locked}'s lock"
+        "{what} did not wait for {locked}'s lock"
     );
-    let statement = statement.expect("a store waiting on an advisory lock");
+    let statement = statement.expect("waiting on an advisory lock");
     assert!(
         statement.contains(waits_in),
-        "the store of {sig} waited for {locked}'s lock in {statement:?}, not in {waits_in}"
+        "{what} waited for {locked}'s lock in {statement:?}, not in {waits_in}"
     );
     sqlx::query("COMMIT").execute(&mut hold).await.unwrap();
-    let kept = tokio::time::timeout(Duration::from_secs(20), task)
+    tokio::time::timeout(Duration::from_secs(20), task)
         .await
-        .expect("the store finished once the lock was given back")
-        .unwrap();
-    assert!(kept, "the report of {id} was stored");
+        .expect("it finished once the lock was given back")
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,24 +217,11 @@ async fn decision_waits<F>(name: &str, locked: &str, what: &str, decision: F) ->
 where
     F: std::future::Future<Output = Result<groups::Moved, groups::DecisionError>> + Send + 'static,
 {
-    let mut hold = holder(name, locked).await;
+    let hold = holder(name, locked).await;
     let task = tokio::spawn(decision);
-    let mut watcher = PgConnection::connect(&common::pg_url(name)).await.unwrap();
-    let statement = waiting_statement(&mut watcher, name).await;
-    assert!(
-        !task.is_finished(),
-        "{what} did not wait for {locked}'s lock"
-    );
-    let statement = statement.expect("a decision waiting on an advisory lock");
-    assert!(
-        statement.contains("pg_advisory_xact_lock"),
-        "{what} waited in {statement:?}"
-    );
-    sqlx::query("COMMIT").execute(&mut hold).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(20), task)
+    let waits_in = "pg_advisory_xact_lock";
+    ends_after_waiting(name, hold, task, what, locked, waits_in)
         .await
-        .expect("the decision finished once the lock was given back")
-        .unwrap()
         .unwrap()
 }
 
