@@ -11,7 +11,8 @@
 //!   merged into another group waits for that group's lock.
 //!
 //! - A decision that moves crashes between groups (a merge, undoing one, a split) takes
-//!   the locks of the groups it moves them out of and into before it moves any.
+//!   the locks of the groups it moves them out of and into before it moves any; a
+//!   crash's delete, its group's.
 //!
 //! Each store is run while the lock is held and must be seen waiting on an advisory lock
 //! (`pg_stat_activity`); once the holder commits it must finish, with every rollup equal
@@ -262,6 +263,26 @@ async fn decisions_wait_for_their_groups_postgres() {
     .await;
     assert_eq!((moved.group.as_str(), moved.crashes), ("sig split", 1));
     rollups_exact(&db, "after a split that waited").await;
+
+    // deleting a crash waits for the group it leaves
+    let hold = holder(&name, "sig split").await;
+    let (d, first) = (db.clone(), ids[0].clone());
+    let task = tokio::spawn(async move {
+        let audit = worker::store::audit::Entry {
+            at: T0,
+            token: "none".into(),
+            project: Some("a".into()),
+            action: "delete-crash".into(),
+            route: "DELETE /api/v1/crashes/{id}".into(),
+            target: Some(first.clone()),
+            detail: None,
+        };
+        worker::store::delete::crash(&d, &first, Some("a"), &audit).await
+    });
+    let waits_in = "pg_advisory_xact_lock";
+    let deleted = ends_after_waiting(&name, hold, task, "a delete", "sig split", waits_in).await;
+    assert!(deleted.unwrap().is_some(), "the crash was deleted");
+    rollups_exact(&db, "after a delete that waited").await;
 
     db.close().await;
     common::drop_db(&name).await;

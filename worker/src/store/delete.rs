@@ -25,6 +25,13 @@ const ORPHAN_TERMS: &str = "DELETE FROM search_terms WHERE id IN \
     AND NOT EXISTS (SELECT 1 FROM crash_terms o \
     WHERE o.term_id = search_terms.id AND o.crash_id <> $1)";
 
+/// PostgreSQL: the advisory lock of crash `$1`'s group, the one a worker's store takes
+/// before it adds to the group's rows ([`super::crashes::GROUP_LOCKS_SQL`]): the row's
+/// delete takes it out of those rows through the triggers, and beside a storm's stores
+/// without the lock it could be ended as a deadlock.
+const GROUP_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended(signature, 0)) \
+    FROM crashes WHERE id = $1 AND signature IS NOT NULL AND signature <> ''";
+
 /// Deletes crash `id` if it belongs to `project` (none: any project) and records `audit`
 /// with it (under the crash's project). Returns the sha256 of its dump, or `None` when there is no such crash (another
 /// project's crash is `None` too, and is left as it was).
@@ -40,7 +47,11 @@ pub async fn crash(
     // "database is locked" when a worker wrote in between).
     let remove = "DELETE FROM crashes WHERE id = $1 AND ($2 IS NULL OR project = $2) \
                   RETURNING dump_sha256, project";
+    let postgres = matches!(db.backend(), super::Backend::Postgres(_));
     Ok(crate::in_transaction!(db, tx => {
+        if postgres {
+            sqlx::query(GROUP_LOCK).bind(&*id).execute(&mut *tx).await?;
+        }
         let row: Option<(String, String)> = sqlx::query_as(remove)
             .bind(&*id).bind(project).fetch_optional(&mut *tx).await?;
         match row {
