@@ -72,9 +72,9 @@ fn step(sql: impl Into<String>, binds: &[&str]) -> Step {
 /// transaction first takes the locks of `groups` (the groups its crashes leave and
 /// enter), those a worker's store takes for the groups its reports enter
 /// ([`super::crashes::GROUP_LOCKS_SQL`], in one order of keys): a decision moving a
-/// crash storm's crashes while a store added to the same groups' rows took them in
-/// another order, and PostgreSQL ended one of the two as a deadlock, the decision with
-/// an error. On SQLite the transaction takes its turn at the one writer
+/// crash storm's crashes while a store adds to the same groups' rows could take them in
+/// another order, and PostgreSQL would end one of the two as a deadlock, the decision
+/// with an error. On SQLite the transaction takes its turn at the one writer
 /// ([`crate::in_transaction!`]).
 async fn run(db: &Db, groups: &[&str], steps: &[Step]) -> Result<Vec<u64>, StoreError> {
     let groups = serde_json::to_string(groups).map_err(|e| StoreError::Corrupt(e.to_string()))?;
