@@ -849,13 +849,15 @@ pub async fn finish_batch(
         let mut held_ids: Option<HashMap<String, i64>> = None;
         if let Some(rows) = &held {
             let sql = held_sql();
-            let rows: Vec<(String, i64, Option<String>)> =
+            let rows: Vec<(String, i64, Option<String>, bool)> =
                 sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
                     .bind(rows.as_str()).bind(worker)
                     .fetch_all(&mut *tx).await?;
             let ids: HashMap<String, i64> =
-                rows.iter().map(|(id, at, _)| (id.clone(), *at)).collect();
-            for st in index_statements(jobs, &ids, sqlite)? {
+                rows.iter().map(|(id, at, _, _)| (id.clone(), *at)).collect();
+            let first: HashSet<&str> =
+                rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect();
+            for st in index_statements(jobs, &ids, &first, sqlite)? {
                 run_statement!(tx, st);
             }
             if let Some((signatures, ids)) = moved_groups(&done, &rows)? {
@@ -886,7 +888,7 @@ pub async fn finish_batch(
             }
             Some(_) => {}
             None => {
-                for st in index_statements(jobs, &stored, sqlite)? {
+                for st in index_statements(jobs, &stored, &HashSet::new(), sqlite)? {
                     run_statement!(tx, st);
                 }
             }
@@ -936,10 +938,12 @@ fn ended_sql() -> (String, String) {
 }
 
 /// The search and module index of the reports of `jobs` whose crashes are in `stored`
-/// (by id, with their `received_at`): each crash once, its first job's report.
+/// (by id, with their `received_at`): each crash once, its first job's report. `first`:
+/// the crashes known to have had no report before, whose (absent) rows are not deleted.
 fn index_statements<'a>(
     jobs: &[Finished<'a>],
     stored: &HashMap<String, i64>,
+    first: &HashSet<&str>,
     sqlite: bool,
 ) -> Result<Vec<super::crash_index::Statement<'a>>, StoreError> {
     let mut seen = HashSet::new();
@@ -957,6 +961,7 @@ fn index_statements<'a>(
                     id,
                     received_at,
                     report,
+                    replaces: !first.contains(id),
                 })
         })
         .collect();
@@ -966,8 +971,9 @@ fn index_statements<'a>(
 
 /// PostgreSQL: the rows of a batch's reports whose leases are still ours (the attempt
 /// `$1`'s JSON rows name, worker `$2`, still processing), locked for the rest of the
-/// transaction in the order of their ids, with their `received_at` and the signature
-/// they have before this store (a reprocessed crash's).
+/// transaction in the order of their ids, with their `received_at`, the signature they
+/// have before this store (a reprocessed crash's) and whether they had no report yet (a
+/// first report: no index rows to replace).
 ///
 /// The groups' locks are taken by the reports' `UPDATE` itself (migration 0043's
 /// statement trigger, right before its crashes enter their groups) and held to the
@@ -977,7 +983,8 @@ fn index_statements<'a>(
 fn held_sql() -> String {
     let rows = super::crash_index::json_rows(false, &["id", "attempts"]);
     format!(
-        "SELECT c.id, c.received_at, c.signature FROM crashes c JOIN ({rows}) v \
+        "SELECT c.id, c.received_at, c.signature, c.report IS NULL FROM crashes c \
+         JOIN ({rows}) v \
          ON c.id = v.id AND c.attempts = CAST(v.attempts AS INTEGER) \
          WHERE c.leased_by = $2 AND c.status = 'processing' ORDER BY c.id FOR UPDATE OF c"
     )
@@ -1000,11 +1007,11 @@ fn held_rows(done: &[(&Lease, &StoredReport, Option<i64>)]) -> Result<String, St
 /// report: the trigger takes their locks, on the signatures stored.
 fn moved_groups(
     done: &[(&Lease, &StoredReport, Option<i64>)],
-    held: &[(String, i64, Option<String>)],
+    held: &[(String, i64, Option<String>, bool)],
 ) -> Result<Option<(String, String)>, StoreError> {
     let old: Vec<&str> = held
         .iter()
-        .filter_map(|(_, _, s)| s.as_deref())
+        .filter_map(|(_, _, s, _)| s.as_deref())
         .filter(|s| !s.is_empty())
         .collect();
     if old.is_empty() {
@@ -1017,7 +1024,7 @@ fn moved_groups(
         .collect();
     all.sort_unstable();
     all.dedup();
-    let ids: Vec<&str> = held.iter().map(|(id, _, _)| id.as_str()).collect();
+    let ids: Vec<&str> = held.iter().map(|(id, _, _, _)| id.as_str()).collect();
     let json =
         |v: &[&str]| serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()));
     Ok(Some((json(&all)?, json(&ids)?)))
