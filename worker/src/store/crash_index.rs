@@ -29,8 +29,8 @@ pub(crate) struct Indexed<'a> {
     pub report: &'a StoredReport,
     /// False only for a crash known to have had no report before this store: index rows
     /// are written with a report (here, and by migration 0021's fill from the reports),
-    /// so it has none, and its deletes are left out. On PostgreSQL they were five of a
-    /// batch's store's 21 ms, each finding nothing for a first report (issue 40).
+    /// so it has none, and its deletes are left out. On PostgreSQL the three deletes were
+    /// 2.2 ms of a 32-crash store's 21 ms, finding nothing for first reports (issue 40).
     pub replaces: bool,
 }
 
