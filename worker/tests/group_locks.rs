@@ -264,21 +264,32 @@ async fn decisions_wait_for_their_groups_postgres() {
     assert_eq!((moved.group.as_str(), moved.crashes), ("sig split", 1));
     rollups_exact(&db, "after a split that waited").await;
 
-    // deleting a crash waits for the group it leaves
+    // deleting a crash waits for the group it leaves; another project's caller naming
+    // the crash does not wait (nor learn that it exists)
+    let audit = |id: &str, project: &str| worker::store::audit::Entry {
+        at: T0,
+        token: "none".into(),
+        project: Some(project.into()),
+        action: "delete-crash".into(),
+        route: "DELETE /api/v1/crashes/{id}".into(),
+        target: Some(id.into()),
+        detail: None,
+    };
+    let mut hold = holder(&name, "sig into").await;
+    let entry = audit(&ids[2], "b");
+    let other = worker::store::delete::crash(&db, &ids[2], Some("b"), &entry);
+    let other = tokio::time::timeout(Duration::from_secs(5), other)
+        .await
+        .expect("another project's delete must not wait for the group's lock");
+    assert!(other.unwrap().is_none());
+    sqlx::query("COMMIT").execute(&mut hold).await.unwrap();
     let hold = holder(&name, "sig split").await;
     let (d, first) = (db.clone(), ids[0].clone());
-    let task = tokio::spawn(async move {
-        let audit = worker::store::audit::Entry {
-            at: T0,
-            token: "none".into(),
-            project: Some("a".into()),
-            action: "delete-crash".into(),
-            route: "DELETE /api/v1/crashes/{id}".into(),
-            target: Some(first.clone()),
-            detail: None,
-        };
-        worker::store::delete::crash(&d, &first, Some("a"), &audit).await
-    });
+    let entry = audit(&first, "a");
+    let task =
+        tokio::spawn(
+            async move { worker::store::delete::crash(&d, &first, Some("a"), &entry).await },
+        );
     let waits_in = "pg_advisory_xact_lock";
     let deleted = ends_after_waiting(&name, hold, task, "a delete", "sig split", waits_in).await;
     assert!(deleted.unwrap().is_some(), "the crash was deleted");

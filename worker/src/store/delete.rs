@@ -29,8 +29,11 @@ const ORPHAN_TERMS: &str = "DELETE FROM search_terms WHERE id IN \
 /// before it adds to the group's rows ([`super::crashes::GROUP_LOCKS_SQL`]): the row's
 /// delete takes it out of those rows through the triggers, and beside a storm's stores
 /// without the lock it could be ended as a deadlock.
+/// Only a crash of the caller's project (`$2`; none: any) is looked at: another
+/// project's crash id does not wait for its group.
 const GROUP_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended(signature, 0)) \
-    FROM crashes WHERE id = $1 AND signature IS NOT NULL AND signature <> ''";
+    FROM crashes WHERE id = $1 AND ($2 IS NULL OR project = $2) \
+    AND signature IS NOT NULL AND signature <> ''";
 
 /// Deletes crash `id` if it belongs to `project` (none: any project) and records `audit`
 /// with it (under the crash's project). Returns the sha256 of its dump, or `None` when there is no such crash (another
@@ -50,7 +53,7 @@ pub async fn crash(
     let postgres = matches!(db.backend(), super::Backend::Postgres(_));
     Ok(crate::in_transaction!(db, tx => {
         if postgres {
-            sqlx::query(GROUP_LOCK).bind(&*id).execute(&mut *tx).await?;
+            sqlx::query(GROUP_LOCK).bind(&*id).bind(project).execute(&mut *tx).await?;
         }
         let row: Option<(String, String)> = sqlx::query_as(remove)
             .bind(&*id).bind(project).fetch_optional(&mut *tx).await?;
