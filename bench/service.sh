@@ -234,7 +234,7 @@ for name, ks in (("first", [0]), ("2nd-8th", range(1, 8)), ("later", [8])):
     v = sorted(u for k in ks for u in places.get(k, []))
     if v:
         parts.append(f"{name} {len(v)}: p50 {v[len(v) // 2]:.3f} ms, mean {sum(v) / len(v):.3f} ms")
-print(f"{label}: jobs by place in their batch ({len(batches)} batches): " + "; ".join(p for p in parts if p))
+print(f"{label}: jobs by place in their batch ({len(batches)} batches): " + "; ".join(parts))
 # Where the machine's CPU went during the drain: the cores busy (every process), the
 # server's CPU and PostgreSQL's backends' for this database, per crash, beside the jobs'
 # own time per crash (their mean). With the cores full, the share cannot pass the jobs'

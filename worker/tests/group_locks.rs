@@ -212,18 +212,18 @@ async fn stores_wait_for_their_groups_postgres() {
     common::drop_db(&name).await;
 }
 
-/// Runs `decision` while `locked`'s group lock is held elsewhere: it waits on the lock,
-/// and finishes once the holder commits. What it moved.
-async fn decision_waits<F>(name: &str, locked: &str, what: &str, decision: F) -> groups::Moved
+/// Runs `work` (a decision, a delete) while `locked`'s group lock is held elsewhere: it
+/// waits on the lock, in its own `pg_advisory_xact_lock`, and ends once the holder
+/// commits. What it gave.
+async fn waits_on_lock<T, F>(name: &str, locked: &str, what: &str, work: F) -> T
 where
-    F: std::future::Future<Output = Result<groups::Moved, groups::DecisionError>> + Send + 'static,
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
 {
     let hold = holder(name, locked).await;
-    let task = tokio::spawn(decision);
+    let task = tokio::spawn(work);
     let waits_in = "pg_advisory_xact_lock";
-    ends_after_waiting(name, hold, task, what, locked, waits_in)
-        .await
-        .unwrap()
+    ends_after_waiting(name, hold, task, what, locked, waits_in).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,30 +237,34 @@ async fn decisions_wait_for_their_groups_postgres() {
         assert!(store(&db, &id, sig).await.await.unwrap());
         ids.push(id);
     }
-    // a merge waits for the group it empties, and for the one it fills
+    // a merge waits for the group it fills (undoing it, below, for the one it fills
+    // again: both groups of a decision are locked by one statement)
     let d = db.clone();
-    let moved = decision_waits(&name, "sig from", "a merge", async move {
+    let moved = waits_on_lock(&name, "sig into", "a merge", async move {
         groups::merge(&d, "a", "sig into", "sig from").await
     })
-    .await;
+    .await
+    .unwrap();
     assert_eq!(moved.crashes, 2);
     rollups_exact(&db, "after a merge that waited").await;
 
     // undoing it waits for the group it gives the crashes back to
     let d = db.clone();
-    let moved = decision_waits(&name, "sig from", "undoing a merge", async move {
+    let moved = waits_on_lock(&name, "sig from", "undoing a merge", async move {
         groups::unmerge(&d, "a", "sig into", "sig from").await
     })
-    .await;
+    .await
+    .unwrap();
     assert_eq!(moved.crashes, 2);
     rollups_exact(&db, "after undoing a merge that waited").await;
 
     // a split waits for the group it makes
     let (d, first) = (db.clone(), ids[0].clone());
-    let moved = decision_waits(&name, "sig split", "a split", async move {
+    let moved = waits_on_lock(&name, "sig split", "a split", async move {
         groups::split(&d, "a", "sig from", &[first], Some("sig split")).await
     })
-    .await;
+    .await
+    .unwrap();
     assert_eq!((moved.group.as_str(), moved.crashes), ("sig split", 1));
     rollups_exact(&db, "after a split that waited").await;
 
@@ -283,15 +287,12 @@ async fn decisions_wait_for_their_groups_postgres() {
         .expect("another project's delete must not wait for the group's lock");
     assert!(other.unwrap().is_none());
     sqlx::query("COMMIT").execute(&mut hold).await.unwrap();
-    let hold = holder(&name, "sig split").await;
     let (d, first) = (db.clone(), ids[0].clone());
     let entry = audit(&first, "a");
-    let task =
-        tokio::spawn(
-            async move { worker::store::delete::crash(&d, &first, Some("a"), &entry).await },
-        );
-    let waits_in = "pg_advisory_xact_lock";
-    let deleted = ends_after_waiting(&name, hold, task, "a delete", "sig split", waits_in).await;
+    let deleted = waits_on_lock(&name, "sig split", "a delete", async move {
+        worker::store::delete::crash(&d, &first, Some("a"), &entry).await
+    })
+    .await;
     assert!(deleted.unwrap().is_some(), "the crash was deleted");
     rollups_exact(&db, "after a delete that waited").await;
 

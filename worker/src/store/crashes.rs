@@ -855,8 +855,11 @@ pub async fn finish_batch(
                     .fetch_all(&mut *tx).await?;
             let ids: HashMap<String, i64> =
                 rows.iter().map(|(id, at, _, _)| (id.clone(), *at)).collect();
-            let first: HashSet<&str> =
-                rows.iter().filter(|r| r.3).map(|r| r.0.as_str()).collect();
+            // a crash that had no report has no index rows to delete
+            let first: HashSet<&str> = rows
+                .iter()
+                .filter_map(|(id, _, _, no_report)| no_report.then_some(id.as_str()))
+                .collect();
             for st in index_statements(jobs, &ids, &first, sqlite)? {
                 run_statement!(tx, st);
             }

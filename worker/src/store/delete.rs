@@ -29,6 +29,7 @@ const ORPHAN_TERMS: &str = "DELETE FROM search_terms WHERE id IN \
 /// before it adds to the group's rows ([`super::crashes::GROUP_LOCKS_SQL`]): the row's
 /// delete takes it out of those rows through the triggers, and beside a storm's stores
 /// without the lock it could be ended as a deadlock.
+///
 /// Only a crash of the caller's project (`$2`; none: any) is looked at: another
 /// project's crash id does not wait for its group.
 const GROUP_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended(signature, 0)) \
